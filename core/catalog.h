@@ -1,0 +1,102 @@
+// Catalog: the immutable set of datasets declared in the pipeline files,
+// validated as a whole (every upstream exists, no cycles, mappings fit the
+// grains, derived datasets have a transform and a contract).
+//
+// A Catalog is built once (see pipeline_loader.h) and then only read; it is
+// thread-safe for concurrent readers. DatasetSpec pointers it hands out live
+// as long as the Catalog.
+
+#ifndef BACKFILL_CORE_CATALOG_H_
+#define BACKFILL_CORE_CATALOG_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/partition.h"
+
+namespace backfill {
+
+enum class DatasetKind { kSource, kDerived };
+std::string_view DatasetKindName(DatasetKind kind);  // "source" / "derived"
+
+// How a partition of a dataset maps to the partitions of one upstream.
+enum class Mapping {
+  kIdentity,  // the same partition value of the upstream (same grain)
+  kAll,       // the whole upstream (a dimension); pinned per job
+};
+std::string_view MappingName(Mapping mapping);  // "identity" / "all"
+
+struct UpstreamEdge {
+  std::string dataset;
+  Mapping mapping = Mapping::kIdentity;
+};
+
+struct PartitionSpec {
+  std::string column;
+  Grain grain = Grain::kNone;
+  std::vector<std::string> keys;  // grain == kKey only: the declared keys.
+};
+
+struct ColumnSpec {
+  std::string name;
+  std::string type;  // SQL type as declared: TEXT, INTEGER, REAL, ...
+};
+
+struct DatasetSpec {
+  std::string name;
+  DatasetKind kind = DatasetKind::kSource;
+  std::string table;
+  std::optional<PartitionSpec> partition;  // nullopt: unpartitioned.
+  std::vector<UpstreamEdge> upstream;
+  std::string transform;          // derived only: one SELECT.
+  std::string transform_version;  // `version:` or hash of normalized text.
+  std::vector<ColumnSpec> columns;  // contract.columns, declaration order.
+  std::vector<std::string> primary_key;
+  std::string file;  // where it was declared, for error messages
+  int line = 0;
+
+  Grain grain() const {
+    return partition ? partition->grain : Grain::kNone;
+  }
+  bool is_derived() const { return kind == DatasetKind::kDerived; }
+};
+
+struct WarehouseSpec {
+  std::string engine = "sqlite";
+  std::string path = "warehouse.db";  // relative to --data-dir
+};
+
+class Catalog {
+ public:
+  Catalog() = default;
+
+  // Validates and builds a catalog. Errors are INVALID_ARGUMENT naming the
+  // dataset, its file and line, and the reason.
+  static absl::StatusOr<Catalog> Build(std::vector<DatasetSpec> datasets,
+                                       WarehouseSpec warehouse);
+
+  // nullptr when there is no such dataset.
+  const DatasetSpec* Find(std::string_view name) const;
+
+  // All datasets in a topological order: every upstream before its
+  // dependents; ties broken by name.
+  const std::vector<DatasetSpec>& datasets() const { return datasets_; }
+
+  // Derived datasets that name `name` as a direct upstream, by name.
+  std::vector<const DatasetSpec*> DirectDependents(std::string_view name) const;
+
+  const WarehouseSpec& warehouse() const { return warehouse_; }
+
+ private:
+  std::vector<DatasetSpec> datasets_;
+  std::map<std::string, size_t, std::less<>> index_;
+  WarehouseSpec warehouse_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_CATALOG_H_

@@ -1,0 +1,104 @@
+// Engine: the warehouse where datasets live and transforms run. The core
+// drives it; it never sees the engine's own types (sqlite3*, PGconn*).
+//
+// A job's life on an engine: PrepareJob (staging tables, pinned snapshots of
+// whole-table inputs), StagePartition per partition (from many threads),
+// ValidateStaged, Publish (every dataset of the job in one transaction),
+// DropJob. Every step is idempotent so that a restarted daemon can repeat
+// it. Implementations are thread-safe.
+//
+// Identifiers come only from the Catalog's specs and are always quoted;
+// partition values and bounds are always bound parameters.
+
+#ifndef BACKFILL_CORE_ENGINE_H_
+#define BACKFILL_CORE_ENGINE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/catalog.h"
+#include "core/job.h"
+
+namespace backfill {
+
+// The datasets a job recomputes and the partitions of each, plus the
+// whole-table (`mapping: all`) inputs that the job pins.
+struct JobLayout {
+  struct Item {
+    const DatasetSpec* dataset = nullptr;
+    std::vector<std::string> partitions;
+  };
+  std::string job_id;
+  std::vector<Item> items;                 // topological order
+  std::vector<const DatasetSpec*> pinned;  // snapshot once per job
+};
+
+// One input a partition task reads.
+struct InputRef {
+  const DatasetSpec* dataset = nullptr;
+  std::optional<std::string> partition;  // nullopt: the whole table
+};
+
+struct StageResult {
+  int64_t rows_written = 0;
+  std::string output_fingerprint;
+  std::vector<InputFingerprint> inputs;  // one per InputRef, same order
+};
+
+struct ValidationReport {
+  int64_t rows = 0;                   // rows staged for the dataset
+  std::vector<std::string> failures;  // empty: passed
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Rows per partition of a dataset's published table ("" for an
+  // unpartitioned one). A table that does not exist yet has no rows. For
+  // time grains column values are mapped to partitions (see partition.h).
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) = 0;
+
+  // Creates the job's staging tables and snapshots its pinned inputs if
+  // they do not exist yet. Must be called (again after a restart) before
+  // the job's other calls.
+  virtual absl::Status PrepareJob(const JobLayout& layout) = 0;
+
+  // Recomputes one partition into staging, replacing what a previous
+  // attempt staged for it. Inputs that the job also recomputes are read
+  // from its staging (published rows outside the job's partitions
+  // otherwise); pinned inputs are read from their snapshot. The transform
+  // gets :partition_start, :partition_end and :partition bound. A row
+  // outside the partition or a missing contract column fails the call with
+  // FAILED_PRECONDITION and stages nothing.
+  virtual absl::StatusOr<StageResult> StagePartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition, const std::vector<InputRef>& inputs) = 0;
+
+  // Checks the staged rows of one dataset: primary key unique and not null.
+  virtual absl::StatusOr<ValidationReport> ValidateStaged(
+      const std::string& job_id, const DatasetSpec& dataset) = 0;
+
+  // True once Publish of this job has committed.
+  virtual absl::StatusOr<bool> IsPublished(const std::string& job_id) = 0;
+
+  // In ONE transaction, for every item: creates the table from its contract
+  // if missing, keeps the rows being replaced for rollback, deletes the
+  // rows of the job's partitions and inserts the staged ones; records the
+  // job as published. All or nothing. A second call after success is a
+  // no-op.
+  virtual absl::Status Publish(const JobLayout& layout) = 0;
+
+  // Drops the job's staging tables and snapshots (not the rollback copies).
+  virtual absl::Status DropStaging(const std::string& job_id) = 0;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_ENGINE_H_

@@ -1,0 +1,172 @@
+// The domain model of a backfill: the request, its plan, the job with its
+// life-cycle state, its partition tasks, and the lineage and audit records
+// it leaves. Plain value types; not synchronized (copy them across threads).
+
+#ifndef BACKFILL_CORE_JOB_H_
+#define BACKFILL_CORE_JOB_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace backfill {
+
+enum class JobState {
+  kQueued,
+  kRunning,
+  kValidating,
+  kAwaitingApproval,
+  kPublishing,
+  kConfirming,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kPaused,
+  kRolledBack,
+  kValidationFailed,
+  kDownstreamUnhealthy,
+};
+inline constexpr int kJobStateCount = 13;
+
+// "QUEUED", "RUNNING", ... (the DESIGN.md names, upper case).
+std::string_view JobStateName(JobState state);
+absl::StatusOr<JobState> ParseJobState(std::string_view name);
+// SUCCEEDED, FAILED, CANCELLED, ROLLED_BACK, VALIDATION_FAILED,
+// DOWNSTREAM_UNHEALTHY.
+bool IsTerminal(JobState state);
+
+enum class TaskState {
+  kPending,
+  kRunning,
+  kStaged,  // recomputed into staging, checkpointed
+  kPublished,
+  kFailed,
+  kCancelled,
+};
+inline constexpr int kTaskStateCount = 6;
+std::string_view TaskStateName(TaskState state);  // "PENDING", ...
+absl::StatusOr<TaskState> ParseTaskState(std::string_view name);
+
+// What a client asks for. Scope: [from, to) or an explicit partition list;
+// neither for an unpartitioned dataset.
+struct BackfillRequest {
+  std::string dataset;
+  std::string from;
+  std::string to;
+  std::vector<std::string> partitions;
+  std::string reason;
+  std::string ticket;
+  std::string requested_by;
+  bool exclude_downstream = false;
+};
+
+// Cost in estimated input rows read.
+inline constexpr std::string_view kCostUnit = "input_rows";
+struct Cost {
+  double backfill = 0;
+  double full_reload = 0;
+  double ratio() const { return full_reload > 0 ? backfill / full_reload : 0; }
+};
+
+struct DatasetPlan {
+  std::string dataset;
+  std::vector<std::string> partitions;  // sorted, unique
+  std::string reason;                   // "requested" / "downstream of X"
+  Cost cost;
+};
+
+struct Conflict {
+  std::string job_id;
+  std::string dataset;
+  std::string partition;
+};
+
+struct Plan {
+  std::vector<DatasetPlan> datasets;  // topological order
+  Cost cost;
+  std::vector<Conflict> conflicts;
+  int64_t total_partitions() const;
+};
+
+struct PartitionCounts {
+  int64_t total = 0;
+  int64_t pending = 0;
+  int64_t running = 0;
+  int64_t staged = 0;
+  int64_t published = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+};
+
+struct Job {
+  std::string id;  // "bf-<n>", assigned by the state store
+  JobState state = JobState::kQueued;
+  BackfillRequest request;
+  std::string idempotency_key;
+  // Hash of the normalized request, compared on idempotent re-submits.
+  std::string request_fingerprint;
+  Plan plan;
+  PartitionCounts counts;  // filled on reads
+  double actual_cost = 0;  // input rows read so far
+  int64_t rows_written = 0;
+  std::string message;  // last state change's reason / error
+  absl::Time create_time = absl::InfinitePast();
+  absl::Time update_time = absl::InfinitePast();
+  absl::Time start_time = absl::InfinitePast();  // InfinitePast: not yet
+  absl::Time end_time = absl::InfinitePast();
+};
+
+// The fingerprint of one input partition a task read.
+struct InputFingerprint {
+  std::string dataset;
+  std::string partition;  // "" for a whole (pinned) table
+  std::string fingerprint;
+  int64_t rows = 0;
+};
+
+struct PartitionTask {
+  std::string job_id;
+  std::string dataset;
+  std::string partition;
+  TaskState state = TaskState::kPending;
+  int attempts = 0;
+  std::string last_error;
+  int64_t rows_written = 0;
+  std::string output_fingerprint;
+  std::vector<InputFingerprint> inputs;
+  double duration_seconds = 0;
+  absl::Time update_time = absl::InfinitePast();
+};
+
+// One published version of one (dataset, partition).
+struct LineageRecord {
+  std::string dataset;
+  std::string partition;
+  std::string job_id;
+  std::string transform_version;
+  std::vector<InputFingerprint> inputs;
+  std::string output_fingerprint;
+  int64_t row_count = 0;
+  std::string reason;
+  std::string ticket;
+  std::string requested_by;
+  absl::Time published_at = absl::InfinitePast();
+};
+
+struct AuditEvent {
+  int64_t seq = 0;
+  std::string job_id;
+  std::string from_state;  // "" for creation
+  std::string to_state;
+  std::string message;
+  absl::Time at = absl::InfinitePast();
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_JOB_H_

@@ -1,0 +1,68 @@
+// Partition arithmetic: the grains a dataset can be partitioned by, the text
+// format of their partition values, half-open ranges, and the bound
+// parameters (:partition_start, :partition_end) a transform receives.
+//
+// Formats (UTC): hour "YYYY-MM-DDTHH", day "YYYY-MM-DD", month "YYYY-MM".
+// Bounds are text of the same kind, so that text comparison on ISO dates and
+// timestamps works: day "2025-03-01" .. "2025-03-02"; hour
+// "2025-03-01 07:00:00" .. "2025-03-01 08:00:00"; month "2025-03-01" ..
+// "2025-04-01". A key partition's value is the key itself; its start and end
+// are both the key (there is no range). An unpartitioned dataset has one
+// partition, the empty string, with empty bounds.
+//
+// Stateless free functions; thread-safe.
+
+#ifndef BACKFILL_CORE_PARTITION_H_
+#define BACKFILL_CORE_PARTITION_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace backfill {
+
+enum class Grain { kNone, kHour, kDay, kMonth, kKey };
+
+// "", "hour", "day", "month", "key".
+std::string_view GrainName(Grain grain);
+
+// Parses "hour", "day", "month" or "key"; anything else is INVALID_ARGUMENT.
+absl::StatusOr<Grain> ParseGrain(std::string_view name);
+
+// True for hour, day and month.
+bool IsTimeGrain(Grain grain);
+
+struct PartitionBounds {
+  std::string start;  // Bound as :partition_start (inclusive).
+  std::string end;    // Bound as :partition_end (exclusive).
+};
+
+// Validates that `value` is a well-formed partition of a time grain (exact
+// format, real calendar date, e.g. "2025-02-30" is rejected) and returns it.
+// For kKey any non-empty value of at most 256 characters without control
+// characters is accepted; for kNone only "". Errors are INVALID_ARGUMENT and
+// name the expected format.
+absl::Status ValidatePartition(Grain grain, std::string_view value);
+
+// The bounds of one partition. The value must be valid for the grain.
+absl::StatusOr<PartitionBounds> BoundsOf(Grain grain, std::string_view value);
+
+// Every partition in [from, to), in order. Time grains only. An empty or
+// inverted range, a malformed endpoint, or more than `max_partitions`
+// partitions is INVALID_ARGUMENT.
+absl::StatusOr<std::vector<std::string>> EnumerateRange(
+    Grain grain, std::string_view from, std::string_view to,
+    size_t max_partitions = 1000000);
+
+// The partition of a time grain that contains `timestamp`, a text value of
+// the partition column: accepts "YYYY-MM-DD", "YYYY-MM-DD HH:MM[:SS...]",
+// "YYYY-MM-DDTHH[:MM...]" and "YYYY-MM" (for months). Used to map column
+// values back to partitions (e.g. when counting rows per partition).
+absl::StatusOr<std::string> PartitionOfValue(Grain grain,
+                                             std::string_view timestamp);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_PARTITION_H_

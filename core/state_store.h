@@ -1,0 +1,104 @@
+// StateStore: the durable record of the service's own state — jobs, their
+// partition tasks and checkpoints, lineage of published partition versions,
+// the audit log of state changes, and idempotency keys.
+//
+// The durable implementation is storage/sqlite_state_store.h. Implementations
+// must be thread-safe: the manager and its workers call concurrently. Every
+// method that writes is one transaction: it happens entirely or not at all.
+
+#ifndef BACKFILL_CORE_STATE_STORE_H_
+#define BACKFILL_CORE_STATE_STORE_H_
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/job.h"
+
+namespace backfill {
+
+struct CreateJobResult {
+  Job job;       // as stored (id assigned), or the existing job
+  bool created;  // false: the idempotency key matched an existing job
+};
+
+struct JobFilter {
+  std::vector<JobState> states;  // empty: any
+  std::string dataset;           // "": any; else jobs whose plan has it
+  int limit = 50;                // newest first
+};
+
+struct StoreStats {
+  std::array<int64_t, kJobStateCount> jobs_by_state{};  // index: JobState
+  // Tasks of every job, by state (index: TaskState).
+  std::array<int64_t, kTaskStateCount> tasks_by_state{};
+  // Over jobs that are RUNNING: tasks in total and tasks staged or published.
+  int64_t running_tasks_total = 0;
+  int64_t running_tasks_done = 0;
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+
+  // Stores a new job in QUEUED with one PENDING task per planned
+  // (dataset, partition), and an audit event. If job.idempotency_key is set
+  // and a job with that key exists, stores nothing and returns that job with
+  // created == false. Ignores job.id: the store assigns "bf-<n>".
+  virtual absl::StatusOr<CreateJobResult> CreateJob(const Job& job,
+                                                    absl::Time now) = 0;
+
+  // The job with its plan, counts, actual cost and rows written filled in
+  // from its tasks. NOT_FOUND for an unknown id.
+  virtual absl::StatusOr<Job> GetJob(const std::string& id) = 0;
+
+  virtual absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) = 0;
+
+  // Tasks of a job, in plan order (dataset order of the plan, then
+  // partition).
+  virtual absl::StatusOr<std::vector<PartitionTask>> ListTasks(
+      const std::string& job_id) = 0;
+
+  // Moves the job to `to` and appends an audit event, atomically. If
+  // `expected_from` is given and the job is in another state, changes
+  // nothing and returns FAILED_PRECONDITION. Sets start_time on the first
+  // move to RUNNING and end_time on a move to a terminal state.
+  virtual absl::Status TransitionJob(const std::string& job_id,
+                                     std::optional<JobState> expected_from,
+                                     JobState to, const std::string& message,
+                                     absl::Time now) = 0;
+
+  // Writes one task's state, attempts, error, rows, fingerprints, inputs
+  // and duration (the checkpoint). NOT_FOUND if the task does not exist.
+  virtual absl::Status UpdateTask(const PartitionTask& task) = 0;
+
+  // Sets every task of the job in one of `from` states to `to`, atomically;
+  // returns how many changed. Used on recovery (RUNNING -> PENDING) and on
+  // cancel (PENDING/RUNNING -> CANCELLED).
+  virtual absl::StatusOr<int64_t> UpdateTasksInState(
+      const std::string& job_id, const std::vector<TaskState>& from,
+      TaskState to, absl::Time now) = 0;
+
+  // The publish step's bookkeeping, atomically: writes the lineage records,
+  // marks every STAGED task of the job PUBLISHED, and moves the job to `to`
+  // with an audit event. Idempotent for a job already past PUBLISHING.
+  virtual absl::Status RecordPublication(
+      const std::string& job_id, const std::vector<LineageRecord>& lineage,
+      JobState to, const std::string& message, absl::Time now) = 0;
+
+  // Published versions of a (dataset, partition), newest first.
+  virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(
+      const std::string& dataset, const std::string& partition) = 0;
+
+  virtual absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
+      const std::string& job_id) = 0;
+
+  virtual absl::StatusOr<StoreStats> Stats() = 0;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_STATE_STORE_H_
