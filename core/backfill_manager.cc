@@ -1,1 +1,774 @@
-// placeholder: implemented in progress
+#include "core/backfill_manager.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/fingerprint.h"
+#include "core/status_macros.h"
+
+namespace backfill {
+namespace {
+
+constexpr size_t kMaxReason = 4096;
+constexpr size_t kMaxShortField = 256;
+
+// Numeric part of "bf-<n>", for ordering; 0 when malformed.
+int64_t JobNumber(const std::string& id) {
+  int64_t n = 0;
+  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n)) return n;
+  return 0;
+}
+
+absl::Status CheckField(const char* name, const std::string& value,
+                        size_t max) {
+  if (value.size() > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " is ", value.size(), " bytes; at most ", max));
+  }
+  for (unsigned char c : value) {
+    if (c < 0x20 && c != '\n' && c != '\t') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " contains a control character"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubmit(const BackfillRequest& r, const std::string& key) {
+  if (absl::StripAsciiWhitespace(r.reason).empty()) {
+    return absl::InvalidArgumentError(
+        "a reason is required: say why this backfill runs (--reason); it is "
+        "recorded in the lineage of every partition it publishes");
+  }
+  RETURN_IF_ERROR(CheckField("reason", r.reason, kMaxReason));
+  RETURN_IF_ERROR(CheckField("ticket", r.ticket, kMaxShortField));
+  RETURN_IF_ERROR(CheckField("requested_by", r.requested_by, kMaxShortField));
+  RETURN_IF_ERROR(CheckField("idempotency key", key, kMaxShortField));
+  return absl::OkStatus();
+}
+
+// A hash of what the request asks for, to recognize a re-submit.
+std::string RequestFingerprint(const BackfillRequest& r) {
+  std::vector<std::string> parts = r.partitions;
+  std::sort(parts.begin(), parts.end());
+  parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+  std::string text;
+  auto add = [&text](absl::string_view v) {
+    absl::StrAppend(&text, v.size(), ":", v, ";");
+  };
+  add(r.dataset);
+  add(r.from);
+  add(r.to);
+  add(absl::StrCat(parts.size()));
+  for (const std::string& p : parts) add(p);
+  add(r.reason);
+  add(r.ticket);
+  add(r.exclude_downstream ? "x" : "");
+  return HashHex(text);
+}
+
+std::string DescribeRequest(const BackfillRequest& r) {
+  std::string scope =
+      !r.partitions.empty()
+          ? absl::StrCat("partitions ", absl::StrJoin(r.partitions, ","))
+          : absl::StrCat("[", r.from, ", ", r.to, ")");
+  return absl::StrCat(r.dataset, " ", scope, ", reason \"", r.reason, "\"");
+}
+
+bool Retryable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+struct BackfillManager::ActiveJob {
+  enum class Phase { kRunning, kFinishing, kFailing, kCancelling };
+
+  Job job;  // as loaded: request, plan, key
+  JobState state = JobState::kQueued;
+  JobLayout layout;
+  std::vector<PartitionTask> tasks;
+  std::vector<const DatasetSpec*> spec_of;      // per task
+  std::vector<std::vector<size_t>> dependents;  // per task
+  std::vector<int> waiting;                     // unstaged inputs per task
+  std::deque<size_t> ready;
+  std::set<std::pair<std::string, std::string>> scope;
+  bool prepared = false;
+  int running = 0;  // tasks in flight, plus a preparation in progress
+  size_t unstaged = 0;
+  Phase phase = Phase::kRunning;
+  std::string failure;
+};
+
+BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
+                                 Engine* engine, const Clock* clock,
+                                 JobObserver* observer, ManagerOptions options)
+    : catalog_(catalog),
+      store_(store),
+      engine_(engine),
+      clock_(clock),
+      observer_(observer),
+      options_(options),
+      planner_(catalog, engine, options.planner) {}
+
+BackfillManager::~BackfillManager() { Shutdown(); }
+
+absl::Status BackfillManager::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("already started");
+    started_ = true;
+  }
+  // One thread more than task slots, so that preparing or publishing a job
+  // never waits behind a full set of partition tasks.
+  pool_ = std::make_unique<WorkerPool>(std::max(1, options_.workers) + 1);
+
+  JobFilter filter;
+  filter.states = {JobState::kQueued, JobState::kRunning, JobState::kValidating,
+                   JobState::kPublishing, JobState::kConfirming};
+  filter.limit = 1000000;
+  ASSIGN_OR_RETURN(std::vector<Job> unfinished, store_->ListJobs(filter));
+  std::sort(unfinished.begin(), unfinished.end(),
+            [](const Job& a, const Job& b) {
+              return JobNumber(a.id) < JobNumber(b.id);
+            });
+  for (const Job& job : unfinished) {
+    if (job.state == JobState::kQueued || job.state == JobState::kRunning) {
+      // Attempts that were in flight when the process died start over; their
+      // staging writes are replaced by the next attempt.
+      RETURN_IF_ERROR(store_
+                          ->UpdateTasksInState(
+                              job.id, {TaskState::kRunning, TaskState::kFailed},
+                              TaskState::kPending, clock_->Now())
+                          .status());
+    }
+    absl::Status s = Activate(job);
+    if (!s.ok()) {
+      RETURN_IF_ERROR(store_->TransitionJob(
+          job.id, job.state, JobState::kFailed,
+          absl::StrCat("cannot resume after restart: ", s.message()),
+          clock_->Now()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void BackfillManager::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  // Running closures finish (and checkpoint); queued ones are dropped and
+  // their partitions resume on the next Start().
+  if (pool_) pool_->Shutdown();
+}
+
+absl::StatusOr<JobLayout> BackfillManager::LayoutOf(const Job& job) const {
+  JobLayout layout;
+  layout.job_id = job.id;
+  std::set<std::string> in_job;
+  for (const DatasetPlan& dp : job.plan.datasets) {
+    const DatasetSpec* spec = catalog_->Find(dp.dataset);
+    if (spec == nullptr || !spec->is_derived()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset \"", dp.dataset,
+          "\" is no longer a derived dataset in the loaded pipelines"));
+    }
+    layout.items.push_back({spec, dp.partitions});
+    in_job.insert(dp.dataset);
+  }
+  std::set<std::string> pinned;
+  for (const JobLayout::Item& item : layout.items) {
+    for (const UpstreamEdge& e : item.dataset->upstream) {
+      if (e.mapping == Mapping::kAll && !in_job.count(e.dataset) &&
+          pinned.insert(e.dataset).second) {
+        layout.pinned.push_back(catalog_->Find(e.dataset));
+      }
+    }
+  }
+  return layout;
+}
+
+absl::Status BackfillManager::Activate(const Job& job) {
+  auto active = std::make_unique<ActiveJob>();
+  active->job = job;
+  active->state = job.state;
+  ASSIGN_OR_RETURN(active->layout, LayoutOf(job));
+  ASSIGN_OR_RETURN(active->tasks, store_->ListTasks(job.id));
+
+  const size_t n = active->tasks.size();
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  std::map<std::string, std::vector<size_t>> by_dataset;
+  for (size_t i = 0; i < n; ++i) {
+    const PartitionTask& t = active->tasks[i];
+    index[{t.dataset, t.partition}] = i;
+    by_dataset[t.dataset].push_back(i);
+    active->scope.insert({t.dataset, t.partition});
+    const DatasetSpec* spec = catalog_->Find(t.dataset);
+    if (spec == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("unknown dataset \"", t.dataset, "\""));
+    }
+    active->spec_of.push_back(spec);
+  }
+  active->dependents.assign(n, {});
+  active->waiting.assign(n, 0);
+  auto done = [](const PartitionTask& t) {
+    return t.state == TaskState::kStaged || t.state == TaskState::kPublished;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const PartitionTask& t = active->tasks[i];
+    if (!done(t)) ++active->unstaged;
+    for (const UpstreamEdge& e : active->spec_of[i]->upstream) {
+      std::vector<size_t> deps;
+      if (e.mapping == Mapping::kIdentity) {
+        auto it = index.find({e.dataset, t.partition});
+        if (it != index.end()) deps.push_back(it->second);
+      } else {
+        auto it = by_dataset.find(e.dataset);
+        if (it != by_dataset.end()) deps = it->second;
+      }
+      for (size_t d : deps) {
+        active->dependents[d].push_back(i);
+        if (!done(active->tasks[d])) ++active->waiting[i];
+      }
+    }
+  }
+
+  const std::string id = job.id;
+  const JobState state = job.state;
+  absl::MutexLock lock(&mu_);
+  ActiveJob* raw = active.get();
+  active_[id] = std::move(active);
+  order_.push_back(id);
+  std::sort(order_.begin(), order_.end(),
+            [](const std::string& a, const std::string& b) {
+              return JobNumber(a) < JobNumber(b);
+            });
+  if (state == JobState::kQueued || state == JobState::kRunning) {
+    ++raw->running;  // the preparation
+    pool_->Submit([this, id] { PrepareAndRun(id); });
+  } else {
+    raw->phase = ActiveJob::Phase::kFinishing;
+    pool_->Submit([this, id] { Finish(id); });
+  }
+  NotifyLocked(id);
+  return absl::OkStatus();
+}
+
+absl::Status BackfillManager::Move(ActiveJob* job, JobState to,
+                                   const std::string& message) {
+  JobState from;
+  {
+    absl::MutexLock lock(&mu_);
+    from = job->state;
+  }
+  RETURN_IF_ERROR(
+      store_->TransitionJob(job->job.id, from, to, message, clock_->Now()));
+  {
+    absl::MutexLock lock(&mu_);
+    job->state = to;
+    NotifyLocked(job->job.id);
+  }
+  if (observer_ != nullptr) observer_->OnJobTransition(from, to);
+  return absl::OkStatus();
+}
+
+void BackfillManager::PrepareAndRun(const std::string& job_id) {
+  ActiveJob* job;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(job_id);
+    if (it == active_.end()) return;
+    job = it->second.get();
+  }
+  absl::Status s = engine_->PrepareJob(job->layout);
+  if (s.ok()) {
+    bool queued;
+    {
+      absl::MutexLock lock(&mu_);
+      queued = job->state == JobState::kQueued &&
+               job->phase == ActiveJob::Phase::kRunning;
+    }
+    if (queued) {
+      s = Move(job, JobState::kRunning,
+               absl::StrCat("recomputing ", job->tasks.size(),
+                            " partitions in staging"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  --job->running;
+  if (!s.ok() && job->phase == ActiveJob::Phase::kRunning) {
+    job->phase = ActiveJob::Phase::kFailing;
+    job->failure = absl::StrCat("preparing staging failed: ", s.message());
+  }
+  job->prepared = s.ok();
+  if (job->phase == ActiveJob::Phase::kRunning) {
+    for (size_t i = 0; i < job->tasks.size(); ++i) {
+      if (job->tasks[i].state == TaskState::kPending && job->waiting[i] == 0) {
+        job->ready.push_back(i);
+      }
+    }
+    if (job->unstaged == 0) {
+      job->phase = ActiveJob::Phase::kFinishing;
+      pool_->Submit([this, job_id] { Finish(job_id); });
+    }
+  }
+  MaybeSettleLocked(job);
+  NotifyLocked(job_id);
+  DispatchLocked();
+}
+
+void BackfillManager::DispatchLocked() {
+  if (stopping_) return;
+  for (const std::string& id : order_) {
+    if (in_flight_ >= options_.workers) return;
+    ActiveJob* job = active_[id].get();
+    if (!job->prepared || job->phase != ActiveJob::Phase::kRunning) continue;
+    while (in_flight_ < options_.workers && !job->ready.empty()) {
+      const size_t index = job->ready.front();
+      job->ready.pop_front();
+      job->tasks[index].state = TaskState::kRunning;
+      ++job->running;
+      ++in_flight_;
+      if (!pool_->Submit([this, id, index] { RunTask(id, index); })) {
+        --job->running;
+        --in_flight_;
+        return;
+      }
+    }
+  }
+}
+
+void BackfillManager::RunTask(const std::string& job_id, size_t index) {
+  ActiveJob* job;
+  PartitionTask task;
+  const DatasetSpec* spec;
+  {
+    absl::MutexLock lock(&mu_);
+    job = active_.at(job_id).get();
+    task = job->tasks[index];
+    spec = job->spec_of[index];
+  }
+  task.state = TaskState::kRunning;
+  ++task.attempts;
+  task.update_time = clock_->Now();
+  absl::Status s = store_->UpdateTask(task);
+
+  const absl::Time start = clock_->Now();
+  absl::StatusOr<StageResult> result =
+      s.ok() ? engine_->StagePartition(job_id, *spec, task.partition,
+                                       planner_.InputsOf(*spec, task.partition))
+             : absl::StatusOr<StageResult>(s);
+  const absl::Duration took = clock_->Now() - start;
+  if (observer_ != nullptr) observer_->OnPartitionAttempt(result.ok(), took);
+
+  task.update_time = clock_->Now();
+  task.duration_seconds = absl::ToDoubleSeconds(took);
+  if (result.ok()) {
+    task.state = TaskState::kStaged;
+    task.rows_written = result->rows_written;
+    task.output_fingerprint = result->output_fingerprint;
+    task.inputs = std::move(result->inputs);
+    task.last_error.clear();
+    s = store_->UpdateTask(task);  // the checkpoint
+  } else {
+    s = result.status();
+  }
+  bool retry = false;
+  if (!s.ok()) {
+    task.last_error = std::string(s.message());
+    retry = Retryable(s) && task.attempts < options_.max_attempts;
+    task.state = retry ? TaskState::kPending : TaskState::kFailed;
+    // Best effort: on failure to record, recovery re-runs the partition.
+    store_->UpdateTask(task).IgnoreError();
+    if (retry) {
+      bool stopping;
+      {
+        absl::MutexLock lock(&mu_);
+        stopping = stopping_;
+      }
+      if (!stopping) absl::SleepFor(options_.retry_backoff * task.attempts);
+    }
+  }
+
+  absl::MutexLock lock(&mu_);
+  job->tasks[index] = task;
+  --job->running;
+  --in_flight_;
+  if (task.state == TaskState::kStaged) {
+    --job->unstaged;
+    for (size_t d : job->dependents[index]) {
+      if (--job->waiting[d] == 0 &&
+          job->tasks[d].state == TaskState::kPending) {
+        job->ready.push_back(d);
+      }
+    }
+  } else if (retry) {
+    job->ready.push_front(index);
+  } else if (job->phase == ActiveJob::Phase::kRunning) {
+    job->phase = ActiveJob::Phase::kFailing;
+    job->failure = absl::StrCat("partition ", task.partition, " of ",
+                                task.dataset, " failed after ", task.attempts,
+                                " attempt(s): ", task.last_error);
+  }
+  if (job->phase == ActiveJob::Phase::kFailing ||
+      job->phase == ActiveJob::Phase::kCancelling) {
+    job->ready.clear();
+  }
+  if (job->phase == ActiveJob::Phase::kRunning && job->unstaged == 0 &&
+      job->running == 0) {
+    job->phase = ActiveJob::Phase::kFinishing;
+    pool_->Submit([this, job_id] { Finish(job_id); });
+  }
+  MaybeSettleLocked(job);
+  NotifyLocked(job_id);
+  DispatchLocked();
+}
+
+void BackfillManager::MaybeSettleLocked(ActiveJob* job) {
+  if (job->running > 0) return;
+  const std::string id = job->job.id;
+  const absl::Time now = clock_->Now();
+  if (job->phase == ActiveJob::Phase::kCancelling) {
+    // The job is CANCELLED in the store already (see Cancel).
+    store_
+        ->UpdateTasksInState(
+            id, {TaskState::kPending, TaskState::kRunning, TaskState::kStaged},
+            TaskState::kCancelled, now)
+        .IgnoreError();
+    engine_->DropStaging(id).IgnoreError();
+  } else if (job->phase == ActiveJob::Phase::kFailing) {
+    store_
+        ->UpdateTasksInState(id, {TaskState::kPending, TaskState::kRunning},
+                             TaskState::kCancelled, now)
+        .IgnoreError();
+    const JobState from = job->state;
+    absl::Status s =
+        store_->TransitionJob(id, from, JobState::kFailed, job->failure, now);
+    if (!s.ok()) return;  // stays active; recovery retries it
+    job->state = JobState::kFailed;
+    engine_->DropStaging(id).IgnoreError();
+    if (observer_ != nullptr) observer_->OnJobTransition(from, job->state);
+  } else {
+    return;
+  }
+  if (observer_ != nullptr) {
+    observer_->OnJobFinished(job->state, job->job.plan.cost.backfill, 0);
+  }
+  active_.erase(id);
+  order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
+  NotifyLocked(id);
+}
+
+void BackfillManager::Finish(const std::string& job_id) {
+  ActiveJob* job;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(job_id);
+    if (it == active_.end()) return;
+    job = it->second.get();
+  }
+  absl::Status s = absl::OkStatus();
+  std::string failure;
+  JobState final_state = JobState::kSucceeded;
+  if (job->state == JobState::kRunning || job->state == JobState::kQueued) {
+    s = Move(
+        job, JobState::kValidating,
+        absl::StrCat("validating ", job->tasks.size(), " staged partitions"));
+  }
+  if (s.ok() && job->state == JobState::kValidating) {
+    s = ValidateStaged(job, &failure);
+    if (s.ok() && !failure.empty()) {
+      final_state = JobState::kValidationFailed;
+      s = Move(job, final_state, failure);
+      engine_->DropStaging(job_id).IgnoreError();
+    } else if (s.ok()) {
+      s = Move(job, JobState::kPublishing,
+               absl::StrCat("publishing ", job->tasks.size(), " partitions of ",
+                            job->layout.items.size(),
+                            " dataset(s) in one transaction"));
+    }
+  }
+  if (s.ok() && job->state == JobState::kPublishing) {
+    s = PublishAndRecord(job);
+  }
+  if (s.ok() && job->state == JobState::kConfirming) {
+    s = engine_->DropStaging(job_id);
+    if (s.ok()) {
+      s = Move(job, JobState::kSucceeded,
+               "published; no downstream consumers are declared, so there "
+               "is nothing to confirm");
+    }
+  }
+  if (!s.ok()) {
+    // Publish is all or nothing, so a failure here leaves the published
+    // tables as they were.
+    final_state = JobState::kFailed;
+    JobState from;
+    {
+      absl::MutexLock lock(&mu_);
+      from = job->state;
+    }
+    if (!IsTerminal(from)) {
+      Move(job, JobState::kFailed,
+           absl::StrCat("failed while ", JobStateName(from), ": ", s.message()))
+          .IgnoreError();
+      engine_->DropStaging(job_id).IgnoreError();
+    }
+  }
+  double actual = 0;
+  if (absl::StatusOr<Job> done = store_->GetJob(job_id); done.ok()) {
+    actual = done->actual_cost;
+  }
+  if (observer_ != nullptr) {
+    observer_->OnJobFinished(job->state, job->job.plan.cost.backfill, actual);
+  }
+  absl::MutexLock lock(&mu_);
+  active_.erase(job_id);
+  order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
+  NotifyLocked(job_id);
+  DispatchLocked();
+}
+
+absl::Status BackfillManager::ValidateStaged(ActiveJob* job,
+                                             std::string* failure) {
+  if (!job->prepared) {
+    RETURN_IF_ERROR(engine_->PrepareJob(job->layout));
+    job->prepared = true;
+  }
+  std::vector<std::string> failures;
+  for (const JobLayout::Item& item : job->layout.items) {
+    ASSIGN_OR_RETURN(ValidationReport report,
+                     engine_->ValidateStaged(job->job.id, *item.dataset));
+    for (const std::string& f : report.failures) {
+      failures.push_back(absl::StrCat(item.dataset->name, ": ", f));
+    }
+  }
+  if (!failures.empty()) {
+    *failure = absl::StrCat("validation failed, nothing was published: ",
+                            absl::StrJoin(failures, "; "));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
+  const std::string& id = job->job.id;
+  ASSIGN_OR_RETURN(bool published, engine_->IsPublished(id));
+  if (!published) {
+    if (!job->prepared) {
+      RETURN_IF_ERROR(engine_->PrepareJob(job->layout));
+      job->prepared = true;
+    }
+    RETURN_IF_ERROR(engine_->Publish(job->layout));
+  }
+  // Lineage from the checkpoints (the store's copy is authoritative after a
+  // restart).
+  ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
+  const absl::Time now = clock_->Now();
+  std::vector<LineageRecord> lineage;
+  int64_t rows = 0;
+  for (const PartitionTask& t : tasks) {
+    if (t.state != TaskState::kStaged) continue;
+    const DatasetSpec* spec = catalog_->Find(t.dataset);
+    LineageRecord r;
+    r.dataset = t.dataset;
+    r.partition = t.partition;
+    r.job_id = id;
+    r.transform_version = spec != nullptr ? spec->transform_version : "";
+    r.inputs = t.inputs;
+    r.output_fingerprint = t.output_fingerprint;
+    r.row_count = t.rows_written;
+    r.reason = job->job.request.reason;
+    r.ticket = job->job.request.ticket;
+    r.requested_by = job->job.request.requested_by;
+    r.published_at = now;
+    rows += t.rows_written;
+    lineage.push_back(std::move(r));
+  }
+  const JobState from = job->state;
+  RETURN_IF_ERROR(store_->RecordPublication(
+      id, lineage, JobState::kConfirming,
+      absl::StrCat("published ", lineage.size(), " partitions (", rows,
+                   " rows) atomically"),
+      now));
+  {
+    absl::MutexLock lock(&mu_);
+    job->state = JobState::kConfirming;
+    NotifyLocked(id);
+  }
+  if (observer_ != nullptr) {
+    observer_->OnJobTransition(from, JobState::kConfirming);
+  }
+  return absl::OkStatus();
+}
+
+void BackfillManager::NotifyLocked(const std::string& job_id) {
+  versions_[job_id] = next_version_++;
+  changed_.SignalAll();
+}
+
+std::vector<Conflict> BackfillManager::FindConflictsLocked(
+    const Plan& plan, const std::string& own_key) const {
+  std::vector<Conflict> out;
+  for (const std::string& id : order_) {
+    const ActiveJob& job = *active_.at(id);
+    if (!own_key.empty() && job.job.idempotency_key == own_key) continue;
+    if (job.phase == ActiveJob::Phase::kCancelling ||
+        job.phase == ActiveJob::Phase::kFailing) {
+      continue;
+    }
+    for (const DatasetPlan& dp : plan.datasets) {
+      for (const std::string& p : dp.partitions) {
+        if (job.scope.count({dp.dataset, p})) {
+          out.push_back({id, dp.dataset, p});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Plan> BackfillManager::PlanBackfill(
+    const BackfillRequest& request) {
+  ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
+  absl::MutexLock lock(&mu_);
+  plan.conflicts = FindConflictsLocked(plan, "");
+  return plan;
+}
+
+absl::StatusOr<SubmitResult> BackfillManager::Submit(
+    const BackfillRequest& request, const std::string& idempotency_key) {
+  RETURN_IF_ERROR(ValidateSubmit(request, idempotency_key));
+  ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
+
+  absl::MutexLock admission(&admission_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || stopping_) {
+      return absl::UnavailableError("backfilld is shutting down");
+    }
+    std::vector<Conflict> conflicts =
+        FindConflictsLocked(plan, idempotency_key);
+    if (!conflicts.empty()) {
+      const Conflict& c = conflicts.front();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "partition ", c.partition, " of ", c.dataset,
+          " is already being recomputed by job ", c.job_id,
+          conflicts.size() > 1
+              ? absl::StrCat(" (", conflicts.size(),
+                             " planned partitions overlap active jobs)")
+              : "",
+          "; wait for it to finish or cancel it"));
+    }
+  }
+
+  Job job;
+  job.state = JobState::kQueued;
+  job.request = request;
+  job.idempotency_key = idempotency_key;
+  job.request_fingerprint = RequestFingerprint(request);
+  job.plan = std::move(plan);
+  job.message =
+      absl::StrCat("queued: ", job.plan.total_partitions(), " partitions in ",
+                   job.plan.datasets.size(), " dataset(s)");
+  ASSIGN_OR_RETURN(CreateJobResult created,
+                   store_->CreateJob(job, clock_->Now()));
+  if (!created.created) {
+    if (created.job.request_fingerprint != job.request_fingerprint) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "idempotency key \"", idempotency_key, "\" was already used by job ",
+          created.job.id, " for a different request (",
+          DescribeRequest(created.job.request), "); use a new key"));
+    }
+    return SubmitResult{std::move(created.job), false};
+  }
+  RETURN_IF_ERROR(Activate(created.job));
+  ASSIGN_OR_RETURN(Job stored, store_->GetJob(created.job.id));
+  return SubmitResult{std::move(stored), true};
+}
+
+absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id) {
+  return store_->GetJob(id);
+}
+
+absl::StatusOr<std::vector<Job>> BackfillManager::ListJobs(
+    const JobFilter& filter) {
+  return store_->ListJobs(filter);
+}
+
+absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
+                                            const std::string& reason) {
+  RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) {
+      ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is already ", JobStateName(job.state),
+                       "; only queued or running jobs can be cancelled"));
+    }
+    ActiveJob* job = it->second.get();
+    if (job->phase == ActiveJob::Phase::kFinishing) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", JobStateName(job->state),
+          ": every partition is staged and it is being validated or "
+          "published; it can no longer be cancelled"));
+    }
+    if (job->phase == ActiveJob::Phase::kRunning) {
+      const JobState from = job->state;
+      RETURN_IF_ERROR(store_->TransitionJob(
+          id, from, JobState::kCancelled,
+          reason.empty() ? "cancelled" : absl::StrCat("cancelled: ", reason),
+          clock_->Now()));
+      job->state = JobState::kCancelled;
+      job->phase = ActiveJob::Phase::kCancelling;
+      job->ready.clear();
+      if (observer_ != nullptr) {
+        observer_->OnJobTransition(from, JobState::kCancelled);
+      }
+      MaybeSettleLocked(job);
+      NotifyLocked(id);
+    }
+  }
+  return store_->GetJob(id);
+}
+
+absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
+                                                   uint64_t* version,
+                                                   absl::Time deadline) {
+  uint64_t current;
+  {
+    absl::MutexLock lock(&mu_);
+    auto current_version = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      auto it = versions_.find(id);
+      return it == versions_.end() ? uint64_t{1} : it->second;
+    };
+    while (*version != 0 && current_version() <= *version && !stopping_) {
+      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+    }
+    current = current_version();
+  }
+  ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+  *version = current;
+  return job;
+}
+
+}  // namespace backfill

@@ -94,20 +94,30 @@ class BackfillManager {
  private:
   struct ActiveJob;
 
-  void SchedulerLoop();
-  void Dispatch(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RunTask(std::string job_id, size_t task_index);
-  void OnTaskDone(const std::string& job_id, size_t task_index,
-                  absl::StatusOr<StageResult> result, absl::Duration took);
-  void Finish(std::string job_id);
-  absl::Status ValidateAndPublish(const std::string& job_id);
-  absl::Status ResumeJob(const Job& job);
-  absl::StatusOr<JobLayout> LayoutOf(const Job& job) const;
-  void Transition(const std::string& job_id, JobState from, JobState to,
-                  const std::string& message);
-  void Notify(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<Conflict> FindConflicts(const Plan& plan) const
+  // Loads a job's tasks, builds its dependency graph and queues its
+  // preparation. Called on submit and on recovery.
+  absl::Status Activate(const Job& job) ABSL_LOCKS_EXCLUDED(mu_);
+  // Pool closures.
+  void PrepareAndRun(const std::string& job_id);
+  void RunTask(const std::string& job_id, size_t index);
+  void Finish(const std::string& job_id);
+  // Steps of Finish; each resumable after a crash.
+  absl::Status ValidateStaged(ActiveJob* job, std::string* failure);
+  absl::Status PublishAndRecord(ActiveJob* job);
+
+  // Starts ready tasks while fewer than options_.workers run.
+  void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a job that failed or was cancelled once nothing of it runs.
+  void MaybeSettleLocked(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Retire(const std::string& job_id, JobState final_state)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Move(ActiveJob* job, JobState to, const std::string& message);
+  void NotifyLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<Conflict> FindConflictsLocked(const Plan& plan,
+                                            const std::string& own_key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobLayout> LayoutOf(const Job& job) const;
 
   const Catalog* const catalog_;
   StateStore* const store_;
@@ -117,13 +127,21 @@ class BackfillManager {
   const ManagerOptions options_;
   const Planner planner_;
 
+  // Serializes admission (conflict check + create) without holding mu_
+  // across the store write.
+  absl::Mutex admission_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+
   absl::Mutex mu_;
   absl::CondVar changed_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, std::unique_ptr<ActiveJob>> active_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Unfinished jobs, by creation order of their numeric ids.
+  std::map<std::string, std::unique_ptr<ActiveJob>> active_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_version_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_version_ ABSL_GUARDED_BY(mu_) = 2;
 
   std::unique_ptr<WorkerPool> pool_;
 };

@@ -21,14 +21,14 @@
 namespace backfill {
 
 enum class DatasetKind { kSource, kDerived };
-std::string_view DatasetKindName(DatasetKind kind);  // "source" / "derived"
+const char* DatasetKindName(DatasetKind kind);  // "source" / "derived"
 
 // How a partition of a dataset maps to the partitions of one upstream.
 enum class Mapping {
   kIdentity,  // the same partition value of the upstream (same grain)
   kAll,       // the whole upstream (a dimension); pinned per job
 };
-std::string_view MappingName(Mapping mapping);  // "identity" / "all"
+const char* MappingName(Mapping mapping);  // "identity" / "all"
 
 struct UpstreamEdge {
   std::string dataset;
@@ -52,16 +52,14 @@ struct DatasetSpec {
   std::string table;
   std::optional<PartitionSpec> partition;  // nullopt: unpartitioned.
   std::vector<UpstreamEdge> upstream;
-  std::string transform;          // derived only: one SELECT.
-  std::string transform_version;  // `version:` or hash of normalized text.
+  std::string transform;            // derived only: one SELECT.
+  std::string transform_version;    // `version:` or hash of normalized text.
   std::vector<ColumnSpec> columns;  // contract.columns, declaration order.
   std::vector<std::string> primary_key;
   std::string file;  // where it was declared, for error messages
   int line = 0;
 
-  Grain grain() const {
-    return partition ? partition->grain : Grain::kNone;
-  }
+  Grain grain() const { return partition ? partition->grain : Grain::kNone; }
   bool is_derived() const { return kind == DatasetKind::kDerived; }
 };
 

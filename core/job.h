@@ -34,7 +34,7 @@ enum class JobState {
 inline constexpr int kJobStateCount = 13;
 
 // "QUEUED", "RUNNING", ... (the DESIGN.md names, upper case).
-std::string_view JobStateName(JobState state);
+const char* JobStateName(JobState state);
 absl::StatusOr<JobState> ParseJobState(std::string_view name);
 // SUCCEEDED, FAILED, CANCELLED, ROLLED_BACK, VALIDATION_FAILED,
 // DOWNSTREAM_UNHEALTHY.
@@ -49,7 +49,7 @@ enum class TaskState {
   kCancelled,
 };
 inline constexpr int kTaskStateCount = 6;
-std::string_view TaskStateName(TaskState state);  // "PENDING", ...
+const char* TaskStateName(TaskState state);  // "PENDING", ...
 absl::StatusOr<TaskState> ParseTaskState(std::string_view name);
 
 // What a client asks for. Scope: [from, to) or an explicit partition list;
@@ -66,7 +66,7 @@ struct BackfillRequest {
 };
 
 // Cost in estimated input rows read.
-inline constexpr std::string_view kCostUnit = "input_rows";
+inline constexpr char kCostUnit[] = "input_rows";
 struct Cost {
   double backfill = 0;
   double full_reload = 0;

@@ -26,7 +26,7 @@ namespace backfill {
 enum class Grain { kNone, kHour, kDay, kMonth, kKey };
 
 // "", "hour", "day", "month", "key".
-std::string_view GrainName(Grain grain);
+const char* GrainName(Grain grain);
 
 // Parses "hour", "day", "month" or "key"; anything else is INVALID_ARGUMENT.
 absl::StatusOr<Grain> ParseGrain(std::string_view name);
