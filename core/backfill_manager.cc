@@ -487,7 +487,6 @@ void BackfillManager::Finish(const std::string& job_id) {
   }
   absl::Status s = absl::OkStatus();
   std::string failure;
-  JobState final_state = JobState::kSucceeded;
   if (job->state == JobState::kRunning || job->state == JobState::kQueued) {
     s = Move(
         job, JobState::kValidating,
@@ -496,8 +495,7 @@ void BackfillManager::Finish(const std::string& job_id) {
   if (s.ok() && job->state == JobState::kValidating) {
     s = ValidateStaged(job, &failure);
     if (s.ok() && !failure.empty()) {
-      final_state = JobState::kValidationFailed;
-      s = Move(job, final_state, failure);
+      s = Move(job, JobState::kValidationFailed, failure);
       engine_->DropStaging(job_id).IgnoreError();
     } else if (s.ok()) {
       s = Move(job, JobState::kPublishing,
@@ -517,10 +515,13 @@ void BackfillManager::Finish(const std::string& job_id) {
                "is nothing to confirm");
     }
   }
+  if (s.code() == absl::StatusCode::kAborted) {
+    // Stopping after the warehouse committed: recovery records it.
+    return;
+  }
   if (!s.ok()) {
     // Publish is all or nothing, so a failure here leaves the published
     // tables as they were.
-    final_state = JobState::kFailed;
     JobState from;
     {
       absl::MutexLock lock(&mu_);
@@ -603,11 +604,22 @@ absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
     lineage.push_back(std::move(r));
   }
   const JobState from = job->state;
-  RETURN_IF_ERROR(store_->RecordPublication(
-      id, lineage, JobState::kConfirming,
-      absl::StrCat("published ", lineage.size(), " partitions (", rows,
-                   " rows) atomically"),
-      now));
+  const std::string message = absl::StrCat(
+      "published ", lineage.size(), " partitions (", rows, " rows) atomically");
+  // The warehouse has committed: from here the job can only go forward. A
+  // failure to record it is retried (and, if the process stops first,
+  // finished by recovery, which finds the publication marker).
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = store_->RecordPublication(
+        id, lineage, JobState::kConfirming, message, clock_->Now());
+    if (s.ok()) break;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::AbortedError("stopping");
+    }
+    absl::SleepFor(
+        std::min(options_.retry_backoff * attempt, absl::Seconds(5)));
+  }
   {
     absl::MutexLock lock(&mu_);
     job->state = JobState::kConfirming;
