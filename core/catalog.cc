@@ -1,1 +1,367 @@
-// placeholder: implemented in progress
+#include "core/catalog.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/partition.h"
+#include "core/pipeline_loader.h"
+
+namespace backfill {
+namespace {
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  auto alpha = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (!alpha(s[0])) return false;
+  for (char c : s) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// A column type is spliced into CREATE TABLE, so it is restricted to words
+// of letters, digits and '_' separated by single spaces, optionally followed
+// by "(N)" or "(N, M)": TEXT, INTEGER, DOUBLE PRECISION, NUMERIC(10, 2).
+bool IsColumnType(std::string_view s) {
+  size_t i = 0;
+  auto word_char = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+           (c >= '0' && c <= '9');
+  };
+  auto digits = [&]() {
+    size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i > start;
+  };
+  auto spaces = [&]() {
+    while (i < s.size() && s[i] == ' ') ++i;
+  };
+  if (s.empty() || s.size() > 64 || !word_char(s[0]) ||
+      (s[0] >= '0' && s[0] <= '9')) {
+    return false;
+  }
+  while (i < s.size() && (word_char(s[i]) || s[i] == ' ')) {
+    if (s[i] == ' ' && (i + 1 >= s.size() || !word_char(s[i + 1]))) break;
+    ++i;
+  }
+  if (i == s.size()) return true;
+  spaces();
+  if (i >= s.size() || s[i] != '(') return false;
+  ++i;
+  spaces();
+  if (!digits()) return false;
+  spaces();
+  if (i < s.size() && s[i] == ',') {
+    ++i;
+    spaces();
+    if (!digits()) return false;
+    spaces();
+  }
+  if (i >= s.size() || s[i] != ')') return false;
+  ++i;
+  return i == s.size();
+}
+
+std::string Where(const DatasetSpec& d) {
+  std::string file = d.file.empty() ? "<unknown file>" : d.file;
+  return d.line > 0 ? absl::StrCat(file, ":", d.line) : file;
+}
+
+absl::Status DatasetError(const DatasetSpec& d, absl::string_view reason) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(Where(d), ": dataset \"", d.name, "\": ", reason));
+}
+
+// Checks one dataset on its own (everything that does not need the others).
+absl::Status ValidateOne(DatasetSpec& d) {
+  if (!IsIdentifier(d.name)) {
+    return DatasetError(d,
+                        "name must be an identifier ([A-Za-z_][A-Za-z0-9_]*, "
+                        "at most 128 characters)");
+  }
+  if (d.table.empty()) d.table = d.name;
+  if (!IsIdentifier(d.table)) {
+    return DatasetError(d, absl::StrCat("table \"", d.table,
+                                        "\" must be an identifier "
+                                        "([A-Za-z_][A-Za-z0-9_]*)"));
+  }
+
+  std::set<std::string, std::less<>> columns;
+  for (const ColumnSpec& c : d.columns) {
+    if (!IsIdentifier(c.name)) {
+      return DatasetError(d, absl::StrCat("contract column \"", c.name,
+                                          "\" must be an identifier "
+                                          "([A-Za-z_][A-Za-z0-9_]*)"));
+    }
+    if (!columns.insert(c.name).second) {
+      return DatasetError(d, absl::StrCat("contract column \"", c.name,
+                                          "\" is declared twice"));
+    }
+    if (!IsColumnType(c.type)) {
+      return DatasetError(
+          d,
+          absl::StrCat("contract column \"", c.name, "\" has type \"", c.type,
+                       "\"; expected a SQL type such as TEXT, INTEGER, "
+                       "REAL or NUMERIC(10, 2)"));
+    }
+  }
+  std::set<std::string, std::less<>> pk;
+  for (const std::string& k : d.primary_key) {
+    if (columns.count(k) == 0) {
+      return DatasetError(d, absl::StrCat("primary_key column \"", k,
+                                          "\" is not a contract column"));
+    }
+    if (!pk.insert(k).second) {
+      return DatasetError(
+          d, absl::StrCat("primary_key column \"", k, "\" is listed twice"));
+    }
+  }
+
+  if (d.partition) {
+    const PartitionSpec& p = *d.partition;
+    if (p.grain == Grain::kNone) {
+      return DatasetError(d,
+                          "partition needs a grain: hour, day, month or key");
+    }
+    if (!IsIdentifier(p.column)) {
+      return DatasetError(d, absl::StrCat("partition column \"", p.column,
+                                          "\" must be an identifier "
+                                          "([A-Za-z_][A-Za-z0-9_]*)"));
+    }
+    if (p.grain == Grain::kKey) {
+      if (p.keys.empty()) {
+        return DatasetError(d, "grain key needs a non-empty `keys:` list");
+      }
+      std::set<std::string, std::less<>> seen;
+      for (const std::string& key : p.keys) {
+        absl::Status s = ValidatePartition(Grain::kKey, key);
+        if (!s.ok()) {
+          return DatasetError(d, absl::StrCat("key: ", s.message()));
+        }
+        if (!seen.insert(key).second) {
+          return DatasetError(
+              d, absl::StrCat("key \"", key, "\" is listed twice"));
+        }
+      }
+    } else if (!p.keys.empty()) {
+      return DatasetError(d, absl::StrCat("`keys:` is only allowed with grain "
+                                          "key, not ",
+                                          GrainName(p.grain)));
+    }
+    if (d.is_derived() && columns.count(p.column) == 0) {
+      return DatasetError(d, absl::StrCat("partition column \"", p.column,
+                                          "\" is not a contract column"));
+    }
+  }
+
+  if (d.is_derived()) {
+    if (d.transform.empty()) {
+      return DatasetError(d, "a derived dataset needs a `transform:`");
+    }
+    absl::StatusOr<std::string> sql = CanonicalTransform(d.transform);
+    if (!sql.ok()) return DatasetError(d, sql.status().message());
+    d.transform = *std::move(sql);
+    if (d.transform_version.empty()) {
+      d.transform_version = TransformVersion(d.transform);
+    }
+    if (d.columns.empty()) {
+      return DatasetError(
+          d, "a derived dataset needs `contract: {columns: ...}` (non-empty)");
+    }
+  } else {
+    if (!d.upstream.empty()) {
+      return DatasetError(d, "a source dataset cannot have `upstream:`");
+    }
+    if (!d.transform.empty()) {
+      return DatasetError(d, "a source dataset cannot have a `transform:`");
+    }
+  }
+
+  std::set<std::string, std::less<>> ups;
+  for (const UpstreamEdge& e : d.upstream) {
+    if (!ups.insert(e.dataset).second) {
+      return DatasetError(
+          d, absl::StrCat("upstream \"", e.dataset, "\" is listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Finds a cycle among the upstream edges; returns it as "a -> b -> a"
+// (dependent -> upstream) or "" when there is none.
+std::string FindCycle(const std::vector<DatasetSpec>& datasets,
+                      const std::map<std::string, size_t, std::less<>>& index) {
+  enum Color { kWhite, kGrey, kBlack };
+  std::vector<Color> color(datasets.size(), kWhite);
+  std::vector<size_t> stack;
+  std::string cycle;
+
+  // Iterative DFS would be longer; pipelines are small, recursion is fine.
+  auto visit = [&](auto& self, size_t i) -> bool {
+    color[i] = kGrey;
+    stack.push_back(i);
+    std::vector<std::string> ups;
+    for (const UpstreamEdge& e : datasets[i].upstream) ups.push_back(e.dataset);
+    std::sort(ups.begin(), ups.end());
+    for (const std::string& u : ups) {
+      auto it = index.find(u);
+      if (it == index.end()) continue;
+      size_t j = it->second;
+      if (color[j] == kGrey) {
+        auto from = std::find(stack.begin(), stack.end(), j);
+        std::vector<std::string> names;
+        for (auto k = from; k != stack.end(); ++k) {
+          names.push_back(datasets[*k].name);
+        }
+        names.push_back(datasets[j].name);
+        cycle = absl::StrJoin(names, " -> ");
+        return true;
+      }
+      if (color[j] == kWhite && self(self, j)) return true;
+    }
+    stack.pop_back();
+    color[i] = kBlack;
+    return false;
+  };
+  for (const auto& [name, i] : index) {
+    if (color[i] == kWhite && visit(visit, i)) return cycle;
+  }
+  return "";
+}
+
+}  // namespace
+
+const char* DatasetKindName(DatasetKind kind) {
+  return kind == DatasetKind::kDerived ? "derived" : "source";
+}
+
+const char* MappingName(Mapping mapping) {
+  return mapping == Mapping::kAll ? "all" : "identity";
+}
+
+absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
+                                       WarehouseSpec warehouse) {
+  std::map<std::string, size_t, std::less<>> index;
+  std::map<std::string, size_t, std::less<>> tables;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    DatasetSpec& d = datasets[i];
+    absl::Status s = ValidateOne(d);
+    if (!s.ok()) return s;
+    auto [it, inserted] = index.emplace(d.name, i);
+    if (!inserted) {
+      return DatasetError(d, absl::StrCat("is already declared at ",
+                                          Where(datasets[it->second])));
+    }
+    auto [tit, tinserted] = tables.emplace(d.table, i);
+    if (!tinserted) {
+      return DatasetError(d, absl::StrCat("table \"", d.table,
+                                          "\" is already used by dataset \"",
+                                          datasets[tit->second].name, "\" at ",
+                                          Where(datasets[tit->second])));
+    }
+  }
+
+  for (const DatasetSpec& d : datasets) {
+    for (const UpstreamEdge& e : d.upstream) {
+      auto it = index.find(e.dataset);
+      if (it == index.end()) {
+        return DatasetError(d, absl::StrCat("upstream \"", e.dataset,
+                                            "\" is not a declared dataset"));
+      }
+      if (e.mapping != Mapping::kIdentity) continue;
+      const DatasetSpec& u = datasets[it->second];
+      if (!d.partition || !u.partition) {
+        return DatasetError(
+            d, absl::StrCat("mapping identity to upstream \"", u.name,
+                            "\" needs both datasets partitioned (", d.name,
+                            ": ", d.partition ? GrainName(d.grain()) : "none",
+                            ", ", u.name, ": ",
+                            u.partition ? GrainName(u.grain()) : "none",
+                            "); use `mapping: all` for an unpartitioned "
+                            "upstream"));
+      }
+      if (d.grain() != u.grain()) {
+        return DatasetError(
+            d, absl::StrCat("mapping identity to upstream \"", u.name,
+                            "\" needs the same grain, but ", d.name, " is ",
+                            GrainName(d.grain()), " and ", u.name, " is ",
+                            GrainName(u.grain())));
+      }
+    }
+  }
+
+  std::string cycle = FindCycle(datasets, index);
+  if (!cycle.empty()) {
+    const DatasetSpec& d =
+        datasets[index.find(cycle.substr(0, cycle.find(' ')))->second];
+    return DatasetError(d, absl::StrCat("upstream cycle: ", cycle));
+  }
+
+  // Kahn's algorithm; the ready set is ordered by name.
+  std::vector<int> pending(datasets.size(), 0);
+  std::vector<std::vector<size_t>> dependents(datasets.size());
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    for (const UpstreamEdge& e : datasets[i].upstream) {
+      dependents[index.find(e.dataset)->second].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::set<std::pair<std::string, size_t>> ready;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    if (pending[i] == 0) ready.emplace(datasets[i].name, i);
+  }
+  std::vector<DatasetSpec> sorted;
+  sorted.reserve(datasets.size());
+  while (!ready.empty()) {
+    size_t i = ready.begin()->second;
+    ready.erase(ready.begin());
+    for (size_t j : dependents[i]) {
+      if (--pending[j] == 0) ready.emplace(datasets[j].name, j);
+    }
+    sorted.push_back(std::move(datasets[i]));
+  }
+
+  Catalog catalog;
+  catalog.datasets_ = std::move(sorted);
+  for (size_t i = 0; i < catalog.datasets_.size(); ++i) {
+    catalog.index_.emplace(catalog.datasets_[i].name, i);
+  }
+  catalog.warehouse_ = std::move(warehouse);
+  return catalog;
+}
+
+const DatasetSpec* Catalog::Find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &datasets_[it->second];
+}
+
+std::vector<const DatasetSpec*> Catalog::DirectDependents(
+    std::string_view name) const {
+  std::vector<const DatasetSpec*> out;
+  for (const DatasetSpec& d : datasets_) {
+    for (const UpstreamEdge& e : d.upstream) {
+      if (e.dataset == name) {
+        out.push_back(&d);
+        break;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DatasetSpec* a, const DatasetSpec* b) {
+              return a->name < b->name;
+            });
+  return out;
+}
+
+}  // namespace backfill

@@ -1,1 +1,94 @@
-// placeholder: implemented in progress
+#include "core/job.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace backfill {
+namespace {
+
+constexpr const char* kJobStateNames[kJobStateCount] = {
+    "QUEUED",
+    "RUNNING",
+    "VALIDATING",
+    "AWAITING_APPROVAL",
+    "PUBLISHING",
+    "CONFIRMING",
+    "SUCCEEDED",
+    "FAILED",
+    "CANCELLED",
+    "PAUSED",
+    "ROLLED_BACK",
+    "VALIDATION_FAILED",
+    "DOWNSTREAM_UNHEALTHY",
+};
+
+constexpr const char* kTaskStateNames[kTaskStateCount] = {
+    "PENDING", "RUNNING", "STAGED", "PUBLISHED", "FAILED", "CANCELLED",
+};
+
+}  // namespace
+
+const char* JobStateName(JobState state) {
+  const int i = static_cast<int>(state);
+  if (i < 0 || i >= kJobStateCount) return "UNKNOWN";
+  return kJobStateNames[i];
+}
+
+// Names are matched case-insensitively so that CLI input such as "running"
+// works; the canonical form is upper case.
+absl::StatusOr<JobState> ParseJobState(std::string_view name) {
+  const std::string upper = absl::AsciiStrToUpper(std::string(name));
+  for (int i = 0; i < kJobStateCount; ++i) {
+    if (upper == kJobStateNames[i]) return static_cast<JobState>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown job state \"", std::string(name), "\"; expected one of ",
+      absl::StrJoin(kJobStateNames, ", ")));
+}
+
+bool IsTerminal(JobState state) {
+  switch (state) {
+    case JobState::kSucceeded:
+    case JobState::kFailed:
+    case JobState::kCancelled:
+    case JobState::kRolledBack:
+    case JobState::kValidationFailed:
+    case JobState::kDownstreamUnhealthy:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* TaskStateName(TaskState state) {
+  const int i = static_cast<int>(state);
+  if (i < 0 || i >= kTaskStateCount) return "UNKNOWN";
+  return kTaskStateNames[i];
+}
+
+absl::StatusOr<TaskState> ParseTaskState(std::string_view name) {
+  const std::string upper = absl::AsciiStrToUpper(std::string(name));
+  for (int i = 0; i < kTaskStateCount; ++i) {
+    if (upper == kTaskStateNames[i]) return static_cast<TaskState>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown task state \"", std::string(name), "\"; expected one of ",
+      absl::StrJoin(kTaskStateNames, ", ")));
+}
+
+int64_t Plan::total_partitions() const {
+  int64_t total = 0;
+  for (const DatasetPlan& d : datasets) {
+    total += static_cast<int64_t>(d.partitions.size());
+  }
+  return total;
+}
+
+}  // namespace backfill

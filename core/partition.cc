@@ -1,1 +1,359 @@
-// placeholder: implemented in progress
+#include "core/partition.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
+
+namespace backfill {
+namespace {
+
+constexpr size_t kMaxKeyLength = 256;
+
+// The installed Abseil's string_view is its own type (not std::string_view),
+// so std::string_view arguments to StrCat and friends need a conversion.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+constexpr int kMinYear = 1;
+constexpr int kMaxYear = 9999;
+
+// Quotes a user-supplied value for an error message: escaped (so control
+// characters cannot reach logs raw) and truncated.
+std::string Quote(std::string_view value) {
+  constexpr size_t kMaxShown = 64;
+  if (value.size() > kMaxShown) {
+    return absl::StrCat("\"", absl::CHexEscape(Sv(value.substr(0, kMaxShown))),
+                        "...\"");
+  }
+  return absl::StrCat("\"", absl::CHexEscape(Sv(value)), "\"");
+}
+
+// Reads exactly `width` decimal digits at `pos`.
+bool ReadDigits(std::string_view s, size_t pos, size_t width, int* out) {
+  if (pos + width > s.size()) return false;
+  int v = 0;
+  for (size_t i = pos; i < pos + width; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+bool CharAt(std::string_view s, size_t pos, char c) {
+  return pos < s.size() && s[pos] == c;
+}
+
+std::string FormatMonth(absl::CivilMonth m) {
+  return absl::StrFormat("%04d-%02d", m.year(), m.month());
+}
+std::string FormatDay(absl::CivilDay d) {
+  return absl::StrFormat("%04d-%02d-%02d", d.year(), d.month(), d.day());
+}
+std::string FormatHour(absl::CivilHour h) {
+  return absl::StrFormat("%04d-%02d-%02dT%02d", h.year(), h.month(), h.day(),
+                         h.hour());
+}
+// The bound form of an hour: "YYYY-MM-DD HH:00:00".
+std::string FormatHourBound(absl::CivilHour h) {
+  return absl::StrFormat("%04d-%02d-%02d %02d:00:00", h.year(), h.month(),
+                         h.day(), h.hour());
+}
+
+// Each parser checks the exact shape, then builds the civil value (which
+// normalizes out-of-range fields, e.g. Feb 30 -> Mar 2) and requires that
+// formatting it back yields the input: only real calendar values pass.
+std::optional<absl::CivilMonth> ParseMonthExact(std::string_view s) {
+  int y, m;
+  if (s.size() != 7 || !ReadDigits(s, 0, 4, &y) || !CharAt(s, 4, '-') ||
+      !ReadDigits(s, 5, 2, &m)) {
+    return std::nullopt;
+  }
+  if (y < kMinYear || y > kMaxYear) return std::nullopt;
+  absl::CivilMonth month(y, m);
+  if (FormatMonth(month) != s) return std::nullopt;
+  return month;
+}
+
+std::optional<absl::CivilDay> ParseDayExact(std::string_view s) {
+  int y, m, d;
+  if (s.size() != 10 || !ReadDigits(s, 0, 4, &y) || !CharAt(s, 4, '-') ||
+      !ReadDigits(s, 5, 2, &m) || !CharAt(s, 7, '-') ||
+      !ReadDigits(s, 8, 2, &d)) {
+    return std::nullopt;
+  }
+  if (y < kMinYear || y > kMaxYear) return std::nullopt;
+  absl::CivilDay day(y, m, d);
+  if (FormatDay(day) != s) return std::nullopt;
+  return day;
+}
+
+std::optional<absl::CivilHour> ParseHourExact(std::string_view s) {
+  int h;
+  if (s.size() != 13 || !CharAt(s, 10, 'T') || !ReadDigits(s, 11, 2, &h)) {
+    return std::nullopt;
+  }
+  std::optional<absl::CivilDay> day = ParseDayExact(s.substr(0, 10));
+  if (!day) return std::nullopt;
+  absl::CivilHour hour(day->year(), day->month(), day->day(), h);
+  if (FormatHour(hour) != s) return std::nullopt;
+  return hour;
+}
+
+std::string_view ExpectedFormat(Grain grain) {
+  switch (grain) {
+    case Grain::kHour:
+      return "YYYY-MM-DDTHH";
+    case Grain::kDay:
+      return "YYYY-MM-DD";
+    case Grain::kMonth:
+      return "YYYY-MM";
+    case Grain::kKey:
+      return "a non-empty key of at most 256 characters without control "
+             "characters";
+    case Grain::kNone:
+      return "\"\" (the dataset is unpartitioned)";
+  }
+  return "";
+}
+
+std::string_view Article(Grain grain) {
+  return grain == Grain::kHour ? "an" : "a";
+}
+
+absl::Status NotA(Grain grain, std::string_view value) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "partition ", Quote(value), " is not ", Sv(Article(grain)), " ",
+      GrainName(grain), "; expected ", Sv(ExpectedFormat(grain))));
+}
+
+// Parses a time partition into a count of grain units since the civil
+// epoch (so that ranges become integer arithmetic), or fails with NotA.
+absl::StatusOr<int64_t> ToOrdinal(Grain grain, std::string_view value) {
+  static const absl::CivilHour kHourEpoch(1970);
+  static const absl::CivilDay kDayEpoch(1970);
+  static const absl::CivilMonth kMonthEpoch(1970);
+  switch (grain) {
+    case Grain::kHour:
+      if (auto h = ParseHourExact(value)) return *h - kHourEpoch;
+      break;
+    case Grain::kDay:
+      if (auto d = ParseDayExact(value)) return *d - kDayEpoch;
+      break;
+    case Grain::kMonth:
+      if (auto m = ParseMonthExact(value)) return *m - kMonthEpoch;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("grain \"", GrainName(grain), "\" is not a time grain"));
+  }
+  return NotA(grain, value);
+}
+
+std::string FromOrdinal(Grain grain, int64_t ordinal) {
+  switch (grain) {
+    case Grain::kHour:
+      return FormatHour(absl::CivilHour(1970) + ordinal);
+    case Grain::kDay:
+      return FormatDay(absl::CivilDay(1970) + ordinal);
+    case Grain::kMonth:
+      return FormatMonth(absl::CivilMonth(1970) + ordinal);
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+const char* GrainName(Grain grain) {
+  switch (grain) {
+    case Grain::kNone:
+      return "";
+    case Grain::kHour:
+      return "hour";
+    case Grain::kDay:
+      return "day";
+    case Grain::kMonth:
+      return "month";
+    case Grain::kKey:
+      return "key";
+  }
+  return "";
+}
+
+absl::StatusOr<Grain> ParseGrain(std::string_view name) {
+  if (name == "hour") return Grain::kHour;
+  if (name == "day") return Grain::kDay;
+  if (name == "month") return Grain::kMonth;
+  if (name == "key") return Grain::kKey;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown grain ", Quote(name),
+                   "; expected one of hour, day, month, key"));
+}
+
+bool IsTimeGrain(Grain grain) {
+  return grain == Grain::kHour || grain == Grain::kDay ||
+         grain == Grain::kMonth;
+}
+
+absl::Status ValidatePartition(Grain grain, std::string_view value) {
+  switch (grain) {
+    case Grain::kNone:
+      if (!value.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("partition ", Quote(value),
+                         " given for an unpartitioned dataset; expected \"\""));
+      }
+      return absl::OkStatus();
+    case Grain::kKey: {
+      if (value.empty() || value.size() > kMaxKeyLength) {
+        return NotA(grain, value);
+      }
+      for (char c : value) {
+        unsigned char u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) return NotA(grain, value);
+      }
+      return absl::OkStatus();
+    }
+    case Grain::kHour:
+    case Grain::kDay:
+    case Grain::kMonth: {
+      absl::StatusOr<int64_t> ordinal = ToOrdinal(grain, value);
+      return ordinal.status();
+    }
+  }
+  return absl::InvalidArgumentError("unknown grain");
+}
+
+absl::StatusOr<PartitionBounds> BoundsOf(Grain grain, std::string_view value) {
+  switch (grain) {
+    case Grain::kNone:
+    case Grain::kKey: {
+      absl::Status status = ValidatePartition(grain, value);
+      if (!status.ok()) return status;
+      return PartitionBounds{std::string(value), std::string(value)};
+    }
+    case Grain::kHour: {
+      std::optional<absl::CivilHour> h = ParseHourExact(value);
+      if (!h) return NotA(grain, value);
+      return PartitionBounds{FormatHourBound(*h), FormatHourBound(*h + 1)};
+    }
+    case Grain::kDay: {
+      std::optional<absl::CivilDay> d = ParseDayExact(value);
+      if (!d) return NotA(grain, value);
+      return PartitionBounds{FormatDay(*d), FormatDay(*d + 1)};
+    }
+    case Grain::kMonth: {
+      std::optional<absl::CivilMonth> m = ParseMonthExact(value);
+      if (!m) return NotA(grain, value);
+      return PartitionBounds{FormatDay(absl::CivilDay(*m)),
+                             FormatDay(absl::CivilDay(*m + 1))};
+    }
+  }
+  return absl::InvalidArgumentError("unknown grain");
+}
+
+absl::StatusOr<std::vector<std::string>> EnumerateRange(Grain grain,
+                                                        std::string_view from,
+                                                        std::string_view to,
+                                                        size_t max_partitions) {
+  if (!IsTimeGrain(grain)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a range [from, to) needs a time grain (hour, day or "
+        "month); this dataset's grain is ",
+        grain == Grain::kNone ? "none (unpartitioned)" : GrainName(grain),
+        grain == Grain::kKey ? "; list the keys instead" : ""));
+  }
+  absl::StatusOr<int64_t> lo = ToOrdinal(grain, from);
+  if (!lo.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range start: ", lo.status().message()));
+  }
+  absl::StatusOr<int64_t> hi = ToOrdinal(grain, to);
+  if (!hi.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range end: ", hi.status().message()));
+  }
+  if (*hi <= *lo) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range [", Quote(from), ", ", Quote(to), ") is ",
+                     *hi == *lo ? "empty" : "inverted",
+                     "; the end is exclusive and must be after the start"));
+  }
+  const uint64_t count = static_cast<uint64_t>(*hi - *lo);
+  if (count > max_partitions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range [", Quote(from), ", ", Quote(to), ") has ", count,
+                     " ", GrainName(grain), " partitions; at most ",
+                     max_partitions, " are allowed"));
+  }
+  std::vector<std::string> out;
+  out.reserve(count);
+  for (int64_t i = *lo; i < *hi; ++i) out.push_back(FromOrdinal(grain, i));
+  return out;
+}
+
+absl::StatusOr<std::string> PartitionOfValue(Grain grain,
+                                             std::string_view timestamp) {
+  if (grain == Grain::kNone) return std::string();
+  if (grain == Grain::kKey) {
+    absl::Status status = ValidatePartition(grain, timestamp);
+    if (!status.ok()) return status;
+    return std::string(timestamp);
+  }
+  auto bad = [&]() {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value ", Quote(timestamp), " of a ", GrainName(grain),
+        "-partitioned column is not a date or timestamp; expected ",
+        grain == Grain::kMonth ? "YYYY-MM, " : "",
+        "YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS] or YYYY-MM-DDTHH[:MM[:SS]]"));
+  };
+  if (timestamp.size() == 7) {
+    std::optional<absl::CivilMonth> m = ParseMonthExact(timestamp);
+    if (grain != Grain::kMonth || !m) return bad();
+    return FormatMonth(*m);
+  }
+  if (timestamp.size() < 10) return bad();
+  std::optional<absl::CivilDay> day = ParseDayExact(timestamp.substr(0, 10));
+  if (!day) return bad();
+  int hour = 0;
+  if (timestamp.size() > 10) {
+    const char sep = timestamp[10];
+    if (sep != ' ' && sep != 'T') return bad();
+    if (!ReadDigits(timestamp, 11, 2, &hour) || hour > 23) return bad();
+    std::string_view rest = timestamp.substr(13);
+    // A space-separated time needs minutes; "THH" alone is the hour format.
+    if (rest.empty() && sep == ' ') return bad();
+    if (!rest.empty()) {
+      int minute;
+      if (rest[0] != ':' || !ReadDigits(rest, 1, 2, &minute) || minute > 59) {
+        return bad();
+      }
+      rest = rest.substr(3);
+      if (!rest.empty() && rest[0] == ':') {
+        int second;
+        if (!ReadDigits(rest, 1, 2, &second) || second > 60) return bad();
+      }
+    }
+  }
+  switch (grain) {
+    case Grain::kHour:
+      return FormatHour(
+          absl::CivilHour(day->year(), day->month(), day->day(), hour));
+    case Grain::kDay:
+      return FormatDay(*day);
+    case Grain::kMonth:
+      return FormatMonth(absl::CivilMonth(*day));
+    default:
+      return bad();
+  }
+}
+
+}  // namespace backfill

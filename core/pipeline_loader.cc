@@ -1,1 +1,693 @@
-// placeholder: implemented in progress
+#include "core/pipeline_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/catalog.h"
+#include "core/fingerprint.h"
+#include "core/partition.h"
+
+namespace backfill {
+namespace {
+
+// The installed Abseil's string_view is its own type (not std::string_view),
+// so std::string_view arguments to StrCat and friends need a conversion.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+bool IsIdentChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+         (c >= '0' && c <= '9');
+}
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+         c == '\v';
+}
+
+// One pass over SQL text that understands '...' literals, "..." quoted
+// identifiers, -- line comments and /* */ block comments.
+struct SqlScan {
+  // Comments removed, whitespace runs outside literals collapsed to one
+  // space, trimmed; literals verbatim.
+  std::string normalized;
+  // Like `normalized` but with the contents of literals and quoted
+  // identifiers removed: only code, for checks.
+  std::string skeleton;
+  // Offset in the input of the first ';' outside literals and comments.
+  std::optional<size_t> first_semicolon;
+  // Whether anything but whitespace, comments and ';' follows it.
+  bool text_after_semicolon = false;
+  // Offset just past the last significant character.
+  size_t significant_end = 0;
+  std::string error;  // unterminated literal or comment
+};
+
+SqlScan ScanSql(std::string_view sql) {
+  SqlScan scan;
+  bool pending_space = false;
+  auto emit = [&](char c, bool in_literal) {
+    if (pending_space && !scan.normalized.empty()) {
+      scan.normalized.push_back(' ');
+      scan.skeleton.push_back(' ');
+    }
+    pending_space = false;
+    scan.normalized.push_back(c);
+    if (!in_literal) scan.skeleton.push_back(c);
+  };
+  size_t i = 0;
+  while (i < sql.size()) {
+    const char c = sql[i];
+    if (IsSpace(c)) {
+      pending_space = true;
+      ++i;
+      continue;
+    }
+    if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+      pending_space = true;
+      continue;
+    }
+    if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      size_t end = sql.find("*/", i + 2);
+      if (end == std::string_view::npos) {
+        scan.error = "unterminated /* comment";
+        return scan;
+      }
+      i = end + 2;
+      pending_space = true;
+      continue;
+    }
+    if (scan.first_semicolon && c != ';') scan.text_after_semicolon = true;
+    if (c == '\'' || c == '"') {
+      const char quote = c;
+      emit(quote, false);
+      ++i;
+      bool closed = false;
+      while (i < sql.size()) {
+        if (sql[i] == quote) {
+          if (i + 1 < sql.size() && sql[i + 1] == quote) {  // doubled quote
+            emit(quote, true);
+            emit(quote, true);
+            i += 2;
+            continue;
+          }
+          closed = true;
+          break;
+        }
+        emit(sql[i], true);
+        ++i;
+      }
+      if (!closed) {
+        scan.error = quote == '\'' ? "unterminated string literal"
+                                   : "unterminated quoted identifier";
+        return scan;
+      }
+      emit(quote, false);
+      ++i;
+      scan.significant_end = i;
+      continue;
+    }
+    if (c == ';' && !scan.first_semicolon) scan.first_semicolon = i;
+    emit(c, false);
+    ++i;
+    scan.significant_end = i;
+  }
+  return scan;
+}
+
+std::string StripTrailingSemicolons(std::string s) {
+  while (!s.empty() && (s.back() == ';' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+constexpr char kDatasetKeys[] =
+    "name, kind, table, partition, upstream, transform, version, contract, "
+    "description";
+
+int LineOf(const YAML::Node& node, int fallback) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null() || mark.line < 0) return fallback;
+  return mark.line + 1;
+}
+
+class FileParser {
+ public:
+  explicit FileParser(std::string file) : file_(std::move(file)) {}
+
+  // Parses one file's text; appends its datasets and, if it has one, sets
+  // `*warehouse` and `*warehouse_line`.
+  absl::Status Parse(const std::string& text, std::vector<DatasetSpec>* out,
+                     std::optional<WarehouseSpec>* warehouse,
+                     int* warehouse_line) {
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      return Error(docs[1], 1,
+                   absl::StrCat("the file has ", docs.size(),
+                                " YAML documents; expected one"));
+    }
+    if (docs.empty() || docs[0].IsNull()) {
+      return ErrorAt(1,
+                     "the file is empty; expected a map with a `datasets:` "
+                     "list");
+    }
+    const YAML::Node& root = docs[0];
+    if (!root.IsMap()) {
+      return Error(root, 1,
+                   "expected a map with the keys `warehouse` and `datasets` "
+                   "at the top level");
+    }
+    absl::Status s = CheckKeys(root, {"warehouse", "datasets"},
+                               "at the top level", "warehouse, datasets");
+    if (!s.ok()) return s;
+
+    if (const YAML::Node w = root["warehouse"]; w) {
+      absl::StatusOr<WarehouseSpec> spec = ParseWarehouse(w);
+      if (!spec.ok()) return spec.status();
+      *warehouse = *std::move(spec);
+      *warehouse_line = LineOf(w, 1);
+    }
+    const YAML::Node ds = root["datasets"];
+    if (!ds) {
+      if (*warehouse) return absl::OkStatus();
+      return Error(root, 1, "missing `datasets:` list");
+    }
+    if (ds.IsNull()) return absl::OkStatus();  // `datasets:` with nothing
+    if (!ds.IsSequence()) {
+      return Error(ds, 1, "`datasets` must be a list of datasets");
+    }
+    for (const YAML::Node& d : ds) {
+      absl::StatusOr<DatasetSpec> spec = ParseDataset(d);
+      if (!spec.ok()) return spec.status();
+      out->push_back(*std::move(spec));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status ErrorAt(int line, std::string_view reason) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_, ":", line, ": ", Sv(reason)));
+  }
+  absl::Status Error(const YAML::Node& node, int fallback_line,
+                     std::string_view reason) const {
+    return ErrorAt(LineOf(node, fallback_line), reason);
+  }
+
+  // Every key of `map` must be a scalar in `allowed`, at most once.
+  absl::Status CheckKeys(const YAML::Node& map,
+                         const std::set<std::string>& allowed,
+                         std::string_view where,
+                         std::string_view expected) const {
+    std::set<std::string> seen;
+    for (const auto& kv : map) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) {
+        return Error(key, LineOf(map, 1),
+                     absl::StrCat("keys must be names ", Sv(where)));
+      }
+      const std::string& name = key.Scalar();
+      if (allowed.count(name) == 0) {
+        return Error(key, LineOf(map, 1),
+                     absl::StrCat("unknown key \"", name, "\" ", Sv(where),
+                                  "; expected one of: ", Sv(expected)));
+      }
+      if (!seen.insert(name).second) {
+        return Error(key, LineOf(map, 1),
+                     absl::StrCat("duplicate key \"", name, "\" ", Sv(where)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A required or optional scalar value.
+  absl::StatusOr<std::optional<std::string>> Scalar(const YAML::Node& map,
+                                                    const char* key,
+                                                    std::string_view where,
+                                                    bool required) const {
+    const YAML::Node v = map[key];
+    if (!v || v.IsNull()) {
+      if (required) {
+        return Error(v ? v : map, LineOf(map, 1),
+                     absl::StrCat("missing `", key, ":` ", Sv(where)));
+      }
+      return std::optional<std::string>();
+    }
+    if (!v.IsScalar()) {
+      return Error(v, LineOf(map, 1),
+                   absl::StrCat("`", key, "` ", Sv(where),
+                                " must be a single value, not a list or map"));
+    }
+    return std::optional<std::string>(v.Scalar());
+  }
+
+  absl::StatusOr<WarehouseSpec> ParseWarehouse(const YAML::Node& w) const {
+    if (!w.IsMap()) {
+      return Error(w, 1, "`warehouse` must be a map {engine, path}");
+    }
+    absl::Status s =
+        CheckKeys(w, {"engine", "path"}, "in warehouse", "engine, path");
+    if (!s.ok()) return s;
+    WarehouseSpec spec;
+    absl::StatusOr<std::optional<std::string>> engine =
+        Scalar(w, "engine", "in warehouse", false);
+    if (!engine.ok()) return engine.status();
+    if (*engine) {
+      if (**engine != "sqlite") {
+        return Error(w["engine"], LineOf(w, 1),
+                     absl::StrCat("warehouse engine \"", **engine,
+                                  "\" is not supported yet; supported: "
+                                  "sqlite"));
+      }
+      spec.engine = **engine;
+    }
+    absl::StatusOr<std::optional<std::string>> path =
+        Scalar(w, "path", "in warehouse", false);
+    if (!path.ok()) return path.status();
+    if (*path) {
+      if ((*path)->empty()) {
+        return Error(w["path"], LineOf(w, 1),
+                     "warehouse path must not be empty");
+      }
+      spec.path = **path;
+    }
+    return spec;
+  }
+
+  absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& d) const {
+    if (!d.IsMap()) {
+      return Error(d, 1,
+                   "each entry of `datasets` must be a map with at least "
+                   "`name` and `kind`");
+    }
+    DatasetSpec spec;
+    spec.file = file_;
+    spec.line = LineOf(d, 1);
+
+    // The name first, so that later errors can say which dataset.
+    std::string where = "in a dataset";
+    if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
+      where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
+    }
+    absl::Status s =
+        CheckKeys(d,
+                  {"name", "kind", "table", "partition", "upstream",
+                   "transform", "version", "contract", "description"},
+                  where, kDatasetKeys);
+    if (!s.ok()) return s;
+
+    absl::StatusOr<std::optional<std::string>> name =
+        Scalar(d, "name", where, true);
+    if (!name.ok()) return name.status();
+    spec.name = **name;
+
+    absl::StatusOr<std::optional<std::string>> kind =
+        Scalar(d, "kind", where, true);
+    if (!kind.ok()) return kind.status();
+    if (**kind == "source") {
+      spec.kind = DatasetKind::kSource;
+    } else if (**kind == "derived") {
+      spec.kind = DatasetKind::kDerived;
+    } else {
+      return Error(d["kind"], spec.line,
+                   absl::StrCat("kind \"", **kind, "\" ", where,
+                                " is not valid; expected source or derived"));
+    }
+
+    absl::StatusOr<std::optional<std::string>> table =
+        Scalar(d, "table", where, false);
+    if (!table.ok()) return table.status();
+    spec.table = table->value_or(spec.name);
+
+    if (const YAML::Node p = d["partition"]; p && !p.IsNull()) {
+      absl::StatusOr<PartitionSpec> part = ParsePartition(p, where);
+      if (!part.ok()) return part.status();
+      spec.partition = *std::move(part);
+    }
+
+    if (const YAML::Node u = d["upstream"]; u && !u.IsNull()) {
+      if (!u.IsSequence()) {
+        return Error(u, spec.line,
+                     absl::StrCat("`upstream` ", where,
+                                  " must be a list of {dataset, mapping}"));
+      }
+      for (const YAML::Node& e : u) {
+        absl::StatusOr<UpstreamEdge> edge = ParseUpstream(e, where);
+        if (!edge.ok()) return edge.status();
+        spec.upstream.push_back(*std::move(edge));
+      }
+    }
+
+    absl::StatusOr<std::optional<std::string>> transform =
+        Scalar(d, "transform", where, false);
+    if (!transform.ok()) return transform.status();
+    if (*transform) {
+      absl::StatusOr<std::string> sql = CanonicalTransform(**transform);
+      if (!sql.ok()) {
+        return Error(
+            d["transform"], spec.line,
+            absl::StrCat("transform ", where, ": ", sql.status().message()));
+      }
+      spec.transform = *std::move(sql);
+    }
+
+    absl::StatusOr<std::optional<std::string>> version =
+        Scalar(d, "version", where, false);
+    if (!version.ok()) return version.status();
+    if (*version) {
+      if ((*version)->empty()) {
+        return Error(d["version"], spec.line,
+                     absl::StrCat("`version` ", where, " must not be empty"));
+      }
+      spec.transform_version = **version;
+    } else if (!spec.transform.empty()) {
+      spec.transform_version = TransformVersion(spec.transform);
+    }
+
+    if (const YAML::Node c = d["contract"]; c && !c.IsNull()) {
+      s = ParseContract(c, where, &spec);
+      if (!s.ok()) return s;
+    }
+
+    if (const YAML::Node desc = d["description"];
+        desc && !desc.IsNull() && !desc.IsScalar()) {
+      return Error(desc, spec.line,
+                   absl::StrCat("`description` ", where, " must be text"));
+    }
+    return spec;
+  }
+
+  absl::StatusOr<PartitionSpec> ParsePartition(const YAML::Node& p,
+                                               const std::string& where) const {
+    if (!p.IsMap()) {
+      return Error(p, 1,
+                   absl::StrCat("`partition` ", where,
+                                " must be a map {column, grain[, keys]}"));
+    }
+    const std::string pwhere =
+        absl::StrCat("in the partition of ", where.substr(3));
+    absl::Status s = CheckKeys(p, {"column", "grain", "keys"}, pwhere,
+                               "column, grain, keys");
+    if (!s.ok()) return s;
+    PartitionSpec spec;
+    absl::StatusOr<std::optional<std::string>> column =
+        Scalar(p, "column", pwhere, true);
+    if (!column.ok()) return column.status();
+    spec.column = **column;
+    absl::StatusOr<std::optional<std::string>> grain =
+        Scalar(p, "grain", pwhere, true);
+    if (!grain.ok()) return grain.status();
+    absl::StatusOr<Grain> g = ParseGrain(**grain);
+    if (!g.ok()) {
+      return Error(p["grain"], LineOf(p, 1),
+                   absl::StrCat(g.status().message(), " ", pwhere));
+    }
+    spec.grain = *g;
+    if (const YAML::Node keys = p["keys"]; keys && !keys.IsNull()) {
+      if (!keys.IsSequence()) {
+        return Error(keys, LineOf(p, 1),
+                     absl::StrCat("`keys` ", pwhere, " must be a list"));
+      }
+      for (const YAML::Node& k : keys) {
+        if (!k.IsScalar()) {
+          return Error(k, LineOf(keys, 1),
+                       absl::StrCat("each of `keys` ", pwhere,
+                                    " must be a single value"));
+        }
+        spec.keys.push_back(k.Scalar());
+      }
+    }
+    if (spec.grain == Grain::kKey && spec.keys.empty()) {
+      return Error(p, 1,
+                   absl::StrCat("grain key ", pwhere,
+                                " needs a non-empty `keys:` list"));
+    }
+    if (spec.grain != Grain::kKey && !spec.keys.empty()) {
+      return Error(
+          p["keys"], LineOf(p, 1),
+          absl::StrCat("`keys:` ", pwhere, " is only allowed with grain key"));
+    }
+    return spec;
+  }
+
+  absl::StatusOr<UpstreamEdge> ParseUpstream(const YAML::Node& e,
+                                             const std::string& where) const {
+    if (!e.IsMap()) {
+      return Error(e, 1,
+                   absl::StrCat("each `upstream` entry ", where,
+                                " must be a map {dataset, mapping}"));
+    }
+    const std::string uwhere =
+        absl::StrCat("in an upstream of ", where.substr(3));
+    absl::Status s =
+        CheckKeys(e, {"dataset", "mapping"}, uwhere, "dataset, mapping");
+    if (!s.ok()) return s;
+    UpstreamEdge edge;
+    absl::StatusOr<std::optional<std::string>> ds =
+        Scalar(e, "dataset", uwhere, true);
+    if (!ds.ok()) return ds.status();
+    edge.dataset = **ds;
+    const YAML::Node m = e["mapping"];
+    if (!m || m.IsNull()) {
+      return Error(m ? m : e, LineOf(e, 1),
+                   absl::StrCat("missing `mapping:` ", uwhere,
+                                "; expected identity or all"));
+    }
+    std::string mapping;
+    if (m.IsMap() && m.size() == 1) {
+      mapping = m.begin()->first.Scalar();  // e.g. {lookback: 3}
+    } else if (m.IsScalar()) {
+      mapping = m.Scalar();
+    } else {
+      return Error(
+          m, LineOf(e, 1),
+          absl::StrCat("`mapping` ", uwhere, " must be identity or all"));
+    }
+    if (m.IsScalar() && mapping == "identity") {
+      edge.mapping = Mapping::kIdentity;
+    } else if (m.IsScalar() && mapping == "all") {
+      edge.mapping = Mapping::kAll;
+    } else if (mapping == "lookback" || mapping == "rollup") {
+      return Error(m, LineOf(e, 1),
+                   absl::StrCat("mapping \"", mapping, "\" ", uwhere,
+                                " is not supported yet; supported: identity, "
+                                "all"));
+    } else {
+      return Error(m, LineOf(e, 1),
+                   absl::StrCat("unknown mapping \"", mapping, "\" ", uwhere,
+                                "; expected identity or all"));
+    }
+    return edge;
+  }
+
+  absl::Status ParseContract(const YAML::Node& c, const std::string& where,
+                             DatasetSpec* spec) const {
+    const std::string cwhere =
+        absl::StrCat("in the contract of ", where.substr(3));
+    if (!c.IsMap()) {
+      return Error(c, spec->line,
+                   absl::StrCat("`contract` ", where,
+                                " must be a map {columns, primary_key}"));
+    }
+    absl::Status s = CheckKeys(c, {"columns", "primary_key"}, cwhere,
+                               "columns, primary_key");
+    if (!s.ok()) return s;
+    if (const YAML::Node cols = c["columns"]; cols && !cols.IsNull()) {
+      if (!cols.IsMap()) {
+        return Error(cols, LineOf(c, 1),
+                     absl::StrCat("`columns` ", cwhere,
+                                  " must be a map of column name to SQL type"));
+      }
+      std::set<std::string> seen;
+      for (const auto& kv : cols) {
+        if (!kv.first.IsScalar() || !kv.second.IsScalar()) {
+          return Error(kv.first, LineOf(cols, 1),
+                       absl::StrCat("each of `columns` ", cwhere,
+                                    " must be `name: TYPE`"));
+        }
+        if (!seen.insert(kv.first.Scalar()).second) {
+          return Error(kv.first, LineOf(cols, 1),
+                       absl::StrCat("column \"", kv.first.Scalar(), "\" ",
+                                    cwhere, " is declared twice"));
+        }
+        spec->columns.push_back({kv.first.Scalar(), kv.second.Scalar()});
+      }
+    }
+    if (const YAML::Node pk = c["primary_key"]; pk && !pk.IsNull()) {
+      if (!pk.IsSequence()) {
+        return Error(pk, LineOf(c, 1),
+                     absl::StrCat("`primary_key` ", cwhere,
+                                  " must be a list of column names"));
+      }
+      for (const YAML::Node& k : pk) {
+        if (!k.IsScalar()) {
+          return Error(k, LineOf(pk, 1),
+                       absl::StrCat("each of `primary_key` ", cwhere,
+                                    " must be a column name"));
+        }
+        spec->primary_key.push_back(k.Scalar());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::string file_;
+};
+
+}  // namespace
+
+std::string TransformVersion(std::string_view sql) {
+  return HashHex(StripTrailingSemicolons(ScanSql(sql).normalized));
+}
+
+absl::StatusOr<std::string> CanonicalTransform(std::string_view sql) {
+  const SqlScan scan = ScanSql(sql);
+  if (!scan.error.empty()) return absl::InvalidArgumentError(scan.error);
+  if (scan.skeleton.empty()) {
+    return absl::InvalidArgumentError("the transform is empty");
+  }
+  if (scan.text_after_semicolon) {
+    return absl::InvalidArgumentError(
+        "the transform must be a single statement, but text follows a ';'");
+  }
+  // The first word must be SELECT or WITH.
+  size_t n = 0;
+  while (n < scan.skeleton.size() && IsIdentChar(scan.skeleton[n])) ++n;
+  const std::string first = absl::AsciiStrToUpper(scan.skeleton.substr(0, n));
+  if (first != "SELECT" && first != "WITH") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the transform must be one SELECT (or WITH ... SELECT) statement, but "
+        "it starts with \"",
+        scan.skeleton.substr(0, std::max<size_t>(n, 1)), "\""));
+  }
+  // Named parameters: only the bound ones ("::" is a cast, not a parameter).
+  const std::string& sk = scan.skeleton;
+  for (size_t i = 0; i < sk.size(); ++i) {
+    if (sk[i] != ':') continue;
+    if (i + 1 < sk.size() && sk[i + 1] == ':') {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < sk.size() && IsIdentChar(sk[j])) ++j;
+    if (j == i + 1) continue;
+    const std::string param = sk.substr(i + 1, j - i - 1);
+    if (param != "partition_start" && param != "partition_end" &&
+        param != "partition") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the transform uses the parameter :", param,
+          "; only :partition_start, :partition_end and :partition are bound"));
+    }
+    i = j - 1;
+  }
+  const size_t end = scan.first_semicolon.value_or(scan.significant_end);
+  std::string out(sql.substr(0, end));
+  absl::StripAsciiWhitespace(&out);
+  return out;
+}
+
+absl::StatusOr<Catalog> LoadPipelineTexts(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<DatasetSpec> datasets;
+  std::optional<WarehouseSpec> warehouse;
+  std::string warehouse_file;
+  int warehouse_line = 0;
+  for (const auto& [file, text] : files) {
+    std::optional<WarehouseSpec> file_warehouse;
+    int line = 0;
+    absl::Status s;
+    try {
+      s = FileParser(file).Parse(text, &datasets, &file_warehouse, &line);
+    } catch (const YAML::Exception& e) {
+      const int at = e.mark.is_null() ? 1 : e.mark.line + 1;
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ":", at, ": invalid YAML: ", e.msg));
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": cannot read the pipeline: ", e.what()));
+    }
+    if (!s.ok()) return s;
+    if (file_warehouse) {
+      if (warehouse) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ":", line, ": `warehouse:` is already set at ",
+                         warehouse_file, ":", warehouse_line,
+                         "; at most one pipeline file may set it"));
+      }
+      warehouse = std::move(file_warehouse);
+      warehouse_file = file;
+      warehouse_line = line;
+    }
+  }
+  if (datasets.empty()) {
+    return absl::InvalidArgumentError(
+        files.empty() ? "no pipeline files"
+                      : "the pipeline files declare no datasets");
+  }
+  return Catalog::Build(std::move(datasets),
+                        warehouse.value_or(WarehouseSpec{}));
+}
+
+absl::StatusOr<Catalog> LoadPipelineDirectory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline directory ", dir, " does not exist"));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline path ", dir, " is not a directory"));
+  }
+  std::vector<fs::path> paths;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string ext = p.extension().string();
+    if ((ext == ".yaml" || ext == ".yml") && it->is_regular_file(ec)) {
+      paths.push_back(p);
+    }
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot list pipeline directory ", dir, ": ", ec.message()));
+  }
+  if (paths.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no pipeline files (*.yaml, *.yml) in directory ", dir));
+  }
+  std::sort(paths.begin(), paths.end(),
+            [](const fs::path& a, const fs::path& b) {
+              return a.filename() < b.filename();
+            });
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const fs::path& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read pipeline file ", p.string()));
+    }
+    files.emplace_back(p.string(), text.str());
+  }
+  return LoadPipelineTexts(files);
+}
+
+}  // namespace backfill

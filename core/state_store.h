@@ -55,7 +55,8 @@ class StateStore {
   // from its tasks. NOT_FOUND for an unknown id.
   virtual absl::StatusOr<Job> GetJob(const std::string& id) = 0;
 
-  virtual absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) = 0;
+  virtual absl::StatusOr<std::vector<Job>> ListJobs(
+      const JobFilter& filter) = 0;
 
   // Tasks of a job, in plan order (dataset order of the plan, then
   // partition).

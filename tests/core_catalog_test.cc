@@ -1,0 +1,236 @@
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/catalog.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+DatasetSpec Source(const std::string& name, Grain grain = Grain::kDay) {
+  DatasetSpec d;
+  d.name = name;
+  d.kind = DatasetKind::kSource;
+  d.table = name;
+  if (grain != Grain::kNone) {
+    d.partition = PartitionSpec{"ds", grain, {}};
+    if (grain == Grain::kKey) d.partition->keys = {"eu", "us"};
+  }
+  d.file = "p.yaml";
+  d.line = 1;
+  return d;
+}
+
+DatasetSpec Derived(const std::string& name, std::vector<UpstreamEdge> upstream,
+                    Grain grain = Grain::kDay) {
+  DatasetSpec d = Source(name, grain);
+  d.kind = DatasetKind::kDerived;
+  d.upstream = std::move(upstream);
+  d.transform = "SELECT ds, 1 AS n FROM t WHERE ds >= :partition_start";
+  d.columns = {{"ds", "TEXT"}, {"n", "INTEGER"}};
+  d.line = 10;
+  return d;
+}
+
+std::vector<std::string> Names(const Catalog& c) {
+  std::vector<std::string> out;
+  for (const DatasetSpec& d : c.datasets()) out.push_back(d.name);
+  return out;
+}
+
+std::string BuildError(std::vector<DatasetSpec> ds) {
+  absl::StatusOr<Catalog> c = Catalog::Build(std::move(ds), WarehouseSpec{});
+  EXPECT_FALSE(c.ok());
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(c.status().message());
+}
+
+TEST(CatalogTest, NamesOfEnums) {
+  EXPECT_STREQ(DatasetKindName(DatasetKind::kSource), "source");
+  EXPECT_STREQ(DatasetKindName(DatasetKind::kDerived), "derived");
+  EXPECT_STREQ(MappingName(Mapping::kIdentity), "identity");
+  EXPECT_STREQ(MappingName(Mapping::kAll), "all");
+}
+
+TEST(CatalogTest, TopologicalOrderTiesByName) {
+  // z_src and a_src are roots; mid depends on z_src; top on mid and a_src.
+  std::vector<DatasetSpec> ds = {
+      Derived("top", {{"mid", Mapping::kIdentity}, {"a_src", Mapping::kAll}}),
+      Derived("mid", {{"z_src", Mapping::kIdentity}}),
+      Source("z_src"),
+      Source("a_src", Grain::kNone),
+      Derived("b_side", {{"z_src", Mapping::kIdentity}}),
+  };
+  absl::StatusOr<Catalog> c = Catalog::Build(std::move(ds), WarehouseSpec{});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(Names(*c), ElementsAre("a_src", "z_src", "b_side", "mid", "top"));
+  ASSERT_NE(c->Find("mid"), nullptr);
+  EXPECT_EQ(c->Find("mid")->name, "mid");
+  EXPECT_EQ(c->Find("nope"), nullptr);
+  EXPECT_FALSE(c->Find("top")->transform_version.empty());
+
+  std::vector<const DatasetSpec*> deps = c->DirectDependents("z_src");
+  ASSERT_EQ(deps.size(), 2u);
+  EXPECT_EQ(deps[0]->name, "b_side");
+  EXPECT_EQ(deps[1]->name, "mid");
+  EXPECT_TRUE(c->DirectDependents("top").empty());
+  EXPECT_EQ(c->warehouse().engine, "sqlite");
+}
+
+TEST(CatalogTest, DefaultsTableToName) {
+  DatasetSpec s = Source("orders");
+  s.table.clear();
+  absl::StatusOr<Catalog> c = Catalog::Build({s}, WarehouseSpec{});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->Find("orders")->table, "orders");
+}
+
+TEST(CatalogTest, MissingUpstream) {
+  std::string msg = BuildError({Derived("d", {{"ordrs", Mapping::kAll}})});
+  EXPECT_THAT(msg, HasSubstr("p.yaml:10"));
+  EXPECT_THAT(msg, HasSubstr("dataset \"d\""));
+  EXPECT_THAT(msg, HasSubstr("upstream \"ordrs\" is not a declared dataset"));
+}
+
+TEST(CatalogTest, CycleReportsPath) {
+  std::string msg = BuildError({
+      Source("s"),
+      Derived("a", {{"c", Mapping::kIdentity}, {"s", Mapping::kIdentity}}),
+      Derived("b", {{"a", Mapping::kIdentity}}),
+      Derived("c", {{"b", Mapping::kIdentity}}),
+  });
+  EXPECT_THAT(msg, HasSubstr("cycle"));
+  EXPECT_THAT(msg, HasSubstr("a -> c -> b -> a"));
+  EXPECT_THAT(msg, HasSubstr("p.yaml:10"));
+}
+
+TEST(CatalogTest, SelfCycle) {
+  std::string msg = BuildError({Derived("a", {{"a", Mapping::kAll}})});
+  EXPECT_THAT(msg, HasSubstr("a -> a"));
+}
+
+TEST(CatalogTest, IdentityNeedsSameGrain) {
+  std::string msg = BuildError(
+      {Source("h", Grain::kHour), Derived("d", {{"h", Mapping::kIdentity}})});
+  EXPECT_THAT(msg, HasSubstr("same grain"));
+  EXPECT_THAT(msg, HasSubstr("d is day and h is hour"));
+  // `all` is fine across grains.
+  EXPECT_TRUE(Catalog::Build({Source("h", Grain::kHour),
+                              Derived("d", {{"h", Mapping::kAll}})},
+                             WarehouseSpec{})
+                  .ok());
+}
+
+TEST(CatalogTest, IdentityNeedsBothPartitioned) {
+  std::string msg = BuildError({Source("dim", Grain::kNone),
+                                Derived("d", {{"dim", Mapping::kIdentity}})});
+  EXPECT_THAT(msg, HasSubstr("needs both datasets partitioned"));
+  EXPECT_THAT(msg, HasSubstr("mapping: all"));
+}
+
+TEST(CatalogTest, DuplicateNamesAndTables) {
+  std::string msg = BuildError({Source("a"), Source("a")});
+  EXPECT_THAT(msg, HasSubstr("already declared"));
+  DatasetSpec b = Source("b");
+  b.table = "a";
+  msg = BuildError({Source("a"), b});
+  EXPECT_THAT(msg, HasSubstr("table \"a\" is already used by dataset \"a\""));
+}
+
+TEST(CatalogTest, IdentifiersAreRestricted) {
+  EXPECT_THAT(BuildError({Source("bad-name")}), HasSubstr("identifier"));
+  EXPECT_THAT(BuildError({Source("1abc")}), HasSubstr("identifier"));
+  DatasetSpec t = Source("ok");
+  t.table = "x\"; DROP TABLE y; --";
+  EXPECT_THAT(BuildError({t}), HasSubstr("table"));
+  DatasetSpec c = Derived("d", {});
+  c.columns.push_back({"bad col", "TEXT"});
+  EXPECT_THAT(BuildError({c}), HasSubstr("contract column \"bad col\""));
+  DatasetSpec ty = Derived("d", {});
+  ty.columns[1].type = "INTEGER); DROP TABLE x; --";
+  EXPECT_THAT(BuildError({ty}), HasSubstr("has type"));
+  DatasetSpec pc = Source("p");
+  pc.partition->column = "a.b";
+  EXPECT_THAT(BuildError({pc}), HasSubstr("partition column"));
+}
+
+TEST(CatalogTest, ColumnTypesAccepted) {
+  DatasetSpec d = Derived("d", {});
+  d.columns = {{"ds", "TEXT"},
+               {"a", "DOUBLE PRECISION"},
+               {"b", "NUMERIC(10, 2)"},
+               {"c", "VARCHAR(32)"}};
+  absl::StatusOr<Catalog> c = Catalog::Build({d}, WarehouseSpec{});
+  EXPECT_TRUE(c.ok()) << c.status();
+}
+
+TEST(CatalogTest, DerivedRequirements) {
+  DatasetSpec no_transform = Derived("d", {});
+  no_transform.transform.clear();
+  EXPECT_THAT(BuildError({no_transform}), HasSubstr("needs a `transform:`"));
+
+  DatasetSpec no_columns = Derived("d", {});
+  no_columns.columns.clear();
+  EXPECT_THAT(BuildError({no_columns}), HasSubstr("contract"));
+
+  DatasetSpec bad_part = Derived("d", {});
+  bad_part.partition->column = "day";
+  EXPECT_THAT(BuildError({bad_part}),
+              HasSubstr("partition column \"day\" is not a contract column"));
+
+  DatasetSpec bad_pk = Derived("d", {});
+  bad_pk.primary_key = {"ds", "region"};
+  EXPECT_THAT(BuildError({bad_pk}),
+              HasSubstr("primary_key column \"region\" is not a contract"));
+
+  DatasetSpec two_statements = Derived("d", {});
+  two_statements.transform = "SELECT 1 AS ds; DELETE FROM x";
+  EXPECT_THAT(BuildError({two_statements}), HasSubstr("single statement"));
+}
+
+TEST(CatalogTest, SourceRestrictions) {
+  DatasetSpec up = Source("s");
+  up.upstream = {{"x", Mapping::kAll}};
+  EXPECT_THAT(BuildError({Source("x"), up}),
+              HasSubstr("source dataset cannot have `upstream:`"));
+  DatasetSpec tr = Source("s");
+  tr.transform = "SELECT 1";
+  EXPECT_THAT(BuildError({tr}), HasSubstr("cannot have a `transform:`"));
+}
+
+TEST(CatalogTest, KeyGrainNeedsKeys) {
+  DatasetSpec k = Source("k", Grain::kKey);
+  k.partition->keys.clear();
+  EXPECT_THAT(BuildError({k}), HasSubstr("non-empty `keys:`"));
+  DatasetSpec d = Source("d", Grain::kDay);
+  d.partition->keys = {"a"};
+  EXPECT_THAT(BuildError({d}), HasSubstr("only allowed with grain key"));
+  DatasetSpec dup = Source("k", Grain::kKey);
+  dup.partition->keys = {"a", "a"};
+  EXPECT_THAT(BuildError({dup}), HasSubstr("listed twice"));
+  EXPECT_TRUE(Catalog::Build({Source("k", Grain::kKey)}, WarehouseSpec{}).ok());
+}
+
+TEST(CatalogTest, IdentityBetweenKeyGrains) {
+  absl::StatusOr<Catalog> c =
+      Catalog::Build({Source("k", Grain::kKey),
+                      Derived("d", {{"k", Mapping::kIdentity}}, Grain::kKey)},
+                     WarehouseSpec{});
+  EXPECT_TRUE(c.ok()) << c.status();
+}
+
+TEST(CatalogTest, EmptyCatalog) {
+  absl::StatusOr<Catalog> c = Catalog::Build({}, WarehouseSpec{});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->datasets().empty());
+}
+
+}  // namespace
+}  // namespace backfill

@@ -1,0 +1,269 @@
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/partition.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(GrainTest, NamesRoundTrip) {
+  for (Grain g : {Grain::kHour, Grain::kDay, Grain::kMonth, Grain::kKey}) {
+    absl::StatusOr<Grain> parsed = ParseGrain(GrainName(g));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, g);
+  }
+  EXPECT_STREQ(GrainName(Grain::kNone), "");
+  EXPECT_STREQ(GrainName(Grain::kHour), "hour");
+  EXPECT_EQ(ParseGrain("week").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(ParseGrain("Day").status()), HasSubstr("hour, day"));
+  EXPECT_FALSE(ParseGrain("").ok());
+}
+
+TEST(GrainTest, IsTimeGrain) {
+  EXPECT_TRUE(IsTimeGrain(Grain::kHour));
+  EXPECT_TRUE(IsTimeGrain(Grain::kDay));
+  EXPECT_TRUE(IsTimeGrain(Grain::kMonth));
+  EXPECT_FALSE(IsTimeGrain(Grain::kKey));
+  EXPECT_FALSE(IsTimeGrain(Grain::kNone));
+}
+
+TEST(ValidatePartitionTest, AcceptsWellFormedValues) {
+  EXPECT_TRUE(ValidatePartition(Grain::kDay, "2025-03-01").ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kDay, "2024-02-29").ok());  // leap
+  EXPECT_TRUE(ValidatePartition(Grain::kDay, "2000-02-29").ok());  // 400 rule
+  EXPECT_TRUE(ValidatePartition(Grain::kHour, "2025-03-01T00").ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kHour, "2025-12-31T23").ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kMonth, "2025-12").ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kMonth, "2025-01").ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kKey, "eu-west").ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kNone, "").ok());
+}
+
+TEST(ValidatePartitionTest, RejectsMalformedDays) {
+  for (const char* bad :
+       {"2025-02-30", "2025-02-29", "1900-02-29", "2025-04-31", "2025-3-1",
+        "2025-03-1", "25-03-01", "2025-03-01 ", " 2025-03-01", "2025/03/01",
+        "2025-03-01T00", "2025-13-01", "2025-00-10", "2025-01-00", "+025-03-01",
+        "2025-0a-01", "", "20250301", "0000-01-01"}) {
+    absl::Status s = ValidatePartition(Grain::kDay, bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(Message(s), HasSubstr("expected YYYY-MM-DD")) << bad;
+  }
+  EXPECT_EQ(Message(ValidatePartition(Grain::kDay, "2025-3-1")),
+            "partition \"2025-3-1\" is not a day; expected YYYY-MM-DD");
+}
+
+TEST(ValidatePartitionTest, RejectsMalformedHours) {
+  for (const char* bad :
+       {"2025-03-01T24", "2025-03-01T7", "2025-03-01 07", "2025-03-01T07:00",
+        "2025-02-30T00", "2025-03-01", "2025-03-01t07", "2025-03-01T-1"}) {
+    absl::Status s = ValidatePartition(Grain::kHour, bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(Message(s), HasSubstr("expected YYYY-MM-DDTHH")) << bad;
+  }
+  EXPECT_THAT(Message(ValidatePartition(Grain::kHour, "x")),
+              HasSubstr("is not an hour"));
+}
+
+TEST(ValidatePartitionTest, RejectsMalformedMonths) {
+  for (const char* bad :
+       {"2025-13", "2025-00", "2025-3", "2025-03-01", "202503", "2025-1a"}) {
+    absl::Status s = ValidatePartition(Grain::kMonth, bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(Message(s), HasSubstr("expected YYYY-MM")) << bad;
+  }
+}
+
+TEST(ValidatePartitionTest, KeysAndUnpartitioned) {
+  EXPECT_FALSE(ValidatePartition(Grain::kKey, "").ok());
+  EXPECT_FALSE(ValidatePartition(Grain::kKey, "a\nb").ok());
+  EXPECT_FALSE(ValidatePartition(Grain::kKey, std::string("a\0b", 3)).ok());
+  EXPECT_TRUE(ValidatePartition(Grain::kKey, std::string(256, 'k')).ok());
+  EXPECT_FALSE(ValidatePartition(Grain::kKey, std::string(257, 'k')).ok());
+  EXPECT_FALSE(ValidatePartition(Grain::kNone, "2025-03-01").ok());
+}
+
+TEST(ValidatePartitionTest, ErrorEscapesControlCharacters) {
+  std::string msg = Message(ValidatePartition(Grain::kDay, "2025\n03"));
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_THAT(msg, HasSubstr("\\n"));
+}
+
+TEST(BoundsOfTest, ExactFormats) {
+  absl::StatusOr<PartitionBounds> b = BoundsOf(Grain::kDay, "2025-03-01");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->start, "2025-03-01");
+  EXPECT_EQ(b->end, "2025-03-02");
+
+  b = BoundsOf(Grain::kHour, "2025-03-01T07");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->start, "2025-03-01 07:00:00");
+  EXPECT_EQ(b->end, "2025-03-01 08:00:00");
+
+  b = BoundsOf(Grain::kMonth, "2025-03");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->start, "2025-03-01");
+  EXPECT_EQ(b->end, "2025-04-01");
+
+  b = BoundsOf(Grain::kKey, "eu");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->start, "eu");
+  EXPECT_EQ(b->end, "eu");
+
+  b = BoundsOf(Grain::kNone, "");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->start, "");
+  EXPECT_EQ(b->end, "");
+}
+
+TEST(BoundsOfTest, CrossesMonthYearAndDayEnds) {
+  EXPECT_EQ(BoundsOf(Grain::kDay, "2024-02-28")->end, "2024-02-29");
+  EXPECT_EQ(BoundsOf(Grain::kDay, "2024-02-29")->end, "2024-03-01");
+  EXPECT_EQ(BoundsOf(Grain::kDay, "2025-02-28")->end, "2025-03-01");
+  EXPECT_EQ(BoundsOf(Grain::kDay, "2025-12-31")->end, "2026-01-01");
+  EXPECT_EQ(BoundsOf(Grain::kHour, "2025-12-31T23")->end,
+            "2026-01-01 00:00:00");
+  EXPECT_EQ(BoundsOf(Grain::kHour, "2024-02-28T23")->end,
+            "2024-02-29 00:00:00");
+  EXPECT_EQ(BoundsOf(Grain::kMonth, "2025-12")->start, "2025-12-01");
+  EXPECT_EQ(BoundsOf(Grain::kMonth, "2025-12")->end, "2026-01-01");
+}
+
+TEST(BoundsOfTest, RejectsInvalidValues) {
+  EXPECT_EQ(BoundsOf(Grain::kDay, "2025-02-30").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(BoundsOf(Grain::kHour, "2025-03-01").ok());
+  EXPECT_FALSE(BoundsOf(Grain::kMonth, "2025-03-01").ok());
+  EXPECT_FALSE(BoundsOf(Grain::kKey, "").ok());
+  EXPECT_FALSE(BoundsOf(Grain::kNone, "x").ok());
+}
+
+TEST(EnumerateRangeTest, DaysAcrossMonthEndAndLeapDay) {
+  absl::StatusOr<std::vector<std::string>> r =
+      EnumerateRange(Grain::kDay, "2024-02-27", "2024-03-02");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(
+      *r, ElementsAre("2024-02-27", "2024-02-28", "2024-02-29", "2024-03-01"));
+  r = EnumerateRange(Grain::kDay, "2025-02-27", "2025-03-02");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("2025-02-27", "2025-02-28", "2025-03-01"));
+}
+
+TEST(EnumerateRangeTest, DaysAcrossYearEnd) {
+  absl::StatusOr<std::vector<std::string>> r =
+      EnumerateRange(Grain::kDay, "2025-12-30", "2026-01-02");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("2025-12-30", "2025-12-31", "2026-01-01"));
+  r = EnumerateRange(Grain::kDay, "2024-01-01", "2025-01-01");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->size(), 366u);  // leap year
+  EXPECT_EQ(r->back(), "2024-12-31");
+}
+
+TEST(EnumerateRangeTest, Hours) {
+  absl::StatusOr<std::vector<std::string>> r =
+      EnumerateRange(Grain::kHour, "2025-12-31T22", "2026-01-01T02");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("2025-12-31T22", "2025-12-31T23", "2026-01-01T00",
+                              "2026-01-01T01"));
+  r = EnumerateRange(Grain::kHour, "2024-02-29T00", "2024-03-01T00");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->size(), 24u);
+  EXPECT_EQ(r->front(), "2024-02-29T00");
+  EXPECT_EQ(r->back(), "2024-02-29T23");
+}
+
+TEST(EnumerateRangeTest, MonthsAcrossYearEnd) {
+  absl::StatusOr<std::vector<std::string>> r =
+      EnumerateRange(Grain::kMonth, "2025-11", "2026-03");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("2025-11", "2025-12", "2026-01", "2026-02"));
+}
+
+TEST(EnumerateRangeTest, SinglePartition) {
+  absl::StatusOr<std::vector<std::string>> r =
+      EnumerateRange(Grain::kDay, "2025-03-01", "2025-03-02");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("2025-03-01"));
+}
+
+TEST(EnumerateRangeTest, EmptyAndInvertedRanges) {
+  absl::Status s =
+      EnumerateRange(Grain::kDay, "2025-03-01", "2025-03-01").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(s), HasSubstr("empty"));
+  s = EnumerateRange(Grain::kDay, "2025-03-02", "2025-03-01").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(s), HasSubstr("inverted"));
+  EXPECT_FALSE(EnumerateRange(Grain::kMonth, "2026-01", "2025-12").ok());
+}
+
+TEST(EnumerateRangeTest, MalformedEndpoints) {
+  absl::Status s =
+      EnumerateRange(Grain::kDay, "2025-02-30", "2025-03-05").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(s), HasSubstr("range start"));
+  EXPECT_THAT(Message(s), HasSubstr("YYYY-MM-DD"));
+  s = EnumerateRange(Grain::kDay, "2025-03-01", "2025-03").status();
+  EXPECT_THAT(Message(s), HasSubstr("range end"));
+  // A day is not an hour.
+  EXPECT_FALSE(EnumerateRange(Grain::kHour, "2025-03-01", "2025-03-02").ok());
+}
+
+TEST(EnumerateRangeTest, NonTimeGrains) {
+  EXPECT_FALSE(EnumerateRange(Grain::kKey, "a", "b").ok());
+  EXPECT_THAT(Message(EnumerateRange(Grain::kNone, "", "").status()),
+              HasSubstr("time grain"));
+}
+
+TEST(EnumerateRangeTest, Limit) {
+  EXPECT_TRUE(EnumerateRange(Grain::kDay, "2025-01-01", "2025-01-11", 10).ok());
+  absl::Status s =
+      EnumerateRange(Grain::kDay, "2025-01-01", "2025-01-12", 10).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(s), HasSubstr("11 day partitions"));
+  EXPECT_THAT(Message(s), HasSubstr("at most 10"));
+  // The default limit stops absurd hour ranges before allocating them.
+  EXPECT_FALSE(
+      EnumerateRange(Grain::kHour, "0001-01-01T00", "9999-01-01T00").ok());
+}
+
+TEST(PartitionOfValueTest, Days) {
+  EXPECT_EQ(*PartitionOfValue(Grain::kDay, "2025-03-01"), "2025-03-01");
+  EXPECT_EQ(*PartitionOfValue(Grain::kDay, "2025-03-01 23:59:59"),
+            "2025-03-01");
+  EXPECT_EQ(*PartitionOfValue(Grain::kDay, "2025-03-01T07"), "2025-03-01");
+  EXPECT_EQ(*PartitionOfValue(Grain::kDay, "2025-03-01 07:30"), "2025-03-01");
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "2025-03").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "2025-02-30").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "2025-03-01 24:00").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "2025-03-01 07").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "2025-03-01X").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "").ok());
+}
+
+TEST(PartitionOfValueTest, HoursAndMonths) {
+  EXPECT_EQ(*PartitionOfValue(Grain::kHour, "2025-03-01 07:59:59.999"),
+            "2025-03-01T07");
+  EXPECT_EQ(*PartitionOfValue(Grain::kHour, "2025-03-01T07"), "2025-03-01T07");
+  EXPECT_EQ(*PartitionOfValue(Grain::kHour, "2025-03-01T07:15:00Z"),
+            "2025-03-01T07");
+  EXPECT_EQ(*PartitionOfValue(Grain::kHour, "2025-03-01"), "2025-03-01T00");
+  EXPECT_EQ(*PartitionOfValue(Grain::kMonth, "2025-03"), "2025-03");
+  EXPECT_EQ(*PartitionOfValue(Grain::kMonth, "2025-03-31"), "2025-03");
+  EXPECT_EQ(*PartitionOfValue(Grain::kMonth, "2025-12-31 23:00:00"), "2025-12");
+  EXPECT_FALSE(PartitionOfValue(Grain::kMonth, "2025-13").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kHour, "2025-03-01 07:60").ok());
+}
+
+}  // namespace
+}  // namespace backfill
