@@ -1,1 +1,535 @@
-int main() { return 0; }
+// backfillctl: the operator CLI of backfilld. See docs/cli.md.
+//
+// Exit codes: 0 success (for `submit --wait` and `watch`: the job
+// SUCCEEDED); 1 an RPC failed or the job ended in another state; 2 usage
+// error; 130 interrupted while following a job (the job keeps running).
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/backfill_client.h"
+#include "client/cli_format.h"
+
+namespace backfill {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;
+constexpr char kDefaultServer[] = "127.0.0.1:50051";
+constexpr absl::Duration kPollInterval = absl::Milliseconds(500);
+// How long polling tolerates a server that went away (e.g. restarting)
+// before giving up on a job it has already seen.
+constexpr absl::Duration kPollOutageTolerance = absl::Seconds(60);
+
+struct GlobalOptions {
+  std::string server = kDefaultServer;
+  bool json = false;
+  double timeout_seconds = 30;
+};
+
+struct ScopeOptions {
+  std::string dataset;
+  std::string from;
+  std::string to;
+  std::vector<std::string> partitions;
+  bool no_downstream = false;
+};
+
+struct SubmitOptions {
+  std::string reason;
+  std::string ticket;
+  std::string idempotency_key;
+  std::string requested_by;
+  bool wait = false;
+};
+
+struct ListOptions {
+  std::vector<std::string> states;
+  std::string dataset;
+  int limit = 0;
+};
+
+struct JobOptions {
+  std::string id;
+  std::string reason;
+};
+
+std::string DefaultRequestedBy() {
+  const char* user = std::getenv("USER");
+  return user != nullptr && *user != '\0' ? user : "unknown";
+}
+
+// Prints `backfillctl: MESSAGE` on stderr (one line) and returns `code`.
+int Fail(int code, absl::string_view message) {
+  std::cerr << "backfillctl: "
+            << absl::StrReplaceAll(message, {{"\n", " "}, {"\r", " "}})
+            << std::endl;
+  return code;
+}
+
+class Cli {
+ public:
+  explicit Cli(const GlobalOptions& globals)
+      : globals_(globals), client_(BackfillClient::Connect(globals.server)) {
+    client_->set_rpc_timeout(absl::Seconds(globals.timeout_seconds));
+  }
+
+  int Datasets();
+  int Plan(const ScopeOptions& scope);
+  int Submit(const ScopeOptions& scope, const SubmitOptions& options);
+  int Status(const std::string& id);
+  int List(const ListOptions& options);
+  int Watch(const std::string& id);
+  int Cancel(const JobOptions& options);
+
+ private:
+  // Prints an RPC failure as `backfillctl: CODE: message[; hint]`; returns 1.
+  int RpcError(const absl::Status& status) const;
+  // Prints `message` as JSON in --json mode, `human` otherwise.
+  int Print(const google::protobuf::Message& message,
+            const std::string& human) const;
+  // Follows job `id` until it is terminal; draws progress on stderr.
+  absl::StatusOr<v1::Backfill> Follow(const std::string& id,
+                                      v1::Backfill latest);
+  // Prints the final job and maps its state to the exit code.
+  int FinishFollow(const absl::StatusOr<v1::Backfill>& final_job);
+
+  GlobalOptions globals_;
+  std::unique_ptr<BackfillClient> client_;
+};
+
+// Draws the progress of a followed job on stderr: a bar redrawn in place on
+// a terminal, otherwise a plain line per state change or ~10% of progress.
+class ProgressReporter {
+ public:
+  ProgressReporter() : tty_(isatty(STDERR_FILENO) == 1), start_(absl::Now()) {}
+  ~ProgressReporter() { EndLine(); }
+
+  void Update(const v1::Backfill& job) {
+    double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+    if (tty_) {
+      std::cerr << "\r" << cli::FormatProgressBar(job, elapsed) << "\033[K"
+                << std::flush;
+      bar_drawn_ = true;
+      return;
+    }
+    const auto& counts = job.partitions();
+    int decile = counts.total() > 0
+                     ? static_cast<int>(10 * cli::DonePartitions(counts) /
+                                        counts.total())
+                     : 0;
+    if (job.state() != last_state_ || decile != last_decile_) {
+      std::cerr << cli::FormatProgressLine(job, elapsed) << std::endl;
+      last_state_ = job.state();
+      last_decile_ = decile;
+    }
+  }
+
+  // Ends the bar's line so the next message starts on a fresh line.
+  void EndLine() {
+    if (bar_drawn_) std::cerr << std::endl;
+    bar_drawn_ = false;
+  }
+
+ private:
+  bool tty_;
+  absl::Time start_;
+  bool bar_drawn_ = false;
+  v1::BackfillState last_state_ = v1::BACKFILL_STATE_UNSPECIFIED;
+  int last_decile_ = -1;
+};
+
+// Ctrl-C while following: the job keeps running on the server; say how to
+// find it again. Async-signal-safe (write and _exit only).
+char interrupt_message[256] = "\nbackfillctl: interrupted\n";
+
+void OnInterrupt(int) {
+  ssize_t ignored =
+      write(STDERR_FILENO, interrupt_message, strlen(interrupt_message));
+  (void)ignored;
+  _exit(kExitInterrupted);
+}
+
+void InstallInterruptHandler(const std::string& id) {
+  std::string message =
+      absl::StrCat("\nbackfillctl: stopped following; job ", id,
+                   " keeps running (backfillctl watch ", id, ")\n");
+  if (message.size() < sizeof(interrupt_message)) {
+    memcpy(interrupt_message, message.c_str(), message.size() + 1);
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &action, nullptr);
+}
+
+absl::Status ValidateScope(const ScopeOptions& scope) {
+  if (scope.from.empty() != scope.to.empty()) {
+    return absl::InvalidArgumentError(
+        "--from and --to go together: the range is [FROM, TO)");
+  }
+  for (const std::string& partition : scope.partitions) {
+    if (absl::StripAsciiWhitespace(partition).empty()) {
+      return absl::InvalidArgumentError("--partitions has an empty value");
+    }
+  }
+  return absl::OkStatus();
+}
+
+v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
+  v1::BackfillRequest request;
+  request.set_dataset(scope.dataset);
+  request.set_from_partition(scope.from);
+  request.set_to_partition(scope.to);
+  for (const std::string& partition : scope.partitions) {
+    request.add_partitions(std::string(absl::StripAsciiWhitespace(partition)));
+  }
+  request.set_exclude_downstream(scope.no_downstream);
+  return request;
+}
+
+int Cli::RpcError(const absl::Status& status) const {
+  std::string line = absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                                  status.message());
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    absl::StrAppend(&line, "; is backfilld running at ", globals_.server, "?");
+  } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    absl::StrAppend(&line, " (after ", globals_.timeout_seconds,
+                    " s; raise with --timeout)");
+  }
+  return Fail(kExitFailure, line);
+}
+
+int Cli::Print(const google::protobuf::Message& message,
+               const std::string& human) const {
+  if (!globals_.json) {
+    std::cout << human << std::flush;
+    return kExitOk;
+  }
+  absl::StatusOr<std::string> json = cli::ToJson(message);
+  if (!json.ok()) return Fail(kExitFailure, json.status().message());
+  std::cout << *json;
+  if (json->empty() || json->back() != '\n') std::cout << "\n";
+  std::cout << std::flush;
+  return kExitOk;
+}
+
+int Cli::Datasets() {
+  absl::StatusOr<v1::ListDatasetsResponse> response = client_->ListDatasets();
+  if (!response.ok()) return RpcError(response.status());
+  return Print(*response, cli::FormatDatasets(*response));
+}
+
+int Cli::Plan(const ScopeOptions& scope) {
+  absl::StatusOr<v1::PlanBackfillResponse> response =
+      client_->Plan(MakeRequest(scope));
+  if (!response.ok()) return RpcError(response.status());
+  return Print(*response, cli::FormatPlan(*response));
+}
+
+int Cli::Submit(const ScopeOptions& scope, const SubmitOptions& options) {
+  v1::BackfillRequest request = MakeRequest(scope);
+  request.set_reason(options.reason);
+  request.set_ticket(options.ticket);
+  request.set_requested_by(options.requested_by);
+  absl::StatusOr<v1::SubmitBackfillResponse> response =
+      client_->Submit(request, options.idempotency_key);
+  if (!response.ok()) return RpcError(response.status());
+  const v1::Backfill& job = response->backfill();
+  std::string headline =
+      response->created()
+          ? absl::StrCat("submitted backfill ", job.id())
+          : absl::StrCat("backfill ", job.id(),
+                         " already exists for idempotency key \"",
+                         options.idempotency_key, "\" (nothing submitted)");
+  if (!options.wait) {
+    return Print(*response,
+                 absl::StrCat(headline, "\n\n", cli::FormatBackfill(job)));
+  }
+  std::cerr << headline << "; waiting for it to finish" << std::endl;
+  return FinishFollow(Follow(job.id(), job));
+}
+
+int Cli::Status(const std::string& id) {
+  absl::StatusOr<v1::Backfill> job = client_->Get(id);
+  if (!job.ok()) return RpcError(job.status());
+  return Print(*job, cli::FormatBackfill(*job));
+}
+
+int Cli::List(const ListOptions& options) {
+  v1::ListBackfillsRequest request;
+  for (const std::string& text : options.states) {
+    absl::StatusOr<v1::BackfillState> state = cli::ParseState(text);
+    if (!state.ok()) {
+      return Fail(kExitUsage,
+                  absl::StrCat("--state: ", state.status().message()));
+    }
+    request.add_states(*state);
+  }
+  request.set_dataset(options.dataset);
+  request.set_page_size(options.limit);
+  absl::StatusOr<v1::ListBackfillsResponse> response = client_->List(request);
+  if (!response.ok()) return RpcError(response.status());
+  return Print(*response, cli::FormatBackfills(*response));
+}
+
+int Cli::Watch(const std::string& id) {
+  return FinishFollow(Follow(id, v1::Backfill()));
+}
+
+int Cli::Cancel(const JobOptions& options) {
+  absl::StatusOr<v1::Backfill> job =
+      client_->Cancel(options.id, options.reason);
+  if (!job.ok()) return RpcError(job.status());
+  return Print(*job, cli::FormatBackfill(*job));
+}
+
+absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
+                                         v1::Backfill latest) {
+  InstallInterruptHandler(id);
+  ProgressReporter progress;
+  if (!latest.id().empty()) progress.Update(latest);
+  if (cli::IsTerminal(latest.state())) return latest;
+
+  absl::Status stream = client_->Watch(id, [&](const v1::Backfill& job) {
+    latest = job;
+    progress.Update(job);
+    return !cli::IsTerminal(job.state());
+  });
+  if (cli::IsTerminal(latest.state())) return latest;
+  // The stream failed or ended early. Without having seen the job at all,
+  // its error is the answer (unknown id, server down).
+  if (latest.id().empty() &&
+      stream.code() != absl::StatusCode::kUnimplemented) {
+    if (stream.ok()) {
+      return absl::InternalError("watch stream ended without any update");
+    }
+    return stream;
+  }
+  progress.EndLine();
+  std::cerr << "backfillctl: watch stream ended ("
+            << (stream.ok() ? "OK" : absl::StatusCodeToString(stream.code()))
+            << "); polling every " << absl::FormatDuration(kPollInterval)
+            << std::endl;
+
+  absl::Time last_success = absl::Now();
+  while (true) {
+    absl::SleepFor(kPollInterval);
+    absl::StatusOr<v1::Backfill> job = client_->Get(id);
+    if (!job.ok()) {
+      bool transient =
+          job.status().code() == absl::StatusCode::kUnavailable ||
+          job.status().code() == absl::StatusCode::kDeadlineExceeded;
+      if (!transient || latest.id().empty() ||
+          absl::Now() - last_success > kPollOutageTolerance) {
+        return job.status();
+      }
+      continue;
+    }
+    last_success = absl::Now();
+    latest = *job;
+    progress.Update(latest);
+    if (cli::IsTerminal(latest.state())) return latest;
+  }
+}
+
+int Cli::FinishFollow(const absl::StatusOr<v1::Backfill>& final_job) {
+  signal(SIGINT, SIG_DFL);
+  if (!final_job.ok()) return RpcError(final_job.status());
+  int code = Print(*final_job, cli::FormatBackfill(*final_job));
+  if (code != kExitOk) return code;
+  if (final_job->state() == v1::BACKFILL_STATE_SUCCEEDED) return kExitOk;
+  std::cerr << "backfillctl: job " << final_job->id() << " ended "
+            << cli::StateName(final_job->state()) << std::endl;
+  return kExitFailure;
+}
+
+void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
+  command->add_option("DATASET", scope->dataset, "Dataset to recompute")
+      ->required();
+  CLI::Option* from = command->add_option(
+      "--from", scope->from, "First partition of the range (inclusive)");
+  CLI::Option* to = command->add_option(
+      "--to", scope->to, "End of the range (exclusive): [FROM, TO)");
+  CLI::Option* partitions =
+      command
+          ->add_option("--partitions", scope->partitions,
+                       "Explicit partitions, comma-separated (p1,p2,...)")
+          ->delimiter(',');
+  partitions->excludes(from)->excludes(to);
+  command->add_flag("--no-downstream", scope->no_downstream,
+                    "Do not recompute dependents (sets exclude_downstream)");
+}
+
+// The first word of the command line that is neither a flag nor a global
+// flag's value: what the user meant as the subcommand.
+std::string FirstPositional(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if ((arg == "--server" || arg == "--timeout") && i + 1 < argc) {
+      ++i;
+    } else if (!arg.empty() && arg[0] != '-') {
+      return std::string(arg);
+    }
+  }
+  return "";
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "backfillctl: plan, submit and follow backfills of backfilld.\n"
+      "Global flags (--server, --json, --timeout) go before or after the "
+      "subcommand.",
+      "backfillctl"};
+  // Must be set before adding subcommands, which inherit it.
+  app.fallthrough();
+  app.require_subcommand(1);
+
+  GlobalOptions globals;
+  app.add_option("--server", globals.server, "backfilld address HOST:PORT")
+      ->envname("BACKFILL_SERVER")
+      ->capture_default_str();
+  app.add_flag("--json", globals.json,
+               "Print the response as protobuf JSON (one document) on "
+               "stdout");
+  app.add_option("--timeout", globals.timeout_seconds,
+                 "Deadline of each RPC, in seconds")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double seconds = 0;
+            if (!absl::SimpleAtod(text, &seconds) || !(seconds > 0)) {
+              return "must be a positive number of seconds";
+            }
+            return "";
+          },
+          "SECONDS>0"))
+      ->capture_default_str();
+
+  CLI::App* datasets =
+      app.add_subcommand("datasets", "List the declared datasets");
+
+  ScopeOptions scope;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Show what a backfill would recompute and cost (writes nothing)");
+  AddScopeOptions(plan, &scope);
+
+  SubmitOptions submit_options;
+  submit_options.requested_by = DefaultRequestedBy();
+  CLI::App* submit =
+      app.add_subcommand("submit", "Plan and enqueue a backfill");
+  AddScopeOptions(submit, &scope);
+  submit->add_option("--reason", submit_options.reason,
+                     "Why the backfill runs (required; recorded in lineage)");
+  submit->add_option("--ticket", submit_options.ticket,
+                     "Ticket or incident reference");
+  submit->add_option("--idempotency-key", submit_options.idempotency_key,
+                     "Resubmitting with the same key returns the same job");
+  submit
+      ->add_option("--requested-by", submit_options.requested_by,
+                   "Who asks (default: $USER)")
+      ->capture_default_str();
+  submit->add_flag("--wait", submit_options.wait,
+                   "Follow the job; exit 0 only if it SUCCEEDED");
+
+  JobOptions job;
+  CLI::App* status = app.add_subcommand("status", "Show one backfill job");
+  status->add_option("JOB", job.id, "Job id")->required();
+
+  ListOptions list_options;
+  CLI::App* list =
+      app.add_subcommand("list", "List backfill jobs, newest first");
+  list->add_option("--state", list_options.states,
+                   "Only jobs in this state (repeatable; RUNNING or "
+                   "BACKFILL_STATE_RUNNING)")
+      ->delimiter(',');
+  list->add_option("--dataset", list_options.dataset,
+                   "Only jobs whose plan touches this dataset");
+  list->add_option("--limit", list_options.limit,
+                   "At most this many jobs (server default 50, max 1000)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int limit = 0;
+            if (!absl::SimpleAtoi(text, &limit) || limit < 0 || limit > 1000) {
+              return "must be between 0 (server default) and 1000";
+            }
+            return "";
+          },
+          "0..1000"));
+
+  CLI::App* watch = app.add_subcommand(
+      "watch", "Follow a job until it ends; exit 0 only if it SUCCEEDED");
+  watch->add_option("JOB", job.id, "Job id")->required();
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a backfill job");
+  cancel->add_option("JOB", job.id, "Job id")->required();
+  cancel->add_option("--reason", job.reason, "Why it is cancelled");
+
+  for (CLI::App* command :
+       {datasets, plan, submit, status, list, watch, cancel}) {
+    command->footer(
+        "Global flags (before or after the subcommand): --server HOST:PORT "
+        "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      return app.exit(e);  // --help
+    }
+    if (app.get_subcommands().empty()) {
+      std::string word = FirstPositional(argc, argv);
+      if (!word.empty()) {
+        return Fail(kExitUsage, absl::StrCat("unknown subcommand \"", word,
+                                             "\" (see backfillctl --help)"));
+      }
+    }
+    std::string help = "backfillctl";
+    for (const CLI::App* command : app.get_subcommands()) {
+      absl::StrAppend(&help, " ", command->get_name());
+    }
+    return Fail(kExitUsage, absl::StrCat(e.what(), " (see ", help, " --help)"));
+  }
+
+  if (plan->parsed() || submit->parsed()) {
+    absl::Status valid = ValidateScope(scope);
+    if (!valid.ok()) return Fail(kExitUsage, valid.message());
+  }
+  if (submit->parsed() &&
+      absl::StripAsciiWhitespace(submit_options.reason).empty()) {
+    return Fail(kExitUsage,
+                "submit requires --reason \"why this backfill runs\" (it is "
+                "recorded in the job and in lineage)");
+  }
+
+  Cli cli(globals);
+  if (datasets->parsed()) return cli.Datasets();
+  if (plan->parsed()) return cli.Plan(scope);
+  if (submit->parsed()) return cli.Submit(scope, submit_options);
+  if (status->parsed()) return cli.Status(job.id);
+  if (list->parsed()) return cli.List(list_options);
+  if (watch->parsed()) return cli.Watch(job.id);
+  if (cancel->parsed()) return cli.Cancel(job);
+  return Fail(kExitUsage, "no subcommand (see backfillctl --help)");
+}
+
+}  // namespace
+}  // namespace backfill
+
+int main(int argc, char** argv) { return backfill::Main(argc, argv); }

@@ -1,0 +1,415 @@
+#include "client/cli_format.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace backfill {
+namespace cli {
+namespace {
+
+constexpr absl::string_view kStatePrefix = "BACKFILL_STATE_";
+constexpr int kMaxReasonWidth = 40;
+constexpr int kMaxConflictsShown = 10;
+
+// A left-aligned text table with a header row and two spaces between
+// columns. The last column is not padded.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) {
+    rows_.push_back(std::move(header));
+  }
+  void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+  std::string Render() const {
+    std::vector<size_t> widths;
+    for (const auto& row : rows_) {
+      if (widths.size() < row.size()) widths.resize(row.size(), 0);
+      for (size_t i = 0; i < row.size(); ++i) {
+        widths[i] = std::max(widths[i], row[i].size());
+      }
+    }
+    std::string out;
+    for (const auto& row : rows_) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (i + 1 == row.size()) {
+          absl::StrAppend(&line, row[i]);
+        } else {
+          absl::StrAppend(&line, row[i],
+                          std::string(widths[i] - row[i].size() + 2, ' '));
+        }
+      }
+      absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string OrDash(absl::string_view text) {
+  return text.empty() ? "-" : std::string(text);
+}
+
+// Cuts `text` to `width` characters, marking the cut with "...".
+std::string Truncate(absl::string_view text, size_t width) {
+  if (text.size() <= width) return std::string(text);
+  return absl::StrCat(text.substr(0, width - 3), "...");
+}
+
+// A percentage with enough digits to not print 0.0% for a small nonzero
+// share.
+std::string Percent(double ratio) {
+  double pct = ratio * 100.0;
+  if (pct > 0 && pct < 0.1) return absl::StrFormat("%.2f%%", pct);
+  return absl::StrFormat("%.1f%%", pct);
+}
+
+std::string ScopeText(const v1::BackfillRequest& request) {
+  if (!request.from_partition().empty() || !request.to_partition().empty()) {
+    return absl::StrCat("[", request.from_partition(), ", ",
+                        request.to_partition(), ")");
+  }
+  if (request.partitions_size() > 0) {
+    return absl::StrCat("partitions ",
+                        SummarizePartitions(request.partitions(), 6));
+  }
+  return "(whole dataset)";
+}
+
+// "1,234,567".
+std::string Grouped(int64_t value) {
+  std::string digits = absl::StrCat(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+std::string Plural(int64_t count, absl::string_view noun) {
+  return absl::StrCat(count, " ", noun, count == 1 ? "" : "s");
+}
+
+// "12/30 done: 2 published, 10 staged, 3 running, 15 pending" (zero
+// counts left out).
+std::string CountsText(const v1::PartitionCounts& counts) {
+  std::vector<std::string> parts;
+  auto add = [&parts](int64_t count, absl::string_view name) {
+    if (count != 0) parts.push_back(absl::StrCat(count, " ", name));
+  };
+  add(counts.published(), "published");
+  add(counts.staged(), "staged");
+  add(counts.running(), "running");
+  add(counts.pending(), "pending");
+  add(counts.failed(), "failed");
+  add(counts.cancelled(), "cancelled");
+  std::string out =
+      absl::StrCat(DonePartitions(counts), "/", counts.total(), " done");
+  if (!parts.empty()) absl::StrAppend(&out, ": ", absl::StrJoin(parts, ", "));
+  return out;
+}
+
+std::string UnitOr(absl::string_view unit) {
+  return unit.empty() ? "input rows" : std::string(unit);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  options.add_whitespace = true;
+  std::string out;
+  auto status =
+      google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot print JSON: ", status.ToString()));
+  }
+  return out;
+}
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp) {
+  if (timestamp.seconds() == 0 && timestamp.nanos() == 0) return "-";
+  absl::Time time = absl::FromUnixSeconds(timestamp.seconds());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
+}
+
+std::string StateName(v1::BackfillState state) {
+  const std::string& name = v1::BackfillState_Name(state);
+  if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(state));
+  return std::string(absl::StripPrefix(name, kStatePrefix));
+}
+
+absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text) {
+  std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(text));
+  if (!absl::StartsWith(name, kStatePrefix)) {
+    name = absl::StrCat(kStatePrefix, name);
+  }
+  v1::BackfillState state;
+  if (v1::BackfillState_Parse(name, &state) &&
+      state != v1::BACKFILL_STATE_UNSPECIFIED) {
+    return state;
+  }
+  std::vector<std::string> known;
+  const auto* descriptor = v1::BackfillState_descriptor();
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    auto value = static_cast<v1::BackfillState>(descriptor->value(i)->number());
+    if (value != v1::BACKFILL_STATE_UNSPECIFIED) {
+      known.push_back(StateName(value));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown state \"", text,
+                   "\"; known states: ", absl::StrJoin(known, ", ")));
+}
+
+bool IsTerminal(v1::BackfillState state) {
+  switch (state) {
+    case v1::BACKFILL_STATE_SUCCEEDED:
+    case v1::BACKFILL_STATE_FAILED:
+    case v1::BACKFILL_STATE_CANCELLED:
+    case v1::BACKFILL_STATE_ROLLED_BACK:
+    case v1::BACKFILL_STATE_VALIDATION_FAILED:
+    case v1::BACKFILL_STATE_DOWNSTREAM_UNHEALTHY:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t DonePartitions(const v1::PartitionCounts& counts) {
+  return counts.staged() + counts.published();
+}
+
+std::string HumanCount(double value) {
+  double magnitude = std::fabs(value);
+  if (magnitude < 1e4) return absl::StrFormat("%.0f", value);
+  if (magnitude < 1e6) return absl::StrFormat("%.1fk", value / 1e3);
+  if (magnitude < 1e9) return absl::StrFormat("%.2fM", value / 1e6);
+  return absl::StrFormat("%.2fG", value / 1e9);
+}
+
+std::string SummarizePartitions(
+    const google::protobuf::RepeatedPtrField<std::string>& partitions,
+    int max_listed) {
+  if (partitions.empty()) return "-";
+  if (partitions.size() == 1 && partitions[0].empty()) {
+    return "(unpartitioned)";
+  }
+  if (partitions.size() <= max_listed) {
+    return absl::StrJoin(partitions, ",");
+  }
+  std::vector<std::string> sorted(partitions.begin(), partitions.end());
+  std::sort(sorted.begin(), sorted.end());
+  return absl::StrCat(sorted.front(), "..", sorted.back());
+}
+
+std::string FormatCost(const v1::CostEstimate& cost) {
+  std::string out =
+      absl::StrCat(HumanCount(cost.backfill()), " ", UnitOr(cost.unit()));
+  if (cost.full_reload() > 0) {
+    absl::StrAppend(&out, " (", Percent(cost.ratio()), " of a full reload, ",
+                    HumanCount(cost.full_reload()), ")");
+  }
+  return out;
+}
+
+std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
+  if (response.datasets().empty()) return "no datasets declared\n";
+  Table table({"NAME", "KIND", "GRAIN", "TABLE", "UPSTREAM", "DOWNSTREAM"});
+  for (const v1::Dataset& dataset : response.datasets()) {
+    std::vector<std::string> upstream;
+    for (const v1::Upstream& edge : dataset.upstream()) {
+      upstream.push_back(
+          edge.mapping().empty()
+              ? edge.dataset()
+              : absl::StrCat(edge.dataset(), "(", edge.mapping(), ")"));
+    }
+    std::string grain = dataset.grain();
+    if (!grain.empty() && !dataset.partition_column().empty()) {
+      absl::StrAppend(&grain, ":", dataset.partition_column());
+    }
+    table.AddRow({dataset.name(), OrDash(dataset.kind()),
+                  grain.empty() ? "-" : grain, OrDash(dataset.table()),
+                  OrDash(absl::StrJoin(upstream, ",")),
+                  OrDash(absl::StrJoin(dataset.downstream(), ","))});
+  }
+  return table.Render();
+}
+
+std::string FormatPlan(const v1::PlanBackfillResponse& response) {
+  std::string out =
+      absl::StrCat("Plan: ", Plural(response.total_partitions(), "partition"),
+                   " in ", Plural(response.datasets_size(), "dataset"), "\n\n");
+  Table table(
+      {"DATASET", "GRAIN", "PARTITIONS", "RANGE", "COST", "VS FULL", "WHY"});
+  for (const v1::DatasetPlan& plan : response.datasets()) {
+    table.AddRow(
+        {plan.dataset(), OrDash(plan.grain()),
+         absl::StrCat(plan.partitions_size()),
+         SummarizePartitions(plan.partitions()),
+         HumanCount(plan.cost().backfill()),
+         plan.cost().full_reload() > 0 ? Percent(plan.cost().ratio()) : "-",
+         OrDash(plan.reason())});
+  }
+  absl::StrAppend(&out, table.Render(), "\n");
+  const v1::CostEstimate& cost = response.cost();
+  absl::StrAppend(&out, "Cost: ", HumanCount(cost.backfill()), " ",
+                  UnitOr(cost.unit()), " estimated vs ",
+                  HumanCount(cost.full_reload()), " for a full reload");
+  if (cost.full_reload() > 0) {
+    absl::StrAppend(&out, " (", Percent(cost.ratio()), ")");
+  }
+  absl::StrAppend(&out, "\n");
+  if (response.conflicts().empty()) {
+    absl::StrAppend(&out, "Conflicts: none\n");
+    return out;
+  }
+  absl::StrAppend(&out, "Conflicts: ", response.conflicts_size(),
+                  " (a submit would be rejected while these jobs run)\n");
+  int shown = 0;
+  for (const v1::Conflict& conflict : response.conflicts()) {
+    if (shown++ == kMaxConflictsShown) {
+      absl::StrAppend(&out, "  ... and ",
+                      response.conflicts_size() - kMaxConflictsShown,
+                      " more\n");
+      break;
+    }
+    absl::StrAppend(
+        &out, "  job ", conflict.backfill_id(), "  ", conflict.dataset(), "  ",
+        conflict.partition().empty() ? "(unpartitioned)" : conflict.partition(),
+        "\n");
+  }
+  return out;
+}
+
+std::string FormatBackfill(const v1::Backfill& backfill) {
+  const v1::BackfillRequest& request = backfill.request();
+  const v1::PartitionCounts& counts = backfill.partitions();
+  std::vector<std::pair<std::string, std::string>> lines;
+  lines.emplace_back("Job", backfill.id());
+  lines.emplace_back("State", StateName(backfill.state()));
+  lines.emplace_back(
+      "Scope",
+      absl::StrCat(request.dataset(), " ", ScopeText(request),
+                   request.exclude_downstream() ? ", downstream excluded"
+                                                : ", downstream included"));
+  std::string reason = OrDash(request.reason());
+  if (!request.ticket().empty()) {
+    absl::StrAppend(&reason, "  (ticket ", request.ticket(), ")");
+  }
+  lines.emplace_back("Reason", reason);
+  lines.emplace_back("Requested by", OrDash(request.requested_by()));
+  if (!backfill.idempotency_key().empty()) {
+    lines.emplace_back("Idempotency", backfill.idempotency_key());
+  }
+  lines.emplace_back("Partitions", CountsText(counts));
+  for (const v1::DatasetPlan& plan : backfill.plan()) {
+    lines.emplace_back(
+        "  " + plan.dataset(),
+        absl::StrCat(Plural(plan.partitions_size(), "partition"), "  ",
+                     SummarizePartitions(plan.partitions()),
+                     plan.reason().empty() ? "" : "  " + plan.reason()));
+  }
+  const v1::CostEstimate& cost = backfill.cost_estimate();
+  lines.emplace_back("Cost",
+                     absl::StrCat("estimated ", FormatCost(cost), "; actual ",
+                                  HumanCount(backfill.actual_cost()), " ",
+                                  UnitOr(cost.unit())));
+  lines.emplace_back("Rows written", Grouped(backfill.rows_written()));
+  lines.emplace_back("Created", FormatTimestamp(backfill.create_time()));
+  lines.emplace_back("Started", FormatTimestamp(backfill.start_time()));
+  lines.emplace_back("Updated", FormatTimestamp(backfill.update_time()));
+  lines.emplace_back("Ended", FormatTimestamp(backfill.end_time()));
+  if (backfill.has_start_time() && backfill.has_end_time()) {
+    int64_t seconds =
+        backfill.end_time().seconds() - backfill.start_time().seconds();
+    lines.emplace_back("Duration",
+                       absl::FormatDuration(absl::Seconds(seconds)));
+  }
+  lines.emplace_back("Message", OrDash(backfill.message()));
+
+  size_t width = 0;
+  for (const auto& [label, value] : lines)
+    width = std::max(width, label.size());
+  std::string out;
+  for (const auto& [label, value] : lines) {
+    absl::StrAppend(&out, label, std::string(width - label.size() + 2, ' '),
+                    value, "\n");
+  }
+  return out;
+}
+
+std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
+  if (response.backfills().empty()) return "no backfills\n";
+  Table table({"ID", "STATE", "DATASET", "PARTITIONS", "CREATED", "REASON"});
+  for (const v1::Backfill& backfill : response.backfills()) {
+    table.AddRow({backfill.id(), StateName(backfill.state()),
+                  backfill.request().dataset(),
+                  absl::StrCat(DonePartitions(backfill.partitions()), "/",
+                               backfill.partitions().total()),
+                  FormatTimestamp(backfill.create_time()),
+                  Truncate(backfill.request().reason(), kMaxReasonWidth)});
+  }
+  return table.Render();
+}
+
+std::string FormatProgressBar(const v1::Backfill& backfill,
+                              double elapsed_seconds, int bar_width) {
+  const v1::PartitionCounts& counts = backfill.partitions();
+  int64_t done = DonePartitions(counts);
+  double fraction =
+      counts.total() > 0
+          ? static_cast<double>(done) / counts.total()
+          : (backfill.state() == v1::BACKFILL_STATE_SUCCEEDED ? 1.0 : 0.0);
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  int filled = static_cast<int>(fraction * bar_width);
+  std::string out = absl::StrFormat(
+      "[%s%s] %3d%%  %d/%d partitions  %s  %.1f s", std::string(filled, '#'),
+      std::string(bar_width - filled, '.'), static_cast<int>(fraction * 100.0),
+      done, counts.total(), StateName(backfill.state()), elapsed_seconds);
+  if (counts.failed() > 0) {
+    absl::StrAppend(&out, "  ", counts.failed(), " failed");
+  }
+  return out;
+}
+
+std::string FormatProgressLine(const v1::Backfill& backfill,
+                               double elapsed_seconds) {
+  const v1::PartitionCounts& counts = backfill.partitions();
+  int64_t done = DonePartitions(counts);
+  int percent =
+      counts.total() > 0 ? static_cast<int>(100.0 * done / counts.total()) : 0;
+  std::string out =
+      absl::StrFormat("job %s: %s  %d/%d partitions  %d%%  %.1f s",
+                      backfill.id(), StateName(backfill.state()), done,
+                      counts.total(), percent, elapsed_seconds);
+  if (counts.failed() > 0) {
+    absl::StrAppend(&out, "  ", counts.failed(), " failed");
+  }
+  if (!backfill.message().empty()) {
+    absl::StrAppend(&out, "  (", backfill.message(), ")");
+  }
+  return out;
+}
+
+}  // namespace cli
+}  // namespace backfill

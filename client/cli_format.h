@@ -1,0 +1,81 @@
+// cli_format: the human and JSON renderings of backfill.v1 messages used by
+// backfillctl. Pure functions from messages to text; nothing here talks to
+// the network or writes to a stream, so every format is unit-testable.
+//
+// Formats (all timestamps UTC ISO-8601, "-" when unset):
+//   FormatDatasets   table NAME KIND GRAIN TABLE UPSTREAM DOWNSTREAM
+//   FormatPlan       per-dataset table, total cost vs full reload, conflicts
+//   FormatBackfill   "label  value" block describing one job
+//   FormatBackfills  table ID STATE DATASET PARTITIONS CREATED REASON
+//   FormatProgress*  the --wait/watch progress bar and plain progress lines
+//
+// Thread-safety: all functions are stateless and thread-safe.
+
+#ifndef BACKFILL_CLIENT_CLI_FORMAT_H_
+#define BACKFILL_CLIENT_CLI_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "backfill/v1/backfill.pb.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/timestamp.pb.h"
+
+namespace backfill {
+namespace cli {
+
+// The message as protobuf JSON with the proto field names and every
+// primitive field printed (so scripts see `created: false`, zero counts).
+// Enums print as their names; int64 fields print as JSON strings (the
+// proto3 JSON mapping).
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
+
+// "2025-03-01T12:34:56Z"; "-" when the timestamp is unset.
+std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp);
+
+// "RUNNING" for BACKFILL_STATE_RUNNING.
+std::string StateName(v1::BackfillState state);
+
+// Parses "RUNNING", "running" or "BACKFILL_STATE_RUNNING" (any case).
+// INVALID_ARGUMENT listing the accepted names otherwise.
+absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text);
+
+// True for the states a job never leaves (SUCCEEDED, FAILED, CANCELLED,
+// ROLLED_BACK, VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY).
+bool IsTerminal(v1::BackfillState state);
+
+// Partitions recomputed so far: staged + published.
+int64_t DonePartitions(const v1::PartitionCounts& counts);
+
+// "1234", "12.3k", "4.57M", "1.20G".
+std::string HumanCount(double value);
+
+// "2025-03-01..2025-03-07 (7)", the full list when there are at most
+// `max_listed`, "(unpartitioned)" for the single "" partition.
+std::string SummarizePartitions(
+    const google::protobuf::RepeatedPtrField<std::string>& partitions,
+    int max_listed = 4);
+
+// "12.3k input rows (4.1% of a full reload, 300k)".
+std::string FormatCost(const v1::CostEstimate& cost);
+
+std::string FormatDatasets(const v1::ListDatasetsResponse& response);
+std::string FormatPlan(const v1::PlanBackfillResponse& response);
+std::string FormatBackfill(const v1::Backfill& backfill);
+std::string FormatBackfills(const v1::ListBackfillsResponse& response);
+
+// `[#########.........]  45%  135/300 partitions  RUNNING  12.3 s`
+// (no trailing newline, no carriage return).
+std::string FormatProgressBar(const v1::Backfill& backfill,
+                              double elapsed_seconds, int bar_width = 20);
+
+// `job bf-1: RUNNING  135/300 partitions  45%  12.3 s[  (message)]`
+std::string FormatProgressLine(const v1::Backfill& backfill,
+                               double elapsed_seconds);
+
+}  // namespace cli
+}  // namespace backfill
+
+#endif  // BACKFILL_CLIENT_CLI_FORMAT_H_
