@@ -1,1 +1,414 @@
-// placeholder: implemented in progress
+#include "storage/sqlite_db.h"
+
+#include <sqlite3.h>
+
+#include <cctype>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace backfill::sqlite {
+namespace {
+
+// absl::string_view is not std::string_view in this abseil build.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+absl::StatusCode CodeFor(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_CANTOPEN:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_CONSTRAINT:
+      return absl::StatusCode::kFailedPrecondition;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+absl::Status ErrorStatus(sqlite3* db, int rc, std::string_view what,
+                         std::string_view sql) {
+  const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  std::string text = absl::StrCat("sqlite: ", Sv(what), ": ", msg);
+  if (!sql.empty()) absl::StrAppend(&text, " (in \"", SqlHead(sql), "\")");
+  return absl::Status(CodeFor(rc), text);
+}
+
+// True when `sql` holds nothing but whitespace, comments and semicolons.
+bool OnlyTrivia(sqlite3* db, const char* sql) {
+  while (sql != nullptr && *sql != '\0') {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, &tail);
+    if (rc != SQLITE_OK) return false;
+    if (stmt != nullptr) {
+      sqlite3_finalize(stmt);
+      return false;
+    }
+    if (tail == sql) break;
+    sql = tail;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    out.push_back(c);
+    if (c == '"') out.push_back('"');
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string QuoteLiteral(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    out.push_back(c);
+    if (c == '\'') out.push_back('\'');
+  }
+  out.push_back('\'');
+  return out;
+}
+
+std::string SqlHead(std::string_view sql) {
+  constexpr size_t kMax = 60;
+  std::string out;
+  bool space = false;
+  for (char c : sql) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+    if (out.size() >= kMax) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Statement
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      sql_(std::move(other.sql_)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    db_ = std::exchange(other.db_, nullptr);
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    sql_ = std::move(other.sql_);
+  }
+  return *this;
+}
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+}
+
+absl::Status Statement::Check(int rc, std::string_view what) const {
+  if (rc == SQLITE_OK) return absl::OkStatus();
+  if (rc == SQLITE_RANGE) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sqlite: ", Sv(what), ": parameter index out of range (in \"",
+        SqlHead(sql_), "\")"));
+  }
+  return ErrorStatus(db_, rc, what, sql_);
+}
+
+absl::Status Statement::BindInt(int index, int64_t value) {
+  return Check(sqlite3_bind_int64(stmt_, index, value), "bind");
+}
+absl::Status Statement::BindDouble(int index, double value) {
+  return Check(sqlite3_bind_double(stmt_, index, value), "bind");
+}
+absl::Status Statement::BindText(int index, std::string_view value) {
+  return Check(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
+                                   SQLITE_TRANSIENT, SQLITE_UTF8),
+               "bind");
+}
+absl::Status Statement::BindNull(int index) {
+  return Check(sqlite3_bind_null(stmt_, index), "bind");
+}
+
+int Statement::ParameterIndex(std::string_view name) const {
+  return sqlite3_bind_parameter_index(stmt_, std::string(name).c_str());
+}
+
+int Statement::ParameterCount() const {
+  return sqlite3_bind_parameter_count(stmt_);
+}
+
+std::string Statement::ParameterName(int index) const {
+  const char* name = sqlite3_bind_parameter_name(stmt_, index);
+  return name != nullptr ? name : "";
+}
+
+#define BACKFILL_BIND_BY_NAME_(call)                                        \
+  int index = ParameterIndex(name);                                         \
+  if (index == 0) {                                                         \
+    return absl::InvalidArgumentError(absl::StrCat(                         \
+        "sqlite: no parameter ", Sv(name), " in \"", SqlHead(sql_), "\"")); \
+  }                                                                         \
+  return call
+
+absl::Status Statement::BindInt(std::string_view name, int64_t value) {
+  BACKFILL_BIND_BY_NAME_(BindInt(index, value));
+}
+absl::Status Statement::BindDouble(std::string_view name, double value) {
+  BACKFILL_BIND_BY_NAME_(BindDouble(index, value));
+}
+absl::Status Statement::BindText(std::string_view name,
+                                 std::string_view value) {
+  BACKFILL_BIND_BY_NAME_(BindText(index, value));
+}
+absl::Status Statement::BindNull(std::string_view name) {
+  BACKFILL_BIND_BY_NAME_(BindNull(index));
+}
+#undef BACKFILL_BIND_BY_NAME_
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return ErrorStatus(db_, rc, "step", sql_);
+}
+
+absl::Status Statement::Run() {
+  while (true) {
+    absl::StatusOr<bool> row = Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+  }
+}
+
+int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }
+
+std::string Statement::ColumnName(int index) const {
+  const char* name = sqlite3_column_name(stmt_, index);
+  return name != nullptr ? name : "";
+}
+
+ColumnType Statement::GetColumnType(int index) const {
+  switch (sqlite3_column_type(stmt_, index)) {
+    case SQLITE_INTEGER:
+      return ColumnType::kInteger;
+    case SQLITE_FLOAT:
+      return ColumnType::kReal;
+    case SQLITE_TEXT:
+      return ColumnType::kText;
+    case SQLITE_BLOB:
+      return ColumnType::kBlob;
+    default:
+      return ColumnType::kNull;
+  }
+}
+
+bool Statement::ColumnIsNull(int index) const {
+  return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
+}
+
+int64_t Statement::ColumnInt(int index) const {
+  return sqlite3_column_int64(stmt_, index);
+}
+
+double Statement::ColumnDouble(int index) const {
+  return sqlite3_column_double(stmt_, index);
+}
+
+std::string Statement::ColumnText(int index) const {
+  if (GetColumnType(index) == ColumnType::kBlob) {
+    const void* data = sqlite3_column_blob(stmt_, index);
+    int n = sqlite3_column_bytes(stmt_, index);
+    return data != nullptr ? std::string(static_cast<const char*>(data), n)
+                           : std::string();
+  }
+  const unsigned char* text = sqlite3_column_text(stmt_, index);
+  if (text == nullptr) return "";
+  int n = sqlite3_column_bytes(stmt_, index);
+  return std::string(reinterpret_cast<const char*>(text), n);
+}
+
+absl::Status Statement::Reset() {
+  // sqlite3_reset returns the error of the last step again; that error was
+  // already reported by Step(), so only the reset itself matters here.
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  return absl::OkStatus();
+}
+
+bool Statement::IsReadOnly() const { return sqlite3_stmt_readonly(stmt_); }
+
+std::string Statement::Sql() const {
+  const char* sql = sqlite3_sql(stmt_);
+  return sql != nullptr ? sql : "";
+}
+
+// ---------------------------------------------------------------------------
+// Database
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(
+    const std::string& path, const OpenOptions& options) {
+  int flags = SQLITE_OPEN_NOMUTEX;
+  if (options.read_only) {
+    flags |= SQLITE_OPEN_READONLY;
+  } else {
+    flags |= SQLITE_OPEN_READWRITE;
+    if (options.create) flags |= SQLITE_OPEN_CREATE;
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status status = absl::Status(
+        CodeFor(rc),
+        absl::StrCat("sqlite: cannot open ", path, ": ",
+                     db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_close_v2(db);
+    return status;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  std::unique_ptr<Database> out(new Database(db, path));
+  absl::Status status = out->SetBusyTimeout(options.busy_timeout);
+  if (!status.ok()) return status;
+  return out;
+}
+
+Database::~Database() {
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+absl::Status Database::SetBusyTimeout(absl::Duration timeout) {
+  int rc = sqlite3_busy_timeout(
+      db_, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+  if (rc != SQLITE_OK) return ErrorStatus(db_, rc, "busy_timeout", "");
+  return absl::OkStatus();
+}
+
+absl::Status Database::Exec(std::string_view sql) {
+  std::string text(sql);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    return absl::Status(
+        CodeFor(rc),
+        absl::StrCat("sqlite: exec: ", msg, " (in \"", SqlHead(sql), "\")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  const char* tail = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()),
+                              &stmt, &tail);
+  if (rc != SQLITE_OK) return ErrorStatus(db_, rc, "prepare", sql);
+  if (stmt == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sqlite: no statement in \"", SqlHead(sql), "\""));
+  }
+  Statement out(db_, stmt, std::string(sql));
+  size_t used = static_cast<size_t>(tail - sql.data());
+  if (used < sql.size()) {
+    std::string rest(sql.substr(used));
+    if (!OnlyTrivia(db_, rest.c_str())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sqlite: more than one statement in \"", SqlHead(sql), "\""));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> Database::QueryInt(std::string_view sql) {
+  absl::StatusOr<Statement> stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    return absl::NotFoundError(
+        absl::StrCat("sqlite: no row from \"", SqlHead(sql), "\""));
+  }
+  return stmt->ColumnInt(0);
+}
+
+absl::StatusOr<std::string> Database::QueryText(std::string_view sql) {
+  absl::StatusOr<Statement> stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    return absl::NotFoundError(
+        absl::StrCat("sqlite: no row from \"", SqlHead(sql), "\""));
+  }
+  return stmt->ColumnText(0);
+}
+
+absl::StatusOr<bool> Database::TableExists(std::string_view name,
+                                           std::string_view schema) {
+  std::string sql = absl::StrCat(
+      "SELECT 1 FROM ", QuoteIdentifier(schema),
+      ".sqlite_master WHERE type IN ('table', 'view') AND name = ?1");
+  absl::StatusOr<Statement> stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  absl::Status bound = stmt->BindText(1, name);
+  if (!bound.ok()) return bound;
+  return stmt->Step();
+}
+
+int64_t Database::Changes() const { return sqlite3_changes64(db_); }
+
+int64_t Database::LastInsertRowId() const {
+  return sqlite3_last_insert_rowid(db_);
+}
+
+bool Database::InAutocommit() const { return sqlite3_get_autocommit(db_); }
+
+// ---------------------------------------------------------------------------
+// Transaction
+
+absl::StatusOr<Transaction> Transaction::Begin(Database* db, Mode mode) {
+  absl::Status status =
+      db->Exec(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN");
+  if (!status.ok()) return status;
+  return Transaction(db);
+}
+
+Transaction::Transaction(Transaction&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)) {}
+
+Transaction::~Transaction() { Rollback(); }
+
+absl::Status Transaction::Commit() {
+  if (db_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "sqlite: commit of a transaction that is no longer open");
+  }
+  absl::Status status = db_->Exec("COMMIT");
+  if (!status.ok()) {
+    Rollback();
+    return status;
+  }
+  db_ = nullptr;
+  return absl::OkStatus();
+}
+
+void Transaction::Rollback() {
+  if (db_ == nullptr) return;
+  // SQLite may already have rolled back on its own (e.g. after SQLITE_FULL);
+  // then there is nothing to undo.
+  if (!db_->InAutocommit()) db_->Exec("ROLLBACK").IgnoreError();
+  db_ = nullptr;
+}
+
+}  // namespace backfill::sqlite

@@ -1,1 +1,906 @@
-// placeholder: implemented in progress
+#include "storage/sqlite_engine.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/fingerprint.h"
+#include "core/partition.h"
+#include "core/status_macros.h"
+#include "spdlog/spdlog.h"
+#include "storage/sqlite_db.h"
+
+namespace backfill {
+namespace {
+
+using sqlite::ColumnType;
+using sqlite::Database;
+using sqlite::QuoteIdentifier;
+using sqlite::Statement;
+using sqlite::Transaction;
+
+// absl::string_view is not std::string_view in this abseil build.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
+constexpr char kPublications[] = "_bf_publications";
+constexpr char kStartParam[] = ":partition_start";
+constexpr char kEndParam[] = ":partition_end";
+constexpr char kValueParam[] = ":partition";
+
+std::string Q(std::string_view name) { return QuoteIdentifier(name); }
+
+std::string SafeJob(const std::string& job_id) {
+  std::string out = job_id;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return out;
+}
+
+// Adds context to an error, keeping its code.
+absl::Status Annotate(const absl::Status& status, std::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(Sv(context), ": ", status.message()));
+}
+
+// A contract column type is spliced into DDL (SQLite takes no parameters
+// there), so it is restricted to what SQL type names look like.
+absl::Status CheckType(const DatasetSpec& ds, const ColumnSpec& col) {
+  bool ok = !col.type.empty();
+  for (char c : col.type) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != ' ' && c != '_' &&
+        c != '(' && c != ')' && c != ',') {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", ds.name, ": column ", col.name,
+                     " has an invalid type '", col.type, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// `"a", "b"`, or `*` for a dataset without declared columns (a source).
+std::string ColumnList(const DatasetSpec& ds, std::string_view prefix = "") {
+  if (ds.columns.empty()) return std::string(prefix) + "*";
+  std::vector<std::string> cols;
+  for (const ColumnSpec& c : ds.columns) {
+    cols.push_back(absl::StrCat(Sv(prefix), Q(c.name)));
+  }
+  return absl::StrJoin(cols, ", ");
+}
+
+std::string ColumnDefs(const DatasetSpec& ds) {
+  std::vector<std::string> cols;
+  for (const ColumnSpec& c : ds.columns) {
+    cols.push_back(absl::StrCat(Q(c.name), " ", c.type));
+  }
+  return absl::StrJoin(cols, ", ");
+}
+
+// The SQL condition "column `col` lies in the partition with bounds
+// `start`, `end` and value `value`" (each an SQL expression): half-open
+// range or the value itself for time grains, the key for key grain, always
+// true when unpartitioned.
+std::string InPartition(Grain grain, const std::string& col,
+                        const std::string& start, const std::string& end,
+                        const std::string& value) {
+  switch (grain) {
+    case Grain::kNone:
+      return "1";
+    case Grain::kKey:
+      return absl::StrCat("(", col, " = ", value, ")");
+    default:
+      return absl::StrCat("((", col, " >= ", start, " AND ", col, " < ", end,
+                          ") OR ", col, " = ", value, ")");
+  }
+}
+
+// The same with the partition's bounds as bound parameters.
+std::string InPartitionParams(const DatasetSpec& ds, const std::string& col) {
+  return InPartition(ds.grain(), col, kStartParam, kEndParam, kValueParam);
+}
+
+absl::StatusOr<PartitionBounds> Bounds(Grain grain,
+                                       const std::string& partition) {
+  RETURN_IF_ERROR(ValidatePartition(grain, partition));
+  if (grain == Grain::kNone) return PartitionBounds{};
+  return BoundsOf(grain, partition);
+}
+
+// Binds :partition_start, :partition_end and :partition where they appear.
+absl::Status BindPartition(Statement& q, const PartitionBounds& bounds,
+                           const std::string& partition) {
+  const std::pair<const char*, const std::string*> params[] = {
+      {kStartParam, &bounds.start},
+      {kEndParam, &bounds.end},
+      {kValueParam, &partition}};
+  for (const auto& [name, value] : params) {
+    int index = q.ParameterIndex(name);
+    if (index > 0) RETURN_IF_ERROR(q.BindText(index, *value));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Fingerprint> HashRows(Statement& q) {
+  Fingerprint fp;
+  const int n = q.ColumnCount();
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    RowHasher h;
+    for (int i = 0; i < n; ++i) {
+      switch (q.GetColumnType(i)) {
+        case ColumnType::kNull:
+          h.AddNull();
+          break;
+        case ColumnType::kInteger:
+          h.AddInt(q.ColumnInt(i));
+          break;
+        case ColumnType::kReal:
+          h.AddReal(q.ColumnDouble(i));
+          break;
+        case ColumnType::kText:
+          h.AddText(q.ColumnText(i));
+          break;
+        case ColumnType::kBlob:
+          h.AddBlob(q.ColumnText(i));
+          break;
+      }
+    }
+    fp.AddRow(h.Finish());
+  }
+  return fp;
+}
+
+// Drops whatever a previous call left in the temp schema of `db`.
+absl::Status ResetTemp(Database* db) {
+  std::vector<std::pair<std::string, std::string>> objects;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db->Prepare("SELECT type, name FROM temp.sqlite_master "
+                                 "WHERE type IN ('view', 'table')"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      objects.emplace_back(q.ColumnText(0), q.ColumnText(1));
+    }
+  }
+  for (const auto& [type, name] : objects) {
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat(type == "view" ? "DROP VIEW IF EXISTS temp."
+                                             : "DROP TABLE IF EXISTS temp.",
+                              Q(name))));
+  }
+  return absl::OkStatus();
+}
+
+// Checks what the engine needs of a dataset it writes.
+absl::Status CheckWritable(const DatasetSpec& ds) {
+  if (!ds.is_derived()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset ", ds.name, " is a source; backfills never write it"));
+  }
+  if (ds.columns.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", ds.name, " has no contract columns"));
+  }
+  for (const ColumnSpec& c : ds.columns) RETURN_IF_ERROR(CheckType(ds, c));
+  if (ds.partition) {
+    bool found = false;
+    for (const ColumnSpec& c : ds.columns) {
+      found = found || absl::EqualsIgnoreCase(c.name, ds.partition->column);
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset ", ds.name, ": partition column ",
+                       ds.partition->column, " is not a contract column"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A transform must be one read-only statement, use only the parameters we
+// bind, and output every contract column.
+absl::Status CheckTransform(const DatasetSpec& dataset,
+                            const Statement& transform) {
+  if (!transform.IsReadOnly()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "transform of ", dataset.name, " is not a read-only SELECT"));
+  }
+  for (int i = 1; i <= transform.ParameterCount(); ++i) {
+    std::string name = transform.ParameterName(i);
+    if (name != kStartParam && name != kEndParam && name != kValueParam) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transform of ", dataset.name, " uses parameter '", name,
+          "'; only :partition_start, :partition_end and :partition are "
+          "bound"));
+    }
+  }
+  std::vector<std::string> outputs;
+  for (int i = 0; i < transform.ColumnCount(); ++i) {
+    outputs.push_back(transform.ColumnName(i));
+  }
+  for (const ColumnSpec& c : dataset.columns) {
+    bool found = false;
+    for (const std::string& o : outputs) {
+      found = found || absl::EqualsIgnoreCase(o, c.name);
+    }
+    if (!found) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transform of ", dataset.name, " does not output contract column ",
+          c.name, " (it outputs: ", absl::StrJoin(outputs, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const JobLayout::Item* FindItem(const JobLayout& layout,
+                                const std::string& dataset) {
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset != nullptr && item.dataset->name == dataset) return &item;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Connection pool
+
+class SqliteEngine::Lease {
+ public:
+  Lease(SqliteEngine* engine, Database* db) : engine_(engine), db_(db) {}
+  Lease(Lease&& other) noexcept
+      : engine_(other.engine_), db_(std::exchange(other.db_, nullptr)) {}
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    if (db_ == nullptr) return;
+    // Never hand back a connection inside a transaction.
+    if (!db_->InAutocommit()) db_->Exec("ROLLBACK").IgnoreError();
+    engine_->Release(db_);
+  }
+  Database* operator->() const { return db_; }
+  Database* get() const { return db_; }
+
+ private:
+  SqliteEngine* engine_;
+  Database* db_;
+};
+
+SqliteEngine::Lease SqliteEngine::Acquire() {
+  pool_mu_.LockWhen(absl::Condition(
+      +[](std::vector<Database*>* idle) { return !idle->empty(); }, &idle_));
+  Database* db = idle_.back();
+  idle_.pop_back();
+  pool_mu_.Unlock();
+  return Lease(this, db);
+}
+
+void SqliteEngine::Release(Database* db) {
+  absl::MutexLock lock(&pool_mu_);
+  idle_.push_back(db);
+}
+
+SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
+    : connections_(std::move(conns)) {
+  absl::MutexLock lock(&pool_mu_);
+  for (const auto& c : connections_) idle_.push_back(c.get());
+}
+
+SqliteEngine::~SqliteEngine() = default;
+
+std::string SqliteEngine::StageTable(const std::string& job_id,
+                                     const std::string& dataset) {
+  return absl::StrCat("_bf_stage_", SafeJob(job_id), "_", dataset);
+}
+std::string SqliteEngine::PartsTable(const std::string& job_id,
+                                     const std::string& dataset) {
+  return absl::StrCat("_bf_parts_", SafeJob(job_id), "_", dataset);
+}
+std::string SqliteEngine::PinTable(const std::string& job_id,
+                                   const std::string& dataset) {
+  return absl::StrCat("_bf_pin_", SafeJob(job_id), "_", dataset);
+}
+std::string SqliteEngine::PrevTable(const std::string& job_id,
+                                    const std::string& dataset) {
+  return absl::StrCat("_bf_prev_", SafeJob(job_id), "_", dataset);
+}
+
+absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
+    const std::string& warehouse_path, int connections) {
+  const bool memory = warehouse_path == ":memory:" || warehouse_path.empty();
+  if (connections < 1 || memory) connections = 1;
+  std::vector<std::unique_ptr<Database>> conns;
+  for (int i = 0; i < connections; ++i) {
+    sqlite::OpenOptions options;
+    options.busy_timeout = absl::Seconds(10);
+    ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
+                     Database::Open(warehouse_path, options));
+    if (i == 0 && !memory) {
+      ASSIGN_OR_RETURN(std::string mode,
+                       db->QueryText("PRAGMA journal_mode=WAL"));
+      if (mode != "wal") {
+        return absl::FailedPreconditionError(
+            absl::StrCat("warehouse ", warehouse_path,
+                         ": cannot switch to WAL mode (got ", mode, ")"));
+      }
+    }
+    RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+    if (i == 0) {
+      RETURN_IF_ERROR(db->Exec(absl::StrCat(
+          "CREATE TABLE IF NOT EXISTS main.", Q(kPublications),
+          " (job_id TEXT PRIMARY KEY, published_at INTEGER NOT NULL)")));
+    }
+    conns.push_back(std::move(db));
+  }
+  return std::unique_ptr<SqliteEngine>(new SqliteEngine(std::move(conns)));
+}
+
+absl::StatusOr<SqliteEngine::JobInfo> SqliteEngine::FindJob(
+    const std::string& job_id) {
+  absl::MutexLock lock(&jobs_mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
+  }
+  return it->second;
+}
+
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<std::map<std::string, int64_t>>
+SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
+  Lease db = Acquire();
+  std::map<std::string, int64_t> out;
+  const Grain grain = dataset.grain();
+  ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
+  if (!exists) {
+    if (grain == Grain::kNone) out[""] = 0;
+    return out;
+  }
+  if (grain == Grain::kNone) {
+    ASSIGN_OR_RETURN(int64_t n,
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.",
+                                               Q(dataset.table))));
+    out[""] = n;
+    return out;
+  }
+  const std::string col = Q(dataset.partition->column);
+  ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                    "SELECT ", col, ", COUNT(*) FROM main.",
+                                    Q(dataset.table), " WHERE ", col,
+                                    " IS NOT NULL GROUP BY ", col)));
+  int64_t unmapped = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    std::string value = q.ColumnText(0);
+    int64_t n = q.ColumnInt(1);
+    if (grain == Grain::kKey) {
+      out[value] += n;
+      continue;
+    }
+    absl::StatusOr<std::string> partition = PartitionOfValue(grain, value);
+    if (partition.ok()) {
+      out[*partition] += n;
+    } else {
+      unmapped += n;
+    }
+  }
+  if (unmapped > 0) {
+    spdlog::warn(
+        "{}: {} rows of table {} have a {} value that maps to no {} "
+        "partition; not counted",
+        dataset.name, unmapped, dataset.table, dataset.partition->column,
+        GrainName(grain));
+  }
+  return out;
+}
+
+absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
+  if (layout.job_id.empty()) {
+    return absl::InvalidArgumentError("PrepareJob: empty job id");
+  }
+  // Validate everything before touching the warehouse.
+  std::vector<std::vector<std::pair<std::string, PartitionBounds>>> parts;
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("PrepareJob: item without dataset");
+    }
+    const DatasetSpec& ds = *item.dataset;
+    RETURN_IF_ERROR(CheckWritable(ds));
+    auto& p = parts.emplace_back();
+    for (const std::string& partition : item.partitions) {
+      absl::StatusOr<PartitionBounds> bounds = Bounds(ds.grain(), partition);
+      if (!bounds.ok()) {
+        return Annotate(
+            bounds.status(),
+            absl::StrCat("dataset ", ds.name, " partition '", partition, "'"));
+      }
+      p.emplace_back(partition, *std::move(bounds));
+    }
+  }
+  for (const DatasetSpec* pin : layout.pinned) {
+    if (pin == nullptr) {
+      return absl::InvalidArgumentError("PrepareJob: null pinned dataset");
+    }
+  }
+
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+  for (size_t i = 0; i < layout.items.size(); ++i) {
+    const DatasetSpec& ds = *layout.items[i].dataset;
+    const std::string stage = StageTable(layout.job_id, ds.name);
+    const std::string parts_table = PartsTable(layout.job_id, ds.name);
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS main.", Q(stage),
+                              " (", ColumnDefs(ds), ")")));
+    if (ds.partition) {
+      RETURN_IF_ERROR(db->Exec(absl::StrCat(
+          "CREATE INDEX IF NOT EXISTS main.", Q(stage + "__partition"), " ON ",
+          Q(stage), " (", Q(ds.partition->column), ")")));
+    }
+    RETURN_IF_ERROR(db->Exec(
+        absl::StrCat("CREATE TABLE IF NOT EXISTS main.", Q(parts_table),
+                     " (\"value\" TEXT PRIMARY KEY, \"start\" TEXT NOT NULL, "
+                     "\"end\" TEXT NOT NULL)")));
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("DELETE FROM main.", Q(parts_table))));
+    ASSIGN_OR_RETURN(Statement insert,
+                     db->Prepare(absl::StrCat(
+                         "INSERT OR REPLACE INTO main.", Q(parts_table),
+                         " (\"value\", \"start\", \"end\") VALUES (?1, ?2, "
+                         "?3)")));
+    for (const auto& [value, bounds] : parts[i]) {
+      RETURN_IF_ERROR(insert.Reset());
+      RETURN_IF_ERROR(insert.BindText(1, value));
+      RETURN_IF_ERROR(insert.BindText(2, bounds.start));
+      RETURN_IF_ERROR(insert.BindText(3, bounds.end));
+      RETURN_IF_ERROR(insert.Run());
+    }
+  }
+  for (const DatasetSpec* pin : layout.pinned) {
+    // A dataset the job recomputes is read from its staging, not pinned.
+    if (FindItem(layout, pin->name) != nullptr) continue;
+    const std::string pin_table = PinTable(layout.job_id, pin->name);
+    ASSIGN_OR_RETURN(bool pinned, db->TableExists(pin_table));
+    if (pinned) continue;  // keep the version pinned before a restart
+    ASSIGN_OR_RETURN(bool exists, db->TableExists(pin->table));
+    if (!exists) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
+                       " does not exist in the warehouse"));
+    }
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("CREATE TABLE main.", Q(pin_table),
+                              " AS SELECT * FROM main.", Q(pin->table))));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+
+  absl::MutexLock lock(&jobs_mu_);
+  JobInfo& info = jobs_[layout.job_id];
+  info.layout = layout;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StageResult> SqliteEngine::StagePartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, const std::vector<InputRef>& inputs) {
+  ASSIGN_OR_RETURN(JobInfo job, FindJob(job_id));
+  const JobLayout& layout = job.layout;
+  const JobLayout::Item* item = FindItem(layout, dataset.name);
+  if (item == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset ", dataset.name, " is not recomputed by job ", job_id));
+  }
+  if (std::find(item->partitions.begin(), item->partitions.end(), partition) ==
+      item->partitions.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partition '", partition, "' of ", dataset.name,
+                     " is not part of job ", job_id));
+  }
+  ASSIGN_OR_RETURN(PartitionBounds bounds, Bounds(dataset.grain(), partition));
+  for (const InputRef& in : inputs) {
+    if (in.dataset == nullptr) {
+      return absl::InvalidArgumentError(
+          "StagePartition: input without dataset");
+    }
+  }
+  const std::string where =
+      absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
+  const std::string stage = StageTable(job_id, dataset.name);
+  const std::string out = absl::StrCat("temp.", Q(kOutTable));
+  const std::string cols = ColumnList(dataset);
+
+  Lease db = Acquire();
+  RETURN_IF_ERROR(Annotate(ResetTemp(db.get()), where));
+  StageResult result;
+  std::map<std::string, InputFingerprint> new_pin_fingerprints;
+  {
+    // Phase 1: a read transaction; writes only the temp schema.
+    ASSIGN_OR_RETURN(
+        Transaction read,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+    std::vector<std::string> views;
+    std::set<std::string> shadowed;
+    for (const JobLayout::Item& up : layout.items) {
+      const DatasetSpec& u = *up.dataset;
+      if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
+      std::string sql = absl::StrCat(
+          "CREATE TEMP VIEW ", Q(u.table), " AS SELECT ", ColumnList(u),
+          " FROM main.", Q(StageTable(job_id, u.name)));
+      ASSIGN_OR_RETURN(bool published, db->TableExists(u.table));
+      if (published) {
+        const std::string t = Q(u.table);
+        const std::string col =
+            u.partition ? absl::StrCat(t, ".", Q(u.partition->column)) : "";
+        absl::StrAppend(&sql, " UNION ALL SELECT ", ColumnList(u, t + "."),
+                        " FROM main.", t,
+                        " WHERE NOT EXISTS (SELECT 1 FROM main.",
+                        Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
+                        InPartition(u.grain(), col, "_bf_p.\"start\"",
+                                    "_bf_p.\"end\"", "_bf_p.\"value\""),
+                        ")");
+      }
+      RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
+      views.push_back(u.table);
+    }
+    for (const DatasetSpec* pin : layout.pinned) {
+      if (pin->name == dataset.name || FindItem(layout, pin->name) != nullptr ||
+          !shadowed.insert(pin->table).second) {
+        continue;
+      }
+      RETURN_IF_ERROR(
+          Annotate(db->Exec(absl::StrCat("CREATE TEMP VIEW ", Q(pin->table),
+                                         " AS SELECT * FROM main.",
+                                         Q(PinTable(job_id, pin->name)))),
+                   where));
+      views.push_back(pin->table);
+    }
+
+    // The transform alone: one read-only SELECT with the contract columns.
+    std::string body;
+    {
+      absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
+      if (!transform.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("transform of ", dataset.name,
+                         " does not compile: ", transform.status().message()));
+      }
+      RETURN_IF_ERROR(CheckTransform(dataset, *transform));
+      body = transform->Sql();
+    }
+    while (!body.empty() &&
+           (body.back() == ';' ||
+            std::isspace(static_cast<unsigned char>(body.back())))) {
+      body.pop_back();
+    }
+
+    RETURN_IF_ERROR(
+        Annotate(db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(kOutTable), " (",
+                                       ColumnDefs(dataset), ")")),
+                 where));
+    {
+      ASSIGN_OR_RETURN(
+          Statement insert,
+          db->Prepare(absl::StrCat("INSERT INTO ", out, " (", cols, ") SELECT ",
+                                   cols, " FROM (\n", body, "\n)")));
+      RETURN_IF_ERROR(BindPartition(insert, bounds, partition));
+      absl::Status ran = insert.Run();
+      if (!ran.ok()) {
+        return Annotate(ran, absl::StrCat("transform of ", dataset.name,
+                                          " on partition ", partition));
+      }
+    }
+    if (dataset.partition) {
+      const std::string col = Q(dataset.partition->column);
+      const std::string outside =
+          absl::StrCat(" FROM ", out, " WHERE ",
+                       InPartitionParams(dataset, col), " IS NOT 1");
+      ASSIGN_OR_RETURN(Statement q,
+                       db->Prepare(absl::StrCat("SELECT COUNT(*), MIN(quote(",
+                                                col, "))", outside)));
+      RETURN_IF_ERROR(BindPartition(q, bounds, partition));
+      RETURN_IF_ERROR(q.Step().status());
+      if (int64_t n = q.ColumnInt(0); n > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            n, " rows of ", dataset.name, " fall outside partition ", partition,
+            " (e.g. ", dataset.partition->column, "=", q.ColumnText(1), ")"));
+      }
+    }
+    {
+      ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat("SELECT ", cols,
+                                                             " FROM ", out)));
+      ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
+      result.rows_written = fp.rows();
+      result.output_fingerprint = fp.ToString();
+    }
+    for (const InputRef& in : inputs) {
+      const DatasetSpec& u = *in.dataset;
+      InputFingerprint f;
+      f.dataset = u.name;
+      const bool whole = !in.partition.has_value() || !u.partition;
+      if (whole) {
+        const bool pinned =
+            FindItem(layout, u.name) == nullptr &&
+            std::any_of(
+                layout.pinned.begin(), layout.pinned.end(),
+                [&](const DatasetSpec* p) { return p->name == u.name; });
+        if (pinned) {
+          auto cached = job.pinned_fingerprints.find(u.name);
+          if (cached != job.pinned_fingerprints.end()) {
+            result.inputs.push_back(cached->second);
+            continue;
+          }
+        }
+        ASSIGN_OR_RETURN(
+            Statement q,
+            db->Prepare(absl::StrCat(
+                "SELECT ", ColumnList(u), " FROM ",
+                pinned ? "main." + Q(PinTable(job_id, u.name)) : Q(u.table))));
+        ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
+        f.fingerprint = fp.ToString();
+        f.rows = fp.rows();
+        if (pinned) new_pin_fingerprints[u.name] = f;
+      } else {
+        f.partition = *in.partition;
+        ASSIGN_OR_RETURN(PartitionBounds ub, Bounds(u.grain(), f.partition));
+        ASSIGN_OR_RETURN(
+            Statement q,
+            db->Prepare(absl::StrCat(
+                "SELECT ", ColumnList(u), " FROM ", Q(u.table), " WHERE ",
+                InPartitionParams(u, Q(u.partition->column)))));
+        RETURN_IF_ERROR(BindPartition(q, ub, f.partition));
+        ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
+        f.fingerprint = fp.ToString();
+        f.rows = fp.rows();
+      }
+      result.inputs.push_back(std::move(f));
+    }
+    for (const std::string& view : views) {
+      RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP VIEW temp.", Q(view))));
+    }
+    RETURN_IF_ERROR(Annotate(read.Commit(), where));
+  }
+  {
+    // Phase 2: the short write: replace the partition's staged rows.
+    ASSIGN_OR_RETURN(Transaction write, Transaction::Begin(db.get()));
+    {
+      ASSIGN_OR_RETURN(
+          Statement del,
+          db->Prepare(absl::StrCat(
+              "DELETE FROM main.", Q(stage), " WHERE ",
+              dataset.partition
+                  ? InPartitionParams(dataset, Q(dataset.partition->column))
+                  : "1")));
+      RETURN_IF_ERROR(BindPartition(del, bounds, partition));
+      RETURN_IF_ERROR(Annotate(del.Run(), where));
+    }
+    RETURN_IF_ERROR(
+        Annotate(db->Exec(absl::StrCat("INSERT INTO main.", Q(stage), " (",
+                                       cols, ") SELECT ", cols, " FROM ", out)),
+                 where));
+    RETURN_IF_ERROR(Annotate(write.Commit(), where));
+  }
+  RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE ", out)));
+
+  if (!new_pin_fingerprints.empty()) {
+    absl::MutexLock lock(&jobs_mu_);
+    auto it = jobs_.find(job_id);
+    if (it != jobs_.end()) {
+      for (auto& [name, f] : new_pin_fingerprints) {
+        it->second.pinned_fingerprints.emplace(name, f);
+      }
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
+    const std::string& job_id, const DatasetSpec& dataset) {
+  const std::string stage = Q(StageTable(job_id, dataset.name));
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(bool exists,
+                   db->TableExists(StageTable(job_id, dataset.name)));
+  if (!exists) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+  ValidationReport report;
+  ASSIGN_OR_RETURN(report.rows, db->QueryInt(absl::StrCat(
+                                    "SELECT COUNT(*) FROM main.", stage)));
+  if (!dataset.primary_key.empty()) {
+    std::vector<std::string> pk, quoted, is_null;
+    for (const std::string& k : dataset.primary_key) {
+      pk.push_back(Q(k));
+      quoted.push_back(absl::StrCat("quote(", Q(k), ")"));
+      is_null.push_back(absl::StrCat(Q(k), " IS NULL"));
+    }
+    const std::string pk_list = absl::StrJoin(pk, ", ");
+    const std::string key_names =
+        absl::StrCat("(", absl::StrJoin(dataset.primary_key, ", "), ")");
+    auto example = [](const Statement& q, int n) {
+      std::vector<std::string> values;
+      for (int i = 0; i < n; ++i) values.push_back(q.ColumnText(i));
+      return absl::StrCat("(", absl::StrJoin(values, ", "), ")");
+    };
+    const int n = static_cast<int>(pk.size());
+    {
+      ASSIGN_OR_RETURN(int64_t dups,
+                       db->QueryInt(absl::StrCat(
+                           "SELECT COUNT(*) FROM (SELECT 1 FROM main.", stage,
+                           " GROUP BY ", pk_list, " HAVING COUNT(*) > 1)")));
+      if (dups > 0) {
+        ASSIGN_OR_RETURN(
+            Statement q,
+            db->Prepare(absl::StrCat(
+                "SELECT ", absl::StrJoin(quoted, ", "), ", COUNT(*) FROM main.",
+                stage, " GROUP BY ", pk_list, " HAVING COUNT(*) > 1 LIMIT 1")));
+        RETURN_IF_ERROR(q.Step().status());
+        report.failures.push_back(absl::StrCat(
+            dataset.name, ": ", dups, dups == 1 ? " key is" : " keys are",
+            " not unique in the staged rows: primary key ", key_names, " = ",
+            example(q, n), " appears ", q.ColumnInt(n), " times"));
+      }
+    }
+    {
+      ASSIGN_OR_RETURN(
+          Statement q,
+          db->Prepare(absl::StrCat(
+              "SELECT COUNT(*) OVER (), ", absl::StrJoin(quoted, ", "),
+              " FROM main.", stage, " WHERE ", absl::StrJoin(is_null, " OR "),
+              " LIMIT 1")));
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (row) {
+        std::vector<std::string> values;
+        for (int i = 1; i <= n; ++i) values.push_back(q.ColumnText(i));
+        int64_t nulls = q.ColumnInt(0);
+        report.failures.push_back(
+            absl::StrCat(dataset.name, ": ", nulls,
+                         nulls == 1 ? " staged row has" : " staged rows have",
+                         " a NULL in primary key ", key_names, " (e.g. (",
+                         absl::StrJoin(values, ", "), "))"));
+      }
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return report;
+}
+
+absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                    "SELECT 1 FROM main.", Q(kPublications),
+                                    " WHERE job_id = ?1")));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  return q.Step();
+}
+
+absl::Status SqliteEngine::Publish(const JobLayout& layout) {
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("Publish: item without dataset");
+    }
+    RETURN_IF_ERROR(CheckWritable(*item.dataset));
+  }
+  const std::string& job_id = layout.job_id;
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+  {
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT 1 FROM main.", Q(kPublications),
+                                      " WHERE job_id = ?1")));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    ASSIGN_OR_RETURN(bool done, q.Step());
+    if (done) return absl::OkStatus();  // published before: a no-op
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::string where =
+        absl::StrCat("publish of job ", job_id, ", dataset ", ds.name);
+    const std::string stage = StageTable(job_id, ds.name);
+    const std::string parts = PartsTable(job_id, ds.name);
+    for (const std::string& t : {stage, parts}) {
+      ASSIGN_OR_RETURN(bool exists, db->TableExists(t));
+      if (!exists) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": staging table ", t, " does not exist"));
+      }
+    }
+    const std::string table = Q(ds.table);
+    std::string create = absl::StrCat("CREATE TABLE IF NOT EXISTS main.", table,
+                                      " (", ColumnDefs(ds));
+    if (!ds.primary_key.empty()) {
+      std::vector<std::string> pk;
+      for (const std::string& k : ds.primary_key) pk.push_back(Q(k));
+      absl::StrAppend(&create, ", PRIMARY KEY (", absl::StrJoin(pk, ", "), ")");
+    }
+    create += ")";
+    RETURN_IF_ERROR(Annotate(db->Exec(create), where));
+    // The rows this publish replaces.
+    std::string replaced;
+    if (ds.partition) {
+      replaced = absl::StrCat(
+          " WHERE EXISTS (SELECT 1 FROM main.", Q(parts), " AS _bf_p WHERE ",
+          InPartition(ds.grain(),
+                      absl::StrCat(table, ".", Q(ds.partition->column)),
+                      "_bf_p.\"start\"", "_bf_p.\"end\"", "_bf_p.\"value\""),
+          ")");
+    }
+    const std::string prev = Q(PrevTable(job_id, ds.name));
+    RETURN_IF_ERROR(Annotate(
+        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", prev)), where));
+    RETURN_IF_ERROR(Annotate(
+        db->Exec(absl::StrCat("CREATE TABLE main.", prev,
+                              " AS SELECT * FROM main.", table, replaced)),
+        where));
+    RETURN_IF_ERROR(Annotate(
+        db->Exec(absl::StrCat("DELETE FROM main.", table, replaced)), where));
+    const std::string cols = ColumnList(ds);
+    RETURN_IF_ERROR(Annotate(
+        db->Exec(absl::StrCat("INSERT INTO main.", table, " (", cols,
+                              ") SELECT ", cols, " FROM main.", Q(stage))),
+        where));
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat("INSERT INTO main.", Q(kPublications),
+                                 " (job_id, published_at) VALUES (?1, ?2)")));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindInt(2, absl::ToUnixMicros(absl::Now())));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return Annotate(txn.Commit(), absl::StrCat("publish of job ", job_id));
+}
+
+absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
+  const std::string safe = SafeJob(job_id);
+  const std::string prefixes[] = {absl::StrCat("_bf_stage_", safe, "_"),
+                                  absl::StrCat("_bf_parts_", safe, "_"),
+                                  absl::StrCat("_bf_pin_", safe, "_")};
+  {
+    Lease db = Acquire();
+    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+    std::vector<std::string> tables;
+    {
+      ASSIGN_OR_RETURN(Statement q,
+                       db->Prepare("SELECT name FROM main.sqlite_master WHERE "
+                                   "type = 'table' AND name LIKE '\\_bf\\_%' "
+                                   "ESCAPE '\\'"));
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        std::string name = q.ColumnText(0);
+        for (const std::string& p : prefixes) {
+          if (absl::StartsWith(name, p)) {
+            tables.push_back(name);
+            break;
+          }
+        }
+      }
+    }
+    for (const std::string& t : tables) {
+      RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE main.", Q(t))));
+    }
+    RETURN_IF_ERROR(txn.Commit());
+  }
+  absl::MutexLock lock(&jobs_mu_);
+  jobs_.erase(job_id);
+  return absl::OkStatus();
+}
+
+}  // namespace backfill

@@ -1,1 +1,911 @@
-// placeholder: implemented in progress
+#include "storage/sqlite_state_store.h"
+
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "storage/sqlite_db.h"
+
+namespace backfill {
+namespace {
+
+// absl::string_view is not std::string_view in this abseil build.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+using sqlite::Database;
+using sqlite::Statement;
+using sqlite::Transaction;
+
+// Schema migrations. Step i (0-based) takes the file from user_version i to
+// i + 1 and runs in its own transaction. Append only: never edit a step that
+// has shipped.
+constexpr const char* kMigrations[] = {
+    // 1: the initial schema.
+    R"sql(
+CREATE TABLE counters (
+  name  TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
+INSERT INTO counters (name, value) VALUES ('job', 0);
+
+CREATE TABLE jobs (
+  id                  TEXT PRIMARY KEY,          -- "bf-<seq>"
+  seq                 INTEGER NOT NULL UNIQUE,
+  state               TEXT NOT NULL,
+  dataset             TEXT NOT NULL,
+  range_from          TEXT NOT NULL DEFAULT '',
+  range_to            TEXT NOT NULL DEFAULT '',
+  partitions          TEXT NOT NULL DEFAULT '',  -- length-prefixed list
+  reason              TEXT NOT NULL DEFAULT '',
+  ticket              TEXT NOT NULL DEFAULT '',
+  requested_by        TEXT NOT NULL DEFAULT '',
+  exclude_downstream  INTEGER NOT NULL DEFAULT 0,
+  idempotency_key     TEXT UNIQUE,               -- NULL when none
+  request_fingerprint TEXT NOT NULL DEFAULT '',
+  message             TEXT NOT NULL DEFAULT '',
+  create_time         INTEGER,                   -- unix micros
+  update_time         INTEGER,
+  start_time          INTEGER,                   -- NULL: not yet
+  end_time            INTEGER,
+  cost_backfill       REAL NOT NULL DEFAULT 0,
+  cost_full_reload    REAL NOT NULL DEFAULT 0,
+  conflicts           TEXT NOT NULL DEFAULT ''   -- length-prefixed triples
+);
+CREATE INDEX jobs_by_state ON jobs (state);
+
+CREATE TABLE job_datasets (
+  job_id           TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  ordinal          INTEGER NOT NULL,
+  dataset          TEXT NOT NULL,
+  reason           TEXT NOT NULL DEFAULT '',
+  cost_backfill    REAL NOT NULL DEFAULT 0,
+  cost_full_reload REAL NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, ordinal)
+);
+CREATE INDEX job_datasets_by_dataset ON job_datasets (dataset, job_id);
+
+CREATE TABLE tasks (
+  job_id             TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  dataset            TEXT NOT NULL,
+  "partition"        TEXT NOT NULL,
+  ordinal            INTEGER NOT NULL,
+  state              TEXT NOT NULL,
+  attempts           INTEGER NOT NULL DEFAULT 0,
+  last_error         TEXT NOT NULL DEFAULT '',
+  rows_written       INTEGER NOT NULL DEFAULT 0,
+  output_fingerprint TEXT NOT NULL DEFAULT '',
+  inputs             TEXT NOT NULL DEFAULT '',   -- length-prefixed
+  input_rows         INTEGER NOT NULL DEFAULT 0,
+  duration_seconds   REAL NOT NULL DEFAULT 0,
+  update_time        INTEGER,
+  PRIMARY KEY (job_id, dataset, "partition")
+) WITHOUT ROWID;
+CREATE INDEX tasks_by_job_ordinal ON tasks (job_id, ordinal);
+CREATE INDEX tasks_by_state ON tasks (state);
+
+CREATE TABLE lineage (
+  id                 INTEGER PRIMARY KEY,
+  dataset            TEXT NOT NULL,
+  "partition"        TEXT NOT NULL,
+  job_id             TEXT NOT NULL REFERENCES jobs (id),
+  transform_version  TEXT NOT NULL DEFAULT '',
+  inputs             TEXT NOT NULL DEFAULT '',   -- length-prefixed
+  output_fingerprint TEXT NOT NULL DEFAULT '',
+  row_count          INTEGER NOT NULL DEFAULT 0,
+  reason             TEXT NOT NULL DEFAULT '',
+  ticket             TEXT NOT NULL DEFAULT '',
+  requested_by       TEXT NOT NULL DEFAULT '',
+  published_at       INTEGER
+);
+CREATE INDEX lineage_by_partition ON lineage (dataset, "partition", published_at);
+CREATE UNIQUE INDEX lineage_once_per_job ON lineage (job_id, dataset, "partition");
+
+CREATE TABLE audit_events (
+  seq        INTEGER PRIMARY KEY,
+  job_id     TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  from_state TEXT NOT NULL,
+  to_state   TEXT NOT NULL,
+  message    TEXT NOT NULL DEFAULT '',
+  at         INTEGER
+);
+CREATE INDEX audit_events_by_job ON audit_events (job_id, seq);
+)sql",
+};
+constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
+
+constexpr const char* kJobColumns =
+    "id, state, dataset, range_from, range_to, partitions, reason, ticket, "
+    "requested_by, exclude_downstream, COALESCE(idempotency_key, ''), "
+    "request_fingerprint, message, create_time, update_time, start_time, "
+    "end_time, cost_backfill, cost_full_reload, conflicts";
+
+// ---- encoding --------------------------------------------------------------
+
+std::string EncodeFields(const std::vector<std::string>& fields) {
+  std::string out;
+  for (const std::string& f : fields) absl::StrAppend(&out, f.size(), ":", f);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> DecodeFields(std::string_view in) {
+  std::vector<std::string> out;
+  while (!in.empty()) {
+    size_t colon = in.find(':');
+    size_t len = 0;
+    if (colon == std::string_view::npos ||
+        !absl::SimpleAtoi(Sv(in.substr(0, colon)), &len) ||
+        len > in.size() - colon - 1) {
+      return absl::DataLossError("state store: malformed encoded list");
+    }
+    out.emplace_back(in.substr(colon + 1, len));
+    in.remove_prefix(colon + 1 + len);
+  }
+  return out;
+}
+
+std::string EncodeInputs(const std::vector<InputFingerprint>& inputs) {
+  std::vector<std::string> fields;
+  for (const InputFingerprint& in : inputs) {
+    fields.push_back(in.dataset);
+    fields.push_back(in.partition);
+    fields.push_back(in.fingerprint);
+    fields.push_back(absl::StrCat(in.rows));
+  }
+  return EncodeFields(fields);
+}
+
+absl::StatusOr<std::vector<InputFingerprint>> DecodeInputs(
+    std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<std::string> fields, DecodeFields(text));
+  if (fields.size() % 4 != 0) {
+    return absl::DataLossError("state store: malformed input list");
+  }
+  std::vector<InputFingerprint> out;
+  for (size_t i = 0; i < fields.size(); i += 4) {
+    InputFingerprint in;
+    in.dataset = fields[i];
+    in.partition = fields[i + 1];
+    in.fingerprint = fields[i + 2];
+    if (!absl::SimpleAtoi(fields[i + 3], &in.rows)) {
+      return absl::DataLossError("state store: malformed input row count");
+    }
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+std::string EncodeConflicts(const std::vector<Conflict>& conflicts) {
+  std::vector<std::string> fields;
+  for (const Conflict& c : conflicts) {
+    fields.push_back(c.job_id);
+    fields.push_back(c.dataset);
+    fields.push_back(c.partition);
+  }
+  return EncodeFields(fields);
+}
+
+absl::StatusOr<std::vector<Conflict>> DecodeConflicts(std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<std::string> fields, DecodeFields(text));
+  if (fields.size() % 3 != 0) {
+    return absl::DataLossError("state store: malformed conflict list");
+  }
+  std::vector<Conflict> out;
+  for (size_t i = 0; i < fields.size(); i += 3) {
+    out.push_back(Conflict{fields[i], fields[i + 1], fields[i + 2]});
+  }
+  return out;
+}
+
+int64_t InputRows(const std::vector<InputFingerprint>& inputs) {
+  int64_t sum = 0;
+  for (const InputFingerprint& in : inputs) sum += in.rows;
+  return sum;
+}
+
+absl::Status BindTime(Statement& stmt, int index, absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) {
+    return stmt.BindNull(index);
+  }
+  return stmt.BindInt(index, absl::ToUnixMicros(t));
+}
+
+absl::Time ColumnTime(const Statement& stmt, int index) {
+  if (stmt.ColumnIsNull(index)) return absl::InfinitePast();
+  return absl::FromUnixMicros(stmt.ColumnInt(index));
+}
+
+std::string JobStateText(JobState s) { return std::string(JobStateName(s)); }
+std::string TaskStateText(TaskState s) { return std::string(TaskStateName(s)); }
+
+// "?, ?, ?" for n placeholders numbered from `first`.
+std::string Placeholders(int first, size_t n) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < n; ++i) parts.push_back(absl::StrCat("?", first + i));
+  return absl::StrJoin(parts, ", ");
+}
+
+// States in which a job's publication has already been recorded.
+bool PastPublishing(JobState s) {
+  return s == JobState::kConfirming || s == JobState::kSucceeded ||
+         s == JobState::kDownstreamUnhealthy || s == JobState::kRolledBack;
+}
+
+absl::StatusOr<Job> ReadJobRow(const Statement& q) {
+  Job job;
+  job.id = q.ColumnText(0);
+  ASSIGN_OR_RETURN(job.state, ParseJobState(q.ColumnText(1)));
+  job.request.dataset = q.ColumnText(2);
+  job.request.from = q.ColumnText(3);
+  job.request.to = q.ColumnText(4);
+  ASSIGN_OR_RETURN(job.request.partitions, DecodeFields(q.ColumnText(5)));
+  job.request.reason = q.ColumnText(6);
+  job.request.ticket = q.ColumnText(7);
+  job.request.requested_by = q.ColumnText(8);
+  job.request.exclude_downstream = q.ColumnInt(9) != 0;
+  job.idempotency_key = q.ColumnText(10);
+  job.request_fingerprint = q.ColumnText(11);
+  job.message = q.ColumnText(12);
+  job.create_time = ColumnTime(q, 13);
+  job.update_time = ColumnTime(q, 14);
+  job.start_time = ColumnTime(q, 15);
+  job.end_time = ColumnTime(q, 16);
+  job.plan.cost.backfill = q.ColumnDouble(17);
+  job.plan.cost.full_reload = q.ColumnDouble(18);
+  ASSIGN_OR_RETURN(job.plan.conflicts, DecodeConflicts(q.ColumnText(19)));
+  return job;
+}
+
+absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q) {
+  PartitionTask t;
+  t.job_id = q.ColumnText(0);
+  t.dataset = q.ColumnText(1);
+  t.partition = q.ColumnText(2);
+  ASSIGN_OR_RETURN(t.state, ParseTaskState(q.ColumnText(3)));
+  t.attempts = static_cast<int>(q.ColumnInt(4));
+  t.last_error = q.ColumnText(5);
+  t.rows_written = q.ColumnInt(6);
+  t.output_fingerprint = q.ColumnText(7);
+  ASSIGN_OR_RETURN(t.inputs, DecodeInputs(q.ColumnText(8)));
+  t.duration_seconds = q.ColumnDouble(9);
+  t.update_time = ColumnTime(q, 10);
+  return t;
+}
+
+}  // namespace
+
+int SqliteStateStore::SchemaVersion() { return kSchemaVersion; }
+
+SqliteStateStore::SqliteStateStore(std::unique_ptr<sqlite::Database> db)
+    : db_(std::move(db)) {}
+
+SqliteStateStore::~SqliteStateStore() = default;
+
+absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
+    const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+  if (path != ":memory:" && !path.empty()) {
+    ASSIGN_OR_RETURN(std::string mode,
+                     db->QueryText("PRAGMA journal_mode=WAL"));
+    if (mode != "wal") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state store ", path,
+                       ": cannot switch to WAL mode (got ", mode, ")"));
+    }
+  }
+  RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+  std::unique_ptr<SqliteStateStore> store(new SqliteStateStore(std::move(db)));
+  {
+    absl::MutexLock lock(&store->mu_);
+    absl::Status status = store->Migrate();
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("state store ", path,
+                                                      ": ", status.message()));
+    }
+  }
+  return store;
+}
+
+absl::Status SqliteStateStore::Migrate() {
+  ASSIGN_OR_RETURN(int64_t version, db_->QueryInt("PRAGMA user_version"));
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "schema version ", version, " is newer than this backfilld knows (",
+        kSchemaVersion, "); run a newer backfilld"));
+  }
+  for (int64_t v = version; v < kSchemaVersion; ++v) {
+    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+    // Re-read under the write lock: another process may have migrated.
+    ASSIGN_OR_RETURN(int64_t now_version, db_->QueryInt("PRAGMA user_version"));
+    if (now_version != v) return absl::OkStatus();
+    absl::Status step = db_->Exec(kMigrations[v]);
+    if (!step.ok()) {
+      return absl::Status(
+          step.code(),
+          absl::StrCat("migration to version ", v + 1, ": ", step.message()));
+    }
+    // PRAGMA takes no parameters; v + 1 is our own integer.
+    RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA user_version = ", v + 1)));
+    RETURN_IF_ERROR(txn.Commit());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::AppendAudit(const std::string& job_id,
+                                           const std::string& from_state,
+                                           const std::string& to_state,
+                                           const std::string& message,
+                                           absl::Time at) {
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("INSERT INTO audit_events (job_id, from_state, "
+                                "to_state, message, at) VALUES (?1, ?2, ?3, "
+                                "?4, ?5)"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  RETURN_IF_ERROR(q.BindText(2, from_state));
+  RETURN_IF_ERROR(q.BindText(3, to_state));
+  RETURN_IF_ERROR(q.BindText(4, message));
+  RETURN_IF_ERROR(BindTime(q, 5, at));
+  return q.Run();
+}
+
+absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id) {
+  Job job;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                               " FROM jobs WHERE id = ?1")));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no job ", id));
+    ASSIGN_OR_RETURN(job, ReadJobRow(q));
+  }
+  std::map<std::string, size_t> index;
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT dataset, reason, cost_backfill, cost_full_reload "
+                     "FROM job_datasets WHERE job_id = ?1 ORDER BY ordinal"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      DatasetPlan dp;
+      dp.dataset = q.ColumnText(0);
+      dp.reason = q.ColumnText(1);
+      dp.cost.backfill = q.ColumnDouble(2);
+      dp.cost.full_reload = q.ColumnDouble(3);
+      index[dp.dataset] = job.plan.datasets.size();
+      job.plan.datasets.push_back(std::move(dp));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT dataset, \"partition\" FROM tasks "
+                                  "WHERE job_id = ?1 ORDER BY ordinal"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      auto it = index.find(q.ColumnText(0));
+      if (it == index.end()) continue;  // cannot happen: written together
+      job.plan.datasets[it->second].partitions.push_back(q.ColumnText(1));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT state, COUNT(*), "
+                     "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
+                     "THEN input_rows END), "
+                     "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
+                     "THEN rows_written END) "
+                     "FROM tasks WHERE job_id = ?1 GROUP BY state"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(0)));
+      int64_t n = q.ColumnInt(1);
+      job.counts.total += n;
+      switch (state) {
+        case TaskState::kPending:
+          job.counts.pending += n;
+          break;
+        case TaskState::kRunning:
+          job.counts.running += n;
+          break;
+        case TaskState::kStaged:
+          job.counts.staged += n;
+          break;
+        case TaskState::kPublished:
+          job.counts.published += n;
+          break;
+        case TaskState::kFailed:
+          job.counts.failed += n;
+          break;
+        case TaskState::kCancelled:
+          job.counts.cancelled += n;
+          break;
+      }
+      job.actual_cost += q.ColumnDouble(2);
+      job.rows_written += static_cast<int64_t>(q.ColumnDouble(3));
+    }
+  }
+  return job;
+}
+
+absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
+                                                            absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  if (!job.idempotency_key.empty()) {
+    // Looked up under the write lock, so two concurrent submits with the
+    // same key cannot both create a job.
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT id FROM jobs WHERE idempotency_key = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job.idempotency_key));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      ASSIGN_OR_RETURN(Job existing, LoadJob(q.ColumnText(0)));
+      RETURN_IF_ERROR(txn.Commit());
+      return CreateJobResult{std::move(existing), false};
+    }
+  }
+  int64_t seq = 0;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("UPDATE counters SET value = value + 1 "
+                                  "WHERE name = 'job' RETURNING value"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::DataLossError("state store: job counter missing");
+    seq = q.ColumnInt(0);
+    RETURN_IF_ERROR(q.Run());
+  }
+  const std::string id = absl::StrCat("bf-", seq);
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare(
+            "INSERT INTO jobs (id, seq, state, dataset, range_from, range_to, "
+            "partitions, reason, ticket, requested_by, exclude_downstream, "
+            "idempotency_key, request_fingerprint, message, create_time, "
+            "update_time, start_time, end_time, cost_backfill, "
+            "cost_full_reload, conflicts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+            "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, NULL, NULL, ?16, ?17, "
+            "?18)"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    RETURN_IF_ERROR(q.BindInt(2, seq));
+    RETURN_IF_ERROR(q.BindText(3, JobStateText(JobState::kQueued)));
+    RETURN_IF_ERROR(q.BindText(4, job.request.dataset));
+    RETURN_IF_ERROR(q.BindText(5, job.request.from));
+    RETURN_IF_ERROR(q.BindText(6, job.request.to));
+    RETURN_IF_ERROR(q.BindText(7, EncodeFields(job.request.partitions)));
+    RETURN_IF_ERROR(q.BindText(8, job.request.reason));
+    RETURN_IF_ERROR(q.BindText(9, job.request.ticket));
+    RETURN_IF_ERROR(q.BindText(10, job.request.requested_by));
+    RETURN_IF_ERROR(q.BindInt(11, job.request.exclude_downstream ? 1 : 0));
+    if (job.idempotency_key.empty()) {
+      RETURN_IF_ERROR(q.BindNull(12));
+    } else {
+      RETURN_IF_ERROR(q.BindText(12, job.idempotency_key));
+    }
+    RETURN_IF_ERROR(q.BindText(13, job.request_fingerprint));
+    RETURN_IF_ERROR(q.BindText(14, job.message));
+    RETURN_IF_ERROR(BindTime(q, 15, now));
+    RETURN_IF_ERROR(q.BindDouble(16, job.plan.cost.backfill));
+    RETURN_IF_ERROR(q.BindDouble(17, job.plan.cost.full_reload));
+    RETURN_IF_ERROR(q.BindText(18, EncodeConflicts(job.plan.conflicts)));
+    RETURN_IF_ERROR(q.Run());
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement ds,
+        db_->Prepare("INSERT INTO job_datasets (job_id, ordinal, dataset, "
+                     "reason, cost_backfill, cost_full_reload) VALUES (?1, "
+                     "?2, ?3, ?4, ?5, ?6)"));
+    ASSIGN_OR_RETURN(
+        Statement task,
+        db_->Prepare("INSERT INTO tasks (job_id, dataset, \"partition\", "
+                     "ordinal, state, update_time) VALUES (?1, ?2, ?3, ?4, "
+                     "?5, ?6)"));
+    int64_t ordinal = 0;
+    for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
+      const DatasetPlan& dp = job.plan.datasets[i];
+      RETURN_IF_ERROR(ds.Reset());
+      RETURN_IF_ERROR(ds.BindText(1, id));
+      RETURN_IF_ERROR(ds.BindInt(2, static_cast<int64_t>(i)));
+      RETURN_IF_ERROR(ds.BindText(3, dp.dataset));
+      RETURN_IF_ERROR(ds.BindText(4, dp.reason));
+      RETURN_IF_ERROR(ds.BindDouble(5, dp.cost.backfill));
+      RETURN_IF_ERROR(ds.BindDouble(6, dp.cost.full_reload));
+      RETURN_IF_ERROR(ds.Run());
+      for (const std::string& partition : dp.partitions) {
+        RETURN_IF_ERROR(task.Reset());
+        RETURN_IF_ERROR(task.BindText(1, id));
+        RETURN_IF_ERROR(task.BindText(2, dp.dataset));
+        RETURN_IF_ERROR(task.BindText(3, partition));
+        RETURN_IF_ERROR(task.BindInt(4, ordinal++));
+        RETURN_IF_ERROR(task.BindText(5, TaskStateText(TaskState::kPending)));
+        RETURN_IF_ERROR(BindTime(task, 6, now));
+        absl::Status inserted = task.Run();
+        if (!inserted.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("plan lists partition '", partition, "' of ",
+                           dp.dataset, " twice: ", inserted.message()));
+        }
+      }
+    }
+  }
+  RETURN_IF_ERROR(AppendAudit(id, "", JobStateText(JobState::kQueued),
+                              job.message.empty() ? "created" : job.message,
+                              now));
+  ASSIGN_OR_RETURN(Job stored, LoadJob(id));
+  RETURN_IF_ERROR(txn.Commit());
+  return CreateJobResult{std::move(stored), true};
+}
+
+absl::StatusOr<Job> SqliteStateStore::GetJob(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(Job job, LoadJob(id));
+  RETURN_IF_ERROR(txn.Commit());
+  return job;
+}
+
+absl::StatusOr<std::vector<Job>> SqliteStateStore::ListJobs(
+    const JobFilter& filter) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  std::string sql = "SELECT id FROM jobs WHERE 1";
+  int next = 1;
+  if (!filter.states.empty()) {
+    absl::StrAppend(&sql, " AND state IN (",
+                    Placeholders(next, filter.states.size()), ")");
+    next += static_cast<int>(filter.states.size());
+  }
+  const int dataset_param = next;
+  if (!filter.dataset.empty()) {
+    absl::StrAppend(&sql,
+                    " AND EXISTS (SELECT 1 FROM job_datasets d WHERE "
+                    "d.job_id = jobs.id AND d.dataset = ?",
+                    next++, ")");
+  }
+  absl::StrAppend(&sql, " ORDER BY seq DESC LIMIT ?", next);
+  ASSIGN_OR_RETURN(Statement q, db_->Prepare(sql));
+  for (size_t i = 0; i < filter.states.size(); ++i) {
+    RETURN_IF_ERROR(
+        q.BindText(static_cast<int>(i) + 1, JobStateText(filter.states[i])));
+  }
+  if (!filter.dataset.empty()) {
+    RETURN_IF_ERROR(q.BindText(dataset_param, filter.dataset));
+  }
+  RETURN_IF_ERROR(q.BindInt(next, filter.limit > 0 ? filter.limit : -1));
+  std::vector<std::string> ids;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ids.push_back(q.ColumnText(0));
+  }
+  std::vector<Job> jobs;
+  for (const std::string& id : ids) {
+    ASSIGN_OR_RETURN(Job job, LoadJob(id));
+    jobs.push_back(std::move(job));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return jobs;
+}
+
+absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(int64_t exists, [&]() -> absl::StatusOr<int64_t> {
+    ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT COUNT(*) FROM jobs "
+                                               "WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.Step().status());
+    return q.ColumnInt(0);
+  }());
+  if (exists == 0) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT job_id, dataset, \"partition\", state, attempts, "
+                   "last_error, rows_written, output_fingerprint, inputs, "
+                   "duration_seconds, update_time FROM tasks WHERE job_id = "
+                   "?1 ORDER BY ordinal"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  std::vector<PartitionTask> tasks;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ASSIGN_OR_RETURN(PartitionTask t, ReadTaskRow(q));
+    tasks.push_back(std::move(t));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return tasks;
+}
+
+absl::Status SqliteStateStore::TransitionJob(
+    const std::string& job_id, std::optional<JobState> expected_from,
+    JobState to, const std::string& message, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  JobState from;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    ASSIGN_OR_RETURN(from, ParseJobState(q.ColumnText(0)));
+  }
+  if (expected_from.has_value() && *expected_from != from) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", Sv(JobStateName(from)), ", not ",
+                     Sv(JobStateName(*expected_from)), "; cannot move it to ",
+                     Sv(JobStateName(to))));
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare(
+            "UPDATE jobs SET state = ?2, message = ?3, update_time = ?4, "
+            "start_time = CASE WHEN ?5 AND start_time IS NULL THEN ?4 "
+            "ELSE start_time END, "
+            "end_time = CASE WHEN ?6 THEN ?4 ELSE end_time END "
+            "WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindText(2, JobStateText(to)));
+    RETURN_IF_ERROR(q.BindText(3, message));
+    RETURN_IF_ERROR(BindTime(q, 4, now));
+    RETURN_IF_ERROR(q.BindInt(5, to == JobState::kRunning ? 1 : 0));
+    RETURN_IF_ERROR(q.BindInt(6, IsTerminal(to) ? 1 : 0));
+    RETURN_IF_ERROR(q.Run());
+  }
+  RETURN_IF_ERROR(
+      AppendAudit(job_id, JobStateText(from), JobStateText(to), message, now));
+  return txn.Commit();
+}
+
+absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("UPDATE tasks SET state = ?4, attempts = ?5, last_error = "
+                   "?6, rows_written = ?7, output_fingerprint = ?8, inputs = "
+                   "?9, input_rows = ?10, duration_seconds = ?11, "
+                   "update_time = ?12 WHERE job_id = ?1 AND dataset = ?2 AND "
+                   "\"partition\" = ?3"));
+  RETURN_IF_ERROR(q.BindText(1, task.job_id));
+  RETURN_IF_ERROR(q.BindText(2, task.dataset));
+  RETURN_IF_ERROR(q.BindText(3, task.partition));
+  RETURN_IF_ERROR(q.BindText(4, TaskStateText(task.state)));
+  RETURN_IF_ERROR(q.BindInt(5, task.attempts));
+  RETURN_IF_ERROR(q.BindText(6, task.last_error));
+  RETURN_IF_ERROR(q.BindInt(7, task.rows_written));
+  RETURN_IF_ERROR(q.BindText(8, task.output_fingerprint));
+  RETURN_IF_ERROR(q.BindText(9, EncodeInputs(task.inputs)));
+  RETURN_IF_ERROR(q.BindInt(10, InputRows(task.inputs)));
+  RETURN_IF_ERROR(q.BindDouble(11, task.duration_seconds));
+  RETURN_IF_ERROR(BindTime(q, 12, task.update_time));
+  RETURN_IF_ERROR(q.Run());
+  if (db_->Changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("no task ", task.dataset, "/",
+                                            task.partition, " in job ",
+                                            task.job_id));
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(
+    const std::string& job_id, const std::vector<TaskState>& from, TaskState to,
+    absl::Time now) {
+  if (from.empty()) return 0;
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare(absl::StrCat("UPDATE tasks SET state = ?1, update_time = "
+                                "?2 WHERE job_id = ?3 AND state IN (",
+                                Placeholders(4, from.size()), ")")));
+  RETURN_IF_ERROR(q.BindText(1, TaskStateText(to)));
+  RETURN_IF_ERROR(BindTime(q, 2, now));
+  RETURN_IF_ERROR(q.BindText(3, job_id));
+  for (size_t i = 0; i < from.size(); ++i) {
+    RETURN_IF_ERROR(
+        q.BindText(static_cast<int>(i) + 4, TaskStateText(from[i])));
+  }
+  RETURN_IF_ERROR(q.Run());
+  int64_t changed = db_->Changes();
+  RETURN_IF_ERROR(txn.Commit());
+  return changed;
+}
+
+absl::Status SqliteStateStore::RecordPublication(
+    const std::string& job_id, const std::vector<LineageRecord>& lineage,
+    JobState to, const std::string& message, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  JobState from;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    ASSIGN_OR_RETURN(from, ParseJobState(q.ColumnText(0)));
+  }
+  int64_t recorded = 0;
+  {
+    ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT COUNT(*) FROM lineage "
+                                               "WHERE job_id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.Step().status());
+    recorded = q.ColumnInt(0);
+  }
+  if (PastPublishing(from) || from == to || recorded > 0) {
+    // Already recorded (a repeat after a restart): nothing to do.
+    return absl::OkStatus();
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("INSERT INTO lineage (dataset, \"partition\", job_id, "
+                     "transform_version, inputs, output_fingerprint, "
+                     "row_count, reason, ticket, requested_by, published_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+    for (const LineageRecord& rec : lineage) {
+      RETURN_IF_ERROR(q.Reset());
+      RETURN_IF_ERROR(q.BindText(1, rec.dataset));
+      RETURN_IF_ERROR(q.BindText(2, rec.partition));
+      RETURN_IF_ERROR(q.BindText(3, job_id));
+      RETURN_IF_ERROR(q.BindText(4, rec.transform_version));
+      RETURN_IF_ERROR(q.BindText(5, EncodeInputs(rec.inputs)));
+      RETURN_IF_ERROR(q.BindText(6, rec.output_fingerprint));
+      RETURN_IF_ERROR(q.BindInt(7, rec.row_count));
+      RETURN_IF_ERROR(q.BindText(8, rec.reason));
+      RETURN_IF_ERROR(q.BindText(9, rec.ticket));
+      RETURN_IF_ERROR(q.BindText(10, rec.requested_by));
+      RETURN_IF_ERROR(BindTime(
+          q, 11,
+          rec.published_at == absl::InfinitePast() ? now : rec.published_at));
+      RETURN_IF_ERROR(q.Run());
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("UPDATE tasks SET state = ?1, update_time = ?2 WHERE "
+                     "job_id = ?3 AND state = ?4"));
+    RETURN_IF_ERROR(q.BindText(1, TaskStateText(TaskState::kPublished)));
+    RETURN_IF_ERROR(BindTime(q, 2, now));
+    RETURN_IF_ERROR(q.BindText(3, job_id));
+    RETURN_IF_ERROR(q.BindText(4, TaskStateText(TaskState::kStaged)));
+    RETURN_IF_ERROR(q.Run());
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("UPDATE jobs SET state = ?2, message = ?3, update_time = "
+                     "?4, end_time = CASE WHEN ?5 THEN ?4 ELSE end_time END "
+                     "WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindText(2, JobStateText(to)));
+    RETURN_IF_ERROR(q.BindText(3, message));
+    RETURN_IF_ERROR(BindTime(q, 4, now));
+    RETURN_IF_ERROR(q.BindInt(5, IsTerminal(to) ? 1 : 0));
+    RETURN_IF_ERROR(q.Run());
+  }
+  RETURN_IF_ERROR(
+      AppendAudit(job_id, JobStateText(from), JobStateText(to), message, now));
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
+    const std::string& dataset, const std::string& partition) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT dataset, \"partition\", job_id, transform_version, "
+                   "inputs, output_fingerprint, row_count, reason, ticket, "
+                   "requested_by, published_at FROM lineage WHERE dataset = "
+                   "?1 AND \"partition\" = ?2 ORDER BY published_at DESC, id "
+                   "DESC"));
+  RETURN_IF_ERROR(q.BindText(1, dataset));
+  RETURN_IF_ERROR(q.BindText(2, partition));
+  std::vector<LineageRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    LineageRecord rec;
+    rec.dataset = q.ColumnText(0);
+    rec.partition = q.ColumnText(1);
+    rec.job_id = q.ColumnText(2);
+    rec.transform_version = q.ColumnText(3);
+    ASSIGN_OR_RETURN(rec.inputs, DecodeInputs(q.ColumnText(4)));
+    rec.output_fingerprint = q.ColumnText(5);
+    rec.row_count = q.ColumnInt(6);
+    rec.reason = q.ColumnText(7);
+    rec.ticket = q.ColumnText(8);
+    rec.requested_by = q.ColumnText(9);
+    rec.published_at = ColumnTime(q, 10);
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditEvents(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT seq, job_id, from_state, to_state, message, at "
+                   "FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  std::vector<AuditEvent> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    AuditEvent e;
+    e.seq = q.ColumnInt(0);
+    e.job_id = q.ColumnText(1);
+    e.from_state = q.ColumnText(2);
+    e.to_state = q.ColumnText(3);
+    e.message = q.ColumnText(4);
+    e.at = ColumnTime(q, 5);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  StoreStats stats;
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      ASSIGN_OR_RETURN(JobState s, ParseJobState(q.ColumnText(0)));
+      stats.jobs_by_state[static_cast<size_t>(s)] = q.ColumnInt(1);
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT state, COUNT(*) FROM tasks GROUP BY state"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      ASSIGN_OR_RETURN(TaskState s, ParseTaskState(q.ColumnText(0)));
+      stats.tasks_by_state[static_cast<size_t>(s)] = q.ColumnInt(1);
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT COUNT(*), TOTAL(t.state IN ('STAGED', "
+                     "'PUBLISHED')) FROM tasks t JOIN jobs j ON j.id = "
+                     "t.job_id WHERE j.state = 'RUNNING'"));
+    RETURN_IF_ERROR(q.Step().status());
+    stats.running_tasks_total = q.ColumnInt(0);
+    stats.running_tasks_done = static_cast<int64_t>(q.ColumnDouble(1));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return stats;
+}
+
+}  // namespace backfill

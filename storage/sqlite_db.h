@@ -1,0 +1,193 @@
+// A small RAII wrapper over the sqlite3 C API, used by the state store and
+// the SQLite warehouse engine (the only code that links SQLite).
+//
+//   Database    one connection (sqlite3*). Owns it; closes it on destruction.
+//   Statement   one prepared statement (sqlite3_stmt*). Owns it; finalizes it
+//               on destruction. Must not outlive its Database.
+//   Transaction a scope guard: BEGIN [IMMEDIATE] on Begin(), ROLLBACK on
+//               destruction unless Commit() succeeded.
+//
+// Every failure is an absl::Status carrying SQLite's message and the first
+// words of the SQL that failed; nothing throws. Codes: SQLITE_BUSY/LOCKED ->
+// UNAVAILABLE (retryable), SQLITE_CONSTRAINT -> FAILED_PRECONDITION,
+// SQLITE_CANTOPEN -> UNAVAILABLE, anything else -> INTERNAL.
+//
+// Thread-safety: none of these types is synchronized. Connections are opened
+// in SQLite's multi-thread mode (SQLITE_OPEN_NOMUTEX): one connection (and
+// its statements) must be used by one thread at a time; the owner serializes
+// (see SqliteStateStore's mutex and SqliteEngine's connection pool).
+
+#ifndef BACKFILL_STORAGE_SQLITE_DB_H_
+#define BACKFILL_STORAGE_SQLITE_DB_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace backfill::sqlite {
+
+// `"name"` with embedded double quotes doubled: safe to splice into SQL as an
+// identifier whatever `name` contains.
+std::string QuoteIdentifier(std::string_view name);
+
+// 'text' with embedded single quotes doubled. Only for DDL, where SQLite
+// accepts no parameters (e.g. a DEFAULT); values are otherwise always bound.
+std::string QuoteLiteral(std::string_view text);
+
+// The first words of `sql` (whitespace collapsed, at most ~60 characters),
+// for error messages.
+std::string SqlHead(std::string_view sql);
+
+// Column types as reported by sqlite3_column_type.
+enum class ColumnType { kInteger, kReal, kText, kBlob, kNull };
+
+class Statement {
+ public:
+  Statement() = default;
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement();
+
+  // Bind by 1-based index.
+  absl::Status BindInt(int index, int64_t value);
+  absl::Status BindDouble(int index, double value);
+  absl::Status BindText(int index, std::string_view value);
+  absl::Status BindNull(int index);
+
+  // Bind by name, including its prefix (":partition"). INVALID_ARGUMENT if
+  // the statement has no such parameter.
+  absl::Status BindInt(std::string_view name, int64_t value);
+  absl::Status BindDouble(std::string_view name, double value);
+  absl::Status BindText(std::string_view name, std::string_view value);
+  absl::Status BindNull(std::string_view name);
+
+  // 1-based index of a named parameter, 0 when the statement has none such.
+  int ParameterIndex(std::string_view name) const;
+  int ParameterCount() const;
+  // The name of parameter `index` (":x", "@x", "?1"), "" for a bare "?".
+  std::string ParameterName(int index) const;
+
+  // Runs one step: true when a row is available, false when done.
+  absl::StatusOr<bool> Step();
+  // Steps until done (for statements that return no rows or whose rows are
+  // not needed).
+  absl::Status Run();
+
+  int ColumnCount() const;
+  std::string ColumnName(int index) const;
+  ColumnType GetColumnType(int index) const;
+  bool ColumnIsNull(int index) const;
+  int64_t ColumnInt(int index) const;
+  double ColumnDouble(int index) const;
+  std::string ColumnText(int index) const;  // "" for NULL
+
+  // Resets the statement for another execution and clears its bindings.
+  absl::Status Reset();
+
+  // True when the statement does not write to the database.
+  bool IsReadOnly() const;
+
+  // The text of the statement as prepared (up to and including its ';').
+  std::string Sql() const;
+
+  sqlite3_stmt* raw() const { return stmt_; }
+
+ private:
+  friend class Database;
+  Statement(sqlite3* db, sqlite3_stmt* stmt, std::string sql)
+      : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
+  absl::Status Check(int rc, std::string_view what) const;
+
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string sql_;  // for error messages
+};
+
+struct OpenOptions {
+  bool read_only = false;
+  bool create = true;  // create the file if missing (read-write only)
+  absl::Duration busy_timeout = absl::Seconds(10);
+};
+
+class Database {
+ public:
+  // Opens (or creates) the database file at `path` (":memory:" allowed).
+  static absl::StatusOr<std::unique_ptr<Database>> Open(
+      const std::string& path, const OpenOptions& options = {});
+
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  absl::Status SetBusyTimeout(absl::Duration timeout);
+
+  // Runs one or more statements that take no parameters.
+  absl::Status Exec(std::string_view sql);
+
+  // Prepares exactly one statement. Trailing text other than whitespace,
+  // comments and semicolons is INVALID_ARGUMENT (one statement at a time).
+  absl::StatusOr<Statement> Prepare(std::string_view sql);
+
+  // For a query returning one row with one integer (e.g. a PRAGMA or
+  // COUNT(*)); NOT_FOUND when it returns no row.
+  absl::StatusOr<int64_t> QueryInt(std::string_view sql);
+  absl::StatusOr<std::string> QueryText(std::string_view sql);
+
+  // True when a table or view named `name` exists in `schema` ("main",
+  // "temp").
+  absl::StatusOr<bool> TableExists(std::string_view name,
+                                   std::string_view schema = "main");
+
+  int64_t Changes() const;
+  int64_t LastInsertRowId() const;
+  // False while a transaction is open.
+  bool InAutocommit() const;
+  const std::string& path() const { return path_; }
+  sqlite3* raw() const { return db_; }
+
+ private:
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
+  sqlite3* db_;
+  std::string path_;
+};
+
+class Transaction {
+ public:
+  enum class Mode {
+    kDeferred,   // BEGIN: locks taken on first read / write
+    kImmediate,  // BEGIN IMMEDIATE: the write lock now (waits busy_timeout)
+  };
+
+  static absl::StatusOr<Transaction> Begin(Database* db,
+                                           Mode mode = Mode::kImmediate);
+
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  // Rolls back unless committed.
+  ~Transaction();
+
+  absl::Status Commit();
+  // Explicit rollback; the destructor then does nothing.
+  void Rollback();
+
+ private:
+  explicit Transaction(Database* db) : db_(db) {}
+  Database* db_;  // nullptr once committed or rolled back
+};
+
+}  // namespace backfill::sqlite
+
+#endif  // BACKFILL_STORAGE_SQLITE_DB_H_

@@ -1,0 +1,127 @@
+// SqliteEngine: the embedded warehouse, one SQLite file
+// (`<data-dir>/warehouse.db`) in WAL mode, where datasets live and
+// transforms run.
+//
+// Artifacts a job leaves in the warehouse, all with reserved names (`<job>`
+// is the job id with every character outside [A-Za-z0-9] replaced by '_';
+// every identifier is quoted with QuoteIdentifier):
+//
+//   _bf_stage_<job>_<dataset>  staged rows; the contract's columns and types
+//   _bf_parts_<job>_<dataset>  (value, start, end): the job's partitions of
+//                              the dataset with their bounds
+//   _bf_pin_<job>_<dataset>    snapshot of a pinned (`mapping: all`) input,
+//                              taken once by PrepareJob (kept on restart)
+//   _bf_prev_<job>_<dataset>   the published rows a Publish replaced, kept
+//                              for rollback (DropStaging keeps them)
+//   _bf_publications           (job_id, published_at): written in Publish's
+//                              transaction, so IsPublished survives a crash
+//                              between the warehouse commit and the state
+//                              store's record of it.
+//
+// StagePartition reads its inputs through TEMP VIEWs on its connection that
+// shadow the table names the transform uses (SQLite resolves unqualified
+// names in the temp schema first, so the transform text is unchanged):
+// a pinned input reads its snapshot; a dataset the same job recomputes reads
+// its staged rows UNION ALL its published rows outside the job's partitions.
+//
+// Staging runs in two short transactions rather than one long write:
+//   1. a deferred (read) transaction creates the views, runs the transform
+//      into a TEMP table typed like the contract, checks that every row
+//      falls inside the partition and computes the output and input
+//      fingerprints. Writing only the temp schema takes no lock on the
+//      warehouse, so many workers run transforms concurrently (WAL readers).
+//   2. BEGIN IMMEDIATE: delete the partition's staged rows, copy the temp
+//      table into staging, commit. Only this copy holds the (single) writer
+//      lock; busy_timeout (10 s) makes the others wait for it.
+// A failed check stages nothing: the writer transaction never starts.
+//
+// Ownership: the engine owns its connections. JobLayouts handed to PrepareJob
+// are copied, but their DatasetSpec pointers are kept: the Catalog that owns
+// them must outlive the engine's use of the job (it lives as long as the
+// daemon). The layout of a job is remembered in memory; after a restart
+// PrepareJob must be called again (it is idempotent and keeps existing pins).
+//
+// Thread-safety: thread-safe. A pool of `connections` connections serves
+// concurrent calls (each call leases one connection for its duration); a
+// mutex guards the in-memory job layouts and the pinned-input fingerprint
+// cache.
+
+#ifndef BACKFILL_STORAGE_SQLITE_ENGINE_H_
+#define BACKFILL_STORAGE_SQLITE_ENGINE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/engine.h"
+
+namespace backfill {
+
+namespace sqlite {
+class Database;
+}
+
+class SqliteEngine : public Engine {
+ public:
+  // Opens (creating if missing) the warehouse file at `warehouse_path` with
+  // `connections` pooled connections (at least 1; ":memory:" forces 1,
+  // since every in-memory connection is a separate database).
+  static absl::StatusOr<std::unique_ptr<SqliteEngine>> Open(
+      const std::string& warehouse_path, int connections);
+
+  ~SqliteEngine() override;
+
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) override;
+  absl::Status PrepareJob(const JobLayout& layout) override;
+  absl::StatusOr<StageResult> StagePartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition,
+      const std::vector<InputRef>& inputs) override;
+  absl::StatusOr<ValidationReport> ValidateStaged(
+      const std::string& job_id, const DatasetSpec& dataset) override;
+  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
+  absl::Status Publish(const JobLayout& layout) override;
+  absl::Status DropStaging(const std::string& job_id) override;
+
+  // Reserved table names (unquoted), exposed for tests and tooling.
+  static std::string StageTable(const std::string& job_id,
+                                const std::string& dataset);
+  static std::string PartsTable(const std::string& job_id,
+                                const std::string& dataset);
+  static std::string PinTable(const std::string& job_id,
+                              const std::string& dataset);
+  static std::string PrevTable(const std::string& job_id,
+                               const std::string& dataset);
+
+ private:
+  class Lease;
+  struct JobInfo {
+    JobLayout layout;
+    // Fingerprints of pinned whole-table inputs, by dataset name; a pin
+    // never changes during the job.
+    std::map<std::string, InputFingerprint> pinned_fingerprints;
+  };
+
+  explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);
+
+  Lease Acquire();
+  void Release(sqlite::Database* db);
+  absl::StatusOr<JobInfo> FindJob(const std::string& job_id);
+
+  std::vector<std::unique_ptr<sqlite::Database>> connections_;
+  absl::Mutex pool_mu_;
+  std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
+
+  absl::Mutex jobs_mu_;
+  std::map<std::string, JobInfo> jobs_ ABSL_GUARDED_BY(jobs_mu_);
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_STORAGE_SQLITE_ENGINE_H_
