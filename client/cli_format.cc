@@ -93,7 +93,11 @@ std::string ScopeText(const v1::BackfillRequest& request) {
 
 // "1,234,567".
 std::string Grouped(int64_t value) {
-  std::string digits = absl::StrCat(value < 0 ? -value : value);
+  // Through uint64_t so that INT64_MIN has a magnitude too.
+  const uint64_t magnitude = value < 0
+                                 ? uint64_t{0} - static_cast<uint64_t>(value)
+                                 : static_cast<uint64_t>(value);
+  std::string digits = absl::StrCat(magnitude);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
@@ -200,10 +204,16 @@ int64_t DonePartitions(const v1::PartitionCounts& counts) {
 }
 
 std::string HumanCount(double value) {
-  double magnitude = std::fabs(value);
-  if (magnitude < 1e4) return absl::StrFormat("%.0f", value);
-  if (magnitude < 1e6) return absl::StrFormat("%.1fk", value / 1e3);
-  if (magnitude < 1e9) return absl::StrFormat("%.2fM", value / 1e6);
+  // Each unit is chosen after rounding, so 999999 prints as 1.00M, not
+  // 1000.0k.
+  const double magnitude = std::fabs(value);
+  if (std::round(magnitude) < 1e4) return absl::StrFormat("%.0f", value);
+  if (std::round(magnitude / 1e2) < 1e4) {
+    return absl::StrFormat("%.1fk", value / 1e3);
+  }
+  if (std::round(magnitude / 1e4) < 1e5) {
+    return absl::StrFormat("%.2fM", value / 1e6);
+  }
   return absl::StrFormat("%.2fG", value / 1e9);
 }
 
@@ -219,7 +229,8 @@ std::string SummarizePartitions(
   }
   std::vector<std::string> sorted(partitions.begin(), partitions.end());
   std::sort(sorted.begin(), sorted.end());
-  return absl::StrCat(sorted.front(), "..", sorted.back());
+  return absl::StrCat(sorted.front(), "..", sorted.back(), " (",
+                      partitions.size(), ")");
 }
 
 std::string FormatCost(const v1::CostEstimate& cost) {
@@ -372,20 +383,35 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
   return table.Render();
 }
 
+namespace {
+
+// Percent of partitions done, in integers so the bar and the line agree; a
+// job that succeeded with nothing to do is complete.
+int64_t PercentDone(const v1::Backfill& backfill) {
+  const v1::PartitionCounts& counts = backfill.partitions();
+  if (counts.total() <= 0) {
+    return backfill.state() == v1::BACKFILL_STATE_SUCCEEDED ? 100 : 0;
+  }
+  return std::clamp<int64_t>(DonePartitions(counts) * 100 / counts.total(), 0,
+                             100);
+}
+
+}  // namespace
+
 std::string FormatProgressBar(const v1::Backfill& backfill,
                               double elapsed_seconds, int bar_width) {
   const v1::PartitionCounts& counts = backfill.partitions();
-  int64_t done = DonePartitions(counts);
-  double fraction =
+  const int64_t done = DonePartitions(counts);
+  const int64_t percent = PercentDone(backfill);
+  int64_t filled =
       counts.total() > 0
-          ? static_cast<double>(done) / counts.total()
-          : (backfill.state() == v1::BACKFILL_STATE_SUCCEEDED ? 1.0 : 0.0);
-  fraction = std::clamp(fraction, 0.0, 1.0);
-  int filled = static_cast<int>(fraction * bar_width);
+          ? std::clamp<int64_t>(done * bar_width / counts.total(), 0, bar_width)
+          : percent * bar_width / 100;
   std::string out = absl::StrFormat(
-      "[%s%s] %3d%%  %d/%d partitions  %s  %.1f s", std::string(filled, '#'),
-      std::string(bar_width - filled, '.'), static_cast<int>(fraction * 100.0),
-      done, counts.total(), StateName(backfill.state()), elapsed_seconds);
+      "[%s%s] %3d%%  %d/%d partitions  %s  %.1f s",
+      std::string(static_cast<size_t>(filled), '#'),
+      std::string(static_cast<size_t>(bar_width - filled), '.'), percent, done,
+      counts.total(), StateName(backfill.state()), elapsed_seconds);
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }
@@ -395,13 +421,10 @@ std::string FormatProgressBar(const v1::Backfill& backfill,
 std::string FormatProgressLine(const v1::Backfill& backfill,
                                double elapsed_seconds) {
   const v1::PartitionCounts& counts = backfill.partitions();
-  int64_t done = DonePartitions(counts);
-  int percent =
-      counts.total() > 0 ? static_cast<int>(100.0 * done / counts.total()) : 0;
-  std::string out =
-      absl::StrFormat("job %s: %s  %d/%d partitions  %d%%  %.1f s",
-                      backfill.id(), StateName(backfill.state()), done,
-                      counts.total(), percent, elapsed_seconds);
+  std::string out = absl::StrFormat(
+      "job %s: %s  %d/%d partitions  %d%%  %.1f s", backfill.id(),
+      StateName(backfill.state()), DonePartitions(counts), counts.total(),
+      PercentDone(backfill), elapsed_seconds);
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }

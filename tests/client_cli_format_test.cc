@@ -1,0 +1,771 @@
+// Unit tests of the backfillctl renderings (client/cli_format.h): JSON
+// output, timestamps, state names, counts, partition summaries, costs, the
+// plan/job/list tables and the --wait progress bar and lines. Expectations
+// are written from the documented formats in cli_format.h and the proto
+// contract, not from the implementation.
+
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_split.h"
+#include "backfill/v1/backfill.pb.h"
+#include "client/cli_format.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace backfill {
+namespace cli {
+namespace {
+
+using ::testing::Contains;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// 2025-03-01T12:34:56Z.
+constexpr int64_t kMarch1At123456 = 1740832496;
+// 2025-03-01T12:00:00Z.
+constexpr int64_t kMarch1AtNoon = 1740830400;
+
+google::protobuf::RepeatedPtrField<std::string> Partitions(
+    std::vector<std::string> values) {
+  google::protobuf::RepeatedPtrField<std::string> out;
+  for (auto& value : values) out.Add(std::move(value));
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+// The line of `text` starting with `prefix`, or "" when there is none.
+std::string LineStartingWith(const std::string& text,
+                             const std::string& prefix) {
+  for (const std::string& line : Lines(text)) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+// The value of a "label  value" line: what follows the label and the run
+// of padding spaces.
+std::string ValueOf(const std::string& block, const std::string& label) {
+  for (const std::string& line : Lines(block)) {
+    if (line.rfind(label + "  ", 0) != 0 && line != label) continue;
+    std::string rest = line.substr(label.size());
+    size_t start = rest.find_first_not_of(' ');
+    return start == std::string::npos ? "" : rest.substr(start);
+  }
+  return "<no line " + label + ">";
+}
+
+// Counts top-level JSON values in `text` (strings and escapes respected).
+int TopLevelJsonValues(const std::string& text) {
+  int depth = 0;
+  int values = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (depth == 0) ++values;
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return depth == 0 ? values : -1;
+}
+
+v1::CostEstimate Cost(double backfill, double full_reload,
+                      const std::string& unit = "") {
+  v1::CostEstimate cost;
+  cost.set_unit(unit);
+  cost.set_backfill(backfill);
+  cost.set_full_reload(full_reload);
+  cost.set_ratio(full_reload > 0 ? backfill / full_reload : 0);
+  return cost;
+}
+
+v1::Backfill Job(const std::string& id, v1::BackfillState state,
+                 int64_t published, int64_t staged, int64_t total) {
+  v1::Backfill backfill;
+  backfill.set_id(id);
+  backfill.set_state(state);
+  backfill.mutable_partitions()->set_total(total);
+  backfill.mutable_partitions()->set_published(published);
+  backfill.mutable_partitions()->set_staged(staged);
+  backfill.mutable_partitions()->set_pending(total - published - staged);
+  return backfill;
+}
+
+// ---------------------------------------------------------------- ToJson
+
+TEST(ToJsonTest, UsesProtoFieldNamesAndPrintsZeroAndFalseFields) {
+  v1::SubmitBackfillResponse response;
+  response.mutable_backfill()->set_id("bf-1");
+  response.mutable_backfill()->mutable_request()->set_dataset("orders");
+  response.set_created(false);
+
+  absl::StatusOr<std::string> json = ToJson(response);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, HasSubstr("\"created\": false"));
+  EXPECT_THAT(*json, HasSubstr("\"id\": \"bf-1\""));
+  EXPECT_THAT(*json, HasSubstr("\"dataset\": \"orders\""));
+  // Proto (snake_case) names, not the lowerCamel JSON names.
+  EXPECT_THAT(*json, HasSubstr("\"idempotency_key\": \"\""));
+  EXPECT_THAT(*json, HasSubstr("\"exclude_downstream\": false"));
+  EXPECT_THAT(*json, HasSubstr("\"actual_cost\": 0"));
+  EXPECT_THAT(*json, Not(HasSubstr("idempotencyKey")));
+  EXPECT_THAT(*json, Not(HasSubstr("excludeDownstream")));
+  EXPECT_THAT(*json, Not(HasSubstr("actualCost")));
+  // Zero int64 printed, as a JSON string (proto3 JSON mapping).
+  EXPECT_THAT(*json, HasSubstr("\"rows_written\": \"0\""));
+  // Zero enum printed by name.
+  EXPECT_THAT(*json, HasSubstr("\"state\": \"BACKFILL_STATE_UNSPECIFIED\""));
+}
+
+TEST(ToJsonTest, PrintsEnumsByNameAndInt64AsStrings) {
+  v1::Backfill backfill = Job("bf-9", v1::BACKFILL_STATE_RUNNING, 2, 1, 7);
+  backfill.set_rows_written(1234567);
+
+  absl::StatusOr<std::string> json = ToJson(backfill);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, HasSubstr("\"state\": \"BACKFILL_STATE_RUNNING\""));
+  EXPECT_THAT(*json, HasSubstr("\"rows_written\": \"1234567\""));
+  EXPECT_THAT(*json, HasSubstr("\"total\": \"7\""));
+  EXPECT_THAT(*json, HasSubstr("\"published\": \"2\""));
+  EXPECT_THAT(*json, HasSubstr("\"failed\": \"0\""));
+}
+
+TEST(ToJsonTest, PlanWithZeroTotalsPrintsThem) {
+  v1::PlanBackfillResponse plan;
+  absl::StatusOr<std::string> json = ToJson(plan);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, HasSubstr("\"total_partitions\": \"0\""));
+  EXPECT_THAT(*json, Not(HasSubstr("totalPartitions")));
+}
+
+TEST(ToJsonTest, IsExactlyOneDocumentThatRoundTrips) {
+  v1::ListBackfillsResponse list;
+  *list.add_backfills() = Job("bf-1", v1::BACKFILL_STATE_SUCCEEDED, 3, 0, 3);
+  *list.add_backfills() = Job("bf-2", v1::BACKFILL_STATE_QUEUED, 0, 0, 5);
+  list.mutable_backfills(1)->set_message("brace } and \"quote\" in text");
+
+  absl::StatusOr<std::string> json = ToJson(list);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, StartsWith("{"));
+  EXPECT_EQ(TopLevelJsonValues(*json), 1) << *json;
+
+  v1::ListBackfillsResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &parsed).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, list));
+}
+
+// ------------------------------------------------------- FormatTimestamp
+
+TEST(FormatTimestampTest, SetTimestampIsUtcIso8601) {
+  google::protobuf::Timestamp timestamp;
+  timestamp.set_seconds(kMarch1At123456);
+  EXPECT_EQ(FormatTimestamp(timestamp), "2025-03-01T12:34:56Z");
+}
+
+TEST(FormatTimestampTest, SubSecondPartIsDropped) {
+  google::protobuf::Timestamp timestamp;
+  timestamp.set_seconds(kMarch1At123456);
+  timestamp.set_nanos(999000000);
+  EXPECT_EQ(FormatTimestamp(timestamp), "2025-03-01T12:34:56Z");
+}
+
+TEST(FormatTimestampTest, UnsetTimestampIsDash) {
+  EXPECT_EQ(FormatTimestamp(google::protobuf::Timestamp()), "-");
+}
+
+// ------------------------------------------------- StateName / ParseState
+
+TEST(StateNameTest, StripsPrefix) {
+  EXPECT_EQ(StateName(v1::BACKFILL_STATE_RUNNING), "RUNNING");
+  EXPECT_EQ(StateName(v1::BACKFILL_STATE_AWAITING_APPROVAL),
+            "AWAITING_APPROVAL");
+  EXPECT_EQ(StateName(v1::BACKFILL_STATE_DOWNSTREAM_UNHEALTHY),
+            "DOWNSTREAM_UNHEALTHY");
+}
+
+TEST(StateNameTest, UnknownNumberIsStillPrintable) {
+  EXPECT_EQ(StateName(static_cast<v1::BackfillState>(99)), "STATE_99");
+}
+
+TEST(ParseStateTest, AcceptsShortLowerUpperAndFullNames) {
+  for (const char* text :
+       {"running", "RUNNING", "Running", "BACKFILL_STATE_RUNNING",
+        "backfill_state_running", "  running  "}) {
+    absl::StatusOr<v1::BackfillState> state = ParseState(text);
+    ASSERT_TRUE(state.ok()) << text << ": " << state.status();
+    EXPECT_EQ(*state, v1::BACKFILL_STATE_RUNNING) << text;
+  }
+}
+
+TEST(ParseStateTest, AcceptsEveryNamedState) {
+  EXPECT_EQ(*ParseState("rolled_back"), v1::BACKFILL_STATE_ROLLED_BACK);
+  EXPECT_EQ(*ParseState("VALIDATION_FAILED"),
+            v1::BACKFILL_STATE_VALIDATION_FAILED);
+  EXPECT_EQ(*ParseState("awaiting_approval"),
+            v1::BACKFILL_STATE_AWAITING_APPROVAL);
+  EXPECT_EQ(*ParseState("queued"), v1::BACKFILL_STATE_QUEUED);
+}
+
+TEST(ParseStateTest, RejectsUnknownNameListingTheKnownOnes) {
+  absl::StatusOr<v1::BackfillState> state = ParseState("nope");
+  ASSERT_FALSE(state.ok());
+  EXPECT_EQ(state.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(state.status().message());
+  EXPECT_THAT(message, HasSubstr("nope"));
+  for (const char* name :
+       {"QUEUED", "RUNNING", "VALIDATING", "AWAITING_APPROVAL", "PUBLISHING",
+        "CONFIRMING", "SUCCEEDED", "FAILED", "CANCELLED", "PAUSED",
+        "ROLLED_BACK", "VALIDATION_FAILED", "DOWNSTREAM_UNHEALTHY"}) {
+    EXPECT_THAT(message, HasSubstr(name)) << message;
+  }
+  EXPECT_THAT(message, Not(HasSubstr("UNSPECIFIED")));
+}
+
+TEST(ParseStateTest, RejectsUnspecifiedAndEmpty) {
+  EXPECT_EQ(ParseState("unspecified").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseState("BACKFILL_STATE_UNSPECIFIED").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseState("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ------------------------------------------------------------- IsTerminal
+
+TEST(IsTerminalTest, EveryState) {
+  struct Case {
+    v1::BackfillState state;
+    bool terminal;
+  };
+  const Case cases[] = {
+      {v1::BACKFILL_STATE_UNSPECIFIED, false},
+      {v1::BACKFILL_STATE_QUEUED, false},
+      {v1::BACKFILL_STATE_RUNNING, false},
+      {v1::BACKFILL_STATE_VALIDATING, false},
+      {v1::BACKFILL_STATE_AWAITING_APPROVAL, false},
+      {v1::BACKFILL_STATE_PUBLISHING, false},
+      {v1::BACKFILL_STATE_CONFIRMING, false},
+      {v1::BACKFILL_STATE_SUCCEEDED, true},
+      {v1::BACKFILL_STATE_FAILED, true},
+      {v1::BACKFILL_STATE_CANCELLED, true},
+      {v1::BACKFILL_STATE_PAUSED, false},
+      {v1::BACKFILL_STATE_ROLLED_BACK, true},
+      {v1::BACKFILL_STATE_VALIDATION_FAILED, true},
+      {v1::BACKFILL_STATE_DOWNSTREAM_UNHEALTHY, true},
+  };
+  // Every enum value is covered by the table above.
+  ASSERT_EQ(std::size(cases),
+            static_cast<size_t>(v1::BackfillState_descriptor()->value_count()));
+  for (const Case& c : cases) {
+    EXPECT_EQ(IsTerminal(c.state), c.terminal)
+        << v1::BackfillState_Name(c.state);
+  }
+}
+
+// --------------------------------------------------------- DonePartitions
+
+TEST(DonePartitionsTest, StagedPlusPublished) {
+  v1::PartitionCounts counts;
+  counts.set_total(30);
+  counts.set_published(2);
+  counts.set_staged(10);
+  counts.set_running(3);
+  counts.set_pending(13);
+  counts.set_failed(2);
+  EXPECT_EQ(DonePartitions(counts), 12);
+}
+
+// ------------------------------------------------------------- HumanCount
+
+TEST(HumanCountTest, Boundaries) {
+  EXPECT_EQ(HumanCount(0), "0");
+  EXPECT_EQ(HumanCount(999), "999");
+  EXPECT_EQ(HumanCount(1000), "1000");
+  EXPECT_EQ(HumanCount(1234), "1234");
+  EXPECT_EQ(HumanCount(9999), "9999");
+  EXPECT_EQ(HumanCount(10000), "10.0k");
+  EXPECT_EQ(HumanCount(12345), "12.3k");
+  EXPECT_EQ(HumanCount(345600), "345.6k");
+  EXPECT_EQ(HumanCount(1000000), "1.00M");
+  EXPECT_EQ(HumanCount(4567890), "4.57M");
+  EXPECT_EQ(HumanCount(1.2e9), "1.20G");
+  EXPECT_EQ(HumanCount(-12345), "-12.3k");
+}
+
+// Rounding must not produce "1000.0k" / "1000.00M": a value that rounds up
+// to the next unit is shown in that unit.
+TEST(HumanCountTest, RoundingUpMovesToTheNextUnit) {
+  EXPECT_EQ(HumanCount(999999), "1.00M");
+  EXPECT_EQ(HumanCount(999999999), "1.00G");
+}
+
+// ---------------------------------------------------- SummarizePartitions
+
+TEST(SummarizePartitionsTest, ShortListIsListedInFull) {
+  EXPECT_EQ(SummarizePartitions(Partitions({"2025-03-01", "2025-03-02"})),
+            "2025-03-01,2025-03-02");
+  EXPECT_EQ(SummarizePartitions(Partitions(
+                {"2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"})),
+            "2025-03-01,2025-03-02,2025-03-03,2025-03-04");
+}
+
+TEST(SummarizePartitionsTest, LongListIsFirstDotDotLastWithCount) {
+  EXPECT_EQ(SummarizePartitions(Partitions(
+                {"2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04",
+                 "2025-03-05", "2025-03-06", "2025-03-07"})),
+            "2025-03-01..2025-03-07 (7)");
+}
+
+TEST(SummarizePartitionsTest, LongUnsortedListUsesSortedEnds) {
+  EXPECT_EQ(
+      SummarizePartitions(Partitions({"2025-03-05", "2025-03-01", "2025-03-09",
+                                      "2025-03-03", "2025-03-02"})),
+      "2025-03-01..2025-03-09 (5)");
+}
+
+TEST(SummarizePartitionsTest, MaxListedIsHonoured) {
+  EXPECT_EQ(SummarizePartitions(Partitions({"a", "b"}), 2), "a,b");
+  EXPECT_EQ(SummarizePartitions(Partitions({"a", "b", "c"}), 2), "a..c (3)");
+}
+
+TEST(SummarizePartitionsTest, UnpartitionedAndEmpty) {
+  EXPECT_EQ(SummarizePartitions(Partitions({""})), "(unpartitioned)");
+  EXPECT_EQ(SummarizePartitions(Partitions({})), "-");
+}
+
+// -------------------------------------------------------------- FormatCost
+
+TEST(FormatCostTest, WithFullReloadShowsPercentage) {
+  EXPECT_EQ(FormatCost(Cost(12300, 345600)),
+            "12.3k input rows (3.6% of a full reload, 345.6k)");
+  EXPECT_EQ(FormatCost(Cost(50, 100, "bytes")),
+            "50 bytes (50.0% of a full reload, 100)");
+  EXPECT_EQ(FormatCost(Cost(4567890, 4567890)),
+            "4.57M input rows (100.0% of a full reload, 4.57M)");
+}
+
+TEST(FormatCostTest, TinyShareIsNotShownAsZero) {
+  EXPECT_EQ(FormatCost(Cost(5, 10000)),
+            "5 input rows (0.05% of a full reload, 10.0k)");
+}
+
+TEST(FormatCostTest, NoFullReloadHasNoPercentage) {
+  EXPECT_EQ(FormatCost(Cost(12345, 0)), "12.3k input rows");
+  EXPECT_EQ(FormatCost(v1::CostEstimate()), "0 input rows");
+}
+
+// -------------------------------------------------------------- FormatPlan
+
+v1::PlanBackfillResponse TwoDatasetPlan() {
+  v1::PlanBackfillResponse plan;
+  v1::DatasetPlan* orders = plan.add_datasets();
+  orders->set_dataset("orders");
+  orders->set_grain("day");
+  *orders->mutable_partitions() =
+      Partitions({"2025-03-01", "2025-03-02", "2025-03-03"});
+  orders->set_reason("requested");
+  *orders->mutable_cost() = Cost(1000, 100000);
+  v1::DatasetPlan* revenue = plan.add_datasets();
+  revenue->set_dataset("daily_revenue");
+  revenue->set_grain("day");
+  *revenue->mutable_partitions() =
+      Partitions({"2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"});
+  revenue->set_reason("downstream of orders");
+  *revenue->mutable_cost() = Cost(2000, 50000);
+  plan.set_total_partitions(7);
+  *plan.mutable_cost() = Cost(3000, 150000);
+  return plan;
+}
+
+TEST(FormatPlanTest, HeadlineRowsCostAndNoConflicts) {
+  const std::string out = FormatPlan(TwoDatasetPlan());
+  EXPECT_THAT(out, StartsWith("Plan: 7 partitions in 2 datasets\n"));
+  EXPECT_THAT(LineStartingWith(out, "DATASET"),
+              MatchesRegex("DATASET +GRAIN +PARTITIONS +RANGE +COST +VS FULL "
+                           "+WHY"));
+  EXPECT_THAT(LineStartingWith(out, "orders "),
+              MatchesRegex("orders +day +3 +2025-03-01,2025-03-02,2025-03-03 "
+                           "+1000 +1\\.0% +requested"));
+  EXPECT_THAT(
+      LineStartingWith(out, "daily_revenue "),
+      MatchesRegex("daily_revenue +day +4 +2025-03-01,2025-03-02,2025-03-03,"
+                   "2025-03-04 +2000 +4\\.0% +downstream of orders"));
+  EXPECT_THAT(Lines(out),
+              Contains("Cost: 3000 input rows estimated vs 150.0k for a full "
+                       "reload (2.0%)"));
+  EXPECT_THAT(out, EndsWith("Conflicts: none\n"));
+}
+
+TEST(FormatPlanTest, SingularCountsAndNoFullReload) {
+  v1::PlanBackfillResponse plan;
+  v1::DatasetPlan* one = plan.add_datasets();
+  one->set_dataset("customers");
+  *one->mutable_partitions() = Partitions({""});
+  *one->mutable_cost() = Cost(42, 0);
+  plan.set_total_partitions(1);
+  *plan.mutable_cost() = Cost(42, 0);
+  const std::string out = FormatPlan(plan);
+  EXPECT_THAT(out, StartsWith("Plan: 1 partition in 1 dataset\n"));
+  EXPECT_THAT(LineStartingWith(out, "customers "),
+              MatchesRegex("customers +- +1 +\\(unpartitioned\\) +42 +- +-"));
+  EXPECT_THAT(Lines(out),
+              Contains("Cost: 42 input rows estimated vs 0 for a full reload"));
+}
+
+TEST(FormatPlanTest, ListsConflicts) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  v1::Conflict* first = plan.add_conflicts();
+  first->set_backfill_id("bf-7");
+  first->set_dataset("orders");
+  first->set_partition("2025-03-02");
+  v1::Conflict* second = plan.add_conflicts();
+  second->set_backfill_id("bf-8");
+  second->set_dataset("customers");
+  second->set_partition("");
+  const std::string out = FormatPlan(plan);
+  EXPECT_THAT(out, Not(HasSubstr("Conflicts: none")));
+  EXPECT_THAT(LineStartingWith(out, "Conflicts:"), StartsWith("Conflicts: 2 "));
+  EXPECT_THAT(Lines(out), Contains("  job bf-7  orders  2025-03-02"));
+  EXPECT_THAT(Lines(out), Contains("  job bf-8  customers  (unpartitioned)"));
+}
+
+TEST(FormatPlanTest, ManyConflictsAreCappedAtTen) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  for (int i = 1; i <= 12; ++i) {
+    v1::Conflict* conflict = plan.add_conflicts();
+    conflict->set_backfill_id("bf-" + std::to_string(i));
+    conflict->set_dataset("orders");
+    conflict->set_partition("p" + std::to_string(i));
+  }
+  const std::string out = FormatPlan(plan);
+  EXPECT_THAT(LineStartingWith(out, "Conflicts:"),
+              StartsWith("Conflicts: 12 "));
+  EXPECT_THAT(Lines(out), Contains("  job bf-10  orders  p10"));
+  EXPECT_THAT(Lines(out), Not(Contains("  job bf-11  orders  p11")));
+  EXPECT_THAT(Lines(out), Contains("  ... and 2 more"));
+}
+
+// ---------------------------------------------------------- FormatBackfill
+
+v1::Backfill RunningJob() {
+  v1::Backfill backfill;
+  backfill.set_id("bf-42");
+  backfill.set_state(v1::BACKFILL_STATE_RUNNING);
+  v1::BackfillRequest* request = backfill.mutable_request();
+  request->set_dataset("orders");
+  request->set_from_partition("2025-03-01");
+  request->set_to_partition("2025-03-08");
+  request->set_reason("fix late orders");
+  request->set_ticket("OPS-1");
+  request->set_requested_by("alice");
+  backfill.set_idempotency_key("key-1");
+  v1::PartitionCounts* counts = backfill.mutable_partitions();
+  counts->set_total(300);
+  counts->set_published(100);
+  counts->set_staged(35);
+  counts->set_running(5);
+  counts->set_pending(150);
+  counts->set_failed(10);
+  v1::DatasetPlan* plan = backfill.add_plan();
+  plan->set_dataset("orders");
+  *plan->mutable_partitions() = Partitions({"2025-03-01", "2025-03-02"});
+  plan->set_reason("requested");
+  *backfill.mutable_cost_estimate() = Cost(12300, 345600);
+  backfill.set_actual_cost(4567);
+  backfill.set_rows_written(1234567);
+  backfill.set_message("recomputing");
+  backfill.mutable_create_time()->set_seconds(kMarch1AtNoon);
+  backfill.mutable_start_time()->set_seconds(kMarch1AtNoon);
+  backfill.mutable_update_time()->set_seconds(kMarch1At123456);
+  return backfill;
+}
+
+TEST(FormatBackfillTest, DescribesTheJob) {
+  const std::string out = FormatBackfill(RunningJob());
+  EXPECT_EQ(ValueOf(out, "Job"), "bf-42");
+  EXPECT_EQ(ValueOf(out, "State"), "RUNNING");
+  EXPECT_EQ(ValueOf(out, "Scope"),
+            "orders [2025-03-01, 2025-03-08), downstream included");
+  EXPECT_EQ(ValueOf(out, "Reason"), "fix late orders  (ticket OPS-1)");
+  EXPECT_EQ(ValueOf(out, "Requested by"), "alice");
+  EXPECT_EQ(ValueOf(out, "Idempotency"), "key-1");
+  EXPECT_EQ(ValueOf(out, "Partitions"),
+            "135/300 done: 100 published, 35 staged, 5 running, 150 pending, "
+            "10 failed");
+  EXPECT_EQ(ValueOf(out, "  orders"),
+            "2 partitions  2025-03-01,2025-03-02  requested");
+  EXPECT_EQ(ValueOf(out, "Cost"),
+            "estimated 12.3k input rows (3.6% of a full reload, 345.6k); "
+            "actual 4567 input rows");
+  EXPECT_EQ(ValueOf(out, "Rows written"), "1,234,567");
+  EXPECT_EQ(ValueOf(out, "Created"), "2025-03-01T12:00:00Z");
+  EXPECT_EQ(ValueOf(out, "Started"), "2025-03-01T12:00:00Z");
+  EXPECT_EQ(ValueOf(out, "Updated"), "2025-03-01T12:34:56Z");
+  EXPECT_EQ(ValueOf(out, "Ended"), "-");
+  EXPECT_THAT(out, Not(HasSubstr("Duration")));
+  EXPECT_EQ(ValueOf(out, "Message"), "recomputing");
+}
+
+TEST(FormatBackfillTest, ValuesAreAlignedInOneColumn) {
+  const std::string out = FormatBackfill(RunningJob());
+  std::vector<std::string> lines = Lines(out);
+  ASSERT_THAT(lines, Not(IsEmpty()));
+  // "Job" and "Message" are single words: their value starts after the
+  // padding, and all those starts coincide.
+  auto value_column = [](const std::string& line, size_t label_size) {
+    return line.find_first_not_of(' ', label_size);
+  };
+  const std::string job = LineStartingWith(out, "Job ");
+  const std::string message = LineStartingWith(out, "Message ");
+  const std::string state = LineStartingWith(out, "State ");
+  ASSERT_FALSE(job.empty());
+  size_t column = value_column(job, 3);
+  EXPECT_EQ(value_column(message, 7), column);
+  EXPECT_EQ(value_column(state, 5), column);
+  // At least two spaces after the longest label, "Requested by".
+  EXPECT_GE(column, std::string("Requested by").size() + 2);
+  EXPECT_THAT(out, EndsWith("\n"));
+}
+
+TEST(FormatBackfillTest, FinishedFailedJob) {
+  v1::Backfill backfill = RunningJob();
+  backfill.set_state(v1::BACKFILL_STATE_FAILED);
+  backfill.set_message("partition 2025-03-02: upstream table missing");
+  backfill.mutable_end_time()->set_seconds(kMarch1At123456);
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_EQ(ValueOf(out, "State"), "FAILED");
+  EXPECT_EQ(ValueOf(out, "Ended"), "2025-03-01T12:34:56Z");
+  EXPECT_EQ(ValueOf(out, "Duration"), "34m56s");
+  EXPECT_EQ(ValueOf(out, "Message"),
+            "partition 2025-03-02: upstream table missing");
+}
+
+TEST(FormatBackfillTest, MinimalJobUsesDashesAndOmitsOptionalLines) {
+  v1::Backfill backfill;
+  backfill.set_id("bf-1");
+  backfill.set_state(v1::BACKFILL_STATE_QUEUED);
+  backfill.mutable_request()->set_dataset("customers");
+  backfill.mutable_request()->set_exclude_downstream(true);
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_EQ(ValueOf(out, "State"), "QUEUED");
+  EXPECT_EQ(ValueOf(out, "Scope"),
+            "customers (whole dataset), downstream excluded");
+  EXPECT_EQ(ValueOf(out, "Reason"), "-");
+  EXPECT_EQ(ValueOf(out, "Requested by"), "-");
+  EXPECT_THAT(out, Not(HasSubstr("Idempotency")));
+  EXPECT_EQ(ValueOf(out, "Partitions"), "0/0 done");
+  EXPECT_EQ(ValueOf(out, "Cost"),
+            "estimated 0 input rows; actual 0 input rows");
+  EXPECT_EQ(ValueOf(out, "Rows written"), "0");
+  EXPECT_EQ(ValueOf(out, "Created"), "-");
+  EXPECT_EQ(ValueOf(out, "Message"), "-");
+}
+
+TEST(FormatBackfillTest, ListedPartitionsScope) {
+  v1::Backfill backfill;
+  backfill.set_id("bf-3");
+  backfill.mutable_request()->set_dataset("orders");
+  *backfill.mutable_request()->mutable_partitions() =
+      Partitions({"2025-03-01", "2025-03-05"});
+  EXPECT_EQ(ValueOf(FormatBackfill(backfill), "Scope"),
+            "orders partitions 2025-03-01,2025-03-05, downstream included");
+}
+
+// --------------------------------------------------------- FormatBackfills
+
+TEST(FormatBackfillsTest, OneRowPerJob) {
+  v1::ListBackfillsResponse list;
+  v1::Backfill* first = list.add_backfills();
+  *first = Job("bf-1", v1::BACKFILL_STATE_RUNNING, 100, 35, 300);
+  first->mutable_request()->set_dataset("orders");
+  first->mutable_request()->set_reason("late data");
+  first->mutable_create_time()->set_seconds(kMarch1At123456);
+  v1::Backfill* second = list.add_backfills();
+  *second = Job("bf-22", v1::BACKFILL_STATE_SUCCEEDED, 7, 0, 7);
+  second->mutable_request()->set_dataset("daily_revenue");
+  second->mutable_request()->set_reason(
+      "a very long reason that goes on and on past the column limit");
+
+  const std::vector<std::string> lines = Lines(FormatBackfills(list));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[0],
+              MatchesRegex("ID +STATE +DATASET +PARTITIONS +CREATED +REASON"));
+  EXPECT_THAT(lines[1], MatchesRegex("bf-1 +RUNNING +orders +135/300 "
+                                     "+2025-03-01T12:34:56Z +late data"));
+  // Reasons are cut to 40 characters, the cut marked with "...".
+  EXPECT_THAT(lines[2],
+              MatchesRegex("bf-22 +SUCCEEDED +daily_revenue +7/7 +- +"
+                           "a very long reason that goes on and o\\.\\.\\."));
+  // Columns line up: STATE starts at the same column on every line.
+  const size_t state_column = lines[0].find("STATE");
+  EXPECT_EQ(lines[1].find("RUNNING"), state_column);
+  EXPECT_EQ(lines[2].find("SUCCEEDED"), state_column);
+}
+
+TEST(FormatBackfillsTest, EmptyList) {
+  EXPECT_EQ(FormatBackfills(v1::ListBackfillsResponse()), "no backfills\n");
+}
+
+// ------------------------------------------------------- FormatProgressBar
+
+TEST(FormatProgressBarTest, ZeroPercent) {
+  EXPECT_EQ(
+      FormatProgressBar(Job("bf-1", v1::BACKFILL_STATE_RUNNING, 0, 0, 300), 0),
+      "[....................]   0%  0/300 partitions  RUNNING  0.0 s");
+}
+
+TEST(FormatProgressBarTest, FortyFivePercent) {
+  EXPECT_EQ(FormatProgressBar(
+                Job("bf-1", v1::BACKFILL_STATE_RUNNING, 100, 35, 300), 12.34),
+            "[#########...........]  45%  135/300 partitions  RUNNING  12.3 s");
+}
+
+TEST(FormatProgressBarTest, HundredPercent) {
+  EXPECT_EQ(FormatProgressBar(
+                Job("bf-1", v1::BACKFILL_STATE_SUCCEEDED, 300, 0, 300), 60),
+            "[####################] 100%  300/300 partitions  SUCCEEDED  "
+            "60.0 s");
+}
+
+TEST(FormatProgressBarTest, CustomWidthAndFailedCount) {
+  v1::Backfill backfill = Job("bf-1", v1::BACKFILL_STATE_RUNNING, 5, 0, 10);
+  backfill.mutable_partitions()->set_failed(3);
+  backfill.mutable_partitions()->set_pending(2);
+  EXPECT_EQ(FormatProgressBar(backfill, 1.25, 10),
+            "[#####.....]  50%  5/10 partitions  RUNNING  1.2 s  3 failed");
+}
+
+TEST(FormatProgressBarTest, BarHasExactWidthAndFloorFill) {
+  for (int width : {1, 7, 20, 33}) {
+    for (int done = 0; done <= 100; ++done) {
+      const std::string out = FormatProgressBar(
+          Job("bf-1", v1::BACKFILL_STATE_RUNNING, done, 0, 100), 0, width);
+      ASSERT_THAT(out, StartsWith("["));
+      const size_t close = out.find(']');
+      ASSERT_EQ(close, static_cast<size_t>(width) + 1)
+          << "width " << width << " done " << done << ": " << out;
+      const std::string bar = out.substr(1, width);
+      const size_t filled = bar.find_first_not_of('#');
+      const size_t expected_filled = static_cast<size_t>(done * width / 100);
+      EXPECT_EQ(filled == std::string::npos ? bar.size() : filled,
+                expected_filled)
+          << out;
+      EXPECT_EQ(bar.find_first_not_of('.', expected_filled), std::string::npos)
+          << out;
+    }
+  }
+}
+
+// The percentage is the exact integer share: 29 of 100 done is 29%, not a
+// floating-point truncation to 28%.
+TEST(FormatProgressBarTest, PercentageIsExact) {
+  for (int done = 0; done <= 100; ++done) {
+    const std::string out = FormatProgressBar(
+        Job("bf-1", v1::BACKFILL_STATE_RUNNING, done, 0, 100), 0);
+    char expected[8];
+    std::snprintf(expected, sizeof expected, "] %3d%%", done);
+    EXPECT_THAT(out, HasSubstr(expected)) << out;
+  }
+}
+
+TEST(FormatProgressBarTest, NoPartitionsDoesNotDivideByZero) {
+  EXPECT_EQ(
+      FormatProgressBar(Job("bf-1", v1::BACKFILL_STATE_QUEUED, 0, 0, 0), 0.5),
+      "[....................]   0%  0/0 partitions  QUEUED  0.5 s");
+  EXPECT_EQ(
+      FormatProgressBar(Job("bf-1", v1::BACKFILL_STATE_SUCCEEDED, 0, 0, 0), 2),
+      "[####################] 100%  0/0 partitions  SUCCEEDED  2.0 s");
+}
+
+TEST(FormatProgressBarTest, MoreDoneThanTotalIsClamped) {
+  EXPECT_THAT(
+      FormatProgressBar(Job("bf-1", v1::BACKFILL_STATE_RUNNING, 12, 0, 10), 0),
+      StartsWith("[####################] 100%  12/10 partitions"));
+}
+
+TEST(FormatProgressBarTest, NoLineEndings) {
+  const std::string out = FormatProgressBar(
+      Job("bf-1", v1::BACKFILL_STATE_RUNNING, 100, 35, 300), 1);
+  EXPECT_EQ(out.find('\n'), std::string::npos);
+  EXPECT_EQ(out.find('\r'), std::string::npos);
+}
+
+// ------------------------------------------------------ FormatProgressLine
+
+TEST(FormatProgressLineTest, Running) {
+  EXPECT_EQ(FormatProgressLine(
+                Job("bf-1", v1::BACKFILL_STATE_RUNNING, 100, 35, 300), 12.34),
+            "job bf-1: RUNNING  135/300 partitions  45%  12.3 s");
+}
+
+TEST(FormatProgressLineTest, FailedCountAndMessage) {
+  v1::Backfill backfill = Job("bf-7", v1::BACKFILL_STATE_FAILED, 2, 1, 10);
+  backfill.mutable_partitions()->set_failed(4);
+  backfill.mutable_partitions()->set_pending(3);
+  backfill.set_message("upstream missing");
+  EXPECT_EQ(FormatProgressLine(backfill, 3),
+            "job bf-7: FAILED  3/10 partitions  30%  3.0 s  4 failed  "
+            "(upstream missing)");
+}
+
+TEST(FormatProgressLineTest, NoPartitions) {
+  EXPECT_EQ(
+      FormatProgressLine(Job("bf-1", v1::BACKFILL_STATE_QUEUED, 0, 0, 0), 0),
+      "job bf-1: QUEUED  0/0 partitions  0%  0.0 s");
+}
+
+// The line and the bar report the same percentage for the same job.
+TEST(FormatProgressLineTest, AgreesWithProgressBar) {
+  std::vector<v1::Backfill> jobs;
+  for (int done = 0; done <= 100; ++done) {
+    jobs.push_back(Job("bf-1", v1::BACKFILL_STATE_RUNNING, done, 0, 100));
+  }
+  for (const v1::Backfill& job : jobs) {
+    const std::string bar = FormatProgressBar(job, 0);
+    const std::string line = FormatProgressLine(job, 0);
+    const size_t bar_pct_end = bar.find('%');
+    const size_t bar_pct_start = bar.rfind(' ', bar_pct_end) + 1;
+    const std::string bar_pct =
+        bar.substr(bar_pct_start, bar_pct_end - bar_pct_start + 1);
+    EXPECT_THAT(line, HasSubstr("partitions  " + bar_pct + "  "))
+        << "bar: " << bar << "\nline: " << line;
+  }
+}
+
+// A finished job with no partitions is complete: the bar shows 100% for it
+// and so should the line.
+TEST(FormatProgressLineTest, SucceededWithNoPartitionsIsHundredPercent) {
+  EXPECT_EQ(
+      FormatProgressLine(Job("bf-1", v1::BACKFILL_STATE_SUCCEEDED, 0, 0, 0), 2),
+      "job bf-1: SUCCEEDED  0/0 partitions  100%  2.0 s");
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace backfill
