@@ -1,0 +1,291 @@
+// backfill_bench: what the service costs on top of the work it schedules.
+//
+// One run builds a demo-sized warehouse (365 days of orders, a customers
+// dimension) in a temp dir and measures, side by side:
+//   - the engine alone staging every partition (no manager, no state store);
+//   - the manager running the same job end to end (checkpoints, publish);
+//   - the manager with an engine that does nothing, i.e. the scheduling and
+//     checkpoint overhead per partition;
+//   - a 30-day scoped backfill against a full reload of all 365 days.
+// Usage: backfill_bench [--days N] [--orders-per-day N] [--workers N]
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/backfill_manager.h"
+#include "core/partition.h"
+#include "core/pipeline_loader.h"
+#include "storage/sqlite_engine.h"
+#include "storage/sqlite_state_store.h"
+
+namespace backfill {
+namespace {
+
+constexpr char kPipeline[] = R"yaml(
+datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: order_date, grain: day}
+  - name: customers
+    kind: source
+    table: dim_customers
+  - name: daily_revenue
+    kind: derived
+    table: daily_revenue
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: orders, mapping: identity}
+      - {dataset: customers, mapping: all}
+    transform: |
+      SELECT o.order_date AS ds, c.region AS region,
+             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
+      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
+      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
+      GROUP BY 1, 2
+    contract:
+      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
+      primary_key: [ds, region]
+)yaml";
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+void Die(const absl::Status& s, const char* what) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "backfill_bench: %s: %s\n", what, s.ToString().c_str());
+  std::exit(1);
+}
+
+void MakeWarehouse(const std::string& path, int days, int per_day) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) std::exit(1);
+  const std::string sql = absl::StrFormat(
+      "PRAGMA journal_mode=WAL;"
+      "CREATE TABLE raw_orders(order_id INTEGER PRIMARY KEY, order_date TEXT,"
+      " customer_id INTEGER, amount REAL, refund REAL);"
+      "CREATE INDEX raw_orders_date ON raw_orders(order_date);"
+      "CREATE TABLE dim_customers(customer_id INTEGER PRIMARY KEY, region "
+      "TEXT);"
+      "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s "
+      "WHERE value < 500) INSERT INTO dim_customers SELECT value, 'r' || "
+      "(value %% 5) FROM s;"
+      "INSERT INTO raw_orders(order_date, customer_id, amount, refund) "
+      "WITH RECURSIVE s(value) AS (SELECT 0 UNION ALL SELECT value + 1 FROM s "
+      "WHERE value < %d) SELECT date('2025-01-01', '+' || (value / %d) || ' "
+      "days'), 1 + (value * 7919) %% 500, 5 + (value %% 97), 0 FROM s;",
+      days * per_day - 1, per_day);
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::fprintf(stderr, "backfill_bench: %s\n", err);
+    std::exit(1);
+  }
+  sqlite3_close(db);
+}
+
+// An engine that does no work: isolates the manager's own overhead.
+class NullEngine : public Engine {
+ public:
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec&) override {
+    return std::map<std::string, int64_t>{};
+  }
+  absl::Status PrepareJob(const JobLayout&) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<StageResult> StagePartition(
+      const std::string&, const DatasetSpec&, const std::string&,
+      const std::vector<InputRef>& inputs) override {
+    StageResult r;
+    r.rows_written = 1;
+    r.output_fingerprint = "0";
+    for (const InputRef& in : inputs) {
+      r.inputs.push_back({in.dataset->name, in.partition.value_or(""), "0", 1});
+    }
+    return r;
+  }
+  absl::StatusOr<ValidationReport> ValidateStaged(const std::string&,
+                                                  const DatasetSpec&) override {
+    return ValidationReport{};
+  }
+  absl::StatusOr<bool> IsPublished(const std::string&) override {
+    return false;
+  }
+  absl::Status Publish(const JobLayout&) override { return absl::OkStatus(); }
+  absl::Status DropStaging(const std::string&) override {
+    return absl::OkStatus();
+  }
+};
+
+struct RunResult {
+  double seconds = 0;
+  Job job;
+};
+
+RunResult RunJob(const Catalog& catalog, const std::string& state_path,
+                 Engine* engine, int workers, const BackfillRequest& r) {
+  auto store = SqliteStateStore::Open(state_path);
+  Die(store.status(), "open state store");
+  SystemClock clock;
+  ManagerOptions options;
+  options.workers = workers;
+  BackfillManager manager(&catalog, store->get(), engine, &clock, nullptr,
+                          options);
+  Die(manager.Start(), "start");
+  const auto start = std::chrono::steady_clock::now();
+  auto submitted = manager.Submit(r, "");
+  Die(submitted.status(), "submit");
+  uint64_t version = 0;
+  RunResult result;
+  while (true) {
+    auto job = manager.WaitForChange(submitted->job.id, &version,
+                                     absl::Now() + absl::Seconds(1));
+    Die(job.status(), "watch");
+    if (IsTerminal(job->state)) {
+      result.job = *job;
+      break;
+    }
+  }
+  result.seconds = Seconds(start);
+  if (result.job.state != JobState::kSucceeded) {
+    std::fprintf(stderr, "backfill_bench: job ended %s: %s\n",
+                 JobStateName(result.job.state), result.job.message.c_str());
+    std::exit(1);
+  }
+  return result;
+}
+
+int Main(int argc, char** argv) {
+  int days = 365, per_day = 300, workers = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (flag == "--days") days = v;
+    if (flag == "--orders-per-day") per_day = v;
+    if (flag == "--workers") workers = v;
+  }
+  if (days < 31 || per_day < 1 || workers < 1) {
+    std::fprintf(stderr,
+                 "usage: backfill_bench [--days N>=31] [--orders-per-day N] "
+                 "[--workers N]\n");
+    return 2;
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    absl::StrCat("backfill_bench_", getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string warehouse = (dir / "warehouse.db").string();
+  MakeWarehouse(warehouse, days, per_day);
+  auto catalog = LoadPipelineTexts({{"bench.yaml", kPipeline}});
+  Die(catalog.status(), "load pipeline");
+  const DatasetSpec& spec = *catalog->Find("daily_revenue");
+  std::vector<std::string> all_days =
+      EnumerateRange(Grain::kDay, "2025-01-01", "2100-01-01", 100000).value();
+  const std::string last_exclusive = all_days[days];
+  all_days.resize(days);
+
+  auto engine = SqliteEngine::Open(warehouse, workers + 1);
+  Die(engine.status(), "open engine");
+
+  // 1. Plan latency for the full range.
+  Planner planner(&*catalog, engine->get());
+  BackfillRequest full;
+  full.dataset = "daily_revenue";
+  full.from = "2025-01-01";
+  full.to = last_exclusive;
+  full.reason = "bench full reload";
+  auto t = std::chrono::steady_clock::now();
+  const int plan_reps = 20;
+  for (int i = 0; i < plan_reps; ++i)
+    Die(planner.MakePlan(full).status(), "plan");
+  const double plan_seconds = Seconds(t) / plan_reps;
+
+  // 2. The engine alone, one thread, every partition.
+  JobLayout layout;
+  layout.job_id = "bf-900000";
+  layout.items.push_back({&spec, all_days});
+  layout.pinned.push_back(catalog->Find("customers"));
+  Die(engine->get()->PrepareJob(layout), "prepare");
+  t = std::chrono::steady_clock::now();
+  for (const std::string& day : all_days) {
+    Die(engine->get()
+            ->StagePartition(layout.job_id, spec, day,
+                             planner.InputsOf(spec, day))
+            .status(),
+        "stage");
+  }
+  const double engine_seconds = Seconds(t);
+  Die(engine->get()->DropStaging(layout.job_id), "drop");
+
+  // 3. The manager end to end on one worker (same work + checkpoints +
+  //    validation + atomic publish + lineage).
+  RunResult managed =
+      RunJob(*catalog, (dir / "state1.db").string(), engine->get(), 1, full);
+  // 4. The manager over a null engine: pure scheduling + checkpoint cost.
+  NullEngine null_engine;
+  RunResult overhead =
+      RunJob(*catalog, (dir / "state2.db").string(), &null_engine, 1, full);
+  // 5. A 30-day scoped backfill vs the full reload just measured.
+  BackfillRequest scoped = full;
+  scoped.from = all_days[days - 61];
+  scoped.to = all_days[days - 31];
+  scoped.reason = "bench scoped";
+  RunResult scoped_run = RunJob(*catalog, (dir / "state3.db").string(),
+                                engine->get(), workers, scoped);
+  RunResult full_run = RunJob(*catalog, (dir / "state4.db").string(),
+                              engine->get(), workers, full);
+
+  const double n = days;
+  std::printf(
+      "backfill_bench: %d daily partitions, %d orders/day, %d "
+      "workers\n\n",
+      days, per_day, workers);
+  std::printf("%-52s %14s\n", "measure", "value");
+  std::printf("%-52s %14s\n", std::string(52, '-').c_str(),
+              std::string(14, '-').c_str());
+  std::printf("%-52s %11.1f us\n", "plan 365-day request (incl. row counts)",
+              plan_seconds * 1e6);
+  std::printf("%-52s %11.1f us\n", "engine alone: stage one partition",
+              engine_seconds / n * 1e6);
+  std::printf("%-52s %11.1f us\n",
+              "manager end to end, 1 worker: per partition",
+              managed.seconds / n * 1e6);
+  std::printf("%-52s %11.1f us\n",
+              "manager over null engine: overhead per partition",
+              overhead.seconds / n * 1e6);
+  std::printf("%-52s %13.1f%%\n", "overhead / engine work per partition",
+              100.0 * overhead.seconds / engine_seconds);
+  std::printf("%-52s %14.0f\n", "scoped 30 days: estimated cost (input rows)",
+              scoped_run.job.plan.cost.backfill);
+  std::printf("%-52s %14.0f\n", "scoped 30 days: actual cost (input rows)",
+              scoped_run.job.actual_cost);
+  std::printf("%-52s %14.0f\n", "full reload: actual cost (input rows)",
+              full_run.job.actual_cost);
+  std::printf("%-52s %13.1f%%\n", "scoped / full reload, cost",
+              100.0 * scoped_run.job.actual_cost / full_run.job.actual_cost);
+  std::printf("%-52s %11.3f s\n", "scoped 30 days: wall time",
+              scoped_run.seconds);
+  std::printf("%-52s %11.3f s\n", "full reload: wall time", full_run.seconds);
+  std::printf("%-52s %13.1f%%\n", "scoped / full reload, wall time",
+              100.0 * scoped_run.seconds / full_run.seconds);
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace backfill
+
+int main(int argc, char** argv) { return backfill::Main(argc, argv); }
