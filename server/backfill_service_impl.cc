@@ -1,1 +1,160 @@
-// placeholder: implemented in progress
+#include "server/backfill_service_impl.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/proto_convert.h"
+
+namespace backfill {
+namespace {
+
+grpc::Status InvalidArgument(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+}  // namespace
+
+absl::Status ValidateJobId(const std::string& id) {
+  if (id.empty()) {
+    return absl::InvalidArgumentError(
+        "missing backfill id: expected \"bf-<number>\", e.g. \"bf-12\"");
+  }
+  const bool ok = absl::StartsWith(id, "bf-") && id.size() > 3 &&
+                  id.size() <= 23 &&
+                  std::all_of(id.begin() + 3, id.end(),
+                              [](char c) { return absl::ascii_isdigit(c); });
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
+                     "\": expected \"bf-<number>\", e.g. \"bf-12\""));
+  }
+  return absl::OkStatus();
+}
+
+BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
+                                         absl::Duration watch_poll)
+    : manager_(manager), watch_poll_(watch_poll) {}
+
+grpc::Status BackfillServiceImpl::PlanBackfill(
+    grpc::ServerContext* context, const v1::PlanBackfillRequest* request,
+    v1::PlanBackfillResponse* response) {
+  absl::StatusOr<Plan> plan =
+      manager_->PlanBackfill(RequestFromProto(request->request()));
+  if (!plan.ok()) return ToGrpcStatus(plan.status());
+  *response = PlanToProto(*plan, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::SubmitBackfill(
+    grpc::ServerContext* context, const v1::SubmitBackfillRequest* request,
+    v1::SubmitBackfillResponse* response) {
+  absl::StatusOr<SubmitResult> result = manager_->Submit(
+      RequestFromProto(request->request()), request->idempotency_key());
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());
+  response->set_created(result->created);
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::GetBackfill(
+    grpc::ServerContext* context, const v1::GetBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  absl::StatusOr<Job> job = manager_->GetJob(request->id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ListBackfills(
+    grpc::ServerContext* context, const v1::ListBackfillsRequest* request,
+    v1::ListBackfillsResponse* response) {
+  const int page_size = request->page_size();
+  if (page_size < 0 || page_size > kMaxPageSize) {
+    return InvalidArgument(
+        absl::StrCat("page_size ", page_size, " is out of range: use 1..",
+                     kMaxPageSize, " (0 means ", kDefaultPageSize, ")"));
+  }
+  JobFilter filter;
+  filter.limit = page_size == 0 ? kDefaultPageSize : page_size;
+  filter.dataset = request->dataset();
+  for (int state : request->states()) {
+    std::optional<JobState> parsed =
+        StateFromProto(static_cast<v1::BackfillState>(state));
+    if (!parsed) {
+      return InvalidArgument(absl::StrCat(
+          "states: ", state, " is not a backfill state (use QUEUED, ",
+          "RUNNING, ..., not BACKFILL_STATE_UNSPECIFIED)"));
+    }
+    filter.states.push_back(*parsed);
+  }
+  absl::StatusOr<std::vector<Job>> jobs = manager_->ListJobs(filter);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const Job& job : *jobs) {
+    *response->add_backfills() = JobToProto(job, manager_->catalog());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::WatchBackfill(
+    grpc::ServerContext* context, const v1::WatchBackfillRequest* request,
+    grpc::ServerWriter<v1::Backfill>* writer) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  uint64_t version = 0;  // 0: the first wait returns the current job at once
+  std::optional<uint64_t> sent;
+  while (true) {
+    if (context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+    }
+    if (shutting_down_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "backfilld is shutting down; watch again later");
+    }
+    absl::StatusOr<Job> job = manager_->WaitForChange(
+        request->id(), &version, absl::Now() + watch_poll_);
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    if (sent != version) {
+      if (!writer->Write(JobToProto(*job, manager_->catalog()))) {
+        return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      }
+      sent = version;
+    }
+    if (IsTerminal(job->state)) return grpc::Status::OK;
+  }
+}
+
+grpc::Status BackfillServiceImpl::CancelBackfill(
+    grpc::ServerContext* context, const v1::CancelBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  absl::StatusOr<Job> job = manager_->Cancel(request->id(), request->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ListDatasets(
+    grpc::ServerContext* context, const v1::ListDatasetsRequest* request,
+    v1::ListDatasetsResponse* response) {
+  const Catalog& catalog = manager_->catalog();
+  for (const DatasetSpec& spec : catalog.datasets()) {
+    *response->add_datasets() = DatasetToProto(spec, catalog);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace backfill

@@ -1,1 +1,275 @@
-// placeholder: implemented in progress
+#include "server/daemon.h"
+
+#include <filesystem>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/backfill_manager.h"
+#include "core/clock.h"
+#include "core/job_observer.h"
+#include "core/pipeline_loader.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/backfill_service_impl.h"
+#include "server/metrics.h"
+#include "spdlog/spdlog.h"
+#include "storage/sqlite_engine.h"
+#include "storage/sqlite_state_store.h"
+
+#ifndef BACKFILL_VERSION
+#define BACKFILL_VERSION "0.0.0-dev"
+#endif
+
+namespace backfill {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kServiceName[] = "backfill.v1.BackfillService";
+
+// "HOST:PORT" with the port replaced by `port`.
+std::string WithPort(const std::string& address, int port) {
+  const size_t colon = address.rfind(':');
+  const std::string host =
+      colon == std::string::npos ? address : address.substr(0, colon);
+  return absl::StrCat(host, ":", port);
+}
+
+}  // namespace
+
+const char* DaemonVersion() { return BACKFILL_VERSION; }
+
+// Forwards the manager's events to the metrics and logs job state changes
+// at info level (the core does not log).
+class Daemon::LoggingObserver final : public JobObserver {
+ public:
+  explicit LoggingObserver(JobObserver* next) : next_(next) {}
+
+  void OnJobTransition(JobState from, JobState to) override {
+    spdlog::info("job state change: {} -> {}", JobStateName(from),
+                 JobStateName(to));
+    next_->OnJobTransition(from, to);
+  }
+  void OnPartitionAttempt(bool ok, absl::Duration duration) override {
+    if (!ok) {
+      spdlog::debug("partition attempt failed after {}",
+                    absl::FormatDuration(duration));
+    }
+    next_->OnPartitionAttempt(ok, duration);
+  }
+  void OnJobFinished(JobState state, double estimated_cost,
+                     double actual_cost) override {
+    spdlog::info("job finished {}: estimated {} {}, actual {}",
+                 JobStateName(state), estimated_cost, kCostUnit, actual_cost);
+    next_->OnJobFinished(state, estimated_cost, actual_cost);
+  }
+
+ private:
+  JobObserver* const next_;
+};
+
+absl::StatusOr<Catalog> Daemon::LoadCatalog(const DaemonOptions& options) {
+  std::string dir = options.pipelines_dir;
+  if (dir.empty()) {
+    std::error_code ec;
+    const fs::path fallback = fs::path(options.data_dir) / "pipelines";
+    if (!fs::is_directory(fallback, ec)) {
+      spdlog::warn(
+          "no --pipelines given and {} does not exist: starting with no "
+          "datasets",
+          fallback.string());
+      return Catalog();
+    }
+    dir = fallback.string();
+  }
+  absl::StatusOr<Catalog> catalog = LoadPipelineDirectory(dir);
+  if (!catalog.ok()) {
+    return absl::Status(catalog.status().code(),
+                        absl::StrCat("cannot load pipelines from ", dir, ": ",
+                                     catalog.status().message()));
+  }
+  return catalog;
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
+    const DaemonOptions& options) {
+  absl::StatusOr<Catalog> catalog = LoadCatalog(options);
+  if (!catalog.ok()) return catalog.status();
+  return Start(options, *std::move(catalog));
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
+    const DaemonOptions& options, Catalog catalog) {
+  std::unique_ptr<Daemon> daemon(new Daemon(options));
+  absl::Status status = daemon->Init(std::move(catalog));
+  if (!status.ok()) {
+    daemon->Shutdown();
+    return status;
+  }
+  return daemon;
+}
+
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+
+Daemon::~Daemon() { Shutdown(); }
+
+absl::Status Daemon::Init(Catalog catalog) {
+  if (options_.data_dir.empty()) {
+    return absl::InvalidArgumentError("--data-dir is required");
+  }
+  const int workers =
+      options_.workers > 0
+          ? options_.workers
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  // 1. Catalog.
+  catalog_ = std::make_unique<Catalog>(std::move(catalog));
+
+  // 2. State store.
+  std::error_code ec;
+  fs::create_directories(options_.data_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create --data-dir ", options_.data_dir, ": ", ec.message()));
+  }
+  const std::string state_path =
+      (fs::path(options_.data_dir) / "state.db").string();
+  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
+      SqliteStateStore::Open(state_path);
+  if (!store.ok()) {
+    return absl::Status(store.status().code(),
+                        absl::StrCat("cannot open state store ", state_path,
+                                     ": ", store.status().message()));
+  }
+  store_ = *std::move(store);
+
+  // 3. Warehouse engine.
+  const WarehouseSpec& warehouse = catalog_->warehouse();
+  if (warehouse.engine != "sqlite") {
+    return absl::UnimplementedError(
+        absl::StrCat("warehouse engine \"", warehouse.engine,
+                     "\" is not supported by this build (supported: sqlite)"));
+  }
+  const fs::path wpath(warehouse.path);
+  const std::string warehouse_path =
+      (wpath.is_absolute() ? wpath : fs::path(options_.data_dir) / wpath)
+          .string();
+  absl::StatusOr<std::unique_ptr<SqliteEngine>> engine =
+      SqliteEngine::Open(warehouse_path, workers + 2);
+  if (!engine.ok()) {
+    return absl::Status(engine.status().code(),
+                        absl::StrCat("cannot open warehouse ", warehouse_path,
+                                     ": ", engine.status().message()));
+  }
+  engine_ = *std::move(engine);
+
+  // 4. Metrics. Gauges read the store at scrape time.
+  StateStore* store_ptr = store_.get();
+  metrics_ = std::make_unique<Metrics>(
+      [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
+  const bool metrics_on =
+      !options_.metrics_listen.empty() && options_.metrics_listen != "none";
+  if (metrics_on) {
+    if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
+      return s;
+    }
+  } else {
+    spdlog::info(
+        "metrics disabled (--metrics-listen {})",
+        options_.metrics_listen.empty() ? "\"\"" : options_.metrics_listen);
+  }
+  observer_ = std::make_unique<LoggingObserver>(metrics_.get());
+
+  // 5. Manager; Start() resumes the jobs the store holds as unfinished.
+  clock_ = std::make_unique<SystemClock>();
+  ManagerOptions manager_options;
+  manager_options.workers = workers;
+  manager_ = std::make_unique<BackfillManager>(
+      catalog_.get(), store_.get(), engine_.get(), clock_.get(),
+      observer_.get(), manager_options);
+  if (absl::Status s = manager_->Start(); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("cannot start the manager: ", s.message()));
+  }
+
+  // 6. gRPC server.
+  service_ = std::make_unique<BackfillServiceImpl>(manager_.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on --listen ", options_.listen,
+        " (address in use, not local, or malformed; use HOST:PORT)"));
+  }
+  listen_address_ = WithPort(options_.listen, port);
+  if (grpc::HealthCheckServiceInterface* health =
+          server_->GetHealthCheckService()) {
+    health->SetServingStatus("", true);
+    health->SetServingStatus(kServiceName, true);
+  }
+
+  spdlog::info(
+      "backfilld {} started: data dir {}, {} datasets, warehouse {}, {} "
+      "workers, metrics {}",
+      DaemonVersion(), options_.data_dir, catalog_->datasets().size(),
+      warehouse_path, workers,
+      metrics_on
+          ? absl::StrCat("http://",
+                         WithPort(options_.metrics_listen, metrics_->port()),
+                         "/metrics")
+          : std::string("disabled"));
+  spdlog::info("backfilld listening on {}", listen_address_);
+  return absl::OkStatus();
+}
+
+int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+
+void Daemon::Wait() { done_.WaitForNotification(); }
+
+void Daemon::Shutdown() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  if (server_ != nullptr) {
+    spdlog::info("shutting down: stopping the gRPC server");
+    if (grpc::HealthCheckServiceInterface* health =
+            server_->GetHealthCheckService()) {
+      health->Shutdown();  // NOT_SERVING from now on
+    }
+    if (service_ != nullptr) service_->BeginShutdown();
+    server_->Shutdown(
+        absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+    server_->Wait();
+  }
+  if (manager_ != nullptr) {
+    spdlog::info("shutting down: draining workers");
+    manager_->Shutdown();
+  }
+  server_.reset();
+  service_.reset();
+  manager_.reset();
+  clock_.reset();
+  if (metrics_ != nullptr) metrics_->StopListening();
+  engine_.reset();
+  store_.reset();
+  observer_.reset();
+  metrics_.reset();
+  catalog_.reset();
+  spdlog::info("backfilld stopped");
+  done_.Notify();
+}
+
+}  // namespace backfill

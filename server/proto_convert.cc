@@ -1,1 +1,215 @@
-// placeholder: implemented in progress
+#include "server/proto_convert.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace backfill {
+
+BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
+  BackfillRequest request;
+  request.dataset = proto.dataset();
+  request.from = proto.from_partition();
+  request.to = proto.to_partition();
+  request.partitions.assign(proto.partitions().begin(),
+                            proto.partitions().end());
+  request.reason = proto.reason();
+  request.ticket = proto.ticket();
+  request.requested_by = proto.requested_by();
+  request.exclude_downstream = proto.exclude_downstream();
+  return request;
+}
+
+v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
+  v1::BackfillRequest proto;
+  proto.set_dataset(request.dataset);
+  proto.set_from_partition(request.from);
+  proto.set_to_partition(request.to);
+  for (const std::string& p : request.partitions) proto.add_partitions(p);
+  proto.set_reason(request.reason);
+  proto.set_ticket(request.ticket);
+  proto.set_requested_by(request.requested_by);
+  proto.set_exclude_downstream(request.exclude_downstream);
+  return proto;
+}
+
+v1::BackfillState StateToProto(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+      return v1::BACKFILL_STATE_QUEUED;
+    case JobState::kRunning:
+      return v1::BACKFILL_STATE_RUNNING;
+    case JobState::kValidating:
+      return v1::BACKFILL_STATE_VALIDATING;
+    case JobState::kAwaitingApproval:
+      return v1::BACKFILL_STATE_AWAITING_APPROVAL;
+    case JobState::kPublishing:
+      return v1::BACKFILL_STATE_PUBLISHING;
+    case JobState::kConfirming:
+      return v1::BACKFILL_STATE_CONFIRMING;
+    case JobState::kSucceeded:
+      return v1::BACKFILL_STATE_SUCCEEDED;
+    case JobState::kFailed:
+      return v1::BACKFILL_STATE_FAILED;
+    case JobState::kCancelled:
+      return v1::BACKFILL_STATE_CANCELLED;
+    case JobState::kPaused:
+      return v1::BACKFILL_STATE_PAUSED;
+    case JobState::kRolledBack:
+      return v1::BACKFILL_STATE_ROLLED_BACK;
+    case JobState::kValidationFailed:
+      return v1::BACKFILL_STATE_VALIDATION_FAILED;
+    case JobState::kDownstreamUnhealthy:
+      return v1::BACKFILL_STATE_DOWNSTREAM_UNHEALTHY;
+  }
+  return v1::BACKFILL_STATE_UNSPECIFIED;
+}
+
+std::optional<JobState> StateFromProto(v1::BackfillState state) {
+  switch (state) {
+    case v1::BACKFILL_STATE_QUEUED:
+      return JobState::kQueued;
+    case v1::BACKFILL_STATE_RUNNING:
+      return JobState::kRunning;
+    case v1::BACKFILL_STATE_VALIDATING:
+      return JobState::kValidating;
+    case v1::BACKFILL_STATE_AWAITING_APPROVAL:
+      return JobState::kAwaitingApproval;
+    case v1::BACKFILL_STATE_PUBLISHING:
+      return JobState::kPublishing;
+    case v1::BACKFILL_STATE_CONFIRMING:
+      return JobState::kConfirming;
+    case v1::BACKFILL_STATE_SUCCEEDED:
+      return JobState::kSucceeded;
+    case v1::BACKFILL_STATE_FAILED:
+      return JobState::kFailed;
+    case v1::BACKFILL_STATE_CANCELLED:
+      return JobState::kCancelled;
+    case v1::BACKFILL_STATE_PAUSED:
+      return JobState::kPaused;
+    case v1::BACKFILL_STATE_ROLLED_BACK:
+      return JobState::kRolledBack;
+    case v1::BACKFILL_STATE_VALIDATION_FAILED:
+      return JobState::kValidationFailed;
+    case v1::BACKFILL_STATE_DOWNSTREAM_UNHEALTHY:
+      return JobState::kDownstreamUnhealthy;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool TimeToProto(absl::Time time, google::protobuf::Timestamp* out) {
+  if (time == absl::InfinitePast() || time == absl::InfiniteFuture()) {
+    return false;
+  }
+  const int64_t seconds = absl::ToUnixSeconds(time);  // floors
+  const int64_t nanos =
+      absl::ToInt64Nanoseconds(time - absl::FromUnixSeconds(seconds));
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(nanos));
+  return true;
+}
+
+v1::CostEstimate CostToProto(const Cost& cost) {
+  v1::CostEstimate proto;
+  proto.set_unit(std::string(kCostUnit));
+  proto.set_backfill(cost.backfill);
+  proto.set_full_reload(cost.full_reload);
+  proto.set_ratio(cost.ratio());
+  return proto;
+}
+
+v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
+                                   const Catalog& catalog) {
+  v1::DatasetPlan proto;
+  proto.set_dataset(plan.dataset);
+  if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
+    proto.set_grain(std::string(GrainName(spec->grain())));
+  }
+  for (const std::string& p : plan.partitions) proto.add_partitions(p);
+  proto.set_reason(plan.reason);
+  *proto.mutable_cost() = CostToProto(plan.cost);
+  return proto;
+}
+
+v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
+  v1::Backfill proto;
+  proto.set_id(job.id);
+  proto.set_state(StateToProto(job.state));
+  *proto.mutable_request() = RequestToProto(job.request);
+  proto.set_idempotency_key(job.idempotency_key);
+  v1::PartitionCounts* counts = proto.mutable_partitions();
+  counts->set_total(job.counts.total);
+  counts->set_pending(job.counts.pending);
+  counts->set_running(job.counts.running);
+  counts->set_staged(job.counts.staged);
+  counts->set_published(job.counts.published);
+  counts->set_failed(job.counts.failed);
+  counts->set_cancelled(job.counts.cancelled);
+  for (const DatasetPlan& plan : job.plan.datasets) {
+    *proto.add_plan() = DatasetPlanToProto(plan, catalog);
+  }
+  *proto.mutable_cost_estimate() = CostToProto(job.plan.cost);
+  proto.set_actual_cost(job.actual_cost);
+  proto.set_rows_written(job.rows_written);
+  proto.set_message(job.message);
+  google::protobuf::Timestamp ts;
+  if (TimeToProto(job.create_time, &ts)) *proto.mutable_create_time() = ts;
+  if (TimeToProto(job.update_time, &ts)) *proto.mutable_update_time() = ts;
+  if (TimeToProto(job.start_time, &ts)) *proto.mutable_start_time() = ts;
+  if (TimeToProto(job.end_time, &ts)) *proto.mutable_end_time() = ts;
+  return proto;
+}
+
+v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog) {
+  v1::PlanBackfillResponse proto;
+  for (const DatasetPlan& dataset : plan.datasets) {
+    *proto.add_datasets() = DatasetPlanToProto(dataset, catalog);
+  }
+  proto.set_total_partitions(plan.total_partitions());
+  *proto.mutable_cost() = CostToProto(plan.cost);
+  for (const Conflict& conflict : plan.conflicts) {
+    v1::Conflict* c = proto.add_conflicts();
+    c->set_backfill_id(conflict.job_id);
+    c->set_dataset(conflict.dataset);
+    c->set_partition(conflict.partition);
+  }
+  return proto;
+}
+
+v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
+  v1::Dataset proto;
+  proto.set_name(spec.name);
+  proto.set_kind(std::string(DatasetKindName(spec.kind)));
+  proto.set_table(spec.table);
+  proto.set_grain(std::string(GrainName(spec.grain())));
+  if (spec.partition) proto.set_partition_column(spec.partition->column);
+  for (const UpstreamEdge& edge : spec.upstream) {
+    v1::Upstream* up = proto.add_upstream();
+    up->set_dataset(edge.dataset);
+    up->set_mapping(std::string(MappingName(edge.mapping)));
+  }
+  for (const DatasetSpec* dependent : catalog.DirectDependents(spec.name)) {
+    proto.add_downstream(dependent->name);
+  }
+  proto.set_transform_version(spec.transform_version);
+  for (const ColumnSpec& column : spec.columns) {
+    v1::Column* c = proto.add_columns();
+    c->set_name(column.name);
+    c->set_type(column.type);
+  }
+  for (const std::string& key : spec.primary_key) proto.add_primary_key(key);
+  if (!spec.file.empty()) {
+    proto.set_declared_at(absl::StrCat(spec.file, ":", spec.line));
+  }
+  return proto;
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl::StatusCode and grpc::StatusCode share the canonical numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+}  // namespace backfill

@@ -1,0 +1,72 @@
+// BackfillServiceImpl: the gRPC handlers of backfill.v1.BackfillService.
+//
+// Thin by design: each handler checks wire-level input (empty or malformed
+// ids, page sizes, unspecified enum values) with INVALID_ARGUMENT, calls the
+// BackfillManager, encodes the answer (server/proto_convert.h) and maps the
+// absl::Status to a grpc::Status. No SQL, no business rules, no locks.
+//
+// Does not own the manager, which must outlive the gRPC server this service
+// is registered on. Thread-safe: gRPC calls the handlers concurrently; the
+// only state is an atomic "shutting down" flag.
+
+#ifndef BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
+#define BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "backfill/v1/backfill.grpc.pb.h"
+#include "core/backfill_manager.h"
+
+namespace backfill {
+
+// ListBackfills page sizes.
+inline constexpr int kDefaultPageSize = 50;
+inline constexpr int kMaxPageSize = 1000;
+
+// OK when `id` looks like a job id, "bf-<digits>"; else INVALID_ARGUMENT.
+absl::Status ValidateJobId(const std::string& id);
+
+class BackfillServiceImpl final : public v1::BackfillService::Service {
+ public:
+  explicit BackfillServiceImpl(BackfillManager* manager,
+                               absl::Duration watch_poll = absl::Seconds(1));
+
+  // Makes open WatchBackfill streams end (UNAVAILABLE, "shutting down")
+  // within one poll interval, so that the server can shut down promptly;
+  // clients reconnect elsewhere or later. Idempotent.
+  void BeginShutdown() { shutting_down_.store(true); }
+
+  grpc::Status PlanBackfill(grpc::ServerContext* context,
+                            const v1::PlanBackfillRequest* request,
+                            v1::PlanBackfillResponse* response) override;
+  grpc::Status SubmitBackfill(grpc::ServerContext* context,
+                              const v1::SubmitBackfillRequest* request,
+                              v1::SubmitBackfillResponse* response) override;
+  grpc::Status GetBackfill(grpc::ServerContext* context,
+                           const v1::GetBackfillRequest* request,
+                           v1::Backfill* response) override;
+  grpc::Status ListBackfills(grpc::ServerContext* context,
+                             const v1::ListBackfillsRequest* request,
+                             v1::ListBackfillsResponse* response) override;
+  grpc::Status WatchBackfill(grpc::ServerContext* context,
+                             const v1::WatchBackfillRequest* request,
+                             grpc::ServerWriter<v1::Backfill>* writer) override;
+  grpc::Status CancelBackfill(grpc::ServerContext* context,
+                              const v1::CancelBackfillRequest* request,
+                              v1::Backfill* response) override;
+  grpc::Status ListDatasets(grpc::ServerContext* context,
+                            const v1::ListDatasetsRequest* request,
+                            v1::ListDatasetsResponse* response) override;
+
+ private:
+  BackfillManager* const manager_;
+  const absl::Duration watch_poll_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_

@@ -1,0 +1,108 @@
+// Daemon: the one composition root of backfilld. Start() builds, in order,
+// the catalog, the state store, the warehouse engine, the metrics (and their
+// HTTP exposer), the BackfillManager (which resumes unfinished jobs) and the
+// gRPC server; Shutdown() tears them down in reverse order: the gRPC server
+// first (open Watch streams end, in-flight calls get a short grace period),
+// then the manager (running partitions finish and checkpoint), then the
+// engine, the store and the metrics.
+//
+// The Daemon owns everything it builds. Thread-safe: Wait() and Shutdown()
+// may be called from any thread; Shutdown() is idempotent.
+
+#ifndef BACKFILL_SERVER_DAEMON_H_
+#define BACKFILL_SERVER_DAEMON_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "core/catalog.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace backfill {
+
+class BackfillManager;
+class BackfillServiceImpl;
+class Engine;
+class Metrics;
+class StateStore;
+class SystemClock;
+class JobObserver;
+
+struct DaemonOptions {
+  std::string data_dir;       // required; created if missing
+  std::string pipelines_dir;  // "": <data_dir>/pipelines if it exists
+  std::string listen = "127.0.0.1:50051";
+  std::string metrics_listen = "127.0.0.1:9464";  // "" or "none": disabled
+  int workers = 0;  // 0: std::thread::hardware_concurrency()
+  // How long in-flight calls may run on after Shutdown() begins.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+};
+
+// The backfilld version ("0.1.0").
+const char* DaemonVersion();
+
+class Daemon {
+ public:
+  // Loads the pipeline catalog the options name: --pipelines, else
+  // <data_dir>/pipelines when it exists, else an empty catalog (with a
+  // warning). Errors carry the loader's file, line and reason.
+  static absl::StatusOr<Catalog> LoadCatalog(const DaemonOptions& options);
+
+  // Builds everything and starts serving. Errors name the step that failed.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      const DaemonOptions& options);
+  // The same with a catalog loaded beforehand (see LoadCatalog()).
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      const DaemonOptions& options, Catalog catalog);
+
+  ~Daemon();  // calls Shutdown()
+
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // "HOST:PORT" the gRPC server listens on (the real port when 0 was asked).
+  const std::string& listen_address() const { return listen_address_; }
+  // The metrics port, 0 when disabled.
+  int metrics_port() const;
+
+  // Blocks until Shutdown() has finished.
+  void Wait();
+
+  // Drains and stops everything, in reverse order of Start(). Idempotent.
+  void Shutdown();
+
+ private:
+  class LoggingObserver;
+
+  explicit Daemon(DaemonOptions options);
+  absl::Status Init(Catalog catalog);
+
+  const DaemonOptions options_;
+  std::string listen_address_;
+
+  // In construction order; destroyed in reverse by Shutdown().
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<LoggingObserver> observer_;
+  std::unique_ptr<SystemClock> clock_;
+  std::unique_ptr<BackfillManager> manager_;
+  std::unique_ptr<BackfillServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+  absl::Notification done_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_SERVER_DAEMON_H_

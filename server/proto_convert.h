@@ -1,0 +1,61 @@
+// Conversions between the domain model (core/) and the backfill.v1 wire
+// messages, and from absl::Status to grpc::Status.
+//
+// Pure functions over values; they own nothing and keep no state, so they
+// are thread-safe. The Catalog arguments are only read (for grains and
+// dependents) and must outlive the call.
+
+#ifndef BACKFILL_SERVER_PROTO_CONVERT_H_
+#define BACKFILL_SERVER_PROTO_CONVERT_H_
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "backfill/v1/backfill.pb.h"
+#include "core/catalog.h"
+#include "core/job.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "grpcpp/support/status.h"
+
+namespace backfill {
+
+// BackfillRequest, both ways. Field for field; no validation (the core
+// validates requests).
+BackfillRequest RequestFromProto(const v1::BackfillRequest& proto);
+v1::BackfillRequest RequestToProto(const BackfillRequest& request);
+
+// JobState <-> BackfillState: kX <-> BACKFILL_STATE_X. BACKFILL_STATE_
+// UNSPECIFIED and unknown numbers have no JobState (nullopt).
+v1::BackfillState StateToProto(JobState state);
+std::optional<JobState> StateFromProto(v1::BackfillState state);
+
+// A time as a Timestamp; returns false (and leaves `out` alone) for
+// absl::InfinitePast() / InfiniteFuture(), which mean "not yet".
+bool TimeToProto(absl::Time time, google::protobuf::Timestamp* out);
+
+// Cost in kCostUnit with its ratio.
+v1::CostEstimate CostToProto(const Cost& cost);
+
+// One dataset's part of a plan; the grain comes from the catalog ("" when
+// the dataset is not in it).
+v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
+                                   const Catalog& catalog);
+
+// The job as the API shows it: state, request, counts, plan, costs,
+// timestamps (unset while InfinitePast).
+v1::Backfill JobToProto(const Job& job, const Catalog& catalog);
+
+// Step 1's answer: datasets with partitions and cost, totals, conflicts.
+v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
+
+// A declared dataset; downstream from Catalog::DirectDependents and
+// declared_at as "file:line".
+v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog);
+
+// The same canonical code and the same message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_SERVER_PROTO_CONVERT_H_

@@ -1,0 +1,99 @@
+// Unit tests of server/proto_convert: domain <-> backfill.v1 conversions.
+
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/proto_convert.h"
+
+namespace backfill {
+namespace {
+
+TEST(ProtoConvertTest, EveryJobStateMapsToItsEnumAndBack) {
+  for (int i = 0; i < kJobStateCount; ++i) {
+    const auto state = static_cast<JobState>(i);
+    const v1::BackfillState proto = StateToProto(state);
+    EXPECT_EQ(
+        v1::BackfillState_Name(proto),
+        std::string("BACKFILL_STATE_") + std::string(JobStateName(state)));
+    ASSERT_TRUE(StateFromProto(proto).has_value());
+    EXPECT_EQ(*StateFromProto(proto), state);
+  }
+  EXPECT_FALSE(StateFromProto(v1::BACKFILL_STATE_UNSPECIFIED).has_value());
+  EXPECT_FALSE(StateFromProto(static_cast<v1::BackfillState>(99)).has_value());
+}
+
+TEST(ProtoConvertTest, RequestRoundTrips) {
+  BackfillRequest request;
+  request.dataset = "daily_revenue";
+  request.from = "2025-03-01";
+  request.to = "2025-03-04";
+  request.partitions = {"a", "b"};
+  request.reason = "why";
+  request.ticket = "T-1";
+  request.requested_by = "me";
+  request.exclude_downstream = true;
+  const BackfillRequest back = RequestFromProto(RequestToProto(request));
+  EXPECT_EQ(back.dataset, request.dataset);
+  EXPECT_EQ(back.from, request.from);
+  EXPECT_EQ(back.to, request.to);
+  EXPECT_EQ(back.partitions, request.partitions);
+  EXPECT_EQ(back.reason, request.reason);
+  EXPECT_EQ(back.ticket, request.ticket);
+  EXPECT_EQ(back.requested_by, request.requested_by);
+  EXPECT_TRUE(back.exclude_downstream);
+}
+
+TEST(ProtoConvertTest, JobTimestampsAndCosts) {
+  Job job;
+  job.id = "bf-7";
+  job.state = JobState::kRunning;
+  job.create_time = absl::FromUnixMillis(1740787200123);
+  job.update_time = absl::FromUnixSeconds(1740787300);
+  job.plan.cost.backfill = 30;
+  job.plan.cost.full_reload = 120;
+  job.plan.datasets.push_back({"x", {"2025-03-01"}, "requested", {30, 120}});
+  job.counts.total = 1;
+  job.counts.running = 1;
+  job.actual_cost = 12;
+  job.rows_written = 5;
+  const v1::Backfill proto = JobToProto(job, Catalog());
+  EXPECT_EQ(proto.id(), "bf-7");
+  EXPECT_EQ(proto.state(), v1::BACKFILL_STATE_RUNNING);
+  EXPECT_EQ(proto.create_time().seconds(), 1740787200);
+  EXPECT_EQ(proto.create_time().nanos(), 123000000);
+  EXPECT_EQ(proto.update_time().seconds(), 1740787300);
+  EXPECT_FALSE(proto.has_start_time());
+  EXPECT_FALSE(proto.has_end_time());
+  EXPECT_EQ(proto.cost_estimate().unit(), "input_rows");
+  EXPECT_DOUBLE_EQ(proto.cost_estimate().ratio(), 0.25);
+  ASSERT_EQ(proto.plan_size(), 1);
+  EXPECT_EQ(proto.plan(0).grain(), "");  // not in the (empty) catalog
+  EXPECT_EQ(proto.partitions().running(), 1);
+  EXPECT_DOUBLE_EQ(proto.actual_cost(), 12);
+  EXPECT_EQ(proto.rows_written(), 5);
+}
+
+TEST(ProtoConvertTest, PlanWithConflicts) {
+  Plan plan;
+  plan.datasets.push_back({"x", {"a", "b"}, "requested", {2, 4}});
+  plan.cost = {2, 4};
+  plan.conflicts.push_back({"bf-3", "x", "a"});
+  const v1::PlanBackfillResponse proto = PlanToProto(plan, Catalog());
+  EXPECT_EQ(proto.total_partitions(), 2);
+  EXPECT_DOUBLE_EQ(proto.cost().ratio(), 0.5);
+  ASSERT_EQ(proto.conflicts_size(), 1);
+  EXPECT_EQ(proto.conflicts(0).backfill_id(), "bf-3");
+  EXPECT_EQ(proto.conflicts(0).partition(), "a");
+}
+
+TEST(ProtoConvertTest, StatusKeepsCodeAndMessage) {
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+  const grpc::Status s = ToGrpcStatus(absl::NotFoundError("no job bf-9"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "no job bf-9");
+  EXPECT_EQ(ToGrpcStatus(absl::FailedPreconditionError("x")).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+}  // namespace
+}  // namespace backfill

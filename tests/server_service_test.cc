@@ -1,0 +1,626 @@
+// In-process gRPC tests of BackfillServiceImpl: a real SqliteStateStore and
+// SqliteEngine on a temporary directory, a real BackfillManager, the service
+// on a gRPC server at 127.0.0.1:0, and the real BackfillClient.
+
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/backfill_client.h"
+#include "core/backfill_manager.h"
+#include "core/clock.h"
+#include "core/job_observer.h"
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "gtest/gtest.h"
+#include "server/backfill_service_impl.h"
+#include "server/proto_convert.h"
+#include "storage/sqlite_engine.h"
+#include "storage/sqlite_state_store.h"
+
+namespace backfill {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kPipeline[] = R"(datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: order_date, grain: day}
+  - name: customers
+    kind: source
+    table: dim_customers
+  - name: daily_revenue
+    kind: derived
+    table: daily_revenue
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: orders, mapping: identity}
+      - {dataset: customers, mapping: all}
+    transform: |
+      SELECT o.order_date AS ds, c.region AS region,
+             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
+      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
+      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
+      GROUP BY 1, 2
+    contract:
+      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
+      primary_key: [ds, region]
+)";
+
+constexpr int kDays = 7;  // 2025-03-01 .. 2025-03-07
+constexpr int kCustomers = 6;
+
+struct Order {
+  std::string date;
+  int customer;
+  double amount;
+  double refund;
+};
+
+std::string RegionOf(int customer) {
+  static const char* const kRegions[] = {"emea", "amer", "apac"};
+  return kRegions[customer % 3];
+}
+
+// The warehouse's raw orders, generated deterministically.
+std::vector<Order> MakeOrders() {
+  std::vector<Order> orders;
+  for (int day = 1; day <= kDays; ++day) {
+    for (int i = 0; i < 3 + day; ++i) {
+      orders.push_back({absl::StrFormat("2025-03-%02d", day),
+                        (day * 7 + i) % kCustomers, 10.0 * (i + 1) + day,
+                        i % 4 == 0 ? 2.5 : 0.0});
+    }
+  }
+  return orders;
+}
+
+void Exec(sqlite3* db, const std::string& sql) {
+  char* error = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << sql << ": " << (error ? error : "");
+  sqlite3_free(error);
+}
+
+void CreateWarehouse(const std::string& path,
+                     const std::vector<Order>& orders) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  Exec(db,
+       "CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date "
+       "TEXT NOT NULL, customer_id INTEGER NOT NULL, amount REAL NOT NULL, "
+       "refund REAL NOT NULL);"
+       "CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY, region "
+       "TEXT NOT NULL);");
+  std::string sql = "BEGIN;";
+  for (int c = 0; c < kCustomers; ++c) {
+    absl::StrAppend(&sql, "INSERT INTO dim_customers VALUES (", c, ", '",
+                    RegionOf(c), "');");
+  }
+  for (const Order& o : orders) {
+    absl::StrAppendFormat(&sql,
+                          "INSERT INTO raw_orders (order_date, customer_id, "
+                          "amount, refund) VALUES ('%s', %d, %.2f, %.2f);",
+                          o.date, o.customer, o.amount, o.refund);
+  }
+  absl::StrAppend(&sql, "COMMIT;");
+  Exec(db, sql);
+  sqlite3_close(db);
+}
+
+struct RevenueRow {
+  double revenue = 0;
+  int64_t orders = 0;
+};
+using RevenueTable = std::map<std::pair<std::string, std::string>, RevenueRow>;
+
+// What daily_revenue must hold, computed in C++ from the generated orders.
+RevenueTable ExpectedRevenue(const std::vector<Order>& orders,
+                             const std::string& from, const std::string& to) {
+  RevenueTable table;
+  for (const Order& o : orders) {
+    if (o.date < from || o.date >= to) continue;
+    RevenueRow& row = table[{o.date, RegionOf(o.customer)}];
+    row.revenue += o.amount - o.refund;
+    row.orders += 1;
+  }
+  return table;
+}
+
+// The published daily_revenue table, read with plain SQL.
+RevenueTable ReadPublished(const std::string& warehouse) {
+  RevenueTable table;
+  sqlite3* db = nullptr;
+  EXPECT_EQ(
+      sqlite3_open_v2(warehouse.c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+      SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(
+                db, "SELECT ds, region, revenue, orders FROM daily_revenue", -1,
+                &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    RevenueRow& row =
+        table[{reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
+               reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1))}];
+    row.revenue = sqlite3_column_double(stmt, 2);
+    row.orders = sqlite3_column_int64(stmt, 3);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return table;
+}
+
+v1::BackfillRequest RangeRequest(const std::string& dataset,
+                                 const std::string& from, const std::string& to,
+                                 const std::string& reason = "fix refunds") {
+  v1::BackfillRequest request;
+  request.set_dataset(dataset);
+  request.set_from_partition(from);
+  request.set_to_partition(to);
+  request.set_reason(reason);
+  request.set_requested_by("server_service_test");
+  return request;
+}
+
+class ServerServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl =
+        (fs::temp_directory_path() / "backfill-server-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    warehouse_ = (fs::path(dir_) / "warehouse.db").string();
+    orders_ = MakeOrders();
+    CreateWarehouse(warehouse_, orders_);
+
+    absl::StatusOr<Catalog> catalog =
+        LoadPipelineTexts({{"pipeline.yaml", kPipeline}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = std::make_unique<Catalog>(*std::move(catalog));
+
+    auto store = SqliteStateStore::Open((fs::path(dir_) / "state.db").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    auto engine = SqliteEngine::Open(warehouse_, 4);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+
+    ManagerOptions options;
+    options.workers = 2;
+    options.retry_backoff = absl::Milliseconds(10);
+    manager_ = std::make_unique<BackfillManager>(catalog_.get(), store_.get(),
+                                                 engine_.get(), &clock_,
+                                                 &observer_, options);
+    ASSERT_TRUE(manager_->Start().ok());
+
+    service_ = std::make_unique<BackfillServiceImpl>(manager_.get(),
+                                                     absl::Milliseconds(200));
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port, 0);
+    server_->GetHealthCheckService()->SetServingStatus(
+        "backfill.v1.BackfillService", true);
+    target_ = absl::StrCat("127.0.0.1:", port);
+    client_ = BackfillClient::Connect(target_);
+    client_->set_rpc_timeout(absl::Seconds(30));
+    ASSERT_TRUE(client_->WaitForReady(absl::Seconds(10)).ok());
+  }
+
+  void TearDown() override {
+    if (server_) {
+      service_->BeginShutdown();
+      server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+      server_->Wait();
+    }
+    if (manager_) manager_->Shutdown();
+    client_.reset();
+    server_.reset();
+    service_.reset();
+    manager_.reset();
+    engine_.reset();
+    store_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  size_t StoredJobs() {
+    JobFilter filter;
+    filter.limit = 1000;
+    absl::StatusOr<std::vector<Job>> jobs = store_->ListJobs(filter);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? jobs->size() : 0;
+  }
+
+  // Watches the job to its end; returns every update.
+  std::vector<v1::Backfill> WatchToEnd(const std::string& id) {
+    std::vector<v1::Backfill> updates;
+    absl::Status status = client_->Watch(id, [&](const v1::Backfill& b) {
+      updates.push_back(b);
+      return true;
+    });
+    EXPECT_TRUE(status.ok()) << status;
+    return updates;
+  }
+
+  std::string dir_;
+  std::string warehouse_;
+  std::string target_;
+  std::vector<Order> orders_;
+  SystemClock clock_;
+  JobObserver observer_;  // no-op
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<BackfillManager> manager_;
+  std::unique_ptr<BackfillServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<BackfillClient> client_;
+};
+
+TEST_F(ServerServiceTest, ListDatasetsDescribesTheCatalog) {
+  absl::StatusOr<v1::ListDatasetsResponse> response = client_->ListDatasets();
+  ASSERT_TRUE(response.ok()) << response.status();
+  std::map<std::string, v1::Dataset> by_name;
+  for (const v1::Dataset& d : response->datasets()) by_name[d.name()] = d;
+  ASSERT_EQ(by_name.size(), 3u);
+
+  const v1::Dataset& orders = by_name["orders"];
+  EXPECT_EQ(orders.kind(), "source");
+  EXPECT_EQ(orders.table(), "raw_orders");
+  EXPECT_EQ(orders.grain(), "day");
+  EXPECT_EQ(orders.partition_column(), "order_date");
+  EXPECT_THAT(orders.downstream(), ElementsAre("daily_revenue"));
+
+  const v1::Dataset& customers = by_name["customers"];
+  EXPECT_EQ(customers.kind(), "source");
+  EXPECT_EQ(customers.grain(), "");
+  EXPECT_THAT(customers.downstream(), ElementsAre("daily_revenue"));
+
+  const v1::Dataset& revenue = by_name["daily_revenue"];
+  EXPECT_EQ(revenue.kind(), "derived");
+  EXPECT_EQ(revenue.grain(), "day");
+  EXPECT_EQ(revenue.partition_column(), "ds");
+  ASSERT_EQ(revenue.upstream_size(), 2);
+  EXPECT_EQ(revenue.upstream(0).dataset(), "orders");
+  EXPECT_EQ(revenue.upstream(0).mapping(), "identity");
+  EXPECT_EQ(revenue.upstream(1).dataset(), "customers");
+  EXPECT_EQ(revenue.upstream(1).mapping(), "all");
+  EXPECT_TRUE(revenue.downstream().empty());
+  EXPECT_FALSE(revenue.transform_version().empty());
+  ASSERT_EQ(revenue.columns_size(), 4);
+  EXPECT_EQ(revenue.columns(0).name(), "ds");
+  EXPECT_EQ(revenue.columns(0).type(), "TEXT");
+  EXPECT_EQ(revenue.columns(3).name(), "orders");
+  EXPECT_EQ(revenue.columns(3).type(), "INTEGER");
+  EXPECT_THAT(revenue.primary_key(), ElementsAre("ds", "region"));
+  EXPECT_THAT(revenue.declared_at(), ::testing::StartsWith("pipeline.yaml:"));
+}
+
+TEST_F(ServerServiceTest, PlanReturnsPartitionsAndCostAndWritesNothing) {
+  absl::StatusOr<v1::PlanBackfillResponse> plan =
+      client_->Plan(RangeRequest("daily_revenue", "2025-03-02", "2025-03-05"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->datasets_size(), 1);
+  const v1::DatasetPlan& d = plan->datasets(0);
+  EXPECT_EQ(d.dataset(), "daily_revenue");
+  EXPECT_EQ(d.grain(), "day");
+  EXPECT_THAT(d.partitions(),
+              ElementsAre("2025-03-02", "2025-03-03", "2025-03-04"));
+  EXPECT_EQ(plan->total_partitions(), 3);
+  EXPECT_EQ(plan->cost().unit(), "input_rows");
+  EXPECT_GT(plan->cost().backfill(), 0);
+  EXPECT_GT(plan->cost().full_reload(), plan->cost().backfill());
+  EXPECT_NEAR(plan->cost().ratio(),
+              plan->cost().backfill() / plan->cost().full_reload(), 1e-9);
+  EXPECT_TRUE(plan->conflicts().empty());
+  EXPECT_EQ(StoredJobs(), 0u);
+}
+
+TEST_F(ServerServiceTest, SubmitAndWatchPublishesTheExpectedTable) {
+  absl::StatusOr<v1::SubmitBackfillResponse> submitted = client_->Submit(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-08"), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_TRUE(submitted->created());
+  const v1::Backfill& job = submitted->backfill();
+  EXPECT_THAT(job.id(), ::testing::StartsWith("bf-"));
+  EXPECT_EQ(job.request().dataset(), "daily_revenue");
+  EXPECT_EQ(job.request().reason(), "fix refunds");
+  EXPECT_EQ(job.partitions().total(), kDays);
+  EXPECT_EQ(job.cost_estimate().unit(), "input_rows");
+  EXPECT_TRUE(job.has_create_time());
+  EXPECT_FALSE(job.has_end_time());
+
+  std::vector<v1::Backfill> updates = WatchToEnd(job.id());
+  ASSERT_FALSE(updates.empty());
+  const v1::Backfill& last = updates.back();
+  EXPECT_EQ(last.state(), v1::BACKFILL_STATE_SUCCEEDED) << last.message();
+  EXPECT_EQ(last.partitions().published(), kDays);
+  EXPECT_GT(last.rows_written(), 0);
+  EXPECT_GT(last.actual_cost(), 0);
+  EXPECT_TRUE(last.has_start_time());
+  EXPECT_TRUE(last.has_end_time());
+  for (size_t i = 0; i + 1 < updates.size(); ++i) {
+    EXPECT_FALSE(updates[i].state() == v1::BACKFILL_STATE_SUCCEEDED)
+        << "terminal state written more than once";
+  }
+
+  const RevenueTable expected =
+      ExpectedRevenue(orders_, "2025-03-01", "2025-03-08");
+  const RevenueTable published = ReadPublished(warehouse_);
+  ASSERT_EQ(published.size(), expected.size());
+  for (const auto& [key, row] : expected) {
+    auto it = published.find(key);
+    ASSERT_NE(it, published.end()) << key.first << " " << key.second;
+    EXPECT_NEAR(it->second.revenue, row.revenue, 1e-6);
+    EXPECT_EQ(it->second.orders, row.orders);
+  }
+
+  // Get, List and a Watch of the finished job agree.
+  absl::StatusOr<v1::Backfill> got = client_->Get(job.id());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state(), v1::BACKFILL_STATE_SUCCEEDED);
+  std::vector<v1::Backfill> again = WatchToEnd(job.id());
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].state(), v1::BACKFILL_STATE_SUCCEEDED);
+
+  v1::ListBackfillsRequest list;
+  list.add_states(v1::BACKFILL_STATE_SUCCEEDED);
+  absl::StatusOr<v1::ListBackfillsResponse> listed = client_->List(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->backfills_size(), 1);
+  EXPECT_EQ(listed->backfills(0).id(), job.id());
+  list.clear_states();
+  list.add_states(v1::BACKFILL_STATE_FAILED);
+  listed = client_->List(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->backfills_size(), 0);
+
+  // A finished job cannot be cancelled.
+  absl::StatusOr<v1::Backfill> cancelled = client_->Cancel(job.id(), "oops");
+  EXPECT_EQ(cancelled.status().code(), absl::StatusCode::kFailedPrecondition)
+      << cancelled.status();
+}
+
+TEST_F(ServerServiceTest, SubmitIsIdempotentPerKey) {
+  const v1::BackfillRequest request =
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-03");
+  absl::StatusOr<v1::SubmitBackfillResponse> first =
+      client_->Submit(request, "key-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->created());
+  EXPECT_EQ(first->backfill().idempotency_key(), "key-1");
+
+  absl::StatusOr<v1::SubmitBackfillResponse> second =
+      client_->Submit(request, "key-1");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->created());
+  EXPECT_EQ(second->backfill().id(), first->backfill().id());
+
+  absl::StatusOr<v1::SubmitBackfillResponse> different = client_->Submit(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-04"), "key-1");
+  EXPECT_EQ(different.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(absl::AsciiStrToLower(different.status().message()),
+              HasSubstr("idempotency"));
+  EXPECT_EQ(StoredJobs(), 1u);
+  WatchToEnd(first->backfill().id());
+}
+
+TEST_F(ServerServiceTest, BadRequestsAreRejectedAndChangeNothing) {
+  struct Case {
+    const char* name;
+    v1::BackfillRequest request;
+  };
+  std::vector<Case> cases;
+  cases.push_back(
+      {"unknown dataset", RangeRequest("no_such", "2025-03-01", "2025-03-02")});
+  cases.push_back({"inverted range",
+                   RangeRequest("daily_revenue", "2025-03-05", "2025-03-02")});
+  cases.push_back({"empty range",
+                   RangeRequest("daily_revenue", "2025-03-02", "2025-03-02")});
+  v1::BackfillRequest malformed;
+  malformed.set_dataset("daily_revenue");
+  malformed.add_partitions("2025-3-1");
+  malformed.set_reason("fix");
+  cases.push_back({"malformed partition", malformed});
+  cases.push_back({"missing reason", RangeRequest("daily_revenue", "2025-03-01",
+                                                  "2025-03-02", "")});
+  cases.push_back(
+      {"source dataset", RangeRequest("orders", "2025-03-01", "2025-03-02")});
+  for (const Case& c : cases) {
+    absl::StatusOr<v1::SubmitBackfillResponse> submitted =
+        client_->Submit(c.request, "");
+    EXPECT_EQ(submitted.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.name << ": " << submitted.status();
+    EXPECT_FALSE(submitted.status().message().empty()) << c.name;
+    if (std::string(c.name) != "missing reason") {
+      EXPECT_EQ(client_->Plan(c.request).status().code(),
+                absl::StatusCode::kInvalidArgument)
+          << c.name;
+    }
+  }
+
+  for (const char* id : {"", "42", "bf-", "bf-x1", "job-1", "bf-1 "}) {
+    EXPECT_EQ(client_->Get(id).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << "\"" << id << "\"";
+    EXPECT_EQ(client_->Cancel(id, "r").status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << "\"" << id << "\"";
+  }
+  absl::Status watch_bad =
+      client_->Watch("nope", [](const v1::Backfill&) { return true; });
+  EXPECT_EQ(watch_bad.code(), absl::StatusCode::kInvalidArgument) << watch_bad;
+
+  EXPECT_EQ(client_->Get("bf-999").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->Cancel("bf-999", "r").status().code(),
+            absl::StatusCode::kNotFound);
+  absl::Status watch_unknown =
+      client_->Watch("bf-999", [](const v1::Backfill&) { return true; });
+  EXPECT_EQ(watch_unknown.code(), absl::StatusCode::kNotFound) << watch_unknown;
+
+  v1::ListBackfillsRequest list;
+  list.set_page_size(1001);
+  EXPECT_EQ(client_->List(list).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  list.set_page_size(-1);
+  EXPECT_EQ(client_->List(list).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  list.set_page_size(0);
+  list.add_states(v1::BACKFILL_STATE_UNSPECIFIED);
+  EXPECT_EQ(client_->List(list).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(StoredJobs(), 0u);
+}
+
+TEST_F(ServerServiceTest, ListBackfillsPagesNewestFirst) {
+  std::vector<std::string> ids;
+  const std::vector<std::pair<std::string, std::string>> ranges = {
+      {"2025-03-01", "2025-03-02"},
+      {"2025-03-03", "2025-03-04"},
+      {"2025-03-05", "2025-03-06"}};
+  for (const auto& [from, to] : ranges) {
+    auto submitted =
+        client_->Submit(RangeRequest("daily_revenue", from, to), "");
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    ids.push_back(submitted->backfill().id());
+  }
+  v1::ListBackfillsRequest list;
+  list.set_page_size(2);
+  auto listed = client_->List(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->backfills_size(), 2);
+  EXPECT_EQ(listed->backfills(0).id(), ids[2]);
+  EXPECT_EQ(listed->backfills(1).id(), ids[1]);
+  list.set_page_size(0);  // default 50
+  listed = client_->List(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->backfills_size(), 3);
+  for (const std::string& id : ids) WatchToEnd(id);
+}
+
+TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
+  // A job the running manager never schedules (written to the store
+  // directly) stays QUEUED, so its Watch would run forever.
+  Job job;
+  job.request = RequestFromProto(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-02"));
+  job.plan.datasets.push_back(
+      {"daily_revenue", {"2025-03-01"}, "requested", {}});
+  absl::StatusOr<CreateJobResult> created = store_->CreateJob(job, absl::Now());
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string id = created->job.id;
+
+  std::vector<v1::Backfill> updates;
+  std::promise<absl::Status> done;
+  std::thread watcher([&] {
+    done.set_value(client_->Watch(id, [&](const v1::Backfill& b) {
+      updates.push_back(b);
+      return true;
+    }));
+  });
+  std::future<absl::Status> result = done.get_future();
+  EXPECT_EQ(result.wait_for(std::chrono::milliseconds(500)),
+            std::future_status::timeout);
+  const absl::Time stop = absl::Now();
+  service_->BeginShutdown();
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(5)),
+            std::future_status::ready);
+  const absl::Status status = result.get();
+  watcher.join();
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(2));
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  ASSERT_EQ(updates.size(), 1u);  // the current state, once
+  EXPECT_EQ(updates[0].id(), id);
+  EXPECT_EQ(updates[0].state(), v1::BACKFILL_STATE_QUEUED);
+}
+
+// grpc.health.v1.Health/Check through a generic stub: Debian ships no
+// generated health proto, so the messages are encoded by hand.
+// HealthCheckRequest{service = 1}; HealthCheckResponse{status = 1},
+// SERVING = 1.
+grpc::Status HealthCheck(const std::string& target, const std::string& service,
+                         std::string* response_bytes) {
+  auto channel =
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  std::string request;
+  if (!service.empty()) {
+    request.push_back(0x0a);
+    request.push_back(static_cast<char>(service.size()));
+    request += service;
+  }
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_buffer(&slice, 1);
+  grpc::ByteBuffer response_buffer;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request_buffer, &response_buffer,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  grpc::Status status = done.get_future().get();
+  response_bytes->clear();
+  std::vector<grpc::Slice> slices;
+  if (status.ok() && response_buffer.Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) {
+      response_bytes->append(reinterpret_cast<const char*>(s.begin()),
+                             s.size());
+    }
+  }
+  return status;
+}
+
+TEST_F(ServerServiceTest, HealthIsServing) {
+  const std::string kServing("\x08\x01", 2);
+  std::string response;
+  grpc::Status status = HealthCheck(target_, "", &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response, kServing);
+  status = HealthCheck(target_, "backfill.v1.BackfillService", &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response, kServing);
+  status = HealthCheck(target_, "no.such.Service", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(ValidateJobIdTest, AcceptsOnlyBfDigits) {
+  EXPECT_TRUE(ValidateJobId("bf-1").ok());
+  EXPECT_TRUE(ValidateJobId("bf-1234567890").ok());
+  for (const char* bad : {"", "bf-", "bf-1a", "BF-1", "bf--1", "x bf-1",
+                          "bf-123456789012345678901"}) {
+    EXPECT_EQ(ValidateJobId(bad).code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+}  // namespace
+}  // namespace backfill
