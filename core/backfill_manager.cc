@@ -286,7 +286,9 @@ absl::Status BackfillManager::Move(ActiveJob* job, JobState to,
     job->state = to;
     NotifyLocked(job->job.id);
   }
-  if (observer_ != nullptr) observer_->OnJobTransition(from, to);
+  if (observer_ != nullptr) {
+    observer_->OnJobTransition(job->job.id, from, to, message);
+  }
   return absl::OkStatus();
 }
 
@@ -465,12 +467,14 @@ void BackfillManager::MaybeSettleLocked(ActiveJob* job) {
     if (!s.ok()) return;  // stays active; recovery retries it
     job->state = JobState::kFailed;
     engine_->DropStaging(id).IgnoreError();
-    if (observer_ != nullptr) observer_->OnJobTransition(from, job->state);
+    if (observer_ != nullptr) {
+      observer_->OnJobTransition(id, from, job->state, job->failure);
+    }
   } else {
     return;
   }
   if (observer_ != nullptr) {
-    observer_->OnJobFinished(job->state, job->job.plan.cost.backfill, 0);
+    observer_->OnJobFinished(id, job->state, job->job.plan.cost.backfill, 0);
   }
   active_.erase(id);
   order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
@@ -539,7 +543,8 @@ void BackfillManager::Finish(const std::string& job_id) {
     actual = done->actual_cost;
   }
   if (observer_ != nullptr) {
-    observer_->OnJobFinished(job->state, job->job.plan.cost.backfill, actual);
+    observer_->OnJobFinished(job_id, job->state, job->job.plan.cost.backfill,
+                             actual);
   }
   absl::MutexLock lock(&mu_);
   active_.erase(job_id);
@@ -626,7 +631,7 @@ absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
     NotifyLocked(id);
   }
   if (observer_ != nullptr) {
-    observer_->OnJobTransition(from, JobState::kConfirming);
+    observer_->OnJobTransition(id, from, JobState::kConfirming, message);
   }
   return absl::OkStatus();
 }
@@ -754,7 +759,7 @@ absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
       job->phase = ActiveJob::Phase::kCancelling;
       job->ready.clear();
       if (observer_ != nullptr) {
-        observer_->OnJobTransition(from, JobState::kCancelled);
+        observer_->OnJobTransition(id, from, JobState::kCancelled, reason);
       }
       MaybeSettleLocked(job);
       NotifyLocked(id);

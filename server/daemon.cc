@@ -49,10 +49,11 @@ class Daemon::LoggingObserver final : public JobObserver {
  public:
   explicit LoggingObserver(JobObserver* next) : next_(next) {}
 
-  void OnJobTransition(JobState from, JobState to) override {
-    spdlog::info("job state change: {} -> {}", JobStateName(from),
-                 JobStateName(to));
-    next_->OnJobTransition(from, to);
+  void OnJobTransition(const std::string& job_id, JobState from, JobState to,
+                       const std::string& message) override {
+    spdlog::info("job {}: {} -> {}: {}", job_id, JobStateName(from),
+                 JobStateName(to), message);
+    next_->OnJobTransition(job_id, from, to, message);
   }
   void OnPartitionAttempt(bool ok, absl::Duration duration) override {
     if (!ok) {
@@ -61,11 +62,11 @@ class Daemon::LoggingObserver final : public JobObserver {
     }
     next_->OnPartitionAttempt(ok, duration);
   }
-  void OnJobFinished(JobState state, double estimated_cost,
-                     double actual_cost) override {
-    spdlog::info("job finished {}: estimated {} {}, actual {}",
+  void OnJobFinished(const std::string& job_id, JobState state,
+                     double estimated_cost, double actual_cost) override {
+    spdlog::info("job {} finished {}: cost estimated {} {}, actual {}", job_id,
                  JobStateName(state), estimated_cost, kCostUnit, actual_cost);
-    next_->OnJobFinished(state, estimated_cost, actual_cost);
+    next_->OnJobFinished(job_id, state, estimated_cost, actual_cost);
   }
 
  private:

@@ -198,7 +198,8 @@ std::string Metrics::Scrape() const {
   return out.str();
 }
 
-void Metrics::OnJobTransition(JobState from, JobState to) {
+void Metrics::OnJobTransition(const std::string& /*job_id*/, JobState from,
+                              JobState to, const std::string& /*message*/) {
   const int f = static_cast<int>(from);
   const int t = static_cast<int>(to);
   if (f < 0 || f >= kJobStateCount || t < 0 || t >= kJobStateCount) return;
@@ -210,8 +211,8 @@ void Metrics::OnPartitionAttempt(bool ok, absl::Duration duration) {
   partition_duration_->Observe(absl::ToDoubleSeconds(duration));
 }
 
-void Metrics::OnJobFinished(JobState state, double estimated_cost,
-                            double actual_cost) {
+void Metrics::OnJobFinished(const std::string& /*job_id*/, JobState state,
+                            double estimated_cost, double actual_cost) {
   const int i = static_cast<int>(state);
   if (i >= 0 && i < kJobStateCount && finished_[i] != nullptr) {
     finished_[i]->Increment();

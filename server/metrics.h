@@ -65,10 +65,11 @@ class Metrics final : public JobObserver {
   std::string Scrape() const;
 
   // JobObserver.
-  void OnJobTransition(JobState from, JobState to) override;
+  void OnJobTransition(const std::string& job_id, JobState from, JobState to,
+                       const std::string& message) override;
   void OnPartitionAttempt(bool ok, absl::Duration duration) override;
-  void OnJobFinished(JobState state, double estimated_cost,
-                     double actual_cost) override;
+  void OnJobFinished(const std::string& job_id, JobState state,
+                     double estimated_cost, double actual_cost) override;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

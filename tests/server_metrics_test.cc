@@ -50,11 +50,11 @@ std::string PromtoolCheck(const std::string& text) {
 
 TEST(MetricsTest, ScrapeHasEveryFamilyWithValues) {
   Metrics metrics([] { return SomeStats(); }, "1.2.3");
-  metrics.OnJobTransition(JobState::kQueued, JobState::kRunning);
-  metrics.OnJobTransition(JobState::kQueued, JobState::kRunning);
+  metrics.OnJobTransition("bf-1", JobState::kQueued, JobState::kRunning, "");
+  metrics.OnJobTransition("bf-1", JobState::kQueued, JobState::kRunning, "");
   metrics.OnPartitionAttempt(true, absl::Milliseconds(20));
   metrics.OnPartitionAttempt(false, absl::Seconds(2));
-  metrics.OnJobFinished(JobState::kSucceeded, 100, 90);
+  metrics.OnJobFinished("bf-1", JobState::kSucceeded, 100, 90);
 
   const std::string text = metrics.Scrape();
   EXPECT_THAT(text, HasSubstr("backfill_jobs{state=\"running\"} 2"));
@@ -103,9 +103,10 @@ TEST(MetricsTest, StoreErrorsShowAsStoreDown) {
 
 TEST(MetricsTest, PromtoolAcceptsTheScrape) {
   Metrics metrics([] { return SomeStats(); }, "0.1.0");
-  metrics.OnJobTransition(JobState::kRunning, JobState::kValidating);
+  metrics.OnJobTransition("bf-1", JobState::kRunning, JobState::kValidating,
+                          "");
   metrics.OnPartitionAttempt(true, absl::Milliseconds(3));
-  metrics.OnJobFinished(JobState::kFailed, 10, 4);
+  metrics.OnJobFinished("bf-1", JobState::kFailed, 10, 4);
   const std::string out = PromtoolCheck(metrics.Scrape());
   if (out == "<no promtool>") GTEST_SKIP() << "promtool is not installed";
   EXPECT_EQ(out, "") << metrics.Scrape();
