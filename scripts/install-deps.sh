@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages needed to build, test and run backfilld and
+# its demo. Idempotent: installs only what is missing (and runs apt-get update
+# only then). Needs root when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config ccache
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev prometheus-cpp-dev libsqlite3-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libbenchmark-dev
+  sqlite3 jq curl clang-format
+  prometheus  # for promtool (metrics and alert-rule checks)
+)
+
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  installed "$pkg" || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages are installed"
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run this script as root (e.g. sudo $0) or install them with:" >&2
+  echo "  apt-get install --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+
+# The prometheus package's maintainer scripts try to start its service.
+# Without systemd (containers, CI) invoke-rc.d would start the server in the
+# background or wait on it; a policy-rc.d that denies every action (exit 101)
+# makes the package install only its files. It is removed again afterwards
+# unless one existed before.
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\n# installed by backfilld scripts/install-deps.sh\nexit 101\n' >"$policy"
+  chmod 0755 "$policy"
+  added_policy=1
+fi
+cleanup() {
+  if ((added_policy)); then rm -f "$policy"; fi
+}
+trap cleanup EXIT
+
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+  -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+  "${missing[@]}"
+
+still_missing=()
+for pkg in "${missing[@]}"; do
+  installed "$pkg" || still_missing+=("$pkg")
+done
+if ((${#still_missing[@]} > 0)); then
+  echo "install-deps: failed to install: ${still_missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: done"
