@@ -162,6 +162,12 @@ absl::Status BackfillManager::Start() {
           job.id, job.state, JobState::kFailed,
           absl::StrCat("cannot resume after restart: ", s.message()),
           clock_->Now()));
+      RETURN_IF_ERROR(store_
+                          ->UpdateTasksInState(
+                              job.id, {TaskState::kPending, TaskState::kStaged},
+                              TaskState::kCancelled, clock_->Now())
+                          .status());
+      engine_->DropStaging(job.id).IgnoreError();
     }
   }
   return absl::OkStatus();
@@ -189,6 +195,19 @@ absl::StatusOr<JobLayout> BackfillManager::LayoutOf(const Job& job) const {
       return absl::FailedPreconditionError(absl::StrCat(
           "dataset \"", dp.dataset,
           "\" is no longer a derived dataset in the loaded pipelines"));
+    }
+    // Partitions still to compute must use the logic the others used; a job
+    // whose partitions are all staged publishes them as they are.
+    const bool computing =
+        job.state == JobState::kQueued || job.state == JobState::kRunning;
+    if (computing && !dp.transform_version.empty() &&
+        dp.transform_version != spec->transform_version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the transform of \"", dp.dataset,
+          "\" changed since the job was planned (version ",
+          dp.transform_version, " -> ", spec->transform_version,
+          "); partitions computed with the old logic are never published "
+          "with the new: submit a new backfill"));
     }
     layout.items.push_back({spec, dp.partitions});
     in_job.insert(dp.dataset);
@@ -587,17 +606,20 @@ absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
   // Lineage from the checkpoints (the store's copy is authoritative after a
   // restart).
   ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
+  std::map<std::string, std::string> versions;
+  for (const DatasetPlan& dp : job->job.plan.datasets) {
+    versions[dp.dataset] = dp.transform_version;
+  }
   const absl::Time now = clock_->Now();
   std::vector<LineageRecord> lineage;
   int64_t rows = 0;
   for (const PartitionTask& t : tasks) {
     if (t.state != TaskState::kStaged) continue;
-    const DatasetSpec* spec = catalog_->Find(t.dataset);
     LineageRecord r;
     r.dataset = t.dataset;
     r.partition = t.partition;
     r.job_id = id;
-    r.transform_version = spec != nullptr ? spec->transform_version : "";
+    r.transform_version = versions[t.dataset];
     r.inputs = t.inputs;
     r.output_fingerprint = t.output_fingerprint;
     r.row_count = t.rows_written;

@@ -4,7 +4,7 @@
 // publish every partition of the job atomically, record lineage — and
 // resumes unfinished jobs after a restart.
 //
-// It owns its worker pool and scheduler thread. It does not own the
+// It owns its worker pool (the only threads it runs). It does not own the
 // catalog, store, engine, clock or observer; they must outlive it.
 // Thread-safe: every public method may be called from any thread (the gRPC
 // handlers call it concurrently).

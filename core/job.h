@@ -77,6 +77,9 @@ struct DatasetPlan {
   std::string dataset;
   std::vector<std::string> partitions;  // sorted, unique
   std::string reason;                   // "requested" / "downstream of X"
+  // The transform version the job computes with, fixed when it is planned:
+  // a job never mixes partitions of two versions of the logic.
+  std::string transform_version;
   Cost cost;
 };
 

@@ -213,6 +213,7 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     dp.dataset = d.name;
     dp.partitions.assign(it->second.begin(), it->second.end());
     dp.reason = reason[d.name];
+    dp.transform_version = d.transform_version;
     for (const std::string& p : dp.partitions) {
       ASSIGN_OR_RETURN(double c, cost_of(d, p));
       dp.cost.backfill += c;

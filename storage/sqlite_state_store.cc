@@ -114,6 +114,10 @@ CREATE TABLE audit_events (
 );
 CREATE INDEX audit_events_by_job ON audit_events (job_id, seq);
 )sql",
+    // 2: the transform version each dataset of a job computes with.
+    R"sql(
+ALTER TABLE job_datasets ADD COLUMN transform_version TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -367,8 +371,9 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id) {
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT dataset, reason, cost_backfill, cost_full_reload "
-                     "FROM job_datasets WHERE job_id = ?1 ORDER BY ordinal"));
+        db_->Prepare("SELECT dataset, reason, cost_backfill, cost_full_reload, "
+                     "transform_version FROM job_datasets WHERE job_id = ?1 "
+                     "ORDER BY ordinal"));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -378,6 +383,7 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id) {
       dp.reason = q.ColumnText(1);
       dp.cost.backfill = q.ColumnDouble(2);
       dp.cost.full_reload = q.ColumnDouble(3);
+      dp.transform_version = q.ColumnText(4);
       index[dp.dataset] = job.plan.datasets.size();
       job.plan.datasets.push_back(std::move(dp));
     }
@@ -506,8 +512,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     ASSIGN_OR_RETURN(
         Statement ds,
         db_->Prepare("INSERT INTO job_datasets (job_id, ordinal, dataset, "
-                     "reason, cost_backfill, cost_full_reload) VALUES (?1, "
-                     "?2, ?3, ?4, ?5, ?6)"));
+                     "reason, cost_backfill, cost_full_reload, "
+                     "transform_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
     ASSIGN_OR_RETURN(
         Statement task,
         db_->Prepare("INSERT INTO tasks (job_id, dataset, \"partition\", "
@@ -523,6 +529,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
       RETURN_IF_ERROR(ds.BindText(4, dp.reason));
       RETURN_IF_ERROR(ds.BindDouble(5, dp.cost.backfill));
       RETURN_IF_ERROR(ds.BindDouble(6, dp.cost.full_reload));
+      RETURN_IF_ERROR(ds.BindText(7, dp.transform_version));
       RETURN_IF_ERROR(ds.Run());
       for (const std::string& partition : dp.partitions) {
         RETURN_IF_ERROR(task.Reset());

@@ -1,14 +1,13 @@
 // Planner: scope resolution, downstream propagation and cost, against a
 // fake engine that only answers row counts.
 
-#include "core/planner.h"
-
 #include <map>
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
 #include "absl/strings/str_format.h"
+#include "core/planner.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace backfill {

@@ -514,6 +514,40 @@ TEST_F(ManagerTest, ResumesFromCheckpointsAfterRestartAndPublishesOnce) {
   }
 }
 
+TEST_F(ManagerTest, ResumeRefusesToMixTwoVersionsOfTheLogic) {
+  gate_->Close();
+  BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-21");
+  r.exclude_downstream = true;
+  auto a = manager_->Submit(r, "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  gate_->Allow(3);
+  WaitStaged(a->job.id, 3);
+  std::thread opener([this] {
+    absl::SleepFor(absl::Milliseconds(50));
+    gate_->Open();
+  });
+  manager_->Shutdown();
+  opener.join();
+  manager_.reset();
+  // The logic changes while the daemon is down.
+  std::string changed = kPipeline;
+  const std::string from = "SUM(o.amount - o.refund)";
+  changed.replace(changed.find(from), from.size(), "SUM(o.amount)");
+  auto catalog = LoadPipelineTexts({{"test.yaml", changed}});
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  catalog_ = *std::move(catalog);
+  OpenStorage();
+  StartManager();
+  auto job = manager_->GetJob(a->job.id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_THAT(job->message, HasSubstr("changed since the job was planned"));
+  RawDb raw(warehouse_path_);
+  EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                      "'daily_revenue'"),
+            0);
+}
+
 TEST_F(ManagerTest, BadRequestsChangeNothing) {
   BackfillRequest no_reason =
       Request("daily_revenue", "2025-01-01", "2025-01-02");

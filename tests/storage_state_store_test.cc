@@ -59,6 +59,7 @@ class StateStoreTest : public ::testing::Test {
     a.partitions = {"2025-01-01", "2025-01-02"};
     a.reason = "requested";
     a.cost = {20, 100};
+    a.transform_version = "3f2a9c0d11aa7b42";
     DatasetPlan b;
     b.dataset = "monthly_revenue";
     b.partitions = {"2025-01"};
@@ -110,6 +111,8 @@ TEST_F(StateStoreTest, CreateAndGetRoundTrips) {
   EXPECT_EQ(job->plan.datasets[0].reason, "requested");
   EXPECT_EQ(job->plan.datasets[0].cost.backfill, 20);
   EXPECT_EQ(job->plan.datasets[0].cost.full_reload, 100);
+  EXPECT_EQ(job->plan.datasets[0].transform_version, "3f2a9c0d11aa7b42");
+  EXPECT_EQ(job->plan.datasets[1].transform_version, "");
   EXPECT_EQ(job->plan.datasets[1].dataset, "monthly_revenue");
   EXPECT_THAT(job->plan.datasets[1].partitions, ElementsAre("2025-01"));
   EXPECT_EQ(job->plan.cost.backfill, 22);
