@@ -4,6 +4,7 @@
 // SUCCEEDED); 1 an RPC failed or the job ended in another state; 2 usage
 // error; 130 interrupted while following a job (the job keeps running).
 
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -73,7 +74,11 @@ struct JobOptions {
 
 std::string DefaultRequestedBy() {
   const char* user = std::getenv("USER");
-  return user != nullptr && *user != '\0' ? user : "unknown";
+  if (user != nullptr && *user != '\0') return user;
+  if (const struct passwd* pw = getpwuid(getuid()); pw != nullptr) {
+    return pw->pw_name;
+  }
+  return "unknown";
 }
 
 // Prints `backfillctl: MESSAGE` on stderr (one line) and returns `code`.
@@ -442,7 +447,7 @@ int Main(int argc, char** argv) {
                      "Resubmitting with the same key returns the same job");
   submit
       ->add_option("--requested-by", submit_options.requested_by,
-                   "Who asks (default: $USER)")
+                   "Who asks (default: $USER, else the login name)")
       ->capture_default_str();
   submit->add_flag("--wait", submit_options.wait,
                    "Follow the job; exit 0 only if it SUCCEEDED");

@@ -351,10 +351,13 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
   lines.emplace_back("Updated", FormatTimestamp(backfill.update_time()));
   lines.emplace_back("Ended", FormatTimestamp(backfill.end_time()));
   if (backfill.has_start_time() && backfill.has_end_time()) {
-    int64_t seconds =
-        backfill.end_time().seconds() - backfill.start_time().seconds();
-    lines.emplace_back("Duration",
-                       absl::FormatDuration(absl::Seconds(seconds)));
+    auto as_time = [](const google::protobuf::Timestamp& t) {
+      return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+    };
+    const absl::Duration took =
+        as_time(backfill.end_time()) - as_time(backfill.start_time());
+    lines.emplace_back("Duration", absl::FormatDuration(absl::Trunc(
+                                       took, absl::Milliseconds(1))));
   }
   lines.emplace_back("Message", OrDash(backfill.message()));
 

@@ -51,7 +51,12 @@ TEST(ProtoConvertTest, JobTimestampsAndCosts) {
   job.update_time = absl::FromUnixSeconds(1740787300);
   job.plan.cost.backfill = 30;
   job.plan.cost.full_reload = 120;
-  job.plan.datasets.push_back({"x", {"2025-03-01"}, "requested", {30, 120}});
+  DatasetPlan dp;
+  dp.dataset = "x";
+  dp.partitions = {"2025-03-01"};
+  dp.reason = "requested";
+  dp.cost = {30, 120};
+  job.plan.datasets.push_back(dp);
   job.counts.total = 1;
   job.counts.running = 1;
   job.actual_cost = 12;
@@ -75,7 +80,12 @@ TEST(ProtoConvertTest, JobTimestampsAndCosts) {
 
 TEST(ProtoConvertTest, PlanWithConflicts) {
   Plan plan;
-  plan.datasets.push_back({"x", {"a", "b"}, "requested", {2, 4}});
+  DatasetPlan dp;
+  dp.dataset = "x";
+  dp.partitions = {"a", "b"};
+  dp.reason = "requested";
+  dp.cost = {2, 4};
+  plan.datasets.push_back(dp);
   plan.cost = {2, 4};
   plan.conflicts.push_back({"bf-3", "x", "a"});
   const v1::PlanBackfillResponse proto = PlanToProto(plan, Catalog());

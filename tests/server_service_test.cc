@@ -533,8 +533,11 @@ TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
   Job job;
   job.request = RequestFromProto(
       RangeRequest("daily_revenue", "2025-03-01", "2025-03-02"));
-  job.plan.datasets.push_back(
-      {"daily_revenue", {"2025-03-01"}, "requested", {}});
+  DatasetPlan dp;
+  dp.dataset = "daily_revenue";
+  dp.partitions = {"2025-03-01"};
+  dp.reason = "requested";
+  job.plan.datasets.push_back(dp);
   absl::StatusOr<CreateJobResult> created = store_->CreateJob(job, absl::Now());
   ASSERT_TRUE(created.ok()) << created.status();
   const std::string id = created->job.id;
