@@ -130,6 +130,8 @@ grpc::Status BackfillServiceImpl::WatchBackfill(
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
       sent = version;
+      if (IsTerminal(job->state)) return grpc::Status::OK;
+      absl::SleepFor(watch_min_interval_);
     }
     if (IsTerminal(job->state)) return grpc::Status::OK;
   }

@@ -64,6 +64,11 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
  private:
   BackfillManager* const manager_;
   const absl::Duration watch_poll_;
+  // Updates of one watch are at least this far apart: changes in between are
+  // coalesced into the next update (each update reads and sends the whole
+  // job, so a job of many fast partitions must not cost a read per
+  // partition). A terminal state is still sent, at most this late.
+  const absl::Duration watch_min_interval_ = absl::Milliseconds(100);
   std::atomic<bool> shutting_down_{false};
 };
 
