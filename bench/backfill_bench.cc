@@ -28,36 +28,10 @@
 #include "core/pipeline_loader.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
+#include "tests/revenue_pipeline.h"
 
 namespace backfill {
 namespace {
-
-constexpr char kPipeline[] = R"yaml(
-datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: customers
-    kind: source
-    table: dim_customers
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-      - {dataset: customers, mapping: all}
-    transform: |
-      SELECT o.order_date AS ds, c.region AS region,
-             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
-      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
-      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [ds, region]
-)yaml";
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
@@ -192,7 +166,8 @@ int Main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const std::string warehouse = (dir / "warehouse.db").string();
   MakeWarehouse(warehouse, days, per_day);
-  auto catalog = LoadPipelineTexts({{"bench.yaml", kPipeline}});
+  auto catalog =
+      LoadPipelineTexts({{"bench.yaml", fixtures::RevenuePipelineYaml()}});
   Die(catalog.status(), "load pipeline");
   const DatasetSpec& spec = *catalog->Find("daily_revenue");
   std::vector<std::string> all_days =

@@ -43,6 +43,7 @@
 #include "absl/time/civil_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/revenue_pipeline.h"
 
 namespace backfill {
 namespace {
@@ -368,33 +369,8 @@ std::string PipelineYaml(bool slow) {
              "             SELECT n + 1 FROM spin WHERE n < 200000)\n"
              "             SELECT COUNT(*) FROM spin) > 0\n"
            : "";
-  return absl::StrCat(R"(warehouse: {engine: sqlite, path: warehouse.db}
-datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: customers
-    kind: source
-    table: dim_customers
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-      - {dataset: customers, mapping: all}
-    transform: |
-      SELECT o.order_date AS ds, c.region AS region,
-             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
-      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
-      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
-)",
-                      spin, R"(      GROUP BY 1, 2
-    contract:
-      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [ds, region]
-)");
+  return absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",
+                      fixtures::RevenuePipelineYaml(spin));
 }
 
 using Rows = std::vector<std::vector<std::string>>;

@@ -32,6 +32,7 @@
 #include "server/proto_convert.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
+#include "tests/revenue_pipeline.h"
 
 namespace backfill {
 namespace {
@@ -39,32 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr char kPipeline[] = R"(datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: customers
-    kind: source
-    table: dim_customers
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-      - {dataset: customers, mapping: all}
-    transform: |
-      SELECT o.order_date AS ds, c.region AS region,
-             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
-      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
-      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [ds, region]
-)";
 
 constexpr int kDays = 7;  // 2025-03-01 .. 2025-03-07
 constexpr int kCustomers = 6;
@@ -195,7 +170,7 @@ class ServerServiceTest : public ::testing::Test {
     CreateWarehouse(warehouse_, orders_);
 
     absl::StatusOr<Catalog> catalog =
-        LoadPipelineTexts({{"pipeline.yaml", kPipeline}});
+        LoadPipelineTexts({{"pipeline.yaml", fixtures::RevenuePipelineYaml()}});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<Catalog>(*std::move(catalog));
 

@@ -24,38 +24,16 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
+#include "tests/revenue_pipeline.h"
 
 namespace backfill {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kPipeline[] = R"yaml(
-datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: customers
-    kind: source
-    table: dim_customers
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-      - {dataset: customers, mapping: all}
-    transform: |
-      SELECT o.order_date AS ds, c.region AS region,
-             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
-      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
-      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [ds, region]
-  - name: daily_total
+// Datasets beyond DESIGN.md's example: a dependent of daily_revenue, and
+// two transforms that are wrong on purpose.
+constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
     kind: derived
     table: daily_total
     partition: {column: ds, grain: day}
@@ -91,6 +69,10 @@ datasets:
       columns: {ds: TEXT, k: TEXT}
       primary_key: [ds, k]
 )yaml";
+
+std::string Pipeline() {
+  return fixtures::RevenuePipelineYaml("", kMoreDatasets);
+}
 
 // Runs SQL on the warehouse file directly (never through the engine).
 class RawDb {
@@ -226,7 +208,7 @@ class ManagerTest : public ::testing::Test {
           "days'), 1 + (i * 7) % 30, 10 + (i % 13), CASE WHEN i % 5 = 0 "
           "THEN 2.5 ELSE 0 END FROM n;");
     }
-    auto catalog = LoadPipelineTexts({{"test.yaml", kPipeline}});
+    auto catalog = LoadPipelineTexts({{"test.yaml", Pipeline()}});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
     OpenStorage();
@@ -530,7 +512,7 @@ TEST_F(ManagerTest, ResumeRefusesToMixTwoVersionsOfTheLogic) {
   opener.join();
   manager_.reset();
   // The logic changes while the daemon is down.
-  std::string changed = kPipeline;
+  std::string changed = Pipeline();
   const std::string from = "SUM(o.amount - o.refund)";
   changed.replace(changed.find(from), from.size(), "SUM(o.amount)");
   auto catalog = LoadPipelineTexts({{"test.yaml", changed}});

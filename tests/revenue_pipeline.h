@@ -1,0 +1,50 @@
+// The pipeline of DESIGN.md — orders (source, by day), customers (an
+// unpartitioned dimension) and daily_revenue (derived, refund-aware) — as
+// YAML text, shared by the tests and the benchmark so that they all exercise
+// the same declared example. Header-only; stateless.
+
+#ifndef BACKFILL_TESTS_REVENUE_PIPELINE_H_
+#define BACKFILL_TESTS_REVENUE_PIPELINE_H_
+
+#include <string>
+
+namespace backfill {
+namespace fixtures {
+
+// `extra_condition` is ANDed into the transform's WHERE clause (one or more
+// whole lines, each starting with "        AND "); `more_datasets` are
+// further items of the `datasets:` list (each starting with "  - name:").
+inline std::string RevenuePipelineYaml(const std::string& extra_condition = "",
+                                       const std::string& more_datasets = "") {
+  return std::string(R"yaml(datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: order_date, grain: day}
+  - name: customers
+    kind: source
+    table: dim_customers
+  - name: daily_revenue
+    kind: derived
+    table: daily_revenue
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: orders, mapping: identity}
+      - {dataset: customers, mapping: all}
+    transform: |
+      SELECT o.order_date AS ds, c.region AS region,
+             SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
+      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
+      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
+)yaml") + extra_condition +
+         R"yaml(      GROUP BY 1, 2
+    contract:
+      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
+      primary_key: [ds, region]
+)yaml" + more_datasets;
+}
+
+}  // namespace fixtures
+}  // namespace backfill
+
+#endif  // BACKFILL_TESTS_REVENUE_PIPELINE_H_
