@@ -278,6 +278,26 @@ class ManagerTest : public ::testing::Test {
     ADD_FAILURE() << "fewer than " << n << " partitions staged";
   }
 
+  // Submits 20 days of daily_revenue, lets `staged` partitions through,
+  // then stops the manager while the rest are pending (as a restart would).
+  void StopWhileRunning(int staged, std::string* id) {
+    gate_->Close();
+    BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-21");
+    r.exclude_downstream = true;
+    auto a = manager_->Submit(r, "");
+    ASSERT_TRUE(a.ok()) << a.status();
+    *id = a->job.id;
+    gate_->Allow(staged);
+    WaitStaged(*id, staged);
+    std::thread opener([this] {
+      absl::SleepFor(absl::Milliseconds(50));
+      gate_->Open();
+    });
+    manager_->Shutdown();
+    opener.join();
+    manager_.reset();
+  }
+
   // The new logic computed independently over the raw tables.
   std::vector<std::string> Expected(const std::string& from,
                                     const std::string& to) {
@@ -464,25 +484,12 @@ TEST_F(ManagerTest, DuplicateKeysFailValidationAndPublishNothing) {
 }
 
 TEST_F(ManagerTest, ResumesFromCheckpointsAfterRestartAndPublishesOnce) {
-  gate_->Close();
-  BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-21");
-  r.exclude_downstream = true;
-  auto a = manager_->Submit(r, "");
-  ASSERT_TRUE(a.ok()) << a.status();
-  gate_->Allow(5);
-  WaitStaged(a->job.id, 5);
-  // Stop while partitions are pending, then start over on the same files.
-  std::thread opener([this] {
-    absl::SleepFor(absl::Milliseconds(50));
-    gate_->Open();
-  });
-  manager_->Shutdown();
-  opener.join();
-  manager_.reset();
+  std::string id;
+  ASSERT_NO_FATAL_FAILURE(StopWhileRunning(5, &id));
   const int staged_before_restart = gate_->staged();
   OpenStorage();
   StartManager();
-  Job done = WaitTerminal(a->job.id);
+  Job done = WaitTerminal(id);
   ASSERT_EQ(done.state, JobState::kSucceeded) << done.message;
   EXPECT_EQ(Published("2025-01-01", "2025-01-21"),
             Expected("2025-01-01", "2025-01-21"));
@@ -497,20 +504,8 @@ TEST_F(ManagerTest, ResumesFromCheckpointsAfterRestartAndPublishesOnce) {
 }
 
 TEST_F(ManagerTest, ResumeRefusesToMixTwoVersionsOfTheLogic) {
-  gate_->Close();
-  BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-21");
-  r.exclude_downstream = true;
-  auto a = manager_->Submit(r, "");
-  ASSERT_TRUE(a.ok()) << a.status();
-  gate_->Allow(3);
-  WaitStaged(a->job.id, 3);
-  std::thread opener([this] {
-    absl::SleepFor(absl::Milliseconds(50));
-    gate_->Open();
-  });
-  manager_->Shutdown();
-  opener.join();
-  manager_.reset();
+  std::string id;
+  ASSERT_NO_FATAL_FAILURE(StopWhileRunning(3, &id));
   // The logic changes while the daemon is down.
   std::string changed = Pipeline();
   const std::string from = "SUM(o.amount - o.refund)";
@@ -520,7 +515,7 @@ TEST_F(ManagerTest, ResumeRefusesToMixTwoVersionsOfTheLogic) {
   catalog_ = *std::move(catalog);
   OpenStorage();
   StartManager();
-  auto job = manager_->GetJob(a->job.id);
+  auto job = manager_->GetJob(id);
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_THAT(job->message, HasSubstr("changed since the job was planned"));
