@@ -10,13 +10,20 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/partition.h"
 #include "core/pipeline_loader.h"
+#include "core/status_macros.h"
 
 namespace backfill {
 namespace {
+
+// The installed Abseil's string_view is its own type (not std::string_view),
+// so std::string_view arguments to StrCat and friends need a conversion.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || s.size() > 128) return false;
@@ -30,48 +37,94 @@ bool IsIdentifier(std::string_view s) {
   return true;
 }
 
-// A column type is spliced into CREATE TABLE, so it is restricted to words
-// of letters, digits and '_' separated by single spaces, optionally followed
-// by "(N)" or "(N, M)": TEXT, INTEGER, DOUBLE PRECISION, NUMERIC(10, 2).
-bool IsColumnType(std::string_view s) {
+// Words that start a column constraint (or belong to one) in SQLite's
+// CREATE TABLE. A "type" containing one would smuggle a constraint into the
+// DDL (INTEGER PRIMARY KEY, TEXT COLLATE NOCASE, ... GENERATED ALWAYS AS).
+constexpr std::string_view kConstraintWords[] = {
+    "PRIMARY", "KEY",        "NOT",          "NULL",       "UNIQUE",
+    "CHECK",   "DEFAULT",    "COLLATE",      "REFERENCES", "GENERATED",
+    "AS",      "CONSTRAINT", "AUTOINCREMENT"};
+
+bool IsConstraintWord(std::string_view word) {
+  for (std::string_view k : kConstraintWords) {
+    if (absl::EqualsIgnoreCase(Sv(word), Sv(k))) return true;
+  }
+  return false;
+}
+
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() &&
+         absl::EqualsIgnoreCase(Sv(s.substr(0, prefix.size())), Sv(prefix));
+}
+
+// Names reserved for the engine's own tables ("_bf_") and for SQLite's
+// ("sqlite_"), in any letter case; empty if `name` is not reserved.
+std::string_view ReservedPrefix(std::string_view name) {
+  for (std::string_view prefix : {"_bf_", "sqlite_"}) {
+    if (StartsWithIgnoreCase(name, prefix)) return prefix;
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status CheckColumnType(std::string_view type) {
+  const absl::Status bad = absl::InvalidArgumentError(
+      "expected a SQL type name of one or two words, optionally followed "
+      "by (N) or (N, M), such as TEXT, INTEGER, REAL, DOUBLE PRECISION, "
+      "VARCHAR(32) or NUMERIC(10, 2)");
+  if (type.empty() || type.size() > 64) return bad;
   size_t i = 0;
-  auto word_char = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-           (c >= '0' && c <= '9');
+  auto alpha = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
   };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
   auto digits = [&]() {
     size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    while (i < type.size() && digit(type[i])) ++i;
     return i > start;
   };
   auto spaces = [&]() {
-    while (i < s.size() && s[i] == ' ') ++i;
+    while (i < type.size() && type[i] == ' ') ++i;
   };
-  if (s.empty() || s.size() > 64 || !word_char(s[0]) ||
-      (s[0] >= '0' && s[0] <= '9')) {
-    return false;
+  // One or two words [A-Za-z_][A-Za-z0-9_]*, separated by one space.
+  std::vector<std::string_view> words;
+  while (i < type.size() && alpha(type[i])) {
+    const size_t start = i;
+    while (i < type.size() && (alpha(type[i]) || digit(type[i]))) ++i;
+    words.push_back(type.substr(start, i - start));
+    if (i + 1 < type.size() && type[i] == ' ' && alpha(type[i + 1])) ++i;
   }
-  while (i < s.size() && (word_char(s[i]) || s[i] == ' ')) {
-    if (s[i] == ' ' && (i + 1 >= s.size() || !word_char(s[i + 1]))) break;
-    ++i;
+  for (std::string_view w : words) {
+    if (IsConstraintWord(w)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", Sv(w),
+          "\" is a constraint keyword; a type is only a type name (no "
+          "PRIMARY KEY, NOT NULL, UNIQUE, CHECK, DEFAULT, COLLATE, "
+          "REFERENCES or GENERATED; declare the key with `primary_key:`)"));
+    }
   }
-  if (i == s.size()) return true;
+  if (words.empty() || words.size() > 2) return bad;
+  if (i == type.size()) return absl::OkStatus();
+  // "(N)" or "(N, M)".
   spaces();
-  if (i >= s.size() || s[i] != '(') return false;
+  if (i >= type.size() || type[i] != '(') return bad;
   ++i;
   spaces();
-  if (!digits()) return false;
+  if (!digits()) return bad;
   spaces();
-  if (i < s.size() && s[i] == ',') {
+  if (i < type.size() && type[i] == ',') {
     ++i;
     spaces();
-    if (!digits()) return false;
+    if (!digits()) return bad;
     spaces();
   }
-  if (i >= s.size() || s[i] != ')') return false;
+  if (i >= type.size() || type[i] != ')') return bad;
   ++i;
-  return i == s.size();
+  return i == type.size() ? absl::OkStatus() : bad;
 }
+
+namespace {
 
 std::string Where(const DatasetSpec& d) {
   std::string file = d.file.empty() ? "<unknown file>" : d.file;
@@ -83,6 +136,18 @@ absl::Status DatasetError(const DatasetSpec& d, absl::string_view reason) {
       absl::StrCat(Where(d), ": dataset \"", d.name, "\": ", reason));
 }
 
+// "`what` "name" starts with the reserved prefix ..." or OK.
+absl::Status CheckNotReserved(const DatasetSpec& d, std::string_view what,
+                              std::string_view name) {
+  std::string_view prefix = ReservedPrefix(name);
+  if (prefix.empty()) return absl::OkStatus();
+  return DatasetError(
+      d, absl::StrCat(Sv(what), " \"", Sv(name),
+                      "\" starts with the reserved prefix \"", Sv(prefix),
+                      "\" (in any letter case; \"_bf_\" is reserved for "
+                      "the engine's tables, \"sqlite_\" for SQLite's)"));
+}
+
 // Checks one dataset on its own (everything that does not need the others).
 absl::Status ValidateOne(DatasetSpec& d) {
   if (!IsIdentifier(d.name)) {
@@ -90,35 +155,50 @@ absl::Status ValidateOne(DatasetSpec& d) {
                         "name must be an identifier ([A-Za-z_][A-Za-z0-9_]*, "
                         "at most 128 characters)");
   }
+  RETURN_IF_ERROR(CheckNotReserved(d, "name", d.name));
   if (d.table.empty()) d.table = d.name;
   if (!IsIdentifier(d.table)) {
     return DatasetError(d, absl::StrCat("table \"", d.table,
                                         "\" must be an identifier "
                                         "([A-Za-z_][A-Za-z0-9_]*)"));
   }
+  RETURN_IF_ERROR(CheckNotReserved(d, "table", d.table));
 
-  std::set<std::string, std::less<>> columns;
+  // Contract column names by lower-cased name: SQLite identifiers are
+  // case-insensitive, even quoted.
+  std::map<std::string, std::string> columns;
   for (const ColumnSpec& c : d.columns) {
     if (!IsIdentifier(c.name)) {
       return DatasetError(d, absl::StrCat("contract column \"", c.name,
                                           "\" must be an identifier "
                                           "([A-Za-z_][A-Za-z0-9_]*)"));
     }
-    if (!columns.insert(c.name).second) {
-      return DatasetError(d, absl::StrCat("contract column \"", c.name,
-                                          "\" is declared twice"));
-    }
-    if (!IsColumnType(c.type)) {
+    RETURN_IF_ERROR(CheckNotReserved(d, "contract column", c.name));
+    auto [it, inserted] =
+        columns.emplace(absl::AsciiStrToLower(c.name), c.name);
+    if (!inserted) {
       return DatasetError(
-          d,
-          absl::StrCat("contract column \"", c.name, "\" has type \"", c.type,
-                       "\"; expected a SQL type such as TEXT, INTEGER, "
-                       "REAL or NUMERIC(10, 2)"));
+          d, it->second == c.name
+                 ? absl::StrCat("contract column \"", c.name,
+                                "\" is declared twice")
+                 : absl::StrCat("contract column \"", c.name,
+                                "\" is declared twice (as \"", it->second,
+                                "\"; column names are case-insensitive)"));
+    }
+    absl::Status type = CheckColumnType(c.type);
+    if (!type.ok()) {
+      return DatasetError(
+          d, absl::StrCat("contract column \"", c.name, "\" has type \"",
+                          c.type, "\": ", type.message()));
     }
   }
+  auto is_column = [&](const std::string& name) {
+    auto it = columns.find(absl::AsciiStrToLower(name));
+    return it != columns.end() && it->second == name;
+  };
   std::set<std::string, std::less<>> pk;
   for (const std::string& k : d.primary_key) {
-    if (columns.count(k) == 0) {
+    if (!is_column(k)) {
       return DatasetError(d, absl::StrCat("primary_key column \"", k,
                                           "\" is not a contract column"));
     }
@@ -139,6 +219,7 @@ absl::Status ValidateOne(DatasetSpec& d) {
                                           "\" must be an identifier "
                                           "([A-Za-z_][A-Za-z0-9_]*)"));
     }
+    RETURN_IF_ERROR(CheckNotReserved(d, "partition column", p.column));
     if (p.grain == Grain::kKey) {
       if (p.keys.empty()) {
         return DatasetError(d, "grain key needs a non-empty `keys:` list");
@@ -159,7 +240,7 @@ absl::Status ValidateOne(DatasetSpec& d) {
                                           "key, not ",
                                           GrainName(p.grain)));
     }
-    if (d.is_derived() && columns.count(p.column) == 0) {
+    if (d.is_derived() && !is_column(p.column)) {
       return DatasetError(d, absl::StrCat("partition column \"", p.column,
                                           "\" is not a contract column"));
     }
@@ -253,22 +334,37 @@ const char* MappingName(Mapping mapping) {
 absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
                                        WarehouseSpec warehouse) {
   std::map<std::string, size_t, std::less<>> index;
-  std::map<std::string, size_t, std::less<>> tables;
+  // Dataset and table names, lower-cased: SQLite identifiers are
+  // case-insensitive even quoted, so "RAW_ORDERS" is the table "raw_orders"
+  // (and a dataset name is part of its staging tables' names).
+  std::map<std::string, size_t> names;
+  std::map<std::string, size_t> tables;
   for (size_t i = 0; i < datasets.size(); ++i) {
     DatasetSpec& d = datasets[i];
     absl::Status s = ValidateOne(d);
     if (!s.ok()) return s;
-    auto [it, inserted] = index.emplace(d.name, i);
-    if (!inserted) {
-      return DatasetError(d, absl::StrCat("is already declared at ",
-                                          Where(datasets[it->second])));
+    auto [nit, ninserted] = names.emplace(absl::AsciiStrToLower(d.name), i);
+    if (!ninserted) {
+      const DatasetSpec& other = datasets[nit->second];
+      return DatasetError(
+          d, other.name == d.name
+                 ? absl::StrCat("is already declared at ", Where(other))
+                 : absl::StrCat("is already declared at ", Where(other),
+                                " as \"", other.name,
+                                "\" (dataset names are case-insensitive)"));
     }
-    auto [tit, tinserted] = tables.emplace(d.table, i);
+    index.emplace(d.name, i);
+    auto [tit, tinserted] = tables.emplace(absl::AsciiStrToLower(d.table), i);
     if (!tinserted) {
-      return DatasetError(d, absl::StrCat("table \"", d.table,
-                                          "\" is already used by dataset \"",
-                                          datasets[tit->second].name, "\" at ",
-                                          Where(datasets[tit->second])));
+      const DatasetSpec& other = datasets[tit->second];
+      return DatasetError(
+          d, absl::StrCat(
+                 "table \"", d.table, "\" is already used by dataset \"",
+                 other.name, "\" at ", Where(other),
+                 other.table == d.table ? ""
+                                        : absl::StrCat(" as \"", other.table,
+                                                       "\" (table names are "
+                                                       "case-insensitive)")));
     }
   }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/partition.h"
 
@@ -46,6 +47,14 @@ struct ColumnSpec {
   std::string type;  // SQL type as declared: TEXT, INTEGER, REAL, ...
 };
 
+// Checks a contract column type, which engines splice into CREATE TABLE:
+// a type name of one or two words ([A-Za-z_][A-Za-z0-9_]*), optionally
+// followed by "(N)" or "(N, M)", e.g. TEXT, DOUBLE PRECISION, VARCHAR(32),
+// NUMERIC(10, 2); no constraint keyword (PRIMARY, KEY, NOT, NULL, UNIQUE,
+// CHECK, DEFAULT, COLLATE, REFERENCES, GENERATED, AS, CONSTRAINT,
+// AUTOINCREMENT) in any letter case. INVALID_ARGUMENT with the reason.
+absl::Status CheckColumnType(std::string_view type);
+
 struct DatasetSpec {
   std::string name;
   DatasetKind kind = DatasetKind::kSource;
@@ -73,7 +82,11 @@ class Catalog {
   Catalog() = default;
 
   // Validates and builds a catalog. Errors are INVALID_ARGUMENT naming the
-  // dataset, its file and line, and the reason.
+  // dataset, its file and line, and the reason. Dataset names, table names
+  // and the contract columns of a dataset must be unique ignoring ASCII
+  // letter case (SQLite identifiers are case-insensitive, even quoted), and
+  // none of these names nor a partition column may start with "_bf_" (the
+  // engine's tables) or "sqlite_" (SQLite's), in any letter case.
   static absl::StatusOr<Catalog> Build(std::vector<DatasetSpec> datasets,
                                        WarehouseSpec warehouse);
 

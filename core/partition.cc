@@ -134,6 +134,49 @@ absl::Status NotA(Grain grain, std::string_view value) {
       GrainName(grain), "; expected ", Sv(ExpectedFormat(grain))));
 }
 
+// The last partition of year 9999 of each time grain. Its end bound would
+// fall in year 10000 ("10000-01-01"), which sorts before "9999-..." as text,
+// so no row could ever be inside it: it is not a valid partition (it may
+// still be the exclusive end of a range).
+std::string_view LastValue(Grain grain) {
+  switch (grain) {
+    case Grain::kHour:
+      return "9999-12-31T23";
+    case Grain::kDay:
+      return "9999-12-31";
+    case Grain::kMonth:
+      return "9999-12";
+    default:
+      return "";
+  }
+}
+
+// The partition before LastValue: the last one that is allowed.
+std::string_view LastAllowedValue(Grain grain) {
+  switch (grain) {
+    case Grain::kHour:
+      return "9999-12-31T22";
+    case Grain::kDay:
+      return "9999-12-30";
+    case Grain::kMonth:
+      return "9999-11";
+    default:
+      return "";
+  }
+}
+
+// OK unless `value` (a well-formed time partition) is LastValue(grain).
+absl::Status CheckEndBeforeYear10000(Grain grain, std::string_view value) {
+  if (!IsTimeGrain(grain) || value != LastValue(grain)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      GrainName(grain), " partition ", Quote(value),
+      " is out of range: its end bound would fall in year 10000; the last "
+      "supported ",
+      GrainName(grain), " is ", Sv(LastAllowedValue(grain))));
+}
+
 // Parses a time partition into a count of grain units since the civil
 // epoch (so that ranges become integer arithmetic), or fails with NotA.
 absl::StatusOr<int64_t> ToOrdinal(Grain grain, std::string_view value) {
@@ -226,13 +269,17 @@ absl::Status ValidatePartition(Grain grain, std::string_view value) {
     case Grain::kDay:
     case Grain::kMonth: {
       absl::StatusOr<int64_t> ordinal = ToOrdinal(grain, value);
-      return ordinal.status();
+      if (!ordinal.ok()) return ordinal.status();
+      return CheckEndBeforeYear10000(grain, value);
     }
   }
   return absl::InvalidArgumentError("unknown grain");
 }
 
 absl::StatusOr<PartitionBounds> BoundsOf(Grain grain, std::string_view value) {
+  if (absl::Status s = CheckEndBeforeYear10000(grain, value); !s.ok()) {
+    return s;
+  }
   switch (grain) {
     case Grain::kNone:
     case Grain::kKey: {
@@ -318,6 +365,9 @@ absl::StatusOr<std::string> PartitionOfValue(Grain grain,
   if (timestamp.size() == 7) {
     std::optional<absl::CivilMonth> m = ParseMonthExact(timestamp);
     if (grain != Grain::kMonth || !m) return bad();
+    if (absl::Status s = CheckEndBeforeYear10000(grain, timestamp); !s.ok()) {
+      return s;
+    }
     return FormatMonth(*m);
   }
   if (timestamp.size() < 10) return bad();
@@ -343,17 +393,25 @@ absl::StatusOr<std::string> PartitionOfValue(Grain grain,
       }
     }
   }
+  std::string partition;
   switch (grain) {
     case Grain::kHour:
-      return FormatHour(
+      partition = FormatHour(
           absl::CivilHour(day->year(), day->month(), day->day(), hour));
+      break;
     case Grain::kDay:
-      return FormatDay(*day);
+      partition = FormatDay(*day);
+      break;
     case Grain::kMonth:
-      return FormatMonth(absl::CivilMonth(*day));
+      partition = FormatMonth(absl::CivilMonth(*day));
+      break;
     default:
       return bad();
   }
+  if (absl::Status s = CheckEndBeforeYear10000(grain, partition); !s.ok()) {
+    return s;
+  }
+  return partition;
 }
 
 }  // namespace backfill

@@ -10,6 +10,12 @@
 // are both the key (there is no range). An unpartitioned dataset has one
 // partition, the empty string, with empty bounds.
 //
+// Years are 0001..9999. The last partition of year 9999 of each time grain
+// (hour "9999-12-31T23", day "9999-12-31", month "9999-12") is not a valid
+// partition: its end bound would fall in year 10000 ("10000-01-01"), which
+// sorts before "9999-..." as text. It may still be the exclusive end of a
+// range.
+//
 // Stateless free functions; thread-safe.
 
 #ifndef BACKFILL_CORE_PARTITION_H_

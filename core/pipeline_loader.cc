@@ -41,8 +41,8 @@ bool IsSpace(char c) {
          c == '\v';
 }
 
-// One pass over SQL text that understands '...' literals, "..." quoted
-// identifiers, -- line comments and /* */ block comments.
+// One pass over SQL text that understands '...' literals, "...", `...` and
+// [...] quoted identifiers, -- line comments and /* */ block comments.
 struct SqlScan {
   // Comments removed, whitespace runs outside literals collapsed to one
   // space, trimmed; literals verbatim.
@@ -95,14 +95,15 @@ SqlScan ScanSql(std::string_view sql) {
       continue;
     }
     if (scan.first_semicolon && c != ';') scan.text_after_semicolon = true;
-    if (c == '\'' || c == '"') {
-      const char quote = c;
-      emit(quote, false);
+    if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      const char quote = c == '[' ? ']' : c;
+      emit(c, false);
       ++i;
       bool closed = false;
       while (i < sql.size()) {
         if (sql[i] == quote) {
-          if (i + 1 < sql.size() && sql[i + 1] == quote) {  // doubled quote
+          if (quote != ']' && i + 1 < sql.size() &&
+              sql[i + 1] == quote) {  // doubled quote
             emit(quote, true);
             emit(quote, true);
             i += 2;
@@ -576,25 +577,51 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql) {
         "it starts with \"",
         scan.skeleton.substr(0, std::max<size_t>(n, 1)), "\""));
   }
-  // Named parameters: only the bound ones ("::" is a cast, not a parameter).
+  // Parameters: only the bound ones. SQLite also knows ?, ?NNN, @name,
+  // $name and #name; they would bind NULL (or fail) at run time, so they
+  // are rejected here. "::" is a cast, not a parameter; '$' inside an
+  // identifier (a$b) is part of it.
+  constexpr char kOnlyBound[] =
+      "; only :partition_start, :partition_end and :partition are bound "
+      "(positional ? and ?NNN and @name, $name or #name parameters are not "
+      "supported)";
+  // SQLite's identifier characters; bytes >= 0x80 (UTF-8) count too.
+  auto in_identifier = [](char c) {
+    return IsIdentChar(c) || c == '$' || static_cast<unsigned char>(c) >= 0x80;
+  };
   const std::string& sk = scan.skeleton;
   for (size_t i = 0; i < sk.size(); ++i) {
-    if (sk[i] != ':') continue;
-    if (i + 1 < sk.size() && sk[i + 1] == ':') {
-      ++i;
+    const char c = sk[i];
+    if (c == ':') {
+      if (i + 1 < sk.size() && sk[i + 1] == ':') {
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < sk.size() && IsIdentChar(sk[j])) ++j;
+      if (j == i + 1) continue;
+      const std::string param = sk.substr(i + 1, j - i - 1);
+      if (param != "partition_start" && param != "partition_end" &&
+          param != "partition") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the transform uses the parameter :", param, kOnlyBound));
+      }
+      i = j - 1;
       continue;
     }
-    size_t j = i + 1;
-    while (j < sk.size() && IsIdentChar(sk[j])) ++j;
-    if (j == i + 1) continue;
-    const std::string param = sk.substr(i + 1, j - i - 1);
-    if (param != "partition_start" && param != "partition_end" &&
-        param != "partition") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the transform uses the parameter :", param,
-          "; only :partition_start, :partition_end and :partition are bound"));
+    const bool starts_token = i == 0 || !in_identifier(sk[i - 1]);
+    if (c == '?' || c == '@' || c == '#' || (c == '$' && starts_token)) {
+      size_t j = i + 1;
+      while (j < sk.size() &&
+             (c == '?' ? sk[j] >= '0' && sk[j] <= '9' : in_identifier(sk[j]))) {
+        ++j;
+      }
+      // A lone @, # or $ is no parameter (SQLite rejects it as a token).
+      if (c != '?' && j == i + 1) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat("the transform uses the parameter ", sk.substr(i, j - i),
+                       kOnlyBound));
     }
-    i = j - 1;
   }
   const size_t end = scan.first_semicolon.value_or(scan.significant_end);
   std::string out(sql.substr(0, end));

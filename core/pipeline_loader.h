@@ -32,10 +32,12 @@ absl::StatusOr<Catalog> LoadPipelineTexts(
 std::string TransformVersion(std::string_view sql);
 
 // Checks that `sql` is a single SELECT (or WITH ... SELECT) statement whose
-// only named parameters are :partition_start, :partition_end and :partition
-// (in SQLite an unknown parameter would silently bind NULL), and returns it
-// trimmed and without a trailing ';'. Comments and string literals are
-// understood. Errors are INVALID_ARGUMENT with the reason.
+// only parameters are :partition_start, :partition_end and :partition
+// (in SQLite an unknown parameter would silently bind NULL; positional ?,
+// ?NNN and @name, $name, #name parameters are rejected too), and returns it
+// trimmed and without a trailing ';'. Comments, string literals and quoted
+// identifiers ("...", `...`, [...]) are understood. Errors are
+// INVALID_ARGUMENT with the reason.
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql);
 
 }  // namespace backfill

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -169,6 +170,105 @@ TEST(CatalogTest, ColumnTypesAccepted) {
                {"c", "VARCHAR(32)"}};
   absl::StatusOr<Catalog> c = Catalog::Build({d}, WarehouseSpec{});
   EXPECT_TRUE(c.ok()) << c.status();
+}
+
+TEST(CatalogTest, NamesAreUniqueIgnoringCase) {
+  // A derived table next to a source table that differs only in case is
+  // the same SQLite table: Publish would write into the source.
+  DatasetSpec src = Source("orders");
+  src.table = "raw_orders";
+  DatasetSpec derived = Derived("copy", {{"orders", Mapping::kIdentity}});
+  derived.table = "RAW_ORDERS";
+  derived.line = 12;
+  std::string msg = BuildError({src, derived});
+  EXPECT_THAT(msg, HasSubstr("p.yaml:12: dataset \"copy\": table "
+                             "\"RAW_ORDERS\" is already used by dataset "
+                             "\"orders\" at p.yaml:1 as \"raw_orders\" "
+                             "(table names are case-insensitive)"));
+
+  DatasetSpec upper = Source("Orders");
+  upper.table = "orders2";
+  upper.line = 7;
+  msg = BuildError({Source("orders"), upper});
+  EXPECT_THAT(msg, HasSubstr("p.yaml:7: dataset \"Orders\": is already "
+                             "declared at p.yaml:1 as \"orders\" (dataset "
+                             "names are case-insensitive)"));
+
+  DatasetSpec cols = Derived("d", {});
+  cols.columns.push_back({"N", "REAL"});
+  msg = BuildError({cols});
+  EXPECT_THAT(msg, HasSubstr("p.yaml:10: dataset \"d\": contract column "
+                             "\"N\" is declared twice (as \"n\"; column "
+                             "names are case-insensitive)"));
+
+  // Distinct names in any case are fine.
+  DatasetSpec other = Source("Other");
+  EXPECT_TRUE(Catalog::Build({Source("orders"), other}, WarehouseSpec{}).ok());
+}
+
+TEST(CatalogTest, ReservedPrefixesAreRejected) {
+  for (const char* name :
+       {"_bf_x", "_BF_stage_bf_1_x", "sqlite_x", "SQLite_master"}) {
+    SCOPED_TRACE(name);
+    std::string msg = BuildError({Source(name)});
+    EXPECT_THAT(msg, HasSubstr(absl::StrCat("p.yaml:1: dataset \"", name,
+                                            "\": name \"", name,
+                                            "\" starts with the reserved "
+                                            "prefix")));
+    DatasetSpec t = Source("ok");
+    t.table = name;
+    EXPECT_THAT(BuildError({t}),
+                HasSubstr(absl::StrCat("table \"", name,
+                                       "\" starts with the reserved "
+                                       "prefix")));
+    DatasetSpec c = Derived("d", {});
+    c.columns.push_back({name, "TEXT"});
+    EXPECT_THAT(BuildError({c}),
+                HasSubstr(absl::StrCat("p.yaml:10: dataset \"d\": contract "
+                                       "column \"",
+                                       name,
+                                       "\" starts with the reserved "
+                                       "prefix")));
+    DatasetSpec p = Source("p");
+    p.partition->column = name;
+    EXPECT_THAT(BuildError({p}), HasSubstr("partition column"));
+  }
+  // Only a prefix is reserved.
+  DatasetSpec fine = Source("my_bf_sqlite_x");
+  fine.table = "bf_x";
+  EXPECT_TRUE(Catalog::Build({fine}, WarehouseSpec{}).ok());
+}
+
+TEST(CatalogTest, ColumnTypesWithConstraintsAreRejected) {
+  for (const char* type :
+       {"INTEGER PRIMARY KEY", "TEXT COLLATE NOCASE", "TEXT NOT NULL",
+        "INTEGER GENERATED ALWAYS AS (5)", "INTEGER DEFAULT 5", "TEXT UNIQUE",
+        "INTEGER REFERENCES", "integer primary", "NULL", "key"}) {
+    SCOPED_TRACE(type);
+    DatasetSpec d = Derived("d", {});
+    d.columns[1].type = type;
+    std::string msg = BuildError({d});
+    EXPECT_THAT(msg, HasSubstr(absl::StrCat("p.yaml:10: dataset \"d\": "
+                                            "contract column \"n\" has type "
+                                            "\"",
+                                            type, "\"")));
+    EXPECT_THAT(msg, HasSubstr("is a constraint keyword"));
+  }
+  for (const char* type :
+       {"UNSIGNED BIG INT", "INT 5", "TEXT  X", "TEXT,", "(10)", "VARCHAR()",
+        "NUMERIC(10, 2, 3)", "NUMERIC(10) X", "TEXT ", " TEXT", "1INT"}) {
+    SCOPED_TRACE(type);
+    DatasetSpec d = Derived("d", {});
+    d.columns[1].type = type;
+    EXPECT_THAT(BuildError({d}), HasSubstr("expected a SQL type name of one "
+                                           "or two words"));
+  }
+  EXPECT_TRUE(CheckColumnType("character varying(10)").ok());
+  EXPECT_TRUE(CheckColumnType("NUMERIC (10,2)").ok());
+  EXPECT_TRUE(CheckColumnType("INT8").ok());
+  // Words that merely contain a keyword are type names.
+  EXPECT_TRUE(CheckColumnType("NULLABLE_TEXT").ok());
+  EXPECT_TRUE(CheckColumnType("KEYWORD").ok());
 }
 
 TEST(CatalogTest, DerivedRequirements) {

@@ -1,4 +1,5 @@
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -145,6 +146,60 @@ TEST(BoundsOfTest, RejectsInvalidValues) {
   EXPECT_FALSE(BoundsOf(Grain::kMonth, "2025-03-01").ok());
   EXPECT_FALSE(BoundsOf(Grain::kKey, "").ok());
   EXPECT_FALSE(BoundsOf(Grain::kNone, "x").ok());
+}
+
+// The last partition of year 9999 would end in year 10000: "10000-01-01"
+// sorts before "9999-12-31" as text, so every row would be outside it.
+TEST(BoundsOfTest, RejectsTheLastPartitionOfYear9999) {
+  const std::pair<Grain, const char*> last[] = {{Grain::kHour, "9999-12-31T23"},
+                                                {Grain::kDay, "9999-12-31"},
+                                                {Grain::kMonth, "9999-12"}};
+  for (const auto& [grain, value] : last) {
+    SCOPED_TRACE(value);
+    absl::Status s = ValidatePartition(grain, value);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Message(s),
+                HasSubstr("its end bound would fall in year 10000"));
+    EXPECT_EQ(BoundsOf(grain, value).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_THAT(Message(ValidatePartition(Grain::kDay, "9999-12-31")),
+              HasSubstr("the last supported day is 9999-12-30"));
+
+  // The partitions just before are fine, and their end still sorts after
+  // their start.
+  const std::pair<Grain, const char*> allowed[] = {
+      {Grain::kHour, "9999-12-31T22"},
+      {Grain::kDay, "9999-12-30"},
+      {Grain::kMonth, "9999-11"},
+      {Grain::kDay, "0001-01-01"}};
+  for (const auto& [grain, value] : allowed) {
+    SCOPED_TRACE(value);
+    EXPECT_TRUE(ValidatePartition(grain, value).ok());
+    absl::StatusOr<PartitionBounds> b = BoundsOf(grain, value);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_LT(b->start, b->end);
+  }
+  EXPECT_EQ(BoundsOf(Grain::kDay, "9999-12-30")->end, "9999-12-31");
+  EXPECT_EQ(BoundsOf(Grain::kMonth, "9999-11")->end, "9999-12-01");
+  EXPECT_EQ(BoundsOf(Grain::kHour, "9999-12-31T22")->end,
+            "9999-12-31 23:00:00");
+
+  // As the exclusive end of a range it is fine: it is not enumerated.
+  auto days = EnumerateRange(Grain::kDay, "9999-12-29", "9999-12-31");
+  ASSERT_TRUE(days.ok()) << days.status();
+  EXPECT_THAT(*days, ElementsAre("9999-12-29", "9999-12-30"));
+  auto months = EnumerateRange(Grain::kMonth, "9999-10", "9999-12");
+  ASSERT_TRUE(months.ok()) << months.status();
+  EXPECT_THAT(*months, ElementsAre("9999-10", "9999-11"));
+
+  // Column values never map to it.
+  EXPECT_FALSE(PartitionOfValue(Grain::kDay, "9999-12-31 10:00").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kMonth, "9999-12").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kMonth, "9999-12-05").ok());
+  EXPECT_FALSE(PartitionOfValue(Grain::kHour, "9999-12-31T23:30").ok());
+  EXPECT_EQ(*PartitionOfValue(Grain::kHour, "9999-12-31T22:30"),
+            "9999-12-31T22");
 }
 
 TEST(EnumerateRangeTest, DaysAcrossMonthEndAndLeapDay) {

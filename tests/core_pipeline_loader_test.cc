@@ -497,6 +497,74 @@ TEST(CanonicalTransformTest, Rejects) {
   EXPECT_FALSE(CanonicalTransform("SELECT :partition_date").ok());
 }
 
+TEST(CanonicalTransformTest, RejectsPositionalAndOtherParameterForms) {
+  for (const char* sql : {
+           "SELECT ds FROM t WHERE ds = ?",
+           "SELECT ds FROM t WHERE ds = ?1",
+           "SELECT ds FROM t WHERE ds=?12 AND 1",
+           "SELECT ds FROM t WHERE ds = @day",
+           "SELECT ds FROM t WHERE ds = $day",
+           "SELECT ds FROM t WHERE ds = #day",
+           "SELECT ds FROM t WHERE ds=$day",
+           "SELECT ds FROM t WHERE ds IN ($a)",
+           "SELECT \"ds\"$x FROM t",
+           "SELECT ds /* c */$x FROM t",
+           "SELECT a@b FROM t",
+       }) {
+    SCOPED_TRACE(sql);
+    absl::StatusOr<std::string> out = CanonicalTransform(sql);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(out.status().message(), HasSubstr("uses the parameter "));
+    EXPECT_THAT(out.status().message(),
+                HasSubstr("only :partition_start, :partition_end and "
+                          ":partition are bound"));
+  }
+  EXPECT_THAT(CanonicalTransform("SELECT * FROM t WHERE a = ?7 OR b = 1")
+                  .status()
+                  .message(),
+              HasSubstr("the parameter ?7;"));
+  EXPECT_THAT(CanonicalTransform("SELECT * FROM t WHERE a = $day_1 + 1")
+                  .status()
+                  .message(),
+              HasSubstr("the parameter $day_1;"));
+  EXPECT_THAT(
+      CanonicalTransform("SELECT * FROM t WHERE a = @x").status().message(),
+      HasSubstr("the parameter @x;"));
+}
+
+TEST(CanonicalTransformTest, ParameterCharactersThatAreNotParameters) {
+  for (const char* sql : {
+           // '$' inside an identifier is part of it.
+           "SELECT a$b, a$$, x1$ FROM t WHERE ds >= :partition_start",
+           // Inside literals, quoted identifiers and comments: text.
+           "SELECT '?', '@x', '$x', '#x', ':x' FROM t",
+           "SELECT \"a?b\", \"$x\", `@y`, [#z], [?1] FROM t",
+           "SELECT `a``?` FROM t",
+           "SELECT 1 -- where ds = ?\nFROM t",
+           "SELECT 1 /* $x @y ?1 */ FROM t",
+           // A cast is not a parameter.
+           "SELECT x::int FROM t WHERE d >= :partition_start",
+       }) {
+    SCOPED_TRACE(sql);
+    absl::StatusOr<std::string> out = CanonicalTransform(sql);
+    EXPECT_TRUE(out.ok()) << out.status();
+  }
+  EXPECT_FALSE(CanonicalTransform("SELECT [a FROM t").ok());
+  EXPECT_FALSE(CanonicalTransform("SELECT `a FROM t").ok());
+}
+
+TEST(PipelineLoaderTest, PositionalParameterFailsAtLoad) {
+  std::string msg = LoadError(WithDerived(R"(
+  - name: d
+    kind: derived
+    transform: SELECT ds FROM orders WHERE ds = ?
+    contract: {columns: {ds: TEXT}}
+)"));
+  EXPECT_THAT(msg, HasSubstr("pipe.yaml:8:"));
+  EXPECT_THAT(msg, HasSubstr("uses the parameter ?;"));
+}
+
 TEST(TransformVersionTest, StableAcrossReformatting) {
   const std::string v = TransformVersion(
       "SELECT a, SUM(b) AS s FROM t WHERE d >= :partition_start GROUP BY a");
