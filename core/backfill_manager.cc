@@ -96,22 +96,38 @@ bool Retryable(const absl::Status& s) {
 }  // namespace
 
 struct BackfillManager::ActiveJob {
-  enum class Phase { kRunning, kFinishing, kFailing, kCancelling };
+  enum class Phase {
+    kRunning,     // preparing or recomputing partitions
+    kFinishing,   // every partition staged: validating, publishing
+    kFailing,     // a partition failed for good; draining in-flight tasks
+    kCancelling,  // cancelled; draining in-flight tasks
+    kSettling,    // drained: cleanup runs outside the lock, then retired
+  };
 
-  Job job;  // as loaded: request, plan, key
-  JobState state = JobState::kQueued;
+  Job job;                             // as loaded: request, plan, key
+  JobState state = JobState::kQueued;  // written under transition_mu and mu_
   JobLayout layout;
+  bool layout_complete = true;  // false: a dataset left the pipelines
   std::vector<PartitionTask> tasks;
-  std::vector<const DatasetSpec*> spec_of;      // per task
-  std::vector<std::vector<size_t>> dependents;  // per task
-  std::vector<int> waiting;                     // unstaged inputs per task
+  std::vector<const DatasetSpec*> spec_of;  // per task; null if unknown
+  // Identity edges inside the job: task -> tasks that read it.
+  std::vector<std::vector<size_t>> dependents;
+  // Per task: unstaged identity inputs plus in-job `all` upstream datasets
+  // that are not completely staged.
+  std::vector<int> waiting;
+  std::map<std::string, size_t> dataset_unstaged;
+  // In-job dataset -> tasks that read the whole of it (`mapping: all`).
+  std::map<std::string, std::vector<size_t>> all_readers;
   std::deque<size_t> ready;
   std::set<std::pair<std::string, std::string>> scope;
   bool prepared = false;
   int running = 0;  // tasks in flight, plus a preparation in progress
   size_t unstaged = 0;
   Phase phase = Phase::kRunning;
+  Phase settling_from = Phase::kRunning;
   std::string failure;
+  // Serializes this job's state transitions (store write + memory update).
+  absl::Mutex transition_mu ABSL_ACQUIRED_BEFORE(mu_);
 };
 
 BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
@@ -157,20 +173,53 @@ absl::Status BackfillManager::Start() {
                           .status());
     }
     absl::Status s = Activate(job);
-    if (!s.ok()) {
-      RETURN_IF_ERROR(store_->TransitionJob(
-          job.id, job.state, JobState::kFailed,
-          absl::StrCat("cannot resume after restart: ", s.message()),
-          clock_->Now()));
-      RETURN_IF_ERROR(store_
-                          ->UpdateTasksInState(
-                              job.id, {TaskState::kPending, TaskState::kStaged},
-                              TaskState::kCancelled, clock_->Now())
-                          .status());
-      engine_->DropStaging(job.id).IgnoreError();
+    if (s.ok()) continue;
+    if (job.state == JobState::kPublishing ||
+        job.state == JobState::kConfirming) {
+      // It may have published: never fail it on a whim; refuse to start.
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot resume job ", job.id, " (",
+                       JobStateName(job.state), "): ", s.message()));
     }
+    // Nothing of it was published: end it and clean up.
+    RETURN_IF_ERROR(store_->TransitionJob(
+        job.id, job.state, JobState::kFailed,
+        absl::StrCat("cannot resume after restart: ", s.message()),
+        clock_->Now()));
+    RETURN_IF_ERROR(store_
+                        ->UpdateTasksInState(
+                            job.id, {TaskState::kPending, TaskState::kStaged},
+                            TaskState::kCancelled, clock_->Now())
+                        .status());
+    engine_->DropStaging(job.id).IgnoreError();
   }
+  SweepOrphans();
   return absl::OkStatus();
+}
+
+void BackfillManager::SweepOrphans() {
+  // A crash between a job's terminal state and its cleanup leaves staging
+  // (and tasks that never ran) behind; the state is final, so finish the
+  // cleanup now. Best effort: what fails is retried at the next start.
+  absl::StatusOr<std::vector<std::string>> ids = engine_->ListJobsWithStaging();
+  if (!ids.ok()) return;
+  for (const std::string& id : *ids) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (active_.count(id)) continue;
+    }
+    absl::StatusOr<Job> job = store_->GetJob(id);
+    if (job.ok() && !IsTerminal(job->state)) continue;
+    if (job.ok()) {
+      store_
+          ->UpdateTasksInState(id, {TaskState::kPending, TaskState::kRunning},
+                               TaskState::kCancelled, clock_->Now())
+          .IgnoreError();
+    } else if (job.status().code() != absl::StatusCode::kNotFound) {
+      continue;
+    }
+    engine_->DropStaging(id).IgnoreError();
+  }
 }
 
 void BackfillManager::Shutdown() {
@@ -185,22 +234,36 @@ void BackfillManager::Shutdown() {
   if (pool_) pool_->Shutdown();
 }
 
-absl::StatusOr<JobLayout> BackfillManager::LayoutOf(const Job& job) const {
+bool BackfillManager::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+absl::StatusOr<JobLayout> BackfillManager::LayoutOf(const Job& job,
+                                                    bool* complete) const {
+  // Partitions still to compute must use the logic the others used and a
+  // dataset the pipelines still declare; a job whose partitions are all
+  // staged (or published) is finished with what it has.
+  const bool computing = job.state == JobState::kQueued ||
+                         job.state == JobState::kRunning ||
+                         job.state == JobState::kValidating;
+  *complete = true;
   JobLayout layout;
   layout.job_id = job.id;
   std::set<std::string> in_job;
   for (const DatasetPlan& dp : job.plan.datasets) {
     const DatasetSpec* spec = catalog_->Find(dp.dataset);
     if (spec == nullptr || !spec->is_derived()) {
+      if (!computing) {
+        *complete = false;
+        continue;
+      }
       return absl::FailedPreconditionError(absl::StrCat(
           "dataset \"", dp.dataset,
           "\" is no longer a derived dataset in the loaded pipelines"));
     }
-    // Partitions still to compute must use the logic the others used; a job
-    // whose partitions are all staged publishes them as they are.
-    const bool computing =
-        job.state == JobState::kQueued || job.state == JobState::kRunning;
-    if (computing && !dp.transform_version.empty() &&
+    if (job.state != JobState::kPublishing &&
+        job.state != JobState::kConfirming && !dp.transform_version.empty() &&
         dp.transform_version != spec->transform_version) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the transform of \"", dp.dataset,
@@ -228,44 +291,45 @@ absl::Status BackfillManager::Activate(const Job& job) {
   auto active = std::make_unique<ActiveJob>();
   active->job = job;
   active->state = job.state;
-  ASSIGN_OR_RETURN(active->layout, LayoutOf(job));
+  ASSIGN_OR_RETURN(active->layout, LayoutOf(job, &active->layout_complete));
   ASSIGN_OR_RETURN(active->tasks, store_->ListTasks(job.id));
 
-  const size_t n = active->tasks.size();
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  std::map<std::string, std::vector<size_t>> by_dataset;
-  for (size_t i = 0; i < n; ++i) {
-    const PartitionTask& t = active->tasks[i];
-    index[{t.dataset, t.partition}] = i;
-    by_dataset[t.dataset].push_back(i);
-    active->scope.insert({t.dataset, t.partition});
-    const DatasetSpec* spec = catalog_->Find(t.dataset);
-    if (spec == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("unknown dataset \"", t.dataset, "\""));
-    }
-    active->spec_of.push_back(spec);
-  }
-  active->dependents.assign(n, {});
-  active->waiting.assign(n, 0);
   auto done = [](const PartitionTask& t) {
     return t.state == TaskState::kStaged || t.state == TaskState::kPublished;
   };
+  const size_t n = active->tasks.size();
+  std::map<std::pair<std::string, std::string>, size_t> index;
   for (size_t i = 0; i < n; ++i) {
     const PartitionTask& t = active->tasks[i];
-    if (!done(t)) ++active->unstaged;
+    index[{t.dataset, t.partition}] = i;
+    active->scope.insert({t.dataset, t.partition});
+    active->spec_of.push_back(catalog_->Find(t.dataset));
+    size_t& unstaged = active->dataset_unstaged[t.dataset];
+    if (!done(t)) {
+      ++unstaged;
+      ++active->unstaged;
+    }
+  }
+  if (active->unstaged > 0 && !active->layout_complete) {
+    return absl::FailedPreconditionError("a dataset of the job is missing");
+  }
+  active->dependents.assign(n, {});
+  active->waiting.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (active->spec_of[i] == nullptr) continue;
+    const PartitionTask& t = active->tasks[i];
     for (const UpstreamEdge& e : active->spec_of[i]->upstream) {
-      std::vector<size_t> deps;
+      auto in_job = active->dataset_unstaged.find(e.dataset);
+      if (in_job == active->dataset_unstaged.end()) continue;
       if (e.mapping == Mapping::kIdentity) {
         auto it = index.find({e.dataset, t.partition});
-        if (it != index.end()) deps.push_back(it->second);
+        if (it == index.end()) continue;
+        active->dependents[it->second].push_back(i);
+        if (!done(active->tasks[it->second])) ++active->waiting[i];
       } else {
-        auto it = by_dataset.find(e.dataset);
-        if (it != by_dataset.end()) deps = it->second;
-      }
-      for (size_t d : deps) {
-        active->dependents[d].push_back(i);
-        if (!done(active->tasks[d])) ++active->waiting[i];
+        // One counter per upstream dataset, not an edge per partition pair.
+        active->all_readers[e.dataset].push_back(i);
+        if (in_job->second > 0) ++active->waiting[i];
       }
     }
   }
@@ -291,11 +355,23 @@ absl::Status BackfillManager::Activate(const Job& job) {
   return absl::OkStatus();
 }
 
+BackfillManager::ActiveJob* BackfillManager::FindActive(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = active_.find(job_id);
+  return it == active_.end() ? nullptr : it->second.get();
+}
+
 absl::Status BackfillManager::Move(ActiveJob* job, JobState to,
-                                   const std::string& message) {
+                                   const std::string& message,
+                                   int required_phase) {
+  absl::MutexLock transition(&job->transition_mu);
   JobState from;
   {
     absl::MutexLock lock(&mu_);
+    if (static_cast<int>(job->phase) != required_phase) {
+      return absl::AbortedError("superseded by a cancel or a failure");
+    }
     from = job->state;
   }
   RETURN_IF_ERROR(
@@ -312,48 +388,46 @@ absl::Status BackfillManager::Move(ActiveJob* job, JobState to,
 }
 
 void BackfillManager::PrepareAndRun(const std::string& job_id) {
-  ActiveJob* job;
+  ActiveJob* job = FindActive(job_id);
+  if (job == nullptr) return;
+  absl::Status s = engine_->PrepareJob(job->layout);
+  bool queued;
   {
     absl::MutexLock lock(&mu_);
-    auto it = active_.find(job_id);
-    if (it == active_.end()) return;
-    job = it->second.get();
+    queued = job->state == JobState::kQueued;
   }
-  absl::Status s = engine_->PrepareJob(job->layout);
-  if (s.ok()) {
-    bool queued;
-    {
-      absl::MutexLock lock(&mu_);
-      queued = job->state == JobState::kQueued &&
-               job->phase == ActiveJob::Phase::kRunning;
-    }
-    if (queued) {
-      s = Move(job, JobState::kRunning,
-               absl::StrCat("recomputing ", job->tasks.size(),
-                            " partitions in staging"));
-    }
+  if (s.ok() && queued) {
+    s = Move(job, JobState::kRunning,
+             absl::StrCat("recomputing ", job->tasks.size(),
+                          " partitions in staging"),
+             static_cast<int>(ActiveJob::Phase::kRunning));
+    if (s.code() == absl::StatusCode::kAborted) s = absl::OkStatus();
   }
-  absl::MutexLock lock(&mu_);
-  --job->running;
-  if (!s.ok() && job->phase == ActiveJob::Phase::kRunning) {
-    job->phase = ActiveJob::Phase::kFailing;
-    job->failure = absl::StrCat("preparing staging failed: ", s.message());
+  if (!s.ok()) {
+    FailJob(job, absl::StrCat("preparing staging failed: ", s.message()));
   }
-  job->prepared = s.ok();
-  if (job->phase == ActiveJob::Phase::kRunning) {
-    for (size_t i = 0; i < job->tasks.size(); ++i) {
-      if (job->tasks[i].state == TaskState::kPending && job->waiting[i] == 0) {
-        job->ready.push_back(i);
+  bool settle;
+  {
+    absl::MutexLock lock(&mu_);
+    --job->running;
+    job->prepared = s.ok();
+    if (job->phase == ActiveJob::Phase::kRunning) {
+      for (size_t i = 0; i < job->tasks.size(); ++i) {
+        if (job->tasks[i].state == TaskState::kPending &&
+            job->waiting[i] == 0) {
+          job->ready.push_back(i);
+        }
+      }
+      if (job->unstaged == 0) {
+        job->phase = ActiveJob::Phase::kFinishing;
+        pool_->Submit([this, job_id] { Finish(job_id); });
       }
     }
-    if (job->unstaged == 0) {
-      job->phase = ActiveJob::Phase::kFinishing;
-      pool_->Submit([this, job_id] { Finish(job_id); });
-    }
+    settle = TakeSettleLocked(job);
+    NotifyLocked(job_id);
+    DispatchLocked();
   }
-  MaybeSettleLocked(job);
-  NotifyLocked(job_id);
-  DispatchLocked();
+  if (settle) Settle(job);
 }
 
 void BackfillManager::DispatchLocked() {
@@ -361,7 +435,7 @@ void BackfillManager::DispatchLocked() {
   for (const std::string& id : order_) {
     if (in_flight_ >= options_.workers) return;
     ActiveJob* job = active_[id].get();
-    if (!job->prepared || job->phase != ActiveJob::Phase::kRunning) continue;
+    if (job->phase != ActiveJob::Phase::kRunning || !job->prepared) continue;
     while (in_flight_ < options_.workers && !job->ready.empty()) {
       const size_t index = job->ready.front();
       job->ready.pop_front();
@@ -377,13 +451,28 @@ void BackfillManager::DispatchLocked() {
   }
 }
 
+void BackfillManager::FailJob(ActiveJob* job, const std::string& failure) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (job->phase != ActiveJob::Phase::kRunning) return;
+    job->phase = ActiveJob::Phase::kFailing;
+    job->failure = failure;
+    job->ready.clear();
+  }
+  // Recorded at once, so that the job never looks runnable (or resumable)
+  // while its in-flight partitions drain. If the store refuses, Settle
+  // tries again.
+  Move(job, JobState::kFailed, failure,
+       static_cast<int>(ActiveJob::Phase::kFailing))
+      .IgnoreError();
+}
+
 void BackfillManager::RunTask(const std::string& job_id, size_t index) {
-  ActiveJob* job;
+  ActiveJob* job = FindActive(job_id);
   PartitionTask task;
   const DatasetSpec* spec;
   {
     absl::MutexLock lock(&mu_);
-    job = active_.at(job_id).get();
     task = job->tasks[index];
     spec = job->spec_of[index];
   }
@@ -420,163 +509,174 @@ void BackfillManager::RunTask(const std::string& job_id, size_t index) {
     // Best effort: on failure to record, recovery re-runs the partition.
     store_->UpdateTask(task).IgnoreError();
     if (retry) {
-      bool stopping;
-      {
-        absl::MutexLock lock(&mu_);
-        stopping = stopping_;
-      }
-      if (!stopping) absl::SleepFor(options_.retry_backoff * task.attempts);
+      if (!Stopping()) absl::SleepFor(options_.retry_backoff * task.attempts);
+    } else {
+      FailJob(job, absl::StrCat("partition ", task.partition, " of ",
+                                task.dataset, " failed after ", task.attempts,
+                                " attempt(s): ", task.last_error));
     }
   }
 
-  absl::MutexLock lock(&mu_);
-  job->tasks[index] = task;
-  --job->running;
-  --in_flight_;
-  if (task.state == TaskState::kStaged) {
-    --job->unstaged;
-    for (size_t d : job->dependents[index]) {
-      if (--job->waiting[d] == 0 &&
-          job->tasks[d].state == TaskState::kPending) {
-        job->ready.push_back(d);
+  bool settle;
+  {
+    absl::MutexLock lock(&mu_);
+    job->tasks[index] = task;
+    --job->running;
+    --in_flight_;
+    if (task.state == TaskState::kStaged) {
+      --job->unstaged;
+      for (size_t d : job->dependents[index]) {
+        if (--job->waiting[d] == 0 &&
+            job->tasks[d].state == TaskState::kPending) {
+          job->ready.push_back(d);
+        }
       }
+      if (--job->dataset_unstaged[task.dataset] == 0) {
+        for (size_t d : job->all_readers[task.dataset]) {
+          if (--job->waiting[d] == 0 &&
+              job->tasks[d].state == TaskState::kPending) {
+            job->ready.push_back(d);
+          }
+        }
+      }
+    } else if (retry && job->phase == ActiveJob::Phase::kRunning) {
+      job->ready.push_front(index);
     }
-  } else if (retry) {
-    job->ready.push_front(index);
-  } else if (job->phase == ActiveJob::Phase::kRunning) {
-    job->phase = ActiveJob::Phase::kFailing;
-    job->failure = absl::StrCat("partition ", task.partition, " of ",
-                                task.dataset, " failed after ", task.attempts,
-                                " attempt(s): ", task.last_error);
+    if (job->phase == ActiveJob::Phase::kRunning && job->unstaged == 0 &&
+        job->running == 0) {
+      job->phase = ActiveJob::Phase::kFinishing;
+      pool_->Submit([this, job_id] { Finish(job_id); });
+    }
+    settle = TakeSettleLocked(job);
+    NotifyLocked(job_id);
+    DispatchLocked();
   }
-  if (job->phase == ActiveJob::Phase::kFailing ||
-      job->phase == ActiveJob::Phase::kCancelling) {
-    job->ready.clear();
-  }
-  if (job->phase == ActiveJob::Phase::kRunning && job->unstaged == 0 &&
-      job->running == 0) {
-    job->phase = ActiveJob::Phase::kFinishing;
-    pool_->Submit([this, job_id] { Finish(job_id); });
-  }
-  MaybeSettleLocked(job);
-  NotifyLocked(job_id);
-  DispatchLocked();
+  if (settle) Settle(job);
 }
 
-void BackfillManager::MaybeSettleLocked(ActiveJob* job) {
-  if (job->running > 0) return;
+bool BackfillManager::TakeSettleLocked(ActiveJob* job) {
+  if (job->running > 0) return false;
+  if (job->phase != ActiveJob::Phase::kCancelling &&
+      job->phase != ActiveJob::Phase::kFailing) {
+    return false;
+  }
+  job->settling_from = job->phase;
+  job->phase = ActiveJob::Phase::kSettling;
+  return true;
+}
+
+void BackfillManager::Settle(ActiveJob* job) {
   const std::string id = job->job.id;
   const absl::Time now = clock_->Now();
-  if (job->phase == ActiveJob::Phase::kCancelling) {
-    // The job is CANCELLED in the store already (see Cancel).
-    store_
-        ->UpdateTasksInState(
-            id, {TaskState::kPending, TaskState::kRunning, TaskState::kStaged},
-            TaskState::kCancelled, now)
-        .IgnoreError();
-    engine_->DropStaging(id).IgnoreError();
-  } else if (job->phase == ActiveJob::Phase::kFailing) {
-    store_
-        ->UpdateTasksInState(id, {TaskState::kPending, TaskState::kRunning},
-                             TaskState::kCancelled, now)
-        .IgnoreError();
+  const bool cancelled = job->settling_from == ActiveJob::Phase::kCancelling;
+  if (!cancelled && job->state != JobState::kFailed) {
+    // FailJob could not record the failure: try once more; if the store
+    // still refuses, the job stays RUNNING there and resumes on restart.
+    absl::MutexLock transition(&job->transition_mu);
     const JobState from = job->state;
-    absl::Status s =
-        store_->TransitionJob(id, from, JobState::kFailed, job->failure, now);
-    if (!s.ok()) return;  // stays active; recovery retries it
-    job->state = JobState::kFailed;
-    engine_->DropStaging(id).IgnoreError();
-    if (observer_ != nullptr) {
-      observer_->OnJobTransition(id, from, job->state, job->failure);
+    if (store_->TransitionJob(id, from, JobState::kFailed, job->failure, now)
+            .ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        job->state = JobState::kFailed;
+      }
+      if (observer_ != nullptr) {
+        observer_->OnJobTransition(id, from, JobState::kFailed, job->failure);
+      }
     }
-  } else {
-    return;
   }
-  if (observer_ != nullptr) {
-    observer_->OnJobFinished(id, job->state, job->job.plan.cost.backfill, 0);
+  // Tasks first, staging last: a crash in between leaves staging that the
+  // next start sweeps (SweepOrphans).
+  std::vector<TaskState> open = {TaskState::kPending, TaskState::kRunning};
+  if (cancelled) open.push_back(TaskState::kStaged);
+  store_->UpdateTasksInState(id, open, TaskState::kCancelled, now)
+      .IgnoreError();
+  engine_->DropStaging(id).IgnoreError();
+  Retire(job);
+}
+
+void BackfillManager::Retire(ActiveJob* job) {
+  const std::string id = job->job.id;
+  if (observer_ != nullptr && IsTerminal(job->state)) {
+    double actual = 0;
+    if (absl::StatusOr<Job> done = store_->GetJob(id); done.ok()) {
+      actual = done->actual_cost;
+    }
+    observer_->OnJobFinished(id, job->state, job->job.plan.cost.backfill,
+                             actual);
   }
+  absl::MutexLock lock(&mu_);
   active_.erase(id);
   order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
   NotifyLocked(id);
+  DispatchLocked();
 }
 
 void BackfillManager::Finish(const std::string& job_id) {
-  ActiveJob* job;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = active_.find(job_id);
-    if (it == active_.end()) return;
-    job = it->second.get();
-  }
+  ActiveJob* job = FindActive(job_id);
+  if (job == nullptr) return;
+  const int finishing = static_cast<int>(ActiveJob::Phase::kFinishing);
   absl::Status s = absl::OkStatus();
-  std::string failure;
-  if (job->state == JobState::kRunning || job->state == JobState::kQueued) {
+  if (job->state == JobState::kQueued || job->state == JobState::kRunning) {
     s = Move(
         job, JobState::kValidating,
-        absl::StrCat("validating ", job->tasks.size(), " staged partitions"));
+        absl::StrCat("validating ", job->tasks.size(), " staged partitions"),
+        finishing);
   }
   if (s.ok() && job->state == JobState::kValidating) {
+    std::string failure;
     s = ValidateStaged(job, &failure);
     if (s.ok() && !failure.empty()) {
-      s = Move(job, JobState::kValidationFailed, failure);
-      engine_->DropStaging(job_id).IgnoreError();
+      s = Move(job, JobState::kValidationFailed, failure, finishing);
+      if (s.ok()) {
+        engine_->DropStaging(job_id).IgnoreError();
+        Retire(job);
+        return;
+      }
     } else if (s.ok()) {
       s = Move(job, JobState::kPublishing,
                absl::StrCat("publishing ", job->tasks.size(), " partitions of ",
                             job->layout.items.size(),
-                            " dataset(s) in one transaction"));
+                            " dataset(s) in one transaction"),
+               finishing);
     }
   }
   if (s.ok() && job->state == JobState::kPublishing) {
-    s = PublishAndRecord(job);
+    s = Publish(job);
+    // Committed but not recorded (stopping): recovery records it.
+    if (s.code() == absl::StatusCode::kCancelled) return;
   }
   if (s.ok() && job->state == JobState::kConfirming) {
-    s = engine_->DropStaging(job_id);
-    if (s.ok()) {
-      s = Move(job, JobState::kSucceeded,
-               "published; no downstream consumers are declared, so there "
-               "is nothing to confirm");
+    // Published: from here the job only goes forward. Leftover staging is
+    // harmless and swept at the next start.
+    engine_->DropStaging(job_id).IgnoreError();
+    while (!(s = Move(job, JobState::kSucceeded,
+                      "published; no downstream consumers are declared, so "
+                      "there is nothing to confirm",
+                      finishing))
+                .ok()) {
+      if (Stopping()) return;  // recovery finishes it
+      absl::SleepFor(options_.retry_backoff);
     }
-  }
-  if (s.code() == absl::StatusCode::kAborted) {
-    // Stopping after the warehouse committed: recovery records it.
-    return;
   }
   if (!s.ok()) {
-    // Publish is all or nothing, so a failure here leaves the published
-    // tables as they were.
-    JobState from;
-    {
-      absl::MutexLock lock(&mu_);
-      from = job->state;
-    }
-    if (!IsTerminal(from)) {
-      Move(job, JobState::kFailed,
-           absl::StrCat("failed while ", JobStateName(from), ": ", s.message()))
-          .IgnoreError();
-      engine_->DropStaging(job_id).IgnoreError();
-    }
+    // Only reached before the warehouse committed: nothing was published.
+    const JobState from = job->state;
+    Move(job, JobState::kFailed,
+         absl::StrCat("failed while ", JobStateName(from),
+                      ", nothing was published: ", s.message()),
+         finishing)
+        .IgnoreError();
+    engine_->DropStaging(job_id).IgnoreError();
   }
-  double actual = 0;
-  if (absl::StatusOr<Job> done = store_->GetJob(job_id); done.ok()) {
-    actual = done->actual_cost;
-  }
-  if (observer_ != nullptr) {
-    observer_->OnJobFinished(job_id, job->state, job->job.plan.cost.backfill,
-                             actual);
-  }
-  absl::MutexLock lock(&mu_);
-  active_.erase(job_id);
-  order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
-  NotifyLocked(job_id);
-  DispatchLocked();
+  Retire(job);
 }
 
 absl::Status BackfillManager::ValidateStaged(ActiveJob* job,
                                              std::string* failure) {
-  if (!job->prepared) {
-    RETURN_IF_ERROR(engine_->PrepareJob(job->layout));
-    job->prepared = true;
+  std::map<std::string, int64_t> checkpointed;
+  for (const PartitionTask& t : job->tasks) {
+    checkpointed[t.dataset] += t.rows_written;
   }
   std::vector<std::string> failures;
   for (const JobLayout::Item& item : job->layout.items) {
@@ -584,6 +684,16 @@ absl::Status BackfillManager::ValidateStaged(ActiveJob* job,
                      engine_->ValidateStaged(job->job.id, *item.dataset));
     for (const std::string& f : report.failures) {
       failures.push_back(absl::StrCat(item.dataset->name, ": ", f));
+    }
+    // Staging must hold what the checkpoints say was written; otherwise
+    // staged rows were lost (e.g. the machine lost power) and publishing
+    // would replace good partitions with missing ones.
+    const int64_t expected = checkpointed[item.dataset->name];
+    if (report.rows != expected) {
+      failures.push_back(absl::StrCat(
+          item.dataset->name, ": staging holds ", report.rows,
+          " rows but the partition checkpoints recorded ", expected,
+          "; staged data was lost, submit the backfill again"));
     }
   }
   if (!failures.empty()) {
@@ -593,23 +703,52 @@ absl::Status BackfillManager::ValidateStaged(ActiveJob* job,
   return absl::OkStatus();
 }
 
-absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
+absl::Status BackfillManager::Publish(ActiveJob* job) {
   const std::string& id = job->job.id;
-  ASSIGN_OR_RETURN(bool published, engine_->IsPublished(id));
-  if (!published) {
-    if (!job->prepared) {
-      RETURN_IF_ERROR(engine_->PrepareJob(job->layout));
-      job->prepared = true;
+  // Reads are retried: a transient error must not fail a job that may have
+  // committed already.
+  absl::StatusOr<bool> published;
+  while (!(published = engine_->IsPublished(id)).ok()) {
+    if (Stopping()) return absl::CancelledError("stopping");
+    absl::SleepFor(options_.retry_backoff);
+  }
+  if (!*published) {
+    if (!job->layout_complete) {
+      return absl::FailedPreconditionError(
+          "a dataset of the job is no longer in the loaded pipelines");
     }
+    // After a restart into PUBLISHING, check the staging again first.
+    std::string failure;
+    RETURN_IF_ERROR(ValidateStaged(job, &failure));
+    if (!failure.empty()) return absl::DataLossError(failure);
     RETURN_IF_ERROR(engine_->Publish(job->layout));
   }
-  // Lineage from the checkpoints (the store's copy is authoritative after a
-  // restart).
-  ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
+
+  // The warehouse has committed: record it, retrying until it is recorded
+  // (or the process stops; recovery then finds the publication marker).
   std::map<std::string, std::string> versions;
   for (const DatasetPlan& dp : job->job.plan.datasets) {
     versions[dp.dataset] = dp.transform_version;
   }
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = RecordPublication(job, versions);
+    if (s.ok()) return absl::OkStatus();
+    // FAILED_PRECONDITION: the store holds the job in another state, which
+    // retrying cannot change; leave it to recovery rather than spin.
+    if (Stopping() || s.code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::CancelledError(s.message());
+    }
+    absl::SleepFor(
+        std::min(options_.retry_backoff * attempt, absl::Seconds(5)));
+  }
+}
+
+absl::Status BackfillManager::RecordPublication(
+    ActiveJob* job, const std::map<std::string, std::string>& versions) {
+  const std::string& id = job->job.id;
+  // Lineage from the checkpoints (the store's copy is authoritative after a
+  // restart).
+  ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
   const absl::Time now = clock_->Now();
   std::vector<LineageRecord> lineage;
   int64_t rows = 0;
@@ -619,7 +758,8 @@ absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
     r.dataset = t.dataset;
     r.partition = t.partition;
     r.job_id = id;
-    r.transform_version = versions[t.dataset];
+    auto v = versions.find(t.dataset);
+    if (v != versions.end()) r.transform_version = v->second;
     r.inputs = t.inputs;
     r.output_fingerprint = t.output_fingerprint;
     r.row_count = t.rows_written;
@@ -630,23 +770,12 @@ absl::Status BackfillManager::PublishAndRecord(ActiveJob* job) {
     rows += t.rows_written;
     lineage.push_back(std::move(r));
   }
-  const JobState from = job->state;
   const std::string message = absl::StrCat(
       "published ", lineage.size(), " partitions (", rows, " rows) atomically");
-  // The warehouse has committed: from here the job can only go forward. A
-  // failure to record it is retried (and, if the process stops first,
-  // finished by recovery, which finds the publication marker).
-  for (int attempt = 1;; ++attempt) {
-    absl::Status s = store_->RecordPublication(
-        id, lineage, JobState::kConfirming, message, clock_->Now());
-    if (s.ok()) break;
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return absl::AbortedError("stopping");
-    }
-    absl::SleepFor(
-        std::min(options_.retry_backoff * attempt, absl::Seconds(5)));
-  }
+  absl::MutexLock transition(&job->transition_mu);
+  const JobState from = job->state;
+  RETURN_IF_ERROR(store_->RecordPublication(id, lineage, JobState::kConfirming,
+                                            message, now));
   {
     absl::MutexLock lock(&mu_);
     job->state = JobState::kConfirming;
@@ -669,10 +798,9 @@ std::vector<Conflict> BackfillManager::FindConflictsLocked(
   for (const std::string& id : order_) {
     const ActiveJob& job = *active_.at(id);
     if (!own_key.empty() && job.job.idempotency_key == own_key) continue;
-    if (job.phase == ActiveJob::Phase::kCancelling ||
-        job.phase == ActiveJob::Phase::kFailing) {
-      continue;
-    }
+    // A job recorded as cancelled or failed never publishes, even while
+    // its last partitions drain.
+    if (IsTerminal(job.state)) continue;
     for (const DatasetPlan& dp : plan.datasets) {
       for (const std::string& p : dp.partitions) {
         if (job.scope.count({dp.dataset, p})) {
@@ -738,7 +866,16 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     }
     return SubmitResult{std::move(created.job), false};
   }
-  RETURN_IF_ERROR(Activate(created.job));
+  if (absl::Status s = Activate(created.job); !s.ok()) {
+    // Never leave a stored job that nothing runs (and a retry with the same
+    // key would return as if it were fine).
+    store_
+        ->TransitionJob(created.job.id, JobState::kQueued, JobState::kFailed,
+                        absl::StrCat("could not start: ", s.message()),
+                        clock_->Now())
+        .IgnoreError();
+    return s;
+  }
   ASSIGN_OR_RETURN(Job stored, store_->GetJob(created.job.id));
   return SubmitResult{std::move(stored), true};
 }
@@ -755,38 +892,63 @@ absl::StatusOr<std::vector<Job>> BackfillManager::ListJobs(
 absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
                                             const std::string& reason) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
+  ActiveJob* job = nullptr;
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(id);
-    if (it == active_.end()) {
-      ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", id, " is already ", JobStateName(job.state),
-                       "; only queued or running jobs can be cancelled"));
-    }
-    ActiveJob* job = it->second.get();
-    if (job->phase == ActiveJob::Phase::kFinishing) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", JobStateName(job->state),
-          ": every partition is staged and it is being validated or "
-          "published; it can no longer be cancelled"));
-    }
-    if (job->phase == ActiveJob::Phase::kRunning) {
-      const JobState from = job->state;
-      RETURN_IF_ERROR(store_->TransitionJob(
-          id, from, JobState::kCancelled,
-          reason.empty() ? "cancelled" : absl::StrCat("cancelled: ", reason),
-          clock_->Now()));
-      job->state = JobState::kCancelled;
-      job->phase = ActiveJob::Phase::kCancelling;
-      job->ready.clear();
-      if (observer_ != nullptr) {
-        observer_->OnJobTransition(id, from, JobState::kCancelled, reason);
+    if (it != active_.end()) {
+      job = it->second.get();
+      switch (job->phase) {
+        case ActiveJob::Phase::kRunning:
+          job->phase = ActiveJob::Phase::kCancelling;
+          job->ready.clear();
+          break;
+        case ActiveJob::Phase::kCancelling:
+          job = nullptr;  // already cancelled: answer with the job
+          break;
+        case ActiveJob::Phase::kFinishing:
+          return absl::FailedPreconditionError(absl::StrCat(
+              "job ", id, " is ", JobStateName(job->state),
+              ": every partition is staged and it is being validated or "
+              "published; it can no longer be cancelled"));
+        case ActiveJob::Phase::kFailing:
+        case ActiveJob::Phase::kSettling:
+          return absl::FailedPreconditionError(
+              absl::StrCat("job ", id, " is ending (", job->failure,
+                           "); there is nothing left to cancel"));
       }
-      MaybeSettleLocked(job);
-      NotifyLocked(id);
     }
   }
+  if (job == nullptr) {
+    ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+    if (stored.state == JobState::kCancelled) return stored;
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is already ", JobStateName(stored.state),
+                     "; only queued or running jobs can be cancelled"));
+  }
+  absl::Status moved =
+      Move(job, JobState::kCancelled,
+           reason.empty() ? "cancelled" : absl::StrCat("cancelled: ", reason),
+           static_cast<int>(ActiveJob::Phase::kCancelling));
+  bool settle = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!moved.ok()) {
+      // Not recorded: the job goes on as if never cancelled.
+      job->phase = ActiveJob::Phase::kRunning;
+      for (size_t i = 0; i < job->tasks.size(); ++i) {
+        if (job->tasks[i].state == TaskState::kPending &&
+            job->waiting[i] == 0) {
+          job->ready.push_back(i);
+        }
+      }
+      DispatchLocked();
+    } else {
+      settle = TakeSettleLocked(job);
+    }
+  }
+  if (!moved.ok()) return moved;
+  if (settle) Settle(job);
   return store_->GetJob(id);
 }
 

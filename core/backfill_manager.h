@@ -78,8 +78,9 @@ class BackfillManager {
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter);
 
   // Cancels an active job: no new partition starts, staging is dropped,
-  // nothing is published. FAILED_PRECONDITION for a finished job or one
-  // already publishing.
+  // nothing is published. Cancelling a cancelled job returns it unchanged
+  // (so a retried cancel is safe). FAILED_PRECONDITION for a job that ended
+  // otherwise or is already validating or publishing.
   absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason);
 
   // Blocks until the job changes after `*version` (0: return at once) or
@@ -95,29 +96,52 @@ class BackfillManager {
   struct ActiveJob;
 
   // Loads a job's tasks, builds its dependency graph and queues its
-  // preparation. Called on submit and on recovery.
+  // preparation (or, past RUNNING, its finish). On submit and on recovery.
   absl::Status Activate(const Job& job) ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops staging that a crash left behind for jobs already ended.
+  void SweepOrphans() ABSL_LOCKS_EXCLUDED(mu_);
+  ActiveJob* FindActive(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Pool closures.
   void PrepareAndRun(const std::string& job_id);
   void RunTask(const std::string& job_id, size_t index);
+  // Validate, publish, record; resumable from any of its states.
   void Finish(const std::string& job_id);
-  // Steps of Finish; each resumable after a crash.
+
+  // Steps of Finish. Publish returns CANCELLED when the warehouse committed
+  // but the publication could not be recorded before the process stops (or
+  // ever, in this process): recovery then records it.
   absl::Status ValidateStaged(ActiveJob* job, std::string* failure);
-  absl::Status PublishAndRecord(ActiveJob* job);
+  absl::Status Publish(ActiveJob* job);
+  absl::Status RecordPublication(
+      ActiveJob* job, const std::map<std::string, std::string>& versions);
+
+  // Moves the job to `to` (store, then memory, then observer) if it is still
+  // in phase `required_phase`; ABORTED otherwise. Serialized per job.
+  absl::Status Move(ActiveJob* job, JobState to, const std::string& message,
+                    int required_phase) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records a permanent failure (once) and stops the job's dispatch.
+  void FailJob(ActiveJob* job, const std::string& failure)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Starts ready tasks while fewer than options_.workers run.
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends a job that failed or was cancelled once nothing of it runs.
-  void MaybeSettleLocked(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Retire(const std::string& job_id, JobState final_state)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Move(ActiveJob* job, JobState to, const std::string& message);
+  // True (once) when a failing or cancelled job has drained; the caller
+  // then runs Settle outside the lock.
+  bool TakeSettleLocked(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Settle(ActiveJob* job) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reports the end and forgets the job; `job` is dangling afterwards.
+  void Retire(ActiveJob* job) ABSL_LOCKS_EXCLUDED(mu_);
   void NotifyLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Conflict> FindConflictsLocked(const Plan& plan,
                                             const std::string& own_key) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<JobLayout> LayoutOf(const Job& job) const;
+  // The job's datasets and pins. `complete` is false when a dataset of a
+  // job past VALIDATING left the pipelines (it can still be recorded if
+  // already published).
+  absl::StatusOr<JobLayout> LayoutOf(const Job& job, bool* complete) const;
 
   const Catalog* const catalog_;
   StateStore* const store_;

@@ -97,6 +97,11 @@ class Engine {
 
   // Drops the job's staging tables and snapshots (not the rollback copies).
   virtual absl::Status DropStaging(const std::string& job_id) = 0;
+
+  // Ids of the jobs that still have staging tables, partition lists or
+  // pinned snapshots in the warehouse, so that a restart can sweep what a
+  // crash left behind.
+  virtual absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() = 0;
 };
 
 }  // namespace backfill

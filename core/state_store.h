@@ -85,7 +85,10 @@ class StateStore {
 
   // The publish step's bookkeeping, atomically: writes the lineage records,
   // marks every STAGED task of the job PUBLISHED, and moves the job to `to`
-  // with an audit event. Idempotent for a job already past PUBLISHING.
+  // with an audit event. Only a job in PUBLISHING moves; the call is an
+  // idempotent no-op for a job already past PUBLISHING (CONFIRMING,
+  // SUCCEEDED, ...) and FAILED_PRECONDITION, writing nothing, for any other
+  // state (e.g. FAILED, CANCELLED, RUNNING).
   virtual absl::Status RecordPublication(
       const std::string& job_id, const std::vector<LineageRecord>& lineage,
       JobState to, const std::string& message, absl::Time now) = 0;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -44,6 +46,29 @@ std::string SafeJob(const std::string& job_id) {
   return out;
 }
 
+// The job id of a staging, partition-list or pin table: the inverse of
+// SafeJob for ids "bf-<digits>". A name matching
+// ^_bf_(stage|parts|pin)_bf_([0-9]+)_ gives "bf-<digits>"; the digit run is
+// unambiguous because a dataset name (an identifier) follows the '_'.
+std::optional<std::string> JobOfArtifact(std::string_view table) {
+  std::string_view rest;
+  for (std::string_view prefix :
+       {"_bf_stage_bf_", "_bf_parts_bf_", "_bf_pin_bf_"}) {
+    if (table.substr(0, prefix.size()) == prefix) {
+      rest = table.substr(prefix.size());
+      break;
+    }
+  }
+  size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0 || digits >= rest.size() || rest[digits] != '_') {
+    return std::nullopt;
+  }
+  return absl::StrCat("bf-", Sv(rest.substr(0, digits)));
+}
+
 // Adds context to an error, keeping its code.
 absl::Status Annotate(const absl::Status& status, std::string_view context) {
   if (status.ok()) return status;
@@ -52,19 +77,14 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
 }
 
 // A contract column type is spliced into DDL (SQLite takes no parameters
-// there), so it is restricted to what SQL type names look like.
+// there): defense in depth for specs that did not come through a Catalog,
+// with the Catalog's own rule.
 absl::Status CheckType(const DatasetSpec& ds, const ColumnSpec& col) {
-  bool ok = !col.type.empty();
-  for (char c : col.type) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != ' ' && c != '_' &&
-        c != '(' && c != ')' && c != ',') {
-      ok = false;
-    }
-  }
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", ds.name, ": column ", col.name,
-                     " has an invalid type '", col.type, "'"));
+  absl::Status status = CheckColumnType(col.type);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset ", ds.name, ": column ", col.name, " has an invalid type '",
+        col.type, "': ", status.message()));
   }
   return absl::OkStatus();
 }
@@ -346,8 +366,8 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
   return std::unique_ptr<SqliteEngine>(new SqliteEngine(std::move(conns)));
 }
 
-absl::StatusOr<SqliteEngine::JobInfo> SqliteEngine::FindJob(
-    const std::string& job_id) {
+absl::StatusOr<std::shared_ptr<const SqliteEngine::JobInfo>>
+SqliteEngine::FindJob(const std::string& job_id) {
   absl::MutexLock lock(&jobs_mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
@@ -488,24 +508,36 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
   }
   RETURN_IF_ERROR(txn.Commit());
 
+  // A new snapshot; calls still running on the previous one keep theirs.
+  auto info = std::make_shared<JobInfo>();
+  info->layout = layout;
+  for (const JobLayout::Item& item : layout.items) {
+    info->partitions[item.dataset->name].insert(item.partitions.begin(),
+                                                item.partitions.end());
+  }
   absl::MutexLock lock(&jobs_mu_);
-  JobInfo& info = jobs_[layout.job_id];
-  info.layout = layout;
+  auto& slot = jobs_[layout.job_id];
+  if (slot != nullptr) {
+    // The pins were kept (see above), so their fingerprints still hold.
+    absl::MutexLock pins_lock(&slot->pins_mu);
+    absl::MutexLock new_pins_lock(&info->pins_mu);
+    info->pinned_fingerprints = slot->pinned_fingerprints;
+  }
+  slot = std::move(info);
   return absl::OkStatus();
 }
 
 absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     const std::string& job_id, const DatasetSpec& dataset,
     const std::string& partition, const std::vector<InputRef>& inputs) {
-  ASSIGN_OR_RETURN(JobInfo job, FindJob(job_id));
-  const JobLayout& layout = job.layout;
-  const JobLayout::Item* item = FindItem(layout, dataset.name);
-  if (item == nullptr) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
+  const JobLayout& layout = job->layout;
+  auto job_partitions = job->partitions.find(dataset.name);
+  if (job_partitions == job->partitions.end()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset ", dataset.name, " is not recomputed by job ", job_id));
   }
-  if (std::find(item->partitions.begin(), item->partitions.end(), partition) ==
-      item->partitions.end()) {
+  if (!job_partitions->second.contains(partition)) {
     return absl::InvalidArgumentError(
         absl::StrCat("partition '", partition, "' of ", dataset.name,
                      " is not part of job ", job_id));
@@ -638,8 +670,9 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
                 layout.pinned.begin(), layout.pinned.end(),
                 [&](const DatasetSpec* p) { return p->name == u.name; });
         if (pinned) {
-          auto cached = job.pinned_fingerprints.find(u.name);
-          if (cached != job.pinned_fingerprints.end()) {
+          absl::MutexLock pins_lock(&job->pins_mu);
+          auto cached = job->pinned_fingerprints.find(u.name);
+          if (cached != job->pinned_fingerprints.end()) {
             result.inputs.push_back(cached->second);
             continue;
           }
@@ -696,12 +729,9 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
   RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE ", out)));
 
   if (!new_pin_fingerprints.empty()) {
-    absl::MutexLock lock(&jobs_mu_);
-    auto it = jobs_.find(job_id);
-    if (it != jobs_.end()) {
-      for (auto& [name, f] : new_pin_fingerprints) {
-        it->second.pinned_fingerprints.emplace(name, f);
-      }
+    absl::MutexLock pins_lock(&job->pins_mu);
+    for (auto& [name, f] : new_pin_fingerprints) {
+      job->pinned_fingerprints.emplace(name, std::move(f));
     }
   }
   return result;
@@ -901,6 +931,22 @@ absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
   absl::MutexLock lock(&jobs_mu_);
   jobs_.erase(job_id);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
+  std::set<std::string> ids;
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare("SELECT name FROM main.sqlite_master WHERE "
+                               "type = 'table' AND name LIKE '\\_bf\\_%' "
+                               "ESCAPE '\\'"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    std::optional<std::string> id = JobOfArtifact(q.ColumnText(0));
+    if (id) ids.insert(*std::move(id));
+  }
+  return std::vector<std::string>(ids.begin(), ids.end());
 }
 
 }  // namespace backfill

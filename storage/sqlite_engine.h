@@ -42,9 +42,11 @@
 // PrepareJob must be called again (it is idempotent and keeps existing pins).
 //
 // Thread-safety: thread-safe. A pool of `connections` connections serves
-// concurrent calls (each call leases one connection for its duration); a
-// mutex guards the in-memory job layouts and the pinned-input fingerprint
-// cache.
+// concurrent calls (each call leases one connection for its duration). The
+// in-memory jobs are immutable snapshots (shared_ptr<const JobInfo>) in a
+// map guarded by a mutex: a call holds that mutex only to look up (or
+// replace) the pointer, so its cost does not grow with the job's size; each
+// job's pinned-input fingerprint cache has its own mutex.
 
 #ifndef BACKFILL_STORAGE_SQLITE_ENGINE_H_
 #define BACKFILL_STORAGE_SQLITE_ENGINE_H_
@@ -55,6 +57,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -88,6 +92,12 @@ class SqliteEngine : public Engine {
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;
+  // Parses the job id back from the names of the `_bf_stage_`, `_bf_parts_`
+  // and `_bf_pin_` tables. Only ids of the form "bf-<digits>" (the state
+  // store's) can be told apart from the dataset name that follows them, so
+  // artifacts of other ids are not reported. Sorted (string order), without
+  // duplicates.
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
 
   // Reserved table names (unquoted), exposed for tests and tooling.
   static std::string StageTable(const std::string& job_id,
@@ -101,25 +111,38 @@ class SqliteEngine : public Engine {
 
  private:
   class Lease;
+  // What PrepareJob remembers of a job. Immutable once published in jobs_
+  // (shared by concurrent StagePartition calls), except for the pinned
+  // fingerprint cache, which has its own mutex.
   struct JobInfo {
     JobLayout layout;
+    // The job's partitions of each dataset it recomputes, by dataset name:
+    // an O(1) membership check per StagePartition call.
+    absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>>
+        partitions;
     // Fingerprints of pinned whole-table inputs, by dataset name; a pin
     // never changes during the job.
-    std::map<std::string, InputFingerprint> pinned_fingerprints;
+    mutable absl::Mutex pins_mu;
+    mutable std::map<std::string, InputFingerprint> pinned_fingerprints
+        ABSL_GUARDED_BY(pins_mu);
   };
 
   explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);
 
   Lease Acquire();
   void Release(sqlite::Database* db);
-  absl::StatusOr<JobInfo> FindJob(const std::string& job_id);
+  // The job's snapshot; FAILED_PRECONDITION if it is not prepared. O(log J)
+  // in the number of jobs, independent of the job's size.
+  absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
+      const std::string& job_id);
 
   std::vector<std::unique_ptr<sqlite::Database>> connections_;
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
 
   absl::Mutex jobs_mu_;
-  std::map<std::string, JobInfo> jobs_ ABSL_GUARDED_BY(jobs_mu_);
+  std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
+      ABSL_GUARDED_BY(jobs_mu_);
 };
 
 }  // namespace backfill

@@ -759,9 +759,15 @@ absl::Status SqliteStateStore::RecordPublication(
     RETURN_IF_ERROR(q.Step().status());
     recorded = q.ColumnInt(0);
   }
-  if (PastPublishing(from) || from == to || recorded > 0) {
+  if (PastPublishing(from) || (from == JobState::kPublishing && recorded > 0)) {
     // Already recorded (a repeat after a restart): nothing to do.
     return absl::OkStatus();
+  }
+  if (from != JobState::kPublishing) {
+    // E.g. FAILED or CANCELLED: a publication must not resurrect the job.
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot record the publication of job ", job_id,
+                     ": it is ", JobStateText(from), ", not PUBLISHING"));
   }
   {
     ASSIGN_OR_RETURN(

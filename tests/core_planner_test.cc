@@ -47,6 +47,9 @@ class CountingEngine : public Engine {
   absl::Status DropStaging(const std::string&) override {
     return absl::UnimplementedError("planner must not write");
   }
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
+    return std::vector<std::string>{};
+  }
 };
 
 DatasetSpec Source(const std::string& name, Grain grain) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +46,16 @@ constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
     contract:
       columns: {ds: TEXT, revenue: REAL}
       primary_key: [ds]
+  - name: region_totals
+    kind: derived
+    table: region_totals
+    upstream:
+      - {dataset: daily_revenue, mapping: all}
+    transform: |
+      SELECT region, SUM(revenue) AS revenue FROM daily_revenue GROUP BY region
+    contract:
+      columns: {region: TEXT, revenue: REAL}
+      primary_key: [region]
   - name: broken
     kind: derived
     table: broken
@@ -156,8 +167,22 @@ class GatedEngine : public Engine {
     if (r.ok()) ++staged_;
     return r;
   }
+  // Runs `fn` once, just before the next validation.
+  void BeforeValidate(std::function<void()> fn) {
+    absl::MutexLock l(&mu_);
+    before_validate_ = std::move(fn);
+  }
+  void FailDropStaging(bool fail) { fail_drop_ = fail; }
+
   absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job, const DatasetSpec& d) override {
+    std::function<void()> fn;
+    {
+      absl::MutexLock l(&mu_);
+      fn = std::move(before_validate_);
+      before_validate_ = nullptr;
+    }
+    if (fn) fn();
     return inner_->ValidateStaged(job, d);
   }
   absl::StatusOr<bool> IsPublished(const std::string& job) override {
@@ -167,13 +192,19 @@ class GatedEngine : public Engine {
     return inner_->Publish(l);
   }
   absl::Status DropStaging(const std::string& job) override {
+    if (fail_drop_) return absl::UnavailableError("database is locked");
     return inner_->DropStaging(job);
+  }
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
+    return inner_->ListJobsWithStaging();
   }
 
  private:
   Engine* inner_;
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = true;
+  std::function<void()> before_validate_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> fail_drop_{false};
   int allowance_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> staged_{0};
 };
@@ -335,14 +366,17 @@ TEST_F(ManagerTest, PublishesExactlyTheNewLogicWithDependentsAndLineage) {
   EXPECT_TRUE(submitted->created);
   Job done = WaitTerminal(submitted->job.id);
   ASSERT_EQ(done.state, JobState::kSucceeded) << done.message;
-  EXPECT_EQ(done.counts.total, 40);  // 20 days x 2 datasets
-  EXPECT_EQ(done.counts.published, 40);
-  // Estimate: 20 partitions x (40 orders + 30 customers); the dependent
-  // has nothing published yet, so it is estimated at 0. Actually read: the
-  // same plus the 3 staged rows per day that daily_total read.
+  // 20 days of daily_revenue and of daily_total, and region_totals' one
+  // (whole-table) partition.
+  EXPECT_EQ(done.counts.total, 41);
+  EXPECT_EQ(done.counts.published, 41);
+  // Estimate: 20 partitions x (40 orders + 30 customers); the dependents
+  // have nothing published yet, so they are estimated at 0. Actually read:
+  // the same, plus the 3 staged rows per day that daily_total read, plus
+  // the 60 staged rows that region_totals read.
   EXPECT_DOUBLE_EQ(done.plan.datasets[0].cost.backfill, 1400);
-  EXPECT_DOUBLE_EQ(done.actual_cost, 1400 + 20 * 3);
-  EXPECT_EQ(done.rows_written, 20 * 3 + 20);
+  EXPECT_DOUBLE_EQ(done.actual_cost, 1400 + 20 * 3 + 60);
+  EXPECT_EQ(done.rows_written, 20 * 3 + 20 + 3);
 
   EXPECT_EQ(Published("2025-01-01", "2025-01-21"),
             Expected("2025-01-01", "2025-01-21"));
@@ -451,8 +485,10 @@ TEST_F(ManagerTest, OverlappingSubmitConflictsWhileRunningAndCancelDropsAll) {
   EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE "
                       "'_bf_stage_%'"),
             0);
+  // A retried cancel answers with the cancelled job.
   auto again = manager_->Cancel(a->job.id, "");
-  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->state, JobState::kCancelled);
   // The range is free again.
   EXPECT_TRUE(
       manager_->Submit(Request("daily_revenue", "2025-01-10", "2025-01-12"), "")
@@ -523,6 +559,76 @@ TEST_F(ManagerTest, ResumeRefusesToMixTwoVersionsOfTheLogic) {
   EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE name = "
                       "'daily_revenue'"),
             0);
+}
+
+TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
+  // Cleanup after the warehouse committed fails: the job still succeeds and
+  // the leftover staging is swept at the next start.
+  gate_->FailDropStaging(true);
+  BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-04");
+  r.exclude_downstream = true;
+  auto a = manager_->Submit(r, "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  Job done = WaitTerminal(a->job.id);
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
+  EXPECT_EQ(Published("2025-01-01", "2025-01-04"),
+            Expected("2025-01-01", "2025-01-04"));
+  RawDb raw(warehouse_path_);
+  EXPECT_GT(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE "
+                      "'\\_bf\\_stage\\_%' ESCAPE '\\'"),
+            0);
+  manager_.reset();
+  OpenStorage();  // a fresh engine wrapper: cleanup works again
+  StartManager();
+  EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE "
+                      "'\\_bf\\_%' ESCAPE '\\' AND name NOT LIKE "
+                      "'\\_bf\\_publications' ESCAPE '\\' AND name NOT "
+                      "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
+            0);
+}
+
+TEST_F(ManagerTest, LostStagingFailsValidationAndKeepsPublishedRows) {
+  BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-11");
+  r.exclude_downstream = true;
+  auto first = manager_->Submit(r, "");
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(WaitTerminal(first->job.id).state, JobState::kSucceeded);
+  const std::vector<std::string> before = Published("2025-01-01", "2025-01-11");
+  ASSERT_FALSE(before.empty());
+
+  // Staged rows vanish before validation (as after a power loss).
+  gate_->BeforeValidate([this] {
+    RawDb raw(warehouse_path_);
+    raw.Exec(
+        "DELETE FROM \"_bf_stage_bf_2_daily_revenue\" WHERE ds < "
+        "'2025-01-05'");
+  });
+  r.reason = "again";
+  auto second = manager_->Submit(r, "");
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(second->job.id, "bf-2");
+  Job done = WaitTerminal(second->job.id);
+  EXPECT_EQ(done.state, JobState::kValidationFailed);
+  EXPECT_THAT(done.message, HasSubstr("staged data was lost"));
+  EXPECT_EQ(Published("2025-01-01", "2025-01-11"), before);
+}
+
+TEST_F(ManagerTest, AWholeTableDependentWaitsForEveryUpstreamPartition) {
+  auto a = manager_->Submit(
+      Request("daily_revenue", "2025-01-01", "2025-01-21"), "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  Job done = WaitTerminal(a->job.id);
+  ASSERT_EQ(done.state, JobState::kSucceeded) << done.message;
+  ASSERT_EQ(done.plan.datasets.size(), 3u);
+  EXPECT_EQ(done.plan.datasets[2].dataset, "region_totals");
+  EXPECT_EQ(done.plan.datasets[2].reason, "downstream of daily_revenue");
+  RawDb raw(warehouse_path_);
+  EXPECT_EQ(
+      raw.Rows("SELECT region, printf('%.4f', revenue) FROM region_totals "
+               "ORDER BY 1"),
+      raw.Rows("SELECT c.region, printf('%.4f', SUM(o.amount - o.refund)) "
+               "FROM raw_orders o JOIN dim_customers c USING (customer_id) "
+               "GROUP BY 1 ORDER BY 1"));
 }
 
 TEST_F(ManagerTest, BadRequestsChangeNothing) {

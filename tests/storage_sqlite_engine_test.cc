@@ -2,6 +2,7 @@
 // orders / customers / daily_revenue fixture built with plain SQL. Results
 // are compared with independent plain SQL queries over the fixture.
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
@@ -494,6 +498,26 @@ TEST_F(SqliteEngineTest, IdentifiersAreAlwaysQuoted) {
       absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(SqliteEngineTest, ColumnTypesFollowTheCatalogRule) {
+  // Constraints would be spliced into the staging and published DDL.
+  for (const char* type : {"INTEGER PRIMARY KEY", "TEXT COLLATE NOCASE",
+                           "INTEGER GENERATED ALWAYS AS (5)"}) {
+    SCOPED_TRACE(type);
+    DatasetSpec bad = revenue_;
+    bad.columns[3].type = type;
+    absl::Status s =
+        engine_->PrepareJob(Layout("bf-1", {{&bad, {"2025-01-01"}}}));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr("is a constraint keyword"));
+  }
+  EXPECT_FALSE(Exists(SqliteEngine::StageTable("bf-1", "daily_revenue")));
+  DatasetSpec good = revenue_;
+  good.columns[2].type = "NUMERIC(10, 2)";
+  good.columns[3].type = "BIG INT";
+  EXPECT_TRUE(
+      engine_->PrepareJob(Layout("bf-2", {{&good, {"2025-01-01"}}})).ok());
+}
+
 TEST_F(SqliteEngineTest, PartitionValuesAreValidatedOrBound) {
   const std::string evil = "2025-01-01'; DROP TABLE raw_orders; --";
   EXPECT_EQ(engine_->PrepareJob(Layout("bf-1", {{&revenue_, {evil}}})).code(),
@@ -567,5 +591,50 @@ TEST_F(SqliteEngineTest, ConcurrentStagingFromSeveralThreads) {
                                       "'2025-01-03'")));
 }
 
+TEST_F(SqliteEngineTest, ListJobsWithStagingParsesJobIdsFromTableNames) {
+  auto none = engine_->ListJobsWithStaging();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+
+  // bf-1: staged and pinned; bf-12: prepared only; bf-2: published, then
+  // its staging dropped (its rollback copy is not staging).
+  JobLayout one = Layout("bf-1", {{&revenue_, {"2025-01-01"}}});
+  ASSERT_TRUE(engine_->PrepareJob(one).ok());
+  ASSERT_TRUE(StageRevenue("bf-1", "2025-01-01").ok());
+  ASSERT_TRUE(
+      engine_->PrepareJob(Layout("bf-12", {{&revenue_, {"2025-01-02"}}})).ok());
+  RunRevenueJob("bf-2", {"2025-01-03"});
+  ASSERT_TRUE(engine_->DropStaging("bf-2").ok());
+  ASSERT_TRUE(Exists(SqliteEngine::PrevTable("bf-2", "daily_revenue")));
+  // Look-alikes that are not a job's staging.
+  Exec(R"sql(
+    CREATE TABLE "_bf_stage_bf__x" (a);
+    CREATE TABLE "_bf_stage_bf_7" (a);
+    CREATE TABLE "_bf_stage_job_3_x" (a);
+    CREATE TABLE "_bf_prev_bf_8_x" (a);
+    CREATE TABLE "bf_stage_bf_9_x" (a);
+  )sql");
+  // A pin alone (e.g. a crash between tables) still counts.
+  Exec(absl::StrCat(
+      "CREATE TABLE ",
+      sqlite::QuoteIdentifier(SqliteEngine::PinTable("bf-30", "customers")),
+      " (a)"));
+
+  auto ids = engine_->ListJobsWithStaging();
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(*ids, ElementsAre("bf-1", "bf-12", "bf-30"));
+
+  ASSERT_TRUE(engine_->DropStaging("bf-1").ok());
+  ASSERT_TRUE(engine_->DropStaging("bf-12").ok());
+  ids = engine_->ListJobsWithStaging();
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(*ids, ElementsAre("bf-30"));
+}
+
+// The per-call bookkeeping of StagePartition must not grow with the job's
+// size: it used to copy the whole layout (every partition string) and scan
+// it linearly on every call, O(P) per call and O(P^2) per job. Staging one
+// partition of a job of 300k partitions must cost about as much as staging
+// one of a job of one partition.
 }  // namespace
 }  // namespace backfill

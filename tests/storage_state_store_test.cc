@@ -387,6 +387,10 @@ TEST_F(StateStoreTest, RecordPublicationIsAtomicAndIdempotent) {
 
   // A later job's version comes first.
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(10)).ok());
+  ASSERT_TRUE(store_
+                  ->TransitionJob("bf-2", std::nullopt, JobState::kPublishing,
+                                  "publishing", T(10))
+                  .ok());
   rec.published_at = T(11);
   ASSERT_TRUE(store_
                   ->RecordPublication("bf-2", {rec}, JobState::kConfirming,
@@ -400,6 +404,44 @@ TEST_F(StateStoreTest, RecordPublicationIsAtomicAndIdempotent) {
       store_->RecordPublication("bf-9", {}, JobState::kConfirming, "", T(1))
           .code(),
       absl::StatusCode::kNotFound);
+}
+
+TEST_F(StateStoreTest, RecordPublicationOnlyMovesAPublishingJob) {
+  LineageRecord rec;
+  rec.dataset = "daily_revenue";
+  rec.partition = "2025-01-01";
+  rec.transform_version = "v1";
+  rec.output_fingerprint = "fp";
+  for (JobState state :
+       {JobState::kQueued, JobState::kRunning, JobState::kAwaitingApproval,
+        JobState::kFailed, JobState::kCancelled, JobState::kPaused,
+        JobState::kValidationFailed}) {
+    SCOPED_TRACE(JobStateName(state));
+    auto created = store_->CreateJob(MakeJob(), T(0));
+    ASSERT_TRUE(created.ok()) << created.status();
+    const std::string id = created->job.id;
+    ASSERT_TRUE(store_
+                    ->UpdateTasksInState(id, {TaskState::kPending},
+                                         TaskState::kStaged, T(1))
+                    .ok());
+    if (state != JobState::kQueued) {
+      ASSERT_TRUE(
+          store_->TransitionJob(id, std::nullopt, state, "moved", T(2)).ok());
+    }
+    const size_t events = store_->ListAuditEvents(id)->size();
+    absl::Status s = store_->RecordPublication(id, {rec}, JobState::kConfirming,
+                                               "published", T(3));
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_THAT(s.message(), HasSubstr("not PUBLISHING"));
+    // Nothing written: state, tasks, lineage and audit log unchanged.
+    auto job = store_->GetJob(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state, state);
+    EXPECT_EQ(job->counts.published, 0);
+    EXPECT_EQ(job->counts.staged, 3);
+    EXPECT_EQ(store_->ListAuditEvents(id)->size(), events);
+  }
+  EXPECT_TRUE(store_->GetLineage("daily_revenue", "2025-01-01")->empty());
 }
 
 TEST_F(StateStoreTest, Stats) {
