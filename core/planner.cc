@@ -164,6 +164,8 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     }
     return all;
   };
+  // Whole-table row counts, summed once per upstream.
+  std::map<std::string, double> totals;
   auto cost_of = [&](const DatasetSpec& d,
                      const std::string& partition) -> absl::StatusOr<double> {
     double cost = 0;
@@ -172,9 +174,15 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
       if (e.mapping == Mapping::kIdentity) {
         auto it = c->find(partition);
         if (it != c->end()) cost += static_cast<double>(it->second);
-      } else {
-        for (const auto& [p, n] : *c) cost += static_cast<double>(n);
+        continue;
       }
+      auto total = totals.find(e.dataset);
+      if (total == totals.end()) {
+        double sum = 0;
+        for (const auto& [p, n] : *c) sum += static_cast<double>(n);
+        total = totals.emplace(e.dataset, sum).first;
+      }
+      cost += total->second;
     }
     return cost;
   };
