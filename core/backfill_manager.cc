@@ -403,7 +403,7 @@ void BackfillManager::PrepareAndRun(const std::string& job_id) {
              static_cast<int>(ActiveJob::Phase::kRunning));
     if (s.code() == absl::StatusCode::kAborted) s = absl::OkStatus();
   }
-  if (!s.ok()) {
+  if (!s.ok() && !Stopping()) {
     FailJob(job, absl::StrCat("preparing staging failed: ", s.message()));
   }
   bool settle;
@@ -502,7 +502,13 @@ void BackfillManager::RunTask(const std::string& job_id, size_t index) {
     s = result.status();
   }
   bool retry = false;
-  if (!s.ok()) {
+  if (!s.ok() && Stopping()) {
+    // Interrupted by a shutdown: not an attempt; it runs again on restart.
+    task.state = TaskState::kPending;
+    --task.attempts;
+    task.last_error = "interrupted by shutdown";
+    store_->UpdateTask(task).IgnoreError();
+  } else if (!s.ok()) {
     task.last_error = std::string(s.message());
     retry = Retryable(s) && task.attempts < options_.max_attempts;
     task.state = retry ? TaskState::kPending : TaskState::kFailed;
@@ -659,6 +665,7 @@ void BackfillManager::Finish(const std::string& job_id) {
       absl::SleepFor(options_.retry_backoff);
     }
   }
+  if (!s.ok() && Stopping()) return;  // interrupted: recovery resumes it
   if (!s.ok()) {
     // Only reached before the warehouse committed: nothing was published.
     const JobState from = job->state;
@@ -828,9 +835,8 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   absl::MutexLock admission(&admission_mu_);
   {
     absl::MutexLock lock(&mu_);
-    if (!started_ || stopping_) {
-      return absl::UnavailableError("backfilld is shutting down");
-    }
+    if (!started_) return absl::UnavailableError("backfilld is starting");
+    if (stopping_) return absl::UnavailableError("backfilld is shutting down");
     std::vector<Conflict> conflicts =
         FindConflictsLocked(plan, idempotency_key);
     if (!conflicts.empty()) {

@@ -102,6 +102,10 @@ class Engine {
   // pinned snapshots in the warehouse, so that a restart can sweep what a
   // crash left behind.
   virtual absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() = 0;
+
+  // Makes the calls in progress fail soon (for a shutdown that cannot wait
+  // for a long transform). May be called from any thread.
+  virtual void Interrupt() {}
 };
 
 }  // namespace backfill

@@ -56,8 +56,13 @@ grpc::Status BackfillServiceImpl::PlanBackfill(
 grpc::Status BackfillServiceImpl::SubmitBackfill(
     grpc::ServerContext* context, const v1::SubmitBackfillRequest* request,
     v1::SubmitBackfillResponse* response) {
-  absl::StatusOr<SubmitResult> result = manager_->Submit(
-      RequestFromProto(request->request()), request->idempotency_key());
+  BackfillRequest backfill = RequestFromProto(request->request());
+  if (backfill.requested_by.empty()) {
+    // Lineage always says who asked: at least the client's address.
+    backfill.requested_by = absl::StrCat("unknown (", context->peer(), ")");
+  }
+  absl::StatusOr<SubmitResult> result =
+      manager_->Submit(backfill, request->idempotency_key());
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());
   response->set_created(result->created);

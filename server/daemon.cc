@@ -5,7 +5,9 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
 #include "core/clock.h"
@@ -15,6 +17,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/backfill_service_impl.h"
+#include "server/data_dir_lock.h"
 #include "server/metrics.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_engine.h"
@@ -30,6 +33,22 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kServiceName[] = "backfill.v1.BackfillService";
+
+// Checks that `address` is HOST:PORT (a bare port would make gRPC or the
+// metrics endpoint listen on every interface).
+absl::Status CheckAddress(const char* flag, const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " \"", address,
+                     "\" is not HOST:PORT (e.g. 127.0.0.1:50051; port 0 picks "
+                     "a free one)"));
+  }
+  return absl::OkStatus();
+}
 
 // "HOST:PORT" with the port replaced by `port`.
 std::string WithPort(const std::string& address, int port) {
@@ -127,16 +146,35 @@ absl::Status Daemon::Init(Catalog catalog) {
           ? options_.workers
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
-  // 1. Catalog.
-  catalog_ = std::make_unique<Catalog>(std::move(catalog));
+  if (absl::Status s = CheckAddress("--listen", options_.listen); !s.ok()) {
+    return s;
+  }
+  const bool metrics_on =
+      !options_.metrics_listen.empty() && options_.metrics_listen != "none";
+  if (metrics_on) {
+    if (absl::Status s =
+            CheckAddress("--metrics-listen", options_.metrics_listen);
+        !s.ok()) {
+      return s;
+    }
+  }
 
-  // 2. State store.
+  // 0. The data dir, locked: one daemon per state store and warehouse.
   std::error_code ec;
   fs::create_directories(options_.data_dir, ec);
   if (ec) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create --data-dir ", options_.data_dir, ": ", ec.message()));
   }
+  absl::StatusOr<std::unique_ptr<DataDirLock>> lock =
+      DataDirLock::Acquire(options_.data_dir);
+  if (!lock.ok()) return lock.status();
+  lock_ = *std::move(lock);
+
+  // 1. Catalog.
+  catalog_ = std::make_unique<Catalog>(std::move(catalog));
+
+  // 2. State store.
   const std::string state_path =
       (fs::path(options_.data_dir) / "state.db").string();
   absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
@@ -172,8 +210,6 @@ absl::Status Daemon::Init(Catalog catalog) {
   StateStore* store_ptr = store_.get();
   metrics_ = std::make_unique<Metrics>(
       [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
-  const bool metrics_on =
-      !options_.metrics_listen.empty() && options_.metrics_listen != "none";
   if (metrics_on) {
     if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
       return s;
@@ -185,23 +221,22 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   observer_ = std::make_unique<LoggingObserver>(metrics_.get());
 
-  // 5. Manager; Start() resumes the jobs the store holds as unfinished.
+  // 5. Manager (not started yet).
   clock_ = std::make_unique<SystemClock>();
   ManagerOptions manager_options;
   manager_options.workers = workers;
   manager_ = std::make_unique<BackfillManager>(
       catalog_.get(), store_.get(), engine_.get(), clock_.get(),
       observer_.get(), manager_options);
-  if (absl::Status s = manager_->Start(); !s.ok()) {
-    return absl::Status(
-        s.code(), absl::StrCat("cannot start the manager: ", s.message()));
-  }
 
-  // 6. gRPC server.
+  // 6. gRPC server, bound before any job resumes: if the address is taken,
+  //    nothing has run. Port sharing (SO_REUSEPORT) is off, so a second
+  //    daemon on the same address fails here instead of splitting traffic.
   service_ = std::make_unique<BackfillServiceImpl>(manager_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
                            &port);
@@ -213,12 +248,22 @@ absl::Status Daemon::Init(Catalog catalog) {
         "cannot listen on --listen ", options_.listen,
         " (address in use, not local, or malformed; use HOST:PORT)"));
   }
-  listen_address_ = WithPort(options_.listen, port);
-  if (grpc::HealthCheckServiceInterface* health =
-          server_->GetHealthCheckService()) {
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus("", false);
+    health->SetServingStatus(kServiceName, false);
+  }
+
+  // 7. Resume the jobs the store holds as unfinished; then serving.
+  if (absl::Status s = manager_->Start(); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("cannot start the manager: ", s.message()));
+  }
+  if (health != nullptr) {
     health->SetServingStatus("", true);
     health->SetServingStatus(kServiceName, true);
   }
+  listen_address_ = WithPort(options_.listen, port);
 
   spdlog::info(
       "backfilld {} started: data dir {}, {} datasets, warehouse {}, {} "
@@ -256,8 +301,21 @@ void Daemon::Shutdown() {
     server_->Wait();
   }
   if (manager_ != nullptr) {
-    spdlog::info("shutting down: draining workers");
+    spdlog::info("shutting down: draining running partitions (at most {})",
+                 absl::FormatDuration(options_.drain_timeout));
+    // Partitions that outlive the drain timeout are interrupted; they run
+    // again after a restart, from their checkpoints.
+    absl::Notification drained;
+    Engine* engine = engine_.get();
+    std::thread watchdog([&drained, engine, this] {
+      if (!drained.WaitForNotificationWithTimeout(options_.drain_timeout)) {
+        spdlog::warn("drain timeout: interrupting running partitions");
+        engine->Interrupt();
+      }
+    });
     manager_->Shutdown();
+    drained.Notify();
+    watchdog.join();
   }
   server_.reset();
   service_.reset();
@@ -269,6 +327,7 @@ void Daemon::Shutdown() {
   observer_.reset();
   metrics_.reset();
   catalog_.reset();
+  lock_.reset();
   spdlog::info("backfilld stopped");
   done_.Notify();
 }

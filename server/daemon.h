@@ -34,6 +34,7 @@ class Metrics;
 class StateStore;
 class SystemClock;
 class JobObserver;
+class DataDirLock;
 
 struct DaemonOptions {
   std::string data_dir;       // required; created if missing
@@ -43,6 +44,9 @@ struct DaemonOptions {
   int workers = 0;  // 0: std::thread::hardware_concurrency()
   // How long in-flight calls may run on after Shutdown() begins.
   absl::Duration shutdown_grace = absl::Seconds(5);
+  // How long running partitions may take to finish after Shutdown() begins;
+  // then their statements are interrupted (they rerun after a restart).
+  absl::Duration drain_timeout = absl::Seconds(30);
 };
 
 // The backfilld version ("0.1.0").
@@ -88,6 +92,7 @@ class Daemon {
   std::string listen_address_;
 
   // In construction order; destroyed in reverse by Shutdown().
+  std::unique_ptr<DataDirLock> lock_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;

@@ -1,20 +1,26 @@
 // backfilld: the backfill daemon. Parses flags, sets up logging, blocks
 // SIGTERM/SIGINT in every thread, starts the Daemon and waits for a signal,
-// then drains and exits 0.
+// then drains and exits 0. A second signal during the drain exits at once.
 //
 // Exit codes: 0 after a clean shutdown, 2 for bad flags or a bad pipeline
-// file (the server does not start), 1 when another startup step fails.
+// file (the server does not start), 1 when another startup step fails (the
+// data dir is in use, the address is taken, ...) or on a second signal.
 
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "server/daemon.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -41,6 +47,12 @@ int main(int argc, char** argv) {
   app.add_option("--workers", options.workers,
                  "Partition worker threads (default: hardware concurrency)")
       ->check(CLI::Range(1, 1024));
+  double drain_seconds = absl::ToDoubleSeconds(options.drain_timeout);
+  app.add_option("--drain-timeout", drain_seconds,
+                 "Seconds running partitions may take to finish on SIGTERM "
+                 "before they are interrupted (they rerun after a restart)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -51,6 +63,8 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);  // prints help, version or the error
     return code == 0 ? 0 : 2;
   }
+
+  options.drain_timeout = absl::Seconds(drain_seconds);
 
   // Logs go to stderr; stdout stays free.
   spdlog::set_default_logger(spdlog::stderr_color_mt("backfilld"));
@@ -79,9 +93,24 @@ int main(int argc, char** argv) {
 
   int signal = 0;
   sigwait(&signals, &signal);
-  spdlog::info("received {}, draining",
+  spdlog::info("received {}, draining (send it again to exit at once)",
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
-  (*daemon)->Shutdown();
+  // Drain on another thread, so that a second signal can still end the
+  // process at once (work in flight then reruns from its checkpoints).
+  std::atomic<bool> drained{false};
+  std::thread drain([&] {
+    (*daemon)->Shutdown();
+    drained = true;
+  });
+  const timespec poll = {0, 100 * 1000 * 1000};
+  while (!drained) {
+    if (sigtimedwait(&signals, nullptr, &poll) > 0) {
+      spdlog::warn("second signal: exiting without draining");
+      spdlog::default_logger()->flush();
+      std::_Exit(1);
+    }
+  }
+  drain.join();
   spdlog::default_logger()->flush();
   return 0;
 }

@@ -137,7 +137,7 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
            .Register(*registry_)
            .Add({}, prometheus::Histogram::BucketBoundaries{
                         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                        1, 2.5, 5, 10, 30, 60});
+                        1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800});
 
   cost_estimated_ =
       &prometheus::BuildCounter()

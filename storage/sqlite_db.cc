@@ -374,6 +374,8 @@ int64_t Database::LastInsertRowId() const {
 
 bool Database::InAutocommit() const { return sqlite3_get_autocommit(db_); }
 
+void Database::Interrupt() { sqlite3_interrupt(db_); }
+
 // ---------------------------------------------------------------------------
 // Transaction
 

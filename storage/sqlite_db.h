@@ -152,6 +152,10 @@ class Database {
   int64_t LastInsertRowId() const;
   // False while a transaction is open.
   bool InAutocommit() const;
+  // Makes the statement running on this connection, if any, fail soon with
+  // SQLITE_INTERRUPT. The one method that may be called from another thread
+  // while the connection is in use.
+  void Interrupt();
   const std::string& path() const { return path_; }
   sqlite3* raw() const { return db_; }
 

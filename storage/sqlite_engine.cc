@@ -317,6 +317,12 @@ SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
   for (const auto& c : connections_) idle_.push_back(c.get());
 }
 
+void SqliteEngine::Interrupt() {
+  // connections_ never changes after construction; sqlite3_interrupt is
+  // safe on a connection another thread is using.
+  for (const auto& c : connections_) c->Interrupt();
+}
+
 SqliteEngine::~SqliteEngine() = default;
 
 std::string SqliteEngine::StageTable(const std::string& job_id,

@@ -98,6 +98,7 @@ class SqliteEngine : public Engine {
   // artifacts of other ids are not reported. Sorted (string order), without
   // duplicates.
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  void Interrupt() override;
 
   // Reserved table names (unquoted), exposed for tests and tooling.
   static std::string StageTable(const std::string& job_id,
