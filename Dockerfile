@@ -53,5 +53,7 @@ HEALTHCHECK --interval=30s --timeout=10s --start-period=20s \
 ENTRYPOINT ["backfilld", "--data-dir", "/var/lib/backfilld", \
             "--pipelines", "/etc/backfilld/pipelines", \
             "--listen", "0.0.0.0:50051", "--metrics-listen", "0.0.0.0:9464"]
-# Extra flags, e.g. `docker run backfilld --workers 8`.
-CMD ["--workers", "4"]
+# Extra flags, e.g. `docker run backfilld --workers 8`. `docker stop` waits
+# 10 s before SIGKILL: the drain timeout stays below that (or raise both,
+# `docker run --stop-timeout 60 ... --drain-timeout 50`).
+CMD ["--workers", "4", "--drain-timeout", "8"]

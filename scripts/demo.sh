@@ -134,8 +134,10 @@ start_daemon() {
 
 ctl() { "$BIN/backfillctl" --server "127.0.0.1:$PORT" "$@"; }
 
-# json FILE JQ_EXPR: one value of a JSON document. proto3 JSON prints int64
-# as strings and omits zero fields, so the expressions use // and tonumber.
+# json FILE JQ_EXPR: one value of a JSON document. backfillctl --json prints
+# every scalar, enum and repeated field, zeros included, but int64 fields as
+# strings (hence tonumber) and no sub-message that is unset (hence the //
+# defaults, which also cover a document that is missing after an error).
 json() { jq -r "$2" "$1"; }
 
 sql() { sqlite3 -batch -bail "$DATA/warehouse.db" "$@"; }

@@ -110,15 +110,52 @@ std::ostream& operator<<(std::ostream& os, const RunResult& r) {
             << "\nstderr: " << r.err;
 }
 
+// The environment of this process with `overrides` applied: "NAME=VALUE"
+// sets NAME, a bare "NAME" removes it.
+std::vector<std::string> EnvironmentWith(
+    const std::vector<std::string>& overrides) {
+  auto name_of = [](const std::string& entry) {
+    return entry.substr(0, entry.find('='));
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    bool overridden = false;
+    for (const std::string& o : overrides) {
+      overridden = overridden || name_of(o) == name_of(entry);
+    }
+    if (!overridden) env.push_back(entry);
+  }
+  for (const std::string& o : overrides) {
+    if (o.find('=') != std::string::npos) env.push_back(o);
+  }
+  return env;
+}
+
 // Runs argv[0] with stdout and stderr captured into files under `scratch`,
-// stdin from `stdin_path` (/dev/null by default). Kills it after `timeout`.
+// stdin from `stdin_path` (/dev/null by default), the environment changed
+// by `env` (see EnvironmentWith). Kills it after `timeout`.
 RunResult RunProcess(const std::vector<std::string>& argv,
                      const std::string& scratch, seconds timeout,
-                     const std::string& stdin_path = "/dev/null") {
+                     const std::string& stdin_path = "/dev/null",
+                     const std::vector<std::string>& env = {}) {
   RunResult result;
   result.command = absl::StrJoin(argv, " ");
+  if (!env.empty()) {
+    result.command = absl::StrCat(absl::StrJoin(env, " "), " ", result.command);
+  }
   const std::string out_path = scratch + "/run.out";
   const std::string err_path = scratch + "/run.err";
+  // Built before fork(): the child only execs.
+  const std::vector<std::string> envp_strings = EnvironmentWith(env);
+  std::vector<char*> envp;
+  for (const std::string& e : envp_strings)
+    envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     int in = open(stdin_path.c_str(), O_RDONLY);
@@ -128,11 +165,7 @@ RunResult RunProcess(const std::vector<std::string>& argv,
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
   if (pid < 0) {
@@ -194,7 +227,7 @@ std::optional<std::string> JsonField(const std::string& json,
   return std::nullopt;
 }
 
-// An integer field; proto3 JSON prints int64 as strings and omits zeros.
+// An integer field (proto3 JSON prints int64 as strings); 0 if absent.
 int64_t JsonInt(const std::string& json, const std::string& key) {
   std::optional<std::string> v = JsonField(json, key);
   double d = 0;
@@ -363,14 +396,15 @@ void WriteWarehouse(const std::string& path, int days, int orders_per_day) {
 // counts to 200000 (computed once per partition, ~50 ms) so that a job of a
 // hundred partitions on one worker runs long enough to be interrupted; it
 // does not change the result.
-std::string PipelineYaml(bool slow) {
+// `more_datasets` are appended to the `datasets:` list.
+std::string PipelineYaml(bool slow, const std::string& more_datasets = "") {
   const std::string spin =
       slow ? "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
              "             SELECT n + 1 FROM spin WHERE n < 200000)\n"
              "             SELECT COUNT(*) FROM spin) > 0\n"
            : "";
   return absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",
-                      fixtures::RevenuePipelineYaml(spin));
+                      fixtures::RevenuePipelineYaml(spin, more_datasets));
 }
 
 using Rows = std::vector<std::vector<std::string>>;
@@ -415,24 +449,23 @@ class Daemon {
         workers_(workers) {}
   ~Daemon() { Kill(); }
 
-  // Starts backfilld on fresh free ports and waits (bounded) until
-  // `backfillctl datasets` succeeds against it.
-  ::testing::AssertionResult Start() {
-    port_ = FreePort();
+  // Listen on this port instead of a fresh free one (0: a fresh one).
+  void set_listen_port(int port) { fixed_port_ = port; }
+
+  // Forks backfilld on its ports: a fresh free metrics port and a fresh
+  // free gRPC port unless set_listen_port() chose one. Without a pipelines
+  // directory, --pipelines is not passed. Returns at once.
+  ::testing::AssertionResult Spawn() {
+    port_ = fixed_port_ > 0 ? fixed_port_ : FreePort();
     metrics_port_ = FreePort();
     while (metrics_port_ == port_) metrics_port_ = FreePort();
-    const std::vector<std::string> argv = {
-        Bin("backfilld"),
-        "--data-dir",
-        data_dir_,
-        "--pipelines",
-        pipelines_dir_,
-        "--listen",
-        address(),
-        "--metrics-listen",
-        absl::StrCat("127.0.0.1:", metrics_port_),
-        "--workers",
-        std::to_string(workers_)};
+    std::vector<std::string> argv = {Bin("backfilld"), "--data-dir", data_dir_};
+    if (!pipelines_dir_.empty()) {
+      argv.insert(argv.end(), {"--pipelines", pipelines_dir_});
+    }
+    argv.insert(argv.end(), {"--listen", address(), "--metrics-listen",
+                             absl::StrCat("127.0.0.1:", metrics_port_),
+                             "--workers", std::to_string(workers_)});
     pid_ = fork();
     if (pid_ == 0) {
       int log = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -449,6 +482,14 @@ class Daemon {
       _exit(127);
     }
     if (pid_ < 0) return ::testing::AssertionFailure() << "fork failed";
+    return ::testing::AssertionSuccess();
+  }
+
+  // Spawn() and wait (bounded) until `backfillctl datasets` succeeds
+  // against it.
+  ::testing::AssertionResult Start() {
+    ::testing::AssertionResult spawned = Spawn();
+    if (!spawned) return spawned;
     const auto deadline = Clock::now() + seconds(90);
     RunResult last;
     while (Clock::now() < deadline) {
@@ -503,6 +544,26 @@ class Daemon {
     return std::nullopt;
   }
 
+  // For a daemon that must not start: Spawn() and wait (bounded) until it
+  // exits; its exit code. nullopt if it logs that it listens, or still
+  // runs after `timeout` (it is left running; Kill() or TearDown ends it).
+  std::optional<int> SpawnExpectingExit(seconds timeout) {
+    if (!Spawn()) return std::nullopt;
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return ExitCode(status);
+      }
+      if (absl::StrContains(ReadFile(log_), "backfilld listening on")) {
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
   // SIGKILL and reap, if it still runs.
   void Kill() {
     if (pid_ > 0) {
@@ -513,6 +574,7 @@ class Daemon {
   }
 
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
   const std::string& log() const { return log_; }
 
@@ -522,6 +584,7 @@ class Daemon {
   std::string log_;
   std::string scratch_;
   int workers_;
+  int fixed_port_ = 0;
   int port_ = 0;
   int metrics_port_ = 0;
   pid_t pid_ = -1;
@@ -552,6 +615,20 @@ std::string HttpGet(int port, const std::string& path) {
   }
   close(fd);
   return response;
+}
+
+// Whether `log` has a line starting with "backfilld: " (main()'s start-up
+// error, as opposed to library logging) that contains `text`.
+bool HasStartupError(const std::string& log, const std::string& text) {
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (absl::StartsWith(line, "backfilld: ") &&
+        absl::StrContains(line, text)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // --- The fixture -----------------------------------------------------------
@@ -601,11 +678,28 @@ class E2eTest : public ::testing::Test {
   }
 
   Daemon& NewDaemon(int workers = 2) {
+    return NewDaemonIn(data_dir_, pipelines_dir_, workers);
+  }
+
+  // A daemon on another data dir; an empty `pipelines_dir` passes no
+  // --pipelines.
+  Daemon& NewDaemonIn(const std::string& data_dir,
+                      const std::string& pipelines_dir, int workers = 2) {
     const std::string log =
         absl::StrCat(root_, "/backfilld-", daemons_.size() + 1, ".log");
-    daemons_.push_back(std::make_unique<Daemon>(data_dir_, pipelines_dir_, log,
-                                                root_, workers));
+    daemons_.push_back(
+        std::make_unique<Daemon>(data_dir, pipelines_dir, log, root_, workers));
     return *daemons_.back();
+  }
+
+  // backfillctl with exactly `args` (no --server or --json added), the
+  // environment changed by `env` (see EnvironmentWith).
+  RunResult RawCtl(const std::vector<std::string>& args,
+                   const std::vector<std::string>& env = {},
+                   seconds timeout = seconds(60)) {
+    std::vector<std::string> argv = {Bin("backfillctl")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv, root_, timeout, "/dev/null", env);
   }
 
   // SIGTERM: the daemon drains and exits 0.
@@ -885,6 +979,225 @@ TEST_F(E2eTest, SigtermWhileRunningExitsZeroAndJobCompletes) {
   EXPECT_EQ(PublishedRevenue(warehouse_, "0000", "9999"),
             ExpectedRevenue(warehouse_, "2025-01-01", "2025-02-10"));
   ExpectCleanSigterm(second);
+}
+
+// Global flags go after the subcommand too.
+TEST_F(E2eTest, GlobalFlagsAfterTheSubcommand) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, /*orders_per_day=*/20, false));
+  Daemon& daemon = NewDaemon();
+  ASSERT_TRUE(daemon.Start());
+
+  RunResult datasets =
+      RawCtl({"datasets", "--server", daemon.address(), "--json"});
+  ASSERT_EQ(datasets.exit_code, 0) << datasets;
+  EXPECT_THAT(datasets.out, ::testing::StartsWith("{")) << datasets;
+  EXPECT_THAT(datasets.out, HasSubstr("\"daily_revenue\"")) << datasets;
+
+  RunResult submit =
+      daemon.CtlJson({"submit", "daily_revenue", "--from", "2025-01-01", "--to",
+                      "2025-01-03", "--reason", "e2e global flags", "--wait"});
+  ASSERT_EQ(submit.exit_code, 0) << submit;
+  const std::string job = JsonString(submit.out, "id");
+  ASSERT_THAT(job, ::testing::MatchesRegex("bf-[0-9]+")) << submit;
+
+  RunResult status =
+      RawCtl({"status", job, "--json", "--server", daemon.address()});
+  ASSERT_EQ(status.exit_code, 0) << status;
+  EXPECT_THAT(status.out, ::testing::StartsWith("{")) << status;
+  EXPECT_EQ(JsonString(status.out, "id"), job) << status;
+  EXPECT_EQ(JsonString(status.out, "state"), "BACKFILL_STATE_SUCCEEDED")
+      << status;
+
+  // --timeout after the subcommand as well.
+  RunResult list = RawCtl(
+      {"list", "--json", "--timeout", "20", "--server", daemon.address()});
+  ASSERT_EQ(list.exit_code, 0) << list;
+  EXPECT_EQ(CountJobs(list.out), 1) << list;
+
+  ExpectCleanSigterm(daemon);
+}
+
+// BACKFILL_SERVER is the address when --server is absent; --server wins
+// over it.
+TEST_F(E2eTest, ServerFromEnvironmentAndFlagOverridesIt) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, /*orders_per_day=*/20, false));
+  Daemon& daemon = NewDaemon();
+  ASSERT_TRUE(daemon.Start());
+  const std::string dead = absl::StrCat("127.0.0.1:", FreePort());
+
+  RunResult from_env =
+      RawCtl({"datasets", "--json"}, {"BACKFILL_SERVER=" + daemon.address()});
+  ASSERT_EQ(from_env.exit_code, 0) << from_env;
+  EXPECT_THAT(from_env.out, HasSubstr("\"daily_revenue\"")) << from_env;
+
+  // The variable really is used: pointed at a dead port, the call fails
+  // and names that address.
+  RunResult dead_env =
+      RawCtl({"datasets", "--timeout", "10"}, {"BACKFILL_SERVER=" + dead});
+  EXPECT_EQ(dead_env.exit_code, 1) << dead_env;
+  EXPECT_THAT(dead_env.err, HasSubstr(dead)) << dead_env;
+
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--server", daemon.address(), "datasets",
+                                 "--json"},
+        std::vector<std::string>{"datasets", "--json", "--server",
+                                 daemon.address()}}) {
+    RunResult overridden = RawCtl(args, {"BACKFILL_SERVER=" + dead});
+    ASSERT_EQ(overridden.exit_code, 0) << overridden;
+    EXPECT_THAT(overridden.out, HasSubstr("\"daily_revenue\"")) << overridden;
+  }
+
+  ExpectCleanSigterm(daemon);
+}
+
+// `submit` without a reason is a usage error (exit 2), says so in one line
+// on stderr and never reaches the server.
+TEST_F(E2eTest, SubmitWithoutReasonExitsTwoAndCreatesNoJob) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, /*orders_per_day=*/20, false));
+  Daemon& daemon = NewDaemon();
+  ASSERT_TRUE(daemon.Start());
+
+  for (const std::vector<std::string>& reason :
+       {std::vector<std::string>{}, std::vector<std::string>{"--reason", ""},
+        std::vector<std::string>{"--reason", "   "}}) {
+    std::vector<std::string> args = {"submit", "daily_revenue",
+                                     "--from", "2025-01-01",
+                                     "--to",   "2025-01-03"};
+    args.insert(args.end(), reason.begin(), reason.end());
+    RunResult r = daemon.Ctl(args, seconds(60));
+    SCOPED_TRACE(r.command);
+    EXPECT_EQ(r.exit_code, 2) << r;
+    EXPECT_EQ(r.out, "") << r;
+    const std::string err(absl::StripTrailingAsciiWhitespace(r.err));
+    EXPECT_THAT(err, HasSubstr("--reason")) << r;
+    EXPECT_EQ(err.find('\n'), std::string::npos)
+        << "expected a one-line error:\n"
+        << r;
+  }
+
+  RunResult list = daemon.CtlJson({"list"});
+  ASSERT_EQ(list.exit_code, 0) << list;
+  EXPECT_EQ(CountJobs(list.out), 0) << list.out;
+
+  ExpectCleanSigterm(daemon);
+}
+
+// `submit --wait` exits 1 when the job ends in another state than
+// SUCCEEDED: a transform that emits rows outside its partition fails the
+// job, and nothing of it is published.
+TEST_F(E2eTest, SubmitWaitExitsOneWhenTheJobFails) {
+  ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, /*days=*/3, 20));
+  ASSERT_NO_FATAL_FAILURE(
+      WriteFile(pipelines_dir_ + "/e2e.yaml", PipelineYaml(false, R"yaml(
+  - name: misdated_counts
+    kind: derived
+    table: misdated_counts
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: orders, mapping: identity}
+    transform: |
+      SELECT '1999-01-01' AS ds, COUNT(*) AS n FROM raw_orders
+      WHERE order_date >= :partition_start AND order_date < :partition_end
+    contract:
+      columns: {ds: TEXT, n: INTEGER}
+)yaml")));
+  Daemon& daemon = NewDaemon();
+  ASSERT_TRUE(daemon.Start());
+
+  RunResult submit = daemon.CtlJson(
+      {"submit", "misdated_counts", "--from", "2025-01-01", "--to",
+       "2025-01-03", "--reason", "e2e failing transform", "--wait"},
+      seconds(180));
+  EXPECT_EQ(submit.exit_code, 1) << submit;
+  EXPECT_FALSE(submit.timed_out) << submit;
+  EXPECT_EQ(JsonString(submit.out, "state"), "BACKFILL_STATE_FAILED") << submit;
+  const std::string job = JsonString(submit.out, "id");
+  ASSERT_THAT(job, ::testing::MatchesRegex("bf-[0-9]+")) << submit;
+  EXPECT_THAT(submit.err, HasSubstr(job)) << submit;
+
+  // Nothing published: the table is absent (never created) or empty.
+  Sqlite db(warehouse_, /*read_only=*/true);
+  auto rows = db.Query(
+      "SELECT COUNT(*) FROM sqlite_master WHERE name = 'misdated_counts'");
+  ASSERT_TRUE(rows.has_value()) << db.error();
+  if ((*rows)[0][0] != "0") {
+    auto published = db.Query("SELECT COUNT(*) FROM misdated_counts");
+    ASSERT_TRUE(published.has_value()) << db.error();
+    EXPECT_EQ((*published)[0][0], "0") << "rows of a FAILED job published";
+  }
+
+  ExpectCleanSigterm(daemon);
+}
+
+// Without --pipelines, a data dir without pipelines/ starts with no
+// datasets; an explicit --pipelines that does not exist is an error
+// (exit 2) before anything starts.
+TEST_F(E2eTest, PipelinesDefaultAndMissingExplicitDirectory) {
+  Daemon& bare = NewDaemonIn(root_ + "/bare", "");
+  ASSERT_TRUE(bare.Start());
+  EXPECT_THAT(ReadFile(bare.log()), HasSubstr("no --pipelines given"));
+  RunResult datasets = bare.Ctl({"datasets"});
+  EXPECT_EQ(datasets.exit_code, 0) << datasets;
+  ExpectCleanSigterm(bare);
+
+  Daemon& missing = NewDaemonIn(root_ + "/missing", root_ + "/no-such-dir");
+  std::optional<int> code = missing.SpawnExpectingExit(seconds(60));
+  ASSERT_TRUE(code.has_value())
+      << "backfilld started with a missing --pipelines directory; log:\n"
+      << ReadFile(missing.log());
+  EXPECT_EQ(*code, 2) << ReadFile(missing.log());
+  EXPECT_TRUE(HasStartupError(ReadFile(missing.log()), "does not exist"))
+      << ReadFile(missing.log());
+}
+
+// Health is not probed here: e2e_tests links no gRPC (there is no
+// grpc_health_probe either); tests/server_service_test.cc covers
+// grpc.health.v1.Health/Check on the service.
+
+// A second backfilld on the same --data-dir refuses to start (the data dir
+// is locked): exit 1, a line saying it is in use, and the first daemon
+// keeps serving.
+TEST_F(E2eTest, SecondDaemonOnTheSameDataDirRefusesToStart) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, /*orders_per_day=*/20, false));
+  Daemon& first = NewDaemon();
+  ASSERT_TRUE(first.Start());
+
+  Daemon& second = NewDaemon();
+  std::optional<int> code = second.SpawnExpectingExit(seconds(60));
+  ASSERT_TRUE(code.has_value())
+      << "a second backfilld started on the same --data-dir; log:\n"
+      << ReadFile(second.log());
+  EXPECT_EQ(*code, 1) << ReadFile(second.log());
+  EXPECT_TRUE(HasStartupError(ReadFile(second.log()), "in use"))
+      << ReadFile(second.log());
+
+  RunResult datasets = first.CtlJson({"datasets"});
+  EXPECT_EQ(datasets.exit_code, 0) << datasets;
+  ExpectCleanSigterm(first);
+}
+
+// A second backfilld on another data dir but the same --listen address
+// fails to start (no port sharing): exit 1 and a message naming the
+// address; the first daemon keeps serving.
+TEST_F(E2eTest, SecondDaemonOnTheSameListenAddressFailsToStart) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, /*orders_per_day=*/20, false));
+  Daemon& first = NewDaemon();
+  ASSERT_TRUE(first.Start());
+
+  Daemon& second = NewDaemonIn(root_ + "/other-data", "");
+  second.set_listen_port(first.port());
+  std::optional<int> code = second.SpawnExpectingExit(seconds(60));
+  ASSERT_TRUE(code.has_value())
+      << "a second backfilld started on " << first.address() << "; log:\n"
+      << ReadFile(second.log());
+  EXPECT_EQ(*code, 1) << ReadFile(second.log());
+  EXPECT_TRUE(HasStartupError(ReadFile(second.log()), first.address()))
+      << ReadFile(second.log());
+
+  RunResult datasets = first.CtlJson({"datasets"});
+  ASSERT_EQ(datasets.exit_code, 0) << datasets;
+  EXPECT_THAT(datasets.out, HasSubstr("\"daily_revenue\"")) << datasets;
+  ExpectCleanSigterm(first);
 }
 
 }  // namespace
