@@ -470,11 +470,27 @@ void BackfillManager::FailJob(ActiveJob* job, const std::string& failure) {
 void BackfillManager::RunTask(const std::string& job_id, size_t index) {
   ActiveJob* job = FindActive(job_id);
   PartitionTask task;
-  const DatasetSpec* spec;
+  const DatasetSpec* spec = nullptr;
   {
     absl::MutexLock lock(&mu_);
-    task = job->tasks[index];
-    spec = job->spec_of[index];
+    if (job->phase == ActiveJob::Phase::kRunning) {
+      task = job->tasks[index];
+      spec = job->spec_of[index];
+    }
+  }
+  if (spec == nullptr) {
+    // Cancelled or failing since it was dispatched: no work.
+    bool settle;
+    {
+      absl::MutexLock lock(&mu_);
+      job->tasks[index].state = TaskState::kPending;
+      --job->running;
+      --in_flight_;
+      settle = TakeSettleLocked(job);
+      DispatchLocked();
+    }
+    if (settle) Settle(job);
+    return;
   }
   task.state = TaskState::kRunning;
   ++task.attempts;
