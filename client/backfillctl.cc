@@ -114,7 +114,7 @@ class Cli {
   absl::StatusOr<v1::Backfill> Follow(const std::string& id,
                                       v1::Backfill latest);
   // Prints the final job and maps its state to the exit code.
-  int FinishFollow(const absl::StatusOr<v1::Backfill>& final_job);
+  int FinishFollow(absl::StatusOr<v1::Backfill> final_job);
 
   GlobalOptions globals_;
   std::unique_ptr<BackfillClient> client_;
@@ -354,9 +354,14 @@ absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
   }
 }
 
-int Cli::FinishFollow(const absl::StatusOr<v1::Backfill>& final_job) {
+int Cli::FinishFollow(absl::StatusOr<v1::Backfill> final_job) {
   signal(SIGINT, SIG_DFL);
   if (!final_job.ok()) return RpcError(final_job.status());
+  // Watch updates leave out the plan's partition lists: print the whole job.
+  if (absl::StatusOr<v1::Backfill> whole = client_->Get(final_job->id());
+      whole.ok()) {
+    final_job = *std::move(whole);
+  }
   int code = Print(*final_job, cli::FormatBackfill(*final_job));
   if (code != kExitOk) return code;
   if (final_job->state() == v1::BACKFILL_STATE_SUCCEEDED) return kExitOk;

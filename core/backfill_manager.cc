@@ -989,7 +989,9 @@ absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
     }
     current = current_version();
   }
-  ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+  // The first read is the whole job; later ones are progress updates.
+  ASSIGN_OR_RETURN(
+      Job job, *version == 0 ? store_->GetJob(id) : store_->GetJobProgress(id));
   *version = current;
   return job;
 }

@@ -85,7 +85,8 @@ class BackfillManager {
 
   // Blocks until the job changes after `*version` (0: return at once) or
   // `deadline` passes; returns the job and sets `*version` to its current
-  // change counter.
+  // change counter. With `*version` 0 the job is whole; later returns are
+  // progress updates without the plan's partition lists.
   absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
                                     absl::Time deadline);
 

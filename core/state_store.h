@@ -55,6 +55,11 @@ class StateStore {
   // from its tasks. NOT_FOUND for an unknown id.
   virtual absl::StatusOr<Job> GetJob(const std::string& id) = 0;
 
+  // GetJob without the plan's partition lists (datasets, reasons, costs
+  // and counts are complete): what progress updates need, without reading
+  // or sending one string per partition each time.
+  virtual absl::StatusOr<Job> GetJobProgress(const std::string& id) = 0;
+
   virtual absl::StatusOr<std::vector<Job>> ListJobs(
       const JobFilter& filter) = 0;
 

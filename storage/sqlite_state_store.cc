@@ -356,7 +356,8 @@ absl::Status SqliteStateStore::AppendAudit(const std::string& job_id,
   return q.Run();
 }
 
-absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id) {
+absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
+                                              bool with_partitions) {
   Job job;
   {
     ASSIGN_OR_RETURN(Statement q,
@@ -388,7 +389,7 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id) {
       job.plan.datasets.push_back(std::move(dp));
     }
   }
-  {
+  if (with_partitions) {
     ASSIGN_OR_RETURN(Statement q,
                      db_->Prepare("SELECT dataset, \"partition\" FROM tasks "
                                   "WHERE job_id = ?1 ORDER BY ordinal"));
@@ -561,6 +562,15 @@ absl::StatusOr<Job> SqliteStateStore::GetJob(const std::string& id) {
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   ASSIGN_OR_RETURN(Job job, LoadJob(id));
+  RETURN_IF_ERROR(txn.Commit());
+  return job;
+}
+
+absl::StatusOr<Job> SqliteStateStore::GetJobProgress(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(Job job, LoadJob(id, /*with_partitions=*/false));
   RETURN_IF_ERROR(txn.Commit());
   return job;
 }

@@ -67,6 +67,7 @@ class SqliteStateStore : public StateStore {
   absl::StatusOr<CreateJobResult> CreateJob(const Job& job,
                                             absl::Time now) override;
   absl::StatusOr<Job> GetJob(const std::string& id) override;
+  absl::StatusOr<Job> GetJobProgress(const std::string& id) override;
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
   absl::StatusOr<std::vector<PartitionTask>> ListTasks(
       const std::string& job_id) override;
@@ -95,7 +96,8 @@ class SqliteStateStore : public StateStore {
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads one job with plan and counts; the caller holds mu_ and, for a
   // consistent view, a transaction.
-  absl::StatusOr<Job> LoadJob(const std::string& id)
+  absl::StatusOr<Job> LoadJob(const std::string& id,
+                              bool with_partitions = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendAudit(const std::string& job_id,
                            const std::string& from_state,

@@ -137,6 +137,27 @@ TEST_F(StateStoreTest, CreateAndGetRoundTrips) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(StateStoreTest, ProgressReadsLeaveOutOnlyThePartitionLists) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  auto whole = store_->GetJob("bf-1");
+  auto progress = store_->GetJobProgress("bf-1");
+  ASSERT_TRUE(whole.ok() && progress.ok());
+  ASSERT_EQ(progress->plan.datasets.size(), whole->plan.datasets.size());
+  for (size_t i = 0; i < whole->plan.datasets.size(); ++i) {
+    EXPECT_FALSE(whole->plan.datasets[i].partitions.empty());
+    EXPECT_TRUE(progress->plan.datasets[i].partitions.empty());
+    EXPECT_EQ(progress->plan.datasets[i].dataset,
+              whole->plan.datasets[i].dataset);
+    EXPECT_EQ(progress->plan.datasets[i].cost.backfill,
+              whole->plan.datasets[i].cost.backfill);
+  }
+  EXPECT_EQ(progress->counts.total, 3);
+  EXPECT_EQ(progress->counts.pending, 3);
+  EXPECT_EQ(progress->state, whole->state);
+  EXPECT_EQ(store_->GetJobProgress("bf-9").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_F(StateStoreTest, IdempotencyKeyReturnsTheExistingJob) {
   auto first = store_->CreateJob(MakeJob("key-1"), T(0));
   ASSERT_TRUE(first.ok()) << first.status();
