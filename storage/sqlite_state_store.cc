@@ -558,19 +558,19 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
 }
 
 absl::StatusOr<Job> SqliteStateStore::GetJob(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Job job, LoadJob(id));
-  RETURN_IF_ERROR(txn.Commit());
-  return job;
+  return ReadJob(id, /*with_partitions=*/true);
 }
 
 absl::StatusOr<Job> SqliteStateStore::GetJobProgress(const std::string& id) {
+  return ReadJob(id, /*with_partitions=*/false);
+}
+
+absl::StatusOr<Job> SqliteStateStore::ReadJob(const std::string& id,
+                                              bool with_partitions) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Job job, LoadJob(id, /*with_partitions=*/false));
+  ASSIGN_OR_RETURN(Job job, LoadJob(id, with_partitions));
   RETURN_IF_ERROR(txn.Commit());
   return job;
 }

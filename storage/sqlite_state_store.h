@@ -96,6 +96,9 @@ class SqliteStateStore : public StateStore {
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads one job with plan and counts; the caller holds mu_ and, for a
   // consistent view, a transaction.
+  // LoadJob in its own read transaction.
+  absl::StatusOr<Job> ReadJob(const std::string& id, bool with_partitions)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<Job> LoadJob(const std::string& id,
                               bool with_partitions = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
