@@ -434,6 +434,20 @@ TEST_F(ManagerTest, SecondBackfillReplacesOnlyItsPartitions) {
   }
   EXPECT_EQ(before_other, after_other);
   EXPECT_EQ(store_->GetLineage("daily_revenue", "2025-01-10")->size(), 2u);
+  // The replaced rows, and only those, are kept for rollback.
+  std::vector<std::string> replaced;
+  for (const auto& row : before) {
+    if (row.rfind("2025-01-10", 0) == 0) replaced.push_back(row);
+  }
+  EXPECT_EQ(raw.Rows("SELECT ds, region, printf('%.4f', revenue), orders "
+                     "FROM \"_bf_prev_bf_2_daily_revenue\" ORDER BY 1, 2"),
+            replaced);
+  // Publishing indexes the partition column, so replacing a partition
+  // costs the rows replaced, not the table.
+  EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE type = "
+                      "'index' AND tbl_name = 'daily_revenue' AND name = "
+                      "'_bf_idx_daily_revenue'"),
+            1);
 }
 
 TEST_F(ManagerTest, IdempotencyKeyReturnsSameJobOrRejectsADifferentRequest) {
@@ -580,8 +594,9 @@ TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
   manager_.reset();
   OpenStorage();  // a fresh engine wrapper: cleanup works again
   StartManager();
-  EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE "
-                      "'\\_bf\\_%' ESCAPE '\\' AND name NOT LIKE "
+  EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE type = "
+                      "'table' AND name LIKE '\\_bf\\_%' ESCAPE '\\' AND "
+                      "name NOT LIKE "
                       "'\\_bf\\_publications' ESCAPE '\\' AND name NOT "
                       "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
             0);
