@@ -121,6 +121,9 @@ struct BackfillManager::ActiveJob {
   std::deque<size_t> ready;
   std::set<std::pair<std::string, std::string>> scope;
   bool prepared = false;
+  // Staging passed validation in this process (a job resumed into
+  // PUBLISHING is validated again before it publishes).
+  bool validated = false;
   int running = 0;  // tasks in flight, plus a preparation in progress
   size_t unstaged = 0;
   Phase phase = Phase::kRunning;
@@ -208,7 +211,7 @@ void BackfillManager::SweepOrphans() {
       absl::MutexLock lock(&mu_);
       if (active_.count(id)) continue;
     }
-    absl::StatusOr<Job> job = store_->GetJob(id);
+    absl::StatusOr<Job> job = store_->GetJobProgress(id);
     if (job.ok() && !IsTerminal(job->state)) continue;
     if (job.ok()) {
       store_
@@ -621,7 +624,7 @@ void BackfillManager::Retire(ActiveJob* job) {
   const std::string id = job->job.id;
   if (observer_ != nullptr && IsTerminal(job->state)) {
     double actual = 0;
-    if (absl::StatusOr<Job> done = store_->GetJob(id); done.ok()) {
+    if (absl::StatusOr<Job> done = store_->GetJobProgress(id); done.ok()) {
       actual = done->actual_cost;
     }
     observer_->OnJobFinished(id, job->state, job->job.plan.cost.backfill,
@@ -656,6 +659,7 @@ void BackfillManager::Finish(const std::string& job_id) {
         return;
       }
     } else if (s.ok()) {
+      job->validated = true;
       s = Move(job, JobState::kPublishing,
                absl::StrCat("publishing ", job->tasks.size(), " partitions of ",
                             job->layout.items.size(),
@@ -740,10 +744,12 @@ absl::Status BackfillManager::Publish(ActiveJob* job) {
       return absl::FailedPreconditionError(
           "a dataset of the job is no longer in the loaded pipelines");
     }
-    // After a restart into PUBLISHING, check the staging again first.
-    std::string failure;
-    RETURN_IF_ERROR(ValidateStaged(job, &failure));
-    if (!failure.empty()) return absl::DataLossError(failure);
+    if (!job->validated) {
+      // Resumed into PUBLISHING: check the staging again first.
+      std::string failure;
+      RETURN_IF_ERROR(ValidateStaged(job, &failure));
+      if (!failure.empty()) return absl::DataLossError(failure);
+    }
     RETURN_IF_ERROR(engine_->Publish(job->layout));
   }
 

@@ -91,7 +91,6 @@ class BackfillManager {
                                     absl::Time deadline);
 
   const Catalog& catalog() const { return *catalog_; }
-  absl::StatusOr<StoreStats> Stats() { return store_->Stats(); }
 
  private:
   struct ActiveJob;

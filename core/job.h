@@ -92,6 +92,8 @@ struct Conflict {
 struct Plan {
   std::vector<DatasetPlan> datasets;  // topological order
   Cost cost;
+  // Filled by PlanBackfill only; a submitted job never has any (a conflict
+  // refuses the submit), so the state store does not keep them.
   std::vector<Conflict> conflicts;
   int64_t total_partitions() const;
 };

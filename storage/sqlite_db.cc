@@ -64,16 +64,6 @@ std::string QuoteIdentifier(std::string_view name) {
   return out;
 }
 
-std::string QuoteLiteral(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    out.push_back(c);
-    if (c == '\'') out.push_back('\'');
-  }
-  out.push_back('\'');
-  return out;
-}
-
 std::string SqlHead(std::string_view sql) {
   constexpr size_t kMax = 60;
   std::string out;

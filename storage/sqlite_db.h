@@ -38,10 +38,6 @@ namespace backfill::sqlite {
 // identifier whatever `name` contains.
 std::string QuoteIdentifier(std::string_view name);
 
-// 'text' with embedded single quotes doubled. Only for DDL, where SQLite
-// accepts no parameters (e.g. a DEFAULT); values are otherwise always bound.
-std::string QuoteLiteral(std::string_view text);
-
 // The first words of `sql` (whitespace collapsed, at most ~60 characters),
 // for error messages.
 std::string SqlHead(std::string_view sql);

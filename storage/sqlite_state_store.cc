@@ -52,8 +52,7 @@ CREATE TABLE jobs (
   start_time          INTEGER,                   -- NULL: not yet
   end_time            INTEGER,
   cost_backfill       REAL NOT NULL DEFAULT 0,
-  cost_full_reload    REAL NOT NULL DEFAULT 0,
-  conflicts           TEXT NOT NULL DEFAULT ''   -- length-prefixed triples
+  cost_full_reload    REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX jobs_by_state ON jobs (state);
 
@@ -125,7 +124,7 @@ constexpr const char* kJobColumns =
     "id, state, dataset, range_from, range_to, partitions, reason, ticket, "
     "requested_by, exclude_downstream, COALESCE(idempotency_key, ''), "
     "request_fingerprint, message, create_time, update_time, start_time, "
-    "end_time, cost_backfill, cost_full_reload, conflicts";
+    "end_time, cost_backfill, cost_full_reload";
 
 // ---- encoding --------------------------------------------------------------
 
@@ -178,28 +177,6 @@ absl::StatusOr<std::vector<InputFingerprint>> DecodeInputs(
       return absl::DataLossError("state store: malformed input row count");
     }
     out.push_back(std::move(in));
-  }
-  return out;
-}
-
-std::string EncodeConflicts(const std::vector<Conflict>& conflicts) {
-  std::vector<std::string> fields;
-  for (const Conflict& c : conflicts) {
-    fields.push_back(c.job_id);
-    fields.push_back(c.dataset);
-    fields.push_back(c.partition);
-  }
-  return EncodeFields(fields);
-}
-
-absl::StatusOr<std::vector<Conflict>> DecodeConflicts(std::string_view text) {
-  ASSIGN_OR_RETURN(std::vector<std::string> fields, DecodeFields(text));
-  if (fields.size() % 3 != 0) {
-    return absl::DataLossError("state store: malformed conflict list");
-  }
-  std::vector<Conflict> out;
-  for (size_t i = 0; i < fields.size(); i += 3) {
-    out.push_back(Conflict{fields[i], fields[i + 1], fields[i + 2]});
   }
   return out;
 }
@@ -259,7 +236,6 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   job.end_time = ColumnTime(q, 16);
   job.plan.cost.backfill = q.ColumnDouble(17);
   job.plan.cost.full_reload = q.ColumnDouble(18);
-  ASSIGN_OR_RETURN(job.plan.conflicts, DecodeConflicts(q.ColumnText(19)));
   return job;
 }
 
@@ -482,9 +458,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
             "partitions, reason, ticket, requested_by, exclude_downstream, "
             "idempotency_key, request_fingerprint, message, create_time, "
             "update_time, start_time, end_time, cost_backfill, "
-            "cost_full_reload, conflicts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-            "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, NULL, NULL, ?16, ?17, "
-            "?18)"));
+            "cost_full_reload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+            "?10, ?11, ?12, ?13, ?14, ?15, ?15, NULL, NULL, ?16, ?17)"));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindInt(2, seq));
     RETURN_IF_ERROR(q.BindText(3, JobStateText(JobState::kQueued)));
@@ -506,7 +481,6 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     RETURN_IF_ERROR(BindTime(q, 15, now));
     RETURN_IF_ERROR(q.BindDouble(16, job.plan.cost.backfill));
     RETURN_IF_ERROR(q.BindDouble(17, job.plan.cost.full_reload));
-    RETURN_IF_ERROR(q.BindText(18, EncodeConflicts(job.plan.conflicts)));
     RETURN_IF_ERROR(q.Run());
   }
   {

@@ -1087,20 +1087,10 @@ TEST_F(E2eTest, SubmitWithoutReasonExitsTwoAndCreatesNoJob) {
 // job, and nothing of it is published.
 TEST_F(E2eTest, SubmitWaitExitsOneWhenTheJobFails) {
   ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, /*days=*/3, 20));
-  ASSERT_NO_FATAL_FAILURE(
-      WriteFile(pipelines_dir_ + "/e2e.yaml", PipelineYaml(false, R"yaml(
-  - name: misdated_counts
-    kind: derived
-    table: misdated_counts
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-    transform: |
-      SELECT '1999-01-01' AS ds, COUNT(*) AS n FROM raw_orders
-      WHERE order_date >= :partition_start AND order_date < :partition_end
-    contract:
-      columns: {ds: TEXT, n: INTEGER}
-)yaml")));
+  ASSERT_NO_FATAL_FAILURE(WriteFile(
+      pipelines_dir_ + "/e2e.yaml",
+      PipelineYaml(false,
+                   fixtures::OutOfPartitionDatasetYaml("misdated_counts"))));
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
 

@@ -44,6 +44,23 @@ inline std::string RevenuePipelineYaml(const std::string& extra_condition = "",
 )yaml" + more_datasets;
 }
 
+// A derived dataset named `name` whose transform dates every row
+// 1999-01-01, outside the partition it computes: a job of it must fail
+// and publish nothing. A `datasets:` list item, for `more_datasets`.
+inline std::string OutOfPartitionDatasetYaml(const std::string& name) {
+  return "  - name: " + name + "\n    kind: derived\n    table: " + name +
+         R"yaml(
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: orders, mapping: identity}
+    transform: |
+      SELECT '1999-01-01' AS ds, COUNT(*) AS n FROM raw_orders
+      WHERE order_date >= :partition_start AND order_date < :partition_end
+    contract:
+      columns: {ds: TEXT, n: INTEGER}
+)yaml";
+}
+
 }  // namespace fixtures
 }  // namespace backfill
 

@@ -56,17 +56,6 @@ constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
     contract:
       columns: {region: TEXT, revenue: REAL}
       primary_key: [region]
-  - name: broken
-    kind: derived
-    table: broken
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-    transform: |
-      SELECT '1999-01-01' AS ds, COUNT(*) AS n FROM raw_orders
-      WHERE order_date >= :partition_start AND order_date < :partition_end
-    contract:
-      columns: {ds: TEXT, n: INTEGER}
   - name: dup_keys
     kind: derived
     table: dup_keys
@@ -82,7 +71,8 @@ constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
 )yaml";
 
 std::string Pipeline() {
-  return fixtures::RevenuePipelineYaml("", kMoreDatasets);
+  return fixtures::RevenuePipelineYaml(
+      "", kMoreDatasets + fixtures::OutOfPartitionDatasetYaml("broken"));
 }
 
 // Runs SQL on the warehouse file directly (never through the engine).

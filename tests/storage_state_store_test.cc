@@ -67,7 +67,6 @@ class StateStoreTest : public ::testing::Test {
     b.cost = {2, 10};
     job.plan.datasets = {a, b};
     job.plan.cost = {22, 110};
-    job.plan.conflicts = {{"bf-9", "daily_revenue", "2025-01-01"}};
     return job;
   }
 
@@ -117,8 +116,6 @@ TEST_F(StateStoreTest, CreateAndGetRoundTrips) {
   EXPECT_THAT(job->plan.datasets[1].partitions, ElementsAre("2025-01"));
   EXPECT_EQ(job->plan.cost.backfill, 22);
   EXPECT_EQ(job->plan.cost.full_reload, 110);
-  ASSERT_EQ(job->plan.conflicts.size(), 1u);
-  EXPECT_EQ(job->plan.conflicts[0].job_id, "bf-9");
   EXPECT_EQ(job->counts.total, 3);
   EXPECT_EQ(job->counts.pending, 3);
   EXPECT_EQ(job->actual_cost, 0);
