@@ -701,26 +701,58 @@ void BackfillManager::Finish(const std::string& job_id) {
 
 absl::Status BackfillManager::ValidateStaged(ActiveJob* job,
                                              std::string* failure) {
-  std::map<std::string, int64_t> checkpointed;
+  // The checkpoints: rows staged per (dataset, partition).
+  std::map<std::string, std::map<std::string, int64_t>> checkpointed;
   for (const PartitionTask& t : job->tasks) {
-    checkpointed[t.dataset] += t.rows_written;
+    checkpointed[t.dataset][t.partition] += t.rows_written;
   }
   std::vector<std::string> failures;
   for (const JobLayout::Item& item : job->layout.items) {
+    const std::string& name = item.dataset->name;
     ASSIGN_OR_RETURN(ValidationReport report,
                      engine_->ValidateStaged(job->job.id, *item.dataset));
     for (const std::string& f : report.failures) {
-      failures.push_back(absl::StrCat(item.dataset->name, ": ", f));
+      failures.push_back(absl::StrCat(name, ": ", f));
     }
-    // Staging must hold what the checkpoints say was written; otherwise
-    // staged rows were lost (e.g. the machine lost power) and publishing
-    // would replace good partitions with missing ones.
-    const int64_t expected = checkpointed[item.dataset->name];
-    if (report.rows != expected) {
+    // Staging must hold, per partition, what its checkpoint says was
+    // written; otherwise staged rows were lost after the checkpoint and
+    // publishing would replace good partitions with missing ones.
+    std::vector<std::string> differing;
+    const std::map<std::string, int64_t>& expected = checkpointed[name];
+    for (const auto& [partition, rows] : expected) {
+      auto it = report.rows_by_partition.find(partition);
+      const int64_t staged =
+          it == report.rows_by_partition.end() ? 0 : it->second;
+      if (staged != rows) {
+        differing.push_back(
+            absl::StrCat(partition.empty() ? "(all)" : partition, " (staged ",
+                         staged, ", checkpoint ", rows, ")"));
+      }
+    }
+    int64_t staged_in_job = 0;
+    for (const auto& [partition, rows] : report.rows_by_partition) {
+      if (expected.count(partition)) staged_in_job += rows;
+    }
+    if (!differing.empty() || staged_in_job != report.rows) {
+      constexpr size_t kShown = 5;
+      std::string shown = absl::StrJoin(
+          differing.begin(),
+          differing.begin() + std::min(differing.size(), kShown), ", ");
+      if (differing.size() > kShown) {
+        absl::StrAppend(&shown, " and ", differing.size() - kShown, " more");
+      }
       failures.push_back(absl::StrCat(
-          item.dataset->name, ": staging holds ", report.rows,
-          " rows but the partition checkpoints recorded ", expected,
-          "; staged data was lost, submit the backfill again"));
+          name,
+          ": staging does not hold what the partition checkpoints "
+          "recorded",
+          differing.empty() ? "" : absl::StrCat(": ", shown),
+          staged_in_job != report.rows
+              ? absl::StrCat("; ", report.rows - staged_in_job,
+                             " staged rows belong to no partition of the job")
+              : "",
+          "; staged rows were lost or changed after their checkpoints (the "
+          "warehouse file was replaced or restored, or lost writes in a "
+          "crash of the machine)"));
     }
   }
   if (!failures.empty()) {

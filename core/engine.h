@@ -51,7 +51,10 @@ struct StageResult {
 };
 
 struct ValidationReport {
-  int64_t rows = 0;                   // rows staged for the dataset
+  int64_t rows = 0;  // rows staged for the dataset
+  // The staged rows by the partition they belong to ("" for an
+  // unpartitioned dataset); rows of no partition are not counted here.
+  std::map<std::string, int64_t> rows_by_partition;
   std::vector<std::string> failures;  // empty: passed
 };
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
+#include "core/status_macros.h"
 
 namespace backfill {
 namespace {
@@ -348,50 +349,68 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(Grain grain,
 }
 
 absl::StatusOr<std::string> PartitionOfValue(Grain grain,
-                                             std::string_view timestamp) {
+                                             std::string_view value) {
   if (grain == Grain::kNone) return std::string();
   if (grain == Grain::kKey) {
-    absl::Status status = ValidatePartition(grain, timestamp);
+    absl::Status status = ValidatePartition(grain, value);
     if (!status.ok()) return status;
-    return std::string(timestamp);
+    return std::string(value);
   }
   auto bad = [&]() {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "value ", Quote(timestamp), " of a ", GrainName(grain),
-        "-partitioned column is not a date or timestamp; expected ",
-        grain == Grain::kMonth ? "YYYY-MM, " : "",
-        "YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS] or YYYY-MM-DDTHH[:MM[:SS]]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("value ", Quote(value), " of a ", GrainName(grain),
+                     "-partitioned column is in no accepted format; expected ",
+                     grain == Grain::kMonth ? "YYYY-MM, " : "",
+                     "YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS[.F]][Z] or "
+                     "YYYY-MM-DDTHH[:MM[:SS[.F]]][Z] (UTC)"));
   };
-  if (timestamp.size() == 7) {
-    std::optional<absl::CivilMonth> m = ParseMonthExact(timestamp);
+  if (value.size() == 7) {
+    std::optional<absl::CivilMonth> m = ParseMonthExact(value);
     if (grain != Grain::kMonth || !m) return bad();
-    if (absl::Status s = CheckEndBeforeYear10000(grain, timestamp); !s.ok()) {
+    if (absl::Status s = CheckEndBeforeYear10000(grain, value); !s.ok()) {
       return s;
     }
     return FormatMonth(*m);
   }
-  if (timestamp.size() < 10) return bad();
-  std::optional<absl::CivilDay> day = ParseDayExact(timestamp.substr(0, 10));
+  if (value.size() < 10) return bad();
+  std::optional<absl::CivilDay> day = ParseDayExact(value.substr(0, 10));
   if (!day) return bad();
   int hour = 0;
-  if (timestamp.size() > 10) {
-    const char sep = timestamp[10];
+  if (value.size() > 10) {
+    // The time of day: " HH:MM" or "THH", then optionally ":MM" (required
+    // after a space), ":SS", ".F" (1 to 9 digits), and a final "Z".
+    const char sep = value[10];
     if (sep != ' ' && sep != 'T') return bad();
-    if (!ReadDigits(timestamp, 11, 2, &hour) || hour > 23) return bad();
-    std::string_view rest = timestamp.substr(13);
-    // A space-separated time needs minutes; "THH" alone is the hour format.
-    if (rest.empty() && sep == ' ') return bad();
-    if (!rest.empty()) {
-      int minute;
-      if (rest[0] != ':' || !ReadDigits(rest, 1, 2, &minute) || minute > 59) {
-        return bad();
+    if (!ReadDigits(value, 11, 2, &hour) || hour > 23) return bad();
+    std::string_view rest = value.substr(13);
+    auto take_field = [&rest](int max) {
+      int v;
+      if (rest.size() < 3 || rest[0] != ':' || !ReadDigits(rest, 1, 2, &v) ||
+          v > max) {
+        return false;
       }
-      rest = rest.substr(3);
+      rest.remove_prefix(3);
+      return true;
+    };
+    if (!rest.empty() && rest[0] == ':') {
+      if (!take_field(59)) return bad();  // minutes
       if (!rest.empty() && rest[0] == ':') {
-        int second;
-        if (!ReadDigits(rest, 1, 2, &second) || second > 60) return bad();
+        if (!take_field(59)) return bad();  // seconds
+        if (!rest.empty() && rest[0] == '.') {
+          size_t digits = 1;
+          while (digits < rest.size() && rest[digits] >= '0' &&
+                 rest[digits] <= '9') {
+            ++digits;
+          }
+          if (digits < 2 || digits > 10) return bad();
+          rest.remove_prefix(digits);
+        }
       }
+    } else if (sep == ' ') {
+      return bad();  // "YYYY-MM-DD HH" alone is no format
     }
+    if (rest == "Z") rest.remove_prefix(1);
+    if (!rest.empty()) return bad();
   }
   std::string partition;
   switch (grain) {
@@ -412,6 +431,22 @@ absl::StatusOr<std::string> PartitionOfValue(Grain grain,
     return s;
   }
   return partition;
+}
+
+absl::StatusOr<CandidateRange> CandidateRangeOf(Grain grain,
+                                                std::string_view partition) {
+  if (!IsTimeGrain(grain)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a candidate range needs a time grain, not \"",
+                     GrainName(grain), "\""));
+  }
+  RETURN_IF_ERROR(ValidatePartition(grain, partition));
+  // Every accepted value of an hour or a day starts with its day, and every
+  // accepted value of a month with its month, followed by nothing, ' ', 'T'
+  // or '-': all sort before '~' (0x7e), in byte order and in ASCII
+  // case-insensitive order alike.
+  std::string prefix(partition.substr(0, grain == Grain::kMonth ? 7 : 10));
+  return CandidateRange{prefix, prefix + "~"};
 }
 
 }  // namespace backfill

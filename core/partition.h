@@ -62,12 +62,37 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
     Grain grain, std::string_view from, std::string_view to,
     size_t max_partitions = 1000000);
 
-// The partition of a time grain that contains `timestamp`, a text value of
-// the partition column: accepts "YYYY-MM-DD", "YYYY-MM-DD HH:MM[:SS...]",
-// "YYYY-MM-DDTHH[:MM...]" and "YYYY-MM" (for months). Used to map column
-// values back to partitions (e.g. when counting rows per partition).
+// THE definition of partition membership: the partition a value of a
+// partition column belongs to. Every step that selects rows by partition
+// (row counts for planning, input fingerprints, staging replacement, the
+// out-of-partition check, rollback copies, publish's delete) must agree with
+// it; engines evaluate this very function (the SQLite engine registers it
+// as an SQL function) rather than re-deriving it in SQL.
+//
+// Time grains accept exactly these text values (UTC), and nothing else:
+//   YYYY-MM                            month grain only: that month
+//   YYYY-MM-DD                         that day (hour grain: its hour 00)
+//   YYYY-MM-DD HH:MM[:SS[.F]][Z]       a space needs at least the minutes
+//   YYYY-MM-DDTHH[:MM[:SS[.F]]][Z]     so the hour format itself belongs
+// where F is 1 to 9 digits, HH 00..23, MM and SS 00..59, and Z the UTC
+// designator. Any other value (another offset, trailing text, a bad
+// calendar date, a value in the last partition of year 9999) belongs to no
+// partition: INVALID_ARGUMENT. Key grain: the value is the key itself and
+// must be a valid key; unpartitioned: always "".
 absl::StatusOr<std::string> PartitionOfValue(Grain grain,
-                                             std::string_view timestamp);
+                                             std::string_view value);
+
+// A half-open text range [lo, hi) that contains every value
+// PartitionOfValue maps to `partition` (a time grain's partition), under
+// byte-wise and ASCII case-insensitive ordering. It also contains other
+// values, so it is only a pre-filter that lets an index on the column do
+// the work: membership is `lo <= v < hi AND PartitionOfValue(v) == P`.
+struct CandidateRange {
+  std::string lo;
+  std::string hi;
+};
+absl::StatusOr<CandidateRange> CandidateRangeOf(Grain grain,
+                                                std::string_view partition);
 
 }  // namespace backfill
 

@@ -17,12 +17,16 @@
 #include "core/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
+#include "storage/sqlite_membership.h"
 
 namespace backfill {
 namespace {
 
+using sqlite::BindMembership;
 using sqlite::ColumnType;
 using sqlite::Database;
+using sqlite::MembershipCondition;
+using sqlite::MembershipConditionParams;
 using sqlite::QuoteIdentifier;
 using sqlite::Statement;
 using sqlite::Transaction;
@@ -105,29 +109,6 @@ std::string ColumnDefs(const DatasetSpec& ds) {
     cols.push_back(absl::StrCat(Q(c.name), " ", c.type));
   }
   return absl::StrJoin(cols, ", ");
-}
-
-// The SQL condition "column `col` lies in the partition with bounds
-// `start`, `end` and value `value`" (each an SQL expression): half-open
-// range or the value itself for time grains, the key for key grain, always
-// true when unpartitioned.
-std::string InPartition(Grain grain, const std::string& col,
-                        const std::string& start, const std::string& end,
-                        const std::string& value) {
-  switch (grain) {
-    case Grain::kNone:
-      return "1";
-    case Grain::kKey:
-      return absl::StrCat("(", col, " = ", value, ")");
-    default:
-      return absl::StrCat("((", col, " >= ", start, " AND ", col, " < ", end,
-                          ") OR ", col, " = ", value, ")");
-  }
-}
-
-// The same with the partition's bounds as bound parameters.
-std::string InPartitionParams(const DatasetSpec& ds, const std::string& col) {
-  return InPartition(ds.grain(), col, kStartParam, kEndParam, kValueParam);
 }
 
 absl::StatusOr<PartitionBounds> Bounds(Grain grain,
@@ -362,6 +343,7 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
       }
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+    RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     if (i == 0) {
       RETURN_IF_ERROR(db->Exec(absl::StrCat(
           "CREATE TABLE IF NOT EXISTS main.", Q(kPublications),
@@ -402,26 +384,24 @@ SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
     out[""] = n;
     return out;
   }
+  // Grouped by the exact value (COLLATE BINARY: values a column's collation
+  // calls equal may still map differently), each group mapped by the one
+  // definition of membership. An index on the column serves the grouping.
   const std::string col = Q(dataset.partition->column);
   ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                    "SELECT ", col, ", COUNT(*) FROM main.",
-                                    Q(dataset.table), " WHERE ", col,
-                                    " IS NOT NULL GROUP BY ", col)));
+                                    "SELECT ", sqlite::kPartitionFunction, "('",
+                                    GrainName(grain), "', ", col,
+                                    "), COUNT(*) FROM main.", Q(dataset.table),
+                                    " GROUP BY ", col, " COLLATE BINARY")));
   int64_t unmapped = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    std::string value = q.ColumnText(0);
-    int64_t n = q.ColumnInt(1);
-    if (grain == Grain::kKey) {
-      out[value] += n;
-      continue;
-    }
-    absl::StatusOr<std::string> partition = PartitionOfValue(grain, value);
-    if (partition.ok()) {
-      out[*partition] += n;
-    } else {
+    const int64_t n = q.ColumnInt(1);
+    if (q.ColumnIsNull(0)) {
       unmapped += n;
+    } else {
+      out[q.ColumnText(0)] += n;
     }
   }
   if (unmapped > 0) {
@@ -439,7 +419,7 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
     return absl::InvalidArgumentError("PrepareJob: empty job id");
   }
   // Validate everything before touching the warehouse.
-  std::vector<std::vector<std::pair<std::string, PartitionBounds>>> parts;
+  std::vector<std::vector<std::pair<std::string, CandidateRange>>> parts;
   for (const JobLayout::Item& item : layout.items) {
     if (item.dataset == nullptr) {
       return absl::InvalidArgumentError("PrepareJob: item without dataset");
@@ -448,13 +428,14 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
     RETURN_IF_ERROR(CheckWritable(ds));
     auto& p = parts.emplace_back();
     for (const std::string& partition : item.partitions) {
-      absl::StatusOr<PartitionBounds> bounds = Bounds(ds.grain(), partition);
-      if (!bounds.ok()) {
+      absl::StatusOr<CandidateRange> range =
+          sqlite::StoredRangeOf(ds.grain(), partition);
+      if (!range.ok()) {
         return Annotate(
-            bounds.status(),
+            range.status(),
             absl::StrCat("dataset ", ds.name, " partition '", partition, "'"));
       }
-      p.emplace_back(partition, *std::move(bounds));
+      p.emplace_back(partition, *std::move(range));
     }
   }
   for (const DatasetSpec* pin : layout.pinned) {
@@ -477,22 +458,23 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
           "CREATE INDEX IF NOT EXISTS main.", Q(stage + "__partition"), " ON ",
           Q(stage), " (", Q(ds.partition->column), ")")));
     }
-    RETURN_IF_ERROR(db->Exec(
-        absl::StrCat("CREATE TABLE IF NOT EXISTS main.", Q(parts_table),
-                     " (\"value\" TEXT PRIMARY KEY, \"start\" TEXT NOT NULL, "
-                     "\"end\" TEXT NOT NULL)")));
+    // The job's partitions with their candidate ranges (see
+    // sqlite_membership.h), rebuilt on every call.
     RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("DELETE FROM main.", Q(parts_table))));
+        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", Q(parts_table))));
+    RETURN_IF_ERROR(db->Exec(
+        absl::StrCat("CREATE TABLE main.", Q(parts_table),
+                     " (\"value\" TEXT PRIMARY KEY, \"lo\" TEXT NOT NULL, "
+                     "\"hi\" TEXT NOT NULL)")));
     ASSIGN_OR_RETURN(Statement insert,
                      db->Prepare(absl::StrCat(
                          "INSERT OR REPLACE INTO main.", Q(parts_table),
-                         " (\"value\", \"start\", \"end\") VALUES (?1, ?2, "
-                         "?3)")));
-    for (const auto& [value, bounds] : parts[i]) {
+                         " (\"value\", \"lo\", \"hi\") VALUES (?1, ?2, ?3)")));
+    for (const auto& [value, range] : parts[i]) {
       RETURN_IF_ERROR(insert.Reset());
       RETURN_IF_ERROR(insert.BindText(1, value));
-      RETURN_IF_ERROR(insert.BindText(2, bounds.start));
-      RETURN_IF_ERROR(insert.BindText(3, bounds.end));
+      RETURN_IF_ERROR(insert.BindText(2, range.lo));
+      RETURN_IF_ERROR(insert.BindText(3, range.hi));
       RETURN_IF_ERROR(insert.Run());
     }
   }
@@ -587,8 +569,8 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
                         " FROM main.", t,
                         " WHERE NOT EXISTS (SELECT 1 FROM main.",
                         Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
-                        InPartition(u.grain(), col, "_bf_p.\"start\"",
-                                    "_bf_p.\"end\"", "_bf_p.\"value\""),
+                        MembershipCondition(u.grain(), col, "_bf_p.\"value\"",
+                                            "_bf_p.\"lo\"", "_bf_p.\"hi\""),
                         ")");
       }
       RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
@@ -643,13 +625,13 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     }
     if (dataset.partition) {
       const std::string col = Q(dataset.partition->column);
-      const std::string outside =
-          absl::StrCat(" FROM ", out, " WHERE ",
-                       InPartitionParams(dataset, col), " IS NOT 1");
+      const std::string outside = absl::StrCat(
+          " FROM ", out, " WHERE ",
+          MembershipConditionParams(dataset.grain(), col), " IS NOT 1");
       ASSIGN_OR_RETURN(Statement q,
                        db->Prepare(absl::StrCat("SELECT COUNT(*), MIN(quote(",
                                                 col, "))", outside)));
-      RETURN_IF_ERROR(BindPartition(q, bounds, partition));
+      RETURN_IF_ERROR(BindMembership(q, dataset.grain(), partition));
       RETURN_IF_ERROR(q.Step().status());
       if (int64_t n = q.ColumnInt(0); n > 0) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -694,13 +676,12 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         if (pinned) new_pin_fingerprints[u.name] = f;
       } else {
         f.partition = *in.partition;
-        ASSIGN_OR_RETURN(PartitionBounds ub, Bounds(u.grain(), f.partition));
         ASSIGN_OR_RETURN(
             Statement q,
             db->Prepare(absl::StrCat(
                 "SELECT ", ColumnList(u), " FROM ", Q(u.table), " WHERE ",
-                InPartitionParams(u, Q(u.partition->column)))));
-        RETURN_IF_ERROR(BindPartition(q, ub, f.partition));
+                MembershipConditionParams(u.grain(), Q(u.partition->column)))));
+        RETURN_IF_ERROR(BindMembership(q, u.grain(), f.partition));
         ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
         f.fingerprint = fp.ToString();
         f.rows = fp.rows();
@@ -716,14 +697,14 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     // Phase 2: the short write: replace the partition's staged rows.
     ASSIGN_OR_RETURN(Transaction write, Transaction::Begin(db.get()));
     {
-      ASSIGN_OR_RETURN(
-          Statement del,
-          db->Prepare(absl::StrCat(
-              "DELETE FROM main.", Q(stage), " WHERE ",
-              dataset.partition
-                  ? InPartitionParams(dataset, Q(dataset.partition->column))
-                  : "1")));
-      RETURN_IF_ERROR(BindPartition(del, bounds, partition));
+      ASSIGN_OR_RETURN(Statement del,
+                       db->Prepare(absl::StrCat(
+                           "DELETE FROM main.", Q(stage), " WHERE ",
+                           dataset.partition ? MembershipConditionParams(
+                                                   dataset.grain(),
+                                                   Q(dataset.partition->column))
+                                             : "1")));
+      RETURN_IF_ERROR(BindMembership(del, dataset.grain(), partition));
       RETURN_IF_ERROR(Annotate(del.Run(), where));
     }
     RETURN_IF_ERROR(
@@ -758,6 +739,21 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
   ValidationReport report;
   ASSIGN_OR_RETURN(report.rows, db->QueryInt(absl::StrCat(
                                     "SELECT COUNT(*) FROM main.", stage)));
+  if (!dataset.partition) {
+    report.rows_by_partition[""] = report.rows;
+  } else {
+    const std::string col = Q(dataset.partition->column);
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT ", sqlite::kPartitionFunction,
+                                      "('", GrainName(dataset.grain()), "', ",
+                                      col, ") AS p, COUNT(*) FROM main.", stage,
+                                      " WHERE p IS NOT NULL GROUP BY p")));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      report.rows_by_partition[q.ColumnText(0)] = q.ColumnInt(1);
+    }
+  }
   if (!dataset.primary_key.empty()) {
     std::vector<std::string> pk, quoted, is_null;
     for (const std::string& k : dataset.primary_key) {
@@ -890,7 +886,17 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
           db->Exec(absl::StrCat("CREATE TABLE main.", prev,
                                 " AS SELECT * FROM main.", table, " WHERE 0")),
           where));
-      const std::string in_partition = InPartitionParams(ds, col);
+      // Publish proves its deletes: per partition, the rows copied for
+      // rollback and the rows deleted must both equal the rows that belong
+      // to the partition, counted apart from those statements by reading
+      // the candidates and mapping each value in C++. Any difference rolls
+      // the whole transaction back.
+      const Grain grain = ds.grain();
+      const std::string in_partition = MembershipConditionParams(grain, col);
+      ASSIGN_OR_RETURN(Statement candidates,
+                       db->Prepare(absl::StrCat(
+                           "SELECT ", col, " FROM main.", table, " WHERE ",
+                           sqlite::CandidateConditionParams(grain, col))));
       ASSIGN_OR_RETURN(Statement keep,
                        db->Prepare(absl::StrCat("INSERT INTO main.", prev,
                                                 " SELECT * FROM main.", table,
@@ -899,12 +905,55 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
                        db->Prepare(absl::StrCat("DELETE FROM main.", table,
                                                 " WHERE ", in_partition)));
       for (const std::string& partition : item.partitions) {
-        ASSIGN_OR_RETURN(PartitionBounds bounds, Bounds(ds.grain(), partition));
-        for (Statement* q : {&keep, &del}) {
-          RETURN_IF_ERROR(q->Reset());
-          RETURN_IF_ERROR(BindPartition(*q, bounds, partition));
-          RETURN_IF_ERROR(Annotate(q->Run(), where));
+        RETURN_IF_ERROR(candidates.Reset());
+        RETURN_IF_ERROR(BindMembership(candidates, grain, partition));
+        int64_t members = 0;
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, candidates.Step());
+          if (!row) break;
+          std::optional<std::string> p = sqlite::PartitionOfSqlValue(
+              grain, candidates.GetColumnType(0), candidates.ColumnText(0));
+          if (p && *p == partition) ++members;
         }
+        int64_t changed[2];
+        Statement* steps[2] = {&keep, &del};
+        for (int i = 0; i < 2; ++i) {
+          RETURN_IF_ERROR(steps[i]->Reset());
+          RETURN_IF_ERROR(BindMembership(*steps[i], grain, partition));
+          RETURN_IF_ERROR(Annotate(steps[i]->Run(), where));
+          changed[i] = db->Changes();
+        }
+        if (changed[0] != members || changed[1] != members) {
+          return absl::InternalError(absl::StrCat(
+              where, ", partition ", partition, ": the publish would delete ",
+              changed[1], " published rows (", changed[0],
+              " copied for rollback) but ", members,
+              " rows belong to the partition; the transaction was rolled "
+              "back and nothing was published. This is a defect of the "
+              "engine, not of the data: resubmitting fails the same way"));
+        }
+      }
+    }
+    if (ds.partition) {
+      // Every staged row must belong to one of the job's partitions of the
+      // dataset: the insert below then cannot reach outside them.
+      const std::string col = Q(ds.partition->column);
+      ASSIGN_OR_RETURN(
+          Statement q,
+          db->Prepare(absl::StrCat(
+              "SELECT COUNT(*), MIN(quote(", col, ")) FROM main.", Q(stage),
+              " WHERE NOT EXISTS (SELECT 1 FROM main.", Q(parts),
+              " AS _bf_p WHERE ",
+              MembershipCondition(ds.grain(), col, "_bf_p.\"value\"",
+                                  "_bf_p.\"lo\"", "_bf_p.\"hi\""),
+              ")")));
+      RETURN_IF_ERROR(Annotate(q.Step().status(), where));
+      if (const int64_t outside = q.ColumnInt(0); outside > 0) {
+        return absl::InternalError(absl::StrCat(
+            where, ": ", outside,
+            " staged rows belong to none of the job's partitions (e.g. ",
+            ds.partition->column, "=", q.ColumnText(1),
+            "); the transaction was rolled back and nothing was published"));
       }
     }
     const std::string cols = ColumnList(ds);

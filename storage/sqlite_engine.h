@@ -7,8 +7,8 @@
 // every identifier is quoted with QuoteIdentifier):
 //
 //   _bf_stage_<job>_<dataset>  staged rows; the contract's columns and types
-//   _bf_parts_<job>_<dataset>  (value, start, end): the job's partitions of
-//                              the dataset with their bounds
+//   _bf_parts_<job>_<dataset>  (value, lo, hi): the job's partitions of the
+//                              dataset with their candidate ranges
 //   _bf_pin_<job>_<dataset>    snapshot of a pinned (`mapping: all`) input,
 //                              taken once by PrepareJob (kept on restart)
 //   _bf_prev_<job>_<dataset>   the published rows a Publish replaced, kept
@@ -17,6 +17,12 @@
 //                              transaction, so IsPublished survives a crash
 //                              between the warehouse commit and the state
 //                              store's record of it.
+//
+// Every statement that selects rows by partition uses the membership
+// conditions of storage/sqlite_membership.h (the one definition of
+// partition membership, evaluated by an SQL function each connection
+// registers), and Publish counts, per partition, that it deletes exactly
+// the rows that belong to it.
 //
 // StagePartition reads its inputs through TEMP VIEWs on its connection that
 // shadow the table names the transform uses (SQLite resolves unqualified
