@@ -73,6 +73,10 @@ void MakeWarehouse(const std::string& path, int days, int per_day) {
 // An engine that does no work: isolates the manager's own overhead.
 class NullEngine : public Engine {
  public:
+  absl::StatusOr<WarehouseInfo> Inspect() override { return WarehouseInfo{}; }
+  absl::Status Claim(const std::string&, bool) override {
+    return absl::OkStatus();
+  }
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec&) override {
     return std::map<std::string, int64_t>{};
@@ -123,7 +127,7 @@ RunResult RunJob(const Catalog& catalog, const std::string& state_path,
                           options);
   Die(manager.Start(), "start");
   const auto start = std::chrono::steady_clock::now();
-  auto submitted = manager.Submit(r, "");
+  auto submitted = manager.Submit(r, SubmitOptions{});
   Die(submitted.status(), "submit");
   uint64_t version = 0;
   RunResult result;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -24,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
+#include "client/cli_args.h"
 #include "client/cli_format.h"
 
 namespace backfill {
@@ -34,6 +36,8 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitInterrupted = 130;
 constexpr char kDefaultServer[] = "127.0.0.1:50051";
+// How many values one occurrence of a list flag may take ("--partitions a b").
+constexpr int kMaxValuesPerFlag = 1 << 20;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(500);
 // How long polling tolerates a server that went away (e.g. restarting)
 // before giving up on a job it has already seen.
@@ -49,6 +53,9 @@ struct ScopeOptions {
   std::string dataset;
   std::string from;
   std::string to;
+  // The values of --partitions as typed, one per occurrence ("a,b").
+  std::vector<std::string> partition_args;
+  // Their items (ValidateScope), sent as they are.
   std::vector<std::string> partitions;
   bool no_downstream = false;
 };
@@ -184,14 +191,26 @@ void InstallInterruptHandler(const std::string& id) {
   sigaction(SIGINT, &action, nullptr);
 }
 
-absl::Status ValidateScope(const ScopeOptions& scope) {
-  if (scope.from.empty() != scope.to.empty()) {
+// Checks the scope flags and splits --partitions into scope->partitions.
+absl::Status ValidateScope(ScopeOptions* scope) {
+  if (scope->from.empty() != scope->to.empty()) {
     return absl::InvalidArgumentError(
         "--from and --to go together: the range is [FROM, TO)");
   }
-  for (const std::string& partition : scope.partitions) {
-    if (absl::StripAsciiWhitespace(partition).empty()) {
-      return absl::InvalidArgumentError("--partitions has an empty value");
+  absl::StatusOr<std::vector<std::string>> partitions =
+      cli::SplitListFlag("--partitions", scope->partition_args);
+  if (!partitions.ok()) return partitions.status();
+  scope->partitions = *std::move(partitions);
+  return absl::OkStatus();
+}
+
+// Refuses, before anything is sent, a text argument that is not UTF-8 (the
+// server refuses such text fields). `arguments`: name and value.
+absl::Status CheckUtf8Arguments(
+    const std::vector<std::pair<std::string, std::string>>& arguments) {
+  for (const auto& [name, value] : arguments) {
+    if (absl::Status valid = cli::CheckUtf8(name, value); !valid.ok()) {
+      return valid;
     }
   }
   return absl::OkStatus();
@@ -203,7 +222,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
   request.set_from_partition(scope.from);
   request.set_to_partition(scope.to);
   for (const std::string& partition : scope.partitions) {
-    request.add_partitions(std::string(absl::StripAsciiWhitespace(partition)));
+    request.add_partitions(partition);
   }
   request.set_exclude_downstream(scope.no_downstream);
   return request;
@@ -377,11 +396,16 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
       "--from", scope->from, "First partition of the range (inclusive)");
   CLI::Option* to = command->add_option(
       "--to", scope->to, "End of the range (exclusive): [FROM, TO)");
+  // Each value is kept as typed and split by ValidateScope(), which refuses
+  // empty items: CLI11's own splitting (delimiter(',')) and its "[a,b]" list
+  // syntax (allow_extra_args) silently drop them. Like CLI11's default for
+  // a list, one occurrence may still take several values (--partitions a b).
   CLI::Option* partitions =
       command
-          ->add_option("--partitions", scope->partitions,
+          ->add_option("--partitions", scope->partition_args,
                        "Explicit partitions, comma-separated (p1,p2,...)")
-          ->delimiter(',');
+          ->allow_extra_args(false)
+          ->expected(1, kMaxValuesPerFlag);
   partitions->excludes(from)->excludes(to);
   command->add_flag("--no-downstream", scope->no_downstream,
                     "Do not recompute dependents (sets exclude_downstream)");
@@ -517,8 +541,32 @@ int Main(int argc, char** argv) {
     return Fail(kExitUsage, absl::StrCat(e.what(), " (see ", help, " --help)"));
   }
 
+  std::vector<std::pair<std::string, std::string>> texts;
   if (plan->parsed() || submit->parsed()) {
-    absl::Status valid = ValidateScope(scope);
+    texts.insert(texts.end(), {{"DATASET", scope.dataset},
+                               {"--from", scope.from},
+                               {"--to", scope.to}});
+    for (const std::string& value : scope.partition_args) {
+      texts.emplace_back("--partitions", value);
+    }
+  }
+  if (submit->parsed()) {
+    texts.insert(texts.end(),
+                 {{"--reason", submit_options.reason},
+                  {"--ticket", submit_options.ticket},
+                  {"--idempotency-key", submit_options.idempotency_key},
+                  {"--requested-by", submit_options.requested_by}});
+  }
+  if (status->parsed() || watch->parsed() || cancel->parsed()) {
+    texts.emplace_back("JOB", job.id);
+  }
+  if (cancel->parsed()) texts.emplace_back("--reason", job.reason);
+  if (list->parsed()) texts.emplace_back("--dataset", list_options.dataset);
+  if (absl::Status valid = CheckUtf8Arguments(texts); !valid.ok()) {
+    return Fail(kExitUsage, valid.message());
+  }
+  if (plan->parsed() || submit->parsed()) {
+    absl::Status valid = ValidateScope(&scope);
     if (!valid.ok()) return Fail(kExitUsage, valid.message());
   }
   if (submit->parsed() &&

@@ -65,6 +65,9 @@ struct DatasetSpec {
   std::string transform_version;    // `version:` or hash of normalized text.
   std::vector<ColumnSpec> columns;  // contract.columns, declaration order.
   std::vector<std::string> primary_key;
+  // At most this many partitions of the dataset are recomputed at once,
+  // over all jobs (0: no limit but the worker count).
+  int max_parallel = 0;
   std::string file;  // where it was declared, for error messages
   int line = 0;
 

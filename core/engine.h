@@ -58,9 +58,28 @@ struct ValidationReport {
   std::vector<std::string> failures;  // empty: passed
 };
 
+// What a warehouse records about the state stores that publish into it.
+struct WarehouseInfo {
+  // The state store that owns the warehouse ("" while none has claimed it).
+  std::string owner_store_id;
+  // Every publication marker: job id -> id of the state store that wrote it
+  // ("" for a marker written before markers named their store).
+  std::map<std::string, std::string> publications;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
+
+  // The ownership record and publication markers.
+  virtual absl::StatusOr<WarehouseInfo> Inspect() = 0;
+
+  // Makes `store_id` the owner for this process: Publish writes its markers
+  // with it and IsPublished looks only at its markers. An unclaimed
+  // warehouse is claimed (and its markers that name no store are stamped
+  // with `store_id`); one owned by another store is FAILED_PRECONDITION
+  // unless `take_over` (then markers keep the store that wrote them).
+  virtual absl::Status Claim(const std::string& store_id, bool take_over) = 0;
 
   // Rows per partition of a dataset's published table ("" for an
   // unpartitioned one). A table that does not exist yet has no rows. For
@@ -88,7 +107,7 @@ class Engine {
   virtual absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) = 0;
 
-  // True once Publish of this job has committed.
+  // True once Publish of this job has committed (by the claiming store).
   virtual absl::StatusOr<bool> IsPublished(const std::string& job_id) = 0;
 
   // In ONE transaction, for every item: creates the table from its contract

@@ -63,6 +63,10 @@ struct BackfillRequest {
   std::string ticket;
   std::string requested_by;
   bool exclude_downstream = false;
+  // Scheduling: higher priorities get workers first (default 0); at most
+  // `max_parallel` partitions of the job run at once (0: no own limit).
+  int priority = 0;
+  int max_parallel = 0;
 };
 
 // Cost in estimated input rows read.

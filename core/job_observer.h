@@ -1,13 +1,15 @@
-// JobObserver: events the manager reports as jobs and partitions progress,
-// so that metrics (server/metrics.h) can count them without the core knowing
-// Prometheus. Called from worker and manager threads: implementations must
-// be thread-safe and cheap (no I/O).
+// JobObserver: events the core reports as jobs and partitions progress and
+// as storage fails and recovers, so that metrics, logs and health
+// (server/) can follow them without the core knowing Prometheus or spdlog.
+// Called from worker and manager threads: implementations must be thread-safe
+// and cheap (no I/O).
 
 #ifndef BACKFILL_CORE_JOB_OBSERVER_H_
 #define BACKFILL_CORE_JOB_OBSERVER_H_
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/job.h"
 
@@ -28,6 +30,16 @@ class JobObserver {
   // A job reached a terminal state; costs are in kCostUnit.
   virtual void OnJobFinished(const std::string& job_id, JobState state,
                              double estimated_cost, double actual_cost) {}
+
+  // Where durable writes go: the service's own state store, or the
+  // warehouse.
+  enum class Storage { kStateStore, kWarehouse };
+  // A write to `storage` failed with an error that may pass (disk full, I/O
+  // error, busy); `what` says which write. It is retried with backoff.
+  virtual void OnStorageFailing(Storage storage, const std::string& what,
+                                const absl::Status& status) {}
+  // A write to `storage` succeeded again after OnStorageFailing.
+  virtual void OnStorageRecovered(Storage storage) {}
 };
 
 }  // namespace backfill

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/catalog.h"
@@ -140,7 +141,7 @@ std::string StripTrailingSemicolons(std::string s) {
 
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
-    "description";
+    "max_parallel, description";
 
 int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();
@@ -306,11 +307,11 @@ class FileParser {
     if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
       where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
     }
-    absl::Status s =
-        CheckKeys(d,
-                  {"name", "kind", "table", "partition", "upstream",
-                   "transform", "version", "contract", "description"},
-                  where, kDatasetKeys);
+    absl::Status s = CheckKeys(
+        d,
+        {"name", "kind", "table", "partition", "upstream", "transform",
+         "version", "contract", "max_parallel", "description"},
+        where, kDatasetKeys);
     if (!s.ok()) return s;
 
     absl::StatusOr<std::optional<std::string>> name =
@@ -384,6 +385,26 @@ class FileParser {
     if (const YAML::Node c = d["contract"]; c && !c.IsNull()) {
       s = ParseContract(c, where, &spec);
       if (!s.ok()) return s;
+    }
+
+    absl::StatusOr<std::optional<std::string>> max_parallel =
+        Scalar(d, "max_parallel", where, false);
+    if (!max_parallel.ok()) return max_parallel.status();
+    if (*max_parallel) {
+      int n = 0;
+      if (!absl::SimpleAtoi(**max_parallel, &n) || n < 1 || n > 100000) {
+        return Error(
+            d["max_parallel"], spec.line,
+            absl::StrCat("`max_parallel` ", where, " is \"", **max_parallel,
+                         "\"; expected a whole number from 1 to "
+                         "100000"));
+      }
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(d["max_parallel"], spec.line,
+                     absl::StrCat("`max_parallel` ", where,
+                                  " is only allowed on derived datasets"));
+      }
+      spec.max_parallel = n;
     }
 
     if (const YAML::Node desc = d["description"];

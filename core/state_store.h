@@ -40,9 +40,26 @@ struct StoreStats {
   int64_t running_tasks_done = 0;
 };
 
+// The identity of a state store, created with it.
+struct StoreInfo {
+  std::string store_id;  // 32 hex digits, random, never changes
+  absl::Time created_at = absl::InfinitePast();
+  int64_t last_job_number = 0;  // the last n handed out as "bf-<n>"
+};
+
 class StateStore {
  public:
   virtual ~StateStore() = default;
+
+  virtual absl::StatusOr<StoreInfo> Info() = 0;
+
+  // Ids of every job in one of `states`, in job number order.
+  virtual absl::StatusOr<std::vector<std::string>> ListJobIds(
+      const std::vector<JobState>& states) = 0;
+
+  // Raises the job counter to at least `n`: no later job is "bf-<m>" with
+  // m <= n.
+  virtual absl::Status ReserveJobNumbers(int64_t n) = 0;
 
   // Stores a new job in QUEUED with one PENDING task per planned
   // (dataset, partition), and an audit event. If job.idempotency_key is set
@@ -69,7 +86,8 @@ class StateStore {
       const std::string& job_id) = 0;
 
   // Moves the job to `to` and appends an audit event, atomically. If
-  // `expected_from` is given and the job is in another state, changes
+  // `expected_from` is given and the job is in another state, or the move
+  // is not in the job state machine's table (job_state_machine.h), changes
   // nothing and returns FAILED_PRECONDITION. Sets start_time on the first
   // move to RUNNING and end_time on a move to a terminal state.
   virtual absl::Status TransitionJob(const std::string& job_id,
@@ -77,9 +95,26 @@ class StateStore {
                                      JobState to, const std::string& message,
                                      absl::Time now) = 0;
 
+  // Replaces the job's message (e.g. which job a queued job waits for)
+  // without changing its state or the audit log; FAILED_PRECONDITION if the
+  // job is not in `expected_state`.
+  virtual absl::Status SetJobMessage(const std::string& job_id,
+                                     JobState expected_state,
+                                     const std::string& message,
+                                     absl::Time now) = 0;
+
   // Writes one task's state, attempts, error, rows, fingerprints, inputs
   // and duration (the checkpoint). NOT_FOUND if the task does not exist.
   virtual absl::Status UpdateTask(const PartitionTask& task) = 0;
+
+  // Moves the job from `expected_from` to `to` (as TransitionJob) and, in
+  // the same transaction, makes every FAILED, CANCELLED or RUNNING task
+  // PENDING again with its attempts reset (a retry keeps STAGED tasks).
+  // Returns how many tasks were reset.
+  virtual absl::StatusOr<int64_t> RetryJob(const std::string& job_id,
+                                           JobState expected_from, JobState to,
+                                           const std::string& message,
+                                           absl::Time now) = 0;
 
   // Sets every task of the job in one of `from` states to `to`, atomically;
   // returns how many changed. Used on recovery (RUNNING -> PENDING) and on

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -10,14 +12,24 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/proto_convert.h"
+#include "server/raw_request.h"
 
 namespace backfill {
 namespace {
 
 grpc::Status InvalidArgument(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+// A wrong method table is a programming error: say so (on stderr, whatever
+// the logger) and stop.
+void CheckMethod(bool ok, const std::string& what) {
+  if (ok) return;
+  std::fprintf(stderr, "BackfillServiceImpl: %s\n", what.c_str());
+  std::abort();
 }
 
 }  // namespace
@@ -41,7 +53,60 @@ absl::Status ValidateJobId(const std::string& id) {
 
 BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
                                          absl::Duration watch_poll)
-    : manager_(manager), watch_poll_(watch_poll) {}
+    : manager_(manager), watch_poll_(watch_poll) {
+  ReceiveRequestsAsBytes();
+}
+
+void BackfillServiceImpl::ReceiveRequestsAsBytes() {
+  // The generated Service adds its methods in the order of the .proto, so a
+  // method's index there is its index in the service's descriptor.
+  const google::protobuf::ServiceDescriptor* service =
+      v1::PlanBackfillRequest::descriptor()->file()->FindServiceByName(
+          "BackfillService");
+  CheckMethod(service != nullptr, "no backfill.v1.BackfillService");
+  std::vector<bool> registered(service->method_count(), false);
+  const auto receive_as_bytes =
+      [&](const char* name, const google::protobuf::Descriptor* request_type,
+          grpc::internal::MethodHandler* handler) {
+        const google::protobuf::MethodDescriptor* method =
+            service->FindMethodByName(name);
+        CheckMethod(method != nullptr && method->input_type() == request_type,
+                    absl::StrCat("no method ", name, " taking ",
+                                 request_type->full_name()));
+        MarkMethodStreamed(method->index(), handler);
+        registered[method->index()] = true;
+      };
+  receive_as_bytes("PlanBackfill", v1::PlanBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::PlanBackfill));
+  receive_as_bytes("SubmitBackfill", v1::SubmitBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::SubmitBackfill));
+  receive_as_bytes("GetBackfill", v1::GetBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::GetBackfill));
+  receive_as_bytes("ListBackfills", v1::ListBackfillsRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::ListBackfills));
+  receive_as_bytes(
+      "WatchBackfill", v1::WatchBackfillRequest::descriptor(),
+      NewServerStreamingHandler(this, &BackfillServiceImpl::Watch));
+  receive_as_bytes("CancelBackfill", v1::CancelBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::CancelBackfill));
+  receive_as_bytes("PauseBackfill", v1::PauseBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::PauseBackfill));
+  receive_as_bytes("ResumeBackfill", v1::ResumeBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::ResumeBackfill));
+  receive_as_bytes("RetryBackfill", v1::RetryBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::RetryBackfill));
+  receive_as_bytes("ListDatasets", v1::ListDatasetsRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::ListDatasets));
+  std::vector<std::string> missing;
+  for (int i = 0; i < service->method_count(); ++i) {
+    if (!registered[i]) missing.push_back(service->method(i)->name());
+  }
+  CheckMethod(missing.empty(), absl::StrCat("gRPC would parse the request of ",
+                                            absl::StrJoin(missing, ", "),
+                                            ": register every method of "
+                                            "backfill.v1.BackfillService in "
+                                            "ReceiveRequestsAsBytes()"));
+}
 
 grpc::Status BackfillServiceImpl::PlanBackfill(
     grpc::ServerContext* context, const v1::PlanBackfillRequest* request,
@@ -61,8 +126,10 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
     // Lineage always says who asked: at least the client's address.
     backfill.requested_by = absl::StrCat("unknown (", context->peer(), ")");
   }
-  absl::StatusOr<SubmitResult> result =
-      manager_->Submit(backfill, request->idempotency_key());
+  SubmitOptions options;
+  options.idempotency_key = request->idempotency_key();
+  options.no_wait = request->no_wait();
+  absl::StatusOr<SubmitResult> result = manager_->Submit(backfill, options);
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());
   response->set_created(result->created);
@@ -111,9 +178,9 @@ grpc::Status BackfillServiceImpl::ListBackfills(
   return grpc::Status::OK;
 }
 
-grpc::Status BackfillServiceImpl::WatchBackfill(
+grpc::Status BackfillServiceImpl::Watch(
     grpc::ServerContext* context, const v1::WatchBackfillRequest* request,
-    grpc::ServerWriter<v1::Backfill>* writer) {
+    const std::function<bool(const v1::Backfill&)>& write) {
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
@@ -131,7 +198,7 @@ grpc::Status BackfillServiceImpl::WatchBackfill(
         request->id(), &version, absl::Now() + watch_poll_);
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (sent != version) {
-      if (!writer->Write(JobToProto(*job, manager_->catalog()))) {
+      if (!write(JobToProto(*job, manager_->catalog()))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
       sent = version;
@@ -149,6 +216,42 @@ grpc::Status BackfillServiceImpl::CancelBackfill(
     return ToGrpcStatus(valid);
   }
   absl::StatusOr<Job> job = manager_->Cancel(request->id(), request->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::PauseBackfill(
+    grpc::ServerContext* context, const v1::PauseBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  absl::StatusOr<Job> job = manager_->Pause(request->id(), request->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ResumeBackfill(
+    grpc::ServerContext* context, const v1::ResumeBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  absl::StatusOr<Job> job = manager_->Resume(request->id(), request->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::RetryBackfill(
+    grpc::ServerContext* context, const v1::RetryBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  absl::StatusOr<Job> job = manager_->Retry(request->id(), request->reason());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;

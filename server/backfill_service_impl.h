@@ -5,6 +5,13 @@
 // BackfillManager, encodes the answer (server/proto_convert.h) and maps the
 // absl::Status to a grpc::Status. No SQL, no business rules, no locks.
 //
+// Every method receives its request as bytes and parses it itself
+// (server/raw_request.h), so that a request protobuf refuses, such as one
+// with a text field that is not UTF-8, is INVALID_ARGUMENT naming the field
+// rather than gRPC's bare INTERNAL. The constructor registers that for every
+// method of backfill.v1.BackfillService and aborts if one is missing; the
+// handlers below only ever see parsed requests.
+//
 // Does not own the manager, which must outlive the gRPC server this service
 // is registered on. Thread-safe: gRPC calls the handlers concurrently; the
 // only state is an atomic "shutting down" flag.
@@ -13,6 +20,7 @@
 #define BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -51,17 +59,32 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ListBackfills(grpc::ServerContext* context,
                              const v1::ListBackfillsRequest* request,
                              v1::ListBackfillsResponse* response) override;
-  grpc::Status WatchBackfill(grpc::ServerContext* context,
-                             const v1::WatchBackfillRequest* request,
-                             grpc::ServerWriter<v1::Backfill>* writer) override;
   grpc::Status CancelBackfill(grpc::ServerContext* context,
                               const v1::CancelBackfillRequest* request,
                               v1::Backfill* response) override;
+  grpc::Status PauseBackfill(grpc::ServerContext* context,
+                             const v1::PauseBackfillRequest* request,
+                             v1::Backfill* response) override;
+  grpc::Status ResumeBackfill(grpc::ServerContext* context,
+                              const v1::ResumeBackfillRequest* request,
+                              v1::Backfill* response) override;
+  grpc::Status RetryBackfill(grpc::ServerContext* context,
+                             const v1::RetryBackfillRequest* request,
+                             v1::Backfill* response) override;
   grpc::Status ListDatasets(grpc::ServerContext* context,
                             const v1::ListDatasetsRequest* request,
                             v1::ListDatasetsResponse* response) override;
 
  private:
+  // Registers the handlers of server/raw_request.h for every method.
+  void ReceiveRequestsAsBytes();
+
+  // WatchBackfill: sends the job with `write` whenever it changes, until it
+  // is terminal; `write` returns false once the client has gone.
+  grpc::Status Watch(grpc::ServerContext* context,
+                     const v1::WatchBackfillRequest* request,
+                     const std::function<bool(const v1::Backfill&)>& write);
+
   BackfillManager* const manager_;
   const absl::Duration watch_poll_;
   // Updates of one watch are at least this far apart: changes in between are

@@ -18,6 +18,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/backfill_service_impl.h"
 #include "server/data_dir_lock.h"
+#include "server/log_text.h"
 #include "server/metrics.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_engine.h"
@@ -70,8 +71,8 @@ class Daemon::LoggingObserver final : public JobObserver {
 
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override {
-    spdlog::info("job {}: {} -> {}: {}", job_id, JobStateName(from),
-                 JobStateName(to), message);
+    spdlog::info("job {}: {} -> {}: {}", LogText(job_id), JobStateName(from),
+                 JobStateName(to), LogText(message));
     next_->OnJobTransition(job_id, from, to, message);
   }
   void OnPartitionAttempt(bool ok, absl::Duration duration) override {
@@ -83,8 +84,9 @@ class Daemon::LoggingObserver final : public JobObserver {
   }
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override {
-    spdlog::info("job {} finished {}: cost estimated {} {}, actual {}", job_id,
-                 JobStateName(state), estimated_cost, kCostUnit, actual_cost);
+    spdlog::info("job {} finished {}: cost estimated {} {}, actual {}",
+                 LogText(job_id), JobStateName(state), estimated_cost,
+                 kCostUnit, actual_cost);
     next_->OnJobFinished(job_id, state, estimated_cost, actual_cost);
   }
 

@@ -15,6 +15,7 @@
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace backfill {
@@ -53,7 +54,7 @@ class StatsCollector final : public prometheus::Collectable {
     up.metric.push_back(GaugeSample("", "", stats.ok() ? 1 : 0));
     if (!stats.ok()) {
       spdlog::warn("metrics: cannot read state store stats: {}",
-                   stats.status().ToString());
+                   LogText(stats.status().ToString()));
       return {std::move(up)};
     }
 

@@ -17,6 +17,8 @@ BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
   request.ticket = proto.ticket();
   request.requested_by = proto.requested_by();
   request.exclude_downstream = proto.exclude_downstream();
+  request.priority = proto.priority();
+  request.max_parallel = proto.max_parallel();
   return request;
 }
 
@@ -30,6 +32,8 @@ v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
   proto.set_ticket(request.ticket);
   proto.set_requested_by(request.requested_by);
   proto.set_exclude_downstream(request.exclude_downstream);
+  proto.set_priority(request.priority);
+  proto.set_max_parallel(request.max_parallel);
   return proto;
 }
 

@@ -22,6 +22,13 @@ absl::StatusCode CodeFor(int rc) {
       return absl::StatusCode::kUnavailable;
     case SQLITE_CONSTRAINT:
       return absl::StatusCode::kFailedPrecondition;
+    case SQLITE_FULL:
+      return absl::StatusCode::kResourceExhausted;
+    case SQLITE_IOERR:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::StatusCode::kDataLoss;
     default:
       return absl::StatusCode::kInternal;
   }

@@ -10,7 +10,9 @@
 // Every failure is an absl::Status carrying SQLite's message and the first
 // words of the SQL that failed; nothing throws. Codes: SQLITE_BUSY/LOCKED ->
 // UNAVAILABLE (retryable), SQLITE_CONSTRAINT -> FAILED_PRECONDITION,
-// SQLITE_CANTOPEN -> UNAVAILABLE, anything else -> INTERNAL.
+// SQLITE_CANTOPEN and SQLITE_IOERR -> UNAVAILABLE, SQLITE_FULL (disk or
+// quota full) -> RESOURCE_EXHAUSTED, SQLITE_CORRUPT and SQLITE_NOTADB ->
+// DATA_LOSS, anything else -> INTERNAL.
 //
 // Thread-safety: none of these types is synchronized. Connections are opened
 // in SQLite's multi-thread mode (SQLITE_OPEN_NOMUTEX): one connection (and

@@ -1,7 +1,11 @@
 #include "storage/sqlite_engine.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -12,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/crash_point.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
@@ -36,6 +41,7 @@ absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";
+constexpr char kMeta[] = "_bf_meta";
 constexpr char kStartParam[] = ":partition_start";
 constexpr char kEndParam[] = ":partition_end";
 constexpr char kValueParam[] = ":partition";
@@ -324,13 +330,23 @@ std::string SqliteEngine::PrevTable(const std::string& job_id,
 }
 
 absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
-    const std::string& warehouse_path, int connections) {
+    const std::string& warehouse_path, int connections,
+    bool create_if_missing) {
   const bool memory = warehouse_path == ":memory:" || warehouse_path.empty();
   if (connections < 1 || memory) connections = 1;
+  if (!memory && !create_if_missing) {
+    struct stat st;
+    if (stat(warehouse_path.c_str(), &st) != 0) {
+      return absl::NotFoundError(absl::StrCat("warehouse ", warehouse_path,
+                                              " does not exist (",
+                                              std::strerror(errno), ")"));
+    }
+  }
   std::vector<std::unique_ptr<Database>> conns;
   for (int i = 0; i < connections; ++i) {
     sqlite::OpenOptions options;
     options.busy_timeout = absl::Seconds(10);
+    options.create = create_if_missing;
     ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
                      Database::Open(warehouse_path, options));
     if (i == 0 && !memory) {
@@ -344,14 +360,154 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
-    if (i == 0) {
-      RETURN_IF_ERROR(db->Exec(absl::StrCat(
-          "CREATE TABLE IF NOT EXISTS main.", Q(kPublications),
-          " (job_id TEXT PRIMARY KEY, published_at INTEGER NOT NULL)")));
-    }
+    if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));
     conns.push_back(std::move(db));
   }
-  return std::unique_ptr<SqliteEngine>(new SqliteEngine(std::move(conns)));
+  std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
+  engine->path_ = memory ? std::string() : warehouse_path;
+  if (!engine->path_.empty()) {
+    struct stat st;
+    if (stat(warehouse_path.c_str(), &st) != 0) {
+      return absl::UnavailableError(absl::StrCat("warehouse ", warehouse_path,
+                                                 ": ", std::strerror(errno)));
+    }
+    engine->file_device_ = st.st_dev;
+    engine->file_inode_ = st.st_ino;
+  }
+  return engine;
+}
+
+absl::Status SqliteEngine::CreateServiceTables(Database* db) {
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db));
+  RETURN_IF_ERROR(
+      db->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS main.", Q(kMeta),
+                            " (key TEXT PRIMARY KEY, value TEXT NOT NULL)")));
+  ASSIGN_OR_RETURN(bool has_markers, db->TableExists(kPublications));
+  bool named = false;
+  if (has_markers) {
+    ASSIGN_OR_RETURN(int64_t columns,
+                     db->QueryInt(absl::StrCat(
+                         "SELECT COUNT(*) FROM pragma_table_info('",
+                         kPublications, "') WHERE name = 'store_id'")));
+    named = columns > 0;
+  }
+  if (has_markers && !named) {
+    // Markers of a version that did not name their store: kept, with an
+    // empty store id, until a store claims the warehouse.
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("ALTER TABLE main.", Q(kPublications),
+                              " RENAME TO ", Q("_bf_publications_unnamed"))));
+  }
+  RETURN_IF_ERROR(db->Exec(absl::StrCat(
+      "CREATE TABLE IF NOT EXISTS main.", Q(kPublications),
+      " (store_id TEXT NOT NULL, job_id TEXT NOT NULL, published_at INTEGER "
+      "NOT NULL, PRIMARY KEY (store_id, job_id))")));
+  if (has_markers && !named) {
+    RETURN_IF_ERROR(db->Exec(absl::StrCat(
+        "INSERT INTO main.", Q(kPublications),
+        " (store_id, job_id, published_at) SELECT '', job_id, published_at "
+        "FROM main.",
+        Q("_bf_publications_unnamed"), "; DROP TABLE main.",
+        Q("_bf_publications_unnamed"))));
+  }
+  return txn.Commit();
+}
+
+absl::Status SqliteEngine::CheckFile() const {
+  if (path_.empty()) return absl::OkStatus();
+  struct stat st;
+  if (stat(path_.c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the warehouse file ", path_,
+        " was removed while backfilld was "
+        "running (",
+        std::strerror(errno),
+        "); nothing more is written to it. Stop backfilld, put the warehouse "
+        "back (or check --data-dir) and start it again"));
+  }
+  if (st.st_dev != file_device_ || st.st_ino != file_inode_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the warehouse file ", path_,
+        " was replaced by another file while "
+        "backfilld was running; nothing more is written to it. Stop "
+        "backfilld and start it again on the warehouse you mean"));
+  }
+  return absl::OkStatus();
+}
+
+std::string SqliteEngine::store_id() const {
+  absl::MutexLock lock(&store_mu_);
+  return store_id_;
+}
+
+absl::StatusOr<WarehouseInfo> SqliteEngine::Inspect() {
+  RETURN_IF_ERROR(CheckFile());
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+  WarehouseInfo info;
+  {
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT value FROM main.", Q(kMeta),
+                                      " WHERE key = 'owner_store_id'")));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) info.owner_store_id = q.ColumnText(0);
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db->Prepare(absl::StrCat("SELECT job_id, store_id FROM "
+                                              "main.",
+                                              Q(kPublications))));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      info.publications[q.ColumnText(0)] = q.ColumnText(1);
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return info;
+}
+
+absl::Status SqliteEngine::Claim(const std::string& store_id, bool take_over) {
+  if (store_id.empty()) {
+    return absl::InvalidArgumentError("Claim: empty store id");
+  }
+  RETURN_IF_ERROR(CheckFile());
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+  std::string owner;
+  {
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT value FROM main.", Q(kMeta),
+                                      " WHERE key = 'owner_store_id'")));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) owner = q.ColumnText(0);
+  }
+  if (!owner.empty() && owner != store_id && !take_over) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the warehouse belongs to state store ", owner,
+                     ", not to state store ", store_id));
+  }
+  if (owner != store_id) {
+    ASSIGN_OR_RETURN(Statement q,
+                     db->Prepare(absl::StrCat(
+                         "INSERT OR REPLACE INTO main.", Q(kMeta),
+                         " (key, value) VALUES ('owner_store_id', ?1)")));
+    RETURN_IF_ERROR(q.BindText(1, store_id));
+    RETURN_IF_ERROR(q.Run());
+  }
+  if (owner.empty()) {
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "UPDATE main.", Q(kPublications),
+                                      " SET store_id = ?1 WHERE store_id = "
+                                      "''")));
+    RETURN_IF_ERROR(q.BindText(1, store_id));
+    RETURN_IF_ERROR(q.Run());
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  absl::MutexLock lock(&store_mu_);
+  store_id_ = store_id;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const SqliteEngine::JobInfo>>
@@ -418,6 +574,7 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
   if (layout.job_id.empty()) {
     return absl::InvalidArgumentError("PrepareJob: empty job id");
   }
+  RETURN_IF_ERROR(CheckFile());
   // Validate everything before touching the warehouse.
   std::vector<std::vector<std::pair<std::string, CandidateRange>>> parts;
   for (const JobLayout::Item& item : layout.items) {
@@ -537,6 +694,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
           "StagePartition: input without dataset");
     }
   }
+  RETURN_IF_ERROR(CheckFile());
   const std::string where =
       absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
   const std::string stage = StageTable(job_id, dataset.name);
@@ -711,6 +869,8 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         Annotate(db->Exec(absl::StrCat("INSERT INTO main.", Q(stage), " (",
                                        cols, ") SELECT ", cols, " FROM ", out)),
                  where));
+    RETURN_IF_ERROR(CheckFile());
+    CrashPoint("stage.before_commit");
     RETURN_IF_ERROR(Annotate(write.Commit(), where));
   }
   RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE ", out)));
@@ -726,6 +886,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
 
 absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
     const std::string& job_id, const DatasetSpec& dataset) {
+  RETURN_IF_ERROR(CheckFile());
   const std::string stage = Q(StageTable(job_id, dataset.name));
   Lease db = Acquire();
   ASSIGN_OR_RETURN(bool exists,
@@ -813,11 +974,13 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
 }
 
 absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {
+  const std::string owner = store_id();
   Lease db = Acquire();
   ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
                                     "SELECT 1 FROM main.", Q(kPublications),
-                                    " WHERE job_id = ?1")));
-  RETURN_IF_ERROR(q.BindText(1, job_id));
+                                    " WHERE store_id = ?1 AND job_id = ?2")));
+  RETURN_IF_ERROR(q.BindText(1, owner));
+  RETURN_IF_ERROR(q.BindText(2, job_id));
   return q.Step();
 }
 
@@ -829,15 +992,32 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
     RETURN_IF_ERROR(CheckWritable(*item.dataset));
   }
   const std::string& job_id = layout.job_id;
+  const std::string owner = store_id();
+  RETURN_IF_ERROR(CheckFile());
   Lease db = Acquire();
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   {
     ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
                                       "SELECT 1 FROM main.", Q(kPublications),
-                                      " WHERE job_id = ?1")));
-    RETURN_IF_ERROR(q.BindText(1, job_id));
+                                      " WHERE store_id = ?1 AND job_id = ?2")));
+    RETURN_IF_ERROR(q.BindText(1, owner));
+    RETURN_IF_ERROR(q.BindText(2, job_id));
     ASSIGN_OR_RETURN(bool done, q.Step());
     if (done) return absl::OkStatus();  // published before: a no-op
+  }
+  if (!owner.empty()) {
+    // Another state store may have claimed the warehouse since.
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT value FROM main.", Q(kMeta),
+                                      " WHERE key = 'owner_store_id'")));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row || q.ColumnText(0) != owner) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("publish of job ", job_id,
+                       ": the warehouse no longer belongs to "
+                       "this state store (",
+                       owner, "); nothing was published"));
+    }
   }
   for (const JobLayout::Item& item : layout.items) {
     const DatasetSpec& ds = *item.dataset;
@@ -966,11 +1146,17 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
     ASSIGN_OR_RETURN(
         Statement q,
         db->Prepare(absl::StrCat("INSERT INTO main.", Q(kPublications),
-                                 " (job_id, published_at) VALUES (?1, ?2)")));
-    RETURN_IF_ERROR(q.BindText(1, job_id));
-    RETURN_IF_ERROR(q.BindInt(2, absl::ToUnixMicros(absl::Now())));
+                                 " (store_id, job_id, published_at) VALUES "
+                                 "(?1, ?2, ?3)")));
+    RETURN_IF_ERROR(q.BindText(1, owner));
+    RETURN_IF_ERROR(q.BindText(2, job_id));
+    RETURN_IF_ERROR(q.BindInt(3, absl::ToUnixMicros(absl::Now())));
     RETURN_IF_ERROR(q.Run());
   }
+  // The file must still be the one opened: a commit into a removed or
+  // replaced file would publish where nobody reads.
+  RETURN_IF_ERROR(CheckFile());
+  CrashPoint("publish.before_commit");
   return Annotate(txn.Commit(), absl::StrCat("publish of job ", job_id));
 }
 

@@ -13,10 +13,19 @@
 //                              taken once by PrepareJob (kept on restart)
 //   _bf_prev_<job>_<dataset>   the published rows a Publish replaced, kept
 //                              for rollback (DropStaging keeps them)
-//   _bf_publications           (job_id, published_at): written in Publish's
-//                              transaction, so IsPublished survives a crash
-//                              between the warehouse commit and the state
-//                              store's record of it.
+//   _bf_publications           (store_id, job_id, published_at): written in
+//                              Publish's transaction, so IsPublished survives
+//                              a crash between the warehouse commit and the
+//                              state store's record of it. The store id keeps
+//                              a recreated state store's "bf-1" from passing
+//                              for the "bf-1" another store published.
+//   _bf_meta                   (key, value): owner_store_id, the state store
+//                              that claimed the warehouse.
+//
+// The engine remembers the identity (device, inode) of the file it opened
+// and checks it before each step and inside the publish transaction before
+// committing: a warehouse removed or replaced while the daemon runs fails
+// the step instead of "publishing" into a file nobody reads.
 //
 // Every statement that selects rows by partition uses the membership
 // conditions of storage/sqlite_membership.h (the one definition of
@@ -78,14 +87,18 @@ class Database;
 
 class SqliteEngine : public Engine {
  public:
-  // Opens (creating if missing) the warehouse file at `warehouse_path` with
-  // `connections` pooled connections (at least 1; ":memory:" forces 1,
-  // since every in-memory connection is a separate database).
+  // Opens the warehouse file at `warehouse_path` with `connections` pooled
+  // connections (at least 1; ":memory:" forces 1, since every in-memory
+  // connection is a separate database). A missing file is created, unless
+  // `create_if_missing` is false (then NOT_FOUND).
   static absl::StatusOr<std::unique_ptr<SqliteEngine>> Open(
-      const std::string& warehouse_path, int connections);
+      const std::string& warehouse_path, int connections,
+      bool create_if_missing = true);
 
   ~SqliteEngine() override;
 
+  absl::StatusOr<WarehouseInfo> Inspect() override;
+  absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) override;
   absl::Status PrepareJob(const JobLayout& layout) override;
@@ -136,6 +149,14 @@ class SqliteEngine : public Engine {
 
   explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);
 
+  // Creates _bf_meta and _bf_publications (renaming markers of a version
+  // that did not name their store).
+  static absl::Status CreateServiceTables(sqlite::Database* db);
+  // FAILED_PRECONDITION when the file at path_ is gone or is another file
+  // than the one opened.
+  absl::Status CheckFile() const;
+  std::string store_id() const;
+
   Lease Acquire();
   void Release(sqlite::Database* db);
   // The job's snapshot; FAILED_PRECONDITION if it is not prepared. O(log J)
@@ -144,6 +165,14 @@ class SqliteEngine : public Engine {
       const std::string& job_id);
 
   std::vector<std::unique_ptr<sqlite::Database>> connections_;
+  // The file opened ("" for ":memory:") and its identity.
+  std::string path_;
+  uint64_t file_device_ = 0;
+  uint64_t file_inode_ = 0;
+
+  mutable absl::Mutex store_mu_;
+  std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
+
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
 

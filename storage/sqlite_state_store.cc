@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/job_state_machine.h"
 #include "core/status_macros.h"
 #include "storage/sqlite_db.h"
 
@@ -117,6 +118,19 @@ CREATE INDEX audit_events_by_job ON audit_events (job_id, seq);
     R"sql(
 ALTER TABLE job_datasets ADD COLUMN transform_version TEXT NOT NULL DEFAULT '';
 )sql",
+    // 3: the store's identity (publication markers in the warehouse name
+    // it), and a job's scheduling options.
+    R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+INSERT INTO meta (key, value)
+  VALUES ('created_at', CAST(strftime('%s', 'now') AS INTEGER) * 1000000);
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN max_parallel INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -124,7 +138,7 @@ constexpr const char* kJobColumns =
     "id, state, dataset, range_from, range_to, partitions, reason, ticket, "
     "requested_by, exclude_downstream, COALESCE(idempotency_key, ''), "
     "request_fingerprint, message, create_time, update_time, start_time, "
-    "end_time, cost_backfill, cost_full_reload";
+    "end_time, cost_backfill, cost_full_reload, priority, max_parallel";
 
 // ---- encoding --------------------------------------------------------------
 
@@ -236,6 +250,8 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   job.end_time = ColumnTime(q, 16);
   job.plan.cost.backfill = q.ColumnDouble(17);
   job.plan.cost.full_reload = q.ColumnDouble(18);
+  job.request.priority = static_cast<int>(q.ColumnInt(19));
+  job.request.max_parallel = static_cast<int>(q.ColumnInt(20));
   return job;
 }
 
@@ -267,6 +283,19 @@ SqliteStateStore::~SqliteStateStore() = default;
 absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
     const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+  // A damaged file is refused before anything writes to it.
+  {
+    absl::StatusOr<std::string> check = db->QueryText("PRAGMA quick_check");
+    if (!check.ok() || *check != "ok") {
+      return absl::DataLossError(absl::StrCat(
+          "state store ", path, " is damaged (",
+          check.ok() ? absl::StrCat("quick_check: ", *check)
+                     : std::string(check.status().message()),
+          "); backfilld does not write to it. Restore it from a backup "
+          "(stop backfilld, replace the file and remove its -wal and -shm "
+          "files), or move it away to start with an empty state store"));
+    }
+  }
   if (path != ":memory:" && !path.empty()) {
     ASSIGN_OR_RETURN(std::string mode,
                      db->QueryText("PRAGMA journal_mode=WAL"));
@@ -458,8 +487,9 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
             "partitions, reason, ticket, requested_by, exclude_downstream, "
             "idempotency_key, request_fingerprint, message, create_time, "
             "update_time, start_time, end_time, cost_backfill, "
-            "cost_full_reload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-            "?10, ?11, ?12, ?13, ?14, ?15, ?15, NULL, NULL, ?16, ?17)"));
+            "cost_full_reload, priority, max_parallel) VALUES (?1, ?2, ?3, "
+            "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, NULL, "
+            "NULL, ?16, ?17, ?18, ?19)"));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindInt(2, seq));
     RETURN_IF_ERROR(q.BindText(3, JobStateText(JobState::kQueued)));
@@ -481,6 +511,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     RETURN_IF_ERROR(BindTime(q, 15, now));
     RETURN_IF_ERROR(q.BindDouble(16, job.plan.cost.backfill));
     RETURN_IF_ERROR(q.BindDouble(17, job.plan.cost.full_reload));
+    RETURN_IF_ERROR(q.BindInt(18, job.request.priority));
+    RETURN_IF_ERROR(q.BindInt(19, job.request.max_parallel));
     RETURN_IF_ERROR(q.Run());
   }
   {
@@ -644,6 +676,18 @@ absl::Status SqliteStateStore::TransitionJob(
                      Sv(JobStateName(*expected_from)), "; cannot move it to ",
                      Sv(JobStateName(to))));
   }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  RETURN_IF_ERROR(WriteTransition(job_id, from, to, message, now));
+  return txn.Commit();
+}
+
+absl::Status SqliteStateStore::WriteTransition(const std::string& job_id,
+                                               JobState from, JobState to,
+                                               const std::string& message,
+                                               absl::Time now) {
   {
     ASSIGN_OR_RETURN(
         Statement q,
@@ -661,8 +705,120 @@ absl::Status SqliteStateStore::TransitionJob(
     RETURN_IF_ERROR(q.BindInt(6, IsTerminal(to) ? 1 : 0));
     RETURN_IF_ERROR(q.Run());
   }
-  RETURN_IF_ERROR(
-      AppendAudit(job_id, JobStateText(from), JobStateText(to), message, now));
+  return AppendAudit(job_id, JobStateText(from), JobStateText(to), message,
+                     now);
+}
+
+absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
+                                                   JobState expected_from,
+                                                   JobState to,
+                                                   const std::string& message,
+                                                   absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(JobState from, StateOf(job_id));
+  if (from != expected_from) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", Sv(JobStateName(from)), ", not ",
+                     Sv(JobStateName(expected_from))));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("UPDATE tasks SET state = 'PENDING', attempts = 0, "
+                   "update_time = ?2 WHERE job_id = ?1 AND state IN "
+                   "('FAILED', 'CANCELLED', 'RUNNING')"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  RETURN_IF_ERROR(BindTime(q, 2, now));
+  RETURN_IF_ERROR(q.Run());
+  const int64_t reset = db_->Changes();
+  RETURN_IF_ERROR(WriteTransition(job_id, from, to, message, now));
+  RETURN_IF_ERROR(txn.Commit());
+  return reset;
+}
+
+absl::StatusOr<JobState> SqliteStateStore::StateOf(const std::string& job_id) {
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  return ParseJobState(q.ColumnText(0));
+}
+
+absl::StatusOr<StoreInfo> SqliteStateStore::Info() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  StoreInfo info;
+  ASSIGN_OR_RETURN(info.store_id,
+                   db_->QueryText("SELECT value FROM meta WHERE key = "
+                                  "'store_id'"));
+  ASSIGN_OR_RETURN(int64_t created,
+                   db_->QueryInt("SELECT CAST(value AS INTEGER) FROM meta "
+                                 "WHERE key = 'created_at'"));
+  info.created_at = absl::FromUnixMicros(created);
+  ASSIGN_OR_RETURN(info.last_job_number,
+                   db_->QueryInt("SELECT value FROM counters WHERE name = "
+                                 "'job'"));
+  RETURN_IF_ERROR(txn.Commit());
+  return info;
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStateStore::ListJobIds(
+    const std::vector<JobState>& states) {
+  std::vector<std::string> ids;
+  if (states.empty()) return ids;
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare(absl::StrCat(
+                       "SELECT id FROM jobs WHERE state IN (",
+                       Placeholders(1, states.size()), ") ORDER BY seq")));
+  for (size_t i = 0; i < states.size(); ++i) {
+    RETURN_IF_ERROR(
+        q.BindText(static_cast<int>(i) + 1, JobStateText(states[i])));
+  }
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ids.push_back(q.ColumnText(0));
+  }
+  return ids;
+}
+
+absl::Status SqliteStateStore::ReserveJobNumbers(int64_t n) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("UPDATE counters SET value = MAX(value, ?1) "
+                                "WHERE name = 'job'"));
+  RETURN_IF_ERROR(q.BindInt(1, n));
+  RETURN_IF_ERROR(q.Run());
+  return txn.Commit();
+}
+
+absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
+                                             JobState expected_state,
+                                             const std::string& message,
+                                             absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(JobState state, StateOf(job_id));
+  if (state != expected_state) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", Sv(JobStateName(state)), ", not ",
+                     Sv(JobStateName(expected_state))));
+  }
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("UPDATE jobs SET message = ?2, update_time = "
+                                "?3 WHERE id = ?1"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  RETURN_IF_ERROR(q.BindText(2, message));
+  RETURN_IF_ERROR(BindTime(q, 3, now));
+  RETURN_IF_ERROR(q.Run());
   return txn.Commit();
 }
 

@@ -9,6 +9,14 @@
 // (synchronous=FULL would also keep those, at an fsync per commit).
 // foreign_keys is on.
 //
+// Identity: a random store id (32 hex digits) is created with the store
+// (table meta); the warehouse's publication markers name it, so that a
+// state store that was replaced or recreated is never mistaken for the one
+// that published.
+//
+// Integrity: Open() runs PRAGMA quick_check before anything else and
+// refuses (DATA_LOSS, with what to do) a damaged file without writing it.
+//
 // Schema: versioned by PRAGMA user_version. Open() applies every migration
 // step newer than the file's version, each in its own transaction, and
 // refuses (FAILED_PRECONDITION) a file whose version is newer than this code
@@ -64,6 +72,10 @@ class SqliteStateStore : public StateStore {
 
   ~SqliteStateStore() override;
 
+  absl::StatusOr<StoreInfo> Info() override;
+  absl::StatusOr<std::vector<std::string>> ListJobIds(
+      const std::vector<JobState>& states) override;
+  absl::Status ReserveJobNumbers(int64_t n) override;
   absl::StatusOr<CreateJobResult> CreateJob(const Job& job,
                                             absl::Time now) override;
   absl::StatusOr<Job> GetJob(const std::string& id) override;
@@ -73,6 +85,13 @@ class SqliteStateStore : public StateStore {
       const std::string& job_id) override;
   absl::Status TransitionJob(const std::string& job_id,
                              std::optional<JobState> expected_from, JobState to,
+                             const std::string& message,
+                             absl::Time now) override;
+  absl::StatusOr<int64_t> RetryJob(const std::string& job_id,
+                                   JobState expected_from, JobState to,
+                                   const std::string& message,
+                                   absl::Time now) override;
+  absl::Status SetJobMessage(const std::string& job_id, JobState expected_state,
                              const std::string& message,
                              absl::Time now) override;
   absl::Status UpdateTask(const PartitionTask& task) override;
@@ -101,6 +120,14 @@ class SqliteStateStore : public StateStore {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<Job> LoadJob(const std::string& id,
                               bool with_partitions = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobState> StateOf(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The UPDATE and audit event of a transition, in the caller's
+  // transaction.
+  absl::Status WriteTransition(const std::string& job_id, JobState from,
+                               JobState to, const std::string& message,
+                               absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendAudit(const std::string& job_id,
                            const std::string& from_state,

@@ -21,6 +21,10 @@ class CountingEngine : public Engine {
   std::map<std::string, std::map<std::string, int64_t>> rows;
   int count_calls = 0;
 
+  absl::StatusOr<WarehouseInfo> Inspect() override { return WarehouseInfo{}; }
+  absl::Status Claim(const std::string&, bool) override {
+    return absl::UnimplementedError("planner must not write");
+  }
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& d) override {
     ++count_calls;

@@ -24,6 +24,8 @@
 #include "core/job_observer.h"
 #include "core/pipeline_loader.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -541,29 +543,23 @@ TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
   EXPECT_EQ(updates[0].state(), v1::BACKFILL_STATE_QUEUED);
 }
 
-// grpc.health.v1.Health/Check through a generic stub: Debian ships no
-// generated health proto, so the messages are encoded by hand.
-// HealthCheckRequest{service = 1}; HealthCheckResponse{status = 1},
-// SERVING = 1.
-grpc::Status HealthCheck(const std::string& target, const std::string& service,
-                         std::string* response_bytes) {
+// A call of `method` ("/package.Service/Method") whose request is `request`
+// as raw bytes, through a generic stub, as a client that checks nothing
+// would send it; the response's bytes go to `response_bytes`. Also good
+// for a server-streaming method that answers with an error.
+grpc::Status RawCall(const std::string& target, const std::string& method,
+                     const std::string& request, std::string* response_bytes) {
   auto channel =
       grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
-  std::string request;
-  if (!service.empty()) {
-    request.push_back(0x0a);
-    request.push_back(static_cast<char>(service.size()));
-    request += service;
-  }
   grpc::Slice slice(request);
   grpc::ByteBuffer request_buffer(&slice, 1);
   grpc::ByteBuffer response_buffer;
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
   std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                 &request_buffer, &response_buffer,
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request_buffer,
+                 &response_buffer,
                  [&done](grpc::Status s) { done.set_value(std::move(s)); });
   grpc::Status status = done.get_future().get();
   response_bytes->clear();
@@ -575,6 +571,154 @@ grpc::Status HealthCheck(const std::string& target, const std::string& service,
     }
   }
   return status;
+}
+
+// grpc.health.v1.Health/Check through a generic stub: Debian ships no
+// generated health proto, so the messages are encoded by hand.
+// HealthCheckRequest{service = 1}; HealthCheckResponse{status = 1},
+// SERVING = 1.
+grpc::Status HealthCheck(const std::string& target, const std::string& service,
+                         std::string* response_bytes) {
+  std::string request;
+  if (!service.empty()) {
+    request.push_back(0x0a);
+    request.push_back(static_cast<char>(service.size()));
+    request += service;
+  }
+  return RawCall(target, "/grpc.health.v1.Health/Check", request,
+                 response_bytes);
+}
+
+// `message` serialized, with `marker` replaced by `bytes` of the same length
+// (so that every length prefix stays right): how invalid UTF-8 gets into a
+// `string` field on the wire.
+std::string Patched(const google::protobuf::Message& message,
+                    const std::string& marker, const std::string& bytes) {
+  EXPECT_EQ(marker.size(), bytes.size());
+  std::string wire = message.SerializeAsString();
+  const size_t at = wire.find(marker);
+  EXPECT_NE(at, std::string::npos) << marker;
+  if (at != std::string::npos) wire.replace(at, marker.size(), bytes);
+  return wire;
+}
+
+constexpr char kSubmitMethod[] = "/backfill.v1.BackfillService/SubmitBackfill";
+
+TEST_F(ServerServiceTest, InvalidUtf8InAReasonIsInvalidArgumentWithAMessage) {
+  v1::SubmitBackfillRequest submit;
+  *submit.mutable_request() = RangeRequest("daily_revenue", "2025-03-01",
+                                           "2025-03-02", "fix MARK refunds");
+  std::string response;
+  grpc::Status status = RawCall(
+      target_, kSubmitMethod, Patched(submit, "MARK", "M\xff\xfeK"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_code() << ": " << status.error_message();
+  EXPECT_FALSE(status.error_message().empty());
+  EXPECT_THAT(status.error_message(), HasSubstr("request.reason"));
+  EXPECT_THAT(status.error_message(), HasSubstr("not valid UTF-8"));
+  EXPECT_EQ(StoredJobs(), 0u);
+
+  // A partition, in PlanBackfill: named with its index.
+  v1::PlanBackfillRequest plan;
+  plan.mutable_request()->set_dataset("daily_revenue");
+  plan.mutable_request()->add_partitions("2025-03-01");
+  plan.mutable_request()->add_partitions("2025-03-0X");
+  status = RawCall(target_, "/backfill.v1.BackfillService/PlanBackfill",
+                   Patched(plan, "0X", "0\xc3"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("request.partitions[1]"));
+
+  // The same way in, valid UTF-8 that is not ASCII is accepted and kept.
+  const std::string reason = "r\xc3\xa9parer les remboursements \xe4\xbf\xae";
+  submit.mutable_request()->set_reason(reason);
+  status =
+      RawCall(target_, kSubmitMethod, submit.SerializeAsString(), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::SubmitBackfillResponse submitted;
+  ASSERT_TRUE(submitted.ParseFromString(response));
+  EXPECT_TRUE(submitted.created());
+  EXPECT_EQ(submitted.backfill().request().reason(), reason);
+  WatchToEnd(submitted.backfill().id());
+}
+
+// Every method of the service, whatever its request: a request protobuf
+// cannot parse is INVALID_ARGUMENT with a message, never gRPC's INTERNAL.
+TEST_F(ServerServiceTest,
+       EveryMethodAnswersAnUnparsableRequestWithInvalidArgument) {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::PlanBackfillRequest::descriptor()->file()->FindServiceByName(
+          "BackfillService");
+  ASSERT_NE(service, nullptr);
+  ASSERT_GE(service->method_count(), 7);
+  for (int m = 0; m < service->method_count(); ++m) {
+    const google::protobuf::MethodDescriptor* method = service->method(m);
+    const std::string name =
+        absl::StrCat("/", service->full_name(), "/", method->name());
+    std::string response;
+    // Field 1, length 5, but only two bytes follow.
+    grpc::Status status = RawCall(target_, name,
+                                  std::string("\x0a\x05"
+                                              "ab",
+                                              4),
+                                  &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << name << ": " << status.error_code() << " " << status.error_message();
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(method->input_type()->full_name()))
+        << name;
+
+    // Invalid UTF-8 in the first text field of the request, or of its
+    // first sub-message that has one.
+    const google::protobuf::Descriptor* type = method->input_type();
+    std::unique_ptr<google::protobuf::Message> request(
+        google::protobuf::MessageFactory::generated_factory()
+            ->GetPrototype(type)
+            ->New());
+    google::protobuf::Message* holder = request.get();
+    std::string path;
+    for (int depth = 0; depth < 2 && holder != nullptr; ++depth) {
+      const google::protobuf::Descriptor* d = holder->GetDescriptor();
+      const google::protobuf::FieldDescriptor* text = nullptr;
+      const google::protobuf::FieldDescriptor* sub = nullptr;
+      for (int f = 0; f < d->field_count(); ++f) {
+        const google::protobuf::FieldDescriptor* field = d->field(f);
+        if (field->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
+            text == nullptr) {
+          text = field;
+        }
+        if (field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE &&
+            !field->is_repeated() && sub == nullptr) {
+          sub = field;
+        }
+      }
+      const google::protobuf::Reflection* reflection = holder->GetReflection();
+      if (text != nullptr) {
+        if (text->is_repeated()) {
+          reflection->AddString(holder, text, "MARK");
+          absl::StrAppend(&path, text->name(), "[0]");
+        } else {
+          reflection->SetString(holder, text, "MARK");
+          absl::StrAppend(&path, text->name());
+        }
+        holder = nullptr;
+      } else if (sub != nullptr) {
+        holder = reflection->MutableMessage(holder, sub);
+        absl::StrAppend(&path, sub->name(), ".");
+      } else {
+        holder = nullptr;
+        path.clear();
+      }
+    }
+    if (path.empty() || path.back() == '.') continue;  // no text field
+    status =
+        RawCall(target_, name, Patched(*request, "MARK", "M\xffRK"), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << name << ": " << status.error_code() << " " << status.error_message();
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(absl::StrCat("field ", path, " is not valid UTF-8")))
+        << name;
+  }
+  EXPECT_EQ(StoredJobs(), 0u);
 }
 
 TEST_F(ServerServiceTest, HealthIsServing) {

@@ -26,6 +26,7 @@
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
+#include "tests/testing/forwarding_engine.h"
 
 namespace backfill {
 namespace {
@@ -117,9 +118,9 @@ class RawDb {
 };
 
 // An engine whose StagePartition can be held back, to observe running jobs.
-class GatedEngine : public Engine {
+class GatedEngine : public testing::ForwardingEngine {
  public:
-  explicit GatedEngine(Engine* inner) : inner_(inner) {}
+  explicit GatedEngine(Engine* inner) : ForwardingEngine(inner) {}
   void Close() {
     absl::MutexLock l(&mu_);
     open_ = false;
@@ -135,13 +136,6 @@ class GatedEngine : public Engine {
   }
   int staged() const { return staged_.load(); }
 
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
-      const DatasetSpec& d) override {
-    return inner_->CountRowsByPartition(d);
-  }
-  absl::Status PrepareJob(const JobLayout& l) override {
-    return inner_->PrepareJob(l);
-  }
   absl::StatusOr<StageResult> StagePartition(
       const std::string& job, const DatasetSpec& d, const std::string& p,
       const std::vector<InputRef>& in) override {
@@ -154,14 +148,16 @@ class GatedEngine : public Engine {
           this));
       if (!open_) --allowance_;
     }
-    auto r = inner_->StagePartition(job, d, p, in);
+    auto r = inner()->StagePartition(job, d, p, in);
     if (r.ok()) ++staged_;
     return r;
   }
-  // Runs `fn` once, just before the next validation.
-  void BeforeValidate(std::function<void()> fn) {
+  // Runs `fn` just before the next validation (before every one with
+  // `every`).
+  void BeforeValidate(std::function<void()> fn, bool every = false) {
     absl::MutexLock l(&mu_);
     before_validate_ = std::move(fn);
+    every_validate_ = every;
   }
   void FailDropStaging(bool fail) { fail_drop_ = fail; }
 
@@ -170,31 +166,22 @@ class GatedEngine : public Engine {
     std::function<void()> fn;
     {
       absl::MutexLock l(&mu_);
-      fn = std::move(before_validate_);
-      before_validate_ = nullptr;
+      fn = before_validate_;
+      if (!every_validate_) before_validate_ = nullptr;
     }
     if (fn) fn();
-    return inner_->ValidateStaged(job, d);
-  }
-  absl::StatusOr<bool> IsPublished(const std::string& job) override {
-    return inner_->IsPublished(job);
-  }
-  absl::Status Publish(const JobLayout& l) override {
-    return inner_->Publish(l);
+    return inner()->ValidateStaged(job, d);
   }
   absl::Status DropStaging(const std::string& job) override {
     if (fail_drop_) return absl::UnavailableError("database is locked");
-    return inner_->DropStaging(job);
-  }
-  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
-    return inner_->ListJobsWithStaging();
+    return inner()->DropStaging(job);
   }
 
  private:
-  Engine* inner_;
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = true;
   std::function<void()> before_validate_ ABSL_GUARDED_BY(mu_);
+  bool every_validate_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> fail_drop_{false};
   int allowance_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> staged_{0};
@@ -306,7 +293,7 @@ class ManagerTest : public ::testing::Test {
     gate_->Close();
     BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-21");
     r.exclude_downstream = true;
-    auto a = manager_->Submit(r, "");
+    auto a = manager_->Submit(r, SubmitOptions{});
     ASSERT_TRUE(a.ok()) << a.status();
     *id = a->job.id;
     gate_->Allow(staged);
@@ -352,7 +339,7 @@ class ManagerTest : public ::testing::Test {
 
 TEST_F(ManagerTest, PublishesExactlyTheNewLogicWithDependentsAndLineage) {
   auto submitted = manager_->Submit(
-      Request("daily_revenue", "2025-01-01", "2025-01-21"), "");
+      Request("daily_revenue", "2025-01-01", "2025-01-21"), SubmitOptions{});
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   EXPECT_TRUE(submitted->created);
   Job done = WaitTerminal(submitted->job.id);
@@ -397,7 +384,7 @@ TEST_F(ManagerTest, PublishesExactlyTheNewLogicWithDependentsAndLineage) {
 
 TEST_F(ManagerTest, SecondBackfillReplacesOnlyItsPartitions) {
   auto first = manager_->Submit(
-      Request("daily_revenue", "2025-01-01", "2025-01-21"), "");
+      Request("daily_revenue", "2025-01-01", "2025-01-21"), SubmitOptions{});
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(WaitTerminal(first->job.id).state, JobState::kSucceeded);
   RawDb raw(warehouse_path_);
@@ -407,7 +394,7 @@ TEST_F(ManagerTest, SecondBackfillReplacesOnlyItsPartitions) {
       "'2025-01-10'");
   BackfillRequest r = Request("daily_revenue", "2025-01-10", "2025-01-11");
   r.exclude_downstream = true;
-  auto second = manager_->Submit(r, "");
+  auto second = manager_->Submit(r, SubmitOptions{});
   ASSERT_TRUE(second.ok()) << second.status();
   Job done = WaitTerminal(second->job.id);
   ASSERT_EQ(done.state, JobState::kSucceeded) << done.message;
@@ -443,14 +430,14 @@ TEST_F(ManagerTest, SecondBackfillReplacesOnlyItsPartitions) {
 
 TEST_F(ManagerTest, IdempotencyKeyReturnsSameJobOrRejectsADifferentRequest) {
   BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-03");
-  auto a = manager_->Submit(r, "key-1");
+  auto a = manager_->Submit(r, SubmitOptions{"key-1"});
   ASSERT_TRUE(a.ok()) << a.status();
-  auto b = manager_->Submit(r, "key-1");
+  auto b = manager_->Submit(r, SubmitOptions{"key-1"});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_FALSE(b->created);
   EXPECT_EQ(a->job.id, b->job.id);
   BackfillRequest other = Request("daily_revenue", "2025-01-01", "2025-01-04");
-  auto c = manager_->Submit(other, "key-1");
+  auto c = manager_->Submit(other, SubmitOptions{"key-1"});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr(a->job.id));
@@ -461,7 +448,7 @@ TEST_F(ManagerTest, IdempotencyKeyReturnsSameJobOrRejectsADifferentRequest) {
 TEST_F(ManagerTest, OverlappingSubmitConflictsWhileRunningAndCancelDropsAll) {
   gate_->Close();
   auto a = manager_->Submit(
-      Request("daily_revenue", "2025-01-01", "2025-01-11"), "");
+      Request("daily_revenue", "2025-01-01", "2025-01-11"), SubmitOptions{});
   ASSERT_TRUE(a.ok()) << a.status();
   gate_->Allow(2);
   WaitStaged(a->job.id, 2);
@@ -470,8 +457,10 @@ TEST_F(ManagerTest, OverlappingSubmitConflictsWhileRunningAndCancelDropsAll) {
       Request("daily_revenue", "2025-01-10", "2025-01-12"));
   ASSERT_TRUE(plan.ok());
   EXPECT_FALSE(plan->conflicts.empty());
+  SubmitOptions no_wait;
+  no_wait.no_wait = true;
   auto b = manager_->Submit(
-      Request("daily_revenue", "2025-01-10", "2025-01-12"), "");
+      Request("daily_revenue", "2025-01-10", "2025-01-12"), no_wait);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(b.status().message()), HasSubstr(a->job.id));
@@ -495,13 +484,15 @@ TEST_F(ManagerTest, OverlappingSubmitConflictsWhileRunningAndCancelDropsAll) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->state, JobState::kCancelled);
   // The range is free again.
-  EXPECT_TRUE(
-      manager_->Submit(Request("daily_revenue", "2025-01-10", "2025-01-12"), "")
-          .ok());
+  EXPECT_TRUE(manager_
+                  ->Submit(Request("daily_revenue", "2025-01-10", "2025-01-12"),
+                           SubmitOptions{})
+                  .ok());
 }
 
 TEST_F(ManagerTest, RowsOutsideThePartitionFailTheJobAndPublishNothing) {
-  auto a = manager_->Submit(Request("broken", "2025-01-01", "2025-01-03"), "");
+  auto a = manager_->Submit(Request("broken", "2025-01-01", "2025-01-03"),
+                            SubmitOptions{});
   ASSERT_TRUE(a.ok()) << a.status();
   Job done = WaitTerminal(a->job.id);
   EXPECT_EQ(done.state, JobState::kFailed);
@@ -512,8 +503,8 @@ TEST_F(ManagerTest, RowsOutsideThePartitionFailTheJobAndPublishNothing) {
 }
 
 TEST_F(ManagerTest, DuplicateKeysFailValidationAndPublishNothing) {
-  auto a =
-      manager_->Submit(Request("dup_keys", "2025-01-01", "2025-01-03"), "");
+  auto a = manager_->Submit(Request("dup_keys", "2025-01-01", "2025-01-03"),
+                            SubmitOptions{});
   ASSERT_TRUE(a.ok()) << a.status();
   Job done = WaitTerminal(a->job.id);
   EXPECT_EQ(done.state, JobState::kValidationFailed);
@@ -572,7 +563,7 @@ TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
   gate_->FailDropStaging(true);
   BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-04");
   r.exclude_downstream = true;
-  auto a = manager_->Submit(r, "");
+  auto a = manager_->Submit(r, SubmitOptions{});
   ASSERT_TRUE(a.ok()) << a.status();
   Job done = WaitTerminal(a->job.id);
   EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
@@ -587,22 +578,21 @@ TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
   StartManager();
   EXPECT_EQ(raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE type = "
                       "'table' AND name LIKE '\\_bf\\_%' ESCAPE '\\' AND "
-                      "name NOT LIKE "
-                      "'\\_bf\\_publications' ESCAPE '\\' AND name NOT "
+                      "name NOT IN ('_bf_publications', '_bf_meta') AND "
+                      "name NOT "
                       "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
             0);
 }
 
-TEST_F(ManagerTest, LostStagingFailsValidationAndKeepsPublishedRows) {
+TEST_F(ManagerTest, LostStagingIsRecomputedBeforePublishing) {
   BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-11");
   r.exclude_downstream = true;
-  auto first = manager_->Submit(r, "");
+  auto first = manager_->Submit(r, SubmitOptions{});
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(WaitTerminal(first->job.id).state, JobState::kSucceeded);
-  const std::vector<std::string> before = Published("2025-01-01", "2025-01-11");
-  ASSERT_FALSE(before.empty());
 
-  // Staged rows vanish before validation (as after a power loss).
+  // Staged rows vanish before validation (as after a power loss): the job
+  // recomputes those partitions and publishes complete ones.
   gate_->BeforeValidate([this] {
     RawDb raw(warehouse_path_);
     raw.Exec(
@@ -610,19 +600,58 @@ TEST_F(ManagerTest, LostStagingFailsValidationAndKeepsPublishedRows) {
         "'2025-01-05'");
   });
   r.reason = "again";
-  auto second = manager_->Submit(r, "");
+  auto second = manager_->Submit(r, SubmitOptions{});
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_EQ(second->job.id, "bf-2");
   Job done = WaitTerminal(second->job.id);
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
+  EXPECT_EQ(Published("2025-01-01", "2025-01-11"),
+            Expected("2025-01-01", "2025-01-11"));
+  auto audit = store_->ListAuditEvents("bf-2");
+  ASSERT_TRUE(audit.ok());
+  bool recomputed = false;
+  for (const AuditEvent& e : *audit) {
+    if (e.from_state == "VALIDATING" && e.to_state == "RUNNING") {
+      recomputed = true;
+      EXPECT_THAT(e.message, HasSubstr("4 partitions lost staged rows"));
+      EXPECT_THAT(e.message, HasSubstr("2025-01-01 (staged 0, checkpoint"));
+    }
+  }
+  EXPECT_TRUE(recomputed);
+}
+
+TEST_F(ManagerTest, StagingLostEveryTimeFailsValidationAndKeepsPublishedRows) {
+  BackfillRequest r = Request("daily_revenue", "2025-01-01", "2025-01-11");
+  r.exclude_downstream = true;
+  auto first = manager_->Submit(r, SubmitOptions{});
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(WaitTerminal(first->job.id).state, JobState::kSucceeded);
+  const std::vector<std::string> before = Published("2025-01-01", "2025-01-11");
+  ASSERT_FALSE(before.empty());
+
+  gate_->BeforeValidate(
+      [this] {
+        RawDb raw(warehouse_path_);
+        raw.Exec(
+            "DELETE FROM \"_bf_stage_bf_2_daily_revenue\" WHERE ds < "
+            "'2025-01-05'");
+      },
+      /*every=*/true);
+  r.reason = "again";
+  auto second = manager_->Submit(r, SubmitOptions{});
+  ASSERT_TRUE(second.ok()) << second.status();
+  Job done = WaitTerminal(second->job.id);
   EXPECT_EQ(done.state, JobState::kValidationFailed);
   EXPECT_THAT(done.message, HasSubstr("staged rows were lost"));
+  EXPECT_THAT(done.message, HasSubstr("even after recomputing them 2 times"));
   EXPECT_THAT(done.message, Not(HasSubstr("submit")));
+  EXPECT_THAT(done.message, Not(HasSubstr("again")));
   EXPECT_EQ(Published("2025-01-01", "2025-01-11"), before);
 }
 
 TEST_F(ManagerTest, AWholeTableDependentWaitsForEveryUpstreamPartition) {
   auto a = manager_->Submit(
-      Request("daily_revenue", "2025-01-01", "2025-01-21"), "");
+      Request("daily_revenue", "2025-01-01", "2025-01-21"), SubmitOptions{});
   ASSERT_TRUE(a.ok()) << a.status();
   Job done = WaitTerminal(a->job.id);
   ASSERT_EQ(done.state, JobState::kSucceeded) << done.message;
@@ -642,17 +671,20 @@ TEST_F(ManagerTest, BadRequestsChangeNothing) {
   BackfillRequest no_reason =
       Request("daily_revenue", "2025-01-01", "2025-01-02");
   no_reason.reason = "  ";
-  EXPECT_EQ(manager_->Submit(no_reason, "").status().code(),
+  EXPECT_EQ(manager_->Submit(no_reason, SubmitOptions{}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(manager_->Submit(Request("orders", "2025-01-01", "2025-01-02"), "")
+  EXPECT_EQ(manager_
+                ->Submit(Request("orders", "2025-01-01", "2025-01-02"),
+                         SubmitOptions{})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      manager_->Submit(Request("daily_revenue", "2025-01-02", "2025-01-01"), "")
-          .status()
-          .code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(manager_
+                ->Submit(Request("daily_revenue", "2025-01-02", "2025-01-01"),
+                         SubmitOptions{})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(manager_->GetJob("bf-999").status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE(manager_->ListJobs(JobFilter{})->empty());

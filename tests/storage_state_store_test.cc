@@ -4,13 +4,16 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/job_state_machine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_state_store.h"
@@ -39,6 +42,32 @@ class StateStoreTest : public ::testing::Test {
     auto store = SqliteStateStore::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
+  }
+
+  // Moves a job to `target` along the shortest path of legal transitions.
+  void Reach(const std::string& id, JobState target, absl::Time at) {
+    auto job = store_->GetJob(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    std::map<JobState, JobState> parent;
+    std::deque<JobState> queue = {job->state};
+    parent[job->state] = job->state;
+    while (!queue.empty() && !parent.count(target)) {
+      const JobState s = queue.front();
+      queue.pop_front();
+      for (JobState next : NextStates(s)) {
+        if (parent.emplace(next, s).second) queue.push_back(next);
+      }
+    }
+    ASSERT_TRUE(parent.count(target)) << "no path to " << JobStateName(target);
+    std::vector<JobState> path;
+    for (JobState s = target; s != job->state; s = parent[s]) {
+      path.insert(path.begin(), s);
+    }
+    for (JobState s : path) {
+      absl::Status moved =
+          store_->TransitionJob(id, std::nullopt, s, "moved", at);
+      ASSERT_TRUE(moved.ok()) << moved;
+    }
   }
 
   static Job MakeJob(const std::string& key = "") {
@@ -258,9 +287,21 @@ TEST_F(StateStoreTest, TransitionChecksExpectedFromAndRecordsAudit) {
                   ->TransitionJob("bf-1", std::nullopt, JobState::kPaused,
                                   "paused", T(3))
                   .ok());
+  // Not in the table: nothing is written.
+  const size_t before = store_->ListAuditEvents("bf-1")->size();
+  absl::Status illegal = store_->TransitionJob(
+      "bf-1", JobState::kPaused, JobState::kPublishing, "skip", T(4));
+  EXPECT_EQ(illegal.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(illegal.message(), HasSubstr("cannot become PUBLISHING"));
+  EXPECT_EQ(store_->GetJob("bf-1")->state, JobState::kPaused);
+  EXPECT_EQ(store_->ListAuditEvents("bf-1")->size(), before);
   ASSERT_TRUE(store_
-                  ->TransitionJob("bf-1", JobState::kPaused, JobState::kRunning,
+                  ->TransitionJob("bf-1", JobState::kPaused, JobState::kQueued,
                                   "resumed", T(4))
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->TransitionJob("bf-1", JobState::kQueued, JobState::kRunning,
+                                  "running again", T(4))
                   .ok());
   job = store_->GetJob("bf-1");
   EXPECT_EQ(job->start_time, T(2));  // the first move to RUNNING
@@ -281,11 +322,12 @@ TEST_F(StateStoreTest, TransitionChecksExpectedFromAndRecordsAudit) {
     moves.push_back(
         absl::StrCat(e.from_state, ">", e.to_state, ":", e.message));
   }
-  EXPECT_THAT(moves,
-              ElementsAre(">QUEUED:submitted", "QUEUED>RUNNING:started",
-                          "RUNNING>PAUSED:paused", "PAUSED>RUNNING:resumed",
-                          "RUNNING>FAILED:boom"));
-  EXPECT_EQ((*events)[4].at, T(5));
+  EXPECT_THAT(
+      moves,
+      ElementsAre(">QUEUED:submitted", "QUEUED>RUNNING:started",
+                  "RUNNING>PAUSED:paused", "PAUSED>QUEUED:resumed",
+                  "QUEUED>RUNNING:running again", "RUNNING>FAILED:boom"));
+  EXPECT_EQ((*events)[5].at, T(5));
   EXPECT_LT((*events)[0].seq, (*events)[1].seq);
 }
 
@@ -353,10 +395,7 @@ TEST_F(StateStoreTest, RecordPublicationIsAtomicAndIdempotent) {
                   ->UpdateTasksInState("bf-1", {TaskState::kPending},
                                        TaskState::kStaged, T(1))
                   .ok());
-  ASSERT_TRUE(store_
-                  ->TransitionJob("bf-1", std::nullopt, JobState::kPublishing,
-                                  "publishing", T(2))
-                  .ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kPublishing, T(2)));
   LineageRecord rec;
   rec.dataset = "daily_revenue";
   rec.partition = "2025-01-01";
@@ -405,10 +444,7 @@ TEST_F(StateStoreTest, RecordPublicationIsAtomicAndIdempotent) {
 
   // A later job's version comes first.
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(10)).ok());
-  ASSERT_TRUE(store_
-                  ->TransitionJob("bf-2", std::nullopt, JobState::kPublishing,
-                                  "publishing", T(10))
-                  .ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-2", JobState::kPublishing, T(10)));
   rec.published_at = T(11);
   ASSERT_TRUE(store_
                   ->RecordPublication("bf-2", {rec}, JobState::kConfirming,
@@ -443,8 +479,7 @@ TEST_F(StateStoreTest, RecordPublicationOnlyMovesAPublishingJob) {
                                          TaskState::kStaged, T(1))
                     .ok());
     if (state != JobState::kQueued) {
-      ASSERT_TRUE(
-          store_->TransitionJob(id, std::nullopt, state, "moved", T(2)).ok());
+      ASSERT_NO_FATAL_FAILURE(Reach(id, state, T(2)));
     }
     const size_t events = store_->ListAuditEvents(id)->size();
     absl::Status s = store_->RecordPublication(id, {rec}, JobState::kConfirming,

@@ -1,0 +1,84 @@
+// Admission: which jobs may run now, which must wait, and which are
+// superseded — by their scopes, the (dataset, partition) pairs they
+// recompute. Pure bookkeeping; not thread-safe (the job runner calls it
+// under its lock).
+//
+// Jobs enter in admission order (Add). A job that holds its partitions
+// (see job_state_machine.h) blocks every job added after it that shares a
+// partition with it: per partition, jobs run one at a time in admission
+// order, so two jobs never write the same partition at once and the result
+// equals that serial order. A job held for a decision blocks nobody; a
+// newer job that shares a partition with it supersedes it.
+
+#ifndef BACKFILL_CORE_ADMISSION_H_
+#define BACKFILL_CORE_ADMISSION_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/job.h"
+
+namespace backfill {
+
+// The (dataset, partition) pairs a job recomputes.
+using Scope = std::set<std::pair<std::string, std::string>>;
+
+// The scope of a plan.
+Scope ScopeOf(const Plan& plan);
+
+class Admission {
+ public:
+  // Adds a job after every job added so far. `held`: it is held for a
+  // decision (blocks nobody). Adding a job that is present re-adds it at
+  // the end (a retried job queues behind everything).
+  void Add(const std::string& job_id, Scope scope, bool held = false);
+  // The job stops (held = true) or starts again (false) to block others.
+  void SetHeld(const std::string& job_id, bool held);
+  void Remove(const std::string& job_id);
+  bool Contains(const std::string& job_id) const;
+  bool IsHeld(const std::string& job_id) const;
+  const Scope* ScopeOf(const std::string& job_id) const;
+
+  struct Overlap {
+    std::string job_id;
+    int64_t partitions = 0;  // shared (dataset, partition) pairs
+  };
+  // Jobs added before `job_id` that hold partitions it needs: it must wait
+  // for all of them. In admission order.
+  std::vector<Overlap> Blockers(const std::string& job_id) const;
+  // Held jobs (added before or after) that share partitions with `job_id`:
+  // superseded when it starts.
+  std::vector<Overlap> HeldOverlaps(const std::string& job_id) const;
+  // Jobs that are not held and share partitions with `scope` (a plan not
+  // admitted yet), in admission order; `conflicts` gets up to
+  // `max_conflicts` of the shared pairs.
+  std::vector<Overlap> Overlapping(const Scope& scope,
+                                   std::vector<Conflict>* conflicts,
+                                   size_t max_conflicts) const;
+  // Every admitted job, in admission order.
+  std::vector<std::string> Order() const;
+
+ private:
+  struct Entry {
+    uint64_t order = 0;
+    Scope scope;
+    bool held = false;
+  };
+  std::map<std::string, Overlap> Shared(const Scope& scope,
+                                        const std::string& self, bool want_held,
+                                        uint64_t before) const;
+
+  uint64_t next_order_ = 1;
+  std::map<std::string, Entry> jobs_;
+  // (dataset, partition) -> admission order -> job id.
+  std::map<std::pair<std::string, std::string>, std::map<uint64_t, std::string>>
+      index_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_ADMISSION_H_

@@ -1,0 +1,47 @@
+// Crash points: named places in a job's life where a test can make the
+// process die at once, as a kill -9 there would, to prove that recovery
+// loses and doubles nothing. Test-only: they are armed only when the
+// environment variable BACKFILL_TEST_CRASH_AT is set when the daemon
+// starts (ArmCrashPointsFromEnvironment); otherwise a crash point is one
+// relaxed atomic load.
+//
+//   BACKFILL_TEST_CRASH_AT=NAME      die the first time NAME is reached
+//   BACKFILL_TEST_CRASH_AT=NAME:N    die the N-th time (N >= 1)
+//
+// Dying is raise(SIGKILL): no destructor, flush or atexit handler runs.
+// The points of the daemon are listed in kCrashPoints. Thread-safe.
+
+#ifndef BACKFILL_CORE_CRASH_POINT_H_
+#define BACKFILL_CORE_CRASH_POINT_H_
+
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace backfill {
+
+// Every crash point, in the order a job reaches them.
+inline constexpr const char* kCrashPoints[] = {
+    "recovery",                 // resuming jobs at start, after the first
+    "stage.before_commit",      // inside a partition's staging write
+    "stage.before_checkpoint",  // staged, checkpoint not yet written
+    "validate",                 // during validation
+    "publish.before_commit",    // inside the publish transaction
+    "publish.before_record",    // committed, lineage not yet recorded
+    "confirm",                  // CONFIRMING, before SUCCEEDED
+};
+
+// Dies here if this point is armed and reached for the armed time.
+void CrashPoint(std::string_view name);
+
+// Arms the point named by BACKFILL_TEST_CRASH_AT, if set. INVALID_ARGUMENT
+// for an unknown name or a malformed count.
+absl::Status ArmCrashPointsFromEnvironment();
+
+// Arms `name` to die on its `nth` visit (tests of the hook itself);
+// `nth` 0 disarms.
+void ArmCrashPoint(std::string_view name, int nth);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_CRASH_POINT_H_

@@ -1,0 +1,1554 @@
+#include "core/job_runner.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/confirm_step.h"
+#include "core/crash_point.h"
+#include "core/job_state_machine.h"
+#include "core/publish_step.h"
+#include "core/recompute_step.h"
+#include "core/status_macros.h"
+#include "core/validate_step.h"
+
+namespace backfill {
+namespace {
+
+using Storage = JobObserver::Storage;
+
+int64_t JobNumber(const std::string& id) {
+  int64_t n = 0;
+  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n)) return n;
+  return 0;
+}
+
+// A storage failure that may pass: disk full, I/O error, busy.
+bool Transient(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kResourceExhausted ||
+         s.code() == absl::StatusCode::kUnavailable;
+}
+
+// A task failure worth another attempt (the transform may succeed next
+// time); bad input, a bad transform or missing data will not.
+bool Retryable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kDataLoss:
+      return false;
+    default:
+      return true;
+  }
+}
+
+TaskGraph::Node NodeOf(TaskState state) {
+  switch (state) {
+    case TaskState::kStaged:
+    case TaskState::kPublished:
+      return TaskGraph::Node::kDone;
+    case TaskState::kFailed:
+      return TaskGraph::Node::kFailed;
+    default:
+      return TaskGraph::Node::kPending;
+  }
+}
+
+std::string Plural(int64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+}  // namespace
+
+struct JobRunner::Active {
+  Job job;  // request, plan (with partitions), key, message
+  JobState state = JobState::kQueued;
+  Phase phase = Phase::kWaiting;
+  Phase settling_from = Phase::kFailing;
+
+  bool loaded = false;  // tasks, specs, layout and graph below are built
+  JobLayout layout;
+  bool layout_complete = true;
+  std::vector<PartitionTask> tasks;
+  std::vector<const DatasetSpec*> spec_of;  // per task; null if unknown
+  std::unique_ptr<TaskGraph> graph;
+
+  bool prepared = false;   // the engine prepared staging in this process
+  bool validated = false;  // staging passed validation in this process
+  int busy = 0;            // closures in flight for the job
+  int running_tasks = 0;
+  int restage_rounds = 0;
+  uint64_t last_dispatch = 0;
+  std::string failure;
+  std::string waiting_message;  // the last "waiting for ..." recorded
+
+  // Serializes the job's transitions (store write, then memory).
+  absl::Mutex transition_mu;
+};
+
+JobRunner::JobRunner(const Catalog* catalog, StateStore* store, Engine* engine,
+                     const Planner* planner, const Clock* clock,
+                     JobObserver* observer, RunnerOptions options)
+    : catalog_(catalog),
+      store_(store),
+      engine_(engine),
+      planner_(planner),
+      clock_(clock),
+      observer_(observer),
+      options_(options) {}
+
+JobRunner::~JobRunner() { Shutdown(); }
+
+absl::Status JobRunner::Accepting() {
+  absl::MutexLock lock(&mu_);
+  if (!started_) return absl::UnavailableError("backfilld is starting");
+  if (stopping_) return absl::UnavailableError("backfilld is shutting down");
+  return absl::OkStatus();
+}
+
+bool JobRunner::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+void JobRunner::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  // Running closures finish (partitions checkpoint); queued ones are
+  // dropped and their work resumes at the next Start().
+  if (pool_) pool_->Shutdown();
+}
+
+// ---------------------------------------------------------------------------
+// Recovery
+
+absl::Status JobRunner::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("already started");
+  }
+  // One thread more than task slots, so that preparing or publishing a job
+  // never waits behind a full set of partition tasks.
+  pool_ = std::make_unique<WorkerPool>(std::max(1, options_.workers) + 1);
+
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> ids,
+      store_->ListJobIds({JobState::kQueued, JobState::kRunning,
+                          JobState::kPaused, JobState::kValidating,
+                          JobState::kAwaitingApproval, JobState::kPublishing,
+                          JobState::kConfirming}));
+  // Jobs held for a decision are those that kept their staging.
+  ASSIGN_OR_RETURN(std::vector<std::string> staged,
+                   engine_->ListJobsWithStaging());
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> held_ids,
+      store_->ListJobIds({JobState::kFailed, JobState::kValidationFailed}));
+  const std::set<std::string> with_staging(staged.begin(), staged.end());
+  for (const std::string& id : held_ids) {
+    if (with_staging.count(id)) ids.push_back(id);
+  }
+
+  std::vector<Job> jobs;
+  for (const std::string& id : ids) {
+    ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+    jobs.push_back(std::move(job));
+  }
+  // Admission order: jobs that had started keep their partitions ahead of
+  // those that had not; then by job number.
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
+    const bool sa = a.start_time != absl::InfinitePast();
+    const bool sb = b.start_time != absl::InfinitePast();
+    if (sa != sb) return sa;
+    return JobNumber(a.id) < JobNumber(b.id);
+  });
+
+  std::vector<std::string> finishing;
+  bool first = true;
+  for (Job& job : jobs) {
+    const JobState state = job.state;
+    Phase phase = Phase::kWaiting;
+    switch (state) {
+      case JobState::kQueued:
+      case JobState::kRunning:
+        phase = Phase::kWaiting;
+        break;
+      case JobState::kPaused:
+        phase = Phase::kPaused;
+        break;
+      case JobState::kValidating:
+      case JobState::kPublishing:
+      case JobState::kConfirming:
+        phase = Phase::kFinishing;
+        break;
+      default:
+        phase = Phase::kHeld;
+        break;
+    }
+    if (state == JobState::kQueued || state == JobState::kRunning) {
+      // Attempts in flight when the process died start over; their staging
+      // writes are replaced by the next attempt.
+      RETURN_IF_ERROR(store_
+                          ->UpdateTasksInState(
+                              job.id, {TaskState::kRunning, TaskState::kFailed},
+                              TaskState::kPending, clock_->Now())
+                          .status());
+    }
+    if (phase == Phase::kWaiting || phase == Phase::kPaused ||
+        phase == Phase::kFinishing) {
+      bool complete = true;
+      absl::StatusOr<JobLayout> layout = LayoutOf(job, &complete);
+      if (!layout.ok()) {
+        if (state == JobState::kPublishing || state == JobState::kConfirming) {
+          // It may have published: never fail it on a whim; refuse to start.
+          return absl::FailedPreconditionError(absl::StrCat(
+              "cannot resume job ", job.id, " (", JobStateName(state),
+              "): ", layout.status().message()));
+        }
+        // Nothing of it was published, and running it again would fail the
+        // same way: it ends here, without staging to retry.
+        RETURN_IF_ERROR(store_->TransitionJob(
+            job.id, state,
+            state == JobState::kPaused ? JobState::kCancelled
+                                       : JobState::kFailed,
+            absl::StrCat("cannot resume after restart: ",
+                         layout.status().message(), "; nothing was published"),
+            clock_->Now()));
+        RETURN_IF_ERROR(
+            store_
+                ->UpdateTasksInState(job.id,
+                                     {TaskState::kPending, TaskState::kRunning,
+                                      TaskState::kStaged, TaskState::kFailed},
+                                     TaskState::kCancelled, clock_->Now())
+                .status());
+        engine_->DropStaging(job.id).IgnoreError();
+        continue;
+      }
+    }
+    auto active = std::make_unique<Active>();
+    const std::string id = job.id;
+    active->state = state;
+    active->phase = phase;
+    active->job = std::move(job);
+    Scope scope = ScopeOf(active->job.plan);
+    {
+      absl::MutexLock lock(&mu_);
+      admission_.Add(id, std::move(scope), phase == Phase::kHeld);
+      jobs_[id] = std::move(active);
+      if (phase == Phase::kFinishing) {
+        ++jobs_[id]->busy;
+        finishing.push_back(id);
+      }
+    }
+    if (first) {
+      CrashPoint("recovery");
+      first = false;
+    }
+  }
+  SweepOrphans();
+  absl::MutexLock lock(&mu_);
+  started_ = true;
+  for (const std::string& id : finishing) {
+    SubmitLocked([this, id] { Finish(id); });
+  }
+  PumpLocked();
+  return absl::OkStatus();
+}
+
+void JobRunner::SweepOrphans() {
+  // A crash between a job's end and its cleanup leaves staging (and tasks
+  // that never ran) behind; the end is recorded, so finish the cleanup.
+  // Best effort: what fails is retried at the next start.
+  absl::StatusOr<std::vector<std::string>> ids = engine_->ListJobsWithStaging();
+  if (!ids.ok()) return;
+  for (const std::string& id : *ids) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (jobs_.count(id)) continue;
+    }
+    absl::StatusOr<Job> job = store_->GetJobProgress(id);
+    if (job.ok() && !IsTerminal(job->state)) continue;
+    if (job.ok()) {
+      store_
+          ->UpdateTasksInState(id, {TaskState::kPending, TaskState::kRunning},
+                               TaskState::kCancelled, clock_->Now())
+          .IgnoreError();
+    } else if (job.status().code() != absl::StatusCode::kNotFound) {
+      continue;
+    }
+    engine_->DropStaging(id).IgnoreError();
+  }
+}
+
+absl::StatusOr<JobLayout> JobRunner::LayoutOf(const Job& job,
+                                              bool* complete) const {
+  // Partitions still to compute must use the logic the others used and a
+  // dataset the pipelines still declare; a job whose partitions are all
+  // staged (or published) is finished with what it has.
+  const bool computing =
+      job.state == JobState::kQueued || job.state == JobState::kRunning ||
+      job.state == JobState::kPaused || job.state == JobState::kValidating ||
+      job.state == JobState::kFailed;
+  *complete = true;
+  JobLayout layout;
+  layout.job_id = job.id;
+  std::set<std::string> in_job;
+  for (const DatasetPlan& dp : job.plan.datasets) {
+    const DatasetSpec* spec = catalog_->Find(dp.dataset);
+    if (spec == nullptr || !spec->is_derived()) {
+      if (!computing) {
+        *complete = false;
+        continue;
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset \"", dp.dataset,
+          "\" is no longer a derived dataset in the loaded pipelines"));
+    }
+    if (computing && !dp.transform_version.empty() &&
+        dp.transform_version != spec->transform_version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the transform of \"", dp.dataset,
+          "\" changed since the job was planned (version ",
+          dp.transform_version, " -> ", spec->transform_version,
+          "); partitions computed with the old logic are never published "
+          "with the new: submit a new backfill"));
+    }
+    layout.items.push_back({spec, dp.partitions});
+    in_job.insert(dp.dataset);
+  }
+  std::set<std::string> pinned;
+  for (const JobLayout::Item& item : layout.items) {
+    for (const UpstreamEdge& e : item.dataset->upstream) {
+      if (e.mapping == Mapping::kAll && !in_job.count(e.dataset) &&
+          pinned.insert(e.dataset).second) {
+        layout.pinned.push_back(catalog_->Find(e.dataset));
+      }
+    }
+  }
+  return layout;
+}
+
+absl::Status JobRunner::Load(Active* job) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (job->loaded) return absl::OkStatus();
+  }
+  Job copy;
+  {
+    absl::MutexLock lock(&mu_);
+    copy = job->job;
+    copy.state = job->state;
+  }
+  bool complete = true;
+  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(copy, &complete));
+  ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks,
+                   store_->ListTasks(copy.id));
+  std::vector<const DatasetSpec*> specs;
+  std::vector<TaskGraph::Task> nodes;
+  bool unstaged = false;
+  for (const PartitionTask& t : tasks) {
+    specs.push_back(catalog_->Find(t.dataset));
+    nodes.push_back({t.dataset, t.partition, NodeOf(t.state)});
+    unstaged = unstaged || NodeOf(t.state) != TaskGraph::Node::kDone;
+  }
+  if (unstaged && !complete) {
+    return absl::FailedPreconditionError("a dataset of the job is missing");
+  }
+  auto graph = std::make_unique<TaskGraph>(
+      std::move(nodes), [this](const std::string& dataset) {
+        const DatasetSpec* spec = catalog_->Find(dataset);
+        return spec == nullptr ? std::vector<UpstreamEdge>{} : spec->upstream;
+      });
+  absl::MutexLock lock(&mu_);
+  job->layout = std::move(layout);
+  job->layout_complete = complete;
+  job->tasks = std::move(tasks);
+  job->spec_of = std::move(specs);
+  job->graph = std::move(graph);
+  job->loaded = true;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Bookkeeping
+
+JobRunner::Active* JobRunner::FindLocked(const std::string& id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+void JobRunner::NotifyLocked(const std::string& id) {
+  versions_[id] = next_version_++;
+  changed_.SignalAll();
+}
+
+void JobRunner::SubmitLocked(std::function<void()> fn) {
+  if (pool_ != nullptr) pool_->Submit(std::move(fn));
+}
+
+void JobRunner::ReleaseLocked(Active* job) {
+  --job->busy;
+  if (job->busy == 0 && job->phase == Phase::kDone) {
+    const std::string id = job->job.id;
+    jobs_.erase(id);
+    NotifyLocked(id);
+  }
+}
+
+void JobRunner::EndLocked(Active* job, Phase phase) {
+  job->phase = phase;
+  if (phase == Phase::kHeld) {
+    admission_.SetHeld(job->job.id, true);
+  } else {
+    admission_.Remove(job->job.id);
+  }
+  if (job->graph) job->graph->ClearReady();
+  NotifyLocked(job->job.id);
+}
+
+void JobRunner::ReportFinished(const std::string& id, JobState state,
+                               double estimate) {
+  if (observer_ == nullptr) return;
+  double actual = 0;
+  if (absl::StatusOr<Job> done = store_->GetJobProgress(id); done.ok()) {
+    actual = done->actual_cost;
+  }
+  observer_->OnJobFinished(id, state, estimate, actual);
+}
+
+absl::Status JobRunner::Persist(Storage storage, const std::string& what,
+                                const std::function<absl::Status()>& write) {
+  absl::Duration backoff = options_.retry_backoff;
+  bool failed = false;
+  while (true) {
+    absl::Status s = write();
+    if (s.ok()) {
+      if (failed && observer_ != nullptr)
+        observer_->OnStorageRecovered(storage);
+      return s;
+    }
+    if (!Transient(s)) return s;
+    failed = true;
+    if (observer_ != nullptr) observer_->OnStorageFailing(storage, what, s);
+    if (Stopping()) {
+      return absl::CancelledError(
+          absl::StrCat("stopping while ", what, " failed: ", s.message()));
+    }
+    clock_->SleepFor(backoff);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+absl::Status JobRunner::Move(Active* job, JobState to,
+                             const std::string& message,
+                             std::optional<Phase> required) {
+  absl::MutexLock transition(&job->transition_mu);
+  JobState from;
+  const std::string id = job->job.id;
+  {
+    absl::MutexLock lock(&mu_);
+    if (required.has_value() && job->phase != *required) {
+      return absl::AbortedError("superseded by another decision on the job");
+    }
+    from = job->state;
+  }
+  if (from == to) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckTransition(from, to));
+  RETURN_IF_ERROR(Persist(
+      Storage::kStateStore,
+      absl::StrCat("recording job ", id, " ", JobStateName(from), " -> ",
+                   JobStateName(to)),
+      [&] {
+        return store_->TransitionJob(id, from, to, message, clock_->Now());
+      }));
+  {
+    absl::MutexLock lock(&mu_);
+    job->state = to;
+    job->job.message = message;
+    NotifyLocked(id);
+  }
+  if (observer_ != nullptr) observer_->OnJobTransition(id, from, to, message);
+  return absl::OkStatus();
+}
+
+std::string JobRunner::DescribeLocked(
+    const std::vector<Admission::Overlap>& overlaps) {
+  std::vector<std::string> parts;
+  for (const Admission::Overlap& o : overlaps) {
+    const Active* other = FindLocked(o.job_id);
+    const char* state = other ? JobStateName(other->state) : "active";
+    parts.push_back(absl::StrCat(
+        other != nullptr && other->state == JobState::kPaused ? "paused job "
+                                                              : "",
+        o.job_id, " (", state, ", ",
+        Plural(o.partitions, "shared partition", "shared partitions"), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string JobRunner::Describe(
+    const std::vector<Admission::Overlap>& overlaps) {
+  absl::MutexLock lock(&mu_);
+  return DescribeLocked(overlaps);
+}
+
+// ---------------------------------------------------------------------------
+// Admission and dispatch
+
+void JobRunner::Admit(const Job& job) {
+  auto active = std::make_unique<Active>();
+  active->job = job;
+  active->state = job.state;
+  active->phase = Phase::kWaiting;
+  Scope scope = ScopeOf(job.plan);
+  absl::MutexLock lock(&mu_);
+  admission_.Add(job.id, std::move(scope));
+  jobs_[job.id] = std::move(active);
+  NotifyLocked(job.id);
+  PumpLocked();
+}
+
+std::vector<Admission::Overlap> JobRunner::Blocking(
+    const Plan& plan, const std::string& own_key,
+    std::vector<Conflict>* conflicts, size_t max) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Conflict> all;
+  std::vector<Admission::Overlap> overlaps =
+      admission_.Overlapping(ScopeOf(plan), &all, max);
+  std::vector<Admission::Overlap> out;
+  for (Admission::Overlap& o : overlaps) {
+    const Active* other = FindLocked(o.job_id);
+    if (other != nullptr && !own_key.empty() &&
+        other->job.idempotency_key == own_key) {
+      continue;
+    }
+    out.push_back(std::move(o));
+  }
+  if (conflicts != nullptr) {
+    for (Conflict& c : all) {
+      const Active* other = FindLocked(c.job_id);
+      if (other != nullptr && !own_key.empty() &&
+          other->job.idempotency_key == own_key) {
+        continue;
+      }
+      conflicts->push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+void JobRunner::PumpLocked() {
+  if (stopping_ || !started_) return;
+  for (const std::string& id : admission_.Order()) {
+    Active* job = FindLocked(id);
+    if (job == nullptr || job->phase != Phase::kWaiting) continue;
+    std::vector<Admission::Overlap> blockers = admission_.Blockers(id);
+    if (!blockers.empty()) {
+      const std::string message =
+          absl::StrCat("waiting for ", DescribeLocked(blockers),
+                       " to finish: per partition, jobs run in the order they "
+                       "were submitted");
+      if (message != job->waiting_message) {
+        job->waiting_message = message;
+        ++job->busy;
+        SubmitLocked([this, id, message] {
+          store_->SetJobMessage(id, JobState::kQueued, message, clock_->Now())
+              .IgnoreError();
+          absl::MutexLock lock(&mu_);
+          Active* j = FindLocked(id);
+          if (j == nullptr) return;
+          if (j->state == JobState::kQueued) j->job.message = message;
+          NotifyLocked(id);
+          ReleaseLocked(j);
+        });
+      }
+      continue;
+    }
+    job->phase = Phase::kPreparing;
+    ++job->busy;
+    SubmitLocked([this, id] { Prepare(id); });
+  }
+  DispatchLocked();
+}
+
+void JobRunner::DispatchLocked() {
+  if (stopping_) return;
+  std::set<Active*> exhausted;
+  while (in_flight_ < options_.workers) {
+    Active* best = nullptr;
+    for (auto& [id, ptr] : jobs_) {
+      Active* job = ptr.get();
+      if (job->phase != Phase::kRunning || !job->prepared || !job->graph ||
+          job->graph->ready() == 0 || exhausted.count(job)) {
+        continue;
+      }
+      const int limit = job->job.request.max_parallel;
+      if (limit > 0 && job->running_tasks >= limit) continue;
+      if (best == nullptr) {
+        best = job;
+        continue;
+      }
+      const int pa = job->job.request.priority, pb = best->job.request.priority;
+      if (pa != pb) {
+        if (pa > pb) best = job;
+      } else if (job->running_tasks != best->running_tasks) {
+        if (job->running_tasks < best->running_tasks) best = job;
+      } else if (job->last_dispatch < best->last_dispatch) {
+        best = job;
+      }
+    }
+    if (best == nullptr) return;
+    std::optional<size_t> index = best->graph->Pop([&](size_t i) {
+      const DatasetSpec* spec = best->spec_of[i];
+      return spec == nullptr || spec->max_parallel == 0 ||
+             dataset_running_[spec->name] < spec->max_parallel;
+    });
+    if (!index) {
+      exhausted.insert(best);
+      continue;
+    }
+    const std::string id = best->job.id;
+    const size_t i = *index;
+    best->tasks[i].state = TaskState::kRunning;
+    ++best->running_tasks;
+    ++best->busy;
+    ++in_flight_;
+    ++dataset_running_[best->tasks[i].dataset];
+    best->last_dispatch = ++dispatch_seq_;
+    SubmitLocked([this, id, i] { RunTask(id, i); });
+  }
+}
+
+bool JobRunner::TakeSettleLocked(Active* job) {
+  if (job->busy > 0) return false;
+  if (job->phase != Phase::kCancelling && job->phase != Phase::kFailing) {
+    return false;
+  }
+  // A cancel settles only once CANCELLED is recorded (Cancel settles then
+  // itself if nothing runs): a cancel that could not be recorded is undone.
+  if (job->phase == Phase::kCancelling && job->state != JobState::kCancelled) {
+    return false;
+  }
+  job->settling_from = job->phase;
+  job->phase = Phase::kSettling;
+  ++job->busy;  // the settle itself
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Steps
+
+void JobRunner::Supersede(Active* held, const std::string& by) {
+  const std::string id = held->job.id;
+  absl::Status s =
+      Move(held, JobState::kCancelled,
+           absl::StrCat("superseded by ", by,
+                        ", which recomputes some of the same partitions; "
+                        "nothing of this job was published"),
+           Phase::kSettling);
+  if (!s.ok()) {
+    // Not recorded (stopping): it stays held; the next start sees it again.
+    absl::MutexLock lock(&mu_);
+    held->phase = Phase::kHeld;
+    ReleaseLocked(held);
+    return;
+  }
+  Persist(Storage::kStateStore, absl::StrCat("cancelling the tasks of ", id),
+          [&] {
+            return store_
+                ->UpdateTasksInState(id,
+                                     {TaskState::kPending, TaskState::kRunning,
+                                      TaskState::kStaged, TaskState::kFailed},
+                                     TaskState::kCancelled, clock_->Now())
+                .status();
+          })
+      .IgnoreError();
+  engine_->DropStaging(id).IgnoreError();
+  double estimate;
+  {
+    absl::MutexLock lock(&mu_);
+    estimate = held->job.plan.cost.backfill;
+  }
+  ReportFinished(id, JobState::kCancelled, estimate);
+  absl::MutexLock lock(&mu_);
+  EndLocked(held, Phase::kDone);
+  ReleaseLocked(held);
+}
+
+void JobRunner::Prepare(const std::string& id) {
+  Active* job;
+  std::vector<Active*> superseded;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job == nullptr) return;
+    // A job that starts supersedes the held jobs it overlaps.
+    for (const Admission::Overlap& o : admission_.HeldOverlaps(id)) {
+      Active* held = FindLocked(o.job_id);
+      if (held == nullptr || held->phase != Phase::kHeld) continue;
+      held->phase = Phase::kSettling;
+      ++held->busy;
+      superseded.push_back(held);
+    }
+  }
+  for (Active* held : superseded) Supersede(held, id);
+
+  absl::Status s = Load(job);
+  if (s.ok()) {
+    s = Persist(Storage::kWarehouse,
+                absl::StrCat("preparing the staging of ", id),
+                [&] { return engine_->PrepareJob(job->layout); });
+  }
+  bool queued;
+  int64_t total = 0, staged = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    queued = job->state == JobState::kQueued;
+    if (job->graph) {
+      total = static_cast<int64_t>(job->graph->size());
+      staged = total - static_cast<int64_t>(job->graph->remaining());
+    }
+  }
+  if (s.ok() && queued) {
+    s = Move(job, JobState::kRunning,
+             absl::StrCat("recomputing ", total - staged, " of ", total,
+                          " partitions in staging"),
+             Phase::kPreparing);
+    if (s.code() == absl::StatusCode::kAborted) s = absl::OkStatus();
+  }
+  if (!s.ok() && !Stopping()) {
+    FailJob(job, absl::StrCat("preparing staging failed, nothing was "
+                              "published: ",
+                              s.message()));
+  }
+  bool settle;
+  {
+    absl::MutexLock lock(&mu_);
+    job->prepared = s.ok();
+    if (job->phase == Phase::kPreparing && s.ok()) {
+      job->phase = Phase::kRunning;
+      job->graph->Requeue();
+      if (job->graph->AllDone()) {
+        job->phase = Phase::kFinishing;
+        ++job->busy;
+        SubmitLocked([this, id] { Finish(id); });
+      }
+    } else if (job->phase == Phase::kPreparing) {
+      job->phase = Phase::kWaiting;  // stopping: recovery prepares again
+    }
+    ReleaseLocked(job);
+    settle = TakeSettleLocked(job);
+    NotifyLocked(id);
+    PumpLocked();
+  }
+  if (settle) Settle(job);
+}
+
+void JobRunner::FailJob(Active* job, const std::string& failure) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (job->phase != Phase::kRunning && job->phase != Phase::kPreparing &&
+        job->phase != Phase::kPaused) {
+      return;
+    }
+    job->phase = Phase::kFailing;
+    job->failure = failure;
+    if (job->graph) job->graph->ClearReady();
+  }
+  // Recorded at once, so that the job never looks runnable while its
+  // in-flight partitions drain; Settle records it if this could not.
+  Move(job, JobState::kFailed, failure, Phase::kFailing).IgnoreError();
+}
+
+void JobRunner::RunTask(const std::string& id, size_t index) {
+  Active* job;
+  PartitionTask task;
+  const DatasetSpec* spec = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job->phase == Phase::kRunning) {
+      task = job->tasks[index];
+      spec = job->spec_of[index];
+    }
+  }
+  bool done = false, failed = false;
+  if (spec != nullptr) {
+    task.state = TaskState::kRunning;
+    ++task.attempts;
+    task.update_time = clock_->Now();
+    absl::Status s =
+        Persist(Storage::kStateStore,
+                absl::StrCat("recording the start of ", task.dataset, "/",
+                             task.partition, " of ", id),
+                [&] { return store_->UpdateTask(task); });
+    RecomputeResult result;
+    if (s.ok()) {
+      result = RecomputePartition(engine_, *planner_, *clock_, id, *spec, task);
+      if (observer_ != nullptr) {
+        observer_->OnPartitionAttempt(result.status.ok(), result.took);
+      }
+      s = result.status;
+      if (s.ok()) {
+        CrashPoint("stage.before_checkpoint");
+        s = Persist(Storage::kStateStore,
+                    absl::StrCat("checkpointing ", task.dataset, "/",
+                                 task.partition, " of ", id),
+                    [&] { return store_->UpdateTask(result.task); });
+      }
+      task = result.task;
+    }
+    if (s.ok()) {
+      done = true;
+    } else if (Stopping()) {
+      // Interrupted by a shutdown: not an attempt; it runs after a restart.
+      task.state = TaskState::kPending;
+      --task.attempts;
+      task.last_error = "interrupted by shutdown";
+      store_->UpdateTask(task).IgnoreError();
+    } else if (Transient(s)) {
+      // The warehouse's storage failed (a full disk, an I/O error): not the
+      // partition's fault; wait and try again without spending an attempt.
+      if (observer_ != nullptr) {
+        observer_->OnStorageFailing(Storage::kWarehouse,
+                                    absl::StrCat("staging ", task.dataset, "/",
+                                                 task.partition, " of ", id),
+                                    s);
+      }
+      task.state = TaskState::kPending;
+      --task.attempts;
+      task.last_error = std::string(s.message());
+      store_->UpdateTask(task).IgnoreError();
+      clock_->SleepFor(options_.max_backoff / 6);
+    } else {
+      task.last_error = std::string(s.message());
+      const bool again = Retryable(s) && task.attempts < options_.max_attempts;
+      task.state = again ? TaskState::kPending : TaskState::kFailed;
+      // Best effort: a failure to record reruns the partition at recovery.
+      store_->UpdateTask(task).IgnoreError();
+      if (again) {
+        if (!Stopping())
+          clock_->SleepFor(options_.retry_backoff * task.attempts);
+      } else {
+        failed = true;
+        FailJob(job,
+                absl::StrCat("partition ", task.partition, " of ", task.dataset,
+                             " failed after ",
+                             Plural(task.attempts, "attempt", "attempts"),
+                             ", nothing was published: ", task.last_error));
+      }
+    }
+  }
+
+  bool settle;
+  {
+    absl::MutexLock lock(&mu_);
+    if (spec != nullptr) {
+      job->tasks[index] = task;
+    } else {
+      job->tasks[index].state = TaskState::kPending;  // never ran
+    }
+    TaskGraph& graph = *job->graph;
+    if (done) {
+      graph.Done(index);
+    } else if (failed) {
+      graph.Fail(index);
+    } else {
+      graph.Return(index);
+    }
+    if (job->phase != Phase::kRunning) graph.ClearReady();
+    --job->running_tasks;
+    --in_flight_;
+    --dataset_running_[job->tasks[index].dataset];
+    if (job->phase == Phase::kRunning && graph.AllDone() &&
+        job->running_tasks == 0) {
+      job->phase = Phase::kFinishing;
+      ++job->busy;
+      SubmitLocked([this, id] { Finish(id); });
+    }
+    ReleaseLocked(job);
+    settle = TakeSettleLocked(job);
+    NotifyLocked(id);
+    PumpLocked();
+  }
+  if (settle) Settle(job);
+}
+
+void JobRunner::Settle(Active* job) {
+  const std::string id = job->job.id;
+  Phase from;
+  double estimate;
+  {
+    absl::MutexLock lock(&mu_);
+    from = job->settling_from;
+    estimate = job->job.plan.cost.backfill;
+  }
+  const bool cancelled = from == Phase::kCancelling;
+  if (!cancelled) {
+    // FailJob could not record the failure: try until it is recorded (a
+    // job never leaves memory, nor releases its partitions, before).
+    absl::Status s = Move(job, JobState::kFailed, job->failure, std::nullopt);
+    if (!s.ok()) {
+      absl::MutexLock lock(&mu_);
+      job->phase = Phase::kFailing;  // recovery records it after a restart
+      ReleaseLocked(job);
+      return;
+    }
+    // Tasks interrupted by the failure run again on a retry; staging and
+    // pins are kept for it.
+    Persist(Storage::kStateStore, absl::StrCat("settling the tasks of ", id),
+            [&] {
+              return store_
+                  ->UpdateTasksInState(id, {TaskState::kRunning},
+                                       TaskState::kPending, clock_->Now())
+                  .status();
+            })
+        .IgnoreError();
+    ReportFinished(id, JobState::kFailed, estimate);
+    absl::MutexLock lock(&mu_);
+    EndLocked(job, Phase::kHeld);
+    ReleaseLocked(job);
+    PumpLocked();
+    return;
+  }
+  // Cancelled: tasks first, staging last; a crash in between leaves staging
+  // that the next start sweeps.
+  Persist(Storage::kStateStore, absl::StrCat("cancelling the tasks of ", id),
+          [&] {
+            return store_
+                ->UpdateTasksInState(id,
+                                     {TaskState::kPending, TaskState::kRunning,
+                                      TaskState::kStaged, TaskState::kFailed},
+                                     TaskState::kCancelled, clock_->Now())
+                .status();
+          })
+      .IgnoreError();
+  engine_->DropStaging(id).IgnoreError();
+  ReportFinished(id, JobState::kCancelled, estimate);
+  absl::MutexLock lock(&mu_);
+  EndLocked(job, Phase::kDone);
+  ReleaseLocked(job);
+  PumpLocked();
+}
+
+absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
+  *done = false;
+  JobLayout layout;
+  std::vector<PartitionTask> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    layout = job->layout;
+    tasks = job->tasks;
+  }
+  ASSIGN_OR_RETURN(ValidationOutcome outcome,
+                   ValidateStaging(engine_, layout, tasks));
+  CrashPoint("validate");
+  int rounds;
+  {
+    absl::MutexLock lock(&mu_);
+    rounds = job->restage_rounds;
+  }
+  if (!outcome.lost.empty() && outcome.failures.empty() &&
+      rounds < options_.max_restage_rounds) {
+    // Staged rows vanished after their checkpoints (the warehouse lost
+    // writes): recompute those partitions and what read them.
+    std::vector<size_t> reopen;
+    {
+      absl::MutexLock lock(&mu_);
+      ++job->restage_rounds;
+      TaskGraph copy = *job->graph;
+      copy.Reopen(outcome.lost);
+      for (size_t i = 0; i < copy.size(); ++i) {
+        if (copy.task(i).state == TaskGraph::Node::kPending &&
+            job->graph->task(i).state == TaskGraph::Node::kDone) {
+          reopen.push_back(i);
+        }
+      }
+    }
+    for (size_t i : reopen) {
+      PartitionTask t = tasks[i];
+      t.state = TaskState::kPending;
+      t.attempts = 0;
+      t.last_error = "its staged rows were lost after the checkpoint";
+      RETURN_IF_ERROR(Persist(Storage::kStateStore, "reopening a partition",
+                              [&] { return store_->UpdateTask(t); }));
+      tasks[i] = t;
+    }
+    RETURN_IF_ERROR(
+        Move(job, JobState::kRunning,
+             absl::StrCat(Plural(static_cast<int64_t>(outcome.lost.size()),
+                                 "partition", "partitions"),
+                          " lost staged rows after their checkpoints (",
+                          outcome.lost_summary, "); recomputing ",
+                          Plural(static_cast<int64_t>(reopen.size()),
+                                 "partition", "partitions")),
+             Phase::kFinishing));
+    absl::MutexLock lock(&mu_);
+    for (size_t i : reopen) job->tasks[i] = tasks[i];
+    job->graph->Reopen(outcome.lost);
+    job->phase = Phase::kRunning;
+    *done = true;
+    return absl::OkStatus();
+  }
+  if (!outcome.failures.empty() || !outcome.lost.empty()) {
+    std::vector<std::string> failures = outcome.failures;
+    if (!outcome.lost.empty()) {
+      failures.push_back(absl::StrCat(
+          "staging does not hold what the partition checkpoints recorded (",
+          outcome.lost_summary, ")",
+          rounds > 0 ? absl::StrCat(" even after recomputing them ",
+                                    Plural(rounds, "time", "times"))
+                     : std::string(),
+          "; staged rows were lost or changed after their checkpoints"));
+    }
+    const std::string message =
+        absl::StrCat("validation failed, nothing was published: ",
+                     absl::StrJoin(failures, "; "));
+    RETURN_IF_ERROR(
+        Move(job, JobState::kValidationFailed, message, Phase::kFinishing));
+    double estimate;
+    {
+      absl::MutexLock lock(&mu_);
+      estimate = job->job.plan.cost.backfill;
+    }
+    ReportFinished(job->job.id, JobState::kValidationFailed, estimate);
+    absl::MutexLock lock(&mu_);
+    EndLocked(job, Phase::kHeld);
+    *done = true;
+    return absl::OkStatus();
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    job->validated = true;
+  }
+  int64_t total;
+  size_t datasets;
+  {
+    absl::MutexLock lock(&mu_);
+    total = static_cast<int64_t>(job->tasks.size());
+    datasets = job->layout.items.size();
+  }
+  return Move(
+      job, JobState::kPublishing,
+      absl::StrCat("publishing ", Plural(total, "partition", "partitions"),
+                   " of ", datasets, " dataset(s) in one transaction"),
+      Phase::kFinishing);
+}
+
+absl::Status JobRunner::PublishJob(Active* job) {
+  const std::string id = job->job.id;
+  // Reads are retried: a transient error must not fail a job that may have
+  // committed already.
+  bool published = false;
+  RETURN_IF_ERROR(Persist(Storage::kWarehouse, "reading publication markers",
+                          [&]() -> absl::Status {
+                            ASSIGN_OR_RETURN(published,
+                                             engine_->IsPublished(id));
+                            return absl::OkStatus();
+                          }));
+  bool complete, validated;
+  JobLayout layout;
+  {
+    absl::MutexLock lock(&mu_);
+    complete = job->layout_complete;
+    validated = job->validated;
+    layout = job->layout;
+  }
+  if (!published) {
+    if (!complete) {
+      return absl::FailedPreconditionError(
+          "a dataset of the job is no longer in the loaded pipelines");
+    }
+    if (!validated) {
+      // Resumed into PUBLISHING: check the staging again first.
+      std::vector<PartitionTask> tasks;
+      {
+        absl::MutexLock lock(&mu_);
+        tasks = job->tasks;
+      }
+      ASSIGN_OR_RETURN(ValidationOutcome outcome,
+                       ValidateStaging(engine_, layout, tasks));
+      if (!outcome.failures.empty() || !outcome.lost.empty()) {
+        std::vector<std::string> failures = outcome.failures;
+        if (!outcome.lost.empty()) {
+          failures.push_back(absl::StrCat("staged rows were lost (",
+                                          outcome.lost_summary, ")"));
+        }
+        return absl::DataLossError(
+            absl::StrCat("staging changed before publishing: ",
+                         absl::StrJoin(failures, "; ")));
+      }
+    }
+    RETURN_IF_ERROR(Persist(Storage::kWarehouse,
+                            absl::StrCat("publishing job ", id),
+                            [&] { return engine_->Publish(layout); }));
+  }
+  CrashPoint("publish.before_record");
+
+  // The warehouse has committed: record it, retrying until it is recorded
+  // (or the runner stops; recovery then finds the publication marker).
+  std::map<std::string, std::string> versions;
+  Job copy;
+  {
+    absl::MutexLock lock(&mu_);
+    copy = job->job;
+  }
+  for (const DatasetPlan& dp : copy.plan.datasets) {
+    versions[dp.dataset] = dp.transform_version;
+  }
+  absl::MutexLock transition(&job->transition_mu);
+  JobState from;
+  {
+    absl::MutexLock lock(&mu_);
+    from = job->state;
+  }
+  std::string message;
+  absl::Status s = Persist(
+      Storage::kStateStore, absl::StrCat("recording the publication of ", id),
+      [&]() -> absl::Status {
+        // Lineage from the checkpoints (the store's copy is authoritative
+        // after a restart).
+        ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks,
+                         store_->ListTasks(id));
+        int64_t rows = 0;
+        const absl::Time now = clock_->Now();
+        std::vector<LineageRecord> lineage =
+            LineageOf(copy, tasks, versions, now, &rows);
+        message = absl::StrCat("published ",
+                               Plural(static_cast<int64_t>(lineage.size()),
+                                      "partition", "partitions"),
+                               " (", rows, " rows) atomically");
+        return store_->RecordPublication(id, lineage, JobState::kConfirming,
+                                         message, now);
+      });
+  if (!s.ok()) {
+    // FAILED_PRECONDITION: the store holds the job in another state, which
+    // retrying cannot change; leave it to recovery.
+    return absl::CancelledError(s.message());
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    job->state = JobState::kConfirming;
+    job->job.message = message;
+    NotifyLocked(id);
+  }
+  if (observer_ != nullptr) {
+    observer_->OnJobTransition(id, from, JobState::kConfirming, message);
+  }
+  return absl::OkStatus();
+}
+
+void JobRunner::Finish(const std::string& id) {
+  Active* job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job == nullptr) return;
+  }
+  absl::Status s = Load(job);
+  JobState state;
+  auto current = [&] {
+    absl::MutexLock lock(&mu_);
+    return job->state;
+  };
+  state = current();
+  if (s.ok() && (state == JobState::kQueued || state == JobState::kRunning)) {
+    int64_t total;
+    {
+      absl::MutexLock lock(&mu_);
+      total = static_cast<int64_t>(job->tasks.size());
+    }
+    s = Move(job, JobState::kValidating,
+             absl::StrCat("validating ", Plural(total, "staged partition",
+                                                "staged partitions")),
+             Phase::kFinishing);
+  }
+  if (s.ok() && current() == JobState::kValidating) {
+    bool done = false;
+    s = ValidateJob(job, &done);
+    if (s.ok() && done) {
+      absl::MutexLock lock(&mu_);
+      ReleaseLocked(job);
+      PumpLocked();
+      return;
+    }
+  }
+  if (s.ok() && current() == JobState::kPublishing) {
+    s = PublishJob(job);
+    // Committed but not recorded (stopping): recovery records it.
+    if (s.code() == absl::StatusCode::kCancelled) {
+      absl::MutexLock lock(&mu_);
+      ReleaseLocked(job);
+      return;
+    }
+  }
+  if (s.ok() && current() == JobState::kConfirming) {
+    CrashPoint("confirm");
+    JobLayout layout;
+    {
+      absl::MutexLock lock(&mu_);
+      layout = job->layout;
+    }
+    absl::StatusOr<ConfirmOutcome> outcome = ConfirmDownstream(layout);
+    if (!outcome.ok()) {
+      s = outcome.status();
+    } else {
+      // Published: from here the job only goes forward. Leftover staging is
+      // harmless and swept at the next start.
+      engine_->DropStaging(id).IgnoreError();
+      s = Move(job,
+               outcome->healthy ? JobState::kSucceeded
+                                : JobState::kDownstreamUnhealthy,
+               outcome->message, Phase::kFinishing);
+      if (s.ok()) {
+        double estimate;
+        JobState end;
+        {
+          absl::MutexLock lock(&mu_);
+          estimate = job->job.plan.cost.backfill;
+          end = job->state;
+        }
+        ReportFinished(id, end, estimate);
+        absl::MutexLock lock(&mu_);
+        EndLocked(job, Phase::kDone);
+        ReleaseLocked(job);
+        PumpLocked();
+        return;
+      }
+    }
+  }
+  if (!s.ok() && Stopping()) {  // interrupted: recovery resumes it
+    absl::MutexLock lock(&mu_);
+    ReleaseLocked(job);
+    return;
+  }
+  if (!s.ok()) {
+    // Only reached before the warehouse committed: nothing was published.
+    // The staging is kept: a retry validates and publishes it again.
+    const JobState from = current();
+    absl::Status moved =
+        Move(job, JobState::kFailed,
+             absl::StrCat("failed while ", JobStateName(from),
+                          ", nothing was published: ", s.message()),
+             Phase::kFinishing);
+    double estimate;
+    {
+      absl::MutexLock lock(&mu_);
+      estimate = job->job.plan.cost.backfill;
+    }
+    if (moved.ok()) ReportFinished(id, JobState::kFailed, estimate);
+    absl::MutexLock lock(&mu_);
+    if (moved.ok()) EndLocked(job, Phase::kHeld);
+    ReleaseLocked(job);
+    PumpLocked();
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  ReleaseLocked(job);
+  PumpLocked();
+}
+
+// ---------------------------------------------------------------------------
+// Decisions
+
+void JobRunner::RestorePhaseLocked(Active* job, Phase before) {
+  job->phase = before;
+  if (before == Phase::kPreparing && job->busy == 0) {
+    // The preparation ended meanwhile (and left the phase alone).
+    job->phase = job->prepared ? Phase::kRunning : Phase::kWaiting;
+  }
+  if (job->phase == Phase::kRunning && job->graph) job->graph->Requeue();
+}
+
+absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,
+                                      const std::string& reason) {
+  Active* job = nullptr;
+  Phase before = Phase::kWaiting;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job != nullptr) {
+      before = job->phase;
+      switch (job->phase) {
+        case Phase::kWaiting:
+        case Phase::kPreparing:
+        case Phase::kRunning:
+        case Phase::kPaused:
+        case Phase::kHeld:
+          job->phase = Phase::kCancelling;
+          if (job->graph) job->graph->ClearReady();
+          break;
+        case Phase::kCancelling:
+        case Phase::kSettling:
+        case Phase::kDone:
+          job = nullptr;  // already ending: answer with the job
+          break;
+        case Phase::kFinishing:
+          return absl::FailedPreconditionError(absl::StrCat(
+              "job ", id, " is ", JobStateName(job->state),
+              ": every partition is staged and it is being validated or "
+              "published; it can no longer be cancelled"));
+        case Phase::kFailing:
+          return absl::FailedPreconditionError(
+              absl::StrCat("job ", id, " is failing (", job->failure,
+                           "); cancel it once it is FAILED"));
+      }
+    }
+  }
+  if (job == nullptr) {
+    ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+    if (stored.state == JobState::kCancelled || !IsTerminal(stored.state)) {
+      return stored;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is already ", JobStateName(stored.state),
+                     stored.state == JobState::kFailed ||
+                             stored.state == JobState::kValidationFailed
+                         ? " and kept no staging"
+                         : "",
+                     "; there is nothing to cancel"));
+  }
+  absl::Status moved =
+      Move(job, JobState::kCancelled,
+           reason.empty() ? "cancelled" : absl::StrCat("cancelled: ", reason),
+           Phase::kCancelling);
+  bool settle = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!moved.ok()) {
+      // Not recorded: the job goes on as before.
+      RestorePhaseLocked(job, before);
+      PumpLocked();
+    } else {
+      settle = TakeSettleLocked(job);
+    }
+  }
+  if (!moved.ok()) return moved;
+  if (settle) Settle(job);
+  return store_->GetJob(id);
+}
+
+absl::StatusOr<Job> JobRunner::Pause(const std::string& id,
+                                     const std::string& reason) {
+  Active* job = nullptr;
+  Phase before;
+  int running = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job == nullptr) {
+      ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", JobStateName(stored.state),
+                       "; only queued or running jobs can be paused"));
+    }
+    before = job->phase;
+    switch (job->phase) {
+      case Phase::kWaiting:
+      case Phase::kPreparing:
+      case Phase::kRunning:
+        job->phase = Phase::kPaused;
+        if (job->graph) job->graph->ClearReady();
+        running = job->running_tasks;
+        break;
+      case Phase::kPaused:
+        job = nullptr;  // already paused: answer with the job
+        break;
+      default:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " is ", JobStateName(job->state),
+            job->phase == Phase::kFinishing
+                ? ": every partition is staged and it is being validated or "
+                  "published; it can no longer be paused"
+                : "; only queued or running jobs can be paused"));
+    }
+  }
+  if (job == nullptr) return store_->GetJob(id);
+  absl::Status moved = Move(
+      job, JobState::kPaused,
+      absl::StrCat(
+          "paused", reason.empty() ? "" : ": ", reason,
+          running > 0
+              ? absl::StrCat(" (", Plural(running, "partition", "partitions"),
+                             " finishing)")
+              : ""),
+      Phase::kPaused);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!moved.ok() && job->phase == Phase::kPaused) {
+      RestorePhaseLocked(job, before);
+    }
+    PumpLocked();
+  }
+  if (!moved.ok()) return moved;
+  return store_->GetJob(id);
+}
+
+absl::StatusOr<Job> JobRunner::Resume(const std::string& id,
+                                      const std::string& reason) {
+  Active* job = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job == nullptr || job->phase != Phase::kPaused) {
+      JobState state = job != nullptr ? job->state : JobState::kQueued;
+      if (job == nullptr) {
+        ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+        state = stored.state;
+      }
+      if (state == JobState::kQueued || state == JobState::kRunning) {
+        return store_->GetJob(id);  // not paused: nothing to resume
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", JobStateName(state),
+                       "; only a paused job can be resumed"));
+    }
+  }
+  RETURN_IF_ERROR(
+      Move(job, JobState::kQueued,
+           absl::StrCat("resumed", reason.empty() ? "" : ": ", reason,
+                        "; continuing from its checkpoints"),
+           Phase::kPaused));
+  {
+    absl::MutexLock lock(&mu_);
+    if (job->phase == Phase::kPaused) {
+      job->phase = Phase::kWaiting;
+      job->waiting_message.clear();
+    }
+    PumpLocked();
+  }
+  return store_->GetJob(id);
+}
+
+absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
+                                     const std::string& reason) {
+  Active* job = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job != nullptr && job->phase == Phase::kHeld &&
+        job->state == JobState::kFailed) {
+      job->phase = Phase::kSettling;  // reserved for the retry
+      ++job->busy;
+    } else if (job != nullptr) {
+      const JobState state = job->state;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", JobStateName(state),
+          state == JobState::kValidationFailed
+              ? ": its partitions were all recomputed and failed validation; "
+                "running them again gives the same result. Fix the data or "
+                "the transform and submit a new backfill"
+              : "; only a FAILED job can be retried"));
+    }
+  }
+  if (job == nullptr) {
+    ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+    if (stored.state == JobState::kFailed) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id,
+          " failed and kept no staging to retry with (it was superseded, or "
+          "could not be resumed after a restart): submit a new backfill"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(stored.state),
+                     "; only a FAILED job can be retried"));
+  }
+  {
+    // A retry that would fail the same way is refused up front.
+    Job copy;
+    {
+      absl::MutexLock lock(&mu_);
+      copy = job->job;
+      copy.state = job->state;
+    }
+    bool complete = true;
+    absl::StatusOr<JobLayout> layout = LayoutOf(copy, &complete);
+    if (!layout.ok()) {
+      absl::MutexLock lock(&mu_);
+      job->phase = Phase::kHeld;
+      ReleaseLocked(job);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " cannot be retried: ", layout.status().message()));
+    }
+  }
+  absl::StatusOr<Job> progress = store_->GetJobProgress(id);
+  const int64_t again = progress.ok()
+                            ? progress->counts.total - progress->counts.staged -
+                                  progress->counts.published
+                            : 0;
+  const int64_t kept = progress.ok() ? progress->counts.staged : 0;
+  const std::string message = absl::StrCat(
+      "retrying", reason.empty() ? "" : absl::StrCat(" (", reason, ")"), ": ",
+      Plural(again, "partition runs", "partitions run"), " again, ",
+      Plural(kept, "staged partition is", "staged partitions are"), " kept");
+  absl::Status s;
+  {
+    absl::MutexLock transition(&job->transition_mu);
+    s = Persist(Storage::kStateStore, absl::StrCat("retrying job ", id), [&] {
+      return store_
+          ->RetryJob(id, JobState::kFailed, JobState::kQueued, message,
+                     clock_->Now())
+          .status();
+    });
+  }
+  if (!s.ok()) {
+    absl::MutexLock lock(&mu_);
+    job->phase = Phase::kHeld;
+    ReleaseLocked(job);
+    return s;
+  }
+  if (observer_ != nullptr) {
+    observer_->OnJobTransition(id, JobState::kFailed, JobState::kQueued,
+                               message);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    job->state = JobState::kQueued;
+    job->job.message = message;
+    job->loaded = false;
+    job->prepared = false;
+    job->validated = false;
+    job->restage_rounds = 0;
+    job->failure.clear();
+    job->waiting_message.clear();
+    job->phase = Phase::kWaiting;
+    // Behind every job admitted meanwhile.
+    admission_.Add(id, ScopeOf(job->job.plan));
+    ReleaseLocked(job);
+    NotifyLocked(id);
+    PumpLocked();
+  }
+  return store_->GetJob(id);
+}
+
+absl::StatusOr<Job> JobRunner::WaitForChange(const std::string& id,
+                                             uint64_t* version,
+                                             absl::Time deadline) {
+  uint64_t current;
+  {
+    absl::MutexLock lock(&mu_);
+    auto current_version = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      auto it = versions_.find(id);
+      return it == versions_.end() ? uint64_t{1} : it->second;
+    };
+    while (*version != 0 && current_version() <= *version && !stopping_) {
+      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+    }
+    current = current_version();
+  }
+  // The first read is the whole job; later ones are progress updates.
+  ASSIGN_OR_RETURN(
+      Job job, *version == 0 ? store_->GetJob(id) : store_->GetJobProgress(id));
+  *version = current;
+  return job;
+}
+
+}  // namespace backfill

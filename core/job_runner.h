@@ -1,0 +1,224 @@
+// JobRunner: runs admitted jobs through the playbook on a worker pool —
+// prepare staging and pins, recompute partitions (recompute_step.h) with a
+// durable checkpoint each, validate (validate_step.h), publish atomically
+// and record lineage (publish_step.h), confirm (confirm_step.h) — and
+// carries out the operators' decisions: pause, resume, retry, cancel.
+//
+// Pieces it composes:
+//   Admission      which job may start: per partition, jobs run one at a
+//                  time in admission order; jobs held for a decision are
+//                  superseded by newer overlapping jobs
+//   TaskGraph      per job: dependencies between its tasks, ready queue
+//   job_state_machine.h  every move is one of the table's
+// Dispatch: free workers go to the runnable job with the highest priority,
+// then to the one with the fewest partitions running (so a small urgent job
+// is never starved by a huge one), within the job's and each dataset's
+// max_parallel.
+//
+// Durability: every state change and checkpoint is written to the state
+// store before it takes effect in memory. A write that fails for a reason
+// that may pass (disk full, I/O error, busy) is retried with backoff (the
+// injected clock's SleepFor) and reported to the observer; a job never
+// leaves memory — and so keeps its partitions — before its end is recorded.
+// A partition whose staging write finds the warehouse full waits and tries
+// again without spending an attempt.
+//
+// Recovery: Start() resumes what the store holds unfinished: queued and
+// running jobs continue from their checkpoints, paused ones stay paused,
+// jobs past validation finish, jobs held for a decision (with staging) stay
+// held.
+//
+// Ownership: owns its worker pool and its in-memory jobs; does not own the
+// catalog, store, engine, planner, clock or observer, which must outlive it.
+// Thread-safe: every public method may be called from any thread.
+
+#ifndef BACKFILL_CORE_JOB_RUNNER_H_
+#define BACKFILL_CORE_JOB_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/admission.h"
+#include "core/catalog.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/job.h"
+#include "core/job_observer.h"
+#include "core/planner.h"
+#include "core/state_store.h"
+#include "core/task_graph.h"
+#include "core/worker_pool.h"
+
+namespace backfill {
+
+struct RunnerOptions {
+  int workers = 2;       // partitions recomputed at once, over all jobs
+  int max_attempts = 3;  // per partition task (failures of the warehouse's
+                         // storage, such as a full disk, do not count)
+  absl::Duration retry_backoff = absl::Milliseconds(100);  // first wait
+  absl::Duration max_backoff = absl::Seconds(30);
+  // How many times a job recomputes partitions whose staged rows were lost
+  // after their checkpoints before it gives up (VALIDATION_FAILED).
+  int max_restage_rounds = 2;
+};
+
+class JobRunner {
+ public:
+  JobRunner(const Catalog* catalog, StateStore* store, Engine* engine,
+            const Planner* planner, const Clock* clock, JobObserver* observer,
+            RunnerOptions options);
+  ~JobRunner();  // calls Shutdown()
+
+  JobRunner(const JobRunner&) = delete;
+  JobRunner& operator=(const JobRunner&) = delete;
+
+  // Resumes what the store holds unfinished and starts scheduling.
+  absl::Status Start();
+  // Stops taking work, lets running closures finish (partitions checkpoint)
+  // and joins the pool. Unfinished jobs resume at the next Start().
+  void Shutdown();
+
+  // OK while running; UNAVAILABLE before Start() and once stopping.
+  absl::Status Accepting();
+
+  // A job the store has just created (QUEUED): admitted after every job
+  // admitted so far; it starts as soon as no earlier job holds one of its
+  // partitions.
+  void Admit(const Job& job);
+
+  // Jobs that hold partitions of `plan` (a job submitted with it would wait
+  // for them), in admission order, skipping jobs submitted with
+  // `own_key` (a repeated submit); `conflicts` gets up to `max` shared
+  // partitions.
+  std::vector<Admission::Overlap> Blocking(const Plan& plan,
+                                           const std::string& own_key,
+                                           std::vector<Conflict>* conflicts,
+                                           size_t max);
+  // "bf-3 (RUNNING, 12 shared partitions)" for messages.
+  std::string Describe(const std::vector<Admission::Overlap>& overlaps);
+
+  // The operators' decisions. Each returns the job as stored afterwards.
+  // Cancel: a queued, running, paused or held job ends CANCELLED, its
+  // staging dropped (cancelling a cancelled job returns it). Pause: a queued
+  // or running job stops starting partitions (running ones finish and
+  // checkpoint) and keeps its partitions. Resume: a paused job continues
+  // from its checkpoints. Retry: a FAILED job that kept its staging runs its
+  // failed (and never-run) partitions again, keeping the staged ones and
+  // its pinned inputs.
+  absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason);
+  absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason);
+  absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason);
+  absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason);
+
+  // Blocks until the job changes after `*version` (0: returns at once) or
+  // `deadline` passes; returns the job (whole when `*version` was 0,
+  // progress only otherwise) and sets `*version`.
+  absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
+                                    absl::Time deadline);
+
+ private:
+  struct Active;
+  enum class Phase {
+    kWaiting,     // QUEUED: admitted, waiting for earlier overlapping jobs
+    kPreparing,   // staging and pins are being prepared
+    kRunning,     // partitions are dispatched
+    kPaused,      // PAUSED: nothing starts; running partitions finish
+    kFinishing,   // validating, publishing, confirming
+    kFailing,     // a partition failed for good: draining
+    kCancelling,  // cancelled: draining
+    kSettling,    // drained; its end is being written
+    kHeld,        // FAILED (staging kept) or VALIDATION_FAILED
+    kDone,        // ended; forgotten once no closure uses it
+  };
+
+  // --- Steps, run on pool threads without mu_ ---
+  void Prepare(const std::string& id);
+  void RunTask(const std::string& id, size_t index);
+  void Finish(const std::string& id);
+  // Validate / publish / confirm for Finish; OK when the job moved on as it
+  // should (or was left for recovery: CANCELLED status).
+  absl::Status ValidateJob(Active* job, bool* done);
+  absl::Status PublishJob(Active* job);
+  void Settle(Active* job);
+  void Supersede(Active* held, const std::string& by);
+  // Loads tasks, layout and graph for a job (once).
+  absl::Status Load(Active* job);
+  absl::StatusOr<JobLayout> LayoutOf(const Job& job, bool* complete) const;
+
+  // Records `to` (store first, retried while storage fails, then memory,
+  // then the observer), if the job is still in `required` phase; ABORTED
+  // otherwise. Serialized per job.
+  absl::Status Move(Active* job, JobState to, const std::string& message,
+                    std::optional<Phase> required) ABSL_LOCKS_EXCLUDED(mu_);
+  // A partition failed for good: the job fails (once).
+  void FailJob(Active* job, const std::string& failure)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `write` until it succeeds, fails for good (not a storage failure
+  // that may pass), or the runner stops (CANCELLED).
+  absl::Status Persist(JobObserver::Storage storage, const std::string& what,
+                       const std::function<absl::Status()>& write);
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // --- Under mu_ ---
+  Active* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts waiting jobs that are free to start, then dispatches tasks.
+  void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True (once) when a failing or cancelled job has drained: the caller
+  // then runs Settle outside the lock.
+  bool TakeSettleLocked(Active* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Undoes a decision that could not be recorded.
+  void RestorePhaseLocked(Active* job, Phase before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A closure of the job ended: forgets a done job once idle.
+  void ReleaseLocked(Active* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job ended (SUCCEEDED, CANCELLED) or is held: leaves admission (or
+  // stops blocking), reports to the observer via `finished`.
+  void EndLocked(Active* job, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifyLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SubmitLocked(std::function<void()> fn)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DescribeLocked(const std::vector<Admission::Overlap>& overlaps)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReportFinished(const std::string& id, JobState state, double estimate)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops staging left by jobs that ended (a crash between their end and
+  // the cleanup).
+  void SweepOrphans();
+
+  const Catalog* const catalog_;
+  StateStore* const store_;
+  Engine* const engine_;
+  const Planner* const planner_;
+  const Clock* const clock_;
+  JobObserver* const observer_;
+  const RunnerOptions options_;
+
+  absl::Mutex mu_;
+  absl::CondVar changed_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::unique_ptr<Active>> jobs_ ABSL_GUARDED_BY(mu_);
+  Admission admission_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // partition tasks running
+  std::map<std::string, int> dataset_running_ ABSL_GUARDED_BY(mu_);
+  uint64_t dispatch_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_version_ ABSL_GUARDED_BY(mu_) = 2;
+
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_JOB_RUNNER_H_

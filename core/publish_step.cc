@@ -1,0 +1,34 @@
+#include "core/publish_step.h"
+
+#include <utility>
+
+namespace backfill {
+
+std::vector<LineageRecord> LineageOf(
+    const Job& job, const std::vector<PartitionTask>& tasks,
+    const std::map<std::string, std::string>& versions, absl::Time now,
+    int64_t* rows) {
+  std::vector<LineageRecord> lineage;
+  *rows = 0;
+  for (const PartitionTask& t : tasks) {
+    if (t.state != TaskState::kStaged) continue;
+    LineageRecord r;
+    r.dataset = t.dataset;
+    r.partition = t.partition;
+    r.job_id = job.id;
+    auto v = versions.find(t.dataset);
+    if (v != versions.end()) r.transform_version = v->second;
+    r.inputs = t.inputs;
+    r.output_fingerprint = t.output_fingerprint;
+    r.row_count = t.rows_written;
+    r.reason = job.request.reason;
+    r.ticket = job.request.ticket;
+    r.requested_by = job.request.requested_by;
+    r.published_at = now;
+    *rows += t.rows_written;
+    lineage.push_back(std::move(r));
+  }
+  return lineage;
+}
+
+}  // namespace backfill

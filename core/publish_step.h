@@ -1,0 +1,28 @@
+// Publish step (step 5 of the playbook): the lineage a published job
+// leaves, built from its checkpoints. The atomic replacement itself is the
+// engine's Publish (one transaction for every dataset of the job); the job
+// runner calls it, then records this lineage in the state store, retrying
+// until it is recorded. Stateless; thread-safe.
+
+#ifndef BACKFILL_CORE_PUBLISH_STEP_H_
+#define BACKFILL_CORE_PUBLISH_STEP_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/job.h"
+
+namespace backfill {
+
+// One record per STAGED task; `versions` maps a dataset to the transform
+// version the job computed it with. `*rows` gets the rows published.
+std::vector<LineageRecord> LineageOf(
+    const Job& job, const std::vector<PartitionTask>& tasks,
+    const std::map<std::string, std::string>& versions, absl::Time now,
+    int64_t* rows);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_PUBLISH_STEP_H_

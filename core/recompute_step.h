@@ -1,0 +1,39 @@
+// Recompute step (step 3 of the playbook): one attempt at recomputing one
+// partition into staging. The engine runs the transform; this step times
+// it and turns the result into the task's checkpoint (the caller writes it
+// to the state store). Stateless; thread-safe.
+
+#ifndef BACKFILL_CORE_RECOMPUTE_STEP_H_
+#define BACKFILL_CORE_RECOMPUTE_STEP_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/catalog.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/job.h"
+#include "core/planner.h"
+
+namespace backfill {
+
+struct RecomputeResult {
+  // The task as it is after the attempt: STAGED with rows, fingerprints and
+  // inputs when `status` is OK; otherwise unchanged but for attempts,
+  // duration and update time.
+  PartitionTask task;
+  absl::Status status;
+  absl::Duration took;
+};
+
+// Stages `task` (its attempt counted already) of `dataset` for `job_id`.
+RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
+                                   const Clock& clock,
+                                   const std::string& job_id,
+                                   const DatasetSpec& dataset,
+                                   PartitionTask task);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_RECOMPUTE_STEP_H_

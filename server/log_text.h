@@ -1,0 +1,48 @@
+// LogText: free text (a job's reason or message, anything a client sent)
+// made safe to put inside one line of the daemon log. Control characters
+// (a newline would start a line of its own that looks like the daemon's),
+// ANSI escape sequences, bytes that are not UTF-8 and the invisible Unicode
+// characters that reorder or break lines are escaped; every other character,
+// ASCII or not, is kept as it is, so a reason in any language stays
+// readable. Very long values are truncated with a marker.
+//
+// Also the UTF-8 rule itself (InvalidUtf8Offset), which the request checks
+// of server/raw_request.h share.
+//
+// Pure functions over values: they own nothing, keep no state and are
+// thread-safe.
+
+#ifndef BACKFILL_SERVER_LOG_TEXT_H_
+#define BACKFILL_SERVER_LOG_TEXT_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace backfill {
+
+// What LogText() keeps of a value by default, in bytes of its output.
+inline constexpr size_t kLogTextMaxBytes = 1024;
+
+// `text` as one printable line:
+//   "\"                       -> "\\" (so that every escape is unambiguous)
+//   newline, CR, tab          -> "\n", "\r", "\t"
+//   other bytes < 0x20, 0x7f  -> "\xNN" (ESC, so ANSI sequences, -> "\x1b")
+//   bytes that are not UTF-8  -> "\xNN"
+//   U+0080..U+009F (C1 controls), U+2028, U+2029 (line and paragraph
+//   separators), U+200E, U+200F, U+202A..U+202E, U+2066..U+2069
+//   (bidirectional marks and overrides) -> "\uNNNN"
+// Everything else is copied. When the result would be longer than
+// `max_bytes`, it is cut at a character boundary and
+// "...[truncated, N bytes]" (N: the size of `text`) is appended.
+std::string LogText(std::string_view text, size_t max_bytes = kLogTextMaxBytes);
+
+// The offset of the first byte of `text` that is not part of well-formed
+// UTF-8, or std::string_view::npos when `text` is all UTF-8. Well-formed is
+// RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), the
+// rule protobuf applies to `string` fields.
+size_t InvalidUtf8Offset(std::string_view text);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_SERVER_LOG_TEXT_H_

@@ -1,0 +1,64 @@
+// ForwardingEngine: an Engine that passes every call to another engine, for
+// tests to override the calls they want to observe, hold back or make fail.
+// Does not own the inner engine. Thread-safe as the inner engine is.
+
+#ifndef BACKFILL_TESTS_TESTING_FORWARDING_ENGINE_H_
+#define BACKFILL_TESTS_TESTING_FORWARDING_ENGINE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+
+namespace backfill::testing {
+
+class ForwardingEngine : public Engine {
+ public:
+  explicit ForwardingEngine(Engine* inner) : inner_(inner) {}
+
+  absl::StatusOr<WarehouseInfo> Inspect() override { return inner_->Inspect(); }
+  absl::Status Claim(const std::string& store_id, bool take_over) override {
+    return inner_->Claim(store_id, take_over);
+  }
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) override {
+    return inner_->CountRowsByPartition(dataset);
+  }
+  absl::Status PrepareJob(const JobLayout& layout) override {
+    return inner_->PrepareJob(layout);
+  }
+  absl::StatusOr<StageResult> StagePartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition,
+      const std::vector<InputRef>& inputs) override {
+    return inner_->StagePartition(job_id, dataset, partition, inputs);
+  }
+  absl::StatusOr<ValidationReport> ValidateStaged(
+      const std::string& job_id, const DatasetSpec& dataset) override {
+    return inner_->ValidateStaged(job_id, dataset);
+  }
+  absl::StatusOr<bool> IsPublished(const std::string& job_id) override {
+    return inner_->IsPublished(job_id);
+  }
+  absl::Status Publish(const JobLayout& layout) override {
+    return inner_->Publish(layout);
+  }
+  absl::Status DropStaging(const std::string& job_id) override {
+    return inner_->DropStaging(job_id);
+  }
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
+    return inner_->ListJobsWithStaging();
+  }
+  void Interrupt() override { inner_->Interrupt(); }
+
+ protected:
+  Engine* inner() const { return inner_; }
+
+ private:
+  Engine* const inner_;
+};
+
+}  // namespace backfill::testing
+
+#endif  // BACKFILL_TESTS_TESTING_FORWARDING_ENGINE_H_
