@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/job_observer.h"
 #include "core/pipeline_loader.h"
+#include "core/warehouse_ownership.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -69,6 +70,36 @@ class Daemon::LoggingObserver final : public JobObserver {
  public:
   explicit LoggingObserver(JobObserver* next) : next_(next) {}
 
+  // The health service to mark NOT_SERVING while storage fails (nullptr:
+  // none, e.g. while shutting down).
+  void SetHealth(grpc::HealthCheckServiceInterface* health) {
+    absl::MutexLock lock(&mu_);
+    health_ = health;
+    UpdateHealthLocked();
+  }
+
+  void OnStorageFailing(Storage storage, const std::string& what,
+                        const absl::Status& status) override {
+    spdlog::error("{} write failing, retrying with backoff: {}: {}",
+                  StorageName(storage), LogText(what),
+                  LogText(status.ToString()));
+    {
+      absl::MutexLock lock(&mu_);
+      failing_[static_cast<int>(storage)] = true;
+      UpdateHealthLocked();
+    }
+    next_->OnStorageFailing(storage, what, status);
+  }
+  void OnStorageRecovered(Storage storage) override {
+    spdlog::info("{} writes work again", StorageName(storage));
+    {
+      absl::MutexLock lock(&mu_);
+      failing_[static_cast<int>(storage)] = false;
+      UpdateHealthLocked();
+    }
+    next_->OnStorageRecovered(storage);
+  }
+
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override {
     spdlog::info("job {}: {} -> {}: {}", LogText(job_id), JobStateName(from),
@@ -91,7 +122,20 @@ class Daemon::LoggingObserver final : public JobObserver {
   }
 
  private:
+  static const char* StorageName(Storage storage) {
+    return storage == Storage::kStateStore ? "state store" : "warehouse";
+  }
+  void UpdateHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (health_ == nullptr) return;
+    const bool serving = !failing_[0] && !failing_[1];
+    health_->SetServingStatus("", serving);
+    health_->SetServingStatus(kServiceName, serving);
+  }
+
   JobObserver* const next_;
+  absl::Mutex mu_;
+  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool failing_[2] ABSL_GUARDED_BY(mu_) = {false, false};
 };
 
 absl::StatusOr<Catalog> Daemon::LoadCatalog(const DaemonOptions& options) {
@@ -188,7 +232,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   store_ = *std::move(store);
 
-  // 3. Warehouse engine.
+  // 3. Warehouse engine. A warehouse the state store has published into
+  //    must exist: it is never silently created again.
   const WarehouseSpec& warehouse = catalog_->warehouse();
   if (warehouse.engine != "sqlite") {
     return absl::UnimplementedError(
@@ -199,14 +244,36 @@ absl::Status Daemon::Init(Catalog catalog) {
   const std::string warehouse_path =
       (wpath.is_absolute() ? wpath : fs::path(options_.data_dir) / wpath)
           .string();
-  absl::StatusOr<std::unique_ptr<SqliteEngine>> engine =
-      SqliteEngine::Open(warehouse_path, workers + 2);
+  absl::StatusOr<std::vector<std::string>> published =
+      JobsWithPublications(store_.get());
+  if (!published.ok()) {
+    return absl::Status(published.status().code(),
+                        absl::StrCat("cannot read state store ", state_path,
+                                     ": ", published.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<SqliteEngine>> engine = SqliteEngine::Open(
+      warehouse_path, workers + 2,
+      /*create_if_missing=*/published->empty() || options_.adopt_warehouse);
+  if (!engine.ok() && engine.status().code() == absl::StatusCode::kNotFound) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "warehouse ", warehouse_path, " does not exist, but state store ",
+        state_path, " records ", published->size(),
+        " jobs published into it (the last ", published->back(),
+        "): check --data-dir and the pipelines' warehouse path, or restore "
+        "the warehouse. backfilld does not create an empty warehouse in its "
+        "place; to start over with one, start once with --adopt-warehouse"));
+  }
   if (!engine.ok()) {
     return absl::Status(engine.status().code(),
                         absl::StrCat("cannot open warehouse ", warehouse_path,
                                      ": ", engine.status().message()));
   }
   engine_ = *std::move(engine);
+  absl::StatusOr<OwnershipResult> ownership = CheckAndClaimWarehouse(
+      store_.get(), engine_.get(), options_.adopt_warehouse, state_path,
+      warehouse_path);
+  if (!ownership.ok()) return ownership.status();
+  if (!ownership->adopted.empty()) spdlog::warn("{}", ownership->adopted);
 
   // 4. Metrics. Gauges read the store at scrape time.
   StateStore* store_ptr = store_.get();
@@ -265,6 +332,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     health->SetServingStatus("", true);
     health->SetServingStatus(kServiceName, true);
   }
+  observer_->SetHealth(health);
   listen_address_ = WithPort(options_.listen, port);
 
   spdlog::info(
@@ -291,6 +359,7 @@ void Daemon::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
   }
+  if (observer_ != nullptr) observer_->SetHealth(nullptr);
   if (server_ != nullptr) {
     spdlog::info("shutting down: stopping the gRPC server");
     if (grpc::HealthCheckServiceInterface* health =

@@ -47,6 +47,9 @@ struct DaemonOptions {
   // How long running partitions may take to finish after Shutdown() begins;
   // then their statements are interrupted (they rerun after a restart).
   absl::Duration drain_timeout = absl::Seconds(30);
+  // Let this state store take over the warehouse as it is, when the two do
+  // not belong together (see core/warehouse_ownership.h).
+  bool adopt_warehouse = false;
 };
 
 // The backfilld version ("0.1.0").

@@ -21,9 +21,11 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/crash_point.h"
 #include "server/daemon.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
+#include "storage/fault_vfs.h"
 
 int main(int argc, char** argv) {
   backfill::DaemonOptions options;
@@ -53,6 +55,10 @@ int main(int argc, char** argv) {
                  "before they are interrupted (they rerun after a restart)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("--adopt-warehouse", options.adopt_warehouse,
+               "Let this state store take over a warehouse that belongs to "
+               "another (or to no longer recorded jobs) as it is; see the "
+               "README before using it");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -77,6 +83,19 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // Test-only hooks, armed by environment variables (and inert without):
+  // storage faults (BACKFILL_TEST_FAULTS) and crash points
+  // (BACKFILL_TEST_CRASH_AT).
+  if (absl::Status s = backfill::sqlite::InstallFaultVfsFromEnvironment();
+      !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 1;
+  }
+  if (absl::Status s = backfill::ArmCrashPointsFromEnvironment(); !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 1;
+  }
 
   absl::StatusOr<backfill::Catalog> catalog =
       backfill::Daemon::LoadCatalog(options);

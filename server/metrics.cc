@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <atomic>
 #include <exception>
 #include <sstream>
 #include <utility>
@@ -41,7 +42,9 @@ prometheus::ClientMetric GaugeSample(std::string label, std::string value,
 // Collects the by-state gauges from a StoreStats at scrape time.
 class StatsCollector final : public prometheus::Collectable {
  public:
-  explicit StatsCollector(Metrics::StatsFn stats) : stats_(std::move(stats)) {}
+  StatsCollector(Metrics::StatsFn stats,
+                 const std::atomic<bool>* store_writes_failing)
+      : stats_(std::move(stats)), store_writes_failing_(store_writes_failing) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     absl::StatusOr<StoreStats> stats = stats_();
@@ -49,9 +52,10 @@ class StatsCollector final : public prometheus::Collectable {
     up.name = "backfill_state_store_up";
     up.help =
         "1 when the last scrape read the job and partition counts from the "
-        "state store, 0 when that failed.";
+        "state store and its writes are not failing, 0 otherwise.";
     up.type = prometheus::MetricType::Gauge;
-    up.metric.push_back(GaugeSample("", "", stats.ok() ? 1 : 0));
+    up.metric.push_back(GaugeSample(
+        "", "", stats.ok() && !store_writes_failing_->load() ? 1 : 0));
     if (!stats.ok()) {
       spdlog::warn("metrics: cannot read state store stats: {}",
                    LogText(stats.status().ToString()));
@@ -96,13 +100,41 @@ class StatsCollector final : public prometheus::Collectable {
 
  private:
   Metrics::StatsFn stats_;
+  const std::atomic<bool>* store_writes_failing_;
 };
+
+const char* StorageLabel(JobObserver::Storage storage) {
+  return storage == JobObserver::Storage::kStateStore ? "state_store"
+                                                      : "warehouse";
+}
 
 }  // namespace
 
 Metrics::Metrics(StatsFn stats, const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
-      stats_collector_(std::make_shared<StatsCollector>(std::move(stats))) {
+      stats_collector_(std::make_shared<StatsCollector>(
+          std::move(stats), &store_writes_failing_)) {
+  auto& failing =
+      prometheus::BuildGauge()
+          .Name("backfill_storage_failing")
+          .Help(
+              "1 while writes to the storage fail (disk full, I/O error) and "
+              "are being retried, else 0; storage is state_store or "
+              "warehouse.")
+          .Register(*registry_);
+  auto& errors = prometheus::BuildCounter()
+                     .Name("backfill_storage_write_errors_total")
+                     .Help(
+                         "Failed writes to the storage that were retried "
+                         "(disk full, I/O error, busy).")
+                     .Register(*registry_);
+  for (JobObserver::Storage storage :
+       {JobObserver::Storage::kStateStore, JobObserver::Storage::kWarehouse}) {
+    const int i = static_cast<int>(storage);
+    storage_failing_[i] = &failing.Add({{"storage", StorageLabel(storage)}});
+    storage_errors_[i] = &errors.Add({{"storage", StorageLabel(storage)}});
+  }
+
   transitions_ =
       &prometheus::BuildCounter()
            .Name("backfill_job_state_transitions_total")
@@ -205,6 +237,20 @@ void Metrics::OnJobTransition(const std::string& /*job_id*/, JobState from,
   const int t = static_cast<int>(to);
   if (f < 0 || f >= kJobStateCount || t < 0 || t >= kJobStateCount) return;
   transitions_->Add({{"from", Label(from)}, {"to", Label(to)}}).Increment();
+}
+
+void Metrics::OnStorageFailing(Storage storage, const std::string& /*what*/,
+                               const absl::Status& /*status*/) {
+  const int i = static_cast<int>(storage);
+  storage_failing_[i]->Set(1);
+  storage_errors_[i]->Increment();
+  if (storage == Storage::kStateStore) store_writes_failing_ = true;
+}
+
+void Metrics::OnStorageRecovered(Storage storage) {
+  const int i = static_cast<int>(storage);
+  storage_failing_[i]->Set(0);
+  if (storage == Storage::kStateStore) store_writes_failing_ = false;
 }
 
 void Metrics::OnPartitionAttempt(bool ok, absl::Duration duration) {

@@ -21,6 +21,7 @@
 #define BACKFILL_SERVER_METRICS_H_
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,7 @@ namespace prometheus {
 class Collectable;
 class Counter;
 class Exposer;
+class Gauge;
 template <typename T>
 class Family;
 class Histogram;
@@ -70,8 +72,13 @@ class Metrics final : public JobObserver {
   void OnPartitionAttempt(bool ok, absl::Duration duration) override;
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override;
+  void OnStorageFailing(Storage storage, const std::string& what,
+                        const absl::Status& status) override;
+  void OnStorageRecovered(Storage storage) override;
 
  private:
+  // Declared before the collector, which reads it.
+  std::atomic<bool> store_writes_failing_{false};
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> stats_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
@@ -86,6 +93,8 @@ class Metrics final : public JobObserver {
   prometheus::Histogram* partition_duration_ = nullptr;
   prometheus::Counter* cost_estimated_ = nullptr;
   prometheus::Counter* cost_actual_ = nullptr;
+  std::array<prometheus::Gauge*, 2> storage_failing_{};  // index: Storage
+  std::array<prometheus::Counter*, 2> storage_errors_{};
 };
 
 }  // namespace backfill
