@@ -35,7 +35,7 @@ struct ManagerOptions {
   int workers = 2;
   int max_attempts = 3;  // per partition task
   absl::Duration retry_backoff = absl::Milliseconds(100);
-  absl::Duration max_backoff = absl::Seconds(30);
+  absl::Duration max_backoff = absl::Seconds(10);
   PlannerLimits planner;
 };
 

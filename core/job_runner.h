@@ -66,7 +66,7 @@ struct RunnerOptions {
   int max_attempts = 3;  // per partition task (failures of the warehouse's
                          // storage, such as a full disk, do not count)
   absl::Duration retry_backoff = absl::Milliseconds(100);  // first wait
-  absl::Duration max_backoff = absl::Seconds(30);
+  absl::Duration max_backoff = absl::Seconds(10);
   // How many times a job recomputes partitions whose staged rows were lost
   // after their checkpoints before it gives up (VALIDATION_FAILED).
   int max_restage_rounds = 2;

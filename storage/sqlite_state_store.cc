@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
 #include "storage/sqlite_db.h"
@@ -287,13 +288,16 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   {
     absl::StatusOr<std::string> check = db->QueryText("PRAGMA quick_check");
     if (!check.ok() || *check != "ok") {
+      std::string what = check.ok() ? absl::StrCat("quick_check: ", *check)
+                                    : std::string(check.status().message());
+      absl::StrReplaceAll({{"\n", "; "}}, &what);
       return absl::DataLossError(absl::StrCat(
-          "state store ", path, " is damaged (",
-          check.ok() ? absl::StrCat("quick_check: ", *check)
-                     : std::string(check.status().message()),
+          "state store ", path, " is damaged (", what,
           "); backfilld does not write to it. Restore it from a backup "
           "(stop backfilld, replace the file and remove its -wal and -shm "
-          "files), or move it away to start with an empty state store"));
+          "files), or move it away and start once with --adopt-warehouse to "
+          "continue with an empty state store (the job history and lineage "
+          "it held are then lost)"));
     }
   }
   if (path != ":memory:" && !path.empty()) {
