@@ -33,7 +33,8 @@ enum class JobState {
 };
 inline constexpr int kJobStateCount = 13;
 
-// "QUEUED", "RUNNING", ... (the DESIGN.md names, upper case).
+// "QUEUED", "RUNNING", ... (upper case, as the API and the state store
+// spell them).
 const char* JobStateName(JobState state);
 absl::StatusOr<JobState> ParseJobState(std::string_view name);
 // SUCCEEDED, FAILED, CANCELLED, ROLLED_BACK, VALIDATION_FAILED,

@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
 
-// The example of DESIGN.md, verbatim.
+// The complete example of docs/pipeline-spec.md (without its description).
 constexpr char kDesignExample[] = R"yaml(
 warehouse: {engine: sqlite, path: warehouse.db}     # optional; path relative to --data-dir
 datasets:

@@ -1,4 +1,4 @@
-// The pipeline of DESIGN.md — orders (source, by day), customers (an
+// The example pipeline of docs/pipeline-spec.md — orders (source, by day), customers (an
 // unpartitioned dimension) and daily_revenue (derived, refund-aware) — as
 // YAML text, shared by the tests and the benchmark so that they all exercise
 // the same declared example. Header-only; stateless.

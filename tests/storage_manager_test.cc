@@ -34,7 +34,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Datasets beyond DESIGN.md's example: a dependent of daily_revenue, and
+// Datasets beyond the documented example pipeline: a dependent of daily_revenue, and
 // two transforms that are wrong on purpose.
 constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
     kind: derived

@@ -63,8 +63,17 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
+// The directory Bin() takes the binaries from: BACKFILL_BIN_DIR unless
+// SetBinDir() chose another (the crash harness's --bin-dir). Set it before
+// any daemon starts.
+inline std::string& BinDir() {
+  static std::string* dir = new std::string(BACKFILL_BIN_DIR);
+  return *dir;
+}
+inline void SetBinDir(const std::string& dir) { BinDir() = dir; }
+
 inline std::string Bin(const std::string& name) {
-  return absl::StrCat(BACKFILL_BIN_DIR, "/", name);
+  return absl::StrCat(BinDir(), "/", name);
 }
 
 inline std::string ReadFile(const std::string& path) {
@@ -402,7 +411,7 @@ inline void WriteWarehouse(const std::string& path, int days,
       << db.error();
 }
 
-// The DESIGN.md pipeline. `slow` adds an uncorrelated scalar subquery that
+// The example pipeline of docs/pipeline-spec.md. `slow` adds an uncorrelated scalar subquery that
 // counts to 200000 (computed once per partition, ~50 ms) so that a job of a
 // hundred partitions on one worker runs long enough to be interrupted; it
 // does not change the result.
