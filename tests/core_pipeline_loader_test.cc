@@ -158,6 +158,38 @@ TEST(PipelineLoaderTest, DefaultsAndOptionalKeys) {
   EXPECT_TRUE(t->primary_key.empty());
 }
 
+TEST(PipelineLoaderTest, MaxParallel) {
+  const std::string dataset = R"(
+  - name: totals
+    kind: derived
+    partition: {column: ds, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "select ds, count(*) as n from orders where ds = :partition"
+    contract: {columns: {ds: TEXT, n: INTEGER}}
+)";
+  absl::StatusOr<Catalog> c =
+      Load(WithDerived(dataset + "    max_parallel: 3\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->Find("totals")->max_parallel, 3);
+  EXPECT_EQ(Load(WithDerived(dataset))->Find("totals")->max_parallel, 0);
+  for (const char* bad : {"0", "-1", "x", "1.5", "100001", "[2]"}) {
+    SCOPED_TRACE(bad);
+    const std::string error = LoadError(
+        WithDerived(absl::StrCat(dataset, "    max_parallel: ", bad, "\n")));
+    EXPECT_THAT(
+        error,
+        ::testing::AnyOf(HasSubstr("expected a whole number from 1 to 100000"),
+                         HasSubstr("must be a single value")));
+  }
+  EXPECT_THAT(LoadError(R"(
+datasets:
+  - name: orders
+    kind: source
+    max_parallel: 2
+)"),
+              HasSubstr("only allowed on derived datasets"));
+}
+
 TEST(PipelineLoaderTest, KeyGrain) {
   absl::StatusOr<Catalog> c = Load(R"(datasets:
   - name: regions
