@@ -35,9 +35,13 @@
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
+#include "tests/testing/raw_grpc.h"
 
 namespace backfill {
 namespace {
+
+using ::backfill::testing::HealthCheck;
+using ::backfill::testing::RawCall;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -541,52 +545,6 @@ TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
   ASSERT_EQ(updates.size(), 1u);  // the current state, once
   EXPECT_EQ(updates[0].id(), id);
   EXPECT_EQ(updates[0].state(), v1::BACKFILL_STATE_QUEUED);
-}
-
-// A call of `method` ("/package.Service/Method") whose request is `request`
-// as raw bytes, through a generic stub, as a client that checks nothing
-// would send it; the response's bytes go to `response_bytes`. Also good
-// for a server-streaming method that answers with an error.
-grpc::Status RawCall(const std::string& target, const std::string& method,
-                     const std::string& request, std::string* response_bytes) {
-  auto channel =
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::Slice slice(request);
-  grpc::ByteBuffer request_buffer(&slice, 1);
-  grpc::ByteBuffer response_buffer;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, method, grpc::StubOptions(), &request_buffer,
-                 &response_buffer,
-                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
-  grpc::Status status = done.get_future().get();
-  response_bytes->clear();
-  std::vector<grpc::Slice> slices;
-  if (status.ok() && response_buffer.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) {
-      response_bytes->append(reinterpret_cast<const char*>(s.begin()),
-                             s.size());
-    }
-  }
-  return status;
-}
-
-// grpc.health.v1.Health/Check through a generic stub: Debian ships no
-// generated health proto, so the messages are encoded by hand.
-// HealthCheckRequest{service = 1}; HealthCheckResponse{status = 1},
-// SERVING = 1.
-grpc::Status HealthCheck(const std::string& target, const std::string& service,
-                         std::string* response_bytes) {
-  std::string request;
-  if (!service.empty()) {
-    request.push_back(0x0a);
-    request.push_back(static_cast<char>(service.size()));
-    request += service;
-  }
-  return RawCall(target, "/grpc.health.v1.Health/Check", request,
-                 response_bytes);
 }
 
 // `message` serialized, with `marker` replaced by `bytes` of the same length

@@ -1,0 +1,90 @@
+// Raw gRPC calls for tests: a unary call whose request is given as bytes,
+// through a generic stub, as a client that checks nothing would send it,
+// and grpc.health.v1.Health/Check encoded by hand (Debian ships no
+// generated health proto). Header-only; each call makes its own channel.
+
+#ifndef BACKFILL_TESTS_TESTING_RAW_GRPC_H_
+#define BACKFILL_TESTS_TESTING_RAW_GRPC_H_
+
+#include <future>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+
+namespace backfill::testing {
+
+// A call of `method` ("/package.Service/Method") whose request is `request`
+// as raw bytes, through a generic stub, as a client that checks nothing
+// would send it; the response's bytes go to `response_bytes`. Also good
+// for a server-streaming method that answers with an error.
+inline grpc::Status RawCall(const std::string& target,
+                            const std::string& method,
+                            const std::string& request,
+                            std::string* response_bytes) {
+  auto channel =
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_buffer(&slice, 1);
+  grpc::ByteBuffer response_buffer;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request_buffer,
+                 &response_buffer,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  grpc::Status status = done.get_future().get();
+  response_bytes->clear();
+  std::vector<grpc::Slice> slices;
+  if (status.ok() && response_buffer.Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) {
+      response_bytes->append(reinterpret_cast<const char*>(s.begin()),
+                             s.size());
+    }
+  }
+  return status;
+}
+
+// grpc.health.v1.Health/Check through a generic stub: Debian ships no
+// generated health proto, so the messages are encoded by hand.
+// HealthCheckRequest{service = 1}; HealthCheckResponse{status = 1},
+// SERVING = 1.
+inline grpc::Status HealthCheck(const std::string& target,
+                                const std::string& service,
+                                std::string* response_bytes) {
+  std::string request;
+  if (!service.empty()) {
+    request.push_back(0x0a);
+    request.push_back(static_cast<char>(service.size()));
+    request += service;
+  }
+  return RawCall(target, "/grpc.health.v1.Health/Check", request,
+                 response_bytes);
+}
+
+// SERVING, NOT_SERVING, or UNKNOWN (also when the check itself failed).
+inline std::string HealthStatus(const std::string& target,
+                                const std::string& service) {
+  std::string response;
+  grpc::Status status = HealthCheck(target, service, &response);
+  if (!status.ok() || response.size() < 2 || response[0] != 0x08) {
+    return "UNKNOWN";
+  }
+  switch (response[1]) {
+    case 1:
+      return "SERVING";
+    case 2:
+      return "NOT_SERVING";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+}  // namespace backfill::testing
+
+#endif  // BACKFILL_TESTS_TESTING_RAW_GRPC_H_
