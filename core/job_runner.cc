@@ -193,7 +193,8 @@ absl::Status JobRunner::Start() {
         phase = Phase::kHeld;
         break;
     }
-    if (state == JobState::kQueued || state == JobState::kRunning) {
+    if (state == JobState::kQueued || state == JobState::kRunning ||
+        state == JobState::kPaused) {
       // Attempts in flight when the process died start over; their staging
       // writes are replaced by the next attempt.
       RETURN_IF_ERROR(store_
@@ -562,12 +563,18 @@ void JobRunner::PumpLocked() {
         SubmitLocked([this, id, message] {
           store_->SetJobMessage(id, JobState::kQueued, message, clock_->Now())
               .IgnoreError();
-          absl::MutexLock lock(&mu_);
-          Active* j = FindLocked(id);
-          if (j == nullptr) return;
-          if (j->state == JobState::kQueued) j->job.message = message;
-          NotifyLocked(id);
-          ReleaseLocked(j);
+          Active* j;
+          bool settle;
+          {
+            absl::MutexLock lock(&mu_);
+            j = FindLocked(id);
+            if (j == nullptr) return;
+            if (j->state == JobState::kQueued) j->job.message = message;
+            NotifyLocked(id);
+            ReleaseLocked(j);
+            settle = TakeSettleLocked(j);
+          }
+          if (settle) Settle(j);
         });
       }
       continue;
