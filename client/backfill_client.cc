@@ -1,9 +1,13 @@
 #include "client/backfill_client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace backfill {
 namespace {
@@ -19,6 +23,60 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
+}
+
+bool IsRetryableSubmitError(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+absl::StatusOr<v1::SubmitBackfillResponse> SubmitWithRetries(
+    const v1::SubmitBackfillRequest& request, const SubmitRetryOptions& options,
+    const SubmitFunction& submit) {
+  if (request.idempotency_key().empty()) {
+    return absl::InvalidArgumentError(
+        "a submit is retried only with an idempotency key: without one, an "
+        "attempt whose answer was lost and its retry would make two jobs");
+  }
+  const int max_attempts = std::max(options.max_attempts, 1);
+  absl::Duration backoff = options.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<v1::SubmitBackfillResponse> response = submit(request);
+    if (response.ok() || !IsRetryableSubmitError(response.status()) ||
+        attempt >= max_attempts) {
+      return response;
+    }
+    const absl::Duration wait = std::min(backoff, options.max_backoff);
+    if (options.on_retry) {
+      SubmitRetry retry;
+      retry.attempt = attempt;
+      retry.max_attempts = max_attempts;
+      retry.status = response.status();
+      retry.backoff = wait;
+      retry.idempotency_key = request.idempotency_key();
+      options.on_retry(retry);
+    }
+    if (options.sleep) {
+      options.sleep(wait);
+    } else {
+      absl::SleepFor(wait);
+    }
+    backoff = std::min(backoff * 2, options.max_backoff);
+  }
+}
+
+std::string NewRandomUuid() {
+  // A generator per call, since absl::BitGen is not thread-safe; each is
+  // seeded from absl's process-wide pool, itself seeded from the operating
+  // system's entropy.
+  absl::BitGen bits;
+  uint64_t high = absl::Uniform<uint64_t>(bits);
+  uint64_t low = absl::Uniform<uint64_t>(bits);
+  high = (high & ~uint64_t{0xf000}) | uint64_t{0x4000};          // version 4
+  low = (low & ~(uint64_t{0xc} << 60)) | (uint64_t{0x8} << 60);  // variant 10
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", high >> 32,
+                         (high >> 16) & 0xffff, high & 0xffff, low >> 48,
+                         low & uint64_t{0xffffffffffff});
 }
 
 std::unique_ptr<BackfillClient> BackfillClient::Connect(
@@ -44,73 +102,91 @@ void BackfillClient::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(DeadlineAfter(rpc_timeout_));
 }
 
-absl::StatusOr<v1::PlanBackfillResponse> BackfillClient::Plan(
-    const v1::BackfillRequest& request) {
+template <typename Request, typename Response>
+absl::StatusOr<Response> BackfillClient::Call(
+    UnaryMethod<Request, Response> method, const Request& request) {
   grpc::ClientContext context;
   SetDeadline(&context);
-  v1::PlanBackfillRequest rpc_request;
-  *rpc_request.mutable_request() = request;
-  v1::PlanBackfillResponse response;
-  grpc::Status status = stub_->PlanBackfill(&context, rpc_request, &response);
+  Response response;
+  grpc::Status status = (stub_.get()->*method)(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
+}
+
+absl::StatusOr<v1::PlanBackfillResponse> BackfillClient::Plan(
+    const v1::BackfillRequest& request) {
+  v1::PlanBackfillRequest rpc_request;
+  *rpc_request.mutable_request() = request;
+  return Call(&Stub::PlanBackfill, rpc_request);
+}
+
+absl::StatusOr<v1::SubmitBackfillResponse> BackfillClient::Submit(
+    const v1::SubmitBackfillRequest& request) {
+  return Call(&Stub::SubmitBackfill, request);
 }
 
 absl::StatusOr<v1::SubmitBackfillResponse> BackfillClient::Submit(
     const v1::BackfillRequest& request, const std::string& idempotency_key) {
-  grpc::ClientContext context;
-  SetDeadline(&context);
   v1::SubmitBackfillRequest rpc_request;
   *rpc_request.mutable_request() = request;
   rpc_request.set_idempotency_key(idempotency_key);
-  v1::SubmitBackfillResponse response;
-  grpc::Status status = stub_->SubmitBackfill(&context, rpc_request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  return Submit(rpc_request);
+}
+
+absl::StatusOr<v1::SubmitBackfillResponse> BackfillClient::SubmitWithRetries(
+    const v1::SubmitBackfillRequest& request,
+    const SubmitRetryOptions& options) {
+  return backfill::SubmitWithRetries(
+      request, options, [this](const v1::SubmitBackfillRequest& attempt) {
+        return Submit(attempt);
+      });
 }
 
 absl::StatusOr<v1::Backfill> BackfillClient::Get(const std::string& id) {
-  grpc::ClientContext context;
-  SetDeadline(&context);
   v1::GetBackfillRequest rpc_request;
   rpc_request.set_id(id);
-  v1::Backfill response;
-  grpc::Status status = stub_->GetBackfill(&context, rpc_request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  return Call(&Stub::GetBackfill, rpc_request);
 }
 
 absl::StatusOr<v1::ListBackfillsResponse> BackfillClient::List(
     const v1::ListBackfillsRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  v1::ListBackfillsResponse response;
-  grpc::Status status = stub_->ListBackfills(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  return Call(&Stub::ListBackfills, request);
+}
+
+absl::StatusOr<v1::ListDatasetsResponse> BackfillClient::ListDatasets() {
+  return Call(&Stub::ListDatasets, v1::ListDatasetsRequest());
 }
 
 absl::StatusOr<v1::Backfill> BackfillClient::Cancel(const std::string& id,
                                                     const std::string& reason) {
-  grpc::ClientContext context;
-  SetDeadline(&context);
   v1::CancelBackfillRequest rpc_request;
   rpc_request.set_id(id);
   rpc_request.set_reason(reason);
-  v1::Backfill response;
-  grpc::Status status = stub_->CancelBackfill(&context, rpc_request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+  return Call(&Stub::CancelBackfill, rpc_request);
 }
 
-absl::StatusOr<v1::ListDatasetsResponse> BackfillClient::ListDatasets() {
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  v1::ListDatasetsResponse response;
-  grpc::Status status =
-      stub_->ListDatasets(&context, v1::ListDatasetsRequest(), &response);
-  if (!status.ok()) return FromGrpcStatus(status);
-  return response;
+absl::StatusOr<v1::Backfill> BackfillClient::Pause(const std::string& id,
+                                                   const std::string& reason) {
+  v1::PauseBackfillRequest rpc_request;
+  rpc_request.set_id(id);
+  rpc_request.set_reason(reason);
+  return Call(&Stub::PauseBackfill, rpc_request);
+}
+
+absl::StatusOr<v1::Backfill> BackfillClient::Resume(const std::string& id,
+                                                    const std::string& reason) {
+  v1::ResumeBackfillRequest rpc_request;
+  rpc_request.set_id(id);
+  rpc_request.set_reason(reason);
+  return Call(&Stub::ResumeBackfill, rpc_request);
+}
+
+absl::StatusOr<v1::Backfill> BackfillClient::Retry(const std::string& id,
+                                                   const std::string& reason) {
+  v1::RetryBackfillRequest rpc_request;
+  rpc_request.set_id(id);
+  rpc_request.set_reason(reason);
+  return Call(&Stub::RetryBackfill, rpc_request);
 }
 
 absl::Status BackfillClient::Watch(

@@ -2,8 +2,14 @@
 // programs and for backfillctl. Turns gRPC statuses into absl::Status with
 // the same canonical code and the server's message.
 //
-// Owns its channel and stub. Thread-safe: gRPC stubs may be used from many
-// threads at once.
+// Also the safe way to submit over an unreliable network: SubmitWithRetries
+// sends one request, with one idempotency key, until it gets an answer that
+// is not a transient failure, so that an attempt whose answer was lost
+// never makes a second job. NewRandomUuid makes such a key.
+//
+// BackfillClient owns its channel and stub. Thread-safe: gRPC stubs may be
+// used from many threads at once; set_rpc_timeout must not race with calls.
+// The free functions keep no state and are thread-safe.
 
 #ifndef BACKFILL_CLIENT_BACKFILL_CLIENT_H_
 #define BACKFILL_CLIENT_BACKFILL_CLIENT_H_
@@ -20,6 +26,54 @@
 
 namespace backfill {
 
+// A failed submit attempt that is about to be retried.
+struct SubmitRetry {
+  int attempt = 0;              // the attempt that failed, from 1
+  int max_attempts = 0;         // attempts allowed in all
+  absl::Status status;          // its error: UNAVAILABLE or DEADLINE_EXCEEDED
+  absl::Duration backoff;       // the wait before the next attempt
+  std::string idempotency_key;  // sent again, unchanged, with the request
+};
+
+// How SubmitWithRetries retries. The defaults wait 0.2, 0.4, 0.8 and 1.6 s
+// between five attempts.
+struct SubmitRetryOptions {
+  int max_attempts = 5;  // values below 1 count as 1
+  absl::Duration initial_backoff = absl::Milliseconds(200);
+  absl::Duration max_backoff = absl::Seconds(3);  // the wait doubles up to it
+  // Waits between attempts; absl::SleepFor when empty.
+  std::function<void(absl::Duration)> sleep;
+  // Told of each retry before its wait; may be empty.
+  std::function<void(const SubmitRetry&)> on_retry;
+};
+
+// One SubmitBackfill call.
+using SubmitFunction = std::function<absl::StatusOr<v1::SubmitBackfillResponse>(
+    const v1::SubmitBackfillRequest&)>;
+
+// True for the errors after which a submit may or may not have been carried
+// out and an identical one may succeed: UNAVAILABLE and DEADLINE_EXCEEDED.
+bool IsRetryableSubmitError(const absl::Status& status);
+
+// Calls `submit` with `request` until it returns an answer or an error that
+// is not retryable, at most `options.max_attempts` times, waiting between
+// attempts. Every attempt sends the same request with the same idempotency
+// key, so the server makes at most one job of them all (a later attempt
+// gets the job an earlier one created, with `created` false). Returns the
+// first answer or non-retryable error, else the last error. A request
+// without an idempotency key is INVALID_ARGUMENT and nothing is sent: it
+// would not be safe to repeat.
+absl::StatusOr<v1::SubmitBackfillResponse> SubmitWithRetries(
+    const v1::SubmitBackfillRequest& request, const SubmitRetryOptions& options,
+    const SubmitFunction& submit);
+
+// A random UUID, version 4 (RFC 9562): 32 lower-case hex digits grouped
+// 8-4-4-4-12, "xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx" with V one of 8, 9, a,
+// b. Its 122 random bits come from absl::BitGen, which is seeded from the
+// operating system's entropy. The idempotency key backfillctl sends when it
+// is given none.
+std::string NewRandomUuid();
+
 class BackfillClient {
  public:
   // Connects (lazily) to `target`, "HOST:PORT", without TLS.
@@ -34,14 +88,31 @@ class BackfillClient {
 
   absl::StatusOr<v1::PlanBackfillResponse> Plan(
       const v1::BackfillRequest& request);
+  // One SubmitBackfill call, not retried.
+  absl::StatusOr<v1::SubmitBackfillResponse> Submit(
+      const v1::SubmitBackfillRequest& request);
   absl::StatusOr<v1::SubmitBackfillResponse> Submit(
       const v1::BackfillRequest& request, const std::string& idempotency_key);
+  // SubmitWithRetries() over this client's Submit; each attempt has its own
+  // deadline.
+  absl::StatusOr<v1::SubmitBackfillResponse> SubmitWithRetries(
+      const v1::SubmitBackfillRequest& request,
+      const SubmitRetryOptions& options);
   absl::StatusOr<v1::Backfill> Get(const std::string& id);
   absl::StatusOr<v1::ListBackfillsResponse> List(
       const v1::ListBackfillsRequest& request);
+  absl::StatusOr<v1::ListDatasetsResponse> ListDatasets();
+
+  // The operators' decisions on a job; each returns the job as it is
+  // afterwards. `reason` is free text recorded with the change.
   absl::StatusOr<v1::Backfill> Cancel(const std::string& id,
                                       const std::string& reason);
-  absl::StatusOr<v1::ListDatasetsResponse> ListDatasets();
+  absl::StatusOr<v1::Backfill> Pause(const std::string& id,
+                                     const std::string& reason);
+  absl::StatusOr<v1::Backfill> Resume(const std::string& id,
+                                      const std::string& reason);
+  absl::StatusOr<v1::Backfill> Retry(const std::string& id,
+                                     const std::string& reason);
 
   // Streams the job's updates to `on_update` until the server ends the
   // stream (the job finished) or `on_update` returns false. Returns the
@@ -50,10 +121,19 @@ class BackfillClient {
                      const std::function<bool(const v1::Backfill&)>& on_update);
 
  private:
+  using Stub = v1::BackfillService::Stub;
+  template <typename Request, typename Response>
+  using UnaryMethod = grpc::Status (Stub::*)(grpc::ClientContext*,
+                                             const Request&, Response*);
+
+  // One unary call with the deadline of set_rpc_timeout().
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method,
+                                const Request& request);
   void SetDeadline(grpc::ClientContext* context) const;
 
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::BackfillService::Stub> stub_;
+  std::unique_ptr<Stub> stub_;
   absl::Duration rpc_timeout_ = absl::Seconds(30);
 };
 

@@ -42,6 +42,8 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(500);
 // How long polling tolerates a server that went away (e.g. restarting)
 // before giving up on a job it has already seen.
 constexpr absl::Duration kPollOutageTolerance = absl::Seconds(60);
+// --priority is -kMaxPriority..kMaxPriority, as the server requires.
+constexpr int kMaxPriority = 1000;
 
 struct GlobalOptions {
   std::string server = kDefaultServer;
@@ -63,13 +65,18 @@ struct ScopeOptions {
 struct SubmitOptions {
   std::string reason;
   std::string ticket;
+  // Empty: a random UUID is sent.
   std::string idempotency_key;
   std::string requested_by;
   bool wait = false;
+  bool no_wait = false;
+  int priority = 0;
+  int max_parallel = 0;  // 0: not given
 };
 
 struct ListOptions {
-  std::vector<std::string> states;
+  // The values of --state as typed, one per occurrence ("running,queued").
+  std::vector<std::string> state_args;
   std::string dataset;
   int limit = 0;
 };
@@ -78,6 +85,9 @@ struct JobOptions {
   std::string id;
   std::string reason;
 };
+
+// The decisions on a job that `cancel`, `pause`, `resume` and `retry` send.
+enum class JobAction { kCancel, kPause, kResume, kRetry };
 
 std::string DefaultRequestedBy() {
   const char* user = std::getenv("USER");
@@ -88,10 +98,12 @@ std::string DefaultRequestedBy() {
   return "unknown";
 }
 
-// Prints `backfillctl: MESSAGE` on stderr (one line) and returns `code`.
+// Prints `backfillctl: MESSAGE` on stderr (one line, control characters
+// escaped) and returns `code`.
 int Fail(int code, absl::string_view message) {
   std::cerr << "backfillctl: "
-            << absl::StrReplaceAll(message, {{"\n", " "}, {"\r", " "}})
+            << cli::TerminalText(
+                   absl::StrReplaceAll(message, {{"\n", " "}, {"\r", " "}}))
             << std::endl;
   return code;
 }
@@ -109,11 +121,12 @@ class Cli {
   int Status(const std::string& id);
   int List(const ListOptions& options);
   int Watch(const std::string& id);
-  int Cancel(const JobOptions& options);
+  int Decide(JobAction action, const JobOptions& options);
 
  private:
-  // Prints an RPC failure as `backfillctl: CODE: message[; hint]`; returns 1.
-  int RpcError(const absl::Status& status) const;
+  // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
+  // appended); returns 1.
+  int RpcError(const absl::Status& status, absl::string_view more = "") const;
   // Prints `message` as JSON in --json mode, `human` otherwise.
   int Print(const google::protobuf::Message& message,
             const std::string& human) const;
@@ -180,9 +193,10 @@ void OnInterrupt(int) {
 }
 
 void InstallInterruptHandler(const std::string& id) {
+  const std::string safe_id = cli::TerminalText(id);
   std::string message =
-      absl::StrCat("\nbackfillctl: stopped following; job ", id,
-                   " keeps running (backfillctl watch ", id, ")\n");
+      absl::StrCat("\nbackfillctl: stopped following; job ", safe_id,
+                   " keeps running (backfillctl watch ", safe_id, ")\n");
   if (message.size() < sizeof(interrupt_message)) {
     memcpy(interrupt_message, message.c_str(), message.size() + 1);
   }
@@ -228,7 +242,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
   return request;
 }
 
-int Cli::RpcError(const absl::Status& status) const {
+int Cli::RpcError(const absl::Status& status, absl::string_view more) const {
   std::string line = absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
                                   status.message());
   if (status.code() == absl::StatusCode::kUnavailable) {
@@ -237,6 +251,7 @@ int Cli::RpcError(const absl::Status& status) const {
     absl::StrAppend(&line, " (after ", globals_.timeout_seconds,
                     " s; raise with --timeout)");
   }
+  absl::StrAppend(&line, more);
   return Fail(kExitFailure, line);
 }
 
@@ -268,20 +283,60 @@ int Cli::Plan(const ScopeOptions& scope) {
 }
 
 int Cli::Submit(const ScopeOptions& scope, const SubmitOptions& options) {
-  v1::BackfillRequest request = MakeRequest(scope);
+  v1::SubmitBackfillRequest submit;
+  v1::BackfillRequest& request = *submit.mutable_request();
+  request = MakeRequest(scope);
   request.set_reason(options.reason);
   request.set_ticket(options.ticket);
   request.set_requested_by(options.requested_by);
+  request.set_priority(options.priority);
+  request.set_max_parallel(options.max_parallel);
+  // Always a key, so that a retry (ours below, or the user's) can never
+  // make a second job.
+  const bool own_key = options.idempotency_key.empty();
+  const std::string key = own_key ? NewRandomUuid() : options.idempotency_key;
+  submit.set_idempotency_key(key);
+  submit.set_no_wait(options.no_wait);
+
+  SubmitRetryOptions retry;
+  retry.on_retry = [](const SubmitRetry& failed) {
+    std::cerr << "backfillctl: submit attempt " << failed.attempt << " of "
+              << failed.max_attempts << " failed ("
+              << absl::StatusCodeToString(failed.status.code()) << ": "
+              << cli::TerminalText(absl::StrReplaceAll(
+                     failed.status.message(), {{"\n", " "}, {"\r", " "}}))
+              << "); retrying in " << absl::FormatDuration(failed.backoff)
+              << " with the same idempotency key \""
+              << cli::TerminalText(failed.idempotency_key) << "\"" << std::endl;
+  };
   absl::StatusOr<v1::SubmitBackfillResponse> response =
-      client_->Submit(request, options.idempotency_key);
-  if (!response.ok()) return RpcError(response.status());
+      client_->SubmitWithRetries(submit, retry);
+  if (!response.ok()) {
+    if (!IsRetryableSubmitError(response.status())) {
+      return RpcError(response.status());
+    }
+    // The job may exist: the last attempt's answer may have been lost.
+    return RpcError(
+        response.status(),
+        absl::StrCat(" (gave up after ", retry.max_attempts,
+                     " attempts; the job may have been created: submit again "
+                     "with --idempotency-key ",
+                     key, " to get it without creating another)"));
+  }
   const v1::Backfill& job = response->backfill();
-  std::string headline =
-      response->created()
-          ? absl::StrCat("submitted backfill ", job.id())
-          : absl::StrCat("backfill ", job.id(),
-                         " already exists for idempotency key \"",
-                         options.idempotency_key, "\" (nothing submitted)");
+  std::string headline;
+  if (response->created()) {
+    headline = absl::StrCat("submitted backfill ", job.id());
+  } else if (own_key) {
+    // Nobody else knows this key: an attempt of ours made the job.
+    headline = absl::StrCat("submitted backfill ", job.id(),
+                            " (by an earlier attempt whose answer was lost)");
+  } else {
+    headline = absl::StrCat("backfill ", job.id(),
+                            " already exists for idempotency key \"",
+                            options.idempotency_key, "\" (nothing submitted)");
+  }
+  headline = cli::TerminalText(headline);
   if (!options.wait) {
     return Print(*response,
                  absl::StrCat(headline, "\n\n", cli::FormatBackfill(job)));
@@ -298,7 +353,10 @@ int Cli::Status(const std::string& id) {
 
 int Cli::List(const ListOptions& options) {
   v1::ListBackfillsRequest request;
-  for (const std::string& text : options.states) {
+  absl::StatusOr<std::vector<std::string>> states =
+      cli::SplitListFlag("--state", options.state_args);
+  if (!states.ok()) return Fail(kExitUsage, states.status().message());
+  for (const std::string& text : *states) {
     absl::StatusOr<v1::BackfillState> state = cli::ParseState(text);
     if (!state.ok()) {
       return Fail(kExitUsage,
@@ -317,9 +375,22 @@ int Cli::Watch(const std::string& id) {
   return FinishFollow(Follow(id, v1::Backfill()));
 }
 
-int Cli::Cancel(const JobOptions& options) {
-  absl::StatusOr<v1::Backfill> job =
-      client_->Cancel(options.id, options.reason);
+int Cli::Decide(JobAction action, const JobOptions& options) {
+  absl::StatusOr<v1::Backfill> job;
+  switch (action) {
+    case JobAction::kCancel:
+      job = client_->Cancel(options.id, options.reason);
+      break;
+    case JobAction::kPause:
+      job = client_->Pause(options.id, options.reason);
+      break;
+    case JobAction::kResume:
+      job = client_->Resume(options.id, options.reason);
+      break;
+    case JobAction::kRetry:
+      job = client_->Retry(options.id, options.reason);
+      break;
+  }
   if (!job.ok()) return RpcError(job.status());
   return Print(*job, cli::FormatBackfill(*job));
 }
@@ -384,8 +455,8 @@ int Cli::FinishFollow(absl::StatusOr<v1::Backfill> final_job) {
   int code = Print(*final_job, cli::FormatBackfill(*final_job));
   if (code != kExitOk) return code;
   if (final_job->state() == v1::BACKFILL_STATE_SUCCEEDED) return kExitOk;
-  std::cerr << "backfillctl: job " << final_job->id() << " ended "
-            << cli::StateName(final_job->state()) << std::endl;
+  std::cerr << "backfillctl: job " << cli::TerminalText(final_job->id())
+            << " ended " << cli::StateName(final_job->state()) << std::endl;
   return kExitFailure;
 }
 
@@ -473,13 +544,24 @@ int Main(int argc, char** argv) {
   submit->add_option("--ticket", submit_options.ticket,
                      "Ticket or incident reference");
   submit->add_option("--idempotency-key", submit_options.idempotency_key,
-                     "Resubmitting with the same key returns the same job");
+                     "Resubmitting with the same key returns the same job "
+                     "(default: a random UUID, reused by the retries)");
   submit
       ->add_option("--requested-by", submit_options.requested_by,
                    "Who asks (default: $USER, else the login name)")
       ->capture_default_str();
   submit->add_flag("--wait", submit_options.wait,
                    "Follow the job; exit 0 only if it SUCCEEDED");
+  submit->add_flag("--no-wait", submit_options.no_wait,
+                   "Refuse (FAILED_PRECONDITION) instead of queueing behind "
+                   "earlier jobs that hold some of the partitions");
+  submit->add_option("--priority", submit_options.priority,
+                     "-1000..1000 (default 0); free workers go to the "
+                     "highest first");
+  CLI::Option* max_parallel = submit->add_option(
+      "--max-parallel", submit_options.max_parallel,
+      "At most N partitions of this job at once (N >= 1; default: no limit "
+      "of its own)");
 
   JobOptions job;
   CLI::App* status = app.add_subcommand("status", "Show one backfill job");
@@ -488,10 +570,13 @@ int Main(int argc, char** argv) {
   ListOptions list_options;
   CLI::App* list =
       app.add_subcommand("list", "List backfill jobs, newest first");
-  list->add_option("--state", list_options.states,
-                   "Only jobs in this state (repeatable; RUNNING or "
-                   "BACKFILL_STATE_RUNNING)")
-      ->delimiter(',');
+  // Split by Cli::List() like --partitions: CLI11's delimiter would drop
+  // empty items.
+  list->add_option("--state", list_options.state_args,
+                   "Only jobs in this state (repeatable or comma-separated; "
+                   "RUNNING or BACKFILL_STATE_RUNNING)")
+      ->allow_extra_args(false)
+      ->expected(1, kMaxValuesPerFlag);
   list->add_option("--dataset", list_options.dataset,
                    "Only jobs whose plan touches this dataset");
   list->add_option("--limit", list_options.limit,
@@ -514,8 +599,33 @@ int Main(int argc, char** argv) {
   cancel->add_option("JOB", job.id, "Job id")->required();
   cancel->add_option("--reason", job.reason, "Why it is cancelled");
 
-  for (CLI::App* command :
-       {datasets, plan, submit, status, list, watch, cancel}) {
+  CLI::App* pause = app.add_subcommand(
+      "pause",
+      "Pause a queued or running job (it keeps its partitions: overlapping "
+      "jobs wait)");
+  pause->add_option("JOB", job.id, "Job id")->required();
+  pause->add_option("--reason", job.reason, "Why it is paused");
+
+  CLI::App* resume =
+      app.add_subcommand("resume", "Resume a paused job from its checkpoints");
+  resume->add_option("JOB", job.id, "Job id")->required();
+  resume->add_option("--reason", job.reason, "Why it is resumed");
+
+  CLI::App* retry = app.add_subcommand(
+      "retry",
+      "Run a FAILED job again over its failed partitions, keeping the "
+      "staged ones");
+  retry->add_option("JOB", job.id, "Job id")->required();
+  retry->add_option("--reason", job.reason, "Why it is retried");
+
+  const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
+      {cancel, JobAction::kCancel},
+      {pause, JobAction::kPause},
+      {resume, JobAction::kResume},
+      {retry, JobAction::kRetry}};
+
+  for (CLI::App* command : {datasets, plan, submit, status, list, watch, cancel,
+                            pause, resume, retry}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -557,11 +667,20 @@ int Main(int argc, char** argv) {
                   {"--idempotency-key", submit_options.idempotency_key},
                   {"--requested-by", submit_options.requested_by}});
   }
-  if (status->parsed() || watch->parsed() || cancel->parsed()) {
+  bool decision = false;
+  for (const auto& [command, action] : decisions) {
+    decision = decision || command->parsed();
+  }
+  if (status->parsed() || watch->parsed() || decision) {
     texts.emplace_back("JOB", job.id);
   }
-  if (cancel->parsed()) texts.emplace_back("--reason", job.reason);
-  if (list->parsed()) texts.emplace_back("--dataset", list_options.dataset);
+  if (decision) texts.emplace_back("--reason", job.reason);
+  if (list->parsed()) {
+    for (const std::string& value : list_options.state_args) {
+      texts.emplace_back("--state", value);
+    }
+    texts.emplace_back("--dataset", list_options.dataset);
+  }
   if (absl::Status valid = CheckUtf8Arguments(texts); !valid.ok()) {
     return Fail(kExitUsage, valid.message());
   }
@@ -575,6 +694,20 @@ int Main(int argc, char** argv) {
                 "submit requires --reason \"why this backfill runs\" (it is "
                 "recorded in the job and in lineage)");
   }
+  if (submit->parsed() && (submit_options.priority < -kMaxPriority ||
+                           submit_options.priority > kMaxPriority)) {
+    return Fail(kExitUsage,
+                absl::StrCat("--priority ", submit_options.priority,
+                             " is out of range: use -", kMaxPriority, "..",
+                             kMaxPriority, " (default 0; higher runs first)"));
+  }
+  if (submit->parsed() && max_parallel->count() > 0 &&
+      submit_options.max_parallel < 1) {
+    return Fail(kExitUsage,
+                absl::StrCat("--max-parallel ", submit_options.max_parallel,
+                             " is out of range: use 1 or more (leave it out "
+                             "for no limit of the job's own)"));
+  }
 
   Cli cli(globals);
   if (datasets->parsed()) return cli.Datasets();
@@ -583,7 +716,9 @@ int Main(int argc, char** argv) {
   if (status->parsed()) return cli.Status(job.id);
   if (list->parsed()) return cli.List(list_options);
   if (watch->parsed()) return cli.Watch(job.id);
-  if (cancel->parsed()) return cli.Cancel(job);
+  for (const auto& [command, action] : decisions) {
+    if (command->parsed()) return cli.Decide(action, job);
+  }
   return Fail(kExitUsage, "no subcommand (see backfillctl --help)");
 }
 

@@ -61,14 +61,128 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// The well-formed UTF-8 character (RFC 3629) at the start of `text`: its
+// length in bytes (1..4) and code point; length 0 when `text` starts with a
+// byte that begins no well-formed character.
+struct Utf8Char {
+  size_t length = 0;
+  uint32_t code_point = 0;
+};
+
+Utf8Char DecodeUtf8(absl::string_view text) {
+  if (text.empty()) return {};
+  const auto byte = [&text](size_t i) {
+    return static_cast<unsigned char>(text[i]);
+  };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return {1, lead};
+  size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xbf;
+  uint32_t code_point = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+    code_point = lead & 0x1f;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    code_point = lead & 0x0f;
+    if (lead == 0xe0) low = 0xa0;   // overlong
+    if (lead == 0xed) high = 0x9f;  // surrogates
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    code_point = lead & 0x07;
+    if (lead == 0xf0) low = 0x90;   // overlong
+    if (lead == 0xf4) high = 0x8f;  // above U+10FFFF
+  } else {
+    return {};
+  }
+  if (text.size() < length) return {};
+  for (size_t i = 1; i < length; ++i) {
+    const unsigned char next = byte(i);
+    if (next < (i == 1 ? low : 0x80) || next > (i == 1 ? high : 0xbf)) {
+      return {};
+    }
+    code_point = (code_point << 6) | (next & 0x3f);
+  }
+  return {length, code_point};
+}
+
+// Valid characters that still change how a line is shown: C1 controls,
+// line and paragraph separators, bidirectional marks and overrides.
+bool IsInvisibleControl(uint32_t code_point) {
+  return (code_point >= 0x80 && code_point <= 0x9f) || code_point == 0x200e ||
+         code_point == 0x200f || code_point == 0x2028 || code_point == 0x2029 ||
+         (code_point >= 0x202a && code_point <= 0x202e) ||
+         (code_point >= 0x2066 && code_point <= 0x2069);
+}
+
+// The pieces of TerminalText(text): one per character of `text` (one per
+// byte that is not UTF-8), each a copy of it or its escape.
+std::vector<std::string> TerminalPieces(absl::string_view text) {
+  std::vector<std::string> pieces;
+  size_t i = 0;
+  while (i < text.size()) {
+    const Utf8Char c = DecodeUtf8(text.substr(i));
+    if (c.length == 0) {
+      pieces.push_back(
+          absl::StrFormat("\\x%02x", static_cast<unsigned char>(text[i])));
+      ++i;
+      continue;
+    }
+    if (c.length == 1 && (c.code_point < 0x20 || c.code_point == 0x7f)) {
+      switch (c.code_point) {
+        case '\n':
+          pieces.push_back("\\n");
+          break;
+        case '\r':
+          pieces.push_back("\\r");
+          break;
+        case '\t':
+          pieces.push_back("\\t");
+          break;
+        default:
+          pieces.push_back(absl::StrFormat("\\x%02x", c.code_point));
+      }
+    } else if (IsInvisibleControl(c.code_point)) {
+      pieces.push_back(absl::StrFormat("\\u%04X", c.code_point));
+    } else {
+      pieces.emplace_back(text.substr(i, c.length));
+    }
+    i += c.length;
+  }
+  return pieces;
+}
+
 std::string OrDash(absl::string_view text) {
   return text.empty() ? "-" : std::string(text);
 }
 
-// Cuts `text` to `width` characters, marking the cut with "...".
-std::string Truncate(absl::string_view text, size_t width) {
-  if (text.size() <= width) return std::string(text);
-  return absl::StrCat(text.substr(0, width - 3), "...");
+// TerminalText(text), "-" when `text` is empty.
+std::string SafeOrDash(absl::string_view text) {
+  return OrDash(TerminalText(text));
+}
+
+// Characters in `text`, which is UTF-8: bytes that start one.
+size_t CharCount(absl::string_view text) {
+  return std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  });
+}
+
+// TerminalText(text) cut to at most `width` characters, the cut marked with
+// "..."; never inside a character or an escape.
+std::string SafeTruncate(absl::string_view text, size_t width) {
+  const std::string whole = TerminalText(text);
+  if (CharCount(whole) <= width) return whole;
+  std::string out;
+  size_t chars = 0;
+  for (const std::string& piece : TerminalPieces(text)) {
+    const size_t piece_chars = CharCount(piece);
+    if (chars + piece_chars + 3 > width) break;
+    out += piece;
+    chars += piece_chars;
+  }
+  return out + "...";
 }
 
 // A percentage with enough digits to not print 0.0% for a small nonzero
@@ -81,8 +195,8 @@ std::string Percent(double ratio) {
 
 std::string ScopeText(const v1::BackfillRequest& request) {
   if (!request.from_partition().empty() || !request.to_partition().empty()) {
-    return absl::StrCat("[", request.from_partition(), ", ",
-                        request.to_partition(), ")");
+    return absl::StrCat("[", TerminalText(request.from_partition()), ", ",
+                        TerminalText(request.to_partition()), ")");
   }
   if (request.partitions_size() > 0) {
     return absl::StrCat("partitions ",
@@ -130,7 +244,7 @@ std::string CountsText(const v1::PartitionCounts& counts) {
 }
 
 std::string UnitOr(absl::string_view unit) {
-  return unit.empty() ? "input rows" : std::string(unit);
+  return unit.empty() ? "input rows" : TerminalText(unit);
 }
 
 }  // namespace
@@ -147,6 +261,13 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
     return absl::InternalError(
         absl::StrCat("cannot print JSON: ", status.ToString()));
   }
+  return out;
+}
+
+std::string TerminalText(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const std::string& piece : TerminalPieces(text)) out += piece;
   return out;
 }
 
@@ -225,12 +346,16 @@ std::string SummarizePartitions(
     return "(unpartitioned)";
   }
   if (partitions.size() <= max_listed) {
-    return absl::StrJoin(partitions, ",");
+    return absl::StrJoin(partitions, ",",
+                         [](std::string* out, const std::string& partition) {
+                           absl::StrAppend(out, TerminalText(partition));
+                         });
   }
   std::vector<std::string> sorted(partitions.begin(), partitions.end());
   std::sort(sorted.begin(), sorted.end());
-  return absl::StrCat(sorted.front(), "..", sorted.back(), " (",
-                      partitions.size(), ")");
+  return absl::StrCat(TerminalText(sorted.front()), "..",
+                      TerminalText(sorted.back()), " (", partitions.size(),
+                      ")");
 }
 
 std::string FormatCost(const v1::CostEstimate& cost) {
@@ -258,10 +383,10 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
     if (!grain.empty() && !dataset.partition_column().empty()) {
       absl::StrAppend(&grain, ":", dataset.partition_column());
     }
-    table.AddRow({dataset.name(), OrDash(dataset.kind()),
-                  grain.empty() ? "-" : grain, OrDash(dataset.table()),
-                  OrDash(absl::StrJoin(upstream, ",")),
-                  OrDash(absl::StrJoin(dataset.downstream(), ","))});
+    table.AddRow({TerminalText(dataset.name()), SafeOrDash(dataset.kind()),
+                  SafeOrDash(grain), SafeOrDash(dataset.table()),
+                  SafeOrDash(absl::StrJoin(upstream, ",")),
+                  SafeOrDash(absl::StrJoin(dataset.downstream(), ","))});
   }
   return table.Render();
 }
@@ -274,12 +399,12 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
       {"DATASET", "GRAIN", "PARTITIONS", "RANGE", "COST", "VS FULL", "WHY"});
   for (const v1::DatasetPlan& plan : response.datasets()) {
     table.AddRow(
-        {plan.dataset(), OrDash(plan.grain()),
+        {TerminalText(plan.dataset()), SafeOrDash(plan.grain()),
          absl::StrCat(plan.partitions_size()),
          SummarizePartitions(plan.partitions()),
          HumanCount(plan.cost().backfill()),
          plan.cost().full_reload() > 0 ? Percent(plan.cost().ratio()) : "-",
-         OrDash(plan.reason())});
+         SafeOrDash(plan.reason())});
   }
   absl::StrAppend(&out, table.Render(), "\n");
   const v1::CostEstimate& cost = response.cost();
@@ -294,8 +419,22 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
     absl::StrAppend(&out, "Conflicts: none\n");
     return out;
   }
+  // The jobs holding the partitions, in the order the server lists them.
+  std::vector<std::string> holders;
+  for (const v1::Conflict& conflict : response.conflicts()) {
+    if (std::find(holders.begin(), holders.end(), conflict.backfill_id()) ==
+        holders.end()) {
+      holders.push_back(conflict.backfill_id());
+    }
+  }
   absl::StrAppend(&out, "Conflicts: ", response.conflicts_size(),
-                  " (a submit would be rejected while these jobs run)\n");
+                  " (a submit would wait for ",
+                  holders.size() == 1 ? "job " : "jobs ",
+                  absl::StrJoin(holders, ", ",
+                                [](std::string* line, const std::string& id) {
+                                  absl::StrAppend(line, TerminalText(id));
+                                }),
+                  " to finish; with --no-wait it would be refused)\n");
   int shown = 0;
   for (const v1::Conflict& conflict : response.conflicts()) {
     if (shown++ == kMaxConflictsShown) {
@@ -304,10 +443,12 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
                       " more\n");
       break;
     }
-    absl::StrAppend(
-        &out, "  job ", conflict.backfill_id(), "  ", conflict.dataset(), "  ",
-        conflict.partition().empty() ? "(unpartitioned)" : conflict.partition(),
-        "\n");
+    absl::StrAppend(&out, "  job ", TerminalText(conflict.backfill_id()), "  ",
+                    TerminalText(conflict.dataset()), "  ",
+                    conflict.partition().empty()
+                        ? "(unpartitioned)"
+                        : TerminalText(conflict.partition()),
+                    "\n");
   }
   return out;
 }
@@ -316,29 +457,38 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
   const v1::BackfillRequest& request = backfill.request();
   const v1::PartitionCounts& counts = backfill.partitions();
   std::vector<std::pair<std::string, std::string>> lines;
-  lines.emplace_back("Job", backfill.id());
+  lines.emplace_back("Job", TerminalText(backfill.id()));
   lines.emplace_back("State", StateName(backfill.state()));
   lines.emplace_back(
       "Scope",
-      absl::StrCat(request.dataset(), " ", ScopeText(request),
+      absl::StrCat(TerminalText(request.dataset()), " ", ScopeText(request),
                    request.exclude_downstream() ? ", downstream excluded"
                                                 : ", downstream included"));
-  std::string reason = OrDash(request.reason());
+  std::string reason = SafeOrDash(request.reason());
   if (!request.ticket().empty()) {
-    absl::StrAppend(&reason, "  (ticket ", request.ticket(), ")");
+    absl::StrAppend(&reason, "  (ticket ", TerminalText(request.ticket()), ")");
   }
   lines.emplace_back("Reason", reason);
-  lines.emplace_back("Requested by", OrDash(request.requested_by()));
+  lines.emplace_back("Requested by", SafeOrDash(request.requested_by()));
   if (!backfill.idempotency_key().empty()) {
-    lines.emplace_back("Idempotency", backfill.idempotency_key());
+    lines.emplace_back("Idempotency", TerminalText(backfill.idempotency_key()));
+  }
+  if (request.priority() != 0) {
+    lines.emplace_back("Priority", absl::StrCat(request.priority()));
+  }
+  if (request.max_parallel() != 0) {
+    lines.emplace_back(
+        "Max parallel",
+        absl::StrCat(Plural(request.max_parallel(), "partition"), " at once"));
   }
   lines.emplace_back("Partitions", CountsText(counts));
   for (const v1::DatasetPlan& plan : backfill.plan()) {
     lines.emplace_back(
-        "  " + plan.dataset(),
-        absl::StrCat(Plural(plan.partitions_size(), "partition"), "  ",
-                     SummarizePartitions(plan.partitions()),
-                     plan.reason().empty() ? "" : "  " + plan.reason()));
+        "  " + TerminalText(plan.dataset()),
+        absl::StrCat(
+            Plural(plan.partitions_size(), "partition"), "  ",
+            SummarizePartitions(plan.partitions()),
+            plan.reason().empty() ? "" : "  " + TerminalText(plan.reason())));
   }
   const v1::CostEstimate& cost = backfill.cost_estimate();
   lines.emplace_back("Cost",
@@ -359,7 +509,7 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
     lines.emplace_back("Duration", absl::FormatDuration(absl::Trunc(
                                        took, absl::Milliseconds(1))));
   }
-  lines.emplace_back("Message", OrDash(backfill.message()));
+  lines.emplace_back("Message", SafeOrDash(backfill.message()));
 
   size_t width = 0;
   for (const auto& [label, value] : lines)
@@ -376,12 +526,12 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
   if (response.backfills().empty()) return "no backfills\n";
   Table table({"ID", "STATE", "DATASET", "PARTITIONS", "CREATED", "REASON"});
   for (const v1::Backfill& backfill : response.backfills()) {
-    table.AddRow({backfill.id(), StateName(backfill.state()),
-                  backfill.request().dataset(),
+    table.AddRow({TerminalText(backfill.id()), StateName(backfill.state()),
+                  TerminalText(backfill.request().dataset()),
                   absl::StrCat(DonePartitions(backfill.partitions()), "/",
                                backfill.partitions().total()),
                   FormatTimestamp(backfill.create_time()),
-                  Truncate(backfill.request().reason(), kMaxReasonWidth)});
+                  SafeTruncate(backfill.request().reason(), kMaxReasonWidth)});
   }
   return table.Render();
 }
@@ -425,14 +575,14 @@ std::string FormatProgressLine(const v1::Backfill& backfill,
                                double elapsed_seconds) {
   const v1::PartitionCounts& counts = backfill.partitions();
   std::string out = absl::StrFormat(
-      "job %s: %s  %d/%d partitions  %d%%  %.1f s", backfill.id(),
+      "job %s: %s  %d/%d partitions  %d%%  %.1f s", TerminalText(backfill.id()),
       StateName(backfill.state()), DonePartitions(counts), counts.total(),
       PercentDone(backfill), elapsed_seconds);
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }
   if (!backfill.message().empty()) {
-    absl::StrAppend(&out, "  (", backfill.message(), ")");
+    absl::StrAppend(&out, "  (", TerminalText(backfill.message()), ")");
   }
   return out;
 }

@@ -2,9 +2,16 @@
 // backfillctl. Pure functions from messages to text; nothing here talks to
 // the network or writes to a stream, so every format is unit-testable.
 //
+// Text that comes from the server or from users (a job's message, reason,
+// ticket, requested_by, dataset names, partition values, ids) goes through
+// TerminalText() in every human format, so that it cannot move the cursor,
+// recolour or clear the terminal, or break a line. JSON is exact: the
+// protobuf JSON printer escapes by itself.
+//
 // Formats (all timestamps UTC ISO-8601, "-" when unset):
 //   FormatDatasets   table NAME KIND GRAIN TABLE UPSTREAM DOWNSTREAM
 //   FormatPlan       per-dataset table, total cost vs full reload, conflicts
+//                    (the jobs a submit would wait for)
 //   FormatBackfill   "label  value" block describing one job
 //   FormatBackfills  table ID STATE DATASET PARTITIONS CREATED REASON
 //   FormatProgress*  the --wait/watch progress bar and plain progress lines
@@ -32,6 +39,19 @@ namespace cli {
 // proto3 JSON mapping).
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 
+// `text` made safe to print on a terminal, on one line:
+//   newline, CR, tab          -> "\n", "\r", "\t"
+//   other bytes < 0x20, 0x7f  -> "\xNN" (ESC, so ANSI sequences, -> "\x1b")
+//   bytes that are not UTF-8  -> "\xNN"
+//   U+0080..U+009F (C1 controls, U+009B is a terminal's CSI), U+2028,
+//   U+2029 (line and paragraph separators), U+200E, U+200F,
+//   U+202A..U+202E, U+2066..U+2069 (bidirectional marks and overrides)
+//                             -> "\uNNNN"
+// Everything else is copied as it is, backslashes included, so that text in
+// any language reads as it was written. This is for reading, not a
+// reversible encoding: --json has the exact text.
+std::string TerminalText(absl::string_view text);
+
 // "2025-03-01T12:34:56Z"; "-" when the timestamp is unset.
 std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp);
 
@@ -53,7 +73,8 @@ int64_t DonePartitions(const v1::PartitionCounts& counts);
 std::string HumanCount(double value);
 
 // "2025-03-01..2025-03-07 (7)", the full list when there are at most
-// `max_listed`, "(unpartitioned)" for the single "" partition.
+// `max_listed`, "(unpartitioned)" for the single "" partition. Partition
+// values go through TerminalText().
 std::string SummarizePartitions(
     const google::protobuf::RepeatedPtrField<std::string>& partitions,
     int max_listed = 4);

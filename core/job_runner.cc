@@ -668,6 +668,13 @@ void JobRunner::Supersede(Active* held, const std::string& by) {
     ReleaseLocked(held);
     return;
   }
+  EndCancelled(held);
+}
+
+void JobRunner::EndCancelled(Active* job) {
+  // Tasks first, staging last: a crash in between leaves staging that the
+  // next start sweeps.
+  const std::string id = job->job.id;
   Persist(Storage::kStateStore, absl::StrCat("cancelling the tasks of ", id),
           [&] {
             return store_
@@ -682,12 +689,13 @@ void JobRunner::Supersede(Active* held, const std::string& by) {
   double estimate;
   {
     absl::MutexLock lock(&mu_);
-    estimate = held->job.plan.cost.backfill;
+    estimate = job->job.plan.cost.backfill;
   }
   ReportFinished(id, JobState::kCancelled, estimate);
   absl::MutexLock lock(&mu_);
-  EndLocked(held, Phase::kDone);
-  ReleaseLocked(held);
+  EndLocked(job, Phase::kDone);
+  ReleaseLocked(job);
+  PumpLocked();
 }
 
 void JobRunner::Prepare(const std::string& id) {
@@ -926,24 +934,7 @@ void JobRunner::Settle(Active* job) {
     PumpLocked();
     return;
   }
-  // Cancelled: tasks first, staging last; a crash in between leaves staging
-  // that the next start sweeps.
-  Persist(Storage::kStateStore, absl::StrCat("cancelling the tasks of ", id),
-          [&] {
-            return store_
-                ->UpdateTasksInState(id,
-                                     {TaskState::kPending, TaskState::kRunning,
-                                      TaskState::kStaged, TaskState::kFailed},
-                                     TaskState::kCancelled, clock_->Now())
-                .status();
-          })
-      .IgnoreError();
-  engine_->DropStaging(id).IgnoreError();
-  ReportFinished(id, JobState::kCancelled, estimate);
-  absl::MutexLock lock(&mu_);
-  EndLocked(job, Phase::kDone);
-  ReleaseLocked(job);
-  PumpLocked();
+  EndCancelled(job);
 }
 
 absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
@@ -1441,6 +1432,17 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
   {
     absl::MutexLock lock(&mu_);
     job = FindLocked(id);
+    // A job that just failed may still be draining the partitions that ran
+    // when it failed: wait for that (bounded) rather than refuse.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (job != nullptr &&
+           (job->phase == Phase::kFailing ||
+            (job->phase == Phase::kSettling &&
+             job->settling_from == Phase::kFailing)) &&
+           !stopping_) {
+      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+      job = FindLocked(id);
+    }
     if (job != nullptr && job->phase == Phase::kHeld &&
         job->state == JobState::kFailed) {
       job->phase = Phase::kSettling;  // reserved for the retry

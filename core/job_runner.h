@@ -151,6 +151,9 @@ class JobRunner {
   absl::Status PublishJob(Active* job);
   void Settle(Active* job);
   void Supersede(Active* held, const std::string& by);
+  // The end of a job recorded CANCELLED: its tasks are cancelled, its
+  // staging dropped, and it is forgotten.
+  void EndCancelled(Active* job);
   // Loads tasks, layout and graph for a job (once).
   absl::Status Load(Active* job);
   absl::StatusOr<JobLayout> LayoutOf(const Job& job, bool* complete) const;

@@ -1,28 +1,46 @@
 // Runs the real backfillctl binary (CLI11 parsing included) against an
 // in-process fake BackfillService that records what it receives: list
 // items and text arguments are sent exactly as typed or refused before any
-// RPC, with a usage error (exit 2) naming the flag.
+// RPC, with a usage error (exit 2) naming the flag; every submit carries an
+// idempotency key and is retried with it; pause, resume and retry send
+// their RPCs; text from the server is escaped on the terminal.
 
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
 namespace backfill {
 namespace {
 
+using ::google::protobuf::util::MessageDifferencer;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr char kUuidV4[] =
+    "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}";
 
 struct RunResult {
   int exit_code = -1;
@@ -80,7 +98,21 @@ RunResult RunBackfillctl(const std::vector<std::string>& args) {
   return result;
 }
 
-// Records the BackfillRequest of every Plan and Submit; answers OK.
+// One call of a job decision (cancel, pause, resume, retry).
+struct Decision {
+  std::string method;
+  std::string id;
+  std::string reason;
+};
+
+// Records the BackfillRequest of every Plan and Submit, the whole
+// SubmitBackfillRequest of every Submit, every job decision and every
+// ListBackfills. A submit makes a job per new idempotency key and answers
+// with it like backfilld (created false for a known key); the first
+// `lost_submits` submits make their job but answer UNAVAILABLE, as when the
+// answer is lost on the way back. Decisions answer with the job in the
+// state the decision leads to, its message quoting the reason; job
+// "bf-404" is NOT_FOUND, job "bf-9" FAILED_PRECONDITION.
 class RecordingService final : public v1::BackfillService::Service {
  public:
   grpc::Status PlanBackfill(grpc::ServerContext*,
@@ -93,15 +125,77 @@ class RecordingService final : public v1::BackfillService::Service {
                               const v1::SubmitBackfillRequest* request,
                               v1::SubmitBackfillResponse* response) override {
     Record(request->request());
-    response->mutable_backfill()->set_id("bf-1");
+    std::lock_guard<std::mutex> lock(mu_);
+    submits_.push_back(*request);
+    auto [job, created] = jobs_.try_emplace(
+        request->idempotency_key(), absl::StrCat("bf-", jobs_.size() + 1));
+    if (static_cast<int>(submits_.size()) <= lost_submits_) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection reset");
+    }
+    response->mutable_backfill()->set_id(job->second);
     response->mutable_backfill()->set_state(v1::BACKFILL_STATE_QUEUED);
-    response->set_created(true);
+    *response->mutable_backfill()->mutable_request() = request->request();
+    response->mutable_backfill()->set_idempotency_key(
+        request->idempotency_key());
+    response->set_created(created);
+    return grpc::Status::OK;
+  }
+  grpc::Status CancelBackfill(grpc::ServerContext*,
+                              const v1::CancelBackfillRequest* request,
+                              v1::Backfill* response) override {
+    return Decide("CancelBackfill", request->id(), request->reason(),
+                  v1::BACKFILL_STATE_CANCELLED, response);
+  }
+  grpc::Status PauseBackfill(grpc::ServerContext*,
+                             const v1::PauseBackfillRequest* request,
+                             v1::Backfill* response) override {
+    return Decide("PauseBackfill", request->id(), request->reason(),
+                  v1::BACKFILL_STATE_PAUSED, response);
+  }
+  grpc::Status ResumeBackfill(grpc::ServerContext*,
+                              const v1::ResumeBackfillRequest* request,
+                              v1::Backfill* response) override {
+    return Decide("ResumeBackfill", request->id(), request->reason(),
+                  v1::BACKFILL_STATE_QUEUED, response);
+  }
+  grpc::Status RetryBackfill(grpc::ServerContext*,
+                             const v1::RetryBackfillRequest* request,
+                             v1::Backfill* response) override {
+    return Decide("RetryBackfill", request->id(), request->reason(),
+                  v1::BACKFILL_STATE_QUEUED, response);
+  }
+  grpc::Status ListBackfills(grpc::ServerContext*,
+                             const v1::ListBackfillsRequest* request,
+                             v1::ListBackfillsResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    lists_.push_back(*request);
+    v1::Backfill* job = response->add_backfills();
+    job->set_id("bf-3");
+    job->set_state(v1::BACKFILL_STATE_QUEUED);
+    job->mutable_request()->set_dataset("daily_revenue");
+    job->mutable_request()->set_reason("late\x1b[2J\ndata");
     return grpc::Status::OK;
   }
 
+  void set_lost_submits(int count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lost_submits_ = count;
+  }
   std::vector<v1::BackfillRequest> requests() {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
+  }
+  std::vector<v1::SubmitBackfillRequest> submits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submits_;
+  }
+  std::vector<Decision> decisions() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return decisions_;
+  }
+  std::vector<v1::ListBackfillsRequest> lists() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lists_;
   }
 
  private:
@@ -109,10 +203,49 @@ class RecordingService final : public v1::BackfillService::Service {
     std::lock_guard<std::mutex> lock(mu_);
     requests_.push_back(request);
   }
+  grpc::Status Decide(const std::string& method, const std::string& id,
+                      const std::string& reason, v1::BackfillState state,
+                      v1::Backfill* response) {
+    std::lock_guard<std::mutex> lock(mu_);
+    decisions_.push_back({method, id, reason});
+    if (id == "bf-404") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job bf-404");
+    }
+    if (id == "bf-9") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "job bf-9 is SUCCEEDED; it cannot be changed");
+    }
+    response->set_id(id);
+    response->set_state(state);
+    response->mutable_request()->set_dataset("daily_revenue");
+    response->mutable_request()->set_reason("fix refunds");
+    response->set_message(absl::StrCat(method, ": ", reason));
+    return grpc::Status::OK;
+  }
 
   std::mutex mu_;
+  int lost_submits_ = 0;
   std::vector<v1::BackfillRequest> requests_;
+  std::vector<v1::SubmitBackfillRequest> submits_;
+  std::map<std::string, std::string> jobs_;  // idempotency key -> job id
+  std::vector<Decision> decisions_;
+  std::vector<v1::ListBackfillsRequest> lists_;
 };
+
+// The value of a "label  value" line of a job block.
+std::string ValueOf(const std::string& block, const std::string& label) {
+  for (absl::string_view line : absl::StrSplit(block, '\n')) {
+    if (!absl::StartsWith(line, label + "  ")) continue;
+    line.remove_prefix(label.size());
+    return std::string(absl::StripLeadingAsciiWhitespace(line));
+  }
+  return "<no line " + label + ">";
+}
+
+// The lines of `text`, without empty ones.
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
 
 class BackfillctlTest : public ::testing::Test {
  protected:
@@ -224,6 +357,295 @@ TEST_F(BackfillctlTest, TextArgumentsThatAreNotUtf8AreRefusedBeforeAnyRpc) {
               "backfillctl: " + c.message + "; text arguments must be UTF-8\n");
   }
   EXPECT_THAT(service_.requests(), IsEmpty());
+}
+
+// -------------------------------------------------- submit: idempotency key
+
+const std::vector<std::string> kSubmit = {
+    "submit", "daily_revenue", "--from",   "2025-03-01",
+    "--to",   "2025-03-08",    "--reason", "fix refunds"};
+
+std::vector<std::string> Plus(std::vector<std::string> args,
+                              const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST_F(BackfillctlTest, SubmitSendsARandomUuidKeyWhenNoneIsGiven) {
+  RunResult first = Run(kSubmit);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  RunResult second = Run(kSubmit);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const std::vector<v1::SubmitBackfillRequest> submits = service_.submits();
+  ASSERT_EQ(submits.size(), 2u);
+  EXPECT_THAT(submits[0].idempotency_key(), MatchesRegex(kUuidV4));
+  EXPECT_THAT(submits[1].idempotency_key(), MatchesRegex(kUuidV4));
+  EXPECT_NE(submits[0].idempotency_key(), submits[1].idempotency_key());
+  // Two submits, two jobs; the key is shown with the job.
+  EXPECT_THAT(first.out, StartsWith("submitted backfill bf-1\n"));
+  EXPECT_THAT(second.out, StartsWith("submitted backfill bf-2\n"));
+  EXPECT_EQ(ValueOf(first.out, "Idempotency"), submits[0].idempotency_key());
+  EXPECT_THAT(first.err, IsEmpty());
+}
+
+TEST_F(BackfillctlTest, SubmitRetriesALostAnswerWithTheSameKey) {
+  service_.set_lost_submits(1);
+  RunResult run = Run(kSubmit);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::SubmitBackfillRequest> submits = service_.submits();
+  ASSERT_EQ(submits.size(), 2u);
+  const std::string key = submits[0].idempotency_key();
+  EXPECT_THAT(key, MatchesRegex(kUuidV4));
+  // The same request, key included, both times.
+  EXPECT_TRUE(MessageDifferencer::Equals(submits[0], submits[1]))
+      << submits[1].DebugString();
+  // One line on stderr for the retry, naming the status and the key.
+  EXPECT_EQ(run.err,
+            "backfillctl: submit attempt 1 of 5 failed (UNAVAILABLE: "
+            "connection reset); retrying in 200ms with the same idempotency "
+            "key \"" +
+                key + "\"\n");
+  // The job the first attempt made, not a second one.
+  EXPECT_THAT(run.out,
+              StartsWith("submitted backfill bf-1 (by an earlier attempt "
+                         "whose answer was lost)\n"));
+  EXPECT_EQ(ValueOf(run.out, "Job"), "bf-1");
+}
+
+TEST_F(BackfillctlTest, SubmitRetriesWithTheGivenKey) {
+  service_.set_lost_submits(2);
+  RunResult run =
+      Run(Plus(kSubmit, {"--idempotency-key", "incident-42", "--json"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::SubmitBackfillRequest> submits = service_.submits();
+  ASSERT_EQ(submits.size(), 3u);
+  for (const v1::SubmitBackfillRequest& submit : submits) {
+    EXPECT_EQ(submit.idempotency_key(), "incident-42");
+  }
+  EXPECT_EQ(Lines(run.err).size(), 2u) << run.err;
+  EXPECT_THAT(run.err,
+              HasSubstr("backfillctl: submit attempt 2 of 5 failed "
+                        "(UNAVAILABLE: connection reset); retrying in 400ms "
+                        "with the same idempotency key \"incident-42\"\n"));
+  // --json: the answer as the server gave it.
+  v1::SubmitBackfillResponse response;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(run.out, &response).ok())
+      << run.out;
+  EXPECT_EQ(response.backfill().id(), "bf-1");
+  EXPECT_FALSE(response.created());
+}
+
+TEST_F(BackfillctlTest, SubmitGivesUpAfterFiveAttemptsNamingTheKey) {
+  service_.set_lost_submits(100);
+  RunResult run = Run(kSubmit);
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_THAT(run.out, IsEmpty());
+  const std::vector<v1::SubmitBackfillRequest> submits = service_.submits();
+  ASSERT_EQ(submits.size(), 5u);
+  const std::string key = submits[0].idempotency_key();
+  for (const v1::SubmitBackfillRequest& submit : submits) {
+    EXPECT_EQ(submit.idempotency_key(), key);
+  }
+  const std::vector<std::string> lines = Lines(run.err);
+  ASSERT_EQ(lines.size(), 5u) << run.err;
+  EXPECT_THAT(lines[3], HasSubstr("attempt 4 of 5 failed (UNAVAILABLE"));
+  EXPECT_THAT(lines[3], HasSubstr("retrying in 1.6s"));
+  EXPECT_THAT(lines[4], StartsWith("backfillctl: UNAVAILABLE: connection "
+                                   "reset; is backfilld running at "));
+  EXPECT_THAT(lines[4], HasSubstr("gave up after 5 attempts"));
+  EXPECT_THAT(lines[4], HasSubstr("--idempotency-key " + key));
+}
+
+TEST_F(BackfillctlTest, SubmitSendsNoWaitPriorityAndMaxParallel) {
+  RunResult run = Run(
+      Plus(kSubmit, {"--no-wait", "--priority", "-5", "--max-parallel", "3"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  run = Run(Plus(kSubmit, {"--priority=1000"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::SubmitBackfillRequest> submits = service_.submits();
+  ASSERT_EQ(submits.size(), 2u);
+  EXPECT_TRUE(submits[0].no_wait());
+  EXPECT_EQ(submits[0].request().priority(), -5);
+  EXPECT_EQ(submits[0].request().max_parallel(), 3);
+  EXPECT_FALSE(submits[1].no_wait());
+  EXPECT_EQ(submits[1].request().priority(), 1000);
+  EXPECT_EQ(submits[1].request().max_parallel(), 0);
+}
+
+TEST_F(BackfillctlTest, OutOfRangePriorityAndMaxParallelAreUsageErrors) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"--priority", "1001"},
+       "backfillctl: --priority 1001 is out of range: use -1000..1000 "
+       "(default 0; higher runs first)\n"},
+      {{"--priority=-1001"},
+       "backfillctl: --priority -1001 is out of range: use -1000..1000 "
+       "(default 0; higher runs first)\n"},
+      {{"--max-parallel", "0"},
+       "backfillctl: --max-parallel 0 is out of range: use 1 or more (leave "
+       "it out for no limit of the job's own)\n"},
+      {{"--max-parallel=-2"},
+       "backfillctl: --max-parallel -2 is out of range: use 1 or more (leave "
+       "it out for no limit of the job's own)\n"},
+  };
+  for (const Case& c : cases) {
+    RunResult run = Run(Plus(kSubmit, c.flags));
+    EXPECT_EQ(run.exit_code, 2) << c.flags[0] << ": " << run.err;
+    EXPECT_EQ(run.err, c.err);
+    EXPECT_THAT(run.out, IsEmpty());
+  }
+  RunResult run = Run(Plus(kSubmit, {"--priority", "high"}));
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("--priority"));
+  EXPECT_THAT(service_.submits(), IsEmpty());
+}
+
+// ----------------------------------------------- pause, resume, retry, cancel
+
+TEST_F(BackfillctlTest, JobDecisionsSendTheirRpc) {
+  struct Case {
+    std::string command;
+    std::string method;
+    std::string state;
+  };
+  const std::vector<Case> cases = {
+      {"pause", "PauseBackfill", "PAUSED"},
+      {"resume", "ResumeBackfill", "QUEUED"},
+      {"retry", "RetryBackfill", "QUEUED"},
+      {"cancel", "CancelBackfill", "CANCELLED"},
+  };
+  for (const Case& c : cases) {
+    RunResult run = Run({c.command, "bf-7", "--reason", "disk maintenance"});
+    ASSERT_EQ(run.exit_code, 0) << c.command << ": " << run.err;
+    EXPECT_THAT(run.err, IsEmpty());
+    // Printed as `status` prints the job.
+    EXPECT_EQ(ValueOf(run.out, "Job"), "bf-7");
+    EXPECT_EQ(ValueOf(run.out, "State"), c.state);
+    EXPECT_EQ(ValueOf(run.out, "Message"), c.method + ": disk maintenance");
+  }
+  RunResult bare = Run({"pause", "bf-8"});
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  const std::vector<Decision> decisions = service_.decisions();
+  ASSERT_EQ(decisions.size(), 5u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(decisions[i].method, cases[i].method);
+    EXPECT_EQ(decisions[i].id, "bf-7");
+    EXPECT_EQ(decisions[i].reason, "disk maintenance");
+  }
+  EXPECT_EQ(decisions[4].method, "PauseBackfill");
+  EXPECT_EQ(decisions[4].id, "bf-8");
+  EXPECT_EQ(decisions[4].reason, "");
+  EXPECT_THAT(service_.submits(), IsEmpty());
+}
+
+TEST_F(BackfillctlTest, JobDecisionsPrintOneJsonDocument) {
+  for (const std::string command : {"pause", "resume", "retry"}) {
+    RunResult run = Run({command, "bf-7", "--json"});
+    ASSERT_EQ(run.exit_code, 0) << command << ": " << run.err;
+    v1::Backfill job;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &job).ok())
+        << run.out;
+    EXPECT_EQ(job.id(), "bf-7");
+    // Proto field names, every field present.
+    EXPECT_THAT(run.out, HasSubstr("\"idempotency_key\": \"\""));
+    EXPECT_THAT(run.out, HasSubstr("\"rows_written\": \"0\""));
+    EXPECT_THAT(run.out, Not(HasSubstr("rowsWritten")));
+  }
+}
+
+TEST_F(BackfillctlTest, JobDecisionErrorsExitOneLikeCancel) {
+  for (const std::string command : {"cancel", "pause", "resume", "retry"}) {
+    RunResult run = Run({command, "bf-9", "--json"});
+    EXPECT_EQ(run.exit_code, 1) << command;
+    EXPECT_EQ(run.err,
+              "backfillctl: FAILED_PRECONDITION: job bf-9 is SUCCEEDED; it "
+              "cannot be changed\n")
+        << command;
+    EXPECT_THAT(run.out, IsEmpty()) << command;
+    run = Run({command, "bf-404"});
+    EXPECT_EQ(run.exit_code, 1) << command;
+    EXPECT_EQ(run.err, "backfillctl: NOT_FOUND: no job bf-404\n") << command;
+  }
+}
+
+TEST_F(BackfillctlTest, JobDecisionsCheckTheirArguments) {
+  for (const std::string command : {"pause", "resume", "retry"}) {
+    RunResult run = Run({command});
+    EXPECT_EQ(run.exit_code, 2) << command << ": " << run.err;
+    EXPECT_THAT(run.err, HasSubstr("JOB")) << command;
+    run = Run({command, "bf-7", "--reason", "stop\xfe"});
+    EXPECT_EQ(run.exit_code, 2) << command << ": " << run.err;
+    EXPECT_EQ(run.err,
+              "backfillctl: --reason is not valid UTF-8 (byte 0xfe at offset "
+              "4); text arguments must be UTF-8\n");
+  }
+  EXPECT_THAT(service_.decisions(), IsEmpty());
+}
+
+TEST_F(BackfillctlTest, TextFromTheServerIsEscapedOnTheTerminal) {
+  RunResult run = Run({"pause", "bf-7", "--reason", "x\x1b[2J\ny"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find('\x1b'), std::string::npos) << run.out;
+  EXPECT_EQ(ValueOf(run.out, "Message"), "PauseBackfill: x\\x1b[2J\\ny");
+  // JSON is exact: its own escapes, the text unchanged.
+  run = Run({"pause", "bf-7", "--reason", "x\x1b[2J\ny", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find('\x1b'), std::string::npos) << run.out;
+  v1::Backfill job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &job).ok());
+  EXPECT_EQ(job.message(), "PauseBackfill: x\x1b[2J\ny");
+
+  run = Run({"list"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find('\x1b'), std::string::npos) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("late\\x1b[2J\\ndata"));
+}
+
+// ------------------------------------------------------------- list --state
+
+TEST_F(BackfillctlTest, StateItemsAreSplitStrictly) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"--state", "running,,failed"},
+       "backfillctl: --state: item 2 is empty (\"running,,failed\")\n"},
+      {{"--state", "running,"},
+       "backfillctl: --state: item 2 is empty (\"running,\")\n"},
+      {{"--state", "running", "--state", ""},
+       "backfillctl: --state: item 2 is empty (\"\")\n"},
+      {{"--state", "[running,,failed]"},
+       "backfillctl: --state: item 2 is empty (\"[running,,failed]\")\n"},
+      {{"--state", "running, failed"},
+       "backfillctl: --state: item 2 \" failed\" has leading or trailing "
+       "whitespace\n"},
+      {{"--state", "running,nope"},
+       "backfillctl: --state: unknown state \"nope\"; known states: QUEUED, "
+       "RUNNING, VALIDATING, AWAITING_APPROVAL, PUBLISHING, CONFIRMING, "
+       "SUCCEEDED, FAILED, CANCELLED, PAUSED, ROLLED_BACK, "
+       "VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY\n"},
+  };
+  for (const Case& c : cases) {
+    RunResult run = Run(Plus({"list"}, c.args));
+    EXPECT_EQ(run.exit_code, 2) << c.args[1] << ": " << run.err;
+    EXPECT_EQ(run.err, c.err);
+    EXPECT_THAT(run.out, IsEmpty());
+  }
+  EXPECT_THAT(service_.lists(), IsEmpty());
+
+  RunResult run =
+      Run({"list", "--state", "running,FAILED", "--state", "queued"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::ListBackfillsRequest> lists = service_.lists();
+  ASSERT_EQ(lists.size(), 1u);
+  EXPECT_THAT(lists[0].states(),
+              ElementsAre(v1::BACKFILL_STATE_RUNNING, v1::BACKFILL_STATE_FAILED,
+                          v1::BACKFILL_STATE_QUEUED));
 }
 
 }  // namespace

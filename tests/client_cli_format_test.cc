@@ -1,13 +1,15 @@
 // Unit tests of the backfillctl renderings (client/cli_format.h): JSON
 // output, timestamps, state names, counts, partition summaries, costs, the
-// plan/job/list tables and the --wait progress bar and lines. Expectations
-// are written from the documented formats in cli_format.h and the proto
+// plan/job/list tables, the --wait progress bar and lines, and the escaping
+// of text from the server or users for the terminal. Expectations are
+// written from the documented formats in cli_format.h and the proto
 // contract, not from the implementation.
 
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -764,6 +766,195 @@ TEST(FormatProgressLineTest, SucceededWithNoPartitionsIsHundredPercent) {
   EXPECT_EQ(
       FormatProgressLine(Job("bf-1", v1::BACKFILL_STATE_SUCCEEDED, 0, 0, 0), 2),
       "job bf-1: SUCCEEDED  0/0 partitions  100%  2.0 s");
+}
+
+// ----------------------------------------------------------- TerminalText
+
+// True when `text` holds a byte a terminal acts on: C0 controls other than
+// the newlines that end lines, DEL, or the UTF-8 of a C1 control.
+bool HasTerminalControl(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < text.size() &&
+        static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(TerminalTextTest, EscapesControlCharacters) {
+  EXPECT_EQ(TerminalText("a\nb\rc\td"), "a\\nb\\rc\\td");
+  EXPECT_EQ(TerminalText("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
+  EXPECT_EQ(TerminalText("bell\x07 nul"), "bell\\x07 nul");
+  EXPECT_EQ(TerminalText(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(TerminalText("del\x7f"), "del\\x7f");
+  EXPECT_EQ(TerminalText("\x1b]0;owned\x07"), "\\x1b]0;owned\\x07");
+}
+
+TEST(TerminalTextTest, EscapesInvisibleUnicodeControls) {
+  // U+009B (CSI in 8-bit form), U+0085 (next line).
+  EXPECT_EQ(TerminalText("\xc2\x9b"
+                         "2J"),
+            "\\u009B2J");
+  EXPECT_EQ(TerminalText("a\xc2\x85"
+                         "b"),
+            "a\\u0085b");
+  // Line separator, right-to-left override, first strong isolate.
+  EXPECT_EQ(TerminalText("a\xe2\x80\xa8"
+                         "b"),
+            "a\\u2028b");
+  EXPECT_EQ(TerminalText("abc\xe2\x80\xae"
+                         "fed"),
+            "abc\\u202Efed");
+  EXPECT_EQ(TerminalText("\xe2\x81\xa8x"), "\\u2068x");
+}
+
+TEST(TerminalTextTest, EscapesBytesThatAreNotUtf8) {
+  EXPECT_EQ(TerminalText("caf\xe9"), "caf\\xe9");
+  EXPECT_EQ(TerminalText("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(TerminalText("\xc0\xaf"), "\\xc0\\xaf");           // overlong
+  EXPECT_EQ(TerminalText("\xe4\xbf"), "\\xe4\\xbf");           // truncated
+  EXPECT_EQ(TerminalText("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+}
+
+TEST(TerminalTextTest, KeepsPrintableTextInAnyLanguageAsItIs) {
+  for (const std::string text :
+       {"", "fix refunds (DATA-123)", "r\xc3\xa9parer les remboursements",
+        "\xe4\xbf\xae\xe6\xad\xa3", "\xf0\x9f\x93\x88 up", "C:\\data\\x1b",
+        "tab\\t is two characters", "\xc2\xa0non-breaking"}) {
+    EXPECT_EQ(TerminalText(text), text);
+  }
+}
+
+TEST(TerminalTextTest, JobFieldsAreEscapedInTheStatusBlock) {
+  v1::Backfill backfill = RunningJob();
+  backfill.mutable_request()->set_reason("fix\x1b[2J\nrefunds");
+  backfill.mutable_request()->set_ticket("OPS-1\r");
+  backfill.mutable_request()->set_requested_by("mallory\x1b]0;x\x07");
+  backfill.set_idempotency_key("k\x08");
+  backfill.set_message("failed:\n\x1b[1A\x1b[Kdone\xc2\x9b");
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_FALSE(HasTerminalControl(out)) << out;
+  EXPECT_EQ(ValueOf(out, "Reason"), "fix\\x1b[2J\\nrefunds  (ticket OPS-1\\r)");
+  EXPECT_EQ(ValueOf(out, "Requested by"), "mallory\\x1b]0;x\\x07");
+  EXPECT_EQ(ValueOf(out, "Idempotency"), "k\\x08");
+  EXPECT_EQ(ValueOf(out, "Message"), "failed:\\n\\x1b[1A\\x1b[Kdone\\u009B");
+}
+
+TEST(TerminalTextTest, PartitionsAndDatasetsAreEscaped) {
+  v1::Backfill backfill;
+  backfill.set_id("bf-3");
+  backfill.mutable_request()->set_dataset("orders");
+  *backfill.mutable_request()->mutable_partitions() =
+      Partitions({"new\nyork", "z\xc3\xbcrich"});
+  v1::DatasetPlan* plan = backfill.add_plan();
+  plan->set_dataset("by\x1b[0mcity");
+  *plan->mutable_partitions() = Partitions({"new\nyork", "z\xc3\xbcrich"});
+  plan->set_reason("requested");
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_FALSE(HasTerminalControl(out)) << out;
+  EXPECT_EQ(ValueOf(out, "Scope"),
+            "orders partitions new\\nyork,z\xc3\xbcrich, downstream included");
+  EXPECT_EQ(ValueOf(out, "  by\\x1b[0mcity"),
+            "2 partitions  new\\nyork,z\xc3\xbcrich  requested");
+}
+
+TEST(TerminalTextTest, ListReasonsAreEscapedAndCutOnCharacters) {
+  v1::ListBackfillsResponse list;
+  v1::Backfill* first = list.add_backfills();
+  *first = Job("bf-1", v1::BACKFILL_STATE_RUNNING, 0, 0, 1);
+  first->mutable_request()->set_dataset("orders\x1b[8m");
+  first->mutable_request()->set_reason("late\ndata\x1b[31m");
+  v1::Backfill* second = list.add_backfills();
+  *second = Job("bf-2", v1::BACKFILL_STATE_QUEUED, 0, 0, 1);
+  second->mutable_request()->set_dataset("orders");
+  std::string accents;
+  for (int i = 0; i < 50; ++i) accents += "\xc3\xa9";  // "é"
+  second->mutable_request()->set_reason(accents);
+  v1::Backfill* third = list.add_backfills();
+  *third = Job("bf-3", v1::BACKFILL_STATE_QUEUED, 0, 0, 1);
+  third->mutable_request()->set_dataset("orders");
+  // The cut falls inside the escape of the ESC: the escape goes whole.
+  third->mutable_request()->set_reason(std::string(35, 'x') + "\x1b[31m");
+
+  const std::string out = FormatBackfills(list);
+  EXPECT_FALSE(HasTerminalControl(out)) << out;
+  const std::vector<std::string> lines = Lines(out);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[1], HasSubstr("orders\\x1b[8m"));
+  EXPECT_THAT(lines[1], EndsWith("late\\ndata\\x1b[31m"));
+  // 40 characters: 37 of them and "...", never half a character.
+  std::string cut;
+  for (int i = 0; i < 37; ++i) cut += "\xc3\xa9";
+  EXPECT_THAT(lines[2], EndsWith("  " + cut + "..."));
+  EXPECT_THAT(lines[3], EndsWith("  " + std::string(35, 'x') + "..."));
+}
+
+TEST(TerminalTextTest, ProgressLineMessageIsEscaped) {
+  v1::Backfill backfill = Job("bf-7", v1::BACKFILL_STATE_QUEUED, 0, 0, 10);
+  backfill.set_message("waiting\r\x1b[2Kfor bf-1");
+  const std::string line = FormatProgressLine(backfill, 0);
+  EXPECT_FALSE(HasTerminalControl(line)) << line;
+  EXPECT_EQ(line,
+            "job bf-7: QUEUED  0/10 partitions  0%  0.0 s  "
+            "(waiting\\r\\x1b[2Kfor bf-1)");
+}
+
+TEST(TerminalTextTest, PlanTextIsEscaped) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  plan.mutable_datasets(0)->set_reason("requested\x1b[5m");
+  *plan.mutable_datasets(0)->mutable_partitions() = Partitions({"a\tb", "c"});
+  v1::Conflict* conflict = plan.add_conflicts();
+  conflict->set_backfill_id("bf-7");
+  conflict->set_dataset("orders");
+  conflict->set_partition("a\tb");
+  const std::string out = FormatPlan(plan);
+  EXPECT_FALSE(HasTerminalControl(out)) << out;
+  EXPECT_THAT(LineStartingWith(out, "orders "),
+              MatchesRegex("orders +day +2 +a\\\\tb,c +1000 +1\\.0% "
+                           "+requested\\\\x1b\\[5m"));
+  EXPECT_THAT(Lines(out), Contains("  job bf-7  orders  a\\tb"));
+}
+
+// ------------------------------------------- the queueing rule, priorities
+
+TEST(FormatPlanTest, ConflictsSayASubmitWouldWaitForTheirJobs) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  for (const auto& [id, partition] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"bf-7", "2025-03-01"},
+           {"bf-8", "2025-03-02"},
+           {"bf-7", "2025-03-03"}}) {
+    v1::Conflict* conflict = plan.add_conflicts();
+    conflict->set_backfill_id(id);
+    conflict->set_dataset("orders");
+    conflict->set_partition(partition);
+  }
+  EXPECT_EQ(LineStartingWith(FormatPlan(plan), "Conflicts:"),
+            "Conflicts: 3 (a submit would wait for jobs bf-7, bf-8 to finish; "
+            "with --no-wait it would be refused)");
+  plan.mutable_conflicts()->DeleteSubrange(1, 2);
+  EXPECT_EQ(LineStartingWith(FormatPlan(plan), "Conflicts:"),
+            "Conflicts: 1 (a submit would wait for job bf-7 to finish; with "
+            "--no-wait it would be refused)");
+}
+
+TEST(FormatBackfillTest, PriorityAndMaxParallelWhenSet) {
+  v1::Backfill backfill = RunningJob();
+  std::string out = FormatBackfill(backfill);
+  EXPECT_THAT(out, Not(HasSubstr("Priority")));
+  EXPECT_THAT(out, Not(HasSubstr("Max parallel")));
+  backfill.mutable_request()->set_priority(-20);
+  backfill.mutable_request()->set_max_parallel(4);
+  out = FormatBackfill(backfill);
+  EXPECT_EQ(ValueOf(out, "Priority"), "-20");
+  EXPECT_EQ(ValueOf(out, "Max parallel"), "4 partitions at once");
+  backfill.mutable_request()->set_max_parallel(1);
+  EXPECT_EQ(ValueOf(FormatBackfill(backfill), "Max parallel"),
+            "1 partition at once");
 }
 
 }  // namespace
