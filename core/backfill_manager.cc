@@ -1,6 +1,7 @@
 #include "core/backfill_manager.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -125,17 +126,42 @@ absl::StatusOr<Plan> BackfillManager::PlanBackfill(
 absl::StatusOr<SubmitResult> BackfillManager::Submit(
     const BackfillRequest& request, const SubmitOptions& options) {
   RETURN_IF_ERROR(ValidateSubmit(request, options.idempotency_key));
+  const std::string fingerprint = RequestFingerprint(request);
+  // A repeated submit (same key) returns its job whatever happened since:
+  // the plan, the catalog or newer overlapping jobs do not matter.
+  auto existing = [&]() -> absl::StatusOr<std::optional<SubmitResult>> {
+    ASSIGN_OR_RETURN(std::optional<Job> job,
+                     store_->FindJobByKey(options.idempotency_key));
+    if (!job.has_value()) return std::optional<SubmitResult>();
+    if (job->request_fingerprint != fingerprint) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "idempotency key \"", options.idempotency_key,
+          "\" was already used by job ", job->id, " for a different request (",
+          DescribeRequest(job->request), "); use a new key"));
+    }
+    return std::optional<SubmitResult>(SubmitResult{*std::move(job), false});
+  };
+  {
+    ASSIGN_OR_RETURN(std::optional<SubmitResult> found, existing());
+    if (found.has_value()) return *std::move(found);
+  }
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
 
   absl::MutexLock admission(&admission_mu_);
   RETURN_IF_ERROR(runner_.Accepting());
+  {
+    // Looked up again under the admission lock: a concurrent submit with
+    // the same key may have created it meanwhile.
+    ASSIGN_OR_RETURN(std::optional<SubmitResult> found, existing());
+    if (found.has_value()) return *std::move(found);
+  }
   std::vector<Admission::Overlap> blockers =
       runner_.Blocking(plan, options.idempotency_key, nullptr, 0);
   Job job;
   job.state = JobState::kQueued;
   job.request = request;
   job.idempotency_key = options.idempotency_key;
-  job.request_fingerprint = RequestFingerprint(request);
+  job.request_fingerprint = fingerprint;
   job.plan = std::move(plan);
   if (blockers.empty()) {
     job.message =

@@ -395,6 +395,15 @@ void JobRunner::SubmitLocked(std::function<void()> fn) {
   if (pool_ != nullptr) pool_->Submit(std::move(fn));
 }
 
+bool JobRunner::ReleaseAndTakeSettleLocked(Active* job) {
+  if (job->busy == 1 && job->phase == Phase::kDone) {
+    ReleaseLocked(job);  // forgets it: it must not be touched afterwards
+    return false;
+  }
+  ReleaseLocked(job);
+  return TakeSettleLocked(job);
+}
+
 void JobRunner::ReleaseLocked(Active* job) {
   --job->busy;
   if (job->busy == 0 && job->phase == Phase::kDone) {
@@ -571,8 +580,7 @@ void JobRunner::PumpLocked() {
             if (j == nullptr) return;
             if (j->state == JobState::kQueued) j->job.message = message;
             NotifyLocked(id);
-            ReleaseLocked(j);
-            settle = TakeSettleLocked(j);
+            settle = ReleaseAndTakeSettleLocked(j);
           }
           if (settle) Settle(j);
         });
@@ -759,8 +767,7 @@ void JobRunner::Prepare(const std::string& id) {
     } else if (job->phase == Phase::kPreparing) {
       job->phase = Phase::kWaiting;  // stopping: recovery prepares again
     }
-    ReleaseLocked(job);
-    settle = TakeSettleLocked(job);
+    settle = ReleaseAndTakeSettleLocked(job);
     NotifyLocked(id);
     PumpLocked();
   }
@@ -889,8 +896,7 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
       ++job->busy;
       SubmitLocked([this, id] { Finish(id); });
     }
-    ReleaseLocked(job);
-    settle = TakeSettleLocked(job);
+    settle = ReleaseAndTakeSettleLocked(job);
     NotifyLocked(id);
     PumpLocked();
   }

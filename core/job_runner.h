@@ -185,6 +185,9 @@ class JobRunner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A closure of the job ended: forgets a done job once idle.
   void ReleaseLocked(Active* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ReleaseLocked, then TakeSettleLocked unless the job was forgotten.
+  bool ReleaseAndTakeSettleLocked(Active* job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job ended (SUCCEEDED, CANCELLED) or is held: leaves admission (or
   // stops blocking), reports to the observer via `finished`.
   void EndLocked(Active* job, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -10,6 +10,7 @@
 #define BACKFILL_CORE_STATE_STORE_H_
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ class StateStore {
   // created == false. Ignores job.id: the store assigns "bf-<n>".
   virtual absl::StatusOr<CreateJobResult> CreateJob(const Job& job,
                                                     absl::Time now) = 0;
+
+  // The job created with `idempotency_key` (whole, as GetJob), if any;
+  // nullopt for an empty key or an unknown one.
+  virtual absl::StatusOr<std::optional<Job>> FindJobByKey(
+      const std::string& idempotency_key) = 0;
 
   // The job with its plan, counts, actual cost and rows written filled in
   // from its tasks. NOT_FOUND for an unknown id.

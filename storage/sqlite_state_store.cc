@@ -567,6 +567,26 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
   return CreateJobResult{std::move(stored), true};
 }
 
+absl::StatusOr<std::optional<Job>> SqliteStateStore::FindJobByKey(
+    const std::string& idempotency_key) {
+  if (idempotency_key.empty()) return std::optional<Job>();
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("SELECT id FROM jobs WHERE idempotency_key = "
+                                "?1"));
+  RETURN_IF_ERROR(q.BindText(1, idempotency_key));
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  std::optional<Job> job;
+  if (row) {
+    ASSIGN_OR_RETURN(Job found, LoadJob(q.ColumnText(0)));
+    job = std::move(found);
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return job;
+}
+
 absl::StatusOr<Job> SqliteStateStore::GetJob(const std::string& id) {
   return ReadJob(id, /*with_partitions=*/true);
 }
@@ -699,7 +719,8 @@ absl::Status SqliteStateStore::WriteTransition(const std::string& job_id,
             "UPDATE jobs SET state = ?2, message = ?3, update_time = ?4, "
             "start_time = CASE WHEN ?5 AND start_time IS NULL THEN ?4 "
             "ELSE start_time END, "
-            "end_time = CASE WHEN ?6 THEN ?4 ELSE end_time END "
+            "end_time = CASE WHEN ?6 THEN ?4 WHEN ?7 THEN NULL "
+            "ELSE end_time END "
             "WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindText(2, JobStateText(to)));
@@ -707,6 +728,8 @@ absl::Status SqliteStateStore::WriteTransition(const std::string& job_id,
     RETURN_IF_ERROR(BindTime(q, 4, now));
     RETURN_IF_ERROR(q.BindInt(5, to == JobState::kRunning ? 1 : 0));
     RETURN_IF_ERROR(q.BindInt(6, IsTerminal(to) ? 1 : 0));
+    // Leaving a terminal state (a retry): the job has not ended any more.
+    RETURN_IF_ERROR(q.BindInt(7, IsTerminal(from) && !IsTerminal(to) ? 1 : 0));
     RETURN_IF_ERROR(q.Run());
   }
   return AppendAudit(job_id, JobStateText(from), JobStateText(to), message,
@@ -912,6 +935,10 @@ absl::Status SqliteStateStore::RecordPublication(
     return absl::FailedPreconditionError(
         absl::StrCat("cannot record the publication of job ", job_id,
                      ": it is ", JobStateText(from), ", not PUBLISHING"));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
   }
   {
     ASSIGN_OR_RETURN(

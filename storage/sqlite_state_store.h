@@ -45,6 +45,7 @@
 #define BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,8 @@ class SqliteStateStore : public StateStore {
   absl::Status ReserveJobNumbers(int64_t n) override;
   absl::StatusOr<CreateJobResult> CreateJob(const Job& job,
                                             absl::Time now) override;
+  absl::StatusOr<std::optional<Job>> FindJobByKey(
+      const std::string& idempotency_key) override;
   absl::StatusOr<Job> GetJob(const std::string& id) override;
   absl::StatusOr<Job> GetJobProgress(const std::string& id) override;
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;

@@ -1,0 +1,687 @@
+// Tests of the job runner through the manager facade, over the in-memory
+// state store and the fake engine (no SQLite) and a manual clock (retry
+// loops and backoff run without real time): queueing of overlapping jobs in
+// submission order, pause and resume (also across a restart), retry of
+// failed partitions only, held jobs superseded by newer ones, fairness and
+// priorities, max_parallel, and storage failures that are retried while the
+// job keeps its partitions.
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/backfill_manager.h"
+#include "core/clock.h"
+#include "core/job_observer.h"
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fake_engine.h"
+#include "tests/testing/memory_state_store.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Call = ::backfill::testing::FakeEngine::Call;
+
+// orders (source, by day) -> daily (derived) -> rollup (derived, identity);
+// other (derived from orders, disjoint from daily), heavy (max_parallel 1).
+constexpr char kPipeline[] = R"yaml(
+datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: day, grain: day}
+  - name: daily
+    kind: derived
+    partition: {column: day, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "SELECT day, 1 AS n FROM raw_orders WHERE day = :partition"
+    contract: {columns: {day: TEXT, n: INTEGER}}
+  - name: rollup
+    kind: derived
+    partition: {column: day, grain: day}
+    upstream: [{dataset: daily, mapping: identity}]
+    transform: "SELECT day, n FROM daily WHERE day = :partition"
+    contract: {columns: {day: TEXT, n: INTEGER}}
+  - name: other
+    kind: derived
+    partition: {column: day, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "SELECT day, 2 AS n FROM raw_orders WHERE day = :partition"
+    contract: {columns: {day: TEXT, n: INTEGER}}
+  - name: heavy
+    kind: derived
+    max_parallel: 1
+    partition: {column: day, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "SELECT day, 3 AS n FROM raw_orders WHERE day = :partition"
+    contract: {columns: {day: TEXT, n: INTEGER}}
+)yaml";
+
+// Records the storage events the runner reports.
+class RecordingObserver : public JobObserver {
+ public:
+  void OnStorageFailing(Storage storage, const std::string& what,
+                        const absl::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    ++failing_[static_cast<int>(storage)];
+  }
+  void OnStorageRecovered(Storage storage) override {
+    absl::MutexLock lock(&mu_);
+    ++recovered_[static_cast<int>(storage)];
+  }
+  int failing(Storage s) const {
+    absl::MutexLock lock(&mu_);
+    return failing_[static_cast<int>(s)];
+  }
+  int recovered(Storage s) const {
+    absl::MutexLock lock(&mu_);
+    return recovered_[static_cast<int>(s)];
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  int failing_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
+  int recovered_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
+};
+
+// A gate for StagePartition calls of chosen jobs: closed, they wait.
+class Gate {
+ public:
+  void Close(const std::string& job) {
+    absl::MutexLock lock(&mu_);
+    closed_.insert(job);
+  }
+  void OpenAll() {
+    absl::MutexLock lock(&mu_);
+    closed_.clear();
+    opened_.SignalAll();
+  }
+  void Wait(const std::string& job) {
+    absl::MutexLock lock(&mu_);
+    while (closed_.count(job) || closed_.count("*")) opened_.Wait(&mu_);
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::CondVar opened_;
+  std::set<std::string> closed_ ABSL_GUARDED_BY(mu_);
+};
+
+class JobRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto catalog = LoadPipelineTexts({{"pipeline.yaml", kPipeline}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = std::make_unique<Catalog>(*std::move(catalog));
+    engine_.SetHook([this](const Call& call) { return OnCall(call); });
+    Start();
+  }
+  void TearDown() override {
+    gate_.OpenAll();
+    if (manager_) manager_->Shutdown();
+    manager_.reset();
+  }
+
+  void Start(int workers = 2) {
+    ManagerOptions options;
+    options.workers = workers;
+    options.max_attempts = 3;
+    manager_ = std::make_unique<BackfillManager>(
+        catalog_.get(), &store_, &engine_, &clock_, &observer_, options);
+    ASSERT_TRUE(manager_->Start().ok());
+  }
+  // As a restart of the daemon on the same storage.
+  void Restart(int workers = 2) {
+    manager_->Shutdown();
+    manager_.reset();
+    engine_.Restart();
+    Start(workers);
+  }
+
+  absl::Status OnCall(const Call& call) {
+    if (call.method == "StagePartition") {
+      {
+        // The order the runner handed partitions out (a call held at the
+        // gate may resume after later ones).
+        absl::MutexLock lock(&mu_);
+        dispatched_.push_back(call.job_id);
+      }
+      gate_.Wait(call.job_id);
+      absl::MutexLock lock(&mu_);
+      order_.push_back(call.job_id + "/" + call.dataset + "/" + call.partition);
+      auto fail = stage_faults_.find(call.partition);
+      if (fail != stage_faults_.end() && fail->second.remaining != 0) {
+        if (fail->second.remaining > 0) --fail->second.remaining;
+        return fail->second.status;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // StagePartition of `partition` fails with `status`, `times` times (-1:
+  // always).
+  void FailStage(const std::string& partition, absl::Status status, int times) {
+    absl::MutexLock lock(&mu_);
+    stage_faults_[partition] = {std::move(status), times};
+  }
+  void ClearStageFaults() {
+    absl::MutexLock lock(&mu_);
+    stage_faults_.clear();
+  }
+  std::vector<std::string> Order() {
+    absl::MutexLock lock(&mu_);
+    return order_;
+  }
+  int StageCount(const std::string& job, const std::string& partition) {
+    int n = 0;
+    for (const std::string& e : Order()) {
+      if (absl::StartsWith(e, job + "/") &&
+          absl::EndsWith(e, "/" + partition)) {
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  BackfillRequest Request(const std::string& dataset, const std::string& from,
+                          const std::string& to) {
+    BackfillRequest r;
+    r.dataset = dataset;
+    r.from = from;
+    r.to = to;
+    r.reason = "test";
+    r.exclude_downstream = true;
+    return r;
+  }
+  std::string Submit(const BackfillRequest& r, SubmitOptions o = {}) {
+    auto s = manager_->Submit(r, o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->job.id : "";
+  }
+
+  Job Get(const std::string& id) {
+    auto job = store_.GetJob(id);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : Job{};
+  }
+  // Waits (real time, bounded) until `pred` holds for the job.
+  Job WaitFor(const std::string& id,
+              const std::function<bool(const Job&)>& pred,
+              absl::Duration timeout = absl::Seconds(30)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    Job job;
+    while (absl::Now() < deadline) {
+      job = Get(id);
+      if (pred(job)) return job;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    ADD_FAILURE() << id << " did not get there; it is "
+                  << JobStateName(job.state) << ": " << job.message;
+    return job;
+  }
+  Job WaitState(const std::string& id, JobState state) {
+    return WaitFor(id, [state](const Job& j) { return j.state == state; });
+  }
+  Job WaitStaged(const std::string& id, int64_t n) {
+    return WaitFor(id, [n](const Job& j) { return j.counts.staged >= n; });
+  }
+
+  std::unique_ptr<Catalog> catalog_;
+  testing::InMemoryStateStore store_;
+  testing::FakeEngine engine_;
+  ManualClock clock_{absl::FromUnixSeconds(1767225600)};
+  RecordingObserver observer_;
+  Gate gate_;
+  std::unique_ptr<BackfillManager> manager_;
+
+  absl::Mutex mu_;
+  std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> dispatched_ ABSL_GUARDED_BY(mu_);
+  struct Fault {
+    absl::Status status;
+    int remaining = 0;
+  };
+  std::map<std::string, Fault> stage_faults_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(JobRunnerTest, OverlappingJobsWaitAndRunInSubmissionOrder) {
+  gate_.Close("bf-1");
+  // One partition of it at a time, so that a worker stays free for others.
+  BackfillRequest first = Request("daily", "2025-01-01", "2025-01-11");
+  first.max_parallel = 1;
+  const std::string a = Submit(first);
+  WaitState(a, JobState::kRunning);
+  const std::string b = Submit(Request("daily", "2025-01-06", "2025-01-16"));
+  Job waiting = Get(b);
+  EXPECT_EQ(waiting.state, JobState::kQueued);
+  EXPECT_THAT(waiting.message, HasSubstr("waiting for bf-1 (RUNNING, 5 shared "
+                                         "partitions)"));
+  // A disjoint job is not held back.
+  const std::string c = Submit(Request("daily", "2025-02-01", "2025-02-03"));
+  WaitState(c, JobState::kSucceeded);
+  // With no_wait, an overlapping submit is refused, naming the job.
+  SubmitOptions no_wait;
+  no_wait.no_wait = true;
+  auto refused =
+      manager_->Submit(Request("daily", "2025-01-10", "2025-01-12"), no_wait);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("bf-1"));
+  // The plan says which job holds the partitions.
+  auto plan =
+      manager_->PlanBackfill(Request("daily", "2025-01-10", "2025-01-12"));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->conflicts.empty());
+  EXPECT_EQ(plan->conflicts[0].job_id, "bf-1");
+
+  EXPECT_EQ(Get(b).state, JobState::kQueued);
+  gate_.OpenAll();
+  WaitState(a, JobState::kSucceeded);
+  WaitState(b, JobState::kSucceeded);
+  // Per partition, b staged only after a published: a serial order.
+  const std::vector<std::string> calls = [&] {
+    std::vector<std::string> out;
+    for (const Call& call : engine_.call_log()) {
+      if ((call.method == "StagePartition" && call.job_id == b) ||
+          (call.method == "Publish" && call.job_id == a)) {
+        out.push_back(call.method + ":" + call.job_id);
+      }
+    }
+    return out;
+  }();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.front(), "Publish:" + a);
+}
+
+TEST_F(JobRunnerTest, ARepeatedSubmitReturnsItsJobWhateverCameSince) {
+  gate_.Close("bf-1");
+  SubmitOptions keyed;
+  keyed.idempotency_key = "k-1";
+  keyed.no_wait = true;
+  const BackfillRequest r = Request("daily", "2025-01-01", "2025-01-06");
+  auto first = manager_->Submit(r, keyed);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // A later job queues behind it.
+  const std::string later =
+      Submit(Request("daily", "2025-01-03", "2025-01-04"));
+  EXPECT_EQ(Get(later).state, JobState::kQueued);
+  // The answer of the first submit was lost: sending it again (no_wait
+  // included) returns the same job, not a refusal because of the later one.
+  auto again = manager_->Submit(r, keyed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(again->job.id, first->job.id);
+  // The same key with another request is refused.
+  auto other =
+      manager_->Submit(Request("daily", "2025-02-01", "2025-02-02"), keyed);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  gate_.OpenAll();
+  WaitState(first->job.id, JobState::kSucceeded);
+  WaitState(later, JobState::kSucceeded);
+  // Even after the job ended.
+  again = manager_->Submit(r, keyed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->job.id, first->job.id);
+  EXPECT_EQ(again->job.state, JobState::kSucceeded);
+}
+
+TEST_F(JobRunnerTest, PauseKeepsThePartitionsAndResumeContinues) {
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-21"));
+  WaitState(a, JobState::kRunning);
+  auto paused = manager_->Pause(a, "maintenance window");
+  ASSERT_TRUE(paused.ok()) << paused.status();
+  EXPECT_EQ(paused->state, JobState::kPaused);
+  EXPECT_THAT(paused->message, HasSubstr("paused: maintenance window"));
+  // Running partitions finish and checkpoint; nothing new starts.
+  gate_.OpenAll();
+  const Job settled =
+      WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
+  const int64_t staged = settled.counts.staged;
+  EXPECT_LE(staged, 2);
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(Get(a).counts.staged, staged);
+  EXPECT_EQ(Get(a).state, JobState::kPaused);
+
+  // An overlapping job waits for the paused one and says so.
+  const std::string b = Submit(Request("daily", "2025-01-15", "2025-01-17"));
+  EXPECT_EQ(Get(b).state, JobState::kQueued);
+  EXPECT_THAT(Get(b).message, HasSubstr("paused job bf-1"));
+  // Pausing again is harmless; resuming continues from the checkpoints.
+  EXPECT_TRUE(manager_->Pause(a, "again").ok());
+  auto resumed = manager_->Resume(a, "window over");
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  WaitState(a, JobState::kSucceeded);
+  WaitState(b, JobState::kSucceeded);
+  for (int d = 1; d <= 20; ++d) {
+    const std::string day = absl::StrCat("2025-01-", d < 10 ? "0" : "", d);
+    EXPECT_EQ(StageCount(a, day), 1) << day;  // never staged twice
+  }
+  // Only paused jobs resume; only queued or running ones pause.
+  EXPECT_EQ(manager_->Resume(a, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(manager_->Pause(a, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(JobRunnerTest, APausedJobIsStillPausedAfterARestart) {
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-11"));
+  WaitState(a, JobState::kRunning);
+  ASSERT_TRUE(manager_->Pause(a, "hold").ok());
+  gate_.OpenAll();
+  WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
+  Restart();
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(Get(a).state, JobState::kPaused);
+  // Still holding its partitions after the restart.
+  const std::string b = Submit(Request("daily", "2025-01-05", "2025-01-06"));
+  EXPECT_EQ(Get(b).state, JobState::kQueued);
+  ASSERT_TRUE(manager_->Resume(a, "go").ok());
+  WaitState(a, JobState::kSucceeded);
+  WaitState(b, JobState::kSucceeded);
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-10"), 1);
+}
+
+TEST_F(JobRunnerTest, RetryRunsOnlyTheFailedPartitionsAndKeepsTheStaged) {
+  // One partition fails for good (a bad-input error is not retried).
+  FailStage("2025-01-05", absl::InvalidArgumentError("division by zero"), -1);
+  BackfillRequest r = Request("daily", "2025-01-01", "2025-01-11");
+  const std::string a = Submit(r);
+  Job failed = WaitState(a, JobState::kFailed);
+  EXPECT_THAT(failed.message, HasSubstr("partition 2025-01-05 of daily"));
+  EXPECT_THAT(failed.message, HasSubstr("division by zero"));
+  EXPECT_EQ(failed.counts.failed, 1);
+  // A FAILED job keeps its staging for a retry.
+  std::set<std::string> kept;
+  absl::StatusOr<std::vector<PartitionTask>> tasks = store_.ListTasks(a);
+  ASSERT_TRUE(tasks.ok());
+  for (const PartitionTask& t : *tasks) {
+    if (t.state != TaskState::kStaged) continue;
+    kept.insert(t.partition);
+    EXPECT_TRUE(engine_.StagedRows(a, "daily", t.partition).has_value())
+        << t.partition;
+  }
+  ASSERT_FALSE(kept.empty());
+
+  ClearStageFaults();
+  auto retried = manager_->Retry(a, "data fixed");
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  Job done = WaitState(a, JobState::kSucceeded);
+  bool recorded = false;
+  absl::StatusOr<std::vector<AuditEvent>> audit = store_.ListAuditEvents(a);
+  ASSERT_TRUE(audit.ok());
+  for (const AuditEvent& e : *audit) {
+    if (e.from_state == "FAILED" && e.to_state == "QUEUED") {
+      recorded = true;
+      // The failed partition and those never started run again.
+      EXPECT_THAT(e.message,
+                  ::testing::MatchesRegex(
+                      "retrying \\(data fixed\\): [1-9][0-9]* partitions? "
+                      "runs? again, [1-9] staged partitions? (is|are) kept"));
+    }
+  }
+  EXPECT_TRUE(recorded);
+  EXPECT_EQ(done.counts.published, 10);
+  EXPECT_EQ(StageCount(a, "2025-01-05"), 2);
+  for (int d = 1; d <= 10; ++d) {
+    const std::string day = absl::StrCat("2025-01-", d < 10 ? "0" : "", d);
+    if (day != "2025-01-05") {
+      EXPECT_EQ(StageCount(a, day), 1) << day << " was staged again";
+    }
+  }
+  // A SUCCEEDED job is not retried.
+  auto again = manager_->Retry(a, "");
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(JobRunnerTest, AHeldJobIsSupersededByANewerOverlappingJob) {
+  FailStage("2025-01-03", absl::InvalidArgumentError("bad row"), -1);
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-06"));
+  WaitState(a, JobState::kFailed);
+  ClearStageFaults();
+  // The FAILED job holds no partitions: the new job runs at once and
+  // supersedes it.
+  const std::string b = Submit(Request("daily", "2025-01-02", "2025-01-04"));
+  WaitState(b, JobState::kSucceeded);
+  Job superseded = WaitState(a, JobState::kCancelled);
+  EXPECT_THAT(superseded.message, HasSubstr("superseded by " + b));
+  EXPECT_FALSE(engine_.StagedRows(a, "daily", "2025-01-01").has_value());
+  // A retry now is refused.
+  auto retry = manager_->Retry(a, "");
+  ASSERT_FALSE(retry.ok());
+  EXPECT_THAT(std::string(retry.status().message()), Not(HasSubstr("retry")));
+}
+
+TEST_F(JobRunnerTest, AValidationFailedJobIsNotRetriedAndCanBeCancelled) {
+  engine_.SetValidationFailures("daily", {"1 key is not unique"});
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-03"));
+  Job failed = WaitState(a, JobState::kValidationFailed);
+  EXPECT_THAT(failed.message, HasSubstr("not unique"));
+  auto retry = manager_->Retry(a, "");
+  ASSERT_FALSE(retry.ok());
+  EXPECT_THAT(std::string(retry.status().message()),
+              HasSubstr("submit a new backfill"));
+  auto cancelled = manager_->Cancel(a, "not needed");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  EXPECT_FALSE(engine_.StagedRows(a, "daily", "2025-01-01").has_value());
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 0);
+}
+
+TEST_F(JobRunnerTest, CancelAWaitingJob) {
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-05"));
+  const std::string b = Submit(Request("daily", "2025-01-02", "2025-01-03"));
+  EXPECT_EQ(Get(b).state, JobState::kQueued);
+  auto cancelled = manager_->Cancel(b, "wrong");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  gate_.OpenAll();
+  WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(StageCount(b, "2025-01-02"), 0);
+  EXPECT_EQ(Get(b).counts.cancelled, 1);
+}
+
+// Partitions take a millisecond each (real time), so that the order of the
+// engine's calls follows the runner's choices rather than thread wake-ups.
+class FairnessTest : public JobRunnerTest {
+ protected:
+  void SetUp() override {
+    JobRunnerTest::SetUp();
+    engine_.SetHook([this](const Call& call) {
+      if (call.method == "StagePartition") {
+        {
+          absl::MutexLock lock(&mu_);
+          dispatched_.push_back(call.job_id);
+        }
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+      return absl::OkStatus();
+    });
+  }
+  // Partitions of `other` the engine staged between the first and the last
+  // of `job`'s.
+  int OthersDuring(const std::string& job, const std::string& other) {
+    absl::MutexLock lock(&mu_);
+    const auto first = std::find(dispatched_.begin(), dispatched_.end(), job);
+    const auto last =
+        std::find(dispatched_.rbegin(), dispatched_.rend(), job).base();
+    return static_cast<int>(std::count(first, last, other));
+  }
+  int Staged(const std::string& job) {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(
+        std::count(dispatched_.begin(), dispatched_.end(), job));
+  }
+};
+
+TEST_F(FairnessTest, ASmallJobIsNotStarvedByAHugeOne) {
+  const std::string big = Submit(Request("daily", "2000-01-01", "2027-05-19"));
+  ASSERT_EQ(Get(big).counts.total, 10000);
+  WaitStaged(big, 5);
+  const std::string small =
+      Submit(Request("other", "2025-01-01", "2025-01-31"));
+  WaitState(small, JobState::kSucceeded);
+  EXPECT_EQ(Staged(small), 30);
+  // The two workers were shared: while the small job ran, the big one
+  // staged about as many (behind it, the small job would wait for 10,000).
+  const int during = OthersDuring(small, big);
+  EXPECT_GE(during, 10);
+  EXPECT_LE(during, 60);
+  EXPECT_EQ(Get(big).state, JobState::kRunning);
+  ASSERT_TRUE(manager_->Cancel(big, "enough").ok());
+}
+
+TEST_F(FairnessTest, AHigherPriorityJobGetsTheWorkersFirst) {
+  const std::string big = Submit(Request("daily", "2000-01-01", "2027-05-19"));
+  WaitStaged(big, 5);
+  BackfillRequest urgent = Request("other", "2025-01-01", "2025-01-31");
+  urgent.priority = 10;
+  const std::string small = Submit(urgent);
+  WaitState(small, JobState::kSucceeded);
+  EXPECT_EQ(Staged(small), 30);
+  // Both workers went to the urgent job: at most a partition of the big one
+  // that was already running when it started.
+  EXPECT_LE(OthersDuring(small, big), 1);
+  ASSERT_TRUE(manager_->Cancel(big, "enough").ok());
+}
+
+TEST_F(JobRunnerTest, MaxParallelPerJobAndPerDataset) {
+  manager_->Shutdown();
+  manager_.reset();
+  Start(/*workers=*/4);
+  std::atomic<int> running{0}, peak_job{0}, heavy{0}, peak_heavy{0};
+  engine_.SetHook([&](const Call& call) {
+    if (call.method != "StagePartition") return absl::OkStatus();
+    std::atomic<int>& n = call.dataset == "heavy" ? heavy : running;
+    std::atomic<int>& peak = call.dataset == "heavy" ? peak_heavy : peak_job;
+    const int now = ++n;
+    int seen = peak.load();
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+    --n;
+    return absl::OkStatus();
+  });
+  BackfillRequest limited = Request("daily", "2025-01-01", "2025-02-01");
+  limited.max_parallel = 2;
+  const std::string a = Submit(limited);
+  const std::string h1 = Submit(Request("heavy", "2025-01-01", "2025-01-16"));
+  const std::string h2 = Submit(Request("heavy", "2025-02-01", "2025-02-16"));
+  WaitState(a, JobState::kSucceeded);
+  WaitState(h1, JobState::kSucceeded);
+  WaitState(h2, JobState::kSucceeded);
+  EXPECT_LE(peak_job.load(), 2);
+  EXPECT_EQ(peak_heavy.load(), 1) << "heavy declares max_parallel: 1";
+}
+
+TEST_F(JobRunnerTest, StoreWriteFailuresAreRetriedAndTheJobKeepsItsPartitions) {
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-11"));
+  WaitState(a, JobState::kRunning);
+  // The disk fills up; it frees after a few backoff sleeps.
+  store_.FailWrites(absl::ResourceExhaustedError("database or disk is full"));
+  std::atomic<int> sleeps{0};
+  clock_.SetSleepHook([&](absl::Duration) {
+    if (++sleeps == 20) store_.FailWrites(absl::OkStatus());
+  });
+  // While it cannot be written, the job still holds its partitions.
+  auto plan =
+      manager_->PlanBackfill(Request("daily", "2025-01-05", "2025-01-06"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->conflicts.empty());
+  gate_.OpenAll();
+  Job done = WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(done.counts.published, 10);
+  EXPECT_GE(observer_.failing(JobObserver::Storage::kStateStore), 1);
+  EXPECT_GE(observer_.recovered(JobObserver::Storage::kStateStore), 1);
+  // The backoff grew and is capped.
+  EXPECT_GE(clock_.slept(), absl::Seconds(10));
+}
+
+TEST_F(JobRunnerTest, AFailureThatCannotBeRecordedKeepsTheJobUntilItIs) {
+  // The moment a partition fails for good, the store stops taking state
+  // changes for a while: the failure cannot be recorded at once.
+  std::atomic<bool> full{false};
+  engine_.SetHook([&](const Call& call) -> absl::Status {
+    if (call.method == "StagePartition" && call.partition == "2025-01-02") {
+      full = true;
+      return absl::InvalidArgumentError("bad row");
+    }
+    return absl::OkStatus();
+  });
+  store_.SetWriteHook([&](const std::string& method) -> absl::Status {
+    if (method == "TransitionJob" && full.load()) {
+      return absl::ResourceExhaustedError("database or disk is full");
+    }
+    return absl::OkStatus();
+  });
+  std::atomic<int> sleeps{0};
+  std::atomic<bool> held_while_failing{false};
+  clock_.SetSleepHook([&](absl::Duration) {
+    const int n = ++sleeps;
+    if (n == 10) {
+      // Meanwhile the job still holds its partitions.
+      auto plan =
+          manager_->PlanBackfill(Request("daily", "2025-01-01", "2025-01-02"));
+      held_while_failing = plan.ok() && !plan->conflicts.empty();
+    }
+    if (n == 50) full = false;
+  });
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-04"));
+  Job failed = WaitState(a, JobState::kFailed);
+  EXPECT_THAT(failed.message, HasSubstr("bad row"));
+  EXPECT_GE(sleeps.load(), 50);
+  EXPECT_TRUE(held_while_failing.load());
+  EXPECT_GE(observer_.failing(JobObserver::Storage::kStateStore), 1);
+  EXPECT_GE(observer_.recovered(JobObserver::Storage::kStateStore), 1);
+}
+
+TEST_F(JobRunnerTest, AFullWarehouseDoesNotSpendAttempts) {
+  FailStage("2025-01-02",
+            absl::ResourceExhaustedError("database or disk is full"), 7);
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-04"));
+  Job done = WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(StageCount(a, "2025-01-02"), 8);
+  EXPECT_GE(observer_.failing(JobObserver::Storage::kWarehouse), 7);
+}
+
+TEST_F(JobRunnerTest, DependentsWaitForTheirUpstreamPartitions) {
+  BackfillRequest r = Request("daily", "2025-01-01", "2025-01-06");
+  r.exclude_downstream = false;
+  const std::string a = Submit(r);
+  Job done = WaitState(a, JobState::kSucceeded);
+  ASSERT_EQ(done.plan.datasets.size(), 2u);  // daily, then rollup
+  std::map<std::string, int> daily_at;
+  const std::vector<std::string> order = Order();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (absl::StrContains(order[i], "/daily/")) {
+      daily_at[order[i].substr(order[i].rfind('/') + 1)] = static_cast<int>(i);
+    }
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (!absl::StrContains(order[i], "/rollup/")) continue;
+    const std::string day = order[i].substr(order[i].rfind('/') + 1);
+    ASSERT_TRUE(daily_at.count(day)) << day;
+    EXPECT_LT(daily_at[day], static_cast<int>(i)) << day;
+  }
+}
+
+}  // namespace
+}  // namespace backfill

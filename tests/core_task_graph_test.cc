@@ -1,0 +1,571 @@
+// TaskGraph: dependencies from identity and whole-table edges, the ready
+// queue's order, failures, reopening lost work, and a randomized check
+// against an independent model of which tasks may run.
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/task_graph.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using Node = TaskGraph::Node;
+
+using Plan = std::vector<std::pair<std::string, std::vector<std::string>>>;
+using Edges = std::map<std::string, std::vector<UpstreamEdge>>;
+
+UpstreamEdge Identity(const std::string& dataset) {
+  return {dataset, Mapping::kIdentity};
+}
+UpstreamEdge All(const std::string& dataset) {
+  return {dataset, Mapping::kAll};
+}
+
+// Tasks in plan order: datasets in the given order, then partitions.
+TaskGraph Make(const Plan& plan, const Edges& edges) {
+  std::vector<TaskGraph::Task> tasks;
+  for (const auto& [dataset, partitions] : plan) {
+    for (const std::string& p : partitions) {
+      tasks.push_back({dataset, p, Node::kPending});
+    }
+  }
+  return TaskGraph(std::move(tasks), [edges](const std::string& dataset) {
+    auto it = edges.find(dataset);
+    return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
+  });
+}
+
+std::string Name(const TaskGraph& g, size_t i) {
+  return absl::StrCat(g.task(i).dataset, "/", g.task(i).partition);
+}
+
+size_t Find(const TaskGraph& g, const std::string& name) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (Name(g, i) == name) return i;
+  }
+  ADD_FAILURE() << "no task " << name;
+  return g.size();
+}
+
+// The ready queue in order, left as it was (popped, then returned to the
+// front in reverse).
+std::vector<std::string> Ready(TaskGraph& g) {
+  std::vector<size_t> popped;
+  while (std::optional<size_t> i = g.Pop()) popped.push_back(*i);
+  for (auto it = popped.rbegin(); it != popped.rend(); ++it) g.Return(*it);
+  std::vector<std::string> names;
+  for (size_t i : popped) names.push_back(Name(g, i));
+  return names;
+}
+
+// Pops `name`, which must be ready, and marks it done.
+void RunTask(TaskGraph& g, const std::string& name) {
+  std::optional<size_t> i = g.Pop([&](size_t j) { return Name(g, j) == name; });
+  ASSERT_TRUE(i.has_value()) << name << " is not ready";
+  g.Done(*i);
+}
+
+TEST(TaskGraphTest, IdentityChainsAcrossDatasets) {
+  TaskGraph g =
+      Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}, {"c", {"p1", "p2"}}},
+           {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
+  EXPECT_EQ(g.size(), 6u);
+  EXPECT_EQ(g.remaining(), 6u);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p2"));
+
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p1"));
+  // c/p1 needs only b/p1; the other partition's chain is independent.
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "c/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "c/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p2"));
+  EXPECT_THAT(Ready(g), ElementsAre("c/p2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "c/p2"));
+  EXPECT_TRUE(g.AllDone());
+  EXPECT_EQ(g.CountIn(Node::kDone), 6u);
+  EXPECT_THAT(Ready(g), IsEmpty());
+}
+
+TEST(TaskGraphTest, IdentityEdgesOnlyWaitForTasksOfTheJob) {
+  // b/p3 has no a/p3 in the job, and z is not in the job at all: they read
+  // published data and wait for nothing.
+  TaskGraph g = Make({{"a", {"p1"}}, {"b", {"p1", "p3"}}},
+                     {{"b", {Identity("a"), Identity("z"), All("y")}}});
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1", "b/p3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  EXPECT_THAT(Ready(g), ElementsAre("b/p3", "b/p1"));
+}
+
+TEST(TaskGraphTest, WholeTableEdgesWaitForEveryUpstreamTask) {
+  TaskGraph g = Make({{"customers", {""}},
+                      {"orders", {"d1", "d2", "d3"}},
+                      {"revenue", {"d1", "d2", "d3"}},
+                      {"summary", {""}}},
+                     {{"revenue", {Identity("orders"), All("customers")}},
+                      {"summary", {All("revenue")}}});
+  EXPECT_THAT(Ready(g),
+              ElementsAre("customers/", "orders/d1", "orders/d2", "orders/d3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "orders/d1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "orders/d2"));
+  // revenue/d1 has its orders partition but not the whole customers table.
+  EXPECT_THAT(Ready(g), ElementsAre("customers/", "orders/d3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "customers/"));
+  EXPECT_THAT(Ready(g), ElementsAre("orders/d3", "revenue/d1", "revenue/d2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "revenue/d1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "revenue/d2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "orders/d3"));
+  // summary waits for the last revenue task.
+  EXPECT_THAT(Ready(g), ElementsAre("revenue/d3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "revenue/d3"));
+  EXPECT_THAT(Ready(g), ElementsAre("summary/"));
+}
+
+TEST(TaskGraphTest,
+     ReadyOrderIsPlanOrderThenOrderOfReadinessAndReturnsGoFirst) {
+  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2", "p3"}}},
+                     {{"b", {Identity("a")}}});
+  std::optional<size_t> first = g.Pop();
+  std::optional<size_t> second = g.Pop();
+  std::optional<size_t> third = g.Pop();
+  ASSERT_TRUE(first && second && third);
+  EXPECT_EQ(Name(g, *first), "a/p1");
+  EXPECT_EQ(Name(g, *second), "a/p2");
+  EXPECT_EQ(Name(g, *third), "a/p3");
+  EXPECT_EQ(g.running(), 3u);
+  EXPECT_EQ(g.ready(), 0u);
+  // Done out of plan order: dependents queue in the order they got ready.
+  g.Done(*third);
+  g.Done(*first);
+  EXPECT_THAT(Ready(g), ElementsAre("b/p3", "b/p1"));
+  // A task put back goes to the front.
+  g.Return(*second);
+  EXPECT_EQ(g.running(), 0u);
+  EXPECT_EQ(g.task(*second).state, Node::kPending);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p3", "b/p1"));
+  EXPECT_EQ(g.remaining(), 4u);
+}
+
+TEST(TaskGraphTest, CallsOnTasksThatAreNotRunningChangeNothing) {
+  TaskGraph g =
+      Make({{"a", {"p1", "p2"}}, {"b", {"p1"}}}, {{"b", {Identity("a")}}});
+  const size_t a1 = Find(g, "a/p1");
+  g.Done(a1);  // pending, not running
+  g.Fail(a1);
+  g.Return(a1);
+  EXPECT_EQ(g.task(a1).state, Node::kPending);
+  EXPECT_EQ(g.remaining(), 3u);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  g.Done(a1);  // already done
+  g.Return(a1);
+  EXPECT_EQ(g.task(a1).state, Node::kDone);
+  EXPECT_EQ(g.remaining(), 2u);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p1"));
+}
+
+TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
+  TaskGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
+                     {{"b", {Identity("a")}}});
+  std::optional<size_t> a1 = g.Pop();
+  ASSERT_TRUE(a1.has_value());
+  g.Fail(*a1);
+  EXPECT_EQ(g.task(*a1).state, Node::kFailed);
+  EXPECT_EQ(g.running(), 0u);
+  EXPECT_EQ(g.CountIn(Node::kFailed), 1u);
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p2"));
+  // b/p1 never becomes ready; the job cannot finish.
+  EXPECT_THAT(Ready(g), IsEmpty());
+  EXPECT_FALSE(g.AllDone());
+  EXPECT_EQ(g.remaining(), 2u);
+
+  g.ResetFailed();
+  EXPECT_EQ(g.task(*a1).state, Node::kPending);
+  EXPECT_EQ(g.CountIn(Node::kFailed), 0u);
+  EXPECT_EQ(g.CountIn(Node::kDone), 2u);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p1"));
+  EXPECT_TRUE(g.AllDone());
+}
+
+TEST(TaskGraphTest, ResetKeepsRunningTasksRunning) {
+  TaskGraph g = Make({{"a", {"p1", "p2"}}}, {});
+  std::optional<size_t> a1 = g.Pop();
+  std::optional<size_t> a2 = g.Pop();
+  ASSERT_TRUE(a1 && a2);
+  g.Fail(*a1);
+  g.ResetFailed();
+  EXPECT_EQ(g.running(), 1u);
+  EXPECT_EQ(g.task(*a2).state, Node::kRunning);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
+  g.Done(*a2);
+  EXPECT_EQ(g.remaining(), 1u);
+}
+
+TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
+  TaskGraph g =
+      Make({{"a", {"p1", "p2"}},
+            {"b", {"p1", "p2"}},
+            {"c", {"p1", "p2"}},
+            {"d", {"x", "y"}}},
+           {{"b", {Identity("a")}}, {"c", {Identity("b")}}, {"d", {All("c")}}});
+  while (std::optional<size_t> i = g.Pop()) g.Done(*i);
+  ASSERT_TRUE(g.AllDone());
+
+  g.Reopen({Find(g, "a/p1")});
+  // a/p1 -> b/p1 -> c/p1 (identity), and every d task reads all of c.
+  for (const char* name : {"a/p1", "b/p1", "c/p1", "d/x", "d/y"}) {
+    EXPECT_EQ(g.task(Find(g, name)).state, Node::kPending) << name;
+  }
+  for (const char* name : {"a/p2", "b/p2", "c/p2"}) {
+    EXPECT_EQ(g.task(Find(g, name)).state, Node::kDone) << name;
+  }
+  EXPECT_EQ(g.remaining(), 5u);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p1"));
+  EXPECT_THAT(Ready(g), ElementsAre("c/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "c/p1"));
+  EXPECT_THAT(Ready(g), ElementsAre("d/x", "d/y"));
+}
+
+TEST(TaskGraphTest, ReopenOfALeafReopensOnlyIt) {
+  TaskGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
+                     {{"b", {Identity("a")}}});
+  while (std::optional<size_t> i = g.Pop()) g.Done(*i);
+  g.Reopen({Find(g, "b/p2"), Find(g, "b/p1")});
+  EXPECT_EQ(g.remaining(), 2u);
+  EXPECT_EQ(g.CountIn(Node::kDone), 2u);
+  // Requeued in plan order.
+  EXPECT_THAT(Ready(g), ElementsAre("b/p1", "b/p2"));
+}
+
+TEST(TaskGraphTest, PopTakesTheFirstAcceptedTaskAndLeavesTheOthers) {
+  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}}, {});
+  std::optional<size_t> none = g.Pop([](size_t) { return false; });
+  EXPECT_FALSE(none.has_value());
+  EXPECT_EQ(g.ready(), 3u);
+  EXPECT_EQ(g.running(), 0u);
+
+  std::optional<size_t> not_p1 =
+      g.Pop([&](size_t i) { return g.task(i).partition != "p1"; });
+  ASSERT_TRUE(not_p1.has_value());
+  EXPECT_EQ(Name(g, *not_p1), "a/p2");
+  EXPECT_EQ(g.task(*not_p1).state, Node::kRunning);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p3"));
+  std::optional<size_t> next = g.Pop();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Name(g, *next), "a/p1");
+}
+
+TEST(TaskGraphTest, ClearReadyForgetsTheQueueAndRequeueRebuildsIt) {
+  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1"}}},
+                     {{"b", {Identity("a")}}});
+  std::optional<size_t> running = g.Pop();
+  ASSERT_TRUE(running.has_value());
+  g.ClearReady();
+  EXPECT_EQ(g.ready(), 0u);
+  EXPECT_FALSE(g.Pop().has_value());
+  EXPECT_EQ(g.CountIn(Node::kPending), 3u);
+  EXPECT_EQ(g.running(), 1u);
+
+  g.Requeue();
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "a/p3"));
+  g.Done(*running);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "a/p3", "b/p1"));
+  // Requeue puts the ready tasks back in plan order.
+  g.Requeue();
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "a/p3", "b/p1"));
+}
+
+TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
+  // A job resumed from checkpoints: staged tasks come in done.
+  std::vector<TaskGraph::Task> tasks = {{"a", "p1", Node::kDone},
+                                        {"a", "p2", Node::kPending},
+                                        {"b", "p1", Node::kPending},
+                                        {"b", "p2", Node::kPending}};
+  TaskGraph g(tasks, [](const std::string& d) {
+    return d == "b" ? std::vector<UpstreamEdge>{Identity("a")}
+                    : std::vector<UpstreamEdge>();
+  });
+  EXPECT_EQ(g.remaining(), 3u);
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p1"));
+}
+
+// ---- Randomized ---------------------------------------------------------
+
+struct RandomJob {
+  Plan plan;
+  Edges edges;
+};
+
+RandomJob MakeRandomJob(std::mt19937& rng) {
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  RandomJob job;
+  const int datasets = uniform(1, 6);
+  for (int d = 0; d < datasets; ++d) {
+    const std::string name = absl::StrCat("d", d);
+    std::vector<std::string> partitions;
+    if (uniform(0, 4) == 0) {
+      partitions = {""};  // unpartitioned
+    } else {
+      for (int p = 0; p < 5; ++p) {
+        if (uniform(0, 2) > 0) partitions.push_back(absl::StrCat("p", p));
+      }
+    }
+    job.plan.push_back({name, partitions});
+    // Upstream edges to earlier datasets (a DAG), and to one outside.
+    for (int u = 0; u < d; ++u) {
+      if (uniform(0, 2) != 0) continue;
+      job.edges[name].push_back(uniform(0, 3) == 0
+                                    ? All(absl::StrCat("d", u))
+                                    : Identity(absl::StrCat("d", u)));
+    }
+    if (uniform(0, 4) == 0) job.edges[name].push_back(Identity("outside"));
+  }
+  return job;
+}
+
+// What the graph should do, computed from the plan and edges alone.
+class Model {
+ public:
+  Model(const TaskGraph& g, const Edges& edges) : g_(g), edges_(edges) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      by_name_[{g.task(i).dataset, g.task(i).partition}] = i;
+      by_dataset_[g.task(i).dataset].push_back(i);
+      state_.push_back(g.task(i).state);
+    }
+  }
+
+  // Every input of task i that is in the job is done.
+  bool InputsDone(size_t i) const {
+    auto it = edges_.find(g_.task(i).dataset);
+    if (it == edges_.end()) return true;
+    for (const UpstreamEdge& e : it->second) {
+      if (e.mapping == Mapping::kIdentity) {
+        auto u = by_name_.find({e.dataset, g_.task(i).partition});
+        if (u != by_name_.end() && state_[u->second] != Node::kDone) {
+          return false;
+        }
+      } else {
+        auto tasks = by_dataset_.find(e.dataset);
+        if (tasks == by_dataset_.end()) continue;
+        for (size_t u : tasks->second) {
+          if (state_[u] != Node::kDone) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  size_t ReadyCount() const {
+    size_t n = 0;
+    for (size_t i = 0; i < state_.size(); ++i) {
+      if (state_[i] == Node::kPending && InputsDone(i)) ++n;
+    }
+    return n;
+  }
+  size_t Count(Node s) const {
+    return static_cast<size_t>(std::count(state_.begin(), state_.end(), s));
+  }
+
+  // Tasks that read task i (identity) or its dataset (all).
+  std::vector<size_t> Readers(size_t i) const {
+    std::vector<size_t> out;
+    for (size_t j = 0; j < state_.size(); ++j) {
+      auto it = edges_.find(g_.task(j).dataset);
+      if (it == edges_.end()) continue;
+      for (const UpstreamEdge& e : it->second) {
+        if (e.dataset != g_.task(i).dataset) continue;
+        if (e.mapping == Mapping::kAll ||
+            g_.task(j).partition == g_.task(i).partition) {
+          out.push_back(j);
+        }
+      }
+    }
+    return out;
+  }
+
+  // Done tasks among `lost` and everything that read them become pending.
+  void Reopen(const std::vector<size_t>& lost) {
+    std::vector<size_t> stack = lost;
+    std::set<size_t> seen;
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      stack.pop_back();
+      if (!seen.insert(i).second) continue;
+      if (state_[i] == Node::kDone) state_[i] = Node::kPending;
+      for (size_t r : Readers(i)) stack.push_back(r);
+    }
+  }
+
+  std::vector<Node>& state() { return state_; }
+
+ private:
+  const TaskGraph& g_;
+  const Edges& edges_;
+  std::map<std::pair<std::string, std::string>, size_t> by_name_;
+  std::map<std::string, std::vector<size_t>> by_dataset_;
+  std::vector<Node> state_;
+};
+
+// Checks the graph's counters against the model.
+void ExpectAgrees(const TaskGraph& g, const Model& model) {
+  EXPECT_EQ(g.ready(), model.ReadyCount());
+  EXPECT_EQ(g.running(), model.Count(Node::kRunning));
+  EXPECT_EQ(g.remaining(), g.size() - model.Count(Node::kDone));
+  for (Node s : {Node::kPending, Node::kRunning, Node::kDone}) {
+    EXPECT_EQ(g.CountIn(s), model.Count(s));
+  }
+}
+
+TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
+  std::mt19937 rng(20250101);
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  int total_tasks = 0;
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    RandomJob job = MakeRandomJob(rng);
+    TaskGraph g = Make(job.plan, job.edges);
+    Model model(g, job.edges);
+    total_tasks += static_cast<int>(g.size());
+    std::vector<int> handed_out(g.size(), 0);
+    std::vector<size_t> running;
+    int steps = 0;
+    while (!g.AllDone()) {
+      ASSERT_LT(++steps, 10000) << "no progress";
+      if (running.empty() || uniform(0, 2) == 0) {
+        // Pop, sometimes refusing one partition.
+        const std::string refused =
+            uniform(0, 3) == 0 ? absl::StrCat("p", uniform(0, 4)) : "-";
+        std::optional<size_t> i =
+            g.Pop([&](size_t j) { return g.task(j).partition != refused; });
+        if (!i.has_value()) {
+          if (refused == "-") {
+            // Nothing ready: something must still be running.
+            ASSERT_EQ(model.ReadyCount(), 0u);
+            ASSERT_FALSE(running.empty()) << "stuck with tasks left";
+          }
+          continue;
+        }
+        ASSERT_NE(g.task(*i).partition, refused);
+        ASSERT_EQ(model.state()[*i], Node::kPending) << Name(g, *i);
+        ASSERT_TRUE(model.InputsDone(*i))
+            << Name(g, *i) << " handed out before its inputs were done";
+        model.state()[*i] = Node::kRunning;
+        ++handed_out[*i];
+        running.push_back(*i);
+      } else {
+        // Finish a random running task.
+        const size_t k = static_cast<size_t>(
+            uniform(0, static_cast<int>(running.size()) - 1));
+        const size_t i = running[k];
+        running.erase(running.begin() + static_cast<long>(k));
+        g.Done(i);
+        model.state()[i] = Node::kDone;
+      }
+      ExpectAgrees(g, model);
+      if (::testing::Test::HasFailure()) return;
+    }
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_EQ(handed_out[i], 1) << Name(g, i);
+    }
+  }
+  EXPECT_GT(total_tasks, 1000);
+}
+
+TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
+  std::mt19937 rng(7);
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  int reopened = 0;
+  int returned = 0;
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    RandomJob job = MakeRandomJob(rng);
+    TaskGraph g = Make(job.plan, job.edges);
+    Model model(g, job.edges);
+    std::vector<size_t> running;
+    std::vector<bool> ever_done(g.size(), false);
+    int reopens_left = 3;
+    int steps = 0;
+    while (!g.AllDone() || !running.empty()) {
+      ASSERT_LT(++steps, 20000) << "no progress";
+      const int action = uniform(0, 9);
+      if (action < 4 || running.empty()) {
+        std::optional<size_t> i = g.Pop();
+        if (!i.has_value()) {
+          ASSERT_EQ(model.ReadyCount(), 0u);
+          if (running.empty()) {
+            ASSERT_TRUE(g.AllDone()) << "stuck with tasks left";
+          }
+          continue;
+        }
+        ASSERT_EQ(model.state()[*i], Node::kPending);
+        ASSERT_TRUE(model.InputsDone(*i))
+            << Name(g, *i) << " handed out before its inputs were done";
+        model.state()[*i] = Node::kRunning;
+        running.push_back(*i);
+      } else if (action < 8) {
+        const size_t k = static_cast<size_t>(
+            uniform(0, static_cast<int>(running.size()) - 1));
+        const size_t i = running[k];
+        running.erase(running.begin() + static_cast<long>(k));
+        g.Done(i);
+        model.state()[i] = Node::kDone;
+        ever_done[i] = true;
+      } else if (action == 8) {
+        const size_t k = static_cast<size_t>(
+            uniform(0, static_cast<int>(running.size()) - 1));
+        const size_t i = running[k];
+        running.erase(running.begin() + static_cast<long>(k));
+        g.Return(i);
+        model.state()[i] = Node::kPending;
+        ++returned;
+      } else if (reopens_left > 0) {
+        std::vector<size_t> done;
+        for (size_t i = 0; i < g.size(); ++i) {
+          if (model.state()[i] == Node::kDone) done.push_back(i);
+        }
+        if (done.empty()) continue;
+        std::vector<size_t> lost = {
+            done[uniform(0, static_cast<int>(done.size()) - 1)]};
+        g.Reopen(lost);
+        model.Reopen(lost);
+        --reopens_left;
+        ++reopened;
+      }
+      ExpectAgrees(g, model);
+      if (::testing::Test::HasFailure()) return;
+    }
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_TRUE(ever_done[i]) << Name(g, i);
+      EXPECT_EQ(g.task(i).state, Node::kDone) << Name(g, i);
+    }
+  }
+  EXPECT_GT(reopened, 100);
+  EXPECT_GT(returned, 100);
+}
+
+}  // namespace
+}  // namespace backfill

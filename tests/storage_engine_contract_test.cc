@@ -1,0 +1,448 @@
+// What the core can observe of an Engine, run against SqliteEngine (on a
+// temporary warehouse with the orders / customers / daily_revenue fixture)
+// and against FakeEngine (seeded with the same row counts, and told how
+// many rows each transform writes), so that the fake the core's tests use
+// follows the real engine's rules: ownership and publication markers, the
+// staging life cycle, validation reports, publish and row counts.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/sqlite_db.h"
+#include "storage/sqlite_engine.h"
+#include "tests/testing/fake_engine.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+enum class EngineKind { kSqlite, kFake };
+
+std::string KindName(const ::testing::TestParamInfo<EngineKind>& info) {
+  return info.param == EngineKind::kSqlite ? "Sqlite" : "Fake";
+}
+
+class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
+ protected:
+  void SetUp() override {
+    orders_.name = "orders";
+    orders_.table = "raw_orders";
+    orders_.partition = PartitionSpec{"order_date", Grain::kDay, {}};
+    customers_.name = "customers";
+    customers_.table = "dim_customers";
+    regions_.name = "regions";
+    regions_.table = "dim_regions";  // never created
+
+    revenue_.name = "daily_revenue";
+    revenue_.kind = DatasetKind::kDerived;
+    revenue_.table = "daily_revenue";
+    revenue_.partition = PartitionSpec{"ds", Grain::kDay, {}};
+    revenue_.upstream = {{"orders", Mapping::kIdentity},
+                         {"customers", Mapping::kAll}};
+    revenue_.transform = R"sql(
+      SELECT o.order_date AS ds, c.region AS region,
+             SUM(o.amount) AS revenue, COUNT(*) AS orders
+      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
+      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
+      GROUP BY 1, 2)sql";
+    revenue_.transform_version = "v1";
+    revenue_.columns = {{"ds", "TEXT"},
+                        {"region", "TEXT"},
+                        {"revenue", "REAL"},
+                        {"orders", "INTEGER"}};
+    revenue_.primary_key = {"ds", "region"};
+
+    totals_.name = "region_totals";  // unpartitioned
+    totals_.kind = DatasetKind::kDerived;
+    totals_.table = "region_totals";
+    totals_.upstream = {{"customers", Mapping::kAll}};
+    totals_.transform =
+        "SELECT region, COUNT(*) AS customers FROM dim_customers GROUP BY 1";
+    totals_.columns = {{"region", "TEXT"}, {"customers", "INTEGER"}};
+    totals_.primary_key = {"region"};
+
+    if (GetParam() == EngineKind::kSqlite) {
+      std::string tmpl = ::testing::TempDir() + "/engine_contract_XXXXXX";
+      ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+      dir_ = tmpl;
+      path_ = dir_ + "/warehouse.db";
+      auto db = sqlite::Database::Open(path_);
+      ASSERT_TRUE(db.ok()) << db.status();
+      absl::Status s = (*db)->Exec(R"sql(
+        CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY,
+                                 order_date TEXT, customer_id INTEGER,
+                                 amount REAL);
+        CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY,
+                                    region TEXT);
+        INSERT INTO dim_customers VALUES (1, 'EU'), (2, 'US'), (3, 'EU');
+        INSERT INTO raw_orders VALUES
+          (1, '2025-01-01', 1, 10), (2, '2025-01-01', 2, 20),
+          (3, '2025-01-01', 3, 30), (4, '2025-01-02', 1, 40),
+          (5, '2025-01-02', 2, 50), (6, '2025-01-03', 3, 60),
+          (7, '2025-01-03', 1, 70);
+      )sql");
+      ASSERT_TRUE(s.ok()) << s;
+      ASSERT_NO_FATAL_FAILURE(Restart());
+    } else {
+      // The same warehouse in row counts; the transforms' row counts.
+      fake_.SetPublishedRows("orders", "2025-01-01", 3);
+      fake_.SetPublishedRows("orders", "2025-01-02", 2);
+      fake_.SetPublishedRows("orders", "2025-01-03", 2);
+      fake_.SetPublishedRows("customers", "", 3);
+      fake_.SetRowsFor([](const std::string& dataset, const std::string& p) {
+        if (dataset == "region_totals") return int64_t{2};
+        return p == "2025-01-03" ? int64_t{1} : int64_t{2};  // regions
+      });
+    }
+  }
+
+  void TearDown() override {
+    sqlite_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  Engine* engine() {
+    return GetParam() == EngineKind::kSqlite
+               ? static_cast<Engine*>(sqlite_.get())
+               : &fake_;
+  }
+
+  // As a restart of the daemon on the same warehouse.
+  void Restart() {
+    if (GetParam() == EngineKind::kFake) {
+      fake_.Restart();
+      return;
+    }
+    sqlite_.reset();
+    auto engine = SqliteEngine::Open(path_, 2);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    sqlite_ = *std::move(engine);
+  }
+
+  // Another process takes the warehouse over for `store_id`.
+  void TakeOver(const std::string& store_id) {
+    if (GetParam() == EngineKind::kFake) {
+      fake_.SetOwner(store_id);
+      return;
+    }
+    auto other = SqliteEngine::Open(path_, 1);
+    ASSERT_TRUE(other.ok()) << other.status();
+    ASSERT_TRUE((*other)->Claim(store_id, /*take_over=*/true).ok());
+  }
+
+  // Publication markers of a version that did not name their store.
+  void AddLegacyMarkers(const std::vector<std::string>& jobs) {
+    if (GetParam() == EngineKind::kFake) {
+      for (const std::string& job : jobs) fake_.AddMarker(job, "");
+      return;
+    }
+    sqlite_.reset();
+    {
+      auto db = sqlite::Database::Open(path_);
+      ASSERT_TRUE(db.ok()) << db.status();
+      std::string sql =
+          "DROP TABLE _bf_publications; CREATE TABLE _bf_publications "
+          "(job_id TEXT PRIMARY KEY, published_at INTEGER NOT NULL);";
+      for (const std::string& job : jobs) {
+        absl::StrAppend(&sql, "INSERT INTO _bf_publications VALUES ('", job,
+                        "', 1);");
+      }
+      absl::Status s = (*db)->Exec(sql);
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    ASSERT_NO_FATAL_FAILURE(Restart());
+  }
+
+  JobLayout RevenueLayout(const std::string& job_id,
+                          std::vector<std::string> days = {"2025-01-01",
+                                                           "2025-01-02"}) {
+    JobLayout layout;
+    layout.job_id = job_id;
+    layout.items = {{&revenue_, std::move(days)}};
+    layout.pinned = {&customers_};
+    return layout;
+  }
+  std::vector<InputRef> RevenueInputs(const std::string& day) {
+    return {{&orders_, day}, {&customers_, std::nullopt}};
+  }
+  // Prepares, stages and publishes the revenue of `days`.
+  void PublishRevenue(const std::string& job_id,
+                      const std::vector<std::string>& days) {
+    const JobLayout layout = RevenueLayout(job_id, days);
+    ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+    for (const std::string& day : days) {
+      auto staged =
+          engine()->StagePartition(job_id, revenue_, day, RevenueInputs(day));
+      ASSERT_TRUE(staged.ok()) << staged.status();
+    }
+    absl::Status s = engine()->Publish(layout);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  DatasetSpec orders_, customers_, regions_, revenue_, totals_;
+  std::string dir_;
+  std::string path_;
+  std::unique_ptr<SqliteEngine> sqlite_;
+  testing::FakeEngine fake_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineContractTest,
+                         ::testing::Values(EngineKind::kSqlite,
+                                           EngineKind::kFake),
+                         KindName);
+
+TEST_P(EngineContractTest, ClaimFollowsTheOwnershipRules) {
+  auto fresh = engine()->Inspect();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->owner_store_id, "");
+  EXPECT_THAT(fresh->publications, IsEmpty());
+
+  EXPECT_EQ(engine()->Claim("", false).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  EXPECT_EQ(engine()->Inspect()->owner_store_id, "store-a");
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  absl::Status refused = engine()->Claim("store-b", false);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("store-a"));
+  EXPECT_EQ(engine()->Inspect()->owner_store_id, "store-a");
+  ASSERT_TRUE(engine()->Claim("store-b", true).ok());
+  EXPECT_EQ(engine()->Inspect()->owner_store_id, "store-b");
+  // The owner survives a restart.
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  EXPECT_EQ(engine()->Inspect()->owner_store_id, "store-b");
+}
+
+TEST_P(EngineContractTest, LegacyMarkersAreStampedByTheFirstClaim) {
+  ASSERT_NO_FATAL_FAILURE(AddLegacyMarkers({"bf-1", "bf-2"}));
+  EXPECT_THAT(engine()->Inspect()->publications,
+              ElementsAre(Pair("bf-1", ""), Pair("bf-2", "")));
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  EXPECT_THAT(engine()->Inspect()->publications,
+              ElementsAre(Pair("bf-1", "store-a"), Pair("bf-2", "store-a")));
+  EXPECT_TRUE(*engine()->IsPublished("bf-2"));
+  EXPECT_FALSE(*engine()->IsPublished("bf-3"));
+}
+
+TEST_P(EngineContractTest, PublishRecordsAMarkerOfTheClaimingStore) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01"}));
+  EXPECT_TRUE(*engine()->IsPublished("bf-1"));
+  EXPECT_THAT(engine()->Inspect()->publications,
+              ElementsAre(Pair("bf-1", "store-a")));
+  // A take-over keeps who wrote the marker; the new owner does not count
+  // another store's "bf-1" as its own.
+  ASSERT_TRUE(engine()->Claim("store-b", true).ok());
+  EXPECT_THAT(engine()->Inspect()->publications,
+              ElementsAre(Pair("bf-1", "store-a")));
+  EXPECT_FALSE(*engine()->IsPublished("bf-1"));
+  // Its own bf-1 (a recreated store's numbering) is published apart.
+  ASSERT_TRUE(engine()->DropStaging("bf-1").ok());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-02"}));
+  EXPECT_TRUE(*engine()->IsPublished("bf-1"));
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+}
+
+TEST_P(EngineContractTest, AJobGoesThroughStagingValidationAndPublish) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  const JobLayout layout = RevenueLayout("bf-7");
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  EXPECT_THAT(*engine()->ListJobsWithStaging(), ElementsAre("bf-7"));
+  auto empty = engine()->ValidateStaged("bf-7", revenue_);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->rows, 0);
+  EXPECT_THAT(empty->rows_by_partition, IsEmpty());
+
+  for (const char* day : {"2025-01-01", "2025-01-02"}) {
+    auto staged =
+        engine()->StagePartition("bf-7", revenue_, day, RevenueInputs(day));
+    ASSERT_TRUE(staged.ok()) << staged.status();
+    EXPECT_EQ(staged->rows_written, 2);
+    EXPECT_THAT(staged->output_fingerprint, EndsWith(":2"));
+    ASSERT_EQ(staged->inputs.size(), 2u);
+    EXPECT_EQ(staged->inputs[0].dataset, "orders");
+    EXPECT_EQ(staged->inputs[0].partition, day);
+    EXPECT_EQ(staged->inputs[0].rows, std::string(day) == "2025-01-01" ? 3 : 2);
+    EXPECT_EQ(staged->inputs[1].dataset, "customers");
+    EXPECT_EQ(staged->inputs[1].partition, "");
+    EXPECT_EQ(staged->inputs[1].rows, 3);
+    EXPECT_THAT(staged->inputs[1].fingerprint, EndsWith(":3"));
+  }
+  // Staging again replaces the partition's rows.
+  ASSERT_TRUE(engine()
+                  ->StagePartition("bf-7", revenue_, "2025-01-02",
+                                   RevenueInputs("2025-01-02"))
+                  .ok());
+  auto report = engine()->ValidateStaged("bf-7", revenue_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->rows, 4);
+  EXPECT_THAT(report->rows_by_partition,
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+  EXPECT_THAT(report->failures, IsEmpty());
+
+  EXPECT_FALSE(*engine()->IsPublished("bf-7"));
+  ASSERT_TRUE(engine()->Publish(layout).ok());
+  EXPECT_TRUE(*engine()->IsPublished("bf-7"));
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+  ASSERT_TRUE(engine()->Publish(layout).ok());  // a repeat: no-op
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+
+  ASSERT_TRUE(engine()->DropStaging("bf-7").ok());
+  EXPECT_THAT(*engine()->ListJobsWithStaging(), IsEmpty());
+  EXPECT_TRUE(*engine()->IsPublished("bf-7"));
+  EXPECT_EQ(engine()->ValidateStaged("bf-7", revenue_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-7", revenue_, "2025-01-01",
+                                 RevenueInputs("2025-01-01"))
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(engine()->DropStaging("bf-7").ok());  // again: fine
+}
+
+TEST_P(EngineContractTest, PublishReplacesOnlyTheJobsPartitions) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01", "2025-01-03"}));
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-2", {"2025-01-02"}));
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2),
+                          Pair("2025-01-03", 1)));
+  EXPECT_THAT(*engine()->CountRowsByPartition(orders_),
+              ElementsAre(Pair("2025-01-01", 3), Pair("2025-01-02", 2),
+                          Pair("2025-01-03", 2)));
+  EXPECT_THAT(*engine()->CountRowsByPartition(customers_),
+              ElementsAre(Pair("", 3)));
+  EXPECT_THAT(*engine()->CountRowsByPartition(regions_),
+              ElementsAre(Pair("", 0)));  // no table yet
+  DatasetSpec unpublished = revenue_;
+  unpublished.name = "weekly";
+  unpublished.table = "weekly";
+  EXPECT_THAT(*engine()->CountRowsByPartition(unpublished), IsEmpty());
+}
+
+TEST_P(EngineContractTest, AnUnpartitionedDatasetHasOnePartition) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  JobLayout layout;
+  layout.job_id = "bf-3";
+  layout.items = {{&totals_, {""}}};
+  layout.pinned = {&customers_};
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  auto none = engine()->ValidateStaged("bf-3", totals_);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(none->rows_by_partition, ElementsAre(Pair("", 0)));
+  auto staged = engine()->StagePartition("bf-3", totals_, "",
+                                         {{&customers_, std::nullopt}});
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  EXPECT_EQ(staged->rows_written, 2);
+  auto report = engine()->ValidateStaged("bf-3", totals_);
+  EXPECT_EQ(report->rows, 2);
+  EXPECT_THAT(report->rows_by_partition, ElementsAre(Pair("", 2)));
+  ASSERT_TRUE(engine()->Publish(layout).ok());
+  EXPECT_THAT(*engine()->CountRowsByPartition(totals_),
+              ElementsAre(Pair("", 2)));
+}
+
+TEST_P(EngineContractTest, CallsOutsideTheLayoutAreRefused) {
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-1", revenue_, "2025-01-01",
+                                 RevenueInputs("2025-01-01"))
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);  // not prepared
+  EXPECT_EQ(engine()->ValidateStaged("bf-1", revenue_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine()->PrepareJob(RevenueLayout("")).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine()->PrepareJob(RevenueLayout("bf-1", {"2025-13-01"})).code(),
+            absl::StatusCode::kInvalidArgument);
+  JobLayout pins_missing = RevenueLayout("bf-1");
+  pins_missing.pinned.push_back(&regions_);
+  absl::Status s = engine()->PrepareJob(pins_missing);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("cannot pin regions"));
+
+  ASSERT_TRUE(engine()->PrepareJob(RevenueLayout("bf-1")).ok());
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-1", revenue_, "2025-01-03",
+                                 RevenueInputs("2025-01-03"))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);  // not a partition of it
+  EXPECT_EQ(engine()->StagePartition("bf-1", totals_, "", {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // not a dataset of it
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-1", revenue_, "2025-01-01",
+                                 {{nullptr, std::nullopt}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(EngineContractTest, ARestartKeepsStagingButNeedsPrepareAgain) {
+  ASSERT_TRUE(engine()->PrepareJob(RevenueLayout("bf-4")).ok());
+  ASSERT_TRUE(engine()
+                  ->StagePartition("bf-4", revenue_, "2025-01-01",
+                                   RevenueInputs("2025-01-01"))
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  EXPECT_THAT(*engine()->ListJobsWithStaging(), ElementsAre("bf-4"));
+  EXPECT_EQ(engine()->ValidateStaged("bf-4", revenue_)->rows, 2);
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-4", revenue_, "2025-01-02",
+                                 RevenueInputs("2025-01-02"))
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(engine()->PrepareJob(RevenueLayout("bf-4")).ok());
+  ASSERT_TRUE(engine()
+                  ->StagePartition("bf-4", revenue_, "2025-01-02",
+                                   RevenueInputs("2025-01-02"))
+                  .ok());
+  EXPECT_THAT(engine()->ValidateStaged("bf-4", revenue_)->rows_by_partition,
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+}
+
+TEST_P(EngineContractTest, OnlyStoreJobIdsAreListedWithStaging) {
+  for (const char* id : {"bf-10", "bf-9", "manual"}) {
+    ASSERT_TRUE(engine()->PrepareJob(RevenueLayout(id)).ok()) << id;
+  }
+  EXPECT_THAT(*engine()->ListJobsWithStaging(), ElementsAre("bf-10", "bf-9"));
+  ASSERT_TRUE(engine()->DropStaging("bf-10").ok());
+  EXPECT_THAT(*engine()->ListJobsWithStaging(), ElementsAre("bf-9"));
+}
+
+TEST_P(EngineContractTest, PublishIsRefusedOnceAnotherStoreTookOver) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  const JobLayout layout = RevenueLayout("bf-5", {"2025-01-01"});
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  ASSERT_TRUE(engine()
+                  ->StagePartition("bf-5", revenue_, "2025-01-01",
+                                   RevenueInputs("2025-01-01"))
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(TakeOver("store-b"));
+  absl::Status s = engine()->Publish(layout);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("no longer belongs"));
+  EXPECT_FALSE(*engine()->IsPublished("bf-5"));
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_), IsEmpty());
+}
+
+}  // namespace
+}  // namespace backfill

@@ -1,0 +1,520 @@
+#include "tests/testing/fake_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/fingerprint.h"
+#include "core/partition.h"
+
+namespace backfill::testing {
+namespace {
+
+// "<16 hex digits>:<rows>", a function of its parts only.
+std::string FingerprintOf(const std::string& dataset, const std::string& salt,
+                          const std::string& partition, int64_t rows) {
+  return absl::StrCat(
+      HashHex(absl::StrCat(dataset.size(), ":", dataset, salt.size(), ":", salt,
+                           partition.size(), ":", partition, rows)),
+      ":", rows);
+}
+
+// Ids SqliteEngine can read back from its table names: "bf-<digits>".
+bool IsStoreJobId(const std::string& id) {
+  if (id.size() <= 3 || id.compare(0, 3, "bf-") != 0) return false;
+  return std::all_of(id.begin() + 3, id.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+int64_t Sum(const std::map<std::string, int64_t>& rows) {
+  int64_t sum = 0;
+  for (const auto& [partition, n] : rows) sum += n;
+  return sum;
+}
+
+}  // namespace
+
+// ---- configuration and observation ----------------------------------------
+
+void FakeEngine::SetRowsFor(RowsFor rows_for) {
+  absl::MutexLock lock(&mu_);
+  rows_for_ = std::move(rows_for);
+}
+
+void FakeEngine::SetHook(Hook hook) {
+  absl::MutexLock lock(&mu_);
+  hook_ = std::move(hook);
+}
+
+void FakeEngine::SetValidationFailures(const std::string& dataset,
+                                       std::vector<std::string> failures) {
+  absl::MutexLock lock(&mu_);
+  validation_failures_[dataset] = std::move(failures);
+}
+
+void FakeEngine::SetPublishedRows(const std::string& dataset,
+                                  const std::string& partition, int64_t rows) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t>& table = published_[dataset];
+  if (rows > 0) {
+    table[partition] = rows;
+  } else {
+    table.erase(partition);
+  }
+}
+
+void FakeEngine::AddMarker(const std::string& job_id,
+                           const std::string& store_id) {
+  absl::MutexLock lock(&mu_);
+  markers_.insert({store_id, job_id});
+}
+
+void FakeEngine::SetOwner(const std::string& store_id) {
+  absl::MutexLock lock(&mu_);
+  owner_ = store_id;
+}
+
+void FakeEngine::SetStagedRows(const std::string& job_id,
+                               const std::string& dataset,
+                               const std::string& partition, int64_t rows) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t>& staged = staging_[job_id].staged[dataset];
+  if (rows > 0) {
+    staged[partition] = rows;
+  } else {
+    staged.erase(partition);
+  }
+}
+
+void FakeEngine::Restart() {
+  absl::MutexLock lock(&mu_);
+  prepared_.clear();
+  claimed_.clear();
+}
+
+int64_t FakeEngine::calls(const std::string& method) const {
+  absl::MutexLock lock(&mu_);
+  auto it = calls_.find(method);
+  return it == calls_.end() ? 0 : it->second;
+}
+
+int64_t FakeEngine::total_calls() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(call_log_.size());
+}
+
+std::vector<FakeEngine::Call> FakeEngine::call_log() const {
+  absl::MutexLock lock(&mu_);
+  return call_log_;
+}
+
+bool FakeEngine::WaitForCalls(const std::string& method, int64_t n,
+                              absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, &method, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = calls_.find(method);
+    return it != calls_.end() && it->second >= n;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
+
+std::optional<int64_t> FakeEngine::StagedRows(
+    const std::string& job_id, const std::string& dataset,
+    const std::string& partition) const {
+  absl::MutexLock lock(&mu_);
+  auto job = staging_.find(job_id);
+  if (job == staging_.end()) return std::nullopt;
+  auto ds = job->second.staged.find(dataset);
+  if (ds == job->second.staged.end()) return std::nullopt;
+  auto p = ds->second.find(partition);
+  if (p == ds->second.end()) return std::nullopt;
+  return p->second;
+}
+
+int64_t FakeEngine::PublishedRows(const std::string& dataset,
+                                  const std::string& partition) const {
+  absl::MutexLock lock(&mu_);
+  auto ds = published_.find(dataset);
+  if (ds == published_.end()) return 0;
+  auto p = ds->second.find(partition);
+  return p == ds->second.end() ? 0 : p->second;
+}
+
+bool FakeEngine::IsPrepared(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  return prepared_.count(job_id) > 0;
+}
+
+std::string FakeEngine::claimed_store_id() const {
+  absl::MutexLock lock(&mu_);
+  return claimed_;
+}
+
+int64_t FakeEngine::interrupts() const {
+  absl::MutexLock lock(&mu_);
+  return interrupts_;
+}
+
+absl::Status FakeEngine::Enter(Call call) {
+  Hook hook;
+  {
+    absl::MutexLock lock(&mu_);
+    ++calls_[call.method];
+    call_log_.push_back(call);
+    hook = hook_;
+  }
+  return hook ? hook(call) : absl::OkStatus();
+}
+
+int64_t FakeEngine::TableRowsLocked(const std::string& dataset) const {
+  auto it = published_.find(dataset);
+  return it == published_.end() ? 0 : Sum(it->second);
+}
+
+// ---- Engine
+// ------------------------------------------------------------------
+
+absl::StatusOr<WarehouseInfo> FakeEngine::Inspect() {
+  if (absl::Status s = Enter({"Inspect", "", "", ""}); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  WarehouseInfo info;
+  info.owner_store_id = owner_;
+  for (const auto& [store_id, job_id] : markers_) {
+    info.publications[job_id] = store_id;
+  }
+  return info;
+}
+
+absl::Status FakeEngine::Claim(const std::string& store_id, bool take_over) {
+  if (absl::Status s = Enter({"Claim", "", "", ""}); !s.ok()) return s;
+  if (store_id.empty()) {
+    return absl::InvalidArgumentError("Claim: empty store id");
+  }
+  absl::MutexLock lock(&mu_);
+  if (!owner_.empty() && owner_ != store_id && !take_over) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the warehouse belongs to state store ", owner_,
+                     ", not to state store ", store_id));
+  }
+  if (owner_.empty()) {
+    // Markers that name no store become this store's.
+    std::set<std::pair<std::string, std::string>> stamped;
+    for (const auto& [writer, job_id] : markers_) {
+      stamped.insert({writer.empty() ? store_id : writer, job_id});
+    }
+    markers_ = std::move(stamped);
+  }
+  owner_ = store_id;
+  claimed_ = store_id;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> FakeEngine::CountRowsByPartition(
+    const DatasetSpec& dataset) {
+  if (absl::Status s = Enter({"CountRowsByPartition", "", dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t> out;
+  if (!dataset.partition) {
+    out[""] = TableRowsLocked(dataset.name);
+    return out;
+  }
+  auto it = published_.find(dataset.name);
+  if (it == published_.end()) return out;
+  for (const auto& [partition, rows] : it->second) {
+    if (rows > 0) out[partition] = rows;
+  }
+  return out;
+}
+
+absl::Status FakeEngine::PrepareJob(const JobLayout& layout) {
+  if (absl::Status s = Enter({"PrepareJob", layout.job_id, "", ""}); !s.ok()) {
+    return s;
+  }
+  if (layout.job_id.empty()) {
+    return absl::InvalidArgumentError("PrepareJob: empty job id");
+  }
+  Prepared prepared;
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("PrepareJob: item without dataset");
+    }
+    const DatasetSpec& ds = *item.dataset;
+    for (const std::string& partition : item.partitions) {
+      if (absl::Status s = ValidatePartition(ds.grain(), partition); !s.ok()) {
+        return absl::Status(s.code(),
+                            absl::StrCat("dataset ", ds.name, " partition '",
+                                         partition, "': ", s.message()));
+      }
+    }
+    prepared.partitions[ds.name].insert(item.partitions.begin(),
+                                        item.partitions.end());
+  }
+  for (const DatasetSpec* pin : layout.pinned) {
+    if (pin == nullptr) {
+      return absl::InvalidArgumentError("PrepareJob: null pinned dataset");
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  Staging& staging = staging_[layout.job_id];
+  // Pins first: a missing table refuses the whole call.
+  std::map<std::string, int64_t> new_pins;
+  for (const DatasetSpec* pin : layout.pinned) {
+    if (prepared.partitions.count(pin->name) || staging.pins.count(pin->name)) {
+      continue;  // read from staging, or pinned before a restart
+    }
+    if (!published_.count(pin->name)) {
+      if (staging.staged.empty() && staging.pins.empty()) {
+        staging_.erase(layout.job_id);
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
+                       " does not exist in the warehouse"));
+    }
+    new_pins[pin->name] = TableRowsLocked(pin->name);
+  }
+  for (const auto& [dataset, partitions] : prepared.partitions) {
+    staging.staged[dataset];  // the dataset's (possibly empty) staging
+  }
+  staging.pins.insert(new_pins.begin(), new_pins.end());
+  if (staging.staged.empty() && staging.pins.empty()) {
+    staging_.erase(layout.job_id);
+  }
+  prepared_[layout.job_id] = std::move(prepared);
+  return absl::OkStatus();
+}
+
+InputFingerprint FakeEngine::InputLocked(const std::string& job_id,
+                                         const Prepared& prepared,
+                                         const InputRef& ref) const {
+  const std::string& name = ref.dataset->name;
+  InputFingerprint in;
+  in.dataset = name;
+  in.partition = ref.partition.value_or("");
+  auto job = staging_.find(job_id);
+  auto recomputed = prepared.partitions.find(name);
+  const std::map<std::string, int64_t>* staged = nullptr;
+  if (job != staging_.end()) {
+    auto it = job->second.staged.find(name);
+    if (it != job->second.staged.end()) staged = &it->second;
+  }
+  if (ref.partition.has_value()) {
+    const bool from_staging = recomputed != prepared.partitions.end() &&
+                              recomputed->second.count(*ref.partition) > 0;
+    const std::map<std::string, int64_t>* source = staged;
+    if (!from_staging) {
+      auto table = published_.find(name);
+      source = table == published_.end() ? nullptr : &table->second;
+    }
+    if (source != nullptr) {
+      auto it = source->find(*ref.partition);
+      if (it != source->end()) in.rows = it->second;
+    }
+  } else if (recomputed != prepared.partitions.end()) {
+    // Its staging, and its published rows outside the job's partitions.
+    in.rows = staged == nullptr ? 0 : Sum(*staged);
+    if (auto table = published_.find(name); table != published_.end()) {
+      for (const auto& [partition, rows] : table->second) {
+        if (!recomputed->second.count(partition)) in.rows += rows;
+      }
+    }
+  } else if (job != staging_.end() && job->second.pins.count(name)) {
+    in.rows = job->second.pins.at(name);
+  } else {
+    in.rows = TableRowsLocked(name);
+  }
+  in.fingerprint = FingerprintOf(name, "input", in.partition, in.rows);
+  return in;
+}
+
+absl::StatusOr<StageResult> FakeEngine::StagePartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, const std::vector<InputRef>& inputs) {
+  if (absl::Status s =
+          Enter({"StagePartition", job_id, dataset.name, partition});
+      !s.ok()) {
+    return s;
+  }
+  for (const InputRef& in : inputs) {
+    if (in.dataset == nullptr) {
+      return absl::InvalidArgumentError(
+          "StagePartition: input without dataset");
+    }
+  }
+  RowsFor rows_for;
+  {
+    absl::MutexLock lock(&mu_);
+    rows_for = rows_for_;
+  }
+  const int64_t rows =
+      rows_for ? std::max<int64_t>(rows_for(dataset.name, partition), 0) : 1;
+
+  absl::MutexLock lock(&mu_);
+  auto prepared = prepared_.find(job_id);
+  if (prepared == prepared_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
+  }
+  auto partitions = prepared->second.partitions.find(dataset.name);
+  if (partitions == prepared->second.partitions.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset ", dataset.name, " is not recomputed by job ", job_id));
+  }
+  if (!partitions->second.count(partition)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partition '", partition, "' of ", dataset.name,
+                     " is not part of job ", job_id));
+  }
+  StageResult result;
+  // Inputs are read before this partition's rows replace the earlier ones.
+  for (const InputRef& in : inputs) {
+    result.inputs.push_back(InputLocked(job_id, prepared->second, in));
+  }
+  std::map<std::string, int64_t>& staged =
+      staging_[job_id].staged[dataset.name];
+  if (rows > 0) {
+    staged[partition] = rows;
+  } else {
+    staged.erase(partition);
+  }
+  result.rows_written = rows;
+  result.output_fingerprint =
+      FingerprintOf(dataset.name, dataset.transform_version, partition, rows);
+  return result;
+}
+
+absl::StatusOr<ValidationReport> FakeEngine::ValidateStaged(
+    const std::string& job_id, const DatasetSpec& dataset) {
+  if (absl::Status s = Enter({"ValidateStaged", job_id, dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  const std::map<std::string, int64_t>* staged = nullptr;
+  if (auto job = staging_.find(job_id); job != staging_.end()) {
+    auto it = job->second.staged.find(dataset.name);
+    if (it != job->second.staged.end()) staged = &it->second;
+  }
+  if (staged == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  ValidationReport report;
+  report.rows = Sum(*staged);
+  if (!dataset.partition) {
+    report.rows_by_partition[""] = report.rows;
+  } else {
+    for (const auto& [partition, rows] : *staged) {
+      if (rows > 0) report.rows_by_partition[partition] = rows;
+    }
+  }
+  if (auto it = validation_failures_.find(dataset.name);
+      it != validation_failures_.end()) {
+    report.failures = it->second;
+  }
+  return report;
+}
+
+absl::StatusOr<bool> FakeEngine::IsPublished(const std::string& job_id) {
+  if (absl::Status s = Enter({"IsPublished", job_id, "", ""}); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  return markers_.count({claimed_, job_id}) > 0;
+}
+
+absl::Status FakeEngine::Publish(const JobLayout& layout) {
+  if (absl::Status s = Enter({"Publish", layout.job_id, "", ""}); !s.ok()) {
+    return s;
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("Publish: item without dataset");
+    }
+  }
+  const std::string& job_id = layout.job_id;
+  absl::MutexLock lock(&mu_);
+  if (markers_.count({claimed_, job_id})) return absl::OkStatus();
+  if (!claimed_.empty() && owner_ != claimed_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("publish of job ", job_id,
+                     ": the warehouse no longer belongs to this state store (",
+                     claimed_, "); nothing was published"));
+  }
+  // Every check before any change: all or nothing.
+  auto job = staging_.find(job_id);
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::string where =
+        absl::StrCat("publish of job ", job_id, ", dataset ", ds.name);
+    if (job == staging_.end() || !job->second.staged.count(ds.name)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, ": nothing is staged"));
+    }
+    if (!ds.partition) continue;
+    const std::set<std::string> mine(item.partitions.begin(),
+                                     item.partitions.end());
+    for (const auto& [partition, rows] : job->second.staged.at(ds.name)) {
+      if (rows > 0 && !mine.count(partition)) {
+        return absl::InternalError(absl::StrCat(
+            where, ": ", rows,
+            " staged rows belong to none of the job's "
+            "partitions (e.g. ",
+            partition,
+            "); the transaction was rolled back and nothing was published"));
+      }
+    }
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::map<std::string, int64_t>& staged =
+        job->second.staged.at(ds.name);
+    std::map<std::string, int64_t>& table = published_[ds.name];
+    if (!ds.partition) {
+      table.clear();
+      if (const int64_t rows = Sum(staged); rows > 0) table[""] = rows;
+      continue;
+    }
+    for (const std::string& partition : item.partitions) {
+      table.erase(partition);
+      auto it = staged.find(partition);
+      if (it != staged.end() && it->second > 0) table[partition] = it->second;
+    }
+  }
+  markers_.insert({claimed_, job_id});
+  return absl::OkStatus();
+}
+
+absl::Status FakeEngine::DropStaging(const std::string& job_id) {
+  if (absl::Status s = Enter({"DropStaging", job_id, "", ""}); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  staging_.erase(job_id);
+  prepared_.erase(job_id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FakeEngine::ListJobsWithStaging() {
+  if (absl::Status s = Enter({"ListJobsWithStaging", "", "", ""}); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> ids;
+  for (const auto& [job_id, staging] : staging_) {
+    if (staging.staged.empty() && staging.pins.empty()) continue;
+    if (IsStoreJobId(job_id)) ids.push_back(job_id);
+  }
+  return ids;  // map order: sorted
+}
+
+void FakeEngine::Interrupt() {
+  absl::MutexLock lock(&mu_);
+  ++interrupts_;
+  ++calls_["Interrupt"];
+  call_log_.push_back({"Interrupt", "", "", ""});
+}
+
+}  // namespace backfill::testing

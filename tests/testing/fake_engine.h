@@ -1,0 +1,195 @@
+// FakeEngine: an Engine held in memory, for tests of the core that should
+// not need SQLite. It keeps row counts, not rows:
+//   - staging, per job: rows per (dataset, partition). StagePartition stages
+//     rows_for(dataset, partition) rows (1 unless set), replacing what an
+//     earlier attempt staged, and returns a fingerprint that depends only
+//     on the dataset, its transform version, the partition and the row
+//     count, plus one InputFingerprint per InputRef;
+//   - the published tables: rows per (dataset, partition), "" for an
+//     unpartitioned dataset;
+//   - the ownership record and the publication markers (store id, job id).
+//
+// It follows the rules of SqliteEngine (storage/sqlite_engine.h) where the
+// core can tell: PrepareJob validates the layout and partition values,
+// creates the job's (empty) staging per dataset and snapshots pinned
+// inputs, whose table must exist (a dataset with published rows, or seeded
+// with SetPublishedRows); StagePartition of a job not prepared (since the
+// last Restart) is FAILED_PRECONDITION; ValidateStaged reports the staged
+// rows and rows_by_partition (partitions without rows left out, as a
+// grouped count does) plus the failures set for the dataset; Publish
+// replaces, in one step, the rows of the job's partitions with the staged
+// ones and records a marker with the claimed store id — a no-op once that
+// marker exists, refused when the warehouse was claimed by another store
+// since, INTERNAL (nothing published) when staged rows lie outside the job's
+// partitions; Claim and Inspect as SqliteEngine; ListJobsWithStaging
+// reports, like SqliteEngine, only ids of the form "bf-<digits>", sorted.
+// tests/storage_engine_contract_test.cc runs the same cases against both.
+// No transform runs, so StagePartition never finds rows outside the
+// partition or missing columns (make the hook fail the call instead), and
+// Publish keeps no rollback copies.
+// Input rows: a partition the job recomputes is read from its staging,
+// another from the published table; a whole-table input the job recomputes
+// from its staging plus the published rows outside the job's partitions,
+// else from the job's pinned snapshot, else from the published table.
+//
+// Fault injection: every call but Interrupt is counted, then consults the
+// hook (if set) with the method's name and what it names, outside the
+// engine's lock: a non-OK status fails the call before it does anything;
+// the hook may block to hold the call back. Interrupt is only counted.
+//
+// Thread-safety: thread-safe. One mutex guards the state; the hook and
+// rows_for run without it, possibly on many threads at once.
+//
+// Ownership: keeps no DatasetSpec pointer beyond a call (names only).
+
+#ifndef BACKFILL_TESTS_TESTING_FAKE_ENGINE_H_
+#define BACKFILL_TESTS_TESTING_FAKE_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/engine.h"
+
+namespace backfill::testing {
+
+class FakeEngine : public Engine {
+ public:
+  struct Call {
+    std::string method;     // "StagePartition", "Publish", ...
+    std::string job_id;     // "" for a call that names no job
+    std::string dataset;    // "" unless the call names one dataset
+    std::string partition;  // StagePartition only
+  };
+  // Consulted before each call: non-OK fails it.
+  using Hook = std::function<absl::Status(const Call& call)>;
+  // Rows StagePartition writes for a partition (a negative count is 0).
+  using RowsFor = std::function<int64_t(const std::string& dataset,
+                                        const std::string& partition)>;
+
+  FakeEngine() = default;
+  FakeEngine(const FakeEngine&) = delete;
+  FakeEngine& operator=(const FakeEngine&) = delete;
+
+  absl::StatusOr<WarehouseInfo> Inspect() override;
+  absl::Status Claim(const std::string& store_id, bool take_over) override;
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) override;
+  absl::Status PrepareJob(const JobLayout& layout) override;
+  absl::StatusOr<StageResult> StagePartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition,
+      const std::vector<InputRef>& inputs) override;
+  absl::StatusOr<ValidationReport> ValidateStaged(
+      const std::string& job_id, const DatasetSpec& dataset) override;
+  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
+  absl::Status Publish(const JobLayout& layout) override;
+  absl::Status DropStaging(const std::string& job_id) override;
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  void Interrupt() override;
+
+  // ---- Configuration -------------------------------------------------------
+
+  void SetRowsFor(RowsFor rows_for);  // nullptr: 1 row per partition
+  void SetHook(Hook hook);            // nullptr: none
+  // ValidateStaged of `dataset` (in any job) reports `failures`.
+  void SetValidationFailures(const std::string& dataset,
+                             std::vector<std::string> failures);
+
+  // ---- The warehouse's contents, as another process left them -------------
+
+  // Sets the published rows of a partition ("" for an unpartitioned
+  // dataset); creates the dataset's table.
+  void SetPublishedRows(const std::string& dataset,
+                        const std::string& partition, int64_t rows);
+  // Adds a publication marker ("" store id: a marker that names no store).
+  void AddMarker(const std::string& job_id, const std::string& store_id);
+  // Sets the owner record ("" : unclaimed).
+  void SetOwner(const std::string& store_id);
+  // Sets what is staged for a partition of a job (creating the dataset's
+  // staging), e.g. to lose or change staged rows after their checkpoint or
+  // to put rows outside the job's partitions.
+  void SetStagedRows(const std::string& job_id, const std::string& dataset,
+                     const std::string& partition, int64_t rows);
+  // As a restart of the daemon: forgets the prepared layouts and the
+  // claimed store id; staging, tables, markers and the owner stay.
+  void Restart();
+
+  // ---- Observation ---------------------------------------------------------
+
+  int64_t calls(const std::string& method) const;
+  int64_t total_calls() const;
+  // Every call so far, in order (Interrupt included).
+  std::vector<Call> call_log() const;
+  // Waits until `method` was called at least `n` times; false on timeout.
+  bool WaitForCalls(const std::string& method, int64_t n,
+                    absl::Duration timeout) const;
+  // Staged rows of a partition of a job; nullopt when nothing is staged.
+  std::optional<int64_t> StagedRows(const std::string& job_id,
+                                    const std::string& dataset,
+                                    const std::string& partition) const;
+  // Published rows of a partition (0 when none).
+  int64_t PublishedRows(const std::string& dataset,
+                        const std::string& partition) const;
+  bool IsPrepared(const std::string& job_id) const;
+  // The store id of the last successful Claim since the last Restart.
+  std::string claimed_store_id() const;
+  int64_t interrupts() const;
+
+ private:
+  // What a job left in the warehouse; survives Restart.
+  struct Staging {
+    // Dataset -> partition -> staged rows; a dataset present has staging.
+    std::map<std::string, std::map<std::string, int64_t>> staged;
+    // Pinned dataset -> rows of its snapshot.
+    std::map<std::string, int64_t> pins;
+  };
+  // What PrepareJob remembers in memory; lost on Restart.
+  struct Prepared {
+    // Dataset -> the job's partitions of it.
+    std::map<std::string, std::set<std::string>> partitions;
+  };
+
+  // Counts the call and consults the hook.
+  absl::Status Enter(Call call) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t TableRowsLocked(const std::string& dataset) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  InputFingerprint InputLocked(const std::string& job_id,
+                               const Prepared& prepared,
+                               const InputRef& ref) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  Hook hook_ ABSL_GUARDED_BY(mu_);
+  RowsFor rows_for_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::string>> validation_failures_
+      ABSL_GUARDED_BY(mu_);
+
+  std::map<std::string, Staging> staging_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Prepared> prepared_ ABSL_GUARDED_BY(mu_);
+  // Dataset -> partition -> published rows; a dataset present has a table.
+  std::map<std::string, std::map<std::string, int64_t>> published_
+      ABSL_GUARDED_BY(mu_);
+  std::string owner_ ABSL_GUARDED_BY(mu_);
+  std::string claimed_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<std::string, std::string>> markers_
+      ABSL_GUARDED_BY(mu_);  // (store id, job id)
+
+  std::map<std::string, int64_t> calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<Call> call_log_ ABSL_GUARDED_BY(mu_);
+  int64_t interrupts_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace backfill::testing
+
+#endif  // BACKFILL_TESTS_TESTING_FAKE_ENGINE_H_

@@ -1,0 +1,579 @@
+#include "tests/testing/memory_state_store.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/job_state_machine.h"
+
+namespace backfill::testing {
+namespace {
+
+// A time as SqliteStateStore reads it back: unix microseconds (rounded
+// down); an infinite time is NULL, which reads as InfinitePast.
+absl::Time Stored(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) {
+    return absl::InfinitePast();
+  }
+  return absl::FromUnixMicros(absl::ToUnixMicros(t));
+}
+
+std::string RandomStoreId() {
+  std::random_device device;
+  std::mt19937_64 gen((static_cast<uint64_t>(device()) << 32) ^ device());
+  return absl::StrFormat("%016x%016x", gen(), gen());
+}
+
+bool PastPublishing(JobState s) {
+  return s == JobState::kConfirming || s == JobState::kSucceeded ||
+         s == JobState::kDownstreamUnhealthy || s == JobState::kRolledBack;
+}
+
+bool Contains(const std::vector<TaskState>& states, TaskState s) {
+  return std::find(states.begin(), states.end(), s) != states.end();
+}
+
+bool Contains(const std::vector<JobState>& states, JobState s) {
+  return std::find(states.begin(), states.end(), s) != states.end();
+}
+
+int64_t InputRows(const std::vector<InputFingerprint>& inputs) {
+  int64_t sum = 0;
+  for (const InputFingerprint& in : inputs) sum += in.rows;
+  return sum;
+}
+
+absl::Status NoJob(const std::string& id) {
+  return absl::NotFoundError(absl::StrCat("no job ", id));
+}
+
+}  // namespace
+
+InMemoryStateStore::InMemoryStateStore()
+    : InMemoryStateStore(RandomStoreId(), absl::Now()) {}
+
+InMemoryStateStore::InMemoryStateStore(std::string store_id,
+                                       absl::Time created_at)
+    : store_id_(std::move(store_id)),
+      created_at_(absl::FromUnixSeconds(absl::ToUnixSeconds(created_at))) {}
+
+// ---- fault injection --------------------------------------------------------
+
+void InMemoryStateStore::SetWriteHook(WriteHook hook) {
+  absl::MutexLock lock(&mu_);
+  hook_ = std::move(hook);
+}
+
+void InMemoryStateStore::FailWrites(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  fail_writes_ = std::move(status);
+}
+
+void InMemoryStateStore::FailNextWrites(int n, absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  fail_next_ = std::max(n, 0);
+  fail_next_status_ = std::move(status);
+}
+
+int64_t InMemoryStateStore::write_calls() const {
+  absl::MutexLock lock(&mu_);
+  int64_t total = 0;
+  for (const auto& [method, n] : write_calls_) total += n;
+  return total;
+}
+
+int64_t InMemoryStateStore::write_calls(const std::string& method) const {
+  absl::MutexLock lock(&mu_);
+  auto it = write_calls_.find(method);
+  return it == write_calls_.end() ? 0 : it->second;
+}
+
+int64_t InMemoryStateStore::failed_writes() const {
+  absl::MutexLock lock(&mu_);
+  return failed_writes_;
+}
+
+absl::Status InMemoryStateStore::BeginWrite(const std::string& method) {
+  WriteHook hook;
+  {
+    absl::MutexLock lock(&mu_);
+    ++write_calls_[method];
+    hook = hook_;
+  }
+  absl::Status status = hook ? hook(method) : absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (status.ok() && fail_next_ > 0 && !fail_next_status_.ok()) {
+    --fail_next_;
+    status = fail_next_status_;
+  }
+  if (status.ok()) status = fail_writes_;
+  if (!status.ok()) ++failed_writes_;
+  return status;
+}
+
+// ---- reads
+// -------------------------------------------------------------------
+
+InMemoryStateStore::JobRow* InMemoryStateStore::FindLocked(
+    const std::string& id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+Job InMemoryStateStore::LoadLocked(const JobRow& row,
+                                   bool with_partitions) const {
+  Job job = row.job;
+  if (with_partitions) {
+    // As the SQLite store: a dataset's partitions are its tasks, found by
+    // name (the last plan entry of a name gets them).
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
+      index[job.plan.datasets[i].dataset] = i;
+    }
+    for (const PartitionTask& t : row.tasks) {
+      auto it = index.find(t.dataset);
+      if (it != index.end()) {
+        job.plan.datasets[it->second].partitions.push_back(t.partition);
+      }
+    }
+  }
+  for (const PartitionTask& t : row.tasks) {
+    ++job.counts.total;
+    switch (t.state) {
+      case TaskState::kPending:
+        ++job.counts.pending;
+        break;
+      case TaskState::kRunning:
+        ++job.counts.running;
+        break;
+      case TaskState::kStaged:
+        ++job.counts.staged;
+        break;
+      case TaskState::kPublished:
+        ++job.counts.published;
+        break;
+      case TaskState::kFailed:
+        ++job.counts.failed;
+        break;
+      case TaskState::kCancelled:
+        ++job.counts.cancelled;
+        break;
+    }
+    if (t.state == TaskState::kStaged || t.state == TaskState::kPublished) {
+      job.actual_cost += static_cast<double>(InputRows(t.inputs));
+      job.rows_written += t.rows_written;
+    }
+  }
+  return job;
+}
+
+absl::StatusOr<StoreInfo> InMemoryStateStore::Info() {
+  absl::MutexLock lock(&mu_);
+  StoreInfo info;
+  info.store_id = store_id_;
+  info.created_at = created_at_;
+  info.last_job_number = last_job_number_;
+  return info;
+}
+
+absl::StatusOr<std::vector<std::string>> InMemoryStateStore::ListJobIds(
+    const std::vector<JobState>& states) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> ids;
+  for (const auto& [seq, id] : ids_by_seq_) {
+    if (Contains(states, jobs_.at(id).job.state)) ids.push_back(id);
+  }
+  return ids;
+}
+
+absl::StatusOr<std::optional<Job>> InMemoryStateStore::FindJobByKey(
+    const std::string& idempotency_key) {
+  if (idempotency_key.empty()) return std::optional<Job>();
+  absl::MutexLock lock(&mu_);
+  auto it = ids_by_key_.find(idempotency_key);
+  if (it == ids_by_key_.end()) return std::optional<Job>();
+  const JobRow* row = FindLocked(it->second);
+  if (row == nullptr) return std::optional<Job>();
+  return std::optional<Job>(LoadLocked(*row, /*with_partitions=*/true));
+}
+
+absl::StatusOr<Job> InMemoryStateStore::GetJob(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  const JobRow* row = FindLocked(id);
+  if (row == nullptr) return NoJob(id);
+  return LoadLocked(*row, /*with_partitions=*/true);
+}
+
+absl::StatusOr<Job> InMemoryStateStore::GetJobProgress(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  const JobRow* row = FindLocked(id);
+  if (row == nullptr) return NoJob(id);
+  return LoadLocked(*row, /*with_partitions=*/false);
+}
+
+absl::StatusOr<std::vector<Job>> InMemoryStateStore::ListJobs(
+    const JobFilter& filter) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Job> jobs;
+  for (auto it = ids_by_seq_.rbegin(); it != ids_by_seq_.rend(); ++it) {
+    if (filter.limit > 0 && jobs.size() >= static_cast<size_t>(filter.limit)) {
+      break;
+    }
+    const JobRow& row = jobs_.at(it->second);
+    if (!filter.states.empty() && !Contains(filter.states, row.job.state)) {
+      continue;
+    }
+    if (!filter.dataset.empty() &&
+        std::none_of(row.job.plan.datasets.begin(), row.job.plan.datasets.end(),
+                     [&](const DatasetPlan& dp) {
+                       return dp.dataset == filter.dataset;
+                     })) {
+      continue;
+    }
+    jobs.push_back(LoadLocked(row, /*with_partitions=*/true));
+  }
+  return jobs;
+}
+
+absl::StatusOr<std::vector<PartitionTask>> InMemoryStateStore::ListTasks(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  const JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  return row->tasks;
+}
+
+absl::StatusOr<std::vector<LineageRecord>> InMemoryStateStore::GetLineage(
+    const std::string& dataset, const std::string& partition) {
+  absl::MutexLock lock(&mu_);
+  auto it = lineage_.find({dataset, partition});
+  if (it == lineage_.end()) return std::vector<LineageRecord>();
+  std::vector<const LineageRow*> rows;
+  for (const LineageRow& r : it->second) rows.push_back(&r);
+  // Newest first: published_at descending, then the later record first.
+  std::sort(rows.begin(), rows.end(),
+            [](const LineageRow* a, const LineageRow* b) {
+              if (a->record.published_at != b->record.published_at) {
+                return a->record.published_at > b->record.published_at;
+              }
+              return a->id > b->id;
+            });
+  std::vector<LineageRecord> out;
+  for (const LineageRow* r : rows) out.push_back(r->record);
+  return out;
+}
+
+absl::StatusOr<std::vector<AuditEvent>> InMemoryStateStore::ListAuditEvents(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = audit_.find(job_id);
+  if (it == audit_.end()) return std::vector<AuditEvent>();
+  return it->second;
+}
+
+absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
+  absl::MutexLock lock(&mu_);
+  StoreStats stats;
+  for (const auto& [id, row] : jobs_) {
+    ++stats.jobs_by_state[static_cast<size_t>(row.job.state)];
+    for (const PartitionTask& t : row.tasks) {
+      ++stats.tasks_by_state[static_cast<size_t>(t.state)];
+      if (row.job.state == JobState::kRunning) {
+        ++stats.running_tasks_total;
+        if (t.state == TaskState::kStaged || t.state == TaskState::kPublished) {
+          ++stats.running_tasks_done;
+        }
+      }
+    }
+  }
+  return stats;
+}
+
+// ---- writes
+// ------------------------------------------------------------------
+
+absl::Status InMemoryStateStore::ReserveJobNumbers(int64_t n) {
+  if (absl::Status s = BeginWrite("ReserveJobNumbers"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  last_job_number_ = std::max(last_job_number_, n);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CreateJobResult> InMemoryStateStore::CreateJob(const Job& job,
+                                                              absl::Time now) {
+  if (absl::Status s = BeginWrite("CreateJob"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (!job.idempotency_key.empty()) {
+    auto it = ids_by_key_.find(job.idempotency_key);
+    if (it != ids_by_key_.end()) {
+      return CreateJobResult{
+          LoadLocked(jobs_.at(it->second), /*with_partitions=*/true), false};
+    }
+  }
+  // Everything is checked before anything is written.
+  std::set<std::pair<std::string, std::string>> planned;
+  for (const DatasetPlan& dp : job.plan.datasets) {
+    for (const std::string& partition : dp.partitions) {
+      if (!planned.insert({dp.dataset, partition}).second) {
+        return absl::InvalidArgumentError(absl::StrCat("plan lists partition '",
+                                                       partition, "' of ",
+                                                       dp.dataset, " twice"));
+      }
+    }
+  }
+  const int64_t seq = ++last_job_number_;
+  const std::string id = absl::StrCat("bf-", seq);
+  const absl::Time at = Stored(now);
+
+  JobRow row;
+  row.seq = seq;
+  Job& stored = row.job;
+  stored.id = id;
+  stored.state = JobState::kQueued;
+  stored.request = job.request;
+  stored.idempotency_key = job.idempotency_key;
+  stored.request_fingerprint = job.request_fingerprint;
+  stored.message = job.message;
+  stored.create_time = at;
+  stored.update_time = at;
+  stored.plan.cost = job.plan.cost;
+  for (const DatasetPlan& dp : job.plan.datasets) {
+    DatasetPlan kept;
+    kept.dataset = dp.dataset;
+    kept.reason = dp.reason;
+    kept.transform_version = dp.transform_version;
+    kept.cost = dp.cost;
+    stored.plan.datasets.push_back(std::move(kept));
+    for (const std::string& partition : dp.partitions) {
+      PartitionTask task;
+      task.job_id = id;
+      task.dataset = dp.dataset;
+      task.partition = partition;
+      task.update_time = at;
+      row.task_index[{dp.dataset, partition}] = row.tasks.size();
+      row.tasks.push_back(std::move(task));
+    }
+  }
+  ids_by_seq_[seq] = id;
+  if (!job.idempotency_key.empty()) ids_by_key_[job.idempotency_key] = id;
+  JobRow& inserted = jobs_[id] = std::move(row);
+  AppendAuditLocked(id, "", JobStateName(JobState::kQueued),
+                    job.message.empty() ? "created" : job.message, now);
+  return CreateJobResult{LoadLocked(inserted, /*with_partitions=*/true), true};
+}
+
+void InMemoryStateStore::AppendAuditLocked(const std::string& job_id,
+                                           std::string from_state,
+                                           std::string to_state,
+                                           const std::string& message,
+                                           absl::Time at) {
+  AuditEvent e;
+  e.seq = next_audit_seq_++;
+  e.job_id = job_id;
+  e.from_state = std::move(from_state);
+  e.to_state = std::move(to_state);
+  e.message = message;
+  e.at = Stored(at);
+  audit_[job_id].push_back(std::move(e));
+}
+
+void InMemoryStateStore::WriteTransitionLocked(JobRow* row, JobState from,
+                                               JobState to,
+                                               const std::string& message,
+                                               absl::Time now) {
+  Job& job = row->job;
+  const absl::Time at = Stored(now);
+  job.state = to;
+  job.message = message;
+  job.update_time = at;
+  if (to == JobState::kRunning && job.start_time == absl::InfinitePast()) {
+    job.start_time = at;
+  }
+  if (IsTerminal(to)) {
+    job.end_time = at;
+  } else if (IsTerminal(from)) {
+    job.end_time = absl::InfinitePast();  // a retry: not ended any more
+  }
+  AppendAuditLocked(job.id, JobStateName(from), JobStateName(to), message, now);
+}
+
+absl::Status InMemoryStateStore::TransitionJob(
+    const std::string& job_id, std::optional<JobState> expected_from,
+    JobState to, const std::string& message, absl::Time now) {
+  if (absl::Status s = BeginWrite("TransitionJob"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  const JobState from = row->job.state;
+  if (expected_from.has_value() && *expected_from != from) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", JobStateName(from), ", not ",
+                     JobStateName(*expected_from), "; cannot move it to ",
+                     JobStateName(to)));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  WriteTransitionLocked(row, from, to, message, now);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> InMemoryStateStore::RetryJob(const std::string& job_id,
+                                                     JobState expected_from,
+                                                     JobState to,
+                                                     const std::string& message,
+                                                     absl::Time now) {
+  if (absl::Status s = BeginWrite("RetryJob"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  const JobState from = row->job.state;
+  if (from != expected_from) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", JobStateName(from), ", not ",
+                     JobStateName(expected_from)));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  int64_t reset = 0;
+  for (PartitionTask& t : row->tasks) {
+    if (t.state == TaskState::kFailed || t.state == TaskState::kCancelled ||
+        t.state == TaskState::kRunning) {
+      t.state = TaskState::kPending;
+      t.attempts = 0;
+      t.update_time = Stored(now);
+      ++reset;
+    }
+  }
+  WriteTransitionLocked(row, from, to, message, now);
+  return reset;
+}
+
+absl::Status InMemoryStateStore::SetJobMessage(const std::string& job_id,
+                                               JobState expected_state,
+                                               const std::string& message,
+                                               absl::Time now) {
+  if (absl::Status s = BeginWrite("SetJobMessage"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  if (row->job.state != expected_state) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", JobStateName(row->job.state),
+                     ", not ", JobStateName(expected_state)));
+  }
+  row->job.message = message;
+  row->job.update_time = Stored(now);
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryStateStore::UpdateTask(const PartitionTask& task) {
+  if (absl::Status s = BeginWrite("UpdateTask"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(task.job_id);
+  PartitionTask* found = nullptr;
+  if (row != nullptr) {
+    auto it = row->task_index.find({task.dataset, task.partition});
+    if (it != row->task_index.end()) found = &row->tasks[it->second];
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no task ", task.dataset, "/",
+                                            task.partition, " in job ",
+                                            task.job_id));
+  }
+  PartitionTask& t = *found;
+  t.state = task.state;
+  t.attempts = task.attempts;
+  t.last_error = task.last_error;
+  t.rows_written = task.rows_written;
+  t.output_fingerprint = task.output_fingerprint;
+  t.inputs = task.inputs;
+  t.duration_seconds = task.duration_seconds;
+  t.update_time = Stored(task.update_time);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> InMemoryStateStore::UpdateTasksInState(
+    const std::string& job_id, const std::vector<TaskState>& from, TaskState to,
+    absl::Time now) {
+  if (absl::Status s = BeginWrite("UpdateTasksInState"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return 0;
+  int64_t changed = 0;
+  for (PartitionTask& t : row->tasks) {
+    if (!Contains(from, t.state)) continue;
+    t.state = to;
+    t.update_time = Stored(now);
+    ++changed;
+  }
+  return changed;
+}
+
+absl::Status InMemoryStateStore::RecordPublication(
+    const std::string& job_id, const std::vector<LineageRecord>& lineage,
+    JobState to, const std::string& message, absl::Time now) {
+  if (absl::Status s = BeginWrite("RecordPublication"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  const JobState from = row->job.state;
+  auto count = lineage_per_job_.find(job_id);
+  const int64_t recorded = count == lineage_per_job_.end() ? 0 : count->second;
+  if (PastPublishing(from) || (from == JobState::kPublishing && recorded > 0)) {
+    // Already recorded (a repeat after a restart): nothing to do.
+    return absl::OkStatus();
+  }
+  if (from != JobState::kPublishing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot record the publication of job ", job_id,
+                     ": it is ", JobStateName(from), ", not PUBLISHING"));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  // One version per (job, dataset, partition): a list with a duplicate is
+  // refused as a whole.
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const LineageRecord& rec : lineage) {
+    if (!seen.insert({rec.dataset, rec.partition}).second) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lineage of job ", job_id, " lists ", rec.dataset, "/",
+                       rec.partition, " twice"));
+    }
+  }
+  for (const LineageRecord& rec : lineage) {
+    LineageRow r;
+    r.id = next_lineage_id_++;
+    r.record = rec;
+    r.record.job_id = job_id;
+    r.record.published_at = Stored(
+        rec.published_at == absl::InfinitePast() ? now : rec.published_at);
+    lineage_[{rec.dataset, rec.partition}].push_back(std::move(r));
+    ++lineage_per_job_[job_id];
+  }
+  for (PartitionTask& t : row->tasks) {
+    if (t.state != TaskState::kStaged) continue;
+    t.state = TaskState::kPublished;
+    t.update_time = Stored(now);
+  }
+  // As the SQLite store: the move to `to` sets end_time for a terminal
+  // state, never start_time.
+  Job& job = row->job;
+  job.state = to;
+  job.message = message;
+  job.update_time = Stored(now);
+  if (IsTerminal(to)) job.end_time = Stored(now);
+  AppendAuditLocked(job_id, JobStateName(from), JobStateName(to), message, now);
+  return absl::OkStatus();
+}
+
+}  // namespace backfill::testing

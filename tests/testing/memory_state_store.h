@@ -1,0 +1,174 @@
+// InMemoryStateStore: a StateStore held in memory, for tests of the core
+// that should not need SQLite. It has the observable semantics of
+// SqliteStateStore (storage/sqlite_state_store.h), which
+// tests/storage_state_store_contract_test.cc checks by running the same
+// cases against both:
+//   - job ids "bf-<n>" from a counter that never goes back
+//     (ReserveJobNumbers raises it); idempotency keys;
+//   - one task per planned (dataset, partition), in plan order; a job's
+//     counts, actual cost and rows written computed from its tasks;
+//   - transitions checked against expected_from and the job state machine's
+//     table (FAILED_PRECONDITION, nothing written, on refusal), start_time
+//     on the first move to RUNNING, end_time on a terminal state, one audit
+//     event per move;
+//   - RecordPublication idempotent for a job past PUBLISHING and refused
+//     for any other state but PUBLISHING; lineage newest first;
+//   - times kept to the microsecond (rounded down, as unix microseconds
+//     are), an infinite time read back as InfinitePast ("not yet"); the
+//     creation time of the store to the second.
+// Every write happens entirely or not at all.
+//
+// Fault injection: the write methods are CreateJob, ReserveJobNumbers,
+// TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState
+// and RecordPublication. Each call of one is counted, then calls the write
+// hook (if set) with the method's name, outside the store's lock, so that
+// the hook may block, count or fail the call; then fails with an injected
+// status (FailNextWrites first, then FailWrites) if there is one. A write
+// refused this way changes nothing. Reads never fail by injection.
+//
+// Thread-safety: thread-safe. One mutex guards the state and the fault
+// settings; the write hook runs without it, possibly on many threads at
+// once.
+
+#ifndef BACKFILL_TESTS_TESTING_MEMORY_STATE_STORE_H_
+#define BACKFILL_TESTS_TESTING_MEMORY_STATE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/state_store.h"
+
+namespace backfill::testing {
+
+class InMemoryStateStore : public StateStore {
+ public:
+  // Called at the start of every write with the method's name ("CreateJob",
+  // "UpdateTask", ...). A non-OK status fails the write, which then changes
+  // nothing.
+  using WriteHook = std::function<absl::Status(const std::string& method)>;
+
+  // A store with a random id (32 hex digits), created now.
+  InMemoryStateStore();
+  // A store with the given identity (`created_at` is kept to the second).
+  InMemoryStateStore(std::string store_id, absl::Time created_at);
+
+  InMemoryStateStore(const InMemoryStateStore&) = delete;
+  InMemoryStateStore& operator=(const InMemoryStateStore&) = delete;
+
+  absl::StatusOr<StoreInfo> Info() override;
+  absl::StatusOr<std::vector<std::string>> ListJobIds(
+      const std::vector<JobState>& states) override;
+  absl::Status ReserveJobNumbers(int64_t n) override;
+  absl::StatusOr<CreateJobResult> CreateJob(const Job& job,
+                                            absl::Time now) override;
+  absl::StatusOr<std::optional<Job>> FindJobByKey(
+      const std::string& idempotency_key) override;
+  absl::StatusOr<Job> GetJob(const std::string& id) override;
+  absl::StatusOr<Job> GetJobProgress(const std::string& id) override;
+  absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<PartitionTask>> ListTasks(
+      const std::string& job_id) override;
+  absl::Status TransitionJob(const std::string& job_id,
+                             std::optional<JobState> expected_from, JobState to,
+                             const std::string& message,
+                             absl::Time now) override;
+  absl::StatusOr<int64_t> RetryJob(const std::string& job_id,
+                                   JobState expected_from, JobState to,
+                                   const std::string& message,
+                                   absl::Time now) override;
+  absl::Status SetJobMessage(const std::string& job_id, JobState expected_state,
+                             const std::string& message,
+                             absl::Time now) override;
+  absl::Status UpdateTask(const PartitionTask& task) override;
+  absl::StatusOr<int64_t> UpdateTasksInState(const std::string& job_id,
+                                             const std::vector<TaskState>& from,
+                                             TaskState to,
+                                             absl::Time now) override;
+  absl::Status RecordPublication(const std::string& job_id,
+                                 const std::vector<LineageRecord>& lineage,
+                                 JobState to, const std::string& message,
+                                 absl::Time now) override;
+  absl::StatusOr<std::vector<LineageRecord>> GetLineage(
+      const std::string& dataset, const std::string& partition) override;
+  absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
+      const std::string& job_id) override;
+  absl::StatusOr<StoreStats> Stats() override;
+
+  // ---- Fault injection -----------------------------------------------------
+
+  // Replaces the write hook (nullptr: none).
+  void SetWriteHook(WriteHook hook);
+  // Every write returns `status` until FailWrites(absl::OkStatus()).
+  void FailWrites(absl::Status status);
+  // The next `n` writes return `status` (before a FailWrites status).
+  void FailNextWrites(int n, absl::Status status);
+
+  // Write calls so far, refused ones included: all, or of one method.
+  int64_t write_calls() const;
+  int64_t write_calls(const std::string& method) const;
+  // Writes refused by the hook or an injected status.
+  int64_t failed_writes() const;
+
+ private:
+  struct JobRow {
+    int64_t seq = 0;
+    // The stored fields; plan.datasets without partitions, no counts.
+    Job job;
+    std::vector<PartitionTask> tasks;  // plan order
+    std::map<std::pair<std::string, std::string>, size_t> task_index;
+  };
+  struct LineageRow {
+    int64_t id = 0;
+    LineageRecord record;
+  };
+
+  // Counts the call, runs the hook and the injected failures.
+  absl::Status BeginWrite(const std::string& method) ABSL_LOCKS_EXCLUDED(mu_);
+
+  JobRow* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Job LoadLocked(const JobRow& row, bool with_partitions) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WriteTransitionLocked(JobRow* row, JobState from, JobState to,
+                             const std::string& message, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AppendAuditLocked(const std::string& job_id, std::string from_state,
+                         std::string to_state, const std::string& message,
+                         absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  const std::string store_id_;
+  const absl::Time created_at_;
+  int64_t last_job_number_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::string> ids_by_seq_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> ids_by_key_ ABSL_GUARDED_BY(mu_);
+  // (dataset, partition) -> its versions, in the order they were recorded.
+  std::map<std::pair<std::string, std::string>, std::vector<LineageRow>>
+      lineage_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> lineage_per_job_ ABSL_GUARDED_BY(mu_);
+  int64_t next_lineage_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Job id -> its events, in seq order (seq counts over all jobs).
+  std::map<std::string, std::vector<AuditEvent>> audit_ ABSL_GUARDED_BY(mu_);
+  int64_t next_audit_seq_ ABSL_GUARDED_BY(mu_) = 1;
+
+  WriteHook hook_ ABSL_GUARDED_BY(mu_);
+  absl::Status fail_writes_ ABSL_GUARDED_BY(mu_);
+  int fail_next_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status fail_next_status_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> write_calls_ ABSL_GUARDED_BY(mu_);
+  int64_t failed_writes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace backfill::testing
+
+#endif  // BACKFILL_TESTS_TESTING_MEMORY_STATE_STORE_H_
