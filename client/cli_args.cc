@@ -1,12 +1,14 @@
 #include "client/cli_args.h"
 
 #include <cstddef>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "text/utf8.h"
 
 namespace backfill {
 namespace cli {
@@ -16,38 +18,6 @@ namespace {
 // letters are left readable.
 std::string Quoted(absl::string_view text) {
   return absl::StrCat("\"", absl::Utf8SafeCHexEscape(text), "\"");
-}
-
-// Length of the well-formed UTF-8 character at the start of `text` (1..4),
-// 0 when it starts with a byte that begins none.
-size_t Utf8CharLength(absl::string_view text) {
-  const auto byte = [&text](size_t i) {
-    return static_cast<unsigned char>(text[i]);
-  };
-  const unsigned char lead = byte(0);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  unsigned char low = 0x80;
-  unsigned char high = 0xbf;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    if (lead == 0xe0) low = 0xa0;   // overlong
-    if (lead == 0xed) high = 0x9f;  // surrogates
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    if (lead == 0xf0) low = 0x90;   // overlong
-    if (lead == 0xf4) high = 0x8f;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (text.size() < length) return 0;
-  if (byte(1) < low || byte(1) > high) return 0;
-  for (size_t i = 2; i < length; ++i) {
-    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
-  }
-  return length;
 }
 
 }  // namespace
@@ -75,18 +45,13 @@ absl::StatusOr<std::vector<std::string>> SplitListFlag(
 }
 
 absl::Status CheckUtf8(absl::string_view what, absl::string_view value) {
-  size_t i = 0;
-  while (i < value.size()) {
-    const size_t length = Utf8CharLength(value.substr(i));
-    if (length == 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s is not valid UTF-8 (byte 0x%02x at offset %d); text arguments "
-          "must be UTF-8",
-          what, static_cast<unsigned char>(value[i]), i));
-    }
-    i += length;
-  }
-  return absl::OkStatus();
+  const size_t offset =
+      text::InvalidUtf8Offset(std::string_view(value.data(), value.size()));
+  if (offset == std::string_view::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s is not valid UTF-8 (byte 0x%02x at offset %d); text arguments must "
+      "be UTF-8",
+      what, static_cast<unsigned char>(value[offset]), offset));
 }
 
 }  // namespace cli

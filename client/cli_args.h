@@ -33,7 +33,7 @@ absl::StatusOr<std::vector<std::string>> SplitListFlag(
     absl::string_view flag, const std::vector<std::string>& raw);
 
 // OK when `value` is well-formed UTF-8 (RFC 3629, the rule protobuf applies
-// to `string` fields); else, for `what` = "--reason":
+// to `string` fields: text/utf8.h); else, for `what` = "--reason":
 //   --reason is not valid UTF-8 (byte 0xff at offset 3); text arguments
 //   must be UTF-8
 absl::Status CheckUtf8(absl::string_view what, absl::string_view value);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "text/display_text.h"
 
 namespace backfill {
 namespace cli {
@@ -61,96 +63,9 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// The well-formed UTF-8 character (RFC 3629) at the start of `text`: its
-// length in bytes (1..4) and code point; length 0 when `text` starts with a
-// byte that begins no well-formed character.
-struct Utf8Char {
-  size_t length = 0;
-  uint32_t code_point = 0;
-};
-
-Utf8Char DecodeUtf8(absl::string_view text) {
-  if (text.empty()) return {};
-  const auto byte = [&text](size_t i) {
-    return static_cast<unsigned char>(text[i]);
-  };
-  const unsigned char lead = byte(0);
-  if (lead < 0x80) return {1, lead};
-  size_t length = 0;
-  unsigned char low = 0x80;
-  unsigned char high = 0xbf;
-  uint32_t code_point = 0;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-    code_point = lead & 0x1f;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    code_point = lead & 0x0f;
-    if (lead == 0xe0) low = 0xa0;   // overlong
-    if (lead == 0xed) high = 0x9f;  // surrogates
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    code_point = lead & 0x07;
-    if (lead == 0xf0) low = 0x90;   // overlong
-    if (lead == 0xf4) high = 0x8f;  // above U+10FFFF
-  } else {
-    return {};
-  }
-  if (text.size() < length) return {};
-  for (size_t i = 1; i < length; ++i) {
-    const unsigned char next = byte(i);
-    if (next < (i == 1 ? low : 0x80) || next > (i == 1 ? high : 0xbf)) {
-      return {};
-    }
-    code_point = (code_point << 6) | (next & 0x3f);
-  }
-  return {length, code_point};
-}
-
-// Valid characters that still change how a line is shown: C1 controls,
-// line and paragraph separators, bidirectional marks and overrides.
-bool IsInvisibleControl(uint32_t code_point) {
-  return (code_point >= 0x80 && code_point <= 0x9f) || code_point == 0x200e ||
-         code_point == 0x200f || code_point == 0x2028 || code_point == 0x2029 ||
-         (code_point >= 0x202a && code_point <= 0x202e) ||
-         (code_point >= 0x2066 && code_point <= 0x2069);
-}
-
-// The pieces of TerminalText(text): one per character of `text` (one per
-// byte that is not UTF-8), each a copy of it or its escape.
-std::vector<std::string> TerminalPieces(absl::string_view text) {
-  std::vector<std::string> pieces;
-  size_t i = 0;
-  while (i < text.size()) {
-    const Utf8Char c = DecodeUtf8(text.substr(i));
-    if (c.length == 0) {
-      pieces.push_back(
-          absl::StrFormat("\\x%02x", static_cast<unsigned char>(text[i])));
-      ++i;
-      continue;
-    }
-    if (c.length == 1 && (c.code_point < 0x20 || c.code_point == 0x7f)) {
-      switch (c.code_point) {
-        case '\n':
-          pieces.push_back("\\n");
-          break;
-        case '\r':
-          pieces.push_back("\\r");
-          break;
-        case '\t':
-          pieces.push_back("\\t");
-          break;
-        default:
-          pieces.push_back(absl::StrFormat("\\x%02x", c.code_point));
-      }
-    } else if (IsInvisibleControl(c.code_point)) {
-      pieces.push_back(absl::StrFormat("\\u%04X", c.code_point));
-    } else {
-      pieces.emplace_back(text.substr(i, c.length));
-    }
-    i += c.length;
-  }
-  return pieces;
+// `text` as the std::string_view the text/ library takes.
+std::string_view StdView(absl::string_view text) {
+  return std::string_view(text.data(), text.size());
 }
 
 std::string OrDash(absl::string_view text) {
@@ -176,7 +91,7 @@ std::string SafeTruncate(absl::string_view text, size_t width) {
   if (CharCount(whole) <= width) return whole;
   std::string out;
   size_t chars = 0;
-  for (const std::string& piece : TerminalPieces(text)) {
+  for (const std::string& piece : text::DisplayPieces(StdView(text))) {
     const size_t piece_chars = CharCount(piece);
     if (chars + piece_chars + 3 > width) break;
     out += piece;
@@ -265,10 +180,7 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
 }
 
 std::string TerminalText(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const std::string& piece : TerminalPieces(text)) out += piece;
-  return out;
+  return text::DisplayText(StdView(text));
 }
 
 std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp) {

@@ -48,8 +48,9 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 //   U+202A..U+202E, U+2066..U+2069 (bidirectional marks and overrides)
 //                             -> "\uNNNN"
 // Everything else is copied as it is, backslashes included, so that text in
-// any language reads as it was written. This is for reading, not a
-// reversible encoding: --json has the exact text.
+// any language reads as it was written (text/display_text.h's DisplayText
+// without escape_backslash). This is for reading, not a reversible
+// encoding: --json has the exact text.
 std::string TerminalText(absl::string_view text);
 
 // "2025-03-01T12:34:56Z"; "-" when the timestamp is unset.

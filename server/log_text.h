@@ -4,12 +4,10 @@
 // ANSI escape sequences, bytes that are not UTF-8 and the invisible Unicode
 // characters that reorder or break lines are escaped; every other character,
 // ASCII or not, is kept as it is, so a reason in any language stays
-// readable. Very long values are truncated with a marker.
+// readable. Very long values are truncated with a marker. The escapes are
+// those of text/display_text.h, with backslashes escaped.
 //
-// Also the UTF-8 rule itself (InvalidUtf8Offset), which the request checks
-// of server/raw_request.h share.
-//
-// Pure functions over values: they own nothing, keep no state and are
+// A pure function over values: it owns nothing, keeps no state and is
 // thread-safe.
 
 #ifndef BACKFILL_SERVER_LOG_TEXT_H_
@@ -36,12 +34,6 @@ inline constexpr size_t kLogTextMaxBytes = 1024;
 // `max_bytes`, it is cut at a character boundary and
 // "...[truncated, N bytes]" (N: the size of `text`) is appended.
 std::string LogText(std::string_view text, size_t max_bytes = kLogTextMaxBytes);
-
-// The offset of the first byte of `text` that is not part of well-formed
-// UTF-8, or std::string_view::npos when `text` is all UTF-8. Well-formed is
-// RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), the
-// rule protobuf applies to `string` fields.
-size_t InvalidUtf8Offset(std::string_view text);
 
 }  // namespace backfill
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/unknown_field_set.h"
-#include "server/log_text.h"
+#include "text/utf8.h"
 
 namespace backfill {
 namespace {
@@ -48,7 +48,7 @@ std::optional<InvalidUtf8Field> FindIn(const Descriptor& type,
     if (field->is_repeated()) absl::StrAppend(&path, "[", index, "]");
     const std::string& bytes = value.length_delimited();
     if (field->type() == FieldDescriptor::TYPE_STRING) {
-      const size_t offset = InvalidUtf8Offset(bytes);
+      const size_t offset = text::InvalidUtf8Offset(bytes);
       if (offset != std::string_view::npos) {
         return InvalidUtf8Field{path, offset,
                                 static_cast<unsigned char>(bytes[offset])};

@@ -47,7 +47,7 @@ struct InvalidUtf8Field {
 };
 
 // The first `string` field of `wire`, the serialized form of a message of
-// type `type`, whose value is not UTF-8 (server/log_text.h's rule), looking
+// type `type`, whose value is not UTF-8 (text/utf8.h's rule), looking
 // into sub-messages; nullopt when there is none. Fields `type` does not
 // declare are skipped; bytes that are no protobuf message at all are
 // ParseRequest()'s business, not this function's (nullopt).

@@ -54,7 +54,9 @@ class FaultsTest : public E2eTest {
     std::optional<int> code = daemon.SpawnExpectingExit(seconds(60));
     EXPECT_TRUE(code.has_value()) << "backfilld started; log:\n"
                                   << ReadFile(daemon.log());
-    if (code) EXPECT_EQ(*code, 1) << ReadFile(daemon.log());
+    if (code) {
+      EXPECT_EQ(*code, 1) << ReadFile(daemon.log());
+    }
     return ReadFile(daemon.log());
   }
 

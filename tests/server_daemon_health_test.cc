@@ -72,7 +72,7 @@ TEST(DaemonHealthTest, NotServingWhileTheStateStoreCannotBeWritten) {
               SQLITE_OK);
     sqlite3_close(db);
   }
-  sqlite::FaultVfs::Install();
+  ASSERT_TRUE(sqlite::FaultVfs::Install().ok());
 
   // Each partition takes a while, so the job is still running when the disk
   // fills up.

@@ -1,6 +1,6 @@
 // Unit tests of server/log_text.h: free text made safe for one log line
-// (LogText) and the UTF-8 rule (InvalidUtf8Offset). Expectations follow the
-// escapes documented in log_text.h.
+// (LogText). Expectations follow the escapes documented in log_text.h. The
+// UTF-8 rule and the escaping itself are tested in tests/text_*_test.cc.
 
 #include <string>
 #include <string_view>
@@ -104,18 +104,6 @@ TEST(LogTextTest, TruncationNeverSplitsACharacterOrAnEscape) {
   // "\n" becomes two characters: with a limit of 2 only "a" fits after it.
   EXPECT_EQ(LogText("a\nb", 2), "a...[truncated, 3 bytes]");
   EXPECT_THAT(LogText("a\nb", 2), Not(HasSubstr("\\")));
-}
-
-TEST(InvalidUtf8OffsetTest, FindsTheFirstBadByte) {
-  EXPECT_EQ(InvalidUtf8Offset(""), std::string_view::npos);
-  EXPECT_EQ(InvalidUtf8Offset("plain"), std::string_view::npos);
-  EXPECT_EQ(InvalidUtf8Offset("\xc3\xa9t\xc3\xa9 \xf0\x9f\x93\x88"),
-            std::string_view::npos);
-  EXPECT_EQ(InvalidUtf8Offset("fix\xff"), 3u);
-  EXPECT_EQ(InvalidUtf8Offset("\xc3\xa9\xc3"), 2u);      // truncated
-  EXPECT_EQ(InvalidUtf8Offset("ab\xe0\x80\x80"), 2u);    // overlong
-  EXPECT_EQ(InvalidUtf8Offset("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
-  EXPECT_EQ(InvalidUtf8Offset("\xf4\x8f\xbf\xbf"), std::string_view::npos);
 }
 
 }  // namespace
