@@ -304,5 +304,46 @@ TEST_F(FaultsTest, AFullWarehouseDiskWaitsWithoutSpendingAttempts) {
   ExpectCleanSigterm(daemon);
 }
 
+TEST_F(FaultsTest, WarehouseIoErrorsAreRetriedAndTheJobFinishes) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/20, 60, /*slow=*/false));
+  faults_ = root_ + "/faults";
+  SetFaults("");
+  Daemon& daemon = NewDaemon(/*workers=*/2);
+  daemon.set_env({"BACKFILL_TEST_FAULTS=" + faults_});
+  ASSERT_TRUE(daemon.Start());
+  // Every write to the warehouse fails with an I/O error for a while.
+  SetFaults("warehouse.db ioerr-write\n");
+  RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
+                                "2025-01-01", "--to", "2025-01-21", "--reason",
+                                "flaky disk", "--no-downstream"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::string job = JsonString(r.out, "id");
+  std::string metrics;
+  const auto deadline = Clock::now() + seconds(60);
+  while (Clock::now() < deadline) {
+    metrics = Metrics(daemon);
+    if (absl::StrContains(
+            metrics, "backfill_storage_failing{storage=\"warehouse\"} 1")) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_THAT(metrics,
+              HasSubstr("backfill_storage_failing{storage=\"warehouse\"} 1"));
+  EXPECT_THAT(ReadFile(daemon.log()), HasSubstr("warehouse write failing"));
+  RunResult status = daemon.CtlJson({"status", job}, seconds(30));
+  EXPECT_FALSE(IsTerminalState(JsonString(status.out, "state"))) << status;
+  // The disk recovers: the job goes on and publishes everything, once.
+  SetFaults("");
+  const std::string done = WaitTerminal(daemon, job, seconds(180));
+  EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_SUCCEEDED") << done;
+  EXPECT_EQ(JsonInt(done, "published"), 20) << done;
+  EXPECT_EQ(PublishedRevenue(warehouse_, "0000", "9999"),
+            ExpectedRevenue(warehouse_, "2025-01-01", "2025-01-21"));
+  EXPECT_THAT(Metrics(daemon),
+              HasSubstr("backfill_storage_failing{storage=\"warehouse\"} 0"));
+  ExpectCleanSigterm(daemon);
+}
+
 }  // namespace
 }  // namespace backfill
