@@ -1,7 +1,7 @@
-// The example pipeline of docs/pipeline-spec.md — orders (source, by day), customers (an
-// unpartitioned dimension) and daily_revenue (derived, refund-aware) — as
-// YAML text, shared by the tests and the benchmark so that they all exercise
-// the same declared example. Header-only; stateless.
+// The example pipeline of docs/pipeline-spec.md — orders (source, by day),
+// customers (an unpartitioned dimension) and daily_revenue (derived,
+// refund-aware) — as YAML text, shared by the tests and the benchmark so that
+// they all exercise the same declared example. Header-only; stateless.
 
 #ifndef BACKFILL_TESTS_REVENUE_PIPELINE_H_
 #define BACKFILL_TESTS_REVENUE_PIPELINE_H_

@@ -162,8 +162,8 @@ TEST_F(DaemonLogTest, ACancelReasonCannotForgeALogLine) {
     EXPECT_EQ(line.find('\t'), std::string::npos) << line;
     if (absl::StrContains(line, "-> CANCELLED")) {
       found = true;
-      EXPECT_THAT(line, HasSubstr("cancelled: wrong range\\n" + forged +
-                                  "\\n\\tend"));
+      EXPECT_THAT(
+          line, HasSubstr("cancelled: wrong range\\n" + forged + "\\n\\tend"));
     }
   }
   EXPECT_TRUE(found);

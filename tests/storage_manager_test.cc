@@ -34,8 +34,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Datasets beyond the documented example pipeline: a dependent of daily_revenue, and
-// two transforms that are wrong on purpose.
+// Datasets beyond the documented example pipeline: a dependent of
+// daily_revenue, and two transforms that are wrong on purpose.
 constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
     kind: derived
     table: daily_total

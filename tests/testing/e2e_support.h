@@ -411,11 +411,11 @@ inline void WriteWarehouse(const std::string& path, int days,
       << db.error();
 }
 
-// The example pipeline of docs/pipeline-spec.md. `slow` adds an uncorrelated scalar subquery that
-// counts to 200000 (computed once per partition, ~50 ms) so that a job of a
-// hundred partitions on one worker runs long enough to be interrupted; it
-// does not change the result.
-// `more_datasets` are appended to the `datasets:` list.
+// The example pipeline of docs/pipeline-spec.md. `slow` adds an uncorrelated
+// scalar subquery that counts to 200000 (computed once per partition, ~50 ms)
+// so that a job of a hundred partitions on one worker runs long enough to be
+// interrupted; it does not change the result. `more_datasets` are appended to
+// the `datasets:` list.
 inline std::string PipelineYaml(bool slow,
                                 const std::string& more_datasets = "") {
   const std::string spin =
