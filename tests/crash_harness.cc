@@ -84,32 +84,6 @@ constexpr int kMinCorrectedDays = 2;
 constexpr int kMaxCorrectedDays = 6;
 constexpr char kRecovery[] = "recovery";
 
-// Dependents of daily_revenue, so that a backfill of it publishes three
-// datasets in one transaction.
-constexpr char kDependents[] = R"yaml(  - name: daily_total
-    kind: derived
-    table: daily_total
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: daily_revenue, mapping: identity}
-    transform: |
-      SELECT ds, SUM(revenue) AS revenue FROM daily_revenue
-      WHERE ds >= :partition_start AND ds < :partition_end GROUP BY ds
-    contract:
-      columns: {ds: TEXT, revenue: REAL}
-      primary_key: [ds]
-  - name: region_totals
-    kind: derived
-    table: region_totals
-    upstream:
-      - {dataset: daily_revenue, mapping: all}
-    transform: |
-      SELECT region, SUM(revenue) AS revenue FROM daily_revenue GROUP BY region
-    contract:
-      columns: {region: TEXT, revenue: REAL}
-      primary_key: [region]
-)yaml";
-
 // A derived dataset as the checks see it: its contract columns in order,
 // its partition column and its transform's logic as plain SQL over the raw
 // tables (amounts and refunds are whole numbers, so every sum is exact
@@ -746,8 +720,9 @@ bool Trial::Setup() {
   fs::create_directories(dir_ + "/data");
   fs::create_directories(dir_ + "/pipelines");
   e2e::WriteWarehouse(warehouse(), kDays, kOrdersPerDay);
-  e2e::WriteFile(dir_ + "/pipelines/crash.yaml",
-                 e2e::PipelineYaml(/*slow=*/false, kDependents));
+  e2e::WriteFile(
+      dir_ + "/pipelines/crash.yaml",
+      e2e::PipelineYaml(/*slow=*/false, fixtures::RevenueDependentsYaml()));
   TakeHelperFailures("writing the warehouse");
   return result_.findings.ok();
 }

@@ -78,6 +78,28 @@ class FaultsTest : public E2eTest {
     return HttpGet(daemon.metrics_port(), "/metrics");
   }
 
+  // Scrapes until the exposition holds `sample` (bounded); the last scrape.
+  std::string WaitForMetric(Daemon& daemon, const std::string& sample) {
+    std::string metrics;
+    const auto deadline = Clock::now() + seconds(60);
+    while (Clock::now() < deadline) {
+      metrics = Metrics(daemon);
+      if (absl::StrContains(metrics, sample)) break;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    EXPECT_THAT(metrics, HasSubstr(sample));
+    return metrics;
+  }
+
+  // A daemon with the storage fault shim following faults_ (no faults yet).
+  Daemon& FaultableDaemon(int workers) {
+    faults_ = root_ + "/faults";
+    SetFaults("");
+    Daemon& daemon = NewDaemon(workers);
+    daemon.set_env({"BACKFILL_TEST_FAULTS=" + faults_});
+    return daemon;
+  }
+
   std::string faults_;
 };
 
@@ -208,10 +230,7 @@ TEST_F(FaultsTest, ADamagedStateStoreIsRefusedAndNotWritten) {
 
 TEST_F(FaultsTest, AFullDiskKeepsTheJobAndItsPartitionsThenItContinues) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/40, 100, /*slow=*/true));
-  faults_ = root_ + "/faults";
-  SetFaults("");
-  Daemon& daemon = NewDaemon(/*workers=*/1);
-  daemon.set_env({"BACKFILL_TEST_FAULTS=" + faults_});
+  Daemon& daemon = FaultableDaemon(/*workers=*/1);
   ASSERT_TRUE(daemon.Start());
   RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
                                 "2025-01-01", "--to", "2025-02-10", "--reason",
@@ -227,18 +246,8 @@ TEST_F(FaultsTest, AFullDiskKeepsTheJobAndItsPartitionsThenItContinues) {
 
   // The state store's disk fills up: nothing can be recorded.
   SetFaults("state.db full\n");
-  std::string metrics;
-  const auto failing_deadline = Clock::now() + seconds(60);
-  while (Clock::now() < failing_deadline) {
-    metrics = Metrics(daemon);
-    if (absl::StrContains(
-            metrics, "backfill_storage_failing{storage=\"state_store\"} 1")) {
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  EXPECT_THAT(metrics,
-              HasSubstr("backfill_storage_failing{storage=\"state_store\"} 1"));
+  std::string metrics = WaitForMetric(
+      daemon, "backfill_storage_failing{storage=\"state_store\"} 1");
   EXPECT_THAT(metrics, HasSubstr("backfill_state_store_up 0"));
   EXPECT_THAT(ReadFile(daemon.log()), HasSubstr("[error]"));
   EXPECT_THAT(ReadFile(daemon.log()), HasSubstr("state store write failing"));
@@ -269,10 +278,7 @@ TEST_F(FaultsTest, AFullDiskKeepsTheJobAndItsPartitionsThenItContinues) {
 
 TEST_F(FaultsTest, AFullWarehouseDiskWaitsWithoutSpendingAttempts) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/20, 60, /*slow=*/false));
-  faults_ = root_ + "/faults";
-  SetFaults("");
-  Daemon& daemon = NewDaemon(/*workers=*/1);
-  daemon.set_env({"BACKFILL_TEST_FAULTS=" + faults_});
+  Daemon& daemon = FaultableDaemon(/*workers=*/1);
   ASSERT_TRUE(daemon.Start());
   SetFaults("warehouse.db full\n");
   RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
@@ -280,18 +286,8 @@ TEST_F(FaultsTest, AFullWarehouseDiskWaitsWithoutSpendingAttempts) {
                                 "warehouse full", "--no-downstream"});
   ASSERT_EQ(r.exit_code, 0) << r;
   const std::string job = JsonString(r.out, "id");
-  std::string metrics;
-  const auto deadline = Clock::now() + seconds(60);
-  while (Clock::now() < deadline) {
-    metrics = Metrics(daemon);
-    if (absl::StrContains(
-            metrics, "backfill_storage_failing{storage=\"warehouse\"} 1")) {
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  EXPECT_THAT(metrics,
-              HasSubstr("backfill_storage_failing{storage=\"warehouse\"} 1"));
+  std::string metrics = WaitForMetric(
+      daemon, "backfill_storage_failing{storage=\"warehouse\"} 1");
   // Longer than three attempts' backoff: the job has not failed.
   std::this_thread::sleep_for(seconds(2));
   RunResult status = daemon.CtlJson({"status", job}, seconds(30));
@@ -306,10 +302,7 @@ TEST_F(FaultsTest, AFullWarehouseDiskWaitsWithoutSpendingAttempts) {
 
 TEST_F(FaultsTest, WarehouseIoErrorsAreRetriedAndTheJobFinishes) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/20, 60, /*slow=*/false));
-  faults_ = root_ + "/faults";
-  SetFaults("");
-  Daemon& daemon = NewDaemon(/*workers=*/2);
-  daemon.set_env({"BACKFILL_TEST_FAULTS=" + faults_});
+  Daemon& daemon = FaultableDaemon(/*workers=*/2);
   ASSERT_TRUE(daemon.Start());
   // Every write to the warehouse fails with an I/O error for a while.
   SetFaults("warehouse.db ioerr-write\n");
@@ -318,18 +311,8 @@ TEST_F(FaultsTest, WarehouseIoErrorsAreRetriedAndTheJobFinishes) {
                                 "flaky disk", "--no-downstream"});
   ASSERT_EQ(r.exit_code, 0) << r;
   const std::string job = JsonString(r.out, "id");
-  std::string metrics;
-  const auto deadline = Clock::now() + seconds(60);
-  while (Clock::now() < deadline) {
-    metrics = Metrics(daemon);
-    if (absl::StrContains(
-            metrics, "backfill_storage_failing{storage=\"warehouse\"} 1")) {
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  EXPECT_THAT(metrics,
-              HasSubstr("backfill_storage_failing{storage=\"warehouse\"} 1"));
+  std::string metrics = WaitForMetric(
+      daemon, "backfill_storage_failing{storage=\"warehouse\"} 1");
   EXPECT_THAT(ReadFile(daemon.log()), HasSubstr("warehouse write failing"));
   RunResult status = daemon.CtlJson({"status", job}, seconds(30));
   EXPECT_FALSE(IsTerminalState(JsonString(status.out, "state"))) << status;

@@ -61,6 +61,35 @@ inline std::string OutOfPartitionDatasetYaml(const std::string& name) {
 )yaml";
 }
 
+// Two dependents of daily_revenue, as further `datasets:` items: daily_total
+// (per day, identity) and region_totals (unpartitioned, reading all of it),
+// so that a backfill of daily_revenue publishes three datasets at once.
+inline std::string RevenueDependentsYaml() {
+  return R"yaml(  - name: daily_total
+    kind: derived
+    table: daily_total
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: daily_revenue, mapping: identity}
+    transform: |
+      SELECT ds, SUM(revenue) AS revenue FROM daily_revenue
+      WHERE ds >= :partition_start AND ds < :partition_end GROUP BY ds
+    contract:
+      columns: {ds: TEXT, revenue: REAL}
+      primary_key: [ds]
+  - name: region_totals
+    kind: derived
+    table: region_totals
+    upstream:
+      - {dataset: daily_revenue, mapping: all}
+    transform: |
+      SELECT region, SUM(revenue) AS revenue FROM daily_revenue GROUP BY region
+    contract:
+      columns: {region: TEXT, revenue: REAL}
+      primary_key: [region]
+)yaml";
+}
+
 }  // namespace fixtures
 }  // namespace backfill
 

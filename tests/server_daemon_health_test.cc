@@ -1,8 +1,9 @@
-// Health while storage fails: a real Daemon (gRPC server, manager, SQLite
-// store and warehouse on a temporary directory) whose state store's disk
-// fills up under a running job, through the fault-injecting VFS. gRPC
-// health turns NOT_SERVING and the metrics say which storage fails; once
-// space returns, health is SERVING again and the job finishes.
+// Health of a real Daemon (gRPC server, manager, SQLite store and warehouse
+// on a temporary directory): while its state store's disk is full (through
+// the fault-injecting VFS) gRPC health is NOT_SERVING and the job waits;
+// once space returns, health is SERVING again and the job finishes. On
+// shutdown it stops serving first and drains running partitions to their
+// checkpoints.
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
@@ -30,7 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::backfill::testing::HealthStatus;
-using ::testing::HasSubstr;
 
 constexpr char kService[] = "backfill.v1.BackfillService";
 
@@ -45,14 +46,16 @@ bool Eventually(F done, absl::Duration timeout = absl::Seconds(60)) {
   return done();
 }
 
-TEST(DaemonHealthTest, NotServingWhileTheStateStoreCannotBeWritten) {
-  std::string tmpl =
-      (fs::temp_directory_path() / "backfill-daemon-health-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const std::string dir = tmpl;
-  {
+class DaemonHealthTest : public ::testing::Test {
+ protected:
+  // A warehouse with one order a day in February 2025.
+  void SetUp() override {
+    std::string tmpl =
+        (fs::temp_directory_path() / "backfill-daemon-health-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
     sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((fs::path(dir) / "warehouse.db").c_str(), &db),
+    ASSERT_EQ(sqlite3_open((fs::path(dir_) / "warehouse.db").c_str(), &db),
               SQLITE_OK);
     std::string sql =
         "CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date "
@@ -62,161 +65,130 @@ TEST(DaemonHealthTest, NotServingWhileTheStateStoreCannotBeWritten) {
         "TEXT NOT NULL);"
         "INSERT INTO dim_customers VALUES (1, 'emea');";
     for (int day = 1; day <= 28; ++day) {
-      sql +=
-          "INSERT INTO raw_orders (order_date, customer_id, amount, "
-          "refund) VALUES ('2025-02-" +
-          std::string(day < 10 ? "0" : "") + std::to_string(day) +
-          "', 1, 10.0, 0.0);";
+      absl::StrAppend(&sql,
+                      "INSERT INTO raw_orders (order_date, customer_id, "
+                      "amount, refund) VALUES ('2025-02-",
+                      day < 10 ? "0" : "", day, "', 1, 10.0, 0.0);");
     }
-    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
     sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK);
   }
+
+  void TearDown() override {
+    if (daemon_ != nullptr) daemon_->Shutdown();
+    daemon_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  // Starts the daemon with one worker; each partition counts to `spin`
+  // first, so that it takes a while.
+  void StartDaemon(int spin, DaemonOptions options = {}) {
+    const std::string condition = absl::StrCat(
+        "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
+        "             SELECT n + 1 FROM spin WHERE n < ",
+        spin, ")\n             SELECT COUNT(*) FROM spin) > 0\n");
+    absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
+        {{"pipeline.yaml", fixtures::RevenuePipelineYaml(condition)}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    options.data_dir = dir_;
+    options.listen = "127.0.0.1:0";
+    options.metrics_listen = "none";
+    options.workers = 1;
+    absl::StatusOr<std::unique_ptr<Daemon>> daemon =
+        Daemon::Start(options, *std::move(catalog));
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    target_ = daemon_->listen_address();
+    client_ = BackfillClient::Connect(target_);
+  }
+
+  v1::BackfillRequest February(const std::string& reason) {
+    v1::BackfillRequest request;
+    request.set_dataset("daily_revenue");
+    request.set_from_partition("2025-02-01");
+    request.set_to_partition("2025-03-01");
+    request.set_reason(reason);
+    request.set_requested_by("server_daemon_health_test");
+    return request;
+  }
+
+  // Submits February and waits until a partition is staged; the job id.
+  std::string SubmitAndWaitStaged(const std::string& reason) {
+    absl::StatusOr<v1::SubmitBackfillResponse> submitted =
+        client_->Submit(February(reason), "");
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return "";
+    const std::string id = submitted->backfill().id();
+    EXPECT_TRUE(Eventually([&] {
+      absl::StatusOr<v1::Backfill> job = client_->Get(id);
+      return job.ok() && job->partitions().staged() >= 1;
+    }));
+    return id;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Daemon> daemon_;
+  std::string target_;
+  std::unique_ptr<BackfillClient> client_;
+};
+
+TEST_F(DaemonHealthTest, NotServingWhileTheStateStoreCannotBeWritten) {
   ASSERT_TRUE(sqlite::FaultVfs::Install().ok());
-
-  // Each partition takes a while, so the job is still running when the disk
-  // fills up.
-  const std::string spin =
-      "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
-      "             SELECT n + 1 FROM spin WHERE n < 100000)\n"
-      "             SELECT COUNT(*) FROM spin) > 0\n";
-  absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
-      {{"pipeline.yaml", fixtures::RevenuePipelineYaml(spin)}});
-  ASSERT_TRUE(catalog.ok()) << catalog.status();
-  DaemonOptions options;
-  options.data_dir = dir;
-  options.listen = "127.0.0.1:0";
-  options.metrics_listen = "none";
-  options.workers = 1;
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-      Daemon::Start(options, *std::move(catalog));
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  const std::string target = (*daemon)->listen_address();
-  EXPECT_EQ(HealthStatus(target, kService), "SERVING");
-
-  std::unique_ptr<BackfillClient> client = BackfillClient::Connect(target);
-  v1::BackfillRequest request;
-  request.set_dataset("daily_revenue");
-  request.set_from_partition("2025-02-01");
-  request.set_to_partition("2025-03-01");
-  request.set_reason("health under a full disk");
-  request.set_requested_by("server_daemon_health_test");
-  absl::StatusOr<v1::SubmitBackfillResponse> submitted =
-      client->Submit(request, "");
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  const std::string id = submitted->backfill().id();
-  ASSERT_TRUE(Eventually([&] {
-    absl::StatusOr<v1::Backfill> job = client->Get(id);
-    return job.ok() && job->partitions().staged() >= 1;
-  }));
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*spin=*/100000));
+  EXPECT_EQ(HealthStatus(target_, kService), "SERVING");
+  const std::string id = SubmitAndWaitStaged("health under a full disk");
+  ASSERT_FALSE(id.empty());
 
   ASSERT_TRUE(
       sqlite::FaultVfs::Set("state.db", sqlite::Fault::DiskFull()).ok());
   EXPECT_TRUE(Eventually([&] {
-    return HealthStatus(target, kService) == "NOT_SERVING";
-  })) << HealthStatus(target, kService);
-  EXPECT_EQ(HealthStatus(target, ""), "NOT_SERVING");
-  absl::StatusOr<v1::Backfill> during = client->Get(id);
+    return HealthStatus(target_, kService) == "NOT_SERVING";
+  })) << HealthStatus(target_, kService);
+  EXPECT_EQ(HealthStatus(target_, ""), "NOT_SERVING");
+  absl::StatusOr<v1::Backfill> during = client_->Get(id);
   ASSERT_TRUE(during.ok()) << during.status();
   EXPECT_EQ(during->state(), v1::BACKFILL_STATE_RUNNING);
 
   sqlite::FaultVfs::ClearAll();
   EXPECT_TRUE(Eventually([&] {
-    return HealthStatus(target, kService) == "SERVING";
-  })) << HealthStatus(target, kService);
+    return HealthStatus(target_, kService) == "SERVING";
+  })) << HealthStatus(target_, kService);
   EXPECT_TRUE(Eventually(
       [&] {
-        absl::StatusOr<v1::Backfill> job = client->Get(id);
+        absl::StatusOr<v1::Backfill> job = client_->Get(id);
         return job.ok() && job->state() == v1::BACKFILL_STATE_SUCCEEDED;
       },
       absl::Seconds(120)));
-  (*daemon)->Shutdown();
-  daemon->reset();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
-TEST(DaemonHealthTest, ShutdownStopsServingFirstAndDrainsToACheckpoint) {
-  std::string tmpl =
-      (fs::temp_directory_path() / "backfill-daemon-drain-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const std::string dir = tmpl;
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((fs::path(dir) / "warehouse.db").c_str(), &db),
-              SQLITE_OK);
-    std::string sql =
-        "CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date "
-        "TEXT NOT NULL, customer_id INTEGER NOT NULL, amount REAL NOT NULL, "
-        "refund REAL NOT NULL);"
-        "CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY, region "
-        "TEXT NOT NULL);"
-        "INSERT INTO dim_customers VALUES (1, 'emea');";
-    for (int day = 1; day <= 28; ++day) {
-      sql +=
-          "INSERT INTO raw_orders (order_date, customer_id, amount, "
-          "refund) VALUES ('2025-02-" +
-          std::string(day < 10 ? "0" : "") + std::to_string(day) +
-          "', 1, 10.0, 0.0);";
-    }
-    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  }
-  const std::string spin =
-      "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
-      "             SELECT n + 1 FROM spin WHERE n < 300000)\n"
-      "             SELECT COUNT(*) FROM spin) > 0\n";
-  absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
-      {{"pipeline.yaml", fixtures::RevenuePipelineYaml(spin)}});
-  ASSERT_TRUE(catalog.ok()) << catalog.status();
+TEST_F(DaemonHealthTest, ShutdownStopsServingFirstAndDrainsToACheckpoint) {
   DaemonOptions options;
-  options.data_dir = dir;
-  options.listen = "127.0.0.1:0";
-  options.metrics_listen = "none";
-  options.workers = 1;
   options.shutdown_grace = absl::Milliseconds(200);
   options.drain_timeout = absl::Seconds(60);
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-      Daemon::Start(options, *std::move(catalog));
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  const std::string target = (*daemon)->listen_address();
-  std::unique_ptr<BackfillClient> client = BackfillClient::Connect(target);
-  v1::BackfillRequest request;
-  request.set_dataset("daily_revenue");
-  request.set_from_partition("2025-02-01");
-  request.set_to_partition("2025-03-01");
-  request.set_reason("drain");
-  request.set_requested_by("server_daemon_health_test");
-  absl::StatusOr<v1::SubmitBackfillResponse> submitted =
-      client->Submit(request, "");
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  const std::string id = submitted->backfill().id();
-  ASSERT_TRUE(Eventually([&] {
-    absl::StatusOr<v1::Backfill> job = client->Get(id);
-    return job.ok() && job->partitions().staged() >= 1;
-  }));
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*spin=*/300000, options));
+  const std::string id = SubmitAndWaitStaged("drain");
+  ASSERT_FALSE(id.empty());
 
-  std::thread stopper([&] { (*daemon)->Shutdown(); });
+  std::thread stopper([this] { daemon_->Shutdown(); });
   // Not serving at once: health says so (or the server no longer answers),
   // and a new submit is refused as UNAVAILABLE.
   EXPECT_TRUE(
-      Eventually([&] { return HealthStatus(target, kService) != "SERVING"; },
+      Eventually([&] { return HealthStatus(target_, kService) != "SERVING"; },
                  absl::Seconds(5)));
-  request.set_from_partition("2025-02-01");
-  request.set_to_partition("2025-02-02");
   absl::StatusOr<v1::SubmitBackfillResponse> refused =
-      client->Submit(request, "");
+      client_->Submit(February("too late"), "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
       << refused.status();
   stopper.join();
-  daemon->reset();
+  daemon_.reset();
 
   // The running partition finished and checkpointed: nothing is left
   // RUNNING, and the job resumes after a restart.
   absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
-      SqliteStateStore::Open((fs::path(dir) / "state.db").string());
+      SqliteStateStore::Open((fs::path(dir_) / "state.db").string());
   ASSERT_TRUE(store.ok()) << store.status();
   absl::StatusOr<Job> job = (*store)->GetJob(id);
   ASSERT_TRUE(job.ok()) << job.status();
@@ -224,9 +196,6 @@ TEST(DaemonHealthTest, ShutdownStopsServingFirstAndDrainsToACheckpoint) {
   EXPECT_EQ(job->counts.running, 0);
   EXPECT_GE(job->counts.staged, 1);
   EXPECT_LT(job->counts.staged, 28);
-  store->reset();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -36,29 +36,8 @@ using ::testing::Not;
 
 // Datasets beyond the documented example pipeline: a dependent of
 // daily_revenue, and two transforms that are wrong on purpose.
-constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
-    kind: derived
-    table: daily_total
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: daily_revenue, mapping: identity}
-    transform: |
-      SELECT ds, SUM(revenue) AS revenue FROM daily_revenue
-      WHERE ds >= :partition_start AND ds < :partition_end GROUP BY ds
-    contract:
-      columns: {ds: TEXT, revenue: REAL}
-      primary_key: [ds]
-  - name: region_totals
-    kind: derived
-    table: region_totals
-    upstream:
-      - {dataset: daily_revenue, mapping: all}
-    transform: |
-      SELECT region, SUM(revenue) AS revenue FROM daily_revenue GROUP BY region
-    contract:
-      columns: {region: TEXT, revenue: REAL}
-      primary_key: [region]
-  - name: dup_keys
+std::string MoreDatasets() {
+  return fixtures::RevenueDependentsYaml() + R"yaml(  - name: dup_keys
     kind: derived
     table: dup_keys
     partition: {column: ds, grain: day}
@@ -71,10 +50,11 @@ constexpr char kMoreDatasets[] = R"yaml(  - name: daily_total
       columns: {ds: TEXT, k: TEXT}
       primary_key: [ds, k]
 )yaml";
+}
 
 std::string Pipeline() {
   return fixtures::RevenuePipelineYaml(
-      "", kMoreDatasets + fixtures::OutOfPartitionDatasetYaml("broken"));
+      "", MoreDatasets() + fixtures::OutOfPartitionDatasetYaml("broken"));
 }
 
 // Runs SQL on the warehouse file directly (never through the engine).
