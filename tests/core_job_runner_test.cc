@@ -344,6 +344,8 @@ TEST_F(JobRunnerTest, PauseKeepsThePartitionsAndResumeContinues) {
   gate_.Close("bf-1");
   const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-21"));
   WaitState(a, JobState::kRunning);
+  // Both workers are inside a partition, held at the gate.
+  ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 2, absl::Seconds(30)));
   auto paused = manager_->Pause(a, "maintenance window");
   ASSERT_TRUE(paused.ok()) << paused.status();
   EXPECT_EQ(paused->state, JobState::kPaused);
@@ -353,7 +355,7 @@ TEST_F(JobRunnerTest, PauseKeepsThePartitionsAndResumeContinues) {
   const Job settled =
       WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
   const int64_t staged = settled.counts.staged;
-  EXPECT_LE(staged, 2);
+  EXPECT_EQ(staged, 2);
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(Get(a).counts.staged, staged);
   EXPECT_EQ(Get(a).state, JobState::kPaused);
@@ -383,6 +385,7 @@ TEST_F(JobRunnerTest, APausedJobIsStillPausedAfterARestart) {
   gate_.Close("bf-1");
   const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-11"));
   WaitState(a, JobState::kRunning);
+  ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 2, absl::Seconds(30)));
   ASSERT_TRUE(manager_->Pause(a, "hold").ok());
   gate_.OpenAll();
   WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
