@@ -109,6 +109,15 @@ class NullEngine : public Engine {
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
     return std::vector<std::string>{};
   }
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec&) override {
+    return absl::UnimplementedError("the benchmark never rolls back");
+  }
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override {
+    return std::vector<RollbackCopy>{};
+  }
+  absl::Status DropRollbackCopies(const std::vector<RollbackCopy>&) override {
+    return absl::OkStatus();
+  }
 };
 
 struct RunResult {

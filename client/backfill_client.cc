@@ -189,6 +189,11 @@ absl::StatusOr<v1::Backfill> BackfillClient::Retry(const std::string& id,
   return Call(&Stub::RetryBackfill, rpc_request);
 }
 
+absl::StatusOr<v1::Backfill> BackfillClient::Rollback(
+    const v1::RollbackBackfillRequest& request) {
+  return Call(&Stub::RollbackBackfill, request);
+}
+
 absl::Status BackfillClient::Watch(
     const std::string& id,
     const std::function<bool(const v1::Backfill&)>& on_update) {

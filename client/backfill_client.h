@@ -113,6 +113,8 @@ class BackfillClient {
                                       const std::string& reason);
   absl::StatusOr<v1::Backfill> Retry(const std::string& id,
                                      const std::string& reason);
+  absl::StatusOr<v1::Backfill> Rollback(
+      const v1::RollbackBackfillRequest& request);
 
   // Streams the job's updates to `on_update` until the server ends the
   // stream (the job finished) or `on_update` returns false. Returns the

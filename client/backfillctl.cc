@@ -86,6 +86,12 @@ struct JobOptions {
   std::string reason;
 };
 
+struct RollbackOptions {
+  std::string reason;
+  std::string requested_by;
+  bool force = false;
+};
+
 // The decisions on a job that `cancel`, `pause`, `resume` and `retry` send.
 enum class JobAction { kCancel, kPause, kResume, kRetry };
 
@@ -122,6 +128,7 @@ class Cli {
   int List(const ListOptions& options);
   int Watch(const std::string& id);
   int Decide(JobAction action, const JobOptions& options);
+  int Rollback(const std::string& id, const RollbackOptions& options);
 
  private:
   // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
@@ -395,6 +402,19 @@ int Cli::Decide(JobAction action, const JobOptions& options) {
   return Print(*job, cli::FormatBackfill(*job));
 }
 
+int Cli::Rollback(const std::string& id, const RollbackOptions& options) {
+  v1::RollbackBackfillRequest request;
+  request.set_id(id);
+  request.set_reason(options.reason);
+  request.set_requested_by(options.requested_by.empty()
+                               ? DefaultRequestedBy()
+                               : options.requested_by);
+  request.set_force(options.force);
+  absl::StatusOr<v1::Backfill> job = client_->Rollback(request);
+  if (!job.ok()) return RpcError(job.status());
+  return Print(*job, cli::FormatBackfill(*job));
+}
+
 absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
                                          v1::Backfill latest) {
   InstallInterruptHandler(id);
@@ -618,6 +638,22 @@ int Main(int argc, char** argv) {
   retry->add_option("JOB", job.id, "Job id")->required();
   retry->add_option("--reason", job.reason, "Why it is retried");
 
+  RollbackOptions rollback_options;
+  CLI::App* rollback = app.add_subcommand(
+      "rollback",
+      "Restore the rows a SUCCEEDED job replaced, in exactly its partitions "
+      "(the job ends ROLLED_BACK)");
+  rollback->add_option("JOB", job.id, "Job id")->required();
+  rollback->add_option("--reason", rollback_options.reason,
+                       "Why the job's data is withdrawn (required; recorded "
+                       "in the job, the audit log and lineage)");
+  rollback->add_option("--requested-by", rollback_options.requested_by,
+                       "Who asks (default: your user name)");
+  rollback->add_flag("--force", rollback_options.force,
+                     "Also roll back the later jobs that published some of "
+                     "its partitions since, to the state before JOB (only "
+                     "when their partitions all lie within JOB's)");
+
   const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
       {cancel, JobAction::kCancel},
       {pause, JobAction::kPause},
@@ -625,7 +661,7 @@ int Main(int argc, char** argv) {
       {retry, JobAction::kRetry}};
 
   for (CLI::App* command : {datasets, plan, submit, status, list, watch, cancel,
-                            pause, resume, retry}) {
+                            pause, resume, retry, rollback}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -671,10 +707,15 @@ int Main(int argc, char** argv) {
   for (const auto& [command, action] : decisions) {
     decision = decision || command->parsed();
   }
-  if (status->parsed() || watch->parsed() || decision) {
+  if (status->parsed() || watch->parsed() || decision || rollback->parsed()) {
     texts.emplace_back("JOB", job.id);
   }
   if (decision) texts.emplace_back("--reason", job.reason);
+  if (rollback->parsed()) {
+    texts.insert(texts.end(),
+                 {{"--reason", rollback_options.reason},
+                  {"--requested-by", rollback_options.requested_by}});
+  }
   if (list->parsed()) {
     for (const std::string& value : list_options.state_args) {
       texts.emplace_back("--state", value);
@@ -693,6 +734,13 @@ int Main(int argc, char** argv) {
     return Fail(kExitUsage,
                 "submit requires --reason \"why this backfill runs\" (it is "
                 "recorded in the job and in lineage)");
+  }
+  if (rollback->parsed() &&
+      absl::StripAsciiWhitespace(rollback_options.reason).empty()) {
+    return Fail(kExitUsage,
+                "rollback requires --reason \"why the job's data is "
+                "withdrawn\" (it is recorded in the job, the audit log and "
+                "lineage)");
   }
   if (submit->parsed() && (submit_options.priority < -kMaxPriority ||
                            submit_options.priority > kMaxPriority)) {
@@ -719,6 +767,7 @@ int Main(int argc, char** argv) {
   for (const auto& [command, action] : decisions) {
     if (command->parsed()) return cli.Decide(action, job);
   }
+  if (rollback->parsed()) return cli.Rollback(job.id, rollback_options);
   return Fail(kExitUsage, "no subcommand (see backfillctl --help)");
 }
 

@@ -422,6 +422,32 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
                                        took, absl::Milliseconds(1))));
   }
   lines.emplace_back("Message", SafeOrDash(backfill.message()));
+  if (backfill.has_rollback()) {
+    const v1::RollbackInfo& rb = backfill.rollback();
+    std::string text =
+        absl::StrCat(FormatTimestamp(rb.time()), " by ",
+                     SafeOrDash(rb.requested_by()), ": ",
+                     SafeOrDash(rb.reason()));
+    if (!rb.rolled_back_with().empty()) {
+      absl::StrAppend(&text, "  (together with ",
+                      TerminalText(rb.rolled_back_with()), ", --force)");
+    } else {
+      absl::StrAppend(&text, "  (",
+                      Plural(rb.partitions_restored(), "partition"), ", ",
+                      Plural(rb.rows_restored(), "row"), " restored");
+      if (rb.also_rolled_back_size() > 0) {
+        std::vector<std::string> ids;
+        for (const std::string& id : rb.also_rolled_back()) {
+          ids.push_back(TerminalText(id));
+        }
+        absl::StrAppend(&text, "; with later ",
+                        ids.size() == 1 ? "job " : "jobs ",
+                        absl::StrJoin(ids, ", "), ", --force");
+      }
+      absl::StrAppend(&text, ")");
+    }
+    lines.emplace_back("Rolled back", text);
+  }
 
   size_t width = 0;
   for (const auto& [label, value] : lines)

@@ -229,6 +229,22 @@ absl::StatusOr<Job> BackfillManager::Retry(const std::string& id,
   return runner_.Retry(id, reason);
 }
 
+absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
+                                              const RollbackRequest& request) {
+  if (absl::StripAsciiWhitespace(request.reason).empty()) {
+    return absl::InvalidArgumentError(
+        "reason: a rollback requires a reason (--reason): say why the job's "
+        "data is withdrawn; it is recorded in the job, the audit log and "
+        "the lineage of every partition restored");
+  }
+  RETURN_IF_ERROR(CheckField("reason", request.reason, kMaxReason));
+  RETURN_IF_ERROR(
+      CheckField("requested_by", request.requested_by, kMaxShortField));
+  // Not under admission_mu_: a rollback may take long, and it holds its
+  // partitions in the runner's admission itself.
+  return runner_.Rollback(id, request);
+}
+
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
                                                    uint64_t* version,
                                                    absl::Time deadline) {

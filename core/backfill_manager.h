@@ -1,7 +1,7 @@
 // BackfillManager: the domain core's front door, a thin facade. It checks
 // and plans requests (Planner), creates jobs in the state store (idempotent
 // per key) and hands them to the JobRunner, which runs them through the
-// playbook and carries out pause, resume, retry and cancel.
+// playbook and carries out pause, resume, retry, cancel and rollback.
 //
 // It owns the planner and the runner (and through it the worker pool). It
 // does not own the catalog, store, engine, clock or observer; they must
@@ -89,6 +89,11 @@ class BackfillManager {
   absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason);
   absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason);
   absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason);
+
+  // Rolls a published job back (JobRunner::Rollback). INVALID_ARGUMENT
+  // without a reason; NOT_FOUND for an unknown id.
+  absl::StatusOr<Job> Rollback(const std::string& id,
+                               const RollbackRequest& request);
 
   // Blocks until the job changes after `*version` (0: return at once) or
   // `deadline` passes; returns the job and sets `*version` to its current

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/partition.h"
 
 namespace backfill {
@@ -55,6 +56,18 @@ struct ColumnSpec {
 // AUTOINCREMENT) in any letter case. INVALID_ARGUMENT with the reason.
 absl::Status CheckColumnType(std::string_view type);
 
+// How long the rollback copies of a derived dataset are kept (the rows each
+// publish replaced, which a rollback restores). A copy is dropped once it
+// is not among the `versions` newest copies of the dataset, or once it is
+// older than `max_age` (when set). A job whose copy was dropped can no
+// longer be rolled back. Declared as `retention: {versions: N, max_age: D}`.
+inline constexpr int kDefaultRetentionVersions = 10;
+struct RetentionPolicy {
+  int versions = kDefaultRetentionVersions;  // >= 1
+  absl::Duration max_age = absl::ZeroDuration();  // zero: no age limit
+  bool declared = false;  // false: the defaults above
+};
+
 struct DatasetSpec {
   std::string name;
   DatasetKind kind = DatasetKind::kSource;
@@ -68,6 +81,7 @@ struct DatasetSpec {
   // At most this many partitions of the dataset are recomputed at once,
   // over all jobs (0: no limit but the worker count).
   int max_parallel = 0;
+  RetentionPolicy retention;  // derived datasets only
   std::string file;  // where it was declared, for error messages
   int line = 0;
 

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -48,14 +50,17 @@ absl::Status ArmCrashPointsFromEnvironment() {
     }
     spec.resize(colon);
   }
-  for (const char* point : kCrashPoints) {
+  std::string known;
+  std::vector<const char*> all(std::begin(kCrashPoints), std::end(kCrashPoints));
+  all.insert(all.end(), std::begin(kRollbackCrashPoints),
+             std::end(kRollbackCrashPoints));
+  for (const char* point : all) {
     if (spec == point) {
       ArmCrashPoint(spec, nth);
       return absl::OkStatus();
     }
+    absl::StrAppend(&known, " ", point);
   }
-  std::string known;
-  for (const char* point : kCrashPoints) absl::StrAppend(&known, " ", point);
   return absl::InvalidArgumentError(absl::StrCat(
       "BACKFILL_TEST_CRASH_AT=", spec, ": no such crash point; known:", known));
 }

@@ -9,7 +9,8 @@
 //   BACKFILL_TEST_CRASH_AT=NAME:N    die the N-th time (N >= 1)
 //
 // Dying is raise(SIGKILL): no destructor, flush or atexit handler runs.
-// The points of the daemon are listed in kCrashPoints. Thread-safe.
+// The points of the daemon are listed in kCrashPoints and
+// kRollbackCrashPoints. Thread-safe.
 
 #ifndef BACKFILL_CORE_CRASH_POINT_H_
 #define BACKFILL_CORE_CRASH_POINT_H_
@@ -29,6 +30,12 @@ inline constexpr const char* kCrashPoints[] = {
     "publish.before_commit",    // inside the publish transaction
     "publish.before_record",    // committed, lineage not yet recorded
     "confirm",                  // CONFIRMING, before SUCCEEDED
+};
+
+// Crash points of a rollback (RollbackBackfill), outside a backfill's life
+// (so not in kCrashPoints, which the crash harness walks per backfill).
+inline constexpr const char* kRollbackCrashPoints[] = {
+    "rollback.before_record",  // restored in the warehouse, not yet recorded
 };
 
 // Dies here if this point is armed and reached for the armed time.

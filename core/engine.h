@@ -4,7 +4,8 @@
 // A job's life on an engine: PrepareJob (staging tables, pinned snapshots of
 // whole-table inputs), StagePartition per partition (from many threads),
 // ValidateStaged, Publish (every dataset of the job in one transaction),
-// DropJob. Every step is idempotent so that a restarted daemon can repeat
+// DropJob; later maybe Rollback, which restores what Publish replaced.
+// Every step is idempotent so that a restarted daemon can repeat
 // it. Implementations are thread-safe.
 //
 // Identifiers come only from the Catalog's specs and are always quoted;
@@ -58,6 +59,18 @@ struct ValidationReport {
   std::vector<std::string> failures;  // empty: passed
 };
 
+// A rollback the warehouse has committed: written in the rollback's
+// transaction, so that a crash before the state store records it is
+// recovered (see Engine::Rollback).
+struct RollbackMarker {
+  std::string store_id;  // the state store whose job was rolled back
+  std::string requested_by;
+  std::string reason;
+  bool forced = false;
+  // Later jobs rolled back with it (--force), newest first.
+  std::vector<std::string> with_jobs;
+};
+
 // What a warehouse records about the state stores that publish into it.
 struct WarehouseInfo {
   // The state store that owns the warehouse ("" while none has claimed it).
@@ -65,6 +78,38 @@ struct WarehouseInfo {
   // Every publication marker: job id -> id of the state store that wrote it
   // ("" for a marker written before markers named their store).
   std::map<std::string, std::string> publications;
+  // Every rollback marker, by the id of the job rolled back.
+  std::map<std::string, RollbackMarker> rollbacks;
+};
+
+// What Rollback restores: the job's datasets and partitions (items; pinned
+// is ignored) and who asked.
+struct RollbackSpec {
+  JobLayout layout;
+  RollbackMarker marker;  // store_id is the claiming store's (ignored here)
+};
+
+// The rows a rollback put back into one (dataset, partition) ("" for an
+// unpartitioned dataset).
+struct RestoredPartition {
+  std::string dataset;
+  std::string partition;
+  int64_t rows = 0;
+  std::string fingerprint;  // as StageResult::output_fingerprint
+};
+
+struct RollbackResult {
+  std::vector<RestoredPartition> partitions;  // layout order
+  int64_t rows = 0;
+  // True when the rollback had committed before (the marker existed): the
+  // partitions describe the rows the tables hold now.
+  bool already = false;
+};
+
+// A rollback copy: the rows one job's publish replaced in one dataset.
+struct RollbackCopy {
+  std::string job_id;
+  std::string dataset;
 };
 
 class Engine {
@@ -119,6 +164,27 @@ class Engine {
 
   // Drops the job's staging tables and snapshots (not the rollback copies).
   virtual absl::Status DropStaging(const std::string& job_id) = 0;
+
+  // In ONE transaction: for every item, replaces the rows of the job's
+  // partitions with the rows its Publish replaced (kept in the job's
+  // rollback copy; a partition that was empty before becomes empty again),
+  // proving per partition that it deletes exactly the rows that belong to
+  // it and restores exactly the copy's rows of it; drops the rollback
+  // copies of the job and of marker.with_jobs; writes a rollback marker
+  // (Inspect) naming the claiming store. Rows outside the job's partitions
+  // are never touched. All or nothing. FAILED_PRECONDITION, restoring
+  // nothing, when the job was never published by the claiming store or a
+  // copy is missing (naming the dataset). A second call after success
+  // restores nothing and reports the rows the partitions hold (already).
+  virtual absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) = 0;
+
+  // Every rollback copy in the warehouse, in job then dataset order.
+  virtual absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() = 0;
+
+  // Drops these rollback copies in one transaction; copies already gone
+  // are skipped.
+  virtual absl::Status DropRollbackCopies(
+      const std::vector<RollbackCopy>& copies) = 0;
 
   // Ids of the jobs that still have staging tables, partition lists or
   // pinned snapshots in the warehouse, so that a restart can sweep what a

@@ -91,4 +91,16 @@ int64_t Plan::total_partitions() const {
   return total;
 }
 
+const char* LineageActionName(LineageAction action) {
+  return action == LineageAction::kRollback ? "rollback" : "publish";
+}
+
+absl::StatusOr<LineageAction> ParseLineageAction(std::string_view name) {
+  if (name == "publish") return LineageAction::kPublish;
+  if (name == "rollback") return LineageAction::kRollback;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown lineage action \"", std::string(name),
+                   "\" (expected publish or rollback)"));
+}
+
 }  // namespace backfill

@@ -113,6 +113,20 @@ struct PartitionCounts {
   int64_t cancelled = 0;
 };
 
+// How a job was rolled back (state ROLLED_BACK).
+struct RollbackInfo {
+  std::string requested_by;
+  std::string reason;
+  absl::Time at = absl::InfinitePast();
+  bool forced = false;  // --force: later jobs were rolled back with it
+  // Set on a later job rolled back by the forced rollback of `with_job`.
+  std::string with_job;
+  // On the job named in the request: the later jobs rolled back with it.
+  std::vector<std::string> also_rolled_back;
+  int64_t partitions = 0;  // (dataset, partition) pairs restored
+  int64_t rows = 0;        // rows restored into them
+};
+
 struct Job {
   std::string id;  // "bf-<n>", assigned by the state store
   JobState state = JobState::kQueued;
@@ -129,6 +143,7 @@ struct Job {
   absl::Time update_time = absl::InfinitePast();
   absl::Time start_time = absl::InfinitePast();  // InfinitePast: not yet
   absl::Time end_time = absl::InfinitePast();
+  std::optional<RollbackInfo> rollback;  // set once ROLLED_BACK
 };
 
 // The fingerprint of one input partition a task read.
@@ -153,11 +168,22 @@ struct PartitionTask {
   absl::Time update_time = absl::InfinitePast();
 };
 
+// What made a version of a partition: a job's publish, or the rollback of
+// a job (which restores the rows that job replaced).
+enum class LineageAction { kPublish, kRollback };
+const char* LineageActionName(LineageAction action);  // "publish", "rollback"
+absl::StatusOr<LineageAction> ParseLineageAction(std::string_view name);
+
 // One published version of one (dataset, partition).
 struct LineageRecord {
   std::string dataset;
   std::string partition;
+  // The job published (kPublish) or rolled back (kRollback). For a
+  // rollback: output_fingerprint and row_count are those of the restored
+  // rows, reason and requested_by the rollback's, transform_version the
+  // restored version's ("" when the partition was empty before the job).
   std::string job_id;
+  LineageAction action = LineageAction::kPublish;
   std::string transform_version;
   std::vector<InputFingerprint> inputs;
   std::string output_fingerprint;

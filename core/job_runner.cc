@@ -12,6 +12,7 @@
 #include "core/job_state_machine.h"
 #include "core/publish_step.h"
 #include "core/recompute_step.h"
+#include "core/retention.h"
 #include "core/status_macros.h"
 #include "core/validate_step.h"
 
@@ -139,6 +140,9 @@ absl::Status JobRunner::Start() {
   // One thread more than task slots, so that preparing or publishing a job
   // never waits behind a full set of partition tasks.
   pool_ = std::make_unique<WorkerPool>(std::max(1, options_.workers) + 1);
+  // Rollbacks the warehouse committed before a crash are recorded before
+  // any job can publish over their partitions.
+  RETURN_IF_ERROR(RecoverRollbacks());
 
   ASSIGN_OR_RETURN(
       std::vector<std::string> ids,
@@ -255,6 +259,7 @@ absl::Status JobRunner::Start() {
     }
   }
   SweepOrphans();
+  EnforceRetention().IgnoreError();  // best effort; again after each publish
   absl::MutexLock lock(&mu_);
   started_ = true;
   for (const std::string& id : finishing) {
@@ -494,7 +499,9 @@ std::string JobRunner::DescribeLocked(
   std::vector<std::string> parts;
   for (const Admission::Overlap& o : overlaps) {
     const Active* other = FindLocked(o.job_id);
-    const char* state = other ? JobStateName(other->state) : "active";
+    const char* state = other                          ? JobStateName(other->state)
+                        : rolling_back_.count(o.job_id) ? "rolling back"
+                                                        : "active";
     parts.push_back(absl::StrCat(
         other != nullptr && other->state == JobState::kPaused ? "paused job "
                                                               : "",
@@ -1221,6 +1228,8 @@ void JobRunner::Finish(const std::string& id) {
           end = job->state;
         }
         ReportFinished(id, end, estimate);
+        // The publish added rollback copies: drop those that expired.
+        EnforceRetention().IgnoreError();
         absl::MutexLock lock(&mu_);
         EndLocked(job, Phase::kDone);
         ReleaseLocked(job);
@@ -1542,6 +1551,248 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
     PumpLocked();
   }
   return store_->GetJob(id);
+}
+
+// ---------------------------------------------------------------------------
+// Rollback and retention
+
+absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
+                                        const RollbackRequest& request) {
+  ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+  if (job.state == JobState::kRolledBack) return job;  // done before
+  if (job.state != JobState::kSucceeded &&
+      job.state != JobState::kDownstreamUnhealthy) {
+    std::string why;
+    switch (job.state) {
+      case JobState::kFailed:
+      case JobState::kCancelled:
+      case JobState::kValidationFailed:
+        why = ": nothing of it was published, so there is nothing to roll "
+              "back";
+        break;
+      default:
+        why = ": it has not published (yet); cancel it instead if it must "
+              "not publish";
+        break;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(job.state), why,
+                     ". Only a SUCCEEDED or DOWNSTREAM_UNHEALTHY job can be "
+                     "rolled back"));
+  }
+  Scope scope = ScopeOf(job.plan);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_) return absl::UnavailableError("backfilld is starting");
+    if (stopping_) return absl::UnavailableError("backfilld is shutting down");
+    std::vector<Conflict> conflicts;
+    std::vector<Admission::Overlap> overlaps =
+        admission_.Overlapping(scope, &conflicts, 1);
+    if (!overlaps.empty()) {
+      const std::string& other = overlaps.front().job_id;
+      const std::string partition =
+          conflicts.empty()
+              ? std::string()
+              : (conflicts.front().partition.empty()
+                     ? absl::StrCat(" (dataset ", conflicts.front().dataset,
+                                    ")")
+                     : absl::StrCat(" (e.g. ", conflicts.front().partition,
+                                    " of ", conflicts.front().dataset, ")"));
+      if (rolling_back_.count(other)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the rollback of ", other, " is in progress on partitions of ",
+            id, partition, "; wait for it to end, then try again"));
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", DescribeLocked(overlaps), " works on partitions of ", id,
+          partition,
+          "; a rollback never runs while another job holds its partitions. "
+          "Wait until it ends (or cancel it), then roll back ",
+          id));
+    }
+    // Hold the partitions: jobs submitted meanwhile wait for the rollback.
+    admission_.Add(id, std::move(scope));
+    rolling_back_.insert(id);
+  }
+  absl::StatusOr<Job> result = RollBack(job, request, nullptr);
+  absl::MutexLock lock(&mu_);
+  admission_.Remove(id);
+  rolling_back_.erase(id);
+  NotifyLocked(id);
+  PumpLocked();
+  return result;
+}
+
+absl::StatusOr<Job> JobRunner::RollBack(
+    const Job& job, const RollbackRequest& request,
+    const std::vector<std::string>* with_ids) {
+  const std::string& id = job.id;
+  bool complete = true;
+  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(job, &complete));
+  if (!complete) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id,
+        " cannot be rolled back: a dataset of it is no longer declared in "
+        "the loaded pipelines, and a rollback restores every dataset of the "
+        "job together"));
+  }
+  layout.pinned.clear();
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> history,
+                   store_->GetLineageOverlapping(id));
+  const JobLookup lookup = [this](const std::string& other) {
+    return store_->GetJob(other);
+  };
+  std::vector<Job> with_jobs;
+  if (with_ids == nullptr) {
+    ASSIGN_OR_RETURN(with_jobs, LaterJobs(job, history, request.force, lookup));
+  } else {
+    for (const std::string& other : *with_ids) {
+      ASSIGN_OR_RETURN(Job j, store_->GetJob(other));
+      with_jobs.push_back(std::move(j));
+    }
+  }
+  RollbackSpec spec;
+  spec.layout = layout;
+  spec.marker.requested_by = request.requested_by;
+  spec.marker.reason = request.reason;
+  spec.marker.forced = !with_jobs.empty();
+  for (const Job& j : with_jobs) spec.marker.with_jobs.push_back(j.id);
+  if (with_ids == nullptr) {
+    // The copies the restore needs must still exist (unless the warehouse
+    // rolled the job back before and recovery has not recorded it).
+    WarehouseInfo info;
+    RETURN_IF_ERROR(Persist(Storage::kWarehouse, "reading rollback markers",
+                            [&]() -> absl::Status {
+                              ASSIGN_OR_RETURN(info, engine_->Inspect());
+                              return absl::OkStatus();
+                            }));
+    if (!info.rollbacks.count(id)) {
+      std::vector<RollbackCopy> copies;
+      RETURN_IF_ERROR(Persist(Storage::kWarehouse, "listing rollback copies",
+                              [&]() -> absl::Status {
+                                ASSIGN_OR_RETURN(copies,
+                                                 engine_->ListRollbackCopies());
+                                return absl::OkStatus();
+                              }));
+      std::set<std::pair<std::string, std::string>> present;
+      for (const RollbackCopy& c : copies) present.insert({c.job_id, c.dataset});
+      for (const JobLayout::Item& item : layout.items) {
+        if (present.count({id, item.dataset->name})) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " can no longer be rolled back: its rollback copy of ",
+            item.dataset->name, " (the rows it replaced there) expired under "
+            "the retention policy of ",
+            item.dataset->name, ", which ",
+            DescribeRetention(item.dataset->retention),
+            ", and was dropped. Restore the data with a new backfill"));
+      }
+    }
+  }
+  RollbackResult restored;
+  RETURN_IF_ERROR(Persist(Storage::kWarehouse,
+                          absl::StrCat("rolling back job ", id),
+                          [&]() -> absl::Status {
+                            ASSIGN_OR_RETURN(restored, engine_->Rollback(spec));
+                            return absl::OkStatus();
+                          }));
+  CrashPoint("rollback.before_record");
+
+  RollbackInfo info;
+  info.requested_by = request.requested_by;
+  info.reason = request.reason;
+  info.at = clock_->Now();
+  info.forced = spec.marker.forced;
+  info.also_rolled_back = spec.marker.with_jobs;
+  info.partitions = static_cast<int64_t>(restored.partitions.size());
+  info.rows = restored.rows;
+  std::vector<LineageRecord> lineage = RollbackLineage(
+      job, with_jobs, history, restored.partitions, info, info.at);
+  const std::string who =
+      request.requested_by.empty() ? "" : absl::StrCat(" by ", request.requested_by);
+  const std::string message = absl::StrCat(
+      "rolled back", who, ": ", request.reason, "; restored ",
+      Plural(info.partitions, "partition", "partitions"), " (",
+      Plural(info.rows, "row", "rows"), ") of ",
+      Plural(static_cast<int64_t>(layout.items.size()), "dataset", "datasets"),
+      " to their state before ", id,
+      info.also_rolled_back.empty()
+          ? std::string()
+          : absl::StrCat(", together with the later ",
+                         info.also_rolled_back.size() == 1 ? "job " : "jobs ",
+                         absl::StrJoin(info.also_rolled_back, ", "),
+                         " (--force)"));
+  const std::string also_message =
+      absl::StrCat("rolled back together with ", id, " (--force)", who, ": ",
+                   request.reason);
+  RETURN_IF_ERROR(Persist(
+      Storage::kStateStore, absl::StrCat("recording the rollback of ", id),
+      [&] {
+        return store_->RecordRollback(id, info, lineage, message, also_message,
+                                      info.at);
+      }));
+  if (observer_ != nullptr) {
+    for (const Job& other : with_jobs) {
+      observer_->OnJobTransition(other.id, other.state, JobState::kRolledBack,
+                                 also_message);
+    }
+    observer_->OnJobTransition(id, job.state, JobState::kRolledBack, message);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Job& other : with_jobs) NotifyLocked(other.id);
+    NotifyLocked(id);
+  }
+  return store_->GetJob(id);
+}
+
+absl::Status JobRunner::RecoverRollbacks() {
+  ASSIGN_OR_RETURN(StoreInfo store, store_->Info());
+  ASSIGN_OR_RETURN(WarehouseInfo warehouse, engine_->Inspect());
+  for (const auto& [id, marker] : warehouse.rollbacks) {
+    if (marker.store_id != store.store_id) continue;
+    absl::StatusOr<Job> job = store_->GetJob(id);
+    if (!job.ok() && job.status().code() == absl::StatusCode::kNotFound) {
+      continue;
+    }
+    if (!job.ok()) return job.status();
+    if (job->state != JobState::kSucceeded &&
+        job->state != JobState::kDownstreamUnhealthy) {
+      continue;  // recorded (ROLLED_BACK)
+    }
+    RollbackRequest request;
+    request.reason = marker.reason;
+    request.requested_by = marker.requested_by;
+    request.force = marker.forced;
+    absl::StatusOr<Job> done = RollBack(*job, request, &marker.with_jobs);
+    if (!done.ok()) {
+      return absl::Status(
+          done.status().code(),
+          absl::StrCat("cannot record the rollback of job ", id,
+                       ", which the warehouse committed: ",
+                       done.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> JobRunner::EnforceRetention() {
+  ASSIGN_OR_RETURN(std::vector<RollbackCopy> copies,
+                   engine_->ListRollbackCopies());
+  if (copies.empty()) return 0;
+  std::vector<std::string> ids;
+  for (const RollbackCopy& c : copies) {
+    if (ids.empty() || ids.back() != c.job_id) ids.push_back(c.job_id);
+  }
+  ASSIGN_OR_RETURN(auto published, store_->PublicationTimes(ids));
+  // A job being rolled back keeps its copies whatever their age.
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& id : rolling_back_) published.erase(id);
+  }
+  std::vector<RollbackCopy> expired =
+      ExpiredCopies(copies, published, *catalog_, clock_->Now());
+  RETURN_IF_ERROR(engine_->DropRollbackCopies(expired));
+  return static_cast<int64_t>(expired.size());
 }
 
 absl::StatusOr<Job> JobRunner::WaitForChange(const std::string& id,

@@ -40,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@
 #include "core/job.h"
 #include "core/job_observer.h"
 #include "core/planner.h"
+#include "core/rollback_step.h"
 #include "core/state_store.h"
 #include "core/task_graph.h"
 #include "core/worker_pool.h"
@@ -119,6 +121,25 @@ class JobRunner {
   absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason);
   absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason);
   absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason);
+
+  // Restores what a SUCCEEDED or DOWNSTREAM_UNHEALTHY job's publish
+  // replaced, in every dataset of the job in one warehouse transaction
+  // (rollback_step.h says when later jobs forbid it and what --force
+  // does), and records it: the job (and the later jobs taken along) end
+  // ROLLED_BACK, lineage gets a rollback version per partition. Refused
+  // (FAILED_PRECONDITION, nothing changed) for a job in another state,
+  // while a job that holds partitions (admission.h) shares one with it, or
+  // when a rollback copy it needs expired under its dataset's retention
+  // policy. While it runs it holds the job's partitions: jobs submitted
+  // meanwhile wait for it. A ROLLED_BACK job is returned as it is.
+  absl::StatusOr<Job> Rollback(const std::string& id,
+                               const RollbackRequest& request);
+
+  // Drops the rollback copies that expired under their datasets' retention
+  // policies (retention.h). Called at Start() and after each publish; best
+  // effort (a failure is retried the next time). Returns how many copies
+  // were dropped.
+  absl::StatusOr<int64_t> EnforceRetention();
 
   // Blocks until the job changes after `*version` (0: returns at once) or
   // `deadline` passes; returns the job (whole when `*version` was 0,
@@ -201,6 +222,15 @@ class JobRunner {
   // Drops staging left by jobs that ended (a crash between their end and
   // the cleanup).
   void SweepOrphans();
+  // Records the rollbacks the warehouse committed but the store did not
+  // (a crash in between): their markers name this store and their jobs are
+  // still SUCCEEDED or DOWNSTREAM_UNHEALTHY. Nothing is restored again.
+  absl::Status RecoverRollbacks();
+  // The rollback's warehouse step and record (Rollback without the
+  // admission bookkeeping). `with_ids`: null to decide which later jobs go
+  // along (LaterJobs); else those of the warehouse's marker (recovery).
+  absl::StatusOr<Job> RollBack(const Job& job, const RollbackRequest& request,
+                               const std::vector<std::string>* with_ids);
 
   const Catalog* const catalog_;
   StateStore* const store_;
@@ -220,6 +250,8 @@ class JobRunner {
   std::map<std::string, int> dataset_running_ ABSL_GUARDED_BY(mu_);
   uint64_t dispatch_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);
+  // Jobs being rolled back: they hold their partitions in admission_.
+  std::set<std::string> rolling_back_ ABSL_GUARDED_BY(mu_);
   uint64_t next_version_ ABSL_GUARDED_BY(mu_) = 2;
 
   std::unique_ptr<WorkerPool> pool_;

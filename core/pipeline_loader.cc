@@ -141,7 +141,7 @@ std::string StripTrailingSemicolons(std::string s) {
 
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
-    "max_parallel, description";
+    "max_parallel, description, retention";
 
 int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();
@@ -310,7 +310,7 @@ class FileParser {
     absl::Status s = CheckKeys(
         d,
         {"name", "kind", "table", "partition", "upstream", "transform",
-         "version", "contract", "max_parallel", "description"},
+         "version", "contract", "max_parallel", "description", "retention"},
         where, kDatasetKeys);
     if (!s.ok()) return s;
 
@@ -407,12 +407,105 @@ class FileParser {
       spec.max_parallel = n;
     }
 
+    if (const YAML::Node r = d["retention"]; r && !r.IsNull()) {
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(r, spec.line,
+                     absl::StrCat("`retention` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source has no rollback copies)"));
+      }
+      absl::StatusOr<RetentionPolicy> retention = ParseRetention(r, where);
+      if (!retention.ok()) return retention.status();
+      spec.retention = *retention;
+    }
+
     if (const YAML::Node desc = d["description"];
         desc && !desc.IsNull() && !desc.IsScalar()) {
       return Error(desc, spec.line,
                    absl::StrCat("`description` ", where, " must be text"));
     }
     return spec;
+  }
+
+  // `retention: {versions: N, max_age: D}`: at least one of the two; D is
+  // a whole number with a unit s, m, h or d ("30d").
+  absl::StatusOr<RetentionPolicy> ParseRetention(
+      const YAML::Node& r, const std::string& where) const {
+    const std::string in = absl::StrCat("in the retention of ", where.substr(3));
+    if (!r.IsMap()) {
+      return Error(r, 1,
+                   absl::StrCat("`retention` ", where,
+                                " must be a map {versions: N, max_age: D}"));
+    }
+    absl::Status s =
+        CheckKeys(r, {"versions", "max_age"}, in, "versions, max_age");
+    if (!s.ok()) return s;
+    RetentionPolicy policy;
+    policy.declared = true;
+    absl::StatusOr<std::optional<std::string>> versions =
+        Scalar(r, "versions", in, false);
+    if (!versions.ok()) return versions.status();
+    absl::StatusOr<std::optional<std::string>> max_age =
+        Scalar(r, "max_age", in, false);
+    if (!max_age.ok()) return max_age.status();
+    if (!*versions && !*max_age) {
+      return Error(r, LineOf(r, 1),
+                   absl::StrCat("`retention` ", where,
+                                " needs `versions:`, `max_age:` or both"));
+    }
+    if (*versions) {
+      int n = 0;
+      if (!absl::SimpleAtoi(**versions, &n) || n < 1 || n > 100000) {
+        return Error(r["versions"], LineOf(r, 1),
+                     absl::StrCat("`versions` ", in, " is \"", **versions,
+                                  "\"; expected a whole number from 1 to "
+                                  "100000 (rollback copies kept per dataset)"));
+      }
+      policy.versions = n;
+    }
+    if (*max_age) {
+      const std::string& text = **max_age;
+      int64_t n = 0;
+      absl::Duration unit;
+      bool ok = text.size() >= 2;
+      if (ok) {
+        switch (text.back()) {
+          case 's':
+            unit = absl::Seconds(1);
+            break;
+          case 'm':
+            unit = absl::Minutes(1);
+            break;
+          case 'h':
+            unit = absl::Hours(1);
+            break;
+          case 'd':
+            unit = absl::Hours(24);
+            break;
+          default:
+            ok = false;
+        }
+      }
+      const std::string digits = ok ? text.substr(0, text.size() - 1) : "";
+      ok = ok && !digits.empty() &&
+           std::all_of(digits.begin(), digits.end(),
+                       [](char c) { return c >= '0' && c <= '9'; }) &&
+           absl::SimpleAtoi(digits, &n) && n >= 1 && n <= 36500 * 24 * 3600;
+      if (!ok) {
+        return Error(r["max_age"], LineOf(r, 1),
+                     absl::StrCat("`max_age` ", in, " is \"", text,
+                                  "\"; expected a whole number of seconds, "
+                                  "minutes, hours or days such as 30d, 12h, "
+                                  "90m or 3600s"));
+      }
+      policy.max_age = unit * n;
+      if (policy.max_age > absl::Hours(24 * 36500)) {
+        return Error(r["max_age"], LineOf(r, 1),
+                     absl::StrCat("`max_age` ", in, " is \"", text,
+                                  "\"; at most 36500d"));
+      }
+    }
+    return policy;
   }
 
   absl::StatusOr<PartitionSpec> ParsePartition(const YAML::Node& p,

@@ -10,6 +10,7 @@
 #define BACKFILL_CORE_STATE_STORE_H_
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -142,6 +143,34 @@ class StateStore {
   // Published versions of a (dataset, partition), newest first.
   virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) = 0;
+
+  // The rollback's bookkeeping, atomically: moves `job_id` and every job
+  // of `info.also_rolled_back` (later jobs rolled back with it) to
+  // ROLLED_BACK with an audit event each (`message` for `job_id`,
+  // `also_message` for the others), stores the rollback info (for the
+  // others: forced, with_job = `job_id`, no counts) and writes the lineage
+  // records (their job ids as given, action rollback). Every job must be
+  // SUCCEEDED or DOWNSTREAM_UNHEALTHY: otherwise FAILED_PRECONDITION,
+  // writing nothing — except that a call for a `job_id` already
+  // ROLLED_BACK is an idempotent no-op (a repeat after a restart).
+  // NOT_FOUND for an unknown job.
+  virtual absl::Status RecordRollback(const std::string& job_id,
+                                      const RollbackInfo& info,
+                                      const std::vector<LineageRecord>& lineage,
+                                      const std::string& message,
+                                      const std::string& also_message,
+                                      absl::Time now) = 0;
+
+  // Every lineage record, of any job and action, of the (dataset,
+  // partition) pairs that `job_id` published, in the order they were
+  // recorded (oldest first). NOT_FOUND for an unknown job.
+  virtual absl::StatusOr<std::vector<LineageRecord>> GetLineageOverlapping(
+      const std::string& job_id) = 0;
+
+  // When each of `job_ids` recorded its publication (the time of its
+  // publish lineage); jobs that recorded none are left out.
+  virtual absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
+      const std::vector<std::string>& job_ids) = 0;
 
   virtual absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) = 0;

@@ -95,6 +95,9 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
                    NewUnaryHandler(this, &BackfillServiceImpl::ResumeBackfill));
   receive_as_bytes("RetryBackfill", v1::RetryBackfillRequest::descriptor(),
                    NewUnaryHandler(this, &BackfillServiceImpl::RetryBackfill));
+  receive_as_bytes(
+      "RollbackBackfill", v1::RollbackBackfillRequest::descriptor(),
+      NewUnaryHandler(this, &BackfillServiceImpl::RollbackBackfill));
   receive_as_bytes("ListDatasets", v1::ListDatasetsRequest::descriptor(),
                    NewUnaryHandler(this, &BackfillServiceImpl::ListDatasets));
   std::vector<std::string> missing;
@@ -252,6 +255,26 @@ grpc::Status BackfillServiceImpl::RetryBackfill(
     return ToGrpcStatus(valid);
   }
   absl::StatusOr<Job> job = manager_->Retry(request->id(), request->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::RollbackBackfill(
+    grpc::ServerContext* context, const v1::RollbackBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  RollbackRequest rollback;
+  rollback.reason = request->reason();
+  rollback.requested_by = request->requested_by();
+  rollback.force = request->force();
+  if (rollback.requested_by.empty()) {
+    // Lineage always says who asked: at least the client's address.
+    rollback.requested_by = absl::StrCat("unknown (", context->peer(), ")");
+  }
+  absl::StatusOr<Job> job = manager_->Rollback(request->id(), rollback);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;

@@ -71,6 +71,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status RetryBackfill(grpc::ServerContext* context,
                              const v1::RetryBackfillRequest* request,
                              v1::Backfill* response) override;
+  grpc::Status RollbackBackfill(grpc::ServerContext* context,
+                                const v1::RollbackBackfillRequest* request,
+                                v1::Backfill* response) override;
   grpc::Status ListDatasets(grpc::ServerContext* context,
                             const v1::ListDatasetsRequest* request,
                             v1::ListDatasetsResponse* response) override;

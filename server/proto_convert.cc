@@ -162,6 +162,23 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   if (TimeToProto(job.update_time, &ts)) *proto.mutable_update_time() = ts;
   if (TimeToProto(job.start_time, &ts)) *proto.mutable_start_time() = ts;
   if (TimeToProto(job.end_time, &ts)) *proto.mutable_end_time() = ts;
+  if (job.rollback) *proto.mutable_rollback() = RollbackToProto(*job.rollback);
+  return proto;
+}
+
+v1::RollbackInfo RollbackToProto(const RollbackInfo& info) {
+  v1::RollbackInfo proto;
+  proto.set_requested_by(info.requested_by);
+  proto.set_reason(info.reason);
+  google::protobuf::Timestamp ts;
+  if (TimeToProto(info.at, &ts)) *proto.mutable_time() = ts;
+  proto.set_forced(info.forced);
+  proto.set_rolled_back_with(info.with_job);
+  for (const std::string& id : info.also_rolled_back) {
+    proto.add_also_rolled_back(id);
+  }
+  proto.set_partitions_restored(info.partitions);
+  proto.set_rows_restored(info.rows);
   return proto;
 }
 
@@ -205,6 +222,13 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   for (const std::string& key : spec.primary_key) proto.add_primary_key(key);
   if (!spec.file.empty()) {
     proto.set_declared_at(absl::StrCat(spec.file, ":", spec.line));
+  }
+  if (spec.is_derived()) {
+    v1::RetentionPolicy* retention = proto.mutable_retention();
+    retention->set_versions(spec.retention.versions);
+    retention->set_max_age_seconds(
+        absl::ToInt64Seconds(spec.retention.max_age));
+    retention->set_declared(spec.retention.declared);
   }
   return proto;
 }

@@ -46,11 +46,14 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
 // timestamps (unset while InfinitePast).
 v1::Backfill JobToProto(const Job& job, const Catalog& catalog);
 
+// How a job was rolled back (Backfill.rollback).
+v1::RollbackInfo RollbackToProto(const RollbackInfo& info);
+
 // Step 1's answer: datasets with partitions and cost, totals, conflicts.
 v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
 
-// A declared dataset; downstream from Catalog::DirectDependents and
-// declared_at as "file:line".
+// A declared dataset; downstream from Catalog::DirectDependents,
+// declared_at as "file:line", retention for a derived dataset.
 v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog);
 
 // The same canonical code and the same message.

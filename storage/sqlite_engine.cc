@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/crash_point.h"
 #include "core/fingerprint.h"
@@ -41,6 +42,8 @@ absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";
+constexpr char kRollbacks[] = "_bf_rollbacks";
+constexpr char kPrevPrefix[] = "_bf_prev_";
 constexpr char kMeta[] = "_bf_meta";
 constexpr char kStartParam[] = ":partition_start";
 constexpr char kEndParam[] = ":partition_end";
@@ -251,6 +254,76 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
   return absl::OkStatus();
 }
 
+// The job id and dataset of a rollback copy's table: the inverse of
+// PrevTable for ids "bf-<digits>" (as JobOfArtifact).
+std::optional<std::pair<std::string, std::string>> CopyOfTable(
+    std::string_view table) {
+  constexpr std::string_view prefix = "_bf_prev_bf_";
+  if (table.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view rest = table.substr(prefix.size());
+  size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0 || digits + 1 >= rest.size() || rest[digits] != '_') {
+    return std::nullopt;
+  }
+  return std::make_pair(absl::StrCat("bf-", Sv(rest.substr(0, digits))),
+                        std::string(rest.substr(digits + 1)));
+}
+
+// Rows of `candidates` (a statement selecting one column over the
+// candidate pre-filter) that belong to `partition`, each value mapped in
+// C++: the count a statement's changes are checked against.
+absl::StatusOr<int64_t> CountMembers(Statement& candidates, Grain grain,
+                                     const std::string& partition) {
+  RETURN_IF_ERROR(candidates.Reset());
+  RETURN_IF_ERROR(BindMembership(candidates, grain, partition));
+  int64_t members = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, candidates.Step());
+    if (!row) break;
+    std::optional<std::string> p = sqlite::PartitionOfSqlValue(
+        grain, candidates.GetColumnType(0), candidates.ColumnText(0));
+    if (p && *p == partition) ++members;
+  }
+  return members;
+}
+
+// The rows `table` holds in each of the item's partitions, with their
+// fingerprints (as staging computes them, over the contract's columns).
+absl::Status MeasurePartitions(Database* db, const JobLayout::Item& item,
+                               std::vector<RestoredPartition>* out,
+                               int64_t* rows) {
+  const DatasetSpec& ds = *item.dataset;
+  ASSIGN_OR_RETURN(bool exists, db->TableExists(ds.table));
+  std::string sql = absl::StrCat("SELECT ", ColumnList(ds), " FROM main.",
+                                 Q(ds.table));
+  if (ds.partition) {
+    absl::StrAppend(&sql, " WHERE ",
+                    MembershipConditionParams(ds.grain(),
+                                              Q(ds.partition->column)));
+  }
+  std::optional<Statement> q;
+  if (exists) {
+    ASSIGN_OR_RETURN(Statement prepared, db->Prepare(sql));
+    q.emplace(std::move(prepared));
+  }
+  for (const std::string& partition : item.partitions) {
+    Fingerprint fp;
+    if (q) {
+      RETURN_IF_ERROR(q->Reset());
+      if (ds.partition) {
+        RETURN_IF_ERROR(BindMembership(*q, ds.grain(), partition));
+      }
+      ASSIGN_OR_RETURN(fp, HashRows(*q));
+    }
+    out->push_back({ds.name, partition, fp.rows(), fp.ToString()});
+    *rows += fp.rows();
+  }
+  return absl::OkStatus();
+}
+
 const JobLayout::Item* FindItem(const JobLayout& layout,
                                 const std::string& dataset) {
   for (const JobLayout::Item& item : layout.items) {
@@ -402,6 +475,12 @@ absl::Status SqliteEngine::CreateServiceTables(Database* db) {
       "CREATE TABLE IF NOT EXISTS main.", Q(kPublications),
       " (store_id TEXT NOT NULL, job_id TEXT NOT NULL, published_at INTEGER "
       "NOT NULL, PRIMARY KEY (store_id, job_id))")));
+  RETURN_IF_ERROR(db->Exec(absl::StrCat(
+      "CREATE TABLE IF NOT EXISTS main.", Q(kRollbacks),
+      " (store_id TEXT NOT NULL, job_id TEXT NOT NULL, rolled_back_at "
+      "INTEGER NOT NULL, requested_by TEXT NOT NULL, reason TEXT NOT NULL, "
+      "forced INTEGER NOT NULL, with_jobs TEXT NOT NULL, PRIMARY KEY "
+      "(store_id, job_id))")));
   if (has_markers && !named) {
     RETURN_IF_ERROR(db->Exec(absl::StrCat(
         "INSERT INTO main.", Q(kPublications),
@@ -462,6 +541,23 @@ absl::StatusOr<WarehouseInfo> SqliteEngine::Inspect() {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
       info.publications[q.ColumnText(0)] = q.ColumnText(1);
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat("SELECT job_id, store_id, requested_by, "
+                                 "reason, forced, with_jobs FROM main.",
+                                 Q(kRollbacks))));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      RollbackMarker& m = info.rollbacks[q.ColumnText(0)];
+      m.store_id = q.ColumnText(1);
+      m.requested_by = q.ColumnText(2);
+      m.reason = q.ColumnText(3);
+      m.forced = q.ColumnInt(4) != 0;
+      m.with_jobs = absl::StrSplit(q.ColumnText(5), ',', absl::SkipEmpty());
     }
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -1210,6 +1306,263 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
     if (id) ids.insert(*std::move(id));
   }
   return std::vector<std::string>(ids.begin(), ids.end());
+}
+
+// ---------------------------------------------------------------------------
+// Rollback and rollback copies
+
+absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
+    const RollbackSpec& spec) {
+  const JobLayout& layout = spec.layout;
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("Rollback: item without dataset");
+    }
+    RETURN_IF_ERROR(CheckWritable(*item.dataset));
+  }
+  for (const std::string& with : spec.marker.with_jobs) {
+    if (with.empty() || with.find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Rollback: malformed job id \"", with, "\""));
+    }
+  }
+  const std::string& job_id = layout.job_id;
+  const std::string owner = store_id();
+  RETURN_IF_ERROR(CheckFile());
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+  RollbackResult result;
+  auto marked = [&](const char* table) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT 1 FROM main.", Q(table),
+                                      " WHERE store_id = ?1 AND job_id = ?2")));
+    RETURN_IF_ERROR(q.BindText(1, owner));
+    RETURN_IF_ERROR(q.BindText(2, job_id));
+    return q.Step();
+  };
+  ASSIGN_OR_RETURN(bool done, marked(kRollbacks));
+  if (done) {
+    // Rolled back before (e.g. by the process that crashed before
+    // recording it): nothing is restored twice.
+    for (const JobLayout::Item& item : layout.items) {
+      RETURN_IF_ERROR(
+          MeasurePartitions(db.get(), item, &result.partitions, &result.rows));
+    }
+    RETURN_IF_ERROR(txn.Commit());
+    result.already = true;
+    return result;
+  }
+  ASSIGN_OR_RETURN(bool published, marked(kPublications));
+  if (!published) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rollback of job ", job_id,
+        ": the warehouse holds no publication of it by this state store; "
+        "nothing was restored"));
+  }
+  if (!owner.empty()) {
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT value FROM main.", Q(kMeta),
+                                      " WHERE key = 'owner_store_id'")));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row || q.ColumnText(0) != owner) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rollback of job ", job_id,
+          ": the warehouse no longer belongs to this state store (", owner,
+          "); nothing was restored"));
+    }
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::string where =
+        absl::StrCat("rollback of job ", job_id, ", dataset ", ds.name);
+    const std::string prev_name = PrevTable(job_id, ds.name);
+    for (const std::string& t : {prev_name, ds.table}) {
+      ASSIGN_OR_RETURN(bool exists, db->TableExists(t));
+      if (!exists) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": table ", t,
+                         t == prev_name ? " (the rollback copy)" : "",
+                         " does not exist; nothing was restored"));
+      }
+    }
+    const std::string table = Q(ds.table);
+    const std::string prev = Q(prev_name);
+    const std::string cols = ColumnList(ds);
+    // Like Publish, the rollback proves its statements: per partition, the
+    // rows deleted must equal the rows that belong to the partition and the
+    // rows restored the copy's rows of it, both counted apart from those
+    // statements by reading the candidates and mapping each value in C++;
+    // and every row of the copy must be restored into one of the
+    // partitions. Any difference rolls the whole transaction back.
+    const Grain grain = ds.grain();
+    const std::string col =
+        ds.partition ? Q(ds.partition->column) : std::string();
+    const std::string in_partition =
+        ds.partition ? MembershipConditionParams(grain, col) : "1";
+    ASSIGN_OR_RETURN(int64_t copy_rows,
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.",
+                                               prev)));
+    int64_t restored = 0;
+    std::optional<Statement> published_candidates, copy_candidates;
+    if (ds.partition) {
+      const std::string candidate =
+          sqlite::CandidateConditionParams(grain, col);
+      ASSIGN_OR_RETURN(Statement a, db->Prepare(absl::StrCat(
+                                        "SELECT ", col, " FROM main.", table,
+                                        " WHERE ", candidate)));
+      ASSIGN_OR_RETURN(Statement b, db->Prepare(absl::StrCat(
+                                        "SELECT ", col, " FROM main.", prev,
+                                        " WHERE ", candidate)));
+      published_candidates.emplace(std::move(a));
+      copy_candidates.emplace(std::move(b));
+    }
+    ASSIGN_OR_RETURN(Statement del,
+                     db->Prepare(absl::StrCat("DELETE FROM main.", table,
+                                              " WHERE ", in_partition)));
+    ASSIGN_OR_RETURN(
+        Statement put,
+        db->Prepare(absl::StrCat("INSERT INTO main.", table, " (", cols,
+                                 ") SELECT ", cols, " FROM main.", prev,
+                                 " WHERE ", in_partition)));
+    for (const std::string& partition : item.partitions) {
+      int64_t members = 0, kept = 0;
+      if (ds.partition) {
+        ASSIGN_OR_RETURN(members,
+                         CountMembers(*published_candidates, grain, partition));
+        ASSIGN_OR_RETURN(kept, CountMembers(*copy_candidates, grain, partition));
+      } else {
+        ASSIGN_OR_RETURN(members, db->QueryInt(absl::StrCat(
+                                      "SELECT COUNT(*) FROM main.", table)));
+        kept = copy_rows;
+      }
+      int64_t changed[2];
+      Statement* steps[2] = {&del, &put};
+      for (int i = 0; i < 2; ++i) {
+        RETURN_IF_ERROR(steps[i]->Reset());
+        if (ds.partition) {
+          RETURN_IF_ERROR(BindMembership(*steps[i], grain, partition));
+        }
+        RETURN_IF_ERROR(Annotate(steps[i]->Run(), where));
+        changed[i] = db->Changes();
+      }
+      if (changed[0] != members || changed[1] != kept) {
+        return absl::InternalError(absl::StrCat(
+            where, ", partition ", partition, ": the rollback would delete ",
+            changed[0], " published rows (", members,
+            " belong to the partition) and restore ", changed[1], " rows (",
+            kept,
+            " of the rollback copy belong to it); the transaction was rolled "
+            "back and nothing was restored. This is a defect of the engine, "
+            "not of the data"));
+      }
+      restored += kept;
+    }
+    if (restored != copy_rows) {
+      return absl::InternalError(absl::StrCat(
+          where, ": the rollback copy holds ", copy_rows, " rows but only ",
+          restored,
+          " belong to the job's partitions; the transaction was rolled back "
+          "and nothing was restored"));
+    }
+    RETURN_IF_ERROR(
+        MeasurePartitions(db.get(), item, &result.partitions, &result.rows));
+  }
+  // The copies of the job (and of the later jobs rolled back with it) have
+  // served: no rollback of these jobs can happen again.
+  {
+    std::vector<std::string> prefixes = {
+        absl::StrCat(kPrevPrefix, SafeJob(job_id), "_")};
+    for (const std::string& with : spec.marker.with_jobs) {
+      prefixes.push_back(absl::StrCat(kPrevPrefix, SafeJob(with), "_"));
+    }
+    std::vector<std::string> tables;
+    {
+      ASSIGN_OR_RETURN(Statement q,
+                       db->Prepare("SELECT name FROM main.sqlite_master WHERE "
+                                   "type = 'table' AND name LIKE "
+                                   "'\\_bf\\_prev\\_%' ESCAPE '\\'"));
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        std::string name = q.ColumnText(0);
+        for (const std::string& p : prefixes) {
+          if (absl::StartsWith(name, p)) {
+            tables.push_back(name);
+            break;
+          }
+        }
+      }
+    }
+    for (const std::string& t : tables) {
+      RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE main.", Q(t))));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat(
+            "INSERT INTO main.", Q(kRollbacks),
+            " (store_id, job_id, rolled_back_at, requested_by, reason, "
+            "forced, with_jobs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")));
+    RETURN_IF_ERROR(q.BindText(1, owner));
+    RETURN_IF_ERROR(q.BindText(2, job_id));
+    RETURN_IF_ERROR(q.BindInt(3, absl::ToUnixMicros(absl::Now())));
+    RETURN_IF_ERROR(q.BindText(4, spec.marker.requested_by));
+    RETURN_IF_ERROR(q.BindText(5, spec.marker.reason));
+    RETURN_IF_ERROR(q.BindInt(6, spec.marker.forced ? 1 : 0));
+    RETURN_IF_ERROR(q.BindText(7, absl::StrJoin(spec.marker.with_jobs, ",")));
+    RETURN_IF_ERROR(q.Run());
+  }
+  RETURN_IF_ERROR(CheckFile());
+  RETURN_IF_ERROR(
+      Annotate(txn.Commit(), absl::StrCat("rollback of job ", job_id)));
+  return result;
+}
+
+absl::StatusOr<std::vector<RollbackCopy>> SqliteEngine::ListRollbackCopies() {
+  RETURN_IF_ERROR(CheckFile());
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+  std::vector<RollbackCopy> out;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db->Prepare("SELECT name FROM main.sqlite_master WHERE "
+                                 "type = 'table' AND name LIKE "
+                                 "'\\_bf\\_prev\\_%' ESCAPE '\\'"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      std::string name = q.ColumnText(0);
+      std::optional<std::pair<std::string, std::string>> copy =
+          CopyOfTable(name);
+      if (!copy) continue;
+      out.push_back(RollbackCopy{copy->first, copy->second});
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  std::sort(out.begin(), out.end(),
+            [](const RollbackCopy& a, const RollbackCopy& b) {
+              auto number = [](const std::string& id) {
+                return std::make_pair(id.size(), id);
+              };
+              return std::make_pair(number(a.job_id), a.dataset) <
+                     std::make_pair(number(b.job_id), b.dataset);
+            });
+  return out;
+}
+
+absl::Status SqliteEngine::DropRollbackCopies(
+    const std::vector<RollbackCopy>& copies) {
+  if (copies.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckFile());
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+  for (const RollbackCopy& copy : copies) {
+    RETURN_IF_ERROR(db->Exec(absl::StrCat(
+        "DROP TABLE IF EXISTS main.", Q(PrevTable(copy.job_id, copy.dataset)))));
+  }
+  return txn.Commit();
 }
 
 }  // namespace backfill

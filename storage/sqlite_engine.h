@@ -11,14 +11,22 @@
 //                              dataset with their candidate ranges
 //   _bf_pin_<job>_<dataset>    snapshot of a pinned (`mapping: all`) input,
 //                              taken once by PrepareJob (kept on restart)
-//   _bf_prev_<job>_<dataset>   the published rows a Publish replaced, kept
-//                              for rollback (DropStaging keeps them)
+//   _bf_prev_<job>_<dataset>   the rollback copy: the published rows a
+//                              Publish replaced, kept for Rollback
+//                              (DropStaging keeps them; Rollback and
+//                              DropRollbackCopies, i.e. retention, drop them)
 //   _bf_publications           (store_id, job_id, published_at): written in
 //                              Publish's transaction, so IsPublished survives
 //                              a crash between the warehouse commit and the
 //                              state store's record of it. The store id keeps
 //                              a recreated state store's "bf-1" from passing
 //                              for the "bf-1" another store published.
+//   _bf_rollbacks              (store_id, job_id, rolled_back_at,
+//                              requested_by, reason, forced, with_jobs):
+//                              written in Rollback's transaction, so that a
+//                              crash before the state store records the
+//                              rollback is recovered and nothing is restored
+//                              twice.
 //   _bf_meta                   (key, value): owner_store_id, the state store
 //                              that claimed the warehouse.
 //
@@ -30,8 +38,9 @@
 // Every statement that selects rows by partition uses the membership
 // conditions of storage/sqlite_membership.h (the one definition of
 // partition membership, evaluated by an SQL function each connection
-// registers), and Publish counts, per partition, that it deletes exactly
-// the rows that belong to it.
+// registers), and Publish and Rollback count, per partition, that they
+// delete exactly the rows that belong to it (and Rollback that it restores
+// exactly the copy's rows of it).
 //
 // StagePartition reads its inputs through TEMP VIEWs on its connection that
 // shadow the table names the transform uses (SQLite resolves unqualified
@@ -111,6 +120,11 @@ class SqliteEngine : public Engine {
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
+  // Copies of jobs "bf-<digits>" only (as ListJobsWithStaging).
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
+  absl::Status DropRollbackCopies(
+      const std::vector<RollbackCopy>& copies) override;
   // Parses the job id back from the names of the `_bf_stage_`, `_bf_parts_`
   // and `_bf_pin_` tables. Only ids of the form "bf-<digits>" (the state
   // store's) can be told apart from the dataset name that follows them, so

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
 #include "storage/sqlite_db.h"
@@ -131,6 +132,26 @@ INSERT INTO meta (key, value)
   VALUES ('created_at', CAST(strftime('%s', 'now') AS INTEGER) * 1000000);
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN max_parallel INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 4: rollbacks. A lineage record says whether a job published the
+    // version or its rollback restored it (a job has at most one of each
+    // per partition); how each rolled-back job was rolled back.
+    R"sql(
+ALTER TABLE lineage ADD COLUMN action TEXT NOT NULL DEFAULT 'publish';
+DROP INDEX lineage_once_per_job;
+CREATE UNIQUE INDEX lineage_once_per_job_action
+  ON lineage (job_id, dataset, "partition", action);
+CREATE TABLE rollbacks (
+  job_id           TEXT PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+  requested_by     TEXT NOT NULL DEFAULT '',
+  reason           TEXT NOT NULL DEFAULT '',
+  at               INTEGER,                   -- unix micros
+  forced           INTEGER NOT NULL DEFAULT 0,
+  with_job         TEXT NOT NULL DEFAULT '',  -- rolled back with this job
+  also_rolled_back TEXT NOT NULL DEFAULT '',  -- length-prefixed job ids
+  partitions       INTEGER NOT NULL DEFAULT 0,
+  rows_restored    INTEGER NOT NULL DEFAULT 0
+);
 )sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -272,6 +293,35 @@ absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q) {
   return t;
 }
 
+constexpr char kLineageColumns[] =
+    "dataset, \"partition\", job_id, transform_version, inputs, "
+    "output_fingerprint, row_count, reason, ticket, requested_by, "
+    "published_at, action";
+
+// Every row of `q`, which selects kLineageColumns.
+absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
+  std::vector<LineageRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    LineageRecord rec;
+    rec.dataset = q.ColumnText(0);
+    rec.partition = q.ColumnText(1);
+    rec.job_id = q.ColumnText(2);
+    rec.transform_version = q.ColumnText(3);
+    ASSIGN_OR_RETURN(rec.inputs, DecodeInputs(q.ColumnText(4)));
+    rec.output_fingerprint = q.ColumnText(5);
+    rec.row_count = q.ColumnInt(6);
+    rec.reason = q.ColumnText(7);
+    rec.ticket = q.ColumnText(8);
+    rec.requested_by = q.ColumnText(9);
+    rec.published_at = ColumnTime(q, 10);
+    ASSIGN_OR_RETURN(rec.action, ParseLineageAction(q.ColumnText(11)));
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
 }  // namespace
 
 int SqliteStateStore::SchemaVersion() { return kSchemaVersion; }
@@ -396,6 +446,27 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
       dp.transform_version = q.ColumnText(4);
       index[dp.dataset] = job.plan.datasets.size();
       job.plan.datasets.push_back(std::move(dp));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT requested_by, reason, at, forced, with_job, "
+                     "also_rolled_back, partitions, rows_restored FROM "
+                     "rollbacks WHERE job_id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      RollbackInfo info;
+      info.requested_by = q.ColumnText(0);
+      info.reason = q.ColumnText(1);
+      info.at = ColumnTime(q, 2);
+      info.forced = q.ColumnInt(3) != 0;
+      info.with_job = q.ColumnText(4);
+      ASSIGN_OR_RETURN(info.also_rolled_back, DecodeFields(q.ColumnText(5)));
+      info.partitions = q.ColumnInt(6);
+      info.rows = q.ColumnInt(7);
+      job.rollback = std::move(info);
     }
   }
   if (with_partitions) {
@@ -920,8 +991,9 @@ absl::Status SqliteStateStore::RecordPublication(
   }
   int64_t recorded = 0;
   {
-    ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT COUNT(*) FROM lineage "
-                                               "WHERE job_id = ?1"));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT COUNT(*) FROM lineage WHERE job_id "
+                                  "= ?1 AND action = 'publish'"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.Step().status());
     recorded = q.ColumnInt(0);
@@ -999,31 +1071,128 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT dataset, \"partition\", job_id, transform_version, "
-                   "inputs, output_fingerprint, row_count, reason, ticket, "
-                   "requested_by, published_at FROM lineage WHERE dataset = "
-                   "?1 AND \"partition\" = ?2 ORDER BY published_at DESC, id "
-                   "DESC"));
+      db_->Prepare(absl::StrCat("SELECT ", kLineageColumns,
+                                " FROM lineage WHERE dataset = ?1 AND "
+                                "\"partition\" = ?2 ORDER BY published_at "
+                                "DESC, id DESC")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, partition));
-  std::vector<LineageRecord> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    LineageRecord rec;
-    rec.dataset = q.ColumnText(0);
-    rec.partition = q.ColumnText(1);
-    rec.job_id = q.ColumnText(2);
-    rec.transform_version = q.ColumnText(3);
-    ASSIGN_OR_RETURN(rec.inputs, DecodeInputs(q.ColumnText(4)));
-    rec.output_fingerprint = q.ColumnText(5);
-    rec.row_count = q.ColumnInt(6);
-    rec.reason = q.ColumnText(7);
-    rec.ticket = q.ColumnText(8);
-    rec.requested_by = q.ColumnText(9);
-    rec.published_at = ColumnTime(q, 10);
-    out.push_back(std::move(rec));
+  return ReadLineage(q);
+}
+
+absl::Status SqliteStateStore::RecordRollback(
+    const std::string& job_id, const RollbackInfo& info,
+    const std::vector<LineageRecord>& lineage, const std::string& message,
+    const std::string& also_message, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(JobState from, StateOf(job_id));
+  if (from == JobState::kRolledBack) return absl::OkStatus();  // recorded
+  std::vector<std::pair<std::string, JobState>> jobs = {{job_id, from}};
+  for (const std::string& other : info.also_rolled_back) {
+    if (other == job_id) continue;
+    ASSIGN_OR_RETURN(JobState state, StateOf(other));
+    jobs.push_back({other, state});
   }
+  for (const auto& [id, state] : jobs) {
+    if (state != JobState::kSucceeded &&
+        state != JobState::kDownstreamUnhealthy) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot record the rollback of job ", id, ": it is ",
+          JobStateText(state), ", not SUCCEEDED or DOWNSTREAM_UNHEALTHY"));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("INSERT INTO lineage (dataset, \"partition\", job_id, "
+                     "transform_version, inputs, output_fingerprint, "
+                     "row_count, reason, ticket, requested_by, published_at, "
+                     "action) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                     "?10, ?11, 'rollback')"));
+    for (const LineageRecord& rec : lineage) {
+      RETURN_IF_ERROR(q.Reset());
+      RETURN_IF_ERROR(q.BindText(1, rec.dataset));
+      RETURN_IF_ERROR(q.BindText(2, rec.partition));
+      RETURN_IF_ERROR(q.BindText(3, rec.job_id.empty() ? job_id : rec.job_id));
+      RETURN_IF_ERROR(q.BindText(4, rec.transform_version));
+      RETURN_IF_ERROR(q.BindText(5, EncodeInputs(rec.inputs)));
+      RETURN_IF_ERROR(q.BindText(6, rec.output_fingerprint));
+      RETURN_IF_ERROR(q.BindInt(7, rec.row_count));
+      RETURN_IF_ERROR(q.BindText(8, rec.reason));
+      RETURN_IF_ERROR(q.BindText(9, rec.ticket));
+      RETURN_IF_ERROR(q.BindText(10, rec.requested_by));
+      RETURN_IF_ERROR(BindTime(
+          q, 11,
+          rec.published_at == absl::InfinitePast() ? now : rec.published_at));
+      RETURN_IF_ERROR(q.Run());
+    }
+  }
+  ASSIGN_OR_RETURN(
+      Statement insert,
+      db_->Prepare("INSERT OR REPLACE INTO rollbacks (job_id, requested_by, "
+                   "reason, at, forced, with_job, also_rolled_back, "
+                   "partitions, rows_restored) VALUES (?1, ?2, ?3, ?4, ?5, "
+                   "?6, ?7, ?8, ?9)"));
+  for (const auto& [id, state] : jobs) {
+    const bool main = id == job_id;
+    RETURN_IF_ERROR(insert.Reset());
+    RETURN_IF_ERROR(insert.BindText(1, id));
+    RETURN_IF_ERROR(insert.BindText(2, info.requested_by));
+    RETURN_IF_ERROR(insert.BindText(3, info.reason));
+    RETURN_IF_ERROR(BindTime(
+        insert, 4, info.at == absl::InfinitePast() ? now : info.at));
+    RETURN_IF_ERROR(insert.BindInt(5, info.forced ? 1 : 0));
+    RETURN_IF_ERROR(insert.BindText(6, main ? info.with_job : job_id));
+    RETURN_IF_ERROR(insert.BindText(
+        7, main ? EncodeFields(info.also_rolled_back) : std::string()));
+    RETURN_IF_ERROR(insert.BindInt(8, main ? info.partitions : 0));
+    RETURN_IF_ERROR(insert.BindInt(9, main ? info.rows : 0));
+    RETURN_IF_ERROR(insert.Run());
+    RETURN_IF_ERROR(WriteTransition(id, state, JobState::kRolledBack,
+                                    main ? message : also_message, now));
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<LineageRecord>>
+SqliteStateStore::GetLineageOverlapping(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  RETURN_IF_ERROR(StateOf(job_id).status());
+  std::vector<std::string> columns =
+      absl::StrSplit(kLineageColumns, ", ");
+  for (std::string& c : columns) c = absl::StrCat("l.", c);
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare(absl::StrCat(
+          "SELECT ", absl::StrJoin(columns, ", "),
+          " FROM lineage m JOIN lineage l ON l.dataset = m.dataset AND "
+          "l.\"partition\" = m.\"partition\" WHERE m.job_id = ?1 AND "
+          "m.action = 'publish' ORDER BY l.id")));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> out, ReadLineage(q));
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, absl::Time>>
+SqliteStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("SELECT MIN(published_at) FROM lineage WHERE "
+                                "job_id = ?1 AND action = 'publish'"));
+  std::map<std::string, absl::Time> out;
+  for (const std::string& id : job_ids) {
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row && !q.ColumnIsNull(0)) out[id] = ColumnTime(q, 0);
+  }
+  RETURN_IF_ERROR(txn.Commit());
   return out;
 }
 

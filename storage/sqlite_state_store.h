@@ -25,8 +25,9 @@
 // Tables: jobs (request, state, plan cost, idempotency_key UNIQUE when set),
 // job_datasets (the plan's datasets in order, with reason and cost), tasks
 // (one per planned (dataset, partition): the checkpoint; a plan's partitions
-// are read back from them in ordinal order), lineage, audit_events, and
-// counters (the job id sequence).
+// are read back from them in ordinal order), lineage (each record a publish
+// or a rollback), rollbacks (who rolled a job back, why, when, what was
+// restored), audit_events, and counters (the job id sequence).
 //
 // Encoding: timestamps are unix microseconds (NULL for "not yet"); job ids
 // are "bf-<n>" with n from a counter row that never goes back. Lists (the
@@ -44,6 +45,7 @@
 #ifndef BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
 #define BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +110,16 @@ class SqliteStateStore : public StateStore {
                                  absl::Time now) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
+  absl::Status RecordRollback(const std::string& job_id,
+                              const RollbackInfo& info,
+                              const std::vector<LineageRecord>& lineage,
+                              const std::string& message,
+                              const std::string& also_message,
+                              absl::Time now) override;
+  absl::StatusOr<std::vector<LineageRecord>> GetLineageOverlapping(
+      const std::string& job_id) override;
+  absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
+      const std::vector<std::string>& job_ids) override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) override;
   absl::StatusOr<StoreStats> Stats() override;

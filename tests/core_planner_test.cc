@@ -54,6 +54,15 @@ class CountingEngine : public Engine {
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
     return std::vector<std::string>{};
   }
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec&) override {
+    return absl::UnimplementedError("planner must not write");
+  }
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override {
+    return std::vector<RollbackCopy>{};
+  }
+  absl::Status DropRollbackCopies(const std::vector<RollbackCopy>&) override {
+    return absl::UnimplementedError("planner must not write");
+  }
 };
 
 DatasetSpec Source(const std::string& name, Grain grain) {

@@ -182,6 +182,7 @@ absl::StatusOr<WarehouseInfo> FakeEngine::Inspect() {
   for (const auto& [store_id, job_id] : markers_) {
     info.publications[job_id] = store_id;
   }
+  info.rollbacks = rollbacks_;
   return info;
 }
 
@@ -472,12 +473,21 @@ absl::Status FakeEngine::Publish(const JobLayout& layout) {
     const std::map<std::string, int64_t>& staged =
         job->second.staged.at(ds.name);
     std::map<std::string, int64_t>& table = published_[ds.name];
+    std::map<std::string, int64_t>& copy = copies_[{job_id, ds.name}];
+    copy.clear();
     if (!ds.partition) {
+      for (const auto& [partition, rows] : table) {
+        if (rows > 0) copy[""] += rows;
+      }
       table.clear();
       if (const int64_t rows = Sum(staged); rows > 0) table[""] = rows;
       continue;
     }
     for (const std::string& partition : item.partitions) {
+      if (auto old = table.find(partition);
+          old != table.end() && old->second > 0) {
+        copy[partition] = old->second;
+      }
       table.erase(partition);
       auto it = staged.find(partition);
       if (it != staged.end() && it->second > 0) table[partition] = it->second;
@@ -515,6 +525,125 @@ void FakeEngine::Interrupt() {
   ++interrupts_;
   ++calls_["Interrupt"];
   call_log_.push_back({"Interrupt", "", "", ""});
+}
+
+absl::StatusOr<RollbackResult> FakeEngine::Rollback(const RollbackSpec& spec) {
+  const JobLayout& layout = spec.layout;
+  if (absl::Status s = Enter({"Rollback", layout.job_id, "", ""}); !s.ok()) {
+    return s;
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("Rollback: item without dataset");
+    }
+  }
+  const std::string& job_id = layout.job_id;
+  absl::MutexLock lock(&mu_);
+  auto measure = [&](RollbackResult* result) {
+    for (const JobLayout::Item& item : layout.items) {
+      const std::map<std::string, int64_t>& table =
+          published_[item.dataset->name];
+      for (const std::string& partition : item.partitions) {
+        int64_t rows = 0;
+        if (!item.dataset->partition) {
+          rows = Sum(table);
+        } else if (auto it = table.find(partition); it != table.end()) {
+          rows = it->second;
+        }
+        result->partitions.push_back(
+            {item.dataset->name, partition, rows,
+             absl::StrCat("fake:", item.dataset->name, "/", partition, ":",
+                          rows)});
+        result->rows += rows;
+      }
+    }
+  };
+  RollbackResult result;
+  if (auto it = rollbacks_.find(job_id);
+      it != rollbacks_.end() && it->second.store_id == claimed_) {
+    measure(&result);
+    result.already = true;
+    return result;
+  }
+  if (!markers_.count({claimed_, job_id})) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rollback of job ", job_id,
+        ": the warehouse holds no publication of it by this state store; "
+        "nothing was restored"));
+  }
+  if (!claimed_.empty() && owner_ != claimed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rollback of job ", job_id,
+        ": the warehouse no longer belongs to this state store (", claimed_,
+        "); nothing was restored"));
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    if (!copies_.count({job_id, item.dataset->name})) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rollback of job ", job_id, ", dataset ", item.dataset->name,
+          ": table ", item.dataset->name,
+          " (the rollback copy) does not exist; nothing was restored"));
+    }
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::map<std::string, int64_t>& copy = copies_.at({job_id, ds.name});
+    std::map<std::string, int64_t>& table = published_[ds.name];
+    if (!ds.partition) {
+      table.clear();
+      if (const int64_t rows = Sum(copy); rows > 0) table[""] = rows;
+      continue;
+    }
+    for (const std::string& partition : item.partitions) {
+      table.erase(partition);
+      if (auto it = copy.find(partition); it != copy.end() && it->second > 0) {
+        table[partition] = it->second;
+      }
+    }
+  }
+  measure(&result);
+  std::set<std::string> dropped(spec.marker.with_jobs.begin(),
+                                spec.marker.with_jobs.end());
+  dropped.insert(job_id);
+  for (auto it = copies_.begin(); it != copies_.end();) {
+    it = dropped.count(it->first.first) ? copies_.erase(it) : std::next(it);
+  }
+  RollbackMarker marker = spec.marker;
+  marker.store_id = claimed_;
+  rollbacks_[job_id] = std::move(marker);
+  return result;
+}
+
+absl::StatusOr<std::vector<RollbackCopy>> FakeEngine::ListRollbackCopies() {
+  if (absl::Status s = Enter({"ListRollbackCopies", "", "", ""}); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  std::vector<RollbackCopy> out;
+  for (const auto& [key, copy] : copies_) {
+    if (IsStoreJobId(key.first)) out.push_back({key.first, key.second});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RollbackCopy& a, const RollbackCopy& b) {
+              auto number = [](const std::string& id) {
+                return std::make_pair(id.size(), id);
+              };
+              return std::make_pair(number(a.job_id), a.dataset) <
+                     std::make_pair(number(b.job_id), b.dataset);
+            });
+  return out;
+}
+
+absl::Status FakeEngine::DropRollbackCopies(
+    const std::vector<RollbackCopy>& copies) {
+  if (absl::Status s = Enter({"DropRollbackCopies", "", "", ""}); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const RollbackCopy& copy : copies) {
+    copies_.erase({copy.job_id, copy.dataset});
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace backfill::testing

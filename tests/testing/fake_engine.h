@@ -25,8 +25,11 @@
 // reports, like SqliteEngine, only ids of the form "bf-<digits>", sorted.
 // tests/storage_engine_contract_test.cc runs the same cases against both.
 // No transform runs, so StagePartition never finds rows outside the
-// partition or missing columns (make the hook fail the call instead), and
-// Publish keeps no rollback copies.
+// partition or missing columns (make the hook fail the call instead).
+// Publish keeps the replaced row counts as the job's rollback copy per
+// dataset; Rollback restores them as SqliteEngine does (marker, copies
+// dropped, a second call restores nothing), with fingerprints
+// "fake:<dataset>/<partition>:<rows>" of the restored rows.
 // Input rows: a partition the job recomputes is read from its staging,
 // another from the published table; a whole-table input the job recomputes
 // from its staging plus the published rows outside the job's partitions,
@@ -96,6 +99,10 @@ class FakeEngine : public Engine {
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
+  absl::Status DropRollbackCopies(
+      const std::vector<RollbackCopy>& copies) override;
   void Interrupt() override;
 
   // ---- Configuration -------------------------------------------------------
@@ -184,6 +191,12 @@ class FakeEngine : public Engine {
   std::string claimed_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<std::string, std::string>> markers_
       ABSL_GUARDED_BY(mu_);  // (store id, job id)
+  // (job id, dataset) -> partition -> rows the job's publish replaced.
+  std::map<std::pair<std::string, std::string>,
+           std::map<std::string, int64_t>>
+      copies_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RollbackMarker> rollbacks_
+      ABSL_GUARDED_BY(mu_);  // job id -> marker
 
   std::map<std::string, int64_t> calls_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> call_log_ ABSL_GUARDED_BY(mu_);

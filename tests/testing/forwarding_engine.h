@@ -47,6 +47,16 @@ class ForwardingEngine : public Engine {
   absl::Status DropStaging(const std::string& job_id) override {
     return inner_->DropStaging(job_id);
   }
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override {
+    return inner_->Rollback(spec);
+  }
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override {
+    return inner_->ListRollbackCopies();
+  }
+  absl::Status DropRollbackCopies(
+      const std::vector<RollbackCopy>& copies) override {
+    return inner_->DropRollbackCopies(copies);
+  }
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
     return inner_->ListJobsWithStaging();
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -555,6 +556,7 @@ absl::Status InMemoryStateStore::RecordPublication(
     r.id = next_lineage_id_++;
     r.record = rec;
     r.record.job_id = job_id;
+    r.record.action = LineageAction::kPublish;
     r.record.published_at = Stored(
         rec.published_at == absl::InfinitePast() ? now : rec.published_at);
     lineage_[{rec.dataset, rec.partition}].push_back(std::move(r));
@@ -574,6 +576,118 @@ absl::Status InMemoryStateStore::RecordPublication(
   if (IsTerminal(to)) job.end_time = Stored(now);
   AppendAuditLocked(job_id, JobStateName(from), JobStateName(to), message, now);
   return absl::OkStatus();
+}
+
+absl::Status InMemoryStateStore::RecordRollback(
+    const std::string& job_id, const RollbackInfo& info,
+    const std::vector<LineageRecord>& lineage, const std::string& message,
+    const std::string& also_message, absl::Time now) {
+  if (absl::Status s = BeginWrite("RecordRollback"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  if (row->job.state == JobState::kRolledBack) return absl::OkStatus();
+  std::vector<JobRow*> rows = {row};
+  for (const std::string& other : info.also_rolled_back) {
+    if (other == job_id) continue;
+    JobRow* r = FindLocked(other);
+    if (r == nullptr) return NoJob(other);
+    rows.push_back(r);
+  }
+  for (JobRow* r : rows) {
+    const JobState state = r->job.state;
+    if (state != JobState::kSucceeded &&
+        state != JobState::kDownstreamUnhealthy) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot record the rollback of job ", r->job.id, ": it is ",
+          JobStateName(state), ", not SUCCEEDED or DOWNSTREAM_UNHEALTHY"));
+    }
+  }
+  // As the SQLite store's unique index: one rollback record per (job,
+  // dataset, partition).
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
+  for (const LineageRecord& rec : lineage) {
+    const std::string id = rec.job_id.empty() ? job_id : rec.job_id;
+    if (!seen.insert({id, rec.dataset, rec.partition}).second) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("rollback lineage of job ", id, " lists ", rec.dataset,
+                       "/", rec.partition, " twice"));
+    }
+  }
+  for (const LineageRecord& rec : lineage) {
+    LineageRow r;
+    r.id = next_lineage_id_++;
+    r.record = rec;
+    if (r.record.job_id.empty()) r.record.job_id = job_id;
+    r.record.action = LineageAction::kRollback;
+    r.record.published_at = Stored(
+        rec.published_at == absl::InfinitePast() ? now : rec.published_at);
+    lineage_[{rec.dataset, rec.partition}].push_back(std::move(r));
+  }
+  for (JobRow* r : rows) {
+    const bool main = r == row;
+    RollbackInfo stored;
+    stored.requested_by = info.requested_by;
+    stored.reason = info.reason;
+    stored.at = Stored(info.at == absl::InfinitePast() ? now : info.at);
+    stored.forced = info.forced;
+    if (main) {
+      stored.with_job = info.with_job;
+      stored.also_rolled_back = info.also_rolled_back;
+      stored.partitions = info.partitions;
+      stored.rows = info.rows;
+    } else {
+      stored.with_job = job_id;
+    }
+    r->job.rollback = std::move(stored);
+    WriteTransitionLocked(r, r->job.state, JobState::kRolledBack,
+                          main ? message : also_message, now);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<LineageRecord>>
+InMemoryStateStore::GetLineageOverlapping(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  std::vector<const LineageRow*> rows;
+  for (const auto& [key, versions] : lineage_) {
+    const bool mine = std::any_of(
+        versions.begin(), versions.end(), [&](const LineageRow& r) {
+          return r.record.job_id == job_id &&
+                 r.record.action == LineageAction::kPublish;
+        });
+    if (!mine) continue;
+    for (const LineageRow& r : versions) rows.push_back(&r);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const LineageRow* a, const LineageRow* b) {
+              return a->id < b->id;
+            });
+  std::vector<LineageRecord> out;
+  for (const LineageRow* r : rows) out.push_back(r->record);
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, absl::Time>>
+InMemoryStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
+  absl::MutexLock lock(&mu_);
+  const std::set<std::string> wanted(job_ids.begin(), job_ids.end());
+  std::map<std::string, absl::Time> out;
+  for (const auto& [key, versions] : lineage_) {
+    for (const LineageRow& r : versions) {
+      if (r.record.action != LineageAction::kPublish ||
+          !wanted.count(r.record.job_id)) {
+        continue;
+      }
+      auto [it, inserted] =
+          out.emplace(r.record.job_id, r.record.published_at);
+      if (!inserted && r.record.published_at < it->second) {
+        it->second = r.record.published_at;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace backfill::testing

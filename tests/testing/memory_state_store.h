@@ -13,14 +13,17 @@
 //     event per move;
 //   - RecordPublication idempotent for a job past PUBLISHING and refused
 //     for any other state but PUBLISHING; lineage newest first;
+//   - RecordRollback idempotent for a job already ROLLED_BACK, refused
+//     (nothing written) unless every job named is SUCCEEDED or
+//     DOWNSTREAM_UNHEALTHY;
 //   - times kept to the microsecond (rounded down, as unix microseconds
 //     are), an infinite time read back as InfinitePast ("not yet"); the
 //     creation time of the store to the second.
 // Every write happens entirely or not at all.
 //
 // Fault injection: the write methods are CreateJob, ReserveJobNumbers,
-// TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState
-// and RecordPublication. Each call of one is counted, then calls the write
+// TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState,
+// RecordPublication and RecordRollback. Each call of one is counted, then calls the write
 // hook (if set) with the method's name, outside the store's lock, so that
 // the hook may block, count or fail the call; then fails with an injected
 // status (FailNextWrites first, then FailWrites) if there is one. A write
@@ -100,6 +103,16 @@ class InMemoryStateStore : public StateStore {
                                  absl::Time now) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
+  absl::Status RecordRollback(const std::string& job_id,
+                              const RollbackInfo& info,
+                              const std::vector<LineageRecord>& lineage,
+                              const std::string& message,
+                              const std::string& also_message,
+                              absl::Time now) override;
+  absl::StatusOr<std::vector<LineageRecord>> GetLineageOverlapping(
+      const std::string& job_id) override;
+  absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
+      const std::vector<std::string>& job_ids) override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) override;
   absl::StatusOr<StoreStats> Stats() override;
