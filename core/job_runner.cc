@@ -1642,24 +1642,10 @@ absl::StatusOr<Job> JobRunner::RollBack(
   const JobLookup lookup = [this](const std::string& other) {
     return store_->GetJob(other);
   };
-  std::vector<Job> with_jobs;
-  if (with_ids == nullptr) {
-    ASSIGN_OR_RETURN(with_jobs, LaterJobs(job, history, request.force, lookup));
-  } else {
-    for (const std::string& other : *with_ids) {
-      ASSIGN_OR_RETURN(Job j, store_->GetJob(other));
-      with_jobs.push_back(std::move(j));
-    }
-  }
-  RollbackSpec spec;
-  spec.layout = layout;
-  spec.marker.requested_by = request.requested_by;
-  spec.marker.reason = request.reason;
-  spec.marker.forced = !with_jobs.empty();
-  for (const Job& j : with_jobs) spec.marker.with_jobs.push_back(j.id);
   if (with_ids == nullptr) {
     // The copies the restore needs must still exist (unless the warehouse
-    // rolled the job back before and recovery has not recorded it).
+    // rolled the job back before and recovery has not recorded it). Checked
+    // first: an expired copy is final, later jobs are not.
     WarehouseInfo info;
     RETURN_IF_ERROR(Persist(Storage::kWarehouse, "reading rollback markers",
                             [&]() -> absl::Status {
@@ -1688,6 +1674,21 @@ absl::StatusOr<Job> JobRunner::RollBack(
       }
     }
   }
+  std::vector<Job> with_jobs;
+  if (with_ids == nullptr) {
+    ASSIGN_OR_RETURN(with_jobs, LaterJobs(job, history, request.force, lookup));
+  } else {
+    for (const std::string& other : *with_ids) {
+      ASSIGN_OR_RETURN(Job j, store_->GetJob(other));
+      with_jobs.push_back(std::move(j));
+    }
+  }
+  RollbackSpec spec;
+  spec.layout = layout;
+  spec.marker.requested_by = request.requested_by;
+  spec.marker.reason = request.reason;
+  spec.marker.forced = !with_jobs.empty();
+  for (const Job& j : with_jobs) spec.marker.with_jobs.push_back(j.id);
   RollbackResult restored;
   RETURN_IF_ERROR(Persist(Storage::kWarehouse,
                           absl::StrCat("rolling back job ", id),
