@@ -444,5 +444,115 @@ TEST_P(EngineContractTest, PublishIsRefusedOnceAnotherStoreTookOver) {
   EXPECT_THAT(*engine()->CountRowsByPartition(revenue_), IsEmpty());
 }
 
+// ---- Rollback ---------------------------------------------------------------
+
+TEST_P(EngineContractTest, RollbackRestoresTheReplacedRowsOnce) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01", "2025-01-02"}));
+  // Day 2 loses its US order: one region instead of two.
+  if (GetParam() == EngineKind::kSqlite) {
+    auto db = sqlite::Database::Open(path_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("DELETE FROM raw_orders WHERE order_id = 5").ok());
+  } else {
+    fake_.SetRowsFor([](const std::string&, const std::string& p) {
+      return p == "2025-01-01" ? int64_t{2} : int64_t{1};
+    });
+  }
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-2", {"2025-01-02", "2025-01-03"}));
+  ASSERT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 1),
+                          Pair("2025-01-03", 1)));
+  auto copies = engine()->ListRollbackCopies();
+  ASSERT_TRUE(copies.ok()) << copies.status();
+  ASSERT_EQ(copies->size(), 2u);
+  EXPECT_EQ((*copies)[0].job_id, "bf-1");
+  EXPECT_EQ((*copies)[1].job_id, "bf-2");
+  EXPECT_EQ((*copies)[1].dataset, "daily_revenue");
+
+  RollbackSpec spec;
+  spec.layout = RevenueLayout("bf-2", {"2025-01-02", "2025-01-03"});
+  spec.marker.requested_by = "ann";
+  spec.marker.reason = "wrong prices";
+  auto result = engine()->Rollback(spec);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->already);
+  EXPECT_EQ(result->rows, 2);
+  ASSERT_EQ(result->partitions.size(), 2u);
+  EXPECT_EQ(result->partitions[0].partition, "2025-01-02");
+  EXPECT_EQ(result->partitions[0].rows, 2);
+  EXPECT_EQ(result->partitions[1].partition, "2025-01-03");
+  EXPECT_EQ(result->partitions[1].rows, 0);  // did not exist before bf-2
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+  auto info = engine()->Inspect();
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->rollbacks.count("bf-2"), 1u);
+  EXPECT_EQ(info->rollbacks.at("bf-2").store_id, "store-a");
+  EXPECT_EQ(info->rollbacks.at("bf-2").reason, "wrong prices");
+  EXPECT_EQ(info->rollbacks.at("bf-2").requested_by, "ann");
+  // Its copy served and is gone.
+  copies = engine()->ListRollbackCopies();
+  ASSERT_EQ(copies->size(), 1u);
+  EXPECT_EQ((*copies)[0].job_id, "bf-1");
+
+  // A second call (a restart before the store recorded it) restores
+  // nothing and reports what the partitions hold.
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  auto again = engine()->Rollback(spec);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->already);
+  EXPECT_EQ(again->rows, 2);
+  EXPECT_EQ(again->partitions[0].fingerprint, result->partitions[0].fingerprint);
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
+}
+
+TEST_P(EngineContractTest, RollbackIsRefusedWithoutPublicationOrCopy) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01"}));
+  RollbackSpec spec;
+  spec.layout = RevenueLayout("bf-9", {"2025-01-01"});
+  auto never = engine()->Rollback(spec);
+  EXPECT_EQ(never.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(never.status().message(), HasSubstr("no publication"));
+  ASSERT_TRUE(engine()->DropRollbackCopies({{"bf-1", "daily_revenue"}}).ok());
+  ASSERT_TRUE(engine()->DropRollbackCopies({{"bf-1", "daily_revenue"}}).ok());
+  EXPECT_THAT(*engine()->ListRollbackCopies(), IsEmpty());
+  spec.layout = RevenueLayout("bf-1", {"2025-01-01"});
+  auto gone = engine()->Rollback(spec);
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gone.status().message(), HasSubstr("rollback copy"));
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2)));
+  EXPECT_THAT(engine()->Inspect()->rollbacks, IsEmpty());
+}
+
+TEST_P(EngineContractTest, RollbackOfAnUnpartitionedDataset) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  JobLayout layout;
+  layout.job_id = "bf-3";
+  layout.items = {{&totals_, {""}}};
+  layout.pinned = {&customers_};
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  ASSERT_TRUE(engine()
+                  ->StagePartition("bf-3", totals_, "",
+                                   {{&customers_, std::nullopt}})
+                  .ok());
+  ASSERT_TRUE(engine()->Publish(layout).ok());
+  ASSERT_THAT(*engine()->CountRowsByPartition(totals_),
+              ElementsAre(Pair("", 2)));
+  RollbackSpec spec;
+  spec.layout = layout;
+  auto result = engine()->Rollback(spec);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->partitions.size(), 1u);
+  EXPECT_EQ(result->partitions[0].partition, "");
+  EXPECT_EQ(result->rows, 0);  // the initial load is undone
+  EXPECT_THAT(*engine()->CountRowsByPartition(totals_),
+              ElementsAre(Pair("", 0)));
+}
+
 }  // namespace
 }  // namespace backfill

@@ -636,5 +636,125 @@ TEST_F(SqliteEngineTest, ListJobsWithStagingParsesJobIdsFromTableNames) {
 // it linearly on every call, O(P) per call and O(P^2) per job. Staging one
 // partition of a job of 300k partitions must cost about as much as staging
 // one of a job of one partition.
+// A full ordered dump of a table: every column as quote() text.
+std::string DumpSql(const std::string& table) {
+  return absl::StrCat("SELECT quote(ds), quote(region), quote(revenue), "
+                      "quote(orders) FROM ",
+                      sqlite::QuoteIdentifier(table), " ORDER BY 1, 2, 3, 4");
+}
+
+TEST_F(SqliteEngineTest, RollbackRestoresByteIdenticalRowsOnlyInItsPartitions) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  RunRevenueJob("bf-1", {"2025-01-01", "2025-01-02", "2025-01-03"});
+  // Rows another writer put into the published table: a timestamp inside
+  // day 2 (a member of partition 2025-01-02 by the one definition), a NULL,
+  // a value of no partition, an integer in a text column, a day the jobs
+  // never touch.
+  Exec("INSERT INTO daily_revenue VALUES ('2025-01-02 12:00:00', 'XX', 1.5, "
+       "NULL), (NULL, 'YY', NULL, 1), ('junk', 'ZZ', 0.1, 2), "
+       "('2025-01-09', 'EU', 99, 9)");
+  const std::vector<std::string> before = Rows(DumpSql("daily_revenue"));
+  Exec("UPDATE raw_orders SET refund = amount / 3");
+  RunRevenueJob("bf-2", {"2025-01-02", "2025-01-04"});  // day 4: no orders
+  const std::vector<std::string> published = Rows(DumpSql("daily_revenue"));
+  ASSERT_NE(published, before);
+  // The timestamp row of day 2 was replaced; the others stayed.
+  EXPECT_THAT(published, ::testing::Not(::testing::Contains(
+                             "'2025-01-02 12:00:00'|'XX'|1.5|NULL")));
+
+  RollbackSpec spec;
+  spec.layout = Layout("bf-2", {{&revenue_, {"2025-01-02", "2025-01-04"}}});
+  spec.marker.reason = "refunds were wrong";
+  auto result = engine_->Rollback(spec);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(Rows(DumpSql("daily_revenue")), before);
+  // Restored: bf-1's two regions of day 2 plus the timestamp row.
+  EXPECT_EQ(result->rows, 3);
+  EXPECT_THAT(Rows("SELECT COUNT(*) FROM daily_revenue WHERE ds >= "
+                   "'2025-01-02' AND ds < '2025-01-03'"),
+              ElementsAre("3"));
+  EXPECT_FALSE(Exists(SqliteEngine::PrevTable("bf-2", "daily_revenue")));
+  EXPECT_TRUE(Exists(SqliteEngine::PrevTable("bf-1", "daily_revenue")));
+  EXPECT_THAT(Rows("SELECT store_id, job_id, reason, forced, with_jobs FROM "
+                   "_bf_rollbacks"),
+              ElementsAre("store-a|bf-2|refunds were wrong|0|"));
+}
+
+TEST_F(SqliteEngineTest, RollbackFingerprintsMatchThePublishedVersion) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  JobLayout layout = Layout("bf-1", {{&revenue_, {"2025-01-01"}}});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  auto staged = StageRevenue("bf-1", "2025-01-01");
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  ASSERT_TRUE(engine_->Publish(layout).ok());
+  Exec("UPDATE raw_orders SET refund = 1");
+  RunRevenueJob("bf-2", {"2025-01-01"});
+  RollbackSpec spec;
+  spec.layout = Layout("bf-2", {{&revenue_, {"2025-01-01"}}});
+  auto result = engine_->Rollback(spec);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->partitions.size(), 1u);
+  // The rows restored are bf-1's: the same fingerprint as it staged.
+  EXPECT_EQ(result->partitions[0].fingerprint, staged->output_fingerprint);
+  EXPECT_EQ(result->partitions[0].rows, staged->rows_written);
+}
+
+TEST_F(SqliteEngineTest, RollbackIsAtomicAcrossDatasets) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  const std::vector<std::string> days = {"2025-01-01", "2025-01-02"};
+  auto run = [&](const std::string& job) {
+    JobLayout layout = Layout(job, {{&revenue_, days}, {&totals_, days}});
+    ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+    for (const std::string& day : days) {
+      ASSERT_TRUE(StageRevenue(job, day).ok());
+      ASSERT_TRUE(engine_
+                      ->StagePartition(job, totals_, day,
+                                       {{&revenue_, day}})
+                      .ok());
+    }
+    ASSERT_TRUE(engine_->Publish(layout).ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(run("bf-1"));
+  Exec("UPDATE raw_orders SET refund = amount");
+  ASSERT_NO_FATAL_FAILURE(run("bf-2"));
+  const std::vector<std::string> revenue = Rows(DumpSql("daily_revenue"));
+  const std::vector<std::string> totals =
+      Rows("SELECT quote(ds), quote(regions), quote(revenue) FROM "
+           "region_count ORDER BY 1, 2, 3");
+  // The second dataset's copy is gone: the first is not restored either.
+  Exec(absl::StrCat("DROP TABLE ", sqlite::QuoteIdentifier(
+                                       SqliteEngine::PrevTable("bf-2",
+                                                               "region_count"))));
+  RollbackSpec spec;
+  spec.layout = Layout("bf-2", {{&revenue_, days}, {&totals_, days}});
+  auto result = engine_->Rollback(spec);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition)
+      << result.status();
+  EXPECT_EQ(Rows(DumpSql("daily_revenue")), revenue);
+  EXPECT_EQ(Rows("SELECT quote(ds), quote(regions), quote(revenue) FROM "
+                 "region_count ORDER BY 1, 2, 3"),
+            totals);
+  EXPECT_TRUE(Exists(SqliteEngine::PrevTable("bf-2", "daily_revenue")));
+  EXPECT_THAT(Rows("SELECT COUNT(*) FROM _bf_rollbacks"), ElementsAre("0"));
+}
+
+TEST_F(SqliteEngineTest, RollbackCopiesAreListedFromTableNames) {
+  Exec("CREATE TABLE _bf_prev_bf_12_daily_revenue (x); "
+       "CREATE TABLE _bf_prev_bf_3_region_count (x); "
+       "CREATE TABLE _bf_prev_other_daily_revenue (x); "
+       "CREATE TABLE _bf_prev_bf_7 (x)");
+  auto copies = engine_->ListRollbackCopies();
+  ASSERT_TRUE(copies.ok()) << copies.status();
+  ASSERT_EQ(copies->size(), 2u);
+  EXPECT_EQ((*copies)[0].job_id, "bf-3");
+  EXPECT_EQ((*copies)[0].dataset, "region_count");
+  EXPECT_EQ((*copies)[1].job_id, "bf-12");
+  EXPECT_EQ((*copies)[1].dataset, "daily_revenue");
+  ASSERT_TRUE(engine_->DropRollbackCopies({(*copies)[1]}).ok());
+  EXPECT_FALSE(Exists("_bf_prev_bf_12_daily_revenue"));
+  EXPECT_TRUE(Exists("_bf_prev_bf_3_region_count"));
+  EXPECT_TRUE(Exists("_bf_prev_other_daily_revenue"));
+}
+
 }  // namespace
 }  // namespace backfill
