@@ -38,6 +38,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Pair;
 
 enum class StoreKind { kSqlite, kMemory };
 
@@ -1008,6 +1009,163 @@ TEST_P(StateStoreContractTest, RecordPublicationOnlyMovesAPublishingJob) {
   EXPECT_THAT(s.message(), HasSubstr("cannot become QUEUED"));
   EXPECT_EQ(store_->GetJob(id)->state, JobState::kPublishing);
   EXPECT_TRUE(store_->GetLineage("daily_revenue", "2025-01-01")->empty());
+}
+
+// Publishes `id` (a job of MakeJob()) with one lineage record per partition
+// of daily_revenue, and moves it to SUCCEEDED.
+void PublishAndSucceed(StateStore* store, const std::string& id,
+                       const std::vector<std::string>& partitions,
+                       absl::Time at) {
+  ASSERT_NO_FATAL_FAILURE(Reach(store, id, JobState::kPublishing, at));
+  std::vector<LineageRecord> lineage;
+  for (const std::string& p : partitions) {
+    lineage.push_back(MakeLineage("daily_revenue", p, at));
+  }
+  absl::Status s = store->RecordPublication(id, lineage, JobState::kConfirming,
+                                            "published", at);
+  ASSERT_TRUE(s.ok()) << s;
+  s = store->TransitionJob(id, JobState::kConfirming, JobState::kSucceeded,
+                           "ok", at);
+  ASSERT_TRUE(s.ok()) << s;
+}
+
+TEST_P(StateStoreContractTest, RecordRollbackIsAtomicAndIdempotent) {
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  }
+  ASSERT_NO_FATAL_FAILURE(PublishAndSucceed(
+      store_.get(), "bf-1", {"2025-01-01", "2025-01-02"}, T(1)));
+  ASSERT_NO_FATAL_FAILURE(
+      PublishAndSucceed(store_.get(), "bf-2", {"2025-01-02"}, T(2)));
+  // bf-3 never publishes.
+  RollbackInfo info;
+  info.requested_by = "bob";
+  info.reason = "bad prices";
+  info.forced = true;
+  info.also_rolled_back = {"bf-2"};
+  info.partitions = 2;
+  info.rows = 5;
+  LineageRecord r1 = MakeLineage("daily_revenue", "2025-01-02", T(5));
+  r1.job_id = "bf-2";
+  r1.row_count = 3;
+  LineageRecord r2 = MakeLineage("daily_revenue", "2025-01-01", T(5));
+  r2.job_id = "bf-1";
+  LineageRecord r3 = MakeLineage("daily_revenue", "2025-01-02", T(5));
+  r3.job_id = "bf-1";
+
+  // A job taken along that did not publish: nothing is written.
+  RollbackInfo bad = info;
+  bad.also_rolled_back = {"bf-3"};
+  absl::Status s =
+      store_->RecordRollback("bf-1", bad, {r2, r3}, "rolled back", "with", T(5));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("bf-3"));
+  EXPECT_EQ(store_->GetJob("bf-1")->state, JobState::kSucceeded);
+  EXPECT_FALSE(store_->GetJob("bf-1")->rollback.has_value());
+  EXPECT_EQ(store_->GetLineage("daily_revenue", "2025-01-01")->size(), 1u);
+
+  s = store_->RecordRollback("bf-1", info, {r1, r2, r3}, "rolled back",
+                             "rolled back with bf-1", T(5));
+  ASSERT_TRUE(s.ok()) << s;
+  auto job = store_->GetJob("bf-1");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, JobState::kRolledBack);
+  EXPECT_EQ(job->message, "rolled back");
+  EXPECT_EQ(job->end_time, T(5));
+  ASSERT_TRUE(job->rollback.has_value());
+  EXPECT_EQ(job->rollback->requested_by, "bob");
+  EXPECT_EQ(job->rollback->reason, "bad prices");
+  EXPECT_EQ(job->rollback->at, T(5));
+  EXPECT_TRUE(job->rollback->forced);
+  EXPECT_EQ(job->rollback->with_job, "");
+  EXPECT_THAT(job->rollback->also_rolled_back, ElementsAre("bf-2"));
+  EXPECT_EQ(job->rollback->partitions, 2);
+  EXPECT_EQ(job->rollback->rows, 5);
+  auto other = store_->GetJob("bf-2");
+  EXPECT_EQ(other->state, JobState::kRolledBack);
+  EXPECT_EQ(other->message, "rolled back with bf-1");
+  ASSERT_TRUE(other->rollback.has_value());
+  EXPECT_EQ(other->rollback->with_job, "bf-1");
+  EXPECT_EQ(other->rollback->rows, 0);
+  EXPECT_EQ(store_->ListAuditEvents("bf-2")->back().to_state, "ROLLED_BACK");
+
+  auto lineage = store_->GetLineage("daily_revenue", "2025-01-02");
+  ASSERT_TRUE(lineage.ok()) << lineage.status();
+  ASSERT_EQ(lineage->size(), 4u);
+  std::vector<std::string> actions;
+  for (const LineageRecord& r : *lineage) {
+    actions.push_back(
+        absl::StrCat(r.job_id, ":", LineageActionName(r.action)));
+  }
+  EXPECT_THAT(actions, ElementsAre("bf-1:rollback", "bf-2:rollback",
+                                   "bf-2:publish", "bf-1:publish"));
+
+  // Again (a repeat after a restart): nothing more.
+  s = store_->RecordRollback("bf-1", info, {r1, r2, r3}, "again", "again",
+                             T(6));
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(store_->GetJob("bf-1")->message, "rolled back");
+  EXPECT_EQ(store_->GetLineage("daily_revenue", "2025-01-02")->size(), 4u);
+  // Unknown job.
+  EXPECT_EQ(store_->RecordRollback("bf-9", info, {}, "", "", T(6)).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_P(StateStoreContractTest, RecordRollbackNeedsAPublishedJob) {
+  for (JobState state :
+       {JobState::kQueued, JobState::kRunning, JobState::kFailed,
+        JobState::kCancelled, JobState::kPublishing, JobState::kConfirming,
+        JobState::kValidationFailed}) {
+    SCOPED_TRACE(JobStateName(state));
+    auto created = store_->CreateJob(MakeJob(), T(0));
+    ASSERT_TRUE(created.ok()) << created.status();
+    const std::string id = created->job.id;
+    if (state != JobState::kQueued) {
+      ASSERT_NO_FATAL_FAILURE(Reach(id, state, T(1)));
+    }
+    RollbackInfo info;
+    info.reason = "r";
+    absl::Status s = store_->RecordRollback(
+        id, info, {MakeLineage("daily_revenue", "2025-01-01", T(2))}, "m", "",
+        T(2));
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_THAT(s.message(), HasSubstr(JobStateName(state)));
+    EXPECT_EQ(store_->GetJob(id)->state, state);
+  }
+  EXPECT_TRUE(store_->GetLineage("daily_revenue", "2025-01-01")->empty());
+}
+
+TEST_P(StateStoreContractTest, LineageOverlappingAndPublicationTimes) {
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  }
+  ASSERT_NO_FATAL_FAILURE(PublishAndSucceed(
+      store_.get(), "bf-1", {"2025-01-01", "2025-01-02"}, T(30)));
+  ASSERT_NO_FATAL_FAILURE(PublishAndSucceed(
+      store_.get(), "bf-2", {"2025-01-02", "2025-01-03"}, T(10)));
+  ASSERT_NO_FATAL_FAILURE(
+      PublishAndSucceed(store_.get(), "bf-3", {"2025-01-03"}, T(20)));
+  // bf-1's partitions: 01 (bf-1) and 02 (bf-1, bf-2), in recorded order
+  // whatever their times; 03 is not bf-1's.
+  auto history = store_->GetLineageOverlapping("bf-1");
+  ASSERT_TRUE(history.ok()) << history.status();
+  std::vector<std::string> got;
+  for (const LineageRecord& r : *history) {
+    got.push_back(absl::StrCat(r.job_id, "/", r.partition));
+  }
+  EXPECT_THAT(got, ::testing::UnorderedElementsAre(
+                       "bf-1/2025-01-01", "bf-1/2025-01-02", "bf-2/2025-01-02"));
+  std::vector<std::string> day2;
+  for (const LineageRecord& r : *history) {
+    if (r.partition == "2025-01-02") day2.push_back(r.job_id);
+  }
+  EXPECT_THAT(day2, ElementsAre("bf-1", "bf-2"));
+  EXPECT_EQ(store_->GetLineageOverlapping("bf-9").status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto times = store_->PublicationTimes({"bf-1", "bf-3", "bf-9"});
+  ASSERT_TRUE(times.ok()) << times.status();
+  EXPECT_THAT(*times, ElementsAre(Pair("bf-1", T(30)), Pair("bf-3", T(20))));
 }
 
 TEST_P(StateStoreContractTest, FindJobByKey) {
