@@ -490,7 +490,8 @@ class FileParser {
       ok = ok && !digits.empty() &&
            std::all_of(digits.begin(), digits.end(),
                        [](char c) { return c >= '0' && c <= '9'; }) &&
-           absl::SimpleAtoi(digits, &n) && n >= 1 && n <= 36500 * 24 * 3600;
+           absl::SimpleAtoi(digits, &n) && n >= 1 &&
+           n <= int64_t{36500} * 24 * 3600;
       if (!ok) {
         return Error(r["max_age"], LineOf(r, 1),
                      absl::StrCat("`max_age` ", in, " is \"", text,

@@ -190,6 +190,76 @@ datasets:
               HasSubstr("only allowed on derived datasets"));
 }
 
+TEST(PipelineLoaderTest, Retention) {
+  const std::string dataset = R"(
+  - name: totals
+    kind: derived
+    partition: {column: ds, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "select ds, count(*) as n from orders where ds = :partition"
+    contract: {columns: {ds: TEXT, n: INTEGER}}
+)";
+  // The default: the 10 newest copies, no age limit.
+  absl::StatusOr<Catalog> c = Load(WithDerived(dataset));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->Find("totals")->retention.versions, 10);
+  EXPECT_EQ(c->Find("totals")->retention.max_age, absl::ZeroDuration());
+  EXPECT_FALSE(c->Find("totals")->retention.declared);
+  struct Case {
+    const char* yaml;
+    int versions;
+    absl::Duration max_age;
+  };
+  for (const Case& k : {Case{"{versions: 3}", 3, absl::ZeroDuration()},
+                        Case{"{max_age: 30d}", 10, absl::Hours(24 * 30)},
+                        Case{"{versions: 1, max_age: 12h}", 1, absl::Hours(12)},
+                        Case{"{max_age: 90m}", 10, absl::Minutes(90)},
+                        Case{"{max_age: 3600s}", 10, absl::Hours(1)}}) {
+    SCOPED_TRACE(k.yaml);
+    c = Load(WithDerived(absl::StrCat(dataset, "    retention: ", k.yaml, "\n")));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->Find("totals")->retention.versions, k.versions);
+    EXPECT_EQ(c->Find("totals")->retention.max_age, k.max_age);
+    EXPECT_TRUE(c->Find("totals")->retention.declared);
+  }
+  // Errors name the file and the line of the bad value. The dataset starts
+  // on line 5 of the file; `retention:` is its 8th line.
+  struct Bad {
+    const char* yaml;
+    const char* error;
+  };
+  for (const Bad& b :
+       {Bad{"{versions: 0}", "pipe.yaml:12: `versions` in the retention of "
+                             "dataset \"totals\" is \"0\""},
+        Bad{"{versions: x}", "expected a whole number from 1 to 100000"},
+        Bad{"{max_age: 30}", "pipe.yaml:12: `max_age` in the retention of "
+                             "dataset \"totals\" is \"30\"; expected a whole "
+                             "number of seconds, minutes, hours or days"},
+        Bad{"{max_age: 2w}", "such as 30d"},
+        Bad{"{max_age: -1d}", "such as 30d"},
+        Bad{"{max_age: 36501d}", "at most 36500d"},
+        Bad{"{}", "pipe.yaml:12: `retention` in dataset \"totals\" needs "
+                  "`versions:`, `max_age:` or both"},
+        Bad{"{keep: 3}", "pipe.yaml:12: unknown key \"keep\" in the retention "
+                         "of dataset \"totals\"; expected one of: versions, "
+                         "max_age"},
+        Bad{"5", "pipe.yaml:12: `retention` in dataset \"totals\" must be a "
+                 "map {versions: N, max_age: D}"}}) {
+    SCOPED_TRACE(b.yaml);
+    EXPECT_THAT(LoadError(WithDerived(
+                    absl::StrCat(dataset, "    retention: ", b.yaml, "\n"))),
+                HasSubstr(b.error));
+  }
+  EXPECT_THAT(LoadError(R"(
+datasets:
+  - name: orders
+    kind: source
+    retention: {versions: 2}
+)"),
+              HasSubstr("pipe.yaml:5: `retention` in dataset \"orders\" is "
+                        "only allowed on derived datasets"));
+}
+
 TEST(PipelineLoaderTest, KeyGrain) {
   absl::StatusOr<Catalog> c = Load(R"(datasets:
   - name: regions
