@@ -679,6 +679,90 @@ TEST_F(ServerServiceTest,
   EXPECT_EQ(StoredJobs(), 0u);
 }
 
+TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
+  absl::StatusOr<v1::SubmitBackfillResponse> submitted = client_->Submit(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-03"), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->backfill().id();
+  ASSERT_EQ(WatchToEnd(id).back().state(), v1::BACKFILL_STATE_SUCCEEDED);
+  const RevenueTable published = ReadPublished(warehouse_);
+  ASSERT_FALSE(published.empty());
+
+  v1::RollbackBackfillRequest request;
+  request.set_reason("wrong refunds");
+  // The id: missing, malformed, unknown.
+  absl::StatusOr<v1::Backfill> r = client_->Rollback(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("missing backfill id"));
+  request.set_id("job-1");
+  r = client_->Rollback(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  request.set_id("bf-999");
+  r = client_->Rollback(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+  // The reason: missing or blank.
+  request.set_id(id);
+  for (const char* reason : {"", "  \t"}) {
+    request.set_reason(reason);
+    r = client_->Rollback(request);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("reason"));
+  }
+  request.set_reason(std::string(5000, 'x'));
+  r = client_->Rollback(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  // A job that published nothing.
+  Job queued;
+  queued.request = RequestFromProto(
+      RangeRequest("daily_revenue", "2025-03-05", "2025-03-06"));
+  queued.plan.datasets.push_back({"daily_revenue", {"2025-03-05"}, "requested",
+                                  "", {}});
+  absl::StatusOr<CreateJobResult> created =
+      store_->CreateJob(queued, absl::Now());
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(store_
+                  ->TransitionJob(created->job.id, JobState::kQueued,
+                                  JobState::kCancelled, "cancelled",
+                                  absl::Now())
+                  .ok());
+  request.set_id(created->job.id);
+  request.set_reason("wrong refunds");
+  r = client_->Rollback(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("is CANCELLED: nothing of it was published"));
+  // Nothing changed so far.
+  EXPECT_EQ(ReadPublished(warehouse_).size(), published.size());
+  EXPECT_EQ(client_->Get(id)->state(), v1::BACKFILL_STATE_SUCCEEDED);
+
+  // The rollback of the initial load: the table is empty again.
+  request.set_id(id);
+  r = client_->Rollback(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->state(), v1::BACKFILL_STATE_ROLLED_BACK);
+  ASSERT_TRUE(r->has_rollback());
+  EXPECT_EQ(r->rollback().reason(), "wrong refunds");
+  EXPECT_THAT(r->rollback().requested_by(), HasSubstr("unknown ("));
+  EXPECT_TRUE(r->rollback().has_time());
+  EXPECT_FALSE(r->rollback().forced());
+  EXPECT_EQ(r->rollback().partitions_restored(), 2);
+  EXPECT_EQ(r->rollback().rows_restored(), 0);
+  EXPECT_TRUE(ReadPublished(warehouse_).empty());
+  EXPECT_THAT(r->message(), HasSubstr("restored 2 partitions (0 rows)"));
+  // Watch of the rolled-back job ends at once with it.
+  EXPECT_EQ(WatchToEnd(id).back().state(), v1::BACKFILL_STATE_ROLLED_BACK);
+
+  // The datasets show their retention policy (the default here).
+  absl::StatusOr<v1::ListDatasetsResponse> datasets = client_->ListDatasets();
+  ASSERT_TRUE(datasets.ok()) << datasets.status();
+  for (const v1::Dataset& d : datasets->datasets()) {
+    if (d.name() != "daily_revenue") continue;
+    EXPECT_EQ(d.retention().versions(), 10);
+    EXPECT_EQ(d.retention().max_age_seconds(), 0);
+    EXPECT_FALSE(d.retention().declared());
+  }
+}
+
 TEST_F(ServerServiceTest, HealthIsServing) {
   const std::string kServing("\x08\x01", 2);
   std::string response;
