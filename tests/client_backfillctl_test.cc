@@ -164,6 +164,27 @@ class RecordingService final : public v1::BackfillService::Service {
     return Decide("RetryBackfill", request->id(), request->reason(),
                   v1::BACKFILL_STATE_QUEUED, response);
   }
+  grpc::Status RollbackBackfill(grpc::ServerContext*,
+                                const v1::RollbackBackfillRequest* request,
+                                v1::Backfill* response) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      rollbacks_.push_back(*request);
+    }
+    grpc::Status status =
+        Decide("RollbackBackfill", request->id(), request->reason(),
+               v1::BACKFILL_STATE_ROLLED_BACK, response);
+    if (!status.ok()) return status;
+    v1::RollbackInfo* info = response->mutable_rollback();
+    info->set_requested_by(request->requested_by());
+    info->set_reason(request->reason());
+    info->mutable_time()->set_seconds(1735689600);  // 2025-01-01 00:00 UTC
+    info->set_forced(request->force());
+    if (request->force()) info->add_also_rolled_back("bf-8");
+    info->set_partitions_restored(3);
+    info->set_rows_restored(12);
+    return grpc::Status::OK;
+  }
   grpc::Status ListBackfills(grpc::ServerContext*,
                              const v1::ListBackfillsRequest* request,
                              v1::ListBackfillsResponse* response) override {
@@ -196,6 +217,10 @@ class RecordingService final : public v1::BackfillService::Service {
   std::vector<v1::ListBackfillsRequest> lists() {
     std::lock_guard<std::mutex> lock(mu_);
     return lists_;
+  }
+  std::vector<v1::RollbackBackfillRequest> rollbacks() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rollbacks_;
   }
 
  private:
@@ -230,6 +255,7 @@ class RecordingService final : public v1::BackfillService::Service {
   std::map<std::string, std::string> jobs_;  // idempotency key -> job id
   std::vector<Decision> decisions_;
   std::vector<v1::ListBackfillsRequest> lists_;
+  std::vector<v1::RollbackBackfillRequest> rollbacks_;
 };
 
 // The value of a "label  value" line of a job block.
@@ -584,6 +610,54 @@ TEST_F(BackfillctlTest, JobDecisionsCheckTheirArguments) {
               "4); text arguments must be UTF-8\n");
   }
   EXPECT_THAT(service_.decisions(), IsEmpty());
+}
+
+TEST_F(BackfillctlTest, RollbackSendsReasonWhoAndForceAndPrintsTheJob) {
+  RunResult run = Run({"rollback", "bf-7", "--reason", "wrong prices",
+                       "--requested-by", "ann"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, IsEmpty());
+  EXPECT_EQ(ValueOf(run.out, "State"), "ROLLED_BACK");
+  EXPECT_EQ(ValueOf(run.out, "Rolled back"),
+            "2025-01-01T00:00:00Z by ann: wrong prices  (3 partitions, 12 "
+            "rows restored)");
+  run = Run({"rollback", "bf-7", "--reason", "again", "--force", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  v1::Backfill job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &job).ok())
+      << run.out;
+  EXPECT_EQ(job.state(), v1::BACKFILL_STATE_ROLLED_BACK);
+  EXPECT_THAT(run.out, HasSubstr("\"also_rolled_back\": ["));
+  EXPECT_THAT(run.out, HasSubstr("\"rows_restored\": \"12\""));
+  const std::vector<v1::RollbackBackfillRequest> sent = service_.rollbacks();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].id(), "bf-7");
+  EXPECT_EQ(sent[0].reason(), "wrong prices");
+  EXPECT_EQ(sent[0].requested_by(), "ann");
+  EXPECT_FALSE(sent[0].force());
+  EXPECT_TRUE(sent[1].force());
+  EXPECT_FALSE(sent[1].requested_by().empty());  // the user's name
+}
+
+TEST_F(BackfillctlTest, RollbackNeedsAReasonAndReportsRefusals) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"rollback", "bf-7"}, {"rollback", "bf-7", "--reason", " "}}) {
+    RunResult run = Run(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_THAT(run.err, HasSubstr("rollback requires --reason"));
+  }
+  RunResult run = Run({"rollback"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(service_.rollbacks(), IsEmpty());
+  run = Run({"rollback", "bf-9", "--reason", "x"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.err,
+            "backfillctl: FAILED_PRECONDITION: job bf-9 is SUCCEEDED; it "
+            "cannot be changed\n");
+  run = Run({"rollback", "bf-404", "--reason", "x"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.err, "backfillctl: NOT_FOUND: no job bf-404\n");
 }
 
 TEST_F(BackfillctlTest, TextFromTheServerIsEscapedOnTheTerminal) {
