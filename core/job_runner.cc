@@ -1737,6 +1737,12 @@ absl::StatusOr<Job> JobRunner::RollBack(
                                  also_message);
     }
     observer_->OnJobTransition(id, job.state, JobState::kRolledBack, message);
+    // Counted as finished ROLLED_BACK; their costs were counted when they
+    // succeeded.
+    for (const Job& other : with_jobs) {
+      observer_->OnJobFinished(other.id, JobState::kRolledBack, 0, 0);
+    }
+    observer_->OnJobFinished(id, JobState::kRolledBack, 0, 0);
   }
   {
     absl::MutexLock lock(&mu_);
