@@ -406,9 +406,8 @@ int Cli::Rollback(const std::string& id, const RollbackOptions& options) {
   v1::RollbackBackfillRequest request;
   request.set_id(id);
   request.set_reason(options.reason);
-  request.set_requested_by(options.requested_by.empty()
-                               ? DefaultRequestedBy()
-                               : options.requested_by);
+  request.set_requested_by(options.requested_by.empty() ? DefaultRequestedBy()
+                                                        : options.requested_by);
   request.set_force(options.force);
   absl::StatusOr<v1::Backfill> job = client_->Rollback(request);
   if (!job.ok()) return RpcError(job.status());

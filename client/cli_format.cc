@@ -424,10 +424,9 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
   lines.emplace_back("Message", SafeOrDash(backfill.message()));
   if (backfill.has_rollback()) {
     const v1::RollbackInfo& rb = backfill.rollback();
-    std::string text =
-        absl::StrCat(FormatTimestamp(rb.time()), " by ",
-                     SafeOrDash(rb.requested_by()), ": ",
-                     SafeOrDash(rb.reason()));
+    std::string text = absl::StrCat(FormatTimestamp(rb.time()), " by ",
+                                    SafeOrDash(rb.requested_by()), ": ",
+                                    SafeOrDash(rb.reason()));
     if (!rb.rolled_back_with().empty()) {
       absl::StrAppend(&text, "  (together with ",
                       TerminalText(rb.rolled_back_with()), ", --force)");

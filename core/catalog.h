@@ -63,9 +63,9 @@ absl::Status CheckColumnType(std::string_view type);
 // longer be rolled back. Declared as `retention: {versions: N, max_age: D}`.
 inline constexpr int kDefaultRetentionVersions = 10;
 struct RetentionPolicy {
-  int versions = kDefaultRetentionVersions;  // >= 1
+  int versions = kDefaultRetentionVersions;       // >= 1
   absl::Duration max_age = absl::ZeroDuration();  // zero: no age limit
-  bool declared = false;  // false: the defaults above
+  bool declared = false;                          // false: the defaults above
 };
 
 struct DatasetSpec {
@@ -82,7 +82,7 @@ struct DatasetSpec {
   // over all jobs (0: no limit but the worker count).
   int max_parallel = 0;
   RetentionPolicy retention;  // derived datasets only
-  std::string file;  // where it was declared, for error messages
+  std::string file;           // where it was declared, for error messages
   int line = 0;
 
   Grain grain() const { return partition ? partition->grain : Grain::kNone; }

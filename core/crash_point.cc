@@ -51,7 +51,8 @@ absl::Status ArmCrashPointsFromEnvironment() {
     spec.resize(colon);
   }
   std::string known;
-  std::vector<const char*> all(std::begin(kCrashPoints), std::end(kCrashPoints));
+  std::vector<const char*> all(std::begin(kCrashPoints),
+                               std::end(kCrashPoints));
   all.insert(all.end(), std::begin(kRollbackCrashPoints),
              std::end(kRollbackCrashPoints));
   for (const char* point : all) {

@@ -499,7 +499,7 @@ std::string JobRunner::DescribeLocked(
   std::vector<std::string> parts;
   for (const Admission::Overlap& o : overlaps) {
     const Active* other = FindLocked(o.job_id);
-    const char* state = other                          ? JobStateName(other->state)
+    const char* state = other ? JobStateName(other->state)
                         : rolling_back_.count(o.job_id) ? "rolling back"
                                                         : "active";
     parts.push_back(absl::StrCat(
@@ -1567,12 +1567,14 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
       case JobState::kFailed:
       case JobState::kCancelled:
       case JobState::kValidationFailed:
-        why = ": nothing of it was published, so there is nothing to roll "
-              "back";
+        why =
+            ": nothing of it was published, so there is nothing to roll "
+            "back";
         break;
       default:
-        why = ": it has not published (yet); cancel it instead if it must "
-              "not publish";
+        why =
+            ": it has not published (yet); cancel it instead if it must "
+            "not publish";
         break;
     }
     return absl::FailedPreconditionError(
@@ -1600,8 +1602,8 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
                                     " of ", conflicts.front().dataset, ")"));
       if (rolling_back_.count(other)) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "the rollback of ", other, " is in progress on partitions of ",
-            id, partition, "; wait for it to end, then try again"));
+            "the rollback of ", other, " is in progress on partitions of ", id,
+            partition, "; wait for it to end, then try again"));
       }
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", DescribeLocked(overlaps), " works on partitions of ", id,
@@ -1661,12 +1663,14 @@ absl::StatusOr<Job> JobRunner::RollBack(
                                 return absl::OkStatus();
                               }));
       std::set<std::pair<std::string, std::string>> present;
-      for (const RollbackCopy& c : copies) present.insert({c.job_id, c.dataset});
+      for (const RollbackCopy& c : copies)
+        present.insert({c.job_id, c.dataset});
       for (const JobLayout::Item& item : layout.items) {
         if (present.count({id, item.dataset->name})) continue;
         return absl::FailedPreconditionError(absl::StrCat(
             "job ", id, " can no longer be rolled back: its rollback copy of ",
-            item.dataset->name, " (the rows it replaced there) expired under "
+            item.dataset->name,
+            " (the rows it replaced there) expired under "
             "the retention policy of ",
             item.dataset->name, ", which ",
             DescribeRetention(item.dataset->retention),
@@ -1708,8 +1712,9 @@ absl::StatusOr<Job> JobRunner::RollBack(
   info.rows = restored.rows;
   std::vector<LineageRecord> lineage = RollbackLineage(
       job, with_jobs, history, restored.partitions, info, info.at);
-  const std::string who =
-      request.requested_by.empty() ? "" : absl::StrCat(" by ", request.requested_by);
+  const std::string who = request.requested_by.empty()
+                              ? ""
+                              : absl::StrCat(" by ", request.requested_by);
   const std::string message = absl::StrCat(
       "rolled back", who, ": ", request.reason, "; restored ",
       Plural(info.partitions, "partition", "partitions"), " (",
@@ -1725,12 +1730,12 @@ absl::StatusOr<Job> JobRunner::RollBack(
   const std::string also_message =
       absl::StrCat("rolled back together with ", id, " (--force)", who, ": ",
                    request.reason);
-  RETURN_IF_ERROR(Persist(
-      Storage::kStateStore, absl::StrCat("recording the rollback of ", id),
-      [&] {
-        return store_->RecordRollback(id, info, lineage, message, also_message,
-                                      info.at);
-      }));
+  RETURN_IF_ERROR(Persist(Storage::kStateStore,
+                          absl::StrCat("recording the rollback of ", id), [&] {
+                            return store_->RecordRollback(id, info, lineage,
+                                                          message, also_message,
+                                                          info.at);
+                          }));
   if (observer_ != nullptr) {
     for (const Job& other : with_jobs) {
       observer_->OnJobTransition(other.id, other.state, JobState::kRolledBack,
@@ -1772,11 +1777,10 @@ absl::Status JobRunner::RecoverRollbacks() {
     request.force = marker.forced;
     absl::StatusOr<Job> done = RollBack(*job, request, &marker.with_jobs);
     if (!done.ok()) {
-      return absl::Status(
-          done.status().code(),
-          absl::StrCat("cannot record the rollback of job ", id,
-                       ", which the warehouse committed: ",
-                       done.status().message()));
+      return absl::Status(done.status().code(),
+                          absl::StrCat("cannot record the rollback of job ", id,
+                                       ", which the warehouse committed: ",
+                                       done.status().message()));
     }
   }
   return absl::OkStatus();

@@ -431,7 +431,8 @@ class FileParser {
   // a whole number with a unit s, m, h or d ("30d").
   absl::StatusOr<RetentionPolicy> ParseRetention(
       const YAML::Node& r, const std::string& where) const {
-    const std::string in = absl::StrCat("in the retention of ", where.substr(3));
+    const std::string in =
+        absl::StrCat("in the retention of ", where.substr(3));
     if (!r.IsMap()) {
       return Error(r, 1,
                    absl::StrCat("`retention` ", where,

@@ -93,17 +93,15 @@ absl::StatusOr<std::vector<Job>> LaterJobs(
   const std::string& newest = ids.front();
   const Later& n = later[newest];
   const std::string partition_text =
-      n.example.second.empty()
-          ? absl::StrCat("dataset ", n.example.first)
-          : absl::StrCat("partition ", n.example.second, " of ",
-                         n.example.first);
+      n.example.second.empty() ? absl::StrCat("dataset ", n.example.first)
+                               : absl::StrCat("partition ", n.example.second,
+                                              " of ", n.example.first);
   if (!force) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", newest, " has published ", partition_text, " since ", job.id,
-        ids.size() > 1
-            ? absl::StrCat(" (later jobs over its partitions: ",
-                           absl::StrJoin(ids, ", "), ")")
-            : "",
+        ids.size() > 1 ? absl::StrCat(" (later jobs over its partitions: ",
+                                      absl::StrJoin(ids, ", "), ")")
+                       : "",
         "; rolling back ", job.id,
         " alone would discard their rows. Roll back ",
         ids.size() > 1 ? "those jobs first, newest first"
@@ -121,8 +119,8 @@ absl::StatusOr<std::vector<Job>> LaterJobs(
     if (other->state != JobState::kSucceeded &&
         other->state != JobState::kDownstreamUnhealthy) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "--force cannot roll back ", id, " together with ", job.id, ": ",
-          id, " is ", JobStateName(other->state),
+          "--force cannot roll back ", id, " together with ", job.id, ": ", id,
+          " is ", JobStateName(other->state),
           ", and only SUCCEEDED or DOWNSTREAM_UNHEALTHY jobs are rolled "
           "back"));
     }
@@ -130,14 +128,13 @@ absl::StatusOr<std::vector<Job>> LaterJobs(
       if (mine.count({dataset, partition})) continue;
       return absl::FailedPreconditionError(absl::StrCat(
           "--force is refused: later job ", id, " also published ",
-          partition.empty() ? absl::StrCat("dataset ", dataset)
-                            : absl::StrCat("partition ", partition, " of ",
-                                           dataset),
-          ", outside ", job.id,
-          "'s partitions, so the state before ", job.id,
+          partition.empty()
+              ? absl::StrCat("dataset ", dataset)
+              : absl::StrCat("partition ", partition, " of ", dataset),
+          ", outside ", job.id, "'s partitions, so the state before ", job.id,
           " is not defined there. Roll back ", id, " first (",
-          Plural(later[id].partitions, "partition", "partitions"),
-          " over ", job.id, "'s), then ", job.id));
+          Plural(later[id].partitions, "partition", "partitions"), " over ",
+          job.id, "'s), then ", job.id));
     }
     out.push_back(*std::move(other));
   }

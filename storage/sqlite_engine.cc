@@ -297,12 +297,12 @@ absl::Status MeasurePartitions(Database* db, const JobLayout::Item& item,
                                int64_t* rows) {
   const DatasetSpec& ds = *item.dataset;
   ASSIGN_OR_RETURN(bool exists, db->TableExists(ds.table));
-  std::string sql = absl::StrCat("SELECT ", ColumnList(ds), " FROM main.",
-                                 Q(ds.table));
+  std::string sql =
+      absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(ds.table));
   if (ds.partition) {
-    absl::StrAppend(&sql, " WHERE ",
-                    MembershipConditionParams(ds.grain(),
-                                              Q(ds.partition->column)));
+    absl::StrAppend(
+        &sql, " WHERE ",
+        MembershipConditionParams(ds.grain(), Q(ds.partition->column)));
   }
   std::optional<Statement> q;
   if (exists) {
@@ -544,11 +544,10 @@ absl::StatusOr<WarehouseInfo> SqliteEngine::Inspect() {
     }
   }
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->Prepare(absl::StrCat("SELECT job_id, store_id, requested_by, "
-                                 "reason, forced, with_jobs FROM main.",
-                                 Q(kRollbacks))));
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT job_id, store_id, requested_by, "
+                                      "reason, forced, with_jobs FROM main.",
+                                      Q(kRollbacks))));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -1379,10 +1378,9 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
     for (const std::string& t : {prev_name, ds.table}) {
       ASSIGN_OR_RETURN(bool exists, db->TableExists(t));
       if (!exists) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(where, ": table ", t,
-                         t == prev_name ? " (the rollback copy)" : "",
-                         " does not exist; nothing was restored"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            where, ": table ", t, t == prev_name ? " (the rollback copy)" : "",
+            " does not exist; nothing was restored"));
       }
     }
     const std::string table = Q(ds.table);
@@ -1399,37 +1397,37 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
         ds.partition ? Q(ds.partition->column) : std::string();
     const std::string in_partition =
         ds.partition ? MembershipConditionParams(grain, col) : "1";
-    ASSIGN_OR_RETURN(int64_t copy_rows,
-                     db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.",
-                                               prev)));
+    ASSIGN_OR_RETURN(
+        int64_t copy_rows,
+        db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.", prev)));
     int64_t restored = 0;
     std::optional<Statement> published_candidates, copy_candidates;
     if (ds.partition) {
       const std::string candidate =
           sqlite::CandidateConditionParams(grain, col);
-      ASSIGN_OR_RETURN(Statement a, db->Prepare(absl::StrCat(
-                                        "SELECT ", col, " FROM main.", table,
-                                        " WHERE ", candidate)));
-      ASSIGN_OR_RETURN(Statement b, db->Prepare(absl::StrCat(
-                                        "SELECT ", col, " FROM main.", prev,
-                                        " WHERE ", candidate)));
+      ASSIGN_OR_RETURN(Statement a,
+                       db->Prepare(absl::StrCat("SELECT ", col, " FROM main.",
+                                                table, " WHERE ", candidate)));
+      ASSIGN_OR_RETURN(Statement b,
+                       db->Prepare(absl::StrCat("SELECT ", col, " FROM main.",
+                                                prev, " WHERE ", candidate)));
       published_candidates.emplace(std::move(a));
       copy_candidates.emplace(std::move(b));
     }
     ASSIGN_OR_RETURN(Statement del,
                      db->Prepare(absl::StrCat("DELETE FROM main.", table,
                                               " WHERE ", in_partition)));
-    ASSIGN_OR_RETURN(
-        Statement put,
-        db->Prepare(absl::StrCat("INSERT INTO main.", table, " (", cols,
-                                 ") SELECT ", cols, " FROM main.", prev,
-                                 " WHERE ", in_partition)));
+    ASSIGN_OR_RETURN(Statement put,
+                     db->Prepare(absl::StrCat(
+                         "INSERT INTO main.", table, " (", cols, ") SELECT ",
+                         cols, " FROM main.", prev, " WHERE ", in_partition)));
     for (const std::string& partition : item.partitions) {
       int64_t members = 0, kept = 0;
       if (ds.partition) {
         ASSIGN_OR_RETURN(members,
                          CountMembers(*published_candidates, grain, partition));
-        ASSIGN_OR_RETURN(kept, CountMembers(*copy_candidates, grain, partition));
+        ASSIGN_OR_RETURN(kept,
+                         CountMembers(*copy_candidates, grain, partition));
       } else {
         ASSIGN_OR_RETURN(members, db->QueryInt(absl::StrCat(
                                       "SELECT COUNT(*) FROM main.", table)));
@@ -1559,8 +1557,9 @@ absl::Status SqliteEngine::DropRollbackCopies(
   Lease db = Acquire();
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   for (const RollbackCopy& copy : copies) {
-    RETURN_IF_ERROR(db->Exec(absl::StrCat(
-        "DROP TABLE IF EXISTS main.", Q(PrevTable(copy.job_id, copy.dataset)))));
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.",
+                              Q(PrevTable(copy.job_id, copy.dataset)))));
   }
   return txn.Commit();
 }

@@ -1069,12 +1069,11 @@ absl::Status SqliteStateStore::RecordPublication(
 absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
     const std::string& dataset, const std::string& partition) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->Prepare(absl::StrCat("SELECT ", kLineageColumns,
-                                " FROM lineage WHERE dataset = ?1 AND "
-                                "\"partition\" = ?2 ORDER BY published_at "
-                                "DESC, id DESC")));
+  ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
+                                    "SELECT ", kLineageColumns,
+                                    " FROM lineage WHERE dataset = ?1 AND "
+                                    "\"partition\" = ?2 ORDER BY published_at "
+                                    "DESC, id DESC")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, partition));
   return ReadLineage(q);
@@ -1140,8 +1139,8 @@ absl::Status SqliteStateStore::RecordRollback(
     RETURN_IF_ERROR(insert.BindText(1, id));
     RETURN_IF_ERROR(insert.BindText(2, info.requested_by));
     RETURN_IF_ERROR(insert.BindText(3, info.reason));
-    RETURN_IF_ERROR(BindTime(
-        insert, 4, info.at == absl::InfinitePast() ? now : info.at));
+    RETURN_IF_ERROR(
+        BindTime(insert, 4, info.at == absl::InfinitePast() ? now : info.at));
     RETURN_IF_ERROR(insert.BindInt(5, info.forced ? 1 : 0));
     RETURN_IF_ERROR(insert.BindText(6, main ? info.with_job : job_id));
     RETURN_IF_ERROR(insert.BindText(
@@ -1161,8 +1160,7 @@ SqliteStateStore::GetLineageOverlapping(const std::string& job_id) {
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   RETURN_IF_ERROR(StateOf(job_id).status());
-  std::vector<std::string> columns =
-      absl::StrSplit(kLineageColumns, ", ");
+  std::vector<std::string> columns = absl::StrSplit(kLineageColumns, ", ");
   for (std::string& c : columns) c = absl::StrCat("l.", c);
   ASSIGN_OR_RETURN(
       Statement q,

@@ -216,7 +216,8 @@ TEST(PipelineLoaderTest, Retention) {
                         Case{"{max_age: 90m}", 10, absl::Minutes(90)},
                         Case{"{max_age: 3600s}", 10, absl::Hours(1)}}) {
     SCOPED_TRACE(k.yaml);
-    c = Load(WithDerived(absl::StrCat(dataset, "    retention: ", k.yaml, "\n")));
+    c = Load(
+        WithDerived(absl::StrCat(dataset, "    retention: ", k.yaml, "\n")));
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->Find("totals")->retention.versions, k.versions);
     EXPECT_EQ(c->Find("totals")->retention.max_age, k.max_age);
@@ -229,22 +230,27 @@ TEST(PipelineLoaderTest, Retention) {
     const char* error;
   };
   for (const Bad& b :
-       {Bad{"{versions: 0}", "pipe.yaml:12: `versions` in the retention of "
-                             "dataset \"totals\" is \"0\""},
+       {Bad{"{versions: 0}",
+            "pipe.yaml:12: `versions` in the retention of "
+            "dataset \"totals\" is \"0\""},
         Bad{"{versions: x}", "expected a whole number from 1 to 100000"},
-        Bad{"{max_age: 30}", "pipe.yaml:12: `max_age` in the retention of "
-                             "dataset \"totals\" is \"30\"; expected a whole "
-                             "number of seconds, minutes, hours or days"},
+        Bad{"{max_age: 30}",
+            "pipe.yaml:12: `max_age` in the retention of "
+            "dataset \"totals\" is \"30\"; expected a whole "
+            "number of seconds, minutes, hours or days"},
         Bad{"{max_age: 2w}", "such as 30d"},
         Bad{"{max_age: -1d}", "such as 30d"},
         Bad{"{max_age: 36501d}", "at most 36500d"},
-        Bad{"{}", "pipe.yaml:12: `retention` in dataset \"totals\" needs "
-                  "`versions:`, `max_age:` or both"},
-        Bad{"{keep: 3}", "pipe.yaml:12: unknown key \"keep\" in the retention "
-                         "of dataset \"totals\"; expected one of: versions, "
-                         "max_age"},
-        Bad{"5", "pipe.yaml:12: `retention` in dataset \"totals\" must be a "
-                 "map {versions: N, max_age: D}"}}) {
+        Bad{"{}",
+            "pipe.yaml:12: `retention` in dataset \"totals\" needs "
+            "`versions:`, `max_age:` or both"},
+        Bad{"{keep: 3}",
+            "pipe.yaml:12: unknown key \"keep\" in the retention "
+            "of dataset \"totals\"; expected one of: versions, "
+            "max_age"},
+        Bad{"5",
+            "pipe.yaml:12: `retention` in dataset \"totals\" must be a "
+            "map {versions: N, max_age: D}"}}) {
     SCOPED_TRACE(b.yaml);
     EXPECT_THAT(LoadError(WithDerived(
                     absl::StrCat(dataset, "    retention: ", b.yaml, "\n"))),

@@ -2,13 +2,12 @@
 // forbid a rollback or go along with --force, and the lineage a rollback
 // leaves, on hand-built lineage histories.
 
-#include "core/rollback_step.h"
-
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/rollback_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -35,8 +34,8 @@ Job MakeJob(const std::string& id, std::vector<std::string> partitions,
   Job job;
   job.id = id;
   job.state = state;
-  job.plan.datasets = {{"daily_revenue", std::move(partitions), "requested",
-                        "v1", {}}};
+  job.plan.datasets = {
+      {"daily_revenue", std::move(partitions), "requested", "v1", {}}};
   return job;
 }
 
@@ -61,9 +60,8 @@ class RollbackStepTest : public ::testing::Test {
 
 TEST_F(RollbackStepTest, NoLaterPublishNoLaterJobs) {
   const Job a = MakeJob("bf-2", {"d1", "d2"});
-  const std::vector<LineageRecord> history = {Rec("bf-1", "d1"),
-                                              Rec("bf-2", "d1"),
-                                              Rec("bf-2", "d2")};
+  const std::vector<LineageRecord> history = {
+      Rec("bf-1", "d1"), Rec("bf-2", "d1"), Rec("bf-2", "d2")};
   EXPECT_THAT(Ids(LaterJobs(a, history, false, Lookup())), IsEmpty());
 }
 
@@ -128,16 +126,19 @@ TEST_F(RollbackStepTest, LineageRecordsTheRestoredVersion) {
   // d1: bf-1 then bf-2 (rolled back) then bf-3: bf-1's version comes back.
   // d2: first published by bf-3 (an initial load): nothing comes back.
   const std::vector<LineageRecord> history = {
-      Rec("bf-1", "d1"), Rec("bf-2", "d1"),
-      Rec("bf-2", "d1", LineageAction::kRollback), Rec("bf-3", "d1"),
-      Rec("bf-3", "d2"), Rec("bf-4", "d2")};
+      Rec("bf-1", "d1"),
+      Rec("bf-2", "d1"),
+      Rec("bf-2", "d1", LineageAction::kRollback),
+      Rec("bf-3", "d1"),
+      Rec("bf-3", "d2"),
+      Rec("bf-4", "d2")};
   const std::vector<RestoredPartition> restored = {
       {"daily_revenue", "d1", 4, "fp1"}, {"daily_revenue", "d2", 0, "fp0"}};
   RollbackInfo info;
   info.reason = "bad";
   info.requested_by = "ann";
-  const std::vector<LineageRecord> lineage =
-      RollbackLineage(a, {b}, history, restored, info, absl::FromUnixSeconds(5));
+  const std::vector<LineageRecord> lineage = RollbackLineage(
+      a, {b}, history, restored, info, absl::FromUnixSeconds(5));
   ASSERT_EQ(lineage.size(), 3u);
   EXPECT_EQ(lineage[0].job_id, "bf-4");  // the later job first
   EXPECT_EQ(lineage[0].partition, "d2");

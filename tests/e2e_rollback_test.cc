@@ -107,12 +107,12 @@ class RollbackTest : public E2eTest {
     }
     for (int hour = 0; hour < 12; ++hour) {
       for (int i = 0; i < 3; ++i) {
-        absl::StrAppend(&sql,
-                        "INSERT INTO raw_events (event_time, amount) VALUES "
-                        "('",
-                        absl::StrFormat("2024-03-31 %02d:%02d:00", hour,
-                                        i * 20),
-                        "', ", hour + i, ");");
+        absl::StrAppend(
+            &sql,
+            "INSERT INTO raw_events (event_time, amount) VALUES "
+            "('",
+            absl::StrFormat("2024-03-31 %02d:%02d:00", hour, i * 20), "', ",
+            hour + i, ");");
       }
     }
     sql += "COMMIT;";
@@ -141,9 +141,9 @@ class RollbackTest : public E2eTest {
         quoted.push_back(absl::StrCat("quote(\"", (*cols)[i][0], "\")"));
         order.push_back(absl::StrCat(i + 1));
       }
-      auto rows = db.Query(absl::StrCat(
-          "SELECT ", absl::StrJoin(quoted, ", "), " FROM \"", table,
-          "\" ORDER BY ", absl::StrJoin(order, ", ")));
+      auto rows = db.Query(absl::StrCat("SELECT ", absl::StrJoin(quoted, ", "),
+                                        " FROM \"", table, "\" ORDER BY ",
+                                        absl::StrJoin(order, ", ")));
       EXPECT_TRUE(rows.has_value()) << db.error();
       for (const auto& r : rows.value_or(Rows{})) {
         out.push_back(absl::StrCat(table, "|", absl::StrJoin(r, "|")));
@@ -211,8 +211,8 @@ class RollbackTest : public E2eTest {
     Sqlite db(warehouse_, /*read_only=*/true);
     std::map<std::string, std::string> out;
     for (const char* table : {"daily_revenue", "day_totals"}) {
-      auto rows = db.Query(absl::StrCat("SELECT day, COUNT(*) FROM ", table,
-                                        " GROUP BY day"));
+      auto rows = db.Query(
+          absl::StrCat("SELECT day, COUNT(*) FROM ", table, " GROUP BY day"));
       for (const auto& r : rows.value_or(Rows{})) {
         out[absl::StrCat(table, "/", r[0])] = r[1];
       }
@@ -340,18 +340,18 @@ TEST_F(RollbackTest, RefusedWhileALaterJobsPublishIsInForceAndForce) {
   const std::vector<std::string> before_a = Dump();
   ASSERT_NO_FATAL_FAILURE(Change("UPDATE raw_orders SET amount = amount + 1"));
   const std::string a = Submit(daemon,
-                               {"daily_revenue", "--from", "2025-01-01",
-                                "--to", "2025-01-05", "--no-downstream"},
+                               {"daily_revenue", "--from", "2025-01-01", "--to",
+                                "2025-01-05", "--no-downstream"},
                                "A");
   ASSERT_NO_FATAL_FAILURE(Change("UPDATE raw_orders SET amount = amount + 1"));
   const std::string b = Submit(daemon,
-                               {"daily_revenue", "--from", "2025-01-02",
-                                "--to", "2025-01-04", "--no-downstream"},
+                               {"daily_revenue", "--from", "2025-01-02", "--to",
+                                "2025-01-04", "--no-downstream"},
                                "B inside A");
   ASSERT_NO_FATAL_FAILURE(Change("UPDATE raw_orders SET amount = amount + 1"));
   const std::string c = Submit(daemon,
-                               {"daily_revenue", "--from", "2025-01-04",
-                                "--to", "2025-01-06", "--no-downstream"},
+                               {"daily_revenue", "--from", "2025-01-04", "--to",
+                                "2025-01-06", "--no-downstream"},
                                "C across A's end");
   const std::vector<std::string> now = Dump();
 
@@ -359,7 +359,8 @@ TEST_F(RollbackTest, RefusedWhileALaterJobsPublishIsInForceAndForce) {
   RunResult r = Rollback(daemon, a);
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_THAT(r.err, HasSubstr("FAILED_PRECONDITION"));
-  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("job ", c, " has published "
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("job ", c,
+                                            " has published "
                                             "partition 2025-01-04")));
   EXPECT_THAT(r.err, HasSubstr(b));
   EXPECT_EQ(Dump(), now);
@@ -381,13 +382,12 @@ TEST_F(RollbackTest, RefusedWhileALaterJobsPublishIsInForceAndForce) {
   r = Rollback(daemon, a, {"--force"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_ROLLED_BACK");
-  EXPECT_THAT(JsonString(r.out, "message"),
-              HasSubstr(absl::StrCat("together with the later job ", b,
-                                     " (--force)")));
+  EXPECT_THAT(
+      JsonString(r.out, "message"),
+      HasSubstr(absl::StrCat("together with the later job ", b, " (--force)")));
   EXPECT_EQ(Dump(), before_a);
   EXPECT_EQ(State(daemon, b), "BACKFILL_STATE_ROLLED_BACK");
-  EXPECT_EQ(StateQuery("SELECT with_job FROM rollbacks WHERE job_id = ?1",
-                       {b}),
+  EXPECT_EQ(StateQuery("SELECT with_job FROM rollbacks WHERE job_id = ?1", {b}),
             (Rows{{a}}));
   // The lineage of every day of A ends in rollbacks of everything after
   // "base": the current version is base's again.
@@ -401,8 +401,8 @@ TEST_F(RollbackTest, RefusedWhileALaterJobsPublishIsInForceAndForce) {
 TEST_F(RollbackTest, RefusalsChangeNothing) {
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
-  const std::string job = Submit(
-      daemon, {"daily_revenue", "--partitions", "2025-01-01"}, "load");
+  const std::string job =
+      Submit(daemon, {"daily_revenue", "--partitions", "2025-01-01"}, "load");
   const std::vector<std::string> before = Dump();
   RunResult r = daemon.Ctl({"rollback", "bf-999", "--reason", "x"});
   EXPECT_EQ(r.exit_code, 1) << r;
@@ -466,10 +466,9 @@ TEST_F(RollbackTest, RetentionKeepsTheCopiesBounded) {
   for (int i = 0; i < 20; ++i) {
     ASSERT_NO_FATAL_FAILURE(
         Change(absl::StrCat("UPDATE raw_orders SET amount = amount + ", i)));
-    jobs.push_back(Submit(daemon,
-                          {"daily_revenue", "--from", "2025-01-01", "--to",
-                           "2025-01-03"},
-                          absl::StrCat("run ", i)));
+    jobs.push_back(Submit(
+        daemon, {"daily_revenue", "--from", "2025-01-01", "--to", "2025-01-03"},
+        absl::StrCat("run ", i)));
     // versions: 3 for daily_revenue; the default (10) for day_totals.
     ASSERT_EQ(Copies("daily_revenue").size(), std::min<size_t>(i + 1, 3));
     ASSERT_EQ(Copies("day_totals").size(), std::min<size_t>(i + 1, 10));

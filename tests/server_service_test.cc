@@ -715,8 +715,8 @@ TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
   Job queued;
   queued.request = RequestFromProto(
       RangeRequest("daily_revenue", "2025-03-05", "2025-03-06"));
-  queued.plan.datasets.push_back({"daily_revenue", {"2025-03-05"}, "requested",
-                                  "", {}});
+  queued.plan.datasets.push_back(
+      {"daily_revenue", {"2025-03-05"}, "requested", "", {}});
   absl::StatusOr<CreateJobResult> created =
       store_->CreateJob(queued, absl::Now());
   ASSERT_TRUE(created.ok()) << created.status();

@@ -504,7 +504,8 @@ TEST_P(EngineContractTest, RollbackRestoresTheReplacedRowsOnce) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->already);
   EXPECT_EQ(again->rows, 2);
-  EXPECT_EQ(again->partitions[0].fingerprint, result->partitions[0].fingerprint);
+  EXPECT_EQ(again->partitions[0].fingerprint,
+            result->partitions[0].fingerprint);
   EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
               ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2)));
 }
@@ -536,10 +537,10 @@ TEST_P(EngineContractTest, RollbackOfAnUnpartitionedDataset) {
   layout.items = {{&totals_, {""}}};
   layout.pinned = {&customers_};
   ASSERT_TRUE(engine()->PrepareJob(layout).ok());
-  ASSERT_TRUE(engine()
-                  ->StagePartition("bf-3", totals_, "",
-                                   {{&customers_, std::nullopt}})
-                  .ok());
+  ASSERT_TRUE(
+      engine()
+          ->StagePartition("bf-3", totals_, "", {{&customers_, std::nullopt}})
+          .ok());
   ASSERT_TRUE(engine()->Publish(layout).ok());
   ASSERT_THAT(*engine()->CountRowsByPartition(totals_),
               ElementsAre(Pair("", 2)));

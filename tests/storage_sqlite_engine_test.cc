@@ -638,9 +638,10 @@ TEST_F(SqliteEngineTest, ListJobsWithStagingParsesJobIdsFromTableNames) {
 // one of a job of one partition.
 // A full ordered dump of a table: every column as quote() text.
 std::string DumpSql(const std::string& table) {
-  return absl::StrCat("SELECT quote(ds), quote(region), quote(revenue), "
-                      "quote(orders) FROM ",
-                      sqlite::QuoteIdentifier(table), " ORDER BY 1, 2, 3, 4");
+  return absl::StrCat(
+      "SELECT quote(ds), quote(region), quote(revenue), "
+      "quote(orders) FROM ",
+      sqlite::QuoteIdentifier(table), " ORDER BY 1, 2, 3, 4");
 }
 
 TEST_F(SqliteEngineTest, RollbackRestoresByteIdenticalRowsOnlyInItsPartitions) {
@@ -650,9 +651,10 @@ TEST_F(SqliteEngineTest, RollbackRestoresByteIdenticalRowsOnlyInItsPartitions) {
   // day 2 (a member of partition 2025-01-02 by the one definition), a NULL,
   // a value of no partition, an integer in a text column, a day the jobs
   // never touch.
-  Exec("INSERT INTO daily_revenue VALUES ('2025-01-02 12:00:00', 'XX', 1.5, "
-       "NULL), (NULL, 'YY', NULL, 1), ('junk', 'ZZ', 0.1, 2), "
-       "('2025-01-09', 'EU', 99, 9)");
+  Exec(
+      "INSERT INTO daily_revenue VALUES ('2025-01-02 12:00:00', 'XX', 1.5, "
+      "NULL), (NULL, 'YY', NULL, 1), ('junk', 'ZZ', 0.1, 2), "
+      "('2025-01-09', 'EU', 99, 9)");
   const std::vector<std::string> before = Rows(DumpSql("daily_revenue"));
   Exec("UPDATE raw_orders SET refund = amount / 3");
   RunRevenueJob("bf-2", {"2025-01-02", "2025-01-04"});  // day 4: no orders
@@ -707,10 +709,8 @@ TEST_F(SqliteEngineTest, RollbackIsAtomicAcrossDatasets) {
     ASSERT_TRUE(engine_->PrepareJob(layout).ok());
     for (const std::string& day : days) {
       ASSERT_TRUE(StageRevenue(job, day).ok());
-      ASSERT_TRUE(engine_
-                      ->StagePartition(job, totals_, day,
-                                       {{&revenue_, day}})
-                      .ok());
+      ASSERT_TRUE(
+          engine_->StagePartition(job, totals_, day, {{&revenue_, day}}).ok());
     }
     ASSERT_TRUE(engine_->Publish(layout).ok());
   };
@@ -718,13 +718,13 @@ TEST_F(SqliteEngineTest, RollbackIsAtomicAcrossDatasets) {
   Exec("UPDATE raw_orders SET refund = amount");
   ASSERT_NO_FATAL_FAILURE(run("bf-2"));
   const std::vector<std::string> revenue = Rows(DumpSql("daily_revenue"));
-  const std::vector<std::string> totals =
-      Rows("SELECT quote(ds), quote(regions), quote(revenue) FROM "
-           "region_count ORDER BY 1, 2, 3");
+  const std::vector<std::string> totals = Rows(
+      "SELECT quote(ds), quote(regions), quote(revenue) FROM "
+      "region_count ORDER BY 1, 2, 3");
   // The second dataset's copy is gone: the first is not restored either.
-  Exec(absl::StrCat("DROP TABLE ", sqlite::QuoteIdentifier(
-                                       SqliteEngine::PrevTable("bf-2",
-                                                               "region_count"))));
+  Exec(absl::StrCat("DROP TABLE ",
+                    sqlite::QuoteIdentifier(
+                        SqliteEngine::PrevTable("bf-2", "region_count"))));
   RollbackSpec spec;
   spec.layout = Layout("bf-2", {{&revenue_, days}, {&totals_, days}});
   auto result = engine_->Rollback(spec);
@@ -739,10 +739,11 @@ TEST_F(SqliteEngineTest, RollbackIsAtomicAcrossDatasets) {
 }
 
 TEST_F(SqliteEngineTest, RollbackCopiesAreListedFromTableNames) {
-  Exec("CREATE TABLE _bf_prev_bf_12_daily_revenue (x); "
-       "CREATE TABLE _bf_prev_bf_3_region_count (x); "
-       "CREATE TABLE _bf_prev_other_daily_revenue (x); "
-       "CREATE TABLE _bf_prev_bf_7 (x)");
+  Exec(
+      "CREATE TABLE _bf_prev_bf_12_daily_revenue (x); "
+      "CREATE TABLE _bf_prev_bf_3_region_count (x); "
+      "CREATE TABLE _bf_prev_other_daily_revenue (x); "
+      "CREATE TABLE _bf_prev_bf_7 (x)");
   auto copies = engine_->ListRollbackCopies();
   ASSERT_TRUE(copies.ok()) << copies.status();
   ASSERT_EQ(copies->size(), 2u);

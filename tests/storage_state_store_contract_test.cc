@@ -1056,8 +1056,8 @@ TEST_P(StateStoreContractTest, RecordRollbackIsAtomicAndIdempotent) {
   // A job taken along that did not publish: nothing is written.
   RollbackInfo bad = info;
   bad.also_rolled_back = {"bf-3"};
-  absl::Status s =
-      store_->RecordRollback("bf-1", bad, {r2, r3}, "rolled back", "with", T(5));
+  absl::Status s = store_->RecordRollback("bf-1", bad, {r2, r3}, "rolled back",
+                                          "with", T(5));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("bf-3"));
   EXPECT_EQ(store_->GetJob("bf-1")->state, JobState::kSucceeded);
@@ -1094,8 +1094,7 @@ TEST_P(StateStoreContractTest, RecordRollbackIsAtomicAndIdempotent) {
   ASSERT_EQ(lineage->size(), 4u);
   std::vector<std::string> actions;
   for (const LineageRecord& r : *lineage) {
-    actions.push_back(
-        absl::StrCat(r.job_id, ":", LineageActionName(r.action)));
+    actions.push_back(absl::StrCat(r.job_id, ":", LineageActionName(r.action)));
   }
   EXPECT_THAT(actions, ElementsAre("bf-1:rollback", "bf-2:rollback",
                                    "bf-2:publish", "bf-1:publish"));
@@ -1153,8 +1152,9 @@ TEST_P(StateStoreContractTest, LineageOverlappingAndPublicationTimes) {
   for (const LineageRecord& r : *history) {
     got.push_back(absl::StrCat(r.job_id, "/", r.partition));
   }
-  EXPECT_THAT(got, ::testing::UnorderedElementsAre(
-                       "bf-1/2025-01-01", "bf-1/2025-01-02", "bf-2/2025-01-02"));
+  EXPECT_THAT(
+      got, ::testing::UnorderedElementsAre("bf-1/2025-01-01", "bf-1/2025-01-02",
+                                           "bf-2/2025-01-02"));
   std::vector<std::string> day2;
   for (const LineageRecord& r : *history) {
     if (r.partition == "2025-01-02") day2.push_back(r.job_id);

@@ -550,10 +550,9 @@ absl::StatusOr<RollbackResult> FakeEngine::Rollback(const RollbackSpec& spec) {
         } else if (auto it = table.find(partition); it != table.end()) {
           rows = it->second;
         }
-        result->partitions.push_back(
-            {item.dataset->name, partition, rows,
-             absl::StrCat("fake:", item.dataset->name, "/", partition, ":",
-                          rows)});
+        result->partitions.push_back({item.dataset->name, partition, rows,
+                                      absl::StrCat("fake:", item.dataset->name,
+                                                   "/", partition, ":", rows)});
         result->rows += rows;
       }
     }
@@ -572,10 +571,10 @@ absl::StatusOr<RollbackResult> FakeEngine::Rollback(const RollbackSpec& spec) {
         "nothing was restored"));
   }
   if (!claimed_.empty() && owner_ != claimed_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "rollback of job ", job_id,
-        ": the warehouse no longer belongs to this state store (", claimed_,
-        "); nothing was restored"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("rollback of job ", job_id,
+                     ": the warehouse no longer belongs to this state store (",
+                     claimed_, "); nothing was restored"));
   }
   for (const JobLayout::Item& item : layout.items) {
     if (!copies_.count({job_id, item.dataset->name})) {

@@ -192,8 +192,7 @@ class FakeEngine : public Engine {
   std::set<std::pair<std::string, std::string>> markers_
       ABSL_GUARDED_BY(mu_);  // (store id, job id)
   // (job id, dataset) -> partition -> rows the job's publish replaced.
-  std::map<std::pair<std::string, std::string>,
-           std::map<std::string, int64_t>>
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>>
       copies_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RollbackMarker> rollbacks_
       ABSL_GUARDED_BY(mu_);  // job id -> marker

@@ -652,18 +652,17 @@ InMemoryStateStore::GetLineageOverlapping(const std::string& job_id) {
   if (FindLocked(job_id) == nullptr) return NoJob(job_id);
   std::vector<const LineageRow*> rows;
   for (const auto& [key, versions] : lineage_) {
-    const bool mine = std::any_of(
-        versions.begin(), versions.end(), [&](const LineageRow& r) {
+    const bool mine =
+        std::any_of(versions.begin(), versions.end(), [&](const LineageRow& r) {
           return r.record.job_id == job_id &&
                  r.record.action == LineageAction::kPublish;
         });
     if (!mine) continue;
     for (const LineageRow& r : versions) rows.push_back(&r);
   }
-  std::sort(rows.begin(), rows.end(),
-            [](const LineageRow* a, const LineageRow* b) {
-              return a->id < b->id;
-            });
+  std::sort(
+      rows.begin(), rows.end(),
+      [](const LineageRow* a, const LineageRow* b) { return a->id < b->id; });
   std::vector<LineageRecord> out;
   for (const LineageRow* r : rows) out.push_back(r->record);
   return out;
@@ -680,8 +679,7 @@ InMemoryStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
           !wanted.count(r.record.job_id)) {
         continue;
       }
-      auto [it, inserted] =
-          out.emplace(r.record.job_id, r.record.published_at);
+      auto [it, inserted] = out.emplace(r.record.job_id, r.record.published_at);
       if (!inserted && r.record.published_at < it->second) {
         it->second = r.record.published_at;
       }

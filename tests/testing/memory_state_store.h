@@ -23,9 +23,9 @@
 //
 // Fault injection: the write methods are CreateJob, ReserveJobNumbers,
 // TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState,
-// RecordPublication and RecordRollback. Each call of one is counted, then calls the write
-// hook (if set) with the method's name, outside the store's lock, so that
-// the hook may block, count or fail the call; then fails with an injected
+// RecordPublication and RecordRollback. Each call of one is counted, then calls
+// the write hook (if set) with the method's name, outside the store's lock, so
+// that the hook may block, count or fail the call; then fails with an injected
 // status (FailNextWrites first, then FailWrites) if there is one. A write
 // refused this way changes nothing. Reads never fail by injection.
 //
