@@ -189,6 +189,16 @@ absl::StatusOr<v1::Backfill> BackfillClient::Retry(const std::string& id,
   return Call(&Stub::RetryBackfill, rpc_request);
 }
 
+absl::StatusOr<v1::Backfill> BackfillClient::Approve(
+    const v1::ApproveBackfillRequest& request) {
+  return Call(&Stub::ApproveBackfill, request);
+}
+
+absl::StatusOr<v1::DiffBackfillResponse> BackfillClient::Diff(
+    const v1::DiffBackfillRequest& request) {
+  return Call(&Stub::DiffBackfill, request);
+}
+
 absl::Status BackfillClient::Watch(
     const std::string& id,
     const std::function<bool(const v1::Backfill&)>& on_update) {

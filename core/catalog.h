@@ -68,6 +68,9 @@ struct DatasetSpec {
   // At most this many partitions of the dataset are recomputed at once,
   // over all jobs (0: no limit but the worker count).
   int max_parallel = 0;
+  // Every job that writes the dataset stops in AWAITING_APPROVAL once it is
+  // validated, until an operator approves it (derived datasets only).
+  bool require_approval = false;
   std::string file;  // where it was declared, for error messages
   int line = 0;
 

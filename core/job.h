@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/diff.h"
 
 namespace backfill {
 
@@ -113,6 +114,19 @@ struct PartitionCounts {
   int64_t cancelled = 0;
 };
 
+// An operator's decision to publish a job held for it: one in
+// AWAITING_APPROVAL, or (with override) one that failed validation.
+struct Approval {
+  std::string approved_by;
+  std::string reason;
+  // The job failed validation and the operator publishes it anyway; a
+  // restart re-checks only that its staging is intact, not the checks the
+  // operator overrode.
+  bool override_validation = false;
+  JobState from_state = JobState::kAwaitingApproval;  // the state approved
+  absl::Time approved_at = absl::InfinitePast();
+};
+
 struct Job {
   std::string id;  // "bf-<n>", assigned by the state store
   JobState state = JobState::kQueued;
@@ -129,6 +143,11 @@ struct Job {
   absl::Time update_time = absl::InfinitePast();
   absl::Time start_time = absl::InfinitePast();  // InfinitePast: not yet
   absl::Time end_time = absl::InfinitePast();
+  // Set once an operator approved the job (ApproveJob).
+  std::optional<Approval> approval;
+  // The job's diff per dataset, once validation computed it. Filled by
+  // BackfillManager::GetJob only (the state store keeps the diff apart).
+  std::vector<DiffSummary> diff;
 };
 
 // The fingerprint of one input partition a task read.
@@ -166,6 +185,8 @@ struct LineageRecord {
   std::string ticket;
   std::string requested_by;
   absl::Time published_at = absl::InfinitePast();
+  // The approval the job was published with, if it needed one.
+  std::optional<Approval> approval;
 };
 
 struct AuditEvent {

@@ -141,7 +141,7 @@ std::string StripTrailingSemicolons(std::string s) {
 
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
-    "max_parallel, description";
+    "max_parallel, require_approval, description";
 
 int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();
@@ -310,7 +310,8 @@ class FileParser {
     absl::Status s = CheckKeys(
         d,
         {"name", "kind", "table", "partition", "upstream", "transform",
-         "version", "contract", "max_parallel", "description"},
+         "version", "contract", "max_parallel", "require_approval",
+         "description"},
         where, kDatasetKeys);
     if (!s.ok()) return s;
 
@@ -405,6 +406,28 @@ class FileParser {
                                   " is only allowed on derived datasets"));
       }
       spec.max_parallel = n;
+    }
+
+    absl::StatusOr<std::optional<std::string>> require_approval =
+        Scalar(d, "require_approval", where, false);
+    if (!require_approval.ok()) return require_approval.status();
+    if (*require_approval) {
+      const std::string& v = **require_approval;
+      if (v == "true" || v == "True" || v == "TRUE") {
+        spec.require_approval = true;
+      } else if (v == "false" || v == "False" || v == "FALSE") {
+        spec.require_approval = false;
+      } else {
+        return Error(d["require_approval"], spec.line,
+                     absl::StrCat("`require_approval` ", where, " is \"", v,
+                                  "\"; expected true or false"));
+      }
+      if (spec.require_approval && spec.kind != DatasetKind::kDerived) {
+        return Error(d["require_approval"], spec.line,
+                     absl::StrCat("`require_approval` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never published by a backfill)"));
+      }
     }
 
     if (const YAML::Node desc = d["description"];

@@ -25,8 +25,12 @@
 // Tables: jobs (request, state, plan cost, idempotency_key UNIQUE when set),
 // job_datasets (the plan's datasets in order, with reason and cost), tasks
 // (one per planned (dataset, partition): the checkpoint; a plan's partitions
-// are read back from them in ordinal order), lineage, audit_events, and
-// counters (the job id sequence).
+// are read back from them in ordinal order), lineage (with the approval a
+// version was published with), audit_events, counters (the job id
+// sequence), job_approvals (an operator's approval of a held job),
+// job_diff_datasets and job_diff_partitions (the diff a job computed before
+// publishing: per dataset its columns, per partition counts, measure totals
+// and sample rows).
 //
 // Encoding: timestamps are unix microseconds (NULL for "not yet"); job ids
 // are "bf-<n>" with n from a counter row that never goes back. Lists (the
@@ -106,6 +110,13 @@ class SqliteStateStore : public StateStore {
                                  const std::vector<LineageRecord>& lineage,
                                  JobState to, const std::string& message,
                                  absl::Time now) override;
+  absl::Status ApproveJob(const std::string& job_id, JobState expected_from,
+                          JobState to, const Approval& approval,
+                          const std::string& message, absl::Time now) override;
+  absl::Status ReplaceJobDiff(const JobDiff& diff) override;
+  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(
+      const std::string& job_id, const std::string& dataset,
+      bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
