@@ -14,7 +14,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "core/crash_point.h"
 #include "core/fingerprint.h"
@@ -986,14 +990,40 @@ std::string Pairs(const std::vector<std::string>& columns, const char* op,
   return absl::StrJoin(parts, joiner);
 }
 
-// `quote(<alias>."c1"), ...`.
+// `<alias>."c1", ...`: values a sample shows (see SqlLiteral).
 std::string Quoted(const std::vector<std::string>& columns,
                    std::string_view alias) {
   std::vector<std::string> parts;
   for (const std::string& c : columns) {
-    parts.push_back(absl::StrCat("quote(", Sv(alias), ".", Q(c), ")"));
+    parts.push_back(absl::StrCat(Sv(alias), ".", Q(c)));
   }
   return absl::StrJoin(parts, ", ");
+}
+
+// A value as an SQL literal: NULL, 42, 12.5 (the shortest text that reads
+// back as the same double), 'text' ('' for a quote), X'0a1b'.
+std::string SqlLiteral(const Statement& q, int i) {
+  switch (q.GetColumnType(i)) {
+    case ColumnType::kNull:
+      return "NULL";
+    case ColumnType::kInteger:
+      return absl::StrCat(q.ColumnInt(i));
+    case ColumnType::kReal: {
+      const double v = q.ColumnDouble(i);
+      for (int digits = 15; digits < 17; ++digits) {
+        std::string text = absl::StrFormat("%.*g", digits, v);
+        double back = 0;
+        if (absl::SimpleAtod(text, &back) && back == v) return text;
+      }
+      return absl::StrFormat("%.17g", v);
+    }
+    case ColumnType::kText:
+      return absl::StrCat("'", absl::StrReplaceAll(q.ColumnText(i), {{"'", "''"}}),
+                          "'");
+    case ColumnType::kBlob:
+      return absl::StrCat("X'", absl::BytesToHexString(q.ColumnText(i)), "'");
+  }
+  return q.ColumnText(i);
 }
 
 std::string Listed(const std::vector<std::string>& columns,
@@ -1019,11 +1049,13 @@ absl::Status ReadSamples(Database* db, const std::string& sql, DiffChange change
     DiffSample sample;
     sample.change = change;
     int i = 0;
-    for (size_t n = 0; n < keys; ++n) sample.key.push_back(q.ColumnText(i++));
+    for (size_t n = 0; n < keys; ++n) sample.key.push_back(SqlLiteral(q, i++));
     for (size_t n = 0; n < before; ++n) {
-      sample.before.push_back(q.ColumnText(i++));
+      sample.before.push_back(SqlLiteral(q, i++));
     }
-    for (size_t n = 0; n < after; ++n) sample.after.push_back(q.ColumnText(i++));
+    for (size_t n = 0; n < after; ++n) {
+      sample.after.push_back(SqlLiteral(q, i++));
+    }
     out->push_back(std::move(sample));
   }
   return absl::OkStatus();
