@@ -418,13 +418,12 @@ int Cli::Approve(const ApproveOptions& options) {
   request.set_approved_by(options.approved_by);
   absl::StatusOr<v1::Backfill> job = client_->Approve(request);
   if (!job.ok()) return RpcError(job.status());
-  return Print(*job,
-               absl::StrCat(cli::TerminalText(absl::StrCat(
-                                "approved backfill ", job->id(), "; it is ",
-                                cli::StateName(job->state()),
-                                " (backfillctl watch ", job->id(),
-                                " follows it)")),
-                            "\n\n", cli::FormatBackfill(*job)));
+  return Print(*job, absl::StrCat(cli::TerminalText(absl::StrCat(
+                                      "approved backfill ", job->id(),
+                                      "; it is ", cli::StateName(job->state()),
+                                      " (backfillctl watch ", job->id(),
+                                      " follows it)")),
+                                  "\n\n", cli::FormatBackfill(*job)));
 }
 
 int Cli::Diff(const DiffOptions& options) {

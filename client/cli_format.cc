@@ -371,9 +371,8 @@ namespace {
 // "30 partitions, 30 changed; rows 120 -> 118: +0 added, -2 removed,
 // ~116 changed, 2 unchanged; revenue -345.67 (12000 -> 11654.33)".
 std::string DiffTotalsText(const v1::DatasetDiff& diff) {
-  std::string out = absl::StrCat(
-      Plural(diff.partitions(), "partition"), ", ", diff.partitions_changed(),
-      " with changes");
+  std::string out = absl::StrCat(Plural(diff.partitions(), "partition"), ", ",
+                                 diff.partitions_changed(), " with changes");
   if (diff.partitions_failed() > 0) {
     absl::StrAppend(&out, ", ", diff.partitions_failed(), " without a diff");
   }
@@ -442,8 +441,11 @@ std::string FormatDiff(const v1::DiffBackfillResponse& response) {
         continue;
       }
       std::vector<std::string> row = {
-          partition,          Grouped(p.rows_before()), Grouped(p.rows_after()),
-          Grouped(p.added()), Grouped(p.removed()),
+          partition,
+          Grouped(p.rows_before()),
+          Grouped(p.rows_after()),
+          Grouped(p.added()),
+          Grouped(p.removed()),
           d.by_primary_key() ? Grouped(p.changed()) : "-",
           Grouped(p.unchanged())};
       for (const v1::MeasureDelta& m : p.measures()) {
@@ -460,13 +462,11 @@ std::string FormatDiff(const v1::DiffBackfillResponse& response) {
       absl::StrAppend(&out, "\nSample rows (values as SQL literals):\n");
       header_done = true;
     }
-    const v1::DatasetDiff* d = by_name.count(p.dataset())
-                                   ? by_name[p.dataset()]
-                                   : nullptr;
-    absl::StrAppend(&out, "  ", TerminalText(p.dataset()), " ",
-                    p.partition().empty() ? "(all)"
-                                          : TerminalText(p.partition()),
-                    "\n");
+    const v1::DatasetDiff* d =
+        by_name.count(p.dataset()) ? by_name[p.dataset()] : nullptr;
+    absl::StrAppend(
+        &out, "  ", TerminalText(p.dataset()), " ",
+        p.partition().empty() ? "(all)" : TerminalText(p.partition()), "\n");
     for (const v1::DiffSampleRow& row : p.samples()) {
       std::string line = absl::StrCat("    ", TerminalText(row.change()));
       if (row.key_size() > 0) {
@@ -476,10 +476,9 @@ std::string FormatDiff(const v1::DiffBackfillResponse& response) {
       std::vector<std::string> values;
       const int n = std::max(row.before_size(), row.after_size());
       for (int i = 0; i < n; ++i) {
-        const std::string column =
-            d != nullptr && i < d->value_columns_size()
-                ? TerminalText(d->value_columns(i))
-                : absl::StrCat("#", i + 1);
+        const std::string column = d != nullptr && i < d->value_columns_size()
+                                       ? TerminalText(d->value_columns(i))
+                                       : absl::StrCat("#", i + 1);
         const bool has_before = i < row.before_size();
         const bool has_after = i < row.after_size();
         if (has_before && has_after) {

@@ -101,8 +101,9 @@ absl::Status RefuseApproval(const Job& job, const Approval& approval,
   }
   if (IsTerminal(job.state)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        head, "; only a job AWAITING_APPROVAL (or VALIDATION_FAILED, with "
-              "override) can be approved"));
+        head,
+        "; only a job AWAITING_APPROVAL (or VALIDATION_FAILED, with "
+        "override) can be approved"));
   }
   return absl::FailedPreconditionError(absl::StrCat(
       head,
@@ -113,13 +114,12 @@ absl::Status RefuseApproval(const Job& job, const Approval& approval,
 }
 
 std::string ApprovalMessage(const Approval& approval) {
-  return absl::StrCat(
-      "approved by ", approval.approved_by,
-      approval.override_validation &&
-              approval.from_state == JobState::kValidationFailed
-          ? " OVERRIDING the failed validation"
-          : "",
-      ": ", approval.reason, "; publishing");
+  return absl::StrCat("approved by ", approval.approved_by,
+                      approval.override_validation &&
+                              approval.from_state == JobState::kValidationFailed
+                          ? " OVERRIDING the failed validation"
+                          : "",
+                      ": ", approval.reason, "; publishing");
 }
 
 }  // namespace backfill

@@ -219,10 +219,9 @@ absl::StatusOr<Job> BackfillManager::Approve(const std::string& id,
 
 absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
   if (request.sample_rows < 0 || request.sample_rows > kDiffStoredSamples) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sample_rows ", request.sample_rows,
-                     " is out of range: use 0..", kDiffStoredSamples,
-                     " (sample rows per partition)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample_rows ", request.sample_rows, " is out of range: use 0..",
+        kDiffStoredSamples, " (sample rows per partition)"));
   }
   if (request.offset < 0 || request.limit < 1) {
     return absl::InvalidArgumentError("diff page out of range");
@@ -241,17 +240,17 @@ absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
           request.id, " (it has: ", absl::StrJoin(names, ", "), ")"));
     }
   }
-  ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
-                   store_->GetJobDiff(request.id, request.dataset,
-                                      request.sample_rows > 0));
+  ASSIGN_OR_RETURN(
+      std::optional<JobDiff> diff,
+      store_->GetJobDiff(request.id, request.dataset, request.sample_rows > 0));
   if (!diff.has_value()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", request.id, " is ", JobStateName(job.state),
         " and has no diff: it never reached VALIDATING, where the diff is "
         "computed once every partition is staged",
-        IsTerminal(job.state) ? ""
-                              : absl::StrCat(" yet (backfillctl watch ",
-                                             request.id, ")")));
+        IsTerminal(job.state)
+            ? ""
+            : absl::StrCat(" yet (backfillctl watch ", request.id, ")")));
   }
   DiffPage page;
   page.job = std::move(job);

@@ -77,8 +77,8 @@ struct PartitionDiff {
 
 // Which columns a dataset's diff compares, sums and shows.
 struct DiffColumns {
-  bool by_key = false;            // the dataset has a primary key
-  std::vector<std::string> key;   // the primary key
+  bool by_key = false;              // the dataset has a primary key
+  std::vector<std::string> key;     // the primary key
   std::vector<std::string> values;  // contract columns not in the key
   std::vector<std::string> measures;
 };

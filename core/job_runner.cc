@@ -1082,8 +1082,8 @@ absl::Status JobRunner::PublishJob(Active* job) {
     complete = job->layout_complete;
     validated = job->validated;
     layout = job->layout;
-    overridden = job->job.approval.has_value() &&
-                 job->job.approval->override_validation;
+    overridden =
+        job->job.approval.has_value() && job->job.approval->override_validation;
   }
   if (!published) {
     if (!complete) {
@@ -1571,14 +1571,14 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
 absl::Status JobRunner::RecordDiff(Active* job, const JobLayout& layout) {
   const std::string id = job->job.id;
   JobDiff diff;
-  RETURN_IF_ERROR(Persist(Storage::kWarehouse,
-                          absl::StrCat("computing the diff of ", id),
-                          [&]() -> absl::Status {
-                            ASSIGN_OR_RETURN(diff, DiffStaging(engine_, layout,
-                                                               clock_->Now()));
-                            return absl::OkStatus();
-                          }));
-  return Persist(Storage::kStateStore, absl::StrCat("recording the diff of ", id),
+  RETURN_IF_ERROR(Persist(
+      Storage::kWarehouse, absl::StrCat("computing the diff of ", id),
+      [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(diff, DiffStaging(engine_, layout, clock_->Now()));
+        return absl::OkStatus();
+      }));
+  return Persist(Storage::kStateStore,
+                 absl::StrCat("recording the diff of ", id),
                  [&] { return store_->ReplaceJobDiff(diff); });
 }
 
@@ -1608,11 +1608,10 @@ absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
   {
     absl::MutexLock lock(&mu_);
     job = FindLocked(id);
-    const bool approvable =
-        job != nullptr && job->phase == Phase::kHeld &&
-        (job->state == JobState::kAwaitingApproval ||
-         (job->state == JobState::kValidationFailed &&
-          request.override_validation));
+    const bool approvable = job != nullptr && job->phase == Phase::kHeld &&
+                            (job->state == JobState::kAwaitingApproval ||
+                             (job->state == JobState::kValidationFailed &&
+                              request.override_validation));
     held = job != nullptr && job->phase == Phase::kHeld;
     if (approvable) {
       std::vector<Admission::Overlap> started = StartedOverlapsLocked(id);

@@ -307,12 +307,12 @@ class FileParser {
     if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
       where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
     }
-    absl::Status s = CheckKeys(
-        d,
-        {"name", "kind", "table", "partition", "upstream", "transform",
-         "version", "contract", "max_parallel", "require_approval",
-         "description"},
-        where, kDatasetKeys);
+    absl::Status s =
+        CheckKeys(d,
+                  {"name", "kind", "table", "partition", "upstream",
+                   "transform", "version", "contract", "max_parallel",
+                   "require_approval", "description"},
+                  where, kDatasetKeys);
     if (!s.ok()) return s;
 
     absl::StatusOr<std::optional<std::string>> name =

@@ -12,10 +12,10 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -1018,8 +1018,8 @@ std::string SqlLiteral(const Statement& q, int i) {
       return absl::StrFormat("%.17g", v);
     }
     case ColumnType::kText:
-      return absl::StrCat("'", absl::StrReplaceAll(q.ColumnText(i), {{"'", "''"}}),
-                          "'");
+      return absl::StrCat(
+          "'", absl::StrReplaceAll(q.ColumnText(i), {{"'", "''"}}), "'");
     case ColumnType::kBlob:
       return absl::StrCat("X'", absl::BytesToHexString(q.ColumnText(i)), "'");
   }
@@ -1037,8 +1037,9 @@ std::string Listed(const std::vector<std::string>& columns,
 
 // Reads up to `limit` sample rows: columns [0, k) the key, then `before`
 // values, then `after` values.
-absl::Status ReadSamples(Database* db, const std::string& sql, DiffChange change,
-                         size_t keys, size_t before, size_t after, int limit,
+absl::Status ReadSamples(Database* db, const std::string& sql,
+                         DiffChange change, size_t keys, size_t before,
+                         size_t after, int limit,
                          std::vector<DiffSample>* out) {
   if (limit <= 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(Statement q, db->Prepare(sql));
@@ -1087,10 +1088,9 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
   // The partition's rows on each side, in TEMP tables typed like the
   // contract and indexed by the key.
   const std::string in_partition =
-      dataset.partition
-          ? MembershipConditionParams(dataset.grain(),
-                                      Q(dataset.partition->column))
-          : std::string("1");
+      dataset.partition ? MembershipConditionParams(
+                              dataset.grain(), Q(dataset.partition->column))
+                        : std::string("1");
   const std::string cols = ColumnList(dataset);
   const std::pair<const char*, std::string> sides[] = {
       {"_bf_diff_after", absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
@@ -1103,9 +1103,9 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     RETURN_IF_ERROR(db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
                                           ColumnDefs(dataset), ")")));
     if (columns.by_key) {
-      RETURN_IF_ERROR(db->Exec(absl::StrCat(
-          "CREATE INDEX temp.", Q(absl::StrCat(name, "_key")), " ON ", Q(name),
-          " (", Listed(columns.key, ""), ")")));
+      RETURN_IF_ERROR(db->Exec(
+          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
+                       " ON ", Q(name), " (", Listed(columns.key, ""), ")")));
     }
     if (select.empty()) continue;
     ASSIGN_OR_RETURN(Statement copy,
@@ -1143,29 +1143,28 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
   const int limit = std::max(0, sample_limit);
   if (columns.by_key) {
     const std::string key_match = Pairs(columns.key, "IS", " AND ", "1");
-    const std::string differs =
-        Pairs(columns.values, "IS NOT", " OR ", "0");
-    const std::string only_after = absl::StrCat(
-        " FROM ", a, " WHERE NOT EXISTS (SELECT 1 FROM ", b, " WHERE ",
-        key_match, ")");
-    const std::string only_before = absl::StrCat(
-        " FROM ", b, " WHERE NOT EXISTS (SELECT 1 FROM ", a, " WHERE ",
-        key_match, ")");
+    const std::string differs = Pairs(columns.values, "IS NOT", " OR ", "0");
+    const std::string only_after =
+        absl::StrCat(" FROM ", a, " WHERE NOT EXISTS (SELECT 1 FROM ", b,
+                     " WHERE ", key_match, ")");
+    const std::string only_before =
+        absl::StrCat(" FROM ", b, " WHERE NOT EXISTS (SELECT 1 FROM ", a,
+                     " WHERE ", key_match, ")");
     const std::string both =
         absl::StrCat(" FROM ", a, " JOIN ", b, " ON ", key_match);
     ASSIGN_OR_RETURN(diff.added,
                      db->QueryInt(absl::StrCat("SELECT COUNT(*)", only_after)));
-    ASSIGN_OR_RETURN(diff.removed, db->QueryInt(absl::StrCat(
-                                       "SELECT COUNT(*)", only_before)));
-    ASSIGN_OR_RETURN(diff.changed, db->QueryInt(absl::StrCat(
-                                       "SELECT COUNT(*)", both, " WHERE ",
-                                       differs)));
+    ASSIGN_OR_RETURN(diff.removed, db->QueryInt(absl::StrCat("SELECT COUNT(*)",
+                                                             only_before)));
+    ASSIGN_OR_RETURN(diff.changed,
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", both,
+                                               " WHERE ", differs)));
     ASSIGN_OR_RETURN(int64_t matched,
                      db->QueryInt(absl::StrCat("SELECT COUNT(*)", both)));
     diff.unchanged = matched - diff.changed;
     const size_t k = columns.key.size(), v = columns.values.size();
-    std::string changed_sql = absl::StrCat(
-        "SELECT ", Quoted(columns.key, "_bf_a"));
+    std::string changed_sql =
+        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
     if (v > 0) {
       absl::StrAppend(&changed_sql, ", ", Quoted(columns.values, "_bf_b"), ", ",
                       Quoted(columns.values, "_bf_a"));
@@ -1176,12 +1175,13 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
                                 v, v, limit, &diff.samples));
     std::string added_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
-    if (v > 0) absl::StrAppend(&added_sql, ", ", Quoted(columns.values, "_bf_a"));
+    if (v > 0)
+      absl::StrAppend(&added_sql, ", ", Quoted(columns.values, "_bf_a"));
     absl::StrAppend(&added_sql, only_after, " ORDER BY ",
                     Listed(columns.key, "_bf_a"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(db.get(), added_sql, DiffChange::kAdded, k, 0,
-                                v, limit - static_cast<int>(diff.samples.size()),
-                                &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(
+        db.get(), added_sql, DiffChange::kAdded, k, 0, v,
+        limit - static_cast<int>(diff.samples.size()), &diff.samples));
     std::string removed_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_b"));
     if (v > 0) {
@@ -1189,18 +1189,23 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     }
     absl::StrAppend(&removed_sql, only_before, " ORDER BY ",
                     Listed(columns.key, "_bf_b"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(db.get(), removed_sql, DiffChange::kRemoved, k,
-                                v, 0,
-                                limit - static_cast<int>(diff.samples.size()),
-                                &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(
+        db.get(), removed_sql, DiffChange::kRemoved, k, v, 0,
+        limit - static_cast<int>(diff.samples.size()), &diff.samples));
   } else {
     // Whole rows as multisets: per distinct row, how often each side has it.
     const std::string all = Listed(columns.values, "");
-    const std::string grouped = absl::StrCat(
-        "(SELECT ", all, ", SUM(_bf_side) AS _bf_na, SUM(1 - _bf_side) AS "
-        "_bf_nb FROM (SELECT ", all, ", 1 AS _bf_side FROM "
-        "temp._bf_diff_after UNION ALL SELECT ", all, ", 0 FROM "
-        "temp._bf_diff_before) GROUP BY ", all, ") AS _bf_g");
+    const std::string grouped =
+        absl::StrCat("(SELECT ", all,
+                     ", SUM(_bf_side) AS _bf_na, SUM(1 - _bf_side) AS "
+                     "_bf_nb FROM (SELECT ",
+                     all,
+                     ", 1 AS _bf_side FROM "
+                     "temp._bf_diff_after UNION ALL SELECT ",
+                     all,
+                     ", 0 FROM "
+                     "temp._bf_diff_before) GROUP BY ",
+                     all, ") AS _bf_g");
     ASSIGN_OR_RETURN(
         Statement q,
         db->Prepare(absl::StrCat(

@@ -1187,10 +1187,10 @@ absl::Status SqliteStateStore::ApproveJob(const std::string& job_id,
     RETURN_IF_ERROR(q.BindText(3, approval.reason));
     RETURN_IF_ERROR(q.BindInt(4, approval.override_validation ? 1 : 0));
     RETURN_IF_ERROR(q.BindText(5, JobStateText(from)));
-    RETURN_IF_ERROR(BindTime(
-        q, 6,
-        approval.approved_at == absl::InfinitePast() ? now
-                                                     : approval.approved_at));
+    RETURN_IF_ERROR(BindTime(q, 6,
+                             approval.approved_at == absl::InfinitePast()
+                                 ? now
+                                 : approval.approved_at));
     RETURN_IF_ERROR(q.Run());
   }
   RETURN_IF_ERROR(WriteTransition(job_id, from, to, message, now));
@@ -1202,9 +1202,9 @@ absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   RETURN_IF_ERROR(StateOf(diff.job_id).status());
   for (const char* table : {"job_diff_partitions", "job_diff_datasets"}) {
-    ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
-                                      "DELETE FROM ", table,
-                                      " WHERE job_id = ?1")));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare(absl::StrCat("DELETE FROM ", table,
+                                               " WHERE job_id = ?1")));
     RETURN_IF_ERROR(q.BindText(1, diff.job_id));
     RETURN_IF_ERROR(q.Run());
   }
@@ -1252,8 +1252,7 @@ absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
 }
 
 absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::GetJobDiff(
-    const std::string& job_id, const std::string& dataset,
-    bool with_samples) {
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));

@@ -114,9 +114,9 @@ class SqliteStateStore : public StateStore {
                           JobState to, const Approval& approval,
                           const std::string& message, absl::Time now) override;
   absl::Status ReplaceJobDiff(const JobDiff& diff) override;
-  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(
-      const std::string& job_id, const std::string& dataset,
-      bool with_samples) override;
+  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(const std::string& job_id,
+                                                    const std::string& dataset,
+                                                    bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(

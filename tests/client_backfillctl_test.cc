@@ -807,9 +807,10 @@ TEST_F(BackfillctlTest, DiffPrintsEveryPageAsATableWithSampleRows) {
               ::testing::Contains(
                   "2025-06-01  4       4      0      0        2        2      "
                   "    -12.5"));
-  EXPECT_THAT(lines, ::testing::Contains(
-                         "2025-06-03  4       4      0      0        0        4 "
-                         "         0"));
+  EXPECT_THAT(lines,
+              ::testing::Contains(
+                  "2025-06-03  4       4      0      0        0        4 "
+                  "         0"));
   EXPECT_THAT(run.out, HasSubstr("Sample rows (values as SQL literals):"));
   // Only the values that differ; server text escaped.
   EXPECT_THAT(run.out, HasSubstr("    changed  ('2025-06-01', 'north\\x1b[2J')"
@@ -823,7 +824,8 @@ TEST_F(BackfillctlTest, DiffPrintsEveryPageAsATableWithSampleRows) {
   EXPECT_EQ(sent[1].page_token(), "1");
 
   // --json: the pages merged into one document.
-  RunResult json = Run({"diff", "bf-7", "--json", "--dataset", "daily_revenue"});
+  RunResult json =
+      Run({"diff", "bf-7", "--json", "--dataset", "daily_revenue"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   v1::DiffBackfillResponse merged;
   ASSERT_TRUE(

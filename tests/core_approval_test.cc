@@ -69,9 +69,8 @@ class ApprovalTest : public ::testing::Test {
       return absl::OkStatus();
     });
     // Three rows per partition staged; two published before.
-    engine_.SetRowsFor([](const std::string&, const std::string&) {
-      return int64_t{3};
-    });
+    engine_.SetRowsFor(
+        [](const std::string&, const std::string&) { return int64_t{3}; });
     for (const char* day : {"2025-01-01", "2025-01-02", "2025-01-03"}) {
       engine_.SetPublishedRows("gated", day, 2);
       engine_.SetPublishedRows("daily", day, 2);
@@ -88,9 +87,8 @@ class ApprovalTest : public ::testing::Test {
     options.workers = 2;
     options.retry_backoff = absl::Milliseconds(1);
     options.max_backoff = absl::Milliseconds(5);
-    manager_ = std::make_unique<BackfillManager>(catalog_.get(), &store_,
-                                                 &engine_, &clock_, nullptr,
-                                                 options);
+    manager_ = std::make_unique<BackfillManager>(
+        catalog_.get(), &store_, &engine_, &clock_, nullptr, options);
     ASSERT_TRUE(manager_->Start().ok());
   }
   void Restart() {
@@ -147,8 +145,8 @@ class ApprovalTest : public ::testing::Test {
     EXPECT_TRUE(events.ok()) << events.status();
     if (!events.ok()) return out;
     for (const AuditEvent& e : *events) {
-      out.push_back(absl::StrCat(e.from_state, "->", e.to_state, ": ",
-                                 e.message));
+      out.push_back(
+          absl::StrCat(e.from_state, "->", e.to_state, ": ", e.message));
     }
     return out;
   }
@@ -247,8 +245,7 @@ TEST_F(ApprovalTest, AValidationFailedJobIsPublishedOnlyWithOverride) {
               HasSubstr("VALIDATION_FAILED"));
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("pass --override"));
-  EXPECT_THAT(std::string(refused.status().message()),
-              HasSubstr("not unique"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("not unique"));
   EXPECT_EQ(Get(id).state, JobState::kValidationFailed);
   EXPECT_EQ(engine_.calls("Publish"), 0);
 

@@ -47,10 +47,10 @@ std::string ApprovalPipeline() {
       columns: {ds: TEXT, region: TEXT, revenue: REAL}
       primary_key: [ds, region]
 )yaml");
-  return absl::StrReplaceAll(
-      yaml, {{"  - name: daily_revenue\n    kind: derived\n",
-              "  - name: daily_revenue\n    kind: derived\n"
-              "    require_approval: true\n"}});
+  return absl::StrReplaceAll(yaml,
+                             {{"  - name: daily_revenue\n    kind: derived\n",
+                               "  - name: daily_revenue\n    kind: derived\n"
+                               "    require_approval: true\n"}});
 }
 
 class ApprovalE2eTest : public E2eTest {
@@ -87,19 +87,20 @@ TEST_F(ApprovalE2eTest, RequireApprovalShowsTheDiffAndPublishesOnceApproved) {
       WriteFile(pipelines_dir_ + "/e2e.yaml", PipelineYaml(false)));
   Daemon& first = NewDaemon();
   ASSERT_TRUE(first.Start());
-  RunResult load = first.CtlJson({"submit", "daily_revenue", "--from",
-                                  "2025-01-01", "--to", "2025-01-09",
-                                  "--reason", "initial load", "--wait"},
-                                 seconds(120));
+  RunResult load =
+      first.CtlJson({"submit", "daily_revenue", "--from", "2025-01-01", "--to",
+                     "2025-01-09", "--reason", "initial load", "--wait"},
+                    seconds(120));
   ASSERT_EQ(load.exit_code, 0) << load;
   ExpectCleanSigterm(first);
 
   // New refunds on two days; every job of daily_revenue now needs approval.
   {
     Sqlite db(warehouse_);
-    ASSERT_TRUE(db.Exec("UPDATE raw_orders SET refund = amount - 1 WHERE "
-                        "order_date IN ('2025-01-03', '2025-01-05') AND "
-                        "order_id % 3 = 0"))
+    ASSERT_TRUE(
+        db.Exec("UPDATE raw_orders SET refund = amount - 1 WHERE "
+                "order_date IN ('2025-01-03', '2025-01-05') AND "
+                "order_id % 3 = 0"))
         << db.error();
   }
   ASSERT_NO_FATAL_FAILURE(
@@ -122,10 +123,10 @@ TEST_F(ApprovalE2eTest, RequireApprovalShowsTheDiffAndPublishesOnceApproved) {
   ASSERT_TRUE(expected.has_value()) << db.error();
   ASSERT_EQ(expected->size(), 5u);
 
-  RunResult submit = daemon.CtlJson(
-      {"submit", "daily_revenue", "--from", "2025-01-02", "--to", "2025-01-07",
-       "--reason", "late refunds", "--wait"},
-      seconds(120));
+  RunResult submit =
+      daemon.CtlJson({"submit", "daily_revenue", "--from", "2025-01-02", "--to",
+                      "2025-01-07", "--reason", "late refunds", "--wait"},
+                     seconds(120));
   EXPECT_EQ(submit.exit_code, 1) << submit;
   EXPECT_EQ(JsonString(submit.out, "state"),
             "BACKFILL_STATE_AWAITING_APPROVAL");
@@ -204,8 +205,8 @@ TEST_F(ApprovalE2eTest, RequireApprovalShowsTheDiffAndPublishesOnceApproved) {
       again.CtlJson({"approve", id, "--reason", "again"}, seconds(30));
   EXPECT_EQ(twice.exit_code, 0) << twice;
   EXPECT_EQ(JsonString(twice.out, "state"), "BACKFILL_STATE_SUCCEEDED");
-  auto count = state.Query("SELECT COUNT(*) FROM lineage WHERE job_id = ?1",
-                           {id});
+  auto count =
+      state.Query("SELECT COUNT(*) FROM lineage WHERE job_id = ?1", {id});
   EXPECT_EQ((*count)[0][0], "5");
   RunResult status = again.Ctl({"status", id}, seconds(30));
   EXPECT_THAT(status.out, HasSubstr("by erin"));
@@ -219,10 +220,10 @@ TEST_F(ApprovalE2eTest, AFailedValidationIsPublishedOnlyWithOverride) {
       WriteFile(pipelines_dir_ + "/e2e.yaml", ApprovalPipeline()));
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
-  RunResult submit = daemon.CtlJson(
-      {"submit", "region_revenue", "--from", "2025-01-01", "--to",
-       "2025-01-04", "--reason", "first load", "--wait"},
-      seconds(120));
+  RunResult submit =
+      daemon.CtlJson({"submit", "region_revenue", "--from", "2025-01-01",
+                      "--to", "2025-01-04", "--reason", "first load", "--wait"},
+                     seconds(120));
   EXPECT_EQ(submit.exit_code, 1) << submit;
   EXPECT_EQ(JsonString(submit.out, "state"),
             "BACKFILL_STATE_VALIDATION_FAILED");

@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <future>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -525,16 +525,17 @@ TEST_F(ServerServiceTest, DiffPagesThroughPartitionsAndApproveIsValidated) {
       seen.push_back(p.partition());
       EXPECT_LE(p.samples_size(), 1);
       int64_t rows = 0;
-      for (const auto& [key, row] : published) rows += key.first == p.partition();
+      for (const auto& [key, row] : published)
+        rows += key.first == p.partition();
       EXPECT_EQ(p.rows_after(), rows) << p.partition();
       EXPECT_EQ(p.added(), rows) << p.partition();
     }
     if (response->next_page_token().empty()) break;
     request.set_page_token(response->next_page_token());
   }
-  EXPECT_THAT(seen, ::testing::ElementsAre("2025-03-01", "2025-03-02",
-                                           "2025-03-03", "2025-03-04",
-                                           "2025-03-05"));
+  EXPECT_THAT(seen,
+              ::testing::ElementsAre("2025-03-01", "2025-03-02", "2025-03-03",
+                                     "2025-03-04", "2025-03-05"));
 
   // Bad DiffBackfill requests.
   auto diff_code = [&](const std::function<void(v1::DiffBackfillRequest*)>& f) {

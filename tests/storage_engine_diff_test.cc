@@ -82,9 +82,9 @@ class EngineDiffTest : public ::testing::Test {
     const std::string defs =
         "(ds TEXT, id INTEGER, amount REAL, qty INTEGER, label TEXT";
     if (published) {
-      Exec(absl::StrCat("CREATE TABLE facts ", defs,
-                        facts_.primary_key.empty() ? ")"
-                                                   : ", PRIMARY KEY (ds, id))"));
+      Exec(absl::StrCat(
+          "CREATE TABLE facts ", defs,
+          facts_.primary_key.empty() ? ")" : ", PRIMARY KEY (ds, id))"));
     }
     Exec(absl::StrCat("CREATE TABLE \"", stage_, "\" ", defs, ")"));
   }
@@ -106,12 +106,12 @@ class EngineDiffTest : public ::testing::Test {
     Expected e;
     e.before = Int(absl::StrCat("SELECT COUNT(*) FROM (", b, ")"));
     e.after = Int(absl::StrCat("SELECT COUNT(*) FROM (", a, ")"));
-    e.added = Int(absl::StrCat("SELECT COUNT(*) FROM (", ak, " EXCEPT ", bk,
-                               ")"));
-    e.removed = Int(absl::StrCat("SELECT COUNT(*) FROM (", bk, " EXCEPT ", ak,
-                                 ")"));
-    const int64_t both = Int(
-        absl::StrCat("SELECT COUNT(*) FROM (", ak, " INTERSECT ", bk, ")"));
+    e.added =
+        Int(absl::StrCat("SELECT COUNT(*) FROM (", ak, " EXCEPT ", bk, ")"));
+    e.removed =
+        Int(absl::StrCat("SELECT COUNT(*) FROM (", bk, " EXCEPT ", ak, ")"));
+    const int64_t both =
+        Int(absl::StrCat("SELECT COUNT(*) FROM (", ak, " INTERSECT ", bk, ")"));
     e.unchanged =
         Int(absl::StrCat("SELECT COUNT(*) FROM (", a, " INTERSECT ", b, ")"));
     e.changed = both - e.unchanged;
@@ -140,9 +140,8 @@ class EngineDiffTest : public ::testing::Test {
 
   // `literal` (as a sample shows it) is the value of `column` of the row
   // (ds, id) of `table`, read with plain SQL.
-  void ExpectValue(const std::string& table, const std::string& day,
-                   int64_t id, const std::string& column,
-                   const std::string& literal) {
+  void ExpectValue(const std::string& table, const std::string& day, int64_t id,
+                   const std::string& column, const std::string& literal) {
     auto q = db_->Prepare(absl::StrCat("SELECT \"", column, "\" FROM \"", table,
                                        "\" WHERE ds = ?1 AND id = ?2"));
     ASSERT_TRUE(q.ok()) << q.status();
@@ -153,10 +152,10 @@ class EngineDiffTest : public ::testing::Test {
     if (q->ColumnIsNull(0)) {
       EXPECT_EQ(literal, "NULL");
     } else if (q->GetColumnType(0) == sqlite::ColumnType::kText) {
-      EXPECT_EQ(literal,
-                absl::StrCat("'",
-                             absl::StrReplaceAll(q->ColumnText(0), {{"'", "''"}}),
-                             "'"));
+      EXPECT_EQ(
+          literal,
+          absl::StrCat(
+              "'", absl::StrReplaceAll(q->ColumnText(0), {{"'", "''"}}), "'"));
     } else {
       double v = 0;
       ASSERT_TRUE(absl::SimpleAtod(literal, &v)) << literal;
@@ -179,8 +178,8 @@ TEST_F(EngineDiffTest, GeneratedRowsMatchPlainSql) {
   auto amount = [&] { return maybe_null(absl::StrCat((rng() % 4000) / 4.0)); };
   auto qty = [&] { return maybe_null(absl::StrCat(rng() % 50)); };
   auto label = [&] {
-    return maybe_null(absl::StrCat("'l", rng() % 3, (rng() % 7 == 0 ? "''q" : ""),
-                                   "'"));
+    return maybe_null(
+        absl::StrCat("'l", rng() % 3, (rng() % 7 == 0 ? "''q" : ""), "'"));
   };
   const std::vector<std::string> days = {"2025-06-01", "2025-06-02",
                                          "2025-06-03"};
@@ -237,9 +236,8 @@ TEST_F(EngineDiffTest, GeneratedRowsMatchPlainSql) {
     changed_total += e.changed;
     EXPECT_GT(e.added + e.removed + e.changed, 0);
     // Up to 4 samples: changed rows first, then added, then removed.
-    EXPECT_EQ(diff->samples.size(),
-              static_cast<size_t>(std::min<int64_t>(
-                  4, e.added + e.removed + e.changed)));
+    EXPECT_EQ(diff->samples.size(), static_cast<size_t>(std::min<int64_t>(
+                                        4, e.added + e.removed + e.changed)));
     int last = -1;
     for (const DiffSample& s : diff->samples) {
       const int rank = s.change == DiffChange::kChanged ? 0
@@ -268,7 +266,9 @@ TEST_F(EngineDiffTest, GeneratedRowsMatchPlainSql) {
       } else {
         EXPECT_THAT(s.after, IsEmpty());
       }
-      if (s.change == DiffChange::kChanged) EXPECT_NE(s.before, s.after);
+      if (s.change == DiffChange::kChanged) {
+        EXPECT_NE(s.before, s.after);
+      }
     }
   }
   EXPECT_GT(changed_total, 0);  // the data exercised "changed"
@@ -350,11 +350,11 @@ TEST_F(EngineDiffTest, WithoutAPrimaryKeyRowsCompareAsMultisets) {
   const std::string match =
       "t.ds IS u.ds AND t.id IS u.id AND t.amount IS u.amount AND t.qty IS "
       "u.qty AND t.label IS u.label";
-  const std::string counts = absl::StrCat(
-      "SELECT (SELECT COUNT(*) FROM \"", stage_, "\" t WHERE ", match,
-      ") AS na, (SELECT COUNT(*) FROM facts t WHERE ", match,
-      ") AS nb FROM (SELECT * FROM \"", stage_,
-      "\" UNION SELECT * FROM facts) u");
+  const std::string counts =
+      absl::StrCat("SELECT (SELECT COUNT(*) FROM \"", stage_, "\" t WHERE ",
+                   match, ") AS na, (SELECT COUNT(*) FROM facts t WHERE ",
+                   match, ") AS nb FROM (SELECT * FROM \"", stage_,
+                   "\" UNION SELECT * FROM facts) u");
   const int64_t added =
       Int(absl::StrCat("SELECT SUM(MAX(na - nb, 0)) FROM (", counts, ")"));
   const int64_t removed =
@@ -377,8 +377,7 @@ TEST_F(EngineDiffTest, WithoutAPrimaryKeyRowsCompareAsMultisets) {
   ASSERT_EQ(diff->samples.size(), static_cast<size_t>(added + removed));
   for (const DiffSample& s : diff->samples) {
     EXPECT_THAT(s.key, IsEmpty());
-    EXPECT_EQ((s.change == DiffChange::kAdded ? s.after : s.before).size(),
-              5u);
+    EXPECT_EQ((s.change == DiffChange::kAdded ? s.after : s.before).size(), 5u);
   }
 }
 
@@ -388,8 +387,9 @@ TEST_F(EngineDiffTest, NothingStagedIsAFailedPrecondition) {
   EXPECT_THAT(std::string(diff.status().message()),
               HasSubstr("nothing staged"));
   CreateTables(false);
-  EXPECT_EQ(engine_->DiffPartition(kJob, facts_, "not-a-day", 3).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      engine_->DiffPartition(kJob, facts_, "not-a-day", 3).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

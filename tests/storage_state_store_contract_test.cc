@@ -1429,7 +1429,6 @@ TEST(StateStoreContractRandomTest, BothStoresGiveTheSameAnswers) {
   }
 }
 
-
 // ---- approvals and diffs ---------------------------------------------------
 
 namespace {
@@ -1458,12 +1457,12 @@ JobDiff MakeDiff(const std::string& job_id, absl::Time at) {
   p1.changed = 2;
   p1.unchanged = 2;
   p1.measures = {{"revenue", 1234.5, -1e-300}, {"orders", 9, 8}};
-  p1.samples = {{DiffChange::kChanged,
-                 {"'2025-01-01'", "'north'"},
-                 {"12.5", "3", "NULL"},
-                 {"10", "3", "'it''s: 3:1'"}},
-                {DiffChange::kRemoved, {"'2025-01-01'", "'x'"}, {"1", "1", ""},
-                 {}}};
+  p1.samples = {
+      {DiffChange::kChanged,
+       {"'2025-01-01'", "'north'"},
+       {"12.5", "3", "NULL"},
+       {"10", "3", "'it''s: 3:1'"}},
+      {DiffChange::kRemoved, {"'2025-01-01'", "'x'"}, {"1", "1", ""}, {}}};
   a.partitions = {p2, p1};
   DatasetDiff b;
   b.dataset = "monthly_revenue";
@@ -1578,9 +1577,9 @@ TEST_P(StateStoreContractTest, ApproveJobRecordsTheApprovalWithTheMove) {
   approval.approved_at = T(5) + absl::Nanoseconds(1500);
   // Not held for approval: refused, nothing written.
   const size_t events = store_->ListAuditEvents("bf-1")->size();
-  absl::Status early = store_->ApproveJob("bf-1", JobState::kAwaitingApproval,
-                                          JobState::kPublishing, approval,
-                                          "approved", T(5));
+  absl::Status early =
+      store_->ApproveJob("bf-1", JobState::kAwaitingApproval,
+                         JobState::kPublishing, approval, "approved", T(5));
   EXPECT_EQ(early.code(), absl::StatusCode::kFailedPrecondition) << early;
   EXPECT_FALSE(store_->GetJob("bf-1")->approval.has_value());
   EXPECT_EQ(store_->ListAuditEvents("bf-1")->size(), events);
@@ -1627,8 +1626,7 @@ TEST_P(StateStoreContractTest, ApproveJobRecordsTheApprovalWithTheMove) {
   EXPECT_EQ((*lineage)[0].approval->reason, "diff reviewed");
   EXPECT_TRUE((*lineage)[0].approval->override_validation);
   EXPECT_EQ((*lineage)[0].approval->from_state, JobState::kValidationFailed);
-  EXPECT_EQ((*lineage)[0].approval->approved_at,
-            T(5) + absl::Microseconds(1));
+  EXPECT_EQ((*lineage)[0].approval->approved_at, T(5) + absl::Microseconds(1));
   EXPECT_FALSE(
       (*store_->GetLineage("daily_revenue", "2025-01-02"))[0].approval);
 

@@ -587,8 +587,7 @@ absl::Status InMemoryStateStore::RecordPublication(
 }
 
 absl::Status InMemoryStateStore::ApproveJob(const std::string& job_id,
-                                            JobState expected_from,
-                                            JobState to,
+                                            JobState expected_from, JobState to,
                                             const Approval& approval,
                                             const std::string& message,
                                             absl::Time now) {
@@ -612,8 +611,9 @@ absl::Status InMemoryStateStore::ApproveJob(const std::string& job_id,
   }
   Approval stored = approval;
   stored.from_state = from;
-  stored.approved_at = Stored(
-      approval.approved_at == absl::InfinitePast() ? now : approval.approved_at);
+  stored.approved_at = Stored(approval.approved_at == absl::InfinitePast()
+                                  ? now
+                                  : approval.approved_at);
   row->job.approval = std::move(stored);
   WriteTransitionLocked(row, from, to, message, now);
   return absl::OkStatus();
@@ -644,8 +644,7 @@ absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiff& diff) {
 }
 
 absl::StatusOr<std::optional<JobDiff>> InMemoryStateStore::GetJobDiff(
-    const std::string& job_id, const std::string& dataset,
-    bool with_samples) {
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
   absl::MutexLock lock(&mu_);
   if (FindLocked(job_id) == nullptr) return NoJob(job_id);
   auto it = diffs_.find(job_id);

@@ -20,11 +20,12 @@
 //
 // Fault injection: the write methods are CreateJob, ReserveJobNumbers,
 // TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState,
-// RecordPublication, ApproveJob and ReplaceJobDiff. Each call of one is counted, then calls the write
-// hook (if set) with the method's name, outside the store's lock, so that
-// the hook may block, count or fail the call; then fails with an injected
-// status (FailNextWrites first, then FailWrites) if there is one. A write
-// refused this way changes nothing. Reads never fail by injection.
+// RecordPublication, ApproveJob and ReplaceJobDiff. Each call of one is
+// counted, then calls the write hook (if set) with the method's name, outside
+// the store's lock, so that the hook may block, count or fail the call; then
+// fails with an injected status (FailNextWrites first, then FailWrites) if
+// there is one. A write refused this way changes nothing. Reads never fail by
+// injection.
 //
 // Thread-safety: thread-safe. One mutex guards the state and the fault
 // settings; the write hook runs without it, possibly on many threads at
@@ -102,9 +103,9 @@ class InMemoryStateStore : public StateStore {
                           JobState to, const Approval& approval,
                           const std::string& message, absl::Time now) override;
   absl::Status ReplaceJobDiff(const JobDiff& diff) override;
-  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(
-      const std::string& job_id, const std::string& dataset,
-      bool with_samples) override;
+  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(const std::string& job_id,
+                                                    const std::string& dataset,
+                                                    bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
