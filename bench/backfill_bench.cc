@@ -99,6 +99,15 @@ class NullEngine : public Engine {
                                                   const DatasetSpec&) override {
     return ValidationReport{};
   }
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string&,
+                                              const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              int) override {
+    PartitionDiff diff;
+    diff.dataset = dataset.name;
+    diff.partition = partition;
+    return diff;
+  }
   absl::StatusOr<bool> IsPublished(const std::string&) override {
     return false;
   }

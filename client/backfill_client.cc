@@ -194,6 +194,16 @@ absl::StatusOr<v1::Backfill> BackfillClient::Rollback(
   return Call(&Stub::RollbackBackfill, request);
 }
 
+absl::StatusOr<v1::Backfill> BackfillClient::Approve(
+    const v1::ApproveBackfillRequest& request) {
+  return Call(&Stub::ApproveBackfill, request);
+}
+
+absl::StatusOr<v1::DiffBackfillResponse> BackfillClient::Diff(
+    const v1::DiffBackfillRequest& request) {
+  return Call(&Stub::DiffBackfill, request);
+}
+
 absl::Status BackfillClient::Watch(
     const std::string& id,
     const std::function<bool(const v1::Backfill&)>& on_update) {

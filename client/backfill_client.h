@@ -116,6 +116,13 @@ class BackfillClient {
   absl::StatusOr<v1::Backfill> Rollback(
       const v1::RollbackBackfillRequest& request);
 
+  // Publishes a job held for approval (see ApproveBackfill).
+  absl::StatusOr<v1::Backfill> Approve(
+      const v1::ApproveBackfillRequest& request);
+  // One page of a job's diff.
+  absl::StatusOr<v1::DiffBackfillResponse> Diff(
+      const v1::DiffBackfillRequest& request);
+
   // Streams the job's updates to `on_update` until the server ends the
   // stream (the job finished) or `on_update` returns false. Returns the
   // stream's final status (OK when it ended normally or was stopped).

@@ -92,6 +92,19 @@ struct RollbackOptions {
   bool force = false;
 };
 
+struct ApproveOptions {
+  std::string id;
+  std::string reason;
+  std::string approved_by;
+  bool override_validation = false;
+};
+
+struct DiffOptions {
+  std::string id;
+  std::string dataset;
+  int samples = 3;
+};
+
 // The decisions on a job that `cancel`, `pause`, `resume` and `retry` send.
 enum class JobAction { kCancel, kPause, kResume, kRetry };
 
@@ -129,6 +142,8 @@ class Cli {
   int Watch(const std::string& id);
   int Decide(JobAction action, const JobOptions& options);
   int Rollback(const std::string& id, const RollbackOptions& options);
+  int Approve(const ApproveOptions& options);
+  int Diff(const DiffOptions& options);
 
  private:
   // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
@@ -414,19 +429,64 @@ int Cli::Rollback(const std::string& id, const RollbackOptions& options) {
   return Print(*job, cli::FormatBackfill(*job));
 }
 
+int Cli::Approve(const ApproveOptions& options) {
+  v1::ApproveBackfillRequest request;
+  request.set_id(options.id);
+  request.set_reason(options.reason);
+  request.set_override_validation(options.override_validation);
+  request.set_approved_by(options.approved_by);
+  absl::StatusOr<v1::Backfill> job = client_->Approve(request);
+  if (!job.ok()) return RpcError(job.status());
+  return Print(*job, absl::StrCat(cli::TerminalText(absl::StrCat(
+                                      "approved backfill ", job->id(),
+                                      "; it is ", cli::StateName(job->state()),
+                                      " (backfillctl watch ", job->id(),
+                                      " follows it)")),
+                                  "\n\n", cli::FormatBackfill(*job)));
+}
+
+int Cli::Diff(const DiffOptions& options) {
+  // Every page, merged into one response (one JSON document with --json).
+  v1::DiffBackfillRequest request;
+  request.set_id(options.id);
+  request.set_dataset(options.dataset);
+  request.set_sample_rows(options.samples);
+  v1::DiffBackfillResponse all;
+  while (true) {
+    absl::StatusOr<v1::DiffBackfillResponse> page = client_->Diff(request);
+    if (!page.ok()) return RpcError(page.status());
+    if (request.page_token().empty()) {
+      all = *page;
+    } else {
+      for (const v1::PartitionDiff& p : page->partitions()) {
+        *all.add_partitions() = p;
+      }
+    }
+    if (page->next_page_token().empty()) break;
+    request.set_page_token(page->next_page_token());
+  }
+  all.clear_next_page_token();
+  return Print(all, cli::FormatDiff(all));
+}
+
 absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
                                          v1::Backfill latest) {
   InstallInterruptHandler(id);
   ProgressReporter progress;
+  // A job waiting for an operator (AWAITING_APPROVAL) ends the follow too:
+  // nothing happens until someone decides.
+  auto settled = [](const v1::Backfill& job) {
+    return cli::IsTerminal(job.state()) || cli::WaitsForOperator(job.state());
+  };
   if (!latest.id().empty()) progress.Update(latest);
-  if (cli::IsTerminal(latest.state())) return latest;
+  if (settled(latest)) return latest;
 
   absl::Status stream = client_->Watch(id, [&](const v1::Backfill& job) {
     latest = job;
     progress.Update(job);
-    return !cli::IsTerminal(job.state());
+    return !settled(job);
   });
-  if (cli::IsTerminal(latest.state())) return latest;
+  if (settled(latest)) return latest;
   // The stream failed or ended early. Without having seen the job at all,
   // its error is the answer (unknown id, server down).
   if (latest.id().empty() &&
@@ -459,7 +519,7 @@ absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
     last_success = absl::Now();
     latest = *job;
     progress.Update(latest);
-    if (cli::IsTerminal(latest.state())) return latest;
+    if (settled(latest)) return latest;
   }
 }
 
@@ -474,6 +534,16 @@ int Cli::FinishFollow(absl::StatusOr<v1::Backfill> final_job) {
   int code = Print(*final_job, cli::FormatBackfill(*final_job));
   if (code != kExitOk) return code;
   if (final_job->state() == v1::BACKFILL_STATE_SUCCEEDED) return kExitOk;
+  if (cli::WaitsForOperator(final_job->state())) {
+    const std::string id = cli::TerminalText(final_job->id());
+    std::cerr << "backfillctl: job " << id
+              << " is AWAITING_APPROVAL: nothing is published until it is "
+                 "approved. Read its diff (backfillctl diff "
+              << id << "), then backfillctl approve " << id
+              << " --reason \"...\" (or backfillctl cancel " << id << ")"
+              << std::endl;
+    return kExitFailure;
+  }
   std::cerr << "backfillctl: job " << cli::TerminalText(final_job->id())
             << " ended " << cli::StateName(final_job->state()) << std::endl;
   return kExitFailure;
@@ -653,6 +723,37 @@ int Main(int argc, char** argv) {
                      "its partitions since, to the state before JOB (only "
                      "when their partitions all lie within JOB's)");
 
+  ApproveOptions approve_options;
+  approve_options.approved_by = DefaultRequestedBy();
+  CLI::App* approve = app.add_subcommand(
+      "approve",
+      "Publish a job AWAITING_APPROVAL (or, with --override, one that "
+      "failed validation)");
+  approve->add_option("JOB", approve_options.id, "Job id")->required();
+  approve->add_option("--reason", approve_options.reason,
+                      "Why publishing it is right (required; recorded in the "
+                      "audit log and in lineage)");
+  approve->add_flag("--override", approve_options.override_validation,
+                    "Publish a VALIDATION_FAILED job despite its failed "
+                    "checks");
+  approve
+      ->add_option("--approved-by", approve_options.approved_by,
+                   "Who approves (default: $USER, else the login name)")
+      ->capture_default_str();
+
+  DiffOptions diff_options;
+  CLI::App* diff = app.add_subcommand(
+      "diff",
+      "Show what a job changes: per partition rows before/after, added, "
+      "removed, changed, measure deltas, sample rows");
+  diff->add_option("JOB", diff_options.id, "Job id")->required();
+  diff->add_option("--dataset", diff_options.dataset,
+                   "Only this dataset of the job");
+  diff->add_option("--samples", diff_options.samples,
+                   "Sample rows per partition, 0..10")
+      ->check(CLI::Range(0, 10))
+      ->capture_default_str();
+
   const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
       {cancel, JobAction::kCancel},
       {pause, JobAction::kPause},
@@ -660,7 +761,7 @@ int Main(int argc, char** argv) {
       {retry, JobAction::kRetry}};
 
   for (CLI::App* command : {datasets, plan, submit, status, list, watch, cancel,
-                            pause, resume, retry, rollback}) {
+                            pause, resume, retry, rollback, approve, diff}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -715,6 +816,15 @@ int Main(int argc, char** argv) {
                  {{"--reason", rollback_options.reason},
                   {"--requested-by", rollback_options.requested_by}});
   }
+  if (approve->parsed()) {
+    texts.insert(texts.end(), {{"JOB", approve_options.id},
+                               {"--reason", approve_options.reason},
+                               {"--approved-by", approve_options.approved_by}});
+  }
+  if (diff->parsed()) {
+    texts.insert(texts.end(), {{"JOB", diff_options.id},
+                               {"--dataset", diff_options.dataset}});
+  }
   if (list->parsed()) {
     for (const std::string& value : list_options.state_args) {
       texts.emplace_back("--state", value);
@@ -756,6 +866,13 @@ int Main(int argc, char** argv) {
                              "for no limit of the job's own)"));
   }
 
+  if (approve->parsed() &&
+      absl::StripAsciiWhitespace(approve_options.reason).empty()) {
+    return Fail(kExitUsage,
+                "approve requires --reason \"why publishing this job is "
+                "right\" (it is recorded in the audit log and in lineage)");
+  }
+
   Cli cli(globals);
   if (datasets->parsed()) return cli.Datasets();
   if (plan->parsed()) return cli.Plan(scope);
@@ -763,6 +880,8 @@ int Main(int argc, char** argv) {
   if (status->parsed()) return cli.Status(job.id);
   if (list->parsed()) return cli.List(list_options);
   if (watch->parsed()) return cli.Watch(job.id);
+  if (approve->parsed()) return cli.Approve(approve_options);
+  if (diff->parsed()) return cli.Diff(diff_options);
   for (const auto& [command, action] : decisions) {
     if (command->parsed()) return cli.Decide(action, job);
   }

@@ -14,6 +14,9 @@
 //                    (the jobs a submit would wait for)
 //   FormatBackfill   "label  value" block describing one job
 //   FormatBackfills  table ID STATE DATASET PARTITIONS CREATED REASON
+//   FormatDiff       per dataset its totals and measure deltas, a table
+//                    PARTITION BEFORE AFTER ADDED REMOVED CHANGED UNCHANGED
+//                    <measure> delta..., then the sample rows
 //   FormatProgress*  the --wait/watch progress bar and plain progress lines
 //
 // Thread-safety: all functions are stateless and thread-safe.
@@ -67,6 +70,14 @@ absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text);
 // ROLLED_BACK, VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY).
 bool IsTerminal(v1::BackfillState state);
 
+// True for a state that waits for an operator rather than for the service:
+// AWAITING_APPROVAL (a follow stops there).
+bool WaitsForOperator(v1::BackfillState state);
+
+// A measure total or delta: "1234.5", "-12.25", integers without a point;
+// with `sign`, "+" before a positive value.
+std::string FormatNumber(double value, bool sign = false);
+
 // Partitions recomputed so far: staged + published.
 int64_t DonePartitions(const v1::PartitionCounts& counts);
 
@@ -87,6 +98,8 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response);
 std::string FormatPlan(const v1::PlanBackfillResponse& response);
 std::string FormatBackfill(const v1::Backfill& backfill);
 std::string FormatBackfills(const v1::ListBackfillsResponse& response);
+// The whole diff of a job (every page merged into one response).
+std::string FormatDiff(const v1::DiffBackfillResponse& response);
 
 // `[#########.........]  45%  135/300 partitions  RUNNING  12.3 s`
 // (no trailing newline, no carriage return).

@@ -196,7 +196,86 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
 }
 
 absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id) {
-  return store_->GetJob(id);
+  ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+  ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
+                   store_->GetJobDiff(id, "", /*with_samples=*/false));
+  if (diff.has_value()) {
+    for (const DatasetDiff& d : diff->datasets) {
+      job.diff.push_back(Summarize(d));
+    }
+  }
+  return job;
+}
+
+absl::StatusOr<Job> BackfillManager::Approve(const std::string& id,
+                                             const Approval& approval) {
+  RETURN_IF_ERROR(CheckField("reason", approval.reason, kMaxReason));
+  RETURN_IF_ERROR(
+      CheckField("approved_by", approval.approved_by, kMaxShortField));
+  absl::MutexLock admission(&admission_mu_);
+  ASSIGN_OR_RETURN(Job job, runner_.Approve(id, approval));
+  return job;
+}
+
+absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
+  if (request.sample_rows < 0 || request.sample_rows > kDiffStoredSamples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sample_rows ", request.sample_rows, " is out of range: use 0..",
+        kDiffStoredSamples, " (sample rows per partition)"));
+  }
+  if (request.offset < 0 || request.limit < 1) {
+    return absl::InvalidArgumentError("diff page out of range");
+  }
+  ASSIGN_OR_RETURN(Job job, store_->GetJobProgress(request.id));
+  if (!request.dataset.empty()) {
+    std::vector<std::string> names;
+    bool found = false;
+    for (const DatasetPlan& dp : job.plan.datasets) {
+      names.push_back(dp.dataset);
+      found = found || dp.dataset == request.dataset;
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset: \"", request.dataset, "\" is not in the plan of job ",
+          request.id, " (it has: ", absl::StrJoin(names, ", "), ")"));
+    }
+  }
+  ASSIGN_OR_RETURN(
+      std::optional<JobDiff> diff,
+      store_->GetJobDiff(request.id, request.dataset, request.sample_rows > 0));
+  if (!diff.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", request.id, " is ", JobStateName(job.state),
+        " and has no diff: it never reached VALIDATING, where the diff is "
+        "computed once every partition is staged",
+        IsTerminal(job.state)
+            ? ""
+            : absl::StrCat(" yet (backfillctl watch ", request.id, ")")));
+  }
+  DiffPage page;
+  page.job = std::move(job);
+  page.diff.job_id = diff->job_id;
+  page.diff.computed_at = diff->computed_at;
+  int64_t index = 0;
+  const int64_t end = request.offset + request.limit;
+  for (DatasetDiff& d : diff->datasets) {
+    page.summaries.push_back(Summarize(d));
+    DatasetDiff kept;
+    kept.dataset = d.dataset;
+    kept.columns = d.columns;
+    for (PartitionDiff& p : d.partitions) {
+      if (index >= request.offset && index < end) {
+        if (p.samples.size() > static_cast<size_t>(request.sample_rows)) {
+          p.samples.resize(request.sample_rows);
+        }
+        kept.partitions.push_back(std::move(p));
+      }
+      ++index;
+    }
+    if (!kept.partitions.empty()) page.diff.datasets.push_back(std::move(kept));
+  }
+  page.next_offset = index > end ? end : 0;
+  return page;
 }
 
 absl::StatusOr<std::vector<Job>> BackfillManager::ListJobs(

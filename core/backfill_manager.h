@@ -46,6 +46,24 @@ struct SubmitOptions {
   bool no_wait = false;
 };
 
+// A page of a job's diff (DiffBackfill).
+struct DiffRequest {
+  std::string id;
+  std::string dataset;  // "": every dataset of the job
+  int sample_rows = 3;  // per partition, 0..kDiffStoredSamples
+  int64_t offset = 0;   // partitions to skip (datasets in plan order)
+  int limit = 100;      // partitions in the page, >= 1
+};
+
+struct DiffPage {
+  Job job;
+  // The page's partitions, grouped by dataset (datasets in plan order).
+  JobDiff diff;
+  // Totals over every partition of the selected datasets.
+  std::vector<DiffSummary> summaries;
+  int64_t next_offset = 0;  // 0: this is the last page
+};
+
 struct SubmitResult {
   Job job;
   bool created = true;
@@ -81,6 +99,7 @@ class BackfillManager {
   absl::StatusOr<SubmitResult> Submit(const BackfillRequest& request,
                                       const SubmitOptions& options);
 
+  // The job with its diff summary (Job::diff) once validation computed it.
   absl::StatusOr<Job> GetJob(const std::string& id);
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter);
 
@@ -94,6 +113,17 @@ class BackfillManager {
   // without a reason; NOT_FOUND for an unknown id.
   absl::StatusOr<Job> Rollback(const std::string& id,
                                const RollbackRequest& request);
+
+
+  // See JobRunner::Approve. INVALID_ARGUMENT without a reason or with text
+  // fields too long or holding control characters.
+  absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);
+
+  // A page of the diff the job computed before publishing (kept after it
+  // published). INVALID_ARGUMENT for a dataset not in the job's plan or a
+  // sample count out of range; FAILED_PRECONDITION, naming the state, for
+  // a job that has not reached validation (no diff yet).
+  absl::StatusOr<DiffPage> Diff(const DiffRequest& request);
 
   // Blocks until the job changes after `*version` (0: return at once) or
   // `deadline` passes; returns the job and sets `*version` to its current

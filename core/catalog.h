@@ -82,7 +82,10 @@ struct DatasetSpec {
   // over all jobs (0: no limit but the worker count).
   int max_parallel = 0;
   RetentionPolicy retention;  // derived datasets only
-  std::string file;           // where it was declared, for error messages
+  // Every job that writes the dataset stops in AWAITING_APPROVAL once it is
+  // validated, until an operator approves it (derived datasets only).
+  bool require_approval = false;
+  std::string file;  // where it was declared, for error messages
   int line = 0;
 
   Grain grain() const { return partition ? partition->grain : Grain::kNone; }

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/catalog.h"
+#include "core/diff.h"
 #include "core/job.h"
 
 namespace backfill {
@@ -151,6 +152,16 @@ class Engine {
   // Checks the staged rows of one dataset: primary key unique and not null.
   virtual absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) = 0;
+
+  // What publishing the job's staged rows of one partition would change in
+  // the dataset's published table (core/diff.h says how rows compare):
+  // rows before and after, added / removed / changed / unchanged, totals of
+  // the measure columns and up to `sample_limit` differing rows. A table
+  // not published yet has no rows. Reads only; needs no PrepareJob.
+  // FAILED_PRECONDITION when nothing is staged for the dataset.
+  virtual absl::StatusOr<PartitionDiff> DiffPartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition, int sample_limit) = 0;
 
   // True once Publish of this job has committed (by the claiming store).
   virtual absl::StatusOr<bool> IsPublished(const std::string& job_id) = 0;

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/diff.h"
 
 namespace backfill {
 
@@ -127,6 +128,19 @@ struct RollbackInfo {
   int64_t rows = 0;        // rows restored into them
 };
 
+// An operator's decision to publish a job held for it: one in
+// AWAITING_APPROVAL, or (with override) one that failed validation.
+struct Approval {
+  std::string approved_by;
+  std::string reason;
+  // The job failed validation and the operator publishes it anyway; a
+  // restart re-checks only that its staging is intact, not the checks the
+  // operator overrode.
+  bool override_validation = false;
+  JobState from_state = JobState::kAwaitingApproval;  // the state approved
+  absl::Time approved_at = absl::InfinitePast();
+};
+
 struct Job {
   std::string id;  // "bf-<n>", assigned by the state store
   JobState state = JobState::kQueued;
@@ -144,6 +158,11 @@ struct Job {
   absl::Time start_time = absl::InfinitePast();  // InfinitePast: not yet
   absl::Time end_time = absl::InfinitePast();
   std::optional<RollbackInfo> rollback;  // set once ROLLED_BACK
+  // Set once an operator approved the job (ApproveJob).
+  std::optional<Approval> approval;
+  // The job's diff per dataset, once validation computed it. Filled by
+  // BackfillManager::GetJob only (the state store keeps the diff apart).
+  std::vector<DiffSummary> diff;
 };
 
 // The fingerprint of one input partition a task read.
@@ -192,6 +211,8 @@ struct LineageRecord {
   std::string ticket;
   std::string requested_by;
   absl::Time published_at = absl::InfinitePast();
+  // The approval the job was published with, if it needed one.
+  std::optional<Approval> approval;
 };
 
 struct AuditEvent {

@@ -7,8 +7,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/approval.h"
 #include "core/confirm_step.h"
 #include "core/crash_point.h"
+#include "core/diff_step.h"
 #include "core/job_state_machine.h"
 #include "core/publish_step.h"
 #include "core/recompute_step.h"
@@ -1009,6 +1011,9 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
+  // The diff before publish, whether the checks passed or not: an operator
+  // reads it before approving (or overriding a failure).
+  RETURN_IF_ERROR(RecordDiff(job, layout));
   if (!outcome.failures.empty() || !outcome.lost.empty()) {
     std::vector<std::string> failures = outcome.failures;
     if (!outcome.lost.empty()) {
@@ -1040,6 +1045,18 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     absl::MutexLock lock(&mu_);
     job->validated = true;
   }
+  // Approval policy: a dataset with `require_approval: true` holds the job
+  // in AWAITING_APPROVAL, with its diff ready to read.
+  if (std::vector<std::string> needing = DatasetsRequiringApproval(layout);
+      !needing.empty()) {
+    RETURN_IF_ERROR(Move(job, JobState::kAwaitingApproval,
+                         AwaitingApprovalMessage(job->job.id, needing),
+                         Phase::kFinishing));
+    absl::MutexLock lock(&mu_);
+    EndLocked(job, Phase::kHeld);
+    *done = true;
+    return absl::OkStatus();
+  }
   int64_t total;
   size_t datasets;
   {
@@ -1065,13 +1082,15 @@ absl::Status JobRunner::PublishJob(Active* job) {
                                              engine_->IsPublished(id));
                             return absl::OkStatus();
                           }));
-  bool complete, validated;
+  bool complete, validated, overridden;
   JobLayout layout;
   {
     absl::MutexLock lock(&mu_);
     complete = job->layout_complete;
     validated = job->validated;
     layout = job->layout;
+    overridden =
+        job->job.approval.has_value() && job->job.approval->override_validation;
   }
   if (!published) {
     if (!complete) {
@@ -1087,6 +1106,11 @@ absl::Status JobRunner::PublishJob(Active* job) {
       }
       ASSIGN_OR_RETURN(ValidationOutcome outcome,
                        ValidateStaging(engine_, layout, tasks));
+      if (overridden) {
+        // An operator approved publishing despite these failures; only
+        // staging that changed since stops the job.
+        outcome.failures.clear();
+      }
       if (!outcome.failures.empty() || !outcome.lost.empty()) {
         std::vector<std::string> failures = outcome.failures;
         if (!outcome.lost.empty()) {
@@ -1753,6 +1777,152 @@ absl::StatusOr<Job> JobRunner::RollBack(
     absl::MutexLock lock(&mu_);
     for (const Job& other : with_jobs) NotifyLocked(other.id);
     NotifyLocked(id);
+  }
+  return store_->GetJob(id);
+}
+
+absl::Status JobRunner::RecordDiff(Active* job, const JobLayout& layout) {
+  const std::string id = job->job.id;
+  JobDiff diff;
+  RETURN_IF_ERROR(Persist(
+      Storage::kWarehouse, absl::StrCat("computing the diff of ", id),
+      [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(diff, DiffStaging(engine_, layout, clock_->Now()));
+        return absl::OkStatus();
+      }));
+  return Persist(Storage::kStateStore,
+                 absl::StrCat("recording the diff of ", id),
+                 [&] { return store_->ReplaceJobDiff(diff); });
+}
+
+std::vector<Admission::Overlap> JobRunner::StartedOverlapsLocked(
+    const std::string& id) {
+  std::vector<Admission::Overlap> out;
+  const Scope* scope = admission_.ScopeOf(id);
+  if (scope == nullptr) return out;
+  for (Admission::Overlap& o : admission_.Overlapping(*scope, nullptr, 0)) {
+    if (o.job_id == id) continue;
+    const Active* other = FindLocked(o.job_id);
+    if (other == nullptr) continue;
+    if (other->state == JobState::kQueued && other->phase == Phase::kWaiting) {
+      continue;  // not started: it will wait for the approved job
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
+                                       const Approval& request) {
+  RETURN_IF_ERROR(CheckApprovalRequest(request));
+  Active* job = nullptr;
+  JobState from = JobState::kAwaitingApproval;
+  bool held = false;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    const bool approvable = job != nullptr && job->phase == Phase::kHeld &&
+                            (job->state == JobState::kAwaitingApproval ||
+                             (job->state == JobState::kValidationFailed &&
+                              request.override_validation));
+    held = job != nullptr && job->phase == Phase::kHeld;
+    if (approvable) {
+      std::vector<Admission::Overlap> started = StartedOverlapsLocked(id);
+      if (!started.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " is ", JobStateName(job->state), " but ",
+            DescribeLocked(started),
+            " already recomputes some of its partitions; publishing ", id,
+            " now could overwrite newer results, so it is not approved (the "
+            "newer job supersedes it). Nothing was published"));
+      }
+      from = job->state;
+      job->phase = Phase::kSettling;  // reserved for the approval
+      ++job->busy;
+      // From here it blocks newer overlapping jobs again, so that none of
+      // them starts while it publishes.
+      admission_.SetHeld(id, false);
+    } else {
+      job = nullptr;
+    }
+  }
+  if (job == nullptr) {
+    ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+    if (ApprovedAlready(stored)) return stored;
+    return RefuseApproval(stored, request, held);
+  }
+  auto undo = [&](absl::Status s) {
+    absl::MutexLock lock(&mu_);
+    job->phase = Phase::kHeld;
+    admission_.SetHeld(id, true);
+    ReleaseLocked(job);
+    PumpLocked();
+    return s;
+  };
+  absl::Status s = Load(job);
+  if (s.ok() && from == JobState::kValidationFailed) {
+    // The operator overrides the checks, not lost staging: staging must
+    // still hold what the partitions' checkpoints recorded.
+    bool complete;
+    JobLayout layout;
+    std::vector<PartitionTask> tasks;
+    {
+      absl::MutexLock lock(&mu_);
+      complete = job->layout_complete;
+      layout = job->layout;
+      tasks = job->tasks;
+    }
+    if (!complete) {
+      s = absl::FailedPreconditionError(absl::StrCat(
+          "job ", id,
+          " cannot be published: a dataset of it is no longer in the loaded "
+          "pipelines"));
+    } else {
+      absl::StatusOr<ValidationOutcome> outcome =
+          ValidateStaging(engine_, layout, tasks);
+      if (!outcome.ok()) {
+        s = outcome.status();
+      } else if (!outcome->lost.empty()) {
+        s = absl::FailedPreconditionError(absl::StrCat(
+            "job ", id,
+            " cannot be published: its staging no longer holds what the "
+            "partition checkpoints recorded (",
+            outcome->lost_summary,
+            "); nothing was published. Submit a new backfill"));
+      }
+    }
+  }
+  if (!s.ok()) return undo(s);
+
+  Approval approval = request;
+  approval.from_state = from;
+  approval.override_validation =
+      request.override_validation && from == JobState::kValidationFailed;
+  approval.approved_at = clock_->Now();
+  const std::string message = ApprovalMessage(approval);
+  {
+    absl::MutexLock transition(&job->transition_mu);
+    s = Persist(Storage::kStateStore, absl::StrCat("approving job ", id), [&] {
+      return store_->ApproveJob(id, from, JobState::kPublishing, approval,
+                                message, approval.approved_at);
+    });
+  }
+  if (!s.ok()) return undo(s);
+  if (observer_ != nullptr) {
+    observer_->OnJobTransition(id, from, JobState::kPublishing, message);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    job->state = JobState::kPublishing;
+    job->job.message = message;
+    job->job.approval = approval;
+    // An override's staging was just checked; the failed checks are not
+    // run again.
+    if (approval.override_validation) job->validated = true;
+    job->phase = Phase::kFinishing;
+    NotifyLocked(id);
+    // Finish releases the reservation.
+    SubmitLocked([this, id] { Finish(id); });
   }
   return store_->GetJob(id);
 }

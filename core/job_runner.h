@@ -2,7 +2,10 @@
 // prepare staging and pins, recompute partitions (recompute_step.h) with a
 // durable checkpoint each, validate (validate_step.h), publish atomically
 // and record lineage (publish_step.h), confirm (confirm_step.h) — and
-// carries out the operators' decisions: pause, resume, retry, cancel.
+// carries out the operators' decisions: pause, resume, retry, cancel,
+// approve. Validation also stores the job's diff (diff_step.h) and, for a
+// dataset that requires approval (approval.h), holds the job in
+// AWAITING_APPROVAL.
 //
 // Pieces it composes:
 //   Admission      which job may start: per partition, jobs run one at a
@@ -141,6 +144,17 @@ class JobRunner {
   // were dropped.
   absl::StatusOr<int64_t> EnforceRetention();
 
+
+  // Publishes a job held for an operator's approval: one AWAITING_APPROVAL,
+  // or one VALIDATION_FAILED when `approval.override_validation` (its
+  // staging is checked to be intact first; the checks it failed are not run
+  // again, not even after a restart). Records the approval (who, why,
+  // override, when) with the move to PUBLISHING and returns the job. A job
+  // approved before returns as it is (nothing is published twice). Refused
+  // (FAILED_PRECONDITION, nothing changes) in any other state, and while a
+  // newer job overlapping it has started: that job supersedes it.
+  absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);
+
   // Blocks until the job changes after `*version` (0: returns at once) or
   // `deadline` passes; returns the job (whole when `*version` was 0,
   // progress only otherwise) and sets `*version`.
@@ -170,6 +184,8 @@ class JobRunner {
   // should (or was left for recovery: CANCELLED status).
   absl::Status ValidateJob(Active* job, bool* done);
   absl::Status PublishJob(Active* job);
+  // Computes the diff of the job's staging and stores it with the job.
+  absl::Status RecordDiff(Active* job, const JobLayout& layout);
   void Settle(Active* job);
   void Supersede(Active* held, const std::string& by);
   // The end of a job recorded CANCELLED: its tasks are cancelled, its
@@ -216,6 +232,10 @@ class JobRunner {
   void SubmitLocked(std::function<void()> fn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeLocked(const std::vector<Admission::Overlap>& overlaps)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Non-held jobs sharing partitions with `id` that have started (are no
+  // longer only waiting): a held job must not publish under them.
+  std::vector<Admission::Overlap> StartedOverlapsLocked(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportFinished(const std::string& id, JobState state, double estimate)
       ABSL_LOCKS_EXCLUDED(mu_);

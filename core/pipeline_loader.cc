@@ -141,7 +141,7 @@ std::string StripTrailingSemicolons(std::string s) {
 
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
-    "max_parallel, description, retention";
+    "max_parallel, require_approval, description, retention";
 
 int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();
@@ -307,11 +307,12 @@ class FileParser {
     if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
       where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
     }
-    absl::Status s = CheckKeys(
-        d,
-        {"name", "kind", "table", "partition", "upstream", "transform",
-         "version", "contract", "max_parallel", "description", "retention"},
-        where, kDatasetKeys);
+    absl::Status s =
+        CheckKeys(d,
+                  {"name", "kind", "table", "partition", "upstream",
+                   "transform", "version", "contract", "max_parallel",
+                   "require_approval", "description", "retention"},
+                  where, kDatasetKeys);
     if (!s.ok()) return s;
 
     absl::StatusOr<std::optional<std::string>> name =
@@ -417,6 +418,27 @@ class FileParser {
       absl::StatusOr<RetentionPolicy> retention = ParseRetention(r, where);
       if (!retention.ok()) return retention.status();
       spec.retention = *retention;
+    }
+    absl::StatusOr<std::optional<std::string>> require_approval =
+        Scalar(d, "require_approval", where, false);
+    if (!require_approval.ok()) return require_approval.status();
+    if (*require_approval) {
+      const std::string& v = **require_approval;
+      if (v == "true" || v == "True" || v == "TRUE") {
+        spec.require_approval = true;
+      } else if (v == "false" || v == "False" || v == "FALSE") {
+        spec.require_approval = false;
+      } else {
+        return Error(d["require_approval"], spec.line,
+                     absl::StrCat("`require_approval` ", where, " is \"", v,
+                                  "\"; expected true or false"));
+      }
+      if (spec.require_approval && spec.kind != DatasetKind::kDerived) {
+        return Error(d["require_approval"], spec.line,
+                     absl::StrCat("`require_approval` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never published by a backfill)"));
+      }
     }
 
     if (const YAML::Node desc = d["description"];

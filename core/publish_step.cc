@@ -25,6 +25,7 @@ std::vector<LineageRecord> LineageOf(
     r.ticket = job.request.ticket;
     r.requested_by = job.request.requested_by;
     r.published_at = now;
+    r.approval = job.approval;
     *rows += t.rows_written;
     lineage.push_back(std::move(r));
   }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/diff.h"
 #include "core/job.h"
 
 namespace backfill {
@@ -139,6 +140,27 @@ class StateStore {
   virtual absl::Status RecordPublication(
       const std::string& job_id, const std::vector<LineageRecord>& lineage,
       JobState to, const std::string& message, absl::Time now) = 0;
+
+  // Moves the job from `expected_from` to `to` (as TransitionJob: checked
+  // against the state machine, an audit event with `message`) and records
+  // `approval` with it, atomically. FAILED_PRECONDITION, writing nothing,
+  // when the job is in another state or already has an approval.
+  virtual absl::Status ApproveJob(const std::string& job_id,
+                                  JobState expected_from, JobState to,
+                                  const Approval& approval,
+                                  const std::string& message,
+                                  absl::Time now) = 0;
+
+  // Replaces the diff stored with job `diff.job_id` (every dataset and
+  // partition of it) by `diff`, atomically. NOT_FOUND for an unknown job.
+  virtual absl::Status ReplaceJobDiff(const JobDiff& diff) = 0;
+
+  // The diff stored with the job, restricted to `dataset` unless it is "";
+  // nullopt when none was stored. Samples only with `with_samples`.
+  // NOT_FOUND for an unknown job.
+  virtual absl::StatusOr<std::optional<JobDiff>> GetJobDiff(
+      const std::string& job_id, const std::string& dataset,
+      bool with_samples) = 0;
 
   // Published versions of a (dataset, partition), newest first.
   virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(

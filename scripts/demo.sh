@@ -7,7 +7,9 @@
 #  3. runs backfilld with the buggy pipeline (examples/demo/pipelines-v1)
 #     and loads daily_revenue for the whole year;
 #  4. restarts backfilld with the fixed pipeline (examples/demo/pipelines),
-#     plans and submits a backfill of 2025-06-01..2025-07-01;
+#     plans and submits a backfill of 2025-06-01..2025-07-01; daily_revenue
+#     requires approval there, so the job stops in AWAITING_APPROVAL: the
+#     demo prints its diff, checks it with plain sqlite3 and approves it;
 #  5. prints a report and checks the result with plain sqlite3, independent
 #     of the service. Exits non-zero if a check fails.
 #
@@ -34,7 +36,7 @@ for arg in "$@"; do
   case "$arg" in
     --no-build) build=0 ;;
     -h | --help)
-      sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -193,12 +195,95 @@ start_daemon "$ROOT/examples/demo/pipelines" "$WORK/backfilld.log"
 step "Planning the backfill of $FROM..$TO"
 ctl plan daily_revenue --from "$FROM" --to "$TO"
 
-step "Submitting it"
+step "Submitting it (daily_revenue has require_approval: the job stops before publishing)"
 ctl --json submit daily_revenue --from "$FROM" --to "$TO" \
   --reason "revenue ignored refunds" --ticket DATA-123 --wait \
   >"$WORK/backfill.json" || true
 JOB="$(json "$WORK/backfill.json" '.id // ""')"
 [[ -n $JOB ]] || die "submit printed no job (see $WORK/backfill.json)"
+held_state="$(json "$WORK/backfill.json" '.state // ""')"
+[[ $held_state == BACKFILL_STATE_AWAITING_APPROVAL ]] ||
+  die "expected $JOB to wait in AWAITING_APPROVAL, it is ${held_state:-in an unknown state}"
+
+snapshot_q="'${SNAPSHOT//\'/\'\'}'"
+cols="ds, region, revenue, typeof(revenue), orders, typeof(orders)"
+# Nothing may be published while the job waits: every row of every day is
+# as in the snapshot.
+mismatch_held="$(sql "
+  ATTACH $snapshot_q AS snap;
+  SELECT (SELECT COUNT(*) FROM (SELECT $cols FROM main.daily_revenue
+                                EXCEPT SELECT $cols FROM snap.daily_revenue))
+       + (SELECT COUNT(*) FROM (SELECT $cols FROM snap.daily_revenue
+                                EXCEPT SELECT $cols FROM main.daily_revenue));")"
+
+step "backfillctl diff $JOB: what publishing would change"
+ctl diff "$JOB" --samples 0
+ctl diff "$JOB" --samples 2 >"$WORK/diff-samples.txt"
+sed -n '/^Sample rows/,$p' "$WORK/diff-samples.txt" | sed -n '1,7p'
+echo "  ... (the rest: backfillctl diff $JOB)"
+ctl --json diff "$JOB" --samples 0 >"$WORK/diff.json"
+
+# The diff against plain SQL: per day, the rows whose revenue the fixed
+# logic changes and the revenue and orders deltas, recomputed from the raw
+# tables and the published (old) rows.
+jq -r '.partitions[] | [.dataset, .partition, (.added | tonumber),
+         (.removed | tonumber), (.changed | tonumber),
+         (.measures[] | select(.column == "revenue") | .delta),
+         (.measures[] | select(.column == "orders") | .delta)] | @tsv' \
+  "$WORK/diff.json" >"$WORK/diff.tsv"
+sqlite3 -batch -bail "$WORK/diff-check.db" "
+  DROP TABLE IF EXISTS diff;
+  CREATE TABLE diff (dataset TEXT, ds TEXT, added INTEGER, removed INTEGER,
+                     changed INTEGER, revenue_delta REAL, orders_delta REAL);"
+sqlite3 -batch -bail "$WORK/diff-check.db" ".mode tabs" ".import '$WORK/diff.tsv' diff"
+diff_days="$(sqlite3 "$WORK/diff-check.db" "SELECT COUNT(*) FROM diff")"
+fixed_sql="SELECT o.order_date AS ds, c.region AS region,
+                  SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
+           FROM w.raw_orders o JOIN w.dim_customers c
+             ON c.customer_id = o.customer_id
+           WHERE o.order_date >= '$FROM' AND o.order_date < '$TO'
+           GROUP BY 1, 2"
+mismatch_diff="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
+  ATTACH '${DATA//\'/\'\'}/warehouse.db' AS w;
+  WITH fixed AS ($fixed_sql),
+       old AS (SELECT ds, region, revenue, orders FROM w.daily_revenue
+               WHERE ds >= '$FROM' AND ds < '$TO'),
+       expected AS (
+         SELECT f.ds,
+                SUM(abs(f.revenue - o.revenue) > 1e-9 OR f.orders <> o.orders)
+                  AS changed,
+                SUM(f.revenue) - SUM(o.revenue) AS revenue_delta,
+                SUM(f.orders) - SUM(o.orders) AS orders_delta
+         FROM fixed f JOIN old o USING (ds, region) GROUP BY f.ds)
+  SELECT COUNT(*) FROM expected e LEFT JOIN diff d ON d.ds = e.ds
+  WHERE d.ds IS NULL OR d.dataset <> 'daily_revenue' OR d.added <> 0
+     OR d.removed <> 0 OR d.changed <> e.changed
+     OR abs(d.revenue_delta - e.revenue_delta) > 1e-6
+     OR d.orders_delta <> 0 OR e.orders_delta <> 0
+     OR NOT (d.revenue_delta < 0);")"
+down_days="$(sqlite3 "$WORK/diff-check.db" "SELECT COUNT(*) FROM diff WHERE revenue_delta < 0")"
+other_days="$(sqlite3 "$WORK/diff-check.db" "
+  SELECT COUNT(*) FROM diff WHERE ds < '$FROM' OR ds >= '$TO'
+                               OR dataset <> 'daily_revenue'")"
+# The days the diff shows revenue down on are exactly the days with refunds.
+refund_days_mismatch="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
+  ATTACH '${DATA//\'/\'\'}/warehouse.db' AS w;
+  WITH refund_days AS (SELECT DISTINCT order_date AS ds FROM w.raw_orders
+                       WHERE refund > 0),
+       down AS (SELECT ds FROM diff WHERE revenue_delta < 0)
+  SELECT (SELECT COUNT(*) FROM (SELECT ds FROM refund_days EXCEPT
+                                SELECT ds FROM down))
+       + (SELECT COUNT(*) FROM (SELECT ds FROM down EXCEPT
+                                SELECT ds FROM refund_days));")"
+diff_changed="$(sqlite3 "$WORK/diff-check.db" "SELECT SUM(changed) FROM diff")"
+diff_revenue="$(jq -r '.datasets[0].measures[] | select(.column == "revenue") | .delta' "$WORK/diff.json" |
+  awk '{ printf "%.2f", $1 }')"
+
+step "Approving $JOB after reading the diff"
+ctl approve "$JOB" --reason "diff reviewed: revenue down on the 30 refund days, nothing else" \
+  >"$WORK/approve.txt"
+grep -E '^(approved|Approved|State)' "$WORK/approve.txt"
+ctl --json watch "$JOB" >"$WORK/backfill.json" || true
 
 step "backfillctl status $JOB"
 ctl status "$JOB"
@@ -238,8 +323,6 @@ mismatch_a="$(sql "
           WHERE e.ds IS NULL);")"
 rows_a="$(sql "SELECT COUNT(*) FROM daily_revenue WHERE $range")"
 # (b) every other day is exactly as before (same values, same types).
-snapshot_q="'${SNAPSHOT//\'/\'\'}'"
-cols="ds, region, revenue, typeof(revenue), orders, typeof(orders)"
 mismatch_b="$(sql "
   ATTACH $snapshot_q AS snap;
   SELECT (SELECT COUNT(*) FROM (
@@ -285,6 +368,7 @@ row "rows written" "$rows"
 row "cost estimate" "$(printf '%.0f' "$est") $unit = $(pct "$est" "$full") of a full reload of all 365 days ($(printf '%.0f' "$full") $unit)"
 row "actual cost" "$(printf '%.0f' "$actual") $unit = $(pct "$actual" "$full") of the full reload"
 row "corrected" "$changed (day, region) rows changed; refunds of $refunds now subtracted"
+row "approval" "$(json "$j" '.approval.approved_by // "-"'): \"$(json "$j" '.approval.reason // "-"')\""
 echo "  checks (plain sqlite3 on $DATA/warehouse.db):"
 r=0 && [[ $state == BACKFILL_STATE_SUCCEEDED ]] || r=1
 check "$r" "job reached SUCCEEDED" "state ${state:-unknown}"
@@ -297,6 +381,14 @@ check "$r" "(a) $rows_a rows on the 30 days equal SUM(amount - refund) recompute
 r=0 && ((mismatch_b == 0 && days_b == 335)) || r=1
 check "$r" "(b) $rows_b rows on the other $days_b days are unchanged since the snapshot: $mismatch_b differing" \
   "$mismatch_b differing rows over $days_b days"
+echo "  before publishing (the job waited in AWAITING_APPROVAL):"
+r=0 && ((mismatch_held == 0)) || r=1
+check "$r" "nothing was published while $JOB awaited approval: $mismatch_held rows differed from the snapshot" \
+  "$mismatch_held differing rows"
+r=0 && ((diff_days == 30 && mismatch_diff == 0 && down_days == 30 && other_days == 0 &&
+  refund_days_mismatch == 0)) || r=1
+check "$r" "(d) the diff showed revenue down on exactly the 30 days with refunds ($diff_changed rows changed, revenue $diff_revenue), no rows added or removed, orders unchanged: $mismatch_diff days differ from plain SQL" \
+  "$diff_days days in the diff, $down_days down, $other_days outside the incident, $refund_days_mismatch not refund days, $mismatch_diff differing from plain SQL"
 
 step "Stopping backfilld (SIGTERM)"
 stop_daemon

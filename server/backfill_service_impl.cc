@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -100,6 +101,11 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
       NewUnaryHandler(this, &BackfillServiceImpl::RollbackBackfill));
   receive_as_bytes("ListDatasets", v1::ListDatasetsRequest::descriptor(),
                    NewUnaryHandler(this, &BackfillServiceImpl::ListDatasets));
+  receive_as_bytes(
+      "ApproveBackfill", v1::ApproveBackfillRequest::descriptor(),
+      NewUnaryHandler(this, &BackfillServiceImpl::ApproveBackfill));
+  receive_as_bytes("DiffBackfill", v1::DiffBackfillRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::DiffBackfill));
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -286,6 +292,87 @@ grpc::Status BackfillServiceImpl::ListDatasets(
   const Catalog& catalog = manager_->catalog();
   for (const DatasetSpec& spec : catalog.datasets()) {
     *response->add_datasets() = DatasetToProto(spec, catalog);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ApproveBackfill(
+    grpc::ServerContext* context, const v1::ApproveBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  Approval approval;
+  approval.reason = request->reason();
+  approval.override_validation = request->override_validation();
+  approval.approved_by = request->approved_by();
+  if (approval.approved_by.empty()) {
+    // The audit log always says who approved: at least the client's address.
+    approval.approved_by = absl::StrCat("unknown (", context->peer(), ")");
+  }
+  absl::StatusOr<Job> job = manager_->Approve(request->id(), approval);
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::DiffBackfill(
+    grpc::ServerContext* context, const v1::DiffBackfillRequest* request,
+    v1::DiffBackfillResponse* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  DiffRequest diff;
+  diff.id = request->id();
+  diff.dataset = request->dataset();
+  diff.sample_rows =
+      request->has_sample_rows() ? request->sample_rows() : kDefaultDiffSamples;
+  if (diff.sample_rows < 0 || diff.sample_rows > kDiffStoredSamples) {
+    return InvalidArgument(absl::StrCat(
+        "sample_rows ", diff.sample_rows, " is out of range: use 0..",
+        kDiffStoredSamples, " (default ", kDefaultDiffSamples, ")"));
+  }
+  const int page_size = request->page_size();
+  if (page_size < 0 || page_size > kMaxDiffPageSize) {
+    return InvalidArgument(absl::StrCat(
+        "page_size ", page_size, " is out of range: use 1..", kMaxDiffPageSize,
+        " (0 means ", kDefaultDiffPageSize, ")"));
+  }
+  diff.limit = page_size == 0 ? kDefaultDiffPageSize : page_size;
+  // The token is the offset of the page's first partition, as the previous
+  // page gave it.
+  const std::string& token = request->page_token();
+  if (!token.empty()) {
+    int64_t offset = 0;
+    if (token.size() > 18 ||
+        !std::all_of(token.begin(), token.end(),
+                     [](char c) { return absl::ascii_isdigit(c); }) ||
+        !absl::SimpleAtoi(token, &offset) || offset < 1) {
+      return InvalidArgument(absl::StrCat(
+          "page_token \"", absl::CHexEscape(token),
+          "\" is not a token DiffBackfill returned: pass next_page_token of "
+          "the previous page, or nothing for the first page"));
+    }
+    diff.offset = offset;
+  }
+  absl::StatusOr<DiffPage> page = manager_->Diff(diff);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  response->set_id(page->job.id);
+  response->set_state(StateToProto(page->job.state));
+  google::protobuf::Timestamp ts;
+  if (TimeToProto(page->diff.computed_at, &ts)) {
+    *response->mutable_compute_time() = ts;
+  }
+  for (const DiffSummary& summary : page->summaries) {
+    *response->add_datasets() = DiffSummaryToProto(summary);
+  }
+  for (const DatasetDiff& d : page->diff.datasets) {
+    for (const PartitionDiff& p : d.partitions) {
+      *response->add_partitions() = PartitionDiffToProto(p);
+    }
+  }
+  if (page->next_offset > 0) {
+    response->set_next_page_token(absl::StrCat(page->next_offset));
   }
   return grpc::Status::OK;
 }

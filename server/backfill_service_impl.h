@@ -33,6 +33,10 @@ namespace backfill {
 // ListBackfills page sizes.
 inline constexpr int kDefaultPageSize = 50;
 inline constexpr int kMaxPageSize = 1000;
+// DiffBackfill: partitions per page and sample rows per partition.
+inline constexpr int kDefaultDiffPageSize = 100;
+inline constexpr int kMaxDiffPageSize = 1000;
+inline constexpr int kDefaultDiffSamples = 3;
 
 // OK when `id` looks like a job id, "bf-<digits>"; else INVALID_ARGUMENT.
 absl::Status ValidateJobId(const std::string& id);
@@ -77,6 +81,12 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ListDatasets(grpc::ServerContext* context,
                             const v1::ListDatasetsRequest* request,
                             v1::ListDatasetsResponse* response) override;
+  grpc::Status ApproveBackfill(grpc::ServerContext* context,
+                               const v1::ApproveBackfillRequest* request,
+                               v1::Backfill* response) override;
+  grpc::Status DiffBackfill(grpc::ServerContext* context,
+                            const v1::DiffBackfillRequest* request,
+                            v1::DiffBackfillResponse* response) override;
 
  private:
   // Registers the handlers of server/raw_request.h for every method.

@@ -162,6 +162,10 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   if (TimeToProto(job.update_time, &ts)) *proto.mutable_update_time() = ts;
   if (TimeToProto(job.start_time, &ts)) *proto.mutable_start_time() = ts;
   if (TimeToProto(job.end_time, &ts)) *proto.mutable_end_time() = ts;
+  for (const DiffSummary& summary : job.diff) {
+    *proto.add_diff() = DiffSummaryToProto(summary);
+  }
+  if (job.approval) *proto.mutable_approval() = ApprovalToProto(*job.approval);
   if (job.rollback) *proto.mutable_rollback() = RollbackToProto(*job.rollback);
   return proto;
 }
@@ -179,6 +183,75 @@ v1::RollbackInfo RollbackToProto(const RollbackInfo& info) {
   }
   proto.set_partitions_restored(info.partitions);
   proto.set_rows_restored(info.rows);
+  return proto;
+}
+
+v1::MeasureDelta MeasureToProto(const MeasureTotals& measure) {
+  v1::MeasureDelta proto;
+  proto.set_column(measure.column);
+  proto.set_before(measure.before);
+  proto.set_after(measure.after);
+  proto.set_delta(measure.after - measure.before);
+  return proto;
+}
+
+v1::DatasetDiff DiffSummaryToProto(const DiffSummary& summary) {
+  v1::DatasetDiff proto;
+  proto.set_dataset(summary.dataset);
+  proto.set_by_primary_key(summary.columns.by_key);
+  for (const std::string& c : summary.columns.key) proto.add_key_columns(c);
+  for (const std::string& c : summary.columns.values) {
+    proto.add_value_columns(c);
+  }
+  proto.set_partitions(summary.partitions);
+  proto.set_partitions_changed(summary.partitions_changed);
+  proto.set_partitions_failed(summary.partitions_failed);
+  proto.set_rows_before(summary.rows_before);
+  proto.set_rows_after(summary.rows_after);
+  proto.set_added(summary.added);
+  proto.set_removed(summary.removed);
+  proto.set_changed(summary.changed);
+  proto.set_unchanged(summary.unchanged);
+  for (const MeasureTotals& m : summary.measures) {
+    *proto.add_measures() = MeasureToProto(m);
+  }
+  return proto;
+}
+
+v1::PartitionDiff PartitionDiffToProto(const PartitionDiff& diff) {
+  v1::PartitionDiff proto;
+  proto.set_dataset(diff.dataset);
+  proto.set_partition(diff.partition);
+  proto.set_rows_before(diff.rows_before);
+  proto.set_rows_after(diff.rows_after);
+  proto.set_added(diff.added);
+  proto.set_removed(diff.removed);
+  proto.set_changed(diff.changed);
+  proto.set_unchanged(diff.unchanged);
+  for (const MeasureTotals& m : diff.measures) {
+    *proto.add_measures() = MeasureToProto(m);
+  }
+  for (const DiffSample& sample : diff.samples) {
+    v1::DiffSampleRow* row = proto.add_samples();
+    row->set_change(DiffChangeName(sample.change));
+    for (const std::string& v : sample.key) row->add_key(v);
+    for (const std::string& v : sample.before) row->add_before(v);
+    for (const std::string& v : sample.after) row->add_after(v);
+  }
+  proto.set_error(diff.error);
+  return proto;
+}
+
+v1::Approval ApprovalToProto(const Approval& approval) {
+  v1::Approval proto;
+  proto.set_approved_by(approval.approved_by);
+  proto.set_reason(approval.reason);
+  proto.set_override_validation(approval.override_validation);
+  proto.set_approved_state(StateToProto(approval.from_state));
+  google::protobuf::Timestamp ts;
+  if (TimeToProto(approval.approved_at, &ts)) {
+    *proto.mutable_approve_time() = ts;
+  }
   return proto;
 }
 
@@ -230,6 +303,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
         absl::ToInt64Seconds(spec.retention.max_age));
     retention->set_declared(spec.retention.declared);
   }
+  proto.set_require_approval(spec.require_approval);
   return proto;
 }
 

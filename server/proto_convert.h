@@ -43,11 +43,23 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
                                    const Catalog& catalog);
 
 // The job as the API shows it: state, request, counts, plan, costs,
-// timestamps (unset while InfinitePast).
+// timestamps (unset while InfinitePast), diff summary, approval.
 v1::Backfill JobToProto(const Job& job, const Catalog& catalog);
 
 // How a job was rolled back (Backfill.rollback).
 v1::RollbackInfo RollbackToProto(const RollbackInfo& info);
+
+// A measure's totals with their delta.
+v1::MeasureDelta MeasureToProto(const MeasureTotals& measure);
+
+// A dataset's diff totals.
+v1::DatasetDiff DiffSummaryToProto(const DiffSummary& summary);
+
+// One partition's diff with its sample rows.
+v1::PartitionDiff PartitionDiffToProto(const PartitionDiff& diff);
+
+// An approval, its time unset while InfinitePast.
+v1::Approval ApprovalToProto(const Approval& approval);
 
 // Step 1's answer: datasets with partitions and cost, totals, conflicts.
 v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);

@@ -12,10 +12,14 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "core/crash_point.h"
 #include "core/fingerprint.h"
@@ -1066,6 +1070,265 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
   }
   RETURN_IF_ERROR(txn.Commit());
   return report;
+}
+
+namespace {
+
+// `a."k1" IS b."k1" AND ...` over `columns`.
+std::string Pairs(const std::vector<std::string>& columns, const char* op,
+                  const char* joiner, const char* none) {
+  if (columns.empty()) return none;
+  std::vector<std::string> parts;
+  for (const std::string& c : columns) {
+    parts.push_back(absl::StrCat("_bf_a.", Q(c), " ", op, " _bf_b.", Q(c)));
+  }
+  return absl::StrJoin(parts, joiner);
+}
+
+// `<alias>."c1", ...`: values a sample shows (see SqlLiteral).
+std::string Quoted(const std::vector<std::string>& columns,
+                   std::string_view alias) {
+  std::vector<std::string> parts;
+  for (const std::string& c : columns) {
+    parts.push_back(absl::StrCat(Sv(alias), ".", Q(c)));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// A value as an SQL literal: NULL, 42, 12.5 (the shortest text that reads
+// back as the same double), 'text' ('' for a quote), X'0a1b'.
+std::string SqlLiteral(const Statement& q, int i) {
+  switch (q.GetColumnType(i)) {
+    case ColumnType::kNull:
+      return "NULL";
+    case ColumnType::kInteger:
+      return absl::StrCat(q.ColumnInt(i));
+    case ColumnType::kReal: {
+      const double v = q.ColumnDouble(i);
+      for (int digits = 15; digits < 17; ++digits) {
+        std::string text = absl::StrFormat("%.*g", digits, v);
+        double back = 0;
+        if (absl::SimpleAtod(text, &back) && back == v) return text;
+      }
+      return absl::StrFormat("%.17g", v);
+    }
+    case ColumnType::kText:
+      return absl::StrCat(
+          "'", absl::StrReplaceAll(q.ColumnText(i), {{"'", "''"}}), "'");
+    case ColumnType::kBlob:
+      return absl::StrCat("X'", absl::BytesToHexString(q.ColumnText(i)), "'");
+  }
+  return q.ColumnText(i);
+}
+
+std::string Listed(const std::vector<std::string>& columns,
+                   std::string_view alias) {
+  std::vector<std::string> parts;
+  for (const std::string& c : columns) {
+    parts.push_back(absl::StrCat(Sv(alias), alias.empty() ? "" : ".", Q(c)));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// Reads up to `limit` sample rows: columns [0, k) the key, then `before`
+// values, then `after` values.
+absl::Status ReadSamples(Database* db, const std::string& sql,
+                         DiffChange change, size_t keys, size_t before,
+                         size_t after, int limit,
+                         std::vector<DiffSample>* out) {
+  if (limit <= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement q, db->Prepare(sql));
+  RETURN_IF_ERROR(q.BindInt(1, limit));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    DiffSample sample;
+    sample.change = change;
+    int i = 0;
+    for (size_t n = 0; n < keys; ++n) sample.key.push_back(SqlLiteral(q, i++));
+    for (size_t n = 0; n < before; ++n) {
+      sample.before.push_back(SqlLiteral(q, i++));
+    }
+    for (size_t n = 0; n < after; ++n) {
+      sample.after.push_back(SqlLiteral(q, i++));
+    }
+    out->push_back(std::move(sample));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, int sample_limit) {
+  RETURN_IF_ERROR(CheckFile());
+  RETURN_IF_ERROR(CheckWritable(dataset));
+  RETURN_IF_ERROR(Annotate(
+      ValidatePartition(dataset.grain(), partition),
+      absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
+  const DiffColumns columns = DiffColumnsOf(dataset);
+  const std::string stage = StageTable(job_id, dataset.name);
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
+  if (!staged) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  RETURN_IF_ERROR(ResetTemp(db.get()));
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(bool published, db->TableExists(dataset.table));
+
+  // The partition's rows on each side, in TEMP tables typed like the
+  // contract and indexed by the key.
+  const std::string in_partition =
+      dataset.partition ? MembershipConditionParams(
+                              dataset.grain(), Q(dataset.partition->column))
+                        : std::string("1");
+  const std::string cols = ColumnList(dataset);
+  const std::pair<const char*, std::string> sides[] = {
+      {"_bf_diff_after", absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
+                                      " WHERE ", in_partition)},
+      {"_bf_diff_before",
+       published ? absl::StrCat("SELECT ", cols, " FROM main.",
+                                Q(dataset.table), " WHERE ", in_partition)
+                 : std::string()}};
+  for (const auto& [name, select] : sides) {
+    RETURN_IF_ERROR(db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
+                                          ColumnDefs(dataset), ")")));
+    if (columns.by_key) {
+      RETURN_IF_ERROR(db->Exec(
+          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
+                       " ON ", Q(name), " (", Listed(columns.key, ""), ")")));
+    }
+    if (select.empty()) continue;
+    ASSIGN_OR_RETURN(Statement copy,
+                     db->Prepare(absl::StrCat("INSERT INTO temp.", Q(name),
+                                              " (", cols, ") ", select)));
+    if (dataset.partition) {
+      RETURN_IF_ERROR(BindMembership(copy, dataset.grain(), partition));
+    }
+    RETURN_IF_ERROR(copy.Run());
+  }
+  const std::string a = "temp._bf_diff_after AS _bf_a";
+  const std::string b = "temp._bf_diff_before AS _bf_b";
+
+  PartitionDiff diff;
+  diff.dataset = dataset.name;
+  diff.partition = partition;
+  ASSIGN_OR_RETURN(diff.rows_before,
+                   db->QueryInt("SELECT COUNT(*) FROM temp._bf_diff_before"));
+  ASSIGN_OR_RETURN(diff.rows_after,
+                   db->QueryInt("SELECT COUNT(*) FROM temp._bf_diff_after"));
+  for (const std::string& m : columns.measures) {
+    MeasureTotals totals;
+    totals.column = m;
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat(
+            "SELECT (SELECT TOTAL(", Q(m), ") FROM temp._bf_diff_before), ",
+            "(SELECT TOTAL(", Q(m), ") FROM temp._bf_diff_after)")));
+    RETURN_IF_ERROR(q.Step().status());
+    totals.before = q.ColumnDouble(0);
+    totals.after = q.ColumnDouble(1);
+    diff.measures.push_back(std::move(totals));
+  }
+
+  const int limit = std::max(0, sample_limit);
+  if (columns.by_key) {
+    const std::string key_match = Pairs(columns.key, "IS", " AND ", "1");
+    const std::string differs = Pairs(columns.values, "IS NOT", " OR ", "0");
+    const std::string only_after =
+        absl::StrCat(" FROM ", a, " WHERE NOT EXISTS (SELECT 1 FROM ", b,
+                     " WHERE ", key_match, ")");
+    const std::string only_before =
+        absl::StrCat(" FROM ", b, " WHERE NOT EXISTS (SELECT 1 FROM ", a,
+                     " WHERE ", key_match, ")");
+    const std::string both =
+        absl::StrCat(" FROM ", a, " JOIN ", b, " ON ", key_match);
+    ASSIGN_OR_RETURN(diff.added,
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", only_after)));
+    ASSIGN_OR_RETURN(diff.removed, db->QueryInt(absl::StrCat("SELECT COUNT(*)",
+                                                             only_before)));
+    ASSIGN_OR_RETURN(diff.changed,
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", both,
+                                               " WHERE ", differs)));
+    ASSIGN_OR_RETURN(int64_t matched,
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", both)));
+    diff.unchanged = matched - diff.changed;
+    const size_t k = columns.key.size(), v = columns.values.size();
+    std::string changed_sql =
+        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
+    if (v > 0) {
+      absl::StrAppend(&changed_sql, ", ", Quoted(columns.values, "_bf_b"), ", ",
+                      Quoted(columns.values, "_bf_a"));
+    }
+    absl::StrAppend(&changed_sql, both, " WHERE ", differs, " ORDER BY ",
+                    Listed(columns.key, "_bf_a"), " LIMIT ?1");
+    RETURN_IF_ERROR(ReadSamples(db.get(), changed_sql, DiffChange::kChanged, k,
+                                v, v, limit, &diff.samples));
+    std::string added_sql =
+        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
+    if (v > 0)
+      absl::StrAppend(&added_sql, ", ", Quoted(columns.values, "_bf_a"));
+    absl::StrAppend(&added_sql, only_after, " ORDER BY ",
+                    Listed(columns.key, "_bf_a"), " LIMIT ?1");
+    RETURN_IF_ERROR(ReadSamples(
+        db.get(), added_sql, DiffChange::kAdded, k, 0, v,
+        limit - static_cast<int>(diff.samples.size()), &diff.samples));
+    std::string removed_sql =
+        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_b"));
+    if (v > 0) {
+      absl::StrAppend(&removed_sql, ", ", Quoted(columns.values, "_bf_b"));
+    }
+    absl::StrAppend(&removed_sql, only_before, " ORDER BY ",
+                    Listed(columns.key, "_bf_b"), " LIMIT ?1");
+    RETURN_IF_ERROR(ReadSamples(
+        db.get(), removed_sql, DiffChange::kRemoved, k, v, 0,
+        limit - static_cast<int>(diff.samples.size()), &diff.samples));
+  } else {
+    // Whole rows as multisets: per distinct row, how often each side has it.
+    const std::string all = Listed(columns.values, "");
+    const std::string grouped =
+        absl::StrCat("(SELECT ", all,
+                     ", SUM(_bf_side) AS _bf_na, SUM(1 - _bf_side) AS "
+                     "_bf_nb FROM (SELECT ",
+                     all,
+                     ", 1 AS _bf_side FROM "
+                     "temp._bf_diff_after UNION ALL SELECT ",
+                     all,
+                     ", 0 FROM "
+                     "temp._bf_diff_before) GROUP BY ",
+                     all, ") AS _bf_g");
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat(
+            "SELECT TOTAL(MAX(_bf_na - _bf_nb, 0)), TOTAL(MAX(_bf_nb - _bf_na, "
+            "0)), TOTAL(MIN(_bf_na, _bf_nb)) FROM ",
+            grouped)));
+    RETURN_IF_ERROR(q.Step().status());
+    diff.added = static_cast<int64_t>(q.ColumnDouble(0));
+    diff.removed = static_cast<int64_t>(q.ColumnDouble(1));
+    diff.unchanged = static_cast<int64_t>(q.ColumnDouble(2));
+    const size_t v = columns.values.size();
+    RETURN_IF_ERROR(ReadSamples(
+        db.get(),
+        absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
+                     grouped, " WHERE _bf_na > _bf_nb ORDER BY ",
+                     Listed(columns.values, "_bf_g"), " LIMIT ?1"),
+        DiffChange::kAdded, 0, 0, v, limit, &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(
+        db.get(),
+        absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
+                     grouped, " WHERE _bf_nb > _bf_na ORDER BY ",
+                     Listed(columns.values, "_bf_g"), " LIMIT ?1"),
+        DiffChange::kRemoved, 0, v, 0,
+        limit - static_cast<int>(diff.samples.size()), &diff.samples));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  RETURN_IF_ERROR(ResetTemp(db.get()));
+  return diff;
 }
 
 absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {

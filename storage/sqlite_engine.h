@@ -117,6 +117,14 @@ class SqliteEngine : public Engine {
       const std::vector<InputRef>& inputs) override;
   absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) override;
+  // Copies the partition's published and staged rows into two TEMP tables
+  // of its connection, indexed by the primary key, and compares them with
+  // joins on the key (values with IS NOT); without a key, as multisets by a
+  // GROUP BY over every column. One read transaction: no warehouse lock.
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
+                                              const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              int sample_limit) override;
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -133,7 +134,51 @@ INSERT INTO meta (key, value)
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN max_parallel INTEGER NOT NULL DEFAULT 0;
 )sql",
-    // 4: rollbacks. A lineage record says whether a job published the
+    // 5: operators' approvals, with the lineage they publish, and the diff
+    // a job computes before publishing.
+    R"sql(
+CREATE TABLE job_approvals (
+  job_id      TEXT PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+  approved_by TEXT NOT NULL DEFAULT '',
+  reason      TEXT NOT NULL DEFAULT '',
+  override    INTEGER NOT NULL DEFAULT 0,
+  from_state  TEXT NOT NULL,
+  approved_at INTEGER
+);
+ALTER TABLE lineage ADD COLUMN approved_from TEXT;  -- NULL: not approved
+ALTER TABLE lineage ADD COLUMN approved_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE lineage ADD COLUMN approval_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE lineage ADD COLUMN approval_override INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE lineage ADD COLUMN approved_at INTEGER;
+
+CREATE TABLE job_diff_datasets (
+  job_id          TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  ordinal         INTEGER NOT NULL,
+  dataset         TEXT NOT NULL,
+  by_key          INTEGER NOT NULL DEFAULT 0,
+  key_columns     TEXT NOT NULL DEFAULT '',  -- length-prefixed
+  value_columns   TEXT NOT NULL DEFAULT '',  -- length-prefixed
+  measure_columns TEXT NOT NULL DEFAULT '',  -- length-prefixed
+  computed_at     INTEGER,
+  PRIMARY KEY (job_id, dataset)
+);
+CREATE TABLE job_diff_partitions (
+  job_id      TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  dataset     TEXT NOT NULL,
+  "partition" TEXT NOT NULL,
+  rows_before INTEGER NOT NULL DEFAULT 0,
+  rows_after  INTEGER NOT NULL DEFAULT 0,
+  added       INTEGER NOT NULL DEFAULT 0,
+  removed     INTEGER NOT NULL DEFAULT 0,
+  changed     INTEGER NOT NULL DEFAULT 0,
+  unchanged   INTEGER NOT NULL DEFAULT 0,
+  measures    TEXT NOT NULL DEFAULT '',  -- length-prefixed: before, after
+  samples     TEXT NOT NULL DEFAULT '',  -- length-prefixed samples
+  error       TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job_id, dataset, "partition")
+) WITHOUT ROWID;
+)sql",
+    // 6: rollbacks. A lineage record says whether a job published the
     // version or its rollback restored it (a job has at most one of each
     // per partition); how each rolled-back job was rolled back.
     R"sql(
@@ -217,6 +262,81 @@ absl::StatusOr<std::vector<InputFingerprint>> DecodeInputs(
   return out;
 }
 
+// Measure totals as "before", "after" per measure, in full precision.
+std::string EncodeMeasures(const std::vector<MeasureTotals>& measures) {
+  std::vector<std::string> fields;
+  for (const MeasureTotals& m : measures) {
+    fields.push_back(absl::StrFormat("%.17g", m.before));
+    fields.push_back(absl::StrFormat("%.17g", m.after));
+  }
+  return EncodeFields(fields);
+}
+
+absl::StatusOr<std::vector<MeasureTotals>> DecodeMeasures(
+    std::string_view text, const std::vector<std::string>& columns) {
+  ASSIGN_OR_RETURN(std::vector<std::string> fields, DecodeFields(text));
+  if (fields.size() != 2 * columns.size()) {
+    return absl::DataLossError("state store: malformed measure totals");
+  }
+  std::vector<MeasureTotals> out;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    MeasureTotals m;
+    m.column = columns[i];
+    if (!absl::SimpleAtod(fields[2 * i], &m.before) ||
+        !absl::SimpleAtod(fields[2 * i + 1], &m.after)) {
+      return absl::DataLossError("state store: malformed measure total");
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Each sample as one field: change, the three value counts, the values.
+std::string EncodeSamples(const std::vector<DiffSample>& samples) {
+  std::vector<std::string> encoded;
+  for (const DiffSample& sample : samples) {
+    std::vector<std::string> fields = {
+        DiffChangeName(sample.change), absl::StrCat(sample.key.size()),
+        absl::StrCat(sample.before.size()), absl::StrCat(sample.after.size())};
+    for (const auto* part : {&sample.key, &sample.before, &sample.after}) {
+      fields.insert(fields.end(), part->begin(), part->end());
+    }
+    encoded.push_back(EncodeFields(fields));
+  }
+  return EncodeFields(encoded);
+}
+
+absl::StatusOr<std::vector<DiffSample>> DecodeSamples(std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<std::string> encoded, DecodeFields(text));
+  std::vector<DiffSample> out;
+  for (const std::string& one : encoded) {
+    ASSIGN_OR_RETURN(std::vector<std::string> fields, DecodeFields(one));
+    size_t n[3];
+    if (fields.size() < 4 || !absl::SimpleAtoi(fields[1], &n[0]) ||
+        !absl::SimpleAtoi(fields[2], &n[1]) ||
+        !absl::SimpleAtoi(fields[3], &n[2]) ||
+        fields.size() != 4 + n[0] + n[1] + n[2]) {
+      return absl::DataLossError("state store: malformed diff sample");
+    }
+    DiffSample sample;
+    if (fields[0] == "added") {
+      sample.change = DiffChange::kAdded;
+    } else if (fields[0] == "removed") {
+      sample.change = DiffChange::kRemoved;
+    } else {
+      sample.change = DiffChange::kChanged;
+    }
+    auto at = fields.begin() + 4;
+    sample.key.assign(at, at + n[0]);
+    at += n[0];
+    sample.before.assign(at, at + n[1]);
+    at += n[1];
+    sample.after.assign(at, at + n[2]);
+    out.push_back(std::move(sample));
+  }
+  return out;
+}
+
 int64_t InputRows(const std::vector<InputFingerprint>& inputs) {
   int64_t sum = 0;
   for (const InputFingerprint& in : inputs) sum += in.rows;
@@ -296,7 +416,8 @@ absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q) {
 constexpr char kLineageColumns[] =
     "dataset, \"partition\", job_id, transform_version, inputs, "
     "output_fingerprint, row_count, reason, ticket, requested_by, "
-    "published_at, action";
+    "published_at, action, approved_from, approved_by, approval_reason, "
+    "approval_override, approved_at";
 
 // Every row of `q`, which selects kLineageColumns.
 absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
@@ -317,6 +438,15 @@ absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
     rec.requested_by = q.ColumnText(9);
     rec.published_at = ColumnTime(q, 10);
     ASSIGN_OR_RETURN(rec.action, ParseLineageAction(q.ColumnText(11)));
+    if (!q.ColumnIsNull(12)) {
+      Approval approval;
+      ASSIGN_OR_RETURN(approval.from_state, ParseJobState(q.ColumnText(12)));
+      approval.approved_by = q.ColumnText(13);
+      approval.reason = q.ColumnText(14);
+      approval.override_validation = q.ColumnInt(15) != 0;
+      approval.approved_at = ColumnTime(q, 16);
+      rec.approval = std::move(approval);
+    }
     out.push_back(std::move(rec));
   }
   return out;
@@ -520,6 +650,23 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
       }
       job.actual_cost += q.ColumnDouble(2);
       job.rows_written += static_cast<int64_t>(q.ColumnDouble(3));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT approved_by, reason, override, from_state, "
+                     "approved_at FROM job_approvals WHERE job_id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      Approval approval;
+      approval.approved_by = q.ColumnText(0);
+      approval.reason = q.ColumnText(1);
+      approval.override_validation = q.ColumnInt(2) != 0;
+      ASSIGN_OR_RETURN(approval.from_state, ParseJobState(q.ColumnText(3)));
+      approval.approved_at = ColumnTime(q, 4);
+      job.approval = std::move(approval);
     }
   }
   return job;
@@ -1017,8 +1164,11 @@ absl::Status SqliteStateStore::RecordPublication(
         Statement q,
         db_->Prepare("INSERT INTO lineage (dataset, \"partition\", job_id, "
                      "transform_version, inputs, output_fingerprint, "
-                     "row_count, reason, ticket, requested_by, published_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                     "row_count, reason, ticket, requested_by, published_at, "
+                     "approved_from, approved_by, approval_reason, "
+                     "approval_override, approved_at) VALUES (?1, ?2, ?3, "
+                     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                     "?16)"));
     for (const LineageRecord& rec : lineage) {
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, rec.dataset));
@@ -1034,6 +1184,20 @@ absl::Status SqliteStateStore::RecordPublication(
       RETURN_IF_ERROR(BindTime(
           q, 11,
           rec.published_at == absl::InfinitePast() ? now : rec.published_at));
+      if (rec.approval) {
+        RETURN_IF_ERROR(q.BindText(12, JobStateText(rec.approval->from_state)));
+        RETURN_IF_ERROR(q.BindText(13, rec.approval->approved_by));
+        RETURN_IF_ERROR(q.BindText(14, rec.approval->reason));
+        RETURN_IF_ERROR(
+            q.BindInt(15, rec.approval->override_validation ? 1 : 0));
+        RETURN_IF_ERROR(BindTime(q, 16, rec.approval->approved_at));
+      } else {
+        RETURN_IF_ERROR(q.BindNull(12));
+        RETURN_IF_ERROR(q.BindText(13, ""));
+        RETURN_IF_ERROR(q.BindText(14, ""));
+        RETURN_IF_ERROR(q.BindInt(15, 0));
+        RETURN_IF_ERROR(q.BindNull(16));
+      }
       RETURN_IF_ERROR(q.Run());
     }
   }
@@ -1064,6 +1228,176 @@ absl::Status SqliteStateStore::RecordPublication(
   RETURN_IF_ERROR(
       AppendAudit(job_id, JobStateText(from), JobStateText(to), message, now));
   return txn.Commit();
+}
+
+absl::Status SqliteStateStore::ApproveJob(const std::string& job_id,
+                                          JobState expected_from, JobState to,
+                                          const Approval& approval,
+                                          const std::string& message,
+                                          absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(JobState from, StateOf(job_id));
+  if (from != expected_from) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", Sv(JobStateName(from)), ", not ",
+                     Sv(JobStateName(expected_from)), "; cannot approve it"));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT 1 FROM job_approvals WHERE job_id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " was approved already"));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("INSERT INTO job_approvals (job_id, approved_by, reason, "
+                     "override, from_state, approved_at) VALUES (?1, ?2, ?3, "
+                     "?4, ?5, ?6)"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindText(2, approval.approved_by));
+    RETURN_IF_ERROR(q.BindText(3, approval.reason));
+    RETURN_IF_ERROR(q.BindInt(4, approval.override_validation ? 1 : 0));
+    RETURN_IF_ERROR(q.BindText(5, JobStateText(from)));
+    RETURN_IF_ERROR(BindTime(q, 6,
+                             approval.approved_at == absl::InfinitePast()
+                                 ? now
+                                 : approval.approved_at));
+    RETURN_IF_ERROR(q.Run());
+  }
+  RETURN_IF_ERROR(WriteTransition(job_id, from, to, message, now));
+  return txn.Commit();
+}
+
+absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  RETURN_IF_ERROR(StateOf(diff.job_id).status());
+  for (const char* table : {"job_diff_partitions", "job_diff_datasets"}) {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare(absl::StrCat("DELETE FROM ", table,
+                                               " WHERE job_id = ?1")));
+    RETURN_IF_ERROR(q.BindText(1, diff.job_id));
+    RETURN_IF_ERROR(q.Run());
+  }
+  ASSIGN_OR_RETURN(
+      Statement ds,
+      db_->Prepare("INSERT INTO job_diff_datasets (job_id, ordinal, dataset, "
+                   "by_key, key_columns, value_columns, measure_columns, "
+                   "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  ASSIGN_OR_RETURN(
+      Statement part,
+      db_->Prepare("INSERT INTO job_diff_partitions (job_id, dataset, "
+                   "\"partition\", rows_before, rows_after, added, removed, "
+                   "changed, unchanged, measures, samples, error) VALUES (?1, "
+                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+  int64_t ordinal = 0;
+  for (const DatasetDiff& d : diff.datasets) {
+    RETURN_IF_ERROR(ds.Reset());
+    RETURN_IF_ERROR(ds.BindText(1, diff.job_id));
+    RETURN_IF_ERROR(ds.BindInt(2, ordinal++));
+    RETURN_IF_ERROR(ds.BindText(3, d.dataset));
+    RETURN_IF_ERROR(ds.BindInt(4, d.columns.by_key ? 1 : 0));
+    RETURN_IF_ERROR(ds.BindText(5, EncodeFields(d.columns.key)));
+    RETURN_IF_ERROR(ds.BindText(6, EncodeFields(d.columns.values)));
+    RETURN_IF_ERROR(ds.BindText(7, EncodeFields(d.columns.measures)));
+    RETURN_IF_ERROR(BindTime(ds, 8, diff.computed_at));
+    RETURN_IF_ERROR(ds.Run());
+    for (const PartitionDiff& p : d.partitions) {
+      RETURN_IF_ERROR(part.Reset());
+      RETURN_IF_ERROR(part.BindText(1, diff.job_id));
+      RETURN_IF_ERROR(part.BindText(2, d.dataset));
+      RETURN_IF_ERROR(part.BindText(3, p.partition));
+      RETURN_IF_ERROR(part.BindInt(4, p.rows_before));
+      RETURN_IF_ERROR(part.BindInt(5, p.rows_after));
+      RETURN_IF_ERROR(part.BindInt(6, p.added));
+      RETURN_IF_ERROR(part.BindInt(7, p.removed));
+      RETURN_IF_ERROR(part.BindInt(8, p.changed));
+      RETURN_IF_ERROR(part.BindInt(9, p.unchanged));
+      RETURN_IF_ERROR(part.BindText(10, EncodeMeasures(p.measures)));
+      RETURN_IF_ERROR(part.BindText(11, EncodeSamples(p.samples)));
+      RETURN_IF_ERROR(part.BindText(12, p.error));
+      RETURN_IF_ERROR(part.Run());
+    }
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::GetJobDiff(
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  RETURN_IF_ERROR(StateOf(job_id).status());
+  JobDiff diff;
+  diff.job_id = job_id;
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT dataset, by_key, key_columns, value_columns, "
+                     "measure_columns, computed_at FROM job_diff_datasets "
+                     "WHERE job_id = ?1 ORDER BY ordinal"));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    bool any = false;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      any = true;
+      diff.computed_at = ColumnTime(q, 5);
+      if (!dataset.empty() && q.ColumnText(0) != dataset) continue;
+      DatasetDiff d;
+      d.dataset = q.ColumnText(0);
+      d.columns.by_key = q.ColumnInt(1) != 0;
+      ASSIGN_OR_RETURN(d.columns.key, DecodeFields(q.ColumnText(2)));
+      ASSIGN_OR_RETURN(d.columns.values, DecodeFields(q.ColumnText(3)));
+      ASSIGN_OR_RETURN(d.columns.measures, DecodeFields(q.ColumnText(4)));
+      diff.datasets.push_back(std::move(d));
+    }
+    if (!any) return std::nullopt;
+  }
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare(absl::StrCat(
+          "SELECT \"partition\", rows_before, rows_after, added, removed, "
+          "changed, unchanged, measures, ",
+          with_samples ? "samples" : "''",
+          ", error FROM job_diff_partitions WHERE job_id = ?1 AND dataset = "
+          "?2 ORDER BY \"partition\"")));
+  for (DatasetDiff& d : diff.datasets) {
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindText(2, d.dataset));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      PartitionDiff p;
+      p.dataset = d.dataset;
+      p.partition = q.ColumnText(0);
+      p.rows_before = q.ColumnInt(1);
+      p.rows_after = q.ColumnInt(2);
+      p.added = q.ColumnInt(3);
+      p.removed = q.ColumnInt(4);
+      p.changed = q.ColumnInt(5);
+      p.unchanged = q.ColumnInt(6);
+      ASSIGN_OR_RETURN(p.measures,
+                       DecodeMeasures(q.ColumnText(7), d.columns.measures));
+      ASSIGN_OR_RETURN(p.samples, DecodeSamples(q.ColumnText(8)));
+      p.error = q.ColumnText(9);
+      d.partitions.push_back(std::move(p));
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return diff;
 }
 
 absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(

@@ -26,8 +26,13 @@
 // job_datasets (the plan's datasets in order, with reason and cost), tasks
 // (one per planned (dataset, partition): the checkpoint; a plan's partitions
 // are read back from them in ordinal order), lineage (each record a publish
-// or a rollback), rollbacks (who rolled a job back, why, when, what was
-// restored), audit_events, and counters (the job id sequence).
+// or a rollback, with the approval a version was published with),
+// rollbacks (who rolled a job back, why, when, what was restored),
+// audit_events, counters (the job id sequence), job_approvals (an
+// operator's approval of a held job), job_diff_datasets and
+// job_diff_partitions (the diff a job computed before publishing: per
+// dataset its columns, per partition counts, measure totals and sample
+// rows).
 //
 // Encoding: timestamps are unix microseconds (NULL for "not yet"); job ids
 // are "bf-<n>" with n from a counter row that never goes back. Lists (the
@@ -108,6 +113,13 @@ class SqliteStateStore : public StateStore {
                                  const std::vector<LineageRecord>& lineage,
                                  JobState to, const std::string& message,
                                  absl::Time now) override;
+  absl::Status ApproveJob(const std::string& job_id, JobState expected_from,
+                          JobState to, const Approval& approval,
+                          const std::string& message, absl::Time now) override;
+  absl::Status ReplaceJobDiff(const JobDiff& diff) override;
+  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(const std::string& job_id,
+                                                    const std::string& dataset,
+                                                    bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
   absl::Status RecordRollback(const std::string& job_id,

@@ -198,6 +198,98 @@ class RecordingService final : public v1::BackfillService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status ApproveBackfill(grpc::ServerContext*,
+                               const v1::ApproveBackfillRequest* request,
+                               v1::Backfill* response) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      approvals_.push_back(*request);
+    }
+    v1::Approval approval;
+    approval.set_approved_by(request->approved_by());
+    approval.set_reason(request->reason());
+    approval.set_override_validation(request->override_validation());
+    approval.set_approved_state(request->override_validation()
+                                    ? v1::BACKFILL_STATE_VALIDATION_FAILED
+                                    : v1::BACKFILL_STATE_AWAITING_APPROVAL);
+    grpc::Status status =
+        Decide("ApproveBackfill", request->id(), request->reason(),
+               v1::BACKFILL_STATE_PUBLISHING, response);
+    if (status.ok()) *response->mutable_approval() = approval;
+    return status;
+  }
+  // Two pages: 2025-06-01 (token ""), then 2025-06-02 and 2025-06-03.
+  grpc::Status DiffBackfill(grpc::ServerContext*,
+                            const v1::DiffBackfillRequest* request,
+                            v1::DiffBackfillResponse* response) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      diffs_.push_back(*request);
+    }
+    if (request->id() == "bf-404") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job bf-404");
+    }
+    response->set_id(request->id());
+    response->set_state(v1::BACKFILL_STATE_AWAITING_APPROVAL);
+    v1::DatasetDiff* d = response->add_datasets();
+    d->set_dataset("daily_revenue");
+    d->set_by_primary_key(true);
+    d->add_key_columns("ds");
+    d->add_key_columns("region");
+    d->add_value_columns("revenue");
+    d->add_value_columns("orders");
+    d->set_partitions(3);
+    d->set_partitions_changed(1);
+    d->set_rows_before(12);
+    d->set_rows_after(12);
+    d->set_changed(2);
+    d->set_unchanged(10);
+    v1::MeasureDelta* m = d->add_measures();
+    m->set_column("revenue");
+    m->set_before(1000);
+    m->set_after(987.5);
+    m->set_delta(-12.5);
+    auto add = [&](const std::string& day, int changed, double delta) {
+      v1::PartitionDiff* p = response->add_partitions();
+      p->set_dataset("daily_revenue");
+      p->set_partition(day);
+      p->set_rows_before(4);
+      p->set_rows_after(4);
+      p->set_changed(changed);
+      p->set_unchanged(4 - changed);
+      v1::MeasureDelta* pm = p->add_measures();
+      pm->set_column("revenue");
+      pm->set_delta(delta);
+      if (changed > 0) {
+        v1::DiffSampleRow* row = p->add_samples();
+        row->set_change("changed");
+        row->add_key("'2025-06-01'");
+        row->add_key("'north\x1b[2J'");
+        row->add_before("100");
+        row->add_before("3");
+        row->add_after("87.5");
+        row->add_after("3");
+      }
+    };
+    if (request->page_token().empty()) {
+      add("2025-06-01", 2, -12.5);
+      response->set_next_page_token("1");
+    } else {
+      add("2025-06-02", 0, 0);
+      add("2025-06-03", 0, 0);
+    }
+    return grpc::Status::OK;
+  }
+
+  std::vector<v1::ApproveBackfillRequest> approvals() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return approvals_;
+  }
+  std::vector<v1::DiffBackfillRequest> diffs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return diffs_;
+  }
+
   void set_lost_submits(int count) {
     std::lock_guard<std::mutex> lock(mu_);
     lost_submits_ = count;
@@ -256,6 +348,8 @@ class RecordingService final : public v1::BackfillService::Service {
   std::vector<Decision> decisions_;
   std::vector<v1::ListBackfillsRequest> lists_;
   std::vector<v1::RollbackBackfillRequest> rollbacks_;
+  std::vector<v1::ApproveBackfillRequest> approvals_;
+  std::vector<v1::DiffBackfillRequest> diffs_;
 };
 
 // The value of a "label  value" line of a job block.
@@ -720,6 +814,107 @@ TEST_F(BackfillctlTest, StateItemsAreSplitStrictly) {
   EXPECT_THAT(lists[0].states(),
               ElementsAre(v1::BACKFILL_STATE_RUNNING, v1::BACKFILL_STATE_FAILED,
                           v1::BACKFILL_STATE_QUEUED));
+}
+
+TEST_F(BackfillctlTest, ApproveSendsReasonOverrideAndWhoAndPrintsTheJob) {
+  RunResult run = Run({"approve", "bf-7", "--reason", "diff reviewed",
+                       "--override", "--approved-by", "alice"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("approved backfill bf-7; it is PUBLISHING"));
+  EXPECT_EQ(ValueOf(run.out, "State"), "PUBLISHING");
+  EXPECT_THAT(ValueOf(run.out, "Approved"), HasSubstr("by alice"));
+  EXPECT_THAT(ValueOf(run.out, "Approved"),
+              HasSubstr("OVERRIDING the failed validation"));
+  EXPECT_THAT(ValueOf(run.out, "Approved"), HasSubstr("diff reviewed"));
+  std::vector<v1::ApproveBackfillRequest> sent = service_.approvals();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].id(), "bf-7");
+  EXPECT_EQ(sent[0].reason(), "diff reviewed");
+  EXPECT_TRUE(sent[0].override_validation());
+  EXPECT_EQ(sent[0].approved_by(), "alice");
+
+  // Without --override, and by default the user's name.
+  RunResult plain = Run({"approve", "bf-8", "--reason", "ok"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  sent = service_.approvals();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_FALSE(sent[1].override_validation());
+  EXPECT_FALSE(sent[1].approved_by().empty());
+
+  // --json: one document with the approval.
+  RunResult json = Run({"approve", "bf-8", "--reason", "ok", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  v1::Backfill job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &job).ok())
+      << json.out;
+  EXPECT_EQ(job.approval().reason(), "ok");
+  EXPECT_THAT(json.out, HasSubstr("\"override_validation\": false"));
+
+  // A reason is required; nothing is sent without one.
+  RunResult missing = Run({"approve", "bf-8"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--reason"));
+  RunResult blank = Run({"approve", "bf-8", "--reason", "  "});
+  EXPECT_EQ(blank.exit_code, 2);
+  EXPECT_EQ(service_.approvals().size(), 3u);
+  // Server refusals exit 1 with the server's message.
+  RunResult refused = Run({"approve", "bf-9", "--reason", "ok"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("FAILED_PRECONDITION: job bf-9"));
+}
+
+TEST_F(BackfillctlTest, DiffPrintsEveryPageAsATableWithSampleRows) {
+  RunResult run = Run({"diff", "bf-7", "--samples", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<std::string> lines = Lines(run.out);
+  EXPECT_THAT(lines[0], HasSubstr("Diff of bf-7 (AWAITING_APPROVAL)"));
+  EXPECT_THAT(run.out,
+              HasSubstr("daily_revenue  rows matched by primary key (ds, "
+                        "region)"));
+  EXPECT_THAT(run.out, HasSubstr("3 partitions, 1 with changes; rows 12 -> 12: "
+                                 "+0 added, -0 removed, ~2 changed, 10 "
+                                 "unchanged; revenue -12.5 (1000 -> 987.5)"));
+  EXPECT_THAT(lines, ::testing::Contains(
+                         "PARTITION   BEFORE  AFTER  ADDED  REMOVED  CHANGED  "
+                         "UNCHANGED  revenue delta"));
+  EXPECT_THAT(lines,
+              ::testing::Contains(
+                  "2025-06-01  4       4      0      0        2        2      "
+                  "    -12.5"));
+  EXPECT_THAT(lines,
+              ::testing::Contains(
+                  "2025-06-03  4       4      0      0        0        4 "
+                  "         0"));
+  EXPECT_THAT(run.out, HasSubstr("Sample rows (values as SQL literals):"));
+  // Only the values that differ; server text escaped.
+  EXPECT_THAT(run.out, HasSubstr("    changed  ('2025-06-01', 'north\\x1b[2J')"
+                                 "  revenue 100 -> 87.5\n"));
+  EXPECT_THAT(run.out, Not(HasSubstr("\x1b")));
+  std::vector<v1::DiffBackfillRequest> sent = service_.diffs();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].sample_rows(), 2);
+  EXPECT_TRUE(sent[0].has_sample_rows());
+  EXPECT_EQ(sent[0].page_token(), "");
+  EXPECT_EQ(sent[1].page_token(), "1");
+
+  // --json: the pages merged into one document.
+  RunResult json =
+      Run({"diff", "bf-7", "--json", "--dataset", "daily_revenue"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  v1::DiffBackfillResponse merged;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(json.out, &merged).ok())
+      << json.out;
+  EXPECT_EQ(merged.partitions_size(), 3);
+  EXPECT_EQ(merged.next_page_token(), "");
+  EXPECT_EQ(service_.diffs()[2].dataset(), "daily_revenue");
+  EXPECT_EQ(service_.diffs()[2].sample_rows(), 3);  // the default
+
+  RunResult bad = Run({"diff", "bf-7", "--samples", "11"});
+  EXPECT_EQ(bad.exit_code, 2);
+  RunResult unknown = Run({"diff", "bf-404"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("NOT_FOUND"));
 }
 
 }  // namespace

@@ -42,6 +42,12 @@ class CountingEngine : public Engine {
                                                   const DatasetSpec&) override {
     return absl::UnimplementedError("planner must not write");
   }
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string&,
+                                              const DatasetSpec&,
+                                              const std::string&,
+                                              int) override {
+    return absl::UnimplementedError("planner must not diff");
+  }
   absl::StatusOr<bool> IsPublished(const std::string&) override {
     return false;
   }

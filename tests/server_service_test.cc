@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -480,6 +481,107 @@ TEST_F(ServerServiceTest, BadRequestsAreRejectedAndChangeNothing) {
             absl::StatusCode::kInvalidArgument);
 
   EXPECT_EQ(StoredJobs(), 0u);
+}
+
+TEST_F(ServerServiceTest, DiffPagesThroughPartitionsAndApproveIsValidated) {
+  absl::StatusOr<v1::SubmitBackfillResponse> submitted = client_->Submit(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-06"), "diff-key");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->backfill().id();
+  std::vector<v1::Backfill> updates = WatchToEnd(id);
+  ASSERT_FALSE(updates.empty());
+  ASSERT_EQ(updates.back().state(), v1::BACKFILL_STATE_SUCCEEDED);
+
+  // GetBackfill carries the per-dataset summary: a first load, all added.
+  const RevenueTable published = ReadPublished(warehouse_);
+  absl::StatusOr<v1::Backfill> job = client_->Get(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->diff_size(), 1);
+  EXPECT_EQ(job->diff(0).dataset(), "daily_revenue");
+  EXPECT_TRUE(job->diff(0).by_primary_key());
+  EXPECT_EQ(job->diff(0).partitions(), 5);
+  EXPECT_EQ(job->diff(0).rows_before(), 0);
+  EXPECT_EQ(job->diff(0).added(), static_cast<int64_t>(published.size()));
+  double revenue = 0;
+  for (const auto& [key, row] : published) revenue += row.revenue;
+  ASSERT_EQ(job->diff(0).measures_size(), 2);
+  EXPECT_EQ(job->diff(0).measures(0).column(), "revenue");
+  EXPECT_NEAR(job->diff(0).measures(0).delta(), revenue, 1e-6);
+  EXPECT_FALSE(job->has_approval());
+
+  // Pages of 2 partitions: 3 pages, every partition once, in order.
+  v1::DiffBackfillRequest request;
+  request.set_id(id);
+  request.set_page_size(2);
+  request.set_sample_rows(1);
+  std::vector<std::string> seen;
+  for (int page = 0; page < 5; ++page) {
+    absl::StatusOr<v1::DiffBackfillResponse> response = client_->Diff(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->state(), v1::BACKFILL_STATE_SUCCEEDED);
+    ASSERT_EQ(response->datasets_size(), 1);
+    EXPECT_EQ(response->datasets(0).partitions(), 5);
+    for (const v1::PartitionDiff& p : response->partitions()) {
+      seen.push_back(p.partition());
+      EXPECT_LE(p.samples_size(), 1);
+      int64_t rows = 0;
+      for (const auto& [key, row] : published)
+        rows += key.first == p.partition();
+      EXPECT_EQ(p.rows_after(), rows) << p.partition();
+      EXPECT_EQ(p.added(), rows) << p.partition();
+    }
+    if (response->next_page_token().empty()) break;
+    request.set_page_token(response->next_page_token());
+  }
+  EXPECT_THAT(seen,
+              ::testing::ElementsAre("2025-03-01", "2025-03-02", "2025-03-03",
+                                     "2025-03-04", "2025-03-05"));
+
+  // Bad DiffBackfill requests.
+  auto diff_code = [&](const std::function<void(v1::DiffBackfillRequest*)>& f) {
+    v1::DiffBackfillRequest r;
+    r.set_id(id);
+    f(&r);
+    return client_->Diff(r).status().code();
+  };
+  EXPECT_EQ(diff_code([](auto* r) { r->set_id("bf-x"); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_id("bf-999"); }),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_sample_rows(11); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_sample_rows(-1); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_page_size(1001); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_page_token("abc"); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_page_token("0"); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_dataset("orders"); }),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(diff_code([](auto* r) { r->set_sample_rows(0); }),
+            absl::StatusCode::kOk);
+
+  // Bad ApproveBackfill requests; a SUCCEEDED job needs no approval.
+  auto approve = [&](const std::string& job_id, const std::string& reason) {
+    v1::ApproveBackfillRequest r;
+    r.set_id(job_id);
+    r.set_reason(reason);
+    return client_->Approve(r).status();
+  };
+  EXPECT_EQ(approve("", "ok").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(approve("bf-1 ", "ok").code(), absl::StatusCode::kInvalidArgument);
+  absl::Status no_reason = approve(id, "");
+  EXPECT_EQ(no_reason.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_reason.message()), HasSubstr("reason"));
+  EXPECT_EQ(approve(id, std::string(5000, 'x')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(approve("bf-999", "ok").code(), absl::StatusCode::kNotFound);
+  absl::Status done = approve(id, "ok");
+  EXPECT_EQ(done.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(done.message()), HasSubstr("SUCCEEDED"));
+  EXPECT_FALSE(client_->Get(id)->has_approval());
 }
 
 TEST_F(ServerServiceTest, ListBackfillsPagesNewestFirst) {

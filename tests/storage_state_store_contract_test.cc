@@ -1587,5 +1587,228 @@ TEST(StateStoreContractRandomTest, BothStoresGiveTheSameAnswers) {
   }
 }
 
+// ---- approvals and diffs ---------------------------------------------------
+
+namespace {
+
+JobDiff MakeDiff(const std::string& job_id, absl::Time at) {
+  JobDiff diff;
+  diff.job_id = job_id;
+  diff.computed_at = at;
+  DatasetDiff a;
+  a.dataset = "daily_revenue";
+  a.columns.by_key = true;
+  a.columns.key = {"ds", "region"};
+  a.columns.values = {"revenue", "orders", "note"};
+  a.columns.measures = {"revenue", "orders"};
+  PartitionDiff p2;  // listed first: the store sorts by partition
+  p2.partition = "2025-01-02";
+  p2.rows_before = 0;
+  p2.rows_after = 2;
+  p2.added = 2;
+  p2.measures = {{"revenue", 0, 0.1 + 0.2}, {"orders", 0, 7}};
+  PartitionDiff p1;
+  p1.partition = "2025-01-01";
+  p1.rows_before = 5;
+  p1.rows_after = 4;
+  p1.removed = 1;
+  p1.changed = 2;
+  p1.unchanged = 2;
+  p1.measures = {{"revenue", 1234.5, -1e-300}, {"orders", 9, 8}};
+  p1.samples = {
+      {DiffChange::kChanged,
+       {"'2025-01-01'", "'north'"},
+       {"12.5", "3", "NULL"},
+       {"10", "3", "'it''s: 3:1'"}},
+      {DiffChange::kRemoved, {"'2025-01-01'", "'x'"}, {"1", "1", ""}, {}}};
+  a.partitions = {p2, p1};
+  DatasetDiff b;
+  b.dataset = "monthly_revenue";
+  b.columns.values = {"month", "total"};
+  b.columns.measures = {"total"};
+  PartitionDiff m;
+  m.partition = "2025-01";
+  m.error = "no such column: total";
+  m.measures = {{"total", 0, 0}};
+  b.partitions = {m};
+  diff.datasets = {a, b};
+  return diff;
+}
+
+}  // namespace
+
+TEST_P(StateStoreContractTest, ADiffRoundTripsAndIsReplacedAsAWhole) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  auto none = store_->GetJobDiff("bf-1", "", true);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(store_->GetJobDiff("bf-9", "", true).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ReplaceJobDiff(MakeDiff("bf-9", T(1))).code(),
+            absl::StatusCode::kNotFound);
+
+  ASSERT_TRUE(store_->ReplaceJobDiff(MakeDiff("bf-1", T(1))).ok());
+  auto got = store_->GetJobDiff("bf-1", "", true);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  const JobDiff& diff = **got;
+  EXPECT_EQ(diff.computed_at, T(1));
+  ASSERT_EQ(diff.datasets.size(), 2u);
+  const DatasetDiff& a = diff.datasets[0];
+  EXPECT_EQ(a.dataset, "daily_revenue");
+  EXPECT_TRUE(a.columns.by_key);
+  EXPECT_THAT(a.columns.key, ElementsAre("ds", "region"));
+  EXPECT_THAT(a.columns.values, ElementsAre("revenue", "orders", "note"));
+  EXPECT_THAT(a.columns.measures, ElementsAre("revenue", "orders"));
+  ASSERT_EQ(a.partitions.size(), 2u);
+  const PartitionDiff& p1 = a.partitions[0];
+  EXPECT_EQ(p1.dataset, "daily_revenue");
+  EXPECT_EQ(p1.partition, "2025-01-01");
+  EXPECT_EQ(p1.rows_before, 5);
+  EXPECT_EQ(p1.rows_after, 4);
+  EXPECT_EQ(p1.removed, 1);
+  EXPECT_EQ(p1.changed, 2);
+  EXPECT_EQ(p1.unchanged, 2);
+  ASSERT_EQ(p1.measures.size(), 2u);
+  EXPECT_EQ(p1.measures[0].column, "revenue");
+  EXPECT_EQ(p1.measures[0].before, 1234.5);
+  EXPECT_EQ(p1.measures[0].after, -1e-300);  // doubles kept exactly
+  ASSERT_EQ(p1.samples.size(), 2u);
+  EXPECT_EQ(p1.samples[0].change, DiffChange::kChanged);
+  EXPECT_THAT(p1.samples[0].key, ElementsAre("'2025-01-01'", "'north'"));
+  EXPECT_THAT(p1.samples[0].before, ElementsAre("12.5", "3", "NULL"));
+  EXPECT_THAT(p1.samples[0].after, ElementsAre("10", "3", "'it''s: 3:1'"));
+  EXPECT_EQ(p1.samples[1].change, DiffChange::kRemoved);
+  EXPECT_THAT(p1.samples[1].before, ElementsAre("1", "1", ""));
+  EXPECT_THAT(p1.samples[1].after, IsEmpty());
+  EXPECT_EQ(a.partitions[1].partition, "2025-01-02");
+  EXPECT_EQ(a.partitions[1].measures[0].after, 0.1 + 0.2);
+  const DatasetDiff& b = diff.datasets[1];
+  EXPECT_FALSE(b.columns.by_key);
+  EXPECT_THAT(b.columns.key, IsEmpty());
+  ASSERT_EQ(b.partitions.size(), 1u);
+  EXPECT_EQ(b.partitions[0].error, "no such column: total");
+
+  // One dataset; without samples.
+  got = store_->GetJobDiff("bf-1", "monthly_revenue", false);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  ASSERT_EQ((*got)->datasets.size(), 1u);
+  EXPECT_EQ((*got)->datasets[0].dataset, "monthly_revenue");
+  got = store_->GetJobDiff("bf-1", "daily_revenue", false);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_THAT((*got)->datasets[0].partitions[0].samples, IsEmpty());
+  got = store_->GetJobDiff("bf-1", "no_such", true);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_THAT((*got)->datasets, IsEmpty());
+
+  // A new diff replaces everything of the old one.
+  JobDiff again;
+  again.job_id = "bf-1";
+  again.computed_at = T(2);
+  DatasetDiff only;
+  only.dataset = "daily_revenue";
+  PartitionDiff p;
+  p.partition = "2025-01-02";
+  p.rows_after = 1;
+  p.added = 1;
+  only.partitions = {p};
+  again.datasets = {only};
+  ASSERT_TRUE(store_->ReplaceJobDiff(again).ok());
+  got = store_->GetJobDiff("bf-1", "", true);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->computed_at, T(2));
+  ASSERT_EQ((*got)->datasets.size(), 1u);
+  ASSERT_EQ((*got)->datasets[0].partitions.size(), 1u);
+  EXPECT_EQ((*got)->datasets[0].partitions[0].added, 1);
+  EXPECT_THAT((*got)->datasets[0].partitions[0].measures, IsEmpty());
+}
+
+TEST_P(StateStoreContractTest, ApproveJobRecordsTheApprovalWithTheMove) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ASSERT_TRUE(store_
+                  ->UpdateTasksInState("bf-1", {TaskState::kPending},
+                                       TaskState::kStaged, T(1))
+                  .ok());
+  Approval approval;
+  approval.approved_by = "bob";
+  approval.reason = "diff reviewed";
+  approval.override_validation = true;
+  approval.approved_at = T(5) + absl::Nanoseconds(1500);
+  // Not held for approval: refused, nothing written.
+  const size_t events = store_->ListAuditEvents("bf-1")->size();
+  absl::Status early =
+      store_->ApproveJob("bf-1", JobState::kAwaitingApproval,
+                         JobState::kPublishing, approval, "approved", T(5));
+  EXPECT_EQ(early.code(), absl::StatusCode::kFailedPrecondition) << early;
+  EXPECT_FALSE(store_->GetJob("bf-1")->approval.has_value());
+  EXPECT_EQ(store_->ListAuditEvents("bf-1")->size(), events);
+  EXPECT_EQ(store_
+                ->ApproveJob("bf-9", JobState::kAwaitingApproval,
+                             JobState::kPublishing, approval, "approved", T(5))
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kValidationFailed, T(2)));
+  ASSERT_TRUE(store_
+                  ->ApproveJob("bf-1", JobState::kValidationFailed,
+                               JobState::kPublishing, approval,
+                               "approved by bob", T(5))
+                  .ok());
+  auto job = store_->GetJob("bf-1");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state, JobState::kPublishing);
+  EXPECT_EQ(job->message, "approved by bob");
+  ASSERT_TRUE(job->approval.has_value());
+  EXPECT_EQ(job->approval->approved_by, "bob");
+  EXPECT_EQ(job->approval->reason, "diff reviewed");
+  EXPECT_TRUE(job->approval->override_validation);
+  EXPECT_EQ(job->approval->from_state, JobState::kValidationFailed);
+  EXPECT_EQ(job->approval->approved_at, T(5) + absl::Microseconds(1));
+  auto audit = *store_->ListAuditEvents("bf-1");
+  EXPECT_EQ(audit.back().from_state, "VALIDATION_FAILED");
+  EXPECT_EQ(audit.back().to_state, "PUBLISHING");
+  EXPECT_EQ(audit.back().message, "approved by bob");
+  EXPECT_EQ(store_->ListJobs({})->at(0).approval->approved_by, "bob");
+
+  // The lineage the job publishes carries the approval.
+  LineageRecord rec = MakeLineage("daily_revenue", "2025-01-01", T(6));
+  rec.approval = job->approval;
+  LineageRecord plain = MakeLineage("daily_revenue", "2025-01-02", T(6));
+  ASSERT_TRUE(store_
+                  ->RecordPublication("bf-1", {rec, plain},
+                                      JobState::kConfirming, "published", T(6))
+                  .ok());
+  auto lineage = store_->GetLineage("daily_revenue", "2025-01-01");
+  ASSERT_EQ(lineage->size(), 1u);
+  ASSERT_TRUE((*lineage)[0].approval.has_value());
+  EXPECT_EQ((*lineage)[0].approval->approved_by, "bob");
+  EXPECT_EQ((*lineage)[0].approval->reason, "diff reviewed");
+  EXPECT_TRUE((*lineage)[0].approval->override_validation);
+  EXPECT_EQ((*lineage)[0].approval->from_state, JobState::kValidationFailed);
+  EXPECT_EQ((*lineage)[0].approval->approved_at, T(5) + absl::Microseconds(1));
+  EXPECT_FALSE(
+      (*store_->GetLineage("daily_revenue", "2025-01-02"))[0].approval);
+
+  // A second approval of another held job is recorded apart; approving the
+  // same job twice is refused.
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(10)).ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-2", JobState::kAwaitingApproval, T(10)));
+  approval.override_validation = false;
+  ASSERT_TRUE(store_
+                  ->ApproveJob("bf-2", JobState::kAwaitingApproval,
+                               JobState::kPublishing, approval, "ok", T(11))
+                  .ok());
+  EXPECT_EQ(store_->GetJob("bf-2")->approval->from_state,
+            JobState::kAwaitingApproval);
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-2", JobState::kFailed, T(12)));
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-2", JobState::kQueued, T(12)));
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-2", JobState::kAwaitingApproval, T(12)));
+  EXPECT_EQ(store_
+                ->ApproveJob("bf-2", JobState::kAwaitingApproval,
+                             JobState::kPublishing, approval, "again", T(13))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->GetJob("bf-2")->state, JobState::kAwaitingApproval);
+}
+
 }  // namespace
 }  // namespace backfill

@@ -418,6 +418,45 @@ absl::StatusOr<ValidationReport> FakeEngine::ValidateStaged(
   return report;
 }
 
+absl::StatusOr<PartitionDiff> FakeEngine::DiffPartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, int sample_limit) {
+  if (absl::Status s =
+          Enter({"DiffPartition", job_id, dataset.name, partition});
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  const std::map<std::string, int64_t>* staged = nullptr;
+  if (auto job = staging_.find(job_id); job != staging_.end()) {
+    auto it = job->second.staged.find(dataset.name);
+    if (it != job->second.staged.end()) staged = &it->second;
+  }
+  if (staged == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  PartitionDiff diff;
+  diff.dataset = dataset.name;
+  diff.partition = partition;
+  if (auto it = staged->find(partition); it != staged->end()) {
+    diff.rows_after = it->second;
+  }
+  if (auto table = published_.find(dataset.name); table != published_.end()) {
+    if (auto it = table->second.find(partition); it != table->second.end()) {
+      diff.rows_before = it->second;
+    }
+  }
+  // Counts only: the rows common to both sides count as unchanged.
+  diff.added = std::max<int64_t>(0, diff.rows_after - diff.rows_before);
+  diff.removed = std::max<int64_t>(0, diff.rows_before - diff.rows_after);
+  diff.unchanged = std::min(diff.rows_before, diff.rows_after);
+  for (const std::string& m : MeasureColumns(dataset)) {
+    diff.measures.push_back({m, 0, 0});
+  }
+  return diff;
+}
+
 absl::StatusOr<bool> FakeEngine::IsPublished(const std::string& job_id) {
   if (absl::Status s = Enter({"IsPublished", job_id, "", ""}); !s.ok()) {
     return s;

@@ -21,7 +21,10 @@
 // ones and records a marker with the claimed store id — a no-op once that
 // marker exists, refused when the warehouse was claimed by another store
 // since, INTERNAL (nothing published) when staged rows lie outside the job's
-// partitions; Claim and Inspect as SqliteEngine; ListJobsWithStaging
+// partitions; DiffPartition compares row counts only (it has no rows):
+// added = after - before when positive, removed = before - after when
+// positive, unchanged = the smaller count, no changed rows, zero measure
+// totals, no samples; Claim and Inspect as SqliteEngine; ListJobsWithStaging
 // reports, like SqliteEngine, only ids of the form "bf-<digits>", sorted.
 // tests/storage_engine_contract_test.cc runs the same cases against both.
 // No transform runs, so StagePartition never finds rows outside the
@@ -95,6 +98,10 @@ class FakeEngine : public Engine {
       const std::vector<InputRef>& inputs) override;
   absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) override;
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
+                                              const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              int sample_limit) override;
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;

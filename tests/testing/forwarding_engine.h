@@ -38,6 +38,12 @@ class ForwardingEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset) override {
     return inner_->ValidateStaged(job_id, dataset);
   }
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
+                                              const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              int sample_limit) override {
+    return inner_->DiffPartition(job_id, dataset, partition, sample_limit);
+  }
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override {
     return inner_->IsPublished(job_id);
   }

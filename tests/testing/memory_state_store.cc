@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/job_state_machine.h"
@@ -16,6 +17,12 @@ namespace {
 
 // A time as SqliteStateStore reads it back: unix microseconds (rounded
 // down); an infinite time is NULL, which reads as InfinitePast.
+// A double as the SQLite store keeps it: printed with 17 digits.
+double Stored17(double v) {
+  double out = 0;
+  return absl::SimpleAtod(absl::StrFormat("%.17g", v), &out) ? out : v;
+}
+
 absl::Time Stored(absl::Time t) {
   if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) {
     return absl::InfinitePast();
@@ -559,6 +566,9 @@ absl::Status InMemoryStateStore::RecordPublication(
     r.record.action = LineageAction::kPublish;
     r.record.published_at = Stored(
         rec.published_at == absl::InfinitePast() ? now : rec.published_at);
+    if (r.record.approval) {
+      r.record.approval->approved_at = Stored(r.record.approval->approved_at);
+    }
     lineage_[{rec.dataset, rec.partition}].push_back(std::move(r));
     ++lineage_per_job_[job_id];
   }
@@ -686,6 +696,85 @@ InMemoryStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
     }
   }
   return out;
+}
+
+absl::Status InMemoryStateStore::ApproveJob(const std::string& job_id,
+                                            JobState expected_from, JobState to,
+                                            const Approval& approval,
+                                            const std::string& message,
+                                            absl::Time now) {
+  if (absl::Status s = BeginWrite("ApproveJob"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  JobRow* row = FindLocked(job_id);
+  if (row == nullptr) return NoJob(job_id);
+  const JobState from = row->job.state;
+  if (from != expected_from) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", JobStateName(from), ", not ",
+                     JobStateName(expected_from), "; cannot approve it"));
+  }
+  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, ": ", s.message()));
+  }
+  if (row->job.approval) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " was approved already"));
+  }
+  Approval stored = approval;
+  stored.from_state = from;
+  stored.approved_at = Stored(approval.approved_at == absl::InfinitePast()
+                                  ? now
+                                  : approval.approved_at);
+  row->job.approval = std::move(stored);
+  WriteTransitionLocked(row, from, to, message, now);
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiff& diff) {
+  if (absl::Status s = BeginWrite("ReplaceJobDiff"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(diff.job_id) == nullptr) return NoJob(diff.job_id);
+  JobDiff stored = diff;
+  stored.computed_at = Stored(diff.computed_at);
+  for (DatasetDiff& d : stored.datasets) {
+    // As the SQLite store: partitions by value, measures to 17 digits.
+    std::sort(d.partitions.begin(), d.partitions.end(),
+              [](const PartitionDiff& a, const PartitionDiff& b) {
+                return a.partition < b.partition;
+              });
+    for (PartitionDiff& p : d.partitions) {
+      p.dataset = d.dataset;
+      for (MeasureTotals& m : p.measures) {
+        m.before = Stored17(m.before);
+        m.after = Stored17(m.after);
+      }
+    }
+  }
+  diffs_[diff.job_id] = std::move(stored);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<JobDiff>> InMemoryStateStore::GetJobDiff(
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  auto it = diffs_.find(job_id);
+  if (it == diffs_.end()) return std::nullopt;
+  JobDiff out = it->second;
+  if (!dataset.empty()) {
+    std::vector<DatasetDiff> kept;
+    for (DatasetDiff& d : out.datasets) {
+      if (d.dataset == dataset) kept.push_back(std::move(d));
+    }
+    out.datasets = std::move(kept);
+  }
+  if (!with_samples) {
+    for (DatasetDiff& d : out.datasets) {
+      for (PartitionDiff& p : d.partitions) p.samples.clear();
+    }
+  }
+  return std::optional<JobDiff>(std::move(out));
 }
 
 }  // namespace backfill::testing

@@ -23,11 +23,12 @@
 //
 // Fault injection: the write methods are CreateJob, ReserveJobNumbers,
 // TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState,
-// RecordPublication and RecordRollback. Each call of one is counted, then calls
-// the write hook (if set) with the method's name, outside the store's lock, so
-// that the hook may block, count or fail the call; then fails with an injected
-// status (FailNextWrites first, then FailWrites) if there is one. A write
-// refused this way changes nothing. Reads never fail by injection.
+// RecordPublication, RecordRollback, ApproveJob and ReplaceJobDiff. Each
+// call of one is counted, then calls the write hook (if set) with the
+// method's name, outside the store's lock, so that the hook may block, count
+// or fail the call; then fails with an injected status (FailNextWrites
+// first, then FailWrites) if there is one. A write refused this way changes
+// nothing. Reads never fail by injection.
 //
 // Thread-safety: thread-safe. One mutex guards the state and the fault
 // settings; the write hook runs without it, possibly on many threads at
@@ -101,6 +102,13 @@ class InMemoryStateStore : public StateStore {
                                  const std::vector<LineageRecord>& lineage,
                                  JobState to, const std::string& message,
                                  absl::Time now) override;
+  absl::Status ApproveJob(const std::string& job_id, JobState expected_from,
+                          JobState to, const Approval& approval,
+                          const std::string& message, absl::Time now) override;
+  absl::Status ReplaceJobDiff(const JobDiff& diff) override;
+  absl::StatusOr<std::optional<JobDiff>> GetJobDiff(const std::string& job_id,
+                                                    const std::string& dataset,
+                                                    bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
   absl::Status RecordRollback(const std::string& job_id,
@@ -169,6 +177,7 @@ class InMemoryStateStore : public StateStore {
   std::map<std::pair<std::string, std::string>, std::vector<LineageRow>>
       lineage_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> lineage_per_job_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, JobDiff> diffs_ ABSL_GUARDED_BY(mu_);  // by job id
   int64_t next_lineage_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Job id -> its events, in seq order (seq counts over all jobs).
   std::map<std::string, std::vector<AuditEvent>> audit_ ABSL_GUARDED_BY(mu_);

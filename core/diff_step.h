@@ -1,0 +1,27 @@
+// Diff step (part of step 4 of the playbook, validation): compares a job's
+// staged rows with the published ones, per (dataset, partition), through the
+// engine's DiffPartition, so that the diff can be stored with the job and
+// read before anything is published. Stateless; thread-safe.
+
+#ifndef BACKFILL_CORE_DIFF_STEP_H_
+#define BACKFILL_CORE_DIFF_STEP_H_
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/diff.h"
+#include "core/engine.h"
+
+namespace backfill {
+
+// The diff of every partition of the layout, datasets in layout order,
+// with up to kDiffStoredSamples sample rows each. A partition whose diff
+// fails for a reason that will not pass by itself keeps the error in
+// PartitionDiff::error (the job goes on: the diff informs, the checks
+// decide); a failure of the warehouse's storage that may pass (disk full,
+// I/O error: RESOURCE_EXHAUSTED, UNAVAILABLE) is returned, to be retried.
+absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
+                                    absl::Time now);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_DIFF_STEP_H_
