@@ -86,6 +86,10 @@ std::string FormatCost(const v1::CostEstimate& cost);
 std::string FormatDatasets(const v1::ListDatasetsResponse& response);
 std::string FormatPlan(const v1::PlanBackfillResponse& response);
 std::string FormatBackfill(const v1::Backfill& backfill);
+// The "Checks" section of FormatBackfill ("" without results): counts of
+// checks passed, failed, held and warned, then each failing result (at most
+// 10 per severity) with what was allowed and up to 2 sample rows.
+std::string FormatChecks(const v1::Backfill& backfill);
 std::string FormatBackfills(const v1::ListBackfillsResponse& response);
 
 // `[#########.........]  45%  135/300 partitions  RUNNING  12.3 s`

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/check_result.h"
 
 namespace backfill {
 
@@ -129,6 +130,9 @@ struct Job {
   absl::Time update_time = absl::InfinitePast();
   absl::Time start_time = absl::InfinitePast();  // InfinitePast: not yet
   absl::Time end_time = absl::InfinitePast();
+  // The validation's check results (see check_result.h); filled by
+  // BackfillManager::GetJob only.
+  std::vector<CheckResult> checks;
 };
 
 // The fingerprint of one input partition a task read.

@@ -952,8 +952,10 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     layout = job->layout;
     tasks = job->tasks;
   }
+  ValidateOptions validate_options;
+  validate_options.catalog = catalog_;
   ASSIGN_OR_RETURN(ValidationOutcome outcome,
-                   ValidateStaging(engine_, layout, tasks));
+                   ValidateStaging(engine_, layout, tasks, validate_options));
   CrashPoint("validate");
   int rounds;
   {
@@ -1002,6 +1004,13 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
+  // The results replace those of an earlier validation (idempotent), and
+  // are recorded before the state that follows from them.
+  RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results",
+                          [&] {
+                            return store_->ReplaceCheckResults(
+                                job->job.id, outcome.results);
+                          }));
   if (!outcome.failures.empty() || !outcome.lost.empty()) {
     std::vector<std::string> failures = outcome.failures;
     if (!outcome.lost.empty()) {
@@ -1029,6 +1038,9 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
+  if (!outcome.holds.empty()) {
+    return HoldJob(job, outcome, done);
+  }
   {
     absl::MutexLock lock(&mu_);
     job->validated = true;
@@ -1043,8 +1055,35 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   return Move(
       job, JobState::kPublishing,
       absl::StrCat("publishing ", Plural(total, "partition", "partitions"),
-                   " of ", datasets, " dataset(s) in one transaction"),
+                   " of ", datasets, " dataset(s) in one transaction",
+                   outcome.warnings.empty()
+                       ? std::string()
+                       : absl::StrCat("; warnings: ",
+                                      absl::StrJoin(outcome.warnings, "; "))),
       Phase::kFinishing);
+}
+
+absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
+                                bool* done) {
+  // Nothing blocks, but `hold` checks failed: the job waits for an operator
+  // with its staging kept. It holds no partitions meanwhile: a newer
+  // overlapping job supersedes it (job_state_machine.h).
+  std::string message = absl::StrCat(
+      "validation held the job for approval, nothing was published: ",
+      absl::StrJoin(outcome.holds, "; "));
+  if (!outcome.warnings.empty()) {
+    absl::StrAppend(&message, "; warnings: ",
+                    absl::StrJoin(outcome.warnings, "; "));
+  }
+  absl::StrAppend(&message,
+                  ". Approve it to publish, or cancel it; a newer backfill of "
+                  "the same partitions supersedes it");
+  RETURN_IF_ERROR(
+      Move(job, JobState::kAwaitingApproval, message, Phase::kFinishing));
+  absl::MutexLock lock(&mu_);
+  EndLocked(job, Phase::kHeld);
+  *done = true;
+  return absl::OkStatus();
 }
 
 absl::Status JobRunner::PublishJob(Active* job) {
@@ -1078,8 +1117,13 @@ absl::Status JobRunner::PublishJob(Active* job) {
         absl::MutexLock lock(&mu_);
         tasks = job->tasks;
       }
+      // Only that staging is intact: the other checks were decided on
+      // before (an approval may have accepted them).
+      ValidateOptions integrity;
+      integrity.catalog = catalog_;
+      integrity.integrity_only = true;
       ASSIGN_OR_RETURN(ValidationOutcome outcome,
-                       ValidateStaging(engine_, layout, tasks));
+                       ValidateStaging(engine_, layout, tasks, integrity));
       if (!outcome.failures.empty() || !outcome.lost.empty()) {
         std::vector<std::string> failures = outcome.failures;
         if (!outcome.lost.empty()) {

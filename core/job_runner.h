@@ -57,6 +57,7 @@
 #include "core/planner.h"
 #include "core/state_store.h"
 #include "core/task_graph.h"
+#include "core/validate_step.h"
 #include "core/worker_pool.h"
 
 namespace backfill {
@@ -148,6 +149,9 @@ class JobRunner {
   // Validate / publish / confirm for Finish; OK when the job moved on as it
   // should (or was left for recovery: CANCELLED status).
   absl::Status ValidateJob(Active* job, bool* done);
+  // `hold` checks failed (and no `error` one): AWAITING_APPROVAL.
+  absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,
+                       bool* done);
   absl::Status PublishJob(Active* job);
   void Settle(Active* job);
   void Supersede(Active* held, const std::string& by);

@@ -46,6 +46,9 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
 // timestamps (unset while InfinitePast).
 v1::Backfill JobToProto(const Job& job, const Catalog& catalog);
 
+v1::CheckSeverity SeverityToProto(CheckSeverity severity);
+v1::CheckResult CheckResultToProto(const CheckResult& result);
+
 // Step 1's answer: datasets with partitions and cost, totals, conflicts.
 v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
 
