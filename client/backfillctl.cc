@@ -400,14 +400,14 @@ absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
   InstallInterruptHandler(id);
   ProgressReporter progress;
   if (!latest.id().empty()) progress.Update(latest);
-  if (cli::IsTerminal(latest.state())) return latest;
+  if (cli::StopsWaiting(latest.state())) return latest;
 
   absl::Status stream = client_->Watch(id, [&](const v1::Backfill& job) {
     latest = job;
     progress.Update(job);
-    return !cli::IsTerminal(job.state());
+    return !cli::StopsWaiting(job.state());
   });
-  if (cli::IsTerminal(latest.state())) return latest;
+  if (cli::StopsWaiting(latest.state())) return latest;
   // The stream failed or ended early. Without having seen the job at all,
   // its error is the answer (unknown id, server down).
   if (latest.id().empty() &&
@@ -440,7 +440,7 @@ absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
     last_success = absl::Now();
     latest = *job;
     progress.Update(latest);
-    if (cli::IsTerminal(latest.state())) return latest;
+    if (cli::StopsWaiting(latest.state())) return latest;
   }
 }
 
@@ -456,7 +456,13 @@ int Cli::FinishFollow(absl::StatusOr<v1::Backfill> final_job) {
   if (code != kExitOk) return code;
   if (final_job->state() == v1::BACKFILL_STATE_SUCCEEDED) return kExitOk;
   std::cerr << "backfillctl: job " << cli::TerminalText(final_job->id())
-            << " ended " << cli::StateName(final_job->state()) << std::endl;
+            << (cli::IsTerminal(final_job->state()) ? " ended " : " is ")
+            << cli::StateName(final_job->state())
+            << (final_job->state() == v1::BACKFILL_STATE_AWAITING_APPROVAL
+                    ? ": validation held it for an operator; nothing is "
+                      "published until it is approved"
+                    : "")
+            << std::endl;
   return kExitFailure;
 }
 

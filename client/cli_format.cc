@@ -219,6 +219,10 @@ absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text) {
                    "\"; known states: ", absl::StrJoin(known, ", ")));
 }
 
+bool StopsWaiting(v1::BackfillState state) {
+  return IsTerminal(state) || state == v1::BACKFILL_STATE_AWAITING_APPROVAL;
+}
+
 bool IsTerminal(v1::BackfillState state) {
   switch (state) {
     case v1::BACKFILL_STATE_SUCCEEDED:

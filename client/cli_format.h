@@ -66,6 +66,9 @@ absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text);
 // True for the states a job never leaves (SUCCEEDED, FAILED, CANCELLED,
 // ROLLED_BACK, VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY).
 bool IsTerminal(v1::BackfillState state);
+// Terminal, or AWAITING_APPROVAL (a job that waits for an operator):
+// `--wait` and `watch` stop following.
+bool StopsWaiting(v1::BackfillState state);
 
 // Partitions recomputed so far: staged + published.
 int64_t DonePartitions(const v1::PartitionCounts& counts);
