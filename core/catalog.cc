@@ -189,11 +189,6 @@ std::string CheckText(const CheckSpec& c) {
 absl::Status ValidateChecks(DatasetSpec& d,
                             const std::function<bool(const std::string&)>&
                                 is_column) {
-  if (!d.checks.empty() && !d.is_derived()) {
-    return CheckError(d, d.checks.front(),
-                      "checks are only allowed on derived datasets (a source "
-                      "is never staged)");
-  }
   std::map<std::string, int> names;
   for (CheckSpec& c : d.checks) {
     if (c.name.empty()) {
@@ -209,6 +204,11 @@ absl::Status ValidateChecks(DatasetSpec& d,
         default:
           c.name = CheckKindName(c.kind);
       }
+    }
+    if (!d.is_derived()) {
+      return CheckError(d, c,
+                        "checks are only allowed on derived datasets (a "
+                        "source is never staged)");
     }
     auto [it, inserted] = names.emplace(c.name, c.line);
     if (!inserted) {
