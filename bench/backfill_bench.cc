@@ -109,8 +109,7 @@ class NullEngine : public Engine {
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
     return std::vector<std::string>{};
   }
-  absl::StatusOr<Profile> ProfileStaged(const std::string&,
-                                        const DatasetSpec&,
+  absl::StatusOr<Profile> ProfileStaged(const std::string&, const DatasetSpec&,
                                         const ProfileRequest&) override {
     return Profile{};
   }

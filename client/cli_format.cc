@@ -445,8 +445,8 @@ std::string FormatChecks(const v1::Backfill& backfill) {
   // A check of a dataset fails when any of its results does.
   std::map<std::pair<std::string, std::string>, bool> checks;
   for (const v1::CheckResult& r : backfill.checks()) {
-    auto [it, inserted] = checks.emplace(
-        std::make_pair(r.dataset(), r.name()), r.passed());
+    auto [it, inserted] =
+        checks.emplace(std::make_pair(r.dataset(), r.name()), r.passed());
     if (!inserted) it->second = it->second && r.passed();
   }
   int64_t passed = 0;
@@ -513,8 +513,9 @@ std::string FormatChecks(const v1::Backfill& backfill) {
       absl::StrAppend(
           &out, "  ", label(severity), "  ", TerminalText(r.name()), " on ",
           TerminalText(r.dataset()),
-          r.partition().empty() ? ""
-                                : absl::StrCat(" ", TerminalText(r.partition())),
+          r.partition().empty()
+              ? ""
+              : absl::StrCat(" ", TerminalText(r.partition())),
           ": ", TerminalText(r.message().empty() ? r.observed() : r.message()),
           "\n");
       if (!r.allowed().empty()) {
@@ -527,8 +528,9 @@ std::string FormatChecks(const v1::Backfill& backfill) {
       }
     }
     if (more > 0) {
-      absl::StrAppend(&out, "  ", label(severity), "  and ", more,
-                      " more (backfillctl --json status lists what is stored)\n");
+      absl::StrAppend(
+          &out, "  ", label(severity), "  and ", more,
+          " more (backfillctl --json status lists what is stored)\n");
     }
   }
   return out;

@@ -132,7 +132,8 @@ namespace {
 bool IsNumericType(std::string_view type) {
   const std::string upper =
       absl::AsciiStrToUpper(absl::string_view(type.data(), type.size()));
-  for (const char* word : {"INT", "REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL"}) {
+  for (const char* word :
+       {"INT", "REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL"}) {
     if (upper.find(word) != std::string::npos) return true;
   }
   return false;
@@ -164,8 +165,8 @@ std::string CheckText(const CheckSpec& c) {
   if (c.kind == CheckKind::kAssert) parts.push_back("name: " + c.name);
   if (!c.column.empty()) parts.push_back("column: " + c.column);
   if (!c.columns.empty()) {
-    parts.push_back(absl::StrCat("columns: [", absl::StrJoin(c.columns, ", "),
-                                 "]"));
+    parts.push_back(
+        absl::StrCat("columns: [", absl::StrJoin(c.columns, ", "), "]"));
   }
   if (!c.dataset.empty()) parts.push_back("dataset: " + c.dataset);
   if (!c.key.empty()) parts.push_back("key: " + c.key);
@@ -186,9 +187,8 @@ std::string CheckText(const CheckSpec& c) {
 // Checks the dataset's declared checks against its own contract; fills in
 // default names and the text. References to other datasets are checked in
 // Build.
-absl::Status ValidateChecks(DatasetSpec& d,
-                            const std::function<bool(const std::string&)>&
-                                is_column) {
+absl::Status ValidateChecks(
+    DatasetSpec& d, const std::function<bool(const std::string&)>& is_column) {
   std::map<std::string, int> names;
   for (CheckSpec& c : d.checks) {
     if (c.name.empty()) {
@@ -215,8 +215,7 @@ absl::Status ValidateChecks(DatasetSpec& d,
       return CheckError(
           d, c,
           absl::StrCat("a check of this name is already declared at line ",
-                       it->second,
-                       "; give one of them a different `name:`"));
+                       it->second, "; give one of them a different `name:`"));
     }
     std::vector<std::string> columns = c.columns;
     if (!c.column.empty()) columns.push_back(c.column);
@@ -560,9 +559,8 @@ absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
       const DatasetSpec& ref = datasets[it->second];
       if (ref.columns.empty()) {
         if (!IsIdentifier(c.key)) {
-          return CheckError(d, c,
-                            absl::StrCat("key \"", c.key,
-                                         "\" must be an identifier"));
+          return CheckError(
+              d, c, absl::StrCat("key \"", c.key, "\" must be an identifier"));
         }
         continue;  // a source without a contract: checked against the
                    // warehouse when transforms are checked
@@ -573,8 +571,8 @@ absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
         return CheckError(
             d, c,
             absl::StrCat("key \"", c.key,
-                         "\" is not a contract column of dataset \"",
-                         ref.name, "\""));
+                         "\" is not a contract column of dataset \"", ref.name,
+                         "\""));
       }
     }
   }

@@ -72,7 +72,7 @@ struct CheckSpec {
   CheckKind kind = CheckKind::kRowChange;
   std::string name;  // `name:`, else derived from the kind (and column)
   CheckSeverity severity = CheckSeverity::kError;
-  double max_change = 0;  // row_change, measure_change: a fraction (0.2)
+  double max_change = 0;        // row_change, measure_change: a fraction (0.2)
   std::string max_change_text;  // as written ("20%")
   int64_t min = 1;              // min_rows
   std::string column;           // measure_change, references
@@ -82,7 +82,7 @@ struct CheckSpec {
   int64_t max_orphans = 0;           // references
   std::string sql;                   // assert: one SELECT
   int line = 0;                      // where it was declared
-  std::string text;  // the declaration, as the API lists it
+  std::string text;                  // the declaration, as the API lists it
 };
 
 struct DatasetSpec {
@@ -99,7 +99,7 @@ struct DatasetSpec {
   // over all jobs (0: no limit but the worker count).
   int max_parallel = 0;
   std::vector<CheckSpec> checks;  // declared checks, in file order
-  std::string file;  // where it was declared, for error messages
+  std::string file;               // where it was declared, for error messages
   int line = 0;
   int transform_line = 0;  // the `transform:` key's line (0: unknown)
 

@@ -46,9 +46,9 @@ struct CheckResult {
   // dataset.
   std::string partition;
   bool passed = true;
-  std::string observed;  // e.g. "120 rows, -60.0% vs 300 published"
-  std::string allowed;   // e.g. "a change of at most 20%"
-  std::string message;   // one readable sentence
+  std::string observed;              // e.g. "120 rows, -60.0% vs 300 published"
+  std::string allowed;               // e.g. "a change of at most 20%"
+  std::string message;               // one readable sentence
   std::vector<std::string> samples;  // a few offending rows, as text
   bool summary = false;
   int64_t partitions_checked = 0;  // summary only

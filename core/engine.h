@@ -73,7 +73,7 @@ struct ProfileRequest {
   std::vector<std::string> measures;      // contract columns to sum
   std::vector<std::string> null_columns;  // contract columns to count NULLs of
   struct Reference {
-    std::string column;                   // a contract column of the dataset
+    std::string column;                    // a contract column of the dataset
     const DatasetSpec* dataset = nullptr;  // the referenced dataset
     std::string key;                       // its column
   };

@@ -1006,11 +1006,9 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   }
   // The results replace those of an earlier validation (idempotent), and
   // are recorded before the state that follows from them.
-  RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results",
-                          [&] {
-                            return store_->ReplaceCheckResults(
-                                job->job.id, outcome.results);
-                          }));
+  RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results", [&] {
+    return store_->ReplaceCheckResults(job->job.id, outcome.results);
+  }));
   if (!outcome.failures.empty() || !outcome.lost.empty()) {
     std::vector<std::string> failures = outcome.failures;
     if (!outcome.lost.empty()) {
@@ -1072,8 +1070,8 @@ absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
       "validation held the job for approval, nothing was published: ",
       absl::StrJoin(outcome.holds, "; "));
   if (!outcome.warnings.empty()) {
-    absl::StrAppend(&message, "; warnings: ",
-                    absl::StrJoin(outcome.warnings, "; "));
+    absl::StrAppend(&message,
+                    "; warnings: ", absl::StrJoin(outcome.warnings, "; "));
   }
   absl::StrAppend(&message,
                   ". Approve it to publish, or cancel it; a newer backfill of "

@@ -593,9 +593,9 @@ class FileParser {
     if (spec.kind == CheckKind::kAssert) {
       absl::StatusOr<std::string> canonical = CanonicalTransform(sql);
       if (!canonical.ok()) {
-        return Error(c["sql"], spec.line,
-                     absl::StrCat("`sql` ", kwhere, ": ",
-                                  canonical.status().message()));
+        return Error(
+            c["sql"], spec.line,
+            absl::StrCat("`sql` ", kwhere, ": ", canonical.status().message()));
       }
       spec.sql = *std::move(canonical);
     }

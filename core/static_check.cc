@@ -19,8 +19,7 @@ std::string At(const DatasetSpec& d, int line) {
 
 bool OnlyBoundParameters(const QueryShape& shape, std::string* bad) {
   for (const std::string& p : shape.parameters) {
-    if (p != ":partition_start" && p != ":partition_end" &&
-        p != ":partition") {
+    if (p != ":partition_start" && p != ":partition_end" && p != ":partition") {
       *bad = p;
       return false;
     }
@@ -54,8 +53,8 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
         if (shape.status().code() != absl::StatusCode::kInvalidArgument) {
           return shape.status();
         }
-        problems.push_back(absl::StrCat(at, "the transform does not compile: ",
-                                        shape.status().message()));
+        problems.push_back(absl::StrCat(
+            at, "the transform does not compile: ", shape.status().message()));
       } else {
         std::string bad;
         if (!shape->read_only) {
@@ -94,8 +93,8 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
         }
         if (!extra.empty()) {
           problems.push_back(absl::StrCat(
-              at, "the transform outputs column", extra.size() == 1 ? " " : "s ",
-              absl::StrJoin(extra, ", "),
+              at, "the transform outputs column",
+              extra.size() == 1 ? " " : "s ", absl::StrJoin(extra, ", "),
               " not in the contract (add it to `contract.columns` or drop it "
               "from the SELECT)"));
         }
@@ -110,8 +109,9 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
           if (shape.status().code() != absl::StatusCode::kInvalidArgument) {
             return shape.status();
           }
-          problems.push_back(absl::StrCat(at, "the assertion does not compile: ",
-                                          shape.status().message()));
+          problems.push_back(absl::StrCat(
+              at,
+              "the assertion does not compile: ", shape.status().message()));
           continue;
         }
         std::string bad;

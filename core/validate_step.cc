@@ -39,9 +39,8 @@ std::vector<std::string> DescribeFailures(
                           : absl::StrCat(" (e.g. ", r.samples.front(), ")")));
   }
   if (total > static_cast<int64_t>(lines.size())) {
-    lines.push_back(
-        absl::StrCat("and ", total - static_cast<int64_t>(lines.size()),
-                     " more"));
+    lines.push_back(absl::StrCat(
+        "and ", total - static_cast<int64_t>(lines.size()), " more"));
   }
   return lines;
 }

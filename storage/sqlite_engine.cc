@@ -1260,9 +1260,10 @@ std::string AllowedTypes(const std::string& type) {
 }
 
 // Fills `out[partition]` with samples from a query returning (p, text).
-absl::Status ReadSamples(Statement& q,
-                         const std::function<CountWithSamples*(
-                             const std::string& partition)>& slot) {
+absl::Status ReadSamples(
+    Statement& q,
+    const std::function<CountWithSamples*(const std::string& partition)>&
+        slot) {
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
@@ -1313,9 +1314,10 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
   }
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  const std::string from = absl::StrCat(
-      "(SELECT ", PartitionExpr(dataset, "_bf_s"), " AS _bf_p, _bf_s.* FROM main.",
-      Q(stage), " AS _bf_s) AS _bf_r WHERE _bf_r._bf_p IS NOT NULL");
+  const std::string from =
+      absl::StrCat("(SELECT ", PartitionExpr(dataset, "_bf_s"),
+                   " AS _bf_p, _bf_s.* FROM main.", Q(stage),
+                   " AS _bf_s) AS _bf_r WHERE _bf_r._bf_p IS NOT NULL");
   // The types each column may hold.
   std::vector<std::pair<std::string, std::string>> typed;  // column, allowed
   if (request.types) {
@@ -1342,10 +1344,10 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
   }
   Profile out;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare(absl::StrCat(
-                         "SELECT _bf_r._bf_p, ", absl::StrJoin(aggregates, ", "),
-                         " FROM ", from, " GROUP BY _bf_r._bf_p")));
+    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                      "SELECT _bf_r._bf_p, ",
+                                      absl::StrJoin(aggregates, ", "), " FROM ",
+                                      from, " GROUP BY _bf_r._bf_p")));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -1366,9 +1368,10 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
     }
   }
   // Samples of what was counted, only where something was.
-  auto sample = [&](const std::string& condition,
-                    const std::function<CountWithSamples*(PartitionProfile&)>&
-                        field) -> absl::Status {
+  auto sample =
+      [&](const std::string& condition,
+          const std::function<CountWithSamples*(PartitionProfile&)>& field)
+      -> absl::Status {
     if (samples == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(
         Statement q,
@@ -1407,8 +1410,9 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
     const ProfileRequest::Reference& r = request.references[i];
     const bool pinned =
         FindItem(job->layout, r.dataset->name) == nullptr &&
-        std::any_of(job->layout.pinned.begin(), job->layout.pinned.end(),
-                    [&](const DatasetSpec* d) { return d->name == r.dataset->name; });
+        std::any_of(
+            job->layout.pinned.begin(), job->layout.pinned.end(),
+            [&](const DatasetSpec* d) { return d->name == r.dataset->name; });
     const std::string ref_table =
         pinned ? PinTable(job_id, r.dataset->name) : r.dataset->table;
     ASSIGN_OR_RETURN(bool ref_exists, db->TableExists(ref_table));
@@ -1422,9 +1426,9 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
     bool any = false;
     {
       ASSIGN_OR_RETURN(Statement q,
-                       db->Prepare(absl::StrCat("SELECT _bf_r._bf_p, COUNT(*) FROM ",
-                                                from, " AND (", orphan,
-                                                ") GROUP BY _bf_r._bf_p")));
+                       db->Prepare(absl::StrCat(
+                           "SELECT _bf_r._bf_p, COUNT(*) FROM ", from, " AND (",
+                           orphan, ") GROUP BY _bf_r._bf_p")));
       while (true) {
         ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
@@ -1435,9 +1439,8 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
       }
     }
     if (any) {
-      RETURN_IF_ERROR(sample(orphan, [&](PartitionProfile& p) {
-        return &p.orphans[i];
-      }));
+      RETURN_IF_ERROR(
+          sample(orphan, [&](PartitionProfile& p) { return &p.orphans[i]; }));
     }
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -1482,7 +1485,8 @@ absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
     sql = absl::StrCat("SELECT '', ", absl::StrJoin(aggregates, ", "),
                        " FROM main.", table, " AS _bf_t");
   } else {
-    const std::string col = absl::StrCat("_bf_t.", Q(dataset.partition->column));
+    const std::string col =
+        absl::StrCat("_bf_t.", Q(dataset.partition->column));
     sql = absl::StrCat(
         "SELECT ", PartitionExpr(dataset, "_bf_t"), " AS _bf_p, ",
         absl::StrJoin(aggregates, ", "), " FROM main.", table,
@@ -1529,10 +1533,12 @@ SqliteEngine::RunAssertion(const std::string& job_id,
   RETURN_IF_ERROR(ResetTemp(db.get()));
   std::map<std::string, CountWithSamples> out;
   {
-    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(
-                                          db.get(), Transaction::Mode::kDeferred));
-    RETURN_IF_ERROR(db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(dataset.table),
-                                          " (", ColumnDefs(dataset), ")")));
+    ASSIGN_OR_RETURN(
+        Transaction txn,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(dataset.table), " (",
+                              ColumnDefs(dataset), ")")));
     ASSIGN_OR_RETURN(
         Statement fill,
         db->Prepare(absl::StrCat(
@@ -1604,8 +1610,9 @@ absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
   QueryShape shape;
   absl::Status status;
   {
-    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(
-                                          db.get(), Transaction::Mode::kDeferred));
+    ASSIGN_OR_RETURN(
+        Transaction txn,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
     std::set<std::string> made;
     auto stand_in = [&](const DatasetSpec& ds) -> absl::Status {
       if (ds.columns.empty() ||

@@ -117,9 +117,9 @@ class SqliteEngine : public Engine {
   // artifacts of other ids are not reported. Sorted (string order), without
   // duplicates.
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
-  absl::StatusOr<Profile> ProfileStaged(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const ProfileRequest& request) override;
+  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
+                                        const DatasetSpec& dataset,
+                                        const ProfileRequest& request) override;
   absl::StatusOr<Profile> ProfilePublished(
       const std::string& job_id, const DatasetSpec& dataset,
       const ProfileRequest& request) override;

@@ -1120,8 +1120,9 @@ absl::Status SqliteStateStore::ReplaceCheckResults(
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   RETURN_IF_ERROR(StateOf(job_id).status());
   {
-    ASSIGN_OR_RETURN(Statement del,
-                     db_->Prepare("DELETE FROM check_results WHERE job_id = ?1"));
+    ASSIGN_OR_RETURN(
+        Statement del,
+        db_->Prepare("DELETE FROM check_results WHERE job_id = ?1"));
     RETURN_IF_ERROR(del.BindText(1, job_id));
     RETURN_IF_ERROR(del.Run());
   }

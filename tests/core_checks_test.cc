@@ -66,7 +66,8 @@ absl::StatusOr<Catalog> Load(const std::string& checks) {
   return LoadPipelineTexts({{"p.yaml", PipelineWith(checks)}});
 }
 
-// ---- Pipeline files ----------------------------------------------------------
+// ---- Pipeline files
+// ----------------------------------------------------------
 
 TEST(CheckSpecTest, TheIssueExampleLoads) {
   absl::StatusOr<Catalog> catalog = Load(
@@ -175,7 +176,8 @@ datasets:
                         "(min_rows): checks are only allowed on derived"));
 }
 
-// ---- Check units over the fake engine ----------------------------------------
+// ---- Check units over the fake engine
+// ----------------------------------------
 
 class CheckUnitTest : public ::testing::Test {
  protected:
@@ -275,10 +277,10 @@ TEST_F(CheckUnitTest, MeasureChangePerPartitionAndOverTheJob) {
   // Published: 10 rows of revenue 1 on each day (the fake's default sums).
   engine_.SetPublishedRows("daily", "2025-01-01", 10);
   engine_.SetPublishedRows("daily", "2025-01-02", 10);
-  engine_.SetMeasureFor([](const std::string&, const std::string& p,
-                           const std::string&) {
-    return p == "2025-01-02" ? 1.5 : 1.0;  // +50% on the 2nd
-  });
+  engine_.SetMeasureFor(
+      [](const std::string&, const std::string& p, const std::string&) {
+        return p == "2025-01-02" ? 1.5 : 1.0;  // +50% on the 2nd
+      });
   ASSERT_NO_FATAL_FAILURE(Stage(checks, {"2025-01-01", "2025-01-02"},
                                 {{"2025-01-01", 10}, {"2025-01-02", 10}}));
   ValidationOutcome out = Validate();
@@ -294,12 +296,12 @@ TEST_F(CheckUnitTest, MeasureChangePerPartitionAndOverTheJob) {
 }
 
 TEST_F(CheckUnitTest, ReferencesAndNotNullReadTheProfile) {
-  engine_.SetProfileEdit([](const std::string&, const std::string& p,
-                            PartitionProfile* profile) {
-    if (p != "2025-01-02") return;
-    profile->orphans[0] = {2, {"(customer_id=99)", "(customer_id=98)"}};
-    profile->nulls["region"] = {1, {"(region=NULL)"}};
-  });
+  engine_.SetProfileEdit(
+      [](const std::string&, const std::string& p, PartitionProfile* profile) {
+        if (p != "2025-01-02") return;
+        profile->orphans[0] = {2, {"(customer_id=99)", "(customer_id=98)"}};
+        profile->nulls["region"] = {1, {"(region=NULL)"}};
+      });
   ASSERT_NO_FATAL_FAILURE(Stage(
       "      - {kind: references, column: customer_id, dataset: customers, "
       "key: customer_id, max_orphans: 1}\n"
@@ -319,10 +321,10 @@ TEST_F(CheckUnitTest, ReferencesAndNotNullReadTheProfile) {
 }
 
 TEST_F(CheckUnitTest, AssertFailsWherePartitionsReturnRows) {
-  engine_.SetAssertionRows([](const std::string&, const std::string& sql,
-                              const std::string& p) {
-    return sql == "SELECT 1 FROM daily" && p == "2025-01-01" ? 5 : 0;
-  });
+  engine_.SetAssertionRows(
+      [](const std::string&, const std::string& sql, const std::string& p) {
+        return sql == "SELECT 1 FROM daily" && p == "2025-01-01" ? 5 : 0;
+      });
   ASSERT_NO_FATAL_FAILURE(
       Stage("      - {kind: assert, name: none, sql: \"SELECT 1 FROM daily\", "
             "severity: hold}\n",
@@ -367,8 +369,8 @@ TEST_F(CheckUnitTest, StoredResultsAreBoundedPerCheck) {
     days.push_back(day);
     staged[day] = 0;
   }
-  ASSERT_NO_FATAL_FAILURE(Stage("      - {kind: min_rows, min: 1}\n", days,
-                                staged));
+  ASSERT_NO_FATAL_FAILURE(
+      Stage("      - {kind: min_rows, min: 1}\n", days, staged));
   ValidationOutcome out = Validate();
   std::vector<CheckResult> r = Of(out, "min_rows");
   ASSERT_EQ(r.size(), 1u + kMaxFailedResultsPerCheck);
@@ -380,7 +382,8 @@ TEST_F(CheckUnitTest, StoredResultsAreBoundedPerCheck) {
   EXPECT_EQ(Of(out, "schema").size(), 2u);  // summary + transform columns
 }
 
-// ---- Static check --------------------------------------------------------------
+// ---- Static check
+// --------------------------------------------------------------
 
 TEST(StaticCheckTest, ProblemsNameFileLineAndDataset) {
   absl::StatusOr<Catalog> catalog =
@@ -415,7 +418,8 @@ TEST(StaticCheckTest, ProblemsNameFileLineAndDataset) {
             absl::StatusCode::kUnavailable);
 }
 
-// ---- Severities in the runner --------------------------------------------------
+// ---- Severities in the runner
+// --------------------------------------------------
 
 class SeverityTest : public ::testing::Test {
  protected:
@@ -505,7 +509,8 @@ TEST_F(SeverityTest, WarnPublishesAndRecordsTheWarning) {
   }
   EXPECT_TRUE(warned);
   // The audit log keeps the warning with the move to PUBLISHING.
-  absl::StatusOr<std::vector<AuditEvent>> audit = store_.ListAuditEvents(job.id);
+  absl::StatusOr<std::vector<AuditEvent>> audit =
+      store_.ListAuditEvents(job.id);
   ASSERT_TRUE(audit.ok());
   bool logged = false;
   for (const AuditEvent& e : *audit) {

@@ -54,8 +54,7 @@ class CountingEngine : public Engine {
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
     return std::vector<std::string>{};
   }
-  absl::StatusOr<Profile> ProfileStaged(const std::string&,
-                                        const DatasetSpec&,
+  absl::StatusOr<Profile> ProfileStaged(const std::string&, const DatasetSpec&,
                                         const ProfileRequest&) override {
     return absl::UnimplementedError("planner must not validate");
   }

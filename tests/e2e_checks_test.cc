@@ -47,7 +47,8 @@ std::string Pipeline(const std::string& transform = kGoodTransform,
                      const std::string& checks = "",
                      const std::string& columns = kColumns,
                      const std::string& customer_checks = "") {
-  std::string yaml = absl::StrCat(R"yaml(warehouse: {engine: sqlite, path: warehouse.db}
+  std::string yaml =
+      absl::StrCat(R"yaml(warehouse: {engine: sqlite, path: warehouse.db}
 datasets:
   - name: orders
     kind: source
@@ -67,10 +68,10 @@ datasets:
       - {dataset: customers, mapping: all}
     transform: |
       )yaml",
-                                  transform, R"yaml(
+                   transform, R"yaml(
     contract:
       columns: )yaml",
-                                  columns, R"yaml(
+                   columns, R"yaml(
       primary_key: [ds, region]
 )yaml");
   if (!checks.empty()) absl::StrAppend(&yaml, "    checks:\n", checks);
@@ -102,7 +103,8 @@ datasets:
 int LineOf(const std::string& yaml, const std::string& needle) {
   const size_t at = yaml.find(needle);
   EXPECT_NE(at, std::string::npos) << needle;
-  return 1 + static_cast<int>(std::count(yaml.begin(), yaml.begin() + at, '\n'));
+  return 1 +
+         static_cast<int>(std::count(yaml.begin(), yaml.begin() + at, '\n'));
 }
 
 class ChecksTest : public E2eTest {
@@ -123,10 +125,10 @@ class ChecksTest : public E2eTest {
     WritePipeline(yaml);
     Daemon& daemon = NewDaemon();
     EXPECT_TRUE(daemon.Start());
-    RunResult r = daemon.CtlJson({"submit", dataset, "--from", "2025-01-01",
-                                  "--to", "2025-01-11", "--reason",
-                                  "initial load", "--wait"},
-                                 seconds(120));
+    RunResult r =
+        daemon.CtlJson({"submit", dataset, "--from", "2025-01-01", "--to",
+                        "2025-01-11", "--reason", "initial load", "--wait"},
+                       seconds(120));
     EXPECT_EQ(r.exit_code, 0) << r;
     EXPECT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_SUCCEEDED") << r;
     return daemon;
@@ -144,8 +146,8 @@ class ChecksTest : public E2eTest {
   // equal dumps mean byte-identical contents and schema.
   std::string Dump(const std::string& table = "daily_revenue") {
     Sqlite db(warehouse_, /*read_only=*/true);
-    auto ddl = db.Query("SELECT sql FROM sqlite_master WHERE name = ?1",
-                        {table});
+    auto ddl =
+        db.Query("SELECT sql FROM sqlite_master WHERE name = ?1", {table});
     EXPECT_TRUE(ddl.has_value()) << db.error();
     auto cols = db.Query("SELECT name FROM pragma_table_info(?1)", {table});
     EXPECT_TRUE(cols.has_value()) << db.error();
@@ -154,7 +156,8 @@ class ChecksTest : public E2eTest {
       quoted.push_back(absl::StrCat("quote(\"", c[0], "\")"));
     }
     std::vector<std::string> order;
-    for (size_t i = 1; i <= quoted.size(); ++i) order.push_back(std::to_string(i));
+    for (size_t i = 1; i <= quoted.size(); ++i)
+      order.push_back(std::to_string(i));
     auto rows = db.Query(absl::StrCat("SELECT ", absl::StrJoin(quoted, ", "),
                                       " FROM \"", table, "\" ORDER BY ",
                                       absl::StrJoin(order, ", ")));
@@ -182,10 +185,10 @@ class ChecksTest : public E2eTest {
   // is 0 only for SUCCEEDED.
   std::string Backfill(Daemon& daemon, const std::string& expected_state,
                        const std::string& dataset = "daily_revenue") {
-    RunResult r = daemon.CtlJson({"submit", dataset, "--from", "2025-01-01",
-                                  "--to", "2025-01-11", "--reason", "again",
-                                  "--wait"},
-                                 seconds(120));
+    RunResult r =
+        daemon.CtlJson({"submit", dataset, "--from", "2025-01-01", "--to",
+                        "2025-01-11", "--reason", "again", "--wait"},
+                       seconds(120));
     EXPECT_EQ(JsonString(r.out, "state"), expected_state) << r;
     EXPECT_EQ(r.exit_code == 0, expected_state == "BACKFILL_STATE_SUCCEEDED")
         << r;
@@ -201,17 +204,18 @@ TEST_F(ChecksTest, ExtraColumnIsRefusedAtPlanTimeNamingFileLineAndColumn) {
   Daemon& daemon = StartAndLoad(Pipeline());
   const std::string before = Dump();
   const std::string extra = absl::StrReplaceAll(
-      kGoodTransform, {{"COUNT(*) AS orders", "COUNT(*) AS orders, 1 AS bonus"}});
+      kGoodTransform,
+      {{"COUNT(*) AS orders", "COUNT(*) AS orders, 1 AS bonus"}});
   ASSERT_NO_FATAL_FAILURE(Restart(daemon, Pipeline(extra)));
   const std::string at = absl::StrCat(
       pipelines_dir_, "/e2e.yaml:", LineOf(yaml_, "    transform: |"),
       ": dataset \"daily_revenue\"");
   // Logged at start, refused by plan and submit, nothing changed.
   EXPECT_THAT(ReadFile(daemon.log()), HasSubstr(at));
-  for (const std::string& command : {"plan", "submit"}) {
-    std::vector<std::string> args = {command, "daily_revenue", "--from",
-                                     "2025-01-01", "--to", "2025-01-11"};
-    if (std::string(command) == "submit") {
+  for (const std::string command : {"plan", "submit"}) {
+    std::vector<std::string> args = {
+        command, "daily_revenue", "--from", "2025-01-01", "--to", "2025-01-11"};
+    if (command == "submit") {
       args.insert(args.end(), {"--reason", "x"});
     }
     RunResult r = daemon.Ctl(args);
@@ -229,14 +233,13 @@ TEST_F(ChecksTest, ExtraColumnIsRefusedAtPlanTimeNamingFileLineAndColumn) {
 TEST_F(ChecksTest, RenamedColumnIsRefusedAtPlanTime) {
   Daemon& daemon = StartAndLoad(Pipeline());
   const std::string before = Dump();
-  const std::string renamed = absl::StrReplaceAll(
-      kGoodTransform, {{"AS revenue,", "AS revenue_eur,"}});
+  const std::string renamed =
+      absl::StrReplaceAll(kGoodTransform, {{"AS revenue,", "AS revenue_eur,"}});
   ASSERT_NO_FATAL_FAILURE(Restart(daemon, Pipeline(renamed)));
-  RunResult r = daemon.Ctl({"plan", "daily_revenue", "--from", "2025-01-01",
-                            "--to", "2025-01-11"});
+  RunResult r = daemon.Ctl(
+      {"plan", "daily_revenue", "--from", "2025-01-01", "--to", "2025-01-11"});
   EXPECT_NE(r.exit_code, 0) << r;
-  EXPECT_THAT(r.err, HasSubstr("does not output contract column revenue"))
-      << r;
+  EXPECT_THAT(r.err, HasSubstr("does not output contract column revenue")) << r;
   EXPECT_THAT(r.err, HasSubstr("revenue_eur")) << r;
   EXPECT_EQ(Dump(), before);
 }
@@ -318,9 +321,9 @@ TEST_F(ChecksTest, DirtyDimensionJoinFailsReferencesAndNotNull) {
     EXPECT_THAT(json.out,
                 HasSubstr(absl::StrCat("\"partition\": \"", row[0], "\"")))
         << json;
-    EXPECT_THAT(json.out,
-                HasSubstr(absl::StrCat(rows, " with no matching "
-                                             "customers.customer_id")))
+    EXPECT_THAT(json.out, HasSubstr(absl::StrCat(rows,
+                                                 " with no matching "
+                                                 "customers.customer_id")))
         << json;
   }
   RunResult status = daemon.Ctl({"status", id});
@@ -333,8 +336,8 @@ TEST_F(ChecksTest, DirtyDimensionJoinFailsReferencesAndNotNull) {
 }
 
 TEST_F(ChecksTest, RowCountCollapseOnOneDayPublishesNoneOfTheTenDays) {
-  Daemon& daemon = StartAndLoad(
-      Pipeline(kGoodTransform, "      - {kind: row_change, max_change: 20%}\n"));
+  Daemon& daemon = StartAndLoad(Pipeline(
+      kGoodTransform, "      - {kind: row_change, max_change: 20%}\n"));
   const std::string before = Dump();
   const int64_t lineage = LineageRows();
   Sqlite db(warehouse_, /*read_only=*/true);
@@ -370,8 +373,9 @@ TEST_F(ChecksTest, MeasureJumpHoldsTheJobAcrossARestartUntilSuperseded) {
       "severity: hold}\n");
   Daemon& daemon = StartAndLoad(yaml);
   const std::string before = Dump();
-  Exec("UPDATE raw_orders SET amount = amount * 10 WHERE order_date = "
-       "'2025-01-03'");
+  Exec(
+      "UPDATE raw_orders SET amount = amount * 10 WHERE order_date = "
+      "'2025-01-03'");
   const std::string id = Backfill(daemon, "BACKFILL_STATE_AWAITING_APPROVAL");
   RunResult status = daemon.Ctl({"status", id});
   EXPECT_THAT(status.out, HasSubstr("HELD  measure_change(revenue) on "
@@ -386,21 +390,23 @@ TEST_F(ChecksTest, MeasureJumpHoldsTheJobAcrossARestartUntilSuperseded) {
   EXPECT_EQ(Dump(), before);
   // It holds no partitions: a newer job of the same days starts at once and
   // supersedes it (this one holds too: the data still jumps).
-  Exec("UPDATE raw_orders SET amount = amount / 10 WHERE order_date = "
-       "'2025-01-03'");
+  Exec(
+      "UPDATE raw_orders SET amount = amount / 10 WHERE order_date = "
+      "'2025-01-03'");
   Backfill(daemon, "BACKFILL_STATE_SUCCEEDED");
   RunResult held = daemon.CtlJson({"status", id});
   EXPECT_EQ(JsonString(held.out, "state"), "BACKFILL_STATE_CANCELLED") << held;
 }
 
 TEST_F(ChecksTest, WarningIsRecordedShownAndTheJobPublishes) {
-  Daemon& daemon = StartAndLoad(Pipeline(
-      kGoodTransform,
-      "      - {kind: assert, name: no_negative, sql: \"SELECT * FROM "
-      "daily_revenue WHERE revenue < 0\", severity: warn}\n"));
+  Daemon& daemon = StartAndLoad(
+      Pipeline(kGoodTransform,
+               "      - {kind: assert, name: no_negative, sql: \"SELECT * FROM "
+               "daily_revenue WHERE revenue < 0\", severity: warn}\n"));
   // Refunds above the amount on one day make a region's revenue negative.
-  Exec("UPDATE raw_orders SET refund = amount * 3 WHERE order_date = "
-       "'2025-01-06'");
+  Exec(
+      "UPDATE raw_orders SET refund = amount * 3 WHERE order_date = "
+      "'2025-01-06'");
   const std::string id = Backfill(daemon, "BACKFILL_STATE_SUCCEEDED");
   EXPECT_EQ(PublishedRevenue(warehouse_, "2025-01-01", "2025-01-11"),
             ExpectedRevenue(warehouse_, "2025-01-01", "2025-01-11"));
@@ -421,12 +427,13 @@ TEST_F(ChecksTest, AssertionReadsOnlyThePartitionWithBoundParameters) {
   const std::string before = Dump();
   ASSERT_NO_FATAL_FAILURE(Restart(
       daemon,
-      Pipeline(kGoodTransform,
-               "      - {kind: assert, name: own_day, sql: \"SELECT * FROM "
-               "daily_revenue WHERE ds < :partition_start OR ds >= "
-               ":partition_end\"}\n"
-               "      - {kind: assert, name: day_four, sql: \"SELECT ds, "
-               "region FROM daily_revenue WHERE :partition = '2025-01-04'\"}\n")));
+      Pipeline(
+          kGoodTransform,
+          "      - {kind: assert, name: own_day, sql: \"SELECT * FROM "
+          "daily_revenue WHERE ds < :partition_start OR ds >= "
+          ":partition_end\"}\n"
+          "      - {kind: assert, name: day_four, sql: \"SELECT ds, "
+          "region FROM daily_revenue WHERE :partition = '2025-01-04'\"}\n")));
   const std::string id = Backfill(daemon, "BACKFILL_STATE_VALIDATION_FAILED");
   RunResult json = daemon.CtlJson({"status", id});
   const std::string message = JsonString(json.out, "message");
@@ -438,8 +445,8 @@ TEST_F(ChecksTest, AssertionReadsOnlyThePartitionWithBoundParameters) {
       "SELECT COUNT(DISTINCT c.region) FROM raw_orders o JOIN dim_customers c "
       "USING (customer_id) WHERE o.order_date = '2025-01-04'");
   ASSERT_TRUE(regions.has_value()) << db.error();
-  EXPECT_THAT(message, HasSubstr(absl::StrCat("returned ", (*regions)[0][0],
-                                              " rows")))
+  EXPECT_THAT(message,
+              HasSubstr(absl::StrCat("returned ", (*regions)[0][0], " rows")))
       << json;
   EXPECT_EQ(Dump(), before);
 }
@@ -475,8 +482,8 @@ TEST_F(ChecksTest, RowsOutsideThePartitionPublishNothing) {
   Daemon& daemon = StartAndLoad(Pipeline());
   const std::string before = Dump();
   const std::string shifted = absl::StrReplaceAll(
-      kGoodTransform,
-      {{"SELECT o.order_date AS ds", "SELECT date(o.order_date, '+1 day') AS ds"}});
+      kGoodTransform, {{"SELECT o.order_date AS ds",
+                        "SELECT date(o.order_date, '+1 day') AS ds"}});
   ASSERT_NO_FATAL_FAILURE(Restart(daemon, Pipeline(shifted)));
   const std::string id = Backfill(daemon, "BACKFILL_STATE_FAILED");
   RunResult json = daemon.CtlJson({"status", id});
@@ -485,14 +492,17 @@ TEST_F(ChecksTest, RowsOutsideThePartitionPublishNothing) {
   EXPECT_EQ(Dump(), before);
 }
 
-// ---- Static check ------------------------------------------------------------
+// ---- Static check
+// ------------------------------------------------------------
 
 TEST_F(ChecksTest, BrokenSqlIsLoggedAtStartAndRefusedAtPlanTime) {
   const std::string broken = absl::StrReplaceAll(
-      kGoodTransform, {{"SUM(o.amount - o.refund)", "SUM(o.amount - o.refnud)"}});
-  const std::string yaml = Pipeline(
-      broken, "      - {kind: assert, name: bad, sql: \"SELECT * FROM "
-              "no_such_table\"}\n");
+      kGoodTransform,
+      {{"SUM(o.amount - o.refund)", "SUM(o.amount - o.refnud)"}});
+  const std::string yaml =
+      Pipeline(broken,
+               "      - {kind: assert, name: bad, sql: \"SELECT * FROM "
+               "no_such_table\"}\n");
   WritePipeline(yaml);
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());  // reported, not fatal
@@ -509,15 +519,15 @@ TEST_F(ChecksTest, BrokenSqlIsLoggedAtStartAndRefusedAtPlanTime) {
   const std::string log = ReadFile(daemon.log());
   EXPECT_THAT(log, HasSubstr(transform_at));
   EXPECT_THAT(log, HasSubstr(assert_at));
-  RunResult r = daemon.Ctl({"plan", "daily_revenue", "--from", "2025-01-01",
-                            "--to", "2025-01-03"});
+  RunResult r = daemon.Ctl(
+      {"plan", "daily_revenue", "--from", "2025-01-01", "--to", "2025-01-03"});
   EXPECT_NE(r.exit_code, 0) << r;
   EXPECT_THAT(r.err, HasSubstr(transform_at)) << r;
   EXPECT_THAT(r.err, HasSubstr(assert_at)) << r;
   // The other dataset is fine, and its table (created by its first
   // publish) not existing yet is no error.
-  RunResult ok = daemon.Ctl({"plan", "customer_revenue", "--from",
-                             "2025-01-01", "--to", "2025-01-03"});
+  RunResult ok = daemon.Ctl({"plan", "customer_revenue", "--from", "2025-01-01",
+                             "--to", "2025-01-03"});
   EXPECT_EQ(ok.exit_code, 0) << ok;
 }
 
@@ -540,9 +550,9 @@ TEST_F(ChecksTest, DerivedUpstreamNotPublishedYetIsNoError) {
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
   EXPECT_THAT(ReadFile(daemon.log()), Not(HasSubstr("pipeline SQL:")));
-  RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
-                                "2025-01-01", "--to", "2025-01-04", "--reason",
-                                "first load", "--wait"});
+  RunResult r =
+      daemon.CtlJson({"submit", "daily_revenue", "--from", "2025-01-01", "--to",
+                      "2025-01-04", "--reason", "first load", "--wait"});
   EXPECT_EQ(r.exit_code, 0) << r;
   Sqlite db(warehouse_, /*read_only=*/true);
   auto totals = db.Query("SELECT COUNT(*) FROM daily_total");

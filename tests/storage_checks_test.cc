@@ -322,7 +322,8 @@ TEST_F(EngineChecksTest, DescribeTableReportsDeclaredColumns) {
   EXPECT_EQ((**after)[2].type, "VARCHAR(3)");
 }
 
-// ---- State store ---------------------------------------------------------------
+// ---- State store
+// ---------------------------------------------------------------
 
 TEST(SqliteCheckResultsTest, ReplacedAtomicallyAndListedInOrder) {
   std::string tmpl = ::testing::TempDir() + "/state_XXXXXX";

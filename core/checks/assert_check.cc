@@ -22,9 +22,9 @@ absl::StatusOr<std::vector<CheckResult>> AssertCheck::Run(
         rows.status().code() != absl::StatusCode::kInvalidArgument) {
       return rows.status();
     }
-    out.Whole(false, "the query did not run",
-              absl::StrCat("the assertion could not run: ",
-                           rows.status().message()));
+    out.Whole(
+        false, "the query did not run",
+        absl::StrCat("the assertion could not run: ", rows.status().message()));
     return out.Finish();
   }
   for (const std::string& partition : c.partitions) {
@@ -34,8 +34,7 @@ absl::StatusOr<std::vector<CheckResult>> AssertCheck::Run(
       continue;
     }
     out.Fail(partition, absl::StrCat(RowsText(it->second.count), " returned"),
-             absl::StrCat("the assertion returned ",
-                          RowsText(it->second.count),
+             absl::StrCat("the assertion returned ", RowsText(it->second.count),
                           " on the staged rows; it must return none"),
              it->second.samples);
   }

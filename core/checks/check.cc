@@ -62,15 +62,16 @@ std::vector<CheckResult> ResultBuilder::Finish(bool summary) {
     s.partitions_checked = checked_;
     s.partitions_failed = failed_;
     s.passed = failed_ == 0;
-    s.observed = failed_ == 0
-                     ? absl::StrCat(checked_, checked_ == 1 ? " partition"
-                                                             : " partitions",
-                                    " passed")
-                     : absl::StrCat(failed_, " of ", checked_,
-                                    checked_ == 1 ? " partition" : " partitions",
-                                    " failed");
-    s.message = absl::StrCat(base_.check, " on ", base_.dataset, ": ",
-                             s.observed);
+    s.observed =
+        failed_ == 0
+            ? absl::StrCat(checked_,
+                           checked_ == 1 ? " partition" : " partitions",
+                           " passed")
+            : absl::StrCat(failed_, " of ", checked_,
+                           checked_ == 1 ? " partition" : " partitions",
+                           " failed");
+    s.message =
+        absl::StrCat(base_.check, " on ", base_.dataset, ": ", s.observed);
     out.push_back(std::move(s));
   }
   for (CheckResult& r : wholes_) out.push_back(std::move(r));

@@ -31,8 +31,8 @@ struct CheckContext {
   const DatasetSpec* dataset = nullptr;
   // The job's partitions of the dataset ("" for an unpartitioned one).
   std::vector<std::string> partitions;
-  const Profile* staged = nullptr;     // the staged rows, by partition
-  const Profile* published = nullptr;  // the published rows they replace
+  const Profile* staged = nullptr;           // the staged rows, by partition
+  const Profile* published = nullptr;        // the published rows they replace
   const ValidationReport* report = nullptr;  // the engine's ValidateStaged
 };
 

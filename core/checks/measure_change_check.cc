@@ -32,11 +32,10 @@ void MeasureChangeCheck::Require(ProfileRequest* request) {
 absl::StatusOr<std::vector<CheckResult>> MeasureChangeCheck::Run(
     const CheckContext& c) {
   const std::string& col = spec_.column;
-  ResultBuilder out(spec_.name, CheckKindName(spec_.kind), spec_.severity,
-                    c.dataset->name,
-                    absl::StrCat("a change of at most ", spec_.max_change_text,
-                                 " in SUM(", col,
-                                 ") per partition and over the job"));
+  ResultBuilder out(
+      spec_.name, CheckKindName(spec_.kind), spec_.severity, c.dataset->name,
+      absl::StrCat("a change of at most ", spec_.max_change_text, " in SUM(",
+                   col, ") per partition and over the job"));
   const double tolerance = 1e-9;
   double before_total = 0;
   double after_total = 0;
@@ -50,10 +49,9 @@ absl::StatusOr<std::vector<CheckResult>> MeasureChangeCheck::Run(
     }
     const double before = p->second.sums.at(col);
     auto s = c.staged->find(partition);
-    const double after =
-        s == c.staged->end() || !s->second.sums.count(col)
-            ? 0
-            : s->second.sums.at(col);
+    const double after = s == c.staged->end() || !s->second.sums.count(col)
+                             ? 0
+                             : s->second.sums.at(col);
     before_total += before;
     after_total += after;
     ++compared;
@@ -66,25 +64,24 @@ absl::StatusOr<std::vector<CheckResult>> MeasureChangeCheck::Run(
              absl::StrCat("SUM(", col, ") ", NumberText(before), " -> ",
                           NumberText(after), " (", PercentText(change), ")"),
              absl::StrCat("SUM(", col, ") moves from ", NumberText(before),
-                          " to ", NumberText(after), " (",
-                          PercentText(change), "); at most ",
-                          spec_.max_change_text, " is allowed"));
+                          " to ", NumberText(after), " (", PercentText(change),
+                          "); at most ", spec_.max_change_text, " is allowed"));
   }
   if (compared > 0) {
     const double change = Change(before_total, after_total);
     const bool passed = std::fabs(change) <= spec_.max_change + tolerance;
-    out.Whole(passed,
-              absl::StrCat("job total SUM(", col, ") ",
-                           NumberText(before_total), " -> ",
-                           NumberText(after_total), " (", PercentText(change),
-                           ") over ", compared, " published partitions"),
-              absl::StrCat("over the job's ", compared,
-                           " previously published partitions, SUM(", col,
-                           ") moves from ", NumberText(before_total), " to ",
-                           NumberText(after_total), " (", PercentText(change),
-                           ")", passed ? "" : absl::StrCat("; at most ",
-                                                           spec_.max_change_text,
-                                                           " is allowed")));
+    out.Whole(
+        passed,
+        absl::StrCat("job total SUM(", col, ") ", NumberText(before_total),
+                     " -> ", NumberText(after_total), " (", PercentText(change),
+                     ") over ", compared, " published partitions"),
+        absl::StrCat("over the job's ", compared,
+                     " previously published partitions, SUM(", col,
+                     ") moves from ", NumberText(before_total), " to ",
+                     NumberText(after_total), " (", PercentText(change), ")",
+                     passed ? ""
+                            : absl::StrCat("; at most ", spec_.max_change_text,
+                                           " is allowed")));
   }
   return out.Finish();
 }

@@ -18,10 +18,9 @@ void NotNullCheck::Require(ProfileRequest* request) {
 
 absl::StatusOr<std::vector<CheckResult>> NotNullCheck::Run(
     const CheckContext& c) {
-  ResultBuilder out(spec_.name, CheckKindName(spec_.kind), spec_.severity,
-                    c.dataset->name,
-                    absl::StrCat("no NULL in ",
-                                 absl::StrJoin(spec_.columns, ", ")));
+  ResultBuilder out(
+      spec_.name, CheckKindName(spec_.kind), spec_.severity, c.dataset->name,
+      absl::StrCat("no NULL in ", absl::StrJoin(spec_.columns, ", ")));
   for (const std::string& partition : c.partitions) {
     auto s = c.staged->find(partition);
     if (s == c.staged->end()) {
@@ -33,8 +32,8 @@ absl::StatusOr<std::vector<CheckResult>> NotNullCheck::Run(
     for (const std::string& col : spec_.columns) {
       auto n = s->second.nulls.find(col);
       if (n == s->second.nulls.end() || n->second.count == 0) continue;
-      found.push_back(absl::StrCat(RowsText(n->second.count), " with ", col,
-                                   " NULL"));
+      found.push_back(
+          absl::StrCat(RowsText(n->second.count), " with ", col, " NULL"));
       for (const std::string& row : n->second.samples) {
         if (samples.size() < static_cast<size_t>(kMaxSampleRows)) {
           samples.push_back(row);
@@ -46,8 +45,8 @@ absl::StatusOr<std::vector<CheckResult>> NotNullCheck::Run(
       continue;
     }
     const std::string observed = absl::StrJoin(found, ", ");
-    out.Fail(partition, observed,
-             absl::StrCat(observed, " in the staged rows"), samples);
+    out.Fail(partition, observed, absl::StrCat(observed, " in the staged rows"),
+             samples);
   }
   return out.Finish();
 }

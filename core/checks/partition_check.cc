@@ -15,17 +15,17 @@ absl::StatusOr<std::vector<CheckResult>> PartitionCheck::Run(
     if (it != c.report->rows_by_partition.end()) in_job += it->second;
   }
   const int64_t outside = c.report->rows - in_job;
-  out.Whole(outside == 0,
-            outside == 0 ? absl::StrCat(RowsText(c.report->rows),
-                                        " staged, all inside the job's "
-                                        "partitions")
-                         : absl::StrCat(RowsText(outside),
-                                        " outside the job's partitions"),
-            outside == 0
-                ? "every staged row belongs to a partition of the job"
-                : absl::StrCat(outside,
-                               " staged rows belong to no partition of the "
-                               "job"));
+  out.Whole(
+      outside == 0,
+      outside == 0
+          ? absl::StrCat(RowsText(c.report->rows),
+                         " staged, all inside the job's "
+                         "partitions")
+          : absl::StrCat(RowsText(outside), " outside the job's partitions"),
+      outside == 0 ? "every staged row belongs to a partition of the job"
+                   : absl::StrCat(outside,
+                                  " staged rows belong to no partition of the "
+                                  "job"));
   return out.Finish(/*summary=*/false);
 }
 

@@ -20,7 +20,6 @@ class PartitionCheck : public Check {
   PartitionCheck() = default;
   absl::StatusOr<std::vector<CheckResult>> Run(
       const CheckContext& context) override;
-
 };
 
 }  // namespace backfill

@@ -8,11 +8,10 @@ namespace backfill {
 absl::StatusOr<std::vector<CheckResult>> PrimaryKeyCheck::Run(
     const CheckContext& c) {
   const DatasetSpec& ds = *c.dataset;
-  ResultBuilder out("primary_key", "primary_key", CheckSeverity::kError,
-                    ds.name,
-                    absl::StrCat("primary key (",
-                                 absl::StrJoin(ds.primary_key, ", "),
-                                 ") unique and not NULL"));
+  ResultBuilder out(
+      "primary_key", "primary_key", CheckSeverity::kError, ds.name,
+      absl::StrCat("primary key (", absl::StrJoin(ds.primary_key, ", "),
+                   ") unique and not NULL"));
   if (ds.primary_key.empty() && c.report->failures.empty()) {
     return out.Finish(/*summary=*/false);  // no key declared: nothing to say
   }

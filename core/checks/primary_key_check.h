@@ -19,7 +19,6 @@ class PrimaryKeyCheck : public Check {
   PrimaryKeyCheck() = default;
   absl::StatusOr<std::vector<CheckResult>> Run(
       const CheckContext& context) override;
-
 };
 
 }  // namespace backfill

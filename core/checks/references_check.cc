@@ -36,10 +36,10 @@ absl::StatusOr<std::vector<CheckResult>> ReferencesCheck::Run(
     out.Fail(partition,
              absl::StrCat(RowsText(orphans.count), " with no matching ",
                           spec_.dataset, ".", spec_.key),
-             absl::StrCat(RowsText(orphans.count), " of ",
-                          s->second.rows, " have a ", spec_.column,
-                          " that is not in ", spec_.dataset, ".", spec_.key,
-                          " (at most ", spec_.max_orphans, " allowed)"),
+             absl::StrCat(RowsText(orphans.count), " of ", s->second.rows,
+                          " have a ", spec_.column, " that is not in ",
+                          spec_.dataset, ".", spec_.key, " (at most ",
+                          spec_.max_orphans, " allowed)"),
              orphans.samples);
   }
   return out.Finish();

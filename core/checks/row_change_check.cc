@@ -21,8 +21,8 @@ absl::StatusOr<std::vector<CheckResult>> RowChangeCheck::Run(
       out.Pass();
       continue;
     }
-    const double change =
-        static_cast<double>(staged - published) / static_cast<double>(published);
+    const double change = static_cast<double>(staged - published) /
+                          static_cast<double>(published);
     if (std::fabs(change) <= spec_.max_change + 1e-12) {
       out.Pass();
       continue;
@@ -30,11 +30,11 @@ absl::StatusOr<std::vector<CheckResult>> RowChangeCheck::Run(
     const std::string observed =
         absl::StrCat(RowsText(staged), ", ", PercentText(change), " vs ",
                      published, " published");
-    out.Fail(partition, observed,
-             absl::StrCat("staged ", RowsText(staged), " where ", published,
-                          " are published (", PercentText(change),
-                          "); at most ", spec_.max_change_text,
-                          " change is allowed"));
+    out.Fail(
+        partition, observed,
+        absl::StrCat("staged ", RowsText(staged), " where ", published,
+                     " are published (", PercentText(change), "); at most ",
+                     spec_.max_change_text, " change is allowed"));
   }
   return out.Finish();
 }

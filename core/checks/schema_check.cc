@@ -116,9 +116,9 @@ absl::StatusOr<std::vector<CheckResult>> SchemaCheck::Run(
         if (Lower(want.name) != Lower(col.name)) continue;
         found = true;
         if (NormalType(want.type) != NormalType(col.type)) {
-          retyped.push_back(absl::StrCat("\"", col.name, "\" is ",
-                                         col.type.empty() ? "untyped" : col.type,
-                                         ", the contract says ", want.type));
+          retyped.push_back(absl::StrCat(
+              "\"", col.name, "\" is ", col.type.empty() ? "untyped" : col.type,
+              ", the contract says ", want.type));
         }
       }
       if (!found) extra.push_back(col.name);
@@ -155,8 +155,8 @@ absl::StatusOr<std::vector<CheckResult>> SchemaCheck::Run(
       for (const ColumnSpec& col : ds.columns) {
         if (col.name == column) declared = col.type;
       }
-      found.push_back(absl::StrCat(RowsText(mismatch.count), " with a ",
-                                   column, " value that is not ", declared));
+      found.push_back(absl::StrCat(RowsText(mismatch.count), " with a ", column,
+                                   " value that is not ", declared));
       for (const std::string& row : mismatch.samples) {
         if (samples.size() < static_cast<size_t>(kMaxSampleRows)) {
           samples.push_back(row);

@@ -24,7 +24,6 @@ class SchemaCheck : public Check {
   void Require(ProfileRequest* request) override;
   absl::StatusOr<std::vector<CheckResult>> Run(
       const CheckContext& context) override;
-
 };
 
 }  // namespace backfill

@@ -566,8 +566,9 @@ absl::StatusOr<Profile> FakeEngine::ProfileStaged(
     absl::MutexLock lock(&mu_);
     auto prepared = prepared_.find(job_id);
     if (prepared == prepared_.end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id,
+                       " is not prepared on this engine (PrepareJob first)"));
     }
     auto job = staging_.find(job_id);
     if (job == staging_.end() || !job->second.staged.count(dataset.name)) {
@@ -582,7 +583,8 @@ absl::StatusOr<Profile> FakeEngine::ProfileStaged(
       p.rows = rows;
       for (const std::string& m : request.measures) {
         p.sums[m] =
-            rows * (measure_for_ ? measure_for_(dataset.name, partition, m) : 1.0);
+            rows *
+            (measure_for_ ? measure_for_(dataset.name, partition, m) : 1.0);
       }
       for (const std::string& c : request.null_columns) p.nulls[c];
       p.orphans.resize(request.references.size());
@@ -654,8 +656,9 @@ FakeEngine::RunAssertion(const std::string& job_id, const DatasetSpec& dataset,
   std::map<std::string, CountWithSamples> out;
   for (const std::string& partition : partitions) {
     CountWithSamples& c = out[partition];
-    c.count = rows_of ? std::max<int64_t>(rows_of(dataset.name, sql, partition), 0)
-                      : 0;
+    c.count = rows_of
+                  ? std::max<int64_t>(rows_of(dataset.name, sql, partition), 0)
+                  : 0;
     for (int64_t i = 0; i < std::min<int64_t>(c.count, samples); ++i) {
       c.samples.push_back(absl::StrCat("(row=", i + 1, ")"));
     }
@@ -687,7 +690,8 @@ absl::StatusOr<QueryShape> FakeEngine::DescribeQuery(
 
 absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
 FakeEngine::DescribeTable(const DatasetSpec& dataset) {
-  if (absl::Status s = Enter({"DescribeTable", "", dataset.name, ""}); !s.ok()) {
+  if (absl::Status s = Enter({"DescribeTable", "", dataset.name, ""});
+      !s.ok()) {
     return s;
   }
   absl::MutexLock lock(&mu_);

@@ -96,9 +96,9 @@ class FakeEngine : public Engine {
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
-  absl::StatusOr<Profile> ProfileStaged(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const ProfileRequest& request) override;
+  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
+                                        const DatasetSpec& dataset,
+                                        const ProfileRequest& request) override;
   absl::StatusOr<Profile> ProfilePublished(
       const std::string& job_id, const DatasetSpec& dataset,
       const ProfileRequest& request) override;
@@ -136,9 +136,9 @@ class FakeEngine : public Engine {
                                          PartitionProfile* profile)>;
   void SetProfileEdit(ProfileEdit edit);
   // Rows an assertion returns for a partition (default 0).
-  using AssertionRows = std::function<int64_t(const std::string& dataset,
-                                              const std::string& sql,
-                                              const std::string& partition)>;
+  using AssertionRows =
+      std::function<int64_t(const std::string& dataset, const std::string& sql,
+                            const std::string& partition)>;
   void SetAssertionRows(AssertionRows rows);
   // What DescribeQuery answers for `sql`; by default the contract columns
   // of the stand-in whose transform it is (else no columns), read-only, no
