@@ -952,6 +952,19 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     layout = job->layout;
     tasks = job->tasks;
   }
+  bool prepared;
+  {
+    absl::MutexLock lock(&mu_);
+    prepared = job->prepared;
+  }
+  if (!prepared) {
+    // Resumed into VALIDATING after a restart: the engine's profiles need
+    // the job prepared in this process (idempotent; keeps staging and pins).
+    RETURN_IF_ERROR(Persist(Storage::kWarehouse, "preparing staging",
+                            [&] { return engine_->PrepareJob(layout); }));
+    absl::MutexLock lock(&mu_);
+    job->prepared = true;
+  }
   ValidateOptions validate_options;
   validate_options.catalog = catalog_;
   ASSIGN_OR_RETURN(ValidationOutcome outcome,
