@@ -127,6 +127,36 @@ class NullEngine : public Engine {
   absl::Status DropRollbackCopies(const std::vector<RollbackCopy>&) override {
     return absl::OkStatus();
   }
+  absl::StatusOr<Profile> ProfileStaged(const std::string&, const DatasetSpec&,
+                                        const ProfileRequest&) override {
+    return Profile{};
+  }
+  absl::StatusOr<Profile> ProfilePublished(const std::string&,
+                                           const DatasetSpec&,
+                                           const ProfileRequest&) override {
+    return Profile{};
+  }
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string&, const DatasetSpec&, const std::string&,
+      int) override {
+    return std::map<std::string, CountWithSamples>{};
+  }
+  // Every transform outputs exactly its contract.
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec*) override {
+    QueryShape shape;
+    for (const DatasetSpec* ds : stand_ins) {
+      if (ds->transform != sql) continue;
+      for (const ColumnSpec& c : ds->columns) shape.columns.push_back(c.name);
+      break;
+    }
+    return shape;
+  }
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec&) override {
+    return std::optional<std::vector<ColumnSpec>>();
+  }
 };
 
 struct RunResult {

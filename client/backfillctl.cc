@@ -545,7 +545,8 @@ int Cli::FinishFollow(absl::StatusOr<v1::Backfill> final_job) {
     return kExitFailure;
   }
   std::cerr << "backfillctl: job " << cli::TerminalText(final_job->id())
-            << " ended " << cli::StateName(final_job->state()) << std::endl;
+            << (cli::IsTerminal(final_job->state()) ? " ended " : " is ")
+            << cli::StateName(final_job->state()) << std::endl;
   return kExitFailure;
 }
 

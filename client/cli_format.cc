@@ -608,6 +608,103 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
     absl::StrAppend(&out, label, std::string(width - label.size() + 2, ' '),
                     value, "\n");
   }
+  absl::StrAppend(&out, FormatChecks(backfill));
+  return out;
+}
+
+std::string FormatChecks(const v1::Backfill& backfill) {
+  if (backfill.checks().empty()) return "";
+  // A check of a dataset fails when any of its results does.
+  std::map<std::pair<std::string, std::string>, bool> checks;
+  for (const v1::CheckResult& r : backfill.checks()) {
+    auto [it, inserted] =
+        checks.emplace(std::make_pair(r.dataset(), r.name()), r.passed());
+    if (!inserted) it->second = it->second && r.passed();
+  }
+  int64_t passed = 0;
+  for (const auto& [key, ok] : checks) passed += ok ? 1 : 0;
+  const v1::CheckSeverity order[] = {v1::CHECK_SEVERITY_ERROR,
+                                     v1::CHECK_SEVERITY_HOLD,
+                                     v1::CHECK_SEVERITY_WARN};
+  auto label = [](v1::CheckSeverity s) -> std::string {
+    switch (s) {
+      case v1::CHECK_SEVERITY_ERROR:
+        return "FAILED";
+      case v1::CHECK_SEVERITY_HOLD:
+        return "HELD";
+      case v1::CHECK_SEVERITY_WARN:
+        return "WARNED";
+      default:
+        return "FAILED";
+    }
+  };
+  std::map<v1::CheckSeverity, int64_t> failing;
+  for (const auto& [key, ok] : checks) {
+    if (ok) continue;
+    for (const v1::CheckResult& r : backfill.checks()) {
+      if (r.dataset() == key.first && r.name() == key.second) {
+        ++failing[r.severity()];
+        break;
+      }
+    }
+  }
+  std::string out = absl::StrCat(
+      "Checks    ", Plural(static_cast<int64_t>(checks.size()), "check"), ": ",
+      passed, " passed");
+  if (failing[v1::CHECK_SEVERITY_ERROR] > 0) {
+    absl::StrAppend(&out, ", ", failing[v1::CHECK_SEVERITY_ERROR], " failed");
+  }
+  if (failing[v1::CHECK_SEVERITY_HOLD] > 0) {
+    absl::StrAppend(&out, ", ", failing[v1::CHECK_SEVERITY_HOLD], " held");
+  }
+  if (failing[v1::CHECK_SEVERITY_WARN] > 0) {
+    absl::StrAppend(&out, ", ", failing[v1::CHECK_SEVERITY_WARN], " warned");
+  }
+  absl::StrAppend(&out, "\n");
+  constexpr int kShownPerSeverity = 10;
+  for (v1::CheckSeverity severity : order) {
+    int shown = 0;
+    int64_t more = 0;
+    for (const v1::CheckResult& r : backfill.checks()) {
+      if (r.severity() != severity || r.passed()) continue;
+      if (r.summary()) {
+        // Failing partitions that are not stored one by one.
+        int64_t stored = 0;
+        for (const v1::CheckResult& d : backfill.checks()) {
+          stored += !d.summary() && !d.passed() && d.name() == r.name() &&
+                    d.dataset() == r.dataset() && !d.partition().empty();
+        }
+        more += std::max<int64_t>(0, r.partitions_failed() - stored);
+        continue;
+      }
+      if (shown >= kShownPerSeverity) {
+        ++more;
+        continue;
+      }
+      ++shown;
+      absl::StrAppend(
+          &out, "  ", label(severity), "  ", TerminalText(r.name()), " on ",
+          TerminalText(r.dataset()),
+          r.partition().empty()
+              ? ""
+              : absl::StrCat(" ", TerminalText(r.partition())),
+          ": ", TerminalText(r.message().empty() ? r.observed() : r.message()),
+          "\n");
+      if (!r.allowed().empty()) {
+        absl::StrAppend(&out, "      allowed: ", TerminalText(r.allowed()),
+                        "\n");
+      }
+      for (int i = 0; i < r.sample_rows_size() && i < 2; ++i) {
+        absl::StrAppend(&out, "      e.g. ", TerminalText(r.sample_rows(i)),
+                        "\n");
+      }
+    }
+    if (more > 0) {
+      absl::StrAppend(
+          &out, "  ", label(severity), "  and ", more,
+          " more (backfillctl --json status lists what is stored)\n");
+    }
+  }
   return out;
 }
 

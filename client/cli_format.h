@@ -69,7 +69,6 @@ absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text);
 // True for the states a job never leaves (SUCCEEDED, FAILED, CANCELLED,
 // ROLLED_BACK, VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY).
 bool IsTerminal(v1::BackfillState state);
-
 // True for a state that waits for an operator rather than for the service:
 // AWAITING_APPROVAL (a follow stops there).
 bool WaitsForOperator(v1::BackfillState state);
@@ -97,6 +96,10 @@ std::string FormatCost(const v1::CostEstimate& cost);
 std::string FormatDatasets(const v1::ListDatasetsResponse& response);
 std::string FormatPlan(const v1::PlanBackfillResponse& response);
 std::string FormatBackfill(const v1::Backfill& backfill);
+// The "Checks" section of FormatBackfill ("" without results): counts of
+// checks passed, failed, held and warned, then each failing result (at most
+// 10 per severity) with what was allowed and up to 2 sample rows.
+std::string FormatChecks(const v1::Backfill& backfill);
 std::string FormatBackfills(const v1::ListBackfillsResponse& response);
 // The whole diff of a job (every page merged into one response).
 std::string FormatDiff(const v1::DiffBackfillResponse& response);

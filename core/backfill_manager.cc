@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/fingerprint.h"
+#include "core/static_check.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -105,6 +106,7 @@ BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
                                  JobObserver* observer, ManagerOptions options)
     : catalog_(catalog),
       store_(store),
+      engine_(engine),
       clock_(clock),
       planner_(catalog, engine, options.planner),
       runner_(catalog, store, engine, &planner_, clock, observer,
@@ -116,9 +118,22 @@ absl::Status BackfillManager::Start() { return runner_.Start(); }
 
 void BackfillManager::Shutdown() { runner_.Shutdown(); }
 
+absl::Status BackfillManager::CheckSql(const Plan& plan) {
+  std::vector<std::string> datasets;
+  for (const DatasetPlan& dp : plan.datasets) datasets.push_back(dp.dataset);
+  ASSIGN_OR_RETURN(std::vector<std::string> problems,
+                   CheckPipelineSql(*catalog_, engine_, datasets));
+  if (problems.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the pipeline's SQL does not work against the warehouse (fix the "
+      "pipeline file or the warehouse, then plan again): ",
+      absl::StrJoin(problems, "; ")));
+}
+
 absl::StatusOr<Plan> BackfillManager::PlanBackfill(
     const BackfillRequest& request) {
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
+  RETURN_IF_ERROR(CheckSql(plan));
   runner_.Blocking(plan, "", &plan.conflicts, kMaxConflictsShown);
   return plan;
 }
@@ -146,6 +161,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     if (found.has_value()) return *std::move(found);
   }
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
+  RETURN_IF_ERROR(CheckSql(plan));
 
   absl::MutexLock admission(&admission_mu_);
   RETURN_IF_ERROR(runner_.Accepting());
@@ -197,6 +213,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
 
 absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id) {
   ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+  ASSIGN_OR_RETURN(job.checks, store_->ListCheckResults(id));
   ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
                    store_->GetJobDiff(id, "", /*with_samples=*/false));
   if (diff.has_value()) {

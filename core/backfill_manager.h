@@ -88,7 +88,9 @@ class BackfillManager {
   void Shutdown();
 
   // Step 1 only: the plan, with the partitions active jobs already hold
-  // (a submit of it would wait for them). Writes nothing.
+  // (a submit of it would wait for them). Writes nothing. Plan and Submit
+  // both check the SQL of the plan's datasets against the warehouse first
+  // (static_check.h): FAILED_PRECONDITION naming file, line and problem.
   absl::StatusOr<Plan> PlanBackfill(const BackfillRequest& request);
 
   // Plans and creates a job. It starts at once, or waits (QUEUED, its
@@ -135,8 +137,13 @@ class BackfillManager {
   const Catalog& catalog() const { return *catalog_; }
 
  private:
+  // The static check of the SQL of the plan's datasets (static_check.h):
+  // FAILED_PRECONDITION listing the problems.
+  absl::Status CheckSql(const Plan& plan);
+
   const Catalog* const catalog_;
   StateStore* const store_;
+  Engine* const engine_;
   const Clock* const clock_;
   const Planner planner_;
   JobRunner runner_;

@@ -1,6 +1,7 @@
 #include "core/catalog.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -126,6 +127,18 @@ absl::Status CheckColumnType(std::string_view type) {
 
 namespace {
 
+// SQLite's numeric type affinities (INTEGER, REAL, NUMERIC/DECIMAL): a type
+// name containing INT, REAL, FLOA, DOUB, NUMERIC or DECIMAL.
+bool IsNumericType(std::string_view type) {
+  const std::string upper =
+      absl::AsciiStrToUpper(absl::string_view(type.data(), type.size()));
+  for (const char* word :
+       {"INT", "REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL"}) {
+    if (upper.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string Where(const DatasetSpec& d) {
   std::string file = d.file.empty() ? "<unknown file>" : d.file;
   return d.line > 0 ? absl::StrCat(file, ":", d.line) : file;
@@ -134,6 +147,111 @@ std::string Where(const DatasetSpec& d) {
 absl::Status DatasetError(const DatasetSpec& d, absl::string_view reason) {
   return absl::InvalidArgumentError(
       absl::StrCat(Where(d), ": dataset \"", d.name, "\": ", reason));
+}
+
+absl::Status CheckError(const DatasetSpec& d, const CheckSpec& c,
+                        absl::string_view reason) {
+  std::string file = d.file.empty() ? "<unknown file>" : d.file;
+  const int line = c.line > 0 ? c.line : d.line;
+  return absl::InvalidArgumentError(absl::StrCat(
+      line > 0 ? absl::StrCat(file, ":", line) : file, ": dataset \"", d.name,
+      "\": check \"", c.name, "\" (", CheckKindName(c.kind), "): ", reason));
+}
+
+// The declaration as the API lists it, in YAML flow style.
+std::string CheckText(const CheckSpec& c) {
+  std::vector<std::string> parts = {
+      absl::StrCat("kind: ", CheckKindName(c.kind))};
+  if (c.kind == CheckKind::kAssert) parts.push_back("name: " + c.name);
+  if (!c.column.empty()) parts.push_back("column: " + c.column);
+  if (!c.columns.empty()) {
+    parts.push_back(
+        absl::StrCat("columns: [", absl::StrJoin(c.columns, ", "), "]"));
+  }
+  if (!c.dataset.empty()) parts.push_back("dataset: " + c.dataset);
+  if (!c.key.empty()) parts.push_back("key: " + c.key);
+  if (c.kind == CheckKind::kReferences) {
+    parts.push_back(absl::StrCat("max_orphans: ", c.max_orphans));
+  }
+  if (c.kind == CheckKind::kMinRows) {
+    parts.push_back(absl::StrCat("min: ", c.min));
+  }
+  if (!c.max_change_text.empty()) {
+    parts.push_back("max_change: " + c.max_change_text);
+  }
+  if (c.kind == CheckKind::kAssert) parts.push_back("sql: " + c.sql);
+  parts.push_back(absl::StrCat("severity: ", CheckSeverityName(c.severity)));
+  return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+}
+
+// Checks the dataset's declared checks against its own contract; fills in
+// default names and the text. References to other datasets are checked in
+// Build.
+absl::Status ValidateChecks(
+    DatasetSpec& d, const std::function<bool(const std::string&)>& is_column) {
+  std::map<std::string, int> names;
+  for (CheckSpec& c : d.checks) {
+    if (c.name.empty()) {
+      switch (c.kind) {
+        case CheckKind::kMeasureChange:
+        case CheckKind::kReferences:
+          c.name = absl::StrCat(CheckKindName(c.kind), "(", c.column, ")");
+          break;
+        case CheckKind::kNotNull:
+          c.name = absl::StrCat(CheckKindName(c.kind), "(",
+                                absl::StrJoin(c.columns, ", "), ")");
+          break;
+        default:
+          c.name = CheckKindName(c.kind);
+      }
+    }
+    if (!d.is_derived()) {
+      return CheckError(d, c,
+                        "checks are only allowed on derived datasets (a "
+                        "source is never staged)");
+    }
+    auto [it, inserted] = names.emplace(c.name, c.line);
+    if (!inserted) {
+      return CheckError(
+          d, c,
+          absl::StrCat("a check of this name is already declared at line ",
+                       it->second, "; give one of them a different `name:`"));
+    }
+    std::vector<std::string> columns = c.columns;
+    if (!c.column.empty()) columns.push_back(c.column);
+    std::set<std::string> seen;
+    for (const std::string& col : columns) {
+      if (!is_column(col)) {
+        return CheckError(
+            d, c,
+            absl::StrCat("column \"", col,
+                         "\" is not a contract column of the dataset"));
+      }
+      if (!seen.insert(col).second) {
+        return CheckError(d, c,
+                          absl::StrCat("column \"", col, "\" is listed twice"));
+      }
+    }
+    if (c.kind == CheckKind::kMeasureChange) {
+      for (const ColumnSpec& col : d.columns) {
+        if (col.name == c.column && !IsNumericType(col.type)) {
+          return CheckError(
+              d, c,
+              absl::StrCat("column \"", c.column, "\" has type ", col.type,
+                           ", which is not numeric; measure_change sums a "
+                           "column of a numeric type (INTEGER, REAL, "
+                           "NUMERIC, DECIMAL, ...)"));
+        }
+      }
+    }
+    if (c.kind == CheckKind::kReferences && c.dataset == d.name) {
+      return CheckError(d, c,
+                        "a dataset cannot reference itself; name another "
+                        "dataset in `dataset:`");
+    }
+    c.text = CheckText(c);
+  }
+  return absl::OkStatus();
 }
 
 // "`what` "name" starts with the reserved prefix ..." or OK.
@@ -269,6 +387,8 @@ absl::Status ValidateOne(DatasetSpec& d) {
     }
   }
 
+  RETURN_IF_ERROR(ValidateChecks(d, is_column));
+
   std::set<std::string, std::less<>> ups;
   for (const UpstreamEdge& e : d.upstream) {
     if (!ups.insert(e.dataset).second) {
@@ -322,6 +442,36 @@ std::string FindCycle(const std::vector<DatasetSpec>& datasets,
 }
 
 }  // namespace
+
+const char* CheckKindName(CheckKind kind) {
+  switch (kind) {
+    case CheckKind::kRowChange:
+      return "row_change";
+    case CheckKind::kMinRows:
+      return "min_rows";
+    case CheckKind::kMeasureChange:
+      return "measure_change";
+    case CheckKind::kReferences:
+      return "references";
+    case CheckKind::kNotNull:
+      return "not_null";
+    case CheckKind::kAssert:
+      return "assert";
+  }
+  return "row_change";
+}
+
+absl::StatusOr<CheckKind> ParseCheckKind(std::string_view name) {
+  for (CheckKind k :
+       {CheckKind::kRowChange, CheckKind::kMinRows, CheckKind::kMeasureChange,
+        CheckKind::kReferences, CheckKind::kNotNull, CheckKind::kAssert}) {
+    if (name == CheckKindName(k)) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "check kind \"", Sv(name),
+      "\" is not valid; expected row_change, min_rows, measure_change, "
+      "references, not_null or assert"));
+}
 
 const char* DatasetKindName(DatasetKind kind) {
   return kind == DatasetKind::kDerived ? "derived" : "source";
@@ -393,6 +543,36 @@ absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
                             "\" needs the same grain, but ", d.name, " is ",
                             GrainName(d.grain()), " and ", u.name, " is ",
                             GrainName(u.grain())));
+      }
+    }
+  }
+
+  for (const DatasetSpec& d : datasets) {
+    for (const CheckSpec& c : d.checks) {
+      if (c.kind != CheckKind::kReferences) continue;
+      auto it = index.find(c.dataset);
+      if (it == index.end()) {
+        return CheckError(d, c,
+                          absl::StrCat("dataset \"", c.dataset,
+                                       "\" is not a declared dataset"));
+      }
+      const DatasetSpec& ref = datasets[it->second];
+      if (ref.columns.empty()) {
+        if (!IsIdentifier(c.key)) {
+          return CheckError(
+              d, c, absl::StrCat("key \"", c.key, "\" must be an identifier"));
+        }
+        continue;  // a source without a contract: checked against the
+                   // warehouse when transforms are checked
+      }
+      bool found = false;
+      for (const ColumnSpec& col : ref.columns) found |= col.name == c.key;
+      if (!found) {
+        return CheckError(
+            d, c,
+            absl::StrCat("key \"", c.key,
+                         "\" is not a contract column of dataset \"", ref.name,
+                         "\""));
       }
     }
   }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/check_result.h"
 #include "core/partition.h"
 
 namespace backfill {
@@ -68,6 +69,35 @@ struct RetentionPolicy {
   bool declared = false;                          // false: the defaults above
 };
 
+// A check declared in a dataset's `checks:` list (docs/pipeline-spec.md).
+enum class CheckKind {
+  kRowChange,      // staged rows per partition vs the published rows
+  kMinRows,        // at least `min` staged rows per partition
+  kMeasureChange,  // SUM(column) per partition and per job vs published
+  kReferences,     // staged `column` values missing from `dataset`.`key`
+  kNotNull,        // no NULL in `columns`
+  kAssert,         // `sql` returns no row
+};
+const char* CheckKindName(CheckKind kind);  // "row_change", ...
+absl::StatusOr<CheckKind> ParseCheckKind(std::string_view name);
+
+struct CheckSpec {
+  CheckKind kind = CheckKind::kRowChange;
+  std::string name;  // `name:`, else derived from the kind (and column)
+  CheckSeverity severity = CheckSeverity::kError;
+  double max_change = 0;        // row_change, measure_change: a fraction (0.2)
+  std::string max_change_text;  // as written ("20%")
+  int64_t min = 1;              // min_rows
+  std::string column;           // measure_change, references
+  std::vector<std::string> columns;  // not_null
+  std::string dataset;               // references: the referenced dataset
+  std::string key;                   // references: its key column
+  int64_t max_orphans = 0;           // references
+  std::string sql;                   // assert: one SELECT
+  int line = 0;                      // where it was declared
+  std::string text;                  // the declaration, as the API lists it
+};
+
 struct DatasetSpec {
   std::string name;
   DatasetKind kind = DatasetKind::kSource;
@@ -85,8 +115,10 @@ struct DatasetSpec {
   // Every job that writes the dataset stops in AWAITING_APPROVAL once it is
   // validated, until an operator approves it (derived datasets only).
   bool require_approval = false;
-  std::string file;  // where it was declared, for error messages
+  std::vector<CheckSpec> checks;  // declared checks, in file order
+  std::string file;               // where it was declared, for error messages
   int line = 0;
+  int transform_line = 0;  // the `transform:` key's line (0: unknown)
 
   Grain grain() const { return partition ? partition->grain : Grain::kNone; }
   bool is_derived() const { return kind == DatasetKind::kDerived; }

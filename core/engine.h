@@ -72,6 +72,58 @@ struct RollbackMarker {
   std::vector<std::string> with_jobs;
 };
 
+// ---- What checks read (core/checks/) --------------------------------------
+// The engine counts and sums; the core compares with the thresholds.
+
+// A count and a few of the rows counted, each shown as text:
+// "(col=value, ...)" with values as SQL literals ('eu', 12.5, NULL).
+struct CountWithSamples {
+  int64_t count = 0;
+  std::vector<std::string> samples;
+};
+
+// What a profile of rows should measure besides the row count.
+struct ProfileRequest {
+  std::vector<std::string> measures;      // contract columns to sum
+  std::vector<std::string> null_columns;  // contract columns to count NULLs of
+  struct Reference {
+    std::string column;                    // a contract column of the dataset
+    const DatasetSpec* dataset = nullptr;  // the referenced dataset
+    std::string key;                       // its column
+  };
+  // Rows whose non-NULL `column` value has no equal `key` value in the
+  // referenced dataset: its pinned snapshot when the job pins it, else its
+  // published table (a table that does not exist holds no keys).
+  std::vector<Reference> references;
+  // Count values whose storage type does not fit the column's declared type
+  // (staged rows only).
+  bool types = false;
+  int samples = 3;  // rows shown per count
+};
+
+// The profile of one partition's rows.
+struct PartitionProfile {
+  int64_t rows = 0;
+  // By measure: the sum (0 without rows). A measure the table does not have
+  // is absent.
+  std::map<std::string, double> sums;
+  std::map<std::string, CountWithSamples> nulls;  // by column
+  std::vector<CountWithSamples> orphans;  // one per reference, same order
+  // By column, only columns with values of another type.
+  std::map<std::string, CountWithSamples> type_mismatches;
+};
+
+// Profiles by partition ("" for an unpartitioned dataset); a partition
+// without rows is absent.
+using Profile = std::map<std::string, PartitionProfile>;
+
+// How a query would run, without running it.
+struct QueryShape {
+  std::vector<std::string> columns;     // output column names
+  bool read_only = true;                // writes nothing
+  std::vector<std::string> parameters;  // ":partition", ...
+};
+
 // What a warehouse records about the state stores that publish into it.
 struct WarehouseInfo {
   // The state store that owns the warehouse ("" while none has claimed it).
@@ -201,6 +253,46 @@ class Engine {
   // pinned snapshots in the warehouse, so that a restart can sweep what a
   // crash left behind.
   virtual absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() = 0;
+
+  // ---- Checks --------------------------------------------------------------
+
+  // Profiles the rows the job staged for `dataset`, by partition. Staged
+  // rows of no partition of the job are not counted. Needs PrepareJob.
+  virtual absl::StatusOr<Profile> ProfileStaged(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) = 0;
+
+  // Profiles the published rows of the job's partitions of `dataset` (rows
+  // and sums only; the other fields of `request` are ignored). A table that
+  // does not exist yet has no rows. Needs PrepareJob.
+  virtual absl::StatusOr<Profile> ProfilePublished(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) = 0;
+
+  // Runs `sql` (one read-only SELECT) once per partition the job stages of
+  // `dataset`, with the dataset's table name reading that partition's
+  // staged rows and :partition_start, :partition_end and :partition bound
+  // as for transforms; other tables are read as published. Returns, per
+  // partition, the rows it returned (with up to `samples` of them).
+  // FAILED_PRECONDITION when `sql` does not compile or is not read-only.
+  virtual absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& sql, int samples) = 0;
+
+  // Prepares `sql` against the warehouse without running it. The table of
+  // each dataset in `stand_ins` that does not exist yet (a derived table
+  // its first publish creates) is stood in for by an empty table with the
+  // dataset's contract columns; so is `own`'s (if not null) whether it
+  // exists or not. INVALID_ARGUMENT with the warehouse's message when the
+  // statement does not compile (syntax, missing table or column).
+  virtual absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec* own) = 0;
+
+  // The columns (name and declared type) of the dataset's published table;
+  // nullopt when it does not exist yet.
+  virtual absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec& dataset) = 0;
 
   // Makes the calls in progress fail soon (for a shutdown that cannot wait
   // for a long transform). May be called from any thread.

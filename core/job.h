@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/diff.h"
+#include "core/check_result.h"
 
 namespace backfill {
 
@@ -163,6 +164,9 @@ struct Job {
   // The job's diff per dataset, once validation computed it. Filled by
   // BackfillManager::GetJob only (the state store keeps the diff apart).
   std::vector<DiffSummary> diff;
+  // The validation's check results (see check_result.h); filled by
+  // BackfillManager::GetJob only.
+  std::vector<CheckResult> checks;
 };
 
 // The fingerprint of one input partition a task read.

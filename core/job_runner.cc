@@ -961,8 +961,23 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     layout = job->layout;
     tasks = job->tasks;
   }
+  bool prepared;
+  {
+    absl::MutexLock lock(&mu_);
+    prepared = job->prepared;
+  }
+  if (!prepared) {
+    // Resumed into VALIDATING after a restart: the engine's profiles need
+    // the job prepared in this process (idempotent; keeps staging and pins).
+    RETURN_IF_ERROR(Persist(Storage::kWarehouse, "preparing staging",
+                            [&] { return engine_->PrepareJob(layout); }));
+    absl::MutexLock lock(&mu_);
+    job->prepared = true;
+  }
+  ValidateOptions validate_options;
+  validate_options.catalog = catalog_;
   ASSIGN_OR_RETURN(ValidationOutcome outcome,
-                   ValidateStaging(engine_, layout, tasks));
+                   ValidateStaging(engine_, layout, tasks, validate_options));
   CrashPoint("validate");
   int rounds;
   {
@@ -1011,6 +1026,11 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
+  // The results replace those of an earlier validation (idempotent), and
+  // are recorded before the state that follows from them.
+  RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results", [&] {
+    return store_->ReplaceCheckResults(job->job.id, outcome.results);
+  }));
   // The diff before publish, whether the checks passed or not: an operator
   // reads it before approving (or overriding a failure).
   RETURN_IF_ERROR(RecordDiff(job, layout));
@@ -1041,6 +1061,9 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
+  if (!outcome.holds.empty()) {
+    return HoldJob(job, outcome, done);
+  }
   {
     absl::MutexLock lock(&mu_);
     job->validated = true;
@@ -1067,8 +1090,37 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   return Move(
       job, JobState::kPublishing,
       absl::StrCat("publishing ", Plural(total, "partition", "partitions"),
-                   " of ", datasets, " dataset(s) in one transaction"),
+                   " of ", datasets, " dataset(s) in one transaction",
+                   outcome.warnings.empty()
+                       ? std::string()
+                       : absl::StrCat("; warnings: ",
+                                      absl::StrJoin(outcome.warnings, "; "))),
       Phase::kFinishing);
+}
+
+absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
+                                bool* done) {
+  // Nothing blocks, but `hold` checks failed: the job waits for an operator
+  // with its staging kept. It holds no partitions meanwhile: a newer
+  // overlapping job supersedes it (job_state_machine.h).
+  std::string message = absl::StrCat(
+      "validation held the job for approval, nothing was published: ",
+      absl::StrJoin(outcome.holds, "; "));
+  if (!outcome.warnings.empty()) {
+    absl::StrAppend(&message,
+                    "; warnings: ", absl::StrJoin(outcome.warnings, "; "));
+  }
+  const std::string& id = job->job.id;
+  absl::StrAppend(&message, ". Read its diff (backfillctl diff ", id,
+                  "), then publish it with backfillctl approve ", id,
+                  " --reason \"...\" or drop it with backfillctl cancel ", id,
+                  "; a newer backfill of the same partitions supersedes it");
+  RETURN_IF_ERROR(
+      Move(job, JobState::kAwaitingApproval, message, Phase::kFinishing));
+  absl::MutexLock lock(&mu_);
+  EndLocked(job, Phase::kHeld);
+  *done = true;
+  return absl::OkStatus();
 }
 
 absl::Status JobRunner::PublishJob(Active* job) {
@@ -1104,8 +1156,13 @@ absl::Status JobRunner::PublishJob(Active* job) {
         absl::MutexLock lock(&mu_);
         tasks = job->tasks;
       }
+      // Only that staging is intact: the other checks were decided on
+      // before (an approval may have accepted them).
+      ValidateOptions integrity;
+      integrity.catalog = catalog_;
+      integrity.integrity_only = true;
       ASSIGN_OR_RETURN(ValidationOutcome outcome,
-                       ValidateStaging(engine_, layout, tasks));
+                       ValidateStaging(engine_, layout, tasks, integrity));
       if (overridden) {
         // An operator approved publishing despite these failures; only
         // staging that changed since stops the job.

@@ -62,6 +62,7 @@
 #include "core/rollback_step.h"
 #include "core/state_store.h"
 #include "core/task_graph.h"
+#include "core/validate_step.h"
 #include "core/worker_pool.h"
 
 namespace backfill {
@@ -183,6 +184,9 @@ class JobRunner {
   // Validate / publish / confirm for Finish; OK when the job moved on as it
   // should (or was left for recovery: CANCELLED status).
   absl::Status ValidateJob(Active* job, bool* done);
+  // `hold` checks failed (and no `error` one): AWAITING_APPROVAL.
+  absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,
+                       bool* done);
   absl::Status PublishJob(Active* job);
   // Computes the diff of the job's staging and stores it with the job.
   absl::Status RecordDiff(Active* job, const JobLayout& layout);

@@ -24,6 +24,7 @@
 #include "core/catalog.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
+#include "core/status_macros.h"
 
 namespace backfill {
 namespace {
@@ -141,7 +142,54 @@ std::string StripTrailingSemicolons(std::string s) {
 
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
-    "max_parallel, require_approval, description, retention";
+    "max_parallel, require_approval, checks, description, retention";
+
+// The keys each kind of check takes (besides kind, name and severity) and
+// which of them are required.
+struct CheckKeyRow {
+  CheckKind kind;
+  std::vector<std::string> keys;
+  std::vector<std::string> required;
+};
+const std::vector<CheckKeyRow>& CheckKeyTable() {
+  static const auto* table = new std::vector<CheckKeyRow>{
+      {CheckKind::kRowChange, {"max_change"}, {"max_change"}},
+      {CheckKind::kMinRows, {"min"}, {"min"}},
+      {CheckKind::kMeasureChange,
+       {"column", "max_change"},
+       {"column", "max_change"}},
+      {CheckKind::kReferences,
+       {"column", "dataset", "key", "max_orphans"},
+       {"column", "dataset", "key"}},
+      {CheckKind::kNotNull, {"columns"}, {"columns"}},
+      {CheckKind::kAssert, {"sql"}, {"name", "sql"}},
+  };
+  return *table;
+}
+
+// "20%" or "12.5%" -> 0.2 / 0.125. A bare number is refused: "20" could
+// mean 20% or 2000%.
+std::optional<double> ParsePercent(std::string_view text) {
+  if (text.size() < 2 || text.back() != '%') return std::nullopt;
+  std::string number(text.substr(0, text.size() - 1));
+  absl::StripAsciiWhitespace(&number);
+  if (number.empty() || number.size() > 16) return std::nullopt;
+  int dots = 0;
+  for (char c : number) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return std::nullopt;
+    }
+  }
+  if (dots > 1 || number.front() == '.' || number.back() == '.') {
+    return std::nullopt;
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(number, &value)) return std::nullopt;
+  if (value < 0 || value > 1000000) return std::nullopt;
+  return value / 100.0;
+}
 
 int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();
@@ -311,7 +359,7 @@ class FileParser {
         CheckKeys(d,
                   {"name", "kind", "table", "partition", "upstream",
                    "transform", "version", "contract", "max_parallel",
-                   "require_approval", "description", "retention"},
+                   "require_approval", "checks", "description", "retention"},
                   where, kDatasetKeys);
     if (!s.ok()) return s;
 
@@ -368,6 +416,7 @@ class FileParser {
             absl::StrCat("transform ", where, ": ", sql.status().message()));
       }
       spec.transform = *std::move(sql);
+      spec.transform_line = LineOf(d["transform"], spec.line);
     }
 
     absl::StatusOr<std::optional<std::string>> version =
@@ -438,6 +487,19 @@ class FileParser {
                      absl::StrCat("`require_approval` ", where,
                                   " is only allowed on derived datasets (a "
                                   "source is never published by a backfill)"));
+      }
+    }
+    if (const YAML::Node checks = d["checks"]; checks && !checks.IsNull()) {
+      if (!checks.IsSequence()) {
+        return Error(checks, spec.line,
+                     absl::StrCat("`checks` ", where,
+                                  " must be a list of checks, each a map "
+                                  "with a `kind`"));
+      }
+      for (const YAML::Node& c : checks) {
+        absl::StatusOr<CheckSpec> check = ParseCheck(c, where);
+        if (!check.ok()) return check.status();
+        spec.checks.push_back(*std::move(check));
       }
     }
 
@@ -530,6 +592,142 @@ class FileParser {
       }
     }
     return policy;
+  }
+
+  absl::StatusOr<CheckSpec> ParseCheck(const YAML::Node& c,
+                                       const std::string& where) const {
+    const std::string cwhere = absl::StrCat("in a check of ", where.substr(3));
+    if (!c.IsMap()) {
+      return Error(c, 1,
+                   absl::StrCat("each entry of `checks` ", where,
+                                " must be a map with a `kind`, e.g. {kind: "
+                                "min_rows, min: 1}"));
+    }
+    CheckSpec spec;
+    spec.line = LineOf(c, 1);
+    absl::StatusOr<std::optional<std::string>> kind =
+        Scalar(c, "kind", cwhere, true);
+    if (!kind.ok()) return kind.status();
+    absl::StatusOr<CheckKind> k = ParseCheckKind(**kind);
+    if (!k.ok()) {
+      return Error(c["kind"], spec.line,
+                   absl::StrCat(k.status().message(), " ", cwhere));
+    }
+    spec.kind = *k;
+    const std::string kname = CheckKindName(spec.kind);
+    const std::string kwhere =
+        absl::StrCat("in the ", kname, " check of ", where.substr(3));
+    const CheckKeyRow* keys = nullptr;
+    for (const CheckKeyRow& row : CheckKeyTable()) {
+      if (row.kind == spec.kind) keys = &row;
+    }
+    std::set<std::string> allowed = {"kind", "name", "severity"};
+    allowed.insert(keys->keys.begin(), keys->keys.end());
+    RETURN_IF_ERROR(CheckKeys(
+        c, allowed, kwhere,
+        absl::StrCat("kind, name, severity, ", absl::StrJoin(keys->keys, ", "),
+                     " (a ", kname, " check takes ",
+                     absl::StrJoin(keys->keys, ", "), ")")));
+    for (const std::string& required : keys->required) {
+      const YAML::Node v = c[required];
+      if (!v || v.IsNull()) {
+        return Error(c, spec.line,
+                     absl::StrCat("missing `", required, ":` ", kwhere));
+      }
+    }
+    auto text = [&](const char* key) -> absl::StatusOr<std::string> {
+      absl::StatusOr<std::optional<std::string>> v =
+          Scalar(c, key, kwhere, false);
+      if (!v.ok()) return v.status();
+      return v->value_or("");
+    };
+    auto whole = [&](const char* key, int64_t* out) -> absl::Status {
+      ASSIGN_OR_RETURN(std::string v, text(key));
+      if (v.empty()) return absl::OkStatus();
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 1000000000000) {
+        return Error(c[key], spec.line,
+                     absl::StrCat("`", key, "` ", kwhere, " is \"", v,
+                                  "\"; expected a whole number from 0 to "
+                                  "1000000000000"));
+      }
+      *out = n;
+      return absl::OkStatus();
+    };
+    ASSIGN_OR_RETURN(spec.name, text("name"));
+    if (c["name"] && !IsCheckName(spec.name)) {
+      return Error(c["name"], spec.line,
+                   absl::StrCat("check name \"", spec.name, "\" ", kwhere,
+                                " must be an identifier "
+                                "([A-Za-z_][A-Za-z0-9_]*, at most 128 "
+                                "characters)"));
+    }
+    ASSIGN_OR_RETURN(std::string severity, text("severity"));
+    if (!severity.empty()) {
+      absl::StatusOr<CheckSeverity> sev = ParseCheckSeverity(severity);
+      if (!sev.ok()) {
+        return Error(c["severity"], spec.line,
+                     absl::StrCat(sev.status().message(), " ", kwhere));
+      }
+      spec.severity = *sev;
+    }
+    ASSIGN_OR_RETURN(spec.max_change_text, text("max_change"));
+    if (!spec.max_change_text.empty()) {
+      std::optional<double> pct = ParsePercent(spec.max_change_text);
+      if (!pct) {
+        return Error(c["max_change"], spec.line,
+                     absl::StrCat("`max_change` ", kwhere, " is \"",
+                                  spec.max_change_text,
+                                  "\"; expected a percentage from 0% to "
+                                  "1000000%, such as 20% or 12.5% (a bare "
+                                  "number is ambiguous and not accepted)"));
+      }
+      spec.max_change = *pct;
+    }
+    RETURN_IF_ERROR(whole("min", &spec.min));
+    RETURN_IF_ERROR(whole("max_orphans", &spec.max_orphans));
+    ASSIGN_OR_RETURN(spec.column, text("column"));
+    ASSIGN_OR_RETURN(spec.dataset, text("dataset"));
+    ASSIGN_OR_RETURN(spec.key, text("key"));
+    if (const YAML::Node cols = c["columns"]; cols && !cols.IsNull()) {
+      if (!cols.IsSequence() || cols.size() == 0) {
+        return Error(cols, spec.line,
+                     absl::StrCat("`columns` ", kwhere,
+                                  " must be a non-empty list of contract "
+                                  "columns, e.g. [region]"));
+      }
+      for (const YAML::Node& col : cols) {
+        if (!col.IsScalar()) {
+          return Error(col, spec.line,
+                       absl::StrCat("each of `columns` ", kwhere,
+                                    " must be a column name"));
+        }
+        spec.columns.push_back(col.Scalar());
+      }
+    }
+    ASSIGN_OR_RETURN(std::string sql, text("sql"));
+    if (spec.kind == CheckKind::kAssert) {
+      absl::StatusOr<std::string> canonical = CanonicalTransform(sql);
+      if (!canonical.ok()) {
+        return Error(
+            c["sql"], spec.line,
+            absl::StrCat("`sql` ", kwhere, ": ", canonical.status().message()));
+      }
+      spec.sql = *std::move(canonical);
+    }
+    return spec;
+  }
+
+  static bool IsCheckName(std::string_view s) {
+    if (s.empty() || s.size() > 128) return false;
+    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') ||
+          s[0] == '_')) {
+      return false;
+    }
+    for (char ch : s) {
+      if (!IsIdentChar(ch)) return false;
+    }
+    return true;
   }
 
   absl::StatusOr<PartitionSpec> ParsePartition(const YAML::Node& p,

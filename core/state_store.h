@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/diff.h"
+#include "core/check_result.h"
 #include "core/job.h"
 
 namespace backfill {
@@ -198,6 +199,17 @@ class StateStore {
       const std::string& job_id) = 0;
 
   virtual absl::StatusOr<StoreStats> Stats() = 0;
+
+  // Replaces, atomically, the validation check results recorded for the
+  // job with `results` (a re-validation replaces the earlier ones, so the
+  // call is idempotent). NOT_FOUND for an unknown job.
+  virtual absl::Status ReplaceCheckResults(
+      const std::string& job_id, const std::vector<CheckResult>& results) = 0;
+
+  // The job's check results in the order they were written (empty before
+  // validation). NOT_FOUND for an unknown job.
+  virtual absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
+      const std::string& job_id) = 0;
 };
 
 }  // namespace backfill

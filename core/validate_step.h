@@ -1,7 +1,10 @@
 // Validate step (step 4 of the playbook): checks a job's staging before
-// anything is published. Today: the engine's checks per dataset (primary
-// key unique and not null) and that staging holds, per partition, exactly
-// the rows each partition's checkpoint recorded. Stateless; thread-safe.
+// anything is published. Per dataset it runs the checks of
+// core/checks/check_set.h — always on: every staged row in a partition of
+// the job, primary key unique and not NULL, contract and schema drift;
+// then those the pipeline file declares — and checks that staging holds,
+// per partition, exactly the rows each partition's checkpoint recorded
+// (lost staging is recomputed by the runner). Stateless; thread-safe.
 
 #ifndef BACKFILL_CORE_VALIDATE_STEP_H_
 #define BACKFILL_CORE_VALIDATE_STEP_H_
@@ -11,25 +14,53 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/catalog.h"
+#include "core/check_result.h"
 #include "core/engine.h"
 #include "core/job.h"
 
 namespace backfill {
 
 struct ValidationOutcome {
-  // Check failures, each "dataset: what is wrong"; empty: passed.
+  // Failures of `error` checks, each "dataset partition: check: what is
+  // wrong" (at most a few, then "and N more"); empty: nothing blocks.
   std::vector<std::string> failures;
+  // Failures of `hold` and `warn` checks, in the same form.
+  std::vector<std::string> holds;
+  std::vector<std::string> warnings;
+  // Every result to store with the job (see check_result.h).
+  std::vector<CheckResult> results;
   // Indexes into the tasks whose staged rows differ from their checkpoint
-  // (lost or changed after it); they can be recomputed.
+  // (lost or changed after it); they can be recomputed. While some are,
+  // only the partition and primary key checks run: the others would judge
+  // incomplete staging.
   std::vector<size_t> lost;
   std::string lost_summary;  // e.g. "daily_revenue: 2025-01-01 (staged 0,
                              // checkpoint 4)"
 };
 
+struct ValidateOptions {
+  // Resolves the datasets that `references` checks name; without it they
+  // fail.
+  const Catalog* catalog = nullptr;
+  // Only the partition and primary key checks and the checkpoints (a
+  // publish resumed after a restart checks that staging is still intact;
+  // the other checks were decided on before).
+  bool integrity_only = false;
+};
+
 // `tasks` are the job's tasks with their checkpoints.
 absl::StatusOr<ValidationOutcome> ValidateStaging(
     Engine* engine, const JobLayout& layout,
-    const std::vector<PartitionTask>& tasks);
+    const std::vector<PartitionTask>& tasks,
+    const ValidateOptions& options = {});
+
+// The failing results of `severity` as readable lines: "check on dataset
+// [partition]: observed (allowed: ...)", at most `max` of them, then "and
+// N more" counting every failing partition.
+std::vector<std::string> DescribeFailures(
+    const std::vector<CheckResult>& results, CheckSeverity severity,
+    size_t max = 5);
 
 }  // namespace backfill
 

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/job_observer.h"
 #include "core/pipeline_loader.h"
+#include "core/static_check.h"
 #include "core/warehouse_ownership.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -274,6 +275,21 @@ absl::Status Daemon::Init(Catalog catalog) {
       warehouse_path);
   if (!ownership.ok()) return ownership.status();
   if (!ownership->adopted.empty()) spdlog::warn("{}", ownership->adopted);
+
+  // The pipelines' SQL against the warehouse: reported, not fatal (the
+  // warehouse may be loaded after the daemon starts, and jobs of other
+  // datasets and recovery must go on); plan and submit refuse the datasets
+  // concerned with the same messages.
+  if (absl::StatusOr<std::vector<std::string>> problems =
+          CheckPipelineSql(*catalog_, engine_.get());
+      !problems.ok()) {
+    spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
+                 LogText(problems.status().ToString()));
+  } else {
+    for (const std::string& problem : *problems) {
+      spdlog::error("pipeline SQL: {}", LogText(problem));
+    }
+  }
 
   // 4. Metrics. Gauges read the store at scrape time.
   StateStore* store_ptr = store_.get();

@@ -136,6 +136,36 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
   return proto;
 }
 
+v1::CheckSeverity SeverityToProto(CheckSeverity severity) {
+  switch (severity) {
+    case CheckSeverity::kError:
+      return v1::CHECK_SEVERITY_ERROR;
+    case CheckSeverity::kHold:
+      return v1::CHECK_SEVERITY_HOLD;
+    case CheckSeverity::kWarn:
+      return v1::CHECK_SEVERITY_WARN;
+  }
+  return v1::CHECK_SEVERITY_UNSPECIFIED;
+}
+
+v1::CheckResult CheckResultToProto(const CheckResult& result) {
+  v1::CheckResult proto;
+  proto.set_name(result.check);
+  proto.set_kind(result.kind);
+  proto.set_severity(SeverityToProto(result.severity));
+  proto.set_dataset(result.dataset);
+  proto.set_partition(result.partition);
+  proto.set_passed(result.passed);
+  proto.set_observed(result.observed);
+  proto.set_allowed(result.allowed);
+  proto.set_message(result.message);
+  for (const std::string& row : result.samples) proto.add_sample_rows(row);
+  proto.set_summary(result.summary);
+  proto.set_partitions_checked(result.partitions_checked);
+  proto.set_partitions_failed(result.partitions_failed);
+  return proto;
+}
+
 v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   v1::Backfill proto;
   proto.set_id(job.id);
@@ -162,6 +192,9 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   if (TimeToProto(job.update_time, &ts)) *proto.mutable_update_time() = ts;
   if (TimeToProto(job.start_time, &ts)) *proto.mutable_start_time() = ts;
   if (TimeToProto(job.end_time, &ts)) *proto.mutable_end_time() = ts;
+  for (const CheckResult& r : job.checks) {
+    *proto.add_checks() = CheckResultToProto(r);
+  }
   for (const DiffSummary& summary : job.diff) {
     *proto.add_diff() = DiffSummaryToProto(summary);
   }
@@ -293,6 +326,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
     c->set_type(column.type);
   }
   for (const std::string& key : spec.primary_key) proto.add_primary_key(key);
+  for (const CheckSpec& check : spec.checks) proto.add_checks(check.text);
   if (!spec.file.empty()) {
     proto.set_declared_at(absl::StrCat(spec.file, ":", spec.line));
   }

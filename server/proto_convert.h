@@ -61,6 +61,9 @@ v1::PartitionDiff PartitionDiffToProto(const PartitionDiff& diff);
 // An approval, its time unset while InfinitePast.
 v1::Approval ApprovalToProto(const Approval& approval);
 
+v1::CheckSeverity SeverityToProto(CheckSeverity severity);
+v1::CheckResult CheckResultToProto(const CheckResult& result);
+
 // Step 1's answer: datasets with partitions and cost, totals, conflicts.
 v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
 

@@ -139,6 +139,23 @@ class SqliteEngine : public Engine {
   // artifacts of other ids are not reported. Sorted (string order), without
   // duplicates.
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
+                                        const DatasetSpec& dataset,
+                                        const ProfileRequest& request) override;
+  absl::StatusOr<Profile> ProfilePublished(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) override;
+  // Copies each partition's staged rows into a TEMP table named like the
+  // dataset's table (which shadows it) and runs `sql` on it.
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& sql, int samples) override;
+  // Stand-ins are empty TEMP tables on the connection, dropped afterwards.
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec* own) override;
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec& dataset) override;
   void Interrupt() override;
 
   // Reserved table names (unquoted), exposed for tests and tooling.

@@ -134,6 +134,28 @@ INSERT INTO meta (key, value)
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN max_parallel INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 4: validation check results per job (see core/check_result.h): one
+    // summary per check and dataset plus the failing partitions.
+    R"sql(
+CREATE TABLE check_results (
+  job_id             TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  ordinal            INTEGER NOT NULL,
+  check_name         TEXT NOT NULL,
+  kind               TEXT NOT NULL,
+  severity           TEXT NOT NULL,              -- error, hold, warn
+  dataset            TEXT NOT NULL,
+  "partition"        TEXT NOT NULL DEFAULT '',
+  passed             INTEGER NOT NULL,
+  summary            INTEGER NOT NULL DEFAULT 0,
+  partitions_checked INTEGER NOT NULL DEFAULT 0,
+  partitions_failed  INTEGER NOT NULL DEFAULT 0,
+  observed           TEXT NOT NULL DEFAULT '',
+  allowed            TEXT NOT NULL DEFAULT '',
+  message            TEXT NOT NULL DEFAULT '',
+  samples            TEXT NOT NULL DEFAULT '',   -- length-prefixed list
+  PRIMARY KEY (job_id, ordinal)
+) WITHOUT ROWID;
+)sql",
     // 5: operators' approvals, with the lineage they publish, and the diff
     // a job computes before publishing.
     R"sql(
@@ -1591,6 +1613,85 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
   }
   RETURN_IF_ERROR(txn.Commit());
   return stats;
+}
+
+absl::Status SqliteStateStore::ReplaceCheckResults(
+    const std::string& job_id, const std::vector<CheckResult>& results) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  RETURN_IF_ERROR(StateOf(job_id).status());
+  {
+    ASSIGN_OR_RETURN(
+        Statement del,
+        db_->Prepare("DELETE FROM check_results WHERE job_id = ?1"));
+    RETURN_IF_ERROR(del.BindText(1, job_id));
+    RETURN_IF_ERROR(del.Run());
+  }
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("INSERT INTO check_results (job_id, ordinal, check_name, "
+                   "kind, severity, dataset, \"partition\", passed, summary, "
+                   "partitions_checked, partitions_failed, observed, allowed, "
+                   "message, samples) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                   "?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+  int64_t ordinal = 0;
+  for (const CheckResult& r : results) {
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindInt(2, ordinal++));
+    RETURN_IF_ERROR(q.BindText(3, r.check));
+    RETURN_IF_ERROR(q.BindText(4, r.kind));
+    RETURN_IF_ERROR(q.BindText(5, CheckSeverityName(r.severity)));
+    RETURN_IF_ERROR(q.BindText(6, r.dataset));
+    RETURN_IF_ERROR(q.BindText(7, r.partition));
+    RETURN_IF_ERROR(q.BindInt(8, r.passed ? 1 : 0));
+    RETURN_IF_ERROR(q.BindInt(9, r.summary ? 1 : 0));
+    RETURN_IF_ERROR(q.BindInt(10, r.partitions_checked));
+    RETURN_IF_ERROR(q.BindInt(11, r.partitions_failed));
+    RETURN_IF_ERROR(q.BindText(12, r.observed));
+    RETURN_IF_ERROR(q.BindText(13, r.allowed));
+    RETURN_IF_ERROR(q.BindText(14, r.message));
+    RETURN_IF_ERROR(q.BindText(15, EncodeFields(r.samples)));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  RETURN_IF_ERROR(StateOf(job_id).status());
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT check_name, kind, severity, dataset, \"partition\", "
+                   "passed, summary, partitions_checked, partitions_failed, "
+                   "observed, allowed, message, samples FROM check_results "
+                   "WHERE job_id = ?1 ORDER BY ordinal"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  std::vector<CheckResult> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    CheckResult r;
+    r.check = q.ColumnText(0);
+    r.kind = q.ColumnText(1);
+    ASSIGN_OR_RETURN(r.severity, ParseCheckSeverity(q.ColumnText(2)));
+    r.dataset = q.ColumnText(3);
+    r.partition = q.ColumnText(4);
+    r.passed = q.ColumnInt(5) != 0;
+    r.summary = q.ColumnInt(6) != 0;
+    r.partitions_checked = q.ColumnInt(7);
+    r.partitions_failed = q.ColumnInt(8);
+    r.observed = q.ColumnText(9);
+    r.allowed = q.ColumnText(10);
+    r.message = q.ColumnText(11);
+    ASSIGN_OR_RETURN(r.samples, DecodeFields(q.ColumnText(12)));
+    out.push_back(std::move(r));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
 }
 
 }  // namespace backfill

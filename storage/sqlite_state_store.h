@@ -135,6 +135,11 @@ class SqliteStateStore : public StateStore {
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) override;
   absl::StatusOr<StoreStats> Stats() override;
+  absl::Status ReplaceCheckResults(
+      const std::string& job_id,
+      const std::vector<CheckResult>& results) override;
+  absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
+      const std::string& job_id) override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<sqlite::Database> db);

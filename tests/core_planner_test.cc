@@ -69,6 +69,29 @@ class CountingEngine : public Engine {
   absl::Status DropRollbackCopies(const std::vector<RollbackCopy>&) override {
     return absl::UnimplementedError("planner must not write");
   }
+  absl::StatusOr<Profile> ProfileStaged(const std::string&, const DatasetSpec&,
+                                        const ProfileRequest&) override {
+    return absl::UnimplementedError("planner must not validate");
+  }
+  absl::StatusOr<Profile> ProfilePublished(const std::string&,
+                                           const DatasetSpec&,
+                                           const ProfileRequest&) override {
+    return absl::UnimplementedError("planner must not validate");
+  }
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string&, const DatasetSpec&, const std::string&,
+      int) override {
+    return absl::UnimplementedError("planner must not validate");
+  }
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string&, const std::vector<const DatasetSpec*>&,
+      const DatasetSpec*) override {
+    return absl::UnimplementedError("planner does not check transforms");
+  }
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec&) override {
+    return absl::UnimplementedError("planner does not check transforms");
+  }
 };
 
 DatasetSpec Source(const std::string& name, Grain grain) {

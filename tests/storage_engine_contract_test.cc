@@ -557,3 +557,58 @@ TEST_P(EngineContractTest, RollbackOfAnUnpartitionedDataset) {
 
 }  // namespace
 }  // namespace backfill
+
+namespace backfill {
+namespace {
+
+TEST_P(EngineContractTest, ProfilesAndDescriptionsFollowTheSameRules) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  // No table yet: nothing published, no columns.
+  auto none = engine()->DescribeTable(revenue_);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01"}));
+  auto table = engine()->DescribeTable(revenue_);
+  ASSERT_TRUE(table.ok() && table->has_value());
+  std::vector<std::string> names;
+  for (const ColumnSpec& c : **table) names.push_back(c.name);
+  EXPECT_THAT(names, ElementsAre("ds", "region", "revenue", "orders"));
+
+  const JobLayout layout = RevenueLayout("bf-2");
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  for (const std::string day : {"2025-01-01", "2025-01-02"}) {
+    ASSERT_TRUE(engine()
+                    ->StagePartition("bf-2", revenue_, day, RevenueInputs(day))
+                    .ok());
+  }
+  ProfileRequest request;
+  request.measures = {"revenue"};
+  request.null_columns = {"region"};
+  auto staged = engine()->ProfileStaged("bf-2", revenue_, request);
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  auto counted = engine()->ValidateStaged("bf-2", revenue_);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  ASSERT_EQ(staged->size(), counted->rows_by_partition.size());
+  for (const auto& [day, p] : *staged) {
+    EXPECT_EQ(p.rows, counted->rows_by_partition.at(day)) << day;
+    EXPECT_TRUE(p.sums.count("revenue")) << day;
+    EXPECT_EQ(p.nulls.at("region").count, 0) << day;
+  }
+  // Published rows of the job's partitions only: 01 was published, 02 not.
+  auto published = engine()->ProfilePublished("bf-2", revenue_, request);
+  ASSERT_TRUE(published.ok()) << published.status();
+  ASSERT_EQ(published->size(), 1u);
+  EXPECT_EQ(published->at("2025-01-01").rows,
+            engine()->CountRowsByPartition(revenue_)->at("2025-01-01"));
+  // Assertions answer per partition of the job.
+  auto asserted = engine()->RunAssertion(
+      "bf-2", revenue_, "SELECT * FROM daily_revenue WHERE 0", 3);
+  ASSERT_TRUE(asserted.ok()) << asserted.status();
+  EXPECT_THAT(*asserted, ::testing::SizeIs(2));
+  // Calls that need a prepared job refuse another.
+  EXPECT_EQ(engine()->ProfileStaged("bf-9", revenue_, request).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace backfill

@@ -52,6 +52,33 @@ void FakeEngine::SetValidationFailures(const std::string& dataset,
   validation_failures_[dataset] = std::move(failures);
 }
 
+void FakeEngine::SetMeasureFor(MeasureFor measure_for) {
+  absl::MutexLock lock(&mu_);
+  measure_for_ = std::move(measure_for);
+}
+
+void FakeEngine::SetProfileEdit(ProfileEdit edit) {
+  absl::MutexLock lock(&mu_);
+  profile_edit_ = std::move(edit);
+}
+
+void FakeEngine::SetAssertionRows(AssertionRows rows) {
+  absl::MutexLock lock(&mu_);
+  assertion_rows_ = std::move(rows);
+}
+
+void FakeEngine::SetQueryShape(const std::string& sql,
+                               absl::StatusOr<QueryShape> shape) {
+  absl::MutexLock lock(&mu_);
+  query_shapes_.insert_or_assign(sql, std::move(shape));
+}
+
+void FakeEngine::SetPublishedColumns(const std::string& dataset,
+                                     std::vector<ColumnSpec> columns) {
+  absl::MutexLock lock(&mu_);
+  published_columns_[dataset] = std::move(columns);
+}
+
 void FakeEngine::SetPublishedRows(const std::string& dataset,
                                   const std::string& partition, int64_t rows) {
   absl::MutexLock lock(&mu_);
@@ -532,6 +559,22 @@ absl::Status FakeEngine::Publish(const JobLayout& layout) {
       if (it != staged.end() && it->second > 0) table[partition] = it->second;
     }
   }
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::map<std::string, int64_t>& staged =
+        job->second.staged.at(ds.name);
+    for (const CheckSpec& c : ds.checks) {
+      if (c.kind != CheckKind::kMeasureChange) continue;
+      for (const std::string& partition :
+           ds.partition ? item.partitions : std::vector<std::string>{""}) {
+        auto it = staged.find(partition);
+        const int64_t rows = it == staged.end() ? 0 : it->second;
+        const double value =
+            measure_for_ ? measure_for_(ds.name, partition, c.column) : 1.0;
+        published_sums_[ds.name][partition][c.column] = rows * value;
+      }
+    }
+  }
   markers_.insert({claimed_, job_id});
   return absl::OkStatus();
 }
@@ -557,6 +600,158 @@ absl::StatusOr<std::vector<std::string>> FakeEngine::ListJobsWithStaging() {
     if (IsStoreJobId(job_id)) ids.push_back(job_id);
   }
   return ids;  // map order: sorted
+}
+
+absl::StatusOr<Profile> FakeEngine::ProfileStaged(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const ProfileRequest& request) {
+  if (absl::Status s = Enter({"ProfileStaged", job_id, dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  Profile out;
+  ProfileEdit edit;
+  {
+    absl::MutexLock lock(&mu_);
+    auto prepared = prepared_.find(job_id);
+    if (prepared == prepared_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id,
+                       " is not prepared on this engine (PrepareJob first)"));
+    }
+    auto job = staging_.find(job_id);
+    if (job == staging_.end() || !job->second.staged.count(dataset.name)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "nothing staged for ", dataset.name, " in job ", job_id));
+    }
+    const std::set<std::string>& mine =
+        prepared->second.partitions[dataset.name];
+    for (const auto& [partition, rows] : job->second.staged.at(dataset.name)) {
+      if (rows <= 0 || (dataset.partition && !mine.count(partition))) continue;
+      PartitionProfile& p = out[partition];
+      p.rows = rows;
+      for (const std::string& m : request.measures) {
+        p.sums[m] =
+            rows *
+            (measure_for_ ? measure_for_(dataset.name, partition, m) : 1.0);
+      }
+      for (const std::string& c : request.null_columns) p.nulls[c];
+      p.orphans.resize(request.references.size());
+    }
+    edit = profile_edit_;
+  }
+  if (edit) {
+    for (auto& [partition, p] : out) edit(dataset.name, partition, &p);
+  }
+  return out;
+}
+
+absl::StatusOr<Profile> FakeEngine::ProfilePublished(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const ProfileRequest& request) {
+  if (absl::Status s = Enter({"ProfilePublished", job_id, dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  auto prepared = prepared_.find(job_id);
+  if (prepared == prepared_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
+  }
+  Profile out;
+  auto table = published_.find(dataset.name);
+  if (table == published_.end()) return out;
+  const std::set<std::string>& mine = prepared->second.partitions[dataset.name];
+  for (const auto& [partition, rows] : table->second) {
+    if (rows <= 0 || (dataset.partition && !mine.count(partition))) continue;
+    PartitionProfile& p = out[partition];
+    p.rows = rows;
+    for (const std::string& m : request.measures) {
+      auto sums = published_sums_.find(dataset.name);
+      double sum = static_cast<double>(rows);  // 1.0 per row by default
+      if (sums != published_sums_.end()) {
+        auto part = sums->second.find(partition);
+        if (part != sums->second.end() && part->second.count(m)) {
+          sum = part->second.at(m);
+        }
+      }
+      p.sums[m] = sum;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, CountWithSamples>>
+FakeEngine::RunAssertion(const std::string& job_id, const DatasetSpec& dataset,
+                         const std::string& sql, int samples) {
+  if (absl::Status s = Enter({"RunAssertion", job_id, dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  std::set<std::string> partitions;
+  AssertionRows rows_of;
+  {
+    absl::MutexLock lock(&mu_);
+    auto prepared = prepared_.find(job_id);
+    if (prepared == prepared_.end() ||
+        !prepared->second.partitions.count(dataset.name)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset ", dataset.name, " is not recomputed by job ", job_id));
+    }
+    partitions = prepared->second.partitions.at(dataset.name);
+    rows_of = assertion_rows_;
+  }
+  std::map<std::string, CountWithSamples> out;
+  for (const std::string& partition : partitions) {
+    CountWithSamples& c = out[partition];
+    c.count = rows_of
+                  ? std::max<int64_t>(rows_of(dataset.name, sql, partition), 0)
+                  : 0;
+    for (int64_t i = 0; i < std::min<int64_t>(c.count, samples); ++i) {
+      c.samples.push_back(absl::StrCat("(row=", i + 1, ")"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<QueryShape> FakeEngine::DescribeQuery(
+    const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+    const DatasetSpec* own) {
+  if (absl::Status s = Enter({"DescribeQuery", "", own ? own->name : "", ""});
+      !s.ok()) {
+    return s;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = query_shapes_.find(sql);
+    if (it != query_shapes_.end()) return it->second;
+  }
+  QueryShape shape;
+  for (const DatasetSpec* ds : stand_ins) {
+    if (ds != nullptr && ds->transform == sql) {
+      for (const ColumnSpec& c : ds->columns) shape.columns.push_back(c.name);
+      break;
+    }
+  }
+  return shape;
+}
+
+absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
+FakeEngine::DescribeTable(const DatasetSpec& dataset) {
+  if (absl::Status s = Enter({"DescribeTable", "", dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  if (auto it = published_columns_.find(dataset.name);
+      it != published_columns_.end()) {
+    return std::optional<std::vector<ColumnSpec>>(it->second);
+  }
+  if (!published_.count(dataset.name)) {
+    return std::optional<std::vector<ColumnSpec>>();
+  }
+  return std::optional<std::vector<ColumnSpec>>(dataset.columns);
 }
 
 void FakeEngine::Interrupt() {

@@ -110,6 +110,20 @@ class FakeEngine : public Engine {
   absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
   absl::Status DropRollbackCopies(
       const std::vector<RollbackCopy>& copies) override;
+  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
+                                        const DatasetSpec& dataset,
+                                        const ProfileRequest& request) override;
+  absl::StatusOr<Profile> ProfilePublished(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) override;
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& sql, int samples) override;
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec* own) override;
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec& dataset) override;
   void Interrupt() override;
 
   // ---- Configuration -------------------------------------------------------
@@ -119,6 +133,35 @@ class FakeEngine : public Engine {
   // ValidateStaged of `dataset` (in any job) reports `failures`.
   void SetValidationFailures(const std::string& dataset,
                              std::vector<std::string> failures);
+
+  // ---- Checks: the fake holds no rows, so tests say what a profile finds --
+
+  // The value of `measure` in every row of a partition (default 1.0): a
+  // staged partition of n rows sums to n * value. Publish records the sums
+  // of the measures of the dataset's measure_change checks.
+  using MeasureFor = std::function<double(const std::string& dataset,
+                                          const std::string& partition,
+                                          const std::string& measure)>;
+  void SetMeasureFor(MeasureFor measure_for);
+  // Edits each staged partition's profile after rows and sums are filled
+  // in (NULL counts, orphans, type mismatches; `orphans` is sized already).
+  using ProfileEdit = std::function<void(const std::string& dataset,
+                                         const std::string& partition,
+                                         PartitionProfile* profile)>;
+  void SetProfileEdit(ProfileEdit edit);
+  // Rows an assertion returns for a partition (default 0).
+  using AssertionRows =
+      std::function<int64_t(const std::string& dataset, const std::string& sql,
+                            const std::string& partition)>;
+  void SetAssertionRows(AssertionRows rows);
+  // What DescribeQuery answers for `sql`; by default the contract columns
+  // of the stand-in whose transform it is (else no columns), read-only, no
+  // parameters.
+  void SetQueryShape(const std::string& sql, absl::StatusOr<QueryShape> shape);
+  // The published table's columns as DescribeTable reports them (default:
+  // the contract's, once the table exists).
+  void SetPublishedColumns(const std::string& dataset,
+                           std::vector<ColumnSpec> columns);
 
   // ---- The warehouse's contents, as another process left them -------------
 
@@ -188,6 +231,16 @@ class FakeEngine : public Engine {
   RowsFor rows_for_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> validation_failures_
       ABSL_GUARDED_BY(mu_);
+  MeasureFor measure_for_ ABSL_GUARDED_BY(mu_);
+  ProfileEdit profile_edit_ ABSL_GUARDED_BY(mu_);
+  AssertionRows assertion_rows_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::StatusOr<QueryShape>> query_shapes_
+      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<ColumnSpec>> published_columns_
+      ABSL_GUARDED_BY(mu_);
+  // Dataset -> partition -> measure -> published sum.
+  std::map<std::string, std::map<std::string, std::map<std::string, double>>>
+      published_sums_ ABSL_GUARDED_BY(mu_);
 
   std::map<std::string, Staging> staging_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Prepared> prepared_ ABSL_GUARDED_BY(mu_);

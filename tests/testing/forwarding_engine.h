@@ -6,6 +6,7 @@
 #define BACKFILL_TESTS_TESTING_FORWARDING_ENGINE_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,30 @@ class ForwardingEngine : public Engine {
   }
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override {
     return inner_->ListJobsWithStaging();
+  }
+  absl::StatusOr<Profile> ProfileStaged(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) override {
+    return inner_->ProfileStaged(job_id, dataset, request);
+  }
+  absl::StatusOr<Profile> ProfilePublished(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) override {
+    return inner_->ProfilePublished(job_id, dataset, request);
+  }
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& sql, int samples) override {
+    return inner_->RunAssertion(job_id, dataset, sql, samples);
+  }
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec* own) override {
+    return inner_->DescribeQuery(sql, stand_ins, own);
+  }
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec& dataset) override {
+    return inner_->DescribeTable(dataset);
   }
   void Interrupt() override { inner_->Interrupt(); }
 

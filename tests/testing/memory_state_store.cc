@@ -283,6 +283,24 @@ absl::StatusOr<std::vector<AuditEvent>> InMemoryStateStore::ListAuditEvents(
   return it->second;
 }
 
+absl::Status InMemoryStateStore::ReplaceCheckResults(
+    const std::string& job_id, const std::vector<CheckResult>& results) {
+  if (absl::Status s = BeginWrite("ReplaceCheckResults"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  check_results_[job_id] = results;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<CheckResult>> InMemoryStateStore::ListCheckResults(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  auto it = check_results_.find(job_id);
+  if (it == check_results_.end()) return std::vector<CheckResult>();
+  return it->second;
+}
+
 absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
   absl::MutexLock lock(&mu_);
   StoreStats stats;

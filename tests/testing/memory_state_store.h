@@ -124,6 +124,11 @@ class InMemoryStateStore : public StateStore {
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) override;
   absl::StatusOr<StoreStats> Stats() override;
+  absl::Status ReplaceCheckResults(
+      const std::string& job_id,
+      const std::vector<CheckResult>& results) override;
+  absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
+      const std::string& job_id) override;
 
   // ---- Fault injection -----------------------------------------------------
 
@@ -181,6 +186,8 @@ class InMemoryStateStore : public StateStore {
   int64_t next_lineage_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Job id -> its events, in seq order (seq counts over all jobs).
   std::map<std::string, std::vector<AuditEvent>> audit_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<CheckResult>> check_results_
+      ABSL_GUARDED_BY(mu_);
   int64_t next_audit_seq_ ABSL_GUARDED_BY(mu_) = 1;
 
   WriteHook hook_ ABSL_GUARDED_BY(mu_);
