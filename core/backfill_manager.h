@@ -116,7 +116,6 @@ class BackfillManager {
   absl::StatusOr<Job> Rollback(const std::string& id,
                                const RollbackRequest& request);
 
-
   // See JobRunner::Approve. INVALID_ARGUMENT without a reason or with text
   // fields too long or holding control characters.
   absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);

@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/diff.h"
 #include "core/check_result.h"
+#include "core/diff.h"
 
 namespace backfill {
 

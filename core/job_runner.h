@@ -145,7 +145,6 @@ class JobRunner {
   // were dropped.
   absl::StatusOr<int64_t> EnforceRetention();
 
-
   // Publishes a job held for an operator's approval: one AWAITING_APPROVAL,
   // or one VALIDATION_FAILED when `approval.override_validation` (its
   // staging is checked to be intact first; the checks it failed are not run

@@ -18,8 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/diff.h"
 #include "core/check_result.h"
+#include "core/diff.h"
 #include "core/job.h"
 
 namespace backfill {
