@@ -126,7 +126,7 @@ TEST_F(StateStoreTest, RefusesANewerSchema) {
 
 TEST_F(StateStoreTest, MigratesAFileOfTheSecondVersion) {
   // A state.db as version 2 wrote it: no store identity, no scheduling
-  // options.
+  // options, no check results, approvals, diffs or rollbacks.
   store_.reset();
   std::filesystem::remove(path_);
   Exec(R"sql(
@@ -194,6 +194,10 @@ TEST_F(StateStoreTest, MigratesAFileOfTheSecondVersion) {
                        rows_written, inputs, input_rows)
       VALUES ('bf-3', 'daily_revenue', '2025-01-01', 0, 'PUBLISHED', 5,
               '6:orders10:2025-01-012:fp2:40', 40);
+    INSERT INTO lineage (dataset, "partition", job_id, transform_version,
+                         output_fingerprint, row_count, reason, published_at)
+      VALUES ('daily_revenue', '2025-01-01', 'bf-3', 'v7', 'fp-out', 5,
+              'refunds', 1700000001000000);
     PRAGMA user_version = 2;
   )sql");
 
@@ -216,6 +220,18 @@ TEST_F(StateStoreTest, MigratesAFileOfTheSecondVersion) {
   EXPECT_EQ(job->rows_written, 5);
   EXPECT_EQ(job->create_time, T(0));
   EXPECT_EQ(job->start_time, absl::InfinitePast());
+  // Lineage written before rollbacks and approvals existed reads as a
+  // publish without an approval; the job has no check results yet.
+  auto lineage = store_->GetLineage("daily_revenue", "2025-01-01");
+  ASSERT_TRUE(lineage.ok()) << lineage.status();
+  ASSERT_EQ(lineage->size(), 1u);
+  EXPECT_EQ((*lineage)[0].job_id, "bf-3");
+  EXPECT_EQ((*lineage)[0].action, LineageAction::kPublish);
+  EXPECT_FALSE((*lineage)[0].approval.has_value());
+  EXPECT_EQ((*lineage)[0].row_count, 5);
+  auto checks = store_->ListCheckResults("bf-3");
+  ASSERT_TRUE(checks.ok()) << checks.status();
+  EXPECT_TRUE(checks->empty());
   // The migrated file takes new jobs with the new columns.
   Job next = MakeJob();
   next.request.priority = 3;
