@@ -8,7 +8,9 @@
 // partition with it: per partition, jobs run one at a time in admission
 // order, so two jobs never write the same partition at once and the result
 // equals that serial order. A job held for a decision blocks nobody; a
-// newer job that shares a partition with it supersedes it.
+// newer job that shares a partition with it supersedes it. A rollback is
+// added like a job while it runs (it holds its job's partitions) and
+// supersedes the held jobs it overlaps once it restored its rows.
 
 #ifndef BACKFILL_CORE_ADMISSION_H_
 #define BACKFILL_CORE_ADMISSION_H_

@@ -66,6 +66,12 @@ std::string Plural(int64_t n, const char* one, const char* many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
 }
 
+// How a job held for a decision names the rollback that superseded it.
+std::string RollbackSupersedes(const std::string& rolled_back) {
+  return absl::StrCat("the rollback of ", rolled_back,
+                      ", which restored some of the same partitions");
+}
+
 }  // namespace
 
 struct JobRunner::Active {
@@ -144,7 +150,8 @@ absl::Status JobRunner::Start() {
   pool_ = std::make_unique<WorkerPool>(std::max(1, options_.workers) + 1);
   // Rollbacks the warehouse committed before a crash are recorded before
   // any job can publish over their partitions.
-  RETURN_IF_ERROR(RecoverRollbacks());
+  std::vector<std::string> recovered;
+  RETURN_IF_ERROR(RecoverRollbacks(&recovered));
 
   ASSIGN_OR_RETURN(
       std::vector<std::string> ids,
@@ -259,6 +266,19 @@ absl::Status JobRunner::Start() {
       CrashPoint("recovery");
       first = false;
     }
+  }
+  // A rollback recorded just now had restored its rows before the process
+  // died, possibly before it superseded the held jobs over its partitions.
+  for (const std::string& rolled_back : recovered) {
+    ASSIGN_OR_RETURN(Job rolled, store_->GetJob(rolled_back));
+    std::vector<Active*> held;
+    {
+      absl::MutexLock lock(&mu_);
+      admission_.Add(rolled_back, ScopeOf(rolled.plan));
+      held = ReserveHeldOverlapsLocked(rolled_back);
+      admission_.Remove(rolled_back);
+    }
+    for (Active* h : held) Supersede(h, RollbackSupersedes(rolled_back));
   }
   SweepOrphans();
   EnforceRetention().IgnoreError();  // best effort; again after each publish
@@ -672,12 +692,10 @@ bool JobRunner::TakeSettleLocked(Active* job) {
 
 void JobRunner::Supersede(Active* held, const std::string& by) {
   const std::string id = held->job.id;
-  absl::Status s =
-      Move(held, JobState::kCancelled,
-           absl::StrCat("superseded by ", by,
-                        ", which recomputes some of the same partitions; "
-                        "nothing of this job was published"),
-           Phase::kSettling);
+  absl::Status s = Move(
+      held, JobState::kCancelled,
+      absl::StrCat("superseded by ", by, "; nothing of this job was published"),
+      Phase::kSettling);
   if (!s.ok()) {
     // Not recorded (stopping): it stays held; the next start sees it again.
     absl::MutexLock lock(&mu_);
@@ -686,6 +704,26 @@ void JobRunner::Supersede(Active* held, const std::string& by) {
     return;
   }
   EndCancelled(held);
+}
+
+std::vector<JobRunner::Active*> JobRunner::ReserveHeldOverlapsLocked(
+    const std::string& id) {
+  std::vector<Active*> reserved;
+  for (const Admission::Overlap& o : admission_.HeldOverlaps(id)) {
+    Active* held = FindLocked(o.job_id);
+    if (held == nullptr || held->phase != Phase::kHeld) continue;
+    held->phase = Phase::kSettling;  // reserved for the supersede
+    ++held->busy;
+    reserved.push_back(held);
+  }
+  return reserved;
+}
+
+void JobRunner::UnreserveHeldLocked(const std::vector<Active*>& reserved) {
+  for (Active* held : reserved) {
+    held->phase = Phase::kHeld;
+    ReleaseLocked(held);
+  }
 }
 
 void JobRunner::EndCancelled(Active* job) {
@@ -723,15 +761,12 @@ void JobRunner::Prepare(const std::string& id) {
     job = FindLocked(id);
     if (job == nullptr) return;
     // A job that starts supersedes the held jobs it overlaps.
-    for (const Admission::Overlap& o : admission_.HeldOverlaps(id)) {
-      Active* held = FindLocked(o.job_id);
-      if (held == nullptr || held->phase != Phase::kHeld) continue;
-      held->phase = Phase::kSettling;
-      ++held->busy;
-      superseded.push_back(held);
-    }
+    superseded = ReserveHeldOverlapsLocked(id);
   }
-  for (Active* held : superseded) Supersede(held, id);
+  for (Active* held : superseded) {
+    Supersede(held, absl::StrCat(
+                        id, ", which recomputes some of the same partitions"));
+  }
 
   absl::Status s = Load(job);
   if (s.ok()) {
@@ -1664,6 +1699,7 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
                      "rolled back"));
   }
   Scope scope = ScopeOf(job.plan);
+  std::vector<Active*> held;
   {
     absl::MutexLock lock(&mu_);
     if (!started_) return absl::UnavailableError("backfilld is starting");
@@ -1696,9 +1732,19 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
     // Hold the partitions: jobs submitted meanwhile wait for the rollback.
     admission_.Add(id, std::move(scope));
     rolling_back_.insert(id);
+    // Jobs held for a decision over these partitions computed their staging
+    // against the rows the rollback withdraws: a successful rollback
+    // supersedes them, as a newer overlapping job would. Reserved now, so
+    // that none of them is approved or retried meanwhile.
+    held = ReserveHeldOverlapsLocked(id);
   }
-  absl::StatusOr<Job> result = RollBack(job, request, nullptr);
+  bool restored = false;
+  absl::StatusOr<Job> result = RollBack(job, request, nullptr, [&] {
+    restored = true;
+    for (Active* h : held) Supersede(h, RollbackSupersedes(id));
+  });
   absl::MutexLock lock(&mu_);
+  if (!restored) UnreserveHeldLocked(held);
   admission_.Remove(id);
   rolling_back_.erase(id);
   NotifyLocked(id);
@@ -1708,7 +1754,8 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
 
 absl::StatusOr<Job> JobRunner::RollBack(
     const Job& job, const RollbackRequest& request,
-    const std::vector<std::string>* with_ids) {
+    const std::vector<std::string>* with_ids,
+    const std::function<void()>& restored_rows) {
   const std::string& id = job.id;
   bool complete = true;
   ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(job, &complete));
@@ -1781,6 +1828,7 @@ absl::StatusOr<Job> JobRunner::RollBack(
                             ASSIGN_OR_RETURN(restored, engine_->Rollback(spec));
                             return absl::OkStatus();
                           }));
+  if (restored_rows) restored_rows();
   CrashPoint("rollback.before_record");
 
   RollbackInfo info;
@@ -1984,7 +2032,7 @@ absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
   return store_->GetJob(id);
 }
 
-absl::Status JobRunner::RecoverRollbacks() {
+absl::Status JobRunner::RecoverRollbacks(std::vector<std::string>* recovered) {
   ASSIGN_OR_RETURN(StoreInfo store, store_->Info());
   ASSIGN_OR_RETURN(WarehouseInfo warehouse, engine_->Inspect());
   for (const auto& [id, marker] : warehouse.rollbacks) {
@@ -2002,13 +2050,15 @@ absl::Status JobRunner::RecoverRollbacks() {
     request.reason = marker.reason;
     request.requested_by = marker.requested_by;
     request.force = marker.forced;
-    absl::StatusOr<Job> done = RollBack(*job, request, &marker.with_jobs);
+    absl::StatusOr<Job> done =
+        RollBack(*job, request, &marker.with_jobs, nullptr);
     if (!done.ok()) {
       return absl::Status(done.status().code(),
                           absl::StrCat("cannot record the rollback of job ", id,
                                        ", which the warehouse committed: ",
                                        done.status().message()));
     }
+    recovered->push_back(id);
   }
   return absl::OkStatus();
 }

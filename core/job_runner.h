@@ -135,7 +135,13 @@ class JobRunner {
   // while a job that holds partitions (admission.h) shares one with it, or
   // when a rollback copy it needs expired under its dataset's retention
   // policy. While it runs it holds the job's partitions: jobs submitted
-  // meanwhile wait for it. A ROLLED_BACK job is returned as it is.
+  // meanwhile wait for it. Jobs held for a decision (FAILED with staging,
+  // VALIDATION_FAILED, AWAITING_APPROVAL) that share a partition with it
+  // computed against the rows it withdraws: once the warehouse restored
+  // them, they are superseded as by a newer overlapping job (CANCELLED,
+  // "superseded by the rollback of ...", staging dropped); a refused or
+  // failed rollback leaves them held. A ROLLED_BACK job is returned as it
+  // is.
   absl::StatusOr<Job> Rollback(const std::string& id,
                                const RollbackRequest& request);
 
@@ -190,6 +196,9 @@ class JobRunner {
   // Computes the diff of the job's staging and stores it with the job.
   absl::Status RecordDiff(Active* job, const JobLayout& layout);
   void Settle(Active* job);
+  // Ends a job held for a decision CANCELLED, "superseded by `by`" (a
+  // newer job or a rollback over some of its partitions); `held` was
+  // reserved by ReserveHeldOverlapsLocked. Not recorded: it stays held.
   void Supersede(Active* held, const std::string& by);
   // The end of a job recorded CANCELLED: its tasks are cancelled, its
   // staging dropped, and it is forgotten.
@@ -232,6 +241,16 @@ class JobRunner {
   // stops blocking), reports to the observer via `finished`.
   void EndLocked(Active* job, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The jobs held for a decision that share partitions with `id` (an
+  // admitted job, or a rollback holding its job's partitions), reserved
+  // for Supersede: none of them is approved, retried or cancelled
+  // meanwhile.
+  std::vector<Active*> ReserveHeldOverlapsLocked(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives reserved jobs back, held as before (the supersede did not
+  // happen).
+  void UnreserveHeldLocked(const std::vector<Active*>& reserved)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SubmitLocked(std::function<void()> fn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeLocked(const std::vector<Admission::Overlap>& overlaps)
@@ -248,12 +267,16 @@ class JobRunner {
   // Records the rollbacks the warehouse committed but the store did not
   // (a crash in between): their markers name this store and their jobs are
   // still SUCCEEDED or DOWNSTREAM_UNHEALTHY. Nothing is restored again.
-  absl::Status RecoverRollbacks();
+  // `recovered` gets the ids of the jobs whose rollback it recorded.
+  absl::Status RecoverRollbacks(std::vector<std::string>* recovered);
   // The rollback's warehouse step and record (Rollback without the
   // admission bookkeeping). `with_ids`: null to decide which later jobs go
   // along (LaterJobs); else those of the warehouse's marker (recovery).
+  // `restored_rows` (if set) runs once the warehouse restored the rows,
+  // before the state store records the rollback.
   absl::StatusOr<Job> RollBack(const Job& job, const RollbackRequest& request,
-                               const std::vector<std::string>* with_ids);
+                               const std::vector<std::string>* with_ids,
+                               const std::function<void()>& restored_rows);
 
   const Catalog* const catalog_;
   StateStore* const store_;

@@ -23,7 +23,8 @@
 // VALIDATING, PUBLISHING or CONFIRMING: a newer job overlapping it waits.
 // A job "held for a decision" (FAILED with its staging kept for a retry,
 // VALIDATION_FAILED, AWAITING_APPROVAL) blocks nobody: a newer overlapping
-// job supersedes it when it starts, and the held job ends CANCELLED.
+// job supersedes it when it starts, and so does a rollback of an
+// overlapping job once it restored its rows; the held job ends CANCELLED.
 
 #ifndef BACKFILL_CORE_JOB_STATE_MACHINE_H_
 #define BACKFILL_CORE_JOB_STATE_MACHINE_H_

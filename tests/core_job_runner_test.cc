@@ -2,9 +2,9 @@
 // state store and the fake engine (no SQLite) and a manual clock (retry
 // loops and backoff run without real time): queueing of overlapping jobs in
 // submission order, pause and resume (also across a restart), retry of
-// failed partitions only, held jobs superseded by newer ones, fairness and
-// priorities, max_parallel, and storage failures that are retried while the
-// job keeps its partitions.
+// failed partitions only, held jobs superseded by newer ones and by the
+// rollback of an overlapping job, fairness and priorities, max_parallel, and
+// storage failures that are retried while the job keeps its partitions.
 
 #include <algorithm>
 #include <atomic>
@@ -125,12 +125,14 @@ class Gate {
 class JobRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto catalog = LoadPipelineTexts({{"pipeline.yaml", kPipeline}});
+    auto catalog = LoadPipelineTexts({{"pipeline.yaml", PipelineText()}});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<Catalog>(*std::move(catalog));
     engine_.SetHook([this](const Call& call) { return OnCall(call); });
     Start();
   }
+  virtual std::string PipelineText() const { return kPipeline; }
+
   void TearDown() override {
     gate_.OpenAll();
     if (manager_) manager_->Shutdown();
@@ -154,6 +156,10 @@ class JobRunnerTest : public ::testing::Test {
   }
 
   absl::Status OnCall(const Call& call) {
+    if (call.method == "Rollback") {
+      absl::MutexLock lock(&mu_);
+      return rollback_fault_;
+    }
     if (call.method == "StagePartition") {
       {
         // The order the runner handed partitions out (a call held at the
@@ -257,6 +263,7 @@ class JobRunnerTest : public ::testing::Test {
     int remaining = 0;
   };
   std::map<std::string, Fault> stage_faults_ ABSL_GUARDED_BY(mu_);
+  absl::Status rollback_fault_ ABSL_GUARDED_BY(mu_);  // Engine::Rollback
 };
 
 TEST_F(JobRunnerTest, OverlappingJobsWaitAndRunInSubmissionOrder) {
@@ -469,6 +476,176 @@ TEST_F(JobRunnerTest, AHeldJobIsSupersededByANewerOverlappingJob) {
   auto retry = manager_->Retry(a, "");
   ASSERT_FALSE(retry.ok());
   EXPECT_THAT(std::string(retry.status().message()), Not(HasSubstr("retry")));
+}
+
+// The same pipeline, with every job of `daily` stopping for approval; the
+// warehouse is claimed by the store, as the daemon does before it starts
+// the runner (rollback markers name the claiming store).
+class HeldRollbackTest : public JobRunnerTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(Claim());
+    JobRunnerTest::SetUp();
+  }
+  void Claim() {
+    absl::StatusOr<StoreInfo> info = store_.Info();
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_TRUE(engine_.Claim(info->store_id, /*take_over=*/false).ok());
+  }
+  std::string PipelineText() const override {
+    std::string yaml = kPipeline;
+    const std::string daily = "  - name: daily\n    kind: derived\n";
+    yaml.replace(yaml.find(daily), daily.size(),
+                 daily + "    require_approval: true\n");
+    return yaml;
+  }
+
+  absl::StatusOr<Job> Approve(const std::string& id, bool override = false) {
+    Approval approval;
+    approval.approved_by = "erin";
+    approval.reason = "checked";
+    approval.override_validation = override;
+    return manager_->Approve(id, approval);
+  }
+  absl::StatusOr<Job> RollBack(const std::string& id) {
+    RollbackRequest request;
+    request.reason = "bad data";
+    request.requested_by = "erin";
+    return manager_->Rollback(id, request);
+  }
+  // A job of `daily` over [from, to) that is published (approved).
+  std::string Published(const std::string& from, const std::string& to) {
+    const std::string id = Submit(Request("daily", from, to));
+    WaitState(id, JobState::kAwaitingApproval);
+    absl::StatusOr<Job> approved = Approve(id);
+    EXPECT_TRUE(approved.ok()) << approved.status();
+    WaitState(id, JobState::kSucceeded);
+    return id;
+  }
+  void ExpectSupersededBy(const std::string& held,
+                          const std::string& rolled_back,
+                          const std::string& staged_partition) {
+    SCOPED_TRACE(held);
+    const Job job = Get(held);
+    EXPECT_EQ(job.state, JobState::kCancelled);
+    EXPECT_THAT(job.message,
+                HasSubstr("superseded by the rollback of " + rolled_back +
+                          ", which restored some of the same "
+                          "partitions"));
+    EXPECT_FALSE(
+        engine_.StagedRows(held, "daily", staged_partition).has_value());
+    EXPECT_EQ(job.counts.staged, 0);
+  }
+};
+
+TEST_F(HeldRollbackTest, ARollbackSupersedesTheHeldJobsItOverlapsOnceDone) {
+  const std::string load = Published("2025-01-01", "2025-01-06");
+  ASSERT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 1);
+
+  // Three jobs held for a decision inside the load's days, one of each
+  // kind (disjoint, so that none supersedes another), and one outside.
+  const std::string waiting =
+      Submit(Request("daily", "2025-01-01", "2025-01-02"));
+  WaitState(waiting, JobState::kAwaitingApproval);
+  engine_.SetValidationFailures("daily", {"1 key is not unique"});
+  const std::string invalid =
+      Submit(Request("daily", "2025-01-02", "2025-01-04"));
+  WaitState(invalid, JobState::kValidationFailed);
+  engine_.SetValidationFailures("daily", {});
+  FailStage("2025-01-05", absl::InvalidArgumentError("bad row"), -1);
+  const std::string failed =
+      Submit(Request("daily", "2025-01-04", "2025-01-06"));
+  WaitState(failed, JobState::kFailed);
+  ClearStageFaults();
+  ASSERT_TRUE(engine_.StagedRows(failed, "daily", "2025-01-04").has_value());
+  const std::string outside =
+      Submit(Request("daily", "2025-01-10", "2025-01-11"));
+  WaitState(outside, JobState::kAwaitingApproval);
+
+  // A rollback that fails in the warehouse restores nothing and leaves
+  // them held.
+  {
+    absl::MutexLock lock(&mu_);
+    rollback_fault_ = absl::InternalError("the warehouse is on fire");
+  }
+  absl::StatusOr<Job> refused = RollBack(load);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(Get(load).state, JobState::kSucceeded);
+  EXPECT_EQ(Get(waiting).state, JobState::kAwaitingApproval);
+  EXPECT_EQ(Get(invalid).state, JobState::kValidationFailed);
+  EXPECT_EQ(Get(failed).state, JobState::kFailed);
+  EXPECT_TRUE(engine_.StagedRows(waiting, "daily", "2025-01-01").has_value());
+  {
+    absl::MutexLock lock(&mu_);
+    rollback_fault_ = absl::OkStatus();
+  }
+
+  absl::StatusOr<Job> rolled = RollBack(load);
+  ASSERT_TRUE(rolled.ok()) << rolled.status();
+  EXPECT_EQ(rolled->state, JobState::kRolledBack);
+  // An initial load rolled back leaves its days empty.
+  for (const char* day : {"2025-01-01", "2025-01-03", "2025-01-05"}) {
+    EXPECT_EQ(engine_.PublishedRows("daily", day), 0) << day;
+  }
+  ExpectSupersededBy(waiting, load, "2025-01-01");
+  ExpectSupersededBy(invalid, load, "2025-01-02");
+  ExpectSupersededBy(failed, load, "2025-01-04");
+  // None of them can publish or run any more.
+  EXPECT_EQ(Approve(waiting).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Approve(invalid, /*override=*/true).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(manager_->Retry(failed, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  for (const char* day : {"2025-01-01", "2025-01-03", "2025-01-04"}) {
+    EXPECT_EQ(engine_.PublishedRows("daily", day), 0) << day;
+  }
+
+  // The job outside the rolled-back days is untouched and publishes.
+  EXPECT_EQ(Get(outside).state, JobState::kAwaitingApproval);
+  ASSERT_TRUE(Approve(outside).ok());
+  WaitState(outside, JobState::kSucceeded);
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-10"), 1);
+}
+
+TEST_F(HeldRollbackTest, ARollbackRefusedForALaterPublishLeavesHeldJobsHeld) {
+  const std::string first = Published("2025-01-01", "2025-01-04");
+  const std::string later = Published("2025-01-03", "2025-01-05");
+  const std::string waiting =
+      Submit(Request("daily", "2025-01-01", "2025-01-02"));
+  WaitState(waiting, JobState::kAwaitingApproval);
+  absl::StatusOr<Job> refused = RollBack(first);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr(later));
+  EXPECT_EQ(Get(waiting).state, JobState::kAwaitingApproval);
+  // Still approvable: it publishes.
+  ASSERT_TRUE(Approve(waiting).ok());
+  WaitState(waiting, JobState::kSucceeded);
+}
+
+TEST_F(HeldRollbackTest, ARollbackRecoveredAtStartSupersedesTheHeldJobs) {
+  const std::string load = Published("2025-01-01", "2025-01-04");
+  const std::string waiting =
+      Submit(Request("daily", "2025-01-02", "2025-01-03"));
+  WaitState(waiting, JobState::kAwaitingApproval);
+  // The process dies right after the warehouse committed the rollback:
+  // the engine restored the rows, nothing else happened.
+  manager_->Shutdown();
+  RollbackSpec spec;
+  spec.layout.job_id = load;
+  spec.layout.items.push_back(
+      {catalog_->Find("daily"), Get(load).plan.datasets.at(0).partitions});
+  spec.marker.reason = "bad data";
+  spec.marker.requested_by = "erin";
+  ASSERT_TRUE(engine_.Rollback(spec).ok());
+  manager_.reset();
+  engine_.Restart();
+  ASSERT_NO_FATAL_FAILURE(Claim());
+  Start();
+  EXPECT_EQ(Get(load).state, JobState::kRolledBack);
+  ExpectSupersededBy(waiting, load, "2025-01-02");
+  EXPECT_EQ(Approve(waiting).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(JobRunnerTest, AValidationFailedJobIsNotRetriedAndCanBeCancelled) {
