@@ -9,7 +9,10 @@
 #  4. restarts backfilld with the fixed pipeline (examples/demo/pipelines),
 #     plans and submits a backfill of 2025-06-01..2025-07-01; daily_revenue
 #     requires approval there, so the job stops in AWAITING_APPROVAL: the
-#     demo prints its diff, checks it with plain sqlite3 and approves it;
+#     demo prints its diff, checks it with plain sqlite3 and approves it.
+#     Both pipelines declare checks on daily_revenue (min_rows, not_null,
+#     row_change, a measure_change of revenue that warns beyond 25%); the
+#     initial load and the backfill must pass them all;
 #  5. prints a report and checks the result with plain sqlite3, independent
 #     of the service. Exits non-zero if a check fails.
 #
@@ -144,6 +147,19 @@ json() { jq -r "$2" "$1"; }
 
 sql() { sqlite3 -batch -bail "$DATA/warehouse.db" "$@"; }
 
+# checks_summary FILE: "N checks, M passed (names)" from a Backfill's stored
+# check results; a check passed when every one of its results did.
+checks_summary() {
+  jq -r '[.checks[]? | {k: (.dataset + "/" + .name), p: .passed}]
+         | group_by(.k) | map({k: .[0].k, p: all(.[]; .p)})
+         | "\(length) checks, \(map(select(.p)) | length) passed (\(map(.k | sub("^[^/]*/"; "")) | join(", ")))"' "$1"
+}
+# checks_failing FILE: how many checks of a Backfill did not pass.
+checks_failing() {
+  jq -r '[.checks[]? | {k: (.dataset + "/" + .name), p: .passed}]
+         | group_by(.k) | map(select(all(.[]; .p) | not)) | length' "$1"
+}
+
 if ((build)); then
   step "Installing dependencies and building"
   "$ROOT/scripts/install-deps.sh"
@@ -176,6 +192,8 @@ initial_state="$(json "$WORK/initial-load.json" '.state // ""')"
   die "initial load ended in ${initial_state:-an unknown state}"
 echo "initial load $(json "$WORK/initial-load.json" '.id'): $initial_state," \
   "$(json "$WORK/initial-load.json" '.partitions.published // 0') partitions published"
+echo "validation: $(checks_summary "$WORK/initial-load.json")"
+echo "  (row_change and measure_change compare with the published rows: a first load has none, so they pass)"
 
 step "Stopping backfilld (SIGTERM)"
 stop_daemon
@@ -340,6 +358,20 @@ changed="$(sql "
   WHERE $range_n AND n.revenue <> o.revenue;")"
 refunds="$(sql "SELECT printf('%.2f', SUM(refund)) FROM raw_orders
                 WHERE order_date >= '$FROM' AND order_date < '$TO'")"
+# How far the correction moved revenue, per day (the largest move) and over
+# the 30 days, from the snapshot and the published rows: the measure_change
+# check warns beyond 25%, which the refunds must not reach.
+read -r day_move_max job_move < <(sql -separator ' ' "
+  ATTACH $snapshot_q AS snap;
+  WITH days AS (
+    SELECT n.ds, SUM(n.revenue) AS after, SUM(o.revenue) AS before
+    FROM main.daily_revenue n JOIN snap.daily_revenue o USING (ds, region)
+    WHERE $range_n GROUP BY n.ds)
+  SELECT printf('%.1f', 100 * MAX(abs(after - before) / before)),
+         printf('%.1f', 100 * (SUM(after) - SUM(before)) / SUM(before))
+  FROM days;")
+initial_failing="$(checks_failing "$WORK/initial-load.json")"
+backfill_failing="$(checks_failing "$j")"
 
 step "Example: revenue before and after, first 3 days of the incident"
 sql -header -column "
@@ -369,6 +401,7 @@ row "cost estimate" "$(printf '%.0f' "$est") $unit = $(pct "$est" "$full") of a 
 row "actual cost" "$(printf '%.0f' "$actual") $unit = $(pct "$actual" "$full") of the full reload"
 row "corrected" "$changed (day, region) rows changed; refunds of $refunds now subtracted"
 row "approval" "$(json "$j" '.approval.approved_by // "-"'): \"$(json "$j" '.approval.reason // "-"')\""
+row "validation" "$(checks_summary "$j")"
 echo "  checks (plain sqlite3 on $DATA/warehouse.db):"
 r=0 && [[ $state == BACKFILL_STATE_SUCCEEDED ]] || r=1
 check "$r" "job reached SUCCEEDED" "state ${state:-unknown}"
@@ -381,6 +414,11 @@ check "$r" "(a) $rows_a rows on the 30 days equal SUM(amount - refund) recompute
 r=0 && ((mismatch_b == 0 && days_b == 335)) || r=1
 check "$r" "(b) $rows_b rows on the other $days_b days are unchanged since the snapshot: $mismatch_b differing" \
   "$mismatch_b differing rows over $days_b days"
+echo "  validation on staging, before anything was published:"
+r=0 && ((initial_failing == 0 && backfill_failing == 0)) &&
+  awk -v m="$day_move_max" 'BEGIN { exit !(m > 0 && m < 25) }' || r=1
+check "$r" "(c) the checks of daily_revenue passed on the initial load and on $JOB: revenue moved by at most $day_move_max% on a day and $job_move% over the 30 days (plain SQL), within the 25% at which measure_change(revenue) warns" \
+  "$initial_failing failing on the initial load, $backfill_failing on $JOB, largest daily move $day_move_max%"
 echo "  before publishing (the job waited in AWAITING_APPROVAL):"
 r=0 && ((mismatch_held == 0)) || r=1
 check "$r" "nothing was published while $JOB awaited approval: $mismatch_held rows differed from the snapshot" \
