@@ -1080,9 +1080,20 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
                      : std::string(),
           "; staged rows were lost or changed after their checkpoints"));
     }
-    const std::string message =
+    std::string message =
         absl::StrCat("validation failed, nothing was published: ",
                      absl::StrJoin(failures, "; "));
+    // What the operator can do next. An override cannot bring lost staging
+    // back, so it is offered only when the staging is intact.
+    const std::string& id = job->job.id;
+    absl::StrAppend(&message, ". Read its diff (backfillctl diff ", id,
+                    "); fix the data or the transform and submit a new "
+                    "backfill");
+    if (outcome.lost.empty()) {
+      absl::StrAppend(&message, ", or publish it despite the failed checks ",
+                      "with backfillctl approve ", id,
+                      " --override --reason \"...\"");
+    }
     RETURN_IF_ERROR(
         Move(job, JobState::kValidationFailed, message, Phase::kFinishing));
     double estimate;
