@@ -87,7 +87,10 @@ struct JobRunner::Active {
   std::vector<const DatasetSpec*> spec_of;  // per task; null if unknown
   std::unique_ptr<TaskGraph> graph;
 
-  bool prepared = false;   // the engine prepared staging in this process
+  bool prepared = false;  // the engine prepared staging in this process
+  // A Prepare closure is in flight. At most one runs per job: a job resumed
+  // while an earlier preparation is still in flight waits for it to end.
+  bool preparing = false;
   bool validated = false;  // staging passed validation in this process
   int busy = 0;            // closures in flight for the job
   int running_tasks = 0;
@@ -588,7 +591,9 @@ void JobRunner::PumpLocked() {
   if (stopping_ || !started_) return;
   for (const std::string& id : admission_.Order()) {
     Active* job = FindLocked(id);
-    if (job == nullptr || job->phase != Phase::kWaiting) continue;
+    if (job == nullptr || job->phase != Phase::kWaiting || job->preparing) {
+      continue;
+    }
     std::vector<Admission::Overlap> blockers = admission_.Blockers(id);
     if (!blockers.empty()) {
       const std::string message =
@@ -617,6 +622,7 @@ void JobRunner::PumpLocked() {
       continue;
     }
     job->phase = Phase::kPreparing;
+    job->preparing = true;
     ++job->busy;
     SubmitLocked([this, id] { Prepare(id); });
   }
@@ -800,16 +806,16 @@ void JobRunner::Prepare(const std::string& id) {
   {
     absl::MutexLock lock(&mu_);
     job->prepared = s.ok();
-    if (job->phase == Phase::kPreparing && s.ok()) {
+    job->preparing = false;
+    if (job->phase == Phase::kPreparing && s.ok() &&
+        job->state == JobState::kRunning) {
       job->phase = Phase::kRunning;
       job->graph->Requeue();
-      if (job->graph->AllDone()) {
-        job->phase = Phase::kFinishing;
-        ++job->busy;
-        SubmitLocked([this, id] { Finish(id); });
-      }
+      StartFinishingIfDoneLocked(job);
     } else if (job->phase == Phase::kPreparing) {
-      job->phase = Phase::kWaiting;  // stopping: recovery prepares again
+      // Stopping (recovery prepares again), or the move to RUNNING was
+      // aborted by a decision that was undone since: prepare again.
+      job->phase = Phase::kWaiting;
     }
     settle = ReleaseAndTakeSettleLocked(job);
     NotifyLocked(id);
@@ -934,12 +940,7 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
     --job->running_tasks;
     --in_flight_;
     --dataset_running_[job->tasks[index].dataset];
-    if (job->phase == Phase::kRunning && graph.AllDone() &&
-        job->running_tasks == 0) {
-      job->phase = Phase::kFinishing;
-      ++job->busy;
-      SubmitLocked([this, id] { Finish(id); });
-    }
+    StartFinishingIfDoneLocked(job);
     settle = ReleaseAndTakeSettleLocked(job);
     NotifyLocked(id);
     PumpLocked();
@@ -1401,11 +1402,29 @@ void JobRunner::Finish(const std::string& id) {
 
 void JobRunner::RestorePhaseLocked(Active* job, Phase before) {
   job->phase = before;
-  if (before == Phase::kPreparing && job->busy == 0) {
-    // The preparation ended meanwhile (and left the phase alone).
-    job->phase = job->prepared ? Phase::kRunning : Phase::kWaiting;
+  if (before == Phase::kPreparing && !job->preparing) {
+    // The preparation ended meanwhile and left the phase alone; it moved
+    // the job to RUNNING unless the decision aborted that move.
+    job->phase = job->prepared && job->state == JobState::kRunning
+                     ? Phase::kRunning
+                     : Phase::kWaiting;
   }
-  if (job->phase == Phase::kRunning && job->graph) job->graph->Requeue();
+  if (job->phase == Phase::kRunning && job->graph) {
+    job->graph->Requeue();
+    // The last partition may have been staged meanwhile.
+    StartFinishingIfDoneLocked(job);
+  }
+}
+
+void JobRunner::StartFinishingIfDoneLocked(Active* job) {
+  if (job->phase != Phase::kRunning || !job->graph || !job->graph->AllDone() ||
+      job->running_tasks != 0) {
+    return;
+  }
+  job->phase = Phase::kFinishing;
+  ++job->busy;
+  const std::string id = job->job.id;
+  SubmitLocked([this, id] { Finish(id); });
 }
 
 absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,

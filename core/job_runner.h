@@ -172,7 +172,7 @@ class JobRunner {
   enum class Phase {
     kWaiting,     // QUEUED: admitted, waiting for earlier overlapping jobs
     kPreparing,   // staging and pins are being prepared
-    kRunning,     // partitions are dispatched
+    kRunning,     // RUNNING: partitions are dispatched
     kPaused,      // PAUSED: nothing starts; running partitions finish
     kFinishing,   // validating, publishing, confirming
     kFailing,     // a partition failed for good: draining
@@ -231,6 +231,10 @@ class JobRunner {
   bool TakeSettleLocked(Active* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Undoes a decision that could not be recorded.
   void RestorePhaseLocked(Active* job, Phase before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A running job whose partitions are all staged, none still running,
+  // goes on to validation (Finish).
+  void StartFinishingIfDoneLocked(Active* job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A closure of the job ended: forgets a done job once idle.
   void ReleaseLocked(Active* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -72,9 +72,25 @@ datasets:
     contract: {columns: {day: TEXT, n: INTEGER}}
 )yaml";
 
-// Records the storage events the runner reports.
+// Records the storage events the runner reports; calls a hook (if set) on
+// each job transition, on the thread that made it.
 class RecordingObserver : public JobObserver {
  public:
+  using TransitionHook = std::function<void(const std::string& job_id,
+                                            JobState from, JobState to)>;
+  void SetTransitionHook(TransitionHook hook) {
+    absl::MutexLock lock(&mu_);
+    transition_hook_ = std::move(hook);
+  }
+  void OnJobTransition(const std::string& job_id, JobState from, JobState to,
+                       const std::string& message) override {
+    TransitionHook hook;
+    {
+      absl::MutexLock lock(&mu_);
+      hook = transition_hook_;
+    }
+    if (hook) hook(job_id, from, to);
+  }
   void OnStorageFailing(Storage storage, const std::string& what,
                         const absl::Status& status) override {
     absl::MutexLock lock(&mu_);
@@ -97,6 +113,7 @@ class RecordingObserver : public JobObserver {
   mutable absl::Mutex mu_;
   int failing_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
   int recovered_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
+  TransitionHook transition_hook_ ABSL_GUARDED_BY(mu_);
 };
 
 // A gate for StagePartition calls of chosen jobs: closed, they wait.
@@ -105,6 +122,11 @@ class Gate {
   void Close(const std::string& job) {
     absl::MutexLock lock(&mu_);
     closed_.insert(job);
+  }
+  void Open(const std::string& job) {
+    absl::MutexLock lock(&mu_);
+    closed_.erase(job);
+    opened_.SignalAll();
   }
   void OpenAll() {
     absl::MutexLock lock(&mu_);
@@ -135,6 +157,7 @@ class JobRunnerTest : public ::testing::Test {
 
   void TearDown() override {
     gate_.OpenAll();
+    hold_.OpenAll();
     if (manager_) manager_->Shutdown();
     manager_.reset();
   }
@@ -246,6 +269,26 @@ class JobRunnerTest : public ::testing::Test {
   Job WaitStaged(const std::string& id, int64_t n) {
     return WaitFor(id, [n](const Job& j) { return j.counts.staged >= n; });
   }
+  Job WaitEnded(const std::string& id,
+                absl::Duration timeout = absl::Seconds(30)) {
+    return WaitFor(
+        id,
+        [](const Job& j) {
+          return IsTerminal(j.state) || j.state == JobState::kPaused ||
+                 j.state == JobState::kAwaitingApproval;
+        },
+        timeout);
+  }
+  // Waits (real time, bounded) until `pred` holds; false on timeout.
+  static bool WaitUntil(const std::function<bool()>& pred,
+                        absl::Duration timeout = absl::Seconds(30)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (pred()) return true;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return pred();
+  }
 
   std::unique_ptr<Catalog> catalog_;
   testing::InMemoryStateStore store_;
@@ -253,6 +296,7 @@ class JobRunnerTest : public ::testing::Test {
   ManualClock clock_{absl::FromUnixSeconds(1767225600)};
   RecordingObserver observer_;
   Gate gate_;
+  Gate hold_;  // for calls a test holds back by name
   std::unique_ptr<BackfillManager> manager_;
 
   absl::Mutex mu_;
@@ -861,6 +905,295 @@ TEST_F(JobRunnerTest, DependentsWaitForTheirUpstreamPartitions) {
     ASSERT_TRUE(daily_at.count(day)) << day;
     EXPECT_LT(daily_at[day], static_cast<int>(i)) << day;
   }
+}
+
+// Paused while the engine prepares its staging, then resumed as that
+// preparation ends, at slightly different moments: the preparation must
+// never hand the job to its partitions while it is QUEUED (validation would
+// then refuse the move and fail the job), nor leave it waiting.
+TEST_F(JobRunnerTest, AResumeAsThePreparationEndsNeverFailsTheJob) {
+  // The first preparation of each job is held until its resume.
+  absl::Mutex prepared_mu;
+  std::set<std::string> prepared;
+  engine_.SetHook([&](const Call& call) {
+    if (call.method == "PrepareJob") {
+      bool first;
+      {
+        absl::MutexLock lock(&prepared_mu);
+        first = prepared.insert(call.job_id).second;
+      }
+      if (first) hold_.Wait("prepare");
+    }
+    return OnCall(call);
+  });
+  // The preparation goes on while the resume is being recorded (between
+  // the resume's store write and its hand-over to admission).
+  std::atomic<int> spin{0};
+  observer_.SetTransitionHook(
+      [&](const std::string&, JobState from, JobState to) {
+        if (from != JobState::kPaused || to != JobState::kQueued) return;
+        hold_.Open("prepare");
+        for (int i = spin.load(); i > 0; --i) std::this_thread::yield();
+      });
+  constexpr int kRounds = 200;
+  for (int round = 0; round < kRounds; ++round) {
+    hold_.Close("prepare");
+    spin = (round * 37) % 400;
+    const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-03"));
+    ASSERT_TRUE(WaitUntil([&] {
+      absl::MutexLock lock(&prepared_mu);
+      return prepared.count(a) > 0;
+    }));
+    auto paused = manager_->Pause(a, "hold");
+    ASSERT_TRUE(paused.ok()) << paused.status();
+    auto resumed = manager_->Resume(a, "go");
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    const Job done = WaitEnded(a, absl::Seconds(10));
+    ASSERT_EQ(done.state, JobState::kSucceeded)
+        << "round " << round << ": " << done.message;
+    ASSERT_EQ(StageCount(a, "2025-01-01"), 1) << "round " << round;
+    ASSERT_EQ(StageCount(a, "2025-01-02"), 1) << "round " << round;
+  }
+}
+
+// Paused and resumed while the engine prepares its staging: one
+// preparation runs at a time, and the job publishes.
+TEST_F(JobRunnerTest, OnePreparationAtATimeAcrossPauseAndResume) {
+  std::atomic<int> preparing{0}, most{0};
+  hold_.Close("prepare");
+  engine_.SetHook([&](const Call& call) {
+    if (call.method == "PrepareJob") {
+      const int now = ++preparing;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      hold_.Wait("prepare");
+      --preparing;
+    }
+    return OnCall(call);
+  });
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-04"));
+  ASSERT_TRUE(engine_.WaitForCalls("PrepareJob", 1, absl::Seconds(30)));
+  ASSERT_TRUE(manager_->Pause(a, "hold").ok());
+  ASSERT_TRUE(manager_->Resume(a, "go").ok());
+  // Gives a second preparation the time to start, were it allowed to.
+  engine_.WaitForCalls("PrepareJob", 2, absl::Milliseconds(200));
+  manager_->Pause(a, "again").IgnoreError();
+  manager_->Resume(a, "again").IgnoreError();
+  hold_.Open("prepare");
+  const Job done = WaitEnded(a);
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
+  EXPECT_EQ(most.load(), 1);
+}
+
+// A pause or cancel whose record fails while the last partition is staged:
+// the decision is undone, and the job, whose partitions are all staged,
+// goes on to validate and publish.
+class UnrecordedDecisionTest : public JobRunnerTest,
+                               public ::testing::WithParamInterface<bool> {};
+
+TEST_P(UnrecordedDecisionTest, TheJobFinishesWhenItsLastPartitionWasStaged) {
+  const bool cancel = GetParam();
+  std::atomic<bool> refuse{false};
+  hold_.Close("store");
+  store_.SetWriteHook([&](const std::string& method) -> absl::Status {
+    if (method == "TransitionJob" && refuse.exchange(false)) {
+      hold_.Wait("store");
+      return absl::InternalError("the store refused the write");
+    }
+    return absl::OkStatus();
+  });
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-02"));
+  ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 1, absl::Seconds(30)));
+  uint64_t version = 0;
+  ASSERT_TRUE(
+      manager_->WaitForChange(a, &version, absl::InfiniteFuture()).ok());
+
+  const int64_t transitions = store_.write_calls("TransitionJob");
+  refuse = true;
+  absl::Status decided;
+  std::thread decision([&] {
+    decided = cancel ? manager_->Cancel(a, "no").status()
+                     : manager_->Pause(a, "no").status();
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return store_.write_calls("TransitionJob") > transitions; }));
+  // The last partition is staged while the decision is being recorded.
+  gate_.OpenAll();
+  ASSERT_TRUE(
+      manager_->WaitForChange(a, &version, absl::Now() + absl::Seconds(30))
+          .ok());
+  hold_.Open("store");
+  decision.join();
+  EXPECT_EQ(decided.code(), absl::StatusCode::kInternal) << decided;
+  const Job done = WaitEnded(a, absl::Seconds(10));
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(PauseAndCancel, UnrecordedDecisionTest,
+                         ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Cancel" : "Pause";
+                         });
+
+// Paused while its last partition runs, the job ends PAUSED with every
+// partition staged; resumed, it validates and publishes.
+TEST_F(JobRunnerTest, AJobPausedWithEveryPartitionStagedPublishesOnResume) {
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-03"));
+  ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 2, absl::Seconds(30)));
+  auto paused = manager_->Pause(a, "hold");
+  ASSERT_TRUE(paused.ok()) << paused.status();
+  EXPECT_THAT(paused->message, HasSubstr("2 partitions finishing"));
+  gate_.OpenAll();
+  const Job settled = WaitFor(a, [](const Job& j) {
+    return j.counts.staged == 2 && j.counts.running == 0;
+  });
+  EXPECT_EQ(settled.state, JobState::kPaused);
+  EXPECT_EQ(engine_.calls("ValidateStaged"), 0);
+  ASSERT_TRUE(manager_->Resume(a, "go").ok());
+  const Job done = WaitEnded(a);
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
+  EXPECT_EQ(StageCount(a, "2025-01-01"), 1);
+  EXPECT_EQ(StageCount(a, "2025-01-02"), 1);
+
+  // The same after a restart: the paused job resumes into validation.
+  gate_.Close("bf-2");
+  const std::string b = Submit(Request("daily", "2025-02-01", "2025-02-02"));
+  ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 3, absl::Seconds(30)));
+  ASSERT_TRUE(manager_->Pause(b, "hold").ok());
+  gate_.OpenAll();
+  WaitFor(b, [](const Job& j) { return j.counts.staged == 1; });
+  Restart();
+  EXPECT_EQ(Get(b).state, JobState::kPaused);
+  ASSERT_TRUE(manager_->Resume(b, "go").ok());
+  const Job resumed = WaitEnded(b);
+  EXPECT_EQ(resumed.state, JobState::kSucceeded) << resumed.message;
+}
+
+// Once every partition is staged the job validates: a pause is refused
+// and the job publishes.
+TEST_F(JobRunnerTest, APauseWhileValidatingIsRefused) {
+  hold_.Close("validate");
+  engine_.SetHook([&](const Call& call) {
+    if (call.method == "ValidateStaged") hold_.Wait("validate");
+    return OnCall(call);
+  });
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-03"));
+  ASSERT_TRUE(engine_.WaitForCalls("ValidateStaged", 1, absl::Seconds(30)));
+  auto paused = manager_->Pause(a, "too late");
+  EXPECT_EQ(paused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(paused.status().message()),
+              HasSubstr("can no longer be paused"));
+  hold_.OpenAll();
+  const Job done = WaitEnded(a);
+  EXPECT_EQ(done.state, JobState::kSucceeded) << done.message;
+}
+
+// Pause and resume at every moment of a job's life (right after the
+// submit, while partitions run, as the last one finishes): the job never
+// fails and stages each partition once.
+TEST_F(JobRunnerTest, PauseAndResumeAtAnyMomentNeverFailTheJob) {
+  // Engine calls take a varying while, so that decisions land between
+  // the runner's steps.
+  std::atomic<uint32_t> calls{0};
+  auto spin = [&calls] {
+    const uint32_t n = (++calls * 2654435761u) >> 26;  // 0..63
+    for (uint32_t i = 0; i < n; ++i) std::this_thread::yield();
+  };
+  engine_.SetHook([&](const Call& call) {
+    spin();
+    return OnCall(call);
+  });
+  observer_.SetTransitionHook(
+      [&](const std::string&, JobState, JobState) { spin(); });
+  constexpr int kRounds = 150;
+  for (int round = 0; round < kRounds; ++round) {
+    const int days = 1 + round % 3;
+    const std::string to = absl::StrCat("2025-03-0", 1 + days);
+    const std::string a = Submit(Request("daily", "2025-03-01", to));
+    const uint32_t wait = (round * 40503u) % 200;
+    for (uint32_t i = 0; i < wait; ++i) std::this_thread::yield();
+    auto paused = manager_->Pause(a, "round");
+    if (paused.ok()) {
+      EXPECT_EQ(paused->state, JobState::kPaused);
+      if (round % 2 == 0) {
+        // Partitions that were running finish first.
+        WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
+      }
+      auto resumed = manager_->Resume(a, "round");
+      ASSERT_TRUE(resumed.ok()) << resumed.status();
+    } else {
+      // Only a job that validates or has ended refuses a pause.
+      EXPECT_EQ(paused.status().code(), absl::StatusCode::kFailedPrecondition)
+          << paused.status();
+    }
+    const Job done = WaitEnded(a, absl::Seconds(10));
+    ASSERT_EQ(done.state, JobState::kSucceeded)
+        << "round " << round << ": " << done.message;
+    for (int d = 1; d <= days; ++d) {
+      ASSERT_EQ(StageCount(a, absl::StrCat("2025-03-0", d)), 1)
+          << "round " << round;
+    }
+  }
+}
+
+// Several jobs submitted, paused and resumed at once, from as many threads,
+// so that the runner's steps interleave with the decisions in many ways:
+// every job publishes, each partition staged once.
+TEST_F(JobRunnerTest, ConcurrentPauseAndResumeOfManyJobsNeverFailOne) {
+  std::atomic<uint32_t> calls{0};
+  auto spin = [&calls](uint32_t most) {
+    const uint32_t n = ((++calls * 2654435761u) >> 16) % most;
+    for (uint32_t i = 0; i < n; ++i) std::this_thread::yield();
+  };
+  engine_.SetHook([&](const Call& call) {
+    spin(64);
+    return OnCall(call);
+  });
+  constexpr int kRounds = 60;
+  constexpr int kJobs = 4;
+  absl::Mutex mu;
+  std::vector<std::string> failures;
+  for (int round = 0; round < kRounds && failures.empty(); ++round) {
+    std::vector<std::thread> threads;
+    for (int c = 0; c < kJobs; ++c) {
+      threads.emplace_back([&, c] {
+        const std::string month = absl::StrCat("2025-0", c + 4);
+        auto submitted = manager_->Submit(
+            Request("daily", month + "-01", month + "-03"), {});
+        if (!submitted.ok()) {
+          absl::MutexLock lock(&mu);
+          failures.push_back(std::string(submitted.status().message()));
+          return;
+        }
+        const std::string id = submitted->job.id;
+        spin(400);
+        if (manager_->Pause(id, "storm").ok()) {
+          spin(400);
+          auto resumed = manager_->Resume(id, "storm");
+          if (!resumed.ok()) {
+            absl::MutexLock lock(&mu);
+            failures.push_back(
+                absl::StrCat(id, " resume: ", resumed.status().message()));
+            return;
+          }
+        }
+        const Job done = WaitEnded(id, absl::Seconds(10));
+        if (done.state != JobState::kSucceeded ||
+            StageCount(id, month + "-01") != 1 ||
+            StageCount(id, month + "-02") != 1) {
+          absl::MutexLock lock(&mu);
+          failures.push_back(absl::StrCat(id, " ", JobStateName(done.state),
+                                          ": ", done.message));
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  EXPECT_THAT(failures, ::testing::IsEmpty());
 }
 
 }  // namespace
