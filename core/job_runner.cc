@@ -1084,16 +1084,17 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     std::string message =
         absl::StrCat("validation failed, nothing was published: ",
                      absl::StrJoin(failures, "; "));
-    // What the operator can do next. An override cannot bring lost staging
-    // back, so it is offered only when the staging is intact.
-    const std::string& id = job->job.id;
-    absl::StrAppend(&message, ". Read its diff (backfillctl diff ", id,
-                    "); fix the data or the transform and submit a new "
-                    "backfill");
+    // What the operator can do next, when the checks judged intact
+    // staging. Staging that keeps losing rows is the warehouse's fault: a
+    // new backfill or an override would meet the same loss, so the report
+    // then says only what happened.
     if (outcome.lost.empty()) {
-      absl::StrAppend(&message, ", or publish it despite the failed checks ",
-                      "with backfillctl approve ", id,
-                      " --override --reason \"...\"");
+      const std::string& id = job->job.id;
+      absl::StrAppend(&message, ". Read its diff (backfillctl diff ", id,
+                      "); fix the data or the transform and submit a new "
+                      "backfill, or publish it despite the failed checks "
+                      "with backfillctl approve ",
+                      id, " --override --reason \"...\"");
     }
     RETURN_IF_ERROR(
         Move(job, JobState::kValidationFailed, message, Phase::kFinishing));

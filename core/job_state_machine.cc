@@ -19,7 +19,7 @@ struct Row {
 const Row kTable[] = {
     {S::kQueued, {S::kRunning, S::kPaused, S::kCancelled, S::kFailed}},
     {S::kRunning, {S::kValidating, S::kPaused, S::kCancelled, S::kFailed}},
-    {S::kPaused, {S::kQueued, S::kCancelled}},
+    {S::kPaused, {S::kQueued, S::kCancelled, S::kFailed}},
     {S::kValidating,
      {S::kPublishing, S::kAwaitingApproval, S::kValidationFailed, S::kRunning,
       S::kFailed}},

@@ -5,7 +5,8 @@
 //   from                 to
 //   QUEUED               RUNNING, PAUSED, CANCELLED, FAILED
 //   RUNNING              VALIDATING, PAUSED, CANCELLED, FAILED
-//   PAUSED               QUEUED (resume), CANCELLED
+//   PAUSED               QUEUED (resume), CANCELLED, FAILED (a partition
+//                        that was running when it paused failed for good)
 //   VALIDATING           PUBLISHING, AWAITING_APPROVAL, VALIDATION_FAILED,
 //                        RUNNING (staged rows were lost: recompute them),
 //                        FAILED (an error before anything was published)

@@ -452,6 +452,33 @@ TEST_F(JobRunnerTest, APausedJobIsStillPausedAfterARestart) {
   EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-10"), 1);
 }
 
+TEST_F(JobRunnerTest, APartitionFailingForGoodWhilePausedFailsTheJob) {
+  // Paused while both workers are inside a partition; those partitions then
+  // fail for good. The job cannot stay PAUSED (a resume would run a failed
+  // partition as if nothing happened) nor be stuck: it ends FAILED, keeps
+  // its staging, and a retry finishes it.
+  for (int d = 1; d <= 10; ++d) {
+    FailStage(absl::StrCat("2025-01-", d < 10 ? "0" : "", d),
+              absl::InvalidArgumentError("division by zero"), -1);
+  }
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-11"));
+  WaitState(a, JobState::kRunning);
+  ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 2, absl::Seconds(30)));
+  ASSERT_TRUE(manager_->Pause(a, "maintenance").ok());
+  gate_.OpenAll();
+  Job failed = WaitState(a, JobState::kFailed);
+  EXPECT_THAT(failed.message, HasSubstr("division by zero"));
+  EXPECT_EQ(failed.counts.running, 0);
+  EXPECT_EQ(manager_->Resume(a, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ClearStageFaults();
+  auto retried = manager_->Retry(a, "data fixed");
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  Job done = WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(done.counts.published, 10);
+}
+
 TEST_F(JobRunnerTest, RetryRunsOnlyTheFailedPartitionsAndKeepsTheStaged) {
   // One partition fails for good (a bad-input error is not retried).
   FailStage("2025-01-05", absl::InvalidArgumentError("division by zero"), -1);

@@ -30,7 +30,7 @@ const std::map<S, std::vector<S>>& Documented() {
   static const auto* table = new std::map<S, std::vector<S>>{
       {S::kQueued, {S::kRunning, S::kPaused, S::kCancelled, S::kFailed}},
       {S::kRunning, {S::kValidating, S::kPaused, S::kCancelled, S::kFailed}},
-      {S::kPaused, {S::kQueued, S::kCancelled}},
+      {S::kPaused, {S::kQueued, S::kCancelled, S::kFailed}},
       {S::kValidating,
        {S::kPublishing, S::kAwaitingApproval, S::kValidationFailed, S::kRunning,
         S::kFailed}},
@@ -66,7 +66,7 @@ TEST(JobStateMachineTest, EveryListedMoveIsAllowedAndNoOther) {
     EXPECT_THAT(NextStates(from), ElementsAreArray(listed))
         << JobStateName(from);
   }
-  EXPECT_EQ(allowed, 28);
+  EXPECT_EQ(allowed, 29);
 }
 
 TEST(JobStateMachineTest, RefusalsNameBothStates) {
