@@ -177,6 +177,38 @@ absl::StatusOr<Fingerprint> HashRows(Statement& q) {
   return fp;
 }
 
+// The names of the service's own tables ("_bf_..."), in the main schema of
+// `db`.
+absl::StatusOr<std::vector<std::string>> ServiceTables(Database* db) {
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare("SELECT name FROM main.sqlite_master WHERE "
+                               "type = 'table' AND name LIKE '\\_bf\\_%' "
+                               "ESCAPE '\\'"));
+  std::vector<std::string> names;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    names.push_back(q.ColumnText(0));
+  }
+  return names;
+}
+
+// Drops every table of the main schema of `db` whose name starts with one
+// of `prefixes` (each starting with "_bf_"), in the caller's transaction.
+absl::Status DropTablesWithPrefixes(Database* db,
+                                    const std::vector<std::string>& prefixes) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db));
+  for (const std::string& name : names) {
+    for (const std::string& p : prefixes) {
+      if (absl::StartsWith(name, p)) {
+        RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE main.", Q(name))));
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Drops whatever a previous call left in the temp schema of `db`.
 absl::Status ResetTemp(Database* db) {
   std::vector<std::pair<std::string, std::string>> objects;
@@ -1521,33 +1553,14 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
 
 absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
   const std::string safe = SafeJob(job_id);
-  const std::string prefixes[] = {absl::StrCat("_bf_stage_", safe, "_"),
-                                  absl::StrCat("_bf_parts_", safe, "_"),
-                                  absl::StrCat("_bf_pin_", safe, "_")};
+  const std::vector<std::string> prefixes = {
+      absl::StrCat("_bf_stage_", safe, "_"),
+      absl::StrCat("_bf_parts_", safe, "_"),
+      absl::StrCat("_bf_pin_", safe, "_")};
   {
     Lease db = Acquire();
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-    std::vector<std::string> tables;
-    {
-      ASSIGN_OR_RETURN(Statement q,
-                       db->Prepare("SELECT name FROM main.sqlite_master WHERE "
-                                   "type = 'table' AND name LIKE '\\_bf\\_%' "
-                                   "ESCAPE '\\'"));
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
-        std::string name = q.ColumnText(0);
-        for (const std::string& p : prefixes) {
-          if (absl::StartsWith(name, p)) {
-            tables.push_back(name);
-            break;
-          }
-        }
-      }
-    }
-    for (const std::string& t : tables) {
-      RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE main.", Q(t))));
-    }
+    RETURN_IF_ERROR(DropTablesWithPrefixes(db.get(), prefixes));
     RETURN_IF_ERROR(txn.Commit());
   }
   absl::MutexLock lock(&jobs_mu_);
@@ -1558,14 +1571,9 @@ absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
 absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
   std::set<std::string> ids;
   Lease db = Acquire();
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare("SELECT name FROM main.sqlite_master WHERE "
-                               "type = 'table' AND name LIKE '\\_bf\\_%' "
-                               "ESCAPE '\\'"));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    std::optional<std::string> id = JobOfArtifact(q.ColumnText(0));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db.get()));
+  for (const std::string& name : names) {
+    std::optional<std::string> id = JobOfArtifact(name);
     if (id) ids.insert(*std::move(id));
   }
   return std::vector<std::string>(ids.begin(), ids.end());
@@ -1737,27 +1745,7 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
     for (const std::string& with : spec.marker.with_jobs) {
       prefixes.push_back(absl::StrCat(kPrevPrefix, SafeJob(with), "_"));
     }
-    std::vector<std::string> tables;
-    {
-      ASSIGN_OR_RETURN(Statement q,
-                       db->Prepare("SELECT name FROM main.sqlite_master WHERE "
-                                   "type = 'table' AND name LIKE "
-                                   "'\\_bf\\_prev\\_%' ESCAPE '\\'"));
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
-        std::string name = q.ColumnText(0);
-        for (const std::string& p : prefixes) {
-          if (absl::StartsWith(name, p)) {
-            tables.push_back(name);
-            break;
-          }
-        }
-      }
-    }
-    for (const std::string& t : tables) {
-      RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE main.", Q(t))));
-    }
+    RETURN_IF_ERROR(DropTablesWithPrefixes(db.get(), prefixes));
   }
   {
     ASSIGN_OR_RETURN(
@@ -1788,18 +1776,11 @@ absl::StatusOr<std::vector<RollbackCopy>> SqliteEngine::ListRollbackCopies() {
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   std::vector<RollbackCopy> out;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare("SELECT name FROM main.sqlite_master WHERE "
-                                 "type = 'table' AND name LIKE "
-                                 "'\\_bf\\_prev\\_%' ESCAPE '\\'"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      std::string name = q.ColumnText(0);
+    ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db.get()));
+    for (const std::string& name : names) {
       std::optional<std::pair<std::string, std::string>> copy =
           CopyOfTable(name);
-      if (!copy) continue;
-      out.push_back(RollbackCopy{copy->first, copy->second});
+      if (copy) out.push_back(RollbackCopy{copy->first, copy->second});
     }
   }
   RETURN_IF_ERROR(txn.Commit());
