@@ -456,6 +456,67 @@ inline Rows PublishedRevenue(const std::string& warehouse,
   return rows.value_or(Rows{});
 }
 
+// What `backfillctl diff` must show for daily_revenue over the days in
+// [from, to) when the fixed logic replaces what is published, by plain SQL
+// (run it before the job publishes): per day, in day order, the published
+// rows, the recomputed rows, the rows whose revenue or orders differ and the
+// revenue delta ("%.6f").
+inline Rows ExpectedRevenueDiff(const std::string& warehouse,
+                                const std::string& from,
+                                const std::string& to) {
+  Sqlite db(warehouse, /*read_only=*/true);
+  auto rows = db.Query(
+      "WITH fixed AS (SELECT o.order_date AS ds, c.region AS region, "
+      "SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders FROM "
+      "raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id "
+      "WHERE o.order_date >= ?1 AND o.order_date < ?2 GROUP BY 1, 2) "
+      "SELECT f.ds, (SELECT COUNT(*) FROM daily_revenue p WHERE p.ds = f.ds), "
+      "COUNT(*), SUM(p.revenue IS NOT f.revenue OR p.orders IS NOT "
+      "f.orders), printf('%.6f', SUM(f.revenue) - (SELECT TOTAL(revenue) "
+      "FROM daily_revenue p WHERE p.ds = f.ds)) FROM fixed f JOIN "
+      "daily_revenue p USING (ds, region) GROUP BY f.ds ORDER BY f.ds",
+      {from, to});
+  EXPECT_TRUE(rows.has_value()) << db.error();
+  return rows.value_or(Rows{});
+}
+
+// The table row of `backfillctl diff` output for `partition`, split on
+// blanks: PARTITION BEFORE AFTER ADDED REMOVED CHANGED UNCHANGED and one
+// delta per measure (revenue, orders). Empty when there is none.
+inline std::vector<std::string> DiffTableRow(const std::string& text,
+                                             const std::string& partition) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!absl::StartsWith(line, partition + " ")) continue;
+    std::istringstream words(line);
+    std::vector<std::string> row;
+    for (std::string w; words >> w;) row.push_back(w);
+    return row;
+  }
+  return {};
+}
+
+// Checks one day of `backfillctl diff` output against its row of
+// ExpectedRevenueDiff: counts, no row added or removed, the revenue delta
+// (to 1e-6) and orders unchanged.
+inline void ExpectRevenueDiffRow(const std::string& diff_text,
+                                 const std::vector<std::string>& expected) {
+  SCOPED_TRACE(expected[0]);
+  const std::vector<std::string> row = DiffTableRow(diff_text, expected[0]);
+  ASSERT_EQ(row.size(), 9u) << diff_text;
+  EXPECT_EQ(row[1], expected[1]);
+  EXPECT_EQ(row[2], expected[2]);
+  EXPECT_EQ(row[3], "0");
+  EXPECT_EQ(row[4], "0");
+  EXPECT_EQ(row[5], expected[3]);
+  double shown = 0, want = 0;
+  ASSERT_TRUE(absl::SimpleAtod(row[7], &shown)) << row[7];
+  ASSERT_TRUE(absl::SimpleAtod(expected[4], &want)) << expected[4];
+  EXPECT_NEAR(shown, want, 1e-6);
+  EXPECT_EQ(row[8], "0");
+}
+
 // --- The daemon ------------------------------------------------------------
 
 class Daemon {
