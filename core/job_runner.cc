@@ -988,6 +988,20 @@ void JobRunner::Settle(Active* job) {
   EndCancelled(job);
 }
 
+absl::Status JobRunner::EnsurePrepared(Active* job) {
+  JobLayout layout;
+  {
+    absl::MutexLock lock(&mu_);
+    if (job->prepared) return absl::OkStatus();
+    layout = job->layout;
+  }
+  RETURN_IF_ERROR(Persist(Storage::kWarehouse, "preparing staging",
+                          [&] { return engine_->PrepareJob(layout); }));
+  absl::MutexLock lock(&mu_);
+  job->prepared = true;
+  return absl::OkStatus();
+}
+
 absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   *done = false;
   JobLayout layout;
@@ -997,19 +1011,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     layout = job->layout;
     tasks = job->tasks;
   }
-  bool prepared;
-  {
-    absl::MutexLock lock(&mu_);
-    prepared = job->prepared;
-  }
-  if (!prepared) {
-    // Resumed into VALIDATING after a restart: the engine's profiles need
-    // the job prepared in this process (idempotent; keeps staging and pins).
-    RETURN_IF_ERROR(Persist(Storage::kWarehouse, "preparing staging",
-                            [&] { return engine_->PrepareJob(layout); }));
-    absl::MutexLock lock(&mu_);
-    job->prepared = true;
-  }
+  RETURN_IF_ERROR(EnsurePrepared(job));
   ValidateOptions validate_options;
   validate_options.catalog = catalog_;
   ASSIGN_OR_RETURN(ValidationOutcome outcome,
@@ -1199,6 +1201,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
     }
     if (!validated) {
       // Resumed into PUBLISHING: check the staging again first.
+      RETURN_IF_ERROR(EnsurePrepared(job));
       std::vector<PartitionTask> tasks;
       {
         absl::MutexLock lock(&mu_);
@@ -2013,9 +2016,12 @@ absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
           "job ", id,
           " cannot be published: a dataset of it is no longer in the loaded "
           "pipelines"));
-    } else {
+    } else if (s = EnsurePrepared(job); s.ok()) {
+      ValidateOptions integrity;
+      integrity.catalog = catalog_;
+      integrity.integrity_only = true;
       absl::StatusOr<ValidationOutcome> outcome =
-          ValidateStaging(engine_, layout, tasks);
+          ValidateStaging(engine_, layout, tasks, integrity);
       if (!outcome.ok()) {
         s = outcome.status();
       } else if (!outcome->lost.empty()) {

@@ -188,6 +188,10 @@ class JobRunner {
   void Finish(const std::string& id);
   // Validate / publish / confirm for Finish; OK when the job moved on as it
   // should (or was left for recovery: CANCELLED status).
+  // Prepares the job's staging in the engine once per process (after a
+  // restart a loaded job is not): idempotent, keeps staging and pins. Every
+  // step that reads a loaded job's staging calls it first.
+  absl::Status EnsurePrepared(Active* job);
   absl::Status ValidateJob(Active* job, bool* done);
   // `hold` checks failed (and no `error` one): AWAITING_APPROVAL.
   absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,

@@ -214,11 +214,15 @@ TEST_F(ApprovalE2eTest, AFailedValidationIsPublishedOnlyWithOverride) {
   EXPECT_THAT(refused.err, HasSubstr("FAILED_PRECONDITION"));
   EXPECT_THAT(refused.err, HasSubstr("--override"));
 
-  RunResult approved = daemon.Ctl(
+  // Overridden after a restart: the job is loaded again, its staging kept.
+  ExpectCleanSigterm(daemon);
+  Daemon& again = NewDaemon();
+  ASSERT_TRUE(again.Start());
+  RunResult approved = again.Ctl(
       {"approve", id, "--reason", "NULL regions are known", "--override"},
       seconds(30));
   ASSERT_EQ(approved.exit_code, 0) << approved;
-  RunResult watch = daemon.CtlJson({"watch", id}, seconds(120));
+  RunResult watch = again.CtlJson({"watch", id}, seconds(120));
   EXPECT_EQ(watch.exit_code, 0) << watch;
   Sqlite db(warehouse_, /*read_only=*/true);
   auto mismatch = db.Query(
@@ -239,7 +243,7 @@ TEST_F(ApprovalE2eTest, AFailedValidationIsPublishedOnlyWithOverride) {
       "'VALIDATION_FAILED') FROM lineage WHERE job_id = ?1",
       {id});
   EXPECT_EQ((*lineage)[0], (std::vector<std::string>{"3", "3"}));
-  ExpectCleanSigterm(daemon);
+  ExpectCleanSigterm(again);
 }
 
 }  // namespace
