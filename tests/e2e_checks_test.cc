@@ -532,20 +532,9 @@ TEST_F(ChecksTest, BrokenSqlIsLoggedAtStartAndRefusedAtPlanTime) {
 }
 
 TEST_F(ChecksTest, DerivedUpstreamNotPublishedYetIsNoError) {
-  // daily_total reads daily_revenue, which no publish has created yet.
-  const std::string yaml = Pipeline() + R"yaml(  - name: daily_total
-    kind: derived
-    table: daily_total
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: daily_revenue, mapping: identity}
-    transform: |
-      SELECT ds, SUM(revenue) AS revenue FROM daily_revenue
-      WHERE ds >= :partition_start AND ds < :partition_end GROUP BY ds
-    contract:
-      columns: {ds: TEXT, revenue: REAL}
-      primary_key: [ds]
-)yaml";
+  // daily_total (per day) and region_totals (all of it) read
+  // daily_revenue, which no publish has created yet.
+  const std::string yaml = Pipeline() + fixtures::RevenueDependentsYaml();
   WritePipeline(yaml);
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
