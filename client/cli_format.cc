@@ -271,6 +271,48 @@ std::string SummarizePartitions(
                       ")");
 }
 
+std::string FormatPartitionReasons(const v1::DatasetPlan& plan,
+                                   absl::string_view indent, int max_ranges) {
+  const int n = plan.partitions_size();
+  if (n == 0 || plan.partition_reasons_size() != n) return "";
+  std::string out;
+  int ranges = 0;
+  int i = 0;
+  while (i < n) {
+    int j = i + 1;
+    while (j < n && plan.partition_reasons(j) == plan.partition_reasons(i)) {
+      ++j;
+    }
+    if (ranges == max_ranges) {
+      int more = 0;
+      for (int k = i; k < n; ++more) {
+        int l = k + 1;
+        while (l < n &&
+               plan.partition_reasons(l) == plan.partition_reasons(k)) {
+          ++l;
+        }
+        k = l;
+      }
+      absl::StrAppend(&out, indent, "... and ", more, " more range",
+                      more == 1 ? "" : "s", " (--json lists every reason)\n");
+      break;
+    }
+    const std::string first = plan.partitions(i).empty()
+                                  ? "(unpartitioned)"
+                                  : TerminalText(plan.partitions(i));
+    std::string line = absl::StrCat(indent, first);
+    if (j - i > 1) {
+      absl::StrAppend(&line, " .. ", TerminalText(plan.partitions(j - 1)));
+    }
+    absl::StrAppend(&line, "  ", SafeOrDash(plan.partition_reasons(i)));
+    if (j - i > 1) absl::StrAppend(&line, " (", j - i, ")");
+    absl::StrAppend(&out, line, "\n");
+    ++ranges;
+    i = j;
+  }
+  return out;
+}
+
 std::string FormatCost(const v1::CostEstimate& cost) {
   std::string out =
       absl::StrCat(HumanCount(cost.backfill()), " ", UnitOr(cost.unit()));
@@ -287,10 +329,13 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
   for (const v1::Dataset& dataset : response.datasets()) {
     std::vector<std::string> upstream;
     for (const v1::Upstream& edge : dataset.upstream()) {
-      upstream.push_back(
-          edge.mapping().empty()
-              ? edge.dataset()
-              : absl::StrCat(edge.dataset(), "(", edge.mapping(), ")"));
+      std::string mapping = edge.mapping();
+      if (mapping == "lookback" && edge.lookback() > 0) {
+        absl::StrAppend(&mapping, " ", edge.lookback());
+      }
+      upstream.push_back(mapping.empty()
+                             ? edge.dataset()
+                             : absl::StrCat(edge.dataset(), "(", mapping, ")"));
     }
     std::string grain = dataset.grain();
     if (!grain.empty() && !dataset.partition_column().empty()) {
@@ -320,6 +365,14 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
          SafeOrDash(plan.reason())});
   }
   absl::StrAppend(&out, table.Render(), "\n");
+  std::string why;
+  for (const v1::DatasetPlan& plan : response.datasets()) {
+    const std::string reasons = FormatPartitionReasons(plan, "    ");
+    if (!reasons.empty()) {
+      absl::StrAppend(&why, "  ", TerminalText(plan.dataset()), "\n", reasons);
+    }
+  }
+  if (!why.empty()) absl::StrAppend(&out, "Why each partition:\n", why, "\n");
   const v1::CostEstimate& cost = response.cost();
   absl::StrAppend(&out, "Cost: ", HumanCount(cost.backfill()), " ",
                   UnitOr(cost.unit()), " estimated vs ",
@@ -608,6 +661,14 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
     absl::StrAppend(&out, label, std::string(width - label.size() + 2, ' '),
                     value, "\n");
   }
+  std::string why;
+  for (const v1::DatasetPlan& plan : backfill.plan()) {
+    const std::string reasons = FormatPartitionReasons(plan, "    ");
+    if (!reasons.empty()) {
+      absl::StrAppend(&why, "  ", TerminalText(plan.dataset()), "\n", reasons);
+    }
+  }
+  if (!why.empty()) absl::StrAppend(&out, "Why each partition:\n", why);
   absl::StrAppend(&out, FormatChecks(backfill));
   return out;
 }

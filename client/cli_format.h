@@ -10,9 +10,11 @@
 //
 // Formats (all timestamps UTC ISO-8601, "-" when unset):
 //   FormatDatasets   table NAME KIND GRAIN TABLE UPSTREAM DOWNSTREAM
-//   FormatPlan       per-dataset table, total cost vs full reload, conflicts
+//   FormatPlan       per-dataset table, total cost vs full reload, why each
+//                    partition is planned (grouped into ranges), conflicts
 //                    (the jobs a submit would wait for)
-//   FormatBackfill   "label  value" block describing one job
+//   FormatBackfill   "label  value" block describing one job, then why each
+//                    partition is planned
 //   FormatBackfills  table ID STATE DATASET PARTITIONS CREATED REASON
 //   FormatDiff       per dataset its totals and measure deltas, a table
 //                    PARTITION BEFORE AFTER ADDED REMOVED CHANGED UNCHANGED
@@ -89,6 +91,16 @@ std::string HumanCount(double value);
 std::string SummarizePartitions(
     const google::protobuf::RepeatedPtrField<std::string>& partitions,
     int max_listed = 4);
+
+// Why each partition of a plan is there, one line per run of consecutive
+// partitions (in the plan's order) with the same reason, each line starting
+// with `indent`: "2025-06-01 .. 2025-06-30  requested (30)", a single
+// partition as "2025-06  downstream of daily via rollup". At most
+// `max_ranges` lines, then "... and N more ranges". "" when the plan has no
+// partition_reasons (a job planned before they were kept).
+std::string FormatPartitionReasons(const v1::DatasetPlan& plan,
+                                   absl::string_view indent,
+                                   int max_ranges = 12);
 
 // "12.3k input rows (4.1% of a full reload, 300k)".
 std::string FormatCost(const v1::CostEstimate& cost);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/partition.h"
+#include "core/partition_mapping.h"
 #include "core/pipeline_loader.h"
 #include "core/status_macros.h"
 
@@ -368,7 +369,10 @@ absl::Status ValidateOne(DatasetSpec& d) {
     if (d.transform.empty()) {
       return DatasetError(d, "a derived dataset needs a `transform:`");
     }
-    absl::StatusOr<std::string> sql = CanonicalTransform(d.transform);
+    const bool lookback = std::any_of(
+        d.upstream.begin(), d.upstream.end(),
+        [](const UpstreamEdge& e) { return e.mapping == Mapping::kLookback; });
+    absl::StatusOr<std::string> sql = CanonicalTransform(d.transform, lookback);
     if (!sql.ok()) return DatasetError(d, sql.status().message());
     d.transform = *std::move(sql);
     if (d.transform_version.empty()) {
@@ -395,6 +399,52 @@ absl::Status ValidateOne(DatasetSpec& d) {
       return DatasetError(
           d, absl::StrCat("upstream \"", e.dataset, "\" is listed twice"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// Checks a rollup or lookback edge of `d` to the upstream `u`: a rollup
+// reads a strictly finer time grain, a lookback the same time grain, with
+// 1 <= N <= kMaxLookback.
+absl::Status CheckWindowEdge(const DatasetSpec& d, const UpstreamEdge& e,
+                             const DatasetSpec& u) {
+  auto grain = [](const DatasetSpec& x) -> std::string {
+    return x.partition ? GrainName(x.grain()) : "unpartitioned";
+  };
+  if (e.mapping == Mapping::kRollup) {
+    if (e.lookback != 0) {
+      return DatasetError(d, absl::StrCat("upstream \"", u.name,
+                                          "\" has a lookback with mapping "
+                                          "rollup; give one or the other"));
+    }
+    if (!ValidateRollup(u.grain(), d.grain()).ok()) {
+      return DatasetError(
+          d, absl::StrCat("mapping rollup to upstream \"", u.name,
+                          "\" needs a strictly finer time grain upstream "
+                          "(hour -> day, day -> month or hour -> month), but ",
+                          u.name, " is ", grain(u), " and ", d.name, " is ",
+                          grain(d)));
+    }
+    return absl::OkStatus();
+  }
+  if (!IsTimeGrain(d.grain()) || d.grain() != u.grain()) {
+    return DatasetError(
+        d, absl::StrCat("mapping lookback to upstream \"", u.name,
+                        "\" needs both datasets partitioned by the same time "
+                        "grain (hour, day or month), but ",
+                        d.name, " is ", grain(d), " and ", u.name, " is ",
+                        grain(u),
+                        IsTimeGrain(d.grain()) && IsTimeGrain(u.grain()) &&
+                                d.grain() != u.grain()
+                            ? "; a finer upstream is read with `mapping: "
+                              "rollup`"
+                            : ""));
+  }
+  if (e.lookback < 1 || e.lookback > kMaxLookback) {
+    return DatasetError(
+        d, absl::StrCat("lookback ", e.lookback, " to upstream \"", u.name,
+                        "\" is out of range; it must be 1 to ", kMaxLookback,
+                        " ", GrainName(d.grain()), " partitions"));
   }
   return absl::OkStatus();
 }
@@ -478,7 +528,17 @@ const char* DatasetKindName(DatasetKind kind) {
 }
 
 const char* MappingName(Mapping mapping) {
-  return mapping == Mapping::kAll ? "all" : "identity";
+  switch (mapping) {
+    case Mapping::kAll:
+      return "all";
+    case Mapping::kRollup:
+      return "rollup";
+    case Mapping::kLookback:
+      return "lookback";
+    case Mapping::kIdentity:
+      break;
+  }
+  return "identity";
 }
 
 absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
@@ -525,8 +585,18 @@ absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
         return DatasetError(d, absl::StrCat("upstream \"", e.dataset,
                                             "\" is not a declared dataset"));
       }
-      if (e.mapping != Mapping::kIdentity) continue;
       const DatasetSpec& u = datasets[it->second];
+      if (e.mapping == Mapping::kRollup || e.mapping == Mapping::kLookback) {
+        RETURN_IF_ERROR(CheckWindowEdge(d, e, u));
+        continue;
+      }
+      if (e.lookback != 0) {
+        return DatasetError(
+            d, absl::StrCat("upstream \"", u.name, "\" has a lookback of ",
+                            e.lookback, " but mapping ", MappingName(e.mapping),
+                            "; a lookback needs `mapping: {lookback: N}`"));
+      }
+      if (e.mapping != Mapping::kIdentity) continue;
       if (!d.partition || !u.partition) {
         return DatasetError(
             d, absl::StrCat("mapping identity to upstream \"", u.name,

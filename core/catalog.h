@@ -26,16 +26,22 @@ namespace backfill {
 enum class DatasetKind { kSource, kDerived };
 const char* DatasetKindName(DatasetKind kind);  // "source" / "derived"
 
-// How a partition of a dataset maps to the partitions of one upstream.
+// How a partition of a dataset maps to the partitions of one upstream
+// (the arithmetic is in partition_mapping.h, per edge in
+// upstream_mapping.h).
 enum class Mapping {
   kIdentity,  // the same partition value of the upstream (same grain)
   kAll,       // the whole upstream (a dimension); pinned per job
+  kRollup,    // the finer upstream partitions inside this coarser one
+  kLookback,  // the upstream partitions P-N .. P of the same time grain
 };
-const char* MappingName(Mapping mapping);  // "identity" / "all"
+// "identity" / "all" / "rollup" / "lookback".
+const char* MappingName(Mapping mapping);
 
 struct UpstreamEdge {
   std::string dataset;
   Mapping mapping = Mapping::kIdentity;
+  int lookback = 0;  // kLookback only: N, 1..kMaxLookback; 0 otherwise
 };
 
 struct PartitionSpec {

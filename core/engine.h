@@ -194,7 +194,9 @@ class Engine {
   // attempt staged for it. Inputs that the job also recomputes are read
   // from its staging (published rows outside the job's partitions
   // otherwise); pinned inputs are read from their snapshot. The transform
-  // gets :partition_start, :partition_end and :partition bound. A row
+  // gets :partition_start, :partition_end and :partition bound, and a
+  // dataset with a lookback upstream also :window_start (the start bound of
+  // partition P-N, see upstream_mapping.h WindowStart). A row
   // outside the partition or a missing contract column fails the call with
   // FAILED_PRECONDITION and stages nothing.
   virtual absl::StatusOr<StageResult> StagePartition(

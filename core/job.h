@@ -88,6 +88,11 @@ struct DatasetPlan {
   // a job never mixes partitions of two versions of the logic.
   std::string transform_version;
   Cost cost;
+  // Why each partition is planned, aligned with `partitions`: "requested",
+  // "downstream of X", "downstream of X via rollup", "... via lookback 7",
+  // "... via all" (see planner.h). Empty strings for a job stored before
+  // reasons were kept; empty when the partitions were not loaded.
+  std::vector<std::string> partition_reasons = {};
 };
 
 struct Conflict {

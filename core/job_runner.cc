@@ -394,9 +394,14 @@ absl::Status JobRunner::Load(Active* job) {
     return absl::FailedPreconditionError("a dataset of the job is missing");
   }
   auto graph = std::make_unique<TaskGraph>(
-      std::move(nodes), [this](const std::string& dataset) {
+      std::move(nodes),
+      [this](const std::string& dataset) {
         const DatasetSpec* spec = catalog_->Find(dataset);
         return spec == nullptr ? std::vector<UpstreamEdge>{} : spec->upstream;
+      },
+      [this](const std::string& dataset) {
+        const DatasetSpec* spec = catalog_->Find(dataset);
+        return spec == nullptr ? Grain::kNone : spec->grain();
       });
   absl::MutexLock lock(&mu_);
   job->layout = std::move(layout);

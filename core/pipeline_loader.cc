@@ -24,6 +24,7 @@
 #include "core/catalog.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
+#include "core/partition_mapping.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -409,7 +410,13 @@ class FileParser {
         Scalar(d, "transform", where, false);
     if (!transform.ok()) return transform.status();
     if (*transform) {
-      absl::StatusOr<std::string> sql = CanonicalTransform(**transform);
+      const bool lookback =
+          std::any_of(spec.upstream.begin(), spec.upstream.end(),
+                      [](const UpstreamEdge& e) {
+                        return e.mapping == Mapping::kLookback;
+                      });
+      absl::StatusOr<std::string> sql =
+          CanonicalTransform(**transform, lookback);
       if (!sql.ok()) {
         return Error(
             d["transform"], spec.line,
@@ -792,45 +799,96 @@ class FileParser {
     }
     const std::string uwhere =
         absl::StrCat("in an upstream of ", where.substr(3));
-    absl::Status s =
-        CheckKeys(e, {"dataset", "mapping"}, uwhere, "dataset, mapping");
+    absl::Status s = CheckKeys(e, {"dataset", "mapping", "lookback"}, uwhere,
+                               "dataset, mapping, lookback");
     if (!s.ok()) return s;
     UpstreamEdge edge;
     absl::StatusOr<std::optional<std::string>> ds =
         Scalar(e, "dataset", uwhere, true);
     if (!ds.ok()) return ds.status();
     edge.dataset = **ds;
+    const std::string named =
+        absl::StrCat("upstream \"", edge.dataset, "\" ", where);
+    constexpr char kExpected[] =
+        "expected identity, all, rollup or {lookback: N}";
     const YAML::Node m = e["mapping"];
+    const YAML::Node n = e["lookback"];
+    // `{dataset: d, lookback: 7}`: a lookback without a `mapping:` key.
+    if (n && !n.IsNull()) {
+      if (m && !m.IsNull() && !(m.IsScalar() && m.Scalar() == "lookback")) {
+        return Error(n, LineOf(e, 1),
+                     absl::StrCat("`lookback:` ", named,
+                                  " goes with no `mapping:` (or `mapping: "
+                                  "lookback`), but the mapping is ",
+                                  m.IsScalar() ? m.Scalar() : "a map"));
+      }
+      edge.mapping = Mapping::kLookback;
+      ASSIGN_OR_RETURN(edge.lookback, LookbackCount(n, e, named));
+      return edge;
+    }
     if (!m || m.IsNull()) {
-      return Error(m ? m : e, LineOf(e, 1),
-                   absl::StrCat("missing `mapping:` ", uwhere,
-                                "; expected identity or all"));
-    }
-    std::string mapping;
-    if (m.IsMap() && m.size() == 1) {
-      mapping = m.begin()->first.Scalar();  // e.g. {lookback: 3}
-    } else if (m.IsScalar()) {
-      mapping = m.Scalar();
-    } else {
       return Error(
-          m, LineOf(e, 1),
-          absl::StrCat("`mapping` ", uwhere, " must be identity or all"));
+          m ? m : e, LineOf(e, 1),
+          absl::StrCat("missing `mapping:` ", uwhere, "; ", kExpected));
     }
-    if (m.IsScalar() && mapping == "identity") {
-      edge.mapping = Mapping::kIdentity;
-    } else if (m.IsScalar() && mapping == "all") {
-      edge.mapping = Mapping::kAll;
-    } else if (mapping == "lookback" || mapping == "rollup") {
+    if (m.IsMap()) {
+      if (m.size() != 1 || !m.begin()->first.IsScalar() ||
+          m.begin()->first.Scalar() != "lookback") {
+        return Error(
+            m, LineOf(e, 1),
+            absl::StrCat("`mapping` ", named,
+                         " as a map must be {lookback: N}; ", kExpected));
+      }
+      edge.mapping = Mapping::kLookback;
+      ASSIGN_OR_RETURN(edge.lookback,
+                       LookbackCount(m.begin()->second, e, named));
+      return edge;
+    }
+    if (!m.IsScalar()) {
       return Error(m, LineOf(e, 1),
-                   absl::StrCat("mapping \"", mapping, "\" ", uwhere,
-                                " is not supported yet; supported: identity, "
-                                "all"));
+                   absl::StrCat("`mapping` ", uwhere,
+                                " must be a word or "
+                                "{lookback: N}; ",
+                                kExpected));
+    }
+    const std::string mapping = m.Scalar();
+    if (mapping == "identity") {
+      edge.mapping = Mapping::kIdentity;
+    } else if (mapping == "all") {
+      edge.mapping = Mapping::kAll;
+    } else if (mapping == "rollup") {
+      edge.mapping = Mapping::kRollup;
+    } else if (mapping == "lookback") {
+      return Error(m, LineOf(e, 1),
+                   absl::StrCat("mapping lookback ", named,
+                                " needs the number of previous partitions: "
+                                "write `mapping: {lookback: 7}` (or "
+                                "`lookback: 7` without `mapping:`)"));
     } else {
       return Error(m, LineOf(e, 1),
                    absl::StrCat("unknown mapping \"", mapping, "\" ", uwhere,
-                                "; expected identity or all"));
+                                "; ", kExpected));
     }
     return edge;
+  }
+
+  // The N of a lookback: an integer 1..kMaxLookback.
+  absl::StatusOr<int> LookbackCount(const YAML::Node& n, const YAML::Node& e,
+                                    const std::string& named) const {
+    int value = 0;
+    if (!n || !n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), &value) ||
+        value < 1 || value > kMaxLookback) {
+      return Error(
+          n ? n : e, LineOf(e, 1),
+          absl::StrCat("lookback ", named,
+                       " must be a whole number of partitions from 1 "
+                       "to ",
+                       kMaxLookback, ", e.g. `mapping: {lookback: 7}`",
+                       n && n.IsScalar()
+                           ? absl::StrCat(" (got \"", n.Scalar(), "\")")
+                           : ""));
+    }
+    return value;
   }
 
   absl::Status ParseContract(const YAML::Node& c, const std::string& where,
@@ -893,7 +951,8 @@ std::string TransformVersion(std::string_view sql) {
   return HashHex(StripTrailingSemicolons(ScanSql(sql).normalized));
 }
 
-absl::StatusOr<std::string> CanonicalTransform(std::string_view sql) {
+absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
+                                               bool allow_window_start) {
   const SqlScan scan = ScanSql(sql);
   if (!scan.error.empty()) return absl::InvalidArgumentError(scan.error);
   if (scan.skeleton.empty()) {
@@ -937,10 +996,17 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql) {
       while (j < sk.size() && IsIdentChar(sk[j])) ++j;
       if (j == i + 1) continue;
       const std::string param = sk.substr(i + 1, j - i - 1);
+      if (param == "window_start" && !allow_window_start) {
+        return absl::InvalidArgumentError(
+            "the transform uses the parameter :window_start, which is bound "
+            "only for a dataset with a `lookback` upstream; only "
+            ":partition_start, :partition_end and :partition are bound here");
+      }
       if (param != "partition_start" && param != "partition_end" &&
-          param != "partition") {
+          param != "partition" && param != "window_start") {
         return absl::InvalidArgumentError(absl::StrCat(
-            "the transform uses the parameter :", param, kOnlyBound));
+            "the transform uses the parameter :", param, kOnlyBound,
+            allow_window_start ? "; :window_start is bound too" : ""));
       }
       i = j - 1;
       continue;

@@ -37,8 +37,10 @@ std::string TransformVersion(std::string_view sql);
 // ?NNN and @name, $name, #name parameters are rejected too), and returns it
 // trimmed and without a trailing ';'. Comments, string literals and quoted
 // identifiers ("...", `...`, [...]) are understood. Errors are
-// INVALID_ARGUMENT with the reason.
-absl::StatusOr<std::string> CanonicalTransform(std::string_view sql);
+// INVALID_ARGUMENT with the reason. With `allow_window_start` (a dataset
+// with a `lookback` upstream) :window_start is accepted too.
+absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
+                                               bool allow_window_start = false);
 
 }  // namespace backfill
 

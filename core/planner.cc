@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
+#include "core/upstream_mapping.h"
 
 namespace backfill {
 namespace {
@@ -91,18 +93,197 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
 
 }  // namespace
 
+// Row counts per dataset, fetched from the engine once each per call.
+class Planner::RowCountCache {
+ public:
+  explicit RowCountCache(Engine* engine) : engine_(engine) {}
+
+  absl::StatusOr<RowCounts*> Of(const DatasetSpec& d) {
+    auto it = counts_.find(d.name);
+    if (it == counts_.end()) {
+      ASSIGN_OR_RETURN(RowCounts c, engine_->CountRowsByPartition(d));
+      it = counts_.emplace(d.name, std::move(c)).first;
+    }
+    return &it->second;
+  }
+
+ private:
+  Engine* engine_;
+  std::map<std::string, RowCounts> counts_;
+};
+
 std::vector<InputRef> Planner::InputsOf(const DatasetSpec& dataset,
                                         const std::string& partition) const {
   std::vector<InputRef> inputs;
   for (const UpstreamEdge& edge : dataset.upstream) {
     const DatasetSpec* up = catalog_->Find(edge.dataset);
     if (up == nullptr) continue;  // Catalog::Build guarantees it exists.
-    InputRef ref;
-    ref.dataset = up;
-    if (edge.mapping == Mapping::kIdentity) ref.partition = partition;
-    inputs.push_back(std::move(ref));
+    if (edge.mapping == Mapping::kIdentity) {
+      inputs.push_back(InputRef{up, partition});
+      continue;
+    }
+    absl::StatusOr<std::optional<std::vector<std::string>>> read =
+        PartitionsRead(edge, up->grain(), dataset.grain(), partition);
+    if (!read.ok() || !read->has_value()) {
+      inputs.push_back(InputRef{up, std::nullopt});  // the whole upstream
+      continue;
+    }
+    for (std::string& p : **read) inputs.push_back(InputRef{up, std::move(p)});
   }
   return inputs;
+}
+
+absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
+    const DatasetSpec& d, RowCountCache& counts) const {
+  if (d.grain() == Grain::kNone) return std::set<std::string>{""};
+  if (d.grain() == Grain::kKey) {
+    return std::set<std::string>(d.partition->keys.begin(),
+                                 d.partition->keys.end());
+  }
+  std::set<std::string> all;
+  bool has_partitioned = false;
+  for (const UpstreamEdge& e : d.upstream) {
+    if (e.mapping == Mapping::kAll) continue;
+    has_partitioned = true;
+    const DatasetSpec* up = catalog_->Find(e.dataset);
+    ASSIGN_OR_RETURN(RowCounts * c, counts.Of(*up));
+    if (e.mapping == Mapping::kIdentity) {
+      for (const auto& [p, n] : *c) all.insert(p);
+      continue;
+    }
+    std::vector<std::string> held;
+    for (const auto& [p, n] : *c) {
+      if (ValidatePartition(up->grain(), p).ok()) held.push_back(p);
+    }
+    ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> mapped,
+                     PartitionsAffected(e, up->grain(), d.grain(), held));
+    if (mapped) all.insert(mapped->begin(), mapped->end());
+  }
+  if (!has_partitioned) {
+    ASSIGN_OR_RETURN(RowCounts * c, counts.Of(d));
+    for (const auto& [p, n] : *c) all.insert(p);
+  }
+  return all;
+}
+
+absl::Status Planner::Propagate(
+    const DatasetSpec& from, const std::set<std::string>* only,
+    RowCountCache& counts, Scope* scope,
+    std::map<std::string, std::string>* dataset_reason) const {
+  size_t total = 0;
+  for (const auto& [name, partitions] : *scope) total += partitions.size();
+  bool started = false;
+  for (const DatasetSpec& d : catalog_->datasets()) {
+    started = started || d.name == from.name;
+    if (!started) continue;  // upstreams of `from` come before it
+    auto it = scope->find(d.name);
+    if (it == scope->end() || it->second.empty()) continue;
+    std::vector<std::string> partitions;
+    partitions.reserve(it->second.size());
+    for (const auto& [p, why] : it->second) partitions.push_back(p);
+    for (const DatasetSpec* dep : catalog_->DirectDependents(d.name)) {
+      if (only != nullptr && !only->count(dep->name)) continue;
+      for (const UpstreamEdge& e : dep->upstream) {
+        if (e.dataset != d.name) continue;
+        std::vector<std::string> reached;
+        ASSIGN_OR_RETURN(
+            std::optional<std::vector<std::string>> mapped,
+            PartitionsAffected(e, d.grain(), dep->grain(), partitions));
+        if (mapped) {
+          reached = *std::move(mapped);
+        } else {
+          ASSIGN_OR_RETURN(std::set<std::string> all,
+                           FullPartitions(*dep, counts));
+          reached.assign(all.begin(), all.end());
+        }
+        // A mapping that reaches nothing (a rollup beyond year 9999) adds
+        // nothing; `all` keeps adding the dataset, as it always did.
+        if (reached.empty() && mapped) continue;
+        std::map<std::string, std::string>& dst = (*scope)[dep->name];
+        const std::string why = DownstreamReason(e, d.name);
+        for (const std::string& p : reached) {
+          if (dst.emplace(p, why).second) ++total;
+        }
+        if (dataset_reason != nullptr) {
+          dataset_reason->emplace(dep->name,
+                                  absl::StrCat("downstream of ", d.name));
+        }
+        if (total > limits_.max_partitions) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("the plan has more than ", limits_.max_partitions,
+                           " partitions (with dependents, reached at ",
+                           dep->name, "); at most ", limits_.max_partitions,
+                           " per backfill: narrow the scope"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
+    const DatasetSpec& from, const std::vector<std::string>& partitions,
+    const DatasetSpec& to) const {
+  if (catalog_->Find(from.name) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown dataset \"", from.name, "\""));
+  }
+  if (catalog_->Find(to.name) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown dataset \"", to.name, "\""));
+  }
+  if (partitions.size() > limits_.max_partitions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(partitions.size(), " partitions of ", from.name,
+                     " given; at most ", limits_.max_partitions));
+  }
+  std::map<std::string, std::string> seeds;
+  for (const std::string& p : partitions) {
+    absl::Status valid = ValidatePartition(from.grain(), p);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "partition of dataset \"", from.name, "\": ", valid.message()));
+    }
+    seeds.emplace(p, "requested");
+  }
+  if (from.name == to.name) {
+    std::vector<std::string> out;
+    for (const auto& [p, why] : seeds) out.push_back(p);
+    return out;
+  }
+  // The datasets on a path from `from` to `to`: downstream of `from` and
+  // upstream of `to`.
+  std::set<std::string> below;
+  std::vector<std::string> stack = {from.name};
+  while (!stack.empty()) {
+    const std::string name = stack.back();
+    stack.pop_back();
+    for (const DatasetSpec* dep : catalog_->DirectDependents(name)) {
+      if (below.insert(dep->name).second) stack.push_back(dep->name);
+    }
+  }
+  if (!below.count(to.name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset \"", to.name, "\" is not downstream of \"", from.name, "\""));
+  }
+  std::set<std::string> only = {to.name};
+  stack = {to.name};
+  while (!stack.empty()) {
+    const DatasetSpec* d = catalog_->Find(stack.back());
+    stack.pop_back();
+    for (const UpstreamEdge& e : d->upstream) {
+      if (below.count(e.dataset) && only.insert(e.dataset).second) {
+        stack.push_back(e.dataset);
+      }
+    }
+  }
+  RowCountCache counts(engine_);
+  Scope scope;
+  scope[from.name] = std::move(seeds);
+  RETURN_IF_ERROR(Propagate(from, &only, counts, &scope, nullptr));
+  std::vector<std::string> out;
+  for (const auto& [p, why] : scope[to.name]) out.push_back(p);
+  return out;
 }
 
 absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
@@ -133,83 +314,46 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
                    ResolveScope(*target, request, limits_.max_partitions));
 
   // Row counts per upstream and per dataset, fetched once each.
-  std::map<std::string, RowCounts> counts;
-  auto counts_of = [&](const DatasetSpec& d) -> absl::StatusOr<RowCounts*> {
-    auto it = counts.find(d.name);
-    if (it == counts.end()) {
-      ASSIGN_OR_RETURN(RowCounts c, engine_->CountRowsByPartition(d));
-      it = counts.emplace(d.name, std::move(c)).first;
-    }
-    return &it->second;
-  };
+  RowCountCache counts(engine_);
+  auto counts_of = [&](const DatasetSpec& d) { return counts.Of(d); };
   // Every partition a full reload of `d` recomputes.
-  auto full_partitions =
-      [&](const DatasetSpec& d) -> absl::StatusOr<std::set<std::string>> {
-    std::set<std::string> all;
-    if (d.grain() == Grain::kNone) return std::set<std::string>{""};
-    if (d.grain() == Grain::kKey) {
-      return std::set<std::string>(d.partition->keys.begin(),
-                                   d.partition->keys.end());
-    }
-    bool has_identity = false;
-    for (const UpstreamEdge& e : d.upstream) {
-      if (e.mapping != Mapping::kIdentity) continue;
-      has_identity = true;
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(*catalog_->Find(e.dataset)));
-      for (const auto& [p, n] : *c) all.insert(p);
-    }
-    if (!has_identity) {
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(d));
-      for (const auto& [p, n] : *c) all.insert(p);
-    }
-    return all;
+  auto full_partitions = [&](const DatasetSpec& d) {
+    return FullPartitions(d, counts);
   };
   // Whole-table row counts, summed once per upstream.
   std::map<std::string, double> totals;
+  // The rows of exactly the inputs a task of `d` for `partition` reads.
   auto cost_of = [&](const DatasetSpec& d,
                      const std::string& partition) -> absl::StatusOr<double> {
     double cost = 0;
-    for (const UpstreamEdge& e : d.upstream) {
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(*catalog_->Find(e.dataset)));
-      if (e.mapping == Mapping::kIdentity) {
-        auto it = c->find(partition);
+    for (const InputRef& in : InputsOf(d, partition)) {
+      ASSIGN_OR_RETURN(RowCounts * c, counts_of(*in.dataset));
+      if (in.partition) {
+        auto it = c->find(*in.partition);
         if (it != c->end()) cost += static_cast<double>(it->second);
         continue;
       }
-      auto total = totals.find(e.dataset);
+      auto total = totals.find(in.dataset->name);
       if (total == totals.end()) {
         double sum = 0;
         for (const auto& [p, n] : *c) sum += static_cast<double>(n);
-        total = totals.emplace(e.dataset, sum).first;
+        total = totals.emplace(in.dataset->name, sum).first;
       }
       cost += total->second;
     }
     return cost;
   };
 
-  // Partitions per dataset, propagated to dependents in topological order.
-  std::map<std::string, std::set<std::string>> scope;
+  // Partitions per dataset, propagated to dependents in topological order,
+  // each with the reason it is planned.
+  Scope scope;
   std::map<std::string, std::string> reason;
-  scope[target->name].insert(requested.begin(), requested.end());
+  for (const std::string& p : requested) {
+    scope[target->name].emplace(p, "requested");
+  }
   reason[target->name] = "requested";
   if (!request.exclude_downstream) {
-    for (const DatasetSpec& d : catalog_->datasets()) {
-      auto it = scope.find(d.name);
-      if (it == scope.end()) continue;
-      for (const DatasetSpec* dep : catalog_->DirectDependents(d.name)) {
-        for (const UpstreamEdge& e : dep->upstream) {
-          if (e.dataset != d.name) continue;
-          std::set<std::string>& dst = scope[dep->name];
-          if (e.mapping == Mapping::kIdentity) {
-            dst.insert(it->second.begin(), it->second.end());
-          } else {
-            ASSIGN_OR_RETURN(std::set<std::string> all, full_partitions(*dep));
-            dst.insert(all.begin(), all.end());
-          }
-          reason.emplace(dep->name, absl::StrCat("downstream of ", d.name));
-        }
-      }
-    }
+    RETURN_IF_ERROR(Propagate(*target, nullptr, counts, &scope, &reason));
   }
 
   Plan plan;
@@ -219,7 +363,12 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     if (it == scope.end()) continue;
     DatasetPlan dp;
     dp.dataset = d.name;
-    dp.partitions.assign(it->second.begin(), it->second.end());
+    dp.partitions.reserve(it->second.size());
+    dp.partition_reasons.reserve(it->second.size());
+    for (const auto& [p, why] : it->second) {
+      dp.partitions.push_back(p);
+      dp.partition_reasons.push_back(why);
+    }
     dp.reason = reason[d.name];
     dp.transform_version = d.transform_version;
     for (const std::string& p : dp.partitions) {

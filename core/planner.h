@@ -3,16 +3,33 @@
 // excluded, its dependents through their partition mappings — and estimates
 // the cost against a full reload. Writes nothing.
 //
+// Propagation: a dependent follows each upstream edge's mapping (see
+// upstream_mapping.h): identity the same partitions, rollup the coarser
+// partitions containing them, lookback N the partitions P .. P+N, all every
+// partition of the dependent. Every planned partition has a reason
+// (DatasetPlan::partition_reasons): "requested", or "downstream of X" with
+// " via rollup", " via lookback N" or " via all" for those mappings. A
+// partition reached by several paths keeps the reason of the first upstream
+// in the catalog's topological order that reaches it (datasets are visited
+// in that order, dependents by name).
+//
 // Cost unit (kCostUnit): estimated input rows read. Recomputing one
-// partition reads the rows of each `identity` upstream partition and the
+// partition reads the rows of each upstream partition InputsOf lists (the
+// identity partition, the rollup children, the lookback window) and the
 // whole of each `all` upstream. The full reload is the same measure over
-// every partition the dataset's `identity` upstreams hold (its own
-// partitions when it has none).
+// every partition a reload of the dataset computes: the partitions its
+// identity, rollup and lookback upstreams hold, mapped through those edges
+// (its own partitions when it has none).
 //
 // Thread-safe: holds only const references.
 
 #ifndef BACKFILL_CORE_PLANNER_H_
 #define BACKFILL_CORE_PLANNER_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/catalog.h"
@@ -35,11 +52,44 @@ class Planner {
   // scope, unknown keys) and returns the plan. Conflicts are not filled in.
   absl::StatusOr<Plan> MakePlan(const BackfillRequest& request) const;
 
-  // The inputs a task of `dataset` for `partition` reads.
+  // The inputs a task of `dataset` for `partition` reads: one InputRef per
+  // upstream partition read (identity: P; rollup: every finer partition
+  // inside P; lookback N: P-N .. P, in order) and one whole-table InputRef
+  // per `all` upstream, upstreams in declaration order. Input fingerprints
+  // and lineage are kept per InputRef. A partition the mapping cannot map
+  // (not valid for the grain; a job's partitions always are) reads the
+  // whole upstream.
   std::vector<InputRef> InputsOf(const DatasetSpec& dataset,
                                  const std::string& partition) const;
 
+  // The partitions of `to` affected by backfilling `partitions` of `from`,
+  // through every path of upstream edges from `from` down to `to` (each
+  // edge mapped as in a plan), sorted and unique; empty when no path
+  // reaches a partition (e.g. a rollup beyond year 9999). from == to: the
+  // partitions themselves. INVALID_ARGUMENT when `to` is not downstream of
+  // `from`, a partition is not valid for `from`'s grain, or more than
+  // max_partitions partitions are given or would be reached on the way.
+  absl::StatusOr<std::vector<std::string>> MapDownstream(
+      const DatasetSpec& from, const std::vector<std::string>& partitions,
+      const DatasetSpec& to) const;
+
  private:
+  class RowCountCache;
+  // Dataset -> planned partition -> why it is planned.
+  using Scope = std::map<std::string, std::map<std::string, std::string>>;
+
+  // Extends `scope` from `from`'s partitions to its dependents (all of them,
+  // or only those in `only` when given), visiting datasets in topological
+  // order. `dataset_reason` (optional) gets each reached dataset's first
+  // "downstream of X".
+  absl::Status Propagate(
+      const DatasetSpec& from, const std::set<std::string>* only,
+      RowCountCache& counts, Scope* scope,
+      std::map<std::string, std::string>* dataset_reason) const;
+  // Every partition a full reload of `d` recomputes.
+  absl::StatusOr<std::set<std::string>> FullPartitions(
+      const DatasetSpec& d, RowCountCache& counts) const;
+
   const Catalog* catalog_;
   Engine* engine_;
   PlannerLimits limits_;

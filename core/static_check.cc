@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/upstream_mapping.h"
 
 namespace backfill {
 namespace {
@@ -17,8 +18,12 @@ std::string At(const DatasetSpec& d, int line) {
                       ": dataset \"", d.name, "\": ");
 }
 
-bool OnlyBoundParameters(const QueryShape& shape, std::string* bad) {
+// `window_start`: whether :window_start is bound too (a transform of a
+// dataset with a lookback upstream).
+bool OnlyBoundParameters(const QueryShape& shape, std::string* bad,
+                         bool window_start = false) {
   for (const std::string& p : shape.parameters) {
+    if (window_start && p == ":window_start") continue;
     if (p != ":partition_start" && p != ":partition_end" && p != ":partition") {
       *bad = p;
       return false;
@@ -61,11 +66,13 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
           problems.push_back(
               absl::StrCat(at, "the transform is not a read-only SELECT"));
         }
-        if (!OnlyBoundParameters(*shape, &bad)) {
+        const bool window = MaxLookback(d) > 0;
+        if (!OnlyBoundParameters(*shape, &bad, window)) {
           problems.push_back(absl::StrCat(
               at, "the transform uses the parameter ", bad,
               "; only :partition_start, :partition_end and :partition are "
-              "bound"));
+              "bound",
+              window ? " (and :window_start)" : ""));
         }
         std::set<std::string> outputs;
         std::vector<std::string> extra;

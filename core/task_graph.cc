@@ -1,15 +1,22 @@
 #include "core/task_graph.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/upstream_mapping.h"
 
 namespace backfill {
 
 TaskGraph::TaskGraph(
     std::vector<Task> tasks,
     const std::function<std::vector<UpstreamEdge>(const std::string& dataset)>&
-        upstream_of)
+        upstream_of,
+    const std::function<Grain(const std::string& dataset)>& grain_of)
     : tasks_(std::move(tasks)) {
   const size_t n = tasks_.size();
   std::map<std::pair<std::string, std::string>, size_t> index;
@@ -28,6 +35,21 @@ TaskGraph::TaskGraph(
         if (it == index.end()) continue;
         dependents_[it->second].push_back(i);
         identity_inputs_[i].push_back(it->second);
+        continue;
+      }
+      absl::StatusOr<std::optional<std::vector<std::string>>> read =
+          absl::InvalidArgumentError("no grains");
+      if (e.mapping != Mapping::kAll && grain_of) {
+        read = PartitionsRead(e, grain_of(e.dataset),
+                              grain_of(tasks_[i].dataset), tasks_[i].partition);
+      }
+      if (read.ok() && read->has_value()) {
+        for (const std::string& p : **read) {
+          auto it = index.find({e.dataset, p});
+          if (it == index.end()) continue;
+          dependents_[it->second].push_back(i);
+          identity_inputs_[i].push_back(it->second);
+        }
       } else {
         all_readers_[e.dataset].push_back(i);
         all_inputs_[i].push_back(e.dataset);

@@ -5,8 +5,13 @@
 // Dependencies come from the upstream edges of the job's datasets:
 //   - identity: task (D, P) waits for task (U, P) of an upstream U in the
 //     same job, if the job has it;
+//   - rollup, lookback N: task (D, P) waits for the tasks of an upstream U
+//     in the same job for every partition it reads (the finer partitions
+//     inside P; P-N .. P), those the job has (see upstream_mapping.h);
 //   - all: every task of D waits until every task of an upstream U in the
 //     same job is done (a whole-table input).
+// Without `grain_of` (or for a partition the mapping cannot map) a rollup
+// or lookback task waits for every task of the upstream, as for `all`.
 // A task is ready when it is pending and waits for nothing; ready tasks are
 // handed out in the order they became ready (plan order at first), a task
 // put back goes to the front.
@@ -40,10 +45,13 @@ class TaskGraph {
   };
 
   // `upstream_of(dataset)` gives a dataset's upstream edges (none for an
-  // unknown dataset). Tasks keep their index.
+  // unknown dataset); `grain_of(dataset)` its grain, which rollup and
+  // lookback edges need. Tasks keep their index.
   TaskGraph(std::vector<Task> tasks,
             const std::function<std::vector<UpstreamEdge>(
-                const std::string& dataset)>& upstream_of);
+                const std::string& dataset)>& upstream_of,
+            const std::function<Grain(const std::string& dataset)>& grain_of =
+                nullptr);
 
   size_t size() const { return tasks_.size(); }
   const Task& task(size_t i) const { return tasks_[i]; }
@@ -83,12 +91,13 @@ class TaskGraph {
   void Release(size_t i);
 
   std::vector<Task> tasks_;
-  // Identity edges: task -> tasks that read it.
+  // Partition edges (identity, rollup, lookback): task -> tasks that read
+  // it.
   std::vector<std::vector<size_t>> dependents_;
   // Dataset -> tasks that read the whole of it, within the job.
   std::map<std::string, std::vector<size_t>> all_readers_;
-  // Per task: the identity upstream tasks and the in-job whole-table
-  // upstream datasets it reads.
+  // Per task: the in-job upstream tasks it reads by partition (any mapping
+  // but all) and the in-job whole-table upstream datasets it reads.
   std::vector<std::vector<size_t>> identity_inputs_;
   std::vector<std::vector<std::string>> all_inputs_;
   std::map<std::string, size_t> dataset_remaining_;

@@ -1,5 +1,6 @@
 #include "server/proto_convert.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -132,6 +133,15 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
   }
   for (const std::string& p : plan.partitions) proto.add_partitions(p);
   proto.set_reason(plan.reason);
+  // Reasons only when they are there for every partition (a job stored
+  // before they were kept has none).
+  if (plan.partition_reasons.size() == plan.partitions.size() &&
+      std::any_of(plan.partition_reasons.begin(), plan.partition_reasons.end(),
+                  [](const std::string& r) { return !r.empty(); })) {
+    for (const std::string& r : plan.partition_reasons) {
+      proto.add_partition_reasons(r);
+    }
+  }
   *proto.mutable_cost() = CostToProto(plan.cost);
   return proto;
 }
@@ -315,6 +325,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
     v1::Upstream* up = proto.add_upstream();
     up->set_dataset(edge.dataset);
     up->set_mapping(std::string(MappingName(edge.mapping)));
+    if (edge.mapping == Mapping::kLookback) up->set_lookback(edge.lookback);
   }
   for (const DatasetSpec* dependent : catalog.DirectDependents(spec.name)) {
     proto.add_downstream(dependent->name);

@@ -26,6 +26,7 @@
 #include "core/fingerprint.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
+#include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_membership.h"
@@ -53,6 +54,9 @@ constexpr char kMeta[] = "_bf_meta";
 constexpr char kStartParam[] = ":partition_start";
 constexpr char kEndParam[] = ":partition_end";
 constexpr char kValueParam[] = ":partition";
+// The start bound of partition P-N for a dataset with a lookback N upstream
+// (see upstream_mapping.h WindowStart).
+constexpr char kWindowStartParam[] = ":window_start";
 
 std::string Q(std::string_view name) { return QuoteIdentifier(name); }
 
@@ -144,6 +148,23 @@ absl::Status BindPartition(Statement& q, const PartitionBounds& bounds,
     if (index > 0) RETURN_IF_ERROR(q.BindText(index, *value));
   }
   return absl::OkStatus();
+}
+
+// Binds :window_start where it appears, for a dataset with a lookback
+// upstream: the start bound of the window's first partition.
+absl::Status BindWindowStart(Statement& q, const DatasetSpec& dataset,
+                             const std::string& partition) {
+  const int index = q.ParameterIndex(kWindowStartParam);
+  if (index <= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::optional<std::string> start,
+                   WindowStart(dataset, partition));
+  if (!start) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "transform of ", dataset.name,
+        " uses :window_start, which is bound only for a dataset with a "
+        "lookback upstream"));
+  }
+  return q.BindText(index, *start);
 }
 
 absl::StatusOr<Fingerprint> HashRows(Statement& q) {
@@ -266,11 +287,18 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
   }
   for (int i = 1; i <= transform.ParameterCount(); ++i) {
     std::string name = transform.ParameterName(i);
+    if (name == kWindowStartParam && MaxLookback(dataset) > 0) continue;
     if (name != kStartParam && name != kEndParam && name != kValueParam) {
       return absl::FailedPreconditionError(absl::StrCat(
           "transform of ", dataset.name, " uses parameter '", name,
           "'; only :partition_start, :partition_end and :partition are "
-          "bound"));
+          "bound",
+          MaxLookback(dataset) > 0
+              ? " (and :window_start)"
+              : (name == kWindowStartParam
+                     ? " (:window_start only for a dataset with a lookback "
+                       "upstream)"
+                     : "")));
     }
   }
   std::vector<std::string> outputs;
@@ -907,6 +935,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
           db->Prepare(absl::StrCat("INSERT INTO ", out, " (", cols, ") SELECT ",
                                    cols, " FROM (\n", body, "\n)")));
       RETURN_IF_ERROR(BindPartition(insert, bounds, partition));
+      RETURN_IF_ERROR(BindWindowStart(insert, dataset, partition));
       absl::Status ran = insert.Run();
       if (!ran.ok()) {
         return Annotate(ran, absl::StrCat("transform of ", dataset.name,

@@ -220,6 +220,11 @@ CREATE TABLE rollbacks (
   rows_restored    INTEGER NOT NULL DEFAULT 0
 );
 )sql",
+    // 7: why each planned partition is in its job ("requested",
+    // "downstream of X via rollup", ...); '' for jobs planned before.
+    R"sql(
+ALTER TABLE tasks ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -623,15 +628,18 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   }
   if (with_partitions) {
     ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT dataset, \"partition\" FROM tasks "
-                                  "WHERE job_id = ?1 ORDER BY ordinal"));
+                     db_->Prepare("SELECT dataset, \"partition\", reason "
+                                  "FROM tasks WHERE job_id = ?1 ORDER BY "
+                                  "ordinal"));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
       auto it = index.find(q.ColumnText(0));
       if (it == index.end()) continue;  // cannot happen: written together
-      job.plan.datasets[it->second].partitions.push_back(q.ColumnText(1));
+      DatasetPlan& dp = job.plan.datasets[it->second];
+      dp.partitions.push_back(q.ColumnText(1));
+      dp.partition_reasons.push_back(q.ColumnText(2));
     }
   }
   {
@@ -768,8 +776,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     ASSIGN_OR_RETURN(
         Statement task,
         db_->Prepare("INSERT INTO tasks (job_id, dataset, \"partition\", "
-                     "ordinal, state, update_time) VALUES (?1, ?2, ?3, ?4, "
-                     "?5, ?6)"));
+                     "ordinal, state, update_time, reason) VALUES (?1, ?2, "
+                     "?3, ?4, ?5, ?6, ?7)"));
     int64_t ordinal = 0;
     for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
       const DatasetPlan& dp = job.plan.datasets[i];
@@ -782,7 +790,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
       RETURN_IF_ERROR(ds.BindDouble(6, dp.cost.full_reload));
       RETURN_IF_ERROR(ds.BindText(7, dp.transform_version));
       RETURN_IF_ERROR(ds.Run());
-      for (const std::string& partition : dp.partitions) {
+      for (size_t k = 0; k < dp.partitions.size(); ++k) {
+        const std::string& partition = dp.partitions[k];
         RETURN_IF_ERROR(task.Reset());
         RETURN_IF_ERROR(task.BindText(1, id));
         RETURN_IF_ERROR(task.BindText(2, dp.dataset));
@@ -790,6 +799,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
         RETURN_IF_ERROR(task.BindInt(4, ordinal++));
         RETURN_IF_ERROR(task.BindText(5, TaskStateText(TaskState::kPending)));
         RETURN_IF_ERROR(BindTime(task, 6, now));
+        RETURN_IF_ERROR(task.BindText(
+            7, k < dp.partition_reasons.size() ? dp.partition_reasons[k] : ""));
         absl::Status inserted = task.Run();
         if (!inserted.ok()) {
           return absl::InvalidArgumentError(

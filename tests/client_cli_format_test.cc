@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "backfill/v1/backfill.pb.h"
 #include "client/cli_format.h"
@@ -440,6 +441,92 @@ TEST(FormatPlanTest, SingularCountsAndNoFullReload) {
               Contains("Cost: 42 input rows estimated vs 0 for a full reload"));
 }
 
+TEST(FormatPlanTest, GroupsPartitionReasonsIntoRanges) {
+  v1::PlanBackfillResponse plan;
+  v1::DatasetPlan* daily = plan.add_datasets();
+  daily->set_dataset("daily_revenue");
+  daily->set_grain("day");
+  std::vector<std::string> june;
+  for (int d = 1; d <= 30; ++d) {
+    june.push_back(absl::StrFormat("2025-06-%02d", d));
+    daily->add_partition_reasons("requested");
+  }
+  *daily->mutable_partitions() = Partitions(june);
+  v1::DatasetPlan* monthly = plan.add_datasets();
+  monthly->set_dataset("monthly_revenue");
+  *monthly->mutable_partitions() = Partitions({"2025-06"});
+  monthly->add_partition_reasons("downstream of daily_revenue via rollup");
+  v1::DatasetPlan* combined = plan.add_datasets();
+  combined->set_dataset("combined");
+  *combined->mutable_partitions() =
+      Partitions({"2025-06-30", "2025-07-01", "2025-07-02"});
+  combined->add_partition_reasons("downstream of daily_copy");
+  combined->add_partition_reasons("downstream of rolling7");
+  combined->add_partition_reasons("downstream of rolling7");
+  // A job planned before reasons were kept has none: no lines for it.
+  v1::DatasetPlan* old = plan.add_datasets();
+  old->set_dataset("old");
+  *old->mutable_partitions() = Partitions({"2025-06-01"});
+  plan.set_total_partitions(35);
+  const std::string out = FormatPlan(plan);
+  EXPECT_THAT(out, HasSubstr("Why each partition:\n"
+                             "  daily_revenue\n"
+                             "    2025-06-01 .. 2025-06-30  requested (30)\n"
+                             "  monthly_revenue\n"
+                             "    2025-06  downstream of daily_revenue via "
+                             "rollup\n"
+                             "  combined\n"
+                             "    2025-06-30  downstream of daily_copy\n"
+                             "    2025-07-01 .. 2025-07-02  downstream of "
+                             "rolling7 (2)\n\n"));
+  EXPECT_THAT(out, Not(HasSubstr("  old\n")));
+}
+
+TEST(FormatPartitionReasonsTest, CapsTheNumberOfRanges) {
+  v1::DatasetPlan plan;
+  // Alternating reasons: 6 ranges of one partition each.
+  for (int d = 1; d <= 6; ++d) {
+    plan.add_partitions(absl::StrFormat("2025-01-%02d", d));
+    plan.add_partition_reasons(d % 2 ? "requested" : "downstream of x");
+  }
+  EXPECT_EQ(FormatPartitionReasons(plan, "  ", 4),
+            "  2025-01-01  requested\n"
+            "  2025-01-02  downstream of x\n"
+            "  2025-01-03  requested\n"
+            "  2025-01-04  downstream of x\n"
+            "  ... and 2 more ranges (--json lists every reason)\n");
+  // Misaligned reasons are not shown rather than shown wrong.
+  plan.add_partitions("2025-01-07");
+  EXPECT_EQ(FormatPartitionReasons(plan, "  "), "");
+  // Reasons are terminal text.
+  v1::DatasetPlan odd;
+  odd.add_partitions("p\x1b[2J");
+  odd.add_partition_reasons("downstream of \x1b[31mx");
+  EXPECT_EQ(FormatPartitionReasons(odd, ""),
+            "p\\x1b[2J  downstream of \\x1b[31mx\n");
+}
+
+TEST(FormatDatasetsTest, ShowsLookbackCounts) {
+  v1::ListDatasetsResponse response;
+  v1::Dataset* d = response.add_datasets();
+  d->set_name("rolling7");
+  d->set_kind("derived");
+  d->set_grain("day");
+  v1::Upstream* up = d->add_upstream();
+  up->set_dataset("daily_revenue");
+  up->set_mapping("lookback");
+  up->set_lookback(7);
+  v1::Dataset* m = response.add_datasets();
+  m->set_name("monthly_revenue");
+  m->set_kind("derived");
+  v1::Upstream* r = m->add_upstream();
+  r->set_dataset("daily_revenue");
+  r->set_mapping("rollup");
+  const std::string out = FormatDatasets(response);
+  EXPECT_THAT(out, HasSubstr("daily_revenue(lookback 7)"));
+  EXPECT_THAT(out, HasSubstr("daily_revenue(rollup)"));
+}
+
 TEST(FormatPlanTest, ListsConflicts) {
   v1::PlanBackfillResponse plan = TwoDatasetPlan();
   v1::Conflict* first = plan.add_conflicts();
@@ -553,6 +640,31 @@ TEST(FormatBackfillTest, ValuesAreAlignedInOneColumn) {
   // At least two spaces after the longest label, "Requested by".
   EXPECT_GE(column, std::string("Requested by").size() + 2);
   EXPECT_THAT(out, EndsWith("\n"));
+}
+
+TEST(FormatBackfillTest, ShowsWhyEachPartitionIsInTheJob) {
+  v1::Backfill backfill;
+  backfill.set_id("bf-3");
+  v1::DatasetPlan* daily = backfill.add_plan();
+  daily->set_dataset("daily_revenue");
+  *daily->mutable_partitions() = Partitions({"2025-06-14"});
+  daily->add_partition_reasons("requested");
+  v1::DatasetPlan* rolling = backfill.add_plan();
+  rolling->set_dataset("rolling7");
+  std::vector<std::string> days;
+  for (int d = 14; d <= 21; ++d) {
+    days.push_back(absl::StrFormat("2025-06-%02d", d));
+    rolling->add_partition_reasons(
+        "downstream of daily_revenue via lookback 7");
+  }
+  *rolling->mutable_partitions() = Partitions(days);
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_THAT(out, HasSubstr("Why each partition:\n"
+                             "  daily_revenue\n"
+                             "    2025-06-14  requested\n"
+                             "  rolling7\n"
+                             "    2025-06-14 .. 2025-06-21  downstream of "
+                             "daily_revenue via lookback 7 (8)\n"));
 }
 
 TEST(FormatBackfillTest, FinishedFailedJob) {

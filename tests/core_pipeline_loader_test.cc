@@ -419,33 +419,9 @@ TEST(PipelineLoaderTest, WarehouseAtMostOnce) {
   EXPECT_THAT(c.status().message(), HasSubstr("already set at a.yaml:1"));
 }
 
+// Rollup and lookback: tests/core_upstream_mapping_test.cc.
 TEST(PipelineLoaderTest, Mappings) {
-  const std::string lookback = WithDerived(R"(
-  - name: d
-    kind: derived
-    partition: {column: ds, grain: day}
-    upstream:
-      - dataset: orders
-        mapping: {lookback: 3}
-    transform: SELECT ds FROM orders
-    contract: {columns: {ds: TEXT}}
-)");
-  std::string msg = LoadError(lookback);
-  EXPECT_THAT(msg, HasSubstr("pipe.yaml:11:"));
-  EXPECT_THAT(msg, HasSubstr("\"lookback\""));
-  EXPECT_THAT(msg, HasSubstr("not supported yet"));
-
-  msg = LoadError(WithDerived(R"(
-  - name: d
-    kind: derived
-    upstream: [{dataset: orders, mapping: rollup}]
-    transform: SELECT ds FROM orders
-    contract: {columns: {ds: TEXT}}
-)"));
-  EXPECT_THAT(msg, HasSubstr("pipe.yaml:8:"));
-  EXPECT_THAT(msg, HasSubstr("\"rollup\" in an upstream of dataset \"d\" is "
-                             "not supported yet"));
-
+  std::string msg;
   msg = LoadError(WithDerived(R"(
   - name: d
     kind: derived

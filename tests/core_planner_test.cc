@@ -245,5 +245,351 @@ TEST_F(PlannerTest, InputsFollowMappings) {
   EXPECT_FALSE(inputs[1].partition.has_value());
 }
 
+// ------------------------------------------------ rollup and lookback --
+
+UpstreamEdge Edge(const std::string& dataset, Mapping mapping,
+                  int lookback = 0) {
+  return UpstreamEdge{dataset, mapping, lookback};
+}
+
+// A pipeline with every mapping:
+//   orders (day) -identity-> daily -rollup-> monthly -lookback 2-> monthly_r
+//                            daily -lookback 7-> rolling7
+//                            daily -identity-> daily_copy
+//   daily_copy, rolling7 -identity-> combined (day)
+//   daily -all-> snapshot (day, also orders -identity->)
+//   events (hour) -identity-> hourly -rollup-> hour_days, hour_months
+class MappingPlannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<DatasetSpec> specs = {
+        Source("orders", Grain::kDay),
+        Source("events", Grain::kHour),
+        Derived("daily", Grain::kDay, {Edge("orders", Mapping::kIdentity)}),
+        Derived("monthly", Grain::kMonth, {Edge("daily", Mapping::kRollup)}),
+        Derived("monthly_r", Grain::kMonth,
+                {Edge("monthly", Mapping::kLookback, 2)}),
+        Derived("rolling7", Grain::kDay,
+                {Edge("daily", Mapping::kLookback, 7)}),
+        Derived("daily_copy", Grain::kDay, {Edge("daily", Mapping::kIdentity)}),
+        Derived("combined", Grain::kDay,
+                {Edge("rolling7", Mapping::kIdentity),
+                 Edge("daily_copy", Mapping::kIdentity)}),
+        Derived(
+            "snapshot", Grain::kDay,
+            {Edge("orders", Mapping::kIdentity), Edge("daily", Mapping::kAll)}),
+        Derived("hourly", Grain::kHour, {Edge("events", Mapping::kIdentity)}),
+        Derived("hour_days", Grain::kDay, {Edge("hourly", Mapping::kRollup)}),
+        Derived("hour_months", Grain::kMonth,
+                {Edge("hourly", Mapping::kRollup)}),
+    };
+    auto catalog = Catalog::Build(std::move(specs), WarehouseSpec{});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+    // Orders: 2025-01-01 .. 2025-01-05, 10 rows each.
+    for (int d = 1; d <= 5; ++d) {
+      engine_.rows["orders"][absl::StrFormat("2025-01-%02d", d)] = 10;
+    }
+  }
+
+  const DatasetPlan* Find(const Plan& plan, const std::string& dataset) {
+    for (const DatasetPlan& dp : plan.datasets) {
+      if (dp.dataset == dataset) return &dp;
+    }
+    return nullptr;
+  }
+
+  // "partition=reason" for every planned partition of `dataset`.
+  std::vector<std::string> Reasons(const Plan& plan,
+                                   const std::string& dataset) {
+    const DatasetPlan* dp = Find(plan, dataset);
+    if (dp == nullptr) return {"<not planned>"};
+    EXPECT_EQ(dp->partitions.size(), dp->partition_reasons.size());
+    std::vector<std::string> out;
+    for (size_t i = 0; i < dp->partitions.size(); ++i) {
+      out.push_back(dp->partitions[i] + "=" + dp->partition_reasons[i]);
+    }
+    return out;
+  }
+
+  std::vector<std::string> Partitions(const Plan& plan,
+                                      const std::string& dataset) {
+    const DatasetPlan* dp = Find(plan, dataset);
+    return dp == nullptr ? std::vector<std::string>{"<not planned>"}
+                         : dp->partitions;
+  }
+
+  BackfillRequest Request(const std::string& dataset,
+                          std::vector<std::string> partitions) {
+    BackfillRequest r;
+    r.dataset = dataset;
+    r.partitions = std::move(partitions);
+    return r;
+  }
+
+  Catalog catalog_;
+  CountingEngine engine_;
+};
+
+TEST_F(MappingPlannerTest, DayRollsUpIntoItsMonthAcrossMonthEnds) {
+  Planner planner(&catalog_, &engine_);
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.from = "2025-01-30";
+  r.to = "2025-02-02";
+  auto plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Reasons(*plan, "daily"),
+              ElementsAre("2025-01-30=requested", "2025-01-31=requested",
+                          "2025-02-01=requested"));
+  EXPECT_THAT(Reasons(*plan, "monthly"),
+              ElementsAre("2025-01=downstream of daily via rollup",
+                          "2025-02=downstream of daily via rollup"));
+  // monthly_r reads 2 previous months: 2025-01 affects 01..03, 02 -> 02..04.
+  EXPECT_THAT(Reasons(*plan, "monthly_r"),
+              ElementsAre("2025-01=downstream of monthly via lookback 2",
+                          "2025-02=downstream of monthly via lookback 2",
+                          "2025-03=downstream of monthly via lookback 2",
+                          "2025-04=downstream of monthly via lookback 2"));
+  EXPECT_EQ(Find(*plan, "monthly")->reason, "downstream of daily");
+  EXPECT_EQ(Find(*plan, "daily")->reason, "requested");
+}
+
+TEST_F(MappingPlannerTest, LeapDayBelongsToFebruary) {
+  Planner planner(&catalog_, &engine_);
+  BackfillRequest r = Request("daily", {"2024-02-29"});
+  auto plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Partitions(*plan, "monthly"), ElementsAre("2024-02"));
+  plan = planner.MakePlan(Request("daily", {"2024-02-28", "2024-03-01"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Partitions(*plan, "monthly"), ElementsAre("2024-02", "2024-03"));
+  // The 7-day window after Feb 28 of a leap year passes through Feb 29.
+  plan = planner.MakePlan(Request("daily", {"2024-02-25"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(
+      Partitions(*plan, "rolling7"),
+      ElementsAre("2024-02-25", "2024-02-26", "2024-02-27", "2024-02-28",
+                  "2024-02-29", "2024-03-01", "2024-03-02", "2024-03-03"));
+}
+
+TEST_F(MappingPlannerTest, HourTwentyThreeRollsUpIntoItsDayAndMonth) {
+  Planner planner(&catalog_, &engine_);
+  auto plan =
+      planner.MakePlan(Request("hourly", {"2025-03-31T23", "2025-04-01T00"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Reasons(*plan, "hour_days"),
+              ElementsAre("2025-03-31=downstream of hourly via rollup",
+                          "2025-04-01=downstream of hourly via rollup"));
+  EXPECT_THAT(Reasons(*plan, "hour_months"),
+              ElementsAre("2025-03=downstream of hourly via rollup",
+                          "2025-04=downstream of hourly via rollup"));
+  // A whole day of hours is one day and one month.
+  BackfillRequest r;
+  r.dataset = "hourly";
+  r.from = "2024-12-31T00";
+  r.to = "2025-01-01T00";
+  plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Partitions(*plan, "hourly").size(), 24u);
+  EXPECT_THAT(Partitions(*plan, "hour_days"), ElementsAre("2024-12-31"));
+  EXPECT_THAT(Partitions(*plan, "hour_months"), ElementsAre("2024-12"));
+}
+
+TEST_F(MappingPlannerTest, LookbackCrossesMonthAndYearEnds) {
+  Planner planner(&catalog_, &engine_);
+  auto plan = planner.MakePlan(Request("daily", {"2024-12-30"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Reasons(*plan, "rolling7"),
+              ElementsAre("2024-12-30=downstream of daily via lookback 7",
+                          "2024-12-31=downstream of daily via lookback 7",
+                          "2025-01-01=downstream of daily via lookback 7",
+                          "2025-01-02=downstream of daily via lookback 7",
+                          "2025-01-03=downstream of daily via lookback 7",
+                          "2025-01-04=downstream of daily via lookback 7",
+                          "2025-01-05=downstream of daily via lookback 7",
+                          "2025-01-06=downstream of daily via lookback 7"));
+  plan = planner.MakePlan(Request("daily", {"2025-01-28"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(
+      Partitions(*plan, "rolling7"),
+      ElementsAre("2025-01-28", "2025-01-29", "2025-01-30", "2025-01-31",
+                  "2025-02-01", "2025-02-02", "2025-02-03", "2025-02-04"));
+  // Two requested days whose windows overlap: the union, once.
+  plan = planner.MakePlan(Request("daily", {"2025-03-01", "2025-03-03"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(
+      Partitions(*plan, "rolling7"),
+      ElementsAre("2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04",
+                  "2025-03-05", "2025-03-06", "2025-03-07", "2025-03-08",
+                  "2025-03-09", "2025-03-10"));
+  // Month lookback across a year end: 2024-11 affects 2024-11 .. 2025-01.
+  plan = planner.MakePlan(Request("monthly", {"2024-11"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Partitions(*plan, "monthly_r"),
+              ElementsAre("2024-11", "2024-12", "2025-01"));
+}
+
+TEST_F(MappingPlannerTest, SeveralPathsKeepTheFirstUpstreamsReason) {
+  Planner planner(&catalog_, &engine_);
+  auto plan = planner.MakePlan(Request("daily", {"2025-01-10"}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Reasons(*plan, "daily_copy"),
+              ElementsAre("2025-01-10=downstream of daily"));
+  // combined reads daily_copy and rolling7; daily_copy comes first in the
+  // topological order (ties by name), so 01-10, reached by both, says
+  // daily_copy; 01-11 .. 01-17 come only through rolling7.
+  EXPECT_THAT(Reasons(*plan, "combined"),
+              ElementsAre("2025-01-10=downstream of daily_copy",
+                          "2025-01-11=downstream of rolling7",
+                          "2025-01-12=downstream of rolling7",
+                          "2025-01-13=downstream of rolling7",
+                          "2025-01-14=downstream of rolling7",
+                          "2025-01-15=downstream of rolling7",
+                          "2025-01-16=downstream of rolling7",
+                          "2025-01-17=downstream of rolling7"));
+  EXPECT_EQ(Find(*plan, "combined")->reason, "downstream of daily_copy");
+  // `all` still pulls every partition of the dependent (those its identity
+  // upstream orders holds).
+  EXPECT_THAT(Reasons(*plan, "snapshot"),
+              ElementsAre("2025-01-01=downstream of daily via all",
+                          "2025-01-02=downstream of daily via all",
+                          "2025-01-03=downstream of daily via all",
+                          "2025-01-04=downstream of daily via all",
+                          "2025-01-05=downstream of daily via all"));
+}
+
+TEST_F(MappingPlannerTest, NoDownstreamPlansOnlyTheRequest) {
+  Planner planner(&catalog_, &engine_);
+  BackfillRequest r = Request("daily", {"2025-01-10"});
+  r.exclude_downstream = true;
+  auto plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->datasets.size(), 1u);
+  EXPECT_THAT(Reasons(*plan, "daily"), ElementsAre("2025-01-10=requested"));
+}
+
+TEST_F(MappingPlannerTest, InputsArePerUpstreamPartition) {
+  Planner planner(&catalog_, &engine_);
+  std::vector<InputRef> in =
+      planner.InputsOf(*catalog_.Find("monthly"), "2024-02");
+  ASSERT_EQ(in.size(), 29u);
+  for (const InputRef& ref : in) EXPECT_EQ(ref.dataset->name, "daily");
+  EXPECT_EQ(in.front().partition.value_or("?"), "2024-02-01");
+  EXPECT_EQ(in[14].partition.value_or("?"), "2024-02-15");
+  EXPECT_EQ(in.back().partition.value_or("?"), "2024-02-29");
+
+  in = planner.InputsOf(*catalog_.Find("rolling7"), "2025-01-03");
+  std::vector<std::string> got;
+  for (const InputRef& ref : in) got.push_back(ref.partition.value_or("?"));
+  EXPECT_THAT(
+      got, ElementsAre("2024-12-27", "2024-12-28", "2024-12-29", "2024-12-30",
+                       "2024-12-31", "2025-01-01", "2025-01-02", "2025-01-03"));
+
+  in = planner.InputsOf(*catalog_.Find("snapshot"), "2025-01-03");
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].partition.value_or("?"), "2025-01-03");
+  EXPECT_EQ(in[1].dataset->name, "daily");
+  EXPECT_FALSE(in[1].partition.has_value());
+
+  EXPECT_EQ(planner.InputsOf(*catalog_.Find("hour_months"), "2025-02").size(),
+            28u * 24u);
+}
+
+TEST_F(MappingPlannerTest, CostSumsExactlyThePartitionsRead) {
+  // daily holds 2025-01-01 .. 2025-02-28, day d of month m with m*100 + d
+  // rows; a row outside any read window must not count.
+  for (int d = 1; d <= 31; ++d) {
+    engine_.rows["daily"][absl::StrFormat("2025-01-%02d", d)] = 100 + d;
+  }
+  for (int d = 1; d <= 28; ++d) {
+    engine_.rows["daily"][absl::StrFormat("2025-02-%02d", d)] = 200 + d;
+  }
+  engine_.rows["daily"]["2024-12-31"] = 100000;
+  Planner planner(&catalog_, &engine_);
+  BackfillRequest r = Request("monthly", {"2025-02"});
+  r.exclude_downstream = true;
+  auto plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // February: 28 * 200 + (1 + ... + 28) = 5600 + 406.
+  EXPECT_DOUBLE_EQ(plan->cost.backfill, 6006);
+  // Full reload: the months the daily partitions fall in: 2024-12
+  // (100000), 2025-01 (31 * 100 + 496 = 3596) and 2025-02.
+  EXPECT_DOUBLE_EQ(plan->cost.full_reload, 100000 + 3596 + 6006);
+
+  r = Request("rolling7", {"2025-01-03"});
+  r.exclude_downstream = true;
+  plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Window 2024-12-27 .. 2025-01-03: 100000 + 101 + 102 + 103.
+  EXPECT_DOUBLE_EQ(plan->cost.backfill, 100306);
+}
+
+TEST_F(MappingPlannerTest, MapDownstreamFollowsEveryPath) {
+  Planner planner(&catalog_, &engine_);
+  const DatasetSpec& orders = *catalog_.Find("orders");
+  const DatasetSpec& daily = *catalog_.Find("daily");
+  auto out = planner.MapDownstream(orders, {"2025-01-31", "2025-02-01"},
+                                   *catalog_.Find("monthly_r"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  // orders -> daily (same days) -> monthly (01, 02) -> lookback 2.
+  EXPECT_THAT(*out, ElementsAre("2025-01", "2025-02", "2025-03", "2025-04"));
+
+  out =
+      planner.MapDownstream(daily, {"2025-01-10"}, *catalog_.Find("combined"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Through daily_copy (01-10) and through rolling7 (01-10 .. 01-17).
+  EXPECT_THAT(*out, ElementsAre("2025-01-10", "2025-01-11", "2025-01-12",
+                                "2025-01-13", "2025-01-14", "2025-01-15",
+                                "2025-01-16", "2025-01-17"));
+
+  out = planner.MapDownstream(*catalog_.Find("events"), {"2025-03-31T23"},
+                              *catalog_.Find("hour_months"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, ElementsAre("2025-03"));
+
+  out = planner.MapDownstream(daily, {"2025-01-02", "2025-01-01", "2025-01-02"},
+                              daily);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, ElementsAre("2025-01-01", "2025-01-02"));
+
+  // Through `all`: every partition of the dependent.
+  out =
+      planner.MapDownstream(daily, {"2025-01-02"}, *catalog_.Find("snapshot"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, ElementsAre("2025-01-01", "2025-01-02", "2025-01-03",
+                                "2025-01-04", "2025-01-05"));
+}
+
+TEST_F(MappingPlannerTest, MapDownstreamRefusesWhatItCannotMap) {
+  Planner planner(&catalog_, &engine_, PlannerLimits{10});
+  const DatasetSpec& daily = *catalog_.Find("daily");
+  auto out =
+      planner.MapDownstream(*catalog_.Find("monthly"), {"2025-01"}, daily);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("\"daily\" is not downstream of \"monthly\""));
+  // Siblings are not downstream of each other either.
+  out = planner.MapDownstream(*catalog_.Find("rolling7"), {"2025-01-01"},
+                              *catalog_.Find("daily_copy"));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+
+  out = planner.MapDownstream(daily, {"2025-13-01"}, *catalog_.Find("monthly"));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("2025-13-01"));
+
+  // The bound: 2 days reach 16 rolling7 partitions > 10.
+  out = planner.MapDownstream(daily, {"2025-01-01", "2025-02-01"},
+                              *catalog_.Find("rolling7"));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("at most 10"));
+  std::vector<std::string> many;
+  for (int d = 1; d <= 11; ++d)
+    many.push_back(absl::StrFormat("2025-01-%02d", d));
+  out = planner.MapDownstream(daily, many, daily);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace backfill

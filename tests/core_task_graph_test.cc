@@ -307,6 +307,148 @@ TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
   EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p1"));
 }
 
+// ---- Rollup and lookback -----------------------------------------------
+
+using Grains = std::map<std::string, Grain>;
+
+TaskGraph MakeWithGrains(const Plan& plan, const Edges& edges,
+                         const Grains& grains) {
+  std::vector<TaskGraph::Task> tasks;
+  for (const auto& [dataset, partitions] : plan) {
+    for (const std::string& p : partitions) {
+      tasks.push_back({dataset, p, Node::kPending});
+    }
+  }
+  return TaskGraph(
+      std::move(tasks),
+      [edges](const std::string& dataset) {
+        auto it = edges.find(dataset);
+        return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
+      },
+      [grains](const std::string& dataset) {
+        auto it = grains.find(dataset);
+        return it == grains.end() ? Grain::kNone : it->second;
+      });
+}
+
+UpstreamEdge Rollup(const std::string& dataset) {
+  return {dataset, Mapping::kRollup, 0};
+}
+UpstreamEdge Lookback(const std::string& dataset, int n) {
+  return {dataset, Mapping::kLookback, n};
+}
+
+TEST(TaskGraphTest, RollupWaitsForEveryChildInTheJob) {
+  const Grains grains = {{"daily", Grain::kDay}, {"monthly", Grain::kMonth}};
+  TaskGraph g =
+      MakeWithGrains({{"daily", {"2025-01-30", "2025-01-31", "2025-02-01"}},
+                      {"monthly", {"2025-01", "2025-02", "2025-03"}}},
+                     {{"monthly", {Rollup("daily")}}}, grains);
+  // 2025-03 has no day in the job: it reads published days only.
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-30", "daily/2025-01-31",
+                                    "daily/2025-02-01", "monthly/2025-03"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-01-30"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-02-01"));
+  // February had its only day in the job; January still waits for the 31st.
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31", "monthly/2025-03",
+                                    "monthly/2025-02"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-01-31"));
+  EXPECT_THAT(Ready(g), ElementsAre("monthly/2025-03", "monthly/2025-02",
+                                    "monthly/2025-01"));
+}
+
+TEST(TaskGraphTest, HourRollupIntoDayAndMonth) {
+  const Grains grains = {{"hourly", Grain::kHour},
+                         {"days", Grain::kDay},
+                         {"months", Grain::kMonth}};
+  TaskGraph g = MakeWithGrains(
+      {{"hourly", {"2025-03-31T22", "2025-03-31T23", "2025-04-01T00"}},
+       {"days", {"2025-03-31", "2025-04-01"}},
+       {"months", {"2025-03", "2025-04"}}},
+      {{"days", {Rollup("hourly")}}, {"months", {Rollup("hourly")}}}, grains);
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "hourly/2025-04-01T00"));
+  EXPECT_THAT(Ready(g),
+              ElementsAre("hourly/2025-03-31T22", "hourly/2025-03-31T23",
+                          "days/2025-04-01", "months/2025-04"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "hourly/2025-03-31T23"));
+  EXPECT_THAT(Ready(g), ElementsAre("hourly/2025-03-31T22", "days/2025-04-01",
+                                    "months/2025-04"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "hourly/2025-03-31T22"));
+  EXPECT_THAT(Ready(g), ElementsAre("days/2025-04-01", "months/2025-04",
+                                    "days/2025-03-31", "months/2025-03"));
+}
+
+TEST(TaskGraphTest, LookbackWaitsForItsWindowInTheJob) {
+  const Grains grains = {{"daily", Grain::kDay}, {"rolling", Grain::kDay}};
+  // rolling reads P-2 .. P.
+  TaskGraph g =
+      MakeWithGrains({{"daily", {"2024-12-31", "2025-01-01", "2025-01-02"}},
+                      {"rolling",
+                       {"2024-12-31", "2025-01-01", "2025-01-02", "2025-01-03",
+                        "2025-01-04", "2025-01-05"}}},
+                     {{"rolling", {Lookback("daily", 2)}}}, grains);
+  // 01-05 reads 01-03 .. 01-05: none in the job.
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2024-12-31", "daily/2025-01-01",
+                                    "daily/2025-01-02", "rolling/2025-01-05"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-01-02"));
+  // 01-04 reads 01-02 .. 01-04: only 01-02 is in the job.
+  EXPECT_THAT(Ready(g),
+              ElementsAre("daily/2024-12-31", "daily/2025-01-01",
+                          "rolling/2025-01-05", "rolling/2025-01-04"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-01-01"));
+  // 01-03 reads 01-01 .. 01-03; 01-01 and 01-02 still wait for 12-31.
+  EXPECT_THAT(Ready(g),
+              ElementsAre("daily/2024-12-31", "rolling/2025-01-05",
+                          "rolling/2025-01-04", "rolling/2025-01-03"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2024-12-31"));
+  EXPECT_THAT(Ready(g),
+              ElementsAre("rolling/2025-01-05", "rolling/2025-01-04",
+                          "rolling/2025-01-03", "rolling/2024-12-31",
+                          "rolling/2025-01-01", "rolling/2025-01-02"));
+}
+
+TEST(TaskGraphTest, ReopenFollowsRollupAndLookbackReaders) {
+  const Grains grains = {{"daily", Grain::kDay},
+                         {"monthly", Grain::kMonth},
+                         {"monthly_r", Grain::kMonth},
+                         {"rolling", Grain::kDay}};
+  TaskGraph g =
+      MakeWithGrains({{"daily", {"2025-01-31", "2025-02-01"}},
+                      {"monthly", {"2025-01", "2025-02"}},
+                      {"monthly_r", {"2025-01", "2025-02", "2025-03"}},
+                      {"rolling", {"2025-01-31", "2025-02-01", "2025-02-02"}}},
+                     {{"monthly", {Rollup("daily")}},
+                      {"monthly_r", {Lookback("monthly", 1)}},
+                      {"rolling", {Lookback("daily", 1)}}},
+                     grains);
+  while (std::optional<size_t> i = g.Pop()) g.Done(*i);
+  ASSERT_TRUE(g.AllDone());
+  g.Reopen({Find(g, "daily/2025-01-31")});
+  // daily 01-31 -> monthly 01 -> monthly_r 01, 02; and rolling 01-31, 02-01.
+  for (const char* name :
+       {"daily/2025-01-31", "monthly/2025-01", "monthly_r/2025-01",
+        "monthly_r/2025-02", "rolling/2025-01-31", "rolling/2025-02-01"}) {
+    EXPECT_EQ(g.task(Find(g, name)).state, Node::kPending) << name;
+  }
+  for (const char* name : {"daily/2025-02-01", "monthly/2025-02",
+                           "monthly_r/2025-03", "rolling/2025-02-02"}) {
+    EXPECT_EQ(g.task(Find(g, name)).state, Node::kDone) << name;
+  }
+  EXPECT_EQ(g.remaining(), 6u);
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31"));
+}
+
+TEST(TaskGraphTest, RollupWithoutGrainsWaitsForTheWholeUpstream) {
+  TaskGraph g = Make({{"daily", {"2025-01-31", "2025-02-01"}},
+                      {"monthly", {"2025-01", "2025-02"}}},
+                     {{"monthly", {Rollup("daily")}}});
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31", "daily/2025-02-01"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-02-01"));
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-01-31"));
+  EXPECT_THAT(Ready(g), ElementsAre("monthly/2025-01", "monthly/2025-02"));
+}
+
 // ---- Randomized ---------------------------------------------------------
 
 struct RandomJob {

@@ -96,6 +96,48 @@ TEST(ProtoConvertTest, PlanWithConflicts) {
   EXPECT_EQ(proto.conflicts(0).partition(), "a");
 }
 
+TEST(ProtoConvertTest, PartitionReasonsOnlyWhenThereForEveryPartition) {
+  DatasetPlan dp;
+  dp.dataset = "monthly";
+  dp.partitions = {"2025-01", "2025-02"};
+  dp.partition_reasons = {"downstream of daily via rollup",
+                          "downstream of daily via rollup"};
+  v1::DatasetPlan proto = DatasetPlanToProto(dp, Catalog());
+  ASSERT_EQ(proto.partition_reasons_size(), 2);
+  EXPECT_EQ(proto.partition_reasons(1), "downstream of daily via rollup");
+  dp.partition_reasons = {"", ""};  // a job planned before reasons were kept
+  EXPECT_EQ(DatasetPlanToProto(dp, Catalog()).partition_reasons_size(), 0);
+  dp.partition_reasons = {"requested"};  // misaligned
+  EXPECT_EQ(DatasetPlanToProto(dp, Catalog()).partition_reasons_size(), 0);
+}
+
+TEST(ProtoConvertTest, DatasetUpstreamsCarryTheirLookback) {
+  absl::StatusOr<Catalog> catalog = LoadPipelineTexts({{"p.yaml", R"(
+datasets:
+  - {name: days, kind: source, partition: {column: ds, grain: day}}
+  - name: monthly
+    kind: derived
+    partition: {column: m, grain: month}
+    upstream: [{dataset: days, mapping: rollup}]
+    transform: SELECT 1 AS m
+    contract: {columns: {m: TEXT}}
+  - name: rolling
+    kind: derived
+    partition: {column: ds, grain: day}
+    upstream: [{dataset: days, mapping: {lookback: 7}}]
+    transform: SELECT 1 AS ds
+    contract: {columns: {ds: TEXT}}
+)"}});
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  v1::Dataset rolling = DatasetToProto(*catalog->Find("rolling"), *catalog);
+  ASSERT_EQ(rolling.upstream_size(), 1);
+  EXPECT_EQ(rolling.upstream(0).mapping(), "lookback");
+  EXPECT_EQ(rolling.upstream(0).lookback(), 7);
+  v1::Dataset monthly = DatasetToProto(*catalog->Find("monthly"), *catalog);
+  EXPECT_EQ(monthly.upstream(0).mapping(), "rollup");
+  EXPECT_EQ(monthly.upstream(0).lookback(), 0);
+}
+
 TEST(ProtoConvertTest, StatusKeepsCodeAndMessage) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
   const grpc::Status s = ToGrpcStatus(absl::NotFoundError("no job bf-9"));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -755,6 +756,104 @@ TEST_F(SqliteEngineTest, RollbackCopiesAreListedFromTableNames) {
   EXPECT_FALSE(Exists("_bf_prev_bf_12_daily_revenue"));
   EXPECT_TRUE(Exists("_bf_prev_bf_3_region_count"));
   EXPECT_TRUE(Exists("_bf_prev_other_daily_revenue"));
+}
+
+// A rollup reads the job's staged days plus the published other days; a
+// lookback transform gets :window_start, the start of its window.
+TEST_F(SqliteEngineTest, RollupAndLookbackReadStagedAndPublishedDays) {
+  RunRevenueJob("bf-1", {"2025-01-01", "2025-01-02", "2025-01-03"});
+  const auto day1_and_3 = Rows(
+      "SELECT * FROM daily_revenue WHERE ds <> '2025-01-02' ORDER BY 1, 2");
+
+  DatasetSpec monthly;
+  monthly.name = "monthly_revenue";
+  monthly.kind = DatasetKind::kDerived;
+  monthly.table = "monthly_revenue";
+  monthly.partition = PartitionSpec{"month", Grain::kMonth, {}};
+  monthly.upstream = {{"daily_revenue", Mapping::kRollup}};
+  monthly.transform =
+      "SELECT substr(ds, 1, 7) AS month, region, SUM(revenue) AS revenue "
+      "FROM daily_revenue WHERE ds >= :partition_start AND ds < "
+      ":partition_end GROUP BY 1, 2";
+  monthly.columns = {
+      {"month", "TEXT"}, {"region", "TEXT"}, {"revenue", "REAL"}};
+  monthly.primary_key = {"month", "region"};
+
+  DatasetSpec rolling;
+  rolling.name = "rolling_revenue";
+  rolling.kind = DatasetKind::kDerived;
+  rolling.table = "rolling_revenue";
+  rolling.partition = PartitionSpec{"ds", Grain::kDay, {}};
+  rolling.upstream = {{"daily_revenue", Mapping::kLookback, 1}};
+  rolling.transform =
+      "SELECT :partition AS ds, TOTAL(revenue) AS revenue, :window_start AS "
+      "since FROM daily_revenue WHERE ds >= :window_start AND ds < "
+      ":partition_end";
+  rolling.columns = {{"ds", "TEXT"}, {"revenue", "REAL"}, {"since", "TEXT"}};
+  rolling.primary_key = {"ds"};
+
+  // Day 2 changes in the raw data; the job recomputes it, its month and the
+  // two rolling days that read it.
+  Exec("UPDATE raw_orders SET refund = 1 WHERE order_date = '2025-01-02'");
+  JobLayout layout = Layout("bf-2", {{&revenue_, {"2025-01-02"}},
+                                     {&monthly, {"2025-01"}},
+                                     {&rolling, {"2025-01-02", "2025-01-03"}}});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  ASSERT_TRUE(StageRevenue("bf-2", "2025-01-02").ok());
+  std::vector<InputRef> days;
+  for (int d = 1; d <= 31; ++d) {
+    days.push_back({&revenue_, absl::StrFormat("2025-01-%02d", d)});
+  }
+  auto month = engine_->StagePartition("bf-2", monthly, "2025-01", days);
+  ASSERT_TRUE(month.ok()) << month.status();
+  // One input fingerprint per day read; day 2 is the staged one (2 regions).
+  ASSERT_EQ(month->inputs.size(), 31u);
+  EXPECT_EQ(month->inputs[1].partition, "2025-01-02");
+  EXPECT_EQ(month->inputs[1].rows, 2);
+  EXPECT_EQ(month->inputs[3].rows, 0);
+  for (const std::string day : {"2025-01-02", "2025-01-03"}) {
+    auto r = engine_->StagePartition(
+        "bf-2", rolling, day,
+        {{&revenue_, day == "2025-01-02" ? "2025-01-01" : "2025-01-02"},
+         {&revenue_, day}});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  ASSERT_TRUE(engine_->Publish(layout).ok());
+
+  // Independently: the month from the raw tables as they are now (day 2
+  // recomputed from them, days 1 and 3 unchanged since bf-1).
+  EXPECT_EQ(Rows("SELECT month, region, revenue FROM monthly_revenue "
+                 "ORDER BY 1, 2"),
+            Rows("SELECT substr(o.order_date, 1, 7), c.region, "
+                 "SUM(o.amount - o.refund) FROM raw_orders o, dim_customers c "
+                 "WHERE c.customer_id = o.customer_id GROUP BY 1, 2 "
+                 "ORDER BY 1, 2"));
+  EXPECT_EQ(Rows("SELECT ds, revenue, since FROM rolling_revenue ORDER BY 1"),
+            Rows("SELECT '2025-01-02', SUM(amount - refund), '2025-01-01' "
+                 "FROM raw_orders WHERE order_date BETWEEN '2025-01-01' AND "
+                 "'2025-01-02' UNION ALL SELECT '2025-01-03', "
+                 "SUM(amount - refund), '2025-01-02' FROM raw_orders WHERE "
+                 "order_date BETWEEN '2025-01-02' AND '2025-01-03' "
+                 "ORDER BY 1"));
+  EXPECT_EQ(Rows("SELECT * FROM daily_revenue WHERE ds <> '2025-01-02' "
+                 "ORDER BY 1, 2"),
+            day1_and_3);
+}
+
+TEST_F(SqliteEngineTest, WindowStartOnlyForALookbackDataset) {
+  RunRevenueJob("bf-1", {"2025-01-01"});
+  totals_.transform =
+      "SELECT ds, COUNT(*) AS regions, SUM(revenue) AS revenue FROM "
+      "daily_revenue WHERE ds >= :window_start AND ds < :partition_end "
+      "GROUP BY ds";
+  JobLayout layout = Layout("bf-2", {{&totals_, {"2025-01-01"}}});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  auto r = engine_->StagePartition("bf-2", totals_, "2025-01-01",
+                                   {{&revenue_, "2025-01-01"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr(":window_start"));
+  EXPECT_THAT(r.status().message(), HasSubstr("lookback upstream"));
 }
 
 }  // namespace

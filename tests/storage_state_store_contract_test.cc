@@ -322,6 +322,33 @@ TEST_P(StateStoreContractTest, ProgressReadsLeaveOutOnlyThePartitionLists) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_P(StateStoreContractTest, PartitionReasonsAreKeptWithTheTasks) {
+  Job job = MakeJob();
+  job.plan.datasets[0].partition_reasons = {"requested", "requested"};
+  job.plan.datasets[1].partition_reasons = {
+      "downstream of daily_revenue via rollup"};
+  auto created = store_->CreateJob(job, T(0));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(created->job.plan.datasets[1].partition_reasons,
+              ElementsAre("downstream of daily_revenue via rollup"));
+  auto got = store_->GetJob("bf-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->plan.datasets[0].partition_reasons,
+              ElementsAre("requested", "requested"));
+  EXPECT_THAT(got->plan.datasets[1].partition_reasons,
+              ElementsAre("downstream of daily_revenue via rollup"));
+  // Reads without the partition lists have no reasons either.
+  auto progress = store_->GetJobProgress("bf-1");
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  EXPECT_THAT(progress->plan.datasets[1].partition_reasons, IsEmpty());
+  // A plan without reasons reads back with empty ones, still aligned.
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(1)).ok());
+  got = store_->GetJob("bf-2");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->plan.datasets[0].partition_reasons, ElementsAre("", ""));
+  EXPECT_THAT(got->plan.datasets[1].partition_reasons, ElementsAre(""));
+}
+
 TEST_P(StateStoreContractTest, IdempotencyKeyReturnsTheExistingJob) {
   auto first = store_->CreateJob(MakeJob("key-1"), T(0));
   ASSERT_TRUE(first.ok()) << first.status();

@@ -142,10 +142,14 @@ Job InMemoryStateStore::LoadLocked(const JobRow& row,
     for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
       index[job.plan.datasets[i].dataset] = i;
     }
-    for (const PartitionTask& t : row.tasks) {
+    for (size_t k = 0; k < row.tasks.size(); ++k) {
+      const PartitionTask& t = row.tasks[k];
       auto it = index.find(t.dataset);
       if (it != index.end()) {
-        job.plan.datasets[it->second].partitions.push_back(t.partition);
+        DatasetPlan& dp = job.plan.datasets[it->second];
+        dp.partitions.push_back(t.partition);
+        dp.partition_reasons.push_back(
+            k < row.task_reasons.size() ? row.task_reasons[k] : "");
       }
     }
   }
@@ -374,7 +378,10 @@ absl::StatusOr<CreateJobResult> InMemoryStateStore::CreateJob(const Job& job,
     kept.transform_version = dp.transform_version;
     kept.cost = dp.cost;
     stored.plan.datasets.push_back(std::move(kept));
-    for (const std::string& partition : dp.partitions) {
+    for (size_t k = 0; k < dp.partitions.size(); ++k) {
+      const std::string& partition = dp.partitions[k];
+      row.task_reasons.push_back(
+          k < dp.partition_reasons.size() ? dp.partition_reasons[k] : "");
       PartitionTask task;
       task.job_id = id;
       task.dataset = dp.dataset;

@@ -150,7 +150,8 @@ class InMemoryStateStore : public StateStore {
     int64_t seq = 0;
     // The stored fields; plan.datasets without partitions, no counts.
     Job job;
-    std::vector<PartitionTask> tasks;  // plan order
+    std::vector<PartitionTask> tasks;       // plan order
+    std::vector<std::string> task_reasons;  // aligned with `tasks`
     std::map<std::pair<std::string, std::string>, size_t> task_index;
   };
   struct LineageRow {
