@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/affected_by.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
 
@@ -89,7 +90,138 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
   return out;
 }
 
+// The target's reason: "requested", or "requested: affected by orders:
+// refund > 0".
+std::string RequestedReason(const BackfillRequest& request) {
+  if (request.affected_by.empty()) return "requested";
+  absl::StatusOr<AffectedBy> parsed = ParseAffectedBy(request.affected_by);
+  return absl::StrCat("requested: affected by ", parsed.ok()
+                                                     ? AffectedByText(*parsed)
+                                                     : request.affected_by);
+}
+
 }  // namespace
+
+absl::StatusOr<std::set<std::string>> Planner::FullPartitionsOf(
+    const DatasetSpec& d) const {
+  if (d.grain() == Grain::kNone) return std::set<std::string>{""};
+  if (d.grain() == Grain::kKey) {
+    return std::set<std::string>(d.partition->keys.begin(),
+                                 d.partition->keys.end());
+  }
+  std::set<std::string> all;
+  bool has_identity = false;
+  for (const UpstreamEdge& e : d.upstream) {
+    if (e.mapping != Mapping::kIdentity) continue;
+    has_identity = true;
+    ASSIGN_OR_RETURN(RowCounts c,
+                     engine_->CountRowsByPartition(*catalog_->Find(e.dataset)));
+    for (const auto& [p, n] : c) all.insert(p);
+  }
+  if (!has_identity) {
+    ASSIGN_OR_RETURN(RowCounts c, engine_->CountRowsByPartition(d));
+    for (const auto& [p, n] : c) all.insert(p);
+  }
+  return all;
+}
+
+absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
+    const DatasetSpec& from, const std::vector<std::string>& partitions,
+    const DatasetSpec& to) const {
+  const std::set<std::string> seed(partitions.begin(), partitions.end());
+  if (from.name == to.name) {
+    return std::vector<std::string>(seed.begin(), seed.end());
+  }
+  // Affected partitions per dataset, propagated in topological order, so
+  // that a dataset's set is complete (over all its paths) before it is
+  // passed on.
+  std::map<std::string, std::set<std::string>> affected;
+  affected[from.name] = seed;
+  for (const DatasetSpec& d : catalog_->datasets()) {
+    auto it = affected.find(d.name);
+    if (it == affected.end() || it->second.empty()) continue;
+    if (d.name == to.name) break;
+    for (const DatasetSpec* dep : catalog_->DirectDependents(d.name)) {
+      for (const UpstreamEdge& e : dep->upstream) {
+        if (e.dataset != d.name) continue;
+        std::set<std::string>& dst = affected[dep->name];
+        switch (e.mapping) {
+          case Mapping::kIdentity:
+            dst.insert(it->second.begin(), it->second.end());
+            break;
+          case Mapping::kAll: {
+            ASSIGN_OR_RETURN(std::set<std::string> all, FullPartitionsOf(*dep));
+            dst.insert(all.begin(), all.end());
+            break;
+          }
+        }
+      }
+    }
+  }
+  auto it = affected.find(to.name);
+  if (it == affected.end()) return std::vector<std::string>{};
+  return std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
+    const DatasetSpec& target, const BackfillRequest& request) const {
+  if (!request.from.empty() || !request.to.empty() ||
+      !request.partitions.empty()) {
+    return absl::InvalidArgumentError(
+        "affected_by is a scope of its own: give either --affected-by or "
+        "--from/--to/--partitions, not both");
+  }
+  ASSIGN_OR_RETURN(AffectedBy affected, ParseAffectedBy(request.affected_by));
+  // The target and everything it reads, transitively.
+  std::set<std::string> readable;
+  std::vector<const DatasetSpec*> pending = {&target};
+  while (!pending.empty()) {
+    const DatasetSpec* d = pending.back();
+    pending.pop_back();
+    if (!readable.insert(d->name).second) continue;
+    for (const UpstreamEdge& e : d->upstream) {
+      if (const DatasetSpec* up = catalog_->Find(e.dataset)) {
+        pending.push_back(up);
+      }
+    }
+  }
+  const DatasetSpec* from = catalog_->Find(affected.dataset);
+  const std::string choices = absl::StrCat(
+      "; give \"", target.name,
+      "\" or one of its upstreams: ", absl::StrJoin(readable, ", "));
+  if (from == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: unknown dataset \"", affected.dataset, "\"", choices));
+  }
+  if (readable.count(from->name) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affected_by: dataset \"", from->name,
+                     "\" is not upstream of \"", target.name, "\"", choices));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> matching,
+                   engine_->PartitionsMatching(*from, affected.predicate,
+                                               limits_.max_partitions));
+  if (matching.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no partition of ", from->name, " has a row where ",
+                     affected.predicate, "; nothing to backfill"));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> mapped,
+                   MapDownstream(*from, matching, target));
+  if (mapped.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", matching.size(), " partition(s) of ", from->name,
+        " with a row where ", affected.predicate, " affect no partition of ",
+        target.name, "; nothing to backfill"));
+  }
+  if (mapped.size() > limits_.max_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: ", mapped.size(), " partitions of ", target.name,
+        " are affected; at most ", limits_.max_partitions,
+        " per backfill: narrow the predicate"));
+  }
+  return mapped;
+}
 
 std::vector<InputRef> Planner::InputsOf(const DatasetSpec& dataset,
                                         const std::string& partition) const {
@@ -129,8 +261,13 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
             ? ""
             : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> requested,
-                   ResolveScope(*target, request, limits_.max_partitions));
+  std::vector<std::string> requested;
+  if (request.affected_by.empty()) {
+    ASSIGN_OR_RETURN(requested,
+                     ResolveScope(*target, request, limits_.max_partitions));
+  } else {
+    ASSIGN_OR_RETURN(requested, ResolveAffectedBy(*target, request));
+  }
 
   // Row counts per upstream and per dataset, fetched once each.
   std::map<std::string, RowCounts> counts;
@@ -191,7 +328,7 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   std::map<std::string, std::set<std::string>> scope;
   std::map<std::string, std::string> reason;
   scope[target->name].insert(requested.begin(), requested.end());
-  reason[target->name] = "requested";
+  reason[target->name] = RequestedReason(request);
   if (!request.exclude_downstream) {
     for (const DatasetSpec& d : catalog_->datasets()) {
       auto it = scope.find(d.name);

@@ -1,7 +1,9 @@
 // Planner: step 1 of the playbook. Resolves a BackfillRequest into the
-// partitions of every dataset it touches — the requested one plus, unless
-// excluded, its dependents through their partition mappings — and estimates
-// the cost against a full reload. Writes nothing.
+// partitions of every dataset it touches — the requested one (a range, a
+// list, or `affected_by`: the partitions affected by the rows of the target
+// or an upstream that match a predicate, see core/affected_by.h) plus,
+// unless excluded, its dependents through their partition mappings — and
+// estimates the cost against a full reload. Writes nothing.
 //
 // Cost unit (kCostUnit): estimated input rows read. Recomputing one
 // partition reads the rows of each `identity` upstream partition and the
@@ -13,6 +15,10 @@
 
 #ifndef BACKFILL_CORE_PLANNER_H_
 #define BACKFILL_CORE_PLANNER_H_
+
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/catalog.h"
@@ -39,7 +45,27 @@ class Planner {
   std::vector<InputRef> InputsOf(const DatasetSpec& dataset,
                                  const std::string& partition) const;
 
+  // The partitions of `to` affected by backfilling `partitions` of `from`,
+  // through every path of upstream edges from `from` to `to`: an
+  // `identity` edge passes the same partitions on, an `all` edge affects
+  // every partition of its dependent (those a full reload of it
+  // recomputes); `from` == `to` is the partitions themselves. Sorted and
+  // unique; empty when `to` is not downstream of `from`.
+  absl::StatusOr<std::vector<std::string>> MapDownstream(
+      const DatasetSpec& from, const std::vector<std::string>& partitions,
+      const DatasetSpec& to) const;
+
  private:
+  // The requested partitions of `target` for a request with affected_by:
+  // parses and checks it, asks the engine for the matching partitions of
+  // its dataset and maps them down to `target`.
+  absl::StatusOr<std::vector<std::string>> ResolveAffectedBy(
+      const DatasetSpec& target, const BackfillRequest& request) const;
+  // Every partition a full reload of `d` recomputes (as MakePlan counts
+  // them for `mapping: all`).
+  absl::StatusOr<std::set<std::string>> FullPartitionsOf(
+      const DatasetSpec& d) const;
+
   const Catalog* catalog_;
   Engine* engine_;
   PlannerLimits limits_;
