@@ -75,8 +75,9 @@ int ReadSandbox::Authorize(void* self, int action, const char* a, const char* b,
       allowed = true;
       break;
     case SQLITE_READ:
-      allowed = a != nullptr && schema != nullptr &&
-                absl::EqualsIgnoreCase(schema, "main") &&
+      // A read of no column (SELECT COUNT(*) FROM t) names no schema.
+      allowed = a != nullptr &&
+                (schema == nullptr || absl::EqualsIgnoreCase(schema, "main")) &&
                 absl::EqualsIgnoreCase(a, sandbox->table_);
       break;
     case SQLITE_FUNCTION:
