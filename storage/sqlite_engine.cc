@@ -750,14 +750,21 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   const Grain grain = dataset.grain();
   std::string sql;
   if (grain == Grain::kNone) {
-    sql = absl::StrCat("SELECT 1 FROM main.", Q(dataset.table), " WHERE (\n",
-                       predicate, "\n) LIMIT 1");
+    sql = absl::StrCat("SELECT 1 FROM main.", Q(dataset.table), " WHERE (\n");
   } else {
-    const std::string col = Q(dataset.partition->column);
     sql = absl::StrCat("SELECT ", sqlite::kPartitionFunction, "('",
-                       GrainName(grain), "', ", col, ") FROM main.",
-                       Q(dataset.table), " WHERE (\n", predicate,
-                       "\n) GROUP BY ", col, " COLLATE BINARY");
+                       GrainName(grain), "', ", Q(dataset.partition->column),
+                       ") FROM main.", Q(dataset.table), " WHERE (\n");
+  }
+  // Where the predicate ends in the statement: an error past it means the
+  // expression stopped short.
+  const size_t predicate_end = sql.size() + predicate.size();
+  absl::StrAppend(&sql, predicate, "\n)");
+  if (grain == Grain::kNone) {
+    absl::StrAppend(&sql, " LIMIT 1");
+  } else {
+    absl::StrAppend(&sql, " GROUP BY ", Q(dataset.partition->column),
+                    " COLLATE BINARY");
   }
   const std::string quoted = QuotePredicate(predicate);
   const std::string where =
@@ -787,9 +794,13 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
     if (status.code() == absl::StatusCode::kInternal ||
         status.code() == absl::StatusCode::kInvalidArgument) {
       const std::string message = sandbox.LastError();
+      const int offset = sandbox.LastErrorOffset();
       return absl::InvalidArgumentError(absl::StrCat(
           "affected_by: predicate ", quoted, " does not work against ", where,
-          ": ", message.empty() ? std::string(status.message()) : message));
+          ": ", message.empty() ? std::string(status.message()) : message,
+          offset >= 0 && static_cast<size_t>(offset) >= predicate_end
+              ? " (the expression is incomplete at its end)"
+              : ""));
     }
     return Annotate(status, absl::StrCat("affected_by: predicate ", quoted));
   };

@@ -166,13 +166,14 @@ class SqliteEngine : public Engine {
   //   WHERE (\n<predicate>\n) GROUP BY col COLLATE BINARY
   // which must prepare as exactly one read-only statement without
   // parameters. One predicate runs at a time; it is stopped after the
-  // predicate timeout (SetPredicateTimeout, default 30 s) or by Interrupt().
+  // predicate timeout (SetPredicateTimeout, default 20 s, below
+  // backfillctl's default RPC deadline) or by Interrupt().
   absl::StatusOr<std::vector<std::string>> PartitionsMatching(
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;
   void Interrupt() override;
 
-  // How long PartitionsMatching lets a predicate run (default 30 s).
+  // How long PartitionsMatching lets a predicate run (default 20 s).
   void SetPredicateTimeout(absl::Duration timeout);
 
   // Reserved table names (unquoted), exposed for tests and tooling.
@@ -238,7 +239,7 @@ class SqliteEngine : public Engine {
   std::unique_ptr<sqlite::Database> query_db_;
   absl::Mutex query_mu_;
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(query_mu_) =
-      absl::Seconds(30);
+      absl::Seconds(20);
 
   absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<const JobInfo>> jobs_

@@ -66,6 +66,10 @@ bool ReadSandbox::LastErrorInterrupted() const {
   return (sqlite3_errcode(db_->raw()) & 0xff) == SQLITE_INTERRUPT;
 }
 
+int ReadSandbox::LastErrorOffset() const {
+  return sqlite3_error_offset(db_->raw());
+}
+
 int ReadSandbox::Authorize(void* self, int action, const char* a, const char* b,
                            const char* schema, const char* /*trigger*/) {
   auto* sandbox = static_cast<ReadSandbox*>(self);

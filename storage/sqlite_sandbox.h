@@ -48,6 +48,9 @@ class ReadSandbox {
   // True when the connection's last failed call was interrupted (by the
   // timeout or by Database::Interrupt).
   bool LastErrorInterrupted() const;
+  // The byte offset in the statement's SQL that the last failed call's
+  // error refers to, -1 when it refers to no particular place.
+  int LastErrorOffset() const;
 
  private:
   static int Authorize(void* self, int action, const char* a, const char* b,

@@ -30,6 +30,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 class PartitionsMatchingTest : public ::testing::Test {
  protected:
@@ -285,6 +286,13 @@ TEST_F(PartitionsMatchingTest, SyntaxErrorNamesThePredicateAndQuotesSqlite) {
   EXPECT_THAT(got.status().message(), HasSubstr("\"refund >\""));
   EXPECT_THAT(got.status().message(), HasSubstr("syntax error"));
   EXPECT_THAT(got.status().message(), HasSubstr("affected_by"));
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("the expression is incomplete at its end"));
+
+  auto inside = engine_->PartitionsMatching(orders_, "refund > > 0", 1000);
+  ASSERT_EQ(inside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(inside.status().message(), HasSubstr("near \">\": syntax error"));
+  EXPECT_THAT(inside.status().message(), Not(HasSubstr("incomplete")));
 
   auto column = engine_->PartitionsMatching(orders_, "refnud > 0", 1000);
   ASSERT_EQ(column.status().code(), absl::StatusCode::kInvalidArgument);
