@@ -78,6 +78,7 @@ Job MakeJob(const std::string& key = "") {
   job.request.exclude_downstream = true;
   job.request.priority = 7;
   job.request.max_parallel = 2;
+  job.request.affected_by = "orders: note = 'a:b' -- \"x\"";
   job.idempotency_key = key;
   job.request_fingerprint = "fp-1";
   job.message = "submitted";
@@ -186,6 +187,7 @@ TEST_P(StateStoreContractTest, CreateAndGetRoundTrips) {
   EXPECT_TRUE(job->request.exclude_downstream);
   EXPECT_EQ(job->request.priority, 7);
   EXPECT_EQ(job->request.max_parallel, 2);
+  EXPECT_EQ(job->request.affected_by, "orders: note = 'a:b' -- \"x\"");
   EXPECT_EQ(job->request_fingerprint, "fp-1");
   EXPECT_EQ(job->message, "submitted");
   EXPECT_EQ(job->create_time, T(0));
@@ -1230,17 +1232,18 @@ std::string Inputs(const std::vector<InputFingerprint>& inputs) {
 }
 
 std::string Describe(const Job& j) {
-  std::string out = absl::StrCat(
-      j.id, " ", JobStateName(j.state), " req={", j.request.dataset, "|",
-      j.request.from, "|", j.request.to, "|[",
-      absl::StrJoin(j.request.partitions, "|"), "]|", j.request.reason, "|",
-      j.request.ticket, "|", j.request.requested_by, "|",
-      j.request.exclude_downstream, "|", j.request.priority, "|",
-      j.request.max_parallel, "} key=", j.idempotency_key,
-      " fp=", j.request_fingerprint, " msg=", j.message,
-      absl::StrFormat(" cost=%.17g/%.17g", j.plan.cost.backfill,
-                      j.plan.cost.full_reload),
-      " conflicts=", j.plan.conflicts.size());
+  std::string out =
+      absl::StrCat(j.id, " ", JobStateName(j.state), " req={",
+                   j.request.dataset, "|", j.request.from, "|", j.request.to,
+                   "|[", absl::StrJoin(j.request.partitions, "|"), "]|",
+                   j.request.reason, "|", j.request.ticket, "|",
+                   j.request.requested_by, "|", j.request.exclude_downstream,
+                   "|", j.request.priority, "|", j.request.max_parallel, "|",
+                   j.request.affected_by, "} key=", j.idempotency_key,
+                   " fp=", j.request_fingerprint, " msg=", j.message,
+                   absl::StrFormat(" cost=%.17g/%.17g", j.plan.cost.backfill,
+                                   j.plan.cost.full_reload),
+                   " conflicts=", j.plan.conflicts.size());
   for (const DatasetPlan& dp : j.plan.datasets) {
     absl::StrAppend(&out, " ds={", dp.dataset, "|", dp.reason, "|",
                     dp.transform_version,
@@ -1499,6 +1502,7 @@ class History {
     job.request.exclude_downstream = Uniform(0, 1) == 1;
     job.request.priority = Uniform(-3, 3);
     job.request.max_parallel = Uniform(0, 4);
+    if (Uniform(0, 1) == 0) job.request.affected_by = RandomText();
     if (Uniform(0, 2) == 0) job.idempotency_key = RandomText() + "k";
     job.request_fingerprint = RandomText();
     job.message = RandomText();
