@@ -186,9 +186,13 @@ absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
     }
   }
   const DatasetSpec* from = catalog_->Find(affected.dataset);
+  std::vector<std::string> upstreams;
+  for (const std::string& name : readable) {
+    if (name != target.name) upstreams.push_back(name);
+  }
   const std::string choices = absl::StrCat(
-      "; give \"", target.name,
-      "\" or one of its upstreams: ", absl::StrJoin(readable, ", "));
+      "; give \"", target.name, "\" or one of its upstreams (",
+      upstreams.empty() ? "it has none" : absl::StrJoin(upstreams, ", "), ")");
   if (from == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "affected_by: unknown dataset \"", affected.dataset, "\"", choices));

@@ -319,7 +319,8 @@ TEST_F(AffectedByPlanTest, DatasetMustBeTheTargetOrUpstream) {
   EXPECT_THAT(downstream.status().message(),
               HasSubstr("dataset \"daily_copy\" is not upstream of \"daily\""));
   EXPECT_THAT(downstream.status().message(),
-              HasSubstr("customers, daily, orders"));
+              HasSubstr("give \"daily\" or one of its upstreams (customers, "
+                        "orders)"));
 
   auto unrelated = planner.MakePlan(Affected("daily", "returns: x > 0"));
   ASSERT_EQ(unrelated.status().code(), absl::StatusCode::kInvalidArgument);
