@@ -1232,18 +1232,18 @@ std::string Inputs(const std::vector<InputFingerprint>& inputs) {
 }
 
 std::string Describe(const Job& j) {
-  std::string out =
-      absl::StrCat(j.id, " ", JobStateName(j.state), " req={",
-                   j.request.dataset, "|", j.request.from, "|", j.request.to,
-                   "|[", absl::StrJoin(j.request.partitions, "|"), "]|",
-                   j.request.reason, "|", j.request.ticket, "|",
-                   j.request.requested_by, "|", j.request.exclude_downstream,
-                   "|", j.request.priority, "|", j.request.max_parallel, "|",
-                   j.request.affected_by, "} key=", j.idempotency_key,
-                   " fp=", j.request_fingerprint, " msg=", j.message,
-                   absl::StrFormat(" cost=%.17g/%.17g", j.plan.cost.backfill,
-                                   j.plan.cost.full_reload),
-                   " conflicts=", j.plan.conflicts.size());
+  std::string out = absl::StrCat(
+      j.id, " ", JobStateName(j.state), " req={", j.request.dataset, "|",
+      j.request.from, "|", j.request.to, "|[",
+      absl::StrJoin(j.request.partitions, "|"), "]|", j.request.reason, "|",
+      j.request.ticket, "|", j.request.requested_by, "|",
+      j.request.exclude_downstream, "|", j.request.priority, "|",
+      j.request.max_parallel, "} key=", j.idempotency_key,
+      " fp=", j.request_fingerprint, " msg=", j.message,
+      absl::StrFormat(" cost=%.17g/%.17g", j.plan.cost.backfill,
+                      j.plan.cost.full_reload),
+      " conflicts=", j.plan.conflicts.size());
+  absl::StrAppend(&out, " affected_by=", j.request.affected_by);
   for (const DatasetPlan& dp : j.plan.datasets) {
     absl::StrAppend(&out, " ds={", dp.dataset, "|", dp.reason, "|",
                     dp.transform_version,
