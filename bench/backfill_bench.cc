@@ -157,6 +157,11 @@ class NullEngine : public Engine {
       const DatasetSpec&) override {
     return std::optional<std::vector<ColumnSpec>>();
   }
+  // It holds no rows, so no predicate matches.
+  absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec&, const std::string&, size_t) override {
+    return std::vector<std::string>{};
+  }
 };
 
 struct RunResult {

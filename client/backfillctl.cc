@@ -60,6 +60,8 @@ struct ScopeOptions {
   // Their items (ValidateScope), sent as they are.
   std::vector<std::string> partitions;
   bool no_downstream = false;
+  // --affected-by "DATASET: PREDICATE", sent as typed.
+  std::string affected_by;
 };
 
 struct SubmitOptions {
@@ -261,6 +263,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
     request.add_partitions(partition);
   }
   request.set_exclude_downstream(scope.no_downstream);
+  request.set_affected_by(scope.affected_by);
   return request;
 }
 
@@ -568,6 +571,12 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
           ->allow_extra_args(false)
           ->expected(1, kMaxValuesPerFlag);
   partitions->excludes(from)->excludes(to);
+  CLI::Option* affected_by = command->add_option(
+      "--affected-by", scope->affected_by,
+      "\"DATASET: PREDICATE\": the partitions affected by those of DATASET "
+      "(this dataset or an upstream) holding a row where the SQL PREDICATE "
+      "is true, e.g. \"orders: refund > 0\" (read-only; at most 4096 bytes)");
+  affected_by->excludes(from)->excludes(to)->excludes(partitions);
   command->add_flag("--no-downstream", scope->no_downstream,
                     "Do not recompute dependents (sets exclude_downstream)");
 }
@@ -792,7 +801,8 @@ int Main(int argc, char** argv) {
   if (plan->parsed() || submit->parsed()) {
     texts.insert(texts.end(), {{"DATASET", scope.dataset},
                                {"--from", scope.from},
-                               {"--to", scope.to}});
+                               {"--to", scope.to},
+                               {"--affected-by", scope.affected_by}});
     for (const std::string& value : scope.partition_args) {
       texts.emplace_back("--partitions", value);
     }

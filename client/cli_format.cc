@@ -110,6 +110,10 @@ std::string Percent(double ratio) {
 }
 
 std::string ScopeText(const v1::BackfillRequest& request) {
+  if (!request.affected_by().empty()) {
+    return absl::StrCat("affected by \"", TerminalText(request.affected_by()),
+                        "\"");
+  }
   if (!request.from_partition().empty() || !request.to_partition().empty()) {
     return absl::StrCat("[", TerminalText(request.from_partition()), ", ",
                         TerminalText(request.to_partition()), ")");

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/affected_by.h"
 #include "core/fingerprint.h"
 #include "core/static_check.h"
 #include "core/status_macros.h"
@@ -46,6 +47,9 @@ absl::Status ValidateSubmit(const BackfillRequest& r, const std::string& key) {
   RETURN_IF_ERROR(CheckField("ticket", r.ticket, kMaxShortField));
   RETURN_IF_ERROR(CheckField("requested_by", r.requested_by, kMaxShortField));
   RETURN_IF_ERROR(CheckField("idempotency key", key, kMaxShortField));
+  if (!r.affected_by.empty()) {
+    RETURN_IF_ERROR(ParseAffectedBy(r.affected_by).status());
+  }
   if (r.priority < -kMaxPriority || r.priority > kMaxPriority) {
     return absl::InvalidArgumentError(
         absl::StrCat("priority ", r.priority, " is out of range: use -",
@@ -79,12 +83,20 @@ std::string RequestFingerprint(const BackfillRequest& r) {
   if (r.priority != 0 || r.max_parallel != 0) {
     add(absl::StrCat(r.priority, "/", r.max_parallel));
   }
+  if (!r.affected_by.empty()) {
+    // Trimmed as the planner reads it ("orders:x>0" is "orders: x>0").
+    absl::StatusOr<AffectedBy> parsed = ParseAffectedBy(r.affected_by);
+    add("affected_by");
+    add(parsed.ok() ? AffectedByText(*parsed) : r.affected_by);
+  }
   return HashHex(text);
 }
 
 std::string DescribeRequest(const BackfillRequest& r) {
   std::string scope =
-      !r.partitions.empty()
+      !r.affected_by.empty()
+          ? absl::StrCat("affected by \"", r.affected_by, "\"")
+      : !r.partitions.empty()
           ? absl::StrCat("partitions ", absl::StrJoin(r.partitions, ","))
           : absl::StrCat("[", r.from, ", ", r.to, ")");
   return absl::StrCat(r.dataset, " ", scope, ", reason \"", r.reason, "\"");

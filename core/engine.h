@@ -296,6 +296,23 @@ class Engine {
   virtual absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) = 0;
 
+  // The partitions of `dataset`'s published table (a source or a derived
+  // dataset) that hold at least one row for which `predicate` is true,
+  // sorted. `predicate` is an SQL boolean expression over the table's
+  // columns from a client (core/affected_by.h): it cannot be bound as a
+  // value, so the engine runs it where it can change nothing and read
+  // nothing but that table — read-only, one expression, no parameters —
+  // and stops it when it runs too long or on Interrupt(). Rows of no
+  // partition are ignored (a key grain counts only its declared keys); an
+  // unpartitioned dataset gives {""} when a row matches. A table that does
+  // not exist yet has no rows (an empty result). INVALID_ARGUMENT naming
+  // the predicate (with the warehouse's message) when it does not compile,
+  // is not one expression, or would do anything but read; INVALID_ARGUMENT
+  // when more than `max_partitions` partitions match.
+  virtual absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec& dataset, const std::string& predicate,
+      size_t max_partitions) = 0;
+
   // Makes the calls in progress fail soon (for a shutdown that cannot wait
   // for a long transform). May be called from any thread.
   virtual void Interrupt() {}

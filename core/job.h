@@ -55,8 +55,8 @@ inline constexpr int kTaskStateCount = 6;
 const char* TaskStateName(TaskState state);  // "PENDING", ...
 absl::StatusOr<TaskState> ParseTaskState(std::string_view name);
 
-// What a client asks for. Scope: [from, to) or an explicit partition list;
-// neither for an unpartitioned dataset.
+// What a client asks for. Scope: [from, to), an explicit partition list, or
+// affected_by; none for an unpartitioned dataset.
 struct BackfillRequest {
   std::string dataset;
   std::string from;
@@ -70,6 +70,10 @@ struct BackfillRequest {
   // `max_parallel` partitions of the job run at once (0: no own limit).
   int priority = 0;
   int max_parallel = 0;
+  // "DATASET: PREDICATE" (core/affected_by.h): the partitions of the target
+  // affected by the partitions of DATASET that hold a row where PREDICATE
+  // is true. A scope of its own: excludes from, to and partitions.
+  std::string affected_by;
 };
 
 // Cost in estimated input rows read.

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/affected_by.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
 #include "core/upstream_mapping.h"
@@ -91,6 +92,16 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
   return out;
 }
 
+// The target's reason: "requested", or "requested: affected by orders:
+// refund > 0".
+std::string RequestedReason(const BackfillRequest& request) {
+  if (request.affected_by.empty()) return "requested";
+  absl::StatusOr<AffectedBy> parsed = ParseAffectedBy(request.affected_by);
+  return absl::StrCat("requested: affected by ", parsed.ok()
+                                                     ? AffectedByText(*parsed)
+                                                     : request.affected_by);
+}
+
 }  // namespace
 
 // Row counts per dataset, fetched from the engine once each per call.
@@ -111,6 +122,70 @@ class Planner::RowCountCache {
   Engine* engine_;
   std::map<std::string, RowCounts> counts_;
 };
+
+absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
+    const DatasetSpec& target, const BackfillRequest& request) const {
+  if (!request.from.empty() || !request.to.empty() ||
+      !request.partitions.empty()) {
+    return absl::InvalidArgumentError(
+        "affected_by is a scope of its own: give either --affected-by or "
+        "--from/--to/--partitions, not both");
+  }
+  ASSIGN_OR_RETURN(AffectedBy affected, ParseAffectedBy(request.affected_by));
+  // The target and everything it reads, transitively.
+  std::set<std::string> readable;
+  std::vector<const DatasetSpec*> pending = {&target};
+  while (!pending.empty()) {
+    const DatasetSpec* d = pending.back();
+    pending.pop_back();
+    if (!readable.insert(d->name).second) continue;
+    for (const UpstreamEdge& e : d->upstream) {
+      if (const DatasetSpec* up = catalog_->Find(e.dataset)) {
+        pending.push_back(up);
+      }
+    }
+  }
+  const DatasetSpec* from = catalog_->Find(affected.dataset);
+  std::vector<std::string> upstreams;
+  for (const std::string& name : readable) {
+    if (name != target.name) upstreams.push_back(name);
+  }
+  const std::string choices = absl::StrCat(
+      "; give \"", target.name, "\" or one of its upstreams (",
+      upstreams.empty() ? "it has none" : absl::StrJoin(upstreams, ", "), ")");
+  if (from == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: unknown dataset \"", affected.dataset, "\"", choices));
+  }
+  if (readable.count(from->name) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affected_by: dataset \"", from->name,
+                     "\" is not upstream of \"", target.name, "\"", choices));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> matching,
+                   engine_->PartitionsMatching(*from, affected.predicate,
+                                               limits_.max_partitions));
+  if (matching.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no partition of ", from->name, " has a row where ",
+                     affected.predicate, "; nothing to backfill"));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> mapped,
+                   MapDownstream(*from, matching, target));
+  if (mapped.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", matching.size(), " partition(s) of ", from->name,
+        " with a row where ", affected.predicate, " affect no partition of ",
+        target.name, "; nothing to backfill"));
+  }
+  if (mapped.size() > limits_.max_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: ", mapped.size(), " partitions of ", target.name,
+        " are affected; at most ", limits_.max_partitions,
+        " per backfill: narrow the predicate"));
+  }
+  return mapped;
+}
 
 std::vector<InputRef> Planner::InputsOf(const DatasetSpec& dataset,
                                         const std::string& partition) const {
@@ -310,8 +385,13 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
             ? ""
             : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> requested,
-                   ResolveScope(*target, request, limits_.max_partitions));
+  std::vector<std::string> requested;
+  if (request.affected_by.empty()) {
+    ASSIGN_OR_RETURN(requested,
+                     ResolveScope(*target, request, limits_.max_partitions));
+  } else {
+    ASSIGN_OR_RETURN(requested, ResolveAffectedBy(*target, request));
+  }
 
   // Row counts per upstream and per dataset, fetched once each.
   RowCountCache counts(engine_);
@@ -348,10 +428,11 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   // each with the reason it is planned.
   Scope scope;
   std::map<std::string, std::string> reason;
+  const std::string requested_reason = RequestedReason(request);
   for (const std::string& p : requested) {
-    scope[target->name].emplace(p, "requested");
+    scope[target->name].emplace(p, requested_reason);
   }
-  reason[target->name] = "requested";
+  reason[target->name] = requested_reason;
   if (!request.exclude_downstream) {
     RETURN_IF_ERROR(Propagate(*target, nullptr, counts, &scope, &reason));
   }

@@ -1,7 +1,9 @@
 // Planner: step 1 of the playbook. Resolves a BackfillRequest into the
-// partitions of every dataset it touches — the requested one plus, unless
-// excluded, its dependents through their partition mappings — and estimates
-// the cost against a full reload. Writes nothing.
+// partitions of every dataset it touches — the requested one (a range, a
+// list, or `affected_by`: the partitions affected by the rows of the target
+// or an upstream that match a predicate, see core/affected_by.h) plus,
+// unless excluded, its dependents through their partition mappings — and
+// estimates the cost against a full reload. Writes nothing.
 //
 // Propagation: a dependent follows each upstream edge's mapping (see
 // upstream_mapping.h): identity the same partitions, rollup the coarser
@@ -89,6 +91,11 @@ class Planner {
   // Every partition a full reload of `d` recomputes.
   absl::StatusOr<std::set<std::string>> FullPartitions(
       const DatasetSpec& d, RowCountCache& counts) const;
+  // The requested partitions of `target` for a request with affected_by:
+  // parses and checks it, asks the engine for the matching partitions of
+  // its dataset and maps them down to `target`.
+  absl::StatusOr<std::vector<std::string>> ResolveAffectedBy(
+      const DatasetSpec& target, const BackfillRequest& request) const;
 
   const Catalog* catalog_;
   Engine* engine_;

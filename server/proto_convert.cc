@@ -20,6 +20,7 @@ BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
   request.exclude_downstream = proto.exclude_downstream();
   request.priority = proto.priority();
   request.max_parallel = proto.max_parallel();
+  request.affected_by = proto.affected_by();
   return request;
 }
 
@@ -35,6 +36,7 @@ v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
   proto.set_exclude_downstream(request.exclude_downstream);
   proto.set_priority(request.priority);
   proto.set_max_parallel(request.max_parallel);
+  proto.set_affected_by(request.affected_by);
   return proto;
 }
 

@@ -22,6 +22,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/affected_by.h"
 #include "core/crash_point.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
@@ -30,6 +31,7 @@
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_membership.h"
+#include "storage/sqlite_sandbox.h"
 
 namespace backfill {
 namespace {
@@ -446,6 +448,7 @@ void SqliteEngine::Interrupt() {
   // connections_ never changes after construction; sqlite3_interrupt is
   // safe on a connection another thread is using.
   for (const auto& c : connections_) c->Interrupt();
+  if (query_db_ != nullptr) query_db_->Interrupt();
 }
 
 SqliteEngine::~SqliteEngine() = default;
@@ -503,6 +506,17 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
   }
   std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
   engine->path_ = memory ? std::string() : warehouse_path;
+  if (!memory) {
+    // For client predicates (PartitionsMatching): cannot write, whatever
+    // the statement.
+    sqlite::OpenOptions options;
+    options.read_only = true;
+    options.busy_timeout = absl::Seconds(10);
+    ASSIGN_OR_RETURN(engine->query_db_,
+                     Database::Open(warehouse_path, options));
+    RETURN_IF_ERROR(engine->query_db_->Exec("PRAGMA query_only=ON"));
+    RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(engine->query_db_.get()));
+  }
   if (!engine->path_.empty()) {
     struct stat st;
     if (stat(warehouse_path.c_str(), &st) != 0) {
@@ -728,6 +742,135 @@ SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
         GrainName(grain));
   }
   return out;
+}
+
+void SqliteEngine::SetPredicateTimeout(absl::Duration timeout) {
+  absl::MutexLock lock(&query_mu_);
+  predicate_timeout_ = timeout;
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
+    const DatasetSpec& dataset, const std::string& predicate,
+    size_t max_partitions) {
+  RETURN_IF_ERROR(CheckPredicate(predicate));
+  RETURN_IF_ERROR(CheckFile());
+  absl::MutexLock lock(&query_mu_);
+  std::optional<Lease> lease;
+  Database* db = query_db_.get();
+  if (db == nullptr) {
+    // ":memory:": the one connection there is, query-only for this call.
+    lease.emplace(Acquire());
+    db = lease->get();
+  }
+  ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
+  if (!exists) return std::vector<std::string>{};
+  struct QueryOnly {
+    Database* db = nullptr;
+    ~QueryOnly() {
+      if (db != nullptr) db->Exec("PRAGMA query_only=OFF").IgnoreError();
+    }
+  } query_only;
+  if (lease) {
+    RETURN_IF_ERROR(db->Exec("PRAGMA query_only=ON"));
+    query_only.db = db;
+  }
+
+  const Grain grain = dataset.grain();
+  std::string sql;
+  if (grain == Grain::kNone) {
+    sql = absl::StrCat("SELECT 1 FROM main.", Q(dataset.table), " WHERE (\n");
+  } else {
+    sql = absl::StrCat("SELECT ", sqlite::kPartitionFunction, "('",
+                       GrainName(grain), "', ", Q(dataset.partition->column),
+                       ") FROM main.", Q(dataset.table), " WHERE (\n");
+  }
+  // Where the predicate ends in the statement: an error past it means the
+  // expression stopped short.
+  const size_t predicate_end = sql.size() + predicate.size();
+  absl::StrAppend(&sql, predicate, "\n)");
+  if (grain == Grain::kNone) {
+    absl::StrAppend(&sql, " LIMIT 1");
+  } else {
+    absl::StrAppend(&sql, " GROUP BY ", Q(dataset.partition->column),
+                    " COLLATE BINARY");
+  }
+  const std::string quoted = QuotePredicate(predicate);
+  const std::string where =
+      absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
+  const absl::Duration timeout = predicate_timeout_;
+  sqlite::ReadSandbox sandbox(db, dataset.table, timeout);
+  // Every failure of the statement, as the client should read it.
+  auto failed = [&](const absl::Status& status) -> absl::Status {
+    if (sandbox.timed_out()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "affected_by: predicate ", quoted, " ran longer than ",
+          absl::FormatDuration(timeout), " over ", where,
+          " and was stopped: make it cheaper (e.g. a condition on the "
+          "table's own columns, without subqueries)"));
+    }
+    if (!sandbox.refused().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "affected_by: predicate ", quoted, " is refused: it ",
+          sandbox.refused(), "; a predicate may only read the columns of ",
+          where, " (and call SQL functions)"));
+    }
+    if (sandbox.LastErrorInterrupted()) {
+      return absl::UnavailableError(
+          absl::StrCat("affected_by: evaluating predicate ", quoted,
+                       " was interrupted: the service is stopping"));
+    }
+    if (status.code() == absl::StatusCode::kInternal ||
+        status.code() == absl::StatusCode::kInvalidArgument) {
+      const std::string message = sandbox.LastError();
+      const int offset = sandbox.LastErrorOffset();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "affected_by: predicate ", quoted, " does not work against ", where,
+          ": ", message.empty() ? std::string(status.message()) : message,
+          offset >= 0 && static_cast<size_t>(offset) >= predicate_end
+              ? " (the expression is incomplete at its end)"
+              : ""));
+    }
+    return Annotate(status, absl::StrCat("affected_by: predicate ", quoted));
+  };
+  absl::StatusOr<Statement> q = db->Prepare(sql);
+  if (!q.ok()) return failed(q.status());
+  if (!q->IsReadOnly()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affected_by: predicate ", quoted,
+                     " is refused: it would write to the warehouse"));
+  }
+  if (q->ParameterCount() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", quoted, " has a parameter (",
+        q->ParameterName(1),
+        "); write the values into the predicate (nothing is bound)"));
+  }
+  std::set<std::string> matching;
+  while (true) {
+    absl::StatusOr<bool> row = q->Step();
+    if (!row.ok()) return failed(row.status());
+    if (!*row) break;
+    if (grain == Grain::kNone) {
+      matching.insert("");
+      break;
+    }
+    if (q->ColumnIsNull(0)) continue;  // a row of no partition
+    std::string partition = q->ColumnText(0);
+    if (grain == Grain::kKey &&
+        std::find(dataset.partition->keys.begin(),
+                  dataset.partition->keys.end(),
+                  partition) == dataset.partition->keys.end()) {
+      continue;  // not a declared key: no partition of the dataset
+    }
+    matching.insert(std::move(partition));
+    if (matching.size() > max_partitions) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "affected_by: more than ", max_partitions, " partitions of ",
+          dataset.name, " have a row where ", quoted, "; at most ",
+          max_partitions, " per backfill: narrow the predicate"));
+    }
+  }
+  return std::vector<std::string>(matching.begin(), matching.end());
 }
 
 absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {

@@ -86,6 +86,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/engine.h"
 
 namespace backfill {
@@ -156,7 +157,24 @@ class SqliteEngine : public Engine {
       const DatasetSpec* own) override;
   absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) override;
+  // Runs on a connection of its own opened read-only with PRAGMA
+  // query_only=ON (":memory:": the pool's connection, query_only for the
+  // call), inside a ReadSandbox (storage/sqlite_sandbox.h) that lets the
+  // statement read only the dataset's table. The predicate is checked by
+  // CheckPredicate (core/affected_by.h) and spliced as
+  //   SELECT _bf_partition_of(grain, col) FROM main.<table>
+  //   WHERE (\n<predicate>\n) GROUP BY col COLLATE BINARY
+  // which must prepare as exactly one read-only statement without
+  // parameters. One predicate runs at a time; it is stopped after the
+  // predicate timeout (SetPredicateTimeout, default 20 s, below
+  // backfillctl's default RPC deadline) or by Interrupt().
+  absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec& dataset, const std::string& predicate,
+      size_t max_partitions) override;
   void Interrupt() override;
+
+  // How long PartitionsMatching lets a predicate run (default 20 s).
+  void SetPredicateTimeout(absl::Duration timeout);
 
   // Reserved table names (unquoted), exposed for tests and tooling.
   static std::string StageTable(const std::string& job_id,
@@ -214,6 +232,14 @@ class SqliteEngine : public Engine {
 
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
+
+  // PartitionsMatching's read-only connection (null for ":memory:"),
+  // opened by Open() and never replaced: Interrupt() may reach it from any
+  // thread. query_mu_ lets one predicate run at a time.
+  std::unique_ptr<sqlite::Database> query_db_;
+  absl::Mutex query_mu_;
+  absl::Duration predicate_timeout_ ABSL_GUARDED_BY(query_mu_) =
+      absl::Seconds(20);
 
   absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<const JobInfo>> jobs_

@@ -225,6 +225,10 @@ CREATE TABLE rollbacks (
     R"sql(
 ALTER TABLE tasks ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 )sql",
+    // 8: a job's affected_by scope ("DATASET: PREDICATE"; '' for none).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN affected_by TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -232,7 +236,8 @@ constexpr const char* kJobColumns =
     "id, state, dataset, range_from, range_to, partitions, reason, ticket, "
     "requested_by, exclude_downstream, COALESCE(idempotency_key, ''), "
     "request_fingerprint, message, create_time, update_time, start_time, "
-    "end_time, cost_backfill, cost_full_reload, priority, max_parallel";
+    "end_time, cost_backfill, cost_full_reload, priority, max_parallel, "
+    "affected_by";
 
 // ---- encoding --------------------------------------------------------------
 
@@ -421,6 +426,7 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   job.plan.cost.full_reload = q.ColumnDouble(18);
   job.request.priority = static_cast<int>(q.ColumnInt(19));
   job.request.max_parallel = static_cast<int>(q.ColumnInt(20));
+  job.request.affected_by = q.ColumnText(21);
   return job;
 }
 
@@ -739,9 +745,9 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
             "partitions, reason, ticket, requested_by, exclude_downstream, "
             "idempotency_key, request_fingerprint, message, create_time, "
             "update_time, start_time, end_time, cost_backfill, "
-            "cost_full_reload, priority, max_parallel) VALUES (?1, ?2, ?3, "
-            "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, NULL, "
-            "NULL, ?16, ?17, ?18, ?19)"));
+            "cost_full_reload, priority, max_parallel, affected_by) VALUES "
+            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+            "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20)"));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindInt(2, seq));
     RETURN_IF_ERROR(q.BindText(3, JobStateText(JobState::kQueued)));
@@ -765,6 +771,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     RETURN_IF_ERROR(q.BindDouble(17, job.plan.cost.full_reload));
     RETURN_IF_ERROR(q.BindInt(18, job.request.priority));
     RETURN_IF_ERROR(q.BindInt(19, job.request.max_parallel));
+    RETURN_IF_ERROR(q.BindText(20, job.request.affected_by));
     RETURN_IF_ERROR(q.Run());
   }
   {

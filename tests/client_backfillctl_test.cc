@@ -593,6 +593,37 @@ TEST_F(BackfillctlTest, SubmitSendsNoWaitPriorityAndMaxParallel) {
   EXPECT_EQ(submits[1].request().max_parallel(), 0);
 }
 
+TEST_F(BackfillctlTest, AffectedByIsSentAsTypedAndExcludesOtherScopes) {
+  const std::string predicate = "orders:  refund > 0 AND note = 'a,b' ";
+  RunResult run = Run({"plan", "daily_revenue", "--affected-by", predicate});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  run = Run({"submit", "daily_revenue", "--affected-by", predicate,
+             "--no-downstream", "--reason", "fix"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::BackfillRequest> sent = service_.requests();
+  ASSERT_EQ(sent.size(), 2u);
+  for (const v1::BackfillRequest& request : sent) {
+    EXPECT_EQ(request.affected_by(), predicate);
+    EXPECT_TRUE(request.from_partition().empty());
+    EXPECT_TRUE(request.to_partition().empty());
+    EXPECT_THAT(request.partitions(), IsEmpty());
+  }
+  EXPECT_TRUE(sent[1].exclude_downstream());
+
+  for (const std::vector<std::string>& scope :
+       std::vector<std::vector<std::string>>{
+           {"--from", "2025-03-01", "--to", "2025-03-02"},
+           {"--partitions", "2025-03-01"}}) {
+    std::vector<std::string> args = {"plan", "daily_revenue", "--affected-by",
+                                     "orders: refund > 0"};
+    args.insert(args.end(), scope.begin(), scope.end());
+    run = Run(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_THAT(run.err, HasSubstr("--affected-by"));
+  }
+  EXPECT_EQ(service_.requests().size(), 2u);
+}
+
 TEST_F(BackfillctlTest, OutOfRangePriorityAndMaxParallelAreUsageErrors) {
   struct Case {
     std::vector<std::string> flags;

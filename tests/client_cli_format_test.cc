@@ -621,6 +621,17 @@ TEST(FormatBackfillTest, DescribesTheJob) {
   EXPECT_EQ(ValueOf(out, "Message"), "recomputing");
 }
 
+TEST(FormatBackfillTest, ScopeShowsAffectedByEscaped) {
+  v1::Backfill job = RunningJob();
+  job.mutable_request()->clear_from_partition();
+  job.mutable_request()->clear_to_partition();
+  job.mutable_request()->set_affected_by(
+      "raw: refund > 0 AND\nnote = '\x1b[2J'");
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Scope"),
+            "orders affected by \"raw: refund > 0 AND\\nnote = '\\x1b[2J'\", "
+            "downstream included");
+}
+
 TEST(FormatBackfillTest, ValuesAreAlignedInOneColumn) {
   const std::string out = FormatBackfill(RunningJob());
   std::vector<std::string> lines = Lines(out);

@@ -92,6 +92,10 @@ class CountingEngine : public Engine {
       const DatasetSpec&) override {
     return absl::UnimplementedError("planner does not check transforms");
   }
+  absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec&, const std::string&, size_t) override {
+    return absl::UnimplementedError("no test here plans affected_by");
+  }
 };
 
 DatasetSpec Source(const std::string& name, Grain grain) {

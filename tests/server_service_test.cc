@@ -878,6 +878,143 @@ TEST_F(ServerServiceTest, HealthIsServing) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// The days of raw_orders holding a row where `condition` holds, with plain
+// SQL on the warehouse file.
+std::vector<std::string> DaysWhere(const std::string& warehouse,
+                                   const std::string& condition) {
+  std::vector<std::string> days;
+  sqlite3* db = nullptr;
+  EXPECT_EQ(
+      sqlite3_open_v2(warehouse.c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+      SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  const std::string sql =
+      absl::StrCat("SELECT DISTINCT order_date FROM raw_orders WHERE ",
+                   condition, " ORDER BY 1");
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    days.push_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return days;
+}
+
+v1::BackfillRequest AffectedRequest(const std::string& affected_by) {
+  v1::BackfillRequest request;
+  request.set_dataset("daily_revenue");
+  request.set_affected_by(affected_by);
+  request.set_reason("fix refunds");
+  request.set_requested_by("server_service_test");
+  return request;
+}
+
+TEST_F(ServerServiceTest, AffectedByPlansTheMatchingDays) {
+  const std::vector<std::string> days =
+      DaysWhere(warehouse_, "refund > 0 AND amount > 70");
+  ASSERT_FALSE(days.empty());
+  ASSERT_LT(days.size(), static_cast<size_t>(kDays));
+  absl::StatusOr<v1::PlanBackfillResponse> plan =
+      client_->Plan(AffectedRequest("orders: refund > 0 AND amount > 70"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->datasets_size(), 1);
+  EXPECT_EQ(std::vector<std::string>(plan->datasets(0).partitions().begin(),
+                                     plan->datasets(0).partitions().end()),
+            days);
+  EXPECT_EQ(plan->datasets(0).reason(),
+            "requested: affected by orders: refund > 0 AND amount > 70");
+  EXPECT_EQ(StoredJobs(), 0u);
+
+  absl::StatusOr<v1::PlanBackfillResponse> none =
+      client_->Plan(AffectedRequest("orders: refund > 1000"));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(none.status().message(),
+            "no partition of orders has a row where refund > 1000; nothing "
+            "to backfill");
+}
+
+TEST_F(ServerServiceTest, BadAffectedByIsInvalidArgumentAndCreatesNothing) {
+  struct Case {
+    const char* name;
+    v1::BackfillRequest request;
+    const char* says;
+  };
+  std::vector<Case> cases;
+  v1::BackfillRequest with_range = AffectedRequest("orders: refund > 0");
+  with_range.set_from_partition("2025-03-01");
+  with_range.set_to_partition("2025-03-03");
+  cases.push_back({"with a range", with_range, "scope of its own"});
+  v1::BackfillRequest with_list = AffectedRequest("orders: refund > 0");
+  with_list.add_partitions("2025-03-01");
+  cases.push_back({"with partitions", with_list, "scope of its own"});
+  cases.push_back({"syntax error", AffectedRequest("orders: refund >"),
+                   "predicate \"refund >\""});
+  cases.push_back({"unknown column", AffectedRequest("orders: refnud > 0"),
+                   "no such column: refnud"});
+  cases.push_back({"escape", AffectedRequest("orders: 1) OR (1"),
+                   "predicate \"1) OR (1\""});
+  cases.push_back({"statements",
+                   AffectedRequest("orders: 1; DELETE FROM raw_orders"),
+                   "contains ';'"});
+  cases.push_back({"other table",
+                   AffectedRequest("orders: customer_id IN (SELECT "
+                                   "customer_id FROM dim_customers)"),
+                   "reads table dim_customers"});
+  cases.push_back({"unknown dataset", AffectedRequest("ordres: refund > 0"),
+                   "unknown dataset \"ordres\""});
+  cases.push_back(
+      {"no colon", AffectedRequest("orders refund > 0"), "has no ':'"});
+  cases.push_back({"too long",
+                   AffectedRequest(absl::StrCat("orders: refund > 0",
+                                                std::string(5000, ' '), "+ 1")),
+                   "at most 4096"});
+  cases.push_back({"control character",
+                   AffectedRequest("orders: refund > 0\x1b[2J"),
+                   "control character"});
+  for (const Case& c : cases) {
+    absl::StatusOr<v1::PlanBackfillResponse> plan = client_->Plan(c.request);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.name << ": " << plan.status();
+    EXPECT_THAT(plan.status().message(), HasSubstr("affected_by")) << c.name;
+    EXPECT_THAT(plan.status().message(), HasSubstr(c.says)) << c.name;
+    absl::StatusOr<v1::SubmitBackfillResponse> submitted =
+        client_->Submit(c.request, "");
+    EXPECT_EQ(submitted.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.name << ": " << submitted.status();
+  }
+  EXPECT_EQ(StoredJobs(), 0u);
+  EXPECT_EQ(DaysWhere(warehouse_, "1").size(), static_cast<size_t>(kDays));
+}
+
+TEST_F(ServerServiceTest, AffectedByIsKeptWithTheJobAndInItsFingerprint) {
+  const v1::BackfillRequest request =
+      AffectedRequest("orders: refund > 0 AND amount > 70");
+  absl::StatusOr<v1::SubmitBackfillResponse> first =
+      client_->Submit(request, "affected-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->backfill().request().affected_by(),
+            "orders: refund > 0 AND amount > 70");
+  EXPECT_TRUE(first->backfill().request().from_partition().empty());
+  WatchToEnd(first->backfill().id());
+  absl::StatusOr<v1::Backfill> got = client_->Get(first->backfill().id());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->request().affected_by(), "orders: refund > 0 AND amount > 70");
+  EXPECT_EQ(got->state(), v1::BACKFILL_STATE_SUCCEEDED);
+
+  absl::StatusOr<v1::SubmitBackfillResponse> again =
+      client_->Submit(request, "affected-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created());
+  EXPECT_EQ(again->backfill().id(), first->backfill().id());
+
+  absl::StatusOr<v1::SubmitBackfillResponse> other = client_->Submit(
+      AffectedRequest("orders: refund > 0 AND amount > 60"), "affected-1");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("idempotency key"));
+  EXPECT_EQ(StoredJobs(), 1u);
+}
+
 TEST(ValidateJobIdTest, AcceptsOnlyBfDigits) {
   EXPECT_TRUE(ValidateJobId("bf-1").ok());
   EXPECT_TRUE(ValidateJobId("bf-1234567890").ok());

@@ -78,6 +78,7 @@ Job MakeJob(const std::string& key = "") {
   job.request.exclude_downstream = true;
   job.request.priority = 7;
   job.request.max_parallel = 2;
+  job.request.affected_by = "orders: note = 'a:b' -- \"x\"";
   job.idempotency_key = key;
   job.request_fingerprint = "fp-1";
   job.message = "submitted";
@@ -186,6 +187,7 @@ TEST_P(StateStoreContractTest, CreateAndGetRoundTrips) {
   EXPECT_TRUE(job->request.exclude_downstream);
   EXPECT_EQ(job->request.priority, 7);
   EXPECT_EQ(job->request.max_parallel, 2);
+  EXPECT_EQ(job->request.affected_by, "orders: note = 'a:b' -- \"x\"");
   EXPECT_EQ(job->request_fingerprint, "fp-1");
   EXPECT_EQ(job->message, "submitted");
   EXPECT_EQ(job->create_time, T(0));
@@ -1268,6 +1270,7 @@ std::string Describe(const Job& j) {
       absl::StrFormat(" cost=%.17g/%.17g", j.plan.cost.backfill,
                       j.plan.cost.full_reload),
       " conflicts=", j.plan.conflicts.size());
+  absl::StrAppend(&out, " affected_by=", j.request.affected_by);
   for (const DatasetPlan& dp : j.plan.datasets) {
     absl::StrAppend(&out, " ds={", dp.dataset, "|", dp.reason, "|",
                     dp.transform_version,
@@ -1526,6 +1529,7 @@ class History {
     job.request.exclude_downstream = Uniform(0, 1) == 1;
     job.request.priority = Uniform(-3, 3);
     job.request.max_parallel = Uniform(0, 4);
+    if (Uniform(0, 1) == 0) job.request.affected_by = RandomText();
     if (Uniform(0, 2) == 0) job.idempotency_key = RandomText() + "k";
     job.request_fingerprint = RandomText();
     job.message = RandomText();

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/affected_by.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
 
@@ -752,6 +755,146 @@ FakeEngine::DescribeTable(const DatasetSpec& dataset) {
     return std::optional<std::vector<ColumnSpec>>();
   }
   return std::optional<std::vector<ColumnSpec>>(dataset.columns);
+}
+
+namespace {
+
+// `COLUMN OP LITERAL`, the one predicate form the fake evaluates.
+struct Comparison {
+  std::string column;
+  std::string op;
+  bool numeric = false;
+  double number = 0;
+  std::string text;
+};
+
+std::optional<Comparison> ParseComparison(std::string_view p) {
+  auto skip_space = [&p] {
+    while (!p.empty() &&
+           absl::ascii_isspace(static_cast<unsigned char>(p[0]))) {
+      p.remove_prefix(1);
+    }
+  };
+  Comparison c;
+  skip_space();
+  size_t n = 0;
+  while (
+      n < p.size() &&
+      (absl::ascii_isalnum(static_cast<unsigned char>(p[n])) || p[n] == '_')) {
+    ++n;
+  }
+  if (n == 0 || absl::ascii_isdigit(static_cast<unsigned char>(p[0]))) {
+    return std::nullopt;
+  }
+  c.column = std::string(p.substr(0, n));
+  p.remove_prefix(n);
+  skip_space();
+  for (const char* op : {">=", "<=", "!=", "<>", "==", "=", "<", ">"}) {
+    const std::string_view o(op);
+    if (p.substr(0, o.size()) == o) {
+      c.op = op;
+      p.remove_prefix(o.size());
+      break;
+    }
+  }
+  if (c.op.empty()) return std::nullopt;
+  if (c.op == "==") c.op = "=";
+  if (c.op == "<>") c.op = "!=";
+  skip_space();
+  while (!p.empty() &&
+         absl::ascii_isspace(static_cast<unsigned char>(p.back()))) {
+    p.remove_suffix(1);
+  }
+  if (p.size() >= 2 && p.front() == '\'' && p.back() == '\'') {
+    std::string_view body = p.substr(1, p.size() - 2);
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] != '\'') {
+        c.text.push_back(body[i]);
+      } else if (i + 1 < body.size() && body[i + 1] == '\'') {
+        c.text.push_back('\'');
+        ++i;
+      } else {
+        return std::nullopt;  // a quote inside: more than one literal
+      }
+    }
+    return c;
+  }
+  if (p.empty() ||
+      !absl::SimpleAtod(absl::string_view(p.data(), p.size()), &c.number)) {
+    return std::nullopt;
+  }
+  c.numeric = true;
+  return c;
+}
+
+template <typename T>
+bool Compare(const T& a, const std::string& op, const T& b) {
+  if (op == "=") return a == b;
+  if (op == "!=") return a != b;
+  if (op == "<") return a < b;
+  if (op == "<=") return a <= b;
+  if (op == ">") return a > b;
+  return a >= b;
+}
+
+}  // namespace
+
+void FakeEngine::AddRows(const std::string& dataset, std::vector<Row> rows) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Row>& kept = rows_[dataset];
+  for (Row& row : rows) kept.push_back(std::move(row));
+}
+
+absl::StatusOr<std::vector<std::string>> FakeEngine::PartitionsMatching(
+    const DatasetSpec& dataset, const std::string& predicate,
+    size_t max_partitions) {
+  if (absl::Status s = Enter({"PartitionsMatching", "", dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPredicate(predicate); !s.ok()) return s;
+  std::optional<Comparison> c = ParseComparison(predicate);
+  if (!c) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", QuotePredicate(predicate),
+        " does not work against the fake engine: it evaluates only COLUMN OP "
+        "LITERAL"));
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = rows_.find(dataset.name);
+  if (it == rows_.end() || it->second.empty()) {
+    return std::vector<std::string>{};
+  }
+  bool known = false;
+  std::set<std::string> matching;
+  for (const Row& row : it->second) {
+    auto value = row.values.find(c->column);
+    if (value == row.values.end()) continue;
+    known = true;
+    if (!row.partition.has_value()) continue;
+    bool match = false;
+    if (c->numeric) {
+      double v = 0;
+      match =
+          absl::SimpleAtod(value->second, &v) && Compare(v, c->op, c->number);
+    } else {
+      match = Compare(value->second, c->op, c->text);
+    }
+    if (match) matching.insert(*row.partition);
+  }
+  if (!known) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affected_by: predicate ", QuotePredicate(predicate),
+                     " does not work against dataset ", dataset.name,
+                     ": no such column: ", c->column));
+  }
+  if (matching.size() > max_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: more than ", max_partitions, " partitions of ",
+        dataset.name, " have a row where ", QuotePredicate(predicate),
+        "; at most ", max_partitions, " per backfill: narrow the predicate"));
+  }
+  return std::vector<std::string>(matching.begin(), matching.end());
 }
 
 void FakeEngine::Interrupt() {

@@ -38,6 +38,15 @@
 // from its staging plus the published rows outside the job's partitions,
 // else from the job's pinned snapshot, else from the published table.
 //
+// PartitionsMatching evaluates only predicates of the form
+// `COLUMN OP LITERAL` (OP one of = == != <> < <= > >=, LITERAL a number or
+// a 'quoted' text) over rows a test seeds with AddRows, which are kept apart
+// from the row counts above (seeding them creates no table and changes no
+// count). A numeric literal compares numerically and never matches a value
+// that is not a number; a text literal compares byte-wise. Anything else is
+// INVALID_ARGUMENT, as is a column no seeded row of the dataset has; the
+// predicate is first checked by CheckPredicate, as SqliteEngine does.
+//
 // Fault injection: every call but Interrupt is counted, then consults the
 // hook (if set) with the method's name and what it names, outside the
 // engine's lock: a non-OK status fails the call before it does anything;
@@ -124,6 +133,9 @@ class FakeEngine : public Engine {
       const DatasetSpec* own) override;
   absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) override;
+  absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec& dataset, const std::string& predicate,
+      size_t max_partitions) override;
   void Interrupt() override;
 
   // ---- Configuration -------------------------------------------------------
@@ -169,6 +181,15 @@ class FakeEngine : public Engine {
   // dataset); creates the dataset's table.
   void SetPublishedRows(const std::string& dataset,
                         const std::string& partition, int64_t rows);
+  // A row as PartitionsMatching sees it: the partition it belongs to
+  // (nullopt: none; "" in an unpartitioned dataset) and its values by
+  // column.
+  struct Row {
+    std::optional<std::string> partition;
+    std::map<std::string, std::string> values;
+  };
+  // Appends rows of the dataset's table for PartitionsMatching.
+  void AddRows(const std::string& dataset, std::vector<Row> rows);
   // Adds a publication marker ("" store id: a marker that names no store).
   void AddMarker(const std::string& job_id, const std::string& store_id);
   // Sets the owner record ("" : unclaimed).
@@ -256,6 +277,9 @@ class FakeEngine : public Engine {
       copies_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RollbackMarker> rollbacks_
       ABSL_GUARDED_BY(mu_);  // job id -> marker
+
+  // Dataset -> the rows PartitionsMatching evaluates predicates over.
+  std::map<std::string, std::vector<Row>> rows_ ABSL_GUARDED_BY(mu_);
 
   std::map<std::string, int64_t> calls_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> call_log_ ABSL_GUARDED_BY(mu_);

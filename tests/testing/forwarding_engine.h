@@ -91,6 +91,11 @@ class ForwardingEngine : public Engine {
       const DatasetSpec& dataset) override {
     return inner_->DescribeTable(dataset);
   }
+  absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec& dataset, const std::string& predicate,
+      size_t max_partitions) override {
+    return inner_->PartitionsMatching(dataset, predicate, max_partitions);
+  }
   void Interrupt() override { inner_->Interrupt(); }
 
  protected:
