@@ -76,6 +76,7 @@
 #define BACKFILL_STORAGE_SQLITE_ENGINE_H_
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,6 +116,9 @@ class SqliteEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
+  absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) override;
   // Copies the partition's published and staged rows into two TEMP tables
@@ -184,6 +188,14 @@ class SqliteEngine : public Engine {
     mutable absl::Mutex pins_mu;
     mutable std::map<std::string, InputFingerprint> pinned_fingerprints
         ABSL_GUARDED_BY(pins_mu);
+    // Partitions released since (ReleasePartitions), by dataset name: no
+    // longer the job's. Small sets, changed in place so that a release
+    // costs O(log n), not a copy of the layout.
+    mutable absl::Mutex released_mu;
+    mutable std::map<std::string, std::set<std::string>> released
+        ABSL_GUARDED_BY(released_mu);
+    // The dataset's partition is the job's (prepared, not released).
+    bool Has(const std::string& dataset, const std::string& partition) const;
   };
 
   explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);
