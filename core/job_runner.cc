@@ -890,7 +890,7 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
       }
     }
   }
-  bool done = false, failed = false;
+  bool done = false, failed = false, interrupted = false;
   TaskGraph::Outcome outcome = TaskGraph::Outcome::kChanged;
   if (may_skip) {
     // Skipped, never run, when its own partition is as the job would make
@@ -918,10 +918,14 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
         task = std::move(skipped);
         done = true;
         outcome = TaskGraph::Outcome::kSkipped;
+      } else if (Stopping()) {
+        // Interrupted: a restart decides again (or releases what the
+        // store recorded skipped).
+        interrupted = true;
       }
     }
   }
-  if (spec != nullptr && !done) {
+  if (spec != nullptr && !done && !interrupted) {
     task.state = TaskState::kRunning;
     ++task.attempts;
     task.update_time = clock_->Now();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
 
@@ -420,7 +421,8 @@ absl::StatusOr<StageResult> FakeEngine::StagePartition(
 absl::Status FakeEngine::ReleasePartitions(
     const std::string& job_id, const DatasetSpec& dataset,
     const std::vector<std::string>& partitions) {
-  if (absl::Status s = Enter({"ReleasePartitions", job_id, dataset.name, ""});
+  if (absl::Status s = Enter({"ReleasePartitions", job_id, dataset.name,
+                              absl::StrJoin(partitions, ",")});
       !s.ok()) {
     return s;
   }

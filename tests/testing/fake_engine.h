@@ -81,7 +81,8 @@ class FakeEngine : public Engine {
     std::string method;     // "StagePartition", "Publish", ...
     std::string job_id;     // "" for a call that names no job
     std::string dataset;    // "" unless the call names one dataset
-    std::string partition;  // StagePartition only
+    // StagePartition; ReleasePartitions: its partitions joined by ","
+    std::string partition;
   };
   // Consulted before each call: non-OK fails it.
   using Hook = std::function<absl::Status(const Call& call)>;
