@@ -149,10 +149,10 @@ std::string CountsText(const v1::PartitionCounts& counts) {
   };
   add(counts.published(), "published");
   add(counts.staged(), "staged");
-  add(counts.running(), "running");
-  add(counts.pending(), "pending");
   add(counts.unchanged(), "unchanged");
   add(counts.skipped(), "skipped");
+  add(counts.running(), "running");
+  add(counts.pending(), "pending");
   add(counts.failed(), "failed");
   add(counts.cancelled(), "cancelled");
   std::string out =
@@ -161,7 +161,7 @@ std::string CountsText(const v1::PartitionCounts& counts) {
   return out;
 }
 
-// " (30 unchanged, 12 skipped)" for the early cutoff's counts, "" when both
+// "(30 unchanged, 12 skipped)" for the early cutoff's counts, "" when both
 // are 0.
 std::string CutoffText(const v1::PartitionCounts& counts) {
   std::vector<std::string> parts;
@@ -172,7 +172,7 @@ std::string CutoffText(const v1::PartitionCounts& counts) {
     parts.push_back(absl::StrCat(counts.skipped(), " skipped"));
   }
   if (parts.empty()) return "";
-  return absl::StrCat(" (", absl::StrJoin(parts, ", "), ")");
+  return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
 }
 
 std::string UnitOr(absl::string_view unit) {
@@ -740,7 +740,9 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
                   TerminalText(backfill.request().dataset()),
                   absl::StrCat(DonePartitions(backfill.partitions()), "/",
                                backfill.partitions().total(),
-                               CutoffText(backfill.partitions())),
+                               CutoffText(backfill.partitions()).empty()
+                                   ? ""
+                                   : " " + CutoffText(backfill.partitions())),
                   FormatTimestamp(backfill.create_time()),
                   SafeTruncate(backfill.request().reason(), kMaxReasonWidth)});
   }
@@ -776,7 +778,9 @@ std::string FormatProgressBar(const v1::Backfill& backfill,
       std::string(static_cast<size_t>(filled), '#'),
       std::string(static_cast<size_t>(bar_width - filled), '.'), percent, done,
       counts.total(), StateName(backfill.state()), elapsed_seconds);
-  absl::StrAppend(&out, CutoffText(counts));
+  if (const std::string cut = CutoffText(counts); !cut.empty()) {
+    absl::StrAppend(&out, "  ", cut);
+  }
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }
@@ -790,7 +794,9 @@ std::string FormatProgressLine(const v1::Backfill& backfill,
       "job %s: %s  %d/%d partitions  %d%%  %.1f s", TerminalText(backfill.id()),
       StateName(backfill.state()), DonePartitions(counts), counts.total(),
       PercentDone(backfill), elapsed_seconds);
-  absl::StrAppend(&out, CutoffText(counts));
+  if (const std::string cut = CutoffText(counts); !cut.empty()) {
+    absl::StrAppend(&out, "  ", cut);
+  }
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }
