@@ -102,8 +102,7 @@ CutoffCounts CountCutOff(const std::vector<PartitionTask>& tasks) {
 
 std::string NothingChangedMessage(const CutoffCounts& counts) {
   return absl::StrCat(
-      "nothing changed: ",
-      Count(counts.unchanged, "partition", "partitions"),
+      "nothing changed: ", Count(counts.unchanged, "partition", "partitions"),
       " recomputed identical to the published ones, ",
       Count(counts.skipped, "dependent", "dependents"),
       " skipped; nothing published");
@@ -111,12 +110,11 @@ std::string NothingChangedMessage(const CutoffCounts& counts) {
 
 std::string CutoffNote(const CutoffCounts& counts) {
   if (counts.unchanged == 0 && counts.skipped == 0) return "";
-  return absl::StrCat("; ", Count(counts.unchanged, "partition", "partitions"),
-                      " recomputed identical to the published ones ",
-                      counts.unchanged == 1 ? "was" : "were",
-                      " not republished, ",
-                      Count(counts.skipped, "dependent", "dependents"),
-                      " skipped");
+  return absl::StrCat(
+      "; ", Count(counts.unchanged, "partition", "partitions"),
+      " recomputed identical to the published ones ",
+      counts.unchanged == 1 ? "was" : "were", " not republished, ",
+      Count(counts.skipped, "dependent", "dependents"), " skipped");
 }
 
 }  // namespace backfill

@@ -884,8 +884,8 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
         }
         for (size_t u : job->graph->IdentityInputs(index)) {
           const PartitionTask& in = job->tasks[u];
-          now_inputs.push_back({in.dataset, in.partition,
-                                in.output_fingerprint, in.rows_written});
+          now_inputs.push_back({in.dataset, in.partition, in.output_fingerprint,
+                                in.rows_written});
         }
       }
     }
@@ -908,11 +908,11 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
       skipped.last_error.clear();
       skipped.duration_seconds = 0;
       skipped.update_time = clock_->Now();
-      absl::Status s = Persist(
-          Storage::kStateStore,
-          absl::StrCat("recording that ", task.dataset, "/", task.partition,
-                       " of ", id, " is skipped"),
-          [&] { return store_->UpdateTask(skipped); });
+      absl::Status s =
+          Persist(Storage::kStateStore,
+                  absl::StrCat("recording that ", task.dataset, "/",
+                               task.partition, " of ", id, " is skipped"),
+                  [&] { return store_->UpdateTask(skipped); });
       if (s.ok()) s = ReleaseCutOff(id, *spec, task.partition);
       if (s.ok()) {
         task = std::move(skipped);
@@ -1100,10 +1100,10 @@ absl::Status JobRunner::EnsurePrepared(Active* job) {
 absl::Status JobRunner::PrepareStaging(
     const JobLayout& layout, const std::vector<PartitionTask>& tasks) {
   const JobLayout kept = WithoutCutOff(layout, tasks);
-  RETURN_IF_ERROR(Persist(Storage::kWarehouse,
-                          absl::StrCat("preparing the staging of ",
-                                       layout.job_id),
-                          [&] { return engine_->PrepareJob(kept); }));
+  RETURN_IF_ERROR(
+      Persist(Storage::kWarehouse,
+              absl::StrCat("preparing the staging of ", layout.job_id),
+              [&] { return engine_->PrepareJob(kept); }));
   for (const auto& [dataset, partitions] : CutOffPartitions(layout, tasks)) {
     RETURN_IF_ERROR(Persist(
         Storage::kWarehouse,
@@ -1120,16 +1120,16 @@ absl::Status JobRunner::PrepareStaging(
 absl::StatusOr<std::optional<LineageRecord>> JobRunner::LatestLineage(
     const std::string& dataset, const std::string& partition) {
   std::optional<LineageRecord> latest;
-  RETURN_IF_ERROR(Persist(
-      Storage::kStateStore,
-      absl::StrCat("reading the lineage of ", dataset, "/", partition),
-      [&]() -> absl::Status {
-        ASSIGN_OR_RETURN(std::vector<LineageRecord> lineage,
-                         store_->GetLineage(dataset, partition));
-        latest.reset();
-        if (!lineage.empty()) latest = std::move(lineage.front());
-        return absl::OkStatus();
-      }));
+  RETURN_IF_ERROR(
+      Persist(Storage::kStateStore,
+              absl::StrCat("reading the lineage of ", dataset, "/", partition),
+              [&]() -> absl::Status {
+                ASSIGN_OR_RETURN(std::vector<LineageRecord> lineage,
+                                 store_->GetLineage(dataset, partition));
+                latest.reset();
+                if (!lineage.empty()) latest = std::move(lineage.front());
+                return absl::OkStatus();
+              }));
   return latest;
 }
 
@@ -1137,12 +1137,10 @@ absl::Status JobRunner::ReleaseCutOff(const std::string& id,
                                       const DatasetSpec& dataset,
                                       const std::string& partition) {
   CrashPoint("cutoff.before_release");
-  return Persist(Storage::kWarehouse,
-                 absl::StrCat("releasing ", dataset.name, "/", partition,
-                              " from ", id),
-                 [&] {
-                   return engine_->ReleasePartitions(id, dataset, {partition});
-                 });
+  return Persist(
+      Storage::kWarehouse,
+      absl::StrCat("releasing ", dataset.name, "/", partition, " from ", id),
+      [&] { return engine_->ReleasePartitions(id, dataset, {partition}); });
 }
 
 absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
@@ -1295,17 +1293,17 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   const CutoffCounts cut = CountCutOff(tasks);
   return Move(
       job, JobState::kPublishing,
-      absl::StrCat(datasets == 0
-                       ? NothingChangedMessage(cut)
-                       : absl::StrCat("publishing ",
-                                      Plural(total, "partition", "partitions"),
-                                      " of ", datasets,
-                                      " dataset(s) in one transaction",
-                                      CutoffNote(cut)),
-                   outcome.warnings.empty()
-                       ? std::string()
-                       : absl::StrCat("; warnings: ",
-                                      absl::StrJoin(outcome.warnings, "; "))),
+      absl::StrCat(
+          datasets == 0
+              ? NothingChangedMessage(cut)
+              : absl::StrCat("publishing ",
+                             Plural(total, "partition", "partitions"), " of ",
+                             datasets, " dataset(s) in one transaction",
+                             CutoffNote(cut)),
+          outcome.warnings.empty()
+              ? std::string()
+              : absl::StrCat("; warnings: ",
+                             absl::StrJoin(outcome.warnings, "; "))),
       Phase::kFinishing);
 }
 
@@ -1434,11 +1432,11 @@ absl::Status JobRunner::PublishJob(Active* job) {
         const CutoffCounts cut = CountCutOff(tasks);
         message = lineage.empty() && (cut.unchanged > 0 || cut.skipped > 0)
                       ? NothingChangedMessage(cut)
-                      : absl::StrCat("published ",
-                                     Plural(static_cast<int64_t>(lineage.size()),
-                                            "partition", "partitions"),
-                                     " (", rows, " rows) atomically",
-                                     CutoffNote(cut));
+                      : absl::StrCat(
+                            "published ",
+                            Plural(static_cast<int64_t>(lineage.size()),
+                                   "partition", "partitions"),
+                            " (", rows, " rows) atomically", CutoffNote(cut));
         return store_->RecordPublication(id, lineage, JobState::kConfirming,
                                          message, now);
       });
@@ -1479,15 +1477,15 @@ void JobRunner::Finish(const std::string& id) {
     {
       absl::MutexLock lock(&mu_);
       cut = CountCutOff(job->tasks);
-      total = static_cast<int64_t>(job->tasks.size()) - cut.unchanged -
-              cut.skipped;
+      total =
+          static_cast<int64_t>(job->tasks.size()) - cut.unchanged - cut.skipped;
     }
-    s = Move(job, JobState::kValidating,
-             absl::StrCat("validating ",
-                          Plural(total, "staged partition",
-                                 "staged partitions"),
-                          CutoffNote(cut)),
-             Phase::kFinishing);
+    s = Move(
+        job, JobState::kValidating,
+        absl::StrCat("validating ",
+                     Plural(total, "staged partition", "staged partitions"),
+                     CutoffNote(cut)),
+        Phase::kFinishing);
   }
   if (s.ok() && current() == JobState::kValidating) {
     bool done = false;
@@ -1838,11 +1836,10 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
   }
   absl::StatusOr<Job> progress = store_->GetJobProgress(id);
   const int64_t again =
-      progress.ok()
-          ? progress->counts.total - progress->counts.staged -
-                progress->counts.published - progress->counts.unchanged -
-                progress->counts.skipped
-          : 0;
+      progress.ok() ? progress->counts.total - progress->counts.staged -
+                          progress->counts.published -
+                          progress->counts.unchanged - progress->counts.skipped
+                    : 0;
   const int64_t kept = progress.ok() ? progress->counts.staged : 0;
   const std::string message = absl::StrCat(
       "retrying", reason.empty() ? "" : absl::StrCat(" (", reason, ")"), ": ",

@@ -1038,9 +1038,8 @@ absl::Status SqliteEngine::ReleasePartitions(
   }
   if (partitions.empty()) return absl::OkStatus();
   RETURN_IF_ERROR(CheckFile());
-  const std::string where =
-      absl::StrCat("release of partitions of ", dataset.name, " from job ",
-                   job_id);
+  const std::string where = absl::StrCat("release of partitions of ",
+                                         dataset.name, " from job ", job_id);
   const std::string stage = StageTable(job_id, dataset.name);
   const std::string parts = PartsTable(job_id, dataset.name);
   {

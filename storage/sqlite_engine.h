@@ -76,8 +76,8 @@
 #define BACKFILL_STORAGE_SQLITE_ENGINE_H_
 
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 

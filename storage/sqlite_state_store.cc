@@ -1611,7 +1611,8 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
     ASSIGN_OR_RETURN(
         Statement q,
         db_->Prepare("SELECT COUNT(*), TOTAL(t.state IN ('STAGED', "
-                     "'PUBLISHED', 'UNCHANGED', 'SKIPPED')) FROM tasks t JOIN jobs j ON j.id = "
+                     "'PUBLISHED', 'UNCHANGED', 'SKIPPED')) FROM tasks t JOIN "
+                     "jobs j ON j.id = "
                      "t.job_id WHERE j.state = 'RUNNING'"));
     RETURN_IF_ERROR(q.Step().status());
     stats.running_tasks_total = q.ColumnInt(0);

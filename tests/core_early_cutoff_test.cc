@@ -403,10 +403,10 @@ TEST_F(EarlyCutoffRunnerTest, OnlyWhatChangedIsPublishedAndOnlyItsReadersRun) {
               HasSubstr("6 partitions recomputed identical to the published "
                         "ones were not republished, 6 dependents skipped"));
   EXPECT_EQ(Staged(id),
-            (std::multiset<std::string>{
-                "daily/2025-01-01", "daily/2025-01-02", "daily/2025-01-03",
-                "daily/2025-01-04", "total/2025-01-02", "mixed/2025-01-02",
-                "region/"}));
+            (std::multiset<std::string>{"daily/2025-01-01", "daily/2025-01-02",
+                                        "daily/2025-01-03", "daily/2025-01-04",
+                                        "total/2025-01-02", "mixed/2025-01-02",
+                                        "region/"}));
   // Exactly one partition replaced, one lineage record more.
   auto expected = before;
   expected["daily"]["2025-01-02"] = 3;

@@ -593,9 +593,8 @@ TEST(TaskGraphCutoffTest, IdentityDependentsFollowTheirOwnPartition) {
 }
 
 TEST(TaskGraphCutoffTest, SkippedInputsCountAsUnchangedDownAChain) {
-  TaskGraph g = Make(
-      {{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
-      {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
+  TaskGraph g = Make({{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
+                     {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
   Settle(g, "a/p", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "b/p")));
   Settle(g, "b/p", Outcome::kSkipped);
@@ -638,10 +637,9 @@ TEST(TaskGraphCutoffTest, WholeTableReadersNeedEveryTaskOfTheDataset) {
 }
 
 TEST(TaskGraphCutoffTest, WholeTableAndIdentityInputsTogether) {
-  TaskGraph g = Make({{"dim", {"x1", "x2"}},
-                      {"daily", {"d1"}},
-                      {"joined", {"d1"}}},
-                     {{"joined", {Identity("daily"), All("dim")}}});
+  TaskGraph g =
+      Make({{"dim", {"x1", "x2"}}, {"daily", {"d1"}}, {"joined", {"d1"}}},
+           {{"joined", {Identity("daily"), All("dim")}}});
   const size_t joined = Find(g, "joined/d1");
   Settle(g, "daily/d1", Outcome::kUnchanged);
   Settle(g, "dim/x1", Outcome::kUnchanged);

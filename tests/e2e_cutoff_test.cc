@@ -78,9 +78,8 @@ class CutoffTest : public E2eTest {
     for (const auto& o : objects.value_or(Rows{})) {
       absl::StrAppend(&out, o[0], " ", o[1], ": ", o[2], "\n");
       if (o[0] != "table") continue;
-      std::optional<Rows> columns =
-          db.Query(absl::StrCat("SELECT COUNT(*) FROM pragma_table_info('",
-                                o[1], "')"));
+      std::optional<Rows> columns = db.Query(
+          absl::StrCat("SELECT COUNT(*) FROM pragma_table_info('", o[1], "')"));
       const int n = columns ? std::stoi((*columns)[0][0]) : 0;
       std::vector<std::string> order;
       for (int i = 1; i <= n; ++i) order.push_back(absl::StrCat(i));
@@ -157,16 +156,16 @@ class CutoffTest : public E2eTest {
         "SELECT o.order_date AS ds, c.region AS region, "
         "SUM(o.amount - o.refund) AS revenue FROM raw_orders o JOIN "
         "dim_customers c ON c.customer_id = o.customer_id GROUP BY 1, 2";
-    auto expected_total = db.Query(absl::StrCat(
-        "SELECT ds, printf('%.6f', SUM(revenue)) FROM (", revenue,
-        ") GROUP BY ds ORDER BY ds"));
+    auto expected_total =
+        db.Query(absl::StrCat("SELECT ds, printf('%.6f', SUM(revenue)) FROM (",
+                              revenue, ") GROUP BY ds ORDER BY ds"));
     auto total = db.Query(
         "SELECT ds, printf('%.6f', revenue) FROM daily_total ORDER BY ds");
     ASSERT_TRUE(expected_total && total) << db.error();
     EXPECT_EQ(*total, *expected_total);
-    auto expected_regions = db.Query(absl::StrCat(
-        "SELECT region, printf('%.6f', SUM(revenue)) FROM (", revenue,
-        ") GROUP BY region ORDER BY region"));
+    auto expected_regions = db.Query(
+        absl::StrCat("SELECT region, printf('%.6f', SUM(revenue)) FROM (",
+                     revenue, ") GROUP BY region ORDER BY region"));
     auto regions = db.Query(
         "SELECT region, printf('%.6f', revenue) FROM region_totals "
         "ORDER BY region");
@@ -225,8 +224,7 @@ TEST_F(CutoffTest, ARerunWithUnchangedLogicRepublishesNothing) {
   ASSERT_EQ(list.exit_code, 0) << list;
   EXPECT_THAT(list.out, HasSubstr("61/61 (30 unchanged, 31 skipped)"));
   // Nothing to roll back.
-  RunResult rollback =
-      daemon.Ctl({"rollback", job, "--reason", "undo"});
+  RunResult rollback = daemon.Ctl({"rollback", job, "--reason", "undo"});
   EXPECT_NE(rollback.exit_code, 0) << rollback;
   EXPECT_THAT(rollback.err, HasSubstr("published nothing"));
   EXPECT_EQ(Dump(), before);
@@ -287,9 +285,9 @@ TEST_F(CutoffTest, OnlyTheCorrectedDaysAndWhatReadsThemArePublished) {
       "('2025-01-05', '2025-01-12', '2025-01-20') ORDER BY 1, 2");
   EXPECT_EQ(others_after, others_before);
   // The job's rollback copy holds the corrected days only.
-  auto copy = after.Query(absl::StrCat(
-      "SELECT DISTINCT ds FROM \"_bf_prev_", absl::StrReplaceAll(job, {{"-", "_"}}),
-      "_daily_revenue\" ORDER BY 1"));
+  auto copy = after.Query(absl::StrCat("SELECT DISTINCT ds FROM \"_bf_prev_",
+                                       absl::StrReplaceAll(job, {{"-", "_"}}),
+                                       "_daily_revenue\" ORDER BY 1"));
   ASSERT_TRUE(copy.has_value()) << after.error();
   EXPECT_EQ(*copy, (Rows{{"2025-01-05"}, {"2025-01-12"}, {"2025-01-20"}}));
   ExpectCleanSigterm(daemon);

@@ -571,19 +571,19 @@ TEST_P(EngineContractTest, ReleasedPartitionsLeaveTheJob) {
   const JobLayout layout = RevenueLayout("bf-2", days);
   ASSERT_TRUE(engine()->PrepareJob(layout).ok());
   for (const std::string& day : days) {
-    ASSERT_TRUE(
-        engine()->StagePartition("bf-2", revenue_, day, RevenueInputs(day))
-            .ok());
+    ASSERT_TRUE(engine()
+                    ->StagePartition("bf-2", revenue_, day, RevenueInputs(day))
+                    .ok());
   }
   // Not prepared: refused.
-  EXPECT_EQ(engine()
-                ->ReleasePartitions("bf-9", revenue_, {"2025-01-01"})
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      engine()->ReleasePartitions("bf-9", revenue_, {"2025-01-01"}).code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(engine()->ReleasePartitions("bf-2", revenue_, {"1 Jan"}).code(),
             absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(
-      engine()->ReleasePartitions("bf-2", revenue_, {"2025-01-01", "2025-01-03"})
+      engine()
+          ->ReleasePartitions("bf-2", revenue_, {"2025-01-01", "2025-01-03"})
           .ok());
   // Idempotent.
   ASSERT_TRUE(
@@ -607,7 +607,8 @@ TEST_P(EngineContractTest, ReleasedPartitionsLeaveTheJob) {
   const JobLayout kept = RevenueLayout("bf-2", {"2025-01-02"});
   ASSERT_TRUE(engine()->PrepareJob(kept).ok());
   ASSERT_TRUE(
-      engine()->ReleasePartitions("bf-2", revenue_, {"2025-01-01", "2025-01-03"})
+      engine()
+          ->ReleasePartitions("bf-2", revenue_, {"2025-01-01", "2025-01-03"})
           .ok());
   // Publish of what is left replaces that partition only, and its rollback
   // copy holds only it.
@@ -647,9 +648,9 @@ TEST_P(EngineContractTest, AReleasedPartitionIsReadFromThePublishedTable) {
       engine()->ReleasePartitions("bf-2", revenue_, {"2025-01-01"}).ok());
   // The dependent reads the published rows (2 of them), not the job's
   // (deleted) staging, and fingerprints them as staging did.
-  auto read = engine()->StagePartition(
-      "bf-2", dependent, "2025-01-01",
-      {{&revenue_, std::string("2025-01-01")}});
+  auto read =
+      engine()->StagePartition("bf-2", dependent, "2025-01-01",
+                               {{&revenue_, std::string("2025-01-01")}});
   ASSERT_TRUE(read.ok()) << read.status();
   ASSERT_EQ(read->inputs.size(), 1u);
   EXPECT_EQ(read->inputs[0].rows, 2);
@@ -678,10 +679,10 @@ TEST_P(EngineContractTest, FingerprintsIgnoreRowOrderAndMatchRestoredRows) {
   ASSERT_TRUE(engine()->Publish(RevenueLayout("bf-1", {"2025-01-01"})).ok());
 
   // An empty partition (no orders on 01-04).
-  ASSERT_TRUE(engine()
-                  ->PrepareJob(RevenueLayout("bf-3", {"2025-01-01",
-                                                      "2025-01-04"}))
-                  .ok());
+  ASSERT_TRUE(
+      engine()
+          ->PrepareJob(RevenueLayout("bf-3", {"2025-01-01", "2025-01-04"}))
+          .ok());
   auto empty = engine()->StagePartition("bf-3", revenue_, "2025-01-04",
                                         RevenueInputs("2025-01-04"));
   ASSERT_TRUE(empty.ok()) << empty.status();

@@ -575,8 +575,9 @@ TEST_F(ManagerTest, LostStagingIsRecomputedBeforePublishing) {
   // The orders are corrected, so that every partition changes (the early
   // cutoff would not republish identical ones).
   RawDb(warehouse_path_)
-      .Exec("UPDATE raw_orders SET amount = amount + 1 WHERE order_date < "
-            "'2025-01-11'");
+      .Exec(
+          "UPDATE raw_orders SET amount = amount + 1 WHERE order_date < "
+          "'2025-01-11'");
 
   // Staged rows vanish before validation (as after a power loss): the job
   // recomputes those partitions and publishes complete ones.
@@ -616,8 +617,9 @@ TEST_F(ManagerTest, StagingLostEveryTimeFailsValidationAndKeepsPublishedRows) {
   const std::vector<std::string> before = Published("2025-01-01", "2025-01-11");
   ASSERT_FALSE(before.empty());
   RawDb(warehouse_path_)
-      .Exec("UPDATE raw_orders SET amount = amount + 1 WHERE order_date < "
-            "'2025-01-11'");
+      .Exec(
+          "UPDATE raw_orders SET amount = amount + 1 WHERE order_date < "
+          "'2025-01-11'");
 
   gate_->BeforeValidate(
       [this] {

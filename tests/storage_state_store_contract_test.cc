@@ -834,7 +834,8 @@ TEST_P(StateStoreContractTest, CutoffStatesAreCountedKeptAndNotPublished) {
   ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kPublishing, T(3)));
   ASSERT_TRUE(store_
                   ->RecordPublication(
-                      "bf-1", {MakeLineage("daily_revenue", "2025-01-02", T(4))},
+                      "bf-1",
+                      {MakeLineage("daily_revenue", "2025-01-02", T(4))},
                       JobState::kConfirming, "published", T(4))
                   .ok());
   job = store_->GetJob("bf-1");
@@ -846,8 +847,7 @@ TEST_P(StateStoreContractTest, CutoffStatesAreCountedKeptAndNotPublished) {
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->tasks_by_state[static_cast<size_t>(TaskState::kUnchanged)],
             1);
-  EXPECT_EQ(stats->tasks_by_state[static_cast<size_t>(TaskState::kSkipped)],
-            1);
+  EXPECT_EQ(stats->tasks_by_state[static_cast<size_t>(TaskState::kSkipped)], 1);
 }
 
 TEST_P(StateStoreContractTest, RetryResetsFailedCancelledAndRunningTasks) {

@@ -357,7 +357,8 @@ InputFingerprint FakeEngine::InputLocked(const std::string& job_id,
   // A partition read is fingerprinted as StagePartition fingerprints the
   // same rows of it; a whole table apart.
   in.fingerprint = FingerprintOf(
-      name, ref.partition.has_value() ? ref.dataset->transform_version : "input",
+      name,
+      ref.partition.has_value() ? ref.dataset->transform_version : "input",
       in.partition, in.rows);
   return in;
 }
@@ -442,7 +443,8 @@ absl::Status FakeEngine::ReleasePartitions(
   }
   if (auto mine = prepared->second.partitions.find(dataset.name);
       mine != prepared->second.partitions.end()) {
-    for (const std::string& partition : partitions) mine->second.erase(partition);
+    for (const std::string& partition : partitions)
+      mine->second.erase(partition);
   }
   if (auto job = staging_.find(job_id); job != staging_.end()) {
     if (auto staged = job->second.staged.find(dataset.name);

@@ -78,9 +78,9 @@ namespace backfill::testing {
 class FakeEngine : public Engine {
  public:
   struct Call {
-    std::string method;     // "StagePartition", "Publish", ...
-    std::string job_id;     // "" for a call that names no job
-    std::string dataset;    // "" unless the call names one dataset
+    std::string method;   // "StagePartition", "Publish", ...
+    std::string job_id;   // "" for a call that names no job
+    std::string dataset;  // "" unless the call names one dataset
     // StagePartition; ReleasePartitions: its partitions joined by ","
     std::string partition;
   };

@@ -320,7 +320,8 @@ absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
       if (row.job.state == JobState::kRunning) {
         ++stats.running_tasks_total;
         if (t.state == TaskState::kStaged || t.state == TaskState::kPublished ||
-            t.state == TaskState::kUnchanged || t.state == TaskState::kSkipped) {
+            t.state == TaskState::kUnchanged ||
+            t.state == TaskState::kSkipped) {
           ++stats.running_tasks_done;
         }
       }
