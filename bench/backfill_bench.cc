@@ -112,6 +112,10 @@ class NullEngine : public Engine {
     return false;
   }
   absl::Status Publish(const JobLayout&) override { return absl::OkStatus(); }
+  absl::Status ReleasePartitions(const std::string&, const DatasetSpec&,
+                                 const std::vector<std::string>&) override {
+    return absl::OkStatus();
+  }
   absl::Status DropStaging(const std::string&) override {
     return absl::OkStatus();
   }

@@ -145,7 +145,7 @@ std::string Plural(int64_t count, absl::string_view noun) {
 }
 
 // "12/30 done: 2 published, 10 staged, 3 running, 15 pending" (zero
-// counts left out).
+// counts left out; unchanged and skipped partitions count as done).
 std::string CountsText(const v1::PartitionCounts& counts) {
   std::vector<std::string> parts;
   auto add = [&parts](int64_t count, absl::string_view name) {
@@ -153,6 +153,8 @@ std::string CountsText(const v1::PartitionCounts& counts) {
   };
   add(counts.published(), "published");
   add(counts.staged(), "staged");
+  add(counts.unchanged(), "unchanged");
+  add(counts.skipped(), "skipped");
   add(counts.running(), "running");
   add(counts.pending(), "pending");
   add(counts.failed(), "failed");
@@ -161,6 +163,20 @@ std::string CountsText(const v1::PartitionCounts& counts) {
       absl::StrCat(DonePartitions(counts), "/", counts.total(), " done");
   if (!parts.empty()) absl::StrAppend(&out, ": ", absl::StrJoin(parts, ", "));
   return out;
+}
+
+// "(30 unchanged, 12 skipped)" for the early cutoff's counts, "" when both
+// are 0.
+std::string CutoffText(const v1::PartitionCounts& counts) {
+  std::vector<std::string> parts;
+  if (counts.unchanged() != 0) {
+    parts.push_back(absl::StrCat(counts.unchanged(), " unchanged"));
+  }
+  if (counts.skipped() != 0) {
+    parts.push_back(absl::StrCat(counts.skipped(), " skipped"));
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
 }
 
 std::string UnitOr(absl::string_view unit) {
@@ -238,7 +254,8 @@ bool IsTerminal(v1::BackfillState state) {
 }
 
 int64_t DonePartitions(const v1::PartitionCounts& counts) {
-  return counts.staged() + counts.published();
+  return counts.staged() + counts.published() + counts.unchanged() +
+         counts.skipped();
 }
 
 std::string HumanCount(double value) {
@@ -385,6 +402,13 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
     absl::StrAppend(&out, " (", Percent(cost.ratio()), ")");
   }
   absl::StrAppend(&out, "\n");
+  if (response.datasets_size() > 0) {
+    absl::StrAppend(
+        &out,
+        "Early cutoff: a partition recomputed identical to its published "
+        "version is not republished, and a dependent reading only such "
+        "partitions is skipped (counted as unchanged / skipped)\n");
+  }
   if (response.conflicts().empty()) {
     absl::StrAppend(&out, "Conflicts: none\n");
     return out;
@@ -780,7 +804,10 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
     table.AddRow({TerminalText(backfill.id()), StateName(backfill.state()),
                   TerminalText(backfill.request().dataset()),
                   absl::StrCat(DonePartitions(backfill.partitions()), "/",
-                               backfill.partitions().total()),
+                               backfill.partitions().total(),
+                               CutoffText(backfill.partitions()).empty()
+                                   ? ""
+                                   : " " + CutoffText(backfill.partitions())),
                   FormatTimestamp(backfill.create_time()),
                   SafeTruncate(backfill.request().reason(), kMaxReasonWidth)});
   }
@@ -816,6 +843,9 @@ std::string FormatProgressBar(const v1::Backfill& backfill,
       std::string(static_cast<size_t>(filled), '#'),
       std::string(static_cast<size_t>(bar_width - filled), '.'), percent, done,
       counts.total(), StateName(backfill.state()), elapsed_seconds);
+  if (const std::string cut = CutoffText(counts); !cut.empty()) {
+    absl::StrAppend(&out, "  ", cut);
+  }
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }
@@ -829,6 +859,9 @@ std::string FormatProgressLine(const v1::Backfill& backfill,
       "job %s: %s  %d/%d partitions  %d%%  %.1f s", TerminalText(backfill.id()),
       StateName(backfill.state()), DonePartitions(counts), counts.total(),
       PercentDone(backfill), elapsed_seconds);
+  if (const std::string cut = CutoffText(counts); !cut.empty()) {
+    absl::StrAppend(&out, "  ", cut);
+  }
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
   }

@@ -79,7 +79,8 @@ bool WaitsForOperator(v1::BackfillState state);
 // with `sign`, "+" before a positive value.
 std::string FormatNumber(double value, bool sign = false);
 
-// Partitions recomputed so far: staged + published.
+// Partitions done so far: staged + published + unchanged + skipped (the
+// early cutoff settles the last two without publishing them).
 int64_t DonePartitions(const v1::PartitionCounts& counts);
 
 // "1234", "12.3k", "4.57M", "1.20G".

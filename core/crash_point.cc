@@ -53,6 +53,8 @@ absl::Status ArmCrashPointsFromEnvironment() {
   std::string known;
   std::vector<const char*> all(std::begin(kCrashPoints),
                                std::end(kCrashPoints));
+  all.insert(all.end(), std::begin(kCutoffCrashPoints),
+             std::end(kCutoffCrashPoints));
   all.insert(all.end(), std::begin(kRollbackCrashPoints),
              std::end(kRollbackCrashPoints));
   for (const char* point : all) {

@@ -9,8 +9,8 @@
 //   BACKFILL_TEST_CRASH_AT=NAME:N    die the N-th time (N >= 1)
 //
 // Dying is raise(SIGKILL): no destructor, flush or atexit handler runs.
-// The points of the daemon are listed in kCrashPoints and
-// kRollbackCrashPoints. Thread-safe.
+// The points of the daemon are listed in kCrashPoints,
+// kCutoffCrashPoints and kRollbackCrashPoints. Thread-safe.
 
 #ifndef BACKFILL_CORE_CRASH_POINT_H_
 #define BACKFILL_CORE_CRASH_POINT_H_
@@ -30,6 +30,15 @@ inline constexpr const char* kCrashPoints[] = {
     "publish.before_commit",    // inside the publish transaction
     "publish.before_record",    // committed, lineage not yet recorded
     "confirm",                  // CONFIRMING, before SUCCEEDED
+};
+
+// Crash points of the early cutoff (core/early_cutoff.h). Not in
+// kCrashPoints: the crash harness's correction changes every partition it
+// recomputes, so it never reaches them; tests/e2e_cutoff_test.cc does.
+inline constexpr const char* kCutoffCrashPoints[] = {
+    // a partition's UNCHANGED or SKIPPED is recorded, the engine has not
+    // released it yet
+    "cutoff.before_release",
 };
 
 // Crash points of a rollback (RollbackBackfill), outside a backfill's life

@@ -203,6 +203,21 @@ class Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition, const std::vector<InputRef>& inputs) = 0;
 
+  // Early cutoff (core/early_cutoff.h): the job lets go of these
+  // partitions of `dataset`, which it will not publish (recomputed
+  // identical to the published version, or skipped). In one transaction
+  // their staged rows are deleted and they stop being the job's
+  // partitions: from then on the job's reads of them see the published
+  // rows, StagePartition refuses them, and validation, profiles, diff and
+  // Publish never see them. Idempotent: partitions released before, or
+  // left out of the layout of the last PrepareJob, are cleaned again (a
+  // restart between a release and its record may leave staged rows); a
+  // dataset the job has no staging for is a no-op. Needs PrepareJob; the
+  // next PrepareJob of the job must be given a layout without them.
+  virtual absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) = 0;
+
   // Checks the staged rows of one dataset: primary key unique and not null.
   virtual absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) = 0;

@@ -30,7 +30,8 @@ constexpr const char* kJobStateNames[kJobStateCount] = {
 };
 
 constexpr const char* kTaskStateNames[kTaskStateCount] = {
-    "PENDING", "RUNNING", "STAGED", "PUBLISHED", "FAILED", "CANCELLED",
+    "PENDING", "RUNNING",   "STAGED",    "PUBLISHED",
+    "FAILED",  "CANCELLED", "UNCHANGED", "SKIPPED",
 };
 
 }  // namespace

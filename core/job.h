@@ -50,8 +50,14 @@ enum class TaskState {
   kPublished,
   kFailed,
   kCancelled,
+  // Early cutoff (early_cutoff.h): recomputed, and its rows are identical
+  // to the published version, so it is not republished.
+  kUnchanged,
+  // Early cutoff: a dependent every in-job input of which was unchanged (or
+  // skipped); never run, never published.
+  kSkipped,
 };
-inline constexpr int kTaskStateCount = 6;
+inline constexpr int kTaskStateCount = 8;
 const char* TaskStateName(TaskState state);  // "PENDING", ...
 absl::StatusOr<TaskState> ParseTaskState(std::string_view name);
 
@@ -122,6 +128,10 @@ struct PartitionCounts {
   int64_t published = 0;
   int64_t failed = 0;
   int64_t cancelled = 0;
+  // Early cutoff: recomputed identical to the published version (not
+  // republished), and dependents dropped because of that (never run).
+  int64_t unchanged = 0;
+  int64_t skipped = 0;
 };
 
 // How a job was rolled back (state ROLLED_BACK).

@@ -11,6 +11,7 @@
 #include "core/confirm_step.h"
 #include "core/crash_point.h"
 #include "core/diff_step.h"
+#include "core/early_cutoff.h"
 #include "core/job_state_machine.h"
 #include "core/publish_step.h"
 #include "core/recompute_step.h"
@@ -54,11 +55,24 @@ TaskGraph::Node NodeOf(TaskState state) {
   switch (state) {
     case TaskState::kStaged:
     case TaskState::kPublished:
+    case TaskState::kUnchanged:
+    case TaskState::kSkipped:
       return TaskGraph::Node::kDone;
     case TaskState::kFailed:
       return TaskGraph::Node::kFailed;
     default:
       return TaskGraph::Node::kPending;
+  }
+}
+
+TaskGraph::Outcome OutcomeOf(TaskState state) {
+  switch (state) {
+    case TaskState::kUnchanged:
+      return TaskGraph::Outcome::kUnchanged;
+    case TaskState::kSkipped:
+      return TaskGraph::Outcome::kSkipped;
+    default:
+      return TaskGraph::Outcome::kChanged;
   }
 }
 
@@ -387,7 +401,8 @@ absl::Status JobRunner::Load(Active* job) {
   bool unstaged = false;
   for (const PartitionTask& t : tasks) {
     specs.push_back(catalog_->Find(t.dataset));
-    nodes.push_back({t.dataset, t.partition, NodeOf(t.state)});
+    nodes.push_back(
+        {t.dataset, t.partition, NodeOf(t.state), OutcomeOf(t.state)});
     unstaged = unstaged || NodeOf(t.state) != TaskGraph::Node::kDone;
   }
   if (unstaged && !complete) {
@@ -781,9 +796,14 @@ void JobRunner::Prepare(const std::string& id) {
 
   absl::Status s = Load(job);
   if (s.ok()) {
-    s = Persist(Storage::kWarehouse,
-                absl::StrCat("preparing the staging of ", id),
-                [&] { return engine_->PrepareJob(job->layout); });
+    JobLayout layout;
+    std::vector<PartitionTask> tasks;
+    {
+      absl::MutexLock lock(&mu_);
+      layout = job->layout;
+      tasks = job->tasks;
+    }
+    s = PrepareStaging(layout, tasks);
   }
   bool queued;
   int64_t total = 0, staged = 0;
@@ -849,16 +869,68 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
   Active* job;
   PartitionTask task;
   const DatasetSpec* spec = nullptr;
+  // Early cutoff: whether the task reads only unchanged or skipped tasks of
+  // the job, and what else MaySkip needs.
+  bool may_skip = false;
+  std::string requested, version;
+  std::vector<InputFingerprint> now_inputs;
   {
     absl::MutexLock lock(&mu_);
     job = FindLocked(id);
     if (job->phase == Phase::kRunning) {
       task = job->tasks[index];
       spec = job->spec_of[index];
+      requested = job->job.request.dataset;
+      may_skip = spec != nullptr && task.dataset != requested &&
+                 job->graph->ReadsOnlyUnchanged(index);
+      if (may_skip) {
+        for (const DatasetPlan& dp : job->job.plan.datasets) {
+          if (dp.dataset == task.dataset) version = dp.transform_version;
+        }
+        for (size_t u : job->graph->IdentityInputs(index)) {
+          const PartitionTask& in = job->tasks[u];
+          now_inputs.push_back({in.dataset, in.partition, in.output_fingerprint,
+                                in.rows_written});
+        }
+      }
     }
   }
-  bool done = false, failed = false;
-  if (spec != nullptr) {
+  bool done = false, failed = false, interrupted = false;
+  TaskGraph::Outcome outcome = TaskGraph::Outcome::kChanged;
+  if (may_skip) {
+    // Skipped, never run, when its own partition is as the job would make
+    // it (early_cutoff.h). Anything that fails here runs it instead.
+    absl::StatusOr<std::optional<LineageRecord>> latest =
+        LatestLineage(task.dataset, task.partition);
+    if (latest.ok() && latest->has_value() &&
+        MaySkip(task.dataset, requested, version, &**latest, now_inputs)) {
+      PartitionTask skipped = task;
+      skipped.state = TaskState::kSkipped;
+      skipped.rows_written = 0;
+      // What the warehouse keeps holding, as its lineage recorded it.
+      skipped.output_fingerprint = (*latest)->output_fingerprint;
+      skipped.inputs.clear();
+      skipped.last_error.clear();
+      skipped.duration_seconds = 0;
+      skipped.update_time = clock_->Now();
+      absl::Status s =
+          Persist(Storage::kStateStore,
+                  absl::StrCat("recording that ", task.dataset, "/",
+                               task.partition, " of ", id, " is skipped"),
+                  [&] { return store_->UpdateTask(skipped); });
+      if (s.ok()) s = ReleaseCutOff(id, *spec, task.partition);
+      if (s.ok()) {
+        task = std::move(skipped);
+        done = true;
+        outcome = TaskGraph::Outcome::kSkipped;
+      } else if (Stopping()) {
+        // Interrupted: a restart decides again (or releases what the
+        // store recorded skipped).
+        interrupted = true;
+      }
+    }
+  }
+  if (spec != nullptr && !done && !interrupted) {
     task.state = TaskState::kRunning;
     ++task.attempts;
     task.update_time = clock_->Now();
@@ -876,10 +948,32 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
       s = result.status;
       if (s.ok()) {
         CrashPoint("stage.before_checkpoint");
+        // Early cutoff: rows identical to the published version are not
+        // republished (the checkpoint records UNCHANGED, then the engine
+        // lets go of the partition).
+        absl::StatusOr<std::optional<LineageRecord>> latest =
+            LatestLineage(task.dataset, task.partition);
+        if (!latest.ok()) {
+          s = latest.status();
+        } else if (SameAsPublished(result.task.output_fingerprint,
+                                   latest->has_value() ? &**latest : nullptr)) {
+          result.task.state = TaskState::kUnchanged;
+          outcome = TaskGraph::Outcome::kUnchanged;
+        }
+      }
+      if (s.ok()) {
         s = Persist(Storage::kStateStore,
                     absl::StrCat("checkpointing ", task.dataset, "/",
                                  task.partition, " of ", id),
                     [&] { return store_->UpdateTask(result.task); });
+      }
+      if (s.ok() && outcome == TaskGraph::Outcome::kUnchanged) {
+        s = ReleaseCutOff(id, *spec, task.partition);
+      }
+      if (!s.ok() && result.task.state == TaskState::kUnchanged) {
+        // Not let go of after all: what follows records it again.
+        result.task.state = TaskState::kStaged;
+        outcome = TaskGraph::Outcome::kChanged;
       }
       task = result.task;
     }
@@ -935,7 +1029,7 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
     }
     TaskGraph& graph = *job->graph;
     if (done) {
-      graph.Done(index);
+      graph.Done(index, outcome);
     } else if (failed) {
       graph.Fail(index);
     } else {
@@ -995,16 +1089,63 @@ void JobRunner::Settle(Active* job) {
 
 absl::Status JobRunner::EnsurePrepared(Active* job) {
   JobLayout layout;
+  std::vector<PartitionTask> tasks;
   {
     absl::MutexLock lock(&mu_);
     if (job->prepared) return absl::OkStatus();
     layout = job->layout;
+    tasks = job->tasks;
   }
-  RETURN_IF_ERROR(Persist(Storage::kWarehouse, "preparing staging",
-                          [&] { return engine_->PrepareJob(layout); }));
+  RETURN_IF_ERROR(PrepareStaging(layout, tasks));
   absl::MutexLock lock(&mu_);
   job->prepared = true;
   return absl::OkStatus();
+}
+
+absl::Status JobRunner::PrepareStaging(
+    const JobLayout& layout, const std::vector<PartitionTask>& tasks) {
+  const JobLayout kept = WithoutCutOff(layout, tasks);
+  RETURN_IF_ERROR(
+      Persist(Storage::kWarehouse,
+              absl::StrCat("preparing the staging of ", layout.job_id),
+              [&] { return engine_->PrepareJob(kept); }));
+  for (const auto& [dataset, partitions] : CutOffPartitions(layout, tasks)) {
+    RETURN_IF_ERROR(Persist(
+        Storage::kWarehouse,
+        absl::StrCat("releasing the unchanged and skipped partitions of ",
+                     dataset->name, " from ", layout.job_id),
+        [&] {
+          return engine_->ReleasePartitions(layout.job_id, *dataset,
+                                            partitions);
+        }));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<LineageRecord>> JobRunner::LatestLineage(
+    const std::string& dataset, const std::string& partition) {
+  std::optional<LineageRecord> latest;
+  RETURN_IF_ERROR(
+      Persist(Storage::kStateStore,
+              absl::StrCat("reading the lineage of ", dataset, "/", partition),
+              [&]() -> absl::Status {
+                ASSIGN_OR_RETURN(std::vector<LineageRecord> lineage,
+                                 store_->GetLineage(dataset, partition));
+                latest.reset();
+                if (!lineage.empty()) latest = std::move(lineage.front());
+                return absl::OkStatus();
+              }));
+  return latest;
+}
+
+absl::Status JobRunner::ReleaseCutOff(const std::string& id,
+                                      const DatasetSpec& dataset,
+                                      const std::string& partition) {
+  CrashPoint("cutoff.before_release");
+  return Persist(
+      Storage::kWarehouse,
+      absl::StrCat("releasing ", dataset.name, "/", partition, " from ", id),
+      [&] { return engine_->ReleasePartitions(id, dataset, {partition}); });
 }
 
 absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
@@ -1013,8 +1154,10 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   std::vector<PartitionTask> tasks;
   {
     absl::MutexLock lock(&mu_);
-    layout = job->layout;
     tasks = job->tasks;
+    // Validation, diff and approval cover what the job would publish: the
+    // partitions the early cutoff let go of are not the job's any more.
+    layout = WithoutCutOff(job->layout, tasks);
   }
   RETURN_IF_ERROR(EnsurePrepared(job));
   ValidateOptions validate_options;
@@ -1044,14 +1187,26 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
         }
       }
     }
+    bool released = false;
     for (size_t i : reopen) {
       PartitionTask t = tasks[i];
+      released = released || IsCutOff(t.state);
       t.state = TaskState::kPending;
       t.attempts = 0;
       t.last_error = "its staged rows were lost after the checkpoint";
       RETURN_IF_ERROR(Persist(Storage::kStateStore, "reopening a partition",
                               [&] { return store_->UpdateTask(t); }));
       tasks[i] = t;
+    }
+    if (released) {
+      // Partitions the early cutoff had let go of run again: they become
+      // the job's again in the engine.
+      JobLayout full;
+      {
+        absl::MutexLock lock(&mu_);
+        full = job->layout;
+      }
+      RETURN_IF_ERROR(PrepareStaging(full, tasks));
     }
     RETURN_IF_ERROR(
         Move(job, JobState::kRunning,
@@ -1135,21 +1290,25 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
-  int64_t total;
-  size_t datasets;
-  {
-    absl::MutexLock lock(&mu_);
-    total = static_cast<int64_t>(job->tasks.size());
-    datasets = job->layout.items.size();
+  int64_t total = 0;
+  for (const JobLayout::Item& item : layout.items) {
+    total += static_cast<int64_t>(item.partitions.size());
   }
+  const size_t datasets = layout.items.size();
+  const CutoffCounts cut = CountCutOff(tasks);
   return Move(
       job, JobState::kPublishing,
-      absl::StrCat("publishing ", Plural(total, "partition", "partitions"),
-                   " of ", datasets, " dataset(s) in one transaction",
-                   outcome.warnings.empty()
-                       ? std::string()
-                       : absl::StrCat("; warnings: ",
-                                      absl::StrJoin(outcome.warnings, "; "))),
+      absl::StrCat(
+          datasets == 0
+              ? NothingChangedMessage(cut)
+              : absl::StrCat("publishing ",
+                             Plural(total, "partition", "partitions"), " of ",
+                             datasets, " dataset(s) in one transaction",
+                             CutoffNote(cut)),
+          outcome.warnings.empty()
+              ? std::string()
+              : absl::StrCat("; warnings: ",
+                             absl::StrJoin(outcome.warnings, "; "))),
       Phase::kFinishing);
 }
 
@@ -1195,7 +1354,8 @@ absl::Status JobRunner::PublishJob(Active* job) {
     absl::MutexLock lock(&mu_);
     complete = job->layout_complete;
     validated = job->validated;
-    layout = job->layout;
+    // Only what changed is published (early_cutoff.h).
+    layout = WithoutCutOff(job->layout, job->tasks);
     overridden =
         job->job.approval.has_value() && job->job.approval->override_validation;
   }
@@ -1235,9 +1395,13 @@ absl::Status JobRunner::PublishJob(Active* job) {
                          absl::StrJoin(failures, "; ")));
       }
     }
-    RETURN_IF_ERROR(Persist(Storage::kWarehouse,
-                            absl::StrCat("publishing job ", id),
-                            [&] { return engine_->Publish(layout); }));
+    // A job whose partitions all came out unchanged (or were skipped)
+    // leaves the warehouse as it is: no rows, marker or rollback copy.
+    if (!layout.items.empty()) {
+      RETURN_IF_ERROR(Persist(Storage::kWarehouse,
+                              absl::StrCat("publishing job ", id),
+                              [&] { return engine_->Publish(layout); }));
+    }
   }
   CrashPoint("publish.before_record");
 
@@ -1270,10 +1434,14 @@ absl::Status JobRunner::PublishJob(Active* job) {
         const absl::Time now = clock_->Now();
         std::vector<LineageRecord> lineage =
             LineageOf(copy, tasks, versions, now, &rows);
-        message = absl::StrCat("published ",
-                               Plural(static_cast<int64_t>(lineage.size()),
-                                      "partition", "partitions"),
-                               " (", rows, " rows) atomically");
+        const CutoffCounts cut = CountCutOff(tasks);
+        message = lineage.empty() && (cut.unchanged > 0 || cut.skipped > 0)
+                      ? NothingChangedMessage(cut)
+                      : absl::StrCat(
+                            "published ",
+                            Plural(static_cast<int64_t>(lineage.size()),
+                                   "partition", "partitions"),
+                            " (", rows, " rows) atomically", CutoffNote(cut));
         return store_->RecordPublication(id, lineage, JobState::kConfirming,
                                          message, now);
       });
@@ -1310,14 +1478,19 @@ void JobRunner::Finish(const std::string& id) {
   state = current();
   if (s.ok() && (state == JobState::kQueued || state == JobState::kRunning)) {
     int64_t total;
+    CutoffCounts cut;
     {
       absl::MutexLock lock(&mu_);
-      total = static_cast<int64_t>(job->tasks.size());
+      cut = CountCutOff(job->tasks);
+      total =
+          static_cast<int64_t>(job->tasks.size()) - cut.unchanged - cut.skipped;
     }
-    s = Move(job, JobState::kValidating,
-             absl::StrCat("validating ", Plural(total, "staged partition",
-                                                "staged partitions")),
-             Phase::kFinishing);
+    s = Move(
+        job, JobState::kValidating,
+        absl::StrCat("validating ",
+                     Plural(total, "staged partition", "staged partitions"),
+                     CutoffNote(cut)),
+        Phase::kFinishing);
   }
   if (s.ok() && current() == JobState::kValidating) {
     bool done = false;
@@ -1341,11 +1514,19 @@ void JobRunner::Finish(const std::string& id) {
   if (s.ok() && current() == JobState::kConfirming) {
     CrashPoint("confirm");
     JobLayout layout;
+    CutoffCounts cut;
     {
       absl::MutexLock lock(&mu_);
-      layout = job->layout;
+      layout = WithoutCutOff(job->layout, job->tasks);
+      cut = CountCutOff(job->tasks);
     }
     absl::StatusOr<ConfirmOutcome> outcome = ConfirmDownstream(layout);
+    if (outcome.ok() && (cut.unchanged > 0 || cut.skipped > 0)) {
+      // Early cutoff: say what was not republished, or that nothing was.
+      outcome->message = layout.items.empty()
+                             ? NothingChangedMessage(cut)
+                             : absl::StrCat(outcome->message, CutoffNote(cut));
+    }
     if (!outcome.ok()) {
       s = outcome.status();
     } else {
@@ -1659,10 +1840,11 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
     }
   }
   absl::StatusOr<Job> progress = store_->GetJobProgress(id);
-  const int64_t again = progress.ok()
-                            ? progress->counts.total - progress->counts.staged -
-                                  progress->counts.published
-                            : 0;
+  const int64_t again =
+      progress.ok() ? progress->counts.total - progress->counts.staged -
+                          progress->counts.published -
+                          progress->counts.unchanged - progress->counts.skipped
+                    : 0;
   const int64_t kept = progress.ok() ? progress->counts.staged : 0;
   const std::string message = absl::StrCat(
       "retrying", reason.empty() ? "" : absl::StrCat(" (", reason, ")"), ": ",
@@ -1806,6 +1988,19 @@ absl::StatusOr<Job> JobRunner::RollBack(
         "job together"));
   }
   layout.pinned.clear();
+  {
+    // Only what the job published is restored: the partitions the early
+    // cutoff let go of were never replaced by it.
+    ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
+    layout = WithoutCutOff(layout, tasks);
+    if (layout.items.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id,
+          " published nothing: every partition it recomputed was identical "
+          "to the published version or skipped (early cutoff), so there is "
+          "nothing to roll back"));
+    }
+  }
   ASSIGN_OR_RETURN(std::vector<LineageRecord> history,
                    store_->GetLineageOverlapping(id));
   const JobLookup lookup = [this](const std::string& other) {
@@ -2013,7 +2208,7 @@ absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
     {
       absl::MutexLock lock(&mu_);
       complete = job->layout_complete;
-      layout = job->layout;
+      layout = WithoutCutOff(job->layout, job->tasks);
       tasks = job->tasks;
     }
     if (!complete) {

@@ -192,6 +192,17 @@ class JobRunner {
   // restart a loaded job is not): idempotent, keeps staging and pins. Every
   // step that reads a loaded job's staging calls it first.
   absl::Status EnsurePrepared(Active* job);
+  // PrepareJob with `layout` less the partitions the early cutoff let go of
+  // (core/early_cutoff.h), then releases those in the engine again (a
+  // restart may have come between a task's record and its release).
+  absl::Status PrepareStaging(const JobLayout& layout,
+                              const std::vector<PartitionTask>& tasks);
+  // Early cutoff: the newest lineage record of a partition (nullopt: none),
+  // read with retries; and the engine's release of one partition.
+  absl::StatusOr<std::optional<LineageRecord>> LatestLineage(
+      const std::string& dataset, const std::string& partition);
+  absl::Status ReleaseCutOff(const std::string& id, const DatasetSpec& dataset,
+                             const std::string& partition);
   absl::Status ValidateJob(Active* job, bool* done);
   // `hold` checks failed (and no `error` one): AWAITING_APPROVAL.
   absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,

@@ -39,7 +39,8 @@ struct StoreStats {
   std::array<int64_t, kJobStateCount> jobs_by_state{};  // index: JobState
   // Tasks of every job, by state (index: TaskState).
   std::array<int64_t, kTaskStateCount> tasks_by_state{};
-  // Over jobs that are RUNNING: tasks in total and tasks staged or published.
+  // Over jobs that are RUNNING: tasks in total and tasks done (staged,
+  // published, unchanged or skipped).
   int64_t running_tasks_total = 0;
   int64_t running_tasks_done = 0;
 };

@@ -64,10 +64,13 @@ void TaskGraph::Rebuild() {
   remaining_ = 0;
   running_ = 0;
   for (auto& [dataset, count] : dataset_remaining_) count = 0;
+  dataset_changed_.clear();
   for (const Task& t : tasks_) {
     if (t.state != Node::kDone) {
       ++remaining_;
       ++dataset_remaining_[t.dataset];
+    } else if (t.outcome == Outcome::kChanged) {
+      ++dataset_changed_[t.dataset];
     }
     if (t.state == Node::kRunning) ++running_;
   }
@@ -135,12 +138,33 @@ void TaskGraph::Release(size_t i) {
   }
 }
 
-void TaskGraph::Done(size_t i) {
+void TaskGraph::Done(size_t i, Outcome outcome) {
   if (tasks_[i].state != Node::kRunning) return;
   tasks_[i].state = Node::kDone;
+  tasks_[i].outcome = outcome;
+  if (outcome == Outcome::kChanged) ++dataset_changed_[tasks_[i].dataset];
   --running_;
   --remaining_;
   Release(i);
+}
+
+bool TaskGraph::ReadsOnlyUnchanged(size_t i) const {
+  if (identity_inputs_[i].empty() && all_inputs_[i].empty()) return false;
+  for (size_t u : identity_inputs_[i]) {
+    if (tasks_[u].state != Node::kDone ||
+        tasks_[u].outcome == Outcome::kChanged) {
+      return false;
+    }
+  }
+  for (const std::string& d : all_inputs_[i]) {
+    auto remaining = dataset_remaining_.find(d);
+    if (remaining != dataset_remaining_.end() && remaining->second > 0) {
+      return false;
+    }
+    auto changed = dataset_changed_.find(d);
+    if (changed != dataset_changed_.end() && changed->second > 0) return false;
+  }
+  return true;
 }
 
 void TaskGraph::Return(size_t i) {
@@ -173,7 +197,10 @@ void TaskGraph::Reopen(const std::vector<size_t>& lost) {
     const size_t i = stack.back();
     stack.pop_back();
     if (!seen.insert(i).second) continue;
-    if (tasks_[i].state == Node::kDone) tasks_[i].state = Node::kPending;
+    if (tasks_[i].state == Node::kDone) {
+      tasks_[i].state = Node::kPending;
+      tasks_[i].outcome = Outcome::kChanged;
+    }
     for (size_t d : dependents_[i]) stack.push_back(d);
     auto readers = all_readers_.find(tasks_[i].dataset);
     if (readers != all_readers_.end()) {

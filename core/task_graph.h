@@ -17,7 +17,12 @@
 // put back goes to the front.
 //
 // Node states: kPending (waiting or ready), kRunning (handed out), kDone
-// (staged), kFailed. Not thread-safe.
+// (staged, or settled by the early cutoff), kFailed. A done task has an
+// outcome: kChanged (staged to be published), kUnchanged (recomputed
+// identical to the published version) or kSkipped (never run: it read only
+// unchanged or skipped tasks). ReadsOnlyUnchanged() tells the runner when a
+// ready task is a candidate for skipping (early_cutoff.h has the other
+// conditions). Not thread-safe.
 
 #ifndef BACKFILL_CORE_TASK_GRAPH_H_
 #define BACKFILL_CORE_TASK_GRAPH_H_
@@ -37,11 +42,13 @@ namespace backfill {
 class TaskGraph {
  public:
   enum class Node { kPending, kRunning, kDone, kFailed };
+  enum class Outcome { kChanged, kUnchanged, kSkipped };
 
   struct Task {
     std::string dataset;
     std::string partition;
     Node state = Node::kPending;
+    Outcome outcome = Outcome::kChanged;  // meaningful once kDone
   };
 
   // `upstream_of(dataset)` gives a dataset's upstream edges (none for an
@@ -70,7 +77,19 @@ class TaskGraph {
 
   // A running task was staged: done; tasks waiting only for it become
   // ready.
-  void Done(size_t i);
+  void Done(size_t i) { Done(i, Outcome::kChanged); }
+  // The same, with the early cutoff's outcome.
+  void Done(size_t i, Outcome outcome);
+
+  // True when task i reads at least one task of the job, and every task of
+  // the job it reads (its identity inputs, and every task of each in-job
+  // dataset it reads whole) is done, unchanged or skipped. False for a task
+  // that reads nothing in the job, and while an input is not done.
+  bool ReadsOnlyUnchanged(size_t i) const;
+  // The tasks of the job that task i reads partition by partition.
+  const std::vector<size_t>& IdentityInputs(size_t i) const {
+    return identity_inputs_[i];
+  }
   // A running task goes back to pending, at the front of the queue (to be
   // retried, or because it was handed out but never ran).
   void Return(size_t i);
@@ -101,6 +120,8 @@ class TaskGraph {
   std::vector<std::vector<size_t>> identity_inputs_;
   std::vector<std::vector<std::string>> all_inputs_;
   std::map<std::string, size_t> dataset_remaining_;
+  // Per dataset: its done tasks whose outcome is kChanged.
+  std::map<std::string, size_t> dataset_changed_;
   std::vector<int> waiting_;
   std::deque<size_t> ready_;
   std::vector<bool> queued_;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/checks/check_set.h"
+#include "core/early_cutoff.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -51,6 +52,8 @@ absl::StatusOr<ValidationOutcome> ValidateStaging(
   // The checkpoints: task index per (dataset, partition).
   std::map<std::string, std::map<std::string, size_t>> checkpoint;
   for (size_t i = 0; i < tasks.size(); ++i) {
+    // The early cutoff let go of these: nothing of them is staged.
+    if (IsCutOff(tasks[i].state)) continue;
     checkpoint[tasks[i].dataset][tasks[i].partition] = i;
   }
   ValidationOutcome out;

@@ -49,7 +49,10 @@ struct ValidateOptions {
   bool integrity_only = false;
 };
 
-// `tasks` are the job's tasks with their checkpoints.
+// `tasks` are the job's tasks with their checkpoints; those the early
+// cutoff settled (UNCHANGED, SKIPPED) have nothing staged and are not
+// compared. `layout` is the job's layout without their partitions
+// (WithoutCutOff), so the checks judge what the job would publish.
 absl::StatusOr<ValidationOutcome> ValidateStaging(
     Engine* engine, const JobLayout& layout,
     const std::vector<PartitionTask>& tasks,

@@ -84,7 +84,8 @@ class StatsCollector final : public prometheus::Collectable {
     prometheus::MetricFamily progress;
     progress.name = "backfill_running_jobs_progress_ratio";
     progress.help =
-        "Over RUNNING jobs: partition tasks staged or published divided by "
+        "Over RUNNING jobs: partition tasks done (staged, published, "
+        "unchanged or skipped) divided by "
         "all their tasks; 0 when no job runs.";
     progress.type = prometheus::MetricType::Gauge;
     progress.metric.push_back(

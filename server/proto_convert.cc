@@ -192,6 +192,8 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   counts->set_published(job.counts.published);
   counts->set_failed(job.counts.failed);
   counts->set_cancelled(job.counts.cancelled);
+  counts->set_unchanged(job.counts.unchanged);
+  counts->set_skipped(job.counts.skipped);
   for (const DatasetPlan& plan : job.plan.datasets) {
     *proto.add_plan() = DatasetPlanToProto(plan, catalog);
   }

@@ -985,7 +985,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset ", dataset.name, " is not recomputed by job ", job_id));
   }
-  if (!job_partitions->second.contains(partition)) {
+  if (!job->Has(dataset.name, partition)) {
     return absl::InvalidArgumentError(
         absl::StrCat("partition '", partition, "' of ", dataset.name,
                      " is not part of job ", job_id));
@@ -1186,6 +1186,69 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     }
   }
   return result;
+}
+
+bool SqliteEngine::JobInfo::Has(const std::string& dataset,
+                                const std::string& partition) const {
+  auto mine = partitions.find(dataset);
+  if (mine == partitions.end() || !mine->second.contains(partition)) {
+    return false;
+  }
+  absl::MutexLock lock(&released_mu);
+  auto gone = released.find(dataset);
+  return gone == released.end() || !gone->second.count(partition);
+}
+
+absl::Status SqliteEngine::ReleasePartitions(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::vector<std::string>& partitions) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
+  for (const std::string& partition : partitions) {
+    RETURN_IF_ERROR(Annotate(ValidatePartition(dataset.grain(), partition),
+                             absl::StrCat("dataset ", dataset.name,
+                                          " partition '", partition, "'")));
+  }
+  if (partitions.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckFile());
+  const std::string where = absl::StrCat("release of partitions of ",
+                                         dataset.name, " from job ", job_id);
+  const std::string stage = StageTable(job_id, dataset.name);
+  const std::string parts = PartsTable(job_id, dataset.name);
+  {
+    Lease db = Acquire();
+    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
+    ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
+    if (staged) {
+      ASSIGN_OR_RETURN(Statement del,
+                       db->Prepare(absl::StrCat(
+                           "DELETE FROM main.", Q(stage), " WHERE ",
+                           dataset.partition ? MembershipConditionParams(
+                                                   dataset.grain(),
+                                                   Q(dataset.partition->column))
+                                             : "1")));
+      for (const std::string& partition : partitions) {
+        RETURN_IF_ERROR(del.Reset());
+        RETURN_IF_ERROR(BindMembership(del, dataset.grain(), partition));
+        RETURN_IF_ERROR(Annotate(del.Run(), where));
+      }
+    }
+    ASSIGN_OR_RETURN(bool listed, db->TableExists(parts));
+    if (listed) {
+      ASSIGN_OR_RETURN(Statement del,
+                       db->Prepare(absl::StrCat("DELETE FROM main.", Q(parts),
+                                                " WHERE \"value\" = ?1")));
+      for (const std::string& partition : partitions) {
+        RETURN_IF_ERROR(del.Reset());
+        RETURN_IF_ERROR(del.BindText(1, partition));
+        RETURN_IF_ERROR(Annotate(del.Run(), where));
+      }
+    }
+    RETURN_IF_ERROR(CheckFile());
+    RETURN_IF_ERROR(Annotate(txn.Commit(), where));
+  }
+  absl::MutexLock lock(&job->released_mu);
+  job->released[dataset.name].insert(partitions.begin(), partitions.end());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
@@ -2290,8 +2353,10 @@ SqliteEngine::RunAssertion(const std::string& job_id,
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset ", dataset.name, " is not recomputed by job ", job_id));
   }
-  std::vector<std::string> sorted(partitions->second.begin(),
-                                  partitions->second.end());
+  std::vector<std::string> sorted;
+  for (const std::string& p : partitions->second) {
+    if (job->Has(dataset.name, p)) sorted.push_back(p);
+  }
   std::sort(sorted.begin(), sorted.end());
   const std::string stage = StageTable(job_id, dataset.name);
   const std::string shadow = absl::StrCat("temp.", Q(dataset.table));

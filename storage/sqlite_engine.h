@@ -77,6 +77,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,9 @@ class SqliteEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
+  absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) override;
   // Copies the partition's published and staged rows into two TEMP tables
@@ -202,6 +206,14 @@ class SqliteEngine : public Engine {
     mutable absl::Mutex pins_mu;
     mutable std::map<std::string, InputFingerprint> pinned_fingerprints
         ABSL_GUARDED_BY(pins_mu);
+    // Partitions released since (ReleasePartitions), by dataset name: no
+    // longer the job's. Small sets, changed in place so that a release
+    // costs O(log n), not a copy of the layout.
+    mutable absl::Mutex released_mu;
+    mutable std::map<std::string, std::set<std::string>> released
+        ABSL_GUARDED_BY(released_mu);
+    // The dataset's partition is the job's (prepared, not released).
+    bool Has(const std::string& dataset, const std::string& partition) const;
   };
 
   explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);

@@ -652,8 +652,8 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
     ASSIGN_OR_RETURN(
         Statement q,
         db_->Prepare("SELECT state, COUNT(*), "
-                     "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
-                     "THEN input_rows END), "
+                     "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED', "
+                     "'UNCHANGED') THEN input_rows END), "
                      "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
                      "THEN rows_written END) "
                      "FROM tasks WHERE job_id = ?1 GROUP BY state"));
@@ -682,6 +682,12 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
           break;
         case TaskState::kCancelled:
           job.counts.cancelled += n;
+          break;
+        case TaskState::kUnchanged:
+          job.counts.unchanged += n;
+          break;
+        case TaskState::kSkipped:
+          job.counts.skipped += n;
           break;
       }
       job.actual_cost += q.ColumnDouble(2);
@@ -1623,7 +1629,8 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
     ASSIGN_OR_RETURN(
         Statement q,
         db_->Prepare("SELECT COUNT(*), TOTAL(t.state IN ('STAGED', "
-                     "'PUBLISHED')) FROM tasks t JOIN jobs j ON j.id = "
+                     "'PUBLISHED', 'UNCHANGED', 'SKIPPED')) FROM tasks t JOIN "
+                     "jobs j ON j.id = "
                      "t.job_id WHERE j.state = 'RUNNING'"));
     RETURN_IF_ERROR(q.Step().status());
     stats.running_tasks_total = q.ColumnInt(0);

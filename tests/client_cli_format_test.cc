@@ -1080,6 +1080,59 @@ TEST(FormatBackfillTest, PriorityAndMaxParallelWhenSet) {
             "1 partition at once");
 }
 
+// ------------------------------------------------------------ Early cutoff
+
+// A job whose recompute found 30 partitions identical to the published
+// ones and skipped 12 dependents, 3 partitions published.
+v1::Backfill CutoffJob(v1::BackfillState state) {
+  v1::Backfill backfill = Job("bf-9", state, 3, 0, 45);
+  backfill.mutable_partitions()->set_unchanged(30);
+  backfill.mutable_partitions()->set_skipped(12);
+  backfill.mutable_partitions()->set_pending(0);
+  return backfill;
+}
+
+TEST(EarlyCutoffFormatTest, UnchangedAndSkippedCountAsDone) {
+  const v1::Backfill job = CutoffJob(v1::BACKFILL_STATE_SUCCEEDED);
+  EXPECT_EQ(DonePartitions(job.partitions()), 45);
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Partitions"),
+            "45/45 done: 3 published, 30 unchanged, 12 skipped");
+  EXPECT_EQ(FormatProgressLine(job, 2),
+            "job bf-9: SUCCEEDED  45/45 partitions  100%  2.0 s"
+            "  (30 unchanged, 12 skipped)");
+  EXPECT_THAT(FormatProgressBar(job, 2, 10),
+              HasSubstr("45/45 partitions  SUCCEEDED  2.0 s  (30 unchanged, "
+                        "12 skipped)"));
+  v1::ListBackfillsResponse list;
+  *list.add_backfills() = job;
+  const std::vector<std::string> lines = Lines(FormatBackfills(list));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[1], HasSubstr("45/45 (30 unchanged, 12 skipped)"));
+  // JSON carries the proto field names.
+  absl::StatusOr<std::string> json = ToJson(job);
+  ASSERT_TRUE(json.ok());
+  EXPECT_THAT(*json, HasSubstr("\"unchanged\": \"30\""));
+  EXPECT_THAT(*json, HasSubstr("\"skipped\": \"12\""));
+}
+
+TEST(EarlyCutoffFormatTest, OnlyNonZeroCutoffCountsAreShown) {
+  v1::Backfill job = CutoffJob(v1::BACKFILL_STATE_RUNNING);
+  job.mutable_partitions()->set_skipped(0);
+  job.mutable_partitions()->set_pending(12);
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Partitions"),
+            "33/45 done: 3 published, 30 unchanged, 12 pending");
+  EXPECT_EQ(FormatProgressLine(job, 1),
+            "job bf-9: RUNNING  33/45 partitions  73%  1.0 s  (30 unchanged)");
+}
+
+TEST(EarlyCutoffFormatTest, ThePlanSaysWhatHappensToUnchangedPartitions) {
+  const std::string out = FormatPlan(TwoDatasetPlan());
+  EXPECT_EQ(LineStartingWith(out, "Early cutoff:"),
+            "Early cutoff: a partition recomputed identical to its published "
+            "version is not republished, and a dependent reading only such "
+            "partitions is skipped (counted as unchanged / skipped)");
+}
+
 }  // namespace
 }  // namespace cli
 }  // namespace backfill

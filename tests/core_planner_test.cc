@@ -38,6 +38,10 @@ class CountingEngine : public Engine {
       const std::vector<InputRef>&) override {
     return absl::UnimplementedError("planner must not write");
   }
+  absl::Status ReleasePartitions(const std::string&, const DatasetSpec&,
+                                 const std::vector<std::string>&) override {
+    return absl::UnimplementedError("planner must not write");
+  }
   absl::StatusOr<ValidationReport> ValidateStaged(const std::string&,
                                                   const DatasetSpec&) override {
     return absl::UnimplementedError("planner must not write");

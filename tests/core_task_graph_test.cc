@@ -709,5 +709,115 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
   EXPECT_GT(returned, 100);
 }
 
+// ---- Early cutoff: which ready tasks read only unchanged or skipped ones --
+
+// Pops `name`, which must be ready, and marks it done with `outcome`.
+void Settle(TaskGraph& g, const std::string& name, TaskGraph::Outcome outcome) {
+  std::optional<size_t> i = g.Pop([&](size_t j) { return Name(g, j) == name; });
+  ASSERT_TRUE(i.has_value()) << name << " is not ready";
+  g.Done(*i, outcome);
+}
+using Outcome = TaskGraph::Outcome;
+
+TEST(TaskGraphCutoffTest, IdentityDependentsFollowTheirOwnPartition) {
+  TaskGraph g = Make({{"daily", {"d1", "d2"}}, {"total", {"d1", "d2"}}},
+                     {{"total", {Identity("daily")}}});
+  // Not while its input is not done.
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
+  Settle(g, "daily/d1", Outcome::kUnchanged);
+  Settle(g, "daily/d2", Outcome::kChanged);
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d2")));
+  // A task that reads nothing in the job is never a candidate.
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "daily/d1")));
+  EXPECT_THAT(g.IdentityInputs(Find(g, "total/d1")),
+              ElementsAre(Find(g, "daily/d1")));
+}
+
+TEST(TaskGraphCutoffTest, SkippedInputsCountAsUnchangedDownAChain) {
+  TaskGraph g = Make({{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
+                     {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
+  Settle(g, "a/p", Outcome::kUnchanged);
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "b/p")));
+  Settle(g, "b/p", Outcome::kSkipped);
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "c/p")));
+  EXPECT_TRUE(g.AllDone() == false);
+  Settle(g, "c/p", Outcome::kSkipped);
+  EXPECT_TRUE(g.AllDone());
+}
+
+TEST(TaskGraphCutoffTest, TwoInputsOneChangedMeansItRuns) {
+  // mixed reads daily and total partition by partition.
+  TaskGraph g = Make({{"daily", {"d1", "d2"}},
+                      {"total", {"d1", "d2"}},
+                      {"mixed", {"d1", "d2"}}},
+                     {{"total", {Identity("daily")}},
+                      {"mixed", {Identity("daily"), Identity("total")}}});
+  Settle(g, "daily/d1", Outcome::kChanged);
+  Settle(g, "daily/d2", Outcome::kUnchanged);
+  Settle(g, "total/d1", Outcome::kUnchanged);  // ran, came out identical
+  Settle(g, "total/d2", Outcome::kSkipped);
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "mixed/d1")));  // daily changed
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "mixed/d2")));
+}
+
+TEST(TaskGraphCutoffTest, WholeTableReadersNeedEveryTaskOfTheDataset) {
+  TaskGraph g = Make({{"daily", {"d1", "d2", "d3"}}, {"region", {""}}},
+                     {{"region", {All("daily")}}});
+  const size_t region = Find(g, "region/");
+  Settle(g, "daily/d1", Outcome::kUnchanged);
+  Settle(g, "daily/d2", Outcome::kSkipped);
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(region));  // d3 not done yet
+  Settle(g, "daily/d3", Outcome::kUnchanged);
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(region));
+
+  TaskGraph h = Make({{"daily", {"d1", "d2"}}, {"region", {""}}},
+                     {{"region", {All("daily")}}});
+  Settle(h, "daily/d1", Outcome::kUnchanged);
+  Settle(h, "daily/d2", Outcome::kChanged);
+  EXPECT_FALSE(h.ReadsOnlyUnchanged(Find(h, "region/")));
+}
+
+TEST(TaskGraphCutoffTest, WholeTableAndIdentityInputsTogether) {
+  TaskGraph g =
+      Make({{"dim", {"x1", "x2"}}, {"daily", {"d1"}}, {"joined", {"d1"}}},
+           {{"joined", {Identity("daily"), All("dim")}}});
+  const size_t joined = Find(g, "joined/d1");
+  Settle(g, "daily/d1", Outcome::kUnchanged);
+  Settle(g, "dim/x1", Outcome::kUnchanged);
+  Settle(g, "dim/x2", Outcome::kChanged);
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(joined));
+}
+
+TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
+  // As loaded after a restart: settled tasks come in done, with outcomes.
+  std::vector<TaskGraph::Task> tasks = {
+      {"daily", "d1", Node::kDone, Outcome::kUnchanged},
+      {"daily", "d2", Node::kDone, Outcome::kChanged},
+      {"region", "", Node::kPending, Outcome::kChanged},
+      {"total", "d1", Node::kDone, Outcome::kSkipped},
+      {"total", "d2", Node::kPending, Outcome::kChanged}};
+  Edges edges = {{"region", {All("daily")}}, {"total", {Identity("daily")}}};
+  TaskGraph g(std::move(tasks), [edges](const std::string& d) {
+    auto it = edges.find(d);
+    return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
+  });
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "region/")));  // d2 changed
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d2")));
+  EXPECT_EQ(g.remaining(), 2u);
+  // d2's staged rows were lost: it and what read it run again; once d2
+  // comes out unchanged, region reads only unchanged tasks.
+  g.Reopen({Find(g, "daily/d2")});
+  EXPECT_EQ(g.task(Find(g, "daily/d2")).state, Node::kPending);
+  Settle(g, "daily/d2", Outcome::kUnchanged);
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "region/")));
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "total/d2")));
+  // Reopening an unchanged task clears its outcome.
+  g.Reopen({Find(g, "daily/d1")});
+  EXPECT_EQ(g.task(Find(g, "daily/d1")).outcome, Outcome::kChanged);
+  EXPECT_EQ(g.task(Find(g, "total/d1")).state, Node::kPending);
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
+}
+
 }  // namespace
 }  // namespace backfill

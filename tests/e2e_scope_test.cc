@@ -210,10 +210,15 @@ TEST_F(ScopeTest, OneHourChangesExactlyThatHour) {
   }
   EXPECT_EQ(Published(), want);
   EXPECT_EQ(Published(), Expected("2024-03-31T00", "2024-04-03T00"));
+  // Early cutoff: of the four hours only 22 and 00 changed; hour 23 kept
+  // the version `one` published and hour 01 the load's.
   lineage = LatestLineage();
   for (const auto& [hour, job] : lineage) {
-    const bool in_range = hour >= "2024-04-01T22" && hour < "2024-04-02T02";
-    EXPECT_EQ(job, in_range ? across : load) << hour;
+    const bool changed = hour == "2024-04-01T22" || hour == "2024-04-02T00";
+    EXPECT_EQ(job, changed                   ? across
+                   : hour == "2024-04-01T23" ? one
+                                             : load)
+        << hour;
   }
   ExpectCleanSigterm(daemon);
 }

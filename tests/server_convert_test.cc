@@ -59,6 +59,8 @@ TEST(ProtoConvertTest, JobTimestampsAndCosts) {
   job.plan.datasets.push_back(dp);
   job.counts.total = 1;
   job.counts.running = 1;
+  job.counts.unchanged = 30;
+  job.counts.skipped = 12;
   job.actual_cost = 12;
   job.rows_written = 5;
   const v1::Backfill proto = JobToProto(job, Catalog());
@@ -74,6 +76,8 @@ TEST(ProtoConvertTest, JobTimestampsAndCosts) {
   ASSERT_EQ(proto.plan_size(), 1);
   EXPECT_EQ(proto.plan(0).grain(), "");  // not in the (empty) catalog
   EXPECT_EQ(proto.partitions().running(), 1);
+  EXPECT_EQ(proto.partitions().unchanged(), 30);
+  EXPECT_EQ(proto.partitions().skipped(), 12);
   EXPECT_DOUBLE_EQ(proto.actual_cost(), 12);
   EXPECT_EQ(proto.rows_written(), 5);
 }

@@ -561,6 +561,150 @@ TEST_P(EngineContractTest, RollbackOfAnUnpartitionedDataset) {
 namespace backfill {
 namespace {
 
+// ---- Early cutoff ----------------------------------------------------------
+
+TEST_P(EngineContractTest, ReleasedPartitionsLeaveTheJob) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  const std::vector<std::string> days = {"2025-01-01", "2025-01-02",
+                                         "2025-01-03"};
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", days));
+  const JobLayout layout = RevenueLayout("bf-2", days);
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  for (const std::string& day : days) {
+    ASSERT_TRUE(engine()
+                    ->StagePartition("bf-2", revenue_, day, RevenueInputs(day))
+                    .ok());
+  }
+  // Not prepared: refused.
+  EXPECT_EQ(
+      engine()->ReleasePartitions("bf-9", revenue_, {"2025-01-01"}).code(),
+      absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine()->ReleasePartitions("bf-2", revenue_, {"1 Jan"}).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(
+      engine()
+          ->ReleasePartitions("bf-2", revenue_, {"2025-01-01", "2025-01-03"})
+          .ok());
+  // Idempotent.
+  ASSERT_TRUE(
+      engine()->ReleasePartitions("bf-2", revenue_, {"2025-01-01"}).ok());
+  auto report = engine()->ValidateStaged("bf-2", revenue_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->rows_by_partition, ElementsAre(Pair("2025-01-02", 2)));
+  EXPECT_EQ(report->rows, 2);
+  // No longer the job's: StagePartition refuses it.
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-2", revenue_, "2025-01-01",
+                                 RevenueInputs("2025-01-01"))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // A restart between a release and the next PrepareJob: the layout the
+  // job prepares with leaves them out, and releasing again cleans up.
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  const JobLayout kept = RevenueLayout("bf-2", {"2025-01-02"});
+  ASSERT_TRUE(engine()->PrepareJob(kept).ok());
+  ASSERT_TRUE(
+      engine()
+          ->ReleasePartitions("bf-2", revenue_, {"2025-01-01", "2025-01-03"})
+          .ok());
+  // Publish of what is left replaces that partition only, and its rollback
+  // copy holds only it.
+  ASSERT_TRUE(engine()->Publish(kept).ok());
+  EXPECT_THAT(*engine()->CountRowsByPartition(revenue_),
+              ElementsAre(Pair("2025-01-01", 2), Pair("2025-01-02", 2),
+                          Pair("2025-01-03", 1)));
+  RollbackSpec spec;
+  spec.layout = kept;
+  auto rolled = engine()->Rollback(spec);
+  ASSERT_TRUE(rolled.ok()) << rolled.status();
+  ASSERT_EQ(rolled->partitions.size(), 1u);
+  EXPECT_EQ(rolled->partitions[0].partition, "2025-01-02");
+  EXPECT_EQ(rolled->rows, 2);
+}
+
+TEST_P(EngineContractTest, AReleasedPartitionIsReadFromThePublishedTable) {
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01"}));
+  // bf-2 recomputes daily_revenue and a dependent of it (identity).
+  DatasetSpec dependent = revenue_;
+  dependent.name = "revenue_copy";
+  dependent.table = "revenue_copy";
+  dependent.upstream = {{"daily_revenue", Mapping::kIdentity}};
+  dependent.transform =
+      "SELECT ds, region, revenue, orders FROM daily_revenue WHERE ds >= "
+      ":partition_start AND ds < :partition_end";
+  JobLayout layout;
+  layout.job_id = "bf-2";
+  layout.items = {{&revenue_, {"2025-01-01"}}, {&dependent, {"2025-01-01"}}};
+  layout.pinned = {&customers_};
+  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  auto staged = engine()->StagePartition("bf-2", revenue_, "2025-01-01",
+                                         RevenueInputs("2025-01-01"));
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  ASSERT_TRUE(
+      engine()->ReleasePartitions("bf-2", revenue_, {"2025-01-01"}).ok());
+  // The dependent reads the published rows (2 of them), not the job's
+  // (deleted) staging, and fingerprints them as staging did.
+  auto read =
+      engine()->StagePartition("bf-2", dependent, "2025-01-01",
+                               {{&revenue_, std::string("2025-01-01")}});
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->inputs.size(), 1u);
+  EXPECT_EQ(read->inputs[0].rows, 2);
+  EXPECT_EQ(read->inputs[0].fingerprint, staged->output_fingerprint);
+}
+
+// The published fingerprint a rerun compares with is the same hash as the
+// staged one: whatever order the transform returns rows in, and for an
+// empty partition, and as a rollback measures restored rows.
+TEST_P(EngineContractTest, FingerprintsIgnoreRowOrderAndMatchRestoredRows) {
+  if (GetParam() != EngineKind::kSqlite) GTEST_SKIP() << "SQLite only";
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  DatasetSpec reversed = revenue_;
+  reversed.transform = revenue_.transform + " ORDER BY 2 DESC";
+  DatasetSpec forward = revenue_;
+  forward.transform = revenue_.transform + " ORDER BY 2 ASC";
+  ASSERT_TRUE(engine()->PrepareJob(RevenueLayout("bf-1", {"2025-01-01"})).ok());
+  ASSERT_TRUE(engine()->PrepareJob(RevenueLayout("bf-2", {"2025-01-01"})).ok());
+  auto a = engine()->StagePartition("bf-1", forward, "2025-01-01",
+                                    RevenueInputs("2025-01-01"));
+  auto b = engine()->StagePartition("bf-2", reversed, "2025-01-01",
+                                    RevenueInputs("2025-01-01"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->rows_written, 2);
+  EXPECT_EQ(a->output_fingerprint, b->output_fingerprint);
+  ASSERT_TRUE(engine()->Publish(RevenueLayout("bf-1", {"2025-01-01"})).ok());
+
+  // An empty partition (no orders on 01-04).
+  ASSERT_TRUE(
+      engine()
+          ->PrepareJob(RevenueLayout("bf-3", {"2025-01-01", "2025-01-04"}))
+          .ok());
+  auto empty = engine()->StagePartition("bf-3", revenue_, "2025-01-04",
+                                        RevenueInputs("2025-01-04"));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->rows_written, 0);
+  EXPECT_EQ(empty->output_fingerprint, "0000000000000000:0");
+  auto again = engine()->StagePartition("bf-3", revenue_, "2025-01-01",
+                                        RevenueInputs("2025-01-01"));
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(engine()
+                  ->Publish(RevenueLayout("bf-3", {"2025-01-01", "2025-01-04"}))
+                  .ok());
+  // Rolling bf-3 back restores bf-1's rows of 01-01 and the empty 01-04:
+  // measured with the same hash as staging gave them.
+  RollbackSpec spec;
+  spec.layout = RevenueLayout("bf-3", {"2025-01-01", "2025-01-04"});
+  auto restored = engine()->Rollback(spec);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ASSERT_EQ(restored->partitions.size(), 2u);
+  EXPECT_EQ(restored->partitions[0].fingerprint, a->output_fingerprint);
+  EXPECT_EQ(restored->partitions[1].fingerprint, empty->output_fingerprint);
+}
+
 TEST_P(EngineContractTest, ProfilesAndDescriptionsFollowTheSameRules) {
   ASSERT_TRUE(engine()->Claim("store-a", false).ok());
   // No table yet: nothing published, no columns.

@@ -572,6 +572,12 @@ TEST_F(ManagerTest, LostStagingIsRecomputedBeforePublishing) {
   auto first = manager_->Submit(r, SubmitOptions{});
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(WaitTerminal(first->job.id).state, JobState::kSucceeded);
+  // The orders are corrected, so that every partition changes (the early
+  // cutoff would not republish identical ones).
+  RawDb(warehouse_path_)
+      .Exec(
+          "UPDATE raw_orders SET amount = amount + 1 WHERE order_date < "
+          "'2025-01-11'");
 
   // Staged rows vanish before validation (as after a power loss): the job
   // recomputes those partitions and publishes complete ones.
@@ -610,6 +616,10 @@ TEST_F(ManagerTest, StagingLostEveryTimeFailsValidationAndKeepsPublishedRows) {
   ASSERT_EQ(WaitTerminal(first->job.id).state, JobState::kSucceeded);
   const std::vector<std::string> before = Published("2025-01-01", "2025-01-11");
   ASSERT_FALSE(before.empty());
+  RawDb(warehouse_path_)
+      .Exec(
+          "UPDATE raw_orders SET amount = amount + 1 WHERE order_date < "
+          "'2025-01-11'");
 
   gate_->BeforeValidate(
       [this] {

@@ -819,6 +819,66 @@ TEST_P(StateStoreContractTest, TasksCheckpointAndCosts) {
   EXPECT_EQ(store_->GetJob("bf-1")->counts.cancelled, 2);
 }
 
+TEST_P(StateStoreContractTest, CutoffStatesAreCountedKeptAndNotPublished) {
+  // Three tasks: 2025-01-01 and 2025-01-02 of daily_revenue, 2025-01 of
+  // monthly_revenue.
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  auto tasks = *store_->ListTasks("bf-1");
+  ASSERT_EQ(tasks.size(), 3u);
+  tasks[0].state = TaskState::kUnchanged;
+  tasks[0].rows_written = 4;
+  tasks[0].output_fingerprint = "same:4";
+  tasks[0].inputs = {{"orders", "2025-01-01", "f", 10}};
+  tasks[1].state = TaskState::kStaged;
+  tasks[1].rows_written = 3;
+  tasks[1].inputs = {{"orders", "2025-01-02", "g", 20}};
+  tasks[2].state = TaskState::kSkipped;
+  tasks[2].output_fingerprint = "kept:9";
+  for (const PartitionTask& t : tasks) ASSERT_TRUE(store_->UpdateTask(t).ok());
+
+  auto job = store_->GetJob("bf-1");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->counts.total, 3);
+  EXPECT_EQ(job->counts.unchanged, 1);
+  EXPECT_EQ(job->counts.skipped, 1);
+  EXPECT_EQ(job->counts.staged, 1);
+  // The unchanged partition was recomputed (its inputs read) but writes
+  // nothing to the warehouse; the skipped one neither.
+  EXPECT_EQ(job->actual_cost, 30);
+  EXPECT_EQ(job->rows_written, 3);
+  EXPECT_EQ(store_->GetJobProgress("bf-1")->counts.unchanged, 1);
+  auto read = *store_->ListTasks("bf-1");
+  EXPECT_EQ(read[0].state, TaskState::kUnchanged);
+  EXPECT_EQ(read[0].output_fingerprint, "same:4");
+  EXPECT_EQ(read[2].state, TaskState::kSkipped);
+  EXPECT_EQ(read[2].output_fingerprint, "kept:9");
+
+  // A retry keeps them, as it keeps staged tasks.
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kFailed, T(1)));
+  auto reset = store_->RetryJob("bf-1", JobState::kFailed, JobState::kQueued,
+                                "retry", T(2));
+  ASSERT_TRUE(reset.ok()) << reset.status();
+  EXPECT_EQ(*reset, 0);
+  // The publication marks only the staged task published.
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kPublishing, T(3)));
+  ASSERT_TRUE(store_
+                  ->RecordPublication(
+                      "bf-1",
+                      {MakeLineage("daily_revenue", "2025-01-02", T(4))},
+                      JobState::kConfirming, "published", T(4))
+                  .ok());
+  job = store_->GetJob("bf-1");
+  EXPECT_EQ(job->counts.published, 1);
+  EXPECT_EQ(job->counts.unchanged, 1);
+  EXPECT_EQ(job->counts.skipped, 1);
+  // Stats count them by state.
+  auto stats = store_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->tasks_by_state[static_cast<size_t>(TaskState::kUnchanged)],
+            1);
+  EXPECT_EQ(stats->tasks_by_state[static_cast<size_t>(TaskState::kSkipped)], 1);
+}
+
 TEST_P(StateStoreContractTest, RetryResetsFailedCancelledAndRunningTasks) {
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());

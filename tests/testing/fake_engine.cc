@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/affected_by.h"
+#include "absl/strings/str_join.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
 
@@ -356,7 +357,12 @@ InputFingerprint FakeEngine::InputLocked(const std::string& job_id,
   } else {
     in.rows = TableRowsLocked(name);
   }
-  in.fingerprint = FingerprintOf(name, "input", in.partition, in.rows);
+  // A partition read is fingerprinted as StagePartition fingerprints the
+  // same rows of it; a whole table apart.
+  in.fingerprint = FingerprintOf(
+      name,
+      ref.partition.has_value() ? ref.dataset->transform_version : "input",
+      in.partition, in.rows);
   return in;
 }
 
@@ -414,6 +420,44 @@ absl::StatusOr<StageResult> FakeEngine::StagePartition(
   result.output_fingerprint =
       FingerprintOf(dataset.name, dataset.transform_version, partition, rows);
   return result;
+}
+
+absl::Status FakeEngine::ReleasePartitions(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::vector<std::string>& partitions) {
+  if (absl::Status s = Enter({"ReleasePartitions", job_id, dataset.name,
+                              absl::StrJoin(partitions, ",")});
+      !s.ok()) {
+    return s;
+  }
+  for (const std::string& partition : partitions) {
+    if (absl::Status s = ValidatePartition(dataset.grain(), partition);
+        !s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("dataset ", dataset.name, " partition '",
+                                       partition, "': ", s.message()));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  auto prepared = prepared_.find(job_id);
+  if (prepared == prepared_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
+  }
+  if (auto mine = prepared->second.partitions.find(dataset.name);
+      mine != prepared->second.partitions.end()) {
+    for (const std::string& partition : partitions)
+      mine->second.erase(partition);
+  }
+  if (auto job = staging_.find(job_id); job != staging_.end()) {
+    if (auto staged = job->second.staged.find(dataset.name);
+        staged != job->second.staged.end()) {
+      for (const std::string& partition : partitions) {
+        staged->second.erase(partition);
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ValidationReport> FakeEngine::ValidateStaged(

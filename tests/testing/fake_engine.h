@@ -4,7 +4,13 @@
 //     rows_for(dataset, partition) rows (1 unless set), replacing what an
 //     earlier attempt staged, and returns a fingerprint that depends only
 //     on the dataset, its transform version, the partition and the row
-//     count, plus one InputFingerprint per InputRef;
+//     count, plus one InputFingerprint per InputRef (a partition input's
+//     fingerprint is the one StagePartition gives the same rows of it, as
+//     in SqliteEngine, so a dependent's recorded input can be compared
+//     with its input's output);
+//   - ReleasePartitions drops the partitions' staged rows and takes them
+//     out of the job's prepared partitions (reads of them then see the
+//     published rows);
 //   - the published tables: rows per (dataset, partition), "" for an
 //     unpartitioned dataset;
 //   - the ownership record and the publication markers (store id, job id).
@@ -81,10 +87,11 @@ namespace backfill::testing {
 class FakeEngine : public Engine {
  public:
   struct Call {
-    std::string method;     // "StagePartition", "Publish", ...
-    std::string job_id;     // "" for a call that names no job
-    std::string dataset;    // "" unless the call names one dataset
-    std::string partition;  // StagePartition only
+    std::string method;   // "StagePartition", "Publish", ...
+    std::string job_id;   // "" for a call that names no job
+    std::string dataset;  // "" unless the call names one dataset
+    // StagePartition; ReleasePartitions: its partitions joined by ","
+    std::string partition;
   };
   // Consulted before each call: non-OK fails it.
   using Hook = std::function<absl::Status(const Call& call)>;
@@ -105,6 +112,9 @@ class FakeEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
+  absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::StatusOr<ValidationReport> ValidateStaged(
       const std::string& job_id, const DatasetSpec& dataset) override;
   absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,

@@ -51,6 +51,11 @@ class ForwardingEngine : public Engine {
   absl::Status Publish(const JobLayout& layout) override {
     return inner_->Publish(layout);
   }
+  absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override {
+    return inner_->ReleasePartitions(job_id, dataset, partitions);
+  }
   absl::Status DropStaging(const std::string& job_id) override {
     return inner_->DropStaging(job_id);
   }

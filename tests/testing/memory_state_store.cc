@@ -174,10 +174,19 @@ Job InMemoryStateStore::LoadLocked(const JobRow& row,
       case TaskState::kCancelled:
         ++job.counts.cancelled;
         break;
+      case TaskState::kUnchanged:
+        ++job.counts.unchanged;
+        break;
+      case TaskState::kSkipped:
+        ++job.counts.skipped;
+        break;
     }
     if (t.state == TaskState::kStaged || t.state == TaskState::kPublished) {
       job.actual_cost += static_cast<double>(InputRows(t.inputs));
       job.rows_written += t.rows_written;
+    } else if (t.state == TaskState::kUnchanged) {
+      // Recomputed (its inputs were read), not republished.
+      job.actual_cost += static_cast<double>(InputRows(t.inputs));
     }
   }
   return job;
@@ -314,7 +323,9 @@ absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
       ++stats.tasks_by_state[static_cast<size_t>(t.state)];
       if (row.job.state == JobState::kRunning) {
         ++stats.running_tasks_total;
-        if (t.state == TaskState::kStaged || t.state == TaskState::kPublished) {
+        if (t.state == TaskState::kStaged || t.state == TaskState::kPublished ||
+            t.state == TaskState::kUnchanged ||
+            t.state == TaskState::kSkipped) {
           ++stats.running_tasks_done;
         }
       }
