@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -60,6 +61,7 @@ struct ScopeOptions {
   // Their items (ValidateScope), sent as they are.
   std::vector<std::string> partitions;
   bool no_downstream = false;
+  double max_cost = 0;  // --max-cost; 0: not given
 };
 
 struct SubmitOptions {
@@ -261,6 +263,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
     request.add_partitions(partition);
   }
   request.set_exclude_downstream(scope.no_downstream);
+  request.set_max_cost(scope.max_cost);
   return request;
 }
 
@@ -570,6 +573,9 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
   partitions->excludes(from)->excludes(to);
   command->add_flag("--no-downstream", scope->no_downstream,
                     "Do not recompute dependents (sets exclude_downstream)");
+  command->add_option("--max-cost", scope->max_cost,
+                      "Budget in input rows: refuse the backfill when its "
+                      "estimated cost is above N");
 }
 
 // The first word of the command line that is neither a flag nor a global
@@ -838,6 +844,12 @@ int Main(int argc, char** argv) {
   if (plan->parsed() || submit->parsed()) {
     absl::Status valid = ValidateScope(&scope);
     if (!valid.ok()) return Fail(kExitUsage, valid.message());
+    if (!std::isfinite(scope.max_cost) || scope.max_cost < 0) {
+      return Fail(kExitUsage,
+                  absl::StrCat("--max-cost ", scope.max_cost,
+                               " is out of range: give a number of input rows "
+                               ">= 0 (leave it out for no limit)"));
+    }
   }
   if (submit->parsed() &&
       absl::StripAsciiWhitespace(submit_options.reason).empty()) {

@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/cost_budget.h"
+#include "core/cost_estimator.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
 
@@ -129,18 +131,21 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
             ? ""
             : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
   }
+  RETURN_IF_ERROR(ValidateMaxCost(request.max_cost));
   ASSIGN_OR_RETURN(std::vector<std::string> requested,
                    ResolveScope(*target, request, limits_.max_partitions));
 
-  // Row counts per upstream and per dataset, fetched once each.
-  std::map<std::string, RowCounts> counts;
-  auto counts_of = [&](const DatasetSpec& d) -> absl::StatusOr<RowCounts*> {
-    auto it = counts.find(d.name);
-    if (it == counts.end()) {
-      ASSIGN_OR_RETURN(RowCounts c, engine_->CountRowsByPartition(d));
-      it = counts.emplace(d.name, std::move(c)).first;
-    }
-    return &it->second;
+  // Row counts per dataset from the engine's partition statistics, fetched
+  // once each: what decides the partitions a full reload covers.
+  CostEstimator estimator(
+      catalog_, engine_, history_,
+      [this](const DatasetSpec& d, const std::string& partition) {
+        return InputsOf(d, partition);
+      });
+  auto counts_of =
+      [&](const DatasetSpec& d) -> absl::StatusOr<const RowCounts*> {
+    ASSIGN_OR_RETURN(const PartitionStats* stats, estimator.Stats(d));
+    return &stats->rows;
   };
   // Every partition a full reload of `d` recomputes.
   auto full_partitions =
@@ -155,38 +160,16 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     for (const UpstreamEdge& e : d.upstream) {
       if (e.mapping != Mapping::kIdentity) continue;
       has_identity = true;
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(*catalog_->Find(e.dataset)));
+      ASSIGN_OR_RETURN(const RowCounts* c,
+                       counts_of(*catalog_->Find(e.dataset)));
       for (const auto& [p, n] : *c) all.insert(p);
     }
     if (!has_identity) {
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(d));
+      ASSIGN_OR_RETURN(const RowCounts* c, counts_of(d));
       for (const auto& [p, n] : *c) all.insert(p);
     }
     return all;
   };
-  // Whole-table row counts, summed once per upstream.
-  std::map<std::string, double> totals;
-  auto cost_of = [&](const DatasetSpec& d,
-                     const std::string& partition) -> absl::StatusOr<double> {
-    double cost = 0;
-    for (const UpstreamEdge& e : d.upstream) {
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(*catalog_->Find(e.dataset)));
-      if (e.mapping == Mapping::kIdentity) {
-        auto it = c->find(partition);
-        if (it != c->end()) cost += static_cast<double>(it->second);
-        continue;
-      }
-      auto total = totals.find(e.dataset);
-      if (total == totals.end()) {
-        double sum = 0;
-        for (const auto& [p, n] : *c) sum += static_cast<double>(n);
-        total = totals.emplace(e.dataset, sum).first;
-      }
-      cost += total->second;
-    }
-    return cost;
-  };
-
   // Partitions per dataset, propagated to dependents in topological order.
   std::map<std::string, std::set<std::string>> scope;
   std::map<std::string, std::string> reason;
@@ -222,17 +205,6 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     dp.partitions.assign(it->second.begin(), it->second.end());
     dp.reason = reason[d.name];
     dp.transform_version = d.transform_version;
-    for (const std::string& p : dp.partitions) {
-      ASSIGN_OR_RETURN(double c, cost_of(d, p));
-      dp.cost.backfill += c;
-    }
-    ASSIGN_OR_RETURN(std::set<std::string> all, full_partitions(d));
-    for (const std::string& p : all) {
-      ASSIGN_OR_RETURN(double c, cost_of(d, p));
-      dp.cost.full_reload += c;
-    }
-    plan.cost.backfill += dp.cost.backfill;
-    plan.cost.full_reload += dp.cost.full_reload;
     total += dp.partitions.size();
     plan.datasets.push_back(std::move(dp));
   }
@@ -241,6 +213,14 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
         "the plan has ", total, " partitions (with dependents); at most ",
         limits_.max_partitions, " per backfill: narrow the scope"));
   }
+  for (DatasetPlan& dp : plan.datasets) {
+    const DatasetSpec& d = *catalog_->Find(dp.dataset);
+    ASSIGN_OR_RETURN(std::set<std::string> all, full_partitions(d));
+    RETURN_IF_ERROR(estimator.Estimate(d, all, &dp));
+    plan.cost.backfill += dp.cost.backfill;
+    plan.cost.full_reload += dp.cost.full_reload;
+  }
+  ApplyBudgets(*catalog_, request, &plan);
   return plan;
 }
 

@@ -608,6 +608,9 @@ TEST(FormatBackfillsTest, OneRowPerJob) {
   first->mutable_request()->set_dataset("orders");
   first->mutable_request()->set_reason("late data");
   first->mutable_create_time()->set_seconds(kMarch1At123456);
+  first->mutable_cost_estimate()->set_unit("input_rows");
+  first->mutable_cost_estimate()->set_backfill(12345);
+  first->set_actual_cost(6000);
   v1::Backfill* second = list.add_backfills();
   *second = Job("bf-22", v1::BACKFILL_STATE_SUCCEEDED, 7, 0, 7);
   second->mutable_request()->set_dataset("daily_revenue");
@@ -617,13 +620,16 @@ TEST(FormatBackfillsTest, OneRowPerJob) {
   const std::vector<std::string> lines = Lines(FormatBackfills(list));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_THAT(lines[0],
-              MatchesRegex("ID +STATE +DATASET +PARTITIONS +CREATED +REASON"));
+              MatchesRegex("ID +STATE +DATASET +PARTITIONS +COST EST/ACTUAL "
+                           "+CREATED +REASON"));
   EXPECT_THAT(lines[1], MatchesRegex("bf-1 +RUNNING +orders +135/300 "
+                                     "+12\\.3k/6000 input_rows "
                                      "+2025-03-01T12:34:56Z +late data"));
   // Reasons are cut to 40 characters, the cut marked with "...".
   EXPECT_THAT(lines[2],
-              MatchesRegex("bf-22 +SUCCEEDED +daily_revenue +7/7 +- +"
-                           "a very long reason that goes on and o\\.\\.\\."));
+              MatchesRegex("bf-22 +SUCCEEDED +daily_revenue +7/7 +0/0 input "
+                           "rows +- +a very long reason that goes on and "
+                           "o\\.\\.\\."));
   // Columns line up: STATE starts at the same column on every line.
   const size_t state_column = lines[0].find("STATE");
   EXPECT_EQ(lines[1].find("RUNNING"), state_column);
