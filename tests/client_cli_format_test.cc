@@ -424,6 +424,57 @@ TEST(FormatPlanTest, HeadlineRowsCostAndNoConflicts) {
   EXPECT_THAT(out, EndsWith("Conflicts: none\n"));
 }
 
+TEST(FormatPlanTest, EstimateSourcesAndBudgets) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  plan.mutable_datasets(0)->set_estimate_source("history");
+  plan.mutable_datasets(0)->set_partitions_from_history(3);
+  plan.mutable_datasets(1)->set_estimate_source("mixed");
+  plan.mutable_datasets(1)->set_partitions_from_history(1);
+  std::string out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Estimated from: orders history (3/3 partitions), "
+                       "daily_revenue mixed (1/4 partitions from history, the "
+                       "others from row counts)"));
+  // No budget: no budget line.
+  EXPECT_THAT(out, Not(HasSubstr("Budget")));
+
+  plan.mutable_cost()->set_unit("input_rows");
+  plan.mutable_cost()->set_max_cost(5000);
+  out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Budget: --max-cost 5000 input_rows (within)"));
+
+  plan.mutable_cost()->set_max_cost(2500);
+  plan.mutable_cost()->set_refused("estimated cost 3,000 input_rows exceeds");
+  plan.mutable_datasets(1)->mutable_cost()->set_max_cost(1500);
+  plan.mutable_datasets(1)->mutable_cost()->set_refused(
+      "daily_revenue \x1b[31m over");
+  out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Budget: --max-cost 2500 input_rows, daily_revenue "
+                       "max_cost 1500 input rows"));
+  EXPECT_THAT(Lines(out),
+              Contains("A submit of this plan WOULD BE REFUSED: estimated cost "
+                       "3,000 input_rows exceeds"));
+  // The dataset's own refusal too, made safe for the terminal.
+  EXPECT_THAT(Lines(out), Contains("  also: daily_revenue \\x1b[31m over"));
+}
+
+TEST(FormatBackfillTest, BudgetAndCostPerDataset) {
+  v1::Backfill backfill = Job("bf-7", v1::BACKFILL_STATE_SUCCEEDED, 3, 0, 3);
+  backfill.mutable_request()->set_max_cost(2e6);
+  *backfill.mutable_cost_estimate() = Cost(1500, 30000, "input_rows");
+  v1::DatasetCost* cost = backfill.add_dataset_costs();
+  cost->set_dataset("daily_revenue");
+  cost->set_estimated(1500);
+  cost->set_actual(1620);
+  cost->set_source("history");
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_EQ(ValueOf(out, "Max cost"), "2.00M input_rows");
+  EXPECT_EQ(ValueOf(out, "Cost daily_revenue"),
+            "estimated 1500 input_rows from history; actual 1620 input_rows");
+}
+
 TEST(FormatPlanTest, SingularCountsAndNoFullReload) {
   v1::PlanBackfillResponse plan;
   v1::DatasetPlan* one = plan.add_datasets();
