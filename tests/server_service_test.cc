@@ -900,8 +900,11 @@ TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
   Job queued;
   queued.request = RequestFromProto(
       RangeRequest("daily_revenue", "2025-03-05", "2025-03-06"));
-  queued.plan.datasets.push_back(
-      {"daily_revenue", {"2025-03-05"}, "requested", "", {}});
+  DatasetPlan queued_plan;
+  queued_plan.dataset = "daily_revenue";
+  queued_plan.partitions = {"2025-03-05"};
+  queued_plan.reason = "requested";
+  queued.plan.datasets.push_back(queued_plan);
   absl::StatusOr<CreateJobResult> created =
       store_->CreateJob(queued, absl::Now());
   ASSERT_TRUE(created.ok()) << created.status();
