@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -62,6 +63,7 @@ struct ScopeOptions {
   bool no_downstream = false;
   // --affected-by "DATASET: PREDICATE", sent as typed.
   std::string affected_by;
+  double max_cost = 0;  // --max-cost; 0: not given
 };
 
 struct SubmitOptions {
@@ -264,6 +266,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
   }
   request.set_exclude_downstream(scope.no_downstream);
   request.set_affected_by(scope.affected_by);
+  request.set_max_cost(scope.max_cost);
   return request;
 }
 
@@ -579,6 +582,9 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
   affected_by->excludes(from)->excludes(to)->excludes(partitions);
   command->add_flag("--no-downstream", scope->no_downstream,
                     "Do not recompute dependents (sets exclude_downstream)");
+  command->add_option("--max-cost", scope->max_cost,
+                      "Budget in input rows: refuse the backfill when its "
+                      "estimated cost is above N");
 }
 
 // The first word of the command line that is neither a flag nor a global
@@ -848,6 +854,12 @@ int Main(int argc, char** argv) {
   if (plan->parsed() || submit->parsed()) {
     absl::Status valid = ValidateScope(&scope);
     if (!valid.ok()) return Fail(kExitUsage, valid.message());
+    if (!std::isfinite(scope.max_cost) || scope.max_cost < 0) {
+      return Fail(kExitUsage,
+                  absl::StrCat("--max-cost ", scope.max_cost,
+                               " is out of range: give a number of input rows "
+                               ">= 0 (leave it out for no limit)"));
+    }
   }
   if (submit->parsed() &&
       absl::StripAsciiWhitespace(submit_options.reason).empty()) {

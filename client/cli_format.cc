@@ -183,6 +183,80 @@ std::string UnitOr(absl::string_view unit) {
   return unit.empty() ? "input rows" : TerminalText(unit);
 }
 
+// "history (30/30 partitions)", "row counts", "mixed (12/30 partitions
+// from history)".
+std::string SourceText(absl::string_view source, int64_t from_history,
+                       int64_t partitions) {
+  if (source == "history") {
+    return partitions > 0 ? absl::StrCat("history (", from_history, "/",
+                                         partitions, " partitions)")
+                          : "history";
+  }
+  if (source == "row_counts") return "row counts";
+  if (source == "mixed") {
+    return partitions > 0
+               ? absl::StrCat("mixed (", from_history, "/", partitions,
+                              " partitions from history, the others from row "
+                              "counts)")
+               : absl::StrCat("mixed (", from_history,
+                              " partitions from history)");
+  }
+  return SafeOrDash(source);
+}
+
+// "Estimated from: a history (3/3 partitions), b row counts\n"; "" when
+// the server said nothing about it.
+std::string EstimateSourcesText(
+    const google::protobuf::RepeatedPtrField<v1::DatasetPlan>& datasets) {
+  std::vector<std::string> parts;
+  for (const v1::DatasetPlan& plan : datasets) {
+    if (plan.estimate_source().empty()) continue;
+    parts.push_back(absl::StrCat(
+        TerminalText(plan.dataset()), " ",
+        SourceText(plan.estimate_source(), plan.partitions_from_history(),
+                   plan.partitions_size())));
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat("Estimated from: ", absl::StrJoin(parts, ", "), "\n");
+}
+
+// The budgets of a plan and whether a submit would be refused; "" when no
+// budget applies.
+std::string BudgetText(const v1::PlanBackfillResponse& response) {
+  std::vector<std::string> limits;
+  const v1::CostEstimate& cost = response.cost();
+  if (cost.max_cost() > 0) {
+    limits.push_back(absl::StrCat("--max-cost ", HumanCount(cost.max_cost()),
+                                  " ", UnitOr(cost.unit())));
+  }
+  bool refused = !cost.refused().empty();
+  for (const v1::DatasetPlan& plan : response.datasets()) {
+    if (plan.cost().max_cost() > 0) {
+      limits.push_back(absl::StrCat(TerminalText(plan.dataset()), " max_cost ",
+                                    HumanCount(plan.cost().max_cost()), " ",
+                                    UnitOr(plan.cost().unit())));
+    }
+    refused = refused || !plan.cost().refused().empty();
+  }
+  if (limits.empty() && !refused) return "";
+  std::string out = absl::StrCat(
+      "Budget: ", limits.empty() ? "-" : absl::StrJoin(limits, ", "));
+  if (!refused) return absl::StrCat(out, " (within)\n");
+  absl::StrAppend(
+      &out, "\nA submit of this plan WOULD BE REFUSED: ",
+      TerminalText(cost.refused().empty() ? "over a budget" : cost.refused()),
+      "\n");
+  for (const v1::DatasetPlan& plan : response.datasets()) {
+    if (plan.cost().refused().empty() ||
+        plan.cost().refused() == cost.refused()) {
+      continue;
+    }
+    absl::StrAppend(&out, "  also: ", TerminalText(plan.cost().refused()),
+                    "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
@@ -402,6 +476,8 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
     absl::StrAppend(&out, " (", Percent(cost.ratio()), ")");
   }
   absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, EstimateSourcesText(response.datasets()));
+  absl::StrAppend(&out, BudgetText(response));
   if (response.datasets_size() > 0) {
     absl::StrAppend(
         &out,
@@ -624,6 +700,18 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
                      absl::StrCat("estimated ", FormatCost(cost), "; actual ",
                                   HumanCount(backfill.actual_cost()), " ",
                                   UnitOr(cost.unit())));
+  if (request.max_cost() > 0) {
+    lines.emplace_back("Max cost", absl::StrCat(HumanCount(request.max_cost()),
+                                                " ", UnitOr(cost.unit())));
+  }
+  for (const v1::DatasetCost& dc : backfill.dataset_costs()) {
+    lines.emplace_back(
+        absl::StrCat("Cost ", TerminalText(dc.dataset())),
+        absl::StrCat(
+            "estimated ", HumanCount(dc.estimated()), " ", UnitOr(cost.unit()),
+            " from ", SourceText(dc.source(), dc.partitions_from_history(), 0),
+            "; actual ", HumanCount(dc.actual()), " ", UnitOr(cost.unit())));
+  }
   lines.emplace_back("Rows written", Grouped(backfill.rows_written()));
   lines.emplace_back("Created", FormatTimestamp(backfill.create_time()));
   lines.emplace_back("Started", FormatTimestamp(backfill.start_time()));
@@ -799,7 +887,8 @@ std::string FormatChecks(const v1::Backfill& backfill) {
 
 std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
   if (response.backfills().empty()) return "no backfills\n";
-  Table table({"ID", "STATE", "DATASET", "PARTITIONS", "CREATED", "REASON"});
+  Table table({"ID", "STATE", "DATASET", "PARTITIONS", "COST EST/ACTUAL",
+               "CREATED", "REASON"});
   for (const v1::Backfill& backfill : response.backfills()) {
     table.AddRow({TerminalText(backfill.id()), StateName(backfill.state()),
                   TerminalText(backfill.request().dataset()),
@@ -808,6 +897,9 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
                                CutoffText(backfill.partitions()).empty()
                                    ? ""
                                    : " " + CutoffText(backfill.partitions())),
+                  absl::StrCat(HumanCount(backfill.cost_estimate().backfill()),
+                               "/", HumanCount(backfill.actual_cost()), " ",
+                               UnitOr(backfill.cost_estimate().unit())),
                   FormatTimestamp(backfill.create_time()),
                   SafeTruncate(backfill.request().reason(), kMaxReasonWidth)});
   }

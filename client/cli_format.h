@@ -10,12 +10,16 @@
 //
 // Formats (all timestamps UTC ISO-8601, "-" when unset):
 //   FormatDatasets   table NAME KIND GRAIN TABLE UPSTREAM DOWNSTREAM
-//   FormatPlan       per-dataset table, total cost vs full reload, why each
+//   FormatPlan       per-dataset table, total cost vs full reload, where
+//                    each dataset's estimate comes from, the budgets and
+//                    whether a submit would be refused for cost, why each
 //                    partition is planned (grouped into ranges), conflicts
 //                    (the jobs a submit would wait for)
-//   FormatBackfill   "label  value" block describing one job, then why each
-//                    partition is planned
-//   FormatBackfills  table ID STATE DATASET PARTITIONS CREATED REASON
+//   FormatBackfill   "label  value" block describing one job (with its
+//                    budget and each dataset's estimated and actual cost),
+//                    then why each partition is planned
+//   FormatBackfills  table ID STATE DATASET PARTITIONS COST EST/ACTUAL
+//                    CREATED REASON
 //   FormatDiff       per dataset its totals and measure deltas, a table
 //                    PARTITION BEFORE AFTER ADDED REMOVED CHANGED UNCHANGED
 //                    <measure> delta..., then the sample rows

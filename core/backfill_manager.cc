@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/affected_by.h"
 #include "core/fingerprint.h"
@@ -89,6 +90,7 @@ std::string RequestFingerprint(const BackfillRequest& r) {
     add("affected_by");
     add(parsed.ok() ? AffectedByText(*parsed) : r.affected_by);
   }
+  if (r.max_cost != 0) add(absl::StrFormat("max_cost=%.17g", r.max_cost));
   return HashHex(text);
 }
 
@@ -120,7 +122,7 @@ BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
       store_(store),
       engine_(engine),
       clock_(clock),
-      planner_(catalog, engine, options.planner),
+      planner_(catalog, engine, options.planner, store),
       runner_(catalog, store, engine, &planner_, clock, observer,
               RunnerOptionsOf(options)) {}
 
@@ -174,6 +176,10 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   }
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
   RETURN_IF_ERROR(CheckSql(plan));
+  // Over a budget (core/cost_budget.h): refused before anything is created.
+  if (!plan.cost.refused.empty()) {
+    return absl::FailedPreconditionError(plan.cost.refused);
+  }
 
   absl::MutexLock admission(&admission_mu_);
   RETURN_IF_ERROR(runner_.Accepting());

@@ -97,7 +97,9 @@ class BackfillManager {
   // message naming the jobs it waits for) while earlier jobs hold some of
   // its partitions. INVALID_ARGUMENT for bad requests, a missing reason, or
   // an idempotency key reused with a different request;
-  // FAILED_PRECONDITION when it would wait and `no_wait` is set.
+  // FAILED_PRECONDITION when it would wait and `no_wait` is set, or when
+  // the estimate is over a budget (the request's max_cost or a dataset's
+  // `max_cost`; nothing is created, the message names the limit).
   absl::StatusOr<SubmitResult> Submit(const BackfillRequest& request,
                                       const SubmitOptions& options);
 

@@ -121,6 +121,9 @@ struct DatasetSpec {
   // Every job that writes the dataset stops in AWAITING_APPROVAL once it is
   // validated, until an operator approves it (derived datasets only).
   bool require_approval = false;
+  // Budget: a job whose estimated cost of this dataset (input rows) is
+  // above it is refused (derived datasets only; 0: none).
+  double max_cost = 0;
   std::vector<CheckSpec> checks;  // declared checks, in file order
   std::string file;               // where it was declared, for error messages
   int line = 0;

@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/catalog.h"
 #include "core/diff.h"
 #include "core/job.h"
@@ -58,6 +59,26 @@ struct ValidationReport {
   // unpartitioned dataset); rows of no partition are not counted here.
   std::map<std::string, int64_t> rows_by_partition;
   std::vector<std::string> failures;  // empty: passed
+};
+
+// The engine's per-partition statistics of a dataset's published table:
+// what the planner's full-reload figure, the partitions a full reload
+// covers and whole-table inputs are costed from, without counting the
+// table on every plan. How current they are is the engine's to say
+// (SqliteEngine documents its change signal and staleness bound).
+struct PartitionStats {
+  // Rows per partition ("" for an unpartitioned dataset); partitions
+  // without rows are absent. A table that does not exist has no rows.
+  std::map<std::string, int64_t> rows;
+  // Every row of the table, rows that belong to no partition included.
+  int64_t total_rows = 0;
+  // When the table was last counted in full (InfinitePast: unknown).
+  absl::Time recounted_at = absl::InfinitePast();
+  // How this call got them: "recount" (the table was counted in full),
+  // "appended" (the stored counts plus the rows appended since), "current"
+  // (no change signalled since the stored counts) or "exact" (an engine
+  // that always counts).
+  std::string refresh;
 };
 
 // A rollback the warehouse has committed: written in the rollback's
@@ -184,6 +205,22 @@ class Engine {
   // time grains column values are mapped to partitions (see partition.h).
   virtual absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) = 0;
+
+  // Rows of each of `partitions` (valid values of the dataset's grain; "" for
+  // an unpartitioned dataset) in the dataset's published table, counted
+  // exactly now; every partition asked for is in the result (0 when it has
+  // no rows or the table does not exist). Costs what the rows of those
+  // partitions cost to read, not what the table holds, where the engine
+  // can select a partition's rows by index. The default counts the whole
+  // table with CountRowsByPartition.
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+      const DatasetSpec& dataset, const std::vector<std::string>& partitions);
+
+  // The dataset's per-partition statistics (see PartitionStats), refreshed
+  // as the engine's change signal requires. The default counts the whole
+  // table with CountRowsByPartition on every call (refresh "exact").
+  virtual absl::StatusOr<PartitionStats> PartitionStatistics(
+      const DatasetSpec& dataset);
 
   // Creates the job's staging tables and snapshots its pinned inputs if
   // they do not exist yet. Must be called (again after a restart) before

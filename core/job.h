@@ -80,6 +80,10 @@ struct BackfillRequest {
   // affected by the partitions of DATASET that hold a row where PREDICATE
   // is true. A scope of its own: excludes from, to and partitions.
   std::string affected_by;
+
+  // Budget: a submit whose estimated cost (kCostUnit) is above it is
+  // refused; 0: no limit of the request's own (see core/cost_budget.h).
+  double max_cost = 0;
 };
 
 // Cost in estimated input rows read.
@@ -87,6 +91,12 @@ inline constexpr char kCostUnit[] = "input_rows";
 struct Cost {
   double backfill = 0;
   double full_reload = 0;
+  // The budget the estimate was checked against (the request's max_cost
+  // for a plan's total, the dataset's `max_cost` for a dataset); 0: none.
+  double max_cost = 0;
+  // Set when the estimate is over a budget: a submit of the plan is refused
+  // (FAILED_PRECONDITION) with this message.
+  std::string refused;
   double ratio() const { return full_reload > 0 ? backfill / full_reload : 0; }
 };
 
@@ -103,6 +113,14 @@ struct DatasetPlan {
   // "... via all" (see planner.h). Empty strings for a job stored before
   // reasons were kept; empty when the partitions were not loaded.
   std::vector<std::string> partition_reasons = {};
+  // How cost.backfill was estimated (core/cost_estimator.h): the number of
+  // partitions estimated from the input rows of their last successful run,
+  // and "history" (all of them), "row_counts" (none) or "mixed".
+  int64_t partitions_from_history = 0;
+  std::string estimate_source;
+  // Input rows the job's tasks of this dataset actually read so far
+  // (staged or published); filled on job reads, 0 in a plan.
+  double actual_cost = 0;
 };
 
 struct Conflict {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -143,7 +144,8 @@ std::string StripTrailingSemicolons(std::string s) {
 
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
-    "max_parallel, require_approval, checks, description, retention";
+    "max_parallel, require_approval, checks, description, retention, "
+    "max_cost";
 
 // The keys each kind of check takes (besides kind, name and severity) and
 // which of them are required.
@@ -356,12 +358,12 @@ class FileParser {
     if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
       where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
     }
-    absl::Status s =
-        CheckKeys(d,
-                  {"name", "kind", "table", "partition", "upstream",
-                   "transform", "version", "contract", "max_parallel",
-                   "require_approval", "checks", "description", "retention"},
-                  where, kDatasetKeys);
+    absl::Status s = CheckKeys(
+        d,
+        {"name", "kind", "table", "partition", "upstream", "transform",
+         "version", "contract", "max_parallel", "require_approval", "checks",
+         "description", "retention", "max_cost"},
+        where, kDatasetKeys);
     if (!s.ok()) return s;
 
     absl::StatusOr<std::optional<std::string>> name =
@@ -495,6 +497,25 @@ class FileParser {
                                   " is only allowed on derived datasets (a "
                                   "source is never published by a backfill)"));
       }
+    }
+    absl::StatusOr<std::optional<std::string>> max_cost =
+        Scalar(d, "max_cost", where, false);
+    if (!max_cost.ok()) return max_cost.status();
+    if (*max_cost) {
+      double v = 0;
+      if (!absl::SimpleAtod(**max_cost, &v) || !std::isfinite(v) || v <= 0) {
+        return Error(d["max_cost"], spec.line,
+                     absl::StrCat("`max_cost` ", where, " is \"", **max_cost,
+                                  "\"; expected a positive number of input "
+                                  "rows (e.g. 1000000)"));
+      }
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(d["max_cost"], spec.line,
+                     absl::StrCat("`max_cost` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never recomputed)"));
+      }
+      spec.max_cost = v;
     }
     if (const YAML::Node checks = d["checks"]; checks && !checks.IsNull()) {
       if (!checks.IsSequence()) {

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/affected_by.h"
+#include "core/cost_budget.h"
+#include "core/cost_estimator.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
 #include "core/upstream_mapping.h"
@@ -104,23 +106,21 @@ std::string RequestedReason(const BackfillRequest& request) {
 
 }  // namespace
 
-// Row counts per dataset, fetched from the engine once each per call.
+// Row counts per dataset from the engine's partition statistics (through
+// the plan's CostEstimator, which fetches them once per dataset): what
+// decides the partitions a full reload covers and what `mapping: all`
+// reaches. No table is counted in full for them.
 class Planner::RowCountCache {
  public:
-  explicit RowCountCache(Engine* engine) : engine_(engine) {}
+  explicit RowCountCache(CostEstimator* estimator) : estimator_(estimator) {}
 
-  absl::StatusOr<RowCounts*> Of(const DatasetSpec& d) {
-    auto it = counts_.find(d.name);
-    if (it == counts_.end()) {
-      ASSIGN_OR_RETURN(RowCounts c, engine_->CountRowsByPartition(d));
-      it = counts_.emplace(d.name, std::move(c)).first;
-    }
-    return &it->second;
+  absl::StatusOr<const RowCounts*> Of(const DatasetSpec& d) {
+    ASSIGN_OR_RETURN(const PartitionStats* stats, estimator_->Stats(d));
+    return &stats->rows;
   }
 
  private:
-  Engine* engine_;
-  std::map<std::string, RowCounts> counts_;
+  CostEstimator* estimator_;
 };
 
 absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
@@ -221,7 +221,7 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
     if (e.mapping == Mapping::kAll) continue;
     has_partitioned = true;
     const DatasetSpec* up = catalog_->Find(e.dataset);
-    ASSIGN_OR_RETURN(RowCounts * c, counts.Of(*up));
+    ASSIGN_OR_RETURN(const RowCounts* c, counts.Of(*up));
     if (e.mapping == Mapping::kIdentity) {
       for (const auto& [p, n] : *c) all.insert(p);
       continue;
@@ -235,7 +235,7 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
     if (mapped) all.insert(mapped->begin(), mapped->end());
   }
   if (!has_partitioned) {
-    ASSIGN_OR_RETURN(RowCounts * c, counts.Of(d));
+    ASSIGN_OR_RETURN(const RowCounts* c, counts.Of(d));
     for (const auto& [p, n] : *c) all.insert(p);
   }
   return all;
@@ -352,7 +352,12 @@ absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
       }
     }
   }
-  RowCountCache counts(engine_);
+  CostEstimator estimator(
+      catalog_, engine_, nullptr,
+      [this](const DatasetSpec& d, const std::string& partition) {
+        return InputsOf(d, partition);
+      });
+  RowCountCache counts(&estimator);
   Scope scope;
   scope[from.name] = std::move(seeds);
   RETURN_IF_ERROR(Propagate(from, &only, counts, &scope, nullptr));
@@ -385,6 +390,7 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
             ? ""
             : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
   }
+  RETURN_IF_ERROR(ValidateMaxCost(request.max_cost));
   std::vector<std::string> requested;
   if (request.affected_by.empty()) {
     ASSIGN_OR_RETURN(requested,
@@ -393,36 +399,15 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     ASSIGN_OR_RETURN(requested, ResolveAffectedBy(*target, request));
   }
 
-  // Row counts per upstream and per dataset, fetched once each.
-  RowCountCache counts(engine_);
-  auto counts_of = [&](const DatasetSpec& d) { return counts.Of(d); };
-  // Every partition a full reload of `d` recomputes.
-  auto full_partitions = [&](const DatasetSpec& d) {
-    return FullPartitions(d, counts);
-  };
-  // Whole-table row counts, summed once per upstream.
-  std::map<std::string, double> totals;
-  // The rows of exactly the inputs a task of `d` for `partition` reads.
-  auto cost_of = [&](const DatasetSpec& d,
-                     const std::string& partition) -> absl::StatusOr<double> {
-    double cost = 0;
-    for (const InputRef& in : InputsOf(d, partition)) {
-      ASSIGN_OR_RETURN(RowCounts * c, counts_of(*in.dataset));
-      if (in.partition) {
-        auto it = c->find(*in.partition);
-        if (it != c->end()) cost += static_cast<double>(it->second);
-        continue;
-      }
-      auto total = totals.find(in.dataset->name);
-      if (total == totals.end()) {
-        double sum = 0;
-        for (const auto& [p, n] : *c) sum += static_cast<double>(n);
-        total = totals.emplace(in.dataset->name, sum).first;
-      }
-      cost += total->second;
-    }
-    return cost;
-  };
+  // The cost figures (core/cost_estimator.h) and the row counts that decide
+  // which partitions `all` edges and full reloads cover, from the engine's
+  // partition statistics.
+  CostEstimator estimator(
+      catalog_, engine_, history_,
+      [this](const DatasetSpec& d, const std::string& partition) {
+        return InputsOf(d, partition);
+      });
+  RowCountCache counts(&estimator);
 
   // Partitions per dataset, propagated to dependents in topological order,
   // each with the reason it is planned.
@@ -452,17 +437,6 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     }
     dp.reason = reason[d.name];
     dp.transform_version = d.transform_version;
-    for (const std::string& p : dp.partitions) {
-      ASSIGN_OR_RETURN(double c, cost_of(d, p));
-      dp.cost.backfill += c;
-    }
-    ASSIGN_OR_RETURN(std::set<std::string> all, full_partitions(d));
-    for (const std::string& p : all) {
-      ASSIGN_OR_RETURN(double c, cost_of(d, p));
-      dp.cost.full_reload += c;
-    }
-    plan.cost.backfill += dp.cost.backfill;
-    plan.cost.full_reload += dp.cost.full_reload;
     total += dp.partitions.size();
     plan.datasets.push_back(std::move(dp));
   }
@@ -471,6 +445,14 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
         "the plan has ", total, " partitions (with dependents); at most ",
         limits_.max_partitions, " per backfill: narrow the scope"));
   }
+  for (DatasetPlan& dp : plan.datasets) {
+    const DatasetSpec& d = *catalog_->Find(dp.dataset);
+    ASSIGN_OR_RETURN(std::set<std::string> all, FullPartitions(d, counts));
+    RETURN_IF_ERROR(estimator.Estimate(d, all, &dp));
+    plan.cost.backfill += dp.cost.backfill;
+    plan.cost.full_reload += dp.cost.full_reload;
+  }
+  ApplyBudgets(*catalog_, request, &plan);
   return plan;
 }
 

@@ -21,7 +21,11 @@
 // whole of each `all` upstream. The full reload is the same measure over
 // every partition a reload of the dataset computes: the partitions its
 // identity, rollup and lookback upstreams hold, mapped through those edges
-// (its own partitions when it has none).
+// (its own partitions when it has none). How each figure is obtained
+// (recorded history, exact counts of the partitions in scope, the engine's
+// partition statistics) is core/cost_estimator.h's; budgets are
+// core/cost_budget.h's. Planning reads no table in full: its cost follows
+// the scope.
 //
 // Thread-safe: holds only const references.
 
@@ -37,6 +41,7 @@
 #include "core/catalog.h"
 #include "core/engine.h"
 #include "core/job.h"
+#include "core/state_store.h"
 
 namespace backfill {
 
@@ -46,12 +51,19 @@ struct PlannerLimits {
 
 class Planner {
  public:
-  Planner(const Catalog* catalog, Engine* engine, PlannerLimits limits = {})
-      : catalog_(catalog), engine_(engine), limits_(limits) {}
+  // `history` (may be null: estimates from row counts only) supplies the
+  // input rows of earlier runs.
+  Planner(const Catalog* catalog, Engine* engine, PlannerLimits limits = {},
+          StateStore* history = nullptr)
+      : catalog_(catalog),
+        engine_(engine),
+        limits_(limits),
+        history_(history) {}
 
   // Validates the request (INVALID_ARGUMENT with an actionable message for
   // an unknown or source dataset, a missing, empty, inverted or malformed
-  // scope, unknown keys) and returns the plan. Conflicts are not filled in.
+  // scope, unknown keys, a negative max_cost) and returns the plan with its
+  // budgets applied (Cost::refused). Conflicts are not filled in.
   absl::StatusOr<Plan> MakePlan(const BackfillRequest& request) const;
 
   // The inputs a task of `dataset` for `partition` reads: one InputRef per
@@ -100,6 +112,7 @@ class Planner {
   const Catalog* catalog_;
   Engine* engine_;
   PlannerLimits limits_;
+  StateStore* history_;
 };
 
 }  // namespace backfill

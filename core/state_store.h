@@ -196,6 +196,15 @@ class StateStore {
   virtual absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
       const std::vector<std::string>& job_ids) = 0;
 
+  // Cost history for planning: for each of `partitions` of `dataset` that
+  // ran successfully before, the input rows its last successful run read —
+  // the task of the newest job (by job number) in which it reached
+  // PUBLISHED or UNCHANGED (recomputed, identical to the published rows).
+  // Partitions that never did are absent.
+  virtual absl::StatusOr<std::map<std::string, int64_t>> LastRunInputRows(
+      const std::string& dataset,
+      const std::vector<std::string>& partitions) = 0;
+
   virtual absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) = 0;
 

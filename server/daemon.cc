@@ -269,6 +269,7 @@ absl::Status Daemon::Init(Catalog catalog) {
                         absl::StrCat("cannot open warehouse ", warehouse_path,
                                      ": ", engine.status().message()));
   }
+  (*engine)->SetStatsPolicy(options_.stats_max_age);
   engine_ = *std::move(engine);
   absl::StatusOr<OwnershipResult> ownership = CheckAndClaimWarehouse(
       store_.get(), engine_.get(), options_.adopt_warehouse, state_path,

@@ -47,6 +47,9 @@ struct DaemonOptions {
   // How long running partitions may take to finish after Shutdown() begins;
   // then their statements are interrupted (they rerun after a restart).
   absl::Duration drain_timeout = absl::Seconds(30);
+  // Partition statistics counted in full longer ago than this are counted
+  // again (storage/sqlite_partition_stats.h); zero: on every plan.
+  absl::Duration stats_max_age = absl::Hours(1);
   // Let this state store take over the warehouse as it is, when the two do
   // not belong together (see core/warehouse_ownership.h).
   bool adopt_warehouse = false;

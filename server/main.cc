@@ -55,6 +55,13 @@ int main(int argc, char** argv) {
                  "before they are interrupted (they rerun after a restart)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  double stats_max_age_seconds = absl::ToDoubleSeconds(options.stats_max_age);
+  app.add_option("--stats-max-age", stats_max_age_seconds,
+                 "Seconds after which the warehouse's partition statistics "
+                 "(the full-reload cost figure) are counted again in full; "
+                 "0: on every plan")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 30.0 * 86400.0));
   app.add_flag("--adopt-warehouse", options.adopt_warehouse,
                "Let this state store take over a warehouse that belongs to "
                "another (or to no longer recorded jobs) as it is; see the "
@@ -71,6 +78,7 @@ int main(int argc, char** argv) {
   }
 
   options.drain_timeout = absl::Seconds(drain_seconds);
+  options.stats_max_age = absl::Seconds(stats_max_age_seconds);
 
   // Logs go to stderr; stdout stays free.
   spdlog::set_default_logger(spdlog::stderr_color_mt("backfilld"));

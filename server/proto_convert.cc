@@ -21,6 +21,7 @@ BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
   request.priority = proto.priority();
   request.max_parallel = proto.max_parallel();
   request.affected_by = proto.affected_by();
+  request.max_cost = proto.max_cost();
   return request;
 }
 
@@ -37,6 +38,7 @@ v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
   proto.set_priority(request.priority);
   proto.set_max_parallel(request.max_parallel);
   proto.set_affected_by(request.affected_by);
+  proto.set_max_cost(request.max_cost);
   return proto;
 }
 
@@ -123,6 +125,8 @@ v1::CostEstimate CostToProto(const Cost& cost) {
   proto.set_backfill(cost.backfill);
   proto.set_full_reload(cost.full_reload);
   proto.set_ratio(cost.ratio());
+  proto.set_max_cost(cost.max_cost);
+  proto.set_refused(cost.refused);
   return proto;
 }
 
@@ -145,6 +149,8 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
     }
   }
   *proto.mutable_cost() = CostToProto(plan.cost);
+  proto.set_partitions_from_history(plan.partitions_from_history);
+  proto.set_estimate_source(plan.estimate_source);
   return proto;
 }
 
@@ -214,6 +220,14 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   }
   if (job.approval) *proto.mutable_approval() = ApprovalToProto(*job.approval);
   if (job.rollback) *proto.mutable_rollback() = RollbackToProto(*job.rollback);
+  for (const DatasetPlan& plan : job.plan.datasets) {
+    v1::DatasetCost* cost = proto.add_dataset_costs();
+    cost->set_dataset(plan.dataset);
+    cost->set_estimated(plan.cost.backfill);
+    cost->set_actual(plan.actual_cost);
+    cost->set_source(plan.estimate_source);
+    cost->set_partitions_from_history(plan.partitions_from_history);
+  }
   return proto;
 }
 
@@ -353,6 +367,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
     retention->set_declared(spec.retention.declared);
   }
   proto.set_require_approval(spec.require_approval);
+  proto.set_max_cost(spec.max_cost);
   return proto;
 }
 

@@ -31,6 +31,7 @@
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_membership.h"
+#include "storage/sqlite_partition_stats.h"
 #include "storage/sqlite_sandbox.h"
 
 namespace backfill {
@@ -502,6 +503,7 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));
+    if (i == 0) RETURN_IF_ERROR(sqlite::CreatePartitionStatsTables(db.get()));
     conns.push_back(std::move(db));
   }
   std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
@@ -871,6 +873,56 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
     }
   }
   return std::vector<std::string>(matching.begin(), matching.end());
+}
+
+void SqliteEngine::SetStatsPolicy(absl::Duration max_age,
+                                  std::function<absl::Time()> now) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_max_age_ = max_age;
+  stats_now_ = std::move(now);
+}
+
+absl::StatusOr<std::map<std::string, int64_t>>
+SqliteEngine::CountRowsInPartitions(
+    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
+  Lease db = Acquire();
+  std::map<std::string, int64_t> out;
+  bool contradicted = false;
+  {
+    ASSIGN_OR_RETURN(
+        Transaction txn,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+    ASSIGN_OR_RETURN(out,
+                     sqlite::CountPartitions(db.get(), dataset, partitions));
+    ASSIGN_OR_RETURN(contradicted,
+                     sqlite::StatsContradicted(db.get(), dataset, out));
+    RETURN_IF_ERROR(txn.Commit());
+  }
+  if (contradicted) {
+    spdlog::info(
+        "{}: table {} changed in a way its partition statistics could not "
+        "see (rows deleted or moved); they are counted again",
+        dataset.name, dataset.table);
+    RETURN_IF_ERROR(sqlite::DropPartitionStats(db.get(), dataset.name));
+  }
+  return out;
+}
+
+absl::Time SqliteEngine::StatsNow() const {
+  absl::MutexLock lock(&stats_mu_);
+  return stats_now_ ? stats_now_() : absl::Now();
+}
+
+absl::StatusOr<PartitionStats> SqliteEngine::PartitionStatistics(
+    const DatasetSpec& dataset) {
+  sqlite::StatsPolicy policy;
+  {
+    absl::MutexLock lock(&stats_mu_);
+    policy.max_age = stats_max_age_;
+  }
+  const absl::Time now = StatsNow();
+  Lease db = Acquire();
+  return sqlite::RefreshPartitionStats(db.get(), dataset, policy, now);
 }
 
 absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
@@ -1659,6 +1711,8 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
       }
     }
     const std::string table = Q(ds.table);
+    ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
+                     sqlite::StatsWrite::Begin(db.get(), ds, item.partitions));
     std::string create = absl::StrCat("CREATE TABLE IF NOT EXISTS main.", table,
                                       " (", ColumnDefs(ds));
     if (!ds.primary_key.empty()) {
@@ -1767,6 +1821,7 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
         db->Exec(absl::StrCat("INSERT INTO main.", table, " (", cols,
                               ") SELECT ", cols, " FROM main.", Q(stage))),
         where));
+    RETURN_IF_ERROR(Annotate(stats.Finish(db.get(), StatsNow()), where));
   }
   {
     ASSIGN_OR_RETURN(
@@ -1893,6 +1948,8 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
     const std::string table = Q(ds.table);
     const std::string prev = Q(prev_name);
     const std::string cols = ColumnList(ds);
+    ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
+                     sqlite::StatsWrite::Begin(db.get(), ds, item.partitions));
     // Like Publish, the rollback proves its statements: per partition, the
     // rows deleted must equal the rows that belong to the partition and the
     // rows restored the copy's rows of it, both counted apart from those
@@ -1969,6 +2026,7 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
           " belong to the job's partitions; the transaction was rolled back "
           "and nothing was restored"));
     }
+    RETURN_IF_ERROR(Annotate(stats.Finish(db.get(), StatsNow()), where));
     RETURN_IF_ERROR(
         MeasurePartitions(db.get(), item, &result.partitions, &result.rows));
   }

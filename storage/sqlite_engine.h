@@ -29,6 +29,13 @@
 //                              twice.
 //   _bf_meta                   (key, value): owner_store_id, the state store
 //                              that claimed the warehouse.
+//   _bf_partition_stats,       rows per partition of each dataset's table
+//   _bf_partition_stats_meta   and what they were counted from: see
+//                              storage/sqlite_partition_stats.h for the
+//                              change signal, the cost of a refresh and the
+//                              staleness bound. Publish and Rollback keep
+//                              them exact for the partitions they replace,
+//                              in their own transaction.
 //
 // The engine remembers the identity (device, inode) of the file it opened
 // and checks it before each step and inside the publish transaction before
@@ -75,6 +82,7 @@
 #ifndef BACKFILL_STORAGE_SQLITE_ENGINE_H_
 #define BACKFILL_STORAGE_SQLITE_ENGINE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -111,6 +119,18 @@ class SqliteEngine : public Engine {
   absl::StatusOr<WarehouseInfo> Inspect() override;
   absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) override;
+  // Exact, through the membership pre-filter (an index on the partition
+  // column makes it cost the rows of those partitions); afterwards, when the
+  // stored statistics claim to be current but disagree with these exact
+  // counts, drops them so the next PartitionStatistics counts in full.
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
+  // Refreshed as storage/sqlite_partition_stats.h says, under the policy
+  // set with SetStatsPolicy (default: counts older than an hour are
+  // recounted).
+  absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
   absl::Status PrepareJob(const JobLayout& layout) override;
   absl::StatusOr<StageResult> StagePartition(
@@ -179,6 +199,12 @@ class SqliteEngine : public Engine {
 
   // How long PartitionsMatching lets a predicate run (default 20 s).
   void SetPredicateTimeout(absl::Duration timeout);
+
+  // How old partition statistics may get before a full recount (zero: every
+  // refresh recounts), and the clock their age is measured with (nullptr:
+  // the system clock). Thread-safe.
+  void SetStatsPolicy(absl::Duration max_age,
+                      std::function<absl::Time()> now = nullptr);
 
   // Reserved table names (unquoted), exposed for tests and tooling.
   static std::string StageTable(const std::string& job_id,
@@ -252,6 +278,13 @@ class SqliteEngine : public Engine {
   absl::Mutex query_mu_;
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(query_mu_) =
       absl::Seconds(20);
+
+  // The time statistics are stamped and aged with.
+  absl::Time StatsNow() const ABSL_LOCKS_EXCLUDED(stats_mu_);
+
+  mutable absl::Mutex stats_mu_;
+  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
+  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
 
   absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<const JobInfo>> jobs_

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -228,6 +229,19 @@ ALTER TABLE tasks ADD COLUMN reason TEXT NOT NULL DEFAULT '';
     // 8: a job's affected_by scope ("DATASET: PREDICATE"; '' for none).
     R"sql(
 ALTER TABLE jobs ADD COLUMN affected_by TEXT NOT NULL DEFAULT '';
+)sql",
+    // 9: cost estimates and budgets. A job's budget (--max-cost), how each
+    // dataset's estimate was made (from the history of earlier runs or from
+    // row counts) and the dataset's own budget when planned; an index to
+    // find a partition's last successful run (its input rows are the
+    // history).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN max_cost REAL NOT NULL DEFAULT 0;
+ALTER TABLE job_datasets ADD COLUMN estimate_source TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_datasets ADD COLUMN partitions_from_history INTEGER NOT NULL
+  DEFAULT 0;
+ALTER TABLE job_datasets ADD COLUMN max_cost REAL NOT NULL DEFAULT 0;
+CREATE INDEX tasks_by_partition ON tasks (dataset, "partition", state);
 )sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -711,6 +725,7 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
       job.approval = std::move(approval);
     }
   }
+  RETURN_IF_ERROR(ReadJobCosts(id, &job));
   return job;
 }
 
@@ -826,6 +841,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
   RETURN_IF_ERROR(AppendAudit(id, "", JobStateText(JobState::kQueued),
                               job.message.empty() ? "created" : job.message,
                               now));
+  RETURN_IF_ERROR(WriteJobCosts(id, job));
   ASSIGN_OR_RETURN(Job stored, LoadJob(id));
   RETURN_IF_ERROR(txn.Commit());
   return CreateJobResult{std::move(stored), true};
@@ -1569,6 +1585,110 @@ SqliteStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row && !q.ColumnIsNull(0)) out[id] = ColumnTime(q, 0);
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::Status SqliteStateStore::WriteJobCosts(const std::string& id,
+                                             const Job& job) {
+  {
+    ASSIGN_OR_RETURN(Statement q, db_->Prepare("UPDATE jobs SET max_cost = ?2 "
+                                               "WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    RETURN_IF_ERROR(q.BindDouble(2, job.request.max_cost));
+    RETURN_IF_ERROR(q.Run());
+  }
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("UPDATE job_datasets SET estimate_source = ?3, "
+                                "partitions_from_history = ?4, max_cost = ?5 "
+                                "WHERE job_id = ?1 AND ordinal = ?2"));
+  for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
+    const DatasetPlan& dp = job.plan.datasets[i];
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, id));
+    RETURN_IF_ERROR(q.BindInt(2, static_cast<int64_t>(i)));
+    RETURN_IF_ERROR(q.BindText(3, dp.estimate_source));
+    RETURN_IF_ERROR(q.BindInt(4, dp.partitions_from_history));
+    RETURN_IF_ERROR(q.BindDouble(5, dp.cost.max_cost));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT max_cost FROM jobs WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      job->request.max_cost = q.ColumnDouble(0);
+      job->plan.cost.max_cost = job->request.max_cost;
+    }
+  }
+  std::map<std::string, DatasetPlan*> by_name;
+  for (DatasetPlan& dp : job->plan.datasets) by_name[dp.dataset] = &dp;
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT dataset, estimate_source, "
+                     "partitions_from_history, max_cost FROM job_datasets "
+                     "WHERE job_id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      auto it = by_name.find(q.ColumnText(0));
+      if (it == by_name.end()) continue;
+      it->second->estimate_source = q.ColumnText(1);
+      it->second->partitions_from_history = q.ColumnInt(2);
+      it->second->cost.max_cost = q.ColumnDouble(3);
+    }
+  }
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT dataset, TOTAL(input_rows) FROM tasks WHERE "
+                   "job_id = ?1 AND state IN ('STAGED', 'PUBLISHED', "
+                   "'UNCHANGED') GROUP BY "
+                   "dataset"));
+  RETURN_IF_ERROR(q.BindText(1, id));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    auto it = by_name.find(q.ColumnText(0));
+    if (it != by_name.end()) it->second->actual_cost = q.ColumnDouble(1);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, int64_t>>
+SqliteStateStore::LastRunInputRows(const std::string& dataset,
+                                   const std::vector<std::string>& partitions) {
+  std::map<std::string, int64_t> out;
+  if (partitions.empty()) return out;
+  const std::set<std::string> wanted(partitions.begin(), partitions.end());
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  // Newest job first per partition: the first row of each partition wins.
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT t.\"partition\", t.input_rows FROM tasks t "
+                   "JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 AND "
+                   "t.\"partition\" >= ?2 AND t.\"partition\" <= ?3 AND "
+                   "t.state IN ('PUBLISHED', 'UNCHANGED') ORDER BY "
+                   "t.\"partition\", j.seq "
+                   "DESC"));
+  RETURN_IF_ERROR(q.BindText(1, dataset));
+  RETURN_IF_ERROR(q.BindText(2, *wanted.begin()));
+  RETURN_IF_ERROR(q.BindText(3, *wanted.rbegin()));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    std::string partition = q.ColumnText(0);
+    if (wanted.count(partition) == 0) continue;
+    out.emplace(std::move(partition), q.ColumnInt(1));  // keeps the first
   }
   RETURN_IF_ERROR(txn.Commit());
   return out;

@@ -132,6 +132,11 @@ class SqliteStateStore : public StateStore {
       const std::string& job_id) override;
   absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
       const std::vector<std::string>& job_ids) override;
+  // One range scan per call over the (dataset, partition) index of tasks,
+  // from the smallest to the largest partition asked for.
+  absl::StatusOr<std::map<std::string, int64_t>> LastRunInputRows(
+      const std::string& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) override;
   absl::StatusOr<StoreStats> Stats() override;
@@ -160,6 +165,13 @@ class SqliteStateStore : public StateStore {
   absl::Status WriteTransition(const std::string& job_id, JobState from,
                                JobState to, const std::string& message,
                                absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cost columns of a job (its budget, each dataset's estimate source
+  // and budget), in the caller's transaction: written after CreateJob's
+  // inserts, read after LoadJob's, with each dataset's actual cost.
+  absl::Status WriteJobCosts(const std::string& id, const Job& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadJobCosts(const std::string& id, Job* job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendAudit(const std::string& job_id,
                            const std::string& from_state,

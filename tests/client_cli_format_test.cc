@@ -425,6 +425,57 @@ TEST(FormatPlanTest, HeadlineRowsCostAndNoConflicts) {
   EXPECT_THAT(out, EndsWith("Conflicts: none\n"));
 }
 
+TEST(FormatPlanTest, EstimateSourcesAndBudgets) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  plan.mutable_datasets(0)->set_estimate_source("history");
+  plan.mutable_datasets(0)->set_partitions_from_history(3);
+  plan.mutable_datasets(1)->set_estimate_source("mixed");
+  plan.mutable_datasets(1)->set_partitions_from_history(1);
+  std::string out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Estimated from: orders history (3/3 partitions), "
+                       "daily_revenue mixed (1/4 partitions from history, the "
+                       "others from row counts)"));
+  // No budget: no budget line.
+  EXPECT_THAT(out, Not(HasSubstr("Budget")));
+
+  plan.mutable_cost()->set_unit("input_rows");
+  plan.mutable_cost()->set_max_cost(5000);
+  out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Budget: --max-cost 5000 input_rows (within)"));
+
+  plan.mutable_cost()->set_max_cost(2500);
+  plan.mutable_cost()->set_refused("estimated cost 3,000 input_rows exceeds");
+  plan.mutable_datasets(1)->mutable_cost()->set_max_cost(1500);
+  plan.mutable_datasets(1)->mutable_cost()->set_refused(
+      "daily_revenue \x1b[31m over");
+  out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Budget: --max-cost 2500 input_rows, daily_revenue "
+                       "max_cost 1500 input rows"));
+  EXPECT_THAT(Lines(out),
+              Contains("A submit of this plan WOULD BE REFUSED: estimated cost "
+                       "3,000 input_rows exceeds"));
+  // The dataset's own refusal too, made safe for the terminal.
+  EXPECT_THAT(Lines(out), Contains("  also: daily_revenue \\x1b[31m over"));
+}
+
+TEST(FormatBackfillTest, BudgetAndCostPerDataset) {
+  v1::Backfill backfill = Job("bf-7", v1::BACKFILL_STATE_SUCCEEDED, 3, 0, 3);
+  backfill.mutable_request()->set_max_cost(2e6);
+  *backfill.mutable_cost_estimate() = Cost(1500, 30000, "input_rows");
+  v1::DatasetCost* cost = backfill.add_dataset_costs();
+  cost->set_dataset("daily_revenue");
+  cost->set_estimated(1500);
+  cost->set_actual(1620);
+  cost->set_source("history");
+  const std::string out = FormatBackfill(backfill);
+  EXPECT_EQ(ValueOf(out, "Max cost"), "2.00M input_rows");
+  EXPECT_EQ(ValueOf(out, "Cost daily_revenue"),
+            "estimated 1500 input_rows from history; actual 1620 input_rows");
+}
+
 TEST(FormatPlanTest, SingularCountsAndNoFullReload) {
   v1::PlanBackfillResponse plan;
   v1::DatasetPlan* one = plan.add_datasets();
@@ -731,6 +782,9 @@ TEST(FormatBackfillsTest, OneRowPerJob) {
   first->mutable_request()->set_dataset("orders");
   first->mutable_request()->set_reason("late data");
   first->mutable_create_time()->set_seconds(kMarch1At123456);
+  first->mutable_cost_estimate()->set_unit("input_rows");
+  first->mutable_cost_estimate()->set_backfill(12345);
+  first->set_actual_cost(6000);
   v1::Backfill* second = list.add_backfills();
   *second = Job("bf-22", v1::BACKFILL_STATE_SUCCEEDED, 7, 0, 7);
   second->mutable_request()->set_dataset("daily_revenue");
@@ -740,13 +794,16 @@ TEST(FormatBackfillsTest, OneRowPerJob) {
   const std::vector<std::string> lines = Lines(FormatBackfills(list));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_THAT(lines[0],
-              MatchesRegex("ID +STATE +DATASET +PARTITIONS +CREATED +REASON"));
+              MatchesRegex("ID +STATE +DATASET +PARTITIONS +COST EST/ACTUAL "
+                           "+CREATED +REASON"));
   EXPECT_THAT(lines[1], MatchesRegex("bf-1 +RUNNING +orders +135/300 "
+                                     "+12\\.3k/6000 input_rows "
                                      "+2025-03-01T12:34:56Z +late data"));
   // Reasons are cut to 40 characters, the cut marked with "...".
   EXPECT_THAT(lines[2],
-              MatchesRegex("bf-22 +SUCCEEDED +daily_revenue +7/7 +- +"
-                           "a very long reason that goes on and o\\.\\.\\."));
+              MatchesRegex("bf-22 +SUCCEEDED +daily_revenue +7/7 +0/0 input "
+                           "rows +- +a very long reason that goes on and "
+                           "o\\.\\.\\."));
   // Columns line up: STATE starts at the same column on every line.
   const size_t state_column = lines[0].find("STATE");
   EXPECT_EQ(lines[1].find("RUNNING"), state_column);

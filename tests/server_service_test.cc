@@ -483,6 +483,89 @@ TEST_F(ServerServiceTest, BadRequestsAreRejectedAndChangeNothing) {
   EXPECT_EQ(StoredJobs(), 0u);
 }
 
+// --max-cost over gRPC: a submit over the budget is FAILED_PRECONDITION and
+// creates nothing; a plan over it is shown with the refusal; a job within it
+// keeps its budget and reports each dataset's estimate and actual cost.
+TEST_F(ServerServiceTest, MaxCostRefusesASubmitOverItAndCreatesNothing) {
+  // Expected figures with plain SQL: daily_revenue of a day reads that
+  // day's orders and every customer.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(
+      sqlite3_open_v2(warehouse_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+      SQLITE_OK);
+  auto count = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK);
+    int64_t n = -1;
+    if (st != nullptr && sqlite3_step(st) == SQLITE_ROW) {
+      n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return n;
+  };
+  const int64_t estimate = count(
+      "SELECT (SELECT COUNT(*) FROM raw_orders WHERE order_date >= "
+      "'2025-03-02' AND order_date < '2025-03-05') + 3 * (SELECT COUNT(*) "
+      "FROM dim_customers)");
+  const int64_t full = count(
+      "SELECT (SELECT COUNT(*) FROM raw_orders) + (SELECT COUNT(DISTINCT "
+      "order_date) FROM raw_orders) * (SELECT COUNT(*) FROM dim_customers)");
+  sqlite3_close(db);
+  ASSERT_GT(estimate, 1);
+  const std::string refusal = absl::StrCat(
+      "estimated cost ", estimate, " input_rows exceeds --max-cost ",
+      estimate - 1, " (a full reload costs ", full,
+      " input_rows): narrow the scope or raise the limit");
+
+  v1::BackfillRequest request =
+      RangeRequest("daily_revenue", "2025-03-02", "2025-03-05");
+  request.set_max_cost(static_cast<double>(estimate - 1));
+  absl::StatusOr<v1::SubmitBackfillResponse> refused =
+      client_->Submit(request, "budget-key");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition)
+      << refused.status();
+  EXPECT_EQ(refused.status().message(), refusal);
+  EXPECT_EQ(StoredJobs(), 0u);
+
+  absl::StatusOr<v1::PlanBackfillResponse> plan = client_->Plan(request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_DOUBLE_EQ(plan->cost().backfill(), static_cast<double>(estimate));
+  EXPECT_DOUBLE_EQ(plan->cost().full_reload(), static_cast<double>(full));
+  EXPECT_DOUBLE_EQ(plan->cost().max_cost(), static_cast<double>(estimate - 1));
+  EXPECT_EQ(plan->cost().refused(), refusal);
+  EXPECT_EQ(plan->datasets(0).estimate_source(), "row_counts");
+
+  // Bad budgets are INVALID_ARGUMENT naming the field, and change nothing.
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    request.set_max_cost(bad);
+    absl::Status status = client_->Submit(request, "").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("max_cost")) << bad;
+  }
+  EXPECT_EQ(StoredJobs(), 0u);
+
+  // At the estimate: within the budget.
+  request.set_max_cost(static_cast<double>(estimate));
+  absl::StatusOr<v1::SubmitBackfillResponse> submitted =
+      client_->Submit(request, "budget-key");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_DOUBLE_EQ(submitted->backfill().request().max_cost(),
+                   static_cast<double>(estimate));
+  EXPECT_TRUE(submitted->backfill().cost_estimate().refused().empty());
+  WatchToEnd(submitted->backfill().id());
+  absl::StatusOr<v1::Backfill> done = client_->Get(submitted->backfill().id());
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::BACKFILL_STATE_SUCCEEDED) << done->message();
+  ASSERT_EQ(done->dataset_costs_size(), 1);
+  const v1::DatasetCost& cost = done->dataset_costs(0);
+  EXPECT_EQ(cost.dataset(), "daily_revenue");
+  EXPECT_DOUBLE_EQ(cost.estimated(), static_cast<double>(estimate));
+  EXPECT_DOUBLE_EQ(cost.actual(), static_cast<double>(estimate));
+  EXPECT_EQ(cost.source(), "row_counts");
+  EXPECT_DOUBLE_EQ(done->actual_cost(), static_cast<double>(estimate));
+  EXPECT_EQ(StoredJobs(), 1u);
+}
+
 TEST_F(ServerServiceTest, DiffPagesThroughPartitionsAndApproveIsValidated) {
   absl::StatusOr<v1::SubmitBackfillResponse> submitted = client_->Submit(
       RangeRequest("daily_revenue", "2025-03-01", "2025-03-06"), "diff-key");
@@ -817,8 +900,11 @@ TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
   Job queued;
   queued.request = RequestFromProto(
       RangeRequest("daily_revenue", "2025-03-05", "2025-03-06"));
-  queued.plan.datasets.push_back(
-      {"daily_revenue", {"2025-03-05"}, "requested", "", {}});
+  DatasetPlan queued_plan;
+  queued_plan.dataset = "daily_revenue";
+  queued_plan.partitions = {"2025-03-05"};
+  queued_plan.reason = "requested";
+  queued.plan.datasets.push_back(queued_plan);
   absl::StatusOr<CreateJobResult> created =
       store_->CreateJob(queued, absl::Now());
   ASSERT_TRUE(created.ok()) << created.status();

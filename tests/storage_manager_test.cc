@@ -557,12 +557,12 @@ TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
   OpenStorage();  // a fresh engine wrapper: cleanup works again
   StartManager();
   EXPECT_EQ(
-      raw.Count(
-          "SELECT COUNT(*) FROM sqlite_master WHERE type = "
-          "'table' AND name LIKE '\\_bf\\_%' ESCAPE '\\' AND "
-          "name NOT IN ('_bf_publications', '_bf_meta', '_bf_rollbacks') AND "
-          "name NOT "
-          "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
+      raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE type = "
+                "'table' AND name LIKE '\\_bf\\_%' ESCAPE '\\' AND "
+                "name NOT IN ('_bf_publications', '_bf_meta', '_bf_rollbacks', "
+                "'_bf_partition_stats', '_bf_partition_stats_meta') AND "
+                "name NOT "
+                "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
       0);
 }
 

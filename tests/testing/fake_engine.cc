@@ -261,6 +261,59 @@ absl::StatusOr<std::map<std::string, int64_t>> FakeEngine::CountRowsByPartition(
   return out;
 }
 
+absl::StatusOr<std::map<std::string, int64_t>>
+FakeEngine::CountRowsInPartitions(const DatasetSpec& dataset,
+                                  const std::vector<std::string>& partitions) {
+  if (absl::Status s = Enter({"CountRowsInPartitions", "", dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  for (const std::string& p : partitions) {
+    if (absl::Status s = ValidatePartition(dataset.grain(), p); !s.ok()) {
+      return s;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t> out;
+  for (const std::string& p : partitions) {
+    if (!dataset.partition) {
+      out[p] = TableRowsLocked(dataset.name);
+      continue;
+    }
+    int64_t n = 0;
+    if (auto it = published_.find(dataset.name); it != published_.end()) {
+      if (auto r = it->second.find(p); r != it->second.end()) n = r->second;
+    }
+    out[p] = std::max<int64_t>(n, 0);
+  }
+  return out;
+}
+
+absl::StatusOr<PartitionStats> FakeEngine::PartitionStatistics(
+    const DatasetSpec& dataset) {
+  if (absl::Status s = Enter({"PartitionStatistics", "", dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  PartitionStats stats;
+  stats.refresh = "exact";
+  if (!dataset.partition) {
+    const int64_t n = TableRowsLocked(dataset.name);
+    if (n > 0) stats.rows[""] = n;
+    stats.total_rows = n;
+    return stats;
+  }
+  if (auto it = published_.find(dataset.name); it != published_.end()) {
+    for (const auto& [partition, rows] : it->second) {
+      if (rows <= 0) continue;
+      stats.rows[partition] = rows;
+      stats.total_rows += rows;
+    }
+  }
+  return stats;
+}
+
 absl::Status FakeEngine::PrepareJob(const JobLayout& layout) {
   if (absl::Status s = Enter({"PrepareJob", layout.job_id, "", ""}); !s.ok()) {
     return s;

@@ -107,6 +107,13 @@ class FakeEngine : public Engine {
   absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) override;
+  // Exact, from the published row counts (0 for a partition without rows).
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
+  // Always exact (refresh "exact"): the published row counts.
+  absl::StatusOr<PartitionStats> PartitionStatistics(
+      const DatasetSpec& dataset) override;
   absl::Status PrepareJob(const JobLayout& layout) override;
   absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,

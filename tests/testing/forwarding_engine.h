@@ -26,6 +26,15 @@ class ForwardingEngine : public Engine {
       const DatasetSpec& dataset) override {
     return inner_->CountRowsByPartition(dataset);
   }
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override {
+    return inner_->CountRowsInPartitions(dataset, partitions);
+  }
+  absl::StatusOr<PartitionStats> PartitionStatistics(
+      const DatasetSpec& dataset) override {
+    return inner_->PartitionStatistics(dataset);
+  }
   absl::Status PrepareJob(const JobLayout& layout) override {
     return inner_->PrepareJob(layout);
   }

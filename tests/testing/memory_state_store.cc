@@ -126,6 +126,29 @@ absl::Status InMemoryStateStore::BeginWrite(const std::string& method) {
 // ---- reads
 // -------------------------------------------------------------------
 
+absl::StatusOr<std::map<std::string, int64_t>>
+InMemoryStateStore::LastRunInputRows(
+    const std::string& dataset, const std::vector<std::string>& partitions) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t> out;
+  // Newest job first: the first PUBLISHED or UNCHANGED task of a partition
+  // wins.
+  for (auto it = ids_by_seq_.rbegin(); it != ids_by_seq_.rend(); ++it) {
+    const JobRow& row = jobs_.at(it->second);
+    for (const std::string& p : partitions) {
+      if (out.count(p) > 0) continue;
+      auto t = row.task_index.find({dataset, p});
+      if (t == row.task_index.end()) continue;
+      const PartitionTask& task = row.tasks[t->second];
+      if (task.state == TaskState::kPublished ||
+          task.state == TaskState::kUnchanged) {
+        out[p] = InputRows(task.inputs);
+      }
+    }
+  }
+  return out;
+}
+
 InMemoryStateStore::JobRow* InMemoryStateStore::FindLocked(
     const std::string& id) {
   auto it = jobs_.find(id);
@@ -181,12 +204,18 @@ Job InMemoryStateStore::LoadLocked(const JobRow& row,
         ++job.counts.skipped;
         break;
     }
-    if (t.state == TaskState::kStaged || t.state == TaskState::kPublished) {
-      job.actual_cost += static_cast<double>(InputRows(t.inputs));
-      job.rows_written += t.rows_written;
-    } else if (t.state == TaskState::kUnchanged) {
-      // Recomputed (its inputs were read), not republished.
-      job.actual_cost += static_cast<double>(InputRows(t.inputs));
+    const bool recomputed = t.state == TaskState::kStaged ||
+                            t.state == TaskState::kPublished ||
+                            t.state == TaskState::kUnchanged;
+    if (recomputed) {
+      // An unchanged partition was recomputed (its inputs were read) but
+      // is not republished: it counts in the cost, not in rows written.
+      const double read = static_cast<double>(InputRows(t.inputs));
+      job.actual_cost += read;
+      for (DatasetPlan& dp : job.plan.datasets) {
+        if (dp.dataset == t.dataset) dp.actual_cost += read;
+      }
+      if (t.state != TaskState::kUnchanged) job.rows_written += t.rows_written;
     }
   }
   return job;
@@ -382,12 +411,18 @@ absl::StatusOr<CreateJobResult> InMemoryStateStore::CreateJob(const Job& job,
   stored.create_time = at;
   stored.update_time = at;
   stored.plan.cost = job.plan.cost;
+  // As the SQLite store: the budget kept is the request's, no refusal.
+  stored.plan.cost.max_cost = job.request.max_cost;
+  stored.plan.cost.refused.clear();
   for (const DatasetPlan& dp : job.plan.datasets) {
     DatasetPlan kept;
     kept.dataset = dp.dataset;
     kept.reason = dp.reason;
     kept.transform_version = dp.transform_version;
     kept.cost = dp.cost;
+    kept.cost.refused.clear();
+    kept.partitions_from_history = dp.partitions_from_history;
+    kept.estimate_source = dp.estimate_source;
     stored.plan.datasets.push_back(std::move(kept));
     for (size_t k = 0; k < dp.partitions.size(); ++k) {
       const std::string& partition = dp.partitions[k];

@@ -1,0 +1,85 @@
+// CostEstimator: the cost figures of step 1, in kCostUnit (input rows read).
+//
+// For each dataset of a plan:
+//   - the estimate of each planned partition is the input rows its last
+//     successful run read (StateStore::LastRunInputRows: recorded history);
+//     a partition that never ran is estimated from the rows its inputs hold
+//     now: the sum, over Planner::InputsOf(dataset, partition), of the rows
+//     of each upstream partition read (Engine::CountRowsInPartitions, exact
+//     and costing what those partitions hold) or, for a whole-table input,
+//     the table's rows (Engine::PartitionStatistics);
+//   - the full-reload figure is the row-count estimate of every partition a
+//     full reload recomputes, from the engine's partition statistics only
+//     (no table is counted for it).
+// Counts and statistics are fetched at most once per upstream per
+// estimator; one estimator serves one plan.
+//
+// Not thread-safe (it caches per plan); create one per MakePlan call. Does
+// not own the catalog, engine or store, which must outlive it.
+
+#ifndef BACKFILL_CORE_COST_ESTIMATOR_H_
+#define BACKFILL_CORE_COST_ESTIMATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/catalog.h"
+#include "core/engine.h"
+#include "core/job.h"
+#include "core/state_store.h"
+
+namespace backfill {
+
+// The estimate_source of a dataset (DatasetPlan::estimate_source).
+inline constexpr char kEstimateFromHistory[] = "history";
+inline constexpr char kEstimateFromRowCounts[] = "row_counts";
+inline constexpr char kEstimateMixed[] = "mixed";
+
+class CostEstimator {
+ public:
+  // The inputs a task of `dataset` for `partition` reads (Planner::InputsOf).
+  using InputsFn = std::function<std::vector<InputRef>(
+      const DatasetSpec& dataset, const std::string& partition)>;
+
+  // `history` may be null: every partition is estimated from row counts.
+  CostEstimator(const Catalog* catalog, Engine* engine, StateStore* history,
+                InputsFn inputs_of);
+
+  // The engine's statistics of `dataset`, fetched once.
+  absl::StatusOr<const PartitionStats*> Stats(const DatasetSpec& dataset);
+
+  // Fills plan->cost (backfill, full_reload), partitions_from_history and
+  // estimate_source of `plan` (whose dataset and partitions are set), with
+  // `full` the partitions a full reload of the dataset recomputes.
+  absl::Status Estimate(const DatasetSpec& dataset,
+                        const std::set<std::string>& full, DatasetPlan* plan);
+
+ private:
+  // The row-count cost of one partition of `dataset`, from `counts` (exact
+  // counts of upstream partitions) or the statistics when `from_stats`.
+  absl::StatusOr<double> RowCountCost(const DatasetSpec& dataset,
+                                      const std::string& partition,
+                                      bool from_stats);
+  // Makes sure counts_ holds every upstream partition these partitions of
+  // `dataset` read: one CountRowsInPartitions call per upstream.
+  absl::Status CountInputs(const DatasetSpec& dataset,
+                           const std::vector<std::string>& partitions);
+
+  const Catalog* catalog_;
+  Engine* engine_;
+  StateStore* history_;
+  InputsFn inputs_of_;
+  std::map<std::string, PartitionStats> stats_;  // by dataset
+  // Exact row counts of upstream partitions, by dataset then partition.
+  std::map<std::string, absl::flat_hash_map<std::string, int64_t>> counts_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_COST_ESTIMATOR_H_
