@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The backfilld demo: a revenue metric that ignored refunds, fixed by a
-# backfill of exactly the 30 affected days.
+# backfill of exactly the 30 affected days and the month that rolls them up.
 #
 #  1. installs missing dependencies and builds (skip with --no-build);
 #  2. generates a one-year warehouse with a refund incident in June 2025;
 #  3. runs backfilld with the buggy pipeline (examples/demo/pipelines-v1)
-#     and loads daily_revenue for the whole year;
+#     and loads daily_revenue for the whole year, with its monthly_revenue
+#     rollup (one partition per month, read from the days of the month);
 #  4. restarts backfilld with the fixed pipeline (examples/demo/pipelines),
-#     plans and submits a backfill of 2025-06-01..2025-07-01; daily_revenue
-#     requires approval there, so the job stops in AWAITING_APPROVAL: the
-#     demo prints its diff, checks it with plain sqlite3 and approves it.
+#     finds the days to fix by the rows that are wrong rather than by date
+#     (--affected-by "orders: refund > 0": the days with a refund), plans
+#     and submits that backfill, which cascades into the month holding them
+#     (monthly_revenue 2025-06, via the rollup); daily_revenue requires
+#     approval there, so the job stops in AWAITING_APPROVAL: the demo prints
+#     its diff, checks it with plain sqlite3 and approves it.
 #     Both pipelines declare checks on daily_revenue (min_rows, not_null,
 #     row_change, a measure_change of revenue that warns beyond 25%); the
 #     initial load and the backfill must pass them all;
@@ -32,6 +36,8 @@ DATA="$WORK/data"
 SNAPSHOT="$WORK/daily_revenue-before.db"
 FROM=2025-06-01
 TO=2025-07-01
+MONTH=2025-06
+AFFECTED_BY="orders: refund > 0"
 DAEMON_PID=""
 
 build=1
@@ -150,9 +156,10 @@ sql() { sqlite3 -batch -bail "$DATA/warehouse.db" "$@"; }
 # checks_summary FILE: "N checks, M passed (names)" from a Backfill's stored
 # check results; a check passed when every one of its results did.
 checks_summary() {
-  jq -r '[.checks[]? | {k: (.dataset + "/" + .name), p: .passed}]
-         | group_by(.k) | map({k: .[0].k, p: all(.[]; .p)})
-         | "\(length) checks, \(map(select(.p)) | length) passed (\(map(.k | sub("^[^/]*/"; "")) | join(", ")))"' "$1"
+  jq -r '[.checks[]? | {d: .dataset, k: .name, p: .passed}]
+         | group_by(.d + "/" + .k) | map({d: .[0].d, k: .[0].k, p: all(.[]; .p)})
+         | "\(length) checks, \(map(select(.p)) | length) passed (\(group_by(.d)
+             | map(.[0].d + ": " + (map(.k) | join(", "))) | join("; ")))"' "$1"
 }
 # checks_failing FILE: how many checks of a Backfill did not pass.
 checks_failing() {
@@ -184,14 +191,15 @@ step "Starting backfilld with the buggy pipeline (revenue = SUM(amount))"
 start_daemon "$ROOT/examples/demo/pipelines-v1" "$WORK/backfilld-v1.log"
 ctl datasets
 
-step "Initial load of daily_revenue, 2025-01-01..2026-01-01"
+step "Initial load of daily_revenue, 2025-01-01..2026-01-01 (and its monthly_revenue rollup)"
 ctl --json submit daily_revenue --from 2025-01-01 --to 2026-01-01 \
   --reason "initial load" --wait >"$WORK/initial-load.json" || true
 initial_state="$(json "$WORK/initial-load.json" '.state // ""')"
 [[ $initial_state == BACKFILL_STATE_SUCCEEDED ]] ||
   die "initial load ended in ${initial_state:-an unknown state}"
 echo "initial load $(json "$WORK/initial-load.json" '.id'): $initial_state," \
-  "$(json "$WORK/initial-load.json" '.partitions.published // 0') partitions published"
+  "$(json "$WORK/initial-load.json" '.partitions.published // 0') partitions published" \
+  "(365 days of daily_revenue, 12 months of monthly_revenue)"
 echo "validation: $(checks_summary "$WORK/initial-load.json")"
 echo "  (row_change and measure_change compare with the published rows: a first load has none, so they pass)"
 
@@ -200,21 +208,24 @@ stop_daemon
 ((STOP_RC == 0)) || die "backfilld exited with status $STOP_RC after SIGTERM"
 echo "backfilld exited with status 0"
 
-step "Snapshotting the published daily_revenue to $SNAPSHOT"
+step "Snapshotting the published daily_revenue and monthly_revenue to $SNAPSHOT"
 sql "ATTACH '${SNAPSHOT//\'/\'\'}' AS snap;
      CREATE TABLE snap.daily_revenue AS
-       SELECT ds, region, revenue, orders FROM main.daily_revenue;"
+       SELECT ds, region, revenue, orders FROM main.daily_revenue;
+     CREATE TABLE snap.monthly_revenue AS
+       SELECT month, region, revenue, orders FROM main.monthly_revenue;"
 echo "$(sqlite3 "$SNAPSHOT" 'SELECT COUNT(*) FROM daily_revenue') rows," \
   "$(sqlite3 "$SNAPSHOT" 'SELECT COUNT(DISTINCT ds) FROM daily_revenue') days"
 
 step "Starting backfilld with the fixed pipeline (revenue = SUM(amount - refund))"
 start_daemon "$ROOT/examples/demo/pipelines" "$WORK/backfilld.log"
 
-step "Planning the backfill of $FROM..$TO"
-ctl plan daily_revenue --from "$FROM" --to "$TO"
+step "Planning the backfill of the days affected by refunds: --affected-by \"$AFFECTED_BY\""
+ctl plan daily_revenue --affected-by "$AFFECTED_BY"
+ctl --json plan daily_revenue --affected-by "$AFFECTED_BY" >"$WORK/plan.json"
 
 step "Submitting it (daily_revenue has require_approval: the job stops before publishing)"
-ctl --json submit daily_revenue --from "$FROM" --to "$TO" \
+ctl --json submit daily_revenue --affected-by "$AFFECTED_BY" \
   --reason "revenue ignored refunds" --ticket DATA-123 --wait \
   >"$WORK/backfill.json" || true
 JOB="$(json "$WORK/backfill.json" '.id // ""')"
@@ -225,6 +236,7 @@ held_state="$(json "$WORK/backfill.json" '.state // ""')"
 
 snapshot_q="'${SNAPSHOT//\'/\'\'}'"
 cols="ds, region, revenue, typeof(revenue), orders, typeof(orders)"
+mcols="month, region, revenue, typeof(revenue), orders, typeof(orders)"
 # Nothing may be published while the job waits: every row of every day is
 # as in the snapshot.
 mismatch_held="$(sql "
@@ -232,7 +244,11 @@ mismatch_held="$(sql "
   SELECT (SELECT COUNT(*) FROM (SELECT $cols FROM main.daily_revenue
                                 EXCEPT SELECT $cols FROM snap.daily_revenue))
        + (SELECT COUNT(*) FROM (SELECT $cols FROM snap.daily_revenue
-                                EXCEPT SELECT $cols FROM main.daily_revenue));")"
+                                EXCEPT SELECT $cols FROM main.daily_revenue))
+       + (SELECT COUNT(*) FROM (SELECT $mcols FROM main.monthly_revenue
+                                EXCEPT SELECT $mcols FROM snap.monthly_revenue))
+       + (SELECT COUNT(*) FROM (SELECT $mcols FROM snap.monthly_revenue
+                                EXCEPT SELECT $mcols FROM main.monthly_revenue));")"
 
 step "backfillctl diff $JOB: what publishing would change"
 ctl diff "$JOB" --samples 0
@@ -254,7 +270,7 @@ sqlite3 -batch -bail "$WORK/diff-check.db" "
   CREATE TABLE diff (dataset TEXT, ds TEXT, added INTEGER, removed INTEGER,
                      changed INTEGER, revenue_delta REAL, orders_delta REAL);"
 sqlite3 -batch -bail "$WORK/diff-check.db" ".mode tabs" ".import '$WORK/diff.tsv' diff"
-diff_days="$(sqlite3 "$WORK/diff-check.db" "SELECT COUNT(*) FROM diff")"
+diff_days="$(sqlite3 "$WORK/diff-check.db" "SELECT COUNT(*) FROM diff WHERE dataset = 'daily_revenue'")"
 fixed_sql="SELECT o.order_date AS ds, c.region AS region,
                   SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
            FROM w.raw_orders o JOIN w.dim_customers c
@@ -273,28 +289,46 @@ mismatch_diff="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
                 SUM(f.revenue) - SUM(o.revenue) AS revenue_delta,
                 SUM(f.orders) - SUM(o.orders) AS orders_delta
          FROM fixed f JOIN old o USING (ds, region) GROUP BY f.ds)
-  SELECT COUNT(*) FROM expected e LEFT JOIN diff d ON d.ds = e.ds
-  WHERE d.ds IS NULL OR d.dataset <> 'daily_revenue' OR d.added <> 0
+  SELECT COUNT(*) FROM expected e
+    LEFT JOIN diff d ON d.ds = e.ds AND d.dataset = 'daily_revenue'
+  WHERE d.ds IS NULL OR d.added <> 0
      OR d.removed <> 0 OR d.changed <> e.changed
      OR abs(d.revenue_delta - e.revenue_delta) > 1e-6
      OR d.orders_delta <> 0 OR e.orders_delta <> 0
      OR NOT (d.revenue_delta < 0);")"
-down_days="$(sqlite3 "$WORK/diff-check.db" "SELECT COUNT(*) FROM diff WHERE revenue_delta < 0")"
+down_days="$(sqlite3 "$WORK/diff-check.db" "
+  SELECT COUNT(*) FROM diff WHERE dataset = 'daily_revenue' AND revenue_delta < 0")"
 other_days="$(sqlite3 "$WORK/diff-check.db" "
-  SELECT COUNT(*) FROM diff WHERE ds < '$FROM' OR ds >= '$TO'
-                               OR dataset <> 'daily_revenue'")"
+  SELECT COUNT(*) FROM diff
+  WHERE (dataset = 'daily_revenue' AND (ds < '$FROM' OR ds >= '$TO'))
+     OR (dataset = 'monthly_revenue' AND ds <> '$MONTH')
+     OR dataset NOT IN ('daily_revenue', 'monthly_revenue')")"
+# The month's diff is the sum of its days': same revenue delta, no row added
+# or removed, orders unchanged.
+mismatch_month_diff="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
+  SELECT (SELECT COUNT(*) FROM diff WHERE dataset = 'monthly_revenue') <> 1
+      OR (SELECT COUNT(*) FROM diff m
+          WHERE m.dataset = 'monthly_revenue' AND m.ds = '$MONTH'
+            AND m.added = 0 AND m.removed = 0 AND m.orders_delta = 0
+            AND abs(m.revenue_delta -
+                    (SELECT SUM(revenue_delta) FROM diff
+                     WHERE dataset = 'daily_revenue')) <= 1e-6) <> 1;")"
+month_delta="$(sqlite3 "$WORK/diff-check.db" "
+  SELECT printf('%.2f', revenue_delta) FROM diff WHERE dataset = 'monthly_revenue'")"
 # The days the diff shows revenue down on are exactly the days with refunds.
 refund_days_mismatch="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
   ATTACH '${DATA//\'/\'\'}/warehouse.db' AS w;
   WITH refund_days AS (SELECT DISTINCT order_date AS ds FROM w.raw_orders
                        WHERE refund > 0),
-       down AS (SELECT ds FROM diff WHERE revenue_delta < 0)
+       down AS (SELECT ds FROM diff
+                WHERE dataset = 'daily_revenue' AND revenue_delta < 0)
   SELECT (SELECT COUNT(*) FROM (SELECT ds FROM refund_days EXCEPT
                                 SELECT ds FROM down))
        + (SELECT COUNT(*) FROM (SELECT ds FROM down EXCEPT
                                 SELECT ds FROM refund_days));")"
-diff_changed="$(sqlite3 "$WORK/diff-check.db" "SELECT SUM(changed) FROM diff")"
-diff_revenue="$(jq -r '.datasets[0].measures[] | select(.column == "revenue") | .delta' "$WORK/diff.json" |
+diff_changed="$(sqlite3 "$WORK/diff-check.db" "
+  SELECT SUM(changed) FROM diff WHERE dataset = 'daily_revenue'")"
+diff_revenue="$(jq -r '.datasets[] | select(.dataset == "daily_revenue") | .measures[] | select(.column == "revenue") | .delta' "$WORK/diff.json" |
   awk '{ printf "%.2f", $1 }')"
 
 step "Approving $JOB after reading the diff"
@@ -356,6 +390,48 @@ changed="$(sql "
   SELECT COUNT(*) FROM main.daily_revenue n JOIN snap.daily_revenue o
     USING (ds, region)
   WHERE $range_n AND n.revenue <> o.revenue;")"
+# (e) monthly_revenue: every month equals the sum of its published days
+# (plain SQL over both tables); the other 11 months are exactly as before.
+mismatch_e="$(sql "
+  WITH expected AS (
+         SELECT substr(ds, 1, 7) AS month, region, SUM(revenue) AS revenue,
+                SUM(orders) AS orders
+         FROM daily_revenue GROUP BY 1, 2)
+  SELECT (SELECT COUNT(*) FROM expected e LEFT JOIN monthly_revenue m
+            USING (month, region)
+          WHERE m.month IS NULL OR m.orders <> e.orders
+             OR abs(m.revenue - e.revenue) > 1e-6)
+       + (SELECT COUNT(*) FROM monthly_revenue m LEFT JOIN expected e
+            USING (month, region) WHERE e.month IS NULL);")"
+months_e="$(sql "SELECT COUNT(DISTINCT month) FROM monthly_revenue")"
+mismatch_other_months="$(sql "
+  ATTACH $snapshot_q AS snap;
+  SELECT (SELECT COUNT(*) FROM (
+            SELECT $mcols FROM main.monthly_revenue WHERE month <> '$MONTH'
+            EXCEPT SELECT $mcols FROM snap.monthly_revenue WHERE month <> '$MONTH'))
+       + (SELECT COUNT(*) FROM (
+            SELECT $mcols FROM snap.monthly_revenue WHERE month <> '$MONTH'
+            EXCEPT SELECT $mcols FROM main.monthly_revenue WHERE month <> '$MONTH'));")"
+month_changed="$(sql "
+  ATTACH $snapshot_q AS snap;
+  SELECT COUNT(*) FROM main.monthly_revenue n JOIN snap.monthly_revenue o
+    USING (month, region)
+  WHERE n.month = '$MONTH' AND n.revenue <> o.revenue;")"
+# The plan: daily_revenue's partitions are exactly the days plain SQL finds
+# a refund on, and monthly_revenue's the one month holding them, via the
+# rollup.
+plan_days="$(jq -r '.datasets[] | select(.dataset == "daily_revenue") | .partitions[]' "$WORK/plan.json")"
+mismatch_plan="$(sql "
+  WITH planned(ds) AS (SELECT value FROM json_each('$(jq -c '[.datasets[] | select(.dataset == "daily_revenue") | .partitions[]]' "$WORK/plan.json")')),
+       refund_days AS (SELECT DISTINCT order_date AS ds FROM raw_orders
+                       WHERE refund > 0)
+  SELECT (SELECT COUNT(*) FROM (SELECT ds FROM planned EXCEPT
+                                SELECT ds FROM refund_days))
+       + (SELECT COUNT(*) FROM (SELECT ds FROM refund_days EXCEPT
+                                SELECT ds FROM planned));")"
+plan_day_count="$(printf '%s\n' "$plan_days" | grep -c . || true)"
+plan_months="$(jq -r '[.datasets[] | select(.dataset == "monthly_revenue") | .partitions[]] | join(",")' "$WORK/plan.json")"
+plan_month_reason="$(jq -r '[.datasets[] | select(.dataset == "monthly_revenue") | .partition_reasons[]] | join(",")' "$WORK/plan.json")"
 refunds="$(sql "SELECT printf('%.2f', SUM(refund)) FROM raw_orders
                 WHERE order_date >= '$FROM' AND order_date < '$TO'")"
 # How far the correction moved revenue, per day (the largest move) and over
@@ -397,16 +473,21 @@ row() { printf '  %-22s %s\n' "$1" "$2"; }
 row job "$JOB ($state), reason \"revenue ignored refunds\", ticket DATA-123"
 row "partitions recomputed" "$published published of $total planned"
 row "rows written" "$rows"
-row "cost estimate" "$(printf '%.0f' "$est") $unit = $(pct "$est" "$full") of a full reload of all 365 days ($(printf '%.0f' "$full") $unit)"
+row "scope" "--affected-by \"$AFFECTED_BY\": $plan_day_count days of daily_revenue + monthly_revenue $plan_months ($plan_month_reason)"
+row "cost estimate" "$(printf '%.0f' "$est") $unit = $(pct "$est" "$full") of a full reload of all 365 days and 12 months ($(printf '%.0f' "$full") $unit)"
 row "actual cost" "$(printf '%.0f' "$actual") $unit = $(pct "$actual" "$full") of the full reload"
-row "corrected" "$changed (day, region) rows changed; refunds of $refunds now subtracted"
+row "corrected" "$changed (day, region) rows and $month_changed (month, region) rows changed; refunds of $refunds now subtracted"
 row "approval" "$(json "$j" '.approval.approved_by // "-"'): \"$(json "$j" '.approval.reason // "-"')\""
 row "validation" "$(checks_summary "$j")"
 echo "  checks (plain sqlite3 on $DATA/warehouse.db):"
 r=0 && [[ $state == BACKFILL_STATE_SUCCEEDED ]] || r=1
 check "$r" "job reached SUCCEEDED" "state ${state:-unknown}"
-r=0 && ((total == 30 && published == 30)) || r=1
-check "$r" "exactly the 30 days $FROM..$TO were recomputed" \
+r=0 && ((mismatch_plan == 0 && plan_day_count == 30)) &&
+  [[ $plan_months == "$MONTH" && $plan_month_reason == "downstream of daily_revenue via rollup" ]] || r=1
+check "$r" "the plan for --affected-by \"$AFFECTED_BY\" is exactly the $plan_day_count days with a refund (plain SQL) and month $plan_months of monthly_revenue via the rollup" \
+  "$plan_day_count days planned, $mismatch_plan differing from the refund days, months '$plan_months' ($plan_month_reason)"
+r=0 && ((total == 31 && published == 31)) || r=1
+check "$r" "exactly those 30 days and 1 month were recomputed and published" \
   "$published published of $total"
 r=0 && ((mismatch_a == 0 && rows_a > 0)) || r=1
 check "$r" "(a) $rows_a rows on the 30 days equal SUM(amount - refund) recomputed from raw_orders: $mismatch_a mismatching" \
@@ -414,6 +495,9 @@ check "$r" "(a) $rows_a rows on the 30 days equal SUM(amount - refund) recompute
 r=0 && ((mismatch_b == 0 && days_b == 335)) || r=1
 check "$r" "(b) $rows_b rows on the other $days_b days are unchanged since the snapshot: $mismatch_b differing" \
   "$mismatch_b differing rows over $days_b days"
+r=0 && ((mismatch_e == 0 && months_e == 12 && mismatch_other_months == 0 && month_changed > 0)) || r=1
+check "$r" "(e) monthly_revenue: each of the $months_e months equals the sum of its published days (plain SQL): $mismatch_e mismatching; $MONTH changed on $month_changed regions, the other 11 months are unchanged since the snapshot: $mismatch_other_months differing" \
+  "$mismatch_e mismatching, $months_e months, $mismatch_other_months differing outside $MONTH, $month_changed changed in $MONTH"
 echo "  validation on staging, before anything was published:"
 r=0 && ((initial_failing == 0 && backfill_failing == 0)) &&
   awk -v m="$day_move_max" 'BEGIN { exit !(m > 0 && m < 25) }' || r=1
@@ -424,9 +508,9 @@ r=0 && ((mismatch_held == 0)) || r=1
 check "$r" "nothing was published while $JOB awaited approval: $mismatch_held rows differed from the snapshot" \
   "$mismatch_held differing rows"
 r=0 && ((diff_days == 30 && mismatch_diff == 0 && down_days == 30 && other_days == 0 &&
-  refund_days_mismatch == 0)) || r=1
-check "$r" "(d) the diff showed revenue down on exactly the 30 days with refunds ($diff_changed rows changed, revenue $diff_revenue), no rows added or removed, orders unchanged: $mismatch_diff days differ from plain SQL" \
-  "$diff_days days in the diff, $down_days down, $other_days outside the incident, $refund_days_mismatch not refund days, $mismatch_diff differing from plain SQL"
+  refund_days_mismatch == 0 && mismatch_month_diff == 0)) || r=1
+check "$r" "(d) the diff showed revenue down on exactly the 30 days with refunds ($diff_changed rows changed, revenue $diff_revenue) and on $MONTH by the same amount ($month_delta), no rows added or removed, orders unchanged: $mismatch_diff days differ from plain SQL" \
+  "$diff_days days in the diff, $down_days down, $other_days outside the incident, $refund_days_mismatch not refund days, $mismatch_diff differing from plain SQL, month diff mismatch $mismatch_month_diff"
 
 step "Stopping backfilld (SIGTERM)"
 stop_daemon
