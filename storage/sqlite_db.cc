@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/fingerprint.h"
 
 namespace backfill::sqlite {
 namespace {
@@ -408,6 +409,30 @@ void Transaction::Rollback() {
   // then there is nothing to undo.
   if (!db_->InAutocommit()) db_->Exec("ROLLBACK").IgnoreError();
   db_ = nullptr;
+}
+
+uint64_t HashCurrentRow(const Statement& q) {
+  RowHasher h;
+  for (int i = 0; i < q.ColumnCount(); ++i) {
+    switch (q.GetColumnType(i)) {
+      case ColumnType::kNull:
+        h.AddNull();
+        break;
+      case ColumnType::kInteger:
+        h.AddInt(q.ColumnInt(i));
+        break;
+      case ColumnType::kReal:
+        h.AddReal(q.ColumnDouble(i));
+        break;
+      case ColumnType::kText:
+        h.AddText(q.ColumnText(i));
+        break;
+      case ColumnType::kBlob:
+        h.AddBlob(q.ColumnText(i));
+        break;
+    }
+  }
+  return h.Finish();
 }
 
 }  // namespace backfill::sqlite

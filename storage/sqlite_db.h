@@ -190,6 +190,11 @@ class Transaction {
   Database* db_;  // nullptr once committed or rolled back
 };
 
+// The hash (core/fingerprint.h's RowHasher) of the row `q` is on: every
+// column, each by its storage type, so that equal rows hash equal whatever
+// the statement. The statement must be on a row (Step returned true).
+uint64_t HashCurrentRow(const Statement& q);
+
 }  // namespace backfill::sqlite
 
 #endif  // BACKFILL_STORAGE_SQLITE_DB_H_

@@ -172,31 +172,10 @@ absl::Status BindWindowStart(Statement& q, const DatasetSpec& dataset,
 
 absl::StatusOr<Fingerprint> HashRows(Statement& q) {
   Fingerprint fp;
-  const int n = q.ColumnCount();
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    RowHasher h;
-    for (int i = 0; i < n; ++i) {
-      switch (q.GetColumnType(i)) {
-        case ColumnType::kNull:
-          h.AddNull();
-          break;
-        case ColumnType::kInteger:
-          h.AddInt(q.ColumnInt(i));
-          break;
-        case ColumnType::kReal:
-          h.AddReal(q.ColumnDouble(i));
-          break;
-        case ColumnType::kText:
-          h.AddText(q.ColumnText(i));
-          break;
-        case ColumnType::kBlob:
-          h.AddBlob(q.ColumnText(i));
-          break;
-      }
-    }
-    fp.AddRow(h.Finish());
+    fp.AddRow(HashCurrentRow(q));
   }
   return fp;
 }

@@ -123,28 +123,8 @@ absl::StatusOr<std::string> RowAt(Database* db, const DatasetSpec& ds,
   RETURN_IF_ERROR(q.BindInt(1, at));
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::string();
-  RowHasher h;
-  for (int i = 0; i < q.ColumnCount(); ++i) {
-    switch (q.GetColumnType(i)) {
-      case ColumnType::kNull:
-        h.AddNull();
-        break;
-      case ColumnType::kInteger:
-        h.AddInt(q.ColumnInt(i));
-        break;
-      case ColumnType::kReal:
-        h.AddReal(q.ColumnDouble(i));
-        break;
-      case ColumnType::kText:
-        h.AddText(q.ColumnText(i));
-        break;
-      case ColumnType::kBlob:
-        h.AddBlob(q.ColumnText(i));
-        break;
-    }
-  }
   Fingerprint fp;
-  fp.AddRow(h.Finish());
+  fp.AddRow(HashCurrentRow(q));
   return fp.ToString();
 }
 
