@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/backfill_manager.h"
+#include "core/clock.h"
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
 #include "core/stale_lineage.h"
@@ -321,6 +323,44 @@ TEST_F(StaleLineageTest, AutoIsAScopeOfItsOwn) {
   r.affected_by = "";
   EXPECT_EQ(no_store.MakePlan(r).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StaleLineageTest, SubmitKeepsAutoAndItIsPartOfTheIdempotencyKey) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.EditPublishedRows("orders", Day(4));
+  ManualClock clock(absl::FromUnixSeconds(1800000000));
+  ManagerOptions options;
+  options.workers = 1;
+  BackfillManager manager(&catalog_, &store_, &engine_, &clock, nullptr,
+                          options);
+  ASSERT_TRUE(manager.Start().ok());
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.reason = "stale";
+  r.auto_detect = true;
+  r.exclude_downstream = true;
+  SubmitOptions key;
+  key.idempotency_key = "auto-1";
+  auto submitted = manager.Submit(r, key);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_TRUE(submitted->job.request.auto_detect);
+  ASSERT_EQ(submitted->job.plan.datasets.size(), 1u);
+  EXPECT_THAT(submitted->job.plan.datasets[0].partitions, ElementsAre(Day(4)));
+  auto stored = store_.GetJob(submitted->job.id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->request.auto_detect);
+  // The same key for the same request: the same job, whatever is stale now.
+  auto again = manager.Submit(r, key);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->job.id, submitted->job.id);
+  // The same key without --auto is another request.
+  BackfillRequest ranged = r;
+  ranged.auto_detect = false;
+  ranged.partitions = {Day(4)};
+  auto other = manager.Submit(ranged, key);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("different request"));
+  manager.Shutdown();
 }
 
 TEST(InputChangedReasonTest, NamesTheFirstAndCountsTheRest) {
