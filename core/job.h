@@ -115,7 +115,8 @@ struct DatasetPlan {
   Cost cost;
   // Why each partition is planned, aligned with `partitions`: "requested",
   // "downstream of X", "downstream of X via rollup", "... via lookback 7",
-  // "... via all" (see planner.h). Empty strings for a job stored before
+  // "... via all" (see planner.h); with --auto, why a requested partition
+  // is stale (see stale_lineage.h). Empty strings for a job stored before
   // reasons were kept; empty when the partitions were not loaded.
   std::vector<std::string> partition_reasons = {};
   // How cost.backfill was estimated (core/cost_estimator.h): the number of
