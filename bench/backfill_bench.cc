@@ -86,6 +86,16 @@ class NullEngine : public Engine {
       const DatasetSpec&) override {
     return std::map<std::string, int64_t>{};
   }
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override {
+    // As StagePartition below records every input: fingerprint "0", 1 row.
+    std::map<std::string, InputFingerprint> out;
+    for (const std::string& p : partitions) {
+      out[p] = InputFingerprint{dataset.name, p, "0", 1};
+    }
+    return out;
+  }
   absl::Status PrepareJob(const JobLayout&) override {
     return absl::OkStatus();
   }

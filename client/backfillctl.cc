@@ -63,7 +63,8 @@ struct ScopeOptions {
   bool no_downstream = false;
   // --affected-by "DATASET: PREDICATE", sent as typed.
   std::string affected_by;
-  double max_cost = 0;  // --max-cost; 0: not given
+  bool auto_detect = false;  // --auto
+  double max_cost = 0;       // --max-cost; 0: not given
 };
 
 struct SubmitOptions {
@@ -266,6 +267,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
   }
   request.set_exclude_downstream(scope.no_downstream);
   request.set_affected_by(scope.affected_by);
+  request.set_auto_detect(scope.auto_detect);
   request.set_max_cost(scope.max_cost);
   return request;
 }
@@ -580,6 +582,15 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
       "(this dataset or an upstream) holding a row where the SQL PREDICATE "
       "is true, e.g. \"orders: refund > 0\" (read-only; at most 4096 bytes)");
   affected_by->excludes(from)->excludes(to)->excludes(partitions);
+  CLI::Option* auto_detect = command->add_flag(
+      "--auto", scope->auto_detect,
+      "Every published partition whose recorded lineage no longer matches: "
+      "its transform version changed, or an input it read changed since "
+      "(sets auto_detect)");
+  auto_detect->excludes(from)
+      ->excludes(to)
+      ->excludes(partitions)
+      ->excludes(affected_by);
   command->add_flag("--no-downstream", scope->no_downstream,
                     "Do not recompute dependents (sets exclude_downstream)");
   command->add_option("--max-cost", scope->max_cost,

@@ -110,6 +110,7 @@ std::string Percent(double ratio) {
 }
 
 std::string ScopeText(const v1::BackfillRequest& request) {
+  if (request.auto_detect()) return "auto (lineage no longer matches)";
   if (!request.affected_by().empty()) {
     return absl::StrCat("affected by \"", TerminalText(request.affected_by()),
                         "\"");

@@ -90,13 +90,17 @@ std::string RequestFingerprint(const BackfillRequest& r) {
     add("affected_by");
     add(parsed.ok() ? AffectedByText(*parsed) : r.affected_by);
   }
+  if (r.auto_detect) add("auto_detect");
   if (r.max_cost != 0) add(absl::StrFormat("max_cost=%.17g", r.max_cost));
   return HashHex(text);
 }
 
 std::string DescribeRequest(const BackfillRequest& r) {
   std::string scope =
-      !r.affected_by.empty()
+      r.auto_detect ? std::string(
+                          "auto (partitions whose lineage no longer "
+                          "matches)")
+      : !r.affected_by.empty()
           ? absl::StrCat("affected by \"", r.affected_by, "\"")
       : !r.partitions.empty()
           ? absl::StrCat("partitions ", absl::StrJoin(r.partitions, ","))

@@ -222,6 +222,22 @@ class Engine {
   virtual absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset);
 
+  // The current content fingerprint of each of `partitions` of `dataset`'s
+  // published table, computed exactly as StagePartition computes an input's
+  // fingerprint (the same rows, the same hash, the same "hex:rows" text), so
+  // that a partition nobody touched since a task read it compares equal to
+  // what the task recorded. A partition "" is the whole table (what a task
+  // records for an unpartitioned or `mapping: all` input), any other value
+  // must be valid for the dataset's grain. Every partition asked for is in
+  // the result (dataset, partition, fingerprint, rows; a partition without
+  // rows, or a table that does not exist, has the fingerprint of no rows).
+  // How current the figures are is the engine's to say (SqliteEngine caches
+  // them with the partition statistics' change signal and documents what it
+  // sees at once and what only after the maximum age).
+  virtual absl::StatusOr<std::map<std::string, InputFingerprint>>
+  CurrentFingerprints(const DatasetSpec& dataset,
+                      const std::vector<std::string>& partitions) = 0;
+
   // Creates the job's staging tables and snapshots its pinned inputs if
   // they do not exist yet. Must be called (again after a restart) before
   // the job's other calls.

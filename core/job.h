@@ -61,8 +61,8 @@ inline constexpr int kTaskStateCount = 8;
 const char* TaskStateName(TaskState state);  // "PENDING", ...
 absl::StatusOr<TaskState> ParseTaskState(std::string_view name);
 
-// What a client asks for. Scope: [from, to), an explicit partition list, or
-// affected_by; none for an unpartitioned dataset.
+// What a client asks for. Scope: [from, to), an explicit partition list,
+// affected_by or auto_detect; none for an unpartitioned dataset.
 struct BackfillRequest {
   std::string dataset;
   std::string from;
@@ -80,6 +80,11 @@ struct BackfillRequest {
   // affected by the partitions of DATASET that hold a row where PREDICATE
   // is true. A scope of its own: excludes from, to and partitions.
   std::string affected_by;
+  // --auto (core/stale_lineage.h): every published partition of the target
+  // whose recorded lineage no longer matches (its transform version
+  // changed, or an input it read changed since). A scope of its own:
+  // excludes from, to, partitions and affected_by.
+  bool auto_detect = false;
 
   // Budget: a submit whose estimated cost (kCostUnit) is above it is
   // refused; 0: no limit of the request's own (see core/cost_budget.h).
@@ -110,7 +115,8 @@ struct DatasetPlan {
   Cost cost;
   // Why each partition is planned, aligned with `partitions`: "requested",
   // "downstream of X", "downstream of X via rollup", "... via lookback 7",
-  // "... via all" (see planner.h). Empty strings for a job stored before
+  // "... via all" (see planner.h); with --auto, why a requested partition
+  // is stale (see stale_lineage.h). Empty strings for a job stored before
   // reasons were kept; empty when the partitions were not loaded.
   std::vector<std::string> partition_reasons = {};
   // How cost.backfill was estimated (core/cost_estimator.h): the number of

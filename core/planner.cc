@@ -15,6 +15,7 @@
 #include "core/cost_budget.h"
 #include "core/cost_estimator.h"
 #include "core/partition.h"
+#include "core/stale_lineage.h"
 #include "core/status_macros.h"
 #include "core/upstream_mapping.h"
 
@@ -97,6 +98,7 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
 // The target's reason: "requested", or "requested: affected by orders:
 // refund > 0".
 std::string RequestedReason(const BackfillRequest& request) {
+  if (request.auto_detect) return kAutoDatasetReason;
   if (request.affected_by.empty()) return "requested";
   absl::StatusOr<AffectedBy> parsed = ParseAffectedBy(request.affected_by);
   return absl::StrCat("requested: affected by ", parsed.ok()
@@ -185,6 +187,35 @@ absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
         " per backfill: narrow the predicate"));
   }
   return mapped;
+}
+
+absl::StatusOr<std::vector<StalePartition>> Planner::ResolveAuto(
+    const DatasetSpec& target, const BackfillRequest& request) const {
+  if (!request.from.empty() || !request.to.empty() ||
+      !request.partitions.empty() || !request.affected_by.empty()) {
+    return absl::InvalidArgumentError(
+        "auto_detect (--auto) is a scope of its own: give either --auto or "
+        "--from/--to/--partitions/--affected-by, not both");
+  }
+  if (history_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "auto_detect (--auto) needs the recorded lineage, and this planner "
+        "has no state store");
+  }
+  ASSIGN_OR_RETURN(std::vector<StalePartition> stale,
+                   FindStalePartitions(*catalog_, *engine_, *history_, target));
+  if (stale.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing to backfill: every published partition of ",
+                     target.name, " matches its lineage"));
+  }
+  if (stale.size() > limits_.max_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--auto found ", stale.size(), " stale partitions of ", target.name,
+        "; at most ", limits_.max_partitions,
+        " per backfill: backfill them in ranges with --from/--to"));
+  }
+  return stale;
 }
 
 std::vector<InputRef> Planner::InputsOf(const DatasetSpec& dataset,
@@ -392,7 +423,16 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   }
   RETURN_IF_ERROR(ValidateMaxCost(request.max_cost));
   std::vector<std::string> requested;
-  if (request.affected_by.empty()) {
+  // Per requested partition, when it has a reason of its own (--auto).
+  std::map<std::string, std::string> requested_reasons;
+  if (request.auto_detect) {
+    ASSIGN_OR_RETURN(std::vector<StalePartition> stale,
+                     ResolveAuto(*target, request));
+    for (StalePartition& sp : stale) {
+      requested.push_back(sp.partition);
+      requested_reasons[sp.partition] = std::move(sp.reason);
+    }
+  } else if (request.affected_by.empty()) {
     ASSIGN_OR_RETURN(requested,
                      ResolveScope(*target, request, limits_.max_partitions));
   } else {
@@ -415,7 +455,9 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   std::map<std::string, std::string> reason;
   const std::string requested_reason = RequestedReason(request);
   for (const std::string& p : requested) {
-    scope[target->name].emplace(p, requested_reason);
+    auto own = requested_reasons.find(p);
+    scope[target->name].emplace(
+        p, own != requested_reasons.end() ? own->second : requested_reason);
   }
   reason[target->name] = requested_reason;
   if (!request.exclude_downstream) {

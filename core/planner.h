@@ -5,6 +5,11 @@
 // unless excluded, its dependents through their partition mappings — and
 // estimates the cost against a full reload. Writes nothing.
 //
+// --auto (request.auto_detect): the requested partitions are the stale ones
+// of core/stale_lineage.h, each with its own reason ("transform version
+// changed", "input orders/2025-03-01 changed"); the target's dataset
+// reason is kAutoDatasetReason. Nothing stale is FAILED_PRECONDITION.
+//
 // Propagation: a dependent follows each upstream edge's mapping (see
 // upstream_mapping.h): identity the same partitions, rollup the coarser
 // partitions containing them, lookback N the partitions P .. P+N, all every
@@ -41,9 +46,13 @@
 #include "core/catalog.h"
 #include "core/engine.h"
 #include "core/job.h"
+#include "core/stale_lineage.h"
 #include "core/state_store.h"
 
 namespace backfill {
+
+inline constexpr char kAutoDatasetReason[] =
+    "requested: recorded lineage no longer matches (--auto)";
 
 struct PlannerLimits {
   size_t max_partitions = 100000;  // per request, over all datasets
@@ -51,8 +60,8 @@ struct PlannerLimits {
 
 class Planner {
  public:
-  // `history` (may be null: estimates from row counts only) supplies the
-  // input rows of earlier runs.
+  // `history` (may be null: estimates from row counts only, and no --auto)
+  // supplies the input rows of earlier runs and the recorded lineage.
   Planner(const Catalog* catalog, Engine* engine, PlannerLimits limits = {},
           StateStore* history = nullptr)
       : catalog_(catalog),
@@ -107,6 +116,12 @@ class Planner {
   // parses and checks it, asks the engine for the matching partitions of
   // its dataset and maps them down to `target`.
   absl::StatusOr<std::vector<std::string>> ResolveAffectedBy(
+      const DatasetSpec& target, const BackfillRequest& request) const;
+
+  // The requested partitions of `target` for a request with auto_detect,
+  // with their reasons (core/stale_lineage.h): checks that no other scope
+  // is given and that something is stale.
+  absl::StatusOr<std::vector<StalePartition>> ResolveAuto(
       const DatasetSpec& target, const BackfillRequest& request) const;
 
   const Catalog* catalog_;

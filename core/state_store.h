@@ -52,6 +52,19 @@ struct StoreInfo {
   int64_t last_job_number = 0;  // the last n handed out as "bf-<n>"
 };
 
+// The version of one (dataset, partition) the recorded history vouches for
+// now: what it was computed from and with. See
+// StateStore::VerifiedVersions.
+struct VerifiedVersion {
+  std::string partition;
+  // The job that published the version, or that recomputed it identical
+  // to the published rows (early cutoff: an UNCHANGED task, no lineage).
+  std::string job_id;
+  bool unchanged = false;  // vouched for by an UNCHANGED task
+  std::string transform_version;
+  std::vector<InputFingerprint> inputs;  // as the task read them
+};
+
 class StateStore {
  public:
   virtual ~StateStore() = default;
@@ -204,6 +217,24 @@ class StateStore {
   virtual absl::StatusOr<std::map<std::string, int64_t>> LastRunInputRows(
       const std::string& dataset,
       const std::vector<std::string>& partitions) = 0;
+
+  // The current verified version of each published partition of `dataset`
+  // (of those in `partitions`; every one when it is empty), by partition:
+  // the newest, by job number, of
+  //   - its publish lineage records of jobs that are not ROLLED_BACK (a
+  //     rollback restores the rows the rolled-back job replaced, so the
+  //     restored version's own publish record is current again; rollback
+  //     records themselves are not versions), and
+  //   - its UNCHANGED tasks (recomputed identical to the published rows, so
+  //     not republished) in jobs that ended SUCCEEDED, with the transform
+  //     version the job computed the dataset with — unless a rollback of
+  //     the partition was recorded at or after that job ended (it vouched
+  //     for rows that are no longer there).
+  // A partition with neither (never published, or only by rolled-back
+  // jobs) is absent.
+  virtual absl::StatusOr<std::map<std::string, VerifiedVersion>>
+  VerifiedVersions(const std::string& dataset,
+                   const std::vector<std::string>& partitions) = 0;
 
   virtual absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
       const std::string& job_id) = 0;

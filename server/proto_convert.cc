@@ -21,6 +21,7 @@ BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
   request.priority = proto.priority();
   request.max_parallel = proto.max_parallel();
   request.affected_by = proto.affected_by();
+  request.auto_detect = proto.auto_detect();
   request.max_cost = proto.max_cost();
   return request;
 }
@@ -38,6 +39,7 @@ v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
   proto.set_priority(request.priority);
   proto.set_max_parallel(request.max_parallel);
   proto.set_affected_by(request.affected_by);
+  proto.set_auto_detect(request.auto_detect);
   proto.set_max_cost(request.max_cost);
   return proto;
 }

@@ -31,6 +31,7 @@
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_membership.h"
+#include "storage/sqlite_partition_fingerprints.h"
 #include "storage/sqlite_partition_stats.h"
 #include "storage/sqlite_sandbox.h"
 
@@ -483,6 +484,9 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));
     if (i == 0) RETURN_IF_ERROR(sqlite::CreatePartitionStatsTables(db.get()));
+    if (i == 0) {
+      RETURN_IF_ERROR(sqlite::CreatePartitionFingerprintTables(db.get()));
+    }
     conns.push_back(std::move(db));
   }
   std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
@@ -902,6 +906,23 @@ absl::StatusOr<PartitionStats> SqliteEngine::PartitionStatistics(
   const absl::Time now = StatsNow();
   Lease db = Acquire();
   return sqlite::RefreshPartitionStats(db.get(), dataset, policy, now);
+}
+
+absl::StatusOr<std::map<std::string, InputFingerprint>>
+SqliteEngine::CurrentFingerprints(const DatasetSpec& dataset,
+                                  const std::vector<std::string>& partitions) {
+  sqlite::StatsPolicy policy;
+  {
+    absl::MutexLock lock(&stats_mu_);
+    policy.max_age = stats_max_age_;
+  }
+  const absl::Time now = StatsNow();
+  RETURN_IF_ERROR(CheckFile());
+  Lease db = Acquire();
+  ASSIGN_OR_RETURN(sqlite::FingerprintRefresh refresh,
+                   sqlite::CurrentPartitionFingerprints(
+                       db.get(), dataset, partitions, policy, now));
+  return std::move(refresh.fingerprints);
 }
 
 absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
@@ -1692,6 +1713,7 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
     const std::string table = Q(ds.table);
     ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
                      sqlite::StatsWrite::Begin(db.get(), ds, item.partitions));
+    RETURN_IF_ERROR(sqlite::DropPartitionFingerprints(db.get(), ds.name));
     std::string create = absl::StrCat("CREATE TABLE IF NOT EXISTS main.", table,
                                       " (", ColumnDefs(ds));
     if (!ds.primary_key.empty()) {
@@ -1929,6 +1951,7 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
     const std::string cols = ColumnList(ds);
     ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
                      sqlite::StatsWrite::Begin(db.get(), ds, item.partitions));
+    RETURN_IF_ERROR(sqlite::DropPartitionFingerprints(db.get(), ds.name));
     // Like Publish, the rollback proves its statements: per partition, the
     // rows deleted must equal the rows that belong to the partition and the
     // rows restored the copy's rows of it, both counted apart from those

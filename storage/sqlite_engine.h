@@ -36,6 +36,11 @@
 //                              staleness bound. Publish and Rollback keep
 //                              them exact for the partitions they replace,
 //                              in their own transaction.
+//   _bf_partition_fingerprints, the content fingerprint of each partition
+//   _bf_partition_fingerprints_meta  of each dataset's table, for --auto:
+//                              see storage/sqlite_partition_fingerprints.h.
+//                              Publish and Rollback drop a dataset's cache
+//                              in their own transaction.
 //
 // The engine remembers the identity (device, inode) of the file it opened
 // and checks it before each step and inside the publish transaction before
@@ -132,6 +137,11 @@ class SqliteEngine : public Engine {
   // recounted).
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
+  // Cached as storage/sqlite_partition_fingerprints.h says, with the
+  // maximum age of the partition statistics (SetStatsPolicy).
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::Status PrepareJob(const JobLayout& layout) override;
   absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,

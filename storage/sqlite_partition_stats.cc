@@ -553,6 +553,28 @@ absl::StatusOr<PartitionStats> RefreshPartitionStats(Database* db,
   return out;
 }
 
+absl::StatusOr<TableSignal> ReadTableSignal(Database* db,
+                                            const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(TableShape shape, ShapeOf(db, dataset));
+  TableSignal signal;
+  signal.exists = shape.exists;
+  signal.rowid = shape.rowid;
+  signal.signature = shape.signature;
+  if (shape.exists && !shape.rowid.empty()) {
+    ASSIGN_OR_RETURN(RowidFacts f, FactsOf(db, dataset, shape.rowid));
+    signal.max_rowid = f.max;
+    signal.min_rowid = f.min;
+  }
+  return signal;
+}
+
+absl::StatusOr<std::string> RowFingerprintAt(Database* db,
+                                             const DatasetSpec& dataset,
+                                             const std::string& rowid,
+                                             int64_t at) {
+  return RowAt(db, dataset, rowid, at);
+}
+
 absl::StatusOr<StatsWrite> StatsWrite::Begin(
     Database* db, const DatasetSpec& dataset,
     std::vector<std::string> partitions) {

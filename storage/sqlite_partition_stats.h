@@ -101,6 +101,25 @@ absl::StatusOr<PartitionStats> RefreshPartitionStats(Database* db,
                                                      const StatsPolicy& policy,
                                                      absl::Time now);
 
+// The change signal of a dataset's table as it is now, for other
+// per-partition caches kept the same way as the statistics
+// (sqlite_partition_fingerprints.h). O(log n); in the caller's transaction.
+struct TableSignal {
+  bool exists = false;
+  std::string rowid;      // a rowid alias no column shadows; "" when none
+  std::string signature;  // as the statistics' `signature`
+  int64_t max_rowid = 0;  // 0 without a usable rowid or rows
+  int64_t min_rowid = 0;
+};
+absl::StatusOr<TableSignal> ReadTableSignal(Database* db,
+                                            const DatasetSpec& dataset);
+// The fingerprint of the row with rowid `at` ("" when there is none), as the
+// statistics' `last_row`.
+absl::StatusOr<std::string> RowFingerprintAt(Database* db,
+                                             const DatasetSpec& dataset,
+                                             const std::string& rowid,
+                                             int64_t at);
+
 // Keeps the statistics of a derived table exact across a write by the
 // engine that replaces the rows of `partitions` and nothing else (Publish,
 // Rollback), in the caller's write transaction: Begin before the write

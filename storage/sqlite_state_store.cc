@@ -243,6 +243,11 @@ ALTER TABLE job_datasets ADD COLUMN partitions_from_history INTEGER NOT NULL
 ALTER TABLE job_datasets ADD COLUMN max_cost REAL NOT NULL DEFAULT 0;
 CREATE INDEX tasks_by_partition ON tasks (dataset, "partition", state);
 )sql",
+    // 10: a job's auto scope (--auto: the partitions whose recorded lineage
+    // no longer matches); 0 for none.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN auto_detect INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -251,7 +256,7 @@ constexpr const char* kJobColumns =
     "requested_by, exclude_downstream, COALESCE(idempotency_key, ''), "
     "request_fingerprint, message, create_time, update_time, start_time, "
     "end_time, cost_backfill, cost_full_reload, priority, max_parallel, "
-    "affected_by";
+    "affected_by, auto_detect";
 
 // ---- encoding --------------------------------------------------------------
 
@@ -441,6 +446,7 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   job.request.priority = static_cast<int>(q.ColumnInt(19));
   job.request.max_parallel = static_cast<int>(q.ColumnInt(20));
   job.request.affected_by = q.ColumnText(21);
+  job.request.auto_detect = q.ColumnInt(22) != 0;
   return job;
 }
 
@@ -766,9 +772,10 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
             "partitions, reason, ticket, requested_by, exclude_downstream, "
             "idempotency_key, request_fingerprint, message, create_time, "
             "update_time, start_time, end_time, cost_backfill, "
-            "cost_full_reload, priority, max_parallel, affected_by) VALUES "
+            "cost_full_reload, priority, max_parallel, affected_by, "
+            "auto_detect) VALUES "
             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-            "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20)"));
+            "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20, ?21)"));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindInt(2, seq));
     RETURN_IF_ERROR(q.BindText(3, JobStateText(JobState::kQueued)));
@@ -793,6 +800,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     RETURN_IF_ERROR(q.BindInt(18, job.request.priority));
     RETURN_IF_ERROR(q.BindInt(19, job.request.max_parallel));
     RETURN_IF_ERROR(q.BindText(20, job.request.affected_by));
+    RETURN_IF_ERROR(q.BindInt(21, job.request.auto_detect ? 1 : 0));
     RETURN_IF_ERROR(q.Run());
   }
   {
@@ -1691,6 +1699,97 @@ SqliteStateStore::LastRunInputRows(const std::string& dataset,
     out.emplace(std::move(partition), q.ColumnInt(1));  // keeps the first
   }
   RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, VerifiedVersion>>
+SqliteStateStore::VerifiedVersions(const std::string& dataset,
+                                   const std::vector<std::string>& partitions) {
+  const std::set<std::string> wanted(partitions.begin(), partitions.end());
+  auto keep = [&wanted](const std::string& p) {
+    return wanted.empty() || wanted.count(p) > 0;
+  };
+  struct Candidate {
+    int64_t seq = 0;
+    VerifiedVersion version;
+  };
+  std::map<std::string, Candidate> best;
+  auto offer = [&best](int64_t seq, VerifiedVersion v) {
+    auto it = best.find(v.partition);
+    if (it == best.end() || seq > it->second.seq) {
+      std::string partition = v.partition;
+      best[partition] = Candidate{seq, std::move(v)};
+    }
+  };
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  {
+    // Publish records of jobs that were not rolled back.
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT l.\"partition\", l.job_id, j.seq, "
+                     "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
+                     "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
+                     "'publish' AND j.state <> 'ROLLED_BACK'"));
+    RETURN_IF_ERROR(q.BindText(1, dataset));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      VerifiedVersion v;
+      v.partition = q.ColumnText(0);
+      if (!keep(v.partition)) continue;
+      v.job_id = q.ColumnText(1);
+      v.transform_version = q.ColumnText(3);
+      ASSIGN_OR_RETURN(v.inputs, DecodeInputs(q.ColumnText(4)));
+      offer(q.ColumnInt(2), std::move(v));
+    }
+  }
+  // The newest rollback recorded per partition (unix micros).
+  std::map<std::string, int64_t> rolled_back_at;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT \"partition\", MAX(published_at) "
+                                  "FROM lineage WHERE dataset = ?1 AND action "
+                                  "= 'rollback' GROUP BY \"partition\""));
+    RETURN_IF_ERROR(q.BindText(1, dataset));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      rolled_back_at[q.ColumnText(0)] = q.ColumnInt(1);
+    }
+  }
+  {
+    // UNCHANGED tasks of jobs that ended SUCCEEDED, with the version the
+    // job computed the dataset with.
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare(
+            "SELECT t.\"partition\", t.job_id, j.seq, "
+            "COALESCE((SELECT d.transform_version FROM job_datasets d WHERE "
+            "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "
+            "d.ordinal DESC LIMIT 1), ''), t.inputs, COALESCE(j.end_time, 0) "
+            "FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 "
+            "AND t.state = 'UNCHANGED' AND j.state = 'SUCCEEDED'"));
+    RETURN_IF_ERROR(q.BindText(1, dataset));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      VerifiedVersion v;
+      v.partition = q.ColumnText(0);
+      if (!keep(v.partition)) continue;
+      auto rb = rolled_back_at.find(v.partition);
+      if (rb != rolled_back_at.end() && rb->second >= q.ColumnInt(5)) continue;
+      v.job_id = q.ColumnText(1);
+      v.unchanged = true;
+      v.transform_version = q.ColumnText(3);
+      ASSIGN_OR_RETURN(v.inputs, DecodeInputs(q.ColumnText(4)));
+      offer(q.ColumnInt(2), std::move(v));
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  std::map<std::string, VerifiedVersion> out;
+  for (auto& [p, c] : best) out.emplace(p, std::move(c.version));
   return out;
 }
 

@@ -134,6 +134,9 @@ class SqliteStateStore : public StateStore {
       const std::vector<std::string>& job_ids) override;
   // One range scan per call over the (dataset, partition) index of tasks,
   // from the smallest to the largest partition asked for.
+  absl::StatusOr<std::map<std::string, VerifiedVersion>> VerifiedVersions(
+      const std::string& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::StatusOr<std::map<std::string, int64_t>> LastRunInputRows(
       const std::string& dataset,
       const std::vector<std::string>& partitions) override;

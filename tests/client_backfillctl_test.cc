@@ -624,6 +624,33 @@ TEST_F(BackfillctlTest, AffectedByIsSentAsTypedAndExcludesOtherScopes) {
   EXPECT_EQ(service_.requests().size(), 2u);
 }
 
+TEST_F(BackfillctlTest, AutoIsSentAloneAndExcludesOtherScopes) {
+  RunResult run = Run({"plan", "daily_revenue", "--auto"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  run = Run({"submit", "daily_revenue", "--auto", "--reason", "stale"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::BackfillRequest> sent = service_.requests();
+  ASSERT_EQ(sent.size(), 2u);
+  for (const v1::BackfillRequest& request : sent) {
+    EXPECT_TRUE(request.auto_detect());
+    EXPECT_TRUE(request.from_partition().empty());
+    EXPECT_THAT(request.partitions(), IsEmpty());
+    EXPECT_TRUE(request.affected_by().empty());
+  }
+  for (const std::vector<std::string>& scope :
+       std::vector<std::vector<std::string>>{
+           {"--from", "2025-03-01", "--to", "2025-03-02"},
+           {"--partitions", "2025-03-01"},
+           {"--affected-by", "orders: refund > 0"}}) {
+    std::vector<std::string> args = {"plan", "daily_revenue", "--auto"};
+    args.insert(args.end(), scope.begin(), scope.end());
+    run = Run(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_THAT(run.err, HasSubstr("--auto"));
+  }
+  EXPECT_EQ(service_.requests().size(), 2u);
+}
+
 TEST_F(BackfillctlTest, OutOfRangePriorityAndMaxParallelAreUsageErrors) {
   struct Case {
     std::vector<std::string> flags;

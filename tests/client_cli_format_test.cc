@@ -683,6 +683,15 @@ TEST(FormatBackfillTest, ScopeShowsAffectedByEscaped) {
             "downstream included");
 }
 
+TEST(FormatBackfillTest, ScopeShowsAuto) {
+  v1::Backfill job = RunningJob();
+  job.mutable_request()->clear_from_partition();
+  job.mutable_request()->clear_to_partition();
+  job.mutable_request()->set_auto_detect(true);
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Scope"),
+            "orders auto (lineage no longer matches), downstream included");
+}
+
 TEST(FormatBackfillTest, ValuesAreAlignedInOneColumn) {
   const std::string out = FormatBackfill(RunningJob());
   std::vector<std::string> lines = Lines(out);

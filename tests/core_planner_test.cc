@@ -30,6 +30,10 @@ class CountingEngine : public Engine {
     ++count_calls;
     return rows[d.name];
   }
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec&, const std::vector<std::string>&) override {
+    return absl::UnimplementedError("no test here plans --auto");
+  }
   absl::Status PrepareJob(const JobLayout&) override {
     return absl::UnimplementedError("planner must not write");
   }

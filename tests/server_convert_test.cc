@@ -32,6 +32,7 @@ TEST(ProtoConvertTest, RequestRoundTrips) {
   request.ticket = "T-1";
   request.requested_by = "me";
   request.exclude_downstream = true;
+  request.auto_detect = true;
   const BackfillRequest back = RequestFromProto(RequestToProto(request));
   EXPECT_EQ(back.dataset, request.dataset);
   EXPECT_EQ(back.from, request.from);
@@ -41,6 +42,8 @@ TEST(ProtoConvertTest, RequestRoundTrips) {
   EXPECT_EQ(back.ticket, request.ticket);
   EXPECT_EQ(back.requested_by, request.requested_by);
   EXPECT_TRUE(back.exclude_downstream);
+  EXPECT_TRUE(back.auto_detect);
+  EXPECT_FALSE(RequestFromProto(v1::BackfillRequest()).auto_detect);
 }
 
 TEST(ProtoConvertTest, JobTimestampsAndCosts) {

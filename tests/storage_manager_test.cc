@@ -560,7 +560,9 @@ TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
       raw.Count("SELECT COUNT(*) FROM sqlite_master WHERE type = "
                 "'table' AND name LIKE '\\_bf\\_%' ESCAPE '\\' AND "
                 "name NOT IN ('_bf_publications', '_bf_meta', '_bf_rollbacks', "
-                "'_bf_partition_stats', '_bf_partition_stats_meta') AND "
+                "'_bf_partition_stats', '_bf_partition_stats_meta', "
+                "'_bf_partition_fingerprints', "
+                "'_bf_partition_fingerprints_meta') AND "
                 "name NOT "
                 "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
       0);

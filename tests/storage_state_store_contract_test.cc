@@ -188,6 +188,7 @@ TEST_P(StateStoreContractTest, CreateAndGetRoundTrips) {
   EXPECT_EQ(job->request.priority, 7);
   EXPECT_EQ(job->request.max_parallel, 2);
   EXPECT_EQ(job->request.affected_by, "orders: note = 'a:b' -- \"x\"");
+  EXPECT_FALSE(job->request.auto_detect);
   EXPECT_EQ(job->request_fingerprint, "fp-1");
   EXPECT_EQ(job->message, "submitted");
   EXPECT_EQ(job->create_time, T(0));
@@ -1330,7 +1331,8 @@ std::string Describe(const Job& j) {
       absl::StrFormat(" cost=%.17g/%.17g", j.plan.cost.backfill,
                       j.plan.cost.full_reload),
       " conflicts=", j.plan.conflicts.size());
-  absl::StrAppend(&out, " affected_by=", j.request.affected_by);
+  absl::StrAppend(&out, " affected_by=", j.request.affected_by,
+                  " auto=", j.request.auto_detect);
   for (const DatasetPlan& dp : j.plan.datasets) {
     absl::StrAppend(&out, " ds={", dp.dataset, "|", dp.reason, "|",
                     dp.transform_version,
@@ -1899,6 +1901,153 @@ TEST_P(StateStoreContractTest, ApproveJobRecordsTheApprovalWithTheMove) {
                 .code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->GetJob("bf-2")->state, JobState::kAwaitingApproval);
+}
+
+}  // namespace
+}  // namespace backfill
+
+namespace backfill {
+namespace {
+
+// A job of daily_revenue over `partitions`, planned with `version`.
+std::string CreateDailyJob(StateStore* store,
+                           const std::vector<std::string>& partitions,
+                           const std::string& version, absl::Time at) {
+  Job job;
+  job.request.dataset = "daily_revenue";
+  job.request.reason = "lineage";
+  job.request.auto_detect = true;
+  DatasetPlan dp;
+  dp.dataset = "daily_revenue";
+  dp.partitions = partitions;
+  dp.transform_version = version;
+  job.plan.datasets = {dp};
+  auto created = store->CreateJob(job, at);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? created->job.id : "";
+}
+
+LineageRecord Published(const std::string& partition, const std::string& fp,
+                        absl::Time at) {
+  LineageRecord rec = MakeLineage("daily_revenue", partition, at);
+  rec.inputs = {{"orders", partition, fp, 3}, {"customers", "", "c-" + fp, 5}};
+  return rec;
+}
+
+void Publish(StateStore* store, const std::string& id,
+             std::vector<LineageRecord> lineage, absl::Time at) {
+  ASSERT_NO_FATAL_FAILURE(Reach(store, id, JobState::kPublishing, at));
+  for (LineageRecord& rec : lineage) rec.job_id = id;
+  ASSERT_TRUE(store
+                  ->RecordPublication(id, lineage, JobState::kConfirming,
+                                      "published", at)
+                  .ok());
+  ASSERT_TRUE(store
+                  ->TransitionJob(id, JobState::kConfirming,
+                                  JobState::kSucceeded, "ok", at)
+                  .ok());
+}
+
+void MarkUnchanged(StateStore* store, const std::string& id,
+                   const std::string& partition, const std::string& fp) {
+  PartitionTask t;
+  t.job_id = id;
+  t.dataset = "daily_revenue";
+  t.partition = partition;
+  t.state = TaskState::kUnchanged;
+  t.inputs = {{"orders", partition, fp, 4}};
+  ASSERT_TRUE(store->UpdateTask(t).ok());
+}
+
+TEST_P(StateStoreContractTest, AutoDetectIsKeptWithTheJob) {
+  const std::string id =
+      CreateDailyJob(store_.get(), {"2025-01-01"}, "v1", T(0));
+  auto job = store_->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->request.auto_detect);
+  EXPECT_FALSE(store_->GetJob(store_->CreateJob(MakeJob(), T(1))->job.id)
+                   ->request.auto_detect);
+}
+
+TEST_P(StateStoreContractTest,
+       VerifiedVersionsFollowPublishesCutoffsAndRollbacks) {
+  const std::string d1 = "2025-01-01", d2 = "2025-01-02", d3 = "2025-01-03";
+  auto versions = [&](std::vector<std::string> only = {}) {
+    auto v = store_->VerifiedVersions("daily_revenue", only);
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *v : std::map<std::string, VerifiedVersion>{};
+  };
+  EXPECT_THAT(versions(), IsEmpty());
+
+  // bf-1 publishes d1 and d2 with v1.
+  const std::string a = CreateDailyJob(store_.get(), {d1, d2}, "v1", T(1));
+  ASSERT_NO_FATAL_FAILURE(
+      Publish(store_.get(), a,
+              {Published(d1, "a1", T(2)), Published(d2, "a2", T(2))}, T(2)));
+  auto v = versions();
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[d1].job_id, a);
+  EXPECT_FALSE(v[d1].unchanged);
+  EXPECT_EQ(v[d1].transform_version, "v1");
+  ASSERT_EQ(v[d1].inputs.size(), 2u);
+  EXPECT_EQ(v[d1].inputs[0].fingerprint, "a1");
+  EXPECT_EQ(v[d1].inputs[1].dataset, "customers");
+  EXPECT_EQ(v[d1].inputs[1].partition, "");
+
+  // bf-2 (planned with v2) recomputes d1 identical: no lineage, but its
+  // UNCHANGED task is the newer verified version once the job SUCCEEDED.
+  const std::string b = CreateDailyJob(store_.get(), {d1, d2}, "v2", T(3));
+  ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), b, d1, "b1"));
+  ASSERT_NO_FATAL_FAILURE(Reach(b, JobState::kConfirming, T(4)));
+  EXPECT_EQ(versions()[d1].job_id, a) << "not SUCCEEDED yet";
+  ASSERT_NO_FATAL_FAILURE(Reach(b, JobState::kSucceeded, T(4)));
+  v = versions();
+  EXPECT_EQ(v[d1].job_id, b);
+  EXPECT_TRUE(v[d1].unchanged);
+  EXPECT_EQ(v[d1].transform_version, "v2");
+  ASSERT_EQ(v[d1].inputs.size(), 1u);
+  EXPECT_EQ(v[d1].inputs[0].fingerprint, "b1");
+  EXPECT_EQ(v[d2].job_id, a);
+
+  // bf-3's UNCHANGED d2 in a job that FAILED vouches for nothing.
+  const std::string c = CreateDailyJob(store_.get(), {d2}, "v3", T(5));
+  ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), c, d2, "c2"));
+  ASSERT_NO_FATAL_FAILURE(Reach(c, JobState::kFailed, T(5)));
+  EXPECT_EQ(versions()[d2].job_id, a);
+
+  // Only the partitions asked for.
+  EXPECT_THAT(
+      versions({d2, d3}),
+      ElementsAre(Pair(d2, ::testing::Field(&VerifiedVersion::job_id, a))));
+
+  // bf-4 publishes d1 and d3, then is rolled back: d3 was empty before, so
+  // it has no version; d1 holds bf-1's rows again, and since the rollback
+  // was recorded after bf-2 ended, bf-2's UNCHANGED verification is void:
+  // bf-1's publish record is current again.
+  const std::string d = CreateDailyJob(store_.get(), {d1, d3}, "v4", T(6));
+  ASSERT_NO_FATAL_FAILURE(
+      Publish(store_.get(), d,
+              {Published(d1, "d1", T(7)), Published(d3, "d3", T(7))}, T(7)));
+  v = versions();
+  EXPECT_EQ(v[d1].job_id, d);
+  EXPECT_EQ(v[d3].job_id, d);
+  RollbackInfo info;
+  info.requested_by = "bob";
+  info.reason = "bad";
+  LineageRecord r1 = MakeLineage("daily_revenue", d1, T(8));
+  r1.job_id = d;
+  r1.transform_version = "v1";
+  LineageRecord r3 = MakeLineage("daily_revenue", d3, T(8));
+  r3.job_id = d;
+  r3.transform_version = "";
+  ASSERT_TRUE(
+      store_->RecordRollback(d, info, {r1, r3}, "rolled back", "", T(8)).ok());
+  v = versions();
+  EXPECT_EQ(v.count(d3), 0u);
+  EXPECT_EQ(v[d1].job_id, a);
+  EXPECT_FALSE(v[d1].unchanged);
+  EXPECT_EQ(v[d1].inputs[0].fingerprint, "a1");
+  EXPECT_EQ(v[d2].job_id, a);
 }
 
 }  // namespace

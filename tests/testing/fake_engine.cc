@@ -6,8 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/affected_by.h"
 #include "absl/strings/str_join.h"
+#include "core/affected_by.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
 
@@ -92,6 +92,36 @@ void FakeEngine::SetPublishedRows(const std::string& dataset,
   } else {
     table.erase(partition);
   }
+}
+
+void FakeEngine::EditPublishedRows(const std::string& dataset,
+                                   const std::string& partition) {
+  absl::MutexLock lock(&mu_);
+  ++edits_[dataset][partition];
+}
+
+void FakeEngine::ForgetEditsLocked(const std::string& dataset,
+                                   const std::vector<std::string>& partitions,
+                                   bool partitioned) {
+  auto it = edits_.find(dataset);
+  if (it == edits_.end()) return;
+  if (!partitioned) {
+    edits_.erase(it);
+    return;
+  }
+  for (const std::string& p : partitions) it->second.erase(p);
+}
+
+std::string FakeEngine::EditSaltLocked(const std::string& dataset,
+                                       const std::optional<std::string>& p,
+                                       std::string salt) const {
+  auto it = edits_.find(dataset);
+  if (it == edits_.end()) return salt;
+  int64_t n = 0;
+  for (const auto& [partition, edits] : it->second) {
+    if (!p.has_value() || partition == *p) n += edits;
+  }
+  return n == 0 ? salt : absl::StrCat(salt, "+edit", n);
 }
 
 void FakeEngine::AddMarker(const std::string& job_id,
@@ -289,6 +319,47 @@ FakeEngine::CountRowsInPartitions(const DatasetSpec& dataset,
   return out;
 }
 
+absl::StatusOr<std::map<std::string, InputFingerprint>>
+FakeEngine::CurrentFingerprints(const DatasetSpec& dataset,
+                                const std::vector<std::string>& partitions) {
+  if (absl::Status s = Enter({"CurrentFingerprints", "", dataset.name, ""});
+      !s.ok()) {
+    return s;
+  }
+  for (const std::string& p : partitions) {
+    if (p.empty()) continue;
+    if (absl::Status s = ValidatePartition(dataset.grain(), p); !s.ok()) {
+      return s;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, InputFingerprint> out;
+  for (const std::string& p : partitions) {
+    InputFingerprint in;
+    in.dataset = dataset.name;
+    in.partition = p;
+    // As InputLocked fingerprints a read of the published rows: a
+    // partition by its rows, the whole table ("") apart.
+    const bool whole = p.empty();
+    if (whole) {
+      in.rows = TableRowsLocked(dataset.name);
+    } else if (auto t = published_.find(dataset.name); t != published_.end()) {
+      if (auto r = t->second.find(p); r != t->second.end()) {
+        in.rows = std::max<int64_t>(r->second, 0);
+      }
+    }
+    const std::optional<std::string> ref =
+        whole ? std::nullopt : std::optional<std::string>(p);
+    in.fingerprint = FingerprintOf(
+        dataset.name,
+        EditSaltLocked(dataset.name, ref,
+                       whole ? "input" : dataset.transform_version),
+        p, in.rows);
+    out[p] = std::move(in);
+  }
+  return out;
+}
+
 absl::StatusOr<PartitionStats> FakeEngine::PartitionStatistics(
     const DatasetSpec& dataset) {
   if (absl::Status s = Enter({"PartitionStatistics", "", dataset.name, ""});
@@ -378,6 +449,7 @@ InputFingerprint FakeEngine::InputLocked(const std::string& job_id,
   InputFingerprint in;
   in.dataset = name;
   in.partition = ref.partition.value_or("");
+  bool edited = false;  // read from the published rows, edits and all
   auto job = staging_.find(job_id);
   auto recomputed = prepared.partitions.find(name);
   const std::map<std::string, int64_t>* staged = nullptr;
@@ -392,6 +464,7 @@ InputFingerprint FakeEngine::InputLocked(const std::string& job_id,
     if (!from_staging) {
       auto table = published_.find(name);
       source = table == published_.end() ? nullptr : &table->second;
+      edited = true;
     }
     if (source != nullptr) {
       auto it = source->find(*ref.partition);
@@ -407,15 +480,17 @@ InputFingerprint FakeEngine::InputLocked(const std::string& job_id,
     }
   } else if (job != staging_.end() && job->second.pins.count(name)) {
     in.rows = job->second.pins.at(name);
+    edited = true;  // pinned from the published table (edits as they are now)
   } else {
     in.rows = TableRowsLocked(name);
+    edited = true;
   }
   // A partition read is fingerprinted as StagePartition fingerprints the
   // same rows of it; a whole table apart.
-  in.fingerprint = FingerprintOf(
-      name,
-      ref.partition.has_value() ? ref.dataset->transform_version : "input",
-      in.partition, in.rows);
+  std::string salt =
+      ref.partition.has_value() ? ref.dataset->transform_version : "input";
+  if (edited) salt = EditSaltLocked(name, ref.partition, std::move(salt));
+  in.fingerprint = FingerprintOf(name, salt, in.partition, in.rows);
   return in;
 }
 
@@ -641,6 +716,7 @@ absl::Status FakeEngine::Publish(const JobLayout& layout) {
     std::map<std::string, int64_t>& table = published_[ds.name];
     std::map<std::string, int64_t>& copy = copies_[{job_id, ds.name}];
     copy.clear();
+    ForgetEditsLocked(ds.name, item.partitions, ds.partition.has_value());
     if (!ds.partition) {
       for (const auto& [partition, rows] : table) {
         if (rows > 0) copy[""] += rows;
@@ -1062,6 +1138,7 @@ absl::StatusOr<RollbackResult> FakeEngine::Rollback(const RollbackSpec& spec) {
     const DatasetSpec& ds = *item.dataset;
     const std::map<std::string, int64_t>& copy = copies_.at({job_id, ds.name});
     std::map<std::string, int64_t>& table = published_[ds.name];
+    ForgetEditsLocked(ds.name, item.partitions, ds.partition.has_value());
     if (!ds.partition) {
       table.clear();
       if (const int64_t rows = Sum(copy); rows > 0) table[""] = rows;

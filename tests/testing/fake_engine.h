@@ -111,6 +111,12 @@ class FakeEngine : public Engine {
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
+  // Always current: each partition fingerprinted as StagePartition
+  // fingerprints a read of its published rows (count and edits), "" the
+  // whole table.
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
   // Always exact (refresh "exact"): the published row counts.
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
@@ -198,6 +204,13 @@ class FakeEngine : public Engine {
   // dataset); creates the dataset's table.
   void SetPublishedRows(const std::string& dataset,
                         const std::string& partition, int64_t rows);
+  // Changes the content of a partition's published rows ("" in an
+  // unpartitioned dataset) without changing their count, as an in-place
+  // correction would: every fingerprint of a read of them (and of the whole
+  // table) changes from now on. A Publish or Rollback that replaces the
+  // partition forgets its edits (the new rows are what they are).
+  void EditPublishedRows(const std::string& dataset,
+                         const std::string& partition);
   // A row as PartitionsMatching sees it: the partition it belongs to
   // (nullopt: none; "" in an unpartitioned dataset) and its values by
   // column.
@@ -257,6 +270,15 @@ class FakeEngine : public Engine {
 
   // Counts the call and consults the hook.
   absl::Status Enter(Call call) ABSL_LOCKS_EXCLUDED(mu_);
+  void ForgetEditsLocked(const std::string& dataset,
+                         const std::vector<std::string>& partitions,
+                         bool partitioned) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `salt` extended by the edits of `partition` (nullopt: of the whole
+  // table); unchanged without edits.
+  std::string EditSaltLocked(const std::string& dataset,
+                             const std::optional<std::string>& partition,
+                             std::string salt) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t TableRowsLocked(const std::string& dataset) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   InputFingerprint InputLocked(const std::string& job_id,
@@ -292,6 +314,9 @@ class FakeEngine : public Engine {
   // (job id, dataset) -> partition -> rows the job's publish replaced.
   std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>>
       copies_ ABSL_GUARDED_BY(mu_);
+  // Dataset -> partition -> in-place edits since the rows were written.
+  std::map<std::string, std::map<std::string, int64_t>> edits_
+      ABSL_GUARDED_BY(mu_);
   std::map<std::string, RollbackMarker> rollbacks_
       ABSL_GUARDED_BY(mu_);  // job id -> marker
 

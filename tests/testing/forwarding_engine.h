@@ -35,6 +35,11 @@ class ForwardingEngine : public Engine {
       const DatasetSpec& dataset) override {
     return inner_->PartitionStatistics(dataset);
   }
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override {
+    return inner_->CurrentFingerprints(dataset, partitions);
+  }
   absl::Status PrepareJob(const JobLayout& layout) override {
     return inner_->PrepareJob(layout);
   }

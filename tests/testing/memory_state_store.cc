@@ -149,6 +149,72 @@ InMemoryStateStore::LastRunInputRows(
   return out;
 }
 
+absl::StatusOr<std::map<std::string, VerifiedVersion>>
+InMemoryStateStore::VerifiedVersions(
+    const std::string& dataset, const std::vector<std::string>& partitions) {
+  absl::MutexLock lock(&mu_);
+  const std::set<std::string> wanted(partitions.begin(), partitions.end());
+  std::map<std::string, std::pair<int64_t, VerifiedVersion>> best;
+  auto offer = [&best](int64_t seq, VerifiedVersion v) {
+    auto it = best.find(v.partition);
+    if (it == best.end() || seq > it->second.first) {
+      std::string p = v.partition;
+      best[p] = {seq, std::move(v)};
+    }
+  };
+  std::map<std::string, absl::Time> rolled_back_at;
+  for (const auto& [key, rows] : lineage_) {
+    if (key.first != dataset) continue;
+    if (!wanted.empty() && wanted.count(key.second) == 0) continue;
+    for (const LineageRow& r : rows) {
+      if (r.record.action == LineageAction::kRollback) {
+        absl::Time& at =
+            rolled_back_at.emplace(key.second, absl::InfinitePast())
+                .first->second;
+        at = std::max(at, r.record.published_at);
+        continue;
+      }
+      auto job = jobs_.find(r.record.job_id);
+      if (job == jobs_.end() ||
+          job->second.job.state == JobState::kRolledBack) {
+        continue;
+      }
+      VerifiedVersion v;
+      v.partition = key.second;
+      v.job_id = r.record.job_id;
+      v.transform_version = r.record.transform_version;
+      v.inputs = r.record.inputs;
+      offer(job->second.seq, std::move(v));
+    }
+  }
+  for (const auto& [seq, id] : ids_by_seq_) {
+    const JobRow& row = jobs_.at(id);
+    if (row.job.state != JobState::kSucceeded) continue;
+    std::string version;
+    for (const DatasetPlan& dp : row.job.plan.datasets) {
+      if (dp.dataset == dataset) version = dp.transform_version;
+    }
+    for (const PartitionTask& t : row.tasks) {
+      if (t.dataset != dataset || t.state != TaskState::kUnchanged) continue;
+      if (!wanted.empty() && wanted.count(t.partition) == 0) continue;
+      auto rb = rolled_back_at.find(t.partition);
+      if (rb != rolled_back_at.end() && rb->second >= row.job.end_time) {
+        continue;
+      }
+      VerifiedVersion v;
+      v.partition = t.partition;
+      v.job_id = id;
+      v.unchanged = true;
+      v.transform_version = version;
+      v.inputs = t.inputs;
+      offer(seq, std::move(v));
+    }
+  }
+  std::map<std::string, VerifiedVersion> out;
+  for (auto& [p, c] : best) out.emplace(p, std::move(c.second));
+  return out;
+}
+
 InMemoryStateStore::JobRow* InMemoryStateStore::FindLocked(
     const std::string& id) {
   auto it = jobs_.find(id);

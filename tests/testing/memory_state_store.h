@@ -121,6 +121,9 @@ class InMemoryStateStore : public StateStore {
       const std::string& job_id) override;
   absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
       const std::vector<std::string>& job_ids) override;
+  absl::StatusOr<std::map<std::string, VerifiedVersion>> VerifiedVersions(
+      const std::string& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::StatusOr<std::map<std::string, int64_t>> LastRunInputRows(
       const std::string& dataset,
       const std::vector<std::string>& partitions) override;

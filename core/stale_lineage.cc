@@ -1,0 +1,83 @@
+#include "core/stale_lineage.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/partition.h"
+#include "core/status_macros.h"
+
+namespace backfill {
+
+std::string InputChangedReason(const InputFingerprint& first, size_t more) {
+  std::string out = absl::StrCat("input ", first.dataset);
+  if (!first.partition.empty()) absl::StrAppend(&out, "/", first.partition);
+  absl::StrAppend(&out, " changed");
+  if (more > 0) absl::StrAppend(&out, " (+", more, " more)");
+  return out;
+}
+
+absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
+    const Catalog& catalog, Engine& engine, StateStore& store,
+    const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(auto versions, store.VerifiedVersions(dataset.name, {}));
+  if (versions.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "nothing to backfill automatically: no partition of ", dataset.name,
+        " was published with recorded lineage yet; give its scope with "
+        "--from/--to or --partitions"));
+  }
+  // Every input partition a version of the current transform read, by
+  // input dataset; those that cannot be asked for count as changed.
+  std::map<std::string, std::set<std::string>> needed;
+  for (const auto& [partition, v] : versions) {
+    if (v.transform_version != dataset.transform_version) continue;
+    for (const InputFingerprint& in : v.inputs) {
+      const DatasetSpec* up = catalog.Find(in.dataset);
+      if (up == nullptr) continue;
+      if (!in.partition.empty() &&
+          !ValidatePartition(up->grain(), in.partition).ok()) {
+        continue;
+      }
+      needed[in.dataset].insert(in.partition);
+    }
+  }
+  std::map<std::string, std::map<std::string, InputFingerprint>> now;
+  for (const auto& [name, partitions] : needed) {
+    ASSIGN_OR_RETURN(now[name], engine.CurrentFingerprints(
+                                    *catalog.Find(name),
+                                    std::vector<std::string>(
+                                        partitions.begin(), partitions.end())));
+  }
+  std::vector<StalePartition> stale;
+  for (const auto& [partition, v] : versions) {
+    if (v.transform_version != dataset.transform_version) {
+      stale.push_back({partition, kVersionChangedReason});
+      continue;
+    }
+    std::vector<const InputFingerprint*> changed;
+    for (const InputFingerprint& in : v.inputs) {
+      auto ds = now.find(in.dataset);
+      if (ds == now.end()) {
+        changed.push_back(&in);
+        continue;
+      }
+      auto current = ds->second.find(in.partition);
+      if (current == ds->second.end() ||
+          current->second.fingerprint != in.fingerprint) {
+        changed.push_back(&in);
+      }
+    }
+    if (!changed.empty()) {
+      stale.push_back({partition, InputChangedReason(*changed.front(),
+                                                     changed.size() - 1)});
+    }
+  }
+  return stale;
+}
+
+}  // namespace backfill

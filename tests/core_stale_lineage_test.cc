@@ -1,0 +1,376 @@
+// --auto (core/stale_lineage.h through Planner::MakePlan): jobs run against
+// the fake engine and the in-memory store record real lineage; then the
+// published inputs change (rows added, rows edited in place, a dimension
+// corrected, a new transform version) and the plan must name exactly the
+// hand-picked stale partitions, each with its reason, plus their
+// dependents. Early cutoff's UNCHANGED recomputations count as verified
+// versions.
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/backfill_manager.h"
+#include "core/clock.h"
+#include "core/pipeline_loader.h"
+#include "core/planner.h"
+#include "core/stale_lineage.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fake_engine.h"
+#include "tests/testing/memory_state_store.h"
+
+namespace backfill {
+namespace {
+
+using ::backfill::testing::FakeEngine;
+using ::backfill::testing::InMemoryStateStore;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Pipeline(const std::string& daily_version) {
+  return absl::StrFormat(R"yaml(
+datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: order_date, grain: day}
+  - name: customers
+    kind: source
+    table: dim_customers
+  - name: daily
+    kind: derived
+    table: daily
+    partition: {column: ds, grain: day}
+    upstream:
+      - {dataset: orders, mapping: identity}
+      - {dataset: customers, mapping: all}
+    transform: "SELECT :partition AS ds, 1 AS n"
+    version: %s
+    contract: {columns: {ds: TEXT, n: INTEGER}}
+  - name: monthly
+    kind: derived
+    table: monthly
+    partition: {column: month, grain: month}
+    upstream: [{dataset: daily, mapping: rollup}]
+    transform: "SELECT substr(:partition, 1, 7) AS month, 1 AS n"
+    contract: {columns: {month: TEXT, n: INTEGER}}
+)yaml",
+                         daily_version);
+}
+
+std::string Day(int d) { return absl::StrFormat("2025-01-%02d", d); }
+
+class StaleLineageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(Load("v1"));
+    for (int d = 1; d <= 6; ++d) engine_.SetPublishedRows("orders", Day(d), d);
+    engine_.SetPublishedRows("customers", "", 50);
+  }
+
+  void Load(const std::string& version) {
+    auto catalog = LoadPipelineTexts({{"p.yaml", Pipeline(version)}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+  }
+
+  // Runs a job of `dataset` over `partitions` as the runner would: stages
+  // each with the planner's inputs and records the task; partitions in
+  // `unchanged` end UNCHANGED (released, not published), the others are
+  // published with lineage. The job ends in `end` (SUCCEEDED or FAILED).
+  void RunJob(const std::string& dataset,
+              const std::vector<std::string>& partitions,
+              const std::set<std::string>& unchanged = {},
+              JobState end = JobState::kSucceeded) {
+    const DatasetSpec* spec = catalog_.Find(dataset);
+    ASSERT_NE(spec, nullptr);
+    Planner planner(&catalog_, &engine_, {}, &store_);
+    Job job;
+    job.request.dataset = dataset;
+    job.request.reason = "test";
+    DatasetPlan dp;
+    dp.dataset = dataset;
+    dp.partitions = partitions;
+    dp.transform_version = spec->transform_version;
+    job.plan.datasets = {dp};
+    auto created = store_.CreateJob(job, Now());
+    ASSERT_TRUE(created.ok()) << created.status();
+    const std::string id = created->job.id;
+    JobLayout layout;
+    layout.job_id = id;
+    layout.items = {{spec, partitions}};
+    for (const UpstreamEdge& e : spec->upstream) {
+      if (e.mapping == Mapping::kAll) {
+        layout.pinned.push_back(catalog_.Find(e.dataset));
+      }
+    }
+    ASSERT_TRUE(engine_.PrepareJob(layout).ok());
+    ASSERT_TRUE(
+        store_.TransitionJob(id, std::nullopt, JobState::kRunning, "run", Now())
+            .ok());
+    std::vector<LineageRecord> lineage;
+    std::vector<std::string> released, published;
+    for (const std::string& p : partitions) {
+      auto staged =
+          engine_.StagePartition(id, *spec, p, planner.InputsOf(*spec, p));
+      ASSERT_TRUE(staged.ok()) << staged.status();
+      PartitionTask task;
+      task.job_id = id;
+      task.dataset = dataset;
+      task.partition = p;
+      task.state =
+          unchanged.count(p) ? TaskState::kUnchanged : TaskState::kStaged;
+      task.inputs = staged->inputs;
+      task.output_fingerprint = staged->output_fingerprint;
+      task.rows_written = staged->rows_written;
+      ASSERT_TRUE(store_.UpdateTask(task).ok());
+      if (unchanged.count(p)) {
+        released.push_back(p);
+        continue;
+      }
+      published.push_back(p);
+      LineageRecord rec;
+      rec.dataset = dataset;
+      rec.partition = p;
+      rec.job_id = id;
+      rec.transform_version = spec->transform_version;
+      rec.inputs = staged->inputs;
+      rec.output_fingerprint = staged->output_fingerprint;
+      rec.row_count = staged->rows_written;
+      lineage.push_back(std::move(rec));
+    }
+    if (end == JobState::kFailed) {
+      ASSERT_TRUE(store_
+                      .TransitionJob(id, std::nullopt, JobState::kFailed,
+                                     "failed", Now())
+                      .ok());
+      return;
+    }
+    if (!released.empty()) {
+      ASSERT_TRUE(engine_.ReleasePartitions(id, *spec, released).ok());
+    }
+    layout.items = {{spec, published}};
+    ASSERT_TRUE(engine_.Publish(layout).ok());
+    for (JobState s : {JobState::kValidating, JobState::kPublishing}) {
+      ASSERT_TRUE(
+          store_.TransitionJob(id, std::nullopt, s, "step", Now()).ok());
+    }
+    ASSERT_TRUE(store_
+                    .RecordPublication(id, lineage, JobState::kConfirming,
+                                       "published", Now())
+                    .ok());
+    ASSERT_TRUE(
+        store_
+            .TransitionJob(id, std::nullopt, JobState::kSucceeded, "ok", Now())
+            .ok());
+  }
+
+  absl::Time Now() { return absl::FromUnixSeconds(1700000000 + ++tick_); }
+
+  absl::StatusOr<Plan> PlanAuto(const std::string& dataset,
+                                bool downstream = true) {
+    Planner planner(&catalog_, &engine_, {}, &store_);
+    BackfillRequest r;
+    r.dataset = dataset;
+    r.reason = "auto";
+    r.auto_detect = true;
+    r.exclude_downstream = !downstream;
+    return planner.MakePlan(r);
+  }
+
+  // dataset -> partition -> reason.
+  static std::map<std::string, std::map<std::string, std::string>> Scope(
+      const Plan& plan) {
+    std::map<std::string, std::map<std::string, std::string>> out;
+    for (const DatasetPlan& dp : plan.datasets) {
+      for (size_t i = 0; i < dp.partitions.size(); ++i) {
+        out[dp.dataset][dp.partitions[i]] = dp.partition_reasons[i];
+      }
+    }
+    return out;
+  }
+
+  void PublishEverything() {
+    std::vector<std::string> days;
+    for (int d = 1; d <= 6; ++d) days.push_back(Day(d));
+    ASSERT_NO_FATAL_FAILURE(RunJob("daily", days));
+    ASSERT_NO_FATAL_FAILURE(RunJob("monthly", {"2025-01"}));
+  }
+
+  int tick_ = 0;
+  Catalog catalog_;
+  FakeEngine engine_;
+  InMemoryStateStore store_;
+};
+
+TEST_F(StaleLineageTest, NothingPublishedOrNothingChangedIsNothingToDo) {
+  auto none = PlanAuto("daily");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(), HasSubstr("no partition of daily"));
+
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  // What the stages recorded equals what the engine reports now.
+  for (const std::string& ds : {"daily", "monthly"}) {
+    auto plan = PlanAuto(ds);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition)
+        << ds;
+    EXPECT_EQ(plan.status().message(),
+              "nothing to backfill: every published partition of " + ds +
+                  " matches its lineage");
+  }
+}
+
+TEST_F(StaleLineageTest, LateAndEditedRowsPickTheirDaysAndTheMonth) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.SetPublishedRows("orders", Day(2), 2 + 3);  // late rows
+  engine_.EditPublishedRows("orders", Day(5));        // same count, new values
+  auto plan = PlanAuto("daily");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto scope = Scope(*plan);
+  EXPECT_THAT(
+      scope["daily"],
+      ElementsAre(std::make_pair(Day(2), "input orders/2025-01-02 changed"),
+                  std::make_pair(Day(5), "input orders/2025-01-05 changed")));
+  EXPECT_THAT(scope["monthly"],
+              ElementsAre(std::make_pair(std::string("2025-01"),
+                                         "downstream of daily via rollup")));
+  EXPECT_EQ(plan->datasets[0].reason, kAutoDatasetReason);
+
+  // Without dependents: only the days.
+  auto alone = PlanAuto("daily", /*downstream=*/false);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(alone->datasets.size(), 1u);
+
+  // Once those two days are recomputed and published, nothing is stale.
+  ASSERT_NO_FATAL_FAILURE(RunJob("daily", {Day(2), Day(5)}));
+  ASSERT_NO_FATAL_FAILURE(RunJob("monthly", {"2025-01"}));
+  EXPECT_EQ(PlanAuto("daily").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StaleLineageTest, ACorrectedDimensionMakesEveryReaderStale) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.EditPublishedRows("customers", "");
+  engine_.EditPublishedRows("orders", Day(3));
+  auto plan = PlanAuto("daily");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto scope = Scope(*plan);
+  ASSERT_EQ(scope["daily"].size(), 6u);
+  for (int d = 1; d <= 6; ++d) {
+    // Inputs in the order the task read them: orders, then customers.
+    EXPECT_EQ(scope["daily"][Day(d)],
+              d == 3 ? "input orders/2025-01-03 changed (+1 more)"
+                     : "input customers changed")
+        << d;
+  }
+  // monthly reads daily only: itself not stale until daily is republished.
+  EXPECT_EQ(PlanAuto("monthly").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StaleLineageTest, ANewTransformVersionMakesEveryPartitionStale) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.SetPublishedRows("orders", Day(4), 40);
+  ASSERT_NO_FATAL_FAILURE(Load("v2"));
+  auto plan = PlanAuto("daily");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto scope = Scope(*plan);
+  ASSERT_EQ(scope["daily"].size(), 6u);
+  for (const auto& [p, why] : scope["daily"]) {
+    EXPECT_EQ(why, kVersionChangedReason) << p;
+  }
+  EXPECT_EQ(plan->datasets[0].transform_version, "v2");
+}
+
+TEST_F(StaleLineageTest, AnUnchangedRecomputationIsAVerifiedVersion) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.EditPublishedRows("orders", Day(1));
+  engine_.EditPublishedRows("orders", Day(6));
+  // Day 1 recomputed identical (early cutoff) in a job that FAILED later:
+  // not verified. Day 6 in a job that SUCCEEDED: verified, with the inputs
+  // it read.
+  ASSERT_NO_FATAL_FAILURE(
+      RunJob("daily", {Day(1)}, {Day(1)}, JobState::kFailed));
+  ASSERT_NO_FATAL_FAILURE(RunJob("daily", {Day(6)}, {Day(6)}));
+  auto plan = PlanAuto("daily", /*downstream=*/false);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(
+      Scope(*plan)["daily"],
+      ElementsAre(std::make_pair(Day(1), "input orders/2025-01-01 changed")));
+}
+
+TEST_F(StaleLineageTest, AutoIsAScopeOfItsOwn) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  Planner planner(&catalog_, &engine_, {}, &store_);
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.auto_detect = true;
+  r.from = Day(1);
+  r.to = Day(2);
+  auto plan = planner.MakePlan(r);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("scope of its own"));
+  r.from = r.to = "";
+  r.affected_by = "orders: amount > 0";
+  EXPECT_EQ(planner.MakePlan(r).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // No state store: no lineage to compare with.
+  Planner no_store(&catalog_, &engine_);
+  r.affected_by = "";
+  EXPECT_EQ(no_store.MakePlan(r).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StaleLineageTest, SubmitKeepsAutoAndItIsPartOfTheIdempotencyKey) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.EditPublishedRows("orders", Day(4));
+  ManualClock clock(absl::FromUnixSeconds(1800000000));
+  ManagerOptions options;
+  options.workers = 1;
+  BackfillManager manager(&catalog_, &store_, &engine_, &clock, nullptr,
+                          options);
+  ASSERT_TRUE(manager.Start().ok());
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.reason = "stale";
+  r.auto_detect = true;
+  r.exclude_downstream = true;
+  SubmitOptions key;
+  key.idempotency_key = "auto-1";
+  auto submitted = manager.Submit(r, key);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_TRUE(submitted->job.request.auto_detect);
+  ASSERT_EQ(submitted->job.plan.datasets.size(), 1u);
+  EXPECT_THAT(submitted->job.plan.datasets[0].partitions, ElementsAre(Day(4)));
+  auto stored = store_.GetJob(submitted->job.id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->request.auto_detect);
+  // The same key for the same request: the same job, whatever is stale now.
+  auto again = manager.Submit(r, key);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->job.id, submitted->job.id);
+  // The same key without --auto is another request.
+  BackfillRequest ranged = r;
+  ranged.auto_detect = false;
+  ranged.partitions = {Day(4)};
+  auto other = manager.Submit(ranged, key);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("different request"));
+  manager.Shutdown();
+}
+
+TEST(InputChangedReasonTest, NamesTheFirstAndCountsTheRest) {
+  EXPECT_EQ(InputChangedReason({"orders", "2025-03-01", "f", 1}, 0),
+            "input orders/2025-03-01 changed");
+  EXPECT_EQ(InputChangedReason({"customers", "", "f", 1}, 0),
+            "input customers changed");
+  EXPECT_EQ(InputChangedReason({"orders", "2025-03-01", "f", 1}, 2),
+            "input orders/2025-03-01 changed (+2 more)");
+}
+
+}  // namespace
+}  // namespace backfill

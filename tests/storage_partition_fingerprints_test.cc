@@ -1,0 +1,330 @@
+// Partition fingerprints of the SQLite warehouse
+// (storage/sqlite_partition_fingerprints.h, Engine::CurrentFingerprints):
+// the cached figures against a fresh computation of the definition —
+// the rows plain SQL selects for a day, hashed by the test with
+// core/fingerprint.h's RowHasher — after appends, updates and deletes, with
+// the change signal's documented bound (an update or delete in the middle
+// of the table shows after the maximum age); and the proof that an
+// untouched input compares equal to what StagePartition recorded.
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/fingerprint.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/sqlite_db.h"
+#include "storage/sqlite_engine.h"
+#include "storage/sqlite_membership.h"
+#include "storage/sqlite_partition_fingerprints.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::IsEmpty;
+
+std::string Day(int d) { return absl::StrFormat("2025-01-%02d", d); }
+
+class PartitionFingerprintsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "/fingerprints_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/warehouse.db";
+    auto db = sqlite::Database::Open(path_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = *std::move(db);
+    ASSERT_TRUE(sqlite::RegisterPartitionFunction(db_.get()).ok());
+    Exec(R"sql(
+      CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date TEXT,
+                               customer_id INTEGER, amount REAL, refund REAL);
+      CREATE INDEX raw_orders_date ON raw_orders (order_date);
+      CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY,
+                                  region TEXT);
+      INSERT INTO dim_customers VALUES (1, 'EU'), (2, 'US'), (3, 'EU');
+    )sql");
+    // Day d (1..5) holds d + 1 orders; one order of no partition.
+    std::string sql = "BEGIN;";
+    for (int d = 1; d <= 5; ++d) {
+      for (int i = 0; i <= d; ++i) {
+        absl::StrAppend(&sql,
+                        "INSERT INTO raw_orders (order_date, customer_id, "
+                        "amount, refund) VALUES ('",
+                        Day(d), "', ", 1 + i % 3, ", ", 10 * d + i, ", 0);");
+      }
+    }
+    absl::StrAppend(&sql,
+                    "INSERT INTO raw_orders (order_date, customer_id, amount, "
+                    "refund) VALUES ('someday', 1, 1, 0); COMMIT;");
+    Exec(sql);
+    auto engine = SqliteEngine::Open(path_, 2);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+    engine_->SetStatsPolicy(absl::Hours(1), [this] { return now_; });
+
+    orders_.name = "orders";
+    orders_.kind = DatasetKind::kSource;
+    orders_.table = "raw_orders";
+    orders_.partition = PartitionSpec{"order_date", Grain::kDay, {}};
+    customers_.name = "customers";
+    customers_.kind = DatasetKind::kSource;
+    customers_.table = "dim_customers";
+  }
+
+  void TearDown() override {
+    engine_.reset();
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Exec(const std::string& sql) {
+    absl::Status s = db_->Exec(sql);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // The definition, computed by the test: every row plain SQL selects,
+  // every column, each hashed by its storage class.
+  std::string Plain(const std::string& sql) {
+    auto q = db_->Prepare(sql);
+    EXPECT_TRUE(q.ok()) << q.status();
+    Fingerprint fp;
+    while (q.ok()) {
+      auto row = q->Step();
+      EXPECT_TRUE(row.ok()) << row.status();
+      if (!row.ok() || !*row) break;
+      RowHasher h;
+      for (int i = 0; i < q->ColumnCount(); ++i) {
+        switch (q->GetColumnType(i)) {
+          case sqlite::ColumnType::kNull:
+            h.AddNull();
+            break;
+          case sqlite::ColumnType::kInteger:
+            h.AddInt(q->ColumnInt(i));
+            break;
+          case sqlite::ColumnType::kReal:
+            h.AddReal(q->ColumnDouble(i));
+            break;
+          case sqlite::ColumnType::kText:
+            h.AddText(q->ColumnText(i));
+            break;
+          case sqlite::ColumnType::kBlob:
+            h.AddBlob(q->ColumnText(i));
+            break;
+        }
+      }
+      fp.AddRow(h.Finish());
+    }
+    return fp.ToString();
+  }
+  std::string PlainDay(const std::string& day) {
+    return Plain(absl::StrCat("SELECT * FROM raw_orders WHERE order_date = '",
+                              day, "'"));
+  }
+
+  std::vector<std::string> Days(int n) {
+    std::vector<std::string> out;
+    for (int d = 1; d <= n; ++d) out.push_back(Day(d));
+    return out;
+  }
+
+  absl::StatusOr<sqlite::FingerprintRefresh> Refresh(
+      const std::vector<std::string>& partitions) {
+    sqlite::StatsPolicy policy;
+    policy.max_age = absl::Hours(1);
+    return sqlite::CurrentPartitionFingerprints(db_.get(), orders_, partitions,
+                                                policy, now_);
+  }
+
+  // Every day 1..n against the plain computation.
+  void ExpectPlain(const sqlite::FingerprintRefresh& got, int n) {
+    for (int d = 1; d <= n; ++d) {
+      auto it = got.fingerprints.find(Day(d));
+      ASSERT_NE(it, got.fingerprints.end()) << Day(d);
+      EXPECT_EQ(it->second.fingerprint, PlainDay(Day(d))) << Day(d);
+      EXPECT_EQ(it->second.dataset, "orders");
+      EXPECT_EQ(it->second.partition, Day(d));
+    }
+  }
+
+  std::string dir_;
+  std::string path_;
+  absl::Time now_ = absl::FromUnixSeconds(1700000000);
+  std::unique_ptr<sqlite::Database> db_;
+  std::unique_ptr<SqliteEngine> engine_;
+  DatasetSpec orders_, customers_;
+};
+
+TEST_F(PartitionFingerprintsTest, CachedFiguresFollowTheTableWithinTheBound) {
+  auto first = Refresh(Days(6));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->refresh, "recompute");
+  EXPECT_EQ(first->partitions_hashed, 5);  // the 5 days that have rows
+  ExpectPlain(*first, 6);
+  // Day 6 has no rows: the fingerprint of no rows, as a stage would read.
+  EXPECT_EQ(first->fingerprints.at(Day(6)).fingerprint,
+            Fingerprint().ToString());
+  EXPECT_EQ(first->fingerprints.at(Day(6)).rows, 0);
+  EXPECT_EQ(first->fingerprints.at(Day(3)).rows, 4);
+
+  auto again = Refresh(Days(6));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->refresh, "current");
+  EXPECT_EQ(again->partitions_hashed, 0);
+  ExpectPlain(*again, 6);
+
+  // Late rows for day 2 and a first row for day 6: only those two days are
+  // hashed again.
+  Exec(
+      "INSERT INTO raw_orders (order_date, customer_id, amount, refund) "
+      "VALUES ('2025-01-02', 2, 99, 1), ('2025-01-06', 3, 5, 0)");
+  auto appended = Refresh(Days(6));
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(appended->refresh, "appended");
+  EXPECT_EQ(appended->partitions_hashed, 2);
+  ExpectPlain(*appended, 6);
+
+  // An update in the middle of the table: not signalled, so the cached day
+  // 3 stays as it was until the maximum age...
+  const std::string before = PlainDay(Day(3));
+  Exec(
+      "UPDATE raw_orders SET amount = amount + 1 WHERE order_date = "
+      "'2025-01-03' AND order_id = (SELECT MIN(order_id) FROM raw_orders "
+      "WHERE order_date = '2025-01-03')");
+  ASSERT_NE(PlainDay(Day(3)), before);
+  auto hidden = Refresh(Days(6));
+  ASSERT_TRUE(hidden.ok());
+  EXPECT_EQ(hidden->refresh, "current");
+  EXPECT_EQ(hidden->fingerprints.at(Day(3)).fingerprint, before);
+  // ...and is right once the cache is older than that.
+  now_ += absl::Hours(1);
+  auto aged = Refresh(Days(6));
+  ASSERT_TRUE(aged.ok());
+  EXPECT_EQ(aged->refresh, "recompute");
+  ExpectPlain(*aged, 6);
+
+  // Deleting the last row changes the row at the stored max_rowid: seen at
+  // once.
+  Exec(
+      "DELETE FROM raw_orders WHERE order_id = (SELECT MAX(order_id) FROM "
+      "raw_orders)");
+  auto deleted = Refresh(Days(6));
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->refresh, "recompute");
+  ExpectPlain(*deleted, 6);
+
+  // Deleting the first row changes MIN(rowid): seen at once.
+  Exec(
+      "DELETE FROM raw_orders WHERE order_id = (SELECT MIN(order_id) FROM "
+      "raw_orders)");
+  auto first_gone = Refresh(Days(6));
+  ASSERT_TRUE(first_gone.ok());
+  EXPECT_EQ(first_gone->refresh, "recompute");
+  ExpectPlain(*first_gone, 6);
+
+  // A row moved from day 4 to day 5 by an update and the table's end
+  // untouched: within the bound; after it, right.
+  Exec(
+      "UPDATE raw_orders SET order_date = '2025-01-05' WHERE order_id = "
+      "(SELECT MIN(order_id) FROM raw_orders WHERE order_date = "
+      "'2025-01-04')");
+  now_ += absl::Hours(2);
+  auto moved = Refresh(Days(6));
+  ASSERT_TRUE(moved.ok());
+  ExpectPlain(*moved, 6);
+
+  // The whole table is hashed on every call: a middle update shows at once.
+  Exec("UPDATE raw_orders SET refund = 3 WHERE order_date = '2025-01-02'");
+  auto whole = Refresh({""});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->fingerprints.at("").fingerprint,
+            Plain("SELECT * FROM raw_orders"));
+}
+
+TEST_F(PartitionFingerprintsTest, TheEngineCallAndItsArguments) {
+  auto dim = engine_->CurrentFingerprints(customers_, {""});
+  ASSERT_TRUE(dim.ok()) << dim.status();
+  EXPECT_EQ(dim->at("").fingerprint, Plain("SELECT * FROM dim_customers"));
+  Exec("UPDATE dim_customers SET region = 'APAC' WHERE customer_id = 2");
+  dim = engine_->CurrentFingerprints(customers_, {""});
+  ASSERT_TRUE(dim.ok());
+  EXPECT_EQ(dim->at("").fingerprint, Plain("SELECT * FROM dim_customers"));
+
+  EXPECT_EQ(
+      engine_->CurrentFingerprints(orders_, {"2025-13-01"}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      engine_->CurrentFingerprints(customers_, {"2025-01-01"}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  DatasetSpec missing = orders_;
+  missing.name = "later";
+  missing.table = "not_there_yet";
+  auto none = engine_->CurrentFingerprints(missing, {Day(1), ""});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->at(Day(1)).fingerprint, Fingerprint().ToString());
+  EXPECT_EQ(none->at("").rows, 0);
+  // Nothing asked: nothing computed.
+  auto empty = engine_->CurrentFingerprints(orders_, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_THAT(*empty, IsEmpty());
+}
+
+TEST_F(PartitionFingerprintsTest, UntouchedInputsCompareEqualToWhatAStageRead) {
+  DatasetSpec revenue;
+  revenue.name = "daily_revenue";
+  revenue.kind = DatasetKind::kDerived;
+  revenue.table = "daily_revenue";
+  revenue.partition = PartitionSpec{"ds", Grain::kDay, {}};
+  revenue.upstream = {{"orders", Mapping::kIdentity},
+                      {"customers", Mapping::kAll}};
+  revenue.transform =
+      "SELECT o.order_date AS ds, c.region AS region, SUM(o.amount) AS "
+      "revenue FROM raw_orders o JOIN dim_customers c ON c.customer_id = "
+      "o.customer_id WHERE o.order_date >= :partition_start AND "
+      "o.order_date < :partition_end GROUP BY 1, 2";
+  revenue.columns = {{"ds", "TEXT"}, {"region", "TEXT"}, {"revenue", "REAL"}};
+  revenue.primary_key = {"ds", "region"};
+  // Warm the cache first, so that the comparison also covers cached
+  // figures.
+  ASSERT_TRUE(engine_->CurrentFingerprints(orders_, Days(5)).ok());
+
+  JobLayout layout;
+  layout.job_id = "bf-1";
+  layout.items = {{&revenue, Days(5)}};
+  layout.pinned = {&customers_};
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  std::map<std::string, StageResult> staged;
+  for (const std::string& day : Days(5)) {
+    auto r = engine_->StagePartition("bf-1", revenue, day,
+                                     {{&orders_, day}, {&customers_, {}}});
+    ASSERT_TRUE(r.ok()) << r.status();
+    staged[day] = *r;
+  }
+  ASSERT_TRUE(engine_->ValidateStaged("bf-1", revenue).ok());
+  ASSERT_TRUE(engine_->Publish(layout).ok());
+
+  auto orders_now = engine_->CurrentFingerprints(orders_, Days(5));
+  auto customers_now = engine_->CurrentFingerprints(customers_, {""});
+  auto revenue_now = engine_->CurrentFingerprints(revenue, Days(5));
+  ASSERT_TRUE(orders_now.ok() && customers_now.ok() && revenue_now.ok());
+  for (const std::string& day : Days(5)) {
+    const StageResult& r = staged[day];
+    ASSERT_EQ(r.inputs.size(), 2u);
+    EXPECT_EQ(r.inputs[0].fingerprint, orders_now->at(day).fingerprint) << day;
+    EXPECT_EQ(r.inputs[0].rows, orders_now->at(day).rows) << day;
+    EXPECT_EQ(r.inputs[1].fingerprint, customers_now->at("").fingerprint);
+    // A published derived partition reads back as its stage's output (what
+    // a dependent reading it records).
+    EXPECT_EQ(r.output_fingerprint, revenue_now->at(day).fingerprint) << day;
+  }
+}
+
+}  // namespace
+}  // namespace backfill
