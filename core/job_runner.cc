@@ -509,7 +509,8 @@ absl::Status JobRunner::Persist(Storage storage, const std::string& what,
 
 absl::Status JobRunner::Move(Active* job, JobState to,
                              const std::string& message,
-                             std::optional<Phase> required) {
+                             std::optional<Phase> required,
+                             std::optional<Phase> then) {
   absl::MutexLock transition(&job->transition_mu);
   JobState from;
   const std::string id = job->job.id;
@@ -533,6 +534,7 @@ absl::Status JobRunner::Move(Active* job, JobState to,
     absl::MutexLock lock(&mu_);
     job->state = to;
     job->job.message = message;
+    if (then.has_value()) EndLocked(job, *then);
     NotifyLocked(id);
   }
   if (observer_ != nullptr) observer_->OnJobTransition(id, from, to, message);
@@ -1258,16 +1260,17 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
                       "with backfillctl approve ",
                       id, " --override --reason \"...\"");
     }
-    RETURN_IF_ERROR(
-        Move(job, JobState::kValidationFailed, message, Phase::kFinishing));
+    // Read before the move: once held, an operator may cancel the job and
+    // `job` may go away.
+    const std::string id = job->job.id;
     double estimate;
     {
       absl::MutexLock lock(&mu_);
       estimate = job->job.plan.cost.backfill;
     }
-    ReportFinished(job->job.id, JobState::kValidationFailed, estimate);
-    absl::MutexLock lock(&mu_);
-    EndLocked(job, Phase::kHeld);
+    RETURN_IF_ERROR(Move(job, JobState::kValidationFailed, message,
+                         Phase::kFinishing, Phase::kHeld));
+    ReportFinished(id, JobState::kValidationFailed, estimate);
     *done = true;
     return absl::OkStatus();
   }
@@ -1284,9 +1287,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
       !needing.empty()) {
     RETURN_IF_ERROR(Move(job, JobState::kAwaitingApproval,
                          AwaitingApprovalMessage(job->job.id, needing),
-                         Phase::kFinishing));
-    absl::MutexLock lock(&mu_);
-    EndLocked(job, Phase::kHeld);
+                         Phase::kFinishing, Phase::kHeld));
     *done = true;
     return absl::OkStatus();
   }
@@ -1329,10 +1330,8 @@ absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
                   "), then publish it with backfillctl approve ", id,
                   " --reason \"...\" or drop it with backfillctl cancel ", id,
                   "; a newer backfill of the same partitions supersedes it");
-  RETURN_IF_ERROR(
-      Move(job, JobState::kAwaitingApproval, message, Phase::kFinishing));
-  absl::MutexLock lock(&mu_);
-  EndLocked(job, Phase::kHeld);
+  RETURN_IF_ERROR(Move(job, JobState::kAwaitingApproval, message,
+                       Phase::kFinishing, Phase::kHeld));
   *done = true;
   return absl::OkStatus();
 }

@@ -225,8 +225,13 @@ class JobRunner {
   // Records `to` (store first, retried while storage fails, then memory,
   // then the observer), if the job is still in `required` phase; ABORTED
   // otherwise. Serialized per job.
+  // `then`: the phase the job ends in (EndLocked), set under the same lock
+  // as its new state, so that no caller sees the new state in the old phase
+  // (e.g. a cancel of a job just held for approval).
   absl::Status Move(Active* job, JobState to, const std::string& message,
-                    std::optional<Phase> required) ABSL_LOCKS_EXCLUDED(mu_);
+                    std::optional<Phase> required,
+                    std::optional<Phase> then = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // A partition failed for good: the job fails (once).
   void FailJob(Active* job, const std::string& failure)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -492,7 +492,8 @@ TEST_F(SeverityTest, HoldWaitsForApprovalWithItsResultsStored) {
   }
   EXPECT_TRUE(held);
   // Cancelling it drops its staging.
-  ASSERT_TRUE(manager_->Cancel(job.id, "no").ok());
+  absl::StatusOr<Job> cancelled = manager_->Cancel(job.id, "no");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_FALSE(engine_.StagedRows(job.id, "daily", "2025-01-01").has_value());
 }
 
