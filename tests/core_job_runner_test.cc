@@ -467,7 +467,12 @@ TEST_F(JobRunnerTest, APartitionFailingForGoodWhilePausedFailsTheJob) {
   ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 2, absl::Seconds(30)));
   ASSERT_TRUE(manager_->Pause(a, "maintenance").ok());
   gate_.OpenAll();
-  Job failed = WaitState(a, JobState::kFailed);
+  // FAILED is recorded at once; the other partition in flight then drains,
+  // and no partition of the job is left running.
+  Job failed = WaitFor(a, [](const Job& j) {
+    return j.state == JobState::kFailed && j.counts.running == 0;
+  });
+  EXPECT_EQ(failed.state, JobState::kFailed);
   EXPECT_THAT(failed.message, HasSubstr("division by zero"));
   EXPECT_EQ(failed.counts.running, 0);
   EXPECT_EQ(manager_->Resume(a, "").status().code(),
