@@ -25,6 +25,8 @@ namespace {
 
 constexpr absl::string_view kStatePrefix = "BACKFILL_STATE_";
 constexpr int kMaxReasonWidth = 40;
+// Runs of partitions with one reason longer than this are shown as a range.
+constexpr int kMaxListedInRun = 3;
 constexpr int kMaxConflictsShown = 10;
 
 // A left-aligned text table with a header row and two spaces between
@@ -397,11 +399,17 @@ std::string FormatPartitionReasons(const v1::DatasetPlan& plan,
                                   ? "(unpartitioned)"
                                   : TerminalText(plan.partitions(i));
     std::string line = absl::StrCat(indent, first);
-    if (j - i > 1) {
+    // Up to three partitions are listed one by one, so that a short run
+    // with gaps (2025-03, 2025-08, 2025-11) never reads as a range.
+    if (j - i > 1 && j - i <= kMaxListedInRun) {
+      for (int k = i + 1; k < j; ++k) {
+        absl::StrAppend(&line, ", ", TerminalText(plan.partitions(k)));
+      }
+    } else if (j - i > 1) {
       absl::StrAppend(&line, " .. ", TerminalText(plan.partitions(j - 1)));
     }
     absl::StrAppend(&line, "  ", SafeOrDash(plan.partition_reasons(i)));
-    if (j - i > 1) absl::StrAppend(&line, " (", j - i, ")");
+    if (j - i > kMaxListedInRun) absl::StrAppend(&line, " (", j - i, ")");
     absl::StrAppend(&out, line, "\n");
     ++ranges;
     i = j;

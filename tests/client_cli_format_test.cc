@@ -528,9 +528,26 @@ TEST(FormatPlanTest, GroupsPartitionReasonsIntoRanges) {
                              "rollup\n"
                              "  combined\n"
                              "    2025-06-30  downstream of daily_copy\n"
-                             "    2025-07-01 .. 2025-07-02  downstream of "
-                             "rolling7 (2)\n\n"));
+                             "    2025-07-01, 2025-07-02  downstream of "
+                             "rolling7\n\n"));
   EXPECT_THAT(out, Not(HasSubstr("  old\n")));
+}
+
+TEST(FormatPartitionReasonsTest, ShortRunsWithGapsAreListedNotRanged) {
+  // Three months with one reason, not adjacent in the calendar: listed, so
+  // that no reader takes them for 2025-03 .. 2025-11.
+  v1::DatasetPlan plan;
+  for (const char* m : {"2025-03", "2025-08", "2025-11"}) {
+    plan.add_partitions(m);
+    plan.add_partition_reasons("downstream of daily via rollup");
+  }
+  EXPECT_EQ(FormatPartitionReasons(plan, "  ", 12),
+            "  2025-03, 2025-08, 2025-11  downstream of daily via rollup\n");
+  // A fourth makes it a range with its count.
+  plan.add_partitions("2025-12");
+  plan.add_partition_reasons("downstream of daily via rollup");
+  EXPECT_EQ(FormatPartitionReasons(plan, "  ", 12),
+            "  2025-03 .. 2025-12  downstream of daily via rollup (4)\n");
 }
 
 TEST(FormatPartitionReasonsTest, CapsTheNumberOfRanges) {
