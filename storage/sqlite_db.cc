@@ -411,9 +411,10 @@ void Transaction::Rollback() {
   db_ = nullptr;
 }
 
-uint64_t HashCurrentRow(const Statement& q) {
+uint64_t HashCurrentRow(const Statement& q, int columns) {
   RowHasher h;
-  for (int i = 0; i < q.ColumnCount(); ++i) {
+  const int n = columns < 0 ? q.ColumnCount() : columns;
+  for (int i = 0; i < n; ++i) {
     switch (q.GetColumnType(i)) {
       case ColumnType::kNull:
         h.AddNull();
@@ -433,6 +434,17 @@ uint64_t HashCurrentRow(const Statement& q) {
     }
   }
   return h.Finish();
+}
+
+absl::StatusOr<Fingerprint> HashRows(Statement& q) {
+  Fingerprint fp;
+  while (true) {
+    absl::StatusOr<bool> row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    fp.AddRow(HashCurrentRow(q));
+  }
+  return fp;
 }
 
 }  // namespace backfill::sqlite

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/fingerprint.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -190,10 +191,15 @@ class Transaction {
   Database* db_;  // nullptr once committed or rolled back
 };
 
-// The hash (core/fingerprint.h's RowHasher) of the row `q` is on: every
-// column, each by its storage type, so that equal rows hash equal whatever
-// the statement. The statement must be on a row (Step returned true).
-uint64_t HashCurrentRow(const Statement& q);
+// The hash (core/fingerprint.h's RowHasher) of the row `q` is on: its first
+// `columns` columns (every column when negative), each by its storage type,
+// so that equal rows hash equal whatever the statement. The statement must
+// be on a row (Step returned true).
+uint64_t HashCurrentRow(const Statement& q, int columns = -1);
+
+// Steps `q` to its end and returns the order-independent fingerprint of
+// every row it returns (HashCurrentRow over all columns).
+absl::StatusOr<Fingerprint> HashRows(Statement& q);
 
 }  // namespace backfill::sqlite
 

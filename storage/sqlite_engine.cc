@@ -41,6 +41,7 @@ namespace {
 using sqlite::BindMembership;
 using sqlite::ColumnType;
 using sqlite::Database;
+using sqlite::HashRows;
 using sqlite::MembershipCondition;
 using sqlite::MembershipConditionParams;
 using sqlite::QuoteIdentifier;
@@ -169,16 +170,6 @@ absl::Status BindWindowStart(Statement& q, const DatasetSpec& dataset,
         "lookback upstream"));
   }
   return q.BindText(index, *start);
-}
-
-absl::StatusOr<Fingerprint> HashRows(Statement& q) {
-  Fingerprint fp;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    fp.AddRow(HashCurrentRow(q));
-  }
-  return fp;
 }
 
 // The names of the service's own tables ("_bf_..."), in the main schema of

@@ -27,43 +27,6 @@ std::string ColumnList(const DatasetSpec& ds) {
   return absl::StrJoin(cols, ", ");
 }
 
-// The hash of the current row over its first `n` columns, as the engine's
-// HashRows hashes each row.
-uint64_t HashRow(const Statement& q, int n) {
-  RowHasher h;
-  for (int i = 0; i < n; ++i) {
-    switch (q.GetColumnType(i)) {
-      case ColumnType::kNull:
-        h.AddNull();
-        break;
-      case ColumnType::kInteger:
-        h.AddInt(q.ColumnInt(i));
-        break;
-      case ColumnType::kReal:
-        h.AddReal(q.ColumnDouble(i));
-        break;
-      case ColumnType::kText:
-        h.AddText(q.ColumnText(i));
-        break;
-      case ColumnType::kBlob:
-        h.AddBlob(q.ColumnText(i));
-        break;
-    }
-  }
-  return h.Finish();
-}
-
-absl::StatusOr<Fingerprint> HashAll(Statement& q) {
-  Fingerprint fp;
-  const int n = q.ColumnCount();
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    fp.AddRow(HashRow(q, n));
-  }
-  return fp;
-}
-
 struct Cached {
   std::string fingerprint;
   int64_t rows = 0;
@@ -182,7 +145,7 @@ absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
           "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table), " WHERE ",
           MembershipConditionParams(ds.grain(), Q(ds.partition->column)))));
   RETURN_IF_ERROR(BindMembership(q, ds.grain(), partition));
-  ASSIGN_OR_RETURN(Fingerprint fp, HashAll(q));
+  ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
   return Cached{fp.ToString(), fp.rows()};
 }
 
@@ -200,7 +163,7 @@ absl::StatusOr<std::map<std::string, Cached>> HashEveryPartition(
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
     if (q.ColumnIsNull(n)) continue;
-    sums[q.ColumnText(n)].AddRow(HashRow(q, n));
+    sums[q.ColumnText(n)].AddRow(HashCurrentRow(q, n));
   }
   std::map<std::string, Cached> out;
   for (const auto& [p, fp] : sums) out[p] = Cached{fp.ToString(), fp.rows()};
@@ -278,7 +241,7 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
         ASSIGN_OR_RETURN(Statement q,
                          db->Prepare(absl::StrCat("SELECT ", ColumnList(ds),
                                                   " FROM main.", Q(ds.table))));
-        ASSIGN_OR_RETURN(Fingerprint fp, HashAll(q));
+        ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
         const Cached c{fp.ToString(), fp.rows()};
         put("", &c);
       }
