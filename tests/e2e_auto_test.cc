@@ -11,7 +11,6 @@
 // Expected partitions are hand-picked; the recomputed rows are checked
 // against plain SQL over the raw tables.
 
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -46,36 +45,6 @@ constexpr char kMonthly[] = R"yaml(  - name: monthly_revenue
       columns: {month: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
       primary_key: [month, region]
 )yaml";
-
-// The strings of the JSON array `key` of the plan entry of `dataset`
-// (protobuf JSON prints a DatasetPlan's fields in field order, so the
-// first such array after the dataset's name is its own).
-std::vector<std::string> PlanArray(const std::string& json,
-                                   const std::string& dataset,
-                                   const std::string& key) {
-  const std::string name = absl::StrCat("\"dataset\": \"", dataset, "\"");
-  const size_t at = json.find(name);
-  if (at == std::string::npos) return {"<no " + dataset + ">"};
-  const size_t open = json.find(absl::StrCat("\"", key, "\": ["), at);
-  const size_t next = json.find("\"dataset\": \"", at + name.size());
-  if (open == std::string::npos || (next != std::string::npos && open > next)) {
-    return {};
-  }
-  const size_t close = json.find(']', open);
-  const std::string body = json.substr(open, close - open);
-  std::vector<std::string> out;
-  const std::regex re("\"((?:[^\"\\\\]|\\\\.)*)\"");
-  bool first = true;  // the key itself
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), re);
-       it != std::sregex_iterator(); ++it) {
-    if (first) {
-      first = false;
-      continue;
-    }
-    out.push_back((*it)[1].str());
-  }
-  return out;
-}
 
 std::vector<std::string> EveryDayOf2025() {
   std::vector<std::string> days;

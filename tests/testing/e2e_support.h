@@ -50,7 +50,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
+#include "backfill/v1/backfill.pb.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/revenue_pipeline.h"
 
@@ -66,6 +68,36 @@ using ::testing::HasSubstr;
 // The directory Bin() takes the binaries from: BACKFILL_BIN_DIR unless
 // SetBinDir() chose another (the crash harness's --bin-dir). Set it before
 // any daemon starts.
+// A list field of the plan entry of `dataset` in the output of
+// `backfillctl --json plan` (a PlanBackfillResponse) or `--json status` (a
+// Backfill, whose `plan` lists the same entries), parsed with protobuf's
+// JSON utilities: `key` is "partitions" or "partition_reasons".
+// {"<no DATASET>"} when there is no entry for it; {"<bad json: ...>"} when
+// the output parses as neither.
+inline std::vector<std::string> PlanArray(const std::string& json,
+                                          const std::string& dataset,
+                                          const std::string& key) {
+  google::protobuf::RepeatedPtrField<v1::DatasetPlan> entries;
+  v1::PlanBackfillResponse plan;
+  v1::Backfill backfill;
+  if (google::protobuf::util::JsonStringToMessage(json, &plan).ok()) {
+    entries = plan.datasets();
+  } else if (const auto parsed =
+                 google::protobuf::util::JsonStringToMessage(json, &backfill);
+             parsed.ok()) {
+    entries = backfill.plan();
+  } else {
+    return {"<bad json: " + parsed.ToString() + ">"};
+  }
+  for (const v1::DatasetPlan& d : entries) {
+    if (d.dataset() != dataset) continue;
+    const auto& field =
+        key == "partitions" ? d.partitions() : d.partition_reasons();
+    return std::vector<std::string>(field.begin(), field.end());
+  }
+  return {"<no " + dataset + ">"};
+}
+
 inline std::string& BinDir() {
   static std::string* dir = new std::string(BACKFILL_BIN_DIR);
   return *dir;
