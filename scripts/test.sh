@@ -57,6 +57,12 @@ run_suite() {
   fi
   if ((rc != 0 && failed == 0)); then failed=1; fi
   summaries+=("[$name] $line")
+  # Name the failed tests in the summary too: the summary is what survives
+  # when only the end of a long log is kept.
+  local failed_test
+  while IFS= read -r failed_test; do
+    summaries+=("[$name]   failed: ${failed_test#"${failed_test%%[![:space:]]*}"}")
+  done < <(sed -n '/^The following tests FAILED:/,/^$/{/^[[:space:]]*[0-9]\+ - /p}' "$log")
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
 }
