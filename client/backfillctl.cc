@@ -65,6 +65,9 @@ struct ScopeOptions {
   std::string affected_by;
   bool auto_detect = false;  // --auto
   double max_cost = 0;       // --max-cost; 0: not given
+  // The values of --keys as typed, and their items (ValidateScope).
+  std::vector<std::string> key_args;
+  std::vector<std::string> keys;
 };
 
 struct SubmitOptions {
@@ -242,6 +245,10 @@ absl::Status ValidateScope(ScopeOptions* scope) {
       cli::SplitListFlag("--partitions", scope->partition_args);
   if (!partitions.ok()) return partitions.status();
   scope->partitions = *std::move(partitions);
+  absl::StatusOr<std::vector<std::string>> keys =
+      cli::SplitListFlag("--keys", scope->key_args);
+  if (!keys.ok()) return keys.status();
+  scope->keys = *std::move(keys);
   return absl::OkStatus();
 }
 
@@ -269,6 +276,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
   request.set_affected_by(scope.affected_by);
   request.set_auto_detect(scope.auto_detect);
   request.set_max_cost(scope.max_cost);
+  for (const std::string& key : scope.keys) request.add_keys(key);
   return request;
 }
 
@@ -596,6 +604,13 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
   command->add_option("--max-cost", scope->max_cost,
                       "Budget in input rows: refuse the backfill when its "
                       "estimated cost is above N");
+  command
+      ->add_option("--keys", scope->key_args,
+                   "Entity keys, comma-separated (K1,K2,...): replace only "
+                   "the rows of these keys (the dataset must declare "
+                   "entity_key)")
+      ->allow_extra_args(false)
+      ->expected(1, kMaxValuesPerFlag);
 }
 
 // The first word of the command line that is neither a flag nor a global
@@ -822,6 +837,9 @@ int Main(int argc, char** argv) {
                                {"--affected-by", scope.affected_by}});
     for (const std::string& value : scope.partition_args) {
       texts.emplace_back("--partitions", value);
+    }
+    for (const std::string& value : scope.key_args) {
+      texts.emplace_back("--keys", value);
     }
   }
   if (submit->parsed()) {

@@ -128,6 +128,23 @@ std::string ScopeText(const v1::BackfillRequest& request) {
   return "(whole dataset)";
 }
 
+// "3 keys: c1, c2, c3" / "12 keys: c1, c2, c3, c4, c5, ... (7 more)".
+std::string KeysText(
+    const google::protobuf::RepeatedPtrField<std::string>& keys) {
+  constexpr int kShown = 5;
+  std::vector<std::string> shown;
+  for (int i = 0; i < keys.size() && i < kShown; ++i) {
+    shown.push_back(TerminalText(keys[i]));
+  }
+  std::string out = absl::StrCat(
+      keys.size(),
+      keys.size() == 1 ? " key: " : " keys: ", absl::StrJoin(shown, ", "));
+  if (keys.size() > kShown) {
+    absl::StrAppend(&out, ", ... (", keys.size() - kShown, " more)");
+  }
+  return out;
+}
+
 // "1,234,567".
 std::string Grouped(int64_t value) {
   // Through uint64_t so that INT64_MIN has a magnitude too.
@@ -429,7 +446,8 @@ std::string FormatCost(const v1::CostEstimate& cost) {
 
 std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
   if (response.datasets().empty()) return "no datasets declared\n";
-  Table table({"NAME", "KIND", "GRAIN", "TABLE", "UPSTREAM", "DOWNSTREAM"});
+  Table table({"NAME", "KIND", "GRAIN", "TABLE", "UPSTREAM", "DOWNSTREAM",
+               "ENTITY KEY"});
   for (const v1::Dataset& dataset : response.datasets()) {
     std::vector<std::string> upstream;
     for (const v1::Upstream& edge : dataset.upstream()) {
@@ -448,7 +466,8 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
     table.AddRow({TerminalText(dataset.name()), SafeOrDash(dataset.kind()),
                   SafeOrDash(grain), SafeOrDash(dataset.table()),
                   SafeOrDash(absl::StrJoin(upstream, ",")),
-                  SafeOrDash(absl::StrJoin(dataset.downstream(), ","))});
+                  SafeOrDash(absl::StrJoin(dataset.downstream(), ",")),
+                  SafeOrDash(dataset.entity_key())});
   }
   return table.Render();
 }
@@ -469,6 +488,12 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
          SafeOrDash(plan.reason())});
   }
   absl::StrAppend(&out, table.Render(), "\n");
+  for (const v1::DatasetPlan& plan : response.datasets()) {
+    if (plan.keys_size() == 0) continue;
+    absl::StrAppend(&out, "Only the rows of ", TerminalText(plan.dataset()),
+                    " with ", KeysText(plan.keys()),
+                    " are replaced (dependents by partition)\n\n");
+  }
   std::string why;
   for (const v1::DatasetPlan& plan : response.datasets()) {
     const std::string reasons = FormatPartitionReasons(plan, "    ");
@@ -694,6 +719,9 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
     lines.emplace_back(
         "Max parallel",
         absl::StrCat(Plural(request.max_parallel(), "partition"), " at once"));
+  }
+  if (request.keys_size() > 0) {
+    lines.emplace_back("Keys", KeysText(request.keys()));
   }
   lines.emplace_back("Partitions", CountsText(counts));
   for (const v1::DatasetPlan& plan : backfill.plan()) {

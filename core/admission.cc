@@ -9,6 +9,9 @@ Scope ScopeOf(const Plan& plan) {
   Scope scope;
   for (const DatasetPlan& dp : plan.datasets) {
     for (const std::string& p : dp.partitions) scope.insert({dp.dataset, p});
+    if (!dp.keys.empty()) {
+      scope.SetKeys(dp.dataset, {dp.keys.begin(), dp.keys.end()});
+    }
   }
   return scope;
 }
@@ -63,7 +66,9 @@ std::map<std::string, Admission::Overlap> Admission::Shared(
     for (const auto& [order, id] : slot->second) {
       if (order >= before) break;
       if (id == self) continue;
-      if (jobs_.at(id).held != want_held) continue;
+      const Entry& other = jobs_.at(id);
+      if (other.held != want_held) continue;
+      if (!scope.RowsMayMeet(key.first, other.scope)) continue;
       Overlap& o = out[id];
       o.job_id = id;
       ++o.partitions;
@@ -106,7 +111,9 @@ std::vector<Admission::Overlap> Admission::Overlapping(
     auto slot = index_.find(key);
     if (slot == index_.end()) continue;
     for (const auto& [order, id] : slot->second) {
-      if (jobs_.at(id).held) continue;
+      const Entry& other = jobs_.at(id);
+      if (other.held) continue;
+      if (!scope.RowsMayMeet(key.first, other.scope)) continue;
       Overlap& o = shared[id];
       o.job_id = id;
       ++o.partitions;

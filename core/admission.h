@@ -1,6 +1,10 @@
 // Admission: which jobs may run now, which must wait, and which are
-// superseded — by their scopes, the (dataset, partition) pairs they
-// recompute. Pure bookkeeping; not thread-safe (the job runner calls it
+// superseded — by their scopes (core/scope.h): the (dataset, partition)
+// pairs they recompute and, for a keyed job, the entity keys whose rows it
+// replaces. Two jobs share a partition when both recompute it and their
+// rows in it may meet (either has no key filter, or their keys intersect):
+// jobs on the same partition with disjoint key sets do not wait for each
+// other. Pure bookkeeping; not thread-safe (the job runner calls it
 // under its lock).
 //
 // Jobs enter in admission order (Add). A job that holds its partitions
@@ -23,13 +27,12 @@
 #include <vector>
 
 #include "core/job.h"
+#include "core/scope.h"
 
 namespace backfill {
 
-// The (dataset, partition) pairs a job recomputes.
-using Scope = std::set<std::pair<std::string, std::string>>;
-
-// The scope of a plan.
+// The scope of a plan: every planned (dataset, partition), with the key
+// filter of each dataset planned with keys (DatasetPlan::keys).
 Scope ScopeOf(const Plan& plan);
 
 class Admission {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/affected_by.h"
+#include "core/entity_keys.h"
 #include "core/fingerprint.h"
 #include "core/static_check.h"
 #include "core/status_macros.h"
@@ -64,6 +65,8 @@ absl::Status ValidateSubmit(const BackfillRequest& r, const std::string& key) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // A hash of what the request asks for, to recognize a re-submit.
 std::string RequestFingerprint(const BackfillRequest& r) {
   std::vector<std::string> parts = r.partitions;
@@ -92,8 +95,19 @@ std::string RequestFingerprint(const BackfillRequest& r) {
   }
   if (r.auto_detect) add("auto_detect");
   if (r.max_cost != 0) add(absl::StrFormat("max_cost=%.17g", r.max_cost));
+  if (!r.keys.empty()) {
+    // Order and duplicates do not matter (the planner normalizes them).
+    std::vector<std::string> keys = r.keys;
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    add("keys");
+    add(absl::StrCat(keys.size()));
+    for (const std::string& k : keys) add(k);
+  }
   return HashHex(text);
 }
+
+namespace {
 
 std::string DescribeRequest(const BackfillRequest& r) {
   std::string scope =
@@ -105,6 +119,9 @@ std::string DescribeRequest(const BackfillRequest& r) {
       : !r.partitions.empty()
           ? absl::StrCat("partitions ", absl::StrJoin(r.partitions, ","))
           : absl::StrCat("[", r.from, ", ", r.to, ")");
+  if (!r.keys.empty()) {
+    absl::StrAppend(&scope, " keys ", DescribeEntityKeys(r.keys));
+  }
   return absl::StrCat(r.dataset, " ", scope, ", reason \"", r.reason, "\"");
 }
 
@@ -115,6 +132,21 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   r.retry_backoff = o.retry_backoff;
   r.max_backoff = o.max_backoff;
   return r;
+}
+
+// A job with entity keys can be planned, but it runs only where the
+// engine publishes by key (replacing only the keys' rows); until then a
+// submit of one is refused rather than replacing whole partitions.
+absl::Status CheckKeyedPublish(const Plan& plan) {
+  for (const DatasetPlan& dp : plan.datasets) {
+    if (dp.keys.empty()) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        "keys: a backfill of ", dp.dataset,
+        " restricted to entity keys can be planned but not run yet (publishing "
+        "only the rows of some keys is not available); submit it without "
+        "--keys to recompute whole partitions"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -180,6 +212,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   }
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
   RETURN_IF_ERROR(CheckSql(plan));
+  RETURN_IF_ERROR(CheckKeyedPublish(plan));
   // Over a budget (core/cost_budget.h): refused before anything is created.
   if (!plan.cost.refused.empty()) {
     return absl::FailedPreconditionError(plan.cost.refused);
@@ -198,6 +231,11 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   Job job;
   job.state = JobState::kQueued;
   job.request = request;
+  for (const DatasetPlan& dp : plan.datasets) {
+    if (dp.dataset == request.dataset && !dp.keys.empty()) {
+      job.request.keys = dp.keys;  // normalized: sorted, unique
+    }
+  }
   job.idempotency_key = options.idempotency_key;
   job.request_fingerprint = fingerprint;
   job.plan = std::move(plan);

@@ -69,6 +69,11 @@ struct SubmitResult {
   bool created = true;
 };
 
+// A hash of what the request asks for, to recognize a re-submit with the
+// same idempotency key: equal for requests that differ only in the order
+// or duplicates of their partitions or keys.
+std::string RequestFingerprint(const BackfillRequest& r);
+
 class BackfillManager {
  public:
   BackfillManager(const Catalog* catalog, StateStore* store, Engine* engine,

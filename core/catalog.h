@@ -124,6 +124,10 @@ struct DatasetSpec {
   // Budget: a job whose estimated cost of this dataset (input rows) is
   // above it is refused (derived datasets only; 0: none).
   double max_cost = 0;
+  // The contract column that identifies an entity (e.g. customer_id):
+  // requests may then replace only the rows of some keys (`--keys`) in the
+  // partitions they recompute (derived datasets only; "": none).
+  std::string entity_key;
   std::vector<CheckSpec> checks;  // declared checks, in file order
   std::string file;               // where it was declared, for error messages
   int line = 0;

@@ -89,6 +89,12 @@ struct BackfillRequest {
   // Budget: a submit whose estimated cost (kCostUnit) is above it is
   // refused; 0: no limit of the request's own (see core/cost_budget.h).
   double max_cost = 0;
+
+  // Entity keys (`--keys`, core/entity_keys.h): in the partitions of the
+  // target (a dataset declaring `entity_key`), only the rows whose entity
+  // key is one of these are replaced. Empty: whole partitions. Dependents
+  // are recomputed by partition. Sorted and unique once planned.
+  std::vector<std::string> keys = {};
 };
 
 // Cost in estimated input rows read.
@@ -127,6 +133,10 @@ struct DatasetPlan {
   // Input rows the job's tasks of this dataset actually read so far
   // (staged or published); filled on job reads, 0 in a plan.
   double actual_cost = 0;
+  // The entity keys whose rows the job replaces in this dataset's
+  // partitions (the request's keys, on its target only); empty: whole
+  // partitions.
+  std::vector<std::string> keys = {};
 };
 
 struct Conflict {

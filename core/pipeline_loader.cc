@@ -145,7 +145,7 @@ std::string StripTrailingSemicolons(std::string s) {
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
     "max_parallel, require_approval, checks, description, retention, "
-    "max_cost";
+    "max_cost, entity_key";
 
 // The keys each kind of check takes (besides kind, name and severity) and
 // which of them are required.
@@ -362,7 +362,7 @@ class FileParser {
         d,
         {"name", "kind", "table", "partition", "upstream", "transform",
          "version", "contract", "max_parallel", "require_approval", "checks",
-         "description", "retention", "max_cost"},
+         "description", "retention", "max_cost", "entity_key"},
         where, kDatasetKeys);
     if (!s.ok()) return s;
 
@@ -516,6 +516,41 @@ class FileParser {
                                   "source is never recomputed)"));
       }
       spec.max_cost = v;
+    }
+    absl::StatusOr<std::optional<std::string>> entity_key =
+        Scalar(d, "entity_key", where, false);
+    if (!entity_key.ok()) return entity_key.status();
+    if (*entity_key) {
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(d["entity_key"], spec.line,
+                     absl::StrCat("`entity_key` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never recomputed)"));
+      }
+      std::vector<std::string> names;
+      bool found = false;
+      for (const ColumnSpec& c : spec.columns) {
+        names.push_back(c.name);
+        found = found || c.name == **entity_key;
+      }
+      if (!found) {
+        return Error(
+            d["entity_key"], spec.line,
+            absl::StrCat("`entity_key` ", where, " is \"", **entity_key,
+                         "\", which is not a contract column; contract "
+                         "columns: ",
+                         names.empty() ? "(none declared)"
+                                       : absl::StrJoin(names, ", ")));
+      }
+      if (spec.partition && spec.partition->column == **entity_key) {
+        return Error(
+            d["entity_key"], spec.line,
+            absl::StrCat("`entity_key` ", where, " is \"", **entity_key,
+                         "\", the partition column; name the column "
+                         "that identifies an entity within a "
+                         "partition"));
+      }
+      spec.entity_key = **entity_key;
     }
     if (const YAML::Node checks = d["checks"]; checks && !checks.IsNull()) {
       if (!checks.IsSequence()) {

@@ -14,6 +14,7 @@
 #include "core/affected_by.h"
 #include "core/cost_budget.h"
 #include "core/cost_estimator.h"
+#include "core/entity_keys.h"
 #include "core/partition.h"
 #include "core/stale_lineage.h"
 #include "core/status_macros.h"
@@ -422,6 +423,10 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
             : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
   }
   RETURN_IF_ERROR(ValidateMaxCost(request.max_cost));
+  std::vector<std::string> keys;
+  if (!request.keys.empty()) {
+    ASSIGN_OR_RETURN(keys, NormalizeEntityKeys(*target, request.keys));
+  }
   std::vector<std::string> requested;
   // Per requested partition, when it has a reason of its own (--auto).
   std::map<std::string, std::string> requested_reasons;
@@ -479,6 +484,7 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     }
     dp.reason = reason[d.name];
     dp.transform_version = d.transform_version;
+    if (d.name == target->name) dp.keys = keys;
     total += dp.partitions.size();
     plan.datasets.push_back(std::move(dp));
   }

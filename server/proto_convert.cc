@@ -23,6 +23,7 @@ BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
   request.affected_by = proto.affected_by();
   request.auto_detect = proto.auto_detect();
   request.max_cost = proto.max_cost();
+  request.keys.assign(proto.keys().begin(), proto.keys().end());
   return request;
 }
 
@@ -41,6 +42,7 @@ v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
   proto.set_affected_by(request.affected_by);
   proto.set_auto_detect(request.auto_detect);
   proto.set_max_cost(request.max_cost);
+  for (const std::string& k : request.keys) proto.add_keys(k);
   return proto;
 }
 
@@ -153,6 +155,7 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
   *proto.mutable_cost() = CostToProto(plan.cost);
   proto.set_partitions_from_history(plan.partitions_from_history);
   proto.set_estimate_source(plan.estimate_source);
+  for (const std::string& k : plan.keys) proto.add_keys(k);
   return proto;
 }
 
@@ -370,6 +373,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   }
   proto.set_require_approval(spec.require_approval);
   proto.set_max_cost(spec.max_cost);
+  proto.set_entity_key(spec.entity_key);
   return proto;
 }
 

@@ -248,6 +248,15 @@ CREATE INDEX tasks_by_partition ON tasks (dataset, "partition", state);
     R"sql(
 ALTER TABLE jobs ADD COLUMN auto_detect INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 11: a job's entity keys (--keys), one row per key, in order.
+    R"sql(
+CREATE TABLE job_keys (
+  job_id  TEXT NOT NULL REFERENCES jobs(id),
+  ordinal INTEGER NOT NULL,
+  key     TEXT NOT NULL,
+  PRIMARY KEY (job_id, ordinal)
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -732,6 +741,7 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
     }
   }
   RETURN_IF_ERROR(ReadJobCosts(id, &job));
+  RETURN_IF_ERROR(ReadJobKeys(id, &job));
   return job;
 }
 
@@ -850,6 +860,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
                               job.message.empty() ? "created" : job.message,
                               now));
   RETURN_IF_ERROR(WriteJobCosts(id, job));
+  RETURN_IF_ERROR(WriteJobKeys(id, job));
   ASSIGN_OR_RETURN(Job stored, LoadJob(id));
   RETURN_IF_ERROR(txn.Commit());
   return CreateJobResult{std::move(stored), true};
@@ -1620,6 +1631,41 @@ absl::Status SqliteStateStore::WriteJobCosts(const std::string& id,
     RETURN_IF_ERROR(q.BindInt(4, dp.partitions_from_history));
     RETURN_IF_ERROR(q.BindDouble(5, dp.cost.max_cost));
     RETURN_IF_ERROR(q.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::WriteJobKeys(const std::string& id,
+                                            const Job& job) {
+  if (job.request.keys.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("INSERT INTO job_keys (job_id, ordinal, key) "
+                                "VALUES (?1, ?2, ?3)"));
+  for (size_t i = 0; i < job.request.keys.size(); ++i) {
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, id));
+    RETURN_IF_ERROR(q.BindInt(2, static_cast<int64_t>(i)));
+    RETURN_IF_ERROR(q.BindText(3, job.request.keys[i]));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::ReadJobKeys(const std::string& id, Job* job) {
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare("SELECT key FROM job_keys WHERE job_id = ?1 "
+                                "ORDER BY ordinal"));
+  RETURN_IF_ERROR(q.BindText(1, id));
+  job->request.keys.clear();
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    job->request.keys.push_back(q.ColumnText(0));
+  }
+  // The key filter applies to the target only (dependents go by partition).
+  for (DatasetPlan& dp : job->plan.datasets) {
+    dp.keys = dp.dataset == job->request.dataset ? job->request.keys
+                                                 : std::vector<std::string>();
   }
   return absl::OkStatus();
 }

@@ -176,6 +176,12 @@ class SqliteStateStore : public StateStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadJobCosts(const std::string& id, Job* job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A job's entity keys (request.keys, and the key filter of its target's
+  // DatasetPlan), likewise.
+  absl::Status WriteJobKeys(const std::string& id, const Job& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadJobKeys(const std::string& id, Job* job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendAudit(const std::string& job_id,
                            const std::string& from_state,
                            const std::string& to_state,

@@ -428,6 +428,31 @@ TEST_F(BackfillctlTest, EmptyPartitionItemsAreRefusedBeforeAnyRpc) {
   EXPECT_THAT(service_.requests(), IsEmpty());
 }
 
+TEST_F(BackfillctlTest, KeysAreSentAsTypedAndBadItemsRefused) {
+  RunResult run = Run({"plan", "daily_revenue", "--from", "2025-03-01", "--to",
+                       "2025-03-02", "--keys", "c1,,c2"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_EQ(run.err, "backfillctl: --keys: item 2 is empty (\"c1,,c2\")\n");
+  run = Run({"submit", "daily_revenue", "--from", "2025-03-01", "--to",
+             "2025-03-02", "--keys", "c1, c2", "--reason", "fix"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("--keys: item 2 \" c2\" has leading or "
+                                 "trailing whitespace"));
+  run = Run({"plan", "daily_revenue", "--from", "2025-03-01", "--to",
+             "2025-03-02", "--keys", "c\xff"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("--keys is not valid UTF-8"));
+  EXPECT_THAT(service_.requests(), IsEmpty());
+
+  run = Run({"plan", "daily_revenue", "--from", "2025-03-01", "--to",
+             "2025-03-02", "--keys", "c2,new york", "--keys", "c2"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::vector<v1::BackfillRequest> requests = service_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  // Sent as typed: the server sorts and removes duplicates.
+  EXPECT_THAT(requests[0].keys(), ElementsAre("c2", "new york", "c2"));
+}
+
 TEST_F(BackfillctlTest, PartitionsAreNeverTrimmedButRefused) {
   RunResult run = Run({"plan", "daily_revenue", "--partitions", "2025-03-01 "});
   EXPECT_EQ(run.exit_code, 2) << run.err;

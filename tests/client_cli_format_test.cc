@@ -663,6 +663,46 @@ v1::Backfill RunningJob() {
   return backfill;
 }
 
+TEST(FormatBackfillTest, ShowsTheFirstKeysAndTheirCount) {
+  v1::Backfill job = RunningJob();
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Keys"), "<no line Keys>");
+  job.mutable_request()->add_keys("c1");
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Keys"), "1 key: c1");
+  for (int i = 2; i <= 12; ++i) {
+    job.mutable_request()->add_keys(absl::StrCat("c", i));
+  }
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "Keys"),
+            "12 keys: c1, c2, c3, c4, c5, ... (7 more)");
+  // Terminal control characters are escaped.
+  v1::Backfill hostile = RunningJob();
+  hostile.mutable_request()->add_keys("a\x1b[2Jb");
+  EXPECT_THAT(FormatBackfill(hostile), Not(HasSubstr("\x1b")));
+}
+
+TEST(FormatPlanTest, SaysWhichKeysAreReplaced) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  EXPECT_THAT(FormatPlan(plan), Not(HasSubstr("Only the rows")));
+  plan.mutable_datasets(0)->add_keys("c1");
+  plan.mutable_datasets(0)->add_keys("c2");
+  EXPECT_THAT(FormatPlan(plan),
+              HasSubstr("Only the rows of orders with 2 keys: c1, c2 are "
+                        "replaced (dependents by partition)"));
+}
+
+TEST(FormatDatasetsTest, ShowsTheEntityKey) {
+  v1::ListDatasetsResponse response;
+  v1::Dataset* d = response.add_datasets();
+  d->set_name("customer_revenue");
+  d->set_kind("derived");
+  d->set_entity_key("customer_id");
+  v1::Dataset* e = response.add_datasets();
+  e->set_name("daily_total");
+  e->set_kind("derived");
+  const std::string out = FormatDatasets(response);
+  EXPECT_THAT(out, HasSubstr("ENTITY KEY"));
+  EXPECT_THAT(out, HasSubstr("customer_id"));
+}
+
 TEST(FormatBackfillTest, DescribesTheJob) {
   const std::string out = FormatBackfill(RunningJob());
   EXPECT_EQ(ValueOf(out, "Job"), "bf-42");

@@ -305,6 +305,25 @@ TEST_F(ServerServiceTest, ListDatasetsDescribesTheCatalog) {
   EXPECT_THAT(revenue.declared_at(), ::testing::StartsWith("pipeline.yaml:"));
 }
 
+TEST_F(ServerServiceTest, KeysOnADatasetWithoutEntityKeyAreRefused) {
+  absl::StatusOr<v1::ListDatasetsResponse> datasets = client_->ListDatasets();
+  ASSERT_TRUE(datasets.ok()) << datasets.status();
+  for (const v1::Dataset& d : datasets->datasets()) {
+    EXPECT_EQ(d.entity_key(), "") << d.name();
+  }
+  v1::BackfillRequest request =
+      RangeRequest("daily_revenue", "2025-03-02", "2025-03-05");
+  request.add_keys("c1");
+  absl::Status plan = client_->Plan(request).status();
+  EXPECT_EQ(plan.code(), absl::StatusCode::kInvalidArgument) << plan;
+  EXPECT_THAT(plan.message(),
+              HasSubstr("dataset \"daily_revenue\" declares no entity_key"));
+  absl::Status submit = client_->Submit(request, "keys-key").status();
+  EXPECT_EQ(submit.code(), absl::StatusCode::kInvalidArgument) << submit;
+  EXPECT_THAT(submit.message(), HasSubstr("keys:"));
+  EXPECT_EQ(StoredJobs(), 0u);
+}
+
 TEST_F(ServerServiceTest, PlanReturnsPartitionsAndCostAndWritesNothing) {
   absl::StatusOr<v1::PlanBackfillResponse> plan =
       client_->Plan(RangeRequest("daily_revenue", "2025-03-02", "2025-03-05"));

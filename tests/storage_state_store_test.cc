@@ -107,6 +107,44 @@ TEST_F(StateStoreTest, ReopenKeepsDataIdentityAndContinuesIds) {
   EXPECT_EQ(store_->CreateJob(MakeJob(), T(2))->job.id, "bf-5");
 }
 
+TEST_F(StateStoreTest, KeepsAJobsEntityKeysInOrderOnItsTargetOnly) {
+  Job job = MakeJob("keyed");
+  job.request.keys = {"c'1", "c2;--", "\xc3\xa9t\xc3\xa9"};
+  job.plan.datasets[0].keys = job.request.keys;
+  DatasetPlan dependent;
+  dependent.dataset = "monthly_revenue";
+  dependent.partitions = {"2025-01"};
+  dependent.reason = "downstream of daily_revenue";
+  job.plan.datasets.push_back(dependent);
+  auto created = store_->CreateJob(job, T(0));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_THAT(created->job.request.keys,
+              ElementsAre("c'1", "c2;--", "\xc3\xa9t\xc3\xa9"));
+  auto other = store_->CreateJob(MakeJob("plain"), T(1));
+  ASSERT_TRUE(other.ok()) << other.status();
+  Reopen();
+  auto read = store_->GetJob(created->job.id);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(read->request.keys,
+              ElementsAre("c'1", "c2;--", "\xc3\xa9t\xc3\xa9"));
+  ASSERT_EQ(read->plan.datasets.size(), 2u);
+  EXPECT_EQ(read->plan.datasets[0].keys, read->request.keys);
+  EXPECT_TRUE(read->plan.datasets[1].keys.empty());
+  // Independently: the rows as stored, in order.
+  EXPECT_EQ(QueryText(absl::StrCat(
+                "SELECT group_concat(key, '|') FROM (SELECT key FROM job_keys "
+                "WHERE job_id = '",
+                created->job.id, "' ORDER BY ordinal)")),
+            "c'1|c2;--|\xc3\xa9t\xc3\xa9");
+  auto plain = store_->GetJob(other->job.id);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->request.keys.empty());
+  EXPECT_TRUE(plain->plan.datasets[0].keys.empty());
+  auto listed = store_->ListJobs({});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+}
+
 TEST_F(StateStoreTest, RefusesANewerSchema) {
   store_.reset();
   sqlite3* db = nullptr;
