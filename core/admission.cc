@@ -68,7 +68,6 @@ std::map<std::string, Admission::Overlap> Admission::Shared(
       if (id == self) continue;
       const Entry& other = jobs_.at(id);
       if (other.held != want_held) continue;
-      if (!scope.RowsMayMeet(key.first, other.scope)) continue;
       Overlap& o = out[id];
       o.job_id = id;
       ++o.partitions;
@@ -113,7 +112,6 @@ std::vector<Admission::Overlap> Admission::Overlapping(
     for (const auto& [order, id] : slot->second) {
       const Entry& other = jobs_.at(id);
       if (other.held) continue;
-      if (!scope.RowsMayMeet(key.first, other.scope)) continue;
       Overlap& o = shared[id];
       o.job_id = id;
       ++o.partitions;

@@ -1,11 +1,10 @@
 // Admission: which jobs may run now, which must wait, and which are
 // superseded — by their scopes (core/scope.h): the (dataset, partition)
 // pairs they recompute and, for a keyed job, the entity keys whose rows it
-// replaces. Two jobs share a partition when both recompute it and their
-// rows in it may meet (either has no key filter, or their keys intersect):
-// jobs on the same partition with disjoint key sets do not wait for each
-// other. Pure bookkeeping; not thread-safe (the job runner calls it
-// under its lock).
+// replaces. Two jobs share a partition when both recompute it, whatever
+// their keys (Scope::Overlaps says why disjoint key sets do not make two
+// jobs independent). Pure bookkeeping; not thread-safe (the job runner calls
+// it under its lock).
 //
 // Jobs enter in admission order (Add). A job that holds its partitions
 // (see job_state_machine.h) blocks every job added after it that shares a

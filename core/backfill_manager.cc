@@ -134,21 +134,6 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   return r;
 }
 
-// A job with entity keys can be planned, but it runs only where the
-// engine publishes by key (replacing only the keys' rows); until then a
-// submit of one is refused rather than replacing whole partitions.
-absl::Status CheckKeyedPublish(const Plan& plan) {
-  for (const DatasetPlan& dp : plan.datasets) {
-    if (dp.keys.empty()) continue;
-    return absl::UnimplementedError(absl::StrCat(
-        "keys: a backfill of ", dp.dataset,
-        " restricted to entity keys can be planned but not run yet (publishing "
-        "only the rows of some keys is not available); submit it without "
-        "--keys to recompute whole partitions"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
@@ -212,7 +197,6 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   }
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
   RETURN_IF_ERROR(CheckSql(plan));
-  RETURN_IF_ERROR(CheckKeyedPublish(plan));
   // Over a budget (core/cost_budget.h): refused before anything is created.
   if (!plan.cost.refused.empty()) {
     return absl::FailedPreconditionError(plan.cost.refused);

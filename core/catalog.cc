@@ -372,7 +372,8 @@ absl::Status ValidateOne(DatasetSpec& d) {
     const bool lookback = std::any_of(
         d.upstream.begin(), d.upstream.end(),
         [](const UpstreamEdge& e) { return e.mapping == Mapping::kLookback; });
-    absl::StatusOr<std::string> sql = CanonicalTransform(d.transform, lookback);
+    absl::StatusOr<std::string> sql =
+        CanonicalTransform(d.transform, lookback, !d.entity_key.empty());
     if (!sql.ok()) return DatasetError(d, sql.status().message());
     d.transform = *std::move(sql);
     if (d.transform_version.empty()) {

@@ -61,7 +61,7 @@ JobLayout WithoutCutOff(const JobLayout& layout,
       out.items.push_back(item);
       continue;
     }
-    JobLayout::Item kept{item.dataset, {}};
+    JobLayout::Item kept{item.dataset, {}, item.keys};
     for (const std::string& p : item.partitions) {
       if (!gone->second.count(p)) kept.partitions.push_back(p);
     }

@@ -35,6 +35,10 @@ struct JobLayout {
   struct Item {
     const DatasetSpec* dataset = nullptr;
     std::vector<std::string> partitions;
+    // Entity keys (the dataset declares `entity_key`): in these partitions
+    // the job replaces only the rows whose entity key is one of these
+    // (sorted, unique); empty: every row. See StagePartition and Publish.
+    std::vector<std::string> keys = {};
   };
   std::string job_id;
   std::vector<Item> items;                 // topological order
@@ -252,6 +256,15 @@ class Engine {
   // partition P-N, see upstream_mapping.h WindowStart). A row
   // outside the partition or a missing contract column fails the call with
   // FAILED_PRECONDITION and stages nothing.
+  //
+  // An item with entity keys stages the partition as publishing would
+  // leave it: the transform's rows whose entity key is one of the keys
+  // (a transform may read the keys as the JSON array :keys, NULL in a run
+  // without keys; its other rows are dropped), plus the published rows of
+  // the partition whose entity key is not (copied as they are). So every
+  // reader of staging (dependents in the job, validation, profiles, diff,
+  // the output fingerprint, which covers the whole partition) sees the
+  // partition it would publish.
   virtual absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition, const std::vector<InputRef>& inputs) = 0;
@@ -292,7 +305,12 @@ class Engine {
   // if missing, keeps the rows being replaced for rollback, deletes the
   // rows of the job's partitions and inserts the staged ones; records the
   // job as published. All or nothing. A second call after success is a
-  // no-op.
+  // no-op. For an item with entity keys, the published rows of each
+  // partition whose key is not one of the item's must still be exactly the
+  // ones staging copied; otherwise (something else wrote them since) the
+  // call is FAILED_PRECONDITION and publishes nothing, because the staged
+  // partition, and what the job derived and checked from it, is out of
+  // date.
   virtual absl::Status Publish(const JobLayout& layout) = 0;
 
   // Drops the job's staging tables and snapshots (not the rollback copies).

@@ -366,7 +366,7 @@ absl::StatusOr<JobLayout> JobRunner::LayoutOf(const Job& job,
           "); partitions computed with the old logic are never published "
           "with the new: submit a new backfill"));
     }
-    layout.items.push_back({spec, dp.partitions});
+    layout.items.push_back({spec, dp.partitions, dp.keys});
     in_job.insert(dp.dataset);
   }
   std::set<std::string> pinned;

@@ -417,8 +417,10 @@ class FileParser {
                       [](const UpstreamEdge& e) {
                         return e.mapping == Mapping::kLookback;
                       });
+      // :keys is bound for a dataset with an entity key.
+      const bool keyed = d["entity_key"].IsDefined();
       absl::StatusOr<std::string> sql =
-          CanonicalTransform(**transform, lookback);
+          CanonicalTransform(**transform, lookback, keyed);
       if (!sql.ok()) {
         return Error(
             d["transform"], spec.line,
@@ -1008,7 +1010,8 @@ std::string TransformVersion(std::string_view sql) {
 }
 
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               bool allow_window_start) {
+                                               bool allow_window_start,
+                                               bool allow_keys) {
   const SqlScan scan = ScanSql(sql);
   if (!scan.error.empty()) return absl::InvalidArgumentError(scan.error);
   if (scan.skeleton.empty()) {
@@ -1058,11 +1061,18 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
             "only for a dataset with a `lookback` upstream; only "
             ":partition_start, :partition_end and :partition are bound here");
       }
+      if (param == "keys" && !allow_keys) {
+        return absl::InvalidArgumentError(
+            "the transform uses the parameter :keys, which is bound only for "
+            "a dataset with an `entity_key`; only :partition_start, "
+            ":partition_end and :partition are bound here");
+      }
       if (param != "partition_start" && param != "partition_end" &&
-          param != "partition" && param != "window_start") {
+          param != "partition" && param != "window_start" && param != "keys") {
         return absl::InvalidArgumentError(absl::StrCat(
             "the transform uses the parameter :", param, kOnlyBound,
-            allow_window_start ? "; :window_start is bound too" : ""));
+            allow_window_start ? "; :window_start is bound too" : "",
+            allow_keys ? "; :keys is bound too" : ""));
       }
       i = j - 1;
       continue;

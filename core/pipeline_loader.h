@@ -38,9 +38,11 @@ std::string TransformVersion(std::string_view sql);
 // trimmed and without a trailing ';'. Comments, string literals and quoted
 // identifiers ("...", `...`, [...]) are understood. Errors are
 // INVALID_ARGUMENT with the reason. With `allow_window_start` (a dataset
-// with a `lookback` upstream) :window_start is accepted too.
+// with a `lookback` upstream) :window_start is accepted too, and with
+// `allow_keys` (a dataset with an `entity_key`) :keys.
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               bool allow_window_start = false);
+                                               bool allow_window_start = false,
+                                               bool allow_keys = false);
 
 }  // namespace backfill
 

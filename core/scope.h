@@ -1,9 +1,16 @@
 // Scope: what a job writes — the (dataset, partition) pairs it recomputes,
 // plus, per dataset, an optional entity-key filter (the set of entity keys
-// whose rows it replaces; no filter: every row of those partitions). Two
-// scopes overlap when they share a (dataset, partition) and, for that
-// dataset, either has no key filter or their key sets intersect. A plain
-// value type; not synchronized (copy it across threads).
+// whose rows it replaces; no filter: every row of those partitions).
+//
+// Two scopes overlap when they share a (dataset, partition), whatever their
+// key filters: a job with keys stages the whole partition as it would
+// publish it (its keys' new rows plus the other keys' rows as it read
+// them), checks and derives its dependents from that, and may publish only
+// while those other rows are unchanged. Two jobs on one partition with
+// disjoint keys therefore still run one after the other; the second then
+// reads what the first published.
+//
+// A plain value type; not synchronized (copy it across threads).
 
 #ifndef BACKFILL_CORE_SCOPE_H_
 #define BACKFILL_CORE_SCOPE_H_
@@ -45,11 +52,8 @@ class Scope {
   const Keys* KeysOf(const std::string& dataset) const;
   bool HasKeyFilter() const { return !keys_.empty(); }
 
-  // Whether the rows this scope and `other` write in (dataset, partition)
-  // — which both must hold — may be the same: either side has no key
-  // filter for the dataset, or their key sets intersect.
-  bool RowsMayMeet(const std::string& dataset, const Scope& other) const;
-  // Whether any (dataset, partition) of both scopes has RowsMayMeet.
+  // Whether both scopes hold a (dataset, partition) (key filters aside,
+  // see above).
   bool Overlaps(const Scope& other) const;
 
   friend bool operator==(const Scope& a, const Scope& b) {

@@ -19,11 +19,13 @@ std::string At(const DatasetSpec& d, int line) {
 }
 
 // `window_start`: whether :window_start is bound too (a transform of a
-// dataset with a lookback upstream).
+// dataset with a lookback upstream); `keys`: whether :keys is (a dataset
+// with an entity key).
 bool OnlyBoundParameters(const QueryShape& shape, std::string* bad,
-                         bool window_start = false) {
+                         bool window_start = false, bool keys = false) {
   for (const std::string& p : shape.parameters) {
     if (window_start && p == ":window_start") continue;
+    if (keys && p == ":keys") continue;
     if (p != ":partition_start" && p != ":partition_end" && p != ":partition") {
       *bad = p;
       return false;
@@ -67,12 +69,14 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
               absl::StrCat(at, "the transform is not a read-only SELECT"));
         }
         const bool window = MaxLookback(d) > 0;
-        if (!OnlyBoundParameters(*shape, &bad, window)) {
+        const bool keys = !d.entity_key.empty();
+        if (!OnlyBoundParameters(*shape, &bad, window, keys)) {
           problems.push_back(absl::StrCat(
               at, "the transform uses the parameter ", bad,
               "; only :partition_start, :partition_end and :partition are "
               "bound",
-              window ? " (and :window_start)" : ""));
+              window ? " (and :window_start)" : "",
+              keys ? " (and :keys)" : ""));
         }
         std::set<std::string> outputs;
         std::vector<std::string> extra;

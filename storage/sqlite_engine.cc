@@ -59,6 +59,8 @@ constexpr char kMeta[] = "_bf_meta";
 constexpr char kStartParam[] = ":partition_start";
 constexpr char kEndParam[] = ":partition_end";
 constexpr char kValueParam[] = ":partition";
+// The entity keys of a keyed item, as a JSON array text (NULL otherwise).
+constexpr char kKeysParam[] = ":keys";
 // The start bound of partition P-N for a dataset with a lookback N upstream
 // (see upstream_mapping.h WindowStart).
 constexpr char kWindowStartParam[] = ":window_start";
@@ -75,12 +77,12 @@ std::string SafeJob(const std::string& job_id) {
 
 // The job id of a staging, partition-list or pin table: the inverse of
 // SafeJob for ids "bf-<digits>". A name matching
-// ^_bf_(stage|parts|pin)_bf_([0-9]+)_ gives "bf-<digits>"; the digit run is
-// unambiguous because a dataset name (an identifier) follows the '_'.
+// ^_bf_(stage|parts|pin|keys)_bf_([0-9]+)_ gives "bf-<digits>"; the digit run
+// is unambiguous because a dataset name (an identifier) follows the '_'.
 std::optional<std::string> JobOfArtifact(std::string_view table) {
   std::string_view rest;
   for (std::string_view prefix :
-       {"_bf_stage_bf_", "_bf_parts_bf_", "_bf_pin_bf_"}) {
+       {"_bf_stage_bf_", "_bf_parts_bf_", "_bf_pin_bf_", "_bf_keys_bf_"}) {
     if (table.substr(0, prefix.size()) == prefix) {
       rest = table.substr(prefix.size());
       break;
@@ -262,6 +264,7 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
   for (int i = 1; i <= transform.ParameterCount(); ++i) {
     std::string name = transform.ParameterName(i);
     if (name == kWindowStartParam && MaxLookback(dataset) > 0) continue;
+    if (name == kKeysParam && !dataset.entity_key.empty()) continue;
     if (name != kStartParam && name != kEndParam && name != kValueParam) {
       return absl::FailedPreconditionError(absl::StrCat(
           "transform of ", dataset.name, " uses parameter '", name,
@@ -272,6 +275,11 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
               : (name == kWindowStartParam
                      ? " (:window_start only for a dataset with a lookback "
                        "upstream)"
+                     : ""),
+          !dataset.entity_key.empty()
+              ? " (and :keys)"
+              : (name == kKeysParam
+                     ? " (:keys only for a dataset with an entity_key)"
                      : "")));
     }
   }
@@ -371,6 +379,102 @@ const JobLayout::Item* FindItem(const JobLayout& layout,
   return nullptr;
 }
 
+// 1 when the row's entity key is one of the keys in `keys_table`, else 0
+// (never NULL: a NULL key, or a value that is no valid key, is none of
+// them). A value is compared as a key partition's value is: text as it
+// is, an INTEGER by its decimal digits (see PartitionOfValue).
+std::string InKeys(const DatasetSpec& ds, const std::string& keys_table) {
+  return absl::StrCat("COALESCE(", sqlite::kPartitionFunction, "('key', ",
+                      Q(ds.entity_key), ") IN (SELECT \"key\" FROM main.",
+                      Q(keys_table), "), 0)");
+}
+
+// The keys as a JSON array of strings (what :keys is bound to). Keys hold
+// no control characters (ValidatePartition), so only '"' and '\\' need an
+// escape.
+std::string KeysJson(const std::vector<std::string>& keys) {
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : keys[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += ']';
+  return out;
+}
+
+// Binds :keys where it appears: the item's keys as a JSON array, NULL for
+// a job that replaces whole partitions.
+absl::Status BindKeys(Statement& q, const JobLayout::Item* item) {
+  const int index = q.ParameterIndex(kKeysParam);
+  if (index <= 0) return absl::OkStatus();
+  if (item == nullptr || item->keys.empty()) return q.BindNull(index);
+  return q.BindText(index, KeysJson(item->keys));
+}
+
+// Publish of an item with entity keys: in each of its partitions, the
+// published rows of other keys must be exactly the rows StagePartition
+// copied into staging (compared by their fingerprints), or the staged
+// partition is out of date and nothing may be published.
+absl::Status CheckOtherKeysUnchanged(Database* db, const DatasetSpec& ds,
+                                     const std::string& stage,
+                                     const std::string& keys_table,
+                                     const JobLayout::Item& item,
+                                     std::string_view where) {
+  const std::string member =
+      ds.partition ? MembershipConditionParams(ds.grain(),
+                                               Q(ds.partition->column))
+                   : std::string("1");
+  auto others = [&](const std::string& table) {
+    return absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(table),
+                        " WHERE ", member, " AND NOT ",
+                        InKeys(ds, keys_table));
+  };
+  ASSIGN_OR_RETURN(Statement published, db->Prepare(others(ds.table)));
+  ASSIGN_OR_RETURN(Statement staged, db->Prepare(others(stage)));
+  for (const std::string& partition : item.partitions) {
+    Fingerprint fp[2];
+    Statement* q[2] = {&published, &staged};
+    for (int i = 0; i < 2; ++i) {
+      RETURN_IF_ERROR(q[i]->Reset());
+      RETURN_IF_ERROR(BindMembership(*q[i], ds.grain(), partition));
+      ASSIGN_OR_RETURN(fp[i], HashRows(*q[i]));
+    }
+    if (fp[0].ToString() != fp[1].ToString()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Sv(where), ", partition ", partition,
+          ": the rows of other entity keys changed since the job staged the "
+          "partition (",
+          fp[1].rows(), " rows then, ", fp[0].rows(),
+          " now), so what it staged, derived and checked is out of date; "
+          "the transaction was rolled back and nothing was published. Submit "
+          "the backfill again to recompute from the current rows"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Checks the keys of an item before they reach the warehouse.
+absl::Status CheckItemKeys(const JobLayout::Item& item) {
+  if (item.keys.empty()) return absl::OkStatus();
+  const DatasetSpec& ds = *item.dataset;
+  if (ds.entity_key.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", ds.name,
+                     " declares no entity_key; its rows cannot be "
+                     "replaced by key"));
+  }
+  for (const std::string& key : item.keys) {
+    RETURN_IF_ERROR(Annotate(ValidatePartition(Grain::kKey, key),
+                             absl::StrCat("dataset ", ds.name, " entity key")));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -436,6 +540,10 @@ std::string SqliteEngine::PartsTable(const std::string& job_id,
 std::string SqliteEngine::PinTable(const std::string& job_id,
                                    const std::string& dataset) {
   return absl::StrCat("_bf_pin_", SafeJob(job_id), "_", dataset);
+}
+std::string SqliteEngine::KeysTable(const std::string& job_id,
+                                    const std::string& dataset) {
+  return absl::StrCat("_bf_keys_", SafeJob(job_id), "_", dataset);
 }
 std::string SqliteEngine::PrevTable(const std::string& job_id,
                                     const std::string& dataset) {
@@ -929,6 +1037,7 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
     }
     const DatasetSpec& ds = *item.dataset;
     RETURN_IF_ERROR(CheckWritable(ds));
+    RETURN_IF_ERROR(CheckItemKeys(item));
     auto& p = parts.emplace_back();
     for (const std::string& partition : item.partitions) {
       absl::StatusOr<CandidateRange> range =
@@ -979,6 +1088,24 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
       RETURN_IF_ERROR(insert.BindText(2, range.lo));
       RETURN_IF_ERROR(insert.BindText(3, range.hi));
       RETURN_IF_ERROR(insert.Run());
+    }
+    // The entity keys, rebuilt on every call too (none: no table).
+    const std::string keys_table = KeysTable(layout.job_id, ds.name);
+    RETURN_IF_ERROR(
+        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", Q(keys_table))));
+    if (!layout.items[i].keys.empty()) {
+      RETURN_IF_ERROR(db->Exec(
+          absl::StrCat("CREATE TABLE main.", Q(keys_table),
+                       " (\"key\" TEXT PRIMARY KEY) WITHOUT ROWID")));
+      ASSIGN_OR_RETURN(Statement add_key,
+                       db->Prepare(absl::StrCat("INSERT OR IGNORE INTO main.",
+                                                Q(keys_table),
+                                                " (\"key\") VALUES (?1)")));
+      for (const std::string& key : layout.items[i].keys) {
+        RETURN_IF_ERROR(add_key.Reset());
+        RETURN_IF_ERROR(add_key.BindText(1, key));
+        RETURN_IF_ERROR(add_key.Run());
+      }
     }
   }
   for (const DatasetSpec* pin : layout.pinned) {
@@ -1040,6 +1167,8 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
           "StagePartition: input without dataset");
     }
   }
+  // The job's item of the dataset (its entity keys, if any).
+  const JobLayout::Item* item = FindItem(layout, dataset.name);
   RETURN_IF_ERROR(CheckFile());
   const std::string where =
       absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
@@ -1122,6 +1251,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
                                    cols, " FROM (\n", body, "\n)")));
       RETURN_IF_ERROR(BindPartition(insert, bounds, partition));
       RETURN_IF_ERROR(BindWindowStart(insert, dataset, partition));
+      RETURN_IF_ERROR(BindKeys(insert, item));
       absl::Status ran = insert.Run();
       if (!ran.ok()) {
         return Annotate(ran, absl::StrCat("transform of ", dataset.name,
@@ -1142,6 +1272,31 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         return absl::FailedPreconditionError(absl::StrCat(
             n, " rows of ", dataset.name, " fall outside partition ", partition,
             " (e.g. ", dataset.partition->column, "=", q.ColumnText(1), ")"));
+      }
+    }
+    if (item != nullptr && !item->keys.empty()) {
+      // Only the keys' rows are the transform's to replace; the others
+      // stay as published, so staging holds the partition as publishing
+      // would leave it.
+      const std::string in_keys =
+          InKeys(dataset, KeysTable(job_id, dataset.name));
+      RETURN_IF_ERROR(Annotate(
+          db->Exec(absl::StrCat("DELETE FROM ", out, " WHERE NOT ", in_keys)),
+          where));
+      ASSIGN_OR_RETURN(bool published, db->TableExists(dataset.table));
+      if (published) {
+        ASSIGN_OR_RETURN(
+            Statement keep,
+            db->Prepare(absl::StrCat(
+                "INSERT INTO ", out, " (", cols, ") SELECT ", cols,
+                " FROM main.", Q(dataset.table), " WHERE ",
+                dataset.partition
+                    ? MembershipConditionParams(dataset.grain(),
+                                                Q(dataset.partition->column))
+                    : std::string("1"),
+                " AND NOT ", in_keys)));
+        RETURN_IF_ERROR(BindMembership(keep, dataset.grain(), partition));
+        RETURN_IF_ERROR(Annotate(keep.Run(), where));
       }
     }
     {
@@ -1694,7 +1849,13 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
         absl::StrCat("publish of job ", job_id, ", dataset ", ds.name);
     const std::string stage = StageTable(job_id, ds.name);
     const std::string parts = PartsTable(job_id, ds.name);
-    for (const std::string& t : {stage, parts}) {
+    const std::string keys = KeysTable(job_id, ds.name);
+    std::vector<std::string> needed = {stage, parts};
+    if (!item.keys.empty()) {
+      RETURN_IF_ERROR(CheckItemKeys(item));
+      needed.push_back(keys);
+    }
+    for (const std::string& t : needed) {
       ASSIGN_OR_RETURN(bool exists, db->TableExists(t));
       if (!exists) {
         return absl::FailedPreconditionError(
@@ -1714,6 +1875,10 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
     }
     create += ")";
     RETURN_IF_ERROR(Annotate(db->Exec(create), where));
+    if (!item.keys.empty()) {
+      RETURN_IF_ERROR(
+          CheckOtherKeysUnchanged(db.get(), ds, stage, keys, item, where));
+    }
     // The rows this publish replaces go to the rollback copy, then away:
     // one indexed statement pair per partition (the partition column gets
     // an index), so the cost follows the rows replaced, not the table.
@@ -1838,7 +2003,8 @@ absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
   const std::vector<std::string> prefixes = {
       absl::StrCat("_bf_stage_", safe, "_"),
       absl::StrCat("_bf_parts_", safe, "_"),
-      absl::StrCat("_bf_pin_", safe, "_")};
+      absl::StrCat("_bf_pin_", safe, "_"),
+      absl::StrCat("_bf_keys_", safe, "_")};
   {
     Lease db = Acquire();
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));

@@ -11,6 +11,9 @@
 //                              dataset with their candidate ranges
 //   _bf_pin_<job>_<dataset>    snapshot of a pinned (`mapping: all`) input,
 //                              taken once by PrepareJob (kept on restart)
+//   _bf_keys_<job>_<dataset>   ("key"): the entity keys of a job that
+//                              replaces only some keys' rows of the dataset
+//                              (rebuilt by every PrepareJob)
 //   _bf_prev_<job>_<dataset>   the rollback copy: the published rows a
 //                              Publish replaced, kept for Rollback
 //                              (DropStaging keeps them; Rollback and
@@ -168,8 +171,8 @@ class SqliteEngine : public Engine {
   absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
   absl::Status DropRollbackCopies(
       const std::vector<RollbackCopy>& copies) override;
-  // Parses the job id back from the names of the `_bf_stage_`, `_bf_parts_`
-  // and `_bf_pin_` tables. Only ids of the form "bf-<digits>" (the state
+  // Parses the job id back from the names of the `_bf_stage_`, `_bf_parts_`,
+  // `_bf_pin_` and `_bf_keys_` tables. Only ids of the form "bf-<digits>" (the state
   // store's) can be told apart from the dataset name that follows them, so
   // artifacts of other ids are not reported. Sorted (string order), without
   // duplicates.
@@ -224,6 +227,9 @@ class SqliteEngine : public Engine {
   static std::string PinTable(const std::string& job_id,
                               const std::string& dataset);
   static std::string PrevTable(const std::string& job_id,
+                               const std::string& dataset);
+  // The entity keys of a job's dataset (an item with keys), one row each.
+  static std::string KeysTable(const std::string& job_id,
                                const std::string& dataset);
 
  private:

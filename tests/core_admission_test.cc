@@ -317,9 +317,10 @@ TEST(AdmissionPropertyTest, RunningJobsNeverShareAPartitionAndAllRun) {
   EXPECT_GT(blocked_checks, 5000);
 }
 
-// Keyed scopes: two jobs on the same partition with disjoint key sets do not
-// wait for each other, supersede nothing and are no conflict; any shared
-// key, or a job without keys on that partition, makes them wait as usual.
+// Keyed scopes: a job with keys stages the whole partition, so two jobs on
+// one partition wait for each other whatever their keys, supersede each
+// other when held, and are conflicts; keys never join two jobs that share
+// no partition.
 Scope Keyed(std::initializer_list<std::pair<const char*, const char*>> pairs,
             const char* dataset, std::set<std::string> keys) {
   Scope scope = S(pairs);
@@ -327,45 +328,33 @@ Scope Keyed(std::initializer_list<std::pair<const char*, const char*>> pairs,
   return scope;
 }
 
-TEST(AdmissionKeysTest, DisjointKeysOnOnePartitionDoNotWait) {
+TEST(AdmissionKeysTest, JobsOnOnePartitionWaitWhateverTheirKeys) {
   Admission a;
   a.Add("bf-1", Keyed({{"d", "p1"}, {"d", "p2"}}, "d", {"c1", "c2"}));
-  a.Add("bf-2", Keyed({{"d", "p1"}, {"d", "p2"}}, "d", {"c3"}));
-  a.Add("bf-3", Keyed({{"d", "p2"}}, "d", {"c2", "c9"}));  // shares c2
-  a.Add("bf-4", S({{"d", "p1"}}));                         // every key
-  EXPECT_THAT(Ids(a.Blockers("bf-2")), IsEmpty());
-  EXPECT_THAT(Ids(a.Blockers("bf-3")), ElementsAre("bf-1:1"));
+  a.Add("bf-2", Keyed({{"d", "p1"}, {"d", "p2"}}, "d", {"c3"}));  // disjoint
+  a.Add("bf-3", Keyed({{"d", "p3"}}, "d", {"c1"}));  // same key, other day
+  a.Add("bf-4", S({{"d", "p1"}}));                   // every key
+  EXPECT_THAT(Ids(a.Blockers("bf-2")), ElementsAre("bf-1:2"));
+  EXPECT_THAT(Ids(a.Blockers("bf-3")), IsEmpty());
   EXPECT_THAT(Ids(a.Blockers("bf-4")), ElementsAre("bf-1:1", "bf-2:1"));
 
   std::vector<Conflict> conflicts;
   EXPECT_THAT(
-      Ids(a.Overlapping(Keyed({{"d", "p2"}}, "d", {"c4"}), &conflicts, 10)),
-      IsEmpty());
-  EXPECT_THAT(conflicts, IsEmpty());
-  EXPECT_THAT(
-      Ids(a.Overlapping(Keyed({{"d", "p1"}}, "d", {"c3"}), &conflicts, 10)),
-      ElementsAre("bf-2:1", "bf-4:1"));
-  ASSERT_EQ(conflicts.size(), 2u);
-  EXPECT_EQ(conflicts[0].job_id, "bf-2");
-  EXPECT_EQ(conflicts[1].job_id, "bf-4");
+      Ids(a.Overlapping(Keyed({{"d", "p3"}}, "d", {"c4"}), &conflicts, 10)),
+      ElementsAre("bf-3:1"));
+  ASSERT_EQ(conflicts.size(), 1u);
+  EXPECT_EQ(conflicts[0].job_id, "bf-3");
+  EXPECT_EQ(conflicts[0].partition, "p3");
 }
 
-TEST(AdmissionKeysTest, HeldKeyedJobsAreSupersededOnlyOnSharedKeys) {
+TEST(AdmissionKeysTest, HeldKeyedJobsAreSupersededByAnyJobOnTheirPartitions) {
   Admission a;
   a.Add("bf-1", Keyed({{"d", "p1"}}, "d", {"c1"}), /*held=*/true);
-  a.Add("bf-2", Keyed({{"d", "p1"}}, "d", {"c2"}), /*held=*/true);
-  a.Add("bf-3", Keyed({{"d", "p1"}}, "d", {"c2", "c3"}));
-  EXPECT_THAT(Ids(a.HeldOverlaps("bf-3")), ElementsAre("bf-2:1"));
-  a.Add("bf-4", S({{"d", "p1"}}));
+  a.Add("bf-2", Keyed({{"d", "p2"}}, "d", {"c2"}), /*held=*/true);
+  a.Add("bf-3", Keyed({{"d", "p1"}}, "d", {"c9"}));
+  EXPECT_THAT(Ids(a.HeldOverlaps("bf-3")), ElementsAre("bf-1:1"));
+  a.Add("bf-4", S({{"d", "p1"}, {"d", "p2"}}));
   EXPECT_THAT(Ids(a.HeldOverlaps("bf-4")), ElementsAre("bf-1:1", "bf-2:1"));
-}
-
-TEST(AdmissionKeysTest, DependentsByPartitionStillOrderKeyedJobs) {
-  // Disjoint keys on the target; both recompute the dependent "r/p1".
-  Admission a;
-  a.Add("bf-1", Keyed({{"d", "p1"}, {"r", "p1"}}, "d", {"c1"}));
-  a.Add("bf-2", Keyed({{"d", "p1"}, {"r", "p1"}}, "d", {"c2"}));
-  EXPECT_THAT(Ids(a.Blockers("bf-2")), ElementsAre("bf-1:1"));
 }
 
 }  // namespace

@@ -232,7 +232,7 @@ TEST_F(EntityKeysPlanTest, FingerprintIgnoresKeyOrderButNotKeys) {
             RequestFingerprint(as_partitions));
 }
 
-TEST_F(EntityKeysPlanTest, SubmitWithKeysIsRefusedAndCreatesNothing) {
+TEST_F(EntityKeysPlanTest, ASubmittedKeyedJobRunsWithItsKeysOnTheTargetOnly) {
   ManualClock clock(absl::FromUnixSeconds(1700000000));
   ManagerOptions options;
   options.workers = 1;
@@ -241,16 +241,30 @@ TEST_F(EntityKeysPlanTest, SubmitWithKeysIsRefusedAndCreatesNothing) {
   ASSERT_TRUE(manager.Start().ok());
   SubmitOptions submit;
   submit.idempotency_key = "k-1";
-  auto refused = manager.Submit(Request({"c1"}), submit);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(refused.status().message(), HasSubstr("without --keys"));
-  auto ids = store_.ListJobIds({});
-  ASSERT_TRUE(ids.ok());
-  EXPECT_TRUE(ids->empty());
-  // Planning works.
-  auto plan = manager.PlanBackfill(Request({"c1"}));
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_THAT(plan->datasets[0].keys, ElementsAre("c1"));
+  auto job = manager.Submit(Request({"c2", "c1", "c2"}), submit);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Stored normalized, read back by a fresh load.
+  auto stored = store_.GetJob(job->job.id);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_THAT(stored->request.keys, ElementsAre("c1", "c2"));
+  Job done;
+  for (int i = 0; i < 2000; ++i) {
+    auto now = manager.GetJob(job->job.id);
+    ASSERT_TRUE(now.ok()) << now.status();
+    done = *now;
+    if (IsTerminal(done.state)) break;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(done.state, JobState::kSucceeded) << done.message;
+  // The engine was given the keys for the target, and none for its
+  // dependents, which are recomputed by partition.
+  EXPECT_THAT(engine_.PreparedKeys(job->job.id, "customer_revenue"),
+              ElementsAre("c1", "c2"));
+  for (const DatasetPlan& dp : done.plan.datasets) {
+    if (dp.dataset == "customer_revenue") continue;
+    EXPECT_THAT(engine_.PreparedKeys(job->job.id, dp.dataset), IsEmpty())
+        << dp.dataset;
+  }
   manager.Shutdown();
 }
 

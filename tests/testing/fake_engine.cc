@@ -385,6 +385,15 @@ absl::StatusOr<PartitionStats> FakeEngine::PartitionStatistics(
   return stats;
 }
 
+std::vector<std::string> FakeEngine::PreparedKeys(
+    const std::string& job_id, const std::string& dataset) const {
+  absl::MutexLock lock(&mu_);
+  auto job = prepared_keys_.find(job_id);
+  if (job == prepared_keys_.end()) return {};
+  auto keys = job->second.find(dataset);
+  return keys == job->second.end() ? std::vector<std::string>() : keys->second;
+}
+
 absl::Status FakeEngine::PrepareJob(const JobLayout& layout) {
   if (absl::Status s = Enter({"PrepareJob", layout.job_id, "", ""}); !s.ok()) {
     return s;
@@ -407,6 +416,11 @@ absl::Status FakeEngine::PrepareJob(const JobLayout& layout) {
     }
     prepared.partitions[ds.name].insert(item.partitions.begin(),
                                         item.partitions.end());
+    if (!item.keys.empty() && ds.entity_key.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset ", ds.name,
+          " declares no entity_key; its rows cannot be replaced by key"));
+    }
   }
   for (const DatasetSpec* pin : layout.pinned) {
     if (pin == nullptr) {
@@ -439,6 +453,11 @@ absl::Status FakeEngine::PrepareJob(const JobLayout& layout) {
     staging_.erase(layout.job_id);
   }
   prepared_[layout.job_id] = std::move(prepared);
+  auto& keys = prepared_keys_[layout.job_id];
+  keys.clear();
+  for (const JobLayout::Item& item : layout.items) {
+    if (!item.keys.empty()) keys[item.dataset->name] = item.keys;
+  }
   return absl::OkStatus();
 }
 

@@ -246,6 +246,12 @@ class FakeEngine : public Engine {
   std::optional<int64_t> StagedRows(const std::string& job_id,
                                     const std::string& dataset,
                                     const std::string& partition) const;
+  // The entity keys of the job's item of `dataset` in the last PrepareJob
+  // (empty: whole partitions, or not prepared). The fake counts rows of
+  // whole partitions only, so keys change nothing else here: SqliteEngine
+  // too stages and counts a keyed partition whole.
+  std::vector<std::string> PreparedKeys(const std::string& job_id,
+                                        const std::string& dataset) const;
   // Published rows of a partition (0 when none).
   int64_t PublishedRows(const std::string& dataset,
                         const std::string& partition) const;
@@ -267,6 +273,9 @@ class FakeEngine : public Engine {
     // Dataset -> the job's partitions of it.
     std::map<std::string, std::set<std::string>> partitions;
   };
+  // Job -> dataset -> the entity keys of its item (items with keys only).
+  std::map<std::string, std::map<std::string, std::vector<std::string>>>
+      prepared_keys_ ABSL_GUARDED_BY(mu_);
 
   // Counts the call and consults the hook.
   absl::Status Enter(Call call) ABSL_LOCKS_EXCLUDED(mu_);

@@ -489,6 +489,8 @@ absl::StatusOr<CreateJobResult> InMemoryStateStore::CreateJob(const Job& job,
     kept.cost.refused.clear();
     kept.partitions_from_history = dp.partitions_from_history;
     kept.estimate_source = dp.estimate_source;
+    // As the SQLite store: the request's keys, on the target only.
+    if (dp.dataset == job.request.dataset) kept.keys = job.request.keys;
     stored.plan.datasets.push_back(std::move(kept));
     for (size_t k = 0; k < dp.partitions.size(); ++k) {
       const std::string& partition = dp.partitions[k];
