@@ -426,13 +426,12 @@ absl::Status CheckOtherKeysUnchanged(Database* db, const DatasetSpec& ds,
                                      const JobLayout::Item& item,
                                      std::string_view where) {
   const std::string member =
-      ds.partition ? MembershipConditionParams(ds.grain(),
-                                               Q(ds.partition->column))
-                   : std::string("1");
+      ds.partition
+          ? MembershipConditionParams(ds.grain(), Q(ds.partition->column))
+          : std::string("1");
   auto others = [&](const std::string& table) {
     return absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(table),
-                        " WHERE ", member, " AND NOT ",
-                        InKeys(ds, keys_table));
+                        " WHERE ", member, " AND NOT ", InKeys(ds, keys_table));
   };
   ASSIGN_OR_RETURN(Statement published, db->Prepare(others(ds.table)));
   ASSIGN_OR_RETURN(Statement staged, db->Prepare(others(stage)));
@@ -1094,13 +1093,13 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
     RETURN_IF_ERROR(
         db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", Q(keys_table))));
     if (!layout.items[i].keys.empty()) {
-      RETURN_IF_ERROR(db->Exec(
-          absl::StrCat("CREATE TABLE main.", Q(keys_table),
-                       " (\"key\" TEXT PRIMARY KEY) WITHOUT ROWID")));
-      ASSIGN_OR_RETURN(Statement add_key,
-                       db->Prepare(absl::StrCat("INSERT OR IGNORE INTO main.",
-                                                Q(keys_table),
-                                                " (\"key\") VALUES (?1)")));
+      RETURN_IF_ERROR(
+          db->Exec(absl::StrCat("CREATE TABLE main.", Q(keys_table),
+                                " (\"key\" TEXT PRIMARY KEY) WITHOUT ROWID")));
+      ASSIGN_OR_RETURN(
+          Statement add_key,
+          db->Prepare(absl::StrCat("INSERT OR IGNORE INTO main.", Q(keys_table),
+                                   " (\"key\") VALUES (?1)")));
       for (const std::string& key : layout.items[i].keys) {
         RETURN_IF_ERROR(add_key.Reset());
         RETURN_IF_ERROR(add_key.BindText(1, key));

@@ -172,9 +172,9 @@ class SqliteEngine : public Engine {
   absl::Status DropRollbackCopies(
       const std::vector<RollbackCopy>& copies) override;
   // Parses the job id back from the names of the `_bf_stage_`, `_bf_parts_`,
-  // `_bf_pin_` and `_bf_keys_` tables. Only ids of the form "bf-<digits>" (the state
-  // store's) can be told apart from the dataset name that follows them, so
-  // artifacts of other ids are not reported. Sorted (string order), without
+  // `_bf_pin_` and `_bf_keys_` tables. Only ids of the form "bf-<digits>" (the
+  // state store's) can be told apart from the dataset name that follows them,
+  // so artifacts of other ids are not reported. Sorted (string order), without
   // duplicates.
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
   absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,

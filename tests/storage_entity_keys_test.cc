@@ -1,0 +1,402 @@
+// SqliteEngine with entity keys (JobLayout::Item::keys): a keyed job
+// replaces only the rows of its keys in its partitions, every other row
+// stays byte-identical, the transform sees the keys as :keys, dependents
+// in the job read the whole partition, the output fingerprint is the
+// published partition's, Publish refuses when other keys' rows changed
+// since staging, and Rollback restores byte-identical rows. Expectations
+// come from plain SQL over the fixture, never from the engine.
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/sqlite_db.h"
+#include "storage/sqlite_engine.h"
+
+namespace backfill {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// The "new logic": revenue doubled, one row per (day, customer).
+constexpr char kCustomerRevenueSql[] = R"sql(
+  SELECT order_date AS ds, customer_id, SUM(amount) * 2 AS revenue,
+         COUNT(*) AS orders
+  FROM raw_orders
+  WHERE order_date >= :partition_start AND order_date < :partition_end
+  GROUP BY 1, 2
+)sql";
+
+class EntityKeysEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "/keys_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/warehouse.db";
+    auto db = sqlite::Database::Open(path_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = *std::move(db);
+    // Customers 1, 2, 3 and 42 (INTEGER keys) over three days.
+    Exec(R"sql(
+      CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date TEXT,
+                               customer_id INTEGER, amount REAL);
+      INSERT INTO raw_orders VALUES
+        (1, '2025-01-01', 1, 10), (2, '2025-01-01', 2, 20),
+        (3, '2025-01-01', 3, 30), (4, '2025-01-01', 1, 5),
+        (5, '2025-01-02', 1, 40), (6, '2025-01-02', 2, 50),
+        (7, '2025-01-02', 42, 7), (8, '2025-01-03', 3, 60),
+        (9, '2025-01-01', 42, 1.5);
+      -- Published with the old logic (revenue not doubled).
+      CREATE TABLE customer_revenue (ds TEXT, customer_id INTEGER,
+                                     revenue REAL, orders INTEGER,
+                                     PRIMARY KEY (ds, customer_id));
+      INSERT INTO customer_revenue
+        SELECT order_date, customer_id, SUM(amount), COUNT(*)
+        FROM raw_orders GROUP BY 1, 2;
+    )sql");
+    auto engine = SqliteEngine::Open(path_, 2);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+    ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+
+    orders_.name = "orders";
+    orders_.kind = DatasetKind::kSource;
+    orders_.table = "raw_orders";
+    orders_.partition = PartitionSpec{"order_date", Grain::kDay, {}};
+
+    revenue_.name = "customer_revenue";
+    revenue_.kind = DatasetKind::kDerived;
+    revenue_.table = "customer_revenue";
+    revenue_.partition = PartitionSpec{"ds", Grain::kDay, {}};
+    revenue_.upstream = {{"orders", Mapping::kIdentity}};
+    revenue_.transform = kCustomerRevenueSql;
+    revenue_.columns = {{"ds", "TEXT"},
+                        {"customer_id", "INTEGER"},
+                        {"revenue", "REAL"},
+                        {"orders", "INTEGER"}};
+    revenue_.primary_key = {"ds", "customer_id"};
+    revenue_.entity_key = "customer_id";
+
+    total_.name = "daily_total";
+    total_.kind = DatasetKind::kDerived;
+    total_.table = "daily_total";
+    total_.partition = PartitionSpec{"ds", Grain::kDay, {}};
+    total_.upstream = {{"customer_revenue", Mapping::kIdentity}};
+    total_.transform =
+        "SELECT ds, SUM(revenue) AS revenue, COUNT(*) AS customers FROM "
+        "customer_revenue WHERE ds >= :partition_start AND ds < "
+        ":partition_end GROUP BY ds";
+    total_.columns = {
+        {"ds", "TEXT"}, {"revenue", "REAL"}, {"customers", "INTEGER"}};
+    total_.primary_key = {"ds"};
+  }
+
+  void TearDown() override {
+    engine_.reset();
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Exec(const std::string& sql) {
+    absl::Status s = db_->Exec(sql);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::vector<std::string> Rows(const std::string& sql) {
+    std::vector<std::string> out;
+    auto q = db_->Prepare(sql);
+    EXPECT_TRUE(q.ok()) << q.status();
+    if (!q.ok()) return out;
+    while (true) {
+      auto row = q->Step();
+      EXPECT_TRUE(row.ok()) << row.status();
+      if (!row.ok() || !*row) break;
+      std::vector<std::string> cols;
+      for (int i = 0; i < q->ColumnCount(); ++i) {
+        cols.push_back(q->ColumnIsNull(i) ? "NULL" : q->ColumnText(i));
+      }
+      out.push_back(absl::StrJoin(cols, "|"));
+    }
+    return out;
+  }
+
+  // Every row of customer_revenue with each value's storage type, in one
+  // order: what "byte-identical" compares. `where` selects a part.
+  std::vector<std::string> Dump(const std::string& where = "1") {
+    return Rows(absl::StrCat(
+        "SELECT quote(ds), typeof(ds), quote(customer_id), "
+        "typeof(customer_id), quote(revenue), typeof(revenue), quote(orders), "
+        "typeof(orders) FROM customer_revenue WHERE ",
+        where, " ORDER BY ds, customer_id IS NULL, customer_id"));
+  }
+
+  JobLayout Layout(const std::string& job, const std::vector<std::string>& days,
+                   const std::vector<std::string>& keys,
+                   bool with_total = false) {
+    JobLayout layout;
+    layout.job_id = job;
+    layout.items.push_back({&revenue_, days, keys});
+    if (with_total) layout.items.push_back({&total_, days, {}});
+    return layout;
+  }
+
+  absl::StatusOr<StageResult> Stage(const std::string& job,
+                                    const std::string& day) {
+    return engine_->StagePartition(job, revenue_, day, {{&orders_, day}});
+  }
+
+  // Prepares, stages every day and publishes.
+  void Run(const JobLayout& layout) {
+    ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+    for (const JobLayout::Item& item : layout.items) {
+      for (const std::string& day : item.partitions) {
+        auto staged = item.dataset == &revenue_
+                          ? Stage(layout.job_id, day)
+                          : engine_->StagePartition(layout.job_id, total_, day,
+                                                    {{&revenue_, day}});
+        ASSERT_TRUE(staged.ok()) << staged.status();
+      }
+    }
+    absl::Status published = engine_->Publish(layout);
+    ASSERT_TRUE(published.ok()) << published;
+  }
+
+  std::string dir_, path_;
+  std::unique_ptr<sqlite::Database> db_;
+  std::unique_ptr<SqliteEngine> engine_;
+  DatasetSpec orders_, revenue_, total_;
+};
+
+TEST_F(EntityKeysEngineTest, OnlyTheKeysRowsOfThePartitionsAreReplaced) {
+  // Everything but customer 1's and 42's rows of day 1, before.
+  const std::string others =
+      "NOT (ds = '2025-01-01' AND customer_id IN (1, 42))";
+  const std::vector<std::string> before = Dump(others);
+  ASSERT_EQ(before.size(), 6u);  // 8 published rows - 2
+
+  Run(Layout("bf-1", {"2025-01-01"}, {"1", "42"}));
+
+  EXPECT_EQ(Dump(others), before);
+  // The keys' rows: the new logic, from plain SQL over the orders.
+  EXPECT_EQ(Rows("SELECT ds, customer_id, revenue, orders FROM "
+                 "customer_revenue WHERE ds = '2025-01-01' AND customer_id "
+                 "IN (1, 42) ORDER BY customer_id"),
+            Rows("SELECT order_date, customer_id, SUM(amount) * 2, COUNT(*) "
+                 "FROM raw_orders WHERE order_date = '2025-01-01' AND "
+                 "customer_id IN (1, 42) GROUP BY 1, 2 ORDER BY 2"));
+  // Still INTEGER keys (not text): the same storage type as before.
+  EXPECT_THAT(Rows("SELECT DISTINCT typeof(customer_id) FROM "
+                   "customer_revenue WHERE customer_id IS NOT NULL"),
+              ElementsAre("integer"));
+  // The rollback copy holds the rows Publish replaced; the keys table is
+  // staging and goes with it.
+  EXPECT_TRUE(
+      *db_->TableExists(SqliteEngine::KeysTable("bf-1", revenue_.name)));
+  ASSERT_TRUE(engine_->DropStaging("bf-1").ok());
+  EXPECT_FALSE(
+      *db_->TableExists(SqliteEngine::KeysTable("bf-1", revenue_.name)));
+}
+
+TEST_F(EntityKeysEngineTest, KeysMatchLikeKeyPartitionsAndNullKeysNever) {
+  // "042" is not the INTEGER 42, "1 " is not 1; a row without an entity
+  // (NULL key) is no key's. A key that matches no row replaces nothing.
+  revenue_.primary_key.clear();
+  Exec(
+      "CREATE TABLE t AS SELECT * FROM customer_revenue; DROP TABLE "
+      "customer_revenue; ALTER TABLE t RENAME TO customer_revenue; INSERT "
+      "INTO customer_revenue VALUES ('2025-01-01', NULL, 0.25, 0)");
+  const std::vector<std::string> before = Dump();
+  Run(Layout("bf-1", {"2025-01-01", "2025-01-02"}, {"042", "1 ", "zz"}));
+  EXPECT_EQ(Dump(), before);
+
+  Run(Layout("bf-2", {"2025-01-02"}, {"42"}));
+  EXPECT_THAT(Rows("SELECT revenue FROM customer_revenue WHERE ds = "
+                   "'2025-01-02' AND customer_id = 42"),
+              ElementsAre("14.0"));
+  std::vector<std::string> kept;
+  for (const std::string& r : before) {
+    if (r.rfind("'2025-01-02'|text|42|", 0) != 0) kept.push_back(r);
+  }
+  ASSERT_EQ(kept.size(), before.size() - 1);
+  EXPECT_EQ(Dump("NOT (ds = '2025-01-02' AND customer_id = 42)"), kept);
+  EXPECT_THAT(Rows("SELECT quote(revenue) FROM customer_revenue WHERE "
+                   "customer_id IS NULL"),
+              ElementsAre("0.25"));
+}
+
+TEST_F(EntityKeysEngineTest, TheTransformReadsTheKeysAsAJsonArray) {
+  // A key-scoped transform: it computes only the keys' rows. It records
+  // how many keys :keys held (revenue), and whether :keys is, as text,
+  // exactly the array SQLite itself builds from the keys (orders).
+  revenue_.transform = R"sql(
+    SELECT order_date AS ds, customer_id, json_array_length(:keys) AS revenue,
+           :keys = json_array('2', 'a"b\c', 'été') AS orders
+    FROM raw_orders
+    WHERE order_date >= :partition_start AND order_date < :partition_end
+      AND (:keys IS NULL OR CAST(customer_id AS TEXT) IN
+           (SELECT value FROM json_each(:keys)))
+    GROUP BY 1, 2
+  )sql";
+  const std::vector<std::string> keys = {"2", "a\"b\\c", "\xc3\xa9t\xc3\xa9"};
+  Run(Layout("bf-1", {"2025-01-01"}, keys));
+  EXPECT_THAT(Rows("SELECT customer_id, revenue FROM customer_revenue WHERE "
+                   "ds = '2025-01-01' AND customer_id = 2"),
+              ElementsAre("2|3.0"));
+  EXPECT_THAT(Rows("SELECT orders FROM customer_revenue WHERE ds = "
+                   "'2025-01-01' AND customer_id = 2"),
+              ElementsAre("1"));
+  // Without keys, :keys is NULL and the transform covers every customer.
+  Run(Layout("bf-2", {"2025-01-03"}, {}));
+  EXPECT_THAT(Rows("SELECT customer_id, quote(revenue) FROM customer_revenue "
+                   "WHERE ds = '2025-01-03'"),
+              ElementsAre("3|NULL"));
+  // ... and the key-scoped transform computed every customer of day 1 in
+  // a run without keys too.
+  Run(Layout("bf-3", {"2025-01-01"}, {}));
+  EXPECT_THAT(Rows("SELECT COUNT(*) FROM customer_revenue WHERE ds = "
+                   "'2025-01-01' AND revenue IS NULL AND orders IS NULL"),
+              ElementsAre("4"));
+}
+
+TEST_F(EntityKeysEngineTest, StagingAndItsFingerprintCoverTheWholePartition) {
+  JobLayout layout = Layout("bf-1", {"2025-01-01"}, {"3"}, true);
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  auto staged = Stage("bf-1", "2025-01-01");
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  // Day 1 has customers 1, 2, 3 and 42: all staged.
+  EXPECT_EQ(staged->rows_written, 4);
+  auto total = engine_->StagePartition("bf-1", total_, "2025-01-01",
+                                       {{&revenue_, "2025-01-01"}});
+  ASSERT_TRUE(total.ok()) << total.status();
+  auto report = engine_->ValidateStaged("bf-1", revenue_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->failures, IsEmpty());
+  ASSERT_TRUE(engine_->Publish(layout).ok());
+  // The dependent summed the whole partition as published: plain SQL.
+  EXPECT_EQ(Rows("SELECT ds, revenue, customers FROM daily_total"),
+            Rows("SELECT ds, SUM(revenue), COUNT(*) FROM customer_revenue "
+                 "WHERE ds = '2025-01-01' GROUP BY ds"));
+  // Customer 3's row doubled (30 -> 60), the sum moved by exactly that:
+  // 15 + 20 + 60 + 1.5.
+  EXPECT_THAT(Rows("SELECT revenue FROM daily_total"), ElementsAre("96.5"));
+  // The fingerprint staged is the one of the partition now published.
+  auto now = engine_->CurrentFingerprints(revenue_, {"2025-01-01"});
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->at("2025-01-01").fingerprint, staged->output_fingerprint);
+}
+
+TEST_F(EntityKeysEngineTest, ADiffShowsOnlyTheKeysRowsChanging) {
+  JobLayout layout = Layout("bf-1", {"2025-01-01"}, {"1", "2"});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  ASSERT_TRUE(Stage("bf-1", "2025-01-01").ok());
+  auto diff = engine_->DiffPartition("bf-1", revenue_, "2025-01-01", 10);
+  ASSERT_TRUE(diff.ok()) << diff.status();
+  EXPECT_EQ(diff->rows_before, 4);
+  EXPECT_EQ(diff->rows_after, 4);
+  EXPECT_EQ(diff->changed, 2);
+  EXPECT_EQ(diff->unchanged, 2);
+  EXPECT_EQ(diff->added, 0);
+  EXPECT_EQ(diff->removed, 0);
+}
+
+TEST_F(EntityKeysEngineTest, OtherKeysChangedSinceStagingRefuseThePublish) {
+  JobLayout layout = Layout("bf-1", {"2025-01-01", "2025-01-02"}, {"1"});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  ASSERT_TRUE(Stage("bf-1", "2025-01-01").ok());
+  ASSERT_TRUE(Stage("bf-1", "2025-01-02").ok());
+  // Someone else writes customer 2's row of day 2 after staging.
+  Exec(
+      "UPDATE customer_revenue SET revenue = 51 WHERE ds = '2025-01-02' "
+      "AND customer_id = 2");
+  const std::vector<std::string> before = Dump();
+  absl::Status published = engine_->Publish(layout);
+  EXPECT_EQ(published.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(published.message(), HasSubstr("partition 2025-01-02"));
+  EXPECT_THAT(published.message(), HasSubstr("nothing was published"));
+  EXPECT_THAT(published.message(), HasSubstr("Submit the backfill again"));
+  EXPECT_EQ(Dump(), before);
+  auto done = engine_->IsPublished("bf-1");
+  ASSERT_TRUE(done.ok());
+  EXPECT_FALSE(*done);
+  // Restaged from the current rows, it publishes.
+  ASSERT_TRUE(Stage("bf-1", "2025-01-02").ok());
+  ASSERT_TRUE(engine_->Publish(layout).ok());
+  EXPECT_THAT(Rows("SELECT revenue FROM customer_revenue WHERE ds = "
+                   "'2025-01-02' AND customer_id = 2"),
+              ElementsAre("51.0"));
+}
+
+TEST_F(EntityKeysEngineTest, RollbackRestoresByteIdenticalRows) {
+  const std::vector<std::string> before = Dump();
+  JobLayout layout = Layout("bf-1", {"2025-01-01", "2025-01-03"}, {"3"});
+  Run(layout);
+  ASSERT_NE(Dump(), before);
+  RollbackSpec spec;
+  spec.layout = layout;
+  spec.marker.reason = "wrong customer";
+  auto result = engine_->Rollback(spec);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(Dump(), before);
+}
+
+TEST_F(EntityKeysEngineTest, KeysNeedAnEntityKeyAndValidKeys) {
+  revenue_.entity_key.clear();
+  absl::Status s = engine_->PrepareJob(Layout("bf-1", {"2025-01-01"}, {"1"}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("declares no entity_key"));
+  revenue_.entity_key = "customer_id";
+  s = engine_->PrepareJob(Layout("bf-1", {"2025-01-01"}, {"1", "bad\x01"}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = engine_->PrepareJob(Layout("bf-1", {"2025-01-01"}, {""}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  // Nothing was created by the refusals.
+  EXPECT_FALSE(
+      *db_->TableExists(SqliteEngine::StageTable("bf-1", revenue_.name)));
+  // :keys in a transform of a dataset without entity_key is refused.
+  revenue_.entity_key.clear();
+  revenue_.transform =
+      "SELECT order_date AS ds, customer_id, :keys AS revenue, 1 AS orders "
+      "FROM raw_orders WHERE order_date >= :partition_start AND order_date "
+      "< :partition_end";
+  ASSERT_TRUE(engine_->PrepareJob(Layout("bf-2", {"2025-01-01"}, {})).ok());
+  auto staged = Stage("bf-2", "2025-01-01");
+  EXPECT_EQ(staged.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(staged.status().message(),
+              HasSubstr(":keys only for a dataset with an entity_key"));
+}
+
+TEST_F(EntityKeysEngineTest, ARestartedJobKeepsItsKeys) {
+  JobLayout layout = Layout("bf-7", {"2025-01-01"}, {"2"});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  ASSERT_TRUE(Stage("bf-7", "2025-01-01").ok());
+  auto listed = engine_->ListJobsWithStaging();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_THAT(*listed, ElementsAre("bf-7"));
+  // A new engine on the same file, prepared again from the same layout.
+  engine_.reset();
+  auto engine = SqliteEngine::Open(path_, 2);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  engine_ = *std::move(engine);
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  const std::vector<std::string> others =
+      Dump("NOT (ds = '2025-01-01' AND customer_id = 2)");
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  ASSERT_TRUE(engine_->Publish(layout).ok());
+  EXPECT_EQ(Dump("NOT (ds = '2025-01-01' AND customer_id = 2)"), others);
+  EXPECT_THAT(Rows("SELECT revenue FROM customer_revenue WHERE ds = "
+                   "'2025-01-01' AND customer_id = 2"),
+              ElementsAre("40.0"));
+}
+
+}  // namespace
+}  // namespace backfill
