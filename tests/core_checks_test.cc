@@ -491,9 +491,15 @@ TEST_F(SeverityTest, HoldWaitsForApprovalWithItsResultsStored) {
     held |= !r.passed && r.severity == CheckSeverity::kHold;
   }
   EXPECT_TRUE(held);
-  // Cancelling it drops its staging.
+  // Cancelling it drops its staging (the runner does so as the job ends,
+  // after Cancel has answered).
   absl::StatusOr<Job> cancelled = manager_->Cancel(job.id, "no");
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (engine_.StagedRows(job.id, "daily", "2025-01-01").has_value() &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
   EXPECT_FALSE(engine_.StagedRows(job.id, "daily", "2025-01-01").has_value());
 }
 

@@ -1139,17 +1139,19 @@ TEST_F(JobRunnerTest, APauseWhileValidatingIsRefused) {
 TEST_F(JobRunnerTest, PauseAndResumeAtAnyMomentNeverFailTheJob) {
   // Engine calls take a varying while, so that decisions land between
   // the runner's steps.
-  std::atomic<uint32_t> calls{0};
-  auto spin = [&calls] {
-    const uint32_t n = (++calls * 2654435761u) >> 26;  // 0..63
+  // Shared with the hooks by value: the runner's workers may still call
+  // them (a job's last transition, retention) once this body has returned.
+  auto calls = std::make_shared<std::atomic<uint32_t>>(0);
+  auto spin = [calls] {
+    const uint32_t n = (++*calls * 2654435761u) >> 26;  // 0..63
     for (uint32_t i = 0; i < n; ++i) std::this_thread::yield();
   };
-  engine_.SetHook([&](const Call& call) {
+  engine_.SetHook([this, spin](const Call& call) {
     spin();
     return OnCall(call);
   });
   observer_.SetTransitionHook(
-      [&](const std::string&, JobState, JobState) { spin(); });
+      [spin](const std::string&, JobState, JobState) { spin(); });
   constexpr int kRounds = 150;
   for (int round = 0; round < kRounds; ++round) {
     const int days = 1 + round % 3;
@@ -1185,12 +1187,14 @@ TEST_F(JobRunnerTest, PauseAndResumeAtAnyMomentNeverFailTheJob) {
 // so that the runner's steps interleave with the decisions in many ways:
 // every job publishes, each partition staged once.
 TEST_F(JobRunnerTest, ConcurrentPauseAndResumeOfManyJobsNeverFailOne) {
-  std::atomic<uint32_t> calls{0};
-  auto spin = [&calls](uint32_t most) {
-    const uint32_t n = ((++calls * 2654435761u) >> 16) % most;
+  // Shared with the hook by value: the runner's workers may still call the
+  // hook (retention after a job ends) once this body has returned.
+  auto calls = std::make_shared<std::atomic<uint32_t>>(0);
+  auto spin = [calls](uint32_t most) {
+    const uint32_t n = ((++*calls * 2654435761u) >> 16) % most;
     for (uint32_t i = 0; i < n; ++i) std::this_thread::yield();
   };
-  engine_.SetHook([&](const Call& call) {
+  engine_.SetHook([this, spin](const Call& call) {
     spin(64);
     return OnCall(call);
   });
