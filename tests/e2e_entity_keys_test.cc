@@ -122,13 +122,7 @@ class EntityKeysTest : public E2eTest {
 
   std::string Submit(Daemon& daemon, std::vector<std::string> scope,
                      const std::string& reason) {
-    std::vector<std::string> args = {"submit"};
-    args.insert(args.end(), scope.begin(), scope.end());
-    args.insert(args.end(), {"--reason", reason, "--wait"});
-    RunResult r = daemon.CtlJson(args, seconds(120));
-    EXPECT_EQ(r.exit_code, 0) << r;
-    EXPECT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_SUCCEEDED") << r;
-    return JsonString(r.out, "id");
+    return SubmitSucceeded(daemon, std::move(scope), reason);
   }
 };
 

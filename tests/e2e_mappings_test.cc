@@ -136,12 +136,7 @@ class MappingsTest : public E2eTest {
   }
 
   std::string Submit(Daemon& daemon, std::vector<std::string> args) {
-    args.insert(args.begin(), "submit");
-    args.insert(args.end(), {"--wait"});
-    RunResult r = daemon.CtlJson(args, seconds(300));
-    EXPECT_EQ(r.exit_code, 0) << r;
-    EXPECT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_SUCCEEDED") << r;
-    return JsonString(r.out, "id");
+    return SubmitSucceeded(daemon, std::move(args));
   }
 };
 

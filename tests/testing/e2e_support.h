@@ -719,6 +719,27 @@ class Daemon {
   pid_t pid_ = -1;
 };
 
+// Runs `backfillctl submit ARGS... --wait --json`, expects it to end
+// SUCCEEDED (exit 0) and returns the job's id ("" if it did not).
+inline std::string SubmitSucceeded(
+    Daemon& daemon, std::vector<std::string> args,
+    std::chrono::seconds timeout = std::chrono::seconds(300)) {
+  args.insert(args.begin(), "submit");
+  args.push_back("--wait");
+  RunResult r = daemon.CtlJson(args, timeout);
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_SUCCEEDED") << r;
+  return JsonString(r.out, "id");
+}
+
+// The same with a scope and `--reason REASON`.
+inline std::string SubmitSucceeded(Daemon& daemon,
+                                   std::vector<std::string> scope,
+                                   const std::string& reason) {
+  scope.insert(scope.end(), {"--reason", reason});
+  return SubmitSucceeded(daemon, std::move(scope));
+}
+
 // An HTTP/1.0 GET of http://127.0.0.1:port/path; the whole response.
 inline std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
