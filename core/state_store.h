@@ -230,8 +230,10 @@ class StateStore {
   //     version the job computed the dataset with — unless a rollback of
   //     the partition was recorded at or after that job ended (it vouched
   //     for rows that are no longer there).
-  // A partition with neither (never published, or only by rolled-back
-  // jobs) is absent.
+  // Neither counts for a job with entity keys on its target dataset: it
+  // recomputed only its keys' rows, and vouches for nothing about the
+  // other rows of the partition. A partition with neither (never
+  // published, only by rolled-back jobs, or only by keyed jobs) is absent.
   virtual absl::StatusOr<std::map<std::string, VerifiedVersion>>
   VerifiedVersions(const std::string& dataset,
                    const std::vector<std::string>& partitions) = 0;

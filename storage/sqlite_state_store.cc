@@ -1759,6 +1759,11 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     int64_t seq = 0;
     VerifiedVersion version;
   };
+  // A job with entity keys (job_keys) recomputed only its keys' rows of
+  // its target (?1 here): no version of the whole partition.
+  constexpr char kKeyedOnTarget[] =
+      "(j.dataset = ?1 AND EXISTS (SELECT 1 FROM job_keys k WHERE k.job_id = "
+      "j.id))";
   std::map<std::string, Candidate> best;
   auto offer = [&best](int64_t seq, VerifiedVersion v) {
     auto it = best.find(v.partition);
@@ -1774,10 +1779,12 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     // Publish records of jobs that were not rolled back.
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT l.\"partition\", l.job_id, j.seq, "
+        db_->Prepare(absl::StrCat(
+                         "SELECT l.\"partition\", l.job_id, j.seq, "
                      "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
                      "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
-                     "'publish' AND j.state <> 'ROLLED_BACK'"));
+                     "'publish' AND j.state <> 'ROLLED_BACK' AND NOT ",
+                     kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1810,13 +1817,14 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     // job computed the dataset with.
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare(
+        db_->Prepare(absl::StrCat(
             "SELECT t.\"partition\", t.job_id, j.seq, "
             "COALESCE((SELECT d.transform_version FROM job_datasets d WHERE "
             "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "
             "d.ordinal DESC LIMIT 1), ''), t.inputs, COALESCE(j.end_time, 0) "
             "FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 "
-            "AND t.state = 'UNCHANGED' AND j.state = 'SUCCEEDED'"));
+            "AND t.state = 'UNCHANGED' AND j.state = 'SUCCEEDED' AND NOT ",
+            kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());

@@ -2050,5 +2050,53 @@ TEST_P(StateStoreContractTest,
   EXPECT_EQ(v[d2].job_id, a);
 }
 
+
+TEST_P(StateStoreContractTest, AKeyedJobIsNoVersionOfItsTargetsPartitions) {
+  const std::string d1 = "2025-01-01", d2 = "2025-01-02";
+  const std::string a = CreateDailyJob(store_.get(), {d1, d2}, "v1", T(1));
+  ASSERT_NO_FATAL_FAILURE(
+      Publish(store_.get(), a,
+              {Published(d1, "a1", T(2)), Published(d2, "a2", T(2))}, T(2)));
+  // bf-2 recomputes some customers of d1 (publishing it) and of d2
+  // (identical: UNCHANGED), and its dependent totals by partition.
+  Job job;
+  job.request.dataset = "daily_revenue";
+  job.request.reason = "two customers";
+  job.request.keys = {"c1", "c2"};
+  DatasetPlan dp;
+  dp.dataset = "daily_revenue";
+  dp.partitions = {d1, d2};
+  dp.transform_version = "v2";
+  dp.keys = job.request.keys;
+  DatasetPlan totals;
+  totals.dataset = "totals";
+  totals.partitions = {d1};
+  totals.transform_version = "t2";
+  job.plan.datasets = {dp, totals};
+  auto created = store_->CreateJob(job, T(3));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string b = created->job.id;
+  ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), b, d2, "b2"));
+  LineageRecord total = MakeLineage("totals", d1, T(4));
+  total.transform_version = "t2";
+  ASSERT_NO_FATAL_FAILURE(
+      Publish(store_.get(), b, {Published(d1, "b1", T(4)), total}, T(4)));
+
+  // The other customers' rows of d1 and d2 are still bf-1's computation.
+  auto v = store_->VerifiedVersions("daily_revenue", {});
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->size(), 2u);
+  EXPECT_EQ(v->at(d1).job_id, a);
+  EXPECT_EQ(v->at(d1).transform_version, "v1");
+  EXPECT_EQ(v->at(d1).inputs[0].fingerprint, "a1");
+  EXPECT_EQ(v->at(d2).job_id, a);
+  // The dependent was recomputed whole: bf-2 vouches for it.
+  auto t = store_->VerifiedVersions("totals", {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ(t->at(d1).job_id, b);
+  EXPECT_EQ(t->at(d1).transform_version, "t2");
+}
+
 }  // namespace
 }  // namespace backfill

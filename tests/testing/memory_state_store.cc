@@ -59,6 +59,12 @@ absl::Status NoJob(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("no job ", id));
 }
 
+// A job with entity keys on `dataset`, its target: it recomputed only its
+// keys' rows there (as SqliteStateStore, no verified version of them).
+bool KeyedOn(const Job& job, const std::string& dataset) {
+  return !job.request.keys.empty() && job.request.dataset == dataset;
+}
+
 }  // namespace
 
 InMemoryStateStore::InMemoryStateStore()
@@ -176,7 +182,8 @@ InMemoryStateStore::VerifiedVersions(
       }
       auto job = jobs_.find(r.record.job_id);
       if (job == jobs_.end() ||
-          job->second.job.state == JobState::kRolledBack) {
+          job->second.job.state == JobState::kRolledBack ||
+          KeyedOn(job->second.job, dataset)) {
         continue;
       }
       VerifiedVersion v;
@@ -189,7 +196,9 @@ InMemoryStateStore::VerifiedVersions(
   }
   for (const auto& [seq, id] : ids_by_seq_) {
     const JobRow& row = jobs_.at(id);
-    if (row.job.state != JobState::kSucceeded) continue;
+    if (row.job.state != JobState::kSucceeded || KeyedOn(row.job, dataset)) {
+      continue;
+    }
     std::string version;
     for (const DatasetPlan& dp : row.job.plan.datasets) {
       if (dp.dataset == dataset) version = dp.transform_version;
