@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "core/entity_keys.h"
+
 namespace backfill {
 
 std::vector<LineageRecord> LineageOf(
@@ -22,6 +25,12 @@ std::vector<LineageRecord> LineageOf(
     r.output_fingerprint = t.output_fingerprint;
     r.row_count = t.rows_written;
     r.reason = job.request.reason;
+    if (!job.request.keys.empty() && t.dataset == job.request.dataset) {
+      // The record is the whole partition's, but the job recomputed only
+      // these keys' rows of it: say so where `why` shows it.
+      absl::StrAppend(&r.reason, " (recomputed only the rows of entity keys ",
+                      DescribeEntityKeys(job.request.keys, 5), ")");
+    }
     r.ticket = job.request.ticket;
     r.requested_by = job.request.requested_by;
     r.published_at = now;

@@ -1780,11 +1780,11 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     ASSIGN_OR_RETURN(
         Statement q,
         db_->Prepare(absl::StrCat(
-                         "SELECT l.\"partition\", l.job_id, j.seq, "
-                     "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
-                     "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
-                     "'publish' AND j.state <> 'ROLLED_BACK' AND NOT ",
-                     kKeyedOnTarget)));
+            "SELECT l.\"partition\", l.job_id, j.seq, "
+            "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
+            "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
+            "'publish' AND j.state <> 'ROLLED_BACK' AND NOT ",
+            kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());

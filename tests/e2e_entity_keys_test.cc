@@ -191,6 +191,23 @@ TEST_F(EntityKeysTest, TwoCustomersOfOneDayChangeAndNothingElse) {
   EXPECT_THAT(status.out, HasSubstr("Keys"));
   EXPECT_THAT(status.out, HasSubstr("2, 5"));
 
+  // The lineage says which rows the job recomputed; the rollup's does not
+  // (it was recomputed whole).
+  {
+    Sqlite state(data_dir_ + "/state.db", /*read_only=*/true);
+    auto reasons = state.Query(
+        "SELECT dataset, \"partition\", reason FROM lineage WHERE job_id = "
+        "?1 ORDER BY dataset",
+        {job});
+    ASSERT_TRUE(reasons.has_value()) << state.error();
+    EXPECT_EQ(*reasons,
+              (Rows{{"customer_revenue", "2025-03-05",
+                     "refunds of customers 2 and 5 on March 5th (recomputed "
+                     "only the rows of entity keys 2, 5)"},
+                    {"monthly_revenue", "2025-03",
+                     "refunds of customers 2 and 5 on March 5th"}}));
+  }
+
   // Rolled back, both tables are byte-identical to before the job.
   RunResult rolled = daemon.CtlJson(
       {"rollback", job, "--reason", "wrong refunds"}, seconds(120));

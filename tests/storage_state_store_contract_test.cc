@@ -2050,7 +2050,6 @@ TEST_P(StateStoreContractTest,
   EXPECT_EQ(v[d2].job_id, a);
 }
 
-
 TEST_P(StateStoreContractTest, AKeyedJobIsNoVersionOfItsTargetsPartitions) {
   const std::string d1 = "2025-01-01", d2 = "2025-01-02";
   const std::string a = CreateDailyJob(store_.get(), {d1, d2}, "v1", T(1));
