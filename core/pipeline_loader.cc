@@ -417,8 +417,9 @@ class FileParser {
                       [](const UpstreamEdge& e) {
                         return e.mapping == Mapping::kLookback;
                       });
-      absl::StatusOr<std::string> sql =
-          CanonicalTransform(**transform, lookback);
+      absl::StatusOr<std::string> sql = CanonicalTransform(
+          **transform, lookback,
+          spec.partition && spec.partition->two_dimensional());
       if (!sql.ok()) {
         return Error(
             d["transform"], spec.line,
@@ -767,8 +768,9 @@ class FileParser {
     }
     const std::string pwhere =
         absl::StrCat("in the partition of ", where.substr(3));
-    absl::Status s = CheckKeys(p, {"column", "grain", "keys"}, pwhere,
-                               "column, grain, keys");
+    absl::Status s =
+        CheckKeys(p, {"column", "grain", "keys", "key_column"}, pwhere,
+                  "column, grain, keys, key_column");
     if (!s.ok()) return s;
     PartitionSpec spec;
     absl::StatusOr<std::optional<std::string>> column =
@@ -798,15 +800,43 @@ class FileParser {
         spec.keys.push_back(k.Scalar());
       }
     }
+    if (const YAML::Node kc = p["key_column"]; kc && !kc.IsNull()) {
+      absl::StatusOr<std::optional<std::string>> key_column =
+          Scalar(p, "key_column", pwhere, true);
+      if (!key_column.ok()) return key_column.status();
+      spec.key_column = **key_column;
+      if (!IsTimeGrain(spec.grain)) {
+        return Error(kc, LineOf(p, 1),
+                     absl::StrCat("`key_column:` ", pwhere,
+                                  " needs a time grain (hour, day or month) "
+                                  "for a time x key partition, not grain ",
+                                  GrainName(spec.grain)));
+      }
+      if (spec.keys.empty()) {
+        return Error(kc, LineOf(p, 1),
+                     absl::StrCat("`key_column:` ", pwhere,
+                                  " needs a non-empty `keys:` list (the "
+                                  "declared keys of the key dimension)"));
+      }
+      for (size_t i = 0; i < spec.keys.size(); ++i) {
+        absl::Status valid = ValidateDimensionKey(spec.keys[i]);
+        if (!valid.ok()) {
+          return Error(p["keys"][i], LineOf(p["keys"], LineOf(p, 1)),
+                       absl::StrCat("`keys:` ", pwhere, ": ", valid.message()));
+        }
+      }
+      return spec;
+    }
     if (spec.grain == Grain::kKey && spec.keys.empty()) {
       return Error(p, 1,
                    absl::StrCat("grain key ", pwhere,
                                 " needs a non-empty `keys:` list"));
     }
     if (spec.grain != Grain::kKey && !spec.keys.empty()) {
-      return Error(
-          p["keys"], LineOf(p, 1),
-          absl::StrCat("`keys:` ", pwhere, " is only allowed with grain key"));
+      return Error(p["keys"], LineOf(p, 1),
+                   absl::StrCat("`keys:` ", pwhere,
+                                " is only allowed with grain key, or with a "
+                                "time grain and a `key_column:` (time x key)"));
     }
     return spec;
   }
@@ -973,7 +1003,8 @@ std::string TransformVersion(std::string_view sql) {
 }
 
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               bool allow_window_start) {
+                                               bool allow_window_start,
+                                               bool allow_partition_key) {
   const SqlScan scan = ScanSql(sql);
   if (!scan.error.empty()) return absl::InvalidArgumentError(scan.error);
   if (scan.skeleton.empty()) {
@@ -1023,11 +1054,20 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
             "only for a dataset with a `lookback` upstream; only "
             ":partition_start, :partition_end and :partition are bound here");
       }
+      if (param == "partition_key" && !allow_partition_key) {
+        return absl::InvalidArgumentError(
+            "the transform uses the parameter :partition_key, which is bound "
+            "only for a dataset partitioned by time x key (`key_column:`); "
+            "only :partition_start, :partition_end and :partition are bound "
+            "here");
+      }
       if (param != "partition_start" && param != "partition_end" &&
-          param != "partition" && param != "window_start") {
+          param != "partition" && param != "window_start" &&
+          param != "partition_key") {
         return absl::InvalidArgumentError(absl::StrCat(
             "the transform uses the parameter :", param, kOnlyBound,
-            allow_window_start ? "; :window_start is bound too" : ""));
+            allow_window_start ? "; :window_start is bound too" : "",
+            allow_partition_key ? "; :partition_key is bound too" : ""));
       }
       i = j - 1;
       continue;

@@ -38,9 +38,12 @@ std::string TransformVersion(std::string_view sql);
 // trimmed and without a trailing ';'. Comments, string literals and quoted
 // identifiers ("...", `...`, [...]) are understood. Errors are
 // INVALID_ARGUMENT with the reason. With `allow_window_start` (a dataset
-// with a `lookback` upstream) :window_start is accepted too.
-absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               bool allow_window_start = false);
+// with a `lookback` upstream) :window_start is accepted too; with
+// `allow_partition_key` (a dataset partitioned by time x key)
+// :partition_key.
+absl::StatusOr<std::string> CanonicalTransform(
+    std::string_view sql, bool allow_window_start = false,
+    bool allow_partition_key = false);
 
 }  // namespace backfill
 

@@ -19,11 +19,14 @@ std::string At(const DatasetSpec& d, int line) {
 }
 
 // `window_start`: whether :window_start is bound too (a transform of a
-// dataset with a lookback upstream).
+// dataset with a lookback upstream); `partition_key`: whether
+// :partition_key is (a transform of a time x key dataset).
 bool OnlyBoundParameters(const QueryShape& shape, std::string* bad,
-                         bool window_start = false) {
+                         bool window_start = false,
+                         bool partition_key = false) {
   for (const std::string& p : shape.parameters) {
     if (window_start && p == ":window_start") continue;
+    if (partition_key && p == ":partition_key") continue;
     if (p != ":partition_start" && p != ":partition_end" && p != ":partition") {
       *bad = p;
       return false;
@@ -67,12 +70,13 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
               absl::StrCat(at, "the transform is not a read-only SELECT"));
         }
         const bool window = MaxLookback(d) > 0;
-        if (!OnlyBoundParameters(*shape, &bad, window)) {
+        if (!OnlyBoundParameters(*shape, &bad, window, d.two_dimensional())) {
           problems.push_back(absl::StrCat(
               at, "the transform uses the parameter ", bad,
               "; only :partition_start, :partition_end and :partition are "
               "bound",
-              window ? " (and :window_start)" : ""));
+              window ? " (and :window_start)" : "",
+              d.two_dimensional() ? " (and :partition_key)" : ""));
         }
         std::set<std::string> outputs;
         std::vector<std::string> extra;

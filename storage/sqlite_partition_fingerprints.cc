@@ -143,8 +143,8 @@ absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
       Statement q,
       db->Prepare(absl::StrCat(
           "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table), " WHERE ",
-          MembershipConditionParams(ds.grain(), Q(ds.partition->column)))));
-  RETURN_IF_ERROR(BindMembership(q, ds.grain(), partition));
+          MembershipConditionParams(ds))));
+  RETURN_IF_ERROR(BindMembership(q, ds, partition));
   ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
   return Cached{fp.ToString(), fp.rows()};
 }
@@ -154,9 +154,8 @@ absl::StatusOr<std::map<std::string, Cached>> HashEveryPartition(
     Database* db, const DatasetSpec& ds) {
   ASSIGN_OR_RETURN(Statement q,
                    db->Prepare(absl::StrCat(
-                       "SELECT ", ColumnList(ds), ", ", kPartitionFunction,
-                       "('", GrainName(ds.grain()), "', ",
-                       Q(ds.partition->column), ") FROM main.", Q(ds.table))));
+                       "SELECT ", ColumnList(ds), ", ", PartitionExpression(ds),
+                       " FROM main.", Q(ds.table))));
   const int n = q.ColumnCount() - 1;
   std::map<std::string, Fingerprint> sums;
   while (true) {
@@ -208,7 +207,7 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
           absl::StrCat("dataset ", ds.name, " is unpartitioned: partition '", p,
                        "' does not exist; ask for \"\" (the whole table)"));
     }
-    RETURN_IF_ERROR(ValidatePartition(ds.grain(), p));
+    RETURN_IF_ERROR(ValidatePartition(ds.layout(), p));
     wanted.insert(p);
   }
   const int64_t now_us = absl::ToUnixMicros(now);
@@ -273,16 +272,23 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
               ASSIGN_OR_RETURN(
                   Statement q,
                   db->Prepare(absl::StrCat(
-                      "SELECT DISTINCT ", kPartitionFunction, "('",
-                      GrainName(ds.grain()), "', ", Q(ds.partition->column),
-                      ") FROM main.", Q(ds.table), " WHERE ", signal.rowid,
+                      "SELECT DISTINCT ", PartitionExpression(ds),
+                      " FROM main.", Q(ds.table), " WHERE ", signal.rowid,
                       " > ?1")));
               RETURN_IF_ERROR(q.BindInt(1, base->max_rowid));
               std::set<std::string> touched;
               while (true) {
                 ASSIGN_OR_RETURN(bool row, q.Step());
                 if (!row) break;
-                if (!q.ColumnIsNull(0)) touched.insert(q.ColumnText(0));
+                if (q.ColumnIsNull(0)) continue;
+                std::string p = q.ColumnText(0);
+                // A time x key row of an undeclared key is in no
+                // partition a job can read.
+                if (ds.two_dimensional() &&
+                    !ValidatePartition(ds.layout(), p).ok()) {
+                  continue;
+                }
+                touched.insert(std::move(p));
               }
               for (const std::string& p : touched) {
                 ASSIGN_OR_RETURN(Cached c, HashPartition(db, ds, p));
