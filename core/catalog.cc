@@ -267,7 +267,6 @@ absl::Status CheckNotReserved(const DatasetSpec& d, std::string_view what,
                       "the engine's tables, \"sqlite_\" for SQLite's)"));
 }
 
-
 // Checks the key dimension of a time x key dataset `d` (its time grain and
 // column are checked as for any partition): an identifier, not reserved, a
 // contract column (derived) other than the time column, and declared keys
@@ -305,8 +304,7 @@ absl::Status CheckTimeKeyPartition(const DatasetSpec& d,
     absl::Status s = ValidateDimensionKey(key);
     if (!s.ok()) return DatasetError(d, absl::StrCat("key: ", s.message()));
     if (!seen.insert(key).second) {
-      return DatasetError(d,
-                          absl::StrCat("key \"", key, "\" is listed twice"));
+      return DatasetError(d, absl::StrCat("key \"", key, "\" is listed twice"));
     }
   }
   return absl::OkStatus();

@@ -71,7 +71,8 @@ absl::Status ValidateDimensionKey(std::string_view key) {
   RETURN_IF_ERROR(ValidatePartition(Grain::kKey, key));
   if (key.find(kPartitionKeySeparator) != std::string_view::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat("key ", Quote(key), " contains '|', which separates the "
+        absl::StrCat("key ", Quote(key),
+                     " contains '|', which separates the "
                      "time and the key of a partition value"));
   }
   return absl::OkStatus();
@@ -125,29 +126,29 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
   }
   const bool from_keyed =
       from.find(kPartitionKeySeparator) != std::string_view::npos;
-  const bool to_keyed = to.find(kPartitionKeySeparator) != std::string_view::npos;
+  const bool to_keyed =
+      to.find(kPartitionKeySeparator) != std::string_view::npos;
   if (from_keyed != to_keyed) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "range [", Quote(from), ", ", Quote(to),
-        "): give both ends as times (", Sv(TimeFormat(layout.grain)),
-        ": every declared key) or both as ", ExpectedFormat(layout),
+        "range [", Quote(from), ", ", Quote(to), "): give both ends as times (",
+        Sv(TimeFormat(layout.grain)), ": every declared key) or both as ",
+        ExpectedFormat(layout),
         " with the same key, not a key at one end only"));
   }
   if (!from_keyed) {
     const size_t keys = layout.keys.size();
-    ASSIGN_OR_RETURN(
-        std::vector<std::string> times,
-        EnumerateRange(layout.grain, from, to, max_partitions));
+    ASSIGN_OR_RETURN(std::vector<std::string> times,
+                     EnumerateRange(layout.grain, from, to, max_partitions));
     std::vector<std::string> out;
     out.reserve(times.size() * keys);
     for (const std::string& t : times) {
       for (const std::string& k : layout.keys) out.push_back(JoinTimeKey(t, k));
     }
     if (out.size() > max_partitions) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "range [", Quote(from), ", ", Quote(to), ") has ", out.size(),
-          " partitions (", times.size(), " x ", keys, " keys); at most ",
-          max_partitions, " are allowed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("range [", Quote(from), ", ", Quote(to), ") has ",
+                       out.size(), " partitions (", times.size(), " x ", keys,
+                       " keys); at most ", max_partitions, " are allowed"));
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -180,9 +181,9 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
         "or every key (both ends times); list other partitions with "
         "--partitions"));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> times,
-                   EnumerateRange(layout.grain, lo->time, hi->time,
-                                  max_partitions));
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> times,
+      EnumerateRange(layout.grain, lo->time, hi->time, max_partitions));
   for (std::string& t : times) t = JoinTimeKey(t, lo->key);
   return times;
 }

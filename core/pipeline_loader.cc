@@ -768,9 +768,8 @@ class FileParser {
     }
     const std::string pwhere =
         absl::StrCat("in the partition of ", where.substr(3));
-    absl::Status s =
-        CheckKeys(p, {"column", "grain", "keys", "key_column"}, pwhere,
-                  "column, grain, keys, key_column");
+    absl::Status s = CheckKeys(p, {"column", "grain", "keys", "key_column"},
+                               pwhere, "column, grain, keys, key_column");
     if (!s.ok()) return s;
     PartitionSpec spec;
     absl::StatusOr<std::optional<std::string>> column =

@@ -73,8 +73,7 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
       return absl::InvalidArgumentError(
           "a range needs both --from and --to (half-open: [from, to))");
     }
-    ASSIGN_OR_RETURN(out,
-                     EnumerateRange(layout, r.from, r.to, max_partitions));
+    ASSIGN_OR_RETURN(out, EnumerateRange(layout, r.from, r.to, max_partitions));
     return out;
   }
   std::set<std::string> unique;

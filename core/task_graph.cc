@@ -16,8 +16,7 @@ TaskGraph::TaskGraph(
     std::vector<Task> tasks,
     const std::function<std::vector<UpstreamEdge>(const std::string& dataset)>&
         upstream_of,
-    const std::function<PartitionLayout(const std::string& dataset)>&
-        grain_of)
+    const std::function<PartitionLayout(const std::string& dataset)>& grain_of)
     : tasks_(std::move(tasks)) {
   const size_t n = tasks_.size();
   std::map<std::pair<std::string, std::string>, size_t> index;

@@ -19,7 +19,6 @@ namespace {
 
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
-
 void SortUnique(std::vector<std::string>* values) {
   std::sort(values->begin(), values->end());
   values->erase(std::unique(values->begin(), values->end()), values->end());
@@ -134,9 +133,9 @@ absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsRead(
   std::vector<std::string> out;
   if (key) {
     if (!IsKeyOf(upstream, *key)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "key \"", *key, "\" of partition \"", Sv(partition),
-          "\" is not a key of the upstream"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("key \"", *key, "\" of partition \"", Sv(partition),
+                       "\" is not a key of the upstream"));
     }
     for (const std::string& t : *times) out.push_back(JoinTimeKey(t, *key));
   } else {

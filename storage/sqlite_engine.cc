@@ -374,9 +374,7 @@ absl::Status MeasurePartitions(Database* db, const JobLayout::Item& item,
   std::string sql =
       absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(ds.table));
   if (ds.partition) {
-    absl::StrAppend(
-        &sql, " WHERE ",
-        MembershipConditionParams(ds));
+    absl::StrAppend(&sql, " WHERE ", MembershipConditionParams(ds));
   }
   std::optional<Statement> q;
   if (exists) {
@@ -728,11 +726,11 @@ SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
   // Grouped by the exact value (COLLATE BINARY: values a column's collation
   // calls equal may still map differently), each group mapped by the one
   // definition of membership. An index on the column serves the grouping.
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db->Prepare(absl::StrCat(
-          "SELECT ", sqlite::PartitionExpression(dataset), ", COUNT(*) FROM main.",
-          Q(dataset.table), " GROUP BY ", sqlite::PartitionGroupBy(dataset))));
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare(absl::StrCat(
+                       "SELECT ", sqlite::PartitionExpression(dataset),
+                       ", COUNT(*) FROM main.", Q(dataset.table), " GROUP BY ",
+                       sqlite::PartitionGroupBy(dataset))));
   int64_t unmapped = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1103,13 +1101,13 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       ASSIGN_OR_RETURN(bool published, db->TableExists(u.table));
       if (published) {
         const std::string t = Q(u.table);
-        absl::StrAppend(
-            &sql, " UNION ALL SELECT ", ColumnList(u, t + "."), " FROM main.",
-            t, " WHERE NOT EXISTS (SELECT 1 FROM main.",
-            Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
-            MembershipCondition(u, t + ".", "_bf_p.\"value\"",
-                                "_bf_p.\"lo\"", "_bf_p.\"hi\""),
-            ")");
+        absl::StrAppend(&sql, " UNION ALL SELECT ", ColumnList(u, t + "."),
+                        " FROM main.", t,
+                        " WHERE NOT EXISTS (SELECT 1 FROM main.",
+                        Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
+                        MembershipCondition(u, t + ".", "_bf_p.\"value\"",
+                                            "_bf_p.\"lo\"", "_bf_p.\"hi\""),
+                        ")");
       }
       RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
       views.push_back(u.table);
@@ -1164,9 +1162,9 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     }
     if (dataset.partition) {
       const std::string col = Q(dataset.partition->column);
-      const std::string outside = absl::StrCat(
-          " FROM ", out, " WHERE ", MembershipConditionParams(dataset),
-          " IS NOT 1");
+      const std::string outside =
+          absl::StrCat(" FROM ", out, " WHERE ",
+                       MembershipConditionParams(dataset), " IS NOT 1");
       // The first such row's partition column(s): SQLite takes a bare
       // column of an aggregate with MIN() from the row MIN() picked.
       std::string example = absl::StrCat("MIN(quote(", col, "))");
@@ -1174,8 +1172,9 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         absl::StrAppend(&example, ", quote(", Q(dataset.partition->key_column),
                         ")");
       }
-      ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                        "SELECT COUNT(*), ", example, outside)));
+      ASSIGN_OR_RETURN(
+          Statement q,
+          db->Prepare(absl::StrCat("SELECT COUNT(*), ", example, outside)));
       RETURN_IF_ERROR(BindMembership(q, dataset, partition));
       RETURN_IF_ERROR(q.Step().status());
       if (int64_t n = q.ColumnInt(0); n > 0) {
@@ -1226,11 +1225,10 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         if (pinned) new_pin_fingerprints[u.name] = f;
       } else {
         f.partition = *in.partition;
-        ASSIGN_OR_RETURN(
-            Statement q,
-            db->Prepare(absl::StrCat(
-                "SELECT ", ColumnList(u), " FROM ", Q(u.table), " WHERE ",
-                MembershipConditionParams(u))));
+        ASSIGN_OR_RETURN(Statement q,
+                         db->Prepare(absl::StrCat(
+                             "SELECT ", ColumnList(u), " FROM ", Q(u.table),
+                             " WHERE ", MembershipConditionParams(u))));
         RETURN_IF_ERROR(BindMembership(q, u, f.partition));
         ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
         f.fingerprint = fp.ToString();
@@ -1247,11 +1245,11 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     // Phase 2: the short write: replace the partition's staged rows.
     ASSIGN_OR_RETURN(Transaction write, Transaction::Begin(db.get()));
     {
-      ASSIGN_OR_RETURN(Statement del,
-                       db->Prepare(absl::StrCat(
-                           "DELETE FROM main.", Q(stage), " WHERE ",
-                           dataset.partition ? MembershipConditionParams(dataset)
-                                             : "1")));
+      ASSIGN_OR_RETURN(
+          Statement del,
+          db->Prepare(absl::StrCat(
+              "DELETE FROM main.", Q(stage), " WHERE ",
+              dataset.partition ? MembershipConditionParams(dataset) : "1")));
       RETURN_IF_ERROR(BindMembership(del, dataset, partition));
       RETURN_IF_ERROR(Annotate(del.Run(), where));
     }
@@ -1305,11 +1303,11 @@ absl::Status SqliteEngine::ReleasePartitions(
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
     ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
     if (staged) {
-      ASSIGN_OR_RETURN(Statement del,
-                       db->Prepare(absl::StrCat(
-                           "DELETE FROM main.", Q(stage), " WHERE ",
-                           dataset.partition ? MembershipConditionParams(dataset)
-                                             : "1")));
+      ASSIGN_OR_RETURN(
+          Statement del,
+          db->Prepare(absl::StrCat(
+              "DELETE FROM main.", Q(stage), " WHERE ",
+              dataset.partition ? MembershipConditionParams(dataset) : "1")));
       for (const std::string& partition : partitions) {
         RETURN_IF_ERROR(del.Reset());
         RETURN_IF_ERROR(BindMembership(del, dataset, partition));
@@ -1354,11 +1352,11 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
   if (!dataset.partition) {
     report.rows_by_partition[""] = report.rows;
   } else {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT ",
-                                      sqlite::PartitionExpression(dataset),
-                                      " AS p, COUNT(*) FROM main.", stage,
-                                      " WHERE p IS NOT NULL GROUP BY p")));
+    ASSIGN_OR_RETURN(Statement q,
+                     db->Prepare(absl::StrCat(
+                         "SELECT ", sqlite::PartitionExpression(dataset),
+                         " AS p, COUNT(*) FROM main.", stage,
+                         " WHERE p IS NOT NULL GROUP BY p")));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -1534,8 +1532,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
   // The partition's rows on each side, in TEMP tables typed like the
   // contract and indexed by the key.
   const std::string in_partition =
-      dataset.partition ? MembershipConditionParams(dataset)
-                        : std::string("1");
+      dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
   const std::string cols = ColumnList(dataset);
   const std::pair<const char*, std::string> sides[] = {
       {"_bf_diff_after", absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
@@ -1783,11 +1780,11 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
       // the candidates and mapping each value in C++. Any difference rolls
       // the whole transaction back.
       const std::string in_partition = MembershipConditionParams(ds);
-      ASSIGN_OR_RETURN(Statement candidates,
-                       db->Prepare(absl::StrCat(
-                           "SELECT ", sqlite::PartitionColumns(ds),
-                           " FROM main.", table, " WHERE ",
-                           sqlite::CandidateConditionParams(ds))));
+      ASSIGN_OR_RETURN(
+          Statement candidates,
+          db->Prepare(absl::StrCat("SELECT ", sqlite::PartitionColumns(ds),
+                                   " FROM main.", table, " WHERE ",
+                                   sqlite::CandidateConditionParams(ds))));
       ASSIGN_OR_RETURN(Statement keep,
                        db->Prepare(absl::StrCat("INSERT INTO main.", prev,
                                                 " SELECT * FROM main.", table,
@@ -1829,15 +1826,14 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
       // Every staged row must belong to one of the job's partitions of the
       // dataset: the insert below then cannot reach outside them.
       const std::string col = Q(ds.partition->column);
-      ASSIGN_OR_RETURN(
-          Statement q,
-          db->Prepare(absl::StrCat(
-              "SELECT COUNT(*), MIN(quote(", col, ")) FROM main.", Q(stage),
-              " WHERE NOT EXISTS (SELECT 1 FROM main.", Q(parts),
-              " AS _bf_p WHERE ",
-              MembershipCondition(ds, "", "_bf_p.\"value\"", "_bf_p.\"lo\"",
-                                  "_bf_p.\"hi\""),
-              ")")));
+      ASSIGN_OR_RETURN(Statement q,
+                       db->Prepare(absl::StrCat(
+                           "SELECT COUNT(*), MIN(quote(", col, ")) FROM main.",
+                           Q(stage), " WHERE NOT EXISTS (SELECT 1 FROM main.",
+                           Q(parts), " AS _bf_p WHERE ",
+                           MembershipCondition(ds, "", "_bf_p.\"value\"",
+                                               "_bf_p.\"lo\"", "_bf_p.\"hi\""),
+                           ")")));
       RETURN_IF_ERROR(Annotate(q.Step().status(), where));
       if (const int64_t outside = q.ColumnInt(0); outside > 0) {
         return absl::InternalError(absl::StrCat(
@@ -2398,14 +2394,14 @@ absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
     sql = absl::StrCat("SELECT '', ", absl::StrJoin(aggregates, ", "),
                        " FROM main.", table, " AS _bf_t");
   } else {
-    sql = absl::StrCat(
-        "SELECT ", PartitionExpr(dataset, "_bf_t"), " AS _bf_p, ",
-        absl::StrJoin(aggregates, ", "), " FROM main.", table,
-        " AS _bf_t WHERE EXISTS (SELECT 1 FROM main.",
-        Q(PartsTable(job_id, dataset.name)), " AS _bf_q WHERE ",
-        MembershipCondition(dataset, "_bf_t.", "_bf_q.\"value\"",
-                            "_bf_q.\"lo\"", "_bf_q.\"hi\""),
-        ") GROUP BY _bf_p");
+    sql =
+        absl::StrCat("SELECT ", PartitionExpr(dataset, "_bf_t"), " AS _bf_p, ",
+                     absl::StrJoin(aggregates, ", "), " FROM main.", table,
+                     " AS _bf_t WHERE EXISTS (SELECT 1 FROM main.",
+                     Q(PartsTable(job_id, dataset.name)), " AS _bf_q WHERE ",
+                     MembershipCondition(dataset, "_bf_t.", "_bf_q.\"value\"",
+                                         "_bf_q.\"lo\"", "_bf_q.\"hi\""),
+                     ") GROUP BY _bf_p");
   }
   ASSIGN_OR_RETURN(Statement q, db->Prepare(sql));
   while (true) {
@@ -2457,9 +2453,8 @@ SqliteEngine::RunAssertion(const std::string& job_id,
         db->Prepare(absl::StrCat(
             "INSERT INTO ", shadow, " SELECT ", ColumnList(dataset),
             " FROM main.", Q(stage), " WHERE ",
-            dataset.partition
-                ? MembershipConditionParams(dataset)
-                : std::string("1"))));
+            dataset.partition ? MembershipConditionParams(dataset)
+                              : std::string("1"))));
     absl::StatusOr<Statement> check = db->Prepare(sql);
     if (!check.ok()) {
       return absl::FailedPreconditionError(

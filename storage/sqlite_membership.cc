@@ -73,8 +73,8 @@ void TimeKeyPartitionOfFunction(sqlite3_context* context,
 void PartitionOfFunction(sqlite3_context* context, int argc,
                          sqlite3_value** argv) {
   if ((argc != 2 && argc != 3) || sqlite3_value_type(argv[0]) != SQLITE_TEXT) {
-    sqlite3_result_error(
-        context, "_bf_partition_of(grain, value[, key_value])", -1);
+    sqlite3_result_error(context, "_bf_partition_of(grain, value[, key_value])",
+                         -1);
     return;
   }
   if (argc == 3) {
@@ -265,7 +265,8 @@ std::string PartitionColumns(const DatasetSpec& ds,
                              std::string_view qualifier) {
   if (!ds.partition) return "";
   std::string out = Column(ds, qualifier);
-  if (ds.two_dimensional()) absl::StrAppend(&out, ", ", KeyColumn(ds, qualifier));
+  if (ds.two_dimensional())
+    absl::StrAppend(&out, ", ", KeyColumn(ds, qualifier));
   return out;
 }
 
@@ -296,8 +297,8 @@ std::string CandidateConditionParams(const DatasetSpec& ds,
     return CandidateConditionParams(ds.grain(), Column(ds, qualifier));
   }
   const std::string col = Column(ds, qualifier);
-  return absl::StrCat("(", col, " >= ", kLoParam, " AND ", col, " < ",
-                      kHiParam, ")");
+  return absl::StrCat("(", col, " >= ", kLoParam, " AND ", col, " < ", kHiParam,
+                      ")");
 }
 
 absl::StatusOr<CandidateRange> StoredRangeOf(const DatasetSpec& ds,
@@ -327,10 +328,9 @@ std::optional<std::string> PartitionOfRow(const DatasetSpec& ds,
     return PartitionOfSqlValue(ds.grain(), row.GetColumnType(first),
                                row.ColumnText(first));
   }
-  return PartitionOfSqlValues(ds.grain(), row.GetColumnType(first),
-                              row.ColumnText(first),
-                              row.GetColumnType(first + 1),
-                              row.ColumnText(first + 1));
+  return PartitionOfSqlValues(
+      ds.grain(), row.GetColumnType(first), row.ColumnText(first),
+      row.GetColumnType(first + 1), row.ColumnText(first + 1));
 }
 
 }  // namespace backfill::sqlite

@@ -139,11 +139,10 @@ absl::Status WriteMeta(Database* db, const std::string& dataset,
 // One partition's rows hashed as StagePartition hashes an input partition.
 absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
                                      const std::string& partition) {
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db->Prepare(absl::StrCat(
-          "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table), " WHERE ",
-          MembershipConditionParams(ds))));
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare(absl::StrCat(
+                       "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table),
+                       " WHERE ", MembershipConditionParams(ds))));
   RETURN_IF_ERROR(BindMembership(q, ds, partition));
   ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
   return Cached{fp.ToString(), fp.rows()};
@@ -153,9 +152,9 @@ absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
 absl::StatusOr<std::map<std::string, Cached>> HashEveryPartition(
     Database* db, const DatasetSpec& ds) {
   ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT ", ColumnList(ds), ", ", PartitionExpression(ds),
-                       " FROM main.", Q(ds.table))));
+                   db->Prepare(absl::StrCat("SELECT ", ColumnList(ds), ", ",
+                                            PartitionExpression(ds),
+                                            " FROM main.", Q(ds.table))));
   const int n = q.ColumnCount() - 1;
   std::map<std::string, Fingerprint> sums;
   while (true) {
@@ -269,12 +268,11 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
             if (signal.max_rowid > base->max_rowid) {
               // Appended since: hash again the partitions the new rows
               // fall in.
-              ASSIGN_OR_RETURN(
-                  Statement q,
-                  db->Prepare(absl::StrCat(
-                      "SELECT DISTINCT ", PartitionExpression(ds),
-                      " FROM main.", Q(ds.table), " WHERE ", signal.rowid,
-                      " > ?1")));
+              ASSIGN_OR_RETURN(Statement q,
+                               db->Prepare(absl::StrCat(
+                                   "SELECT DISTINCT ", PartitionExpression(ds),
+                                   " FROM main.", Q(ds.table), " WHERE ",
+                                   signal.rowid, " > ?1")));
               RETURN_IF_ERROR(q.BindInt(1, base->max_rowid));
               std::set<std::string> touched;
               while (true) {

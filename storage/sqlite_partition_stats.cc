@@ -94,7 +94,8 @@ absl::StatusOr<TableShape> ShapeOf(Database* db, const DatasetSpec& ds) {
     }
   }
   std::string column = ds.partition ? ds.partition->column : "";
-  if (ds.two_dimensional()) absl::StrAppend(&column, ",", ds.partition->key_column);
+  if (ds.two_dimensional())
+    absl::StrAppend(&column, ",", ds.partition->key_column);
   shape.signature =
       absl::StrCat(type, "|", rootpage, "|", without_rowid ? 1 : 0, "|",
                    GrainName(ds.grain()), "|", column, "|", sql);
@@ -353,7 +354,7 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
     // A time grain's values are checked by their shape here and by their
     // day (month) in CandidateRangeOf below: validating each of 100,000
     // hours in full would cost more than counting them.
-    RETURN_IF_ERROR(ds.two_dimensional()   ? ValidatePartition(ds.layout(), p)
+    RETURN_IF_ERROR(ds.two_dimensional() ? ValidatePartition(ds.layout(), p)
                     : IsTimeGrain(grain) ? CheckTimeShape(grain, p)
                                          : ValidatePartition(grain, p));
     out.emplace_hint(out.end(), p, 0);

@@ -2,14 +2,13 @@
 // (core/upstream_mapping.h): formats, ranges, membership of values, and the
 // partitions each edge reads and affects, against hand-computed sets.
 
-#include "core/partition_layout.h"
-
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/catalog.h"
+#include "core/partition_layout.h"
 #include "core/task_graph.h"
 #include "core/upstream_mapping.h"
 #include "gmock/gmock.h"
@@ -42,8 +41,9 @@ TEST(TimeKeyFormatTest, RefusesEveryOtherShapeNamingTheFormat) {
     std::string says;
   };
   const std::vector<Bad> bad = {
-      {kDayRegion, "2025-03-01", "expected YYYY-MM-DD|KEY (KEY one of eu, us, "
-                                 "apac)"},
+      {kDayRegion, "2025-03-01",
+       "expected YYYY-MM-DD|KEY (KEY one of eu, us, "
+       "apac)"},
       {kDayRegion, "2025-03-01|", "is not a declared key"},
       {kDayRegion, "2025-03-01|zz", "\"zz\" is not a declared key"},
       {kDayRegion, "2025-03-01|EU", "is not a declared key"},
@@ -85,17 +85,17 @@ TEST(TimeKeyFormatTest, BoundsAreTheTimePartsAndTheKeySplitsOff) {
   // A one-dimensional layout behaves as its grain.
   EXPECT_EQ(BoundsOf(PartitionLayout(Grain::kDay), "2025-03-01")->end,
             "2025-03-02");
-  EXPECT_FALSE(ValidatePartition(PartitionLayout(Grain::kDay), "2025-03-01|eu")
-                   .ok());
+  EXPECT_FALSE(
+      ValidatePartition(PartitionLayout(Grain::kDay), "2025-03-01|eu").ok());
 }
 
 TEST(TimeKeyRangeTest, TimesOnlyCoverEveryDeclaredKeyInTextOrder) {
   absl::StatusOr<std::vector<std::string>> r =
       EnumerateRange(kDayRegion, "2025-02-28", "2025-03-02");
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(*r, ElementsAre("2025-02-28|apac", "2025-02-28|eu",
-                              "2025-02-28|us", "2025-03-01|apac",
-                              "2025-03-01|eu", "2025-03-01|us"));
+  EXPECT_THAT(*r,
+              ElementsAre("2025-02-28|apac", "2025-02-28|eu", "2025-02-28|us",
+                          "2025-03-01|apac", "2025-03-01|eu", "2025-03-01|us"));
 }
 
 TEST(TimeKeyRangeTest, OneKeyAtBothEndsCoversThatKeyOnly) {
@@ -225,14 +225,13 @@ TEST(TimeKeyMappingTest, TimeUpstreamIsReadByEveryKeyOfTheDependent) {
   for (int h = 0; h < 24; ++h) {
     hours.push_back(absl::StrCat("2025-03-01T", h < 10 ? "0" : "", h));
   }
-  EXPECT_EQ(Read(kRollup, PartitionLayout(Grain::kHour), day_eu,
-                 "2025-03-01|eu"),
-            hours);
+  EXPECT_EQ(
+      Read(kRollup, PartitionLayout(Grain::kHour), day_eu, "2025-03-01|eu"),
+      hours);
   EXPECT_THAT(Affected(kRollup, PartitionLayout(Grain::kHour), kDayRegion,
                        {"2025-03-01T23", "2025-03-02T00"}),
               ElementsAre("2025-03-01|apac", "2025-03-01|eu", "2025-03-01|us",
-                          "2025-03-02|apac", "2025-03-02|eu",
-                          "2025-03-02|us"));
+                          "2025-03-02|apac", "2025-03-02|eu", "2025-03-02|us"));
 }
 
 TEST(TimeKeyMappingTest, TimeDependentReadsEveryKeyOfTheUpstream) {
@@ -271,10 +270,9 @@ TEST(TimeKeyMappingTest, RollupAndLookbackKeepTheKey) {
               ElementsAre("2025-03-01|eu", "2025-03-01|us", "2025-03-02|eu",
                           "2025-03-02|us", "2025-03-03|eu", "2025-03-03|us"));
   // Lookback from a time upstream to day x key.
-  EXPECT_THAT(
-      Affected(kLookback2, PartitionLayout(Grain::kDay),
-               PartitionLayout(Grain::kDay, {"eu"}), {"2025-12-31"}),
-      ElementsAre("2025-12-31|eu", "2026-01-01|eu", "2026-01-02|eu"));
+  EXPECT_THAT(Affected(kLookback2, PartitionLayout(Grain::kDay),
+                       PartitionLayout(Grain::kDay, {"eu"}), {"2025-12-31"}),
+              ElementsAre("2025-12-31|eu", "2026-01-01|eu", "2026-01-02|eu"));
 }
 
 TEST(TimeKeyMappingTest, AllAndBadPartitions) {

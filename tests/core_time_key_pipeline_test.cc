@@ -124,7 +124,8 @@ TEST(TimeKeyLoaderTest, MisuseIsALoadErrorWithFileAndLine) {
       "partition: {column: ds, grain: day, key_column: region, keys: [eu, us, "
       "apac]}";
   const std::vector<Case> cases = {
-      {p2, "partition: {column: ds, grain: key, key_column: region, keys: [eu]}",
+      {p2,
+       "partition: {column: ds, grain: key, key_column: region, keys: [eu]}",
        "needs a time grain"},
       {p2, "partition: {column: ds, grain: day, key_column: region}",
        "needs a non-empty `keys:` list"},
@@ -133,23 +134,29 @@ TEST(TimeKeyLoaderTest, MisuseIsALoadErrorWithFileAndLine) {
        "`key_column:`"},
       {p2, "partition: {column: ds, grain: day, key_column: ds, keys: [eu]}",
        "is the time column too"},
-      {p2, "partition: {column: ds, grain: day, key_column: country, keys: "
-           "[eu]}",
+      {p2,
+       "partition: {column: ds, grain: day, key_column: country, keys: "
+       "[eu]}",
        "key_column \"country\" is not a contract column"},
-      {p2, "partition: {column: ds, grain: day, key_column: region, keys: "
-           "[eu, \"a|b\"]}",
+      {p2,
+       "partition: {column: ds, grain: day, key_column: region, keys: "
+       "[eu, \"a|b\"]}",
        "contains '|'"},
-      {p2, "partition: {column: ds, grain: day, key_column: region, keys: "
-           "[eu, eu]}",
+      {p2,
+       "partition: {column: ds, grain: day, key_column: region, keys: "
+       "[eu, eu]}",
        "\"eu\" is listed twice"},
-      {p2, "partition: {column: ds, grain: day, key_column: region, keys: "
-           "[eu, \"\"]}",
+      {p2,
+       "partition: {column: ds, grain: day, key_column: region, keys: "
+       "[eu, \"\"]}",
        "not a key"},
-      {p2, "partition: {column: ds, grain: day, key_column: \"1x\", keys: "
-           "[eu]}",
+      {p2,
+       "partition: {column: ds, grain: day, key_column: \"1x\", keys: "
+       "[eu]}",
        "must be an identifier"},
-      {p2, "partition: {column: ds, grain: day, key_column: _bf_r, keys: "
-           "[eu]}",
+      {p2,
+       "partition: {column: ds, grain: day, key_column: _bf_r, keys: "
+       "[eu]}",
        "_bf_"},
       // The dependent's keys must be among the upstream's.
       {"keys: [eu, us]}", "keys: [eu, latam]}",
@@ -169,9 +176,9 @@ TEST(TimeKeyLoaderTest, MisuseIsALoadErrorWithFileAndLine) {
 }
 
 TEST(TimeKeyLoaderTest, PartitionKeyIsBoundOnlyForTimeKeyDatasets) {
-  const std::string message = LoadError(With(
-      "WHERE ds = :partition GROUP BY 1",
-      "WHERE ds = :partition AND :partition_key = 'eu' GROUP BY 1"));
+  const std::string message = LoadError(
+      With("WHERE ds = :partition GROUP BY 1",
+           "WHERE ds = :partition AND :partition_key = 'eu' GROUP BY 1"));
   EXPECT_THAT(message, HasSubstr(":partition_key"));
   EXPECT_THAT(message, HasSubstr("time x key"));
   EXPECT_THAT(message, HasSubstr("pipe.yaml:"));
@@ -291,9 +298,9 @@ TEST_F(TimeKeyPlannerTest, InputsFollowTheEdges) {
 }
 
 TEST_F(TimeKeyPlannerTest, MapDownstreamAcrossShapes) {
-  absl::StatusOr<std::vector<std::string>> m = planner_->MapDownstream(
-      *catalog_.Find("orders"), {"2025-03-31"},
-      *catalog_.Find("monthly_by_region"));
+  absl::StatusOr<std::vector<std::string>> m =
+      planner_->MapDownstream(*catalog_.Find("orders"), {"2025-03-31"},
+                              *catalog_.Find("monthly_by_region"));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_THAT(*m, ElementsAre("2025-03|eu", "2025-03|us"));
 }

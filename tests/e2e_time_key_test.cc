@@ -107,9 +107,9 @@ class TimeKeyTest : public E2eTest {
   // Every row of `table`, ordered by every column (daily_total has 3, the
   // others 4).
   Rows Dump(const std::string& table, const std::string& where = "1") {
-    return Query(absl::StrCat("SELECT * FROM ", table, " WHERE ", where,
-                              table == "daily_total" ? " ORDER BY 1, 2, 3"
-                                                     : " ORDER BY 1, 2, 3, 4"));
+    return Query(absl::StrCat(
+        "SELECT * FROM ", table, " WHERE ", where,
+        table == "daily_total" ? " ORDER BY 1, 2, 3" : " ORDER BY 1, 2, 3, 4"));
   }
 
   // revenue_by_region by plain SQL from the raw tables.
@@ -208,8 +208,8 @@ TEST_F(TimeKeyTest, OneDayOfOneRegionChangesExactlyItsRowsAndItsDependents) {
   EXPECT_THAT(bad.err, HasSubstr("two keys"));
 
   // The plan: the partition, its day's total, its (month, region).
-  RunResult plan = daemon.CtlJson(
-      {"plan", "revenue_by_region", "--partitions", partition});
+  RunResult plan =
+      daemon.CtlJson({"plan", "revenue_by_region", "--partitions", partition});
   ASSERT_EQ(plan.exit_code, 0) << plan;
   EXPECT_THAT(PlanArray(plan.out, "revenue_by_region", "partitions"),
               ElementsAre(partition));
@@ -222,8 +222,8 @@ TEST_F(TimeKeyTest, OneDayOfOneRegionChangesExactlyItsRowsAndItsDependents) {
   EXPECT_THAT(PlanArray(plan.out, "monthly_by_region", "partition_reasons"),
               ElementsAre("downstream of revenue_by_region via rollup"));
   EXPECT_EQ(JsonInt(plan.out, "total_partitions"), 3);
-  RunResult text = daemon.Ctl({"plan", "revenue_by_region", "--partitions",
-                               partition});
+  RunResult text =
+      daemon.Ctl({"plan", "revenue_by_region", "--partitions", partition});
   ASSERT_EQ(text.exit_code, 0) << text;
   EXPECT_THAT(text.out, HasSubstr("day x key"));
 
@@ -242,9 +242,8 @@ TEST_F(TimeKeyTest, OneDayOfOneRegionChangesExactlyItsRowsAndItsDependents) {
   const Rows other_months_before =
       Dump("monthly_by_region", absl::StrCat("NOT (", in_month, ")"));
 
-  const std::string job =
-      Submit(daemon, {"revenue_by_region", "--partitions", partition,
-                      "--reason", "refunds"});
+  const std::string job = Submit(daemon, {"revenue_by_region", "--partitions",
+                                          partition, "--reason", "refunds"});
   ASSERT_FALSE(job.empty());
 
   // The partition is the fixed logic's, and it changed; every other row of

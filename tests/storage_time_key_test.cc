@@ -52,32 +52,30 @@ class TimeKeyEngineTest : public ::testing::Test {
     const std::vector<std::string> suffixes = {
         "", " 00:00", "T23", " 23:59:59.999Z", "T07:30:00", " 12:00:00Z"};
     // Renderings that belong to no day.
-    const std::vector<std::string> bad_suffixes = {" 23", "+01:00", "x",
-                                                   "T24"};
+    const std::vector<std::string> bad_suffixes = {" 23", "+01:00", "x", "T24"};
     struct Key {
       std::string sql;   // the value as an SQL literal
       std::string text;  // its key, "" when it is none
     };
-    const std::vector<Key> keys = {{"'eu'", "eu"},   {"'us'", "us"},
-                                   {"'apac'", "apac"}, {"7", "7"},
-                                   {"'7'", "7"},     {"'zz'", "zz"},
-                                   {"'eu|us'", ""},  {"NULL", ""},
-                                   {"1.5", ""},      {"''", ""}};
+    const std::vector<Key> keys = {
+        {"'eu'", "eu"}, {"'us'", "us"}, {"'apac'", "apac"}, {"7", "7"},
+        {"'7'", "7"},   {"'zz'", "zz"}, {"'eu|us'", ""},    {"NULL", ""},
+        {"1.5", ""},    {"''", ""}};
     Exec("BEGIN");
     for (const std::string& day : days) {
       for (const Key& key : keys) {
         for (const std::string& s : suffixes) {
           ++id;
           const std::string part =
-              key.text.empty() ? "NULL" : absl::StrCat("'", day, "|", key.text, "'");
-          Exec(absl::StrCat("INSERT INTO src VALUES ('", day, s, "', ",
-                            key.sql, ", ", id % 100, ", ", id, ", ", part,
-                            ")"));
+              key.text.empty() ? "NULL"
+                               : absl::StrCat("'", day, "|", key.text, "'");
+          Exec(absl::StrCat("INSERT INTO src VALUES ('", day, s, "', ", key.sql,
+                            ", ", id % 100, ", ", id, ", ", part, ")"));
         }
         for (const std::string& s : bad_suffixes) {
           ++id;
-          Exec(absl::StrCat("INSERT INTO src VALUES ('", day, s, "', ",
-                            key.sql, ", ", id % 100, ", ", id, ", NULL)"));
+          Exec(absl::StrCat("INSERT INTO src VALUES ('", day, s, "', ", key.sql,
+                            ", ", id % 100, ", ", id, ", NULL)"));
         }
       }
     }
@@ -89,8 +87,8 @@ class TimeKeyEngineTest : public ::testing::Test {
     src_.name = "src";
     src_.kind = DatasetKind::kSource;
     src_.table = "src";
-    src_.partition = PartitionSpec{"ts", Grain::kDay, {"eu", "us", "apac", "7"},
-                                   "k"};
+    src_.partition =
+        PartitionSpec{"ts", Grain::kDay, {"eu", "us", "apac", "7"}, "k"};
 
     d_.name = "d";
     d_.kind = DatasetKind::kDerived;
@@ -239,13 +237,12 @@ TEST_F(TimeKeyEngineTest, LoadBackfillAndRollbackTouchExactlyTheirPartitions) {
   load.job_id = "bf-1";
   load.items.push_back({&d_, declared});
   RunJob(load);
-  const std::string in_declared =
-      "part IS NOT NULL AND part NOT LIKE '%|zz'";
-  EXPECT_EQ(Int(absl::StrCat("SELECT COUNT(*) FROM (SELECT ts, k, v, id FROM "
-                             "src WHERE ",
-                             in_declared,
-                             " EXCEPT SELECT ts, k, v, id FROM d)")),
-            0);
+  const std::string in_declared = "part IS NOT NULL AND part NOT LIKE '%|zz'";
+  EXPECT_EQ(
+      Int(absl::StrCat("SELECT COUNT(*) FROM (SELECT ts, k, v, id FROM "
+                       "src WHERE ",
+                       in_declared, " EXCEPT SELECT ts, k, v, id FROM d)")),
+      0);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM d"),
             foreign + Int(absl::StrCat("SELECT COUNT(*) FROM src WHERE ",
                                        in_declared)));
@@ -266,8 +263,7 @@ TEST_F(TimeKeyEngineTest, LoadBackfillAndRollbackTouchExactlyTheirPartitions) {
   scoped.items.push_back(
       {&d_, std::vector<std::string>(chosen.begin(), chosen.end())});
   RunJob(scoped);
-  const std::string in_chosen =
-      "part IN ('2024-02-29|eu', '2024-03-01|7')";
+  const std::string in_chosen = "part IN ('2024-02-29|eu', '2024-03-01|7')";
   EXPECT_EQ(Int(absl::StrCat("SELECT COUNT(*) FROM (SELECT ts, k, v, id FROM "
                              "src WHERE ",
                              in_chosen, " EXCEPT SELECT ts, k, v, id FROM d)")),
