@@ -157,8 +157,7 @@ datasets:
     contract: {columns: {ds: TEXT, region: TEXT}}
 )"}});
   ASSERT_TRUE(catalog.ok()) << catalog.status();
-  v1::Dataset by_region =
-      DatasetToProto(*catalog->Find("by_region"), *catalog);
+  v1::Dataset by_region = DatasetToProto(*catalog->Find("by_region"), *catalog);
   EXPECT_EQ(by_region.grain(), "day");
   EXPECT_EQ(by_region.partition_column(), "ds");
   EXPECT_EQ(by_region.partition_key_column(), "region");
