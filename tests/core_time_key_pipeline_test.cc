@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "core/diff.h"
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
 #include "gmock/gmock.h"
@@ -182,6 +183,19 @@ TEST(TimeKeyLoaderTest, PartitionKeyIsBoundOnlyForTimeKeyDatasets) {
   EXPECT_THAT(message, HasSubstr(":partition_key"));
   EXPECT_THAT(message, HasSubstr("time x key"));
   EXPECT_THAT(message, HasSubstr("pipe.yaml:"));
+}
+
+TEST(TimeKeyDiffTest, AnIntegerKeyColumnIsNoMeasure) {
+  absl::StatusOr<Catalog> c = LoadPipelineTexts({{"pipe.yaml", R"yaml(
+datasets:
+  - name: sales
+    kind: derived
+    partition: {column: ds, grain: day, key_column: store, keys: ["1", "2"]}
+    transform: "SELECT :partition_start AS ds, 1 AS store, 2.5 AS revenue"
+    contract: {columns: {ds: TEXT, store: INTEGER, revenue: REAL}}
+)yaml"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(MeasureColumns(*c->Find("sales")), ElementsAre("revenue"));
 }
 
 // ------------------------------------------------------------------ plans --
