@@ -463,6 +463,10 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
     if (!grain.empty() && !dataset.partition_column().empty()) {
       absl::StrAppend(&grain, ":", dataset.partition_column());
     }
+    if (!grain.empty() && !dataset.partition_key_column().empty()) {
+      // Time x key: "day:ds x key:region".
+      absl::StrAppend(&grain, " x key:", dataset.partition_key_column());
+    }
     table.AddRow({TerminalText(dataset.name()), SafeOrDash(dataset.kind()),
                   SafeOrDash(grain), SafeOrDash(dataset.table()),
                   SafeOrDash(absl::StrJoin(upstream, ",")),

@@ -267,6 +267,75 @@ absl::Status CheckNotReserved(const DatasetSpec& d, std::string_view what,
                       "the engine's tables, \"sqlite_\" for SQLite's)"));
 }
 
+// Checks the key dimension of a time x key dataset `d` (its time grain and
+// column are checked as for any partition): an identifier, not reserved, a
+// contract column (derived) other than the time column, and declared keys
+// that are unique, valid keys and free of '|'.
+template <typename IsColumn>
+absl::Status CheckTimeKeyPartition(const DatasetSpec& d,
+                                   const IsColumn& is_column) {
+  const PartitionSpec& p = *d.partition;
+  if (!IsTimeGrain(p.grain)) {
+    return DatasetError(d, absl::StrCat("`key_column:` needs a time grain "
+                                        "(hour, day or month), not ",
+                                        GrainName(p.grain)));
+  }
+  if (!IsIdentifier(p.key_column)) {
+    return DatasetError(d, absl::StrCat("partition key_column \"", p.key_column,
+                                        "\" must be an identifier "
+                                        "([A-Za-z_][A-Za-z0-9_]*)"));
+  }
+  RETURN_IF_ERROR(CheckNotReserved(d, "partition key_column", p.key_column));
+  if (absl::EqualsIgnoreCase(p.key_column, p.column)) {
+    return DatasetError(
+        d, absl::StrCat("partition key_column \"", p.key_column,
+                        "\" is the time column too; a time x key partition "
+                        "needs two different columns"));
+  }
+  if (d.is_derived() && !is_column(p.key_column)) {
+    return DatasetError(d, absl::StrCat("partition key_column \"", p.key_column,
+                                        "\" is not a contract column"));
+  }
+  if (p.keys.empty()) {
+    return DatasetError(d, "`key_column:` needs a non-empty `keys:` list");
+  }
+  std::set<std::string, std::less<>> seen;
+  for (const std::string& key : p.keys) {
+    absl::Status s = ValidateDimensionKey(key);
+    if (!s.ok()) return DatasetError(d, absl::StrCat("key: ", s.message()));
+    if (!seen.insert(key).second) {
+      return DatasetError(d, absl::StrCat("key \"", key, "\" is listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Checks the key dimension of an identity, rollup or lookback edge of `d`
+// to `u` (their time grains are checked elsewhere): when both are time x
+// key, a partition T|K of `d` reads K of `u`, so every key of `d` must be a
+// key of `u`. A one-dimensional side needs no check (a time upstream is
+// read by every key; a time dependent reads every key).
+absl::Status CheckKeyDimensionEdge(const DatasetSpec& d, const UpstreamEdge& e,
+                                   const DatasetSpec& u) {
+  if (!d.two_dimensional() || !u.two_dimensional()) return absl::OkStatus();
+  std::vector<std::string> missing;
+  for (const std::string& k : d.partition->keys) {
+    if (std::find(u.partition->keys.begin(), u.partition->keys.end(), k) ==
+        u.partition->keys.end()) {
+      missing.push_back(k);
+    }
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return DatasetError(
+      d, absl::StrCat("mapping ", MappingName(e.mapping), " to upstream \"",
+                      u.name, "\": key(s) ", absl::StrJoin(missing, ", "),
+                      " of ", d.name, " are not keys of ", u.name,
+                      " (declared: ", absl::StrJoin(u.partition->keys, ", "),
+                      "); a time x key dataset reads the same key of a time x "
+                      "key upstream, so its keys must be among the "
+                      "upstream's"));
+}
+
 // Checks one dataset on its own (everything that does not need the others).
 absl::Status ValidateOne(DatasetSpec& d) {
   if (!IsIdentifier(d.name)) {
@@ -339,7 +408,9 @@ absl::Status ValidateOne(DatasetSpec& d) {
                                           "([A-Za-z_][A-Za-z0-9_]*)"));
     }
     RETURN_IF_ERROR(CheckNotReserved(d, "partition column", p.column));
-    if (p.grain == Grain::kKey) {
+    if (p.two_dimensional()) {
+      RETURN_IF_ERROR(CheckTimeKeyPartition(d, is_column));
+    } else if (p.grain == Grain::kKey) {
       if (p.keys.empty()) {
         return DatasetError(d, "grain key needs a non-empty `keys:` list");
       }
@@ -356,7 +427,8 @@ absl::Status ValidateOne(DatasetSpec& d) {
       }
     } else if (!p.keys.empty()) {
       return DatasetError(d, absl::StrCat("`keys:` is only allowed with grain "
-                                          "key, not ",
+                                          "key (or a time grain with a "
+                                          "`key_column:`), not ",
                                           GrainName(p.grain)));
     }
     if (d.is_derived() && !is_column(p.column)) {
@@ -373,7 +445,9 @@ absl::Status ValidateOne(DatasetSpec& d) {
         d.upstream.begin(), d.upstream.end(),
         [](const UpstreamEdge& e) { return e.mapping == Mapping::kLookback; });
     absl::StatusOr<std::string> sql =
-        CanonicalTransform(d.transform, lookback, !d.entity_key.empty());
+        CanonicalTransform(d.transform, {.window_start = lookback,
+                                         .keys = !d.entity_key.empty(),
+                                         .partition_key = d.two_dimensional()});
     if (!sql.ok()) return DatasetError(d, sql.status().message());
     d.transform = *std::move(sql);
     if (d.transform_version.empty()) {
@@ -589,6 +663,7 @@ absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
       const DatasetSpec& u = datasets[it->second];
       if (e.mapping == Mapping::kRollup || e.mapping == Mapping::kLookback) {
         RETURN_IF_ERROR(CheckWindowEdge(d, e, u));
+        RETURN_IF_ERROR(CheckKeyDimensionEdge(d, e, u));
         continue;
       }
       if (e.lookback != 0) {
@@ -615,6 +690,7 @@ absl::StatusOr<Catalog> Catalog::Build(std::vector<DatasetSpec> datasets,
                             GrainName(d.grain()), " and ", u.name, " is ",
                             GrainName(u.grain())));
       }
+      RETURN_IF_ERROR(CheckKeyDimensionEdge(d, e, u));
     }
   }
 

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "core/check_result.h"
 #include "core/partition.h"
+#include "core/partition_layout.h"
 
 namespace backfill {
 
@@ -47,7 +48,14 @@ struct UpstreamEdge {
 struct PartitionSpec {
   std::string column;
   Grain grain = Grain::kNone;
-  std::vector<std::string> keys;  // grain == kKey only: the declared keys.
+  // The declared keys: of the key grain (grain == kKey), or of the key
+  // dimension (key_column set); empty otherwise.
+  std::vector<std::string> keys;
+  // Time x key (two-dimensional, see partition_layout.h): the column of the
+  // key dimension, with a time grain on `column`. Empty otherwise.
+  std::string key_column;
+
+  bool two_dimensional() const { return !key_column.empty(); }
 };
 
 struct ColumnSpec {
@@ -133,7 +141,19 @@ struct DatasetSpec {
   int line = 0;
   int transform_line = 0;  // the `transform:` key's line (0: unknown)
 
+  // The grain; a two-dimensional dataset's time grain.
   Grain grain() const { return partition ? partition->grain : Grain::kNone; }
+  // The grain and, for a two-dimensional dataset, its declared keys: what
+  // its partition values look like (partition_layout.h).
+  PartitionLayout layout() const {
+    if (partition && partition->two_dimensional()) {
+      return PartitionLayout(partition->grain, partition->keys);
+    }
+    return PartitionLayout(grain());
+  }
+  bool two_dimensional() const {
+    return partition && partition->two_dimensional();
+  }
   bool is_derived() const { return kind == DatasetKind::kDerived; }
 };
 

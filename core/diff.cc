@@ -45,6 +45,12 @@ std::vector<std::string> MeasureColumns(const DatasetSpec& dataset) {
         absl::EqualsIgnoreCase(dataset.partition->column, c.name)) {
       continue;
     }
+    // A time x key dataset's key column (e.g. an INTEGER store id) is no
+    // measure either.
+    if (dataset.two_dimensional() &&
+        absl::EqualsIgnoreCase(dataset.partition->key_column, c.name)) {
+      continue;
+    }
     if (NumericType(c.type)) out.push_back(c.name);
   }
   return out;

@@ -87,7 +87,8 @@ struct DiffColumns {
 DiffColumns DiffColumnsOf(const DatasetSpec& dataset);
 
 // The measure columns: contract columns outside the primary key and other
-// than the partition column whose declared type is numeric, i.e. has SQLite's
+// than the partition column (and a time x key dataset's key column) whose
+// declared type is numeric, i.e. has SQLite's
 // INTEGER or REAL affinity (a type name containing INT, REAL, FLOA or DOUB)
 // or names a decimal number (NUM, DEC); in contract order. Dates, text and
 // blobs are never measures, nor are key columns (ids).

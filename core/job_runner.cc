@@ -416,7 +416,7 @@ absl::Status JobRunner::Load(Active* job) {
       },
       [this](const std::string& dataset) {
         const DatasetSpec* spec = catalog_->Find(dataset);
-        return spec == nullptr ? Grain::kNone : spec->grain();
+        return spec == nullptr ? PartitionLayout() : spec->layout();
       });
   absl::MutexLock lock(&mu_);
   job->layout = std::move(layout);

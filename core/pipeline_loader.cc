@@ -419,8 +419,11 @@ class FileParser {
                       });
       // :keys is bound for a dataset with an entity key.
       const bool keyed = d["entity_key"].IsDefined();
-      absl::StatusOr<std::string> sql =
-          CanonicalTransform(**transform, lookback, keyed);
+      absl::StatusOr<std::string> sql = CanonicalTransform(
+          **transform, {.window_start = lookback,
+                        .keys = keyed,
+                        .partition_key = spec.partition &&
+                                         spec.partition->two_dimensional()});
       if (!sql.ok()) {
         return Error(
             d["transform"], spec.line,
@@ -544,13 +547,16 @@ class FileParser {
                          names.empty() ? "(none declared)"
                                        : absl::StrJoin(names, ", ")));
       }
-      if (spec.partition && spec.partition->column == **entity_key) {
+      if (spec.partition && (spec.partition->column == **entity_key ||
+                             spec.partition->key_column == **entity_key)) {
         return Error(
             d["entity_key"], spec.line,
-            absl::StrCat("`entity_key` ", where, " is \"", **entity_key,
-                         "\", the partition column; name the column "
-                         "that identifies an entity within a "
-                         "partition"));
+            absl::StrCat("`entity_key` ", where, " is \"", **entity_key, "\", ",
+                         spec.partition->column == **entity_key
+                             ? "the partition column"
+                             : "the partition's key column",
+                         "; name the column that identifies an entity "
+                         "within a partition"));
       }
       spec.entity_key = **entity_key;
     }
@@ -804,8 +810,8 @@ class FileParser {
     }
     const std::string pwhere =
         absl::StrCat("in the partition of ", where.substr(3));
-    absl::Status s = CheckKeys(p, {"column", "grain", "keys"}, pwhere,
-                               "column, grain, keys");
+    absl::Status s = CheckKeys(p, {"column", "grain", "keys", "key_column"},
+                               pwhere, "column, grain, keys, key_column");
     if (!s.ok()) return s;
     PartitionSpec spec;
     absl::StatusOr<std::optional<std::string>> column =
@@ -835,15 +841,43 @@ class FileParser {
         spec.keys.push_back(k.Scalar());
       }
     }
+    if (const YAML::Node kc = p["key_column"]; kc && !kc.IsNull()) {
+      absl::StatusOr<std::optional<std::string>> key_column =
+          Scalar(p, "key_column", pwhere, true);
+      if (!key_column.ok()) return key_column.status();
+      spec.key_column = **key_column;
+      if (!IsTimeGrain(spec.grain)) {
+        return Error(kc, LineOf(p, 1),
+                     absl::StrCat("`key_column:` ", pwhere,
+                                  " needs a time grain (hour, day or month) "
+                                  "for a time x key partition, not grain ",
+                                  GrainName(spec.grain)));
+      }
+      if (spec.keys.empty()) {
+        return Error(kc, LineOf(p, 1),
+                     absl::StrCat("`key_column:` ", pwhere,
+                                  " needs a non-empty `keys:` list (the "
+                                  "declared keys of the key dimension)"));
+      }
+      for (size_t i = 0; i < spec.keys.size(); ++i) {
+        absl::Status valid = ValidateDimensionKey(spec.keys[i]);
+        if (!valid.ok()) {
+          return Error(p["keys"][i], LineOf(p["keys"], LineOf(p, 1)),
+                       absl::StrCat("`keys:` ", pwhere, ": ", valid.message()));
+        }
+      }
+      return spec;
+    }
     if (spec.grain == Grain::kKey && spec.keys.empty()) {
       return Error(p, 1,
                    absl::StrCat("grain key ", pwhere,
                                 " needs a non-empty `keys:` list"));
     }
     if (spec.grain != Grain::kKey && !spec.keys.empty()) {
-      return Error(
-          p["keys"], LineOf(p, 1),
-          absl::StrCat("`keys:` ", pwhere, " is only allowed with grain key"));
+      return Error(p["keys"], LineOf(p, 1),
+                   absl::StrCat("`keys:` ", pwhere,
+                                " is only allowed with grain key, or with a "
+                                "time grain and a `key_column:` (time x key)"));
     }
     return spec;
   }
@@ -1010,8 +1044,7 @@ std::string TransformVersion(std::string_view sql) {
 }
 
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               bool allow_window_start,
-                                               bool allow_keys) {
+                                               ExtraParameters extra) {
   const SqlScan scan = ScanSql(sql);
   if (!scan.error.empty()) return absl::InvalidArgumentError(scan.error);
   if (scan.skeleton.empty()) {
@@ -1055,24 +1088,33 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
       while (j < sk.size() && IsIdentChar(sk[j])) ++j;
       if (j == i + 1) continue;
       const std::string param = sk.substr(i + 1, j - i - 1);
-      if (param == "window_start" && !allow_window_start) {
+      if (param == "window_start" && !extra.window_start) {
         return absl::InvalidArgumentError(
             "the transform uses the parameter :window_start, which is bound "
             "only for a dataset with a `lookback` upstream; only "
             ":partition_start, :partition_end and :partition are bound here");
       }
-      if (param == "keys" && !allow_keys) {
+      if (param == "keys" && !extra.keys) {
         return absl::InvalidArgumentError(
             "the transform uses the parameter :keys, which is bound only for "
             "a dataset with an `entity_key`; only :partition_start, "
             ":partition_end and :partition are bound here");
       }
+      if (param == "partition_key" && !extra.partition_key) {
+        return absl::InvalidArgumentError(
+            "the transform uses the parameter :partition_key, which is bound "
+            "only for a dataset partitioned by time x key (`key_column:`); "
+            "only :partition_start, :partition_end and :partition are bound "
+            "here");
+      }
       if (param != "partition_start" && param != "partition_end" &&
-          param != "partition" && param != "window_start" && param != "keys") {
+          param != "partition" && param != "window_start" && param != "keys" &&
+          param != "partition_key") {
         return absl::InvalidArgumentError(absl::StrCat(
             "the transform uses the parameter :", param, kOnlyBound,
-            allow_window_start ? "; :window_start is bound too" : "",
-            allow_keys ? "; :keys is bound too" : ""));
+            extra.window_start ? "; :window_start is bound too" : "",
+            extra.keys ? "; :keys is bound too" : "",
+            extra.partition_key ? "; :partition_key is bound too" : ""));
       }
       i = j - 1;
       continue;

@@ -37,12 +37,18 @@ std::string TransformVersion(std::string_view sql);
 // ?NNN and @name, $name, #name parameters are rejected too), and returns it
 // trimmed and without a trailing ';'. Comments, string literals and quoted
 // identifiers ("...", `...`, [...]) are understood. Errors are
-// INVALID_ARGUMENT with the reason. With `allow_window_start` (a dataset
-// with a `lookback` upstream) :window_start is accepted too, and with
-// `allow_keys` (a dataset with an `entity_key`) :keys.
+// INVALID_ARGUMENT with the reason. The parameters `extra` allows are
+// accepted too.
+//
+// The parameters a transform may use besides :partition_start,
+// :partition_end and :partition, by what the dataset declares.
+struct ExtraParameters {
+  bool window_start = false;   // a `lookback` upstream
+  bool keys = false;           // an `entity_key`
+  bool partition_key = false;  // partitioned by time x key
+};
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               bool allow_window_start = false,
-                                               bool allow_keys = false);
+                                               ExtraParameters extra = {});
 
 }  // namespace backfill
 

@@ -16,6 +16,7 @@
 #include "core/cost_estimator.h"
 #include "core/entity_keys.h"
 #include "core/partition.h"
+#include "core/partition_layout.h"
 #include "core/stale_lineage.h"
 #include "core/status_macros.h"
 #include "core/upstream_mapping.h"
@@ -58,9 +59,10 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
     return absl::InvalidArgumentError(absl::StrCat(
         "no scope: give --from A --to B (half-open) or --partitions p1,p2 "
         "for dataset \"",
-        ds.name, "\" (grain ", GrainName(grain), ")"));
+        ds.name, "\" (grain ", LayoutName(ds.layout()), ")"));
   }
   std::vector<std::string> out;
+  const PartitionLayout layout = ds.layout();
   if (has_range) {
     if (grain == Grain::kKey) {
       return absl::InvalidArgumentError(
@@ -72,12 +74,12 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
       return absl::InvalidArgumentError(
           "a range needs both --from and --to (half-open: [from, to))");
     }
-    ASSIGN_OR_RETURN(out, EnumerateRange(grain, r.from, r.to, max_partitions));
+    ASSIGN_OR_RETURN(out, EnumerateRange(layout, r.from, r.to, max_partitions));
     return out;
   }
   std::set<std::string> unique;
   for (const std::string& p : r.partitions) {
-    RETURN_IF_ERROR(ValidatePartition(grain, p));
+    RETURN_IF_ERROR(ValidatePartition(layout, p));
     if (grain == Grain::kKey &&
         std::find(ds.partition->keys.begin(), ds.partition->keys.end(), p) ==
             ds.partition->keys.end()) {
@@ -225,12 +227,13 @@ std::vector<InputRef> Planner::InputsOf(const DatasetSpec& dataset,
   for (const UpstreamEdge& edge : dataset.upstream) {
     const DatasetSpec* up = catalog_->Find(edge.dataset);
     if (up == nullptr) continue;  // Catalog::Build guarantees it exists.
-    if (edge.mapping == Mapping::kIdentity) {
+    if (edge.mapping == Mapping::kIdentity &&
+        up->two_dimensional() == dataset.two_dimensional()) {
       inputs.push_back(InputRef{up, partition});
       continue;
     }
     absl::StatusOr<std::optional<std::vector<std::string>>> read =
-        PartitionsRead(edge, up->grain(), dataset.grain(), partition);
+        PartitionsRead(edge, up->layout(), dataset.layout(), partition);
     if (!read.ok() || !read->has_value()) {
       inputs.push_back(InputRef{up, std::nullopt});  // the whole upstream
       continue;
@@ -254,21 +257,30 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
     has_partitioned = true;
     const DatasetSpec* up = catalog_->Find(e.dataset);
     ASSIGN_OR_RETURN(const RowCounts* c, counts.Of(*up));
-    if (e.mapping == Mapping::kIdentity) {
+    if (e.mapping == Mapping::kIdentity && !up->two_dimensional() &&
+        !d.two_dimensional()) {
       for (const auto& [p, n] : *c) all.insert(p);
       continue;
     }
+    const PartitionLayout up_layout = up->layout();
     std::vector<std::string> held;
     for (const auto& [p, n] : *c) {
-      if (ValidatePartition(up->grain(), p).ok()) held.push_back(p);
+      if (ValidatePartition(up_layout, p).ok()) held.push_back(p);
     }
     ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> mapped,
-                     PartitionsAffected(e, up->grain(), d.grain(), held));
+                     PartitionsAffected(e, up_layout, d.layout(), held));
     if (mapped) all.insert(mapped->begin(), mapped->end());
   }
   if (!has_partitioned) {
     ASSIGN_OR_RETURN(const RowCounts* c, counts.Of(d));
-    for (const auto& [p, n] : *c) all.insert(p);
+    const PartitionLayout layout = d.layout();
+    for (const auto& [p, n] : *c) {
+      // A time x key dataset's rows of undeclared keys are in no partition
+      // a backfill can name.
+      if (!d.two_dimensional() || ValidatePartition(layout, p).ok()) {
+        all.insert(p);
+      }
+    }
   }
   return all;
 }
@@ -295,7 +307,7 @@ absl::Status Planner::Propagate(
         std::vector<std::string> reached;
         ASSIGN_OR_RETURN(
             std::optional<std::vector<std::string>> mapped,
-            PartitionsAffected(e, d.grain(), dep->grain(), partitions));
+            PartitionsAffected(e, d.layout(), dep->layout(), partitions));
         if (mapped) {
           reached = *std::move(mapped);
         } else {
@@ -346,7 +358,7 @@ absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
   }
   std::map<std::string, std::string> seeds;
   for (const std::string& p : partitions) {
-    absl::Status valid = ValidatePartition(from.grain(), p);
+    absl::Status valid = ValidatePartition(from.layout(), p);
     if (!valid.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "partition of dataset \"", from.name, "\": ", valid.message()));

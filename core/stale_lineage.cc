@@ -40,7 +40,7 @@ absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
       const DatasetSpec* up = catalog.Find(in.dataset);
       if (up == nullptr) continue;
       if (!in.partition.empty() &&
-          !ValidatePartition(up->grain(), in.partition).ok()) {
+          !ValidatePartition(up->layout(), in.partition).ok()) {
         continue;
       }
       needed[in.dataset].insert(in.partition);

@@ -20,12 +20,15 @@ std::string At(const DatasetSpec& d, int line) {
 
 // `window_start`: whether :window_start is bound too (a transform of a
 // dataset with a lookback upstream); `keys`: whether :keys is (a dataset
-// with an entity key).
+// with an entity key); `partition_key`: whether :partition_key is (a
+// transform of a time x key dataset).
 bool OnlyBoundParameters(const QueryShape& shape, std::string* bad,
-                         bool window_start = false, bool keys = false) {
+                         bool window_start = false, bool keys = false,
+                         bool partition_key = false) {
   for (const std::string& p : shape.parameters) {
     if (window_start && p == ":window_start") continue;
     if (keys && p == ":keys") continue;
+    if (partition_key && p == ":partition_key") continue;
     if (p != ":partition_start" && p != ":partition_end" && p != ":partition") {
       *bad = p;
       return false;
@@ -70,13 +73,14 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
         }
         const bool window = MaxLookback(d) > 0;
         const bool keys = !d.entity_key.empty();
-        if (!OnlyBoundParameters(*shape, &bad, window, keys)) {
+        if (!OnlyBoundParameters(*shape, &bad, window, keys,
+                                 d.two_dimensional())) {
           problems.push_back(absl::StrCat(
               at, "the transform uses the parameter ", bad,
               "; only :partition_start, :partition_end and :partition are "
               "bound",
-              window ? " (and :window_start)" : "",
-              keys ? " (and :keys)" : ""));
+              window ? " (and :window_start)" : "", keys ? " (and :keys)" : "",
+              d.two_dimensional() ? " (and :partition_key)" : ""));
         }
         std::set<std::string> outputs;
         std::vector<std::string> extra;

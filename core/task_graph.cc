@@ -16,7 +16,7 @@ TaskGraph::TaskGraph(
     std::vector<Task> tasks,
     const std::function<std::vector<UpstreamEdge>(const std::string& dataset)>&
         upstream_of,
-    const std::function<Grain(const std::string& dataset)>& grain_of)
+    const std::function<PartitionLayout(const std::string& dataset)>& grain_of)
     : tasks_(std::move(tasks)) {
   const size_t n = tasks_.size();
   std::map<std::pair<std::string, std::string>, size_t> index;
@@ -30,7 +30,12 @@ TaskGraph::TaskGraph(
   for (size_t i = 0; i < n; ++i) {
     for (const UpstreamEdge& e : upstream_of(tasks_[i].dataset)) {
       if (!dataset_remaining_.count(e.dataset)) continue;  // not in the job
-      if (e.mapping == Mapping::kIdentity) {
+      // Identity between datasets of the same shape reads the same value;
+      // between a time x key dataset and a time one it maps like rollup.
+      const bool same_shape =
+          !grain_of || grain_of(e.dataset).two_dimensional() ==
+                           grain_of(tasks_[i].dataset).two_dimensional();
+      if (e.mapping == Mapping::kIdentity && same_shape) {
         auto it = index.find({e.dataset, tasks_[i].partition});
         if (it == index.end()) continue;
         dependents_[it->second].push_back(i);

@@ -4,7 +4,9 @@
 //
 // Dependencies come from the upstream edges of the job's datasets:
 //   - identity: task (D, P) waits for task (U, P) of an upstream U in the
-//     same job, if the job has it;
+//     same job, if the job has it (between a time x key dataset and a time
+//     one, for the partitions the mapping reads: T|K waits for T, T for
+//     every T|k);
 //   - rollup, lookback N: task (D, P) waits for the tasks of an upstream U
 //     in the same job for every partition it reads (the finer partitions
 //     inside P; P-N .. P), those the job has (see upstream_mapping.h);
@@ -52,13 +54,14 @@ class TaskGraph {
   };
 
   // `upstream_of(dataset)` gives a dataset's upstream edges (none for an
-  // unknown dataset); `grain_of(dataset)` its grain, which rollup and
-  // lookback edges need. Tasks keep their index.
+  // unknown dataset); `grain_of(dataset)` its grain or layout (a Grain
+  // converts), which rollup and lookback edges, and identity edges between
+  // a time x key dataset and a time one, need. Tasks keep their index.
   TaskGraph(std::vector<Task> tasks,
             const std::function<std::vector<UpstreamEdge>(
                 const std::string& dataset)>& upstream_of,
-            const std::function<Grain(const std::string& dataset)>& grain_of =
-                nullptr);
+            const std::function<PartitionLayout(const std::string& dataset)>&
+                grain_of = nullptr);
 
   size_t size() const { return tasks_.size(); }
   const Task& task(size_t i) const { return tasks_[i]; }

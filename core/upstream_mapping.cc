@@ -1,6 +1,7 @@
 #include "core/upstream_mapping.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/partition.h"
+#include "core/partition_layout.h"
 #include "core/partition_mapping.h"
 #include "core/status_macros.h"
 
@@ -17,9 +19,29 @@ namespace {
 
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
-}  // namespace
+void SortUnique(std::vector<std::string>* values) {
+  std::sort(values->begin(), values->end());
+  values->erase(std::unique(values->begin(), values->end()), values->end());
+}
 
-absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsRead(
+bool IsKeyOf(const PartitionLayout& layout, std::string_view key) {
+  return std::find(layout.keys.begin(), layout.keys.end(), key) !=
+         layout.keys.end();
+}
+
+// A time x key layout maps only to and from time grains (its own time grain
+// and a one-dimensional hour, day or month).
+absl::Status CheckTimeLayouts(const PartitionLayout& upstream,
+                              const PartitionLayout& dependent) {
+  if (!IsTimeGrain(upstream.grain) || !IsTimeGrain(dependent.grain)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a time x key partition maps only to and from time grains; ",
+        LayoutName(upstream), " -> ", LayoutName(dependent), " is not one"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::vector<std::string>>> OneDimensionRead(
     const UpstreamEdge& edge, Grain upstream, Grain dependent,
     std::string_view partition) {
   switch (edge.mapping) {
@@ -48,7 +70,7 @@ absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsRead(
   return absl::InternalError("unknown mapping");
 }
 
-absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsAffected(
+absl::StatusOr<std::optional<std::vector<std::string>>> OneDimensionAffected(
     const UpstreamEdge& edge, Grain upstream, Grain dependent,
     absl::Span<const std::string> partitions) {
   switch (edge.mapping) {
@@ -84,6 +106,95 @@ absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsAffected(
   return absl::InternalError("unknown mapping");
 }
 
+}  // namespace
+
+absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsRead(
+    const UpstreamEdge& edge, const PartitionLayout& upstream,
+    const PartitionLayout& dependent, std::string_view partition) {
+  if (!upstream.two_dimensional() && !dependent.two_dimensional()) {
+    return OneDimensionRead(edge, upstream.grain, dependent.grain, partition);
+  }
+  if (edge.mapping == Mapping::kAll) {
+    return std::optional<std::vector<std::string>>();
+  }
+  RETURN_IF_ERROR(CheckTimeLayouts(upstream, dependent));
+  // The dependent's time part (and key, when it has one).
+  std::string time(partition);
+  std::optional<std::string> key;
+  if (dependent.two_dimensional()) {
+    ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(dependent, partition));
+    time = std::move(tk.time);
+    key = std::move(tk.key);
+  }
+  ASSIGN_OR_RETURN(
+      std::optional<std::vector<std::string>> times,
+      OneDimensionRead(edge, upstream.grain, dependent.grain, time));
+  if (!times || !upstream.two_dimensional()) return times;
+  std::vector<std::string> out;
+  if (key) {
+    if (!IsKeyOf(upstream, *key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key \"", *key, "\" of partition \"", Sv(partition),
+                       "\" is not a key of the upstream"));
+    }
+    for (const std::string& t : *times) out.push_back(JoinTimeKey(t, *key));
+  } else {
+    for (const std::string& t : *times) {
+      for (const std::string& k : upstream.keys) {
+        out.push_back(JoinTimeKey(t, k));
+      }
+    }
+  }
+  SortUnique(&out);
+  return std::optional<std::vector<std::string>>(std::move(out));
+}
+
+absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsAffected(
+    const UpstreamEdge& edge, const PartitionLayout& upstream,
+    const PartitionLayout& dependent,
+    absl::Span<const std::string> partitions) {
+  if (!upstream.two_dimensional() && !dependent.two_dimensional()) {
+    return OneDimensionAffected(edge, upstream.grain, dependent.grain,
+                                partitions);
+  }
+  if (edge.mapping == Mapping::kAll) {
+    return std::optional<std::vector<std::string>>();
+  }
+  RETURN_IF_ERROR(CheckTimeLayouts(upstream, dependent));
+  // The upstream's time parts by key ("" for a time upstream), so that each
+  // key's times are mapped once.
+  std::map<std::string, std::vector<std::string>> by_key;
+  for (const std::string& p : partitions) {
+    if (upstream.two_dimensional()) {
+      ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(upstream, p));
+      by_key[tk.key].push_back(std::move(tk.time));
+    } else {
+      by_key[""].push_back(p);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, times] : by_key) {
+    ASSIGN_OR_RETURN(
+        std::optional<std::vector<std::string>> mapped,
+        OneDimensionAffected(edge, upstream.grain, dependent.grain, times));
+    if (!mapped) return mapped;  // (only `all`, handled above)
+    if (!dependent.two_dimensional()) {
+      out.insert(out.end(), mapped->begin(), mapped->end());
+    } else if (upstream.two_dimensional()) {
+      if (!IsKeyOf(dependent, key)) continue;  // no such partition below
+      for (const std::string& t : *mapped) out.push_back(JoinTimeKey(t, key));
+    } else {
+      for (const std::string& t : *mapped) {
+        for (const std::string& k : dependent.keys) {
+          out.push_back(JoinTimeKey(t, k));
+        }
+      }
+    }
+  }
+  SortUnique(&out);
+  return std::optional<std::vector<std::string>>(std::move(out));
+}
+
 std::string DownstreamReason(const UpstreamEdge& edge,
                              std::string_view upstream) {
   std::string out = absl::StrCat("downstream of ", Sv(upstream));
@@ -112,8 +223,13 @@ absl::StatusOr<std::optional<std::string>> WindowStart(
     const DatasetSpec& dataset, std::string_view partition) {
   const int n = MaxLookback(dataset);
   if (n == 0) return std::optional<std::string>();
+  std::string time(partition);
+  if (dataset.two_dimensional()) {
+    ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(dataset.layout(), partition));
+    time = std::move(tk.time);
+  }
   ASSIGN_OR_RETURN(std::vector<std::string> window,
-                   LookbackInputs(dataset.grain(), n, partition));
+                   LookbackInputs(dataset.grain(), n, time));
   if (window.empty()) {
     return absl::InternalError(
         absl::StrCat("empty lookback window for \"", Sv(partition), "\""));

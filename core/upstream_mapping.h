@@ -24,24 +24,34 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/catalog.h"
+#include "core/partition_layout.h"
 
 namespace backfill {
 
-// The partitions of the upstream (grain `upstream`) that partition
-// `partition` of a dependent (grain `dependent`) reads through `edge`,
+// The partitions of the upstream (layout `upstream`) that partition
+// `partition` of a dependent (layout `dependent`) reads through `edge`,
 // sorted; nullopt for `all` (the whole upstream). INVALID_ARGUMENT for a
-// partition not valid for its grain or an edge the grains do not allow
+// partition not valid for its layout or an edge the layouts do not allow
 // (Catalog::Build refuses those).
+//
+// Time x key layouts (partition_layout.h): the time part maps as the table
+// above says, and the key part
+//   both time x key        keeps the key: T|K reads t|K
+//   time upstream          T|K reads t (each key of the dependent reads it)
+//   time dependent         T reads t|k for every key k of the upstream
 absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsRead(
-    const UpstreamEdge& edge, Grain upstream, Grain dependent,
-    std::string_view partition);
+    const UpstreamEdge& edge, const PartitionLayout& upstream,
+    const PartitionLayout& dependent, std::string_view partition);
 
 // The partitions of the dependent that backfilling `partitions` of the
 // upstream affects through `edge`, sorted and unique; nullopt for `all`
-// (every partition of the dependent). Errors as PartitionsRead.
+// (every partition of the dependent). Time x key: both time x key, t|K
+// affects T|K (nothing when K is not a key of the dependent); a time
+// upstream's t affects T|k for every key k of the dependent; a time
+// dependent's T is affected by t|k of any key. Errors as PartitionsRead.
 absl::StatusOr<std::optional<std::vector<std::string>>> PartitionsAffected(
-    const UpstreamEdge& edge, Grain upstream, Grain dependent,
-    absl::Span<const std::string> partitions);
+    const UpstreamEdge& edge, const PartitionLayout& upstream,
+    const PartitionLayout& dependent, absl::Span<const std::string> partitions);
 
 // Why a dependent partition reached through `edge` from `upstream` is in a
 // plan: "downstream of X" (identity), "downstream of X via rollup",
@@ -54,7 +64,8 @@ std::string DownstreamReason(const UpstreamEdge& edge,
 int MaxLookback(const DatasetSpec& dataset);
 
 // The :window_start bound for partition `partition` of `dataset`: the start
-// bound (as :partition_start) of partition P-N, N being MaxLookback (the
+// bound (as :partition_start) of partition P-N (of the time part of a time
+// x key partition), N being MaxLookback (the
 // first valid partition when P-N is before year 0001). nullopt when the
 // dataset has no lookback edge.
 absl::StatusOr<std::optional<std::string>> WindowStart(

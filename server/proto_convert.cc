@@ -139,7 +139,7 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
   v1::DatasetPlan proto;
   proto.set_dataset(plan.dataset);
   if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
-    proto.set_grain(std::string(GrainName(spec->grain())));
+    proto.set_grain(LayoutName(spec->layout()));
   }
   for (const std::string& p : plan.partitions) proto.add_partitions(p);
   proto.set_reason(plan.reason);
@@ -343,7 +343,13 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   proto.set_kind(std::string(DatasetKindName(spec.kind)));
   proto.set_table(spec.table);
   proto.set_grain(std::string(GrainName(spec.grain())));
-  if (spec.partition) proto.set_partition_column(spec.partition->column);
+  if (spec.partition) {
+    proto.set_partition_column(spec.partition->column);
+    proto.set_partition_key_column(spec.partition->key_column);
+    for (const std::string& key : spec.partition->keys) {
+      proto.add_partition_keys(key);
+    }
+  }
   for (const UpstreamEdge& edge : spec.upstream) {
     v1::Upstream* up = proto.add_upstream();
     up->set_dataset(edge.dataset);

@@ -61,6 +61,8 @@ constexpr char kEndParam[] = ":partition_end";
 constexpr char kValueParam[] = ":partition";
 // The entity keys of a keyed item, as a JSON array text (NULL otherwise).
 constexpr char kKeysParam[] = ":keys";
+// The key of a time x key partition ("eu" of "2025-03-01|eu").
+constexpr char kKeyParam[] = ":partition_key";
 // The start bound of partition P-N for a dataset with a lookback N upstream
 // (see upstream_mapping.h WindowStart).
 constexpr char kWindowStartParam[] = ":window_start";
@@ -136,20 +138,35 @@ std::string ColumnDefs(const DatasetSpec& ds) {
   return absl::StrJoin(cols, ", ");
 }
 
-absl::StatusOr<PartitionBounds> Bounds(Grain grain,
-                                       const std::string& partition) {
-  RETURN_IF_ERROR(ValidatePartition(grain, partition));
-  if (grain == Grain::kNone) return PartitionBounds{};
-  return BoundsOf(grain, partition);
+// The values bound for a partition of a transform or an assertion.
+struct BoundValues {
+  PartitionBounds bounds;  // :partition_start, :partition_end
+  std::string key;         // :partition_key (time x key only)
+};
+
+absl::StatusOr<BoundValues> Bounds(const DatasetSpec& dataset,
+                                   const std::string& partition) {
+  const PartitionLayout layout = dataset.layout();
+  RETURN_IF_ERROR(ValidatePartition(layout, partition));
+  if (layout.grain == Grain::kNone) return BoundValues{};
+  BoundValues out;
+  ASSIGN_OR_RETURN(out.bounds, BoundsOf(layout, partition));
+  if (layout.two_dimensional()) {
+    ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(layout, partition));
+    out.key = std::move(tk.key);
+  }
+  return out;
 }
 
-// Binds :partition_start, :partition_end and :partition where they appear.
-absl::Status BindPartition(Statement& q, const PartitionBounds& bounds,
+// Binds :partition_start, :partition_end, :partition and :partition_key
+// where they appear.
+absl::Status BindPartition(Statement& q, const BoundValues& values,
                            const std::string& partition) {
   const std::pair<const char*, const std::string*> params[] = {
-      {kStartParam, &bounds.start},
-      {kEndParam, &bounds.end},
-      {kValueParam, &partition}};
+      {kStartParam, &values.bounds.start},
+      {kEndParam, &values.bounds.end},
+      {kValueParam, &partition},
+      {kKeyParam, &values.key}};
   for (const auto& [name, value] : params) {
     int index = q.ParameterIndex(name);
     if (index > 0) RETURN_IF_ERROR(q.BindText(index, *value));
@@ -249,6 +266,18 @@ absl::Status CheckWritable(const DatasetSpec& ds) {
           absl::StrCat("dataset ", ds.name, ": partition column ",
                        ds.partition->column, " is not a contract column"));
     }
+    if (ds.two_dimensional()) {
+      found = false;
+      for (const ColumnSpec& c : ds.columns) {
+        found =
+            found || absl::EqualsIgnoreCase(c.name, ds.partition->key_column);
+      }
+      if (!found) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dataset ", ds.name, ": partition key_column ",
+            ds.partition->key_column, " is not a contract column"));
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -265,6 +294,7 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
     std::string name = transform.ParameterName(i);
     if (name == kWindowStartParam && MaxLookback(dataset) > 0) continue;
     if (name == kKeysParam && !dataset.entity_key.empty()) continue;
+    if (name == kKeyParam && dataset.two_dimensional()) continue;
     if (name != kStartParam && name != kEndParam && name != kValueParam) {
       return absl::FailedPreconditionError(absl::StrCat(
           "transform of ", dataset.name, " uses parameter '", name,
@@ -280,7 +310,12 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
               ? " (and :keys)"
               : (name == kKeysParam
                      ? " (:keys only for a dataset with an entity_key)"
-                     : "")));
+                     : ""),
+          dataset.two_dimensional()
+              ? " (and :partition_key)"
+              : (name == kKeyParam ? " (:partition_key only for a dataset "
+                                     "partitioned by time x key)"
+                                   : "")));
     }
   }
   std::vector<std::string> outputs;
@@ -319,19 +354,19 @@ std::optional<std::pair<std::string, std::string>> CopyOfTable(
                         std::string(rest.substr(digits + 1)));
 }
 
-// Rows of `candidates` (a statement selecting one column over the
-// candidate pre-filter) that belong to `partition`, each value mapped in
+// Rows of `candidates` (a statement selecting the partition columns over
+// the candidate pre-filter) that belong to `partition`, each value mapped in
 // C++: the count a statement's changes are checked against.
-absl::StatusOr<int64_t> CountMembers(Statement& candidates, Grain grain,
+absl::StatusOr<int64_t> CountMembers(Statement& candidates,
+                                     const DatasetSpec& ds,
                                      const std::string& partition) {
   RETURN_IF_ERROR(candidates.Reset());
-  RETURN_IF_ERROR(BindMembership(candidates, grain, partition));
+  RETURN_IF_ERROR(BindMembership(candidates, ds, partition));
   int64_t members = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool row, candidates.Step());
     if (!row) break;
-    std::optional<std::string> p = sqlite::PartitionOfSqlValue(
-        grain, candidates.GetColumnType(0), candidates.ColumnText(0));
+    std::optional<std::string> p = sqlite::PartitionOfRow(ds, candidates, 0);
     if (p && *p == partition) ++members;
   }
   return members;
@@ -347,9 +382,7 @@ absl::Status MeasurePartitions(Database* db, const JobLayout::Item& item,
   std::string sql =
       absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(ds.table));
   if (ds.partition) {
-    absl::StrAppend(
-        &sql, " WHERE ",
-        MembershipConditionParams(ds.grain(), Q(ds.partition->column)));
+    absl::StrAppend(&sql, " WHERE ", MembershipConditionParams(ds));
   }
   std::optional<Statement> q;
   if (exists) {
@@ -361,7 +394,7 @@ absl::Status MeasurePartitions(Database* db, const JobLayout::Item& item,
     if (q) {
       RETURN_IF_ERROR(q->Reset());
       if (ds.partition) {
-        RETURN_IF_ERROR(BindMembership(*q, ds.grain(), partition));
+        RETURN_IF_ERROR(BindMembership(*q, ds, partition));
       }
       ASSIGN_OR_RETURN(fp, HashRows(*q));
     }
@@ -426,9 +459,7 @@ absl::Status CheckOtherKeysUnchanged(Database* db, const DatasetSpec& ds,
                                      const JobLayout::Item& item,
                                      std::string_view where) {
   const std::string member =
-      ds.partition
-          ? MembershipConditionParams(ds.grain(), Q(ds.partition->column))
-          : std::string("1");
+      ds.partition ? MembershipConditionParams(ds) : std::string("1");
   auto others = [&](const std::string& table) {
     return absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(table),
                         " WHERE ", member, " AND NOT ", InKeys(ds, keys_table));
@@ -440,7 +471,7 @@ absl::Status CheckOtherKeysUnchanged(Database* db, const DatasetSpec& ds,
     Statement* q[2] = {&published, &staged};
     for (int i = 0; i < 2; ++i) {
       RETURN_IF_ERROR(q[i]->Reset());
-      RETURN_IF_ERROR(BindMembership(*q[i], ds.grain(), partition));
+      RETURN_IF_ERROR(BindMembership(*q[i], ds, partition));
       ASSIGN_OR_RETURN(fp[i], HashRows(*q[i]));
     }
     if (fp[0].ToString() != fp[1].ToString()) {
@@ -800,12 +831,11 @@ SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
   // Grouped by the exact value (COLLATE BINARY: values a column's collation
   // calls equal may still map differently), each group mapped by the one
   // definition of membership. An index on the column serves the grouping.
-  const std::string col = Q(dataset.partition->column);
-  ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                    "SELECT ", sqlite::kPartitionFunction, "('",
-                                    GrainName(grain), "', ", col,
-                                    "), COUNT(*) FROM main.", Q(dataset.table),
-                                    " GROUP BY ", col, " COLLATE BINARY")));
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare(absl::StrCat(
+                       "SELECT ", sqlite::PartitionExpression(dataset),
+                       ", COUNT(*) FROM main.", Q(dataset.table), " GROUP BY ",
+                       sqlite::PartitionGroupBy(dataset))));
   int64_t unmapped = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -863,9 +893,8 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   if (grain == Grain::kNone) {
     sql = absl::StrCat("SELECT 1 FROM main.", Q(dataset.table), " WHERE (\n");
   } else {
-    sql = absl::StrCat("SELECT ", sqlite::kPartitionFunction, "('",
-                       GrainName(grain), "', ", Q(dataset.partition->column),
-                       ") FROM main.", Q(dataset.table), " WHERE (\n");
+    sql = absl::StrCat("SELECT ", sqlite::PartitionExpression(dataset),
+                       " FROM main.", Q(dataset.table), " WHERE (\n");
   }
   // Where the predicate ends in the statement: an error past it means the
   // expression stopped short.
@@ -874,8 +903,7 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   if (grain == Grain::kNone) {
     absl::StrAppend(&sql, " LIMIT 1");
   } else {
-    absl::StrAppend(&sql, " GROUP BY ", Q(dataset.partition->column),
-                    " COLLATE BINARY");
+    absl::StrAppend(&sql, " GROUP BY ", sqlite::PartitionGroupBy(dataset));
   }
   const std::string quoted = QuotePredicate(predicate);
   const std::string where =
@@ -943,6 +971,10 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
         std::find(dataset.partition->keys.begin(),
                   dataset.partition->keys.end(),
                   partition) == dataset.partition->keys.end()) {
+      continue;  // not a declared key: no partition of the dataset
+    }
+    if (dataset.two_dimensional() &&
+        !ValidatePartition(dataset.layout(), partition).ok()) {
       continue;  // not a declared key: no partition of the dataset
     }
     matching.insert(std::move(partition));
@@ -1040,7 +1072,7 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
     auto& p = parts.emplace_back();
     for (const std::string& partition : item.partitions) {
       absl::StatusOr<CandidateRange> range =
-          sqlite::StoredRangeOf(ds.grain(), partition);
+          sqlite::StoredRangeOf(ds, partition);
       if (!range.ok()) {
         return Annotate(
             range.status(),
@@ -1159,7 +1191,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         absl::StrCat("partition '", partition, "' of ", dataset.name,
                      " is not part of job ", job_id));
   }
-  ASSIGN_OR_RETURN(PartitionBounds bounds, Bounds(dataset.grain(), partition));
+  ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
   for (const InputRef& in : inputs) {
     if (in.dataset == nullptr) {
       return absl::InvalidArgumentError(
@@ -1195,13 +1227,11 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       ASSIGN_OR_RETURN(bool published, db->TableExists(u.table));
       if (published) {
         const std::string t = Q(u.table);
-        const std::string col =
-            u.partition ? absl::StrCat(t, ".", Q(u.partition->column)) : "";
         absl::StrAppend(&sql, " UNION ALL SELECT ", ColumnList(u, t + "."),
                         " FROM main.", t,
                         " WHERE NOT EXISTS (SELECT 1 FROM main.",
                         Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
-                        MembershipCondition(u.grain(), col, "_bf_p.\"value\"",
+                        MembershipCondition(u, t + ".", "_bf_p.\"value\"",
                                             "_bf_p.\"lo\"", "_bf_p.\"hi\""),
                         ")");
       }
@@ -1259,18 +1289,30 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     }
     if (dataset.partition) {
       const std::string col = Q(dataset.partition->column);
-      const std::string outside = absl::StrCat(
-          " FROM ", out, " WHERE ",
-          MembershipConditionParams(dataset.grain(), col), " IS NOT 1");
-      ASSIGN_OR_RETURN(Statement q,
-                       db->Prepare(absl::StrCat("SELECT COUNT(*), MIN(quote(",
-                                                col, "))", outside)));
-      RETURN_IF_ERROR(BindMembership(q, dataset.grain(), partition));
+      const std::string outside =
+          absl::StrCat(" FROM ", out, " WHERE ",
+                       MembershipConditionParams(dataset), " IS NOT 1");
+      // The first such row's partition column(s): SQLite takes a bare
+      // column of an aggregate with MIN() from the row MIN() picked.
+      std::string example = absl::StrCat("MIN(quote(", col, "))");
+      if (dataset.two_dimensional()) {
+        absl::StrAppend(&example, ", quote(", Q(dataset.partition->key_column),
+                        ")");
+      }
+      ASSIGN_OR_RETURN(
+          Statement q,
+          db->Prepare(absl::StrCat("SELECT COUNT(*), ", example, outside)));
+      RETURN_IF_ERROR(BindMembership(q, dataset, partition));
       RETURN_IF_ERROR(q.Step().status());
       if (int64_t n = q.ColumnInt(0); n > 0) {
         return absl::FailedPreconditionError(absl::StrCat(
             n, " rows of ", dataset.name, " fall outside partition ", partition,
-            " (e.g. ", dataset.partition->column, "=", q.ColumnText(1), ")"));
+            " (e.g. ", dataset.partition->column, "=", q.ColumnText(1),
+            dataset.two_dimensional()
+                ? absl::StrCat(", ", dataset.partition->key_column, "=",
+                               q.ColumnText(2))
+                : "",
+            ")"));
       }
     }
     if (item != nullptr && !item->keys.empty()) {
@@ -1289,12 +1331,10 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
             db->Prepare(absl::StrCat(
                 "INSERT INTO ", out, " (", cols, ") SELECT ", cols,
                 " FROM main.", Q(dataset.table), " WHERE ",
-                dataset.partition
-                    ? MembershipConditionParams(dataset.grain(),
-                                                Q(dataset.partition->column))
-                    : std::string("1"),
+                dataset.partition ? MembershipConditionParams(dataset)
+                                  : std::string("1"),
                 " AND NOT ", in_keys)));
-        RETURN_IF_ERROR(BindMembership(keep, dataset.grain(), partition));
+        RETURN_IF_ERROR(BindMembership(keep, dataset, partition));
         RETURN_IF_ERROR(Annotate(keep.Run(), where));
       }
     }
@@ -1335,12 +1375,11 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         if (pinned) new_pin_fingerprints[u.name] = f;
       } else {
         f.partition = *in.partition;
-        ASSIGN_OR_RETURN(
-            Statement q,
-            db->Prepare(absl::StrCat(
-                "SELECT ", ColumnList(u), " FROM ", Q(u.table), " WHERE ",
-                MembershipConditionParams(u.grain(), Q(u.partition->column)))));
-        RETURN_IF_ERROR(BindMembership(q, u.grain(), f.partition));
+        ASSIGN_OR_RETURN(Statement q,
+                         db->Prepare(absl::StrCat(
+                             "SELECT ", ColumnList(u), " FROM ", Q(u.table),
+                             " WHERE ", MembershipConditionParams(u))));
+        RETURN_IF_ERROR(BindMembership(q, u, f.partition));
         ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
         f.fingerprint = fp.ToString();
         f.rows = fp.rows();
@@ -1356,14 +1395,12 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     // Phase 2: the short write: replace the partition's staged rows.
     ASSIGN_OR_RETURN(Transaction write, Transaction::Begin(db.get()));
     {
-      ASSIGN_OR_RETURN(Statement del,
-                       db->Prepare(absl::StrCat(
-                           "DELETE FROM main.", Q(stage), " WHERE ",
-                           dataset.partition ? MembershipConditionParams(
-                                                   dataset.grain(),
-                                                   Q(dataset.partition->column))
-                                             : "1")));
-      RETURN_IF_ERROR(BindMembership(del, dataset.grain(), partition));
+      ASSIGN_OR_RETURN(
+          Statement del,
+          db->Prepare(absl::StrCat(
+              "DELETE FROM main.", Q(stage), " WHERE ",
+              dataset.partition ? MembershipConditionParams(dataset) : "1")));
+      RETURN_IF_ERROR(BindMembership(del, dataset, partition));
       RETURN_IF_ERROR(Annotate(del.Run(), where));
     }
     RETURN_IF_ERROR(
@@ -1401,7 +1438,7 @@ absl::Status SqliteEngine::ReleasePartitions(
     const std::vector<std::string>& partitions) {
   ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
   for (const std::string& partition : partitions) {
-    RETURN_IF_ERROR(Annotate(ValidatePartition(dataset.grain(), partition),
+    RETURN_IF_ERROR(Annotate(ValidatePartition(dataset.layout(), partition),
                              absl::StrCat("dataset ", dataset.name,
                                           " partition '", partition, "'")));
   }
@@ -1416,16 +1453,14 @@ absl::Status SqliteEngine::ReleasePartitions(
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
     ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
     if (staged) {
-      ASSIGN_OR_RETURN(Statement del,
-                       db->Prepare(absl::StrCat(
-                           "DELETE FROM main.", Q(stage), " WHERE ",
-                           dataset.partition ? MembershipConditionParams(
-                                                   dataset.grain(),
-                                                   Q(dataset.partition->column))
-                                             : "1")));
+      ASSIGN_OR_RETURN(
+          Statement del,
+          db->Prepare(absl::StrCat(
+              "DELETE FROM main.", Q(stage), " WHERE ",
+              dataset.partition ? MembershipConditionParams(dataset) : "1")));
       for (const std::string& partition : partitions) {
         RETURN_IF_ERROR(del.Reset());
-        RETURN_IF_ERROR(BindMembership(del, dataset.grain(), partition));
+        RETURN_IF_ERROR(BindMembership(del, dataset, partition));
         RETURN_IF_ERROR(Annotate(del.Run(), where));
       }
     }
@@ -1467,12 +1502,11 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
   if (!dataset.partition) {
     report.rows_by_partition[""] = report.rows;
   } else {
-    const std::string col = Q(dataset.partition->column);
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT ", sqlite::kPartitionFunction,
-                                      "('", GrainName(dataset.grain()), "', ",
-                                      col, ") AS p, COUNT(*) FROM main.", stage,
-                                      " WHERE p IS NOT NULL GROUP BY p")));
+    ASSIGN_OR_RETURN(Statement q,
+                     db->Prepare(absl::StrCat(
+                         "SELECT ", sqlite::PartitionExpression(dataset),
+                         " AS p, COUNT(*) FROM main.", stage,
+                         " WHERE p IS NOT NULL GROUP BY p")));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -1630,7 +1664,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
   RETURN_IF_ERROR(CheckFile());
   RETURN_IF_ERROR(CheckWritable(dataset));
   RETURN_IF_ERROR(Annotate(
-      ValidatePartition(dataset.grain(), partition),
+      ValidatePartition(dataset.layout(), partition),
       absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
   const DiffColumns columns = DiffColumnsOf(dataset);
   const std::string stage = StageTable(job_id, dataset.name);
@@ -1648,9 +1682,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
   // The partition's rows on each side, in TEMP tables typed like the
   // contract and indexed by the key.
   const std::string in_partition =
-      dataset.partition ? MembershipConditionParams(
-                              dataset.grain(), Q(dataset.partition->column))
-                        : std::string("1");
+      dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
   const std::string cols = ColumnList(dataset);
   const std::pair<const char*, std::string> sides[] = {
       {"_bf_diff_after", absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
@@ -1672,7 +1704,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
                      db->Prepare(absl::StrCat("INSERT INTO temp.", Q(name),
                                               " (", cols, ") ", select)));
     if (dataset.partition) {
-      RETURN_IF_ERROR(BindMembership(copy, dataset.grain(), partition));
+      RETURN_IF_ERROR(BindMembership(copy, dataset, partition));
     }
     RETURN_IF_ERROR(copy.Run());
   }
@@ -1907,12 +1939,12 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
       // to the partition, counted apart from those statements by reading
       // the candidates and mapping each value in C++. Any difference rolls
       // the whole transaction back.
-      const Grain grain = ds.grain();
-      const std::string in_partition = MembershipConditionParams(grain, col);
-      ASSIGN_OR_RETURN(Statement candidates,
-                       db->Prepare(absl::StrCat(
-                           "SELECT ", col, " FROM main.", table, " WHERE ",
-                           sqlite::CandidateConditionParams(grain, col))));
+      const std::string in_partition = MembershipConditionParams(ds);
+      ASSIGN_OR_RETURN(
+          Statement candidates,
+          db->Prepare(absl::StrCat("SELECT ", sqlite::PartitionColumns(ds),
+                                   " FROM main.", table, " WHERE ",
+                                   sqlite::CandidateConditionParams(ds))));
       ASSIGN_OR_RETURN(Statement keep,
                        db->Prepare(absl::StrCat("INSERT INTO main.", prev,
                                                 " SELECT * FROM main.", table,
@@ -1922,20 +1954,20 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
                                                 " WHERE ", in_partition)));
       for (const std::string& partition : item.partitions) {
         RETURN_IF_ERROR(candidates.Reset());
-        RETURN_IF_ERROR(BindMembership(candidates, grain, partition));
+        RETURN_IF_ERROR(BindMembership(candidates, ds, partition));
         int64_t members = 0;
         while (true) {
           ASSIGN_OR_RETURN(bool row, candidates.Step());
           if (!row) break;
-          std::optional<std::string> p = sqlite::PartitionOfSqlValue(
-              grain, candidates.GetColumnType(0), candidates.ColumnText(0));
+          std::optional<std::string> p =
+              sqlite::PartitionOfRow(ds, candidates, 0);
           if (p && *p == partition) ++members;
         }
         int64_t changed[2];
         Statement* steps[2] = {&keep, &del};
         for (int i = 0; i < 2; ++i) {
           RETURN_IF_ERROR(steps[i]->Reset());
-          RETURN_IF_ERROR(BindMembership(*steps[i], grain, partition));
+          RETURN_IF_ERROR(BindMembership(*steps[i], ds, partition));
           RETURN_IF_ERROR(Annotate(steps[i]->Run(), where));
           changed[i] = db->Changes();
         }
@@ -1954,15 +1986,14 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
       // Every staged row must belong to one of the job's partitions of the
       // dataset: the insert below then cannot reach outside them.
       const std::string col = Q(ds.partition->column);
-      ASSIGN_OR_RETURN(
-          Statement q,
-          db->Prepare(absl::StrCat(
-              "SELECT COUNT(*), MIN(quote(", col, ")) FROM main.", Q(stage),
-              " WHERE NOT EXISTS (SELECT 1 FROM main.", Q(parts),
-              " AS _bf_p WHERE ",
-              MembershipCondition(ds.grain(), col, "_bf_p.\"value\"",
-                                  "_bf_p.\"lo\"", "_bf_p.\"hi\""),
-              ")")));
+      ASSIGN_OR_RETURN(Statement q,
+                       db->Prepare(absl::StrCat(
+                           "SELECT COUNT(*), MIN(quote(", col, ")) FROM main.",
+                           Q(stage), " WHERE NOT EXISTS (SELECT 1 FROM main.",
+                           Q(parts), " AS _bf_p WHERE ",
+                           MembershipCondition(ds, "", "_bf_p.\"value\"",
+                                               "_bf_p.\"lo\"", "_bf_p.\"hi\""),
+                           ")")));
       RETURN_IF_ERROR(Annotate(q.Step().status(), where));
       if (const int64_t outside = q.ColumnInt(0); outside > 0) {
         return absl::InternalError(absl::StrCat(
@@ -2114,24 +2145,21 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
     // statements by reading the candidates and mapping each value in C++;
     // and every row of the copy must be restored into one of the
     // partitions. Any difference rolls the whole transaction back.
-    const Grain grain = ds.grain();
-    const std::string col =
-        ds.partition ? Q(ds.partition->column) : std::string();
     const std::string in_partition =
-        ds.partition ? MembershipConditionParams(grain, col) : "1";
+        ds.partition ? MembershipConditionParams(ds) : "1";
     ASSIGN_OR_RETURN(
         int64_t copy_rows,
         db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.", prev)));
     int64_t restored = 0;
     std::optional<Statement> published_candidates, copy_candidates;
     if (ds.partition) {
-      const std::string candidate =
-          sqlite::CandidateConditionParams(grain, col);
+      const std::string candidate = sqlite::CandidateConditionParams(ds);
+      const std::string cols = sqlite::PartitionColumns(ds);
       ASSIGN_OR_RETURN(Statement a,
-                       db->Prepare(absl::StrCat("SELECT ", col, " FROM main.",
+                       db->Prepare(absl::StrCat("SELECT ", cols, " FROM main.",
                                                 table, " WHERE ", candidate)));
       ASSIGN_OR_RETURN(Statement b,
-                       db->Prepare(absl::StrCat("SELECT ", col, " FROM main.",
+                       db->Prepare(absl::StrCat("SELECT ", cols, " FROM main.",
                                                 prev, " WHERE ", candidate)));
       published_candidates.emplace(std::move(a));
       copy_candidates.emplace(std::move(b));
@@ -2147,9 +2175,8 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
       int64_t members = 0, kept = 0;
       if (ds.partition) {
         ASSIGN_OR_RETURN(members,
-                         CountMembers(*published_candidates, grain, partition));
-        ASSIGN_OR_RETURN(kept,
-                         CountMembers(*copy_candidates, grain, partition));
+                         CountMembers(*published_candidates, ds, partition));
+        ASSIGN_OR_RETURN(kept, CountMembers(*copy_candidates, ds, partition));
       } else {
         ASSIGN_OR_RETURN(members, db->QueryInt(absl::StrCat(
                                       "SELECT COUNT(*) FROM main.", table)));
@@ -2160,7 +2187,7 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
       for (int i = 0; i < 2; ++i) {
         RETURN_IF_ERROR(steps[i]->Reset());
         if (ds.partition) {
-          RETURN_IF_ERROR(BindMembership(*steps[i], grain, partition));
+          RETURN_IF_ERROR(BindMembership(*steps[i], ds, partition));
         }
         RETURN_IF_ERROR(Annotate(steps[i]->Run(), where));
         changed[i] = db->Changes();
@@ -2267,9 +2294,7 @@ namespace {
 // The partition a row of `ds` belongs to, as an SQL expression over its
 // columns (prefix `alias.`): NULL for none; '' for an unpartitioned dataset.
 std::string PartitionExpr(const DatasetSpec& ds, std::string_view alias) {
-  if (!ds.partition) return "''";
-  return absl::StrCat(sqlite::kPartitionFunction, "('", GrainName(ds.grain()),
-                      "', ", Sv(alias), ".", Q(ds.partition->column), ")");
+  return sqlite::PartitionExpression(ds, absl::StrCat(Sv(alias), "."));
 }
 
 // "(a=quote(a), b=...)" as an SQL text expression over `alias`'s columns.
@@ -2530,16 +2555,14 @@ absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
     sql = absl::StrCat("SELECT '', ", absl::StrJoin(aggregates, ", "),
                        " FROM main.", table, " AS _bf_t");
   } else {
-    const std::string col =
-        absl::StrCat("_bf_t.", Q(dataset.partition->column));
-    sql = absl::StrCat(
-        "SELECT ", PartitionExpr(dataset, "_bf_t"), " AS _bf_p, ",
-        absl::StrJoin(aggregates, ", "), " FROM main.", table,
-        " AS _bf_t WHERE EXISTS (SELECT 1 FROM main.",
-        Q(PartsTable(job_id, dataset.name)), " AS _bf_q WHERE ",
-        MembershipCondition(dataset.grain(), col, "_bf_q.\"value\"",
-                            "_bf_q.\"lo\"", "_bf_q.\"hi\""),
-        ") GROUP BY _bf_p");
+    sql =
+        absl::StrCat("SELECT ", PartitionExpr(dataset, "_bf_t"), " AS _bf_p, ",
+                     absl::StrJoin(aggregates, ", "), " FROM main.", table,
+                     " AS _bf_t WHERE EXISTS (SELECT 1 FROM main.",
+                     Q(PartsTable(job_id, dataset.name)), " AS _bf_q WHERE ",
+                     MembershipCondition(dataset, "_bf_t.", "_bf_q.\"value\"",
+                                         "_bf_q.\"lo\"", "_bf_q.\"hi\""),
+                     ") GROUP BY _bf_p");
   }
   ASSIGN_OR_RETURN(Statement q, db->Prepare(sql));
   while (true) {
@@ -2591,10 +2614,8 @@ SqliteEngine::RunAssertion(const std::string& job_id,
         db->Prepare(absl::StrCat(
             "INSERT INTO ", shadow, " SELECT ", ColumnList(dataset),
             " FROM main.", Q(stage), " WHERE ",
-            dataset.partition
-                ? MembershipConditionParams(dataset.grain(),
-                                            Q(dataset.partition->column))
-                : std::string("1"))));
+            dataset.partition ? MembershipConditionParams(dataset)
+                              : std::string("1"))));
     absl::StatusOr<Statement> check = db->Prepare(sql);
     if (!check.ok()) {
       return absl::FailedPreconditionError(
@@ -2606,11 +2627,10 @@ SqliteEngine::RunAssertion(const std::string& job_id,
           "assertion on ", dataset.name, " is not a read-only SELECT"));
     }
     for (const std::string& partition : sorted) {
-      ASSIGN_OR_RETURN(PartitionBounds bounds,
-                       Bounds(dataset.grain(), partition));
+      ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
       RETURN_IF_ERROR(db->Exec(absl::StrCat("DELETE FROM ", shadow)));
       RETURN_IF_ERROR(fill.Reset());
-      RETURN_IF_ERROR(BindMembership(fill, dataset.grain(), partition));
+      RETURN_IF_ERROR(BindMembership(fill, dataset, partition));
       RETURN_IF_ERROR(fill.Run());
       RETURN_IF_ERROR(check->Reset());
       RETURN_IF_ERROR(BindPartition(*check, bounds, partition));

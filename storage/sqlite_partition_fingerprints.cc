@@ -139,12 +139,11 @@ absl::Status WriteMeta(Database* db, const std::string& dataset,
 // One partition's rows hashed as StagePartition hashes an input partition.
 absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
                                      const std::string& partition) {
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db->Prepare(absl::StrCat(
-          "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table), " WHERE ",
-          MembershipConditionParams(ds.grain(), Q(ds.partition->column)))));
-  RETURN_IF_ERROR(BindMembership(q, ds.grain(), partition));
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare(absl::StrCat(
+                       "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table),
+                       " WHERE ", MembershipConditionParams(ds))));
+  RETURN_IF_ERROR(BindMembership(q, ds, partition));
   ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
   return Cached{fp.ToString(), fp.rows()};
 }
@@ -153,10 +152,9 @@ absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
 absl::StatusOr<std::map<std::string, Cached>> HashEveryPartition(
     Database* db, const DatasetSpec& ds) {
   ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT ", ColumnList(ds), ", ", kPartitionFunction,
-                       "('", GrainName(ds.grain()), "', ",
-                       Q(ds.partition->column), ") FROM main.", Q(ds.table))));
+                   db->Prepare(absl::StrCat("SELECT ", ColumnList(ds), ", ",
+                                            PartitionExpression(ds),
+                                            " FROM main.", Q(ds.table))));
   const int n = q.ColumnCount() - 1;
   std::map<std::string, Fingerprint> sums;
   while (true) {
@@ -208,7 +206,7 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
           absl::StrCat("dataset ", ds.name, " is unpartitioned: partition '", p,
                        "' does not exist; ask for \"\" (the whole table)"));
     }
-    RETURN_IF_ERROR(ValidatePartition(ds.grain(), p));
+    RETURN_IF_ERROR(ValidatePartition(ds.layout(), p));
     wanted.insert(p);
   }
   const int64_t now_us = absl::ToUnixMicros(now);
@@ -270,19 +268,25 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
             if (signal.max_rowid > base->max_rowid) {
               // Appended since: hash again the partitions the new rows
               // fall in.
-              ASSIGN_OR_RETURN(
-                  Statement q,
-                  db->Prepare(absl::StrCat(
-                      "SELECT DISTINCT ", kPartitionFunction, "('",
-                      GrainName(ds.grain()), "', ", Q(ds.partition->column),
-                      ") FROM main.", Q(ds.table), " WHERE ", signal.rowid,
-                      " > ?1")));
+              ASSIGN_OR_RETURN(Statement q,
+                               db->Prepare(absl::StrCat(
+                                   "SELECT DISTINCT ", PartitionExpression(ds),
+                                   " FROM main.", Q(ds.table), " WHERE ",
+                                   signal.rowid, " > ?1")));
               RETURN_IF_ERROR(q.BindInt(1, base->max_rowid));
               std::set<std::string> touched;
               while (true) {
                 ASSIGN_OR_RETURN(bool row, q.Step());
                 if (!row) break;
-                if (!q.ColumnIsNull(0)) touched.insert(q.ColumnText(0));
+                if (q.ColumnIsNull(0)) continue;
+                std::string p = q.ColumnText(0);
+                // A time x key row of an undeclared key is in no
+                // partition a job can read.
+                if (ds.two_dimensional() &&
+                    !ValidatePartition(ds.layout(), p).ok()) {
+                  continue;
+                }
+                touched.insert(std::move(p));
               }
               for (const std::string& p : touched) {
                 ASSIGN_OR_RETURN(Cached c, HashPartition(db, ds, p));

@@ -93,7 +93,9 @@ absl::StatusOr<TableShape> ShapeOf(Database* db, const DatasetSpec& ds) {
       }
     }
   }
-  const std::string column = ds.partition ? ds.partition->column : "";
+  std::string column = ds.partition ? ds.partition->column : "";
+  if (ds.two_dimensional())
+    absl::StrAppend(&column, ",", ds.partition->key_column);
   shape.signature =
       absl::StrCat(type, "|", rootpage, "|", without_rowid ? 1 : 0, "|",
                    GrainName(ds.grain()), "|", column, "|", sql);
@@ -139,12 +141,11 @@ std::string GroupedCountSql(const DatasetSpec& ds, std::string_view where) {
                         where.empty() ? "" : " WHERE ",
                         absl::string_view(where.data(), where.size()));
   }
-  const std::string col = Q(ds.partition->column);
-  return absl::StrCat(
-      "SELECT ", kPartitionFunction, "('", GrainName(ds.grain()), "', ", col,
-      "), COUNT(*) FROM main.", table, where.empty() ? "" : " WHERE ",
-      absl::string_view(where.data(), where.size()), " GROUP BY ", col,
-      " COLLATE BINARY");
+  return absl::StrCat("SELECT ", PartitionExpression(ds),
+                      ", COUNT(*) FROM main.", table,
+                      where.empty() ? "" : " WHERE ",
+                      absl::string_view(where.data(), where.size()),
+                      " GROUP BY ", PartitionGroupBy(ds));
 }
 
 // Steps a GroupedCountSql statement: rows by partition (groups of no
@@ -353,8 +354,9 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
     // A time grain's values are checked by their shape here and by their
     // day (month) in CandidateRangeOf below: validating each of 100,000
     // hours in full would cost more than counting them.
-    RETURN_IF_ERROR(IsTimeGrain(grain) ? CheckTimeShape(grain, p)
-                                       : ValidatePartition(grain, p));
+    RETURN_IF_ERROR(ds.two_dimensional() ? ValidatePartition(ds.layout(), p)
+                    : IsTimeGrain(grain) ? CheckTimeShape(grain, p)
+                                         : ValidatePartition(grain, p));
     out.emplace_hint(out.end(), p, 0);
   }
   if (out.empty()) return out;
@@ -386,13 +388,15 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
     std::vector<std::pair<std::string, std::string>> runs;
     std::string last_prefix;
     // A partition's candidate range is [prefix, prefix + "~") with its day
-    // (month) as the prefix (CandidateRangeOf): hours of one day share it.
+    // (month) as the prefix (CandidateRangeOf): hours of one day share it,
+    // and so do the keys of a time x key partition ("2025-03-01|eu").
     const size_t prefix_size = grain == Grain::kMonth ? 7 : 10;
+    const PartitionLayout layout = ds.layout();
     for (const auto& [p, n] : out) {
       if (!runs.empty() && p.compare(0, prefix_size, last_prefix) == 0) {
         continue;
       }
-      ASSIGN_OR_RETURN(CandidateRange range, CandidateRangeOf(grain, p));
+      ASSIGN_OR_RETURN(CandidateRange range, CandidateRangeOf(layout, p));
       if (!runs.empty() && range.lo == NextPrefix(last_prefix)) {
         runs.back().second = range.hi;
       } else {

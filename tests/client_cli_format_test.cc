@@ -595,6 +595,33 @@ TEST(FormatDatasetsTest, ShowsLookbackCounts) {
   EXPECT_THAT(out, HasSubstr("daily_revenue(rollup)"));
 }
 
+TEST(FormatDatasetsTest, ShowsATimeByKeyGrainAligned) {
+  v1::ListDatasetsResponse response;
+  v1::Dataset* d = response.add_datasets();
+  d->set_name("revenue_by_region");
+  d->set_kind("derived");
+  d->set_grain("day");
+  d->set_partition_column("ds");
+  d->set_partition_key_column("region");
+  d->add_partition_keys("eu");
+  v1::Dataset* t = response.add_datasets();
+  t->set_name("daily_total");
+  t->set_kind("derived");
+  t->set_grain("day");
+  t->set_partition_column("ds");
+  const std::string out = FormatDatasets(response);
+  const std::string first = LineStartingWith(out, "revenue_by_region");
+  const std::string second = LineStartingWith(out, "daily_total");
+  EXPECT_THAT(first, HasSubstr(" day:ds x key:region "));
+  EXPECT_THAT(second, HasSubstr(" day:ds "));
+  EXPECT_THAT(second, Not(HasSubstr("key:")));
+  // The TABLE column starts at the same offset on every line.
+  const std::string header = LineStartingWith(out, "NAME");
+  EXPECT_EQ(header.find("TABLE"), first.find("-", first.find("key:region")));
+  EXPECT_EQ(first.find("-", first.find("key:region")),
+            second.find("-", second.find("day:ds")));
+}
+
 TEST(FormatPlanTest, ListsConflicts) {
   v1::PlanBackfillResponse plan = TwoDatasetPlan();
   v1::Conflict* first = plan.add_conflicts();

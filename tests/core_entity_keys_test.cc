@@ -84,6 +84,17 @@ TEST(EntityKeySpecTest, RefusesWithFileAndLine) {
   EXPECT_EQ(partition.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(partition.status().message(), HasSubstr("keys.yaml:13"));
   EXPECT_THAT(partition.status().message(), HasSubstr("the partition column"));
+  // The key column of a time x key partition.
+  text.replace(text.find("partition: {column: ds, grain: day}"),
+               std::string("partition: {column: ds, grain: day}").size(),
+               "partition: {column: ds, grain: day, key_column: customer_id, "
+               "keys: [c1, c2]}");
+  auto key_column = with("entity_key: customer_id", "entity_key: customer_id");
+  EXPECT_EQ(key_column.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(key_column.status().message(), HasSubstr("keys.yaml:13"));
+  EXPECT_THAT(key_column.status().message(),
+              HasSubstr("the partition's key column"));
+  text = kPipeline;
   // A list.
   auto list = with("entity_key: customer_id", "entity_key: [customer_id]");
   EXPECT_EQ(list.status().code(), absl::StatusCode::kInvalidArgument);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/backfill_manager.h"
 #include "core/clock.h"
@@ -370,6 +371,82 @@ TEST(InputChangedReasonTest, NamesTheFirstAndCountsTheRest) {
             "input customers changed");
   EXPECT_EQ(InputChangedReason({"orders", "2025-03-01", "f", 1}, 2),
             "input orders/2025-03-01 changed (+2 more)");
+}
+
+}  // namespace
+}  // namespace backfill
+
+namespace backfill {
+namespace {
+
+// --auto over a time x key dataset: orders (day) -> by_region (day x
+// region) -> total (day). Each partition's recorded inputs are per
+// partition value, so late rows of one day make exactly that day's keys
+// stale, and an edited (day, region) makes exactly its day's total stale.
+constexpr char kTimeKeyPipeline[] = R"yaml(
+datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: order_date, grain: day}
+  - name: by_region
+    kind: derived
+    table: by_region
+    partition: {column: ds, grain: day, key_column: region, keys: [eu, us]}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "SELECT :partition_start AS ds, :partition_key AS region"
+    contract: {columns: {ds: TEXT, region: TEXT}}
+  - name: total
+    kind: derived
+    table: total
+    partition: {column: ds, grain: day}
+    upstream: [{dataset: by_region, mapping: identity}]
+    transform: "SELECT :partition AS ds"
+    contract: {columns: {ds: TEXT}}
+)yaml";
+
+class TimeKeyStaleLineageTest : public StaleLineageTest {
+ protected:
+  void SetUp() override {
+    StaleLineageTest::SetUp();
+    auto catalog = LoadPipelineTexts({{"p.yaml", kTimeKeyPipeline}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+  }
+};
+
+TEST_F(TimeKeyStaleLineageTest, LateRowsOfADayPickItsKeysAndEditsTheirTotal) {
+  std::vector<std::string> cells, days;
+  for (int d = 1; d <= 3; ++d) {
+    days.push_back(Day(d));
+    for (const char* k : {"eu", "us"}) {
+      cells.push_back(absl::StrCat(Day(d), "|", k));
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(RunJob("by_region", cells));
+  ASSERT_NO_FATAL_FAILURE(RunJob("total", days));
+  EXPECT_EQ(PlanAuto("by_region").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  engine_.SetPublishedRows("orders", Day(2), 2 + 5);  // late rows of day 2
+  auto plan = PlanAuto("by_region");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto scope = Scope(*plan);
+  EXPECT_THAT(scope["by_region"],
+              ElementsAre(std::make_pair(std::string("2025-01-02|eu"),
+                                         "input orders/2025-01-02 changed"),
+                          std::make_pair(std::string("2025-01-02|us"),
+                                         "input orders/2025-01-02 changed")));
+  EXPECT_THAT(scope["total"],
+              ElementsAre(std::make_pair(Day(2), "downstream of by_region")));
+
+  // total reads each (day, region): one edited cell makes its day stale.
+  engine_.EditPublishedRows("by_region", "2025-01-03|us");
+  auto totals = PlanAuto("total");
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_THAT(Scope(*totals)["total"],
+              ElementsAre(std::make_pair(
+                  Day(3), "input by_region/2025-01-03|us changed")));
 }
 
 }  // namespace

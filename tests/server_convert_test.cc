@@ -145,6 +145,34 @@ datasets:
   EXPECT_EQ(monthly.upstream(0).lookback(), 0);
 }
 
+TEST(ProtoConvertTest, TimeByKeyDatasetsCarryTheirKeyDimension) {
+  absl::StatusOr<Catalog> catalog = LoadPipelineTexts({{"p.yaml", R"(
+datasets:
+  - {name: days, kind: source, partition: {column: ds, grain: day}}
+  - name: by_region
+    kind: derived
+    partition: {column: ds, grain: day, key_column: region, keys: [eu, us]}
+    upstream: [{dataset: days, mapping: identity}]
+    transform: SELECT 1 AS ds, 2 AS region
+    contract: {columns: {ds: TEXT, region: TEXT}}
+)"}});
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  v1::Dataset by_region = DatasetToProto(*catalog->Find("by_region"), *catalog);
+  EXPECT_EQ(by_region.grain(), "day");
+  EXPECT_EQ(by_region.partition_column(), "ds");
+  EXPECT_EQ(by_region.partition_key_column(), "region");
+  ASSERT_EQ(by_region.partition_keys_size(), 2);
+  EXPECT_EQ(by_region.partition_keys(0), "eu");
+  EXPECT_EQ(by_region.partition_keys(1), "us");
+  v1::Dataset days = DatasetToProto(*catalog->Find("days"), *catalog);
+  EXPECT_EQ(days.partition_key_column(), "");
+  EXPECT_EQ(days.partition_keys_size(), 0);
+  DatasetPlan dp;
+  dp.dataset = "by_region";
+  dp.partitions = {"2025-03-01|eu"};
+  EXPECT_EQ(DatasetPlanToProto(dp, *catalog).grain(), "day x key");
+}
+
 TEST(ProtoConvertTest, StatusKeepsCodeAndMessage) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
   const grpc::Status s = ToGrpcStatus(absl::NotFoundError("no job bf-9"));

@@ -299,7 +299,7 @@ FakeEngine::CountRowsInPartitions(const DatasetSpec& dataset,
     return s;
   }
   for (const std::string& p : partitions) {
-    if (absl::Status s = ValidatePartition(dataset.grain(), p); !s.ok()) {
+    if (absl::Status s = ValidatePartition(dataset.layout(), p); !s.ok()) {
       return s;
     }
   }
@@ -328,7 +328,7 @@ FakeEngine::CurrentFingerprints(const DatasetSpec& dataset,
   }
   for (const std::string& p : partitions) {
     if (p.empty()) continue;
-    if (absl::Status s = ValidatePartition(dataset.grain(), p); !s.ok()) {
+    if (absl::Status s = ValidatePartition(dataset.layout(), p); !s.ok()) {
       return s;
     }
   }
@@ -408,7 +408,7 @@ absl::Status FakeEngine::PrepareJob(const JobLayout& layout) {
     }
     const DatasetSpec& ds = *item.dataset;
     for (const std::string& partition : item.partitions) {
-      if (absl::Status s = ValidatePartition(ds.grain(), partition); !s.ok()) {
+      if (absl::Status s = ValidatePartition(ds.layout(), partition); !s.ok()) {
         return absl::Status(s.code(),
                             absl::StrCat("dataset ", ds.name, " partition '",
                                          partition, "': ", s.message()));
@@ -578,7 +578,7 @@ absl::Status FakeEngine::ReleasePartitions(
     return s;
   }
   for (const std::string& partition : partitions) {
-    if (absl::Status s = ValidatePartition(dataset.grain(), partition);
+    if (absl::Status s = ValidatePartition(dataset.layout(), partition);
         !s.ok()) {
       return absl::Status(s.code(),
                           absl::StrCat("dataset ", dataset.name, " partition '",
