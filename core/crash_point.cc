@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -19,11 +20,22 @@ std::atomic<bool> armed{false};
 absl::Mutex mu;
 std::string armed_name ABSL_GUARDED_BY(mu);
 int remaining ABSL_GUARDED_BY(mu) = 0;
+std::function<void(std::string_view)> test_hook ABSL_GUARDED_BY(mu);
+
+void RearmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  armed.store(remaining > 0 || test_hook != nullptr);
+}
 
 }  // namespace
 
 void CrashPoint(std::string_view name) {
   if (!armed.load(std::memory_order_relaxed)) return;
+  std::function<void(std::string_view)> hook;
+  {
+    absl::MutexLock lock(&mu);
+    hook = test_hook;
+  }
+  if (hook) hook(name);
   absl::MutexLock lock(&mu);
   if (name != armed_name || remaining <= 0) return;
   if (--remaining == 0) raise(SIGKILL);
@@ -33,7 +45,13 @@ void ArmCrashPoint(std::string_view name, int nth) {
   absl::MutexLock lock(&mu);
   armed_name = std::string(name);
   remaining = nth;
-  armed.store(nth > 0);
+  RearmLocked();
+}
+
+void SetCrashPointHookForTest(std::function<void(std::string_view)> hook) {
+  absl::MutexLock lock(&mu);
+  test_hook = std::move(hook);
+  RearmLocked();
 }
 
 absl::Status ArmCrashPointsFromEnvironment() {
@@ -57,6 +75,8 @@ absl::Status ArmCrashPointsFromEnvironment() {
              std::end(kCutoffCrashPoints));
   all.insert(all.end(), std::begin(kRollbackCrashPoints),
              std::end(kRollbackCrashPoints));
+  all.insert(all.end(), std::begin(kHoldCrashPoints),
+             std::end(kHoldCrashPoints));
   for (const char* point : all) {
     if (spec == point) {
       ArmCrashPoint(spec, nth);

@@ -10,11 +10,13 @@
 //
 // Dying is raise(SIGKILL): no destructor, flush or atexit handler runs.
 // The points of the daemon are listed in kCrashPoints,
-// kCutoffCrashPoints and kRollbackCrashPoints. Thread-safe.
+// kCutoffCrashPoints, kRollbackCrashPoints and kHoldCrashPoints.
+// Thread-safe.
 
 #ifndef BACKFILL_CORE_CRASH_POINT_H_
 #define BACKFILL_CORE_CRASH_POINT_H_
 
+#include <functional>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -47,7 +49,15 @@ inline constexpr const char* kRollbackCrashPoints[] = {
     "rollback.before_record",  // restored in the warehouse, not yet recorded
 };
 
-// Dies here if this point is armed and reached for the armed time.
+// Crash points of a job held for a decision (AWAITING_APPROVAL or
+// VALIDATION_FAILED), which the crash harness's backfills never are.
+inline constexpr const char* kHoldCrashPoints[] = {
+    // held and recorded; the worker that held it has not let go of it yet
+    "hold.before_release",
+};
+
+// Dies here if this point is armed and reached for the armed time; calls
+// the hook of SetCrashPointHookForTest, if any, first.
 void CrashPoint(std::string_view name);
 
 // Arms the point named by BACKFILL_TEST_CRASH_AT, if set. INVALID_ARGUMENT
@@ -57,6 +67,11 @@ absl::Status ArmCrashPointsFromEnvironment();
 // Arms `name` to die on its `nth` visit (tests of the hook itself);
 // `nth` 0 disarms.
 void ArmCrashPoint(std::string_view name, int nth);
+
+// In-process tests: `hook` runs on the thread that reaches any crash point,
+// with its name, so that a test can act at an exact moment of a job's life
+// (an empty function removes it). The hook must not reach a crash point.
+void SetCrashPointHookForTest(std::function<void(std::string_view)> hook);
 
 }  // namespace backfill
 

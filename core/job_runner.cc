@@ -1495,9 +1495,17 @@ void JobRunner::Finish(const std::string& id) {
     bool done = false;
     s = ValidateJob(job, &done);
     if (s.ok() && done) {
-      absl::MutexLock lock(&mu_);
-      ReleaseLocked(job);
-      PumpLocked();
+      // Held (or VALIDATION_FAILED): an operator may have cancelled it
+      // between the move and here, while this worker still pinned it; then
+      // the cancel left the settling to whoever unpins it last.
+      CrashPoint("hold.before_release");
+      bool settle;
+      {
+        absl::MutexLock lock(&mu_);
+        settle = ReleaseAndTakeSettleLocked(job);
+        PumpLocked();
+      }
+      if (settle) Settle(job);
       return;
     }
   }
@@ -1616,8 +1624,26 @@ void JobRunner::StartFinishingIfDoneLocked(Active* job) {
   SubmitLocked([this, id] { Finish(id); });
 }
 
+void JobRunner::AwaitMoveInFlight(const std::string& id) {
+  Active* job;
+  {
+    absl::MutexLock lock(&mu_);
+    job = FindLocked(id);
+    if (job == nullptr || job->phase != Phase::kFinishing) return;
+    ++job->busy;  // pinned while waiting
+  }
+  { absl::MutexLock transition(&job->transition_mu); }
+  bool settle;
+  {
+    absl::MutexLock lock(&mu_);
+    settle = ReleaseAndTakeSettleLocked(job);
+  }
+  if (settle) Settle(job);
+}
+
 absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,
                                       const std::string& reason) {
+  AwaitMoveInFlight(id);
   Active* job = nullptr;
   Phase before = Phase::kWaiting;
   {
@@ -2153,6 +2179,7 @@ std::vector<Admission::Overlap> JobRunner::StartedOverlapsLocked(
 absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
                                        const Approval& request) {
   RETURN_IF_ERROR(CheckApprovalRequest(request));
+  AwaitMoveInFlight(id);
   Active* job = nullptr;
   JobState from = JobState::kAwaitingApproval;
   bool held = false;

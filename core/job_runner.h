@@ -211,6 +211,11 @@ class JobRunner {
   // Computes the diff of the job's staging and stores it with the job.
   absl::Status RecordDiff(Active* job, const JobLayout& layout);
   void Settle(Active* job);
+  // A move records the new state in the store before the job here follows
+  // it: an operator who read AWAITING_APPROVAL may ask before the job is
+  // held. Waits for a move in flight on a finishing job `id`, so that
+  // Cancel and Approve decide on the state the operator saw.
+  void AwaitMoveInFlight(const std::string& id);
   // Ends a job held for a decision CANCELLED, "superseded by `by`" (a
   // newer job or a rollback over some of its partitions); `held` was
   // reserved by ReserveHeldOverlapsLocked. Not recorded: it stays held.

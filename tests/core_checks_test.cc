@@ -14,11 +14,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "core/backfill_manager.h"
 #include "core/check_result.h"
 #include "core/clock.h"
+#include "core/crash_point.h"
 #include "core/pipeline_loader.h"
 #include "core/static_check.h"
 #include "core/validate_step.h"
@@ -501,6 +503,50 @@ TEST_F(SeverityTest, HoldWaitsForApprovalWithItsResultsStored) {
     absl::SleepFor(absl::Milliseconds(2));
   }
   EXPECT_FALSE(engine_.StagedRows(job.id, "daily", "2025-01-01").has_value());
+}
+
+TEST_F(SeverityTest, ACancelWhileTheHoldingWorkerStillPinsTheJobEndsIt) {
+  // The operator cancels the moment the job is held, before the worker that
+  // held it has let go: whichever of them is last must drop the staging and
+  // forget the job.
+  ASSERT_NO_FATAL_FAILURE(
+      Start("      - {kind: min_rows, min: 2, severity: hold}\n"));
+  absl::Notification submitted;
+  absl::Notification cancel_answered;
+  std::string id;
+  absl::StatusOr<Job> cancelled = absl::UnknownError("never cancelled");
+  SetCrashPointHookForTest([&](std::string_view point) {
+    if (point != "hold.before_release") return;
+    ASSERT_TRUE(submitted.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    cancelled = manager_->Cancel(id, "at once");
+    cancel_answered.Notify();
+  });
+  struct Unhook {
+    ~Unhook() { SetCrashPointHookForTest(nullptr); }
+  } unhook;
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.from = "2025-01-01";
+  r.to = "2025-01-02";
+  r.reason = "race";
+  absl::StatusOr<SubmitResult> result = manager_->Submit(r, SubmitOptions{});
+  ASSERT_TRUE(result.ok()) << result.status();
+  id = result->job.id;
+  submitted.Notify();
+  ASSERT_TRUE(
+      cancel_answered.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (engine_.StagedRows(id, "daily", "2025-01-01").has_value()) {
+    ASSERT_LT(absl::Now(), deadline)
+        << "the staging of cancelled job " << id << " was never dropped";
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  absl::StatusOr<Job> stored = manager_->GetJob(id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->state, JobState::kCancelled);
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 0);
 }
 
 TEST_F(SeverityTest, WarnPublishesAndRecordsTheWarning) {
