@@ -441,13 +441,8 @@ absl::Status ValidateOne(DatasetSpec& d) {
     if (d.transform.empty()) {
       return DatasetError(d, "a derived dataset needs a `transform:`");
     }
-    const bool lookback = std::any_of(
-        d.upstream.begin(), d.upstream.end(),
-        [](const UpstreamEdge& e) { return e.mapping == Mapping::kLookback; });
     absl::StatusOr<std::string> sql =
-        CanonicalTransform(d.transform, {.window_start = lookback,
-                                         .keys = !d.entity_key.empty(),
-                                         .partition_key = d.two_dimensional()});
+        CanonicalTransform(d.transform, ExtraParametersOf(d));
     if (!sql.ok()) return DatasetError(d, sql.status().message());
     d.transform = *std::move(sql);
     if (d.transform_version.empty()) {

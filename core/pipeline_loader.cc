@@ -412,18 +412,10 @@ class FileParser {
         Scalar(d, "transform", where, false);
     if (!transform.ok()) return transform.status();
     if (*transform) {
-      const bool lookback =
-          std::any_of(spec.upstream.begin(), spec.upstream.end(),
-                      [](const UpstreamEdge& e) {
-                        return e.mapping == Mapping::kLookback;
-                      });
-      // :keys is bound for a dataset with an entity key.
-      const bool keyed = d["entity_key"].IsDefined();
-      absl::StatusOr<std::string> sql = CanonicalTransform(
-          **transform, {.window_start = lookback,
-                        .keys = keyed,
-                        .partition_key = spec.partition &&
-                                         spec.partition->two_dimensional()});
+      // The upstream and the partition are parsed; entity_key further down.
+      ExtraParameters extra = ExtraParametersOf(spec);
+      extra.keys = d["entity_key"].IsDefined();
+      absl::StatusOr<std::string> sql = CanonicalTransform(**transform, extra);
       if (!sql.ok()) {
         return Error(
             d["transform"], spec.line,
@@ -1088,33 +1080,9 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
       while (j < sk.size() && IsIdentChar(sk[j])) ++j;
       if (j == i + 1) continue;
       const std::string param = sk.substr(i + 1, j - i - 1);
-      if (param == "window_start" && !extra.window_start) {
-        return absl::InvalidArgumentError(
-            "the transform uses the parameter :window_start, which is bound "
-            "only for a dataset with a `lookback` upstream; only "
-            ":partition_start, :partition_end and :partition are bound here");
-      }
-      if (param == "keys" && !extra.keys) {
-        return absl::InvalidArgumentError(
-            "the transform uses the parameter :keys, which is bound only for "
-            "a dataset with an `entity_key`; only :partition_start, "
-            ":partition_end and :partition are bound here");
-      }
-      if (param == "partition_key" && !extra.partition_key) {
-        return absl::InvalidArgumentError(
-            "the transform uses the parameter :partition_key, which is bound "
-            "only for a dataset partitioned by time x key (`key_column:`); "
-            "only :partition_start, :partition_end and :partition are bound "
-            "here");
-      }
-      if (param != "partition_start" && param != "partition_end" &&
-          param != "partition" && param != "window_start" && param != "keys" &&
-          param != "partition_key") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the transform uses the parameter :", param, kOnlyBound,
-            extra.window_start ? "; :window_start is bound too" : "",
-            extra.keys ? "; :keys is bound too" : "",
-            extra.partition_key ? "; :partition_key is bound too" : ""));
+      if (std::string problem = ParameterProblem(":" + param, extra);
+          !problem.empty()) {
+        return absl::InvalidArgumentError(problem);
       }
       i = j - 1;
       continue;

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/catalog.h"
+#include "core/transform_parameters.h"
 
 namespace backfill {
 
@@ -38,15 +39,8 @@ std::string TransformVersion(std::string_view sql);
 // trimmed and without a trailing ';'. Comments, string literals and quoted
 // identifiers ("...", `...`, [...]) are understood. Errors are
 // INVALID_ARGUMENT with the reason. The parameters `extra` allows are
-// accepted too.
-//
-// The parameters a transform may use besides :partition_start,
-// :partition_end and :partition, by what the dataset declares.
-struct ExtraParameters {
-  bool window_start = false;   // a `lookback` upstream
-  bool keys = false;           // an `entity_key`
-  bool partition_key = false;  // partitioned by time x key
-};
+// accepted too (see transform_parameters.h).
+
 absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
                                                ExtraParameters extra = {});
 

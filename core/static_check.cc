@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 
 namespace backfill {
@@ -16,25 +17,6 @@ std::string At(const DatasetSpec& d, int line) {
   if (line <= 0) line = d.line;
   return absl::StrCat(line > 0 ? absl::StrCat(file, ":", line) : file,
                       ": dataset \"", d.name, "\": ");
-}
-
-// `window_start`: whether :window_start is bound too (a transform of a
-// dataset with a lookback upstream); `keys`: whether :keys is (a dataset
-// with an entity key); `partition_key`: whether :partition_key is (a
-// transform of a time x key dataset).
-bool OnlyBoundParameters(const QueryShape& shape, std::string* bad,
-                         bool window_start = false, bool keys = false,
-                         bool partition_key = false) {
-  for (const std::string& p : shape.parameters) {
-    if (window_start && p == ":window_start") continue;
-    if (keys && p == ":keys") continue;
-    if (partition_key && p == ":partition_key") continue;
-    if (p != ":partition_start" && p != ":partition_end" && p != ":partition") {
-      *bad = p;
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -66,21 +48,16 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
         problems.push_back(absl::StrCat(
             at, "the transform does not compile: ", shape.status().message()));
       } else {
-        std::string bad;
         if (!shape->read_only) {
           problems.push_back(
               absl::StrCat(at, "the transform is not a read-only SELECT"));
         }
-        const bool window = MaxLookback(d) > 0;
-        const bool keys = !d.entity_key.empty();
-        if (!OnlyBoundParameters(*shape, &bad, window, keys,
-                                 d.two_dimensional())) {
-          problems.push_back(absl::StrCat(
-              at, "the transform uses the parameter ", bad,
-              "; only :partition_start, :partition_end and :partition are "
-              "bound",
-              window ? " (and :window_start)" : "", keys ? " (and :keys)" : "",
-              d.two_dimensional() ? " (and :partition_key)" : ""));
+        for (const std::string& p : shape->parameters) {
+          if (std::string problem = ParameterProblem(p, ExtraParametersOf(d));
+              !problem.empty()) {
+            problems.push_back(absl::StrCat(at, problem));
+            break;
+          }
         }
         std::set<std::string> outputs;
         std::vector<std::string> extra;
@@ -129,16 +106,16 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
               "the assertion does not compile: ", shape.status().message()));
           continue;
         }
-        std::string bad;
         if (!shape->read_only) {
           problems.push_back(
               absl::StrCat(at, "the assertion is not a read-only SELECT"));
         }
-        if (!OnlyBoundParameters(*shape, &bad)) {
-          problems.push_back(absl::StrCat(
-              at, "the assertion uses the parameter ", bad,
-              "; only :partition_start, :partition_end and :partition are "
-              "bound"));
+        for (const std::string& p : shape->parameters) {
+          if (std::string problem = ParameterProblem(p, {}, "assertion");
+              !problem.empty()) {
+            problems.push_back(absl::StrCat(at, problem));
+            break;
+          }
         }
       } else if (c.kind == CheckKind::kReferences) {
         const DatasetSpec* ref = catalog.Find(c.dataset);

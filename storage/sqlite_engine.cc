@@ -27,6 +27,7 @@
 #include "core/fingerprint.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
+#include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
@@ -290,32 +291,13 @@ absl::Status CheckTransform(const DatasetSpec& dataset,
     return absl::FailedPreconditionError(absl::StrCat(
         "transform of ", dataset.name, " is not a read-only SELECT"));
   }
+  const ExtraParameters extra = ExtraParametersOf(dataset);
   for (int i = 1; i <= transform.ParameterCount(); ++i) {
-    std::string name = transform.ParameterName(i);
-    if (name == kWindowStartParam && MaxLookback(dataset) > 0) continue;
-    if (name == kKeysParam && !dataset.entity_key.empty()) continue;
-    if (name == kKeyParam && dataset.two_dimensional()) continue;
-    if (name != kStartParam && name != kEndParam && name != kValueParam) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transform of ", dataset.name, " uses parameter '", name,
-          "'; only :partition_start, :partition_end and :partition are "
-          "bound",
-          MaxLookback(dataset) > 0
-              ? " (and :window_start)"
-              : (name == kWindowStartParam
-                     ? " (:window_start only for a dataset with a lookback "
-                       "upstream)"
-                     : ""),
-          !dataset.entity_key.empty()
-              ? " (and :keys)"
-              : (name == kKeysParam
-                     ? " (:keys only for a dataset with an entity_key)"
-                     : ""),
-          dataset.two_dimensional()
-              ? " (and :partition_key)"
-              : (name == kKeyParam ? " (:partition_key only for a dataset "
-                                     "partitioned by time x key)"
-                                   : "")));
+    if (std::string problem =
+            ParameterProblem(transform.ParameterName(i), extra);
+        !problem.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("transform of ", dataset.name, ": ", problem));
     }
   }
   std::vector<std::string> outputs;

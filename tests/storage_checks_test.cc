@@ -21,6 +21,7 @@
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
+#include "tests/testing/warehouse_test.h"
 
 namespace backfill {
 namespace {
@@ -30,16 +31,10 @@ using ::testing::HasSubstr;
 const std::vector<std::string> kDays = {"2025-01-01", "2025-01-02",
                                         "2025-01-03"};
 
-class EngineChecksTest : public ::testing::Test {
+class EngineChecksTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/checks_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/warehouse.db";
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     Exec(R"sql(
       CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date TEXT,
                                customer_id INTEGER, amount REAL);
@@ -89,13 +84,7 @@ class EngineChecksTest : public ::testing::Test {
 
   void TearDown() override {
     engine_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void Exec(const std::string& sql) {
-    absl::Status s = db_->Exec(sql);
-    ASSERT_TRUE(s.ok()) << s;
+    testing::WarehouseTest::TearDown();
   }
 
   // "key -> value" of a two-column query.
@@ -128,9 +117,6 @@ class EngineChecksTest : public ::testing::Test {
     return layout;
   }
 
-  std::string dir_;
-  std::string path_;
-  std::unique_ptr<sqlite::Database> db_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec orders_, customers_, cust_;
 };

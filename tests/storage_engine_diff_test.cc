@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_engine.h"
+#include "tests/testing/warehouse_test.h"
 
 namespace backfill {
 namespace {
@@ -30,16 +31,10 @@ using ::testing::IsEmpty;
 
 constexpr char kJob[] = "bf-7";
 
-class EngineDiffTest : public ::testing::Test {
+class EngineDiffTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/engine_diff_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/warehouse.db";
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     auto engine = SqliteEngine::Open(path_, 2);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
@@ -59,19 +54,9 @@ class EngineDiffTest : public ::testing::Test {
   }
   void TearDown() override {
     engine_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
+    testing::WarehouseTest::TearDown();
   }
 
-  void Exec(const std::string& sql) {
-    absl::Status s = db_->Exec(sql);
-    ASSERT_TRUE(s.ok()) << s << "\n" << sql;
-  }
-  int64_t Int(const std::string& sql) {
-    auto v = db_->QueryInt(sql);
-    EXPECT_TRUE(v.ok()) << v.status() << "\n" << sql;
-    return v.ok() ? *v : -1;
-  }
   double Real(const std::string& sql) {
     auto q = db_->Prepare(sql);
     EXPECT_TRUE(q.ok()) << q.status();
@@ -163,8 +148,7 @@ class EngineDiffTest : public ::testing::Test {
     }
   }
 
-  std::string dir_, path_, stage_;
-  std::unique_ptr<sqlite::Database> db_;
+  std::string stage_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec facts_;
 };

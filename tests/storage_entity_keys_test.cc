@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_engine.h"
+#include "tests/testing/warehouse_test.h"
 
 namespace backfill {
 namespace {
@@ -38,16 +39,10 @@ constexpr char kCustomerRevenueSql[] = R"sql(
   GROUP BY 1, 2
 )sql";
 
-class EntityKeysEngineTest : public ::testing::Test {
+class EntityKeysEngineTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/keys_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/warehouse.db";
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     // Customers 1, 2, 3 and 42 (INTEGER keys) over three days.
     Exec(R"sql(
       CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date TEXT,
@@ -105,31 +100,7 @@ class EntityKeysEngineTest : public ::testing::Test {
 
   void TearDown() override {
     engine_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void Exec(const std::string& sql) {
-    absl::Status s = db_->Exec(sql);
-    ASSERT_TRUE(s.ok()) << s;
-  }
-
-  std::vector<std::string> Rows(const std::string& sql) {
-    std::vector<std::string> out;
-    auto q = db_->Prepare(sql);
-    EXPECT_TRUE(q.ok()) << q.status();
-    if (!q.ok()) return out;
-    while (true) {
-      auto row = q->Step();
-      EXPECT_TRUE(row.ok()) << row.status();
-      if (!row.ok() || !*row) break;
-      std::vector<std::string> cols;
-      for (int i = 0; i < q->ColumnCount(); ++i) {
-        cols.push_back(q->ColumnIsNull(i) ? "NULL" : q->ColumnText(i));
-      }
-      out.push_back(absl::StrJoin(cols, "|"));
-    }
-    return out;
+    testing::WarehouseTest::TearDown();
   }
 
   // Every row of customer_revenue with each value's storage type, in one
@@ -173,8 +144,6 @@ class EntityKeysEngineTest : public ::testing::Test {
     ASSERT_TRUE(published.ok()) << published;
   }
 
-  std::string dir_, path_;
-  std::unique_ptr<sqlite::Database> db_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec orders_, revenue_, total_;
 };
@@ -373,8 +342,10 @@ TEST_F(EntityKeysEngineTest, KeysNeedAnEntityKeyAndValidKeys) {
   ASSERT_TRUE(engine_->PrepareJob(Layout("bf-2", {"2025-01-01"}, {})).ok());
   auto staged = Stage("bf-2", "2025-01-01");
   EXPECT_EQ(staged.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(staged.status().message(),
-              HasSubstr(":keys only for a dataset with an entity_key"));
+  EXPECT_THAT(
+      staged.status().message(),
+      HasSubstr(
+          ":keys, which is bound only for a dataset with an `entity_key`"));
 }
 
 TEST_F(EntityKeysEngineTest, ARestartedJobKeepsItsKeys) {

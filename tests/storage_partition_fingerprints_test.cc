@@ -24,6 +24,7 @@
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_membership.h"
 #include "storage/sqlite_partition_fingerprints.h"
+#include "tests/testing/warehouse_test.h"
 
 namespace backfill {
 namespace {
@@ -32,16 +33,10 @@ using ::testing::IsEmpty;
 
 std::string Day(int d) { return absl::StrFormat("2025-01-%02d", d); }
 
-class PartitionFingerprintsTest : public ::testing::Test {
+class PartitionFingerprintsTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/fingerprints_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/warehouse.db";
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     ASSERT_TRUE(sqlite::RegisterPartitionFunction(db_.get()).ok());
     Exec(R"sql(
       CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date TEXT,
@@ -81,13 +76,7 @@ class PartitionFingerprintsTest : public ::testing::Test {
 
   void TearDown() override {
     engine_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void Exec(const std::string& sql) {
-    absl::Status s = db_->Exec(sql);
-    ASSERT_TRUE(s.ok()) << s;
+    testing::WarehouseTest::TearDown();
   }
 
   // The definition, computed by the test: every row plain SQL selects,
@@ -154,10 +143,7 @@ class PartitionFingerprintsTest : public ::testing::Test {
     }
   }
 
-  std::string dir_;
-  std::string path_;
   absl::Time now_ = absl::FromUnixSeconds(1700000000);
-  std::unique_ptr<sqlite::Database> db_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec orders_, customers_;
 };

@@ -23,6 +23,7 @@
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_sandbox.h"
+#include "tests/testing/warehouse_test.h"
 
 namespace backfill {
 namespace {
@@ -32,16 +33,10 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-class PartitionsMatchingTest : public ::testing::Test {
+class PartitionsMatchingTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/matching_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/warehouse.db";
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     // `junk` marks, by construction, the rows whose order_date belongs to
     // no day: the expectations below never ask the engine's definition.
     Exec(R"sql(
@@ -108,13 +103,7 @@ class PartitionsMatchingTest : public ::testing::Test {
 
   void TearDown() override {
     engine_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void Exec(const std::string& sql) {
-    absl::Status s = db_->Exec(sql);
-    ASSERT_TRUE(s.ok()) << s;
+    testing::WarehouseTest::TearDown();
   }
 
   // One column of a query's rows.
@@ -181,9 +170,6 @@ class PartitionsMatchingTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
-  std::string path_;
-  std::unique_ptr<sqlite::Database> db_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec orders_;
   DatasetSpec by_region_;

@@ -24,22 +24,17 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_engine.h"
+#include "tests/testing/warehouse_test.h"
 
 namespace backfill {
 namespace {
 
 using ::testing::ElementsAre;
 
-class TimeKeyEngineTest : public ::testing::Test {
+class TimeKeyEngineTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/time_key_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/warehouse.db";
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     // `k` has no type (BLOB affinity): an INTEGER key stays an INTEGER.
     Exec(
         "CREATE TABLE src (ts TEXT, k, v INTEGER, id INTEGER PRIMARY KEY, "
@@ -110,17 +105,7 @@ class TimeKeyEngineTest : public ::testing::Test {
   }
   void TearDown() override {
     engine_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Exec(const std::string& sql) {
-    absl::Status s = db_->Exec(sql);
-    ASSERT_TRUE(s.ok()) << s << " in " << sql;
-  }
-  int64_t Int(const std::string& sql) {
-    auto v = db_->QueryInt(sql);
-    EXPECT_TRUE(v.ok()) << v.status() << " in " << sql;
-    return v.ok() ? *v : -1;
+    testing::WarehouseTest::TearDown();
   }
   std::map<std::string, int64_t> Counts(const std::string& sql) {
     std::map<std::string, int64_t> out;
@@ -152,8 +137,6 @@ class TimeKeyEngineTest : public ::testing::Test {
     ASSERT_TRUE(engine_->DropStaging(layout.job_id).ok());
   }
 
-  std::string dir_, path_;
-  std::unique_ptr<sqlite::Database> db_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec src_, d_;
 };
