@@ -53,7 +53,7 @@ struct PartitionSpec {
   std::vector<std::string> keys;
   // Time x key (two-dimensional, see partition_layout.h): the column of the
   // key dimension, with a time grain on `column`. Empty otherwise.
-  std::string key_column;
+  std::string key_column = {};
 
   bool two_dimensional() const { return !key_column.empty(); }
 };

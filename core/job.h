@@ -129,7 +129,7 @@ struct DatasetPlan {
   // partitions estimated from the input rows of their last successful run,
   // and "history" (all of them), "row_counts" (none) or "mixed".
   int64_t partitions_from_history = 0;
-  std::string estimate_source;
+  std::string estimate_source = {};
   // Input rows the job's tasks of this dataset actually read so far
   // (staged or published); filled on job reads, 0 in a plan.
   double actual_cost = 0;

@@ -370,7 +370,9 @@ TEST_F(EarlyCutoffRunnerTest, ARerunWithNothingChangedPublishesNothing) {
   absl::StatusOr<std::optional<JobDiff>> diff =
       store_.GetJobDiff(id, "", false);
   ASSERT_TRUE(diff.ok());
-  if (diff->has_value()) EXPECT_THAT((*diff)->datasets, IsEmpty());
+  if (diff->has_value()) {
+    EXPECT_THAT((*diff)->datasets, IsEmpty());
+  }
 }
 
 TEST_F(EarlyCutoffRunnerTest, OnlyWhatChangedIsPublishedAndOnlyItsReadersRun) {

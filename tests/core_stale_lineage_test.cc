@@ -215,13 +215,14 @@ TEST_F(StaleLineageTest, NothingPublishedOrNothingChangedIsNothingToDo) {
 
   ASSERT_NO_FATAL_FAILURE(PublishEverything());
   // What the stages recorded equals what the engine reports now.
-  for (const std::string& ds : {"daily", "monthly"}) {
+  for (const char* ds : {"daily", "monthly"}) {
     auto plan = PlanAuto(ds);
     EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition)
         << ds;
     EXPECT_EQ(plan.status().message(),
-              "nothing to backfill: every published partition of " + ds +
-                  " matches its lineage");
+              std::string("nothing to backfill: every published partition "
+                          "of ") +
+                  ds + " matches its lineage");
   }
 }
 
