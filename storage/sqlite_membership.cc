@@ -214,9 +214,13 @@ absl::StatusOr<CandidateRange> StoredRangeOf(Grain grain,
   return CandidateRangeOf(grain, partition);
 }
 
-absl::Status BindMembership(Statement& statement, Grain grain,
-                            const std::string& partition) {
-  ASSIGN_OR_RETURN(CandidateRange range, StoredRangeOf(grain, partition));
+namespace {
+
+// Binds the value and its stored range to the parameters the statement
+// uses (a membership test may use only some of them).
+absl::Status BindValueAndRange(Statement& statement,
+                               const std::string& partition,
+                               const CandidateRange& range) {
   const std::pair<const char*, const std::string*> params[] = {
       {kValueParam, &partition}, {kLoParam, &range.lo}, {kHiParam, &range.hi}};
   for (const auto& [name, value] : params) {
@@ -224,6 +228,14 @@ absl::Status BindMembership(Statement& statement, Grain grain,
     if (index > 0) RETURN_IF_ERROR(statement.BindText(index, *value));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status BindMembership(Statement& statement, Grain grain,
+                            const std::string& partition) {
+  ASSIGN_OR_RETURN(CandidateRange range, StoredRangeOf(grain, partition));
+  return BindValueAndRange(statement, partition, range);
 }
 
 // ----------------------------------------- any dataset (1-D or time x key) --
@@ -313,13 +325,7 @@ absl::Status BindMembership(Statement& statement, const DatasetSpec& ds,
     return BindMembership(statement, ds.grain(), partition);
   }
   ASSIGN_OR_RETURN(CandidateRange range, StoredRangeOf(ds, partition));
-  const std::pair<const char*, const std::string*> params[] = {
-      {kValueParam, &partition}, {kLoParam, &range.lo}, {kHiParam, &range.hi}};
-  for (const auto& [name, value] : params) {
-    const int index = statement.ParameterIndex(name);
-    if (index > 0) RETURN_IF_ERROR(statement.BindText(index, *value));
-  }
-  return absl::OkStatus();
+  return BindValueAndRange(statement, partition, range);
 }
 
 std::optional<std::string> PartitionOfRow(const DatasetSpec& ds,
