@@ -25,17 +25,6 @@ absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 constexpr int kMinYear = 1;
 constexpr int kMaxYear = 9999;
 
-// Quotes a user-supplied value for an error message: escaped (so control
-// characters cannot reach logs raw) and truncated.
-std::string Quote(std::string_view value) {
-  constexpr size_t kMaxShown = 64;
-  if (value.size() > kMaxShown) {
-    return absl::StrCat("\"", absl::CHexEscape(Sv(value.substr(0, kMaxShown))),
-                        "...\"");
-  }
-  return absl::StrCat("\"", absl::CHexEscape(Sv(value)), "\"");
-}
-
 // Reads exactly `width` decimal digits at `pos`.
 bool ReadDigits(std::string_view s, size_t pos, size_t width, int* out) {
   if (pos + width > s.size()) return false;
@@ -131,7 +120,7 @@ std::string_view Article(Grain grain) {
 
 absl::Status NotA(Grain grain, std::string_view value) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "partition ", Quote(value), " is not ", Sv(Article(grain)), " ",
+      "partition ", QuoteValue(value), " is not ", Sv(Article(grain)), " ",
       GrainName(grain), "; expected ", Sv(ExpectedFormat(grain))));
 }
 
@@ -172,7 +161,7 @@ absl::Status CheckEndBeforeYear10000(Grain grain, std::string_view value) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      GrainName(grain), " partition ", Quote(value),
+      GrainName(grain), " partition ", QuoteValue(value),
       " is out of range: its end bound would fall in year 10000; the last "
       "supported ",
       GrainName(grain), " is ", Sv(LastAllowedValue(grain))));
@@ -216,6 +205,15 @@ std::string FromOrdinal(Grain grain, int64_t ordinal) {
 
 }  // namespace
 
+std::string QuoteValue(std::string_view value) {
+  constexpr size_t kMaxShown = 64;
+  if (value.size() > kMaxShown) {
+    return absl::StrCat("\"", absl::CHexEscape(Sv(value.substr(0, kMaxShown))),
+                        "...\"");
+  }
+  return absl::StrCat("\"", absl::CHexEscape(Sv(value)), "\"");
+}
+
 const char* GrainName(Grain grain) {
   switch (grain) {
     case Grain::kNone:
@@ -238,7 +236,7 @@ absl::StatusOr<Grain> ParseGrain(std::string_view name) {
   if (name == "month") return Grain::kMonth;
   if (name == "key") return Grain::kKey;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown grain ", Quote(name),
+      absl::StrCat("unknown grain ", QuoteValue(name),
                    "; expected one of hour, day, month, key"));
 }
 
@@ -252,7 +250,7 @@ absl::Status ValidatePartition(Grain grain, std::string_view value) {
     case Grain::kNone:
       if (!value.empty()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("partition ", Quote(value),
+            absl::StrCat("partition ", QuoteValue(value),
                          " given for an unpartitioned dataset; expected \"\""));
       }
       return absl::OkStatus();
@@ -331,16 +329,16 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(Grain grain,
   }
   if (*hi <= *lo) {
     return absl::InvalidArgumentError(
-        absl::StrCat("range [", Quote(from), ", ", Quote(to), ") is ",
+        absl::StrCat("range [", QuoteValue(from), ", ", QuoteValue(to), ") is ",
                      *hi == *lo ? "empty" : "inverted",
                      "; the end is exclusive and must be after the start"));
   }
   const uint64_t count = static_cast<uint64_t>(*hi - *lo);
   if (count > max_partitions) {
     return absl::InvalidArgumentError(
-        absl::StrCat("range [", Quote(from), ", ", Quote(to), ") has ", count,
-                     " ", GrainName(grain), " partitions; at most ",
-                     max_partitions, " are allowed"));
+        absl::StrCat("range [", QuoteValue(from), ", ", QuoteValue(to),
+                     ") has ", count, " ", GrainName(grain),
+                     " partitions; at most ", max_partitions, " are allowed"));
   }
   std::vector<std::string> out;
   out.reserve(count);
@@ -358,7 +356,7 @@ absl::StatusOr<std::string> PartitionOfValue(Grain grain,
   }
   auto bad = [&]() {
     return absl::InvalidArgumentError(
-        absl::StrCat("value ", Quote(value), " of a ", GrainName(grain),
+        absl::StrCat("value ", QuoteValue(value), " of a ", GrainName(grain),
                      "-partitioned column is in no accepted format; expected ",
                      grain == Grain::kMonth ? "YYYY-MM, " : "",
                      "YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS[.F]][Z] or "

@@ -34,6 +34,10 @@ enum class Grain { kNone, kHour, kDay, kMonth, kKey };
 // "", "hour", "day", "month", "key".
 const char* GrainName(Grain grain);
 
+// A user-supplied value quoted for an error message: C-escaped (so control
+// characters cannot reach logs raw) and cut after 64 bytes.
+std::string QuoteValue(std::string_view value);
+
 // Parses "hour", "day", "month" or "key"; anything else is INVALID_ARGUMENT.
 absl::StatusOr<Grain> ParseGrain(std::string_view name);
 

@@ -7,7 +7,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
@@ -17,16 +16,6 @@ namespace {
 
 // The installed Abseil's string_view is its own type (not std::string_view).
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
-
-// A user-supplied value for an error message: escaped and truncated.
-std::string Quote(std::string_view value) {
-  constexpr size_t kMaxShown = 64;
-  if (value.size() > kMaxShown) {
-    return absl::StrCat("\"", absl::CHexEscape(Sv(value.substr(0, kMaxShown))),
-                        "...\"");
-  }
-  return absl::StrCat("\"", absl::CHexEscape(Sv(value)), "\"");
-}
 
 std::string_view TimeFormat(Grain grain) {
   switch (grain) {
@@ -71,7 +60,7 @@ absl::Status ValidateDimensionKey(std::string_view key) {
   RETURN_IF_ERROR(ValidatePartition(Grain::kKey, key));
   if (key.find(kPartitionKeySeparator) != std::string_view::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat("key ", Quote(key),
+        absl::StrCat("key ", QuoteValue(key),
                      " contains '|', which separates the "
                      "time and the key of a partition value"));
   }
@@ -87,19 +76,19 @@ absl::StatusOr<TimeKey> SplitTimeKey(const PartitionLayout& layout,
   if (bar == std::string_view::npos ||
       value.find(kPartitionKeySeparator, bar + 1) != std::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "partition ", Quote(value), " is not a ", LayoutName(layout),
+        "partition ", QuoteValue(value), " is not a ", LayoutName(layout),
         " partition; expected ", ExpectedFormat(layout)));
   }
   TimeKey out{std::string(value.substr(0, bar)),
               std::string(value.substr(bar + 1))};
   if (absl::Status s = ValidatePartition(layout.grain, out.time); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("partition ", Quote(value), ": time part: ", s.message(),
-                     "; expected ", ExpectedFormat(layout)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partition ", QuoteValue(value), ": time part: ", s.message(),
+        "; expected ", ExpectedFormat(layout)));
   }
   if (!IsDeclared(layout, out.key)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "partition ", Quote(value), ": ", Quote(out.key),
+        "partition ", QuoteValue(value), ": ", QuoteValue(out.key),
         " is not a declared key; expected ", ExpectedFormat(layout)));
   }
   return out;
@@ -130,9 +119,9 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
       to.find(kPartitionKeySeparator) != std::string_view::npos;
   if (from_keyed != to_keyed) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "range [", Quote(from), ", ", Quote(to), "): give both ends as times (",
-        Sv(TimeFormat(layout.grain)), ": every declared key) or both as ",
-        ExpectedFormat(layout),
+        "range [", QuoteValue(from), ", ", QuoteValue(to),
+        "): give both ends as times (", Sv(TimeFormat(layout.grain)),
+        ": every declared key) or both as ", ExpectedFormat(layout),
         " with the same key, not a key at one end only"));
   }
   if (!from_keyed) {
@@ -145,10 +134,10 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
       for (const std::string& k : layout.keys) out.push_back(JoinTimeKey(t, k));
     }
     if (out.size() > max_partitions) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("range [", Quote(from), ", ", Quote(to), ") has ",
-                       out.size(), " partitions (", times.size(), " x ", keys,
-                       " keys); at most ", max_partitions, " are allowed"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "range [", QuoteValue(from), ", ", QuoteValue(to), ") has ",
+          out.size(), " partitions (", times.size(), " x ", keys,
+          " keys); at most ", max_partitions, " are allowed"));
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -175,8 +164,8 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
   }
   if (lo->key != hi->key) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "range [", Quote(from), ", ", Quote(to), ") has two keys (",
-        Quote(lo->key), " and ", Quote(hi->key),
+        "range [", QuoteValue(from), ", ", QuoteValue(to), ") has two keys (",
+        QuoteValue(lo->key), " and ", QuoteValue(hi->key),
         "); a range covers one key (both ends TIME|KEY with the same key) "
         "or every key (both ends times); list other partitions with "
         "--partitions"));
