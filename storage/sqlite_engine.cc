@@ -404,31 +404,21 @@ std::string InKeys(const DatasetSpec& ds, const std::string& keys_table) {
                       Q(keys_table), "), 0)");
 }
 
-// The keys as a JSON array of strings (what :keys is bound to). Keys hold
-// no control characters (ValidatePartition), so only '"' and '\\' need an
-// escape.
-std::string KeysJson(const std::vector<std::string>& keys) {
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '"';
-    for (char c : keys[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  out += ']';
-  return out;
-}
-
-// Binds :keys where it appears: the item's keys as a JSON array, NULL for
-// a job that replaces whole partitions.
-absl::Status BindKeys(Statement& q, const JobLayout::Item* item) {
+// Binds :keys where it appears: the job's keys of the dataset (from
+// `keys_table`, which PrepareJob filled) as a JSON array of strings in
+// text order, built by SQLite; NULL for a job that replaces whole
+// partitions.
+absl::Status BindKeys(Database* db, Statement& q, const JobLayout::Item* item,
+                      const std::string& keys_table) {
   const int index = q.ParameterIndex(kKeysParam);
   if (index <= 0) return absl::OkStatus();
   if (item == nullptr || item->keys.empty()) return q.BindNull(index);
-  return q.BindText(index, KeysJson(item->keys));
+  ASSIGN_OR_RETURN(
+      std::string keys,
+      db->QueryText(absl::StrCat(
+          "SELECT json_group_array(\"key\") FROM (SELECT \"key\" FROM main.",
+          Q(keys_table), " ORDER BY \"key\")")));
+  return q.BindText(index, keys);
 }
 
 // Publish of an item with entity keys: in each of its partitions, the
@@ -1262,7 +1252,8 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
                                    cols, " FROM (\n", body, "\n)")));
       RETURN_IF_ERROR(BindPartition(insert, bounds, partition));
       RETURN_IF_ERROR(BindWindowStart(insert, dataset, partition));
-      RETURN_IF_ERROR(BindKeys(insert, item));
+      RETURN_IF_ERROR(
+          BindKeys(db.get(), insert, item, KeysTable(job_id, dataset.name)));
       absl::Status ran = insert.Run();
       if (!ran.ok()) {
         return Annotate(ran, absl::StrCat("transform of ", dataset.name,
