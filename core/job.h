@@ -107,7 +107,7 @@ struct Cost {
   double max_cost = 0;
   // Set when the estimate is over a budget: a submit of the plan is refused
   // (FAILED_PRECONDITION) with this message.
-  std::string refused;
+  std::string refused = {};
   double ratio() const { return full_reload > 0 ? backfill / full_reload : 0; }
 };
 
