@@ -1,0 +1,23 @@
+// CurlHttpClient: HttpClient over libcurl's easy interface. Each Send uses
+// its own easy handle, so concurrent calls share nothing; redirects are not
+// followed, only http and https are allowed, and no signal is used for
+// timeouts. libcurl's global state is set up once, on the first
+// construction, and never torn down. Thread-safe.
+
+#ifndef BACKFILL_PLATFORM_CURL_HTTP_CLIENT_H_
+#define BACKFILL_PLATFORM_CURL_HTTP_CLIENT_H_
+
+#include "core/http_client.h"
+
+namespace backfill {
+
+class CurlHttpClient final : public HttpClient {
+ public:
+  CurlHttpClient();
+
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_PLATFORM_CURL_HTTP_CLIENT_H_
