@@ -31,6 +31,14 @@ class JobObserver {
   virtual void OnJobFinished(const std::string& job_id, JobState state,
                              double estimated_cost, double actual_cost) {}
 
+  // A downstream consumer of `dataset` was confirmed after a publish:
+  // whether it serves the new numbers (healthy), and how long confirming
+  // it took, from the invalidation to the last probe. `dataset` and
+  // `consumer` are names from the catalog.
+  virtual void OnConsumerConfirmed(const std::string& dataset,
+                                   const std::string& consumer, bool healthy,
+                                   absl::Duration latency) {}
+
   // Where durable writes go: the service's own state store, or the
   // warehouse.
   enum class Storage { kStateStore, kWarehouse };
