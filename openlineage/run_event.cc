@@ -124,13 +124,12 @@ absl::StatusOr<absl::Time> ParseBound(const std::string& text) {
 }  // namespace
 
 std::string ProducerUri(const std::string& version) {
-  return absl::StrCat(kProjectUrl, "/tree/v", version);
+  return absl::StrCat("urn:backfilld:", version);
 }
 
 std::string BackfillFacetSchemaUrl(const std::string& version) {
-  return absl::StrCat(kProjectUrl, "/blob/v", version,
-                      "/docs/openlineage/BackfilldBackfillRunFacet.json"
-                      "#/$defs/BackfilldBackfillRunFacet");
+  return absl::StrCat("urn:backfilld:", version,
+                      ":facet:BackfilldBackfillRunFacet");
 }
 
 std::string JobRunId(const std::string& store_id, const std::string& job_id) {

@@ -52,12 +52,12 @@ inline constexpr char kOutputStatisticsSchemaUrl[] =
 // The custom run facet's key ({prefix}_{name}, as the spec asks of custom
 // facets) and its schema, shipped as docs/openlineage/ in the repository.
 inline constexpr char kBackfillFacetKey[] = "backfilld_backfill";
-// The project's address; the producer is it with the version's tag.
-inline constexpr char kProjectUrl[] = "https://github.com/backfilld/backfilld";
-
-// The producer URI of events and facets: kProjectUrl/tree/v<version>.
+// The producer URI of events and facets: urn:backfilld:<version>. A URN,
+// not an address: backfilld claims no web location it does not control.
 std::string ProducerUri(const std::string& version);
-// The custom facet's _schemaURL for `version`.
+// The custom facet's _schemaURL for `version`:
+// urn:backfilld:<version>:facet:BackfilldBackfillRunFacet; the schema
+// itself ships in the repository as docs/openlineage/.
 std::string BackfillFacetSchemaUrl(const std::string& version);
 
 // The namespace of run ids: NameBasedUuid(RFC 4122's URL namespace,

@@ -201,21 +201,21 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
 
   const std::string backfill_facet = R"json(
         "backfilld_backfill": {
-          "_producer": "https://github.com/backfilld/backfilld/tree/v0.1.0",
-          "_schemaURL": "https://github.com/backfilld/backfilld/blob/v0.1.0/docs/openlineage/BackfilldBackfillRunFacet.json#/$defs/BackfilldBackfillRunFacet",
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet",
           "jobId": "bf-7", "state": "SUCCEEDED", "reason": "refund bug",
           "ticket": "DATA-42", "requestedBy": "alice", "message": "published"
         })json";
   const std::string nominal = R"json(
         "nominalTime": {
-          "_producer": "https://github.com/backfilld/backfilld/tree/v0.1.0",
+          "_producer": "urn:backfilld:0.1.0",
           "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
           "nominalStartTime": "2025-03-01T00:00:00.000Z",
           "nominalEndTime": "2025-03-03T00:00:00.000Z"
         })json";
   const std::string parent = R"json(
         "parent": {
-          "_producer": "https://github.com/backfilld/backfilld/tree/v0.1.0",
+          "_producer": "urn:backfilld:0.1.0",
           "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json#/$defs/ParentRunFacet",
           "run": {"runId": "306754dd-2e3c-5fef-a17a-f37518c9fbd5"},
           "job": {"namespace": "backfilld", "name": "backfill"}
@@ -223,11 +223,11 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
   const std::string header = R"json(
     "eventType": "COMPLETE",
     "eventTime": "2025-03-05T10:00:00.250Z",
-    "producer": "https://github.com/backfilld/backfilld/tree/v0.1.0",
+    "producer": "urn:backfilld:0.1.0",
     "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",)json";
   auto stats = [](int rows) {
     return std::string(R"json("outputFacets": {"outputStatistics": {
-          "_producer": "https://github.com/backfilld/backfilld/tree/v0.1.0",
+          "_producer": "urn:backfilld:0.1.0",
           "_schemaURL": "https://openlineage.io/spec/facets/1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet",
           "rowCount": )json") +
            std::to_string(rows) + "}}";

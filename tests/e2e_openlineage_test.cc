@@ -156,7 +156,7 @@ TEST_F(OpenLineageE2eTest, StartAndCompleteOfAJobArriveWithTheSameRuns) {
               "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
               "RunEvent");
     EXPECT_EQ(At(e, "producer").string_value(),
-              "https://github.com/backfilld/backfilld/tree/v0.1.0");
+              "urn:backfilld:0.1.0");
     EXPECT_THAT(At(e, "eventTime").string_value(),
                 ::testing::MatchesRegex("20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:"
                                         "[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z"));
