@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev prometheus-cpp-dev libsqlite3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libbenchmark-dev
-  libcurl4-openssl-dev
+  libcurl4-openssl-dev libssl-dev
   sqlite3 jq curl clang-format
   prometheus  # for promtool (metrics and alert-rule checks)
 )

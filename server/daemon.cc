@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
 #include "core/clock.h"
+#include "core/fanout_observer.h"
 #include "core/job_observer.h"
 #include "core/pipeline_loader.h"
 #include "core/static_check.h"
@@ -18,10 +19,13 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "openlineage/emitter.h"
+#include "platform/curl_http_client.h"
 #include "server/backfill_service_impl.h"
 #include "server/data_dir_lock.h"
 #include "server/log_text.h"
 #include "server/metrics.h"
+#include "server/openlineage_metrics.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
@@ -206,6 +210,8 @@ absl::Status Daemon::Init(Catalog catalog) {
     }
   }
 
+  if (absl::Status s = CheckOpenLineageOptions(options_); !s.ok()) return s;
+
   // 0. The data dir, locked: one daemon per state store and warehouse.
   std::error_code ec;
   fs::create_directories(options_.data_dir, ec);
@@ -305,7 +311,8 @@ absl::Status Daemon::Init(Catalog catalog) {
         "metrics disabled (--metrics-listen {})",
         options_.metrics_listen.empty() ? "\"\"" : options_.metrics_listen);
   }
-  observer_ = std::make_unique<LoggingObserver>(metrics_.get());
+  if (absl::Status s = StartOpenLineage(warehouse_path); !s.ok()) return s;
+  observer_ = std::make_unique<LoggingObserver>(ObserverAfterLogging());
 
   // 5. Manager (not started yet).
   clock_ = std::make_unique<SystemClock>();
@@ -366,6 +373,67 @@ absl::Status Daemon::Init(Catalog catalog) {
   return absl::OkStatus();
 }
 
+absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
+  if (options.openlineage_url.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> endpoint =
+      openlineage::LineageEndpoint(options.openlineage_url);
+  if (!endpoint.ok()) return endpoint.status();
+  return openlineage::ValidateNamespace(options.openlineage_namespace);
+}
+
+absl::Status Daemon::StartOpenLineage(const std::string& warehouse_path) {
+  if (options_.openlineage_url.empty()) {
+    spdlog::info("OpenLineage disabled (no --openlineage-url)");
+    return absl::OkStatus();
+  }
+  openlineage::EmitterOptions lineage_options;
+  lineage_options.url = options_.openlineage_url;
+  lineage_options.job_namespace = options_.openlineage_namespace;
+  // The warehouse's dataset namespace: sqlite:// and its absolute path.
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(warehouse_path, ec);
+  lineage_options.dataset_namespace = absl::StrCat(
+      "sqlite://", (ec ? fs::path(warehouse_path) : absolute).string());
+  lineage_options.version = DaemonVersion();
+  lineage_http_ = std::make_unique<CurlHttpClient>();
+  lineage_clock_ = std::make_unique<SystemClock>();
+  lineage_metrics_ = std::make_unique<OpenLineageMetrics>(metrics_->registry());
+  lineage_ = std::make_unique<openlineage::OpenLineageEmitter>(
+      lineage_options, catalog_.get(), store_.get(), lineage_http_.get(),
+      lineage_clock_.get(), lineage_metrics_.get());
+  if (absl::Status s = lineage_->Start(); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("cannot start OpenLineage: ", s.message()));
+  }
+  fanout_ = std::make_unique<FanoutObserver>(
+      std::vector<JobObserver*>{metrics_.get(), lineage_.get()});
+  spdlog::info(
+      "OpenLineage: sending RunEvents to {}/api/v1/lineage, namespace {}, "
+      "datasets in {}",
+      LogText(options_.openlineage_url),
+      LogText(options_.openlineage_namespace),
+      LogText(lineage_options.dataset_namespace));
+  return absl::OkStatus();
+}
+
+JobObserver* Daemon::ObserverAfterLogging() {
+  if (fanout_ != nullptr) return fanout_.get();
+  return metrics_.get();
+}
+
+void Daemon::StopOpenLineage() {
+  if (lineage_ != nullptr) {
+    spdlog::info("shutting down: sending the last OpenLineage events");
+    lineage_->Shutdown();
+  }
+  // The observers are unused once the manager is gone.
+  fanout_.reset();
+  lineage_.reset();
+  lineage_metrics_.reset();
+  lineage_clock_.reset();
+  lineage_http_.reset();
+}
+
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
 void Daemon::Wait() { done_.WaitForNotification(); }
@@ -408,6 +476,7 @@ void Daemon::Shutdown() {
   server_.reset();
   service_.reset();
   manager_.reset();
+  StopOpenLineage();
   clock_.reset();
   if (metrics_ != nullptr) metrics_->StopListening();
   engine_.reset();

@@ -35,6 +35,12 @@ class StateStore;
 class SystemClock;
 class JobObserver;
 class DataDirLock;
+class FanoutObserver;
+class HttpClient;
+class OpenLineageMetrics;
+namespace openlineage {
+class OpenLineageEmitter;
+}  // namespace openlineage
 
 struct DaemonOptions {
   std::string data_dir;       // required; created if missing
@@ -53,6 +59,11 @@ struct DaemonOptions {
   // Let this state store take over the warehouse as it is, when the two do
   // not belong together (see core/warehouse_ownership.h).
   bool adopt_warehouse = false;
+  // --openlineage-url: where OpenLineage RunEvents are POSTed
+  // (URL/api/v1/lineage); "": none are sent. --openlineage-namespace: the
+  // OpenLineage namespace of the jobs.
+  std::string openlineage_url;
+  std::string openlineage_namespace = "backfilld";
 };
 
 // The backfilld version ("0.1.0").
@@ -64,6 +75,10 @@ class Daemon {
   // <data_dir>/pipelines when it exists, else an empty catalog (with a
   // warning). Errors carry the loader's file, line and reason.
   static absl::StatusOr<Catalog> LoadCatalog(const DaemonOptions& options);
+
+  // Checks --openlineage-url and --openlineage-namespace (INVALID_ARGUMENT
+  // naming the flag); OK when no URL is given.
+  static absl::Status CheckOpenLineageOptions(const DaemonOptions& options);
 
   // Builds everything and starts serving. Errors name the step that failed.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(
@@ -93,6 +108,13 @@ class Daemon {
 
   explicit Daemon(DaemonOptions options);
   absl::Status Init(Catalog catalog);
+  // Builds and starts the OpenLineage emitter when --openlineage-url is
+  // given (the observers after logging: metrics, then the emitter).
+  absl::Status StartOpenLineage(const std::string& warehouse_path);
+  // The observer LoggingObserver passes events on to.
+  JobObserver* ObserverAfterLogging();
+  // Drains and destroys the emitter (after the manager stopped).
+  void StopOpenLineage();
 
   const DaemonOptions options_;
   std::string listen_address_;
@@ -103,6 +125,12 @@ class Daemon {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Metrics> metrics_;
+  // OpenLineage (--openlineage-url), all null without it.
+  std::unique_ptr<HttpClient> lineage_http_;
+  std::unique_ptr<SystemClock> lineage_clock_;
+  std::unique_ptr<OpenLineageMetrics> lineage_metrics_;
+  std::unique_ptr<openlineage::OpenLineageEmitter> lineage_;
+  std::unique_ptr<FanoutObserver> fanout_;
   std::unique_ptr<LoggingObserver> observer_;
   std::unique_ptr<SystemClock> clock_;
   std::unique_ptr<BackfillManager> manager_;

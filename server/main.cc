@@ -66,6 +66,13 @@ int main(int argc, char** argv) {
                "Let this state store take over a warehouse that belongs to "
                "another (or to no longer recorded jobs) as it is; see the "
                "README before using it");
+  app.add_option(
+      "--openlineage-url", options.openlineage_url,
+      "Send OpenLineage RunEvents of every job to URL/api/v1/lineage "
+      "(http:// or https://); default: none are sent");
+  app.add_option("--openlineage-namespace", options.openlineage_namespace,
+                 "OpenLineage namespace of backfilld's jobs")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -77,6 +84,11 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  if (absl::Status s = backfill::Daemon::CheckOpenLineageOptions(options);
+      !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 2;
+  }
   options.drain_timeout = absl::Seconds(drain_seconds);
   options.stats_max_age = absl::Seconds(stats_max_age_seconds);
 

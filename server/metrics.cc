@@ -222,6 +222,8 @@ int Metrics::port() const {
 
 void Metrics::StopListening() { exposer_.reset(); }
 
+prometheus::Registry& Metrics::registry() { return *registry_; }
+
 std::string Metrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   for (auto& family : stats_collector_->Collect()) {

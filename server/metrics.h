@@ -66,6 +66,10 @@ class Metrics final : public JobObserver {
   // The exposition text of a scrape, as /metrics serves it.
   std::string Scrape() const;
 
+  // The registry /metrics serves, for the series other parts of the daemon
+  // keep themselves (e.g. server/openlineage_metrics.h).
+  prometheus::Registry& registry();
+
   // JobObserver.
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;

@@ -1,0 +1,306 @@
+#include "openlineage/emitter.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace backfill::openlineage {
+namespace {
+
+// How long one backoff sleep may run before the drain deadline is looked
+// at again.
+constexpr absl::Duration kSleepSlice = absl::Milliseconds(200);
+
+bool Retryable(int status) {
+  return status >= 500 || status == 408 || status == 429;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LineageEndpoint(const std::string& url) {
+  auto bad = [&url](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--openlineage-url \"", absl::CEscape(url), "\" ", why,
+                     " (expected http://HOST[:PORT][/PATH] or https://...; "
+                     "events are POSTed to URL/api/v1/lineage)"));
+  };
+  std::string_view rest = url;
+  const std::string lower = absl::AsciiStrToLower(url);
+  if (absl::StartsWith(lower, "http://")) {
+    rest.remove_prefix(7);
+  } else if (absl::StartsWith(lower, "https://")) {
+    rest.remove_prefix(8);
+  } else {
+    return bad("is not an http:// or https:// URL");
+  }
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 ||
+        static_cast<unsigned char>(c) >= 0x7f) {
+      return bad("contains a space, a control or a non-ASCII character");
+    }
+  }
+  if (url.find_first_of("?#") != std::string::npos) {
+    return bad("has a query or a fragment");
+  }
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  if (authority.find('@') != std::string_view::npos) {
+    return bad(
+        "carries credentials; pass none on the command line (they would "
+        "show in process listings and logs)");
+  }
+  if (authority.empty() || authority[0] == ':') return bad("has no host");
+  std::string base = url;
+  while (absl::EndsWith(base, "/")) base.pop_back();
+  return absl::StrCat(base, "/api/v1/lineage");
+}
+
+absl::Status ValidateNamespace(const std::string& name_space) {
+  bool ok = !name_space.empty() && name_space.size() <= 256;
+  for (char c : name_space) {
+    if (static_cast<unsigned char>(c) <= 0x20 ||
+        static_cast<unsigned char>(c) >= 0x7f) {
+      ok = false;
+    }
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--openlineage-namespace \"", absl::CEscape(name_space),
+      "\" must be 1 to 256 printable ASCII characters without spaces "
+      "(e.g. backfilld or prod-backfilld)"));
+}
+
+OpenLineageEmitter::OpenLineageEmitter(EmitterOptions options,
+                                       const Catalog* catalog,
+                                       StateStore* store, HttpClient* http,
+                                       const Clock* clock,
+                                       DeliveryListener* listener)
+    : options_(std::move(options)),
+      catalog_(catalog),
+      store_(store),
+      http_(http),
+      clock_(clock),
+      listener_(listener) {}
+
+OpenLineageEmitter::~OpenLineageEmitter() { Shutdown(); }
+
+absl::Status OpenLineageEmitter::Start() {
+  absl::StatusOr<std::string> endpoint = LineageEndpoint(options_.url);
+  if (!endpoint.ok()) return endpoint.status();
+  if (absl::Status s = ValidateNamespace(options_.job_namespace); !s.ok()) {
+    return s;
+  }
+  if (options_.queue_capacity == 0 || options_.max_attempts < 1) {
+    return absl::InvalidArgumentError(
+        "OpenLineage queue capacity and attempts must be at least 1");
+  }
+  absl::StatusOr<StoreInfo> info = store_->Info();
+  if (!info.ok()) {
+    return absl::Status(info.status().code(),
+                        absl::StrCat("cannot read the state store's id for "
+                                     "OpenLineage run ids: ",
+                                     info.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  if (started_ || stopping_) {
+    return absl::FailedPreconditionError(
+        "the OpenLineage emitter was already started or stopped");
+  }
+  endpoint_ = *std::move(endpoint);
+  config_.job_namespace = options_.job_namespace;
+  config_.dataset_namespace = options_.dataset_namespace;
+  config_.store_id = info->store_id;
+  config_.version = options_.version;
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+void OpenLineageEmitter::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    drain_deadline_ = clock_->Now() + options_.drain_timeout;
+  }
+  if (thread_.joinable()) thread_.join();
+  // Whatever is left (never started, or the drain ran out) is dropped.
+  size_t left = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    left = queue_.size();
+    queue_.clear();
+    counts_.changes_dropped += static_cast<int64_t>(left);
+  }
+  for (size_t i = 0; i < left && listener_ != nullptr; ++i) {
+    listener_->OnChangeDropped("the daemon stopped before it was sent");
+  }
+}
+
+void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
+                                         JobState from, JobState to,
+                                         const std::string& message) {
+  if (!OutcomeOf(from, to).has_value()) return;
+  const absl::Time at = clock_->Now();
+  bool dropped = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      dropped = true;
+    } else {
+      if (queue_.size() >= options_.queue_capacity) {
+        queue_.pop_front();  // drop-oldest
+        dropped = true;
+      }
+      queue_.push_back(Change{job_id, from, to, message, at});
+    }
+    if (dropped) ++counts_.changes_dropped;
+  }
+  if (dropped && listener_ != nullptr) {
+    listener_->OnChangeDropped("the OpenLineage queue is full or stopped");
+  }
+}
+
+OpenLineageEmitter::Counts OpenLineageEmitter::counts() const {
+  absl::MutexLock lock(&mu_);
+  return counts_;
+}
+
+size_t OpenLineageEmitter::queued() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.size();
+}
+
+bool OpenLineageEmitter::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+bool OpenLineageEmitter::PastDrainDeadline() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_ && clock_->Now() >= drain_deadline_;
+}
+
+void OpenLineageEmitter::Run() {
+  while (true) {
+    Change change;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](OpenLineageEmitter* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return !self->queue_.empty() || self->stopping_;
+          },
+          this));
+      if (queue_.empty()) return;  // stopping, nothing left
+      if (stopping_ && clock_->Now() >= drain_deadline_) return;
+      change = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Deliver(change);
+  }
+}
+
+void OpenLineageEmitter::DropChange(const std::string& why) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++counts_.changes_dropped;
+  }
+  if (listener_ != nullptr) listener_->OnChangeDropped(why);
+}
+
+void OpenLineageEmitter::Deliver(const Change& change) {
+  const std::optional<Outcome> outcome = OutcomeOf(change.from, change.to);
+  if (!outcome) return;
+  absl::StatusOr<Job> job = store_->GetJob(change.job_id);
+  absl::StatusOr<std::vector<PartitionTask>> tasks =
+      job.ok() ? store_->ListTasks(change.job_id)
+               : absl::StatusOr<std::vector<PartitionTask>>(job.status());
+  if (!tasks.ok()) {
+    DropChange(absl::StrCat("cannot read job ", change.job_id, ": ",
+                            tasks.status().message()));
+    return;
+  }
+  absl::StatusOr<std::vector<std::string>> events =
+      BuildRunEvents(config_, *catalog_, *job, *tasks, change.to,
+                     change.message, *outcome, change.at);
+  if (!events.ok()) {
+    DropChange(std::string(events.status().message()));
+    return;
+  }
+  for (const std::string& json : *events) Send(json);
+}
+
+void OpenLineageEmitter::Send(const std::string& json) {
+  HttpRequest request;
+  request.method = "POST";
+  request.url = endpoint_;
+  request.headers = {{"Content-Type", "application/json"}};
+  request.body = json;
+  request.connect_timeout = options_.connect_timeout;
+  request.timeout = options_.request_timeout;
+  request.max_response_bytes = 64 * 1024;
+  absl::Duration backoff = options_.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    std::string why;
+    bool final_answer = false;
+    if (PastDrainDeadline()) {
+      why = "the drain time at shutdown ran out";
+      final_answer = true;
+    } else {
+      absl::StatusOr<HttpResponse> response = http_->Send(request);
+      if (response.ok() && response->status >= 200 && response->status < 300) {
+        {
+          absl::MutexLock lock(&mu_);
+          ++counts_.sent;
+        }
+        if (listener_ != nullptr) listener_->OnEventSent();
+        return;
+      }
+      why = response.ok()
+                ? absl::StrCat(endpoint_, " answered HTTP ", response->status)
+                : std::string(response.status().message());
+      final_answer = response.ok() && !Retryable(response->status);
+      {
+        absl::MutexLock lock(&mu_);
+        ++counts_.failed_attempts;
+      }
+      if (listener_ != nullptr) listener_->OnAttemptFailed(why);
+    }
+    if (final_answer || attempt >= options_.max_attempts || !Backoff(backoff)) {
+      {
+        absl::MutexLock lock(&mu_);
+        ++counts_.events_dropped;
+      }
+      if (listener_ != nullptr) {
+        listener_->OnEventDropped(
+            absl::StrCat("gave up an OpenLineage event: ", why));
+      }
+      return;
+    }
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+bool OpenLineageEmitter::Backoff(absl::Duration d) {
+  while (d > absl::ZeroDuration()) {
+    absl::Duration slice = std::min(d, kSleepSlice);
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) {
+        const absl::Duration left = drain_deadline_ - clock_->Now();
+        if (left <= absl::ZeroDuration()) return false;
+        slice = std::min(slice, left);  // wake up at the deadline
+      }
+    }
+    clock_->SleepFor(slice);
+    d -= slice;
+  }
+  return !PastDrainDeadline();
+}
+
+}  // namespace backfill::openlineage

@@ -1,0 +1,165 @@
+// OpenLineageEmitter: sends the OpenLineage RunEvents of backfill jobs
+// (openlineage/run_event.h) to a receiver, as a JobObserver.
+//
+// OnJobTransition only records the change in a bounded queue, under a
+// mutex, and returns: no I/O, no store read, never a wait on the network,
+// so a lineage outage cannot fail or slow a backfill. When the queue is
+// full the oldest change is dropped (its events are never built) and
+// counted: the newest changes carry the most recent outcome. One delivery
+// thread takes changes in order, reads the job and its tasks from the
+// state store, builds the events and POSTs each as JSON to
+// URL/api/v1/lineage. An attempt that gets no answer, or a 5xx, 408 or 429
+// answer, is retried with exponential backoff (initial_backoff doubling
+// up to max_backoff) up to max_attempts; any other 4xx is final (the
+// receiver refuses the event; sending it again would not change that).
+// Given-up events are counted and dropped; delivery goes on with the next.
+//
+// Shutdown() gives the thread drain_timeout (of the injected clock) to
+// send what is queued, then drops the rest (counted) and joins: it returns
+// after at most drain_timeout plus one request's timeout. Events are not
+// kept across restarts; a job that was running when the daemon stopped
+// gets its terminal events when it ends after the restart, with the same
+// run ids.
+//
+// The emitter does not own the catalog, store, HTTP client, clock or
+// listener; they must outlive it. Thread-safe.
+
+#ifndef BACKFILL_OPENLINEAGE_EMITTER_H_
+#define BACKFILL_OPENLINEAGE_EMITTER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/catalog.h"
+#include "core/clock.h"
+#include "core/http_client.h"
+#include "core/job_observer.h"
+#include "core/state_store.h"
+#include "openlineage/run_event.h"
+
+namespace backfill::openlineage {
+
+// Validates --openlineage-url (an http:// or https:// URL with a host, no
+// query or fragment) and returns the endpoint events go to:
+// URL/api/v1/lineage. INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<std::string> LineageEndpoint(const std::string& url);
+
+// Validates --openlineage-namespace: 1 to 256 printable ASCII characters
+// without spaces. INVALID_ARGUMENT naming the flag otherwise.
+absl::Status ValidateNamespace(const std::string& name_space);
+
+struct EmitterOptions {
+  std::string url;  // --openlineage-url (validated by LineageEndpoint)
+  std::string job_namespace = "backfilld";
+  std::string dataset_namespace;  // see EventConfig
+  std::string version;            // backfilld's version
+  size_t queue_capacity = 1000;   // job state changes
+  int max_attempts = 5;           // per event
+  absl::Duration initial_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+  absl::Duration connect_timeout = absl::Seconds(3);
+  absl::Duration request_timeout = absl::Seconds(10);
+  absl::Duration drain_timeout = absl::Seconds(5);
+};
+
+// Hears how delivery goes (metrics and logs). Called from the delivery
+// thread, and OnChangeDropped also from the observer callback: must be
+// cheap and thread-safe.
+class DeliveryListener {
+ public:
+  virtual ~DeliveryListener() = default;
+  // The receiver accepted an event (2xx).
+  virtual void OnEventSent() {}
+  // One attempt failed: no answer, or a non-2xx status.
+  virtual void OnAttemptFailed(const std::string& why) {}
+  // An event was given up: refused (4xx), out of attempts, or out of
+  // drain time at shutdown.
+  virtual void OnEventDropped(const std::string& why) {}
+  // A job state change was dropped before its events were built: the
+  // queue was full, the drain time ran out, or the job could not be read.
+  virtual void OnChangeDropped(const std::string& why) {}
+};
+
+class OpenLineageEmitter final : public JobObserver {
+ public:
+  struct Counts {
+    int64_t sent = 0;
+    int64_t failed_attempts = 0;
+    int64_t events_dropped = 0;
+    int64_t changes_dropped = 0;
+  };
+
+  // `listener` may be null.
+  OpenLineageEmitter(EmitterOptions options, const Catalog* catalog,
+                     StateStore* store, HttpClient* http, const Clock* clock,
+                     DeliveryListener* listener);
+  ~OpenLineageEmitter() override;  // calls Shutdown()
+
+  OpenLineageEmitter(const OpenLineageEmitter&) = delete;
+  OpenLineageEmitter& operator=(const OpenLineageEmitter&) = delete;
+
+  // Validates the options, reads the store's id and starts the delivery
+  // thread. Changes heard before Start() wait in the queue.
+  absl::Status Start();
+
+  // Drains for at most drain_timeout, drops the rest, joins. Idempotent;
+  // changes heard afterwards are dropped (counted).
+  void Shutdown();
+
+  // JobObserver: queues the changes that send events (see OutcomeOf).
+  void OnJobTransition(const std::string& job_id, JobState from, JobState to,
+                       const std::string& message) override;
+
+  Counts counts() const;
+  // Changes waiting in the queue.
+  size_t queued() const;
+  // Shutdown() has begun.
+  bool stopping() const;
+
+ private:
+  struct Change {
+    std::string job_id;
+    JobState from;
+    JobState to;
+    std::string message;
+    absl::Time at;
+  };
+
+  void Run();
+  void Deliver(const Change& change);
+  // Sends one event, with retries.
+  void Send(const std::string& json);
+  // Sleeps `d` of the clock in slices, unless the drain deadline comes
+  // first; false when it did (the caller gives up).
+  bool Backoff(absl::Duration d);
+  bool PastDrainDeadline() const;
+  void DropChange(const std::string& why);
+
+  const EmitterOptions options_;
+  const Catalog* const catalog_;
+  StateStore* const store_;
+  HttpClient* const http_;
+  const Clock* const clock_;
+  DeliveryListener* const listener_;
+  std::string endpoint_;  // set by Start()
+  EventConfig config_;    // set by Start()
+
+  mutable absl::Mutex mu_;
+  std::deque<Change> queue_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  Counts counts_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace backfill::openlineage
+
+#endif  // BACKFILL_OPENLINEAGE_EMITTER_H_

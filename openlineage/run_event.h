@@ -1,0 +1,133 @@
+// OpenLineage RunEvents of backfill jobs: what each job state change means
+// for the job's OpenLineage runs, and the events' JSON text.
+//
+// The runs of one backfill job:
+//  * the job's run: OpenLineage job `backfill` in the configured namespace,
+//    run id NameBasedUuid(kRunIdNamespace, "<store id>/<job id>"); no
+//    inputs or outputs of its own;
+//  * one run per dataset of the job's plan: OpenLineage job
+//    `backfill/<dataset>`, run id NameBasedUuid(kRunIdNamespace,
+//    "<store id>/<job id>/<dataset>"), with the `parent` facet naming the
+//    job's run; inputs are the dataset's upstream tables, the output its
+//    table, named in the warehouse's dataset namespace.
+// Every run carries the `nominalTime` facet (the first partition's start
+// to the last one's end, for time-partitioned datasets; the job's run: its
+// target's) and the custom `backfilld_backfill` facet (job id, state,
+// reason, ticket, requested_by, message). The store id makes run ids
+// unique across daemons; job id and dataset make them stable across
+// restarts, so a terminal event sent after a restart closes the run its
+// START opened.
+//
+// JSON is built as a google.protobuf.Struct and printed by protobuf's JSON
+// printer. Stateless free functions; thread-safe.
+
+#ifndef BACKFILL_OPENLINEAGE_RUN_EVENT_H_
+#define BACKFILL_OPENLINEAGE_RUN_EVENT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/catalog.h"
+#include "core/job.h"
+#include "openlineage/uuid.h"
+
+namespace backfill::openlineage {
+
+// The RunEvent schema this producer follows, and the facets' schemas.
+inline constexpr char kRunEventSchemaUrl[] =
+    "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent";
+inline constexpr char kNominalTimeSchemaUrl[] =
+    "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json"
+    "#/$defs/NominalTimeRunFacet";
+inline constexpr char kParentSchemaUrl[] =
+    "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json"
+    "#/$defs/ParentRunFacet";
+inline constexpr char kOutputStatisticsSchemaUrl[] =
+    "https://openlineage.io/spec/facets/1-0-2/"
+    "OutputStatisticsOutputDatasetFacet.json"
+    "#/$defs/OutputStatisticsOutputDatasetFacet";
+// The custom run facet's key ({prefix}_{name}, as the spec asks of custom
+// facets) and its schema, shipped as docs/openlineage/ in the repository.
+inline constexpr char kBackfillFacetKey[] = "backfilld_backfill";
+// The producer URI of events and facets: urn:backfilld:<version>. A URN,
+// not an address: backfilld claims no web location it does not control.
+std::string ProducerUri(const std::string& version);
+// The custom facet's _schemaURL for `version`:
+// urn:backfilld:<version>:facet:BackfilldBackfillRunFacet; the schema
+// itself ships in the repository as docs/openlineage/.
+std::string BackfillFacetSchemaUrl(const std::string& version);
+
+// The namespace of run ids: NameBasedUuid(RFC 4122's URL namespace,
+// "urn:backfilld:openlineage:run") = 6ceacff3-56ee-5261-b4df-51eb7046a6c4.
+inline constexpr Uuid kRunIdNamespace = {0x6c, 0xea, 0xcf, 0xf3, 0x56, 0xee,
+                                         0x52, 0x61, 0xb4, 0xdf, 0x51, 0xeb,
+                                         0x70, 0x46, 0xa6, 0xc4};
+
+std::string JobRunId(const std::string& store_id, const std::string& job_id);
+std::string DatasetRunId(const std::string& store_id, const std::string& job_id,
+                         const std::string& dataset);
+
+// The OpenLineage job names: "backfill" and "backfill/<dataset>".
+inline constexpr char kJobName[] = "backfill";
+std::string DatasetJobName(const std::string& dataset);
+
+enum class EventType { kStart, kRunning, kComplete, kAbort, kFail };
+const char* EventTypeName(EventType type);  // "START", ...
+
+// What a job's move from `from` to `to` sends: the event of the job's run
+// and the event of each dataset's run. nullopt: nothing.
+//   to RUNNING from QUEUED        START (a resumed or retried job starts
+//                                 its runs again: same run ids)
+//   to RUNNING from VALIDATING    RUNNING
+//   to SUCCEEDED                  COMPLETE
+//   to DOWNSTREAM_UNHEALTHY       job FAIL, datasets COMPLETE (their
+//                                 partitions are published)
+//   to FAILED, VALIDATION_FAILED  FAIL
+//   to CANCELLED, ROLLED_BACK     ABORT
+// Other moves (validating, approval, publishing, confirming, pausing)
+// send nothing.
+struct Outcome {
+  EventType job = EventType::kStart;
+  EventType datasets = EventType::kStart;
+};
+std::optional<Outcome> OutcomeOf(JobState from, JobState to);
+
+struct EventConfig {
+  std::string job_namespace = "backfilld";
+  // The warehouse as an OpenLineage dataset namespace, e.g.
+  // "sqlite:///srv/backfill/warehouse.db".
+  std::string dataset_namespace;
+  std::string store_id;  // the state store's id (StoreInfo::store_id)
+  std::string version;   // backfilld's version, in the producer URI
+};
+
+// The events of one job state change, as JSON text: the job's run first,
+// then one per dataset of the plan, in plan order. `job` is read after the
+// change (its request and plan; its state may have moved on: `to` and
+// `message` are the change's own), `tasks` its tasks: COMPLETE events of
+// dataset runs carry outputStatistics with the rows the job published into
+// the dataset. Datasets no longer in `catalog` are named by their dataset
+// name, without inputs.
+absl::StatusOr<std::vector<std::string>> BuildRunEvents(
+    const EventConfig& config, const Catalog& catalog, const Job& job,
+    const std::vector<PartitionTask>& tasks, JobState to,
+    const std::string& message, const Outcome& outcome, absl::Time event_time);
+
+// RFC 3339 in UTC with milliseconds: "2025-03-01T07:00:00.000Z".
+std::string Rfc3339(absl::Time t);
+
+// The scope of `partitions` of a dataset of `layout` as [start, end) times;
+// nullopt for keys, unpartitioned datasets and no partitions.
+struct TimeRange {
+  absl::Time start;
+  absl::Time end;
+};
+std::optional<TimeRange> NominalRange(
+    const PartitionLayout& layout, const std::vector<std::string>& partitions);
+
+}  // namespace backfill::openlineage
+
+#endif  // BACKFILL_OPENLINEAGE_RUN_EVENT_H_

@@ -1,0 +1,43 @@
+// OpenLineageMetrics: how OpenLineage delivery goes, as Prometheus counters
+// in the daemon's registry, and as log lines (a given-up event or a
+// dropped job state change is a warning; a failed attempt that will be
+// retried is debug). Series (no labels):
+//   backfill_openlineage_events_sent_total
+//   backfill_openlineage_failed_attempts_total
+//   backfill_openlineage_events_dropped_total
+//   backfill_openlineage_changes_dropped_total
+// The registry must outlive it. Thread-safe.
+
+#ifndef BACKFILL_SERVER_OPENLINEAGE_METRICS_H_
+#define BACKFILL_SERVER_OPENLINEAGE_METRICS_H_
+
+#include <string>
+
+#include "openlineage/emitter.h"
+
+namespace prometheus {
+class Counter;
+class Registry;
+}  // namespace prometheus
+
+namespace backfill {
+
+class OpenLineageMetrics final : public openlineage::DeliveryListener {
+ public:
+  explicit OpenLineageMetrics(prometheus::Registry& registry);
+
+  void OnEventSent() override;
+  void OnAttemptFailed(const std::string& why) override;
+  void OnEventDropped(const std::string& why) override;
+  void OnChangeDropped(const std::string& why) override;
+
+ private:
+  prometheus::Counter* sent_ = nullptr;
+  prometheus::Counter* failed_attempts_ = nullptr;
+  prometheus::Counter* events_dropped_ = nullptr;
+  prometheus::Counter* changes_dropped_ = nullptr;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_SERVER_OPENLINEAGE_METRICS_H_

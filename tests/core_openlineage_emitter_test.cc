@@ -1,0 +1,370 @@
+// OpenLineageEmitter (openlineage/emitter.h): delivery through a fake
+// HttpClient and a ManualClock, so retries and backoff take no real time:
+// what is sent and where, retries on 5xx and on no answer with the
+// documented backoff, no retry on 4xx, the queue's bound and drop-oldest
+// policy, the drain deadline at shutdown, and that the observer callback
+// never waits for the network.
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "openlineage/emitter.h"
+#include "tests/revenue_pipeline.h"
+#include "tests/testing/memory_state_store.h"
+
+namespace backfill::openlineage {
+namespace {
+
+using ::backfill::testing::InMemoryStateStore;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kStoreId[] = "0123456789abcdef0123456789abcdef";
+
+// Answers from a script (then 200), records every request; can hold every
+// Send until released.
+class FakeHttpClient final : public HttpClient {
+ public:
+  using Answer = absl::StatusOr<HttpResponse>;
+
+  void Script(std::vector<Answer> answers) {
+    absl::MutexLock lock(&mu_);
+    script_.assign(answers.begin(), answers.end());
+  }
+  void Hold() {
+    absl::MutexLock lock(&mu_);
+    held_ = true;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    held_ = false;
+  }
+  // Waits until `n` requests arrived (they may still be held).
+  void AwaitRequests(size_t n) {
+    std::pair<FakeHttpClient*, size_t> arg(this, n);
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](std::pair<FakeHttpClient*, size_t>* a)
+             ABSL_NO_THREAD_SAFETY_ANALYSIS {
+               return a->first->requests_.size() >= a->second;
+             },
+        &arg));
+  }
+
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    requests_.push_back(request);
+    mu_.Await(absl::Condition(
+        +[](bool* held) { return !*held; }, &held_));
+    if (script_.empty()) return HttpResponse{200, "{}"};
+    Answer answer = script_.front();
+    script_.pop_front();
+    return answer;
+  }
+
+  std::vector<HttpRequest> requests() const {
+    absl::MutexLock lock(&mu_);
+    return requests_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::deque<Answer> script_ ABSL_GUARDED_BY(mu_);
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<HttpRequest> requests_ ABSL_GUARDED_BY(mu_);
+};
+
+HttpResponse Status(int code) { return HttpResponse{code, ""}; }
+
+google::protobuf::Struct ParseJson(const std::string& json) {
+  google::protobuf::Struct parsed;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &parsed);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
+  return parsed;
+}
+
+std::string Field(const std::string& json, const std::string& outer,
+                  const std::string& inner) {
+  const google::protobuf::Struct e = ParseJson(json);
+  return e.fields().at(outer).struct_value().fields().at(inner).string_value();
+}
+
+class OpenLineageEmitterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Catalog> catalog =
+        LoadPipelineTexts({{"p.yaml", fixtures::RevenuePipelineYaml()}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+    options_.url = "http://lineage.example:5000/";
+    options_.dataset_namespace = "sqlite:///srv/bf/warehouse.db";
+    options_.version = "0.1.0";
+    options_.drain_timeout = absl::Hours(1);
+  }
+
+  // A job of daily_revenue over two days, in the store.
+  std::string NewJob() {
+    Job job;
+    job.request.dataset = "daily_revenue";
+    job.request.reason = "refund bug";
+    DatasetPlan plan;
+    plan.dataset = "daily_revenue";
+    plan.partitions = {"2025-03-01", "2025-03-02"};
+    job.plan.datasets.push_back(plan);
+    absl::StatusOr<CreateJobResult> created =
+        store_.CreateJob(job, clock_.Now());
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created.ok() ? created->job.id : "";
+  }
+
+  std::unique_ptr<OpenLineageEmitter> NewEmitter() {
+    return std::make_unique<OpenLineageEmitter>(options_, &catalog_, &store_,
+                                                &http_, &clock_, nullptr);
+  }
+
+  Catalog catalog_;
+  InMemoryStateStore store_{kStoreId, absl::FromUnixSeconds(1700000000)};
+  FakeHttpClient http_;
+  ManualClock clock_{absl::FromUnixSeconds(1741168800)};
+  EmitterOptions options_;
+};
+
+TEST_F(OpenLineageEmitterTest, PostsEachRunsEventAsJsonToTheEndpoint) {
+  const std::string job = NewJob();
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  // Moves that send nothing are not even queued.
+  emitter->OnJobTransition(job, JobState::kRunning, JobState::kValidating, "");
+  emitter->OnJobTransition(job, JobState::kConfirming, JobState::kSucceeded,
+                           "done");
+  emitter->Shutdown();
+
+  const std::vector<HttpRequest> requests = http_.requests();
+  ASSERT_EQ(requests.size(), 4u);  // (job + 1 dataset) x (START, COMPLETE)
+  std::vector<std::string> seen;
+  for (const HttpRequest& r : requests) {
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_EQ(r.url, "http://lineage.example:5000/api/v1/lineage");
+    EXPECT_THAT(r.headers, ElementsAre(std::pair<std::string, std::string>(
+                               "Content-Type", "application/json")));
+    const google::protobuf::Struct e = ParseJson(r.body);
+    seen.push_back(e.fields().at("eventType").string_value() + " " +
+                   Field(r.body, "job", "name") + " " +
+                   Field(r.body, "run", "runId"));
+  }
+  // python3: uuid.uuid5(uuid.UUID('6ceacff3-56ee-5261-b4df-51eb7046a6c4'),
+  //   '0123456789abcdef0123456789abcdef/bf-1') and '.../bf-1/daily_revenue'
+  EXPECT_THAT(
+      seen,
+      ElementsAre(
+          "START backfill 446266f8-743a-5962-af3d-02228391f4ab",
+          "START backfill/daily_revenue 2b407993-177c-5b2d-b90d-e5d2594dbb83",
+          "COMPLETE backfill 446266f8-743a-5962-af3d-02228391f4ab",
+          "COMPLETE backfill/daily_revenue "
+          "2b407993-177c-5b2d-b90d-e5d2594dbb83"));
+  const OpenLineageEmitter::Counts counts = emitter->counts();
+  EXPECT_EQ(counts.sent, 4);
+  EXPECT_EQ(counts.failed_attempts, 0);
+  EXPECT_EQ(counts.events_dropped, 0);
+  EXPECT_EQ(counts.changes_dropped, 0);
+  EXPECT_EQ(clock_.sleeps(), 0);
+}
+
+TEST_F(OpenLineageEmitterTest, RetriesServerErrorsWithDoublingBackoff) {
+  const std::string job = NewJob();
+  http_.Script({Status(503), absl::UnavailableError("connection refused"),
+                Status(500), Status(200)});
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->OnJobTransition(job, JobState::kRunning, JobState::kFailed, "x");
+  emitter->Shutdown();
+  const OpenLineageEmitter::Counts counts = emitter->counts();
+  EXPECT_EQ(counts.sent, 2);  // the job's run after 4 tries, the dataset's
+  EXPECT_EQ(counts.failed_attempts, 3);
+  EXPECT_EQ(counts.events_dropped, 0);
+  EXPECT_EQ(http_.requests().size(), 5u);
+  // 0.5 s, 1 s, 2 s.
+  EXPECT_EQ(clock_.slept(), absl::Milliseconds(3500));
+  // The same event every time.
+  EXPECT_EQ(http_.requests()[0].body, http_.requests()[3].body);
+}
+
+TEST_F(OpenLineageEmitterTest, GivesUpAfterMaxAttemptsWithCappedBackoff) {
+  const std::string job = NewJob();
+  options_.max_attempts = 5;
+  options_.initial_backoff = absl::Seconds(1);
+  options_.max_backoff = absl::Seconds(3);
+  http_.Script(
+      {Status(502), Status(502), Status(502), Status(502), Status(502)});
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->OnJobTransition(job, JobState::kRunning, JobState::kCancelled, "");
+  emitter->Shutdown();
+  const OpenLineageEmitter::Counts counts = emitter->counts();
+  EXPECT_EQ(counts.failed_attempts, 5);
+  EXPECT_EQ(counts.events_dropped, 1);
+  EXPECT_EQ(counts.sent, 1);  // the next event went on
+  EXPECT_EQ(clock_.slept(), absl::Seconds(1 + 2 + 3 + 3));
+}
+
+TEST_F(OpenLineageEmitterTest, ClientErrorsAreFinalButTimeoutAndTooManyRetry) {
+  const std::string job = NewJob();
+  http_.Script({Status(400), Status(429), Status(408), Status(200)});
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  emitter->Shutdown();
+  const OpenLineageEmitter::Counts counts = emitter->counts();
+  EXPECT_EQ(counts.events_dropped, 1);  // the 400: not sent again
+  EXPECT_EQ(counts.failed_attempts, 3);
+  EXPECT_EQ(counts.sent, 1);
+  EXPECT_EQ(http_.requests().size(), 4u);
+  EXPECT_EQ(clock_.slept(), absl::Milliseconds(1500));
+}
+
+TEST_F(OpenLineageEmitterTest, FullQueueDropsTheOldestChanges) {
+  options_.queue_capacity = 3;
+  std::vector<std::string> jobs;
+  for (int i = 0; i < 5; ++i) jobs.push_back(NewJob());
+  auto emitter = NewEmitter();
+  // Not started yet: changes wait in the queue.
+  for (const std::string& job : jobs) {
+    emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  }
+  EXPECT_EQ(emitter->queued(), 3u);
+  EXPECT_EQ(emitter->counts().changes_dropped, 2);
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->Shutdown();
+  std::vector<std::string> job_ids;
+  for (const HttpRequest& r : http_.requests()) {
+    const google::protobuf::Struct e = ParseJson(r.body);
+    if (e.fields()
+            .at("job")
+            .struct_value()
+            .fields()
+            .at("name")
+            .string_value() == "backfill") {
+      job_ids.push_back(e.fields()
+                            .at("run")
+                            .struct_value()
+                            .fields()
+                            .at("facets")
+                            .struct_value()
+                            .fields()
+                            .at("backfilld_backfill")
+                            .struct_value()
+                            .fields()
+                            .at("jobId")
+                            .string_value());
+    }
+  }
+  EXPECT_THAT(job_ids, ElementsAre(jobs[2], jobs[3], jobs[4]));
+  EXPECT_EQ(emitter->counts().sent, 6);
+}
+
+TEST_F(OpenLineageEmitterTest, ObserverNeverWaitsForAStuckReceiver) {
+  options_.queue_capacity = 10;
+  const std::string job = NewJob();
+  http_.Hold();  // the receiver does not answer
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  http_.AwaitRequests(1);  // the delivery thread is stuck in Send
+  // Were the callback to wait for the network, this would never return.
+  for (int i = 0; i < 1000; ++i) {
+    emitter->OnJobTransition(job, JobState::kRunning, JobState::kFailed, "");
+  }
+  EXPECT_EQ(emitter->queued(), 10u);
+  EXPECT_EQ(emitter->counts().changes_dropped, 990);
+  EXPECT_EQ(emitter->counts().sent, 0);
+  http_.Release();
+  emitter->Shutdown();
+  EXPECT_EQ(emitter->counts().sent, 2 + 10 * 2);
+}
+
+TEST_F(OpenLineageEmitterTest, ShutdownDrainsUntilItsDeadlineThenDrops) {
+  options_.drain_timeout = absl::Seconds(5);
+  for (int i = 0; i < 3; ++i) NewJob();
+  http_.Script(std::vector<FakeHttpClient::Answer>(50, Status(503)));
+  http_.Hold();
+  auto emitter = NewEmitter();
+  for (const char* job : {"bf-1", "bf-2", "bf-3"}) {
+    emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  }
+  ASSERT_TRUE(emitter->Start().ok());
+  http_.AwaitRequests(1);
+  std::thread stopper([&] { emitter->Shutdown(); });
+  while (!emitter->stopping()) std::this_thread::yield();
+  http_.Release();
+  stopper.join();
+  // bf-1's job run: tries at 0, 0.5, 1.5 and 3.5 s, then the 5 s deadline
+  // passes during the 4 s backoff; its dataset run's event is given up
+  // without a try; bf-2 and bf-3 are dropped unbuilt.
+  const OpenLineageEmitter::Counts counts = emitter->counts();
+  EXPECT_EQ(counts.failed_attempts, 4);
+  EXPECT_EQ(counts.events_dropped, 2);
+  EXPECT_EQ(counts.changes_dropped, 2);
+  EXPECT_EQ(counts.sent, 0);
+  EXPECT_EQ(http_.requests().size(), 4u);
+  EXPECT_EQ(clock_.slept(), absl::Seconds(5));
+  // Changes after shutdown are dropped at once.
+  emitter->OnJobTransition("bf-1", JobState::kRunning, JobState::kFailed, "");
+  EXPECT_EQ(emitter->counts().changes_dropped, 3);
+}
+
+TEST_F(OpenLineageEmitterTest, UnknownJobIsDroppedAndDeliveryGoesOn) {
+  const std::string job = NewJob();
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  emitter->OnJobTransition("bf-404", JobState::kQueued, JobState::kRunning, "");
+  emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  emitter->Shutdown();
+  EXPECT_EQ(emitter->counts().changes_dropped, 1);
+  EXPECT_EQ(emitter->counts().sent, 2);
+}
+
+TEST(OpenLineageUrl, EndpointAndValidation) {
+  EXPECT_EQ(*LineageEndpoint("http://127.0.0.1:5000"),
+            "http://127.0.0.1:5000/api/v1/lineage");
+  EXPECT_EQ(*LineageEndpoint("https://marquez.example/base/"),
+            "https://marquez.example/base/api/v1/lineage");
+  for (const char* bad :
+       {"", "marquez:5000", "ftp://x", "http://", "http://:80", "http://a b",
+        "http://host/?q=1", "http://host/#f", "http://user:secret@host"}) {
+    absl::StatusOr<std::string> e = LineageEndpoint(bad);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(e.status().message(), HasSubstr("--openlineage-url")) << bad;
+  }
+  EXPECT_TRUE(ValidateNamespace("backfilld").ok());
+  EXPECT_TRUE(ValidateNamespace("prod/backfilld-2").ok());
+  for (const char* bad : {"", "a b", "tab\t", "\xc3\xa9"}) {
+    EXPECT_EQ(ValidateNamespace(bad).code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+TEST(OpenLineageUrl, StartRefusesABadUrl) {
+  Catalog catalog;
+  InMemoryStateStore store;
+  FakeHttpClient http;
+  ManualClock clock(absl::UnixEpoch());
+  EmitterOptions options;
+  options.url = "file:///etc/passwd";
+  OpenLineageEmitter emitter(options, &catalog, &store, &http, &clock, nullptr);
+  EXPECT_EQ(emitter.Start().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace backfill::openlineage

@@ -1,0 +1,379 @@
+// OpenLineage RunEvents of a job (openlineage/run_event.h): run ids checked
+// against UUIDs computed independently with Python's uuid module, the
+// outcome of each job state change, and whole events compared, as parsed
+// JSON, with events written out by hand from the OpenLineage 2-0-2 spec.
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "openlineage/run_event.h"
+#include "openlineage/uuid.h"
+#include "tests/revenue_pipeline.h"
+
+namespace backfill::openlineage {
+namespace {
+
+google::protobuf::Struct ParseJson(const std::string& json) {
+  google::protobuf::Struct parsed;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &parsed);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
+  return parsed;
+}
+
+void ExpectSameJson(const std::string& actual, const std::string& expected) {
+  const google::protobuf::Struct a = ParseJson(actual);
+  const google::protobuf::Struct e = ParseJson(expected);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differencer.Compare(e, a)) << diff << "\nactual: " << actual;
+}
+
+// RFC 4122's namespace for URLs and for DNS names.
+constexpr Uuid kUrlNamespace = {0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1,
+                                0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
+constexpr Uuid kDnsNamespace = {0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1,
+                                0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
+
+constexpr char kStoreId[] = "0123456789abcdef0123456789abcdef";
+
+TEST(OpenLineageUuid, MatchesPythonsUuid5) {
+  // python3 -c "import uuid; print(uuid.uuid5(uuid.NAMESPACE_DNS,
+  //   'python.org'))"
+  EXPECT_EQ(FormatUuid(NameBasedUuid(kDnsNamespace, "python.org")),
+            "886313e1-3b8a-5372-9b90-0c9aee199e5d");
+  // python3 -c "import uuid; print(uuid.uuid5(uuid.NAMESPACE_URL,
+  //   'urn:backfilld:openlineage:run'))"
+  EXPECT_EQ(
+      FormatUuid(NameBasedUuid(kUrlNamespace, "urn:backfilld:openlineage:run")),
+      "6ceacff3-56ee-5261-b4df-51eb7046a6c4");
+  EXPECT_EQ(FormatUuid(kRunIdNamespace),
+            "6ceacff3-56ee-5261-b4df-51eb7046a6c4");
+}
+
+TEST(OpenLineageUuid, RunIdsMatchPythonsUuid5) {
+  // ns = uuid.UUID('6ceacff3-56ee-5261-b4df-51eb7046a6c4')
+  // uuid.uuid5(ns, '0123456789abcdef0123456789abcdef/bf-7')
+  EXPECT_EQ(JobRunId(kStoreId, "bf-7"), "306754dd-2e3c-5fef-a17a-f37518c9fbd5");
+  // uuid.uuid5(ns, '0123456789abcdef0123456789abcdef/bf-7/daily_revenue')
+  EXPECT_EQ(DatasetRunId(kStoreId, "bf-7", "daily_revenue"),
+            "220f2adc-e921-5ff3-9a8e-9daa676317f1");
+  // Another store, another run for the same job id.
+  EXPECT_NE(JobRunId("ffffffffffffffffffffffffffffffff", "bf-7"),
+            JobRunId(kStoreId, "bf-7"));
+}
+
+TEST(OpenLineageUuid, ParseAndFormatRoundTrip) {
+  absl::StatusOr<Uuid> parsed =
+      ParseUuid("6CEACFF3-56EE-5261-B4DF-51EB7046A6C4");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, kRunIdNamespace);
+  for (const char* bad : {"", "6ceacff3-56ee-5261-b4df-51eb7046a6c",
+                          "6ceacff3x56ee-5261-b4df-51eb7046a6c4",
+                          "6ceacff3-56ee-5261-b4df-51eb7046a6cg",
+                          "6ceacff3-56ee-5261-b4df-51eb7046a6c4a"}) {
+    EXPECT_EQ(ParseUuid(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+TEST(OpenLineageOutcome, EveryStateChange) {
+  using S = JobState;
+  auto is = [](std::optional<Outcome> o, EventType job, EventType datasets) {
+    return o.has_value() && o->job == job && o->datasets == datasets;
+  };
+  EXPECT_TRUE(is(OutcomeOf(S::kQueued, S::kRunning), EventType::kStart,
+                 EventType::kStart));
+  EXPECT_TRUE(is(OutcomeOf(S::kValidating, S::kRunning), EventType::kRunning,
+                 EventType::kRunning));
+  EXPECT_TRUE(is(OutcomeOf(S::kConfirming, S::kSucceeded), EventType::kComplete,
+                 EventType::kComplete));
+  EXPECT_TRUE(is(OutcomeOf(S::kConfirming, S::kDownstreamUnhealthy),
+                 EventType::kFail, EventType::kComplete));
+  EXPECT_TRUE(is(OutcomeOf(S::kRunning, S::kFailed), EventType::kFail,
+                 EventType::kFail));
+  EXPECT_TRUE(is(OutcomeOf(S::kValidating, S::kValidationFailed),
+                 EventType::kFail, EventType::kFail));
+  EXPECT_TRUE(is(OutcomeOf(S::kRunning, S::kCancelled), EventType::kAbort,
+                 EventType::kAbort));
+  EXPECT_TRUE(is(OutcomeOf(S::kSucceeded, S::kRolledBack), EventType::kAbort,
+                 EventType::kAbort));
+  for (S to : {S::kQueued, S::kValidating, S::kAwaitingApproval, S::kPublishing,
+               S::kConfirming, S::kPaused}) {
+    EXPECT_FALSE(OutcomeOf(S::kRunning, to).has_value()) << JobStateName(to);
+  }
+  EXPECT_STREQ(EventTypeName(EventType::kStart), "START");
+  EXPECT_STREQ(EventTypeName(EventType::kRunning), "RUNNING");
+  EXPECT_STREQ(EventTypeName(EventType::kComplete), "COMPLETE");
+  EXPECT_STREQ(EventTypeName(EventType::kAbort), "ABORT");
+  EXPECT_STREQ(EventTypeName(EventType::kFail), "FAIL");
+}
+
+TEST(OpenLineageNominalTime, RangesOfEachGrain) {
+  auto range = [](const PartitionLayout& layout,
+                  std::vector<std::string> partitions) {
+    std::optional<TimeRange> r = NominalRange(layout, partitions);
+    return r ? Rfc3339(r->start) + " " + Rfc3339(r->end) : std::string("none");
+  };
+  EXPECT_EQ(range(Grain::kDay, {"2025-03-02", "2025-03-01", "2025-03-05"}),
+            "2025-03-01T00:00:00.000Z 2025-03-06T00:00:00.000Z");
+  EXPECT_EQ(range(Grain::kHour, {"2025-03-01T07", "2025-03-01T23"}),
+            "2025-03-01T07:00:00.000Z 2025-03-02T00:00:00.000Z");
+  EXPECT_EQ(range(Grain::kMonth, {"2024-12"}),
+            "2024-12-01T00:00:00.000Z 2025-01-01T00:00:00.000Z");
+  EXPECT_EQ(range(PartitionLayout(Grain::kDay, {"eu", "us"}),
+                  {"2025-03-01|us", "2025-03-03|eu"}),
+            "2025-03-01T00:00:00.000Z 2025-03-04T00:00:00.000Z");
+  EXPECT_EQ(range(Grain::kKey, {"eu"}), "none");
+  EXPECT_EQ(range(Grain::kNone, {""}), "none");
+  EXPECT_EQ(range(Grain::kDay, {}), "none");
+}
+
+class OpenLineageEventsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
+        {{"p.yaml", fixtures::RevenuePipelineYaml(
+                        "", fixtures::RevenueDependentsYaml())}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+    config_.job_namespace = "backfilld";
+    config_.dataset_namespace = "sqlite:///srv/bf/warehouse.db";
+    config_.store_id = kStoreId;
+    config_.version = "0.1.0";
+
+    job_.id = "bf-7";
+    job_.request.dataset = "daily_revenue";
+    job_.request.reason = "refund bug";
+    job_.request.ticket = "DATA-42";
+    job_.request.requested_by = "alice";
+    for (const char* d : {"daily_revenue", "daily_total"}) {
+      DatasetPlan plan;
+      plan.dataset = d;
+      plan.partitions = {"2025-03-01", "2025-03-02"};
+      job_.plan.datasets.push_back(plan);
+    }
+    DatasetPlan totals;
+    totals.dataset = "region_totals";
+    totals.partitions = {""};
+    job_.plan.datasets.push_back(totals);
+
+    auto task = [](const char* dataset, const char* partition, TaskState state,
+                   int64_t rows) {
+      PartitionTask t;
+      t.job_id = "bf-7";
+      t.dataset = dataset;
+      t.partition = partition;
+      t.state = state;
+      t.rows_written = rows;
+      return t;
+    };
+    tasks_ = {task("daily_revenue", "2025-03-01", TaskState::kPublished, 4),
+              task("daily_revenue", "2025-03-02", TaskState::kPublished, 3),
+              task("daily_total", "2025-03-01", TaskState::kPublished, 1),
+              // Unchanged (early cutoff): recomputed, not republished.
+              task("daily_total", "2025-03-02", TaskState::kUnchanged, 1),
+              task("region_totals", "", TaskState::kPublished, 4)};
+    at_ = absl::FromUnixMillis(1741168800250);  // 2025-03-05T10:00:00.250Z
+  }
+
+  Catalog catalog_;
+  EventConfig config_;
+  Job job_;
+  std::vector<PartitionTask> tasks_;
+  absl::Time at_;
+};
+
+TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
+  absl::StatusOr<std::vector<std::string>> events = BuildRunEvents(
+      config_, catalog_, job_, tasks_, JobState::kSucceeded, "published",
+      Outcome{EventType::kComplete, EventType::kComplete}, at_);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);
+
+  const std::string backfill_facet = R"json(
+        "backfilld_backfill": {
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet",
+          "jobId": "bf-7", "state": "SUCCEEDED", "reason": "refund bug",
+          "ticket": "DATA-42", "requestedBy": "alice", "message": "published"
+        })json";
+  const std::string nominal = R"json(
+        "nominalTime": {
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
+          "nominalStartTime": "2025-03-01T00:00:00.000Z",
+          "nominalEndTime": "2025-03-03T00:00:00.000Z"
+        })json";
+  const std::string parent = R"json(
+        "parent": {
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json#/$defs/ParentRunFacet",
+          "run": {"runId": "306754dd-2e3c-5fef-a17a-f37518c9fbd5"},
+          "job": {"namespace": "backfilld", "name": "backfill"}
+        })json";
+  const std::string header = R"json(
+    "eventType": "COMPLETE",
+    "eventTime": "2025-03-05T10:00:00.250Z",
+    "producer": "urn:backfilld:0.1.0",
+    "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",)json";
+  auto stats = [](int rows) {
+    return std::string(R"json("outputFacets": {"outputStatistics": {
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "https://openlineage.io/spec/facets/1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet",
+          "rowCount": )json") +
+           std::to_string(rows) + "}}";
+  };
+
+  ExpectSameJson((*events)[0], "{" + header + R"json(
+    "run": {"runId": "306754dd-2e3c-5fef-a17a-f37518c9fbd5",
+            "facets": {)json" + nominal +
+                                   "," + backfill_facet + R"json(}},
+    "job": {"namespace": "backfilld", "name": "backfill"},
+    "inputs": [], "outputs": []
+  })json");
+
+  ExpectSameJson((*events)[1], "{" + header + R"json(
+    "run": {"runId": "220f2adc-e921-5ff3-9a8e-9daa676317f1",
+            "facets": {)json" + nominal +
+                                   "," + parent + "," + backfill_facet +
+                                   R"json(}},
+    "job": {"namespace": "backfilld", "name": "backfill/daily_revenue"},
+    "inputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "raw_orders"},
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "dim_customers"}
+    ],
+    "outputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + stats(7) + R"json(}
+    ]
+  })json");
+
+  // python3: uuid.uuid5(ns,
+  // '0123456789abcdef0123456789abcdef/bf-7/daily_total')
+  ExpectSameJson((*events)[2], "{" + header + R"json(
+    "run": {"runId": "61e5c1a4-3836-5448-86cd-5910d2a431c0",
+            "facets": {)json" + nominal +
+                                   "," + parent + "," + backfill_facet +
+                                   R"json(}},
+    "job": {"namespace": "backfilld", "name": "backfill/daily_total"},
+    "inputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+    ],
+    "outputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_total",
+       )json" + stats(1) + R"json(}
+    ]
+  })json");
+
+  // Unpartitioned: no nominalTime.
+  // python3: uuid.uuid5(ns,
+  //   '0123456789abcdef0123456789abcdef/bf-7/region_totals')
+  ExpectSameJson((*events)[3], "{" + header + R"json(
+    "run": {"runId": "db5e58e3-6702-5930-8a91-2fd1551b0920",
+            "facets": {)json" + parent +
+                                   "," + backfill_facet + R"json(}},
+    "job": {"namespace": "backfilld", "name": "backfill/region_totals"},
+    "inputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+    ],
+    "outputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "region_totals",
+       )json" + stats(4) + R"json(}
+    ]
+  })json");
+}
+
+TEST_F(OpenLineageEventsTest, StartAndFailCarryNoOutputStatistics) {
+  for (EventType type : {EventType::kStart, EventType::kFail, EventType::kAbort,
+                         EventType::kRunning}) {
+    absl::StatusOr<std::vector<std::string>> events =
+        BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kRunning, "",
+                       Outcome{type, type}, at_);
+    ASSERT_TRUE(events.ok()) << events.status();
+    ASSERT_EQ(events->size(), 4u);
+    for (const std::string& json : *events) {
+      const google::protobuf::Struct e = ParseJson(json);
+      EXPECT_EQ(e.fields().at("eventType").string_value(), EventTypeName(type));
+      for (const auto& output :
+           e.fields().at("outputs").list_value().values()) {
+        EXPECT_EQ(output.struct_value().fields().count("outputFacets"), 0u)
+            << json;
+      }
+    }
+  }
+}
+
+TEST_F(OpenLineageEventsTest, DownstreamUnhealthyFailsTheJobRunOnly) {
+  absl::StatusOr<std::vector<std::string>> events = BuildRunEvents(
+      config_, catalog_, job_, tasks_, JobState::kDownstreamUnhealthy,
+      "amount_cache serves 10 for 2025-03-01, expected 12",
+      *OutcomeOf(JobState::kConfirming, JobState::kDownstreamUnhealthy), at_);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);
+  const google::protobuf::Struct job_run = ParseJson((*events)[0]);
+  EXPECT_EQ(job_run.fields().at("eventType").string_value(), "FAIL");
+  const auto& facet = job_run.fields()
+                          .at("run")
+                          .struct_value()
+                          .fields()
+                          .at("facets")
+                          .struct_value()
+                          .fields()
+                          .at("backfilld_backfill")
+                          .struct_value()
+                          .fields();
+  EXPECT_EQ(facet.at("state").string_value(), "DOWNSTREAM_UNHEALTHY");
+  EXPECT_EQ(facet.at("message").string_value(),
+            "amount_cache serves 10 for 2025-03-01, expected 12");
+  const google::protobuf::Struct dataset_run = ParseJson((*events)[1]);
+  EXPECT_EQ(dataset_run.fields().at("eventType").string_value(), "COMPLETE");
+  EXPECT_EQ(dataset_run.fields()
+                .at("outputs")
+                .list_value()
+                .values(0)
+                .struct_value()
+                .fields()
+                .at("outputFacets")
+                .struct_value()
+                .fields()
+                .at("outputStatistics")
+                .struct_value()
+                .fields()
+                .at("rowCount")
+                .number_value(),
+            7);
+}
+
+TEST_F(OpenLineageEventsTest, TextIsEscapedAsJson) {
+  job_.request.reason = "quote \" backslash \\ newline \n tab \t é";
+  absl::StatusOr<std::vector<std::string>> events =
+      BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kRunning, "",
+                     Outcome{EventType::kStart, EventType::kStart}, at_);
+  ASSERT_TRUE(events.ok()) << events.status();
+  const google::protobuf::Struct e = ParseJson((*events)[0]);
+  EXPECT_EQ(e.fields()
+                .at("run")
+                .struct_value()
+                .fields()
+                .at("facets")
+                .struct_value()
+                .fields()
+                .at("backfilld_backfill")
+                .struct_value()
+                .fields()
+                .at("reason")
+                .string_value(),
+            job_.request.reason);
+}
+
+}  // namespace
+}  // namespace backfill::openlineage
