@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -66,6 +67,11 @@ class Metrics final : public JobObserver {
   // The exposition text of a scrape, as /metrics serves it.
   std::string Scrape() const;
 
+  // Adds families collected at scrape time by `collectable` (e.g.
+  // server/stale_partitions_collector.h) to /metrics and Scrape(). Call
+  // before Listen(); not thread-safe against scrapes.
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
+
   // JobObserver.
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;
@@ -82,6 +88,7 @@ class Metrics final : public JobObserver {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> stats_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> added_collectables_;
 
   // Children of the registry's families (owned by the registry).
   // Children are added on first use (Family::Add is thread-safe): at most
