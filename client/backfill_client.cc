@@ -204,6 +204,19 @@ absl::StatusOr<v1::DiffBackfillResponse> BackfillClient::Diff(
   return Call(&Stub::DiffBackfill, request);
 }
 
+absl::StatusOr<v1::ExplainPartitionResponse> BackfillClient::ExplainPartition(
+    const std::string& dataset, const std::string& partition) {
+  v1::ExplainPartitionRequest request;
+  request.set_dataset(dataset);
+  request.set_partition(partition);
+  return Call(&Stub::ExplainPartition, request);
+}
+
+absl::StatusOr<v1::ListAuditEventsResponse> BackfillClient::ListAuditEvents(
+    const v1::ListAuditEventsRequest& request) {
+  return Call(&Stub::ListAuditEvents, request);
+}
+
 absl::Status BackfillClient::Watch(
     const std::string& id,
     const std::function<bool(const v1::Backfill&)>& on_update) {

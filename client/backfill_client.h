@@ -122,6 +122,12 @@ class BackfillClient {
   // One page of a job's diff.
   absl::StatusOr<v1::DiffBackfillResponse> Diff(
       const v1::DiffBackfillRequest& request);
+  // Every version of a partition (ExplainPartition).
+  absl::StatusOr<v1::ExplainPartitionResponse> ExplainPartition(
+      const std::string& dataset, const std::string& partition);
+  // One page of the audit log.
+  absl::StatusOr<v1::ListAuditEventsResponse> ListAuditEvents(
+      const v1::ListAuditEventsRequest& request);
 
   // Streams the job's updates to `on_update` until the server ends the
   // stream (the job finished) or `on_update` returns false. Returns the

@@ -28,6 +28,7 @@
 #include "client/backfill_client.h"
 #include "client/cli_args.h"
 #include "client/cli_format.h"
+#include "client/governance_format.h"
 
 namespace backfill {
 namespace {
@@ -113,6 +114,16 @@ struct DiffOptions {
   int samples = 3;
 };
 
+struct WhyOptions {
+  std::string dataset;
+  std::string partition;
+};
+
+struct AuditOptions {
+  std::string since;  // "" : from the first event
+  std::string job;
+};
+
 // The decisions on a job that `cancel`, `pause`, `resume` and `retry` send.
 enum class JobAction { kCancel, kPause, kResume, kRetry };
 
@@ -152,6 +163,8 @@ class Cli {
   int Rollback(const std::string& id, const RollbackOptions& options);
   int Approve(const ApproveOptions& options);
   int Diff(const DiffOptions& options);
+  int Why(const WhyOptions& options);
+  int Audit(const AuditOptions& options);
 
  private:
   // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
@@ -485,6 +498,47 @@ int Cli::Diff(const DiffOptions& options) {
   return Print(all, cli::FormatDiff(all));
 }
 
+int Cli::Why(const WhyOptions& options) {
+  absl::StatusOr<v1::ExplainPartitionResponse> response =
+      client_->ExplainPartition(options.dataset, options.partition);
+  if (!response.ok()) return RpcError(response.status());
+  return Print(*response, cli::FormatPartitionHistory(*response));
+}
+
+int Cli::Audit(const AuditOptions& options) {
+  v1::ListAuditEventsRequest request;
+  if (!options.since.empty()) {
+    absl::StatusOr<google::protobuf::Timestamp> since =
+        cli::ParseSince(options.since);
+    if (!since.ok()) return Fail(kExitUsage, since.status().message());
+    *request.mutable_since() = *since;
+  }
+  request.set_backfill_id(options.job);
+  request.set_page_size(1000);
+  // Every page: one JSON line per event as it comes, or (--json) one
+  // document with them all.
+  v1::ListAuditEventsResponse all;
+  while (true) {
+    absl::StatusOr<v1::ListAuditEventsResponse> page =
+        client_->ListAuditEvents(request);
+    if (!page.ok()) return RpcError(page.status());
+    for (const v1::AuditEvent& event : page->events()) {
+      if (globals_.json) {
+        *all.add_events() = event;
+        continue;
+      }
+      absl::StatusOr<std::string> line = cli::AuditEventJsonLine(event);
+      if (!line.ok()) return Fail(kExitFailure, line.status().message());
+      std::cout << *line;
+    }
+    if (page->next_page_token().empty()) break;
+    request.set_page_token(page->next_page_token());
+  }
+  if (globals_.json) return Print(all, "");
+  std::cout << std::flush;
+  return kExitOk;
+}
+
 absl::StatusOr<v1::Backfill> Cli::Follow(const std::string& id,
                                          v1::Backfill latest) {
   InstallInterruptHandler(id);
@@ -796,14 +850,36 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0, 10))
       ->capture_default_str();
 
+  WhyOptions why_options;
+  CLI::App* why = app.add_subcommand(
+      "why",
+      "Explain a partition: every published version, newest first (job, "
+      "reason, who asked and approved, inputs, rows, diff), and whether it "
+      "is stale");
+  why->add_option("DATASET", why_options.dataset, "Dataset")->required();
+  why->add_option("PARTITION", why_options.partition,
+                  "Partition value (\"\" for an unpartitioned dataset)")
+      ->required();
+
+  AuditOptions audit_options;
+  CLI::App* audit = app.add_subcommand(
+      "audit",
+      "Export the audit log (every job state change) as JSON lines, oldest "
+      "first");
+  audit->add_option("--since", audit_options.since,
+                    "Only events at or after TIME (RFC 3339: YYYY-MM-DD, "
+                    "YYYY-MM-DDTHH:MM:SS[.F]Z or ...+HH:MM)");
+  audit->add_option("--job", audit_options.job, "Only events of this job");
+
   const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
       {cancel, JobAction::kCancel},
       {pause, JobAction::kPause},
       {resume, JobAction::kResume},
       {retry, JobAction::kRetry}};
 
-  for (CLI::App* command : {datasets, plan, submit, status, list, watch, cancel,
-                            pause, resume, retry, rollback, approve, diff}) {
+  for (CLI::App* command :
+       {datasets, plan, submit, status, list, watch, cancel, pause, resume,
+        retry, rollback, approve, diff, why, audit}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -871,6 +947,14 @@ int Main(int argc, char** argv) {
     texts.insert(texts.end(), {{"JOB", diff_options.id},
                                {"--dataset", diff_options.dataset}});
   }
+  if (why->parsed()) {
+    texts.insert(texts.end(), {{"DATASET", why_options.dataset},
+                               {"PARTITION", why_options.partition}});
+  }
+  if (audit->parsed()) {
+    texts.insert(texts.end(), {{"--since", audit_options.since},
+                               {"--job", audit_options.job}});
+  }
   if (list->parsed()) {
     for (const std::string& value : list_options.state_args) {
       texts.emplace_back("--state", value);
@@ -934,6 +1018,8 @@ int Main(int argc, char** argv) {
   if (watch->parsed()) return cli.Watch(job.id);
   if (approve->parsed()) return cli.Approve(approve_options);
   if (diff->parsed()) return cli.Diff(diff_options);
+  if (why->parsed()) return cli.Why(why_options);
+  if (audit->parsed()) return cli.Audit(audit_options);
   for (const auto& [command, action] : decisions) {
     if (command->parsed()) return cli.Decide(action, job);
   }

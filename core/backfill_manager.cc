@@ -391,4 +391,14 @@ absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
   return runner_.WaitForChange(id, version, deadline);
 }
 
+absl::StatusOr<PartitionHistory> BackfillManager::ExplainPartition(
+    const std::string& dataset, const std::string& partition) {
+  return ::backfill::ExplainPartition(*catalog_, *store_, dataset, partition);
+}
+
+absl::StatusOr<AuditPage> BackfillManager::ListAuditEvents(
+    const AuditQuery& query) {
+  return ReadAuditPage(*store_, query);
+}
+
 }  // namespace backfill

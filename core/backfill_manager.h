@@ -20,12 +20,14 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/audit_log.h"
 #include "core/catalog.h"
 #include "core/clock.h"
 #include "core/engine.h"
 #include "core/job.h"
 #include "core/job_observer.h"
 #include "core/job_runner.h"
+#include "core/partition_history.h"
 #include "core/planner.h"
 #include "core/state_store.h"
 
@@ -139,6 +141,15 @@ class BackfillManager {
   // progress updates without the plan's partition lists.
   absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
                                     absl::Time deadline);
+
+  // Every published version of a partition, newest first, and whether it
+  // is stale now (core/partition_history.h): NOT_FOUND for an unknown
+  // dataset, INVALID_ARGUMENT for a value that is not of its grain.
+  absl::StatusOr<PartitionHistory> ExplainPartition(
+      const std::string& dataset, const std::string& partition);
+
+  // A page of the audit log, oldest first (core/audit_log.h).
+  absl::StatusOr<AuditPage> ListAuditEvents(const AuditQuery& query);
 
   const Catalog& catalog() const { return *catalog_; }
 

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/partition.h"
+#include "core/stale_dependents.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -20,6 +21,46 @@ std::string InputChangedReason(const InputFingerprint& first, size_t more) {
   if (more > 0) absl::StrAppend(&out, " (+", more, " more)");
   return out;
 }
+
+namespace {
+
+// Adds to the reason of each partition whose changed input lineage shows
+// replaced by a later job (core/stale_dependents.h) which job did it:
+// "input daily_revenue/2025-03-01 changed: republished by bf-3 with
+// --no-downstream". The reason names the first changed input lineage
+// explains.
+absl::Status NameReplacingJobs(
+    const Catalog& catalog, StateStore& store, const DatasetSpec& dataset,
+    const std::map<std::string, std::vector<const InputFingerprint*>>& changed,
+    std::vector<StalePartition>* stale) {
+  std::vector<std::string> partitions;
+  for (const auto& [p, inputs] : changed) partitions.push_back(p);
+  ASSIGN_OR_RETURN(std::vector<StaleDependent> explained,
+                   FindStaleDependents(catalog, store, dataset, partitions));
+  std::map<std::string, const StaleDependent*> by_partition;
+  for (const StaleDependent& sd : explained) by_partition[sd.partition] = &sd;
+  for (StalePartition& sp : *stale) {
+    auto sd = by_partition.find(sp.partition);
+    auto in = changed.find(sp.partition);
+    if (sd == by_partition.end() || in == changed.end()) continue;
+    for (const InputFingerprint* f : in->second) {
+      const StaleInput* known = nullptr;
+      for (const StaleInput& si : sd->second->inputs) {
+        if (si.dataset == f->dataset && si.partition == f->partition) {
+          known = &si;
+          break;
+        }
+      }
+      if (known == nullptr) continue;
+      sp.reason = absl::StrCat(InputChangedReason(*f, in->second.size() - 1),
+                               ": ", DescribeStaleInput(*known));
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
     const Catalog& catalog, Engine& engine, StateStore& store,
@@ -54,6 +95,9 @@ absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
                                         partitions.begin(), partitions.end())));
   }
   std::vector<StalePartition> stale;
+  // The changed inputs of each stale partition, to name (from lineage) the
+  // job that replaced them.
+  std::map<std::string, std::vector<const InputFingerprint*>> changed_inputs;
   for (const auto& [partition, v] : versions) {
     if (v.transform_version != dataset.transform_version) {
       stale.push_back({partition, kVersionChangedReason});
@@ -75,7 +119,12 @@ absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
     if (!changed.empty()) {
       stale.push_back({partition, InputChangedReason(*changed.front(),
                                                      changed.size() - 1)});
+      changed_inputs[partition] = std::move(changed);
     }
+  }
+  if (!changed_inputs.empty()) {
+    RETURN_IF_ERROR(
+        NameReplacingJobs(catalog, store, dataset, changed_inputs, &stale));
   }
   return stale;
 }

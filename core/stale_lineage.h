@@ -7,6 +7,11 @@
 //     recorded when it was computed ("input orders/2025-03-01 changed" for a
 //     partition read, "input customers changed" for a table read whole;
 //     several: the first in the order they were read, then "(+N more)").
+//     When lineage shows that a later job replaced a changed input
+//     (core/stale_dependents.h: a publish, e.g. with --no-downstream, or a
+//     rollback), the reason names the first such input and the job:
+//     "input daily_revenue/2025-03-01 changed: republished by bf-3 with
+//     --no-downstream".
 // What a partition was computed from is the state store's current verified
 // version of it (StateStore::VerifiedVersions: its newest publish record,
 // or a newer UNCHANGED recomputation of early cutoff, rolled-back versions

@@ -43,6 +43,18 @@ struct StoreStats {
   // published, unchanged or skipped).
   int64_t running_tasks_total = 0;
   int64_t running_tasks_done = 0;
+  // The id of the newest lineage record (0: none). Lineage is append-only,
+  // so it grows with every publish and rollback: a cheap way to notice that
+  // the recorded history changed (see core/stale_partition_counts.h).
+  int64_t last_lineage_id = 0;
+};
+
+// A selection of the audit log (StateStore::ListAuditLog).
+struct AuditQuery {
+  std::string job_id;                       // "": every job
+  absl::Time since = absl::InfinitePast();  // events at or after it
+  int64_t after_seq = 0;                    // events with a larger seq
+  int limit = 100;                          // at most this many, >= 1
 };
 
 // The identity of a state store, created with it.
@@ -253,6 +265,17 @@ class StateStore {
   // validation). NOT_FOUND for an unknown job.
   virtual absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
       const std::string& job_id) = 0;
+
+  // The audit log, oldest first (by seq): the events that `query` selects.
+  // The log is append-only: no call of this interface changes or removes
+  // an event (the SQLite store also refuses it with triggers).
+  virtual absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(
+      const AuditQuery& query) = 0;
+
+  // The diff of (dataset, partition) of every job that stored one (see
+  // ReplaceJobDiff), by job id, without samples.
+  virtual absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
+      const std::string& dataset, const std::string& partition) = 0;
 };
 
 }  // namespace backfill

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
 
@@ -106,6 +107,12 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
       NewUnaryHandler(this, &BackfillServiceImpl::ApproveBackfill));
   receive_as_bytes("DiffBackfill", v1::DiffBackfillRequest::descriptor(),
                    NewUnaryHandler(this, &BackfillServiceImpl::DiffBackfill));
+  receive_as_bytes(
+      "ExplainPartition", v1::ExplainPartitionRequest::descriptor(),
+      NewUnaryHandler(this, &BackfillServiceImpl::ExplainPartition));
+  receive_as_bytes(
+      "ListAuditEvents", v1::ListAuditEventsRequest::descriptor(),
+      NewUnaryHandler(this, &BackfillServiceImpl::ListAuditEvents));
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -374,6 +381,32 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
   if (page->next_offset > 0) {
     response->set_next_page_token(absl::StrCat(page->next_offset));
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ExplainPartition(
+    grpc::ServerContext* context, const v1::ExplainPartitionRequest* request,
+    v1::ExplainPartitionResponse* response) {
+  if (request->dataset().empty()) {
+    return InvalidArgument(
+        "missing dataset: name a declared dataset (backfillctl datasets "
+        "lists them)");
+  }
+  absl::StatusOr<PartitionHistory> history =
+      manager_->ExplainPartition(request->dataset(), request->partition());
+  if (!history.ok()) return ToGrpcStatus(history.status());
+  *response = PartitionHistoryToProto(*history);
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ListAuditEvents(
+    grpc::ServerContext* context, const v1::ListAuditEventsRequest* request,
+    v1::ListAuditEventsResponse* response) {
+  absl::StatusOr<AuditQuery> query = AuditQueryFromProto(*request);
+  if (!query.ok()) return ToGrpcStatus(query.status());
+  absl::StatusOr<AuditPage> page = manager_->ListAuditEvents(*query);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  *response = AuditPageToProto(*page);
   return grpc::Status::OK;
 }
 

@@ -87,6 +87,12 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status DiffBackfill(grpc::ServerContext* context,
                             const v1::DiffBackfillRequest* request,
                             v1::DiffBackfillResponse* response) override;
+  grpc::Status ExplainPartition(
+      grpc::ServerContext* context, const v1::ExplainPartitionRequest* request,
+      v1::ExplainPartitionResponse* response) override;
+  grpc::Status ListAuditEvents(grpc::ServerContext* context,
+                               const v1::ListAuditEventsRequest* request,
+                               v1::ListAuditEventsResponse* response) override;
 
  private:
   // Registers the handlers of server/raw_request.h for every method.

@@ -14,6 +14,7 @@
 #include "core/fanout_observer.h"
 #include "core/job_observer.h"
 #include "core/pipeline_loader.h"
+#include "core/stale_partition_counts.h"
 #include "core/static_check.h"
 #include "core/warehouse_ownership.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -26,6 +27,7 @@
 #include "server/log_text.h"
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
+#include "server/stale_partitions_collector.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
@@ -302,6 +304,15 @@ absl::Status Daemon::Init(Catalog catalog) {
   StateStore* store_ptr = store_.get();
   metrics_ = std::make_unique<Metrics>(
       [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
+  // Stale partitions per dataset: computed now (at start), then again only
+  // when the recorded history changed (core/stale_partition_counts.h).
+  stale_counts_ =
+      std::make_unique<StalePartitionCounts>(catalog_.get(), store_.get());
+  if (absl::Status s = stale_counts_->Get().status(); !s.ok()) {
+    spdlog::warn("cannot count stale partitions: {}", LogText(s.ToString()));
+  }
+  metrics_->AddCollectable(
+      std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
   if (metrics_on) {
     if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
       return s;
@@ -483,6 +494,7 @@ void Daemon::Shutdown() {
   store_.reset();
   observer_.reset();
   metrics_.reset();
+  stale_counts_.reset();
   catalog_.reset();
   lock_.reset();
   spdlog::info("backfilld stopped");

@@ -32,6 +32,7 @@ class BackfillServiceImpl;
 class Engine;
 class Metrics;
 class StateStore;
+class StalePartitionCounts;
 class SystemClock;
 class JobObserver;
 class DataDirLock;
@@ -131,6 +132,9 @@ class Daemon {
   std::unique_ptr<OpenLineageMetrics> lineage_metrics_;
   std::unique_ptr<openlineage::OpenLineageEmitter> lineage_;
   std::unique_ptr<FanoutObserver> fanout_;
+  // Stale partitions per dataset for the metrics (after store_, before
+  // metrics_ is torn down it is no longer read).
+  std::unique_ptr<StalePartitionCounts> stale_counts_;
   std::unique_ptr<LoggingObserver> observer_;
   std::unique_ptr<SystemClock> clock_;
   std::unique_ptr<BackfillManager> manager_;

@@ -206,6 +206,9 @@ absl::Status Metrics::Listen(const std::string& address) {
     auto exposer = std::make_unique<prometheus::Exposer>(address, 2);
     exposer->RegisterCollectable(registry_);
     exposer->RegisterCollectable(stats_collector_);
+    for (const auto& collectable : added_collectables_) {
+      exposer->RegisterCollectable(collectable);
+    }
     exposer_ = std::move(exposer);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(
@@ -223,11 +226,21 @@ int Metrics::port() const {
 void Metrics::StopListening() { exposer_.reset(); }
 
 prometheus::Registry& Metrics::registry() { return *registry_; }
+void Metrics::AddCollectable(
+    std::shared_ptr<prometheus::Collectable> collectable) {
+  if (exposer_) exposer_->RegisterCollectable(collectable);
+  added_collectables_.push_back(std::move(collectable));
+}
 
 std::string Metrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   for (auto& family : stats_collector_->Collect()) {
     families.push_back(std::move(family));
+  }
+  for (const auto& collectable : added_collectables_) {
+    for (auto& family : collectable->Collect()) {
+      families.push_back(std::move(family));
+    }
   }
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -69,6 +70,10 @@ class Metrics final : public JobObserver {
   // The registry /metrics serves, for the series other parts of the daemon
   // keep themselves (e.g. server/openlineage_metrics.h).
   prometheus::Registry& registry();
+  // Adds families collected at scrape time by `collectable` (e.g.
+  // server/stale_partitions_collector.h) to /metrics and Scrape(). Call
+  // before Listen(); not thread-safe against scrapes.
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
 
   // JobObserver.
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
@@ -86,6 +91,7 @@ class Metrics final : public JobObserver {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> stats_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> added_collectables_;
 
   // Children of the registry's families (owned by the registry).
   // Children are added on first use (Family::Add is thread-safe): at most

@@ -257,6 +257,20 @@ CREATE TABLE job_keys (
   PRIMARY KEY (job_id, ordinal)
 ) WITHOUT ROWID;
 )sql",
+    // 12: the audit log is append-only: changing or removing an event is
+    // refused by the database itself (no code of backfilld does either; a
+    // test checks its sources). A job is never deleted either, so the
+    // ON DELETE CASCADE of audit_events never fires.
+    R"sql(
+CREATE TRIGGER audit_events_append_only_update BEFORE UPDATE ON audit_events
+BEGIN
+  SELECT RAISE(ABORT, 'audit_events is append-only: events are never changed');
+END;
+CREATE TRIGGER audit_events_append_only_delete BEFORE DELETE ON audit_events
+BEGIN
+  SELECT RAISE(ABORT, 'audit_events is append-only: events are never removed');
+END;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -1909,6 +1923,8 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
     stats.running_tasks_total = q.ColumnInt(0);
     stats.running_tasks_done = static_cast<int64_t>(q.ColumnDouble(1));
   }
+  ASSIGN_OR_RETURN(stats.last_lineage_id,
+                   db_->QueryInt("SELECT COALESCE(MAX(id), 0) FROM lineage"));
   RETURN_IF_ERROR(txn.Commit());
   return stats;
 }
@@ -1989,6 +2005,70 @@ absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
     out.push_back(std::move(r));
   }
   RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditLog(
+    const AuditQuery& query) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT seq, job_id, from_state, to_state, message, at "
+                   "FROM audit_events WHERE seq > ?1 AND (?2 = '' OR job_id "
+                   "= ?2) AND (?3 IS NULL OR at >= ?3) ORDER BY seq LIMIT ?4"));
+  RETURN_IF_ERROR(q.BindInt(1, query.after_seq));
+  RETURN_IF_ERROR(q.BindText(2, query.job_id));
+  RETURN_IF_ERROR(BindTime(q, 3, query.since));
+  RETURN_IF_ERROR(q.BindInt(4, query.limit > 0 ? query.limit : 1));
+  std::vector<AuditEvent> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    AuditEvent e;
+    e.seq = q.ColumnInt(0);
+    e.job_id = q.ColumnText(1);
+    e.from_state = q.ColumnText(2);
+    e.to_state = q.ColumnText(3);
+    e.message = q.ColumnText(4);
+    e.at = ColumnTime(q, 5);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, PartitionDiff>>
+SqliteStateStore::PartitionDiffs(const std::string& dataset,
+                                 const std::string& partition) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT p.job_id, p.rows_before, p.rows_after, p.added, "
+                   "p.removed, p.changed, p.unchanged, p.measures, p.error, "
+                   "d.measure_columns FROM job_diff_partitions p JOIN "
+                   "job_diff_datasets d ON d.job_id = p.job_id AND d.dataset "
+                   "= p.dataset WHERE p.dataset = ?1 AND p.\"partition\" = "
+                   "?2"));
+  RETURN_IF_ERROR(q.BindText(1, dataset));
+  RETURN_IF_ERROR(q.BindText(2, partition));
+  std::map<std::string, PartitionDiff> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    PartitionDiff p;
+    p.dataset = dataset;
+    p.partition = partition;
+    p.rows_before = q.ColumnInt(1);
+    p.rows_after = q.ColumnInt(2);
+    p.added = q.ColumnInt(3);
+    p.removed = q.ColumnInt(4);
+    p.changed = q.ColumnInt(5);
+    p.unchanged = q.ColumnInt(6);
+    ASSIGN_OR_RETURN(std::vector<std::string> columns,
+                     DecodeFields(q.ColumnText(9)));
+    ASSIGN_OR_RETURN(p.measures, DecodeMeasures(q.ColumnText(7), columns));
+    p.error = q.ColumnText(8);
+    out.emplace(q.ColumnText(0), std::move(p));
+  }
   return out;
 }
 

@@ -148,6 +148,10 @@ class SqliteStateStore : public StateStore {
       const std::vector<CheckResult>& results) override;
   absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
       const std::string& job_id) override;
+  absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(
+      const AuditQuery& query) override;
+  absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
+      const std::string& dataset, const std::string& partition) override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<sqlite::Database> db);

@@ -1130,5 +1130,62 @@ TEST(ValidateJobIdTest, AcceptsOnlyBfDigits) {
   }
 }
 
+TEST_F(ServerServiceTest, ExplainPartitionValidatesDatasetAndPartition) {
+  auto unknown = client_->ExplainPartition("no_such_dataset", "2025-03-01");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("no_such_dataset"));
+  auto empty = client_->ExplainPartition("", "2025-03-01");
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(empty.status().message(), HasSubstr("dataset"));
+  for (const char* bad : {"2025-03", "2025-02-30", "2025-03-01T07", ""}) {
+    auto r = client_->ExplainPartition("daily_revenue", bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("YYYY-MM-DD")) << bad;
+  }
+  // A valid partition never published: no versions, not stale.
+  auto never = client_->ExplainPartition("daily_revenue", "2025-03-01");
+  ASSERT_TRUE(never.ok()) << never.status();
+  EXPECT_EQ(never->versions_size(), 0);
+  EXPECT_FALSE(never->stale());
+}
+
+TEST_F(ServerServiceTest, ListAuditEventsValidatesItsRequest) {
+  auto refused = [this](const v1::ListAuditEventsRequest& request,
+                        const std::string& field) {
+    auto r = client_->ListAuditEvents(request);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+        << request.ShortDebugString();
+    EXPECT_THAT(r.status().message(), HasSubstr(field));
+  };
+  v1::ListAuditEventsRequest r;
+  r.set_backfill_id("job-1");
+  refused(r, "backfill_id");
+  r = v1::ListAuditEventsRequest();
+  r.set_page_size(1001);
+  refused(r, "page_size");
+  r = v1::ListAuditEventsRequest();
+  r.set_page_size(-1);
+  refused(r, "page_size");
+  r = v1::ListAuditEventsRequest();
+  r.set_page_token("abc");
+  refused(r, "page_token");
+  r = v1::ListAuditEventsRequest();
+  r.mutable_since()->set_nanos(-1);
+  refused(r, "since");
+  r = v1::ListAuditEventsRequest();
+  r.mutable_since()->set_seconds(253402300800);  // 10000-01-01
+  refused(r, "since");
+  r = v1::ListAuditEventsRequest();
+  r.set_backfill_id("bf-404");
+  auto missing = client_->ListAuditEvents(r);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("bf-404"));
+  // A valid empty log.
+  auto none = client_->ListAuditEvents(v1::ListAuditEventsRequest());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->events_size(), 0);
+  EXPECT_EQ(none->next_page_token(), "");
+}
+
 }  // namespace
 }  // namespace backfill

@@ -435,6 +435,7 @@ absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
       }
     }
   }
+  stats.last_lineage_id = next_lineage_id_ - 1;
   return stats;
 }
 
@@ -923,6 +924,54 @@ absl::StatusOr<std::optional<JobDiff>> InMemoryStateStore::GetJobDiff(
     }
   }
   return std::optional<JobDiff>(std::move(out));
+}
+
+absl::StatusOr<std::vector<AuditEvent>> InMemoryStateStore::ListAuditLog(
+    const AuditQuery& query) {
+  absl::MutexLock lock(&mu_);
+  // As SQLite compares it: to the microsecond, rounded down.
+  const absl::Time since =
+      query.since == absl::InfinitePast()
+          ? query.since
+          : absl::FromUnixMicros(absl::ToUnixMicros(query.since));
+  std::vector<AuditEvent> all;
+  for (const auto& [job_id, events] : audit_) {
+    if (!query.job_id.empty() && job_id != query.job_id) continue;
+    for (const AuditEvent& e : events) {
+      if (e.seq <= query.after_seq) continue;
+      if (since != absl::InfinitePast() &&
+          (e.at == absl::InfinitePast() || e.at < since)) {
+        continue;
+      }
+      all.push_back(e);
+    }
+  }
+  std::sort(
+      all.begin(), all.end(),
+      [](const AuditEvent& a, const AuditEvent& b) { return a.seq < b.seq; });
+  const size_t limit = static_cast<size_t>(std::max(query.limit, 1));
+  if (all.size() > limit) all.resize(limit);
+  return all;
+}
+
+absl::StatusOr<std::map<std::string, PartitionDiff>>
+InMemoryStateStore::PartitionDiffs(const std::string& dataset,
+                                   const std::string& partition) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, PartitionDiff> out;
+  for (const auto& [job_id, diff] : diffs_) {
+    for (const DatasetDiff& d : diff.datasets) {
+      if (d.dataset != dataset) continue;
+      for (const PartitionDiff& p : d.partitions) {
+        if (p.partition != partition) continue;
+        PartitionDiff copy = p;
+        copy.dataset = dataset;
+        copy.samples.clear();
+        out[job_id] = std::move(copy);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace backfill::testing

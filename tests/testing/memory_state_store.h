@@ -135,6 +135,10 @@ class InMemoryStateStore : public StateStore {
       const std::vector<CheckResult>& results) override;
   absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
       const std::string& job_id) override;
+  absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(
+      const AuditQuery& query) override;
+  absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
+      const std::string& dataset, const std::string& partition) override;
 
   // ---- Fault injection -----------------------------------------------------
 

@@ -1,0 +1,184 @@
+#include "client/governance_format.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "client/cli_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace backfill {
+namespace cli {
+namespace {
+
+constexpr char kSinceForms[] =
+    "use RFC 3339: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS[.F]Z or "
+    "YYYY-MM-DDTHH:MM:SS[.F]+HH:MM (e.g. 2025-03-01T08:00:00Z)";
+
+std::string Where(const std::string& dataset, const std::string& partition) {
+  return partition.empty() ? dataset : absl::StrCat(dataset, "/", partition);
+}
+
+// "2025-03-01T08:00:00.25Z": seconds, and the fraction when there is one.
+std::string FormatTime(const google::protobuf::Timestamp& ts) {
+  if (ts.seconds() == 0 && ts.nanos() == 0) return "-";
+  absl::Time t =
+      absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
+}
+
+void Line(std::string* out, absl::string_view label, absl::string_view value) {
+  absl::StrAppend(out, "    ", label,
+                  std::string(label.size() < 14 ? 14 - label.size() : 1, ' '),
+                  value, "\n");
+}
+
+std::string FormatDiffSummary(const v1::PartitionDiff& d) {
+  if (!d.error().empty()) {
+    return absl::StrCat("could not be computed: ", TerminalText(d.error()));
+  }
+  std::string out = absl::StrCat("+", d.added(), " added, -", d.removed(),
+                                 " removed, ~", d.changed(), " changed rows (",
+                                 d.rows_before(), " -> ", d.rows_after(), ")");
+  for (const v1::MeasureDelta& m : d.measures()) {
+    absl::StrAppend(&out, "; ", TerminalText(m.column()), " ",
+                    FormatNumber(m.delta(), true), " (",
+                    FormatNumber(m.before()), " -> ", FormatNumber(m.after()),
+                    ")");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatPartitionHistory(
+    const v1::ExplainPartitionResponse& history) {
+  const std::string name = TerminalText(
+      history.partition().empty()
+          ? absl::StrCat(history.dataset(), " (unpartitioned)")
+          : absl::StrCat(history.dataset(), " ", history.partition()));
+  std::string out;
+  if (history.versions().empty()) {
+    absl::StrAppend(&out, name,
+                    ": never published by backfilld (no lineage recorded)\n");
+    return out;
+  }
+  absl::StrAppend(&out, name, ": ", history.versions_size(),
+                  history.versions_size() == 1 ? " version" : " versions",
+                  ", newest first\n");
+  if (history.stale()) {
+    absl::StrAppend(&out, "STALE: ", TerminalText(history.stale_reason()),
+                    "; recompute it with backfillctl submit ",
+                    TerminalText(history.dataset()), " --auto\n");
+  }
+  int n = 0;
+  for (const v1::PartitionVersion& v : history.versions()) {
+    ++n;
+    absl::StrAppend(&out, "\n#", n, "  ", FormatTime(v.publish_time()), "  ",
+                    TerminalText(v.backfill_id()), "  ", StateName(v.state()),
+                    "  ", TerminalText(v.kind()), n == 1 ? "  (current)" : "",
+                    "\n");
+    Line(&out, "reason", TerminalText(v.reason()));
+    if (!v.ticket().empty()) Line(&out, "ticket", TerminalText(v.ticket()));
+    Line(&out, v.kind() == "rollback" ? "rolled back by" : "requested by",
+         TerminalText(v.requested_by()));
+    if (v.has_approval()) {
+      Line(&out, "approved by",
+           absl::StrCat(TerminalText(v.approval().approved_by()), ": ",
+                        TerminalText(v.approval().reason()),
+                        v.approval().override_validation()
+                            ? " (override of failed validation)"
+                            : ""));
+    }
+    if (!v.keys().empty()) {
+      std::vector<std::string> keys;
+      for (const std::string& k : v.keys()) keys.push_back(TerminalText(k));
+      Line(&out, "keys",
+           absl::StrCat("only the rows of entity keys ",
+                        absl::StrJoin(keys, ", ")));
+    }
+    Line(&out, "transform",
+         v.transform_version().empty() ? "-"
+                                       : TerminalText(v.transform_version()));
+    bool first = true;
+    for (const v1::InputVersion& in : v.inputs()) {
+      Line(
+          &out, first ? "inputs" : "",
+          absl::StrCat(TerminalText(in.partition().empty()
+                                        ? absl::StrCat(in.dataset(), " (whole)")
+                                        : Where(in.dataset(), in.partition())),
+                       "  ", TerminalText(in.fingerprint()), "  (", in.rows(),
+                       " rows)"));
+      first = false;
+    }
+    if (first) Line(&out, "inputs", "-");
+    Line(&out, "rows", absl::StrCat(v.rows()));
+    Line(&out, "fingerprint", TerminalText(v.output_fingerprint()));
+    if (v.has_diff()) Line(&out, "diff", FormatDiffSummary(v.diff()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> AuditEventJsonLine(const v1::AuditEvent& event) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  options.add_whitespace = false;
+  std::string out;
+  auto status =
+      google::protobuf::util::MessageToJsonString(event, &out, options);
+  if (!status.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot print JSON: ", status.ToString()));
+  }
+  out.push_back('\n');
+  return out;
+}
+
+absl::StatusOr<google::protobuf::Timestamp> ParseSince(absl::string_view text) {
+  const std::string s(text);
+  absl::Time t;
+  std::string error;
+  bool ok = false;
+  if (s.size() == 10) {
+    ok = absl::ParseTime("%Y-%m-%d", s, absl::UTCTimeZone(), &t, &error);
+  } else if (s.size() >= 20 && (s[10] == 'T' || s[10] == 't')) {
+    std::string upper = s;
+    upper[10] = 'T';
+    const char last = upper.back();
+    if (last == 'z' || last == 'Z') {
+      upper.back() = 'Z';
+      ok = absl::ParseTime("%Y-%m-%dT%H:%M:%E*SZ", upper, absl::UTCTimeZone(),
+                           &t, &error);
+    } else if (upper.size() >= 25 && (upper[upper.size() - 6] == '+' ||
+                                      upper[upper.size() - 6] == '-')) {
+      ok = absl::ParseTime("%Y-%m-%dT%H:%M:%E*S%Ez", upper, absl::UTCTimeZone(),
+                           &t, &error);
+    }
+  }
+  // Digits exactly where the forms have them (ParseTime allows a sign or
+  // fewer digits in places).
+  if (ok) {
+    for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+      ok = ok && absl::ascii_isdigit(static_cast<unsigned char>(s[i]));
+    }
+    ok = ok && s[4] == '-' && s[7] == '-';
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--since \"", TerminalText(s), "\" is not a time: ", kSinceForms));
+  }
+  const int64_t seconds = absl::ToUnixSeconds(t);
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(static_cast<int32_t>(
+      absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(seconds))));
+  return ts;
+}
+
+}  // namespace cli
+}  // namespace backfill

@@ -1,0 +1,35 @@
+#include "core/stale_partition_counts.h"
+
+#include <vector>
+
+#include "core/stale_dependents.h"
+#include "core/status_macros.h"
+
+namespace backfill {
+
+absl::StatusOr<std::map<std::string, int64_t>> StalePartitionCounts::Get() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(StoreStats stats, store_->Stats());
+  const std::pair<int64_t, int64_t> mark = {
+      stats.last_lineage_id,
+      stats.jobs_by_state[static_cast<size_t>(JobState::kSucceeded)]};
+  if (mark_ == mark) return counts_;
+  std::map<std::string, int64_t> counts;
+  for (const DatasetSpec& spec : catalog_->datasets()) {
+    if (!spec.is_derived()) continue;
+    ASSIGN_OR_RETURN(std::vector<StaleDependent> stale,
+                     FindStaleDependents(*catalog_, *store_, spec, {}));
+    counts[spec.name] = static_cast<int64_t>(stale.size());
+  }
+  counts_ = std::move(counts);
+  mark_ = mark;
+  ++computations_;
+  return counts_;
+}
+
+int64_t StalePartitionCounts::computations() const {
+  absl::MutexLock lock(&mu_);
+  return computations_;
+}
+
+}  // namespace backfill

@@ -1,0 +1,58 @@
+// StalePartitionCounts: how many published partitions of each derived
+// dataset are stale by their lineage (core/stale_dependents.h), for the
+// `backfill_stale_partitions` gauge.
+//
+// Computing the counts reads the lineage of every derived dataset, so they
+// are cached and recomputed only when the recorded history may have
+// changed: a publish or a rollback appends lineage (StoreStats::
+// last_lineage_id grows), and a job that reaches SUCCEEDED may vouch for
+// partitions it recomputed unchanged (the SUCCEEDED count changes). Each
+// Get() checks that mark with one Stats() read; the first Get() (at start)
+// computes the counts.
+//
+// Does not own the catalog or the store, which must outlive it.
+// Thread-safe: Get() may be called from any thread (scrapes); one
+// computation runs at a time.
+
+#ifndef BACKFILL_CORE_STALE_PARTITION_COUNTS_H_
+#define BACKFILL_CORE_STALE_PARTITION_COUNTS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/catalog.h"
+#include "core/state_store.h"
+
+namespace backfill {
+
+class StalePartitionCounts {
+ public:
+  StalePartitionCounts(const Catalog* catalog, StateStore* store)
+      : catalog_(catalog), store_(store) {}
+
+  // Stale partitions per derived dataset of the catalog (0 when none), as
+  // of the store's history now.
+  absl::StatusOr<std::map<std::string, int64_t>> Get();
+
+  // How many times the counts were computed (for tests of the caching).
+  int64_t computations() const;
+
+ private:
+  const Catalog* const catalog_;
+  StateStore* const store_;
+  mutable absl::Mutex mu_;
+  // (last lineage id, SUCCEEDED jobs) when the counts were computed.
+  std::optional<std::pair<int64_t, int64_t>> mark_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> counts_ ABSL_GUARDED_BY(mu_);
+  int64_t computations_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_STALE_PARTITION_COUNTS_H_

@@ -1,0 +1,160 @@
+#include "server/governance_convert.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/backfill_service_impl.h"
+#include "server/proto_convert.h"
+
+namespace backfill {
+namespace {
+
+// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, the range of
+// google.protobuf.Timestamp.
+constexpr int64_t kMinTimestampSeconds = -62135596800;
+constexpr int64_t kMaxTimestampSeconds = 253402300799;
+
+const char* KindName(LineageAction action) {
+  return action == LineageAction::kRollback ? "rollback" : "backfill";
+}
+
+// Sets the field `mutable_field()` returns only for a finite time.
+template <typename Mutable>
+void SetTime(absl::Time t, Mutable mutable_field) {
+  google::protobuf::Timestamp ts;
+  if (TimeToProto(t, &ts)) *mutable_field() = ts;
+}
+
+v1::BackfillState StateNamed(const std::string& name) {
+  absl::StatusOr<JobState> state = ParseJobState(name);
+  return state.ok() ? StateToProto(*state)
+                    : v1::BACKFILL_STATE_UNSPECIFIED;  // "" on creation
+}
+
+}  // namespace
+
+v1::ExplainPartitionResponse PartitionHistoryToProto(
+    const PartitionHistory& history) {
+  v1::ExplainPartitionResponse out;
+  out.set_dataset(history.dataset);
+  out.set_partition(history.partition);
+  for (const PartitionVersion& v : history.versions) {
+    const LineageRecord& r = v.record;
+    v1::PartitionVersion* pv = out.add_versions();
+    SetTime(r.published_at, [pv] { return pv->mutable_publish_time(); });
+    pv->set_backfill_id(r.job_id);
+    pv->set_state(StateToProto(v.job_state));
+    pv->set_kind(KindName(r.action));
+    pv->set_reason(r.reason);
+    pv->set_ticket(r.ticket);
+    pv->set_requested_by(r.requested_by);
+    if (r.approval) *pv->mutable_approval() = ApprovalToProto(*r.approval);
+    pv->set_transform_version(r.transform_version);
+    for (const InputFingerprint& in : r.inputs) {
+      v1::InputVersion* iv = pv->add_inputs();
+      iv->set_dataset(in.dataset);
+      iv->set_partition(in.partition);
+      iv->set_fingerprint(in.fingerprint);
+      iv->set_rows(in.rows);
+    }
+    pv->set_rows(r.row_count);
+    pv->set_output_fingerprint(r.output_fingerprint);
+    if (v.diff) *pv->mutable_diff() = PartitionDiffToProto(*v.diff);
+    for (const std::string& key : v.keys) pv->add_keys(key);
+  }
+  if (history.stale) {
+    out.set_stale(true);
+    out.set_stale_reason(history.stale->reason);
+    for (const StaleInput& in : history.stale->inputs) {
+      v1::StaleInput* si = out.add_stale_inputs();
+      si->set_dataset(in.dataset);
+      si->set_partition(in.partition);
+      si->set_read_fingerprint(in.read_fingerprint);
+      si->set_current_fingerprint(in.now_fingerprint);
+      si->set_backfill_id(in.job_id);
+      si->set_kind(KindName(in.action));
+      SetTime(in.at, [si] { return si->mutable_time(); });
+      si->set_excluded_downstream(in.excluded_downstream);
+    }
+  }
+  return out;
+}
+
+v1::AuditEvent AuditEventToProto(const AuditEvent& event) {
+  v1::AuditEvent out;
+  out.set_seq(event.seq);
+  out.set_backfill_id(event.job_id);
+  out.set_from_state(StateNamed(event.from_state));
+  out.set_to_state(StateNamed(event.to_state));
+  out.set_message(event.message);
+  SetTime(event.at, [&out] { return out.mutable_time(); });
+  return out;
+}
+
+absl::StatusOr<AuditQuery> AuditQueryFromProto(
+    const v1::ListAuditEventsRequest& request) {
+  AuditQuery query;
+  if (!request.backfill_id().empty()) {
+    if (absl::Status valid = ValidateJobId(request.backfill_id());
+        !valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("backfill_id: ", valid.message()));
+    }
+    query.job_id = request.backfill_id();
+  }
+  if (request.has_since()) {
+    const google::protobuf::Timestamp& since = request.since();
+    if (since.seconds() < kMinTimestampSeconds ||
+        since.seconds() > kMaxTimestampSeconds || since.nanos() < 0 ||
+        since.nanos() > 999999999) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "since {seconds: ", since.seconds(), ", nanos: ", since.nanos(),
+          "} is not a valid timestamp: seconds must lie in ",
+          kMinTimestampSeconds, "..", kMaxTimestampSeconds,
+          " (0001-01-01..9999-12-31 UTC) and nanos in 0..999999999"));
+    }
+    query.since = absl::FromUnixSeconds(since.seconds()) +
+                  absl::Nanoseconds(since.nanos());
+  }
+  const int page_size = request.page_size();
+  if (page_size < 0 || page_size > kMaxAuditPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_size ", page_size, " is out of range: use 1..", kMaxAuditPageSize,
+        " (0 means ", kDefaultAuditPageSize, ")"));
+  }
+  query.limit = page_size == 0 ? kDefaultAuditPageSize : page_size;
+  // The token is the seq of the previous page's last event.
+  const std::string& token = request.page_token();
+  if (!token.empty()) {
+    int64_t after = 0;
+    if (token.size() > 18 ||
+        !std::all_of(token.begin(), token.end(),
+                     [](char c) { return absl::ascii_isdigit(c); }) ||
+        !absl::SimpleAtoi(token, &after) || after < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "page_token \"", absl::CHexEscape(token),
+          "\" is not a token ListAuditEvents returned: pass next_page_token "
+          "of the previous page, or nothing for the first page"));
+    }
+    query.after_seq = after;
+  }
+  return query;
+}
+
+v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page) {
+  v1::ListAuditEventsResponse out;
+  for (const AuditEvent& e : page.events) {
+    *out.add_events() = AuditEventToProto(e);
+  }
+  if (page.next_after_seq > 0) {
+    out.set_next_page_token(absl::StrCat(page.next_after_seq));
+  }
+  return out;
+}
+
+}  // namespace backfill

@@ -1,0 +1,39 @@
+// Conversions for the governance calls (ExplainPartition, ListAuditEvents)
+// between the domain model (core/partition_history.h, core/audit_log.h)
+// and the backfill.v1 wire messages, and the wire-level checks of their
+// requests.
+//
+// Pure functions over values; they own nothing and keep no state, so they
+// are thread-safe.
+
+#ifndef BACKFILL_SERVER_GOVERNANCE_CONVERT_H_
+#define BACKFILL_SERVER_GOVERNANCE_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "backfill/v1/backfill.pb.h"
+#include "core/audit_log.h"
+#include "core/partition_history.h"
+
+namespace backfill {
+
+// ListAuditEvents page sizes.
+inline constexpr int kDefaultAuditPageSize = 100;
+inline constexpr int kMaxAuditPageSize = 1000;
+
+v1::ExplainPartitionResponse PartitionHistoryToProto(
+    const PartitionHistory& history);
+
+v1::AuditEvent AuditEventToProto(const AuditEvent& event);
+
+// The store query a ListAuditEventsRequest asks for. INVALID_ARGUMENT,
+// naming the field, for a backfill_id that is not "bf-<number>", a `since`
+// outside 0001-01-01..9999-12-31 or with nanos outside 0..999999999, a
+// page_size outside 0..1000, or a page_token no page returned.
+absl::StatusOr<AuditQuery> AuditQueryFromProto(
+    const v1::ListAuditEventsRequest& request);
+
+v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page);
+
+}  // namespace backfill
+
+#endif  // BACKFILL_SERVER_GOVERNANCE_CONVERT_H_

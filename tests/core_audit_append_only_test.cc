@@ -1,0 +1,166 @@
+// The audit log is append-only: no source of the repository may change or
+// remove its rows. This test reads every source file under
+// BACKFILL_SOURCE_DIR (C++, SQL, Python, shell; not build directories) and
+// fails, naming file and line, on
+//   - UPDATE [OR ...] audit_events, DELETE FROM audit_events,
+//     REPLACE INTO audit_events (INSERT OR REPLACE deletes the old row),
+//     DROP TABLE audit_events — also when the statement is split over
+//     adjacent C++ string literals ("DELETE FROM "\n"audit_events"), and
+//   - the bare table name as a string literal ("audit_events"), which is
+//     how a statement with a computed table name would be built.
+// A statement may opt out with the marker `append-only-check: allowed` on
+// its line or the line above (a test that checks the database refuses such
+// a statement); none of the product code does. The state store also refuses
+// UPDATE and DELETE on the table with triggers (storage/sqlite_state_store.cc,
+// migration 12).
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace backfill {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kAllowed[] = "append-only-check: allowed";
+
+struct Finding {
+  int line = 0;
+  std::string text;
+};
+
+// Whitespace, or the end of one string literal and the start of the next.
+#define GAP R"((?:\s|"\s*")+)"
+// An optional quote before the name (escaped in C++: \").
+#define TABLE R"((?:\\?["`\[])?audit_events\b)"
+
+// The line of `content` that holds byte `pos`.
+std::string LineAt(const std::string& content, size_t pos) {
+  const size_t newline = content.rfind('\n', pos);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  const size_t end = content.find('\n', pos);
+  return content.substr(begin, end == std::string::npos ? end : end - begin);
+}
+
+std::vector<Finding> FindAuditWrites(const std::string& content) {
+  static const std::regex kWrite("\\b(?:UPDATE" GAP "(?:OR" GAP "\\w+" GAP
+                                 ")?|DELETE" GAP "FROM" GAP "|REPLACE" GAP
+                                 "INTO" GAP "|DROP" GAP "TABLE" GAP "(?:IF" GAP
+                                 "EXISTS" GAP ")?)" TABLE,
+                                 std::regex::icase | std::regex::ECMAScript);
+  static const std::regex kBareName(R"("\s*audit_events\s*")",
+                                    std::regex::icase);
+  std::vector<Finding> out;
+  for (const std::regex* re : {&kWrite, &kBareName}) {
+    for (auto it = std::sregex_iterator(content.begin(), content.end(), *re);
+         it != std::sregex_iterator(); ++it) {
+      const size_t at = static_cast<size_t>(it->position(0));
+      const size_t last = at + it->length(0) - 1;
+      // The marker may sit on the line where the statement starts or ends,
+      // or on the line just above it.
+      const size_t line_start = content.rfind('\n', at);
+      const std::string above =
+          line_start == std::string::npos || line_start == 0
+              ? std::string()
+              : LineAt(content, line_start - 1);
+      if (absl::StrContains(LineAt(content, at), kAllowed) ||
+          absl::StrContains(LineAt(content, last), kAllowed) ||
+          absl::StrContains(above, kAllowed)) {
+        continue;
+      }
+      Finding f;
+      f.line = 1 + static_cast<int>(
+                       std::count(content.begin(), content.begin() + at, '\n'));
+      f.text = it->str(0);
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+TEST(AuditAppendOnlyTest, MatcherCatchesWritesAndIgnoresReadsAndInserts) {
+  const std::vector<std::string> bad = {
+      "db.Exec(\"UPDATE audit_events SET message = ''\");",
+      "db.Exec(\"update   \\\"audit_events\\\" set at = 0\");",
+      "Prepare(\"UPDATE OR IGNORE audit_events SET x = 1\")",
+      "Prepare(\"DELETE FROM audit_events WHERE seq < ?1\")",
+      "Prepare(\"DELETE FROM \"\n      \"audit_events WHERE 1\")",
+      "Prepare(\"INSERT OR REPLACE INTO audit_events (seq) VALUES (1)\")",
+      "Exec(\"DROP TABLE IF EXISTS audit_events\")",
+      "for (const char* t : {\"check_results\", \"audit_events\"})",
+  };
+  for (const std::string& text : bad) {
+    EXPECT_EQ(FindAuditWrites(text).size(), 1u) << text;
+  }
+  const std::vector<std::string> good = {
+      "Prepare(\"INSERT INTO audit_events (job_id) VALUES (?1)\")",
+      "Prepare(\"SELECT seq FROM audit_events WHERE job_id = ?1\")",
+      "CREATE INDEX audit_events_by_job ON audit_events (job_id, seq);",
+      "CREATE TRIGGER t BEFORE UPDATE ON audit_events BEGIN END;",
+      "CREATE TRIGGER t BEFORE DELETE ON audit_events BEGIN END;",
+      "Prepare(\"UPDATE jobs SET state = ?2\")  // not the audit table",
+      "Exec(\"DELETE FROM audit_events_copy\")",
+      "Exec(\"DELETE FROM audit_events\")  // append-only-check: allowed",
+      "// append-only-check: allowed\nExec(\"DELETE FROM audit_events\")",
+  };
+  EXPECT_EQ(FindAuditWrites("// append-only-check: allowed\n\nExec(\"DELETE "
+                            "FROM audit_events\")")
+                .size(),
+            1u);
+  for (const std::string& text : good) {
+    EXPECT_TRUE(FindAuditWrites(text).empty()) << text;
+  }
+}
+
+TEST(AuditAppendOnlyTest, NoSourceUpdatesOrDeletesAuditEvents) {
+  const fs::path root = BACKFILL_SOURCE_DIR;
+  const fs::path self = fs::path(__FILE__).filename();
+  std::vector<std::string> findings;
+  int scanned = 0;
+  bool saw_state_store = false;
+  for (auto it = fs::recursive_directory_iterator(root);
+       it != fs::recursive_directory_iterator(); ++it) {
+    const fs::path& path = it->path();
+    const std::string name = path.filename().string();
+    if (it->is_directory()) {
+      if (!name.empty() && (name[0] == '.' || absl::StartsWith(name, "build") ||
+                            name == "third_party")) {
+        it.disable_recursion_pending();
+      }
+      continue;
+    }
+    const std::string ext = path.extension().string();
+    if (ext != ".cc" && ext != ".h" && ext != ".sql" && ext != ".py" &&
+        ext != ".sh") {
+      continue;
+    }
+    if (path.filename() == self) continue;
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    ++scanned;
+    const std::string relative = fs::relative(path, root).string();
+    if (relative == "storage/sqlite_state_store.cc") saw_state_store = true;
+    for (const Finding& f : FindAuditWrites(buffer.str())) {
+      findings.push_back(absl::StrCat(relative, ":", f.line, ": ", f.text));
+    }
+  }
+  EXPECT_GT(scanned, 100) << "scanned too few files under " << root;
+  EXPECT_TRUE(saw_state_store) << "storage/sqlite_state_store.cc not scanned";
+  EXPECT_THAT(findings, ::testing::IsEmpty())
+      << "the audit log (audit_events) is append-only: never UPDATE, "
+         "DELETE, REPLACE or DROP it";
+}
+
+}  // namespace
+}  // namespace backfill
