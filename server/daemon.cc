@@ -1,9 +1,11 @@
 #include "server/daemon.h"
 
 #include <filesystem>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +22,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/backfill_service_impl.h"
 #include "server/data_dir_lock.h"
+#include "server/grpc_metrics.h"
 #include "server/log_text.h"
 #include "server/metrics.h"
 #include "spdlog/spdlog.h"
@@ -113,6 +116,23 @@ class Daemon::LoggingObserver final : public JobObserver {
                     absl::FormatDuration(duration));
     }
     next_->OnPartitionAttempt(ok, duration);
+  }
+  void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
+                               int64_t rows) override {
+    next_->OnPartitionCheckpointed(dataset, state, rows);
+  }
+  void OnJobPublished(const std::string& job_id,
+                      const std::vector<PublishedDataset>& datasets) override {
+    next_->OnJobPublished(job_id, datasets);
+  }
+  void OnCheckFailed(const std::string& dataset, const std::string& kind,
+                     CheckSeverity severity) override {
+    next_->OnCheckFailed(dataset, kind, severity);
+  }
+  void OnConsumerConfirmed(const std::string& dataset,
+                           const std::string& consumer, bool healthy,
+                           absl::Duration latency) override {
+    next_->OnConsumerConfirmed(dataset, consumer, healthy, latency);
   }
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override {
@@ -296,6 +316,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   StateStore* store_ptr = store_.get();
   metrics_ = std::make_unique<Metrics>(
       [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
+  ConfigureMetrics();
   if (metrics_on) {
     if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
       return s;
@@ -327,6 +348,13 @@ absl::Status Daemon::Init(Catalog catalog) {
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
                            &port);
   builder.RegisterService(service_.get());
+  {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(metrics_->grpc()->NewInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
@@ -364,6 +392,24 @@ absl::Status Daemon::Init(Catalog catalog) {
           : std::string("disabled"));
   spdlog::info("backfilld listening on {}", listen_address_);
   return absl::OkStatus();
+}
+
+void Daemon::ConfigureMetrics() {
+  // Per-dataset series exist from the start, for every dataset a job
+  // writes (derived ones).
+  std::vector<std::string> datasets;
+  for (const DatasetSpec& spec : catalog_->datasets()) {
+    if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
+  }
+  metrics_->DeclareDatasets(datasets);
+  // The ETA gauges read the running jobs at scrape time.
+  StateStore* store = store_.get();
+  metrics_->SetRunningJobs([store]() -> absl::StatusOr<std::vector<Job>> {
+    JobFilter filter;
+    filter.states = {JobState::kRunning};
+    filter.limit = 10000;
+    return store->ListJobs(filter);
+  });
 }
 
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }

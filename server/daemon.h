@@ -93,6 +93,9 @@ class Daemon {
 
   explicit Daemon(DaemonOptions options);
   absl::Status Init(Catalog catalog);
+  // Declares the catalog's datasets to the metrics and where they read the
+  // running jobs from.
+  void ConfigureMetrics();
 
   const DaemonOptions options_;
   std::string listen_address_;
