@@ -14,11 +14,24 @@
 namespace backfill {
 namespace {
 
+struct MethodLabels {
+  std::string service;
+  std::string method;
+  std::string type;  // "" when not known from a proto
+};
+
+const char* TypeOf(bool client_streaming, bool server_streaming) {
+  if (client_streaming)
+    return server_streaming ? "bidi_stream" : "client_stream";
+  return server_streaming ? "server_stream" : "unary";
+}
+
 // Splits "/package.Service/Method" into a service and a method the
-// server's protos declare; {"unknown", "unknown"} otherwise, so that a
-// client cannot create series with names of its choice.
-std::pair<std::string, std::string> KnownMethod(const std::string& full) {
-  std::pair<std::string, std::string> unknown = {"unknown", "unknown"};
+// server's protos declare, with the method's type; {"unknown", "unknown"}
+// otherwise, so that a client cannot create series with names of its
+// choice.
+MethodLabels KnownMethod(const std::string& full) {
+  MethodLabels unknown = {"unknown", "unknown", ""};
   std::vector<std::string> parts = absl::StrSplit(full, '/');
   if (parts.size() != 3 || !parts[0].empty() || parts[1].empty() ||
       parts[2].empty()) {
@@ -27,13 +40,15 @@ std::pair<std::string, std::string> KnownMethod(const std::string& full) {
   // The health service is served by gRPC from its own (non-C++) proto.
   if (parts[1] == "grpc.health.v1.Health" &&
       (parts[2] == "Check" || parts[2] == "Watch")) {
-    return {parts[1], parts[2]};
+    return {parts[1], parts[2],
+            parts[2] == "Watch" ? "server_stream" : "unary"};
   }
   const google::protobuf::MethodDescriptor* method =
       google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
           parts[1] + "." + parts[2]);
   if (method == nullptr) return unknown;
-  return {parts[1], parts[2]};
+  return {parts[1], parts[2],
+          TypeOf(method->client_streaming(), method->server_streaming())};
 }
 
 const char* TypeName(grpc::experimental::ServerRpcInfo::Type type) {
@@ -129,11 +144,14 @@ GrpcServerMetrics::GrpcServerMetrics(prometheus::Registry* registry)
 void GrpcServerMetrics::Record(const std::string& full_method,
                                const std::string& type, grpc::StatusCode code,
                                absl::Duration took) {
-  auto [service, method] = KnownMethod(full_method);
-  prometheus::Labels labels = {{"grpc_service", service},
-                               {"grpc_method", method},
-                               {"grpc_type", type},
-                               {"grpc_code", GrpcCodeName(code)}};
+  // The type as the proto declares it (the call's own may say otherwise
+  // for the server's sync and callback methods).
+  const MethodLabels known = KnownMethod(full_method);
+  prometheus::Labels labels = {
+      {"grpc_service", known.service},
+      {"grpc_method", known.method},
+      {"grpc_type", known.type.empty() ? type : known.type},
+      {"grpc_code", GrpcCodeName(code)}};
   handled_->Add(labels).Increment();
   handling_
       ->Add(labels,

@@ -388,6 +388,9 @@ TEST(MetricsTest, GrpcCallsByMethodAndCodeWithBoundedNames) {
                grpc::StatusCode::NOT_FOUND, absl::Milliseconds(2));
   grpc->Record("/grpc.health.v1.Health/Check", "unary", grpc::StatusCode::OK,
                absl::Milliseconds(1));
+  // The type comes from the proto, whatever the call reported.
+  grpc->Record("/backfill.v1.BackfillService/WatchBackfill", "bidi_stream",
+               grpc::StatusCode::CANCELLED, absl::Seconds(30));
   // Names no proto of the server declares share one series.
   grpc->Record("/evil.Service/bf-123", "unary", grpc::StatusCode::UNIMPLEMENTED,
                absl::Milliseconds(1));
@@ -417,6 +420,12 @@ TEST(MetricsTest, GrpcCallsByMethodAndCodeWithBoundedNames) {
   EXPECT_DOUBLE_EQ(SumOf(samples, "grpc_server_handling_seconds_sum",
                          {{"grpc_method", "GetBackfill"}}),
                    0.006);
+  EXPECT_EQ(SumOf(samples, "grpc_server_handled_total",
+                  {{"grpc_method", "WatchBackfill"},
+                   {"grpc_type", "server_stream"},
+                   {"grpc_code", "CANCELLED"}}),
+            1);
+  EXPECT_THAT(text, Not(HasSubstr("bidi_stream")));
   EXPECT_THAT(text, Not(HasSubstr("bf-123")));
   EXPECT_THAT(text, Not(HasSubstr("NoSuchMethod")));
 }

@@ -288,7 +288,9 @@ TEST_F(ObservabilityTest, SeriesDoNotGrowWithJobsAndCountersMatchTheJobs) {
                   {{"dataset", "daily_revenue"}}),
             succeeded);
   EXPECT_EQ(SumOf(samples, "grpc_server_handled_total",
-                  {{"grpc_method", "SubmitBackfill"}, {"grpc_code", "OK"}}),
+                  {{"grpc_method", "SubmitBackfill"},
+                   {"grpc_type", "unary"},
+                   {"grpc_code", "OK"}}),
             succeeded + 2);
   EXPECT_EQ(SumOf(samples, "grpc_server_handled_total",
                   {{"grpc_method", "GetBackfill"}, {"grpc_code", "NOT_FOUND"}}),
