@@ -193,6 +193,13 @@ class ProgressReporter {
   void Update(const v1::Backfill& job) {
     double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
     if (tty_) {
+      // The current step on a line of its own above the bar, each time the
+      // job moves to another state.
+      if (job.state() != last_state_ && !job.current_step().empty()) {
+        std::cerr << "\r" << cli::TerminalText(job.current_step())
+                  << "\033[K\n";
+        last_state_ = job.state();
+      }
       std::cerr << "\r" << cli::FormatProgressBar(job, elapsed) << "\033[K"
                 << std::flush;
       bar_drawn_ = true;

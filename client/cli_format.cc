@@ -960,6 +960,31 @@ int64_t PercentDone(const v1::Backfill& backfill) {
                              100);
 }
 
+// "45s", "3m20s", "2h05m": an ETA, rounded up to whole seconds.
+std::string EtaText(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::ceil(std::max(seconds, 0.0)));
+  if (s < 60) return absl::StrFormat("%ds", s);
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+}
+
+// "  ETA 3m20s" when the job's ETA is known, else "".
+std::string EtaSuffix(const v1::Backfill& backfill) {
+  if (!backfill.has_eta()) return "";
+  return absl::StrCat("  ETA ", EtaText(backfill.eta().remaining_seconds()));
+}
+
+// "  cost 1.2k/3000 input_rows" (actual so far / estimated) once the job
+// has an estimate or has read anything, else "".
+std::string CostSoFar(const v1::Backfill& backfill) {
+  if (backfill.cost_estimate().backfill() <= 0 && backfill.actual_cost() <= 0) {
+    return "";
+  }
+  return absl::StrCat("  cost ", HumanCount(backfill.actual_cost()), "/",
+                      HumanCount(backfill.cost_estimate().backfill()), " ",
+                      UnitOr(backfill.cost_estimate().unit()));
+}
+
 }  // namespace
 
 std::string FormatProgressBar(const v1::Backfill& backfill,
@@ -976,6 +1001,7 @@ std::string FormatProgressBar(const v1::Backfill& backfill,
       std::string(static_cast<size_t>(filled), '#'),
       std::string(static_cast<size_t>(bar_width - filled), '.'), percent, done,
       counts.total(), StateName(backfill.state()), elapsed_seconds);
+  absl::StrAppend(&out, EtaSuffix(backfill), CostSoFar(backfill));
   if (const std::string cut = CutoffText(counts); !cut.empty()) {
     absl::StrAppend(&out, "  ", cut);
   }
@@ -992,11 +1018,15 @@ std::string FormatProgressLine(const v1::Backfill& backfill,
       "job %s: %s  %d/%d partitions  %d%%  %.1f s", TerminalText(backfill.id()),
       StateName(backfill.state()), DonePartitions(counts), counts.total(),
       PercentDone(backfill), elapsed_seconds);
+  absl::StrAppend(&out, EtaSuffix(backfill), CostSoFar(backfill));
   if (const std::string cut = CutoffText(counts); !cut.empty()) {
     absl::StrAppend(&out, "  ", cut);
   }
   if (counts.failed() > 0) {
     absl::StrAppend(&out, "  ", counts.failed(), " failed");
+  }
+  if (!backfill.current_step().empty()) {
+    absl::StrAppend(&out, "  now: ", TerminalText(backfill.current_step()));
   }
   if (!backfill.message().empty()) {
     absl::StrAppend(&out, "  (", TerminalText(backfill.message()), ")");

@@ -121,12 +121,15 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response);
 // The whole diff of a job (every page merged into one response).
 std::string FormatDiff(const v1::DiffBackfillResponse& response);
 
-// `[#########.........]  45%  135/300 partitions  RUNNING  12.3 s`
-// (no trailing newline, no carriage return).
+// `[#########.........]  45%  135/300 partitions  RUNNING  12.3 s`, then
+// `  ETA 3m20s` when the ETA is known and `  cost 1.2k/3000 input_rows`
+// (read so far / estimated) once there is a cost (no trailing newline, no
+// carriage return).
 std::string FormatProgressBar(const v1::Backfill& backfill,
                               double elapsed_seconds, int bar_width = 20);
 
-// `job bf-1: RUNNING  135/300 partitions  45%  12.3 s[  (message)]`
+// `job bf-1: RUNNING  135/300 partitions  45%  12.3 s[  ETA 3m20s]
+// [  cost 1.2k/3000 input_rows][  now: CURRENT STEP][  (message)]`
 std::string FormatProgressLine(const v1::Backfill& backfill,
                                double elapsed_seconds);
 

@@ -27,6 +27,24 @@ void FanoutObserver::OnPartitionAttempt(bool ok, absl::Duration duration) {
   for (JobObserver* o : observers_) o->OnPartitionAttempt(ok, duration);
 }
 
+void FanoutObserver::OnPartitionCheckpointed(const std::string& dataset,
+                                             TaskState state, int64_t rows) {
+  for (JobObserver* o : observers_) {
+    o->OnPartitionCheckpointed(dataset, state, rows);
+  }
+}
+
+void FanoutObserver::OnJobPublished(
+    const std::string& job_id, const std::vector<PublishedDataset>& datasets) {
+  for (JobObserver* o : observers_) o->OnJobPublished(job_id, datasets);
+}
+
+void FanoutObserver::OnCheckFailed(const std::string& dataset,
+                                   const std::string& kind,
+                                   CheckSeverity severity) {
+  for (JobObserver* o : observers_) o->OnCheckFailed(dataset, kind, severity);
+}
+
 void FanoutObserver::OnJobFinished(const std::string& job_id, JobState state,
                                    double estimated_cost, double actual_cost) {
   for (JobObserver* o : observers_) {

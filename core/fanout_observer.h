@@ -21,6 +21,12 @@ class FanoutObserver final : public JobObserver {
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;
   void OnPartitionAttempt(bool ok, absl::Duration duration) override;
+  void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
+                               int64_t rows) override;
+  void OnJobPublished(const std::string& job_id,
+                      const std::vector<PublishedDataset>& datasets) override;
+  void OnCheckFailed(const std::string& dataset, const std::string& kind,
+                     CheckSeverity severity) override;
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override;
   void OnConsumerConfirmed(const std::string& dataset,

@@ -206,6 +206,11 @@ struct Job {
   PartitionCounts counts;  // filled on reads
   double actual_cost = 0;  // input rows read so far
   int64_t rows_written = 0;
+  // Over the job's tasks recomputed so far (STAGED, PUBLISHED or UNCHANGED)
+  // with a recorded duration: how many, and their durations summed. Filled
+  // on reads; the ETA of core/progress.h is estimated from them.
+  int64_t timed_partitions = 0;
+  double timed_seconds = 0;
   std::string message;  // last state change's reason / error
   absl::Time create_time = absl::InfinitePast();
   absl::Time update_time = absl::InfinitePast();

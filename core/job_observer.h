@@ -7,7 +7,9 @@
 #ifndef BACKFILL_CORE_JOB_OBSERVER_H_
 #define BACKFILL_CORE_JOB_OBSERVER_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -26,6 +28,35 @@ class JobObserver {
 
   // A partition task attempt ended: staged (ok) or failed.
   virtual void OnPartitionAttempt(bool ok, absl::Duration duration) {}
+
+  // A partition task's checkpoint was recorded: `state` is STAGED
+  // (recomputed into staging, `rows` rows written there), UNCHANGED
+  // (recomputed, identical to the published rows) or SKIPPED (never run);
+  // both early cutoff, `rows` 0. `dataset` is a name from the catalog.
+  virtual void OnPartitionCheckpointed(const std::string& dataset,
+                                       TaskState state, int64_t rows) {}
+
+  // What a job's publish did to one of its datasets, and what the dataset
+  // cost (kCostUnit): the plan's estimate and full reload, and the input
+  // rows its tasks actually read (recomputed partitions, unchanged ones
+  // included).
+  struct PublishedDataset {
+    std::string dataset;
+    int64_t partitions = 0;  // partitions replaced by the publish
+    int64_t rows = 0;        // rows they hold now
+    double estimated_cost = 0;
+    double full_reload_cost = 0;
+    double actual_cost = 0;
+  };
+  // A job's publish was recorded (once per job: a job publishes at most
+  // once), with every dataset of its plan.
+  virtual void OnJobPublished(const std::string& job_id,
+                              const std::vector<PublishedDataset>& datasets) {}
+
+  // A validation check of `kind` (CheckResult::kind) and `severity` failed
+  // on `dataset`: once per check, dataset and validation of a job.
+  virtual void OnCheckFailed(const std::string& dataset,
+                             const std::string& kind, CheckSeverity severity) {}
 
   // A job reached a terminal state; costs are in kCostUnit.
   virtual void OnJobFinished(const std::string& job_id, JobState state,

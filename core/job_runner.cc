@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -925,6 +926,9 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
         task = std::move(skipped);
         done = true;
         outcome = TaskGraph::Outcome::kSkipped;
+        if (observer_ != nullptr) {
+          observer_->OnPartitionCheckpointed(task.dataset, task.state, 0);
+        }
       } else if (Stopping()) {
         // Interrupted: a restart decides again (or releases what the
         // store recorded skipped).
@@ -981,6 +985,11 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
     }
     if (s.ok()) {
       done = true;
+      if (observer_ != nullptr) {
+        observer_->OnPartitionCheckpointed(
+            task.dataset, task.state,
+            task.state == TaskState::kStaged ? task.rows_written : 0);
+      }
     } else if (Stopping()) {
       // Interrupted by a shutdown: not an attempt; it runs after a restart.
       task.state = TaskState::kPending;
@@ -1150,6 +1159,19 @@ absl::Status JobRunner::ReleaseCutOff(const std::string& id,
       [&] { return engine_->ReleasePartitions(id, dataset, {partition}); });
 }
 
+void JobRunner::ReportCheckFailures(const std::vector<CheckResult>& results) {
+  if (observer_ == nullptr) return;
+  // Once per failing check and dataset: a summary and its failing
+  // partitions are one failure.
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
+  for (const CheckResult& r : results) {
+    if (r.passed) continue;
+    if (seen.emplace(r.check, r.kind, r.dataset).second) {
+      observer_->OnCheckFailed(r.dataset, r.kind, r.severity);
+    }
+  }
+}
+
 absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   *done = false;
   JobLayout layout;
@@ -1231,6 +1253,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results", [&] {
     return store_->ReplaceCheckResults(job->job.id, outcome.results);
   }));
+  ReportCheckFailures(outcome.results);
   // The diff before publish, whether the checks passed or not: an operator
   // reads it before approving (or overriding a failure).
   RETURN_IF_ERROR(RecordDiff(job, layout));
@@ -1422,6 +1445,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
     from = job->state;
   }
   std::string message;
+  std::vector<LineageRecord> recorded;
   absl::Status s = Persist(
       Storage::kStateStore, absl::StrCat("recording the publication of ", id),
       [&]() -> absl::Status {
@@ -1441,8 +1465,10 @@ absl::Status JobRunner::PublishJob(Active* job) {
                             Plural(static_cast<int64_t>(lineage.size()),
                                    "partition", "partitions"),
                             " (", rows, " rows) atomically", CutoffNote(cut));
-        return store_->RecordPublication(id, lineage, JobState::kConfirming,
-                                         message, now);
+        RETURN_IF_ERROR(store_->RecordPublication(
+            id, lineage, JobState::kConfirming, message, now));
+        recorded = std::move(lineage);
+        return absl::OkStatus();
       });
   if (!s.ok()) {
     // FAILED_PRECONDITION: the store holds the job in another state, which
@@ -1457,8 +1483,41 @@ absl::Status JobRunner::PublishJob(Active* job) {
   }
   if (observer_ != nullptr) {
     observer_->OnJobTransition(id, from, JobState::kConfirming, message);
+    if (from == JobState::kPublishing) ReportPublished(id, recorded);
   }
   return absl::OkStatus();
+}
+
+void JobRunner::ReportPublished(const std::string& id,
+                                const std::vector<LineageRecord>& lineage) {
+  // Costs per dataset as the store reads them (actual input rows of the
+  // recomputed tasks); a failed read reports the publish without them.
+  absl::StatusOr<Job> job = store_->GetJobProgress(id);
+  std::vector<JobObserver::PublishedDataset> datasets;
+  if (job.ok()) {
+    for (const DatasetPlan& dp : job->plan.datasets) {
+      JobObserver::PublishedDataset d;
+      d.dataset = dp.dataset;
+      d.estimated_cost = dp.cost.backfill;
+      d.full_reload_cost = dp.cost.full_reload;
+      d.actual_cost = dp.actual_cost;
+      datasets.push_back(std::move(d));
+    }
+  }
+  for (const LineageRecord& record : lineage) {
+    auto it = std::find_if(datasets.begin(), datasets.end(),
+                           [&](const JobObserver::PublishedDataset& d) {
+                             return d.dataset == record.dataset;
+                           });
+    if (it == datasets.end()) {
+      datasets.push_back(JobObserver::PublishedDataset());
+      datasets.back().dataset = record.dataset;
+      it = datasets.end() - 1;
+    }
+    ++it->partitions;
+    it->rows += record.row_count;
+  }
+  observer_->OnJobPublished(id, datasets);
 }
 
 void JobRunner::Finish(const std::string& id) {

@@ -208,6 +208,12 @@ class JobRunner {
   absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,
                        bool* done);
   absl::Status PublishJob(Active* job);
+  // Tells the observer what the publish of `id` (its `lineage`) did per
+  // dataset and what each dataset cost.
+  void ReportPublished(const std::string& id,
+                       const std::vector<LineageRecord>& lineage);
+  // Tells the observer about each failing check of a validation.
+  void ReportCheckFailures(const std::vector<CheckResult>& results);
   // Computes the diff of the job's staging and stores it with the job.
   absl::Status RecordDiff(Active* job, const JobLayout& layout);
   void Settle(Active* job);

@@ -1,9 +1,11 @@
 #include "server/daemon.h"
 
 #include <filesystem>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,7 @@
 #include "platform/curl_http_client.h"
 #include "server/backfill_service_impl.h"
 #include "server/data_dir_lock.h"
+#include "server/grpc_metrics.h"
 #include "server/log_text.h"
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
@@ -119,6 +122,23 @@ class Daemon::LoggingObserver final : public JobObserver {
                     absl::FormatDuration(duration));
     }
     next_->OnPartitionAttempt(ok, duration);
+  }
+  void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
+                               int64_t rows) override {
+    next_->OnPartitionCheckpointed(dataset, state, rows);
+  }
+  void OnJobPublished(const std::string& job_id,
+                      const std::vector<PublishedDataset>& datasets) override {
+    next_->OnJobPublished(job_id, datasets);
+  }
+  void OnCheckFailed(const std::string& dataset, const std::string& kind,
+                     CheckSeverity severity) override {
+    next_->OnCheckFailed(dataset, kind, severity);
+  }
+  void OnConsumerConfirmed(const std::string& dataset,
+                           const std::string& consumer, bool healthy,
+                           absl::Duration latency) override {
+    next_->OnConsumerConfirmed(dataset, consumer, healthy, latency);
   }
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override {
@@ -313,6 +333,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   metrics_->AddCollectable(
       std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
+  ConfigureMetrics();
   if (metrics_on) {
     if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
       return s;
@@ -345,6 +366,13 @@ absl::Status Daemon::Init(Catalog catalog) {
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
                            &port);
   builder.RegisterService(service_.get());
+  {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(metrics_->grpc()->NewInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
@@ -443,6 +471,24 @@ void Daemon::StopOpenLineage() {
   lineage_metrics_.reset();
   lineage_clock_.reset();
   lineage_http_.reset();
+}
+
+void Daemon::ConfigureMetrics() {
+  // Per-dataset series exist from the start, for every dataset a job
+  // writes (derived ones).
+  std::vector<std::string> datasets;
+  for (const DatasetSpec& spec : catalog_->datasets()) {
+    if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
+  }
+  metrics_->DeclareDatasets(datasets);
+  // The ETA gauges read the running jobs at scrape time.
+  StateStore* store = store_.get();
+  metrics_->SetRunningJobs([store]() -> absl::StatusOr<std::vector<Job>> {
+    JobFilter filter;
+    filter.states = {JobState::kRunning};
+    filter.limit = 10000;
+    return store->ListJobs(filter);
+  });
 }
 
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }

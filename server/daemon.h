@@ -116,6 +116,9 @@ class Daemon {
   JobObserver* ObserverAfterLogging();
   // Drains and destroys the emitter (after the manager stopped).
   void StopOpenLineage();
+  // Declares the catalog's datasets to the metrics and where they read the
+  // running jobs from.
+  void ConfigureMetrics();
 
   const DaemonOptions options_;
   std::string listen_address_;

@@ -1,13 +1,18 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/progress.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -16,7 +21,9 @@
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/grpc_metrics.h"
 #include "server/log_text.h"
+#include "server/process_collector.h"
 #include "spdlog/spdlog.h"
 
 namespace backfill {
@@ -109,12 +116,152 @@ const char* StorageLabel(JobObserver::Storage storage) {
                                                       : "warehouse";
 }
 
+// The check kinds a validation failure can have (CheckResult::kind):
+// those a pipeline file declares and the always-on ones.
+constexpr const char* kDeclaredCheckKinds[] = {"row_change",     "min_rows",
+                                               "measure_change", "references",
+                                               "not_null",       "assert"};
+constexpr const char* kAlwaysOnCheckKinds[] = {"schema", "primary_key",
+                                               "partition"};
+
+bool KnownCheckKind(const std::string& kind) {
+  for (const char* k : kDeclaredCheckKinds) {
+    if (kind == k) return true;
+  }
+  for (const char* k : kAlwaysOnCheckKinds) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+
+// The per-dataset checkpoint states (TaskState, lower case).
+constexpr TaskState kCheckpointStates[] = {
+    TaskState::kStaged, TaskState::kUnchanged, TaskState::kSkipped};
+
 }  // namespace
+
+// The ETA of running jobs, computed at scrape time (core/progress.h).
+class EtaCollector final : public prometheus::Collectable {
+ public:
+  void Set(Metrics::RunningJobsFn running) {
+    absl::MutexLock lock(&mu_);
+    running_ = std::move(running);
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::MetricFamily eta;
+    eta.name = "backfill_running_jobs_eta_seconds";
+    eta.help =
+        "Over RUNNING jobs whose ETA is known: the longest time until one's "
+        "partitions are all recomputed (remaining partitions in waves of "
+        "the partitions running now, times the mean duration of its "
+        "partitions recomputed so far). No sample when no running job has "
+        "recomputed a partition yet.";
+    eta.type = prometheus::MetricType::Gauge;
+    prometheus::MetricFamily unknown;
+    unknown.name = "backfill_running_jobs_eta_unknown";
+    unknown.help =
+        "RUNNING jobs whose ETA is not known yet: none of their partitions "
+        "was recomputed.";
+    unknown.type = prometheus::MetricType::Gauge;
+    Metrics::RunningJobsFn running;
+    {
+      absl::MutexLock lock(&mu_);
+      running = running_;
+    }
+    absl::StatusOr<std::vector<Job>> jobs =
+        running ? running() : std::vector<Job>();
+    if (!jobs.ok()) {
+      spdlog::warn("metrics: cannot read the running jobs: {}",
+                   LogText(jobs.status().ToString()));
+      return {std::move(eta), std::move(unknown)};
+    }
+    std::optional<double> longest;
+    int64_t not_known = 0;
+    for (const Job& job : *jobs) {
+      std::optional<RecomputeEta> e = EstimateRecompute(job);
+      if (!e.has_value()) {
+        if (job.state == JobState::kRunning) ++not_known;
+        continue;
+      }
+      const double seconds = absl::ToDoubleSeconds(e->remaining);
+      longest = longest.has_value() ? std::max(*longest, seconds) : seconds;
+    }
+    if (longest.has_value())
+      eta.metric.push_back(GaugeSample("", "", *longest));
+    unknown.metric.push_back(
+        GaugeSample("", "", static_cast<double>(not_known)));
+    return {std::move(eta), std::move(unknown)};
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  Metrics::RunningJobsFn running_ ABSL_GUARDED_BY(mu_);
+};
+
+// The health and confirmation latency of downstream consumers, per
+// (dataset, consumer). Both families are declared in every scrape, with a
+// sample per consumer confirmed since the start.
+class DownstreamCollector final : public prometheus::Collectable {
+ public:
+  void Record(const std::string& dataset, const std::string& consumer,
+              bool healthy, absl::Duration latency) {
+    absl::MutexLock lock(&mu_);
+    auto [it, added] = consumers_.try_emplace({dataset, consumer});
+    if (added) {
+      it->second.latency = std::make_unique<prometheus::Histogram>(
+          prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2.5, 5, 10, 30,
+                                                  60, 120, 300, 600, 1800});
+    }
+    it->second.healthy = healthy;
+    it->second.latency->Observe(absl::ToDoubleSeconds(latency));
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::MetricFamily healthy;
+    healthy.name = "backfill_downstream_healthy";
+    healthy.help =
+        "1 when the last confirmation of a downstream consumer of the "
+        "dataset found it serving the published numbers, 0 when it did not. "
+        "No sample for a consumer not confirmed since backfilld started.";
+    healthy.type = prometheus::MetricType::Gauge;
+    prometheus::MetricFamily latency;
+    latency.name = "backfill_downstream_confirmation_seconds";
+    latency.help =
+        "Time to confirm a downstream consumer after a publish, from its "
+        "invalidation to its last probe.";
+    latency.type = prometheus::MetricType::Histogram;
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, state] : consumers_) {
+      prometheus::ClientMetric h =
+          GaugeSample("dataset", key.first, state.healthy ? 1 : 0);
+      h.label.push_back({"consumer", key.second});
+      healthy.metric.push_back(std::move(h));
+      prometheus::ClientMetric l = state.latency->Collect();
+      l.label = {{"dataset", key.first}, {"consumer", key.second}};
+      latency.metric.push_back(std::move(l));
+    }
+    return {std::move(healthy), std::move(latency)};
+  }
+
+ private:
+  struct Consumer {
+    bool healthy = false;
+    std::unique_ptr<prometheus::Histogram> latency;
+  };
+  mutable absl::Mutex mu_;
+  std::map<std::pair<std::string, std::string>, Consumer> consumers_
+      ABSL_GUARDED_BY(mu_);
+};
 
 Metrics::Metrics(StatsFn stats, const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
       stats_collector_(std::make_shared<StatsCollector>(
-          std::move(stats), &store_writes_failing_)) {
+          std::move(stats), &store_writes_failing_)),
+      process_collector_(std::make_shared<ProcessCollector>()),
+      eta_collector_(std::make_shared<EtaCollector>()),
+      downstream_collector_(std::make_shared<DownstreamCollector>()),
+      grpc_(std::make_unique<GrpcServerMetrics>(registry_.get())) {
   auto& failing =
       prometheus::BuildGauge()
           .Name("backfill_storage_failing")
@@ -173,21 +320,81 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
                         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                         1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800});
 
+  // Costs are counted once per job, when it publishes: a cancelled or
+  // failed job, which never publishes, counts in neither, so the ratio of
+  // actual to estimated compares the same jobs.
   cost_estimated_ =
       &prometheus::BuildCounter()
            .Name("backfill_cost_estimated_input_rows_total")
            .Help(
-               "Estimated input rows of finished backfill jobs (the plan's "
-               "cost estimate).")
-           .Register(*registry_)
-           .Add({});
+               "Estimated input rows (the plan's cost estimate) of published "
+               "backfill jobs, by dataset; counted when the job publishes.")
+           .Register(*registry_);
   cost_actual_ = &prometheus::BuildCounter()
                       .Name("backfill_cost_actual_input_rows_total")
                       .Help(
-                          "Input rows actually read by finished backfill "
-                          "jobs.")
-                      .Register(*registry_)
-                      .Add({});
+                          "Input rows actually read by the recompute of "
+                          "published backfill jobs, by dataset; counted when "
+                          "the job publishes.")
+                      .Register(*registry_);
+  cost_full_reload_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_cost_full_reload_input_rows_total")
+           .Help(
+               "Estimated input rows of a full reload of the dataset, summed "
+               "over published backfill jobs (the baseline their estimate "
+               "is compared with); counted when the job publishes.")
+           .Register(*registry_);
+  jobs_published_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_jobs_published_total")
+           .Help("Backfill jobs whose publish included the dataset.")
+           .Register(*registry_);
+  checkpointed_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_partitions_checkpointed_total")
+           .Help(
+               "Partition checkpoints recorded, by dataset and state: staged "
+               "(recomputed into staging), unchanged (recomputed, identical "
+               "to the published rows) or skipped (early cutoff, never "
+               "run).")
+           .Register(*registry_);
+  published_partitions_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_partitions_published_total")
+           .Help("Partitions replaced by the publish of a backfill job.")
+           .Register(*registry_);
+  rows_written_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_rows_written_total")
+           .Help(
+               "Rows written to staging by partitions recomputed and "
+               "checkpointed as staged, by dataset.")
+           .Register(*registry_);
+  rows_published_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_rows_published_total")
+           .Help("Rows the published partitions hold, by dataset.")
+           .Register(*registry_);
+  check_failures_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_validation_failures_total")
+           .Help(
+               "Validation checks that failed, once per check, dataset and "
+               "validation of a job, by check kind and severity.")
+           .Register(*registry_);
+  for (const char* kind : kDeclaredCheckKinds) {
+    for (CheckSeverity severity :
+         {CheckSeverity::kError, CheckSeverity::kHold, CheckSeverity::kWarn}) {
+      check_failures_->Add(
+          {{"kind", kind}, {"severity", CheckSeverityName(severity)}});
+    }
+  }
+  for (const char* kind : kAlwaysOnCheckKinds) {
+    check_failures_->Add(
+        {{"kind", kind},
+         {"severity", CheckSeverityName(CheckSeverity::kError)}});
+  }
 
   prometheus::BuildGauge()
       .Name("backfill_build_info")
@@ -209,6 +416,9 @@ absl::Status Metrics::Listen(const std::string& address) {
     for (const auto& collectable : added_collectables_) {
       exposer->RegisterCollectable(collectable);
     }
+    exposer->RegisterCollectable(eta_collector_);
+    exposer->RegisterCollectable(downstream_collector_);
+    exposer->RegisterCollectable(process_collector_);
     exposer_ = std::move(exposer);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(
@@ -234,8 +444,16 @@ void Metrics::AddCollectable(
 
 std::string Metrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
-  for (auto& family : stats_collector_->Collect()) {
-    families.push_back(std::move(family));
+  for (const prometheus::Collectable* collector :
+       {static_cast<const prometheus::Collectable*>(stats_collector_.get()),
+        static_cast<const prometheus::Collectable*>(eta_collector_.get()),
+        static_cast<const prometheus::Collectable*>(
+            downstream_collector_.get()),
+        static_cast<const prometheus::Collectable*>(
+            process_collector_.get())}) {
+    for (auto& family : collector->Collect()) {
+      families.push_back(std::move(family));
+    }
   }
   for (const auto& collectable : added_collectables_) {
     for (auto& family : collectable->Collect()) {
@@ -280,8 +498,86 @@ void Metrics::OnJobFinished(const std::string& /*job_id*/, JobState state,
   if (i >= 0 && i < kJobStateCount && finished_[i] != nullptr) {
     finished_[i]->Increment();
   }
-  if (estimated_cost > 0) cost_estimated_->Increment(estimated_cost);
-  if (actual_cost > 0) cost_actual_->Increment(actual_cost);
+  // Costs are counted by OnJobPublished: a job that ends without
+  // publishing (cancelled, failed) would count an estimate with little or
+  // nothing actually read, and a job that fails and is retried would count
+  // its estimate twice.
+  (void)estimated_cost;
+  (void)actual_cost;
+}
+
+void Metrics::DeclareDatasets(const std::vector<std::string>& datasets) {
+  datasets_ = std::set<std::string>(datasets.begin(), datasets.end());
+  for (const std::string& d : datasets_) {
+    for (TaskState state : kCheckpointStates) {
+      checkpointed_->Add({{"dataset", d}, {"state", Label(state)}});
+    }
+    for (auto* family :
+         {published_partitions_, rows_written_, rows_published_,
+          cost_estimated_, cost_actual_, cost_full_reload_, jobs_published_}) {
+      family->Add({{"dataset", d}});
+    }
+  }
+}
+
+void Metrics::SetRunningJobs(RunningJobsFn running) {
+  eta_collector_->Set(std::move(running));
+}
+
+std::string Metrics::DatasetLabel(const std::string& dataset) const {
+  if (datasets_.empty() || datasets_.count(dataset) > 0) return dataset;
+  return "other";
+}
+
+void Metrics::OnPartitionCheckpointed(const std::string& dataset,
+                                      TaskState state, int64_t rows) {
+  if (std::find(std::begin(kCheckpointStates), std::end(kCheckpointStates),
+                state) == std::end(kCheckpointStates)) {
+    return;
+  }
+  const std::string label = DatasetLabel(dataset);
+  checkpointed_->Add({{"dataset", label}, {"state", Label(state)}}).Increment();
+  if (rows > 0) {
+    rows_written_->Add({{"dataset", label}})
+        .Increment(static_cast<double>(rows));
+  }
+}
+
+void Metrics::OnJobPublished(const std::string& /*job_id*/,
+                             const std::vector<PublishedDataset>& datasets) {
+  for (const PublishedDataset& d : datasets) {
+    const prometheus::Labels labels = {{"dataset", DatasetLabel(d.dataset)}};
+    jobs_published_->Add(labels).Increment();
+    if (d.partitions > 0) {
+      published_partitions_->Add(labels).Increment(
+          static_cast<double>(d.partitions));
+    }
+    if (d.rows > 0) {
+      rows_published_->Add(labels).Increment(static_cast<double>(d.rows));
+    }
+    if (d.estimated_cost > 0) {
+      cost_estimated_->Add(labels).Increment(d.estimated_cost);
+    }
+    if (d.actual_cost > 0) cost_actual_->Add(labels).Increment(d.actual_cost);
+    if (d.full_reload_cost > 0) {
+      cost_full_reload_->Add(labels).Increment(d.full_reload_cost);
+    }
+  }
+}
+
+void Metrics::OnCheckFailed(const std::string& /*dataset*/,
+                            const std::string& kind, CheckSeverity severity) {
+  check_failures_
+      ->Add({{"kind", KnownCheckKind(kind) ? kind : "other"},
+             {"severity", CheckSeverityName(severity)}})
+      .Increment();
+}
+
+void Metrics::OnConsumerConfirmed(const std::string& dataset,
+                                  const std::string& consumer, bool healthy,
+                                  absl::Duration latency) {
+  downstream_collector_->Record(DatasetLabel(dataset), consumer, healthy,
+                                latency);
 }
 
 }  // namespace backfill

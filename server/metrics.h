@@ -7,9 +7,19 @@
 //    computed at scrape time from StoreStats (a stats function, normally
 //    the state store's Stats()), so they never go stale and are right
 //    again after a restart.
-// Every family has a help text and a `backfill_` name; counters end in
-// `_total`; no label carries a job id or a partition (cardinality is
-// bounded by the state enums).
+//  * Per-dataset counters (partitions checkpointed and published, rows,
+//    costs of published jobs), validation failures by check kind, and the
+//    health and confirmation latency of downstream consumers, fed by the
+//    other JobObserver events.
+//  * The ETA of running jobs, computed at scrape time from the running
+//    jobs (SetRunningJobs(); core/progress.h says how it is estimated).
+//  * gRPC requests and latency (server/grpc_metrics.h, fed by a server
+//    interceptor) and the process_* metrics (server/process_collector.h).
+// Every family of backfilld's own has a help text and a `backfill_` name;
+// counters end in `_total`; no label carries a job id or a partition
+// (cardinality is bounded by the state enums, the check kinds and the
+// dataset and consumer names of the catalog). docs/operations.md lists
+// every family.
 //
 // Metrics owns its registry, the scrape-time collector and, once Listen()
 // succeeded, the HTTP exposer. The stats function must stay callable until
@@ -24,6 +34,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +56,10 @@ class Registry;
 }  // namespace prometheus
 
 namespace backfill {
+
+class DownstreamCollector;
+class EtaCollector;
+class GrpcServerMetrics;
 
 class Metrics final : public JobObserver {
  public:
@@ -75,6 +90,22 @@ class Metrics final : public JobObserver {
   // before Listen(); not thread-safe against scrapes.
   void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
 
+  // The datasets of the catalog: their per-dataset series exist (at 0)
+  // from the start, and a dataset name outside them is counted as
+  // "other" (none given: every name is its own label). Call before the
+  // first event.
+  void DeclareDatasets(const std::vector<std::string>& datasets);
+
+  // Where the ETA gauges read the RUNNING jobs (with counts and recompute
+  // times, as StateStore::ListJobs gives them) at scrape time; unset: no
+  // job is running. Must stay callable while Metrics lives.
+  using RunningJobsFn = std::function<absl::StatusOr<std::vector<Job>>()>;
+  void SetRunningJobs(RunningJobsFn running);
+
+  // The gRPC request metrics, whose interceptor factory the server
+  // builder takes.
+  GrpcServerMetrics* grpc() { return grpc_.get(); }
+
   // JobObserver.
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;
@@ -84,12 +115,25 @@ class Metrics final : public JobObserver {
   void OnStorageFailing(Storage storage, const std::string& what,
                         const absl::Status& status) override;
   void OnStorageRecovered(Storage storage) override;
+  void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
+                               int64_t rows) override;
+  void OnJobPublished(const std::string& job_id,
+                      const std::vector<PublishedDataset>& datasets) override;
+  void OnCheckFailed(const std::string& dataset, const std::string& kind,
+                     CheckSeverity severity) override;
+  void OnConsumerConfirmed(const std::string& dataset,
+                           const std::string& consumer, bool healthy,
+                           absl::Duration latency) override;
 
  private:
   // Declared before the collector, which reads it.
   std::atomic<bool> store_writes_failing_{false};
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> stats_collector_;
+  std::shared_ptr<prometheus::Collectable> process_collector_;
+  std::shared_ptr<EtaCollector> eta_collector_;
+  std::shared_ptr<DownstreamCollector> downstream_collector_;
+  std::unique_ptr<GrpcServerMetrics> grpc_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::vector<std::shared_ptr<prometheus::Collectable>> added_collectables_;
 
@@ -101,8 +145,19 @@ class Metrics final : public JobObserver {
   prometheus::Counter* attempts_staged_ = nullptr;
   prometheus::Counter* attempts_failed_ = nullptr;
   prometheus::Histogram* partition_duration_ = nullptr;
-  prometheus::Counter* cost_estimated_ = nullptr;
-  prometheus::Counter* cost_actual_ = nullptr;
+  // Per dataset (labels: dataset, and state for checkpoints).
+  prometheus::Family<prometheus::Counter>* checkpointed_ = nullptr;
+  prometheus::Family<prometheus::Counter>* published_partitions_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rows_written_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rows_published_ = nullptr;
+  prometheus::Family<prometheus::Counter>* cost_estimated_ = nullptr;
+  prometheus::Family<prometheus::Counter>* cost_actual_ = nullptr;
+  prometheus::Family<prometheus::Counter>* cost_full_reload_ = nullptr;
+  prometheus::Family<prometheus::Counter>* jobs_published_ = nullptr;
+  prometheus::Family<prometheus::Counter>* check_failures_ = nullptr;
+  // The declared datasets (empty: any name); set before events arrive.
+  std::set<std::string> datasets_;
+  std::string DatasetLabel(const std::string& dataset) const;
   std::array<prometheus::Gauge*, 2> storage_failing_{};  // index: Storage
   std::array<prometheus::Counter*, 2> storage_errors_{};
 };

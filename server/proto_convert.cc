@@ -1,9 +1,11 @@
 #include "server/proto_convert.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/progress.h"
 
 namespace backfill {
 
@@ -189,6 +191,21 @@ v1::CheckResult CheckResultToProto(const CheckResult& result) {
   return proto;
 }
 
+namespace {
+
+// The ETA and the current step (core/progress.h).
+void SetProgress(const Job& job, v1::Backfill* proto) {
+  if (std::optional<RecomputeEta> eta = EstimateRecompute(job)) {
+    v1::RecomputeEta* out = proto->mutable_eta();
+    out->set_remaining_seconds(absl::ToDoubleSeconds(eta->remaining));
+    out->set_partition_seconds(absl::ToDoubleSeconds(eta->per_partition));
+    out->set_parallelism(eta->parallelism);
+  }
+  proto->set_current_step(CurrentStep(job));
+}
+
+}  // namespace
+
 v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   v1::Backfill proto;
   proto.set_id(job.id);
@@ -211,6 +228,7 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   *proto.mutable_cost_estimate() = CostToProto(job.plan.cost);
   proto.set_actual_cost(job.actual_cost);
   proto.set_rows_written(job.rows_written);
+  SetProgress(job, &proto);
   proto.set_message(job.message);
   google::protobuf::Timestamp ts;
   if (TimeToProto(job.create_time, &ts)) *proto.mutable_create_time() = ts;

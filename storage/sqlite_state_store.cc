@@ -756,6 +756,7 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   }
   RETURN_IF_ERROR(ReadJobCosts(id, &job));
   RETURN_IF_ERROR(ReadJobKeys(id, &job));
+  RETURN_IF_ERROR(ReadJobTimes(id, &job));
   return job;
 }
 
@@ -1726,6 +1727,21 @@ absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
     if (!row) break;
     auto it = by_name.find(q.ColumnText(0));
     if (it != by_name.end()) it->second->actual_cost = q.ColumnDouble(1);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::ReadJobTimes(const std::string& id, Job* job) {
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT COUNT(*), TOTAL(duration_seconds) FROM tasks "
+                   "WHERE job_id = ?1 AND state IN ('STAGED', 'PUBLISHED', "
+                   "'UNCHANGED') AND duration_seconds > 0"));
+  RETURN_IF_ERROR(q.BindText(1, id));
+  ASSIGN_OR_RETURN(bool row, q.Step());
+  if (row) {
+    job->timed_partitions = q.ColumnInt(0);
+    job->timed_seconds = q.ColumnDouble(1);
   }
   return absl::OkStatus();
 }

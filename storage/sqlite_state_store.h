@@ -180,6 +180,10 @@ class SqliteStateStore : public StateStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadJobCosts(const std::string& id, Job* job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's recompute times (Job::timed_partitions, timed_seconds), in
+  // the caller's transaction.
+  absl::Status ReadJobTimes(const std::string& id, Job* job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job's entity keys (request.keys, and the key filter of its target's
   // DatasetPlan), likewise.
   absl::Status WriteJobKeys(const std::string& id, const Job& job)

@@ -999,6 +999,45 @@ TEST(FormatProgressLineTest, Running) {
             "job bf-1: RUNNING  135/300 partitions  45%  12.3 s");
 }
 
+// A running job with its ETA (200 s), cost so far and current step.
+v1::Backfill RunningWithProgress() {
+  v1::Backfill backfill = Job("bf-3", v1::BACKFILL_STATE_RUNNING, 0, 4, 10);
+  backfill.mutable_eta()->set_remaining_seconds(199.2);
+  backfill.mutable_eta()->set_partition_seconds(33.2);
+  backfill.mutable_eta()->set_parallelism(1);
+  backfill.mutable_cost_estimate()->set_backfill(3000);
+  backfill.mutable_cost_estimate()->set_unit("input_rows");
+  backfill.set_actual_cost(1200);
+  backfill.set_current_step("steps 2-3 of 6, recompute in staging");
+  return backfill;
+}
+
+TEST(FormatProgressLineTest, EtaCostAndCurrentStep) {
+  EXPECT_EQ(FormatProgressLine(RunningWithProgress(), 2),
+            "job bf-3: RUNNING  4/10 partitions  40%  2.0 s  ETA 3m20s  "
+            "cost 1200/3000 input_rows  now: steps 2-3 of 6, recompute in "
+            "staging");
+}
+
+TEST(FormatProgressBarTest, EtaAndCostButNoStep) {
+  EXPECT_EQ(FormatProgressBar(RunningWithProgress(), 2, 10),
+            "[####......]  40%  4/10 partitions  RUNNING  2.0 s  ETA 3m20s  "
+            "cost 1200/3000 input_rows");
+}
+
+TEST(FormatProgressLineTest, EtaInHoursAndSeconds) {
+  v1::Backfill backfill = RunningWithProgress();
+  backfill.clear_current_step();
+  backfill.clear_cost_estimate();
+  backfill.set_actual_cost(0);
+  backfill.mutable_eta()->set_remaining_seconds(2 * 3600 + 5 * 60 + 1);
+  EXPECT_EQ(FormatProgressLine(backfill, 1),
+            "job bf-3: RUNNING  4/10 partitions  40%  1.0 s  ETA 2h05m");
+  backfill.mutable_eta()->set_remaining_seconds(0.2);
+  EXPECT_EQ(FormatProgressLine(backfill, 1),
+            "job bf-3: RUNNING  4/10 partitions  40%  1.0 s  ETA 1s");
+}
+
 TEST(FormatProgressLineTest, FailedCountAndMessage) {
   v1::Backfill backfill = Job("bf-7", v1::BACKFILL_STATE_FAILED, 2, 1, 10);
   backfill.mutable_partitions()->set_failed(4);

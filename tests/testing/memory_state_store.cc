@@ -291,6 +291,10 @@ Job InMemoryStateStore::LoadLocked(const JobRow& row,
         if (dp.dataset == t.dataset) dp.actual_cost += read;
       }
       if (t.state != TaskState::kUnchanged) job.rows_written += t.rows_written;
+      if (t.duration_seconds > 0) {
+        ++job.timed_partitions;
+        job.timed_seconds += t.duration_seconds;
+      }
     }
   }
   return job;
