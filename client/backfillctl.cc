@@ -152,6 +152,7 @@ class Cli {
   int Rollback(const std::string& id, const RollbackOptions& options);
   int Approve(const ApproveOptions& options);
   int Diff(const DiffOptions& options);
+  int Confirm(const std::string& id, bool wait);
 
  private:
   // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
@@ -443,6 +444,17 @@ int Cli::Rollback(const std::string& id, const RollbackOptions& options) {
   absl::StatusOr<v1::Backfill> job = client_->Rollback(request);
   if (!job.ok()) return RpcError(job.status());
   return Print(*job, cli::FormatBackfill(*job));
+}
+
+int Cli::Confirm(const std::string& id, bool wait) {
+  absl::StatusOr<v1::Backfill> job = client_->Confirm(id);
+  if (!job.ok()) return RpcError(job.status());
+  if (!wait) return Print(*job, cli::FormatBackfill(*job));
+  std::cerr << cli::TerminalText(absl::StrCat(
+                   "confirming the downstream consumers of backfill ",
+                   job->id(), " again; waiting for the result"))
+            << std::endl;
+  return FinishFollow(Follow(job->id(), *job));
 }
 
 int Cli::Approve(const ApproveOptions& options) {
@@ -796,14 +808,25 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0, 10))
       ->capture_default_str();
 
+  bool confirm_no_wait = false;
+  CLI::App* confirm = app.add_subcommand(
+      "confirm",
+      "Invalidate and probe the downstream consumers of a SUCCEEDED or "
+      "DOWNSTREAM_UNHEALTHY job again; waits for the result (exit code 0 "
+      "only when it ends SUCCEEDED)");
+  confirm->add_option("JOB", job.id, "Job id")->required();
+  confirm->add_flag("--no-wait", confirm_no_wait,
+                    "Return as soon as the job is CONFIRMING");
+
   const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
       {cancel, JobAction::kCancel},
       {pause, JobAction::kPause},
       {resume, JobAction::kResume},
       {retry, JobAction::kRetry}};
 
-  for (CLI::App* command : {datasets, plan, submit, status, list, watch, cancel,
-                            pause, resume, retry, rollback, approve, diff}) {
+  for (CLI::App* command :
+       {datasets, plan, submit, status, list, watch, cancel, pause, resume,
+        retry, rollback, approve, diff, confirm}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -853,7 +876,8 @@ int Main(int argc, char** argv) {
   for (const auto& [command, action] : decisions) {
     decision = decision || command->parsed();
   }
-  if (status->parsed() || watch->parsed() || decision || rollback->parsed()) {
+  if (status->parsed() || watch->parsed() || decision || rollback->parsed() ||
+      confirm->parsed()) {
     texts.emplace_back("JOB", job.id);
   }
   if (decision) texts.emplace_back("--reason", job.reason);
@@ -938,6 +962,7 @@ int Main(int argc, char** argv) {
     if (command->parsed()) return cli.Decide(action, job);
   }
   if (rollback->parsed()) return cli.Rollback(job.id, rollback_options);
+  if (confirm->parsed()) return cli.Confirm(job.id, !confirm_no_wait);
   return Fail(kExitUsage, "no subcommand (see backfillctl --help)");
 }
 

@@ -87,6 +87,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status DiffBackfill(grpc::ServerContext* context,
                             const v1::DiffBackfillRequest* request,
                             v1::DiffBackfillResponse* response) override;
+  grpc::Status ConfirmBackfill(grpc::ServerContext* context,
+                               const v1::ConfirmBackfillRequest* request,
+                               v1::Backfill* response) override;
 
  private:
   // Registers the handlers of server/raw_request.h for every method.
