@@ -519,14 +519,4 @@ std::string DescribeInvalidate(const ConsumerSpec& consumer) {
   return absl::StrJoin(consumer.invalidate_command, " ");
 }
 
-std::string DescribeProbe(const ConsumerSpec& consumer) {
-  return absl::StrCat(consumer.kind == ConsumerKind::kHttp
-                          ? absl::StrCat("GET ", consumer.probe_url)
-                          : absl::StrJoin(consumer.probe_command, " "),
-                      ", field ", consumer.field,
-                      consumer.sample > 0
-                          ? absl::StrCat(", sample ", consumer.sample)
-                          : std::string());
-}
-
 }  // namespace backfill

@@ -93,10 +93,9 @@ std::vector<std::string> InvalidateCommand(
     const ConsumerSpec& consumer, const std::string& dataset,
     const std::string& job_id, const std::vector<std::string>& partitions);
 
-// How the spec reads in listings: "invalidate POST URL; probe GET URL
-// field F" or with the commands; header values are not shown.
+// How the invalidation reads in listings: "POST URL", or the command's
+// argv joined with spaces (header values are never shown).
 std::string DescribeInvalidate(const ConsumerSpec& consumer);
-std::string DescribeProbe(const ConsumerSpec& consumer);
 
 }  // namespace backfill
 

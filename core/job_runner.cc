@@ -2042,6 +2042,16 @@ absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
                      ". Only a SUCCEEDED or DOWNSTREAM_UNHEALTHY job can be "
                      "confirmed again"));
   }
+  {
+    // A confirmation that could not load the job would leave it
+    // CONFIRMING: refused up front instead.
+    bool complete = true;
+    absl::StatusOr<JobLayout> layout = LayoutOf(stored, &complete);
+    if (!layout.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " cannot be confirmed: ", layout.status().message()));
+    }
+  }
   Scope scope = ScopeOf(stored.plan);
   Active* job = nullptr;
   {

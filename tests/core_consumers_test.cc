@@ -11,6 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/backfill_manager.h"
 #include "core/catalog.h"
 #include "core/clock.h"
 #include "core/confirm_step.h"
@@ -21,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"
+#include "tests/testing/memory_state_store.h"
 
 namespace backfill {
 namespace {
@@ -614,6 +617,189 @@ TEST_F(ConfirmerTest, TheStepConfirmsEveryConsumerAndReportsEach) {
   context.stopping = [] { return true; };
   out = ConfirmDownstream(layout, context);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+}
+
+// ---------------------------------------------------------------------------
+// Through the manager: CONFIRMING after the publish, ConfirmBackfill, and a
+// restart while CONFIRMING.
+
+constexpr char kRunnerPipeline[] = R"yaml(
+datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: day, grain: day}
+  - name: daily
+    kind: derived
+    partition: {column: day, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "SELECT day, 1 AS n FROM raw_orders WHERE day = :partition"
+    contract: {columns: {day: TEXT, n: INTEGER}}
+    consumers:
+      - name: n_cache
+        kind: http
+        invalidate: {url: "http://cache/invalidate"}
+        probe: {url: "http://cache/n?day={partition}", field: n}
+        expect: "SELECT n FROM daily WHERE day = :partition"
+        timeout: 10s
+)yaml";
+
+// A cache serving `served` for every day; thread-safe.
+class SharedCache : public HttpClient {
+ public:
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    if (request.method == "POST") {
+      posts_.push_back(request.body);
+      return Answer(200, "{}");
+    }
+    return Answer(200, absl::StrCat(R"({"n": )", served_, "}"));
+  }
+  void set_served(int n) {
+    absl::MutexLock lock(&mu_);
+    served_ = n;
+  }
+  std::vector<std::string> posts() {
+    absl::MutexLock lock(&mu_);
+    return posts_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int served_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> posts_ ABSL_GUARDED_BY(mu_);
+};
+
+class ConfirmRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto catalog = LoadPipelineTexts({{"pipeline.yaml", kRunnerPipeline}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = std::make_unique<Catalog>(*std::move(catalog));
+    QueryShape shape;
+    shape.columns = {"n"};
+    shape.read_only = true;
+    shape.parameters = {":partition"};
+    engine_.SetQueryShape("SELECT n FROM daily WHERE day = :partition", shape);
+    // What the warehouse holds: n = 1 in every published partition.
+    engine_.SetQueryValues([](const std::string&, const std::string&,
+                              const std::string&) -> absl::StatusOr<SqlValue> {
+      SqlValue v;
+      v.type = SqlValue::Type::kInteger;
+      v.integer = 1;
+      return v;
+    });
+    Start();
+  }
+  void TearDown() override {
+    if (manager_) manager_->Shutdown();
+    manager_.reset();
+  }
+  void Start() {
+    ManagerOptions options;
+    options.http = &cache_;
+    manager_ = std::make_unique<BackfillManager>(
+        catalog_.get(), &store_, &engine_, &clock_, nullptr, options);
+    ASSERT_TRUE(manager_->Start().ok());
+  }
+  Job WaitEnded(const std::string& id) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    absl::StatusOr<Job> job = store_.GetJob(id);
+    while (job.ok() && !IsTerminal(job->state) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+      job = store_.GetJob(id);
+    }
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : Job{};
+  }
+
+  std::unique_ptr<Catalog> catalog_;
+  testing::InMemoryStateStore store_;
+  testing::FakeEngine engine_;
+  ManualClock clock_{absl::FromUnixSeconds(1767225600)};
+  SharedCache cache_;
+  std::unique_ptr<BackfillManager> manager_;
+};
+
+TEST_F(ConfirmRunnerTest, UnhealthyThenConfirmedAgainThenResumedAfterRestart) {
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.from = "2025-01-01";
+  r.to = "2025-01-03";
+  r.reason = "test";
+  auto submitted = manager_->Submit(r, {});
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job.id;
+
+  // The cache serves 0 where the warehouse has 1.
+  Job job = WaitEnded(id);
+  EXPECT_EQ(job.state, JobState::kDownstreamUnhealthy);
+  EXPECT_THAT(job.message,
+              HasSubstr("published, but downstream is unhealthy: consumer "
+                        "n_cache of daily still serves 0 for partition "
+                        "2025-01-01 where the warehouse has 1 after 10s"));
+  EXPECT_THAT(cache_.posts(),
+              ElementsAre(absl::StrCat(R"({"dataset":"daily","job":")", id,
+                                       R"(","partitions":["2025-01-01",)"
+                                       R"("2025-01-02"]})")));
+
+  // Fixed: confirming again ends SUCCEEDED.
+  cache_.set_served(1);
+  absl::StatusOr<Job> confirming = manager_->Confirm(id);
+  ASSERT_TRUE(confirming.ok()) << confirming.status();
+  EXPECT_NE(confirming->state, JobState::kDownstreamUnhealthy);
+  job = WaitEnded(id);
+  EXPECT_EQ(job.state, JobState::kSucceeded);
+  EXPECT_EQ(job.message,
+            "published and confirmed downstream: consumer n_cache of daily "
+            "serves the new numbers (2 partitions probed)");
+  EXPECT_EQ(cache_.posts().size(), 2u);
+
+  // A SUCCEEDED job may be confirmed again too.
+  ASSERT_TRUE(manager_->Confirm(id).ok());
+  EXPECT_EQ(WaitEnded(id).state, JobState::kSucceeded);
+  EXPECT_EQ(cache_.posts().size(), 3u);
+
+  EXPECT_EQ(manager_->Confirm("bf-999").status().code(),
+            absl::StatusCode::kNotFound);
+
+  // A daemon that stopped while the job was CONFIRMING confirms it again
+  // when it starts: the job never stays CONFIRMING.
+  manager_->Shutdown();
+  manager_.reset();
+  ASSERT_TRUE(store_
+                  .TransitionJob(id, JobState::kSucceeded,
+                                 JobState::kConfirming, "confirming",
+                                 clock_.Now())
+                  .ok());
+  engine_.Restart();
+  Start();
+  EXPECT_EQ(WaitEnded(id).state, JobState::kSucceeded);
+  EXPECT_EQ(cache_.posts().size(), 4u);
+}
+
+TEST_F(ConfirmRunnerTest, OnlyPublishedJobsCanBeConfirmed) {
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.from = "2025-01-01";
+  r.to = "2025-01-02";
+  r.reason = "test";
+  cache_.set_served(1);
+  auto submitted = manager_->Submit(r, {});
+  ASSERT_TRUE(submitted.ok());
+  const std::string id = submitted->job.id;
+  ASSERT_EQ(WaitEnded(id).state, JobState::kSucceeded);
+  // As if it had been rolled back.
+  ASSERT_TRUE(store_
+                  .TransitionJob(id, JobState::kSucceeded,
+                                 JobState::kRolledBack, "rolled back",
+                                 clock_.Now())
+                  .ok());
+  absl::StatusOr<Job> refused = manager_->Confirm(id);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("is ROLLED_BACK: its publication was rolled back"));
+  EXPECT_EQ(store_.GetJob(id)->state, JobState::kRolledBack);
 }
 
 }  // namespace

@@ -139,8 +139,8 @@ class Cache {
       }
       it = cached_.emplace(day, (*rows)[0][0]).first;
     }
-    out.body = absl::StrCat(R"({"day": ")", day, R"(", "amount": )",
-                            it->second, "}");
+    out.body =
+        absl::StrCat(R"({"day": ")", day, R"(", "amount": )", it->second, "}");
     return out;
   }
 
@@ -193,8 +193,9 @@ TEST_F(ConsumersTest, ACacheIsInvalidatedAndConfirmedOrReportedStale) {
   // 2. The raw data is fixed; the cache now ignores invalidations.
   const std::string before = Expected("2025-01-02");  // what it caches
   Sqlite db(warehouse_);
-  ASSERT_TRUE(db.Exec("UPDATE raw_orders SET amount = amount + 1000 WHERE "
-                      "order_date = '2025-01-02'"))
+  ASSERT_TRUE(
+      db.Exec("UPDATE raw_orders SET amount = amount + 1000 WHERE "
+              "order_date = '2025-01-02'"))
       << db.errmsg();
   double want = 0;
   ASSERT_TRUE(absl::SimpleAtod(Expected("2025-01-02"), &want));

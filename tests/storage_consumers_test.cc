@@ -46,7 +46,8 @@ class QueryValueTest : public testing::WarehouseTest {
     monthly_.partition = PartitionSpec{"day", Grain::kMonth, {}};
     keyed_ = daily_;
     keyed_.name = "segment_keyed";
-    keyed_.partition = PartitionSpec{"day", Grain::kDay, {"eu", "us"}, "region"};
+    keyed_.partition =
+        PartitionSpec{"day", Grain::kDay, {"eu", "us"}, "region"};
   }
   void TearDown() override {
     engine_.reset();
