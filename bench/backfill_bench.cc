@@ -160,6 +160,10 @@ class NullEngine : public Engine {
       int) override {
     return std::map<std::string, CountWithSamples>{};
   }
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec&, const std::string&,
+                                      const std::string&) override {
+    return SqlValue{};
+  }
   // Every transform outputs exactly its contract.
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,

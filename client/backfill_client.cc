@@ -194,6 +194,12 @@ absl::StatusOr<v1::Backfill> BackfillClient::Rollback(
   return Call(&Stub::RollbackBackfill, request);
 }
 
+absl::StatusOr<v1::Backfill> BackfillClient::Confirm(const std::string& id) {
+  v1::ConfirmBackfillRequest request;
+  request.set_id(id);
+  return Call(&Stub::ConfirmBackfill, request);
+}
+
 absl::StatusOr<v1::Backfill> BackfillClient::Approve(
     const v1::ApproveBackfillRequest& request) {
   return Call(&Stub::ApproveBackfill, request);

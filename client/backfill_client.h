@@ -119,6 +119,9 @@ class BackfillClient {
   // Publishes a job held for approval (see ApproveBackfill).
   absl::StatusOr<v1::Backfill> Approve(
       const v1::ApproveBackfillRequest& request);
+  // Confirms a published job's downstream consumers again
+  // (ConfirmBackfill); the job comes back CONFIRMING.
+  absl::StatusOr<v1::Backfill> Confirm(const std::string& id);
   // One page of a job's diff.
   absl::StatusOr<v1::DiffBackfillResponse> Diff(
       const v1::DiffBackfillRequest& request);

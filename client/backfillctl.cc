@@ -165,6 +165,7 @@ class Cli {
   int Diff(const DiffOptions& options);
   int Why(const WhyOptions& options);
   int Audit(const AuditOptions& options);
+  int Confirm(const std::string& id, bool wait);
 
  private:
   // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
@@ -463,6 +464,17 @@ int Cli::Rollback(const std::string& id, const RollbackOptions& options) {
   absl::StatusOr<v1::Backfill> job = client_->Rollback(request);
   if (!job.ok()) return RpcError(job.status());
   return Print(*job, cli::FormatBackfill(*job));
+}
+
+int Cli::Confirm(const std::string& id, bool wait) {
+  absl::StatusOr<v1::Backfill> job = client_->Confirm(id);
+  if (!job.ok()) return RpcError(job.status());
+  if (!wait) return Print(*job, cli::FormatBackfill(*job));
+  std::cerr << cli::TerminalText(absl::StrCat(
+                   "confirming the downstream consumers of backfill ",
+                   job->id(), " again; waiting for the result"))
+            << std::endl;
+  return FinishFollow(Follow(job->id(), *job));
 }
 
 int Cli::Approve(const ApproveOptions& options) {
@@ -878,6 +890,16 @@ int Main(int argc, char** argv) {
                     "YYYY-MM-DDTHH:MM:SS[.F]Z or ...+HH:MM)");
   audit->add_option("--job", audit_options.job, "Only events of this job");
 
+  bool confirm_no_wait = false;
+  CLI::App* confirm = app.add_subcommand(
+      "confirm",
+      "Invalidate and probe the downstream consumers of a SUCCEEDED or "
+      "DOWNSTREAM_UNHEALTHY job again; waits for the result (exit code 0 "
+      "only when it ends SUCCEEDED)");
+  confirm->add_option("JOB", job.id, "Job id")->required();
+  confirm->add_flag("--no-wait", confirm_no_wait,
+                    "Return as soon as the job is CONFIRMING");
+
   const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
       {cancel, JobAction::kCancel},
       {pause, JobAction::kPause},
@@ -886,7 +908,7 @@ int Main(int argc, char** argv) {
 
   for (CLI::App* command :
        {datasets, plan, submit, status, list, watch, cancel, pause, resume,
-        retry, rollback, approve, diff, why, audit}) {
+        retry, rollback, approve, diff, why, audit, confirm}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -936,7 +958,8 @@ int Main(int argc, char** argv) {
   for (const auto& [command, action] : decisions) {
     decision = decision || command->parsed();
   }
-  if (status->parsed() || watch->parsed() || decision || rollback->parsed()) {
+  if (status->parsed() || watch->parsed() || decision || rollback->parsed() ||
+      confirm->parsed()) {
     texts.emplace_back("JOB", job.id);
   }
   if (decision) texts.emplace_back("--reason", job.reason);
@@ -1031,6 +1054,7 @@ int Main(int argc, char** argv) {
     if (command->parsed()) return cli.Decide(action, job);
   }
   if (rollback->parsed()) return cli.Rollback(job.id, rollback_options);
+  if (confirm->parsed()) return cli.Confirm(job.id, !confirm_no_wait);
   return Fail(kExitUsage, "no subcommand (see backfillctl --help)");
 }
 

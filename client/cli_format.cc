@@ -473,7 +473,24 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
                   SafeOrDash(absl::StrJoin(dataset.downstream(), ",")),
                   SafeOrDash(dataset.entity_key())});
   }
-  return table.Render();
+  std::string out = table.Render();
+  // Downstream consumers, confirmed after each publish.
+  std::string consumers;
+  for (const v1::Dataset& dataset : response.datasets()) {
+    for (const v1::Consumer& c : dataset.consumers()) {
+      absl::StrAppend(
+          &consumers, "  ", TerminalText(dataset.name()), " -> ",
+          TerminalText(c.name()), " (", TerminalText(c.kind()),
+          "): invalidate ", TerminalText(c.invalidate()), "; probe ",
+          TerminalText(c.probe()), " field ", TerminalText(c.field()),
+          c.sample() > 0 ? absl::StrCat(" (sample ", c.sample(), ")") : "",
+          "; timeout ", TerminalText(c.timeout()), "\n");
+    }
+  }
+  if (!consumers.empty()) {
+    absl::StrAppend(&out, "\nDownstream consumers:\n", consumers);
+  }
+  return out;
 }
 
 std::string FormatPlan(const v1::PlanBackfillResponse& response) {

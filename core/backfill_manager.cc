@@ -131,6 +131,8 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   r.max_attempts = o.max_attempts;
   r.retry_backoff = o.retry_backoff;
   r.max_backoff = o.max_backoff;
+  r.http = o.http;
+  r.commands = o.commands;
   return r;
 }
 
@@ -383,6 +385,13 @@ absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
   // Not under admission_mu_: a rollback may take long, and it holds its
   // partitions in the runner's admission itself.
   return runner_.Rollback(id, request);
+}
+
+absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id) {
+  // Serialized with submits: the overlap check and the admission of the
+  // confirmation are one decision.
+  absl::MutexLock admission(&admission_mu_);
+  return runner_.Confirm(id, "");
 }
 
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,

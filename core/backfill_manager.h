@@ -39,6 +39,9 @@ struct ManagerOptions {
   absl::Duration retry_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(10);
   PlannerLimits planner;
+  // How consumers are invalidated and probed (RunnerOptions); not owned.
+  HttpClient* http = nullptr;
+  CommandRunner* commands = nullptr;
 };
 
 struct SubmitOptions {
@@ -128,6 +131,12 @@ class BackfillManager {
   // See JobRunner::Approve. INVALID_ARGUMENT without a reason or with text
   // fields too long or holding control characters.
   absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);
+
+  // Confirms the downstream consumers of a SUCCEEDED or
+  // DOWNSTREAM_UNHEALTHY job again (JobRunner::Confirm); returns the job,
+  // CONFIRMING. NOT_FOUND for an unknown id; FAILED_PRECONDITION, saying
+  // why, in any other state.
+  absl::StatusOr<Job> Confirm(const std::string& id);
 
   // A page of the diff the job computed before publishing (kept after it
   // published). INVALID_ARGUMENT for a dataset not in the job's plan or a

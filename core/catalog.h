@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/check_result.h"
+#include "core/consumer_spec.h"
 #include "core/partition.h"
 #include "core/partition_layout.h"
 
@@ -137,7 +138,10 @@ struct DatasetSpec {
   // partitions they recompute (derived datasets only; "": none).
   std::string entity_key;
   std::vector<CheckSpec> checks;  // declared checks, in file order
-  std::string file;               // where it was declared, for error messages
+  // Downstream consumers confirmed after each publish (consumer_spec.h),
+  // in file order (derived datasets only).
+  std::vector<ConsumerSpec> consumers;
+  std::string file;  // where it was declared, for error messages
   int line = 0;
   int transform_line = 0;  // the `transform:` key's line (0: unknown)
 

@@ -1,25 +1,56 @@
 // Confirm step (step 6 of the playbook): after a job is published, make
-// sure what reads the data serves the new numbers. No dataset declares
-// downstream consumers yet, so confirmation has nothing to invalidate or
-// probe; this step says so, and is where consumers are confirmed.
-// Stateless; thread-safe.
+// sure what reads the data serves the new numbers. For each dataset the job
+// republished and each consumer it declares (consumer_spec.h), in catalog
+// and file order, a ConsumerConfirmer invalidates it and probes it; the
+// outcome is healthy when every consumer is. Partitions the early cutoff
+// let go of (unchanged or skipped) are neither invalidated nor probed: the
+// job left their published rows as they were, so whatever a consumer
+// served for them is still right. Each consumer is reported to the
+// observer (OnConsumerConfirmed).
+// Stateless; thread-safe as its collaborators are.
 
 #ifndef BACKFILL_CORE_CONFIRM_STEP_H_
 #define BACKFILL_CORE_CONFIRM_STEP_H_
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/clock.h"
+#include "core/command_runner.h"
+#include "core/consumer_confirmer.h"
 #include "core/engine.h"
+#include "core/http_client.h"
+#include "core/job_observer.h"
 
 namespace backfill {
 
 struct ConfirmOutcome {
   bool healthy = true;
-  std::string message;  // recorded with the job's final state
+  std::string message;                  // recorded with the job's final state
+  std::vector<ConsumerResult> results;  // one per consumer confirmed
 };
 
-absl::StatusOr<ConfirmOutcome> ConfirmDownstream(const JobLayout& layout);
+// What the step works with; none of it is owned. `http`, `commands` and
+// `observer` may be null; `stopping` may be empty.
+struct ConfirmContext {
+  Engine* engine = nullptr;
+  HttpClient* http = nullptr;
+  CommandRunner* commands = nullptr;
+  const Clock* clock = nullptr;
+  JobObserver* observer = nullptr;
+  std::function<bool()> stopping;
+};
+
+// `layout`: what the job republished (without its cut-off partitions).
+// CANCELLED when the service stopped before every consumer was decided
+// (recovery confirms the job again); otherwise the outcome: the message
+// says which consumers were confirmed, or for the first unhealthy one the
+// consumer, partition, expected and served values (and how many others
+// are unhealthy).
+absl::StatusOr<ConfirmOutcome> ConfirmDownstream(const JobLayout& layout,
+                                                 const ConfirmContext& context);
 
 }  // namespace backfill
 

@@ -107,6 +107,16 @@ struct CountWithSamples {
   std::vector<std::string> samples;
 };
 
+// The value a query returned (Engine::QueryValue): the first column of its
+// first row.
+struct SqlValue {
+  enum class Type { kNoRow, kNull, kInteger, kReal, kText };
+  Type type = Type::kNoRow;
+  int64_t integer = 0;  // kInteger
+  double real = 0;      // kReal
+  std::string text;     // kText (a BLOB reads as its bytes)
+};
+
 // What a profile of rows should measure besides the row count.
 struct ProfileRequest {
   std::vector<std::string> measures;      // contract columns to sum
@@ -366,6 +376,19 @@ class Engine {
   virtual absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& sql, int samples) = 0;
+
+  // Runs `sql` (one read-only SELECT, a consumer's `expect`) on the
+  // published tables for one partition of `dataset`, with
+  // :partition_start, :partition_end, :partition and, for a time x key
+  // dataset, :partition_key bound as for the dataset's transform. Returns
+  // the first column of the first row (kNoRow when there is none); nothing
+  // is written (read-only, in a transaction rolled back). A table that does
+  // not exist is the warehouse's error. FAILED_PRECONDITION when `sql` does
+  // not compile or is not read-only; INVALID_ARGUMENT for a partition value
+  // of the wrong form.
+  virtual absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              const std::string& sql) = 0;
 
   // Prepares `sql` against the warehouse without running it. The table of
   // each dataset in `stand_ins` that does not exist yet (a derived table

@@ -110,6 +110,8 @@ struct JobRunner::Active {
   int busy = 0;            // closures in flight for the job
   int running_tasks = 0;
   int restage_rounds = 0;
+  // Confirming again (Confirm): it ended before, and was counted then.
+  bool reconfirming = false;
   uint64_t last_dispatch = 0;
   std::string failure;
   std::string waiting_message;  // the last "waiting for ..." recorded
@@ -1586,7 +1588,14 @@ void JobRunner::Finish(const std::string& id) {
       layout = WithoutCutOff(job->layout, job->tasks);
       cut = CountCutOff(job->tasks);
     }
-    absl::StatusOr<ConfirmOutcome> outcome = ConfirmDownstream(layout);
+    ConfirmContext context;
+    context.engine = engine_;
+    context.http = options_.http;
+    context.commands = options_.commands;
+    context.clock = clock_;
+    context.observer = observer_;
+    context.stopping = [this] { return Stopping(); };
+    absl::StatusOr<ConfirmOutcome> outcome = ConfirmDownstream(layout, context);
     if (outcome.ok() && (cut.unchanged > 0 || cut.skipped > 0)) {
       // Early cutoff: say what was not republished, or that nothing was.
       outcome->message = layout.items.empty()
@@ -1606,14 +1615,18 @@ void JobRunner::Finish(const std::string& id) {
       if (s.ok()) {
         double estimate;
         JobState end;
+        bool again;
         {
           absl::MutexLock lock(&mu_);
           estimate = job->job.plan.cost.backfill;
           end = job->state;
+          again = job->reconfirming;
         }
-        ReportFinished(id, end, estimate);
-        // The publish added rollback copies: drop those that expired.
-        EnforceRetention().IgnoreError();
+        if (!again) {
+          ReportFinished(id, end, estimate);
+          // The publish added rollback copies: drop those that expired.
+          EnforceRetention().IgnoreError();
+        }
         absl::MutexLock lock(&mu_);
         EndLocked(job, Phase::kDone);
         ReleaseLocked(job);
@@ -2055,6 +2068,96 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
   NotifyLocked(id);
   PumpLocked();
   return result;
+}
+
+absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
+                                       const std::string& reason) {
+  ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+  if (stored.state != JobState::kSucceeded &&
+      stored.state != JobState::kDownstreamUnhealthy) {
+    std::string why;
+    switch (stored.state) {
+      case JobState::kRolledBack:
+        why =
+            ": its publication was rolled back, so its consumers have "
+            "nothing of it to serve";
+        break;
+      case JobState::kConfirming:
+        why = ": it is confirming its consumers now; watch it";
+        break;
+      case JobState::kFailed:
+      case JobState::kCancelled:
+      case JobState::kValidationFailed:
+        why = ": nothing of it was published, so there is nothing to confirm";
+        break;
+      default:
+        why =
+            ": it has not published yet; it confirms its consumers itself "
+            "once it has";
+        break;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(stored.state), why,
+                     ". Only a SUCCEEDED or DOWNSTREAM_UNHEALTHY job can be "
+                     "confirmed again"));
+  }
+  {
+    // A confirmation that could not load the job would leave it
+    // CONFIRMING: refused up front instead.
+    bool complete = true;
+    absl::StatusOr<JobLayout> layout = LayoutOf(stored, &complete);
+    if (!layout.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " cannot be confirmed: ", layout.status().message()));
+    }
+  }
+  Scope scope = ScopeOf(stored.plan);
+  Active* job = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_) return absl::UnavailableError("backfilld is starting");
+    if (stopping_) return absl::UnavailableError("backfilld is shutting down");
+    if (jobs_.count(id) || rolling_back_.count(id)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id,
+          " is being confirmed or rolled back right now; wait for it to "
+          "end"));
+    }
+    std::vector<Conflict> conflicts;
+    std::vector<Admission::Overlap> overlaps =
+        admission_.Overlapping(scope, &conflicts, 1);
+    if (!overlaps.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", DescribeLocked(overlaps), " works on partitions of ", id,
+          "; the warehouse may change under a confirmation. Wait until it "
+          "ends, then confirm ",
+          id, " again"));
+    }
+    auto active = std::make_unique<Active>();
+    active->job = stored;
+    active->state = stored.state;
+    active->phase = Phase::kFinishing;
+    active->reconfirming = true;
+    active->busy = 1;  // the Finish closure below
+    job = active.get();
+    admission_.Add(id, std::move(scope));
+    jobs_[id] = std::move(active);
+  }
+  const std::string message =
+      absl::StrCat("confirming downstream consumers again",
+                   reason.empty() ? "" : absl::StrCat(" (", reason, ")"));
+  absl::Status s = Move(job, JobState::kConfirming, message, Phase::kFinishing);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!s.ok()) {
+      EndLocked(job, Phase::kDone);
+      ReleaseLocked(job);  // forgets it
+      PumpLocked();
+      return s;
+    }
+    SubmitLocked([this, id] { Finish(id); });
+  }
+  return store_->GetJob(id);
 }
 
 absl::StatusOr<Job> JobRunner::RollBack(

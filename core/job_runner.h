@@ -55,7 +55,9 @@
 #include "core/admission.h"
 #include "core/catalog.h"
 #include "core/clock.h"
+#include "core/command_runner.h"
 #include "core/engine.h"
+#include "core/http_client.h"
 #include "core/job.h"
 #include "core/job_observer.h"
 #include "core/planner.h"
@@ -76,6 +78,10 @@ struct RunnerOptions {
   // How many times a job recomputes partitions whose staged rows were lost
   // after their checkpoints before it gives up (VALIDATION_FAILED).
   int max_restage_rounds = 2;
+  // How the confirm step reaches downstream consumers (confirm_step.h);
+  // not owned, may be null (a consumer that needs one is then unhealthy).
+  HttpClient* http = nullptr;
+  CommandRunner* commands = nullptr;
 };
 
 class JobRunner {
@@ -144,6 +150,15 @@ class JobRunner {
   // is.
   absl::StatusOr<Job> Rollback(const std::string& id,
                                const RollbackRequest& request);
+
+  // Confirms the consumers of a SUCCEEDED or DOWNSTREAM_UNHEALTHY job's
+  // datasets again (confirm_step.h): the job moves to CONFIRMING (holding
+  // its partitions: jobs submitted meanwhile wait), then to SUCCEEDED or
+  // DOWNSTREAM_UNHEALTHY. Returns the job as stored once CONFIRMING.
+  // FAILED_PRECONDITION (nothing changes) for a job in another state, one
+  // being confirmed or rolled back, or while a job that holds partitions
+  // shares one with it.
+  absl::StatusOr<Job> Confirm(const std::string& id, const std::string& reason);
 
   // Drops the rollback copies that expired under their datasets' retention
   // policies (retention.h). Called at Start() and after each publish; best

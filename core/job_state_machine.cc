@@ -27,7 +27,7 @@ const Row kTable[] = {
     {S::kPublishing, {S::kConfirming, S::kFailed}},
     {S::kConfirming, {S::kSucceeded, S::kDownstreamUnhealthy}},
     {S::kDownstreamUnhealthy, {S::kConfirming, S::kRolledBack}},
-    {S::kSucceeded, {S::kRolledBack}},
+    {S::kSucceeded, {S::kRolledBack, S::kConfirming}},
     {S::kFailed, {S::kQueued, S::kCancelled}},
     {S::kValidationFailed, {S::kPublishing, S::kCancelled}},
     {S::kCancelled, {}},

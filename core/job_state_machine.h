@@ -15,7 +15,7 @@
 //                        (nothing was committed)
 //   CONFIRMING           SUCCEEDED, DOWNSTREAM_UNHEALTHY
 //   DOWNSTREAM_UNHEALTHY CONFIRMING (confirm again), ROLLED_BACK
-//   SUCCEEDED            ROLLED_BACK
+//   SUCCEEDED            ROLLED_BACK, CONFIRMING (confirm again)
 //   FAILED               QUEUED (retry), CANCELLED (cancelled or superseded)
 //   VALIDATION_FAILED    PUBLISHING (approved with override), CANCELLED
 //   CANCELLED, ROLLED_BACK: none (final)

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/catalog.h"
+#include "core/consumer_spec.h"
 #include "core/fingerprint.h"
 #include "core/partition.h"
 #include "core/partition_mapping.h"
@@ -145,7 +146,7 @@ std::string StripTrailingSemicolons(std::string s) {
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
     "max_parallel, require_approval, checks, description, retention, "
-    "max_cost, entity_key";
+    "max_cost, entity_key, consumers";
 
 // The keys each kind of check takes (besides kind, name and severity) and
 // which of them are required.
@@ -362,7 +363,7 @@ class FileParser {
         d,
         {"name", "kind", "table", "partition", "upstream", "transform",
          "version", "contract", "max_parallel", "require_approval", "checks",
-         "description", "retention", "max_cost", "entity_key"},
+         "description", "retention", "max_cost", "entity_key", "consumers"},
         where, kDatasetKeys);
     if (!s.ok()) return s;
 
@@ -564,6 +565,21 @@ class FileParser {
         if (!check.ok()) return check.status();
         spec.checks.push_back(*std::move(check));
       }
+    }
+
+    if (const YAML::Node consumers = d["consumers"];
+        consumers && !consumers.IsNull()) {
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(consumers, spec.line,
+                     absl::StrCat("`consumers` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never published by a backfill, "
+                                  "so there is nothing to confirm)"));
+      }
+      ASSIGN_OR_RETURN(
+          spec.consumers,
+          ParseConsumers(consumers, file_, where, spec.two_dimensional(),
+                         spec.partition.has_value()));
     }
 
     if (const YAML::Node desc = d["description"];

@@ -134,6 +134,37 @@ absl::StatusOr<std::vector<std::string>> CheckPipelineSql(
         }
       }
     }
+    for (const ConsumerSpec& c : d.consumers) {
+      const std::string at =
+          absl::StrCat(At(d, c.expect_line), "consumer \"", c.name, "\": ");
+      absl::StatusOr<QueryShape> shape = describe(c.expect, nullptr);
+      if (!shape.ok()) {
+        if (shape.status().code() != absl::StatusCode::kInvalidArgument) {
+          return shape.status();
+        }
+        problems.push_back(absl::StrCat(
+            at,
+            "the expect query does not compile: ", shape.status().message()));
+        continue;
+      }
+      if (!shape->read_only) {
+        problems.push_back(
+            absl::StrCat(at, "the expect query is not a read-only SELECT"));
+      }
+      if (shape->columns.empty()) {
+        problems.push_back(
+            absl::StrCat(at, "the expect query returns no column"));
+      }
+      ExtraParameters extra;
+      extra.partition_key = d.two_dimensional();
+      for (const std::string& p : shape->parameters) {
+        if (std::string problem = ParameterProblem(p, extra, "expect query");
+            !problem.empty()) {
+          problems.push_back(absl::StrCat(at, problem));
+          break;
+        }
+      }
+    }
   }
   return problems;
 }

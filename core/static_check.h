@@ -1,5 +1,6 @@
 // Static check of a pipeline's SQL against the warehouse, before any job
-// runs it: every transform and every assertion is prepared (not run), so a
+// runs it: every transform, every assertion and every consumer's expect
+// query is prepared (not run), so a
 // syntax error, a missing table or column, a statement that writes, an
 // unknown parameter, or a transform whose output columns are not exactly
 // its contract's is reported as `FILE:LINE: dataset "X": ...` — at daemon

@@ -113,6 +113,9 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
   receive_as_bytes(
       "ListAuditEvents", v1::ListAuditEventsRequest::descriptor(),
       NewUnaryHandler(this, &BackfillServiceImpl::ListAuditEvents));
+  receive_as_bytes(
+      "ConfirmBackfill", v1::ConfirmBackfillRequest::descriptor(),
+      NewUnaryHandler(this, &BackfillServiceImpl::ConfirmBackfill));
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -288,6 +291,18 @@ grpc::Status BackfillServiceImpl::RollbackBackfill(
     rollback.requested_by = absl::StrCat("unknown (", context->peer(), ")");
   }
   absl::StatusOr<Job> job = manager_->Rollback(request->id(), rollback);
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = JobToProto(*job, manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ConfirmBackfill(
+    grpc::ServerContext* context, const v1::ConfirmBackfillRequest* request,
+    v1::Backfill* response) {
+  if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
+    return ToGrpcStatus(valid);
+  }
+  absl::StatusOr<Job> job = manager_->Confirm(request->id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;

@@ -93,6 +93,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ListAuditEvents(grpc::ServerContext* context,
                                const v1::ListAuditEventsRequest* request,
                                v1::ListAuditEventsResponse* response) override;
+  grpc::Status ConfirmBackfill(grpc::ServerContext* context,
+                               const v1::ConfirmBackfillRequest* request,
+                               v1::Backfill* response) override;
 
  private:
   // Registers the handlers of server/raw_request.h for every method.

@@ -24,6 +24,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "openlineage/emitter.h"
 #include "platform/curl_http_client.h"
+#include "platform/posix_command_runner.h"
 #include "server/backfill_service_impl.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
@@ -350,6 +351,11 @@ absl::Status Daemon::Init(Catalog catalog) {
   clock_ = std::make_unique<SystemClock>();
   ManagerOptions manager_options;
   manager_options.workers = workers;
+  // Downstream consumers: HTTP through libcurl, commands without a shell.
+  http_client_ = std::make_unique<CurlHttpClient>();
+  command_runner_ = std::make_unique<PosixCommandRunner>();
+  manager_options.http = http_client_.get();
+  manager_options.commands = command_runner_.get();
   manager_ = std::make_unique<BackfillManager>(
       catalog_.get(), store_.get(), engine_.get(), clock_.get(),
       observer_.get(), manager_options);

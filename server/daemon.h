@@ -20,6 +20,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/catalog.h"
+#include "core/command_runner.h"
+#include "core/http_client.h"
 
 namespace grpc {
 class Server;
@@ -140,6 +142,9 @@ class Daemon {
   std::unique_ptr<StalePartitionCounts> stale_counts_;
   std::unique_ptr<LoggingObserver> observer_;
   std::unique_ptr<SystemClock> clock_;
+  // How confirmation reaches downstream consumers; outlive the manager.
+  std::unique_ptr<HttpClient> http_client_;
+  std::unique_ptr<CommandRunner> command_runner_;
   std::unique_ptr<BackfillManager> manager_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;

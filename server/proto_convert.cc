@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/progress.h"
 
 namespace backfill {
@@ -398,6 +399,22 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   proto.set_require_approval(spec.require_approval);
   proto.set_max_cost(spec.max_cost);
   proto.set_entity_key(spec.entity_key);
+  for (const ConsumerSpec& consumer : spec.consumers) {
+    v1::Consumer* c = proto.add_consumers();
+    c->set_name(consumer.name);
+    c->set_kind(ConsumerKindName(consumer.kind));
+    c->set_invalidate(DescribeInvalidate(consumer));
+    c->set_probe(consumer.kind == ConsumerKind::kHttp
+                     ? absl::StrCat("GET ", consumer.probe_url)
+                     : absl::StrJoin(consumer.probe_command, " "));
+    c->set_field(consumer.field);
+    c->set_sample(consumer.sample);
+    c->set_expect(consumer.expect);
+    c->set_timeout(absl::FormatDuration(consumer.timeout));
+    for (const auto& header : consumer.headers) {
+      c->add_header_names(header.first);
+    }
+  }
   return proto;
 }
 

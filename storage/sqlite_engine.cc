@@ -2642,6 +2642,59 @@ SqliteEngine::RunAssertion(const std::string& job_id,
   return out;
 }
 
+absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
+                                                  const std::string& partition,
+                                                  const std::string& sql) {
+  RETURN_IF_ERROR(CheckFile());
+  ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
+  Lease db = Acquire();
+  SqlValue out;
+  {
+    ASSIGN_OR_RETURN(
+        Transaction txn,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+    absl::StatusOr<Statement> q = db->Prepare(sql);
+    if (!q.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the expect query on ", dataset.name,
+                       " does not compile: ", q.status().message()));
+    }
+    if (!q->IsReadOnly()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the expect query on ", dataset.name, " is not a read-only SELECT"));
+    }
+    RETURN_IF_ERROR(BindPartition(*q, bounds, partition));
+    absl::StatusOr<bool> row = q->Step();
+    if (!row.ok()) {
+      return Annotate(row.status(),
+                      absl::StrCat("the expect query on ", dataset.name,
+                                   " for partition ", partition));
+    }
+    if (*row && q->ColumnCount() > 0) {
+      switch (q->GetColumnType(0)) {
+        case ColumnType::kNull:
+          out.type = SqlValue::Type::kNull;
+          break;
+        case ColumnType::kInteger:
+          out.type = SqlValue::Type::kInteger;
+          out.integer = q->ColumnInt(0);
+          break;
+        case ColumnType::kReal:
+          out.type = SqlValue::Type::kReal;
+          out.real = q->ColumnDouble(0);
+          break;
+        default:
+          out.type = SqlValue::Type::kText;
+          out.text = q->ColumnText(0);
+          break;
+      }
+    }
+    RETURN_IF_ERROR(q->Reset());
+    txn.Rollback();
+  }
+  return out;
+}
+
 absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
     const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
     const DatasetSpec* own) {

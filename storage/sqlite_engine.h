@@ -188,6 +188,9 @@ class SqliteEngine : public Engine {
   absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& sql, int samples) override;
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
+                                      const std::string& partition,
+                                      const std::string& sql) override;
   // Stand-ins are empty TEMP tables on the connection, dropped afterwards.
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,

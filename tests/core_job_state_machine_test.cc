@@ -38,7 +38,7 @@ const std::map<S, std::vector<S>>& Documented() {
       {S::kPublishing, {S::kConfirming, S::kFailed}},
       {S::kConfirming, {S::kSucceeded, S::kDownstreamUnhealthy}},
       {S::kDownstreamUnhealthy, {S::kConfirming, S::kRolledBack}},
-      {S::kSucceeded, {S::kRolledBack}},
+      {S::kSucceeded, {S::kRolledBack, S::kConfirming}},
       {S::kFailed, {S::kQueued, S::kCancelled}},
       {S::kValidationFailed, {S::kPublishing, S::kCancelled}},
       {S::kCancelled, {}},
@@ -66,7 +66,7 @@ TEST(JobStateMachineTest, EveryListedMoveIsAllowedAndNoOther) {
     EXPECT_THAT(NextStates(from), ElementsAreArray(listed))
         << JobStateName(from);
   }
-  EXPECT_EQ(allowed, 29);
+  EXPECT_EQ(allowed, 30);
 }
 
 TEST(JobStateMachineTest, RefusalsNameBothStates) {

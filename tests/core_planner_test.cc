@@ -91,6 +91,10 @@ class CountingEngine : public Engine {
       int) override {
     return absl::UnimplementedError("planner must not validate");
   }
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec&, const std::string&,
+                                      const std::string&) override {
+    return absl::UnimplementedError("planner must not confirm");
+  }
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string&, const std::vector<const DatasetSpec*>&,
       const DatasetSpec*) override {

@@ -71,6 +71,27 @@ void FakeEngine::SetAssertionRows(AssertionRows rows) {
   assertion_rows_ = std::move(rows);
 }
 
+void FakeEngine::SetQueryValues(QueryValues values) {
+  absl::MutexLock lock(&mu_);
+  query_values_ = std::move(values);
+}
+
+absl::StatusOr<SqlValue> FakeEngine::QueryValue(const DatasetSpec& dataset,
+                                                const std::string& partition,
+                                                const std::string& sql) {
+  if (absl::Status s = Enter({"QueryValue", "", dataset.name, partition});
+      !s.ok()) {
+    return s;
+  }
+  QueryValues values;
+  {
+    absl::MutexLock lock(&mu_);
+    values = query_values_;
+  }
+  if (!values) return SqlValue{};
+  return values(dataset.name, sql, partition);
+}
+
 void FakeEngine::SetQueryShape(const std::string& sql,
                                absl::StatusOr<QueryShape> shape) {
   absl::MutexLock lock(&mu_);

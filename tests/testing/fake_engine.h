@@ -151,6 +151,9 @@ class FakeEngine : public Engine {
   absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& sql, int samples) override;
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
+                                      const std::string& partition,
+                                      const std::string& sql) override;
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
       const DatasetSpec* own) override;
@@ -189,6 +192,11 @@ class FakeEngine : public Engine {
       std::function<int64_t(const std::string& dataset, const std::string& sql,
                             const std::string& partition)>;
   void SetAssertionRows(AssertionRows rows);
+  // What QueryValue answers for a partition (default: no row).
+  using QueryValues = std::function<absl::StatusOr<SqlValue>(
+      const std::string& dataset, const std::string& sql,
+      const std::string& partition)>;
+  void SetQueryValues(QueryValues values);
   // What DescribeQuery answers for `sql`; by default the contract columns
   // of the stand-in whose transform it is (else no columns), read-only, no
   // parameters.
@@ -303,6 +311,7 @@ class FakeEngine : public Engine {
   MeasureFor measure_for_ ABSL_GUARDED_BY(mu_);
   ProfileEdit profile_edit_ ABSL_GUARDED_BY(mu_);
   AssertionRows assertion_rows_ ABSL_GUARDED_BY(mu_);
+  QueryValues query_values_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::StatusOr<QueryShape>> query_shapes_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<ColumnSpec>> published_columns_

@@ -101,6 +101,11 @@ class ForwardingEngine : public Engine {
       const std::string& sql, int samples) override {
     return inner_->RunAssertion(job_id, dataset, sql, samples);
   }
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
+                                      const std::string& partition,
+                                      const std::string& sql) override {
+    return inner_->QueryValue(dataset, partition, sql);
+  }
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
       const DatasetSpec* own) override {

@@ -1,0 +1,427 @@
+#include "core/consumer_confirmer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace backfill {
+namespace {
+
+constexpr size_t kMaxShown = 200;  // bytes of one value in a message
+
+std::string Clip(std::string s, size_t max) {
+  if (s.size() <= max) return s;
+  s.resize(max);
+  // Never cut a UTF-8 sequence in two.
+  while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) {
+    s.pop_back();
+  }
+  if (!s.empty() && static_cast<unsigned char>(s.back()) >= 0xC0) s.pop_back();
+  return s + "...";
+}
+
+std::string Quoted(const std::string& text) {
+  return absl::StrCat("'", Clip(text, kMaxShown), "'");
+}
+
+std::string ShowJson(const JsonValue& v) {
+  switch (v.type) {
+    case JsonValue::Type::kNull:
+      return "null";
+    case JsonValue::Type::kBool:
+      return v.boolean ? "true" : "false";
+    case JsonValue::Type::kNumber:
+      return Clip(v.number_text, kMaxShown);
+    case JsonValue::Type::kString:
+      return Quoted(v.text);
+    case JsonValue::Type::kArray:
+      return "a JSON list";
+    case JsonValue::Type::kObject:
+      return "a JSON object";
+  }
+  return "?";
+}
+
+// The answer's body, trimmed, for a message.
+std::string Excerpt(const std::string& body) {
+  std::string s(absl::StripAsciiWhitespace(body));
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return s.empty() ? "an empty answer" : Quoted(s);
+}
+
+bool Retryable(int status) { return status >= 500 || status == 429; }
+
+}  // namespace
+
+ConsumerConfirmer::ConsumerConfirmer(Engine* engine, HttpClient* http,
+                                     CommandRunner* commands,
+                                     const Clock* clock,
+                                     std::function<bool()> stopping,
+                                     ConfirmerOptions options)
+    : engine_(engine),
+      http_(http),
+      commands_(commands),
+      clock_(clock),
+      stopping_(std::move(stopping)),
+      options_(options) {}
+
+std::vector<std::string> ConsumerConfirmer::ProbedPartitions(
+    std::vector<std::string> partitions, int sample) {
+  std::sort(partitions.begin(), partitions.end());
+  partitions.erase(std::unique(partitions.begin(), partitions.end()),
+                   partitions.end());
+  const size_t n = partitions.size();
+  if (sample <= 0 || static_cast<size_t>(sample) >= n) return partitions;
+  if (sample == 1) return {partitions.back()};
+  std::vector<std::string> out;
+  const size_t k = static_cast<size_t>(sample);
+  for (size_t i = 0; i < k; ++i) {
+    // Evenly spaced, first and last included; distinct as k <= n.
+    out.push_back(partitions[i * (n - 1) / (k - 1)]);
+  }
+  return out;
+}
+
+std::string ConsumerConfirmer::Show(const SqlValue& value) {
+  switch (value.type) {
+    case SqlValue::Type::kNoRow:
+      return "NULL (the expect query returned no row)";
+    case SqlValue::Type::kNull:
+      return "NULL";
+    case SqlValue::Type::kInteger:
+      return absl::StrCat(value.integer);
+    case SqlValue::Type::kReal:
+      return absl::StrCat(value.real);
+    case SqlValue::Type::kText:
+      return Quoted(value.text);
+  }
+  return "?";
+}
+
+std::optional<std::string> ConsumerConfirmer::Disagreement(
+    const SqlValue& expected, const JsonValue* served,
+    const std::string& field) {
+  if (served == nullptr) {
+    return absl::StrCat("an answer without the field ",
+                        Quoted(field).substr(0, kMaxShown + 5));
+  }
+  switch (expected.type) {
+    case SqlValue::Type::kNoRow:
+    case SqlValue::Type::kNull:
+      if (served->type == JsonValue::Type::kNull) return std::nullopt;
+      break;
+    case SqlValue::Type::kInteger:
+    case SqlValue::Type::kReal: {
+      if (served->type != JsonValue::Type::kNumber) break;
+      const double want = expected.type == SqlValue::Type::kInteger
+                              ? static_cast<double>(expected.integer)
+                              : expected.real;
+      const double got = served->number;
+      if (want == got || std::fabs(want - got) <=
+                             1e-9 * std::max(std::fabs(want), std::fabs(got))) {
+        return std::nullopt;
+      }
+      break;
+    }
+    case SqlValue::Type::kText:
+      if (served->type == JsonValue::Type::kString &&
+          served->text == expected.text) {
+        return std::nullopt;
+      }
+      break;
+  }
+  return ShowJson(*served);
+}
+
+absl::Duration ConsumerConfirmer::RequestTimeout(absl::Time deadline) const {
+  const absl::Duration left = deadline - clock_->Now();
+  return std::max(absl::Seconds(1), std::min(left, options_.max_request));
+}
+
+std::string ConsumerConfirmer::Invalidate(
+    const DatasetSpec& dataset, const ConsumerSpec& consumer,
+    const std::string& job_id, const std::vector<std::string>& partitions,
+    absl::Time deadline, bool* interrupted) const {
+  // The requests, built once; each is sent until it is done.
+  std::vector<HttpRequest> posts;
+  std::vector<CommandRequest> runs;
+  if (consumer.kind == ConsumerKind::kHttp) {
+    if (http_ == nullptr) return "backfilld has no HTTP client configured";
+    HttpRequest post;
+    post.method = "POST";
+    post.url = consumer.invalidate_url;
+    for (const auto& [name, value] : consumer.headers) {
+      absl::StatusOr<std::string> v = ExpandEnvironment(value);
+      if (!v.ok()) {
+        return absl::StrCat("header ", name, ": ", v.status().message());
+      }
+      post.headers.emplace_back(name, *std::move(v));
+    }
+    post.headers.emplace_back("Content-Type", "application/json");
+    std::vector<std::string> quoted;
+    for (const std::string& p : partitions) quoted.push_back(JsonQuote(p));
+    post.body =
+        absl::StrCat("{\"dataset\":", JsonQuote(dataset.name),
+                     ",\"job\":", JsonQuote(job_id), ",\"partitions\":[",
+                     absl::StrJoin(quoted, ","), "]}");
+    posts.push_back(std::move(post));
+  } else {
+    if (commands_ == nullptr) return "backfilld has no command runner";
+    for (size_t i = 0; i < partitions.size() || i == 0; i += kInvalidateBatch) {
+      const size_t end = std::min(partitions.size(), i + kInvalidateBatch);
+      CommandRequest run;
+      run.argv =
+          InvalidateCommand(consumer, dataset.name, job_id,
+                            std::vector<std::string>(partitions.begin() + i,
+                                                     partitions.begin() + end));
+      runs.push_back(std::move(run));
+      if (end >= partitions.size()) break;
+    }
+  }
+  const size_t total = posts.size() + runs.size();
+  absl::Duration backoff = options_.first_backoff;
+  int attempts = 0;
+  for (size_t next = 0; next < total;) {
+    ++attempts;
+    std::string error;
+    bool final = false;
+    if (next < posts.size()) {
+      HttpRequest request = posts[next];
+      request.timeout = RequestTimeout(deadline);
+      request.connect_timeout = std::min(request.timeout, absl::Seconds(5));
+      absl::StatusOr<HttpResponse> r = http_->Send(request);
+      if (!r.ok()) {
+        error = std::string(r.status().message());
+        final = r.status().code() == absl::StatusCode::kInvalidArgument;
+      } else if (r->status < 200 || r->status > 299) {
+        error = absl::StrCat("POST ", request.url, " answered HTTP ", r->status,
+                             ": ", Excerpt(r->body));
+        final = !Retryable(r->status);
+      }
+    } else {
+      CommandRequest request = runs[next - posts.size()];
+      request.timeout = RequestTimeout(deadline);
+      absl::StatusOr<CommandResult> r = commands_->Run(request);
+      if (!r.ok()) {
+        error = std::string(r.status().message());
+        final = r.status().code() == absl::StatusCode::kNotFound ||
+                r.status().code() == absl::StatusCode::kInvalidArgument;
+      } else if (r->exit_code != 0) {
+        error = absl::StrCat(
+            "the invalidate command ",
+            r->signal != 0 ? absl::StrCat("was killed by signal ", r->signal)
+                           : absl::StrCat("exited with status ", r->exit_code),
+            r->error_output.empty()
+                ? std::string()
+                : absl::StrCat(": ", Excerpt(r->error_output)));
+      }
+    }
+    if (error.empty()) {
+      ++next;
+      continue;
+    }
+    if (final) return absl::StrCat("invalidation refused: ", error);
+    if (Stopping()) {
+      *interrupted = true;
+      return "the service stopped";
+    }
+    const absl::Duration left = deadline - clock_->Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::StrCat("invalidation failed after ", attempts,
+                          attempts == 1 ? " attempt" : " attempts", ": ",
+                          error);
+    }
+    clock_->SleepFor(std::min(backoff, left));
+    backoff = std::min(backoff * 2, options_.max_wait);
+  }
+  return "";
+}
+
+ConsumerConfirmer::Served ConsumerConfirmer::Probe(const ConsumerSpec& consumer,
+                                                   const std::string& partition,
+                                                   absl::Time deadline) const {
+  Served out;
+  std::string body;
+  if (consumer.kind == ConsumerKind::kHttp) {
+    if (http_ == nullptr) {
+      out.error = "backfilld has no HTTP client configured";
+      return out;
+    }
+    HttpRequest get;
+    get.url = ProbeUrl(consumer, partition);
+    get.timeout = RequestTimeout(deadline);
+    get.connect_timeout = std::min(get.timeout, absl::Seconds(5));
+    for (const auto& [name, value] : consumer.headers) {
+      absl::StatusOr<std::string> v = ExpandEnvironment(value);
+      if (!v.ok()) {
+        out.error = absl::StrCat("header ", name, ": ", v.status().message());
+        return out;
+      }
+      get.headers.emplace_back(name, *std::move(v));
+    }
+    absl::StatusOr<HttpResponse> r = http_->Send(get);
+    if (!r.ok()) {
+      out.error = absl::StrCat("no answer (", r.status().message(), ")");
+      return out;
+    }
+    if (r->status < 200 || r->status > 299) {
+      out.error = absl::StrCat("HTTP ", r->status, " ", Excerpt(r->body));
+      return out;
+    }
+    body = std::move(r->body);
+  } else {
+    if (commands_ == nullptr) {
+      out.error = "backfilld has no command runner";
+      return out;
+    }
+    CommandRequest run;
+    run.argv = ProbeCommand(consumer, partition);
+    run.timeout = RequestTimeout(deadline);
+    absl::StatusOr<CommandResult> r = commands_->Run(run);
+    if (!r.ok()) {
+      out.error = absl::StrCat("no answer (", r.status().message(), ")");
+      return out;
+    }
+    if (r->exit_code != 0) {
+      out.error = absl::StrCat(
+          "the probe command ",
+          r->signal != 0 ? absl::StrCat("was killed by signal ", r->signal)
+                         : absl::StrCat("exited with status ", r->exit_code),
+          r->error_output.empty()
+              ? std::string()
+              : absl::StrCat(" (", Excerpt(r->error_output), ")"));
+      return out;
+    }
+    if (r->output_truncated) {
+      out.error = "an answer longer than the output limit";
+      return out;
+    }
+    body = std::move(r->output);
+  }
+  absl::StatusOr<JsonValue> json = ParseJson(body);
+  if (!json.ok()) {
+    out.error = absl::StrCat("an answer that is not JSON (",
+                             json.status().message(), "): ", Excerpt(body));
+    return out;
+  }
+  if (json->type != JsonValue::Type::kObject) {
+    out.error =
+        absl::StrCat("a JSON answer that is not an object: ", Excerpt(body));
+    return out;
+  }
+  out.ok = true;
+  auto it = json->fields.find(consumer.field);
+  if (it != json->fields.end()) out.value = std::move(it->second);
+  return out;
+}
+
+ConsumerResult ConsumerConfirmer::Confirm(
+    const DatasetSpec& dataset, const ConsumerSpec& consumer,
+    const std::string& job_id,
+    const std::vector<std::string>& partitions) const {
+  ConsumerResult result;
+  result.dataset = dataset.name;
+  result.consumer = consumer.name;
+  const absl::Time start = clock_->Now();
+  const absl::Time deadline = start + consumer.timeout;
+  const std::string who =
+      absl::StrCat("consumer ", consumer.name, " of ", dataset.name);
+  auto finish = [&](bool healthy, std::string message) {
+    result.healthy = healthy;
+    result.message = Clip(std::move(message), kMaxConsumerMessage);
+    result.latency = clock_->Now() - start;
+    return result;
+  };
+
+  // What the warehouse says, once per probed partition: the job holds its
+  // partitions while it confirms, so the published rows do not change.
+  const std::vector<std::string> probed =
+      ProbedPartitions(partitions, consumer.sample);
+  std::map<std::string, SqlValue> expected;
+  for (const std::string& p : probed) {
+    absl::StatusOr<SqlValue> v =
+        engine_->QueryValue(dataset, p, consumer.expect);
+    if (!v.ok()) {
+      return finish(false, absl::StrCat(who, ": the expect query failed",
+                                        p.empty() ? "" : " for partition ", p,
+                                        ": ", v.status().message()));
+    }
+    expected[p] = *std::move(v);
+  }
+
+  const std::string invalidation = Invalidate(
+      dataset, consumer, job_id, partitions, deadline, &result.interrupted);
+  if (result.interrupted) return finish(false, "interrupted");
+  if (!invalidation.empty()) {
+    return finish(false, absl::StrCat(who, ": ", invalidation));
+  }
+
+  std::set<std::string> pending(probed.begin(), probed.end());
+  std::map<std::string, std::string> last;  // what each pending one served
+  absl::Duration poll = options_.first_poll;
+  int rounds = 0;
+  while (true) {
+    ++rounds;
+    for (auto it = pending.begin(); it != pending.end();) {
+      Served served = Probe(consumer, *it, deadline);
+      std::optional<std::string> differs;
+      if (!served.ok) {
+        differs = served.error;
+      } else {
+        differs =
+            Disagreement(expected[*it], served.value ? &*served.value : nullptr,
+                         consumer.field);
+      }
+      if (!differs) {
+        last.erase(*it);
+        it = pending.erase(it);
+      } else {
+        last[*it] = *differs;
+        ++it;
+      }
+    }
+    if (pending.empty()) {
+      return finish(
+          true, absl::StrCat(
+                    who, " serves the new numbers (",
+                    probed.size() == partitions.size()
+                        ? absl::StrCat(probed.size(), probed.size() == 1
+                                                          ? " partition"
+                                                          : " partitions")
+                        : absl::StrCat(probed.size(), " of ", partitions.size(),
+                                       " partitions sampled"),
+                    " probed)"));
+    }
+    if (Stopping()) {
+      result.interrupted = true;
+      return finish(false, "interrupted");
+    }
+    const absl::Duration left = deadline - clock_->Now();
+    if (left <= absl::ZeroDuration()) break;
+    clock_->SleepFor(std::min(poll, left));
+    poll = std::min(poll * 2, options_.max_wait);
+  }
+  const std::string& p = *pending.begin();
+  std::string message =
+      absl::StrCat(who, " still serves ", last[p],
+                   p.empty() ? "" : absl::StrCat(" for partition ", p),
+                   " where the warehouse has ", Show(expected[p]), " after ",
+                   absl::FormatDuration(consumer.timeout), " (", rounds,
+                   rounds == 1 ? " probe round" : " probe rounds");
+  if (pending.size() > 1) {
+    absl::StrAppend(&message, "; ", pending.size(), " of ", probed.size(),
+                    " probed partitions differ");
+  }
+  absl::StrAppend(&message, ")");
+  return finish(false, std::move(message));
+}
+
+}  // namespace backfill

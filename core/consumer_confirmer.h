@@ -1,0 +1,114 @@
+// ConsumerConfirmer: confirms one downstream consumer (consumer_spec.h) of
+// one dataset after a publish — invalidates it (HTTP POST of a JSON body,
+// or its command; retried with backoff on errors, 5xx and 429), then
+// probes each chosen partition until it serves what the consumer's
+// `expect` query returns on the warehouse (Engine::QueryValue), or the
+// consumer's timeout passes. Every wait goes through the injected Clock.
+// Numbers agree within 1e-9 relative, text exactly, NULL only with JSON
+// null (a query with no row expects null; a missing field never agrees).
+//
+// Does not own the engine, HTTP client, command runner or clock. Stateless
+// between calls; thread-safe as its collaborators are.
+
+#ifndef BACKFILL_CORE_CONSUMER_CONFIRMER_H_
+#define BACKFILL_CORE_CONSUMER_CONFIRMER_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/catalog.h"
+#include "core/clock.h"
+#include "core/command_runner.h"
+#include "core/consumer_spec.h"
+#include "core/engine.h"
+#include "core/http_client.h"
+#include "core/json_value.h"
+
+namespace backfill {
+
+// What confirming one consumer found.
+struct ConsumerResult {
+  std::string dataset;
+  std::string consumer;
+  bool healthy = false;
+  // Healthy: what was confirmed. Otherwise why not: the partition, the
+  // expected and the served values (at most kMaxConsumerMessage bytes).
+  std::string message;
+  absl::Duration latency;    // from the invalidation to the last probe
+  bool interrupted = false;  // the service stopped before it was decided
+};
+inline constexpr size_t kMaxConsumerMessage = 1024;
+
+struct ConfirmerOptions {
+  absl::Duration first_backoff = absl::Milliseconds(200);  // invalidation
+  absl::Duration first_poll = absl::Milliseconds(250);     // between probes
+  absl::Duration max_wait = absl::Seconds(5);      // cap of either, doubling
+  absl::Duration max_request = absl::Seconds(10);  // one request or command
+};
+
+class ConsumerConfirmer {
+ public:
+  // `http` or `commands` may be null: a consumer that needs it is
+  // unhealthy, saying so. `stopping` (may be empty) is asked between
+  // attempts: true ends the confirmation early, `interrupted`.
+  ConsumerConfirmer(Engine* engine, HttpClient* http, CommandRunner* commands,
+                    const Clock* clock, std::function<bool()> stopping,
+                    ConfirmerOptions options = {});
+
+  // Invalidates `consumer` for `partitions` (what the job republished of
+  // `dataset`, sorted) and probes the chosen ones (ProbedPartitions).
+  ConsumerResult Confirm(const DatasetSpec& dataset,
+                         const ConsumerSpec& consumer,
+                         const std::string& job_id,
+                         const std::vector<std::string>& partitions) const;
+
+  // The partitions probed: all of `partitions` (sorted) without a sample or
+  // with one at least as large; else `sample` of them evenly spaced over
+  // the sorted list, the first and the last included (one: the last).
+  static std::vector<std::string> ProbedPartitions(
+      std::vector<std::string> partitions, int sample);
+
+  // nullopt when `served` (a field of the answer; null when missing)
+  // agrees with `expected`; otherwise the served value as a message shows
+  // it.
+  static std::optional<std::string> Disagreement(const SqlValue& expected,
+                                                 const JsonValue* served,
+                                                 const std::string& field);
+
+  // `value` as a message shows it (NULL, 12.5, 'text').
+  static std::string Show(const SqlValue& value);
+
+ private:
+  // The invalidation's error, "" when it was done; `*interrupted` when the
+  // service stopped meanwhile.
+  std::string Invalidate(const DatasetSpec& dataset,
+                         const ConsumerSpec& consumer,
+                         const std::string& job_id,
+                         const std::vector<std::string>& partitions,
+                         absl::Time deadline, bool* interrupted) const;
+  // One probe: the served field (nullopt: the answer has no such field) or
+  // an error describing what came back instead.
+  struct Served {
+    bool ok = false;
+    std::optional<JsonValue> value;  // ok: nullopt when the field is missing
+    std::string error;               // !ok
+  };
+  Served Probe(const ConsumerSpec& consumer, const std::string& partition,
+               absl::Time deadline) const;
+  absl::Duration RequestTimeout(absl::Time deadline) const;
+  bool Stopping() const { return stopping_ && stopping_(); }
+
+  Engine* const engine_;
+  HttpClient* const http_;
+  CommandRunner* const commands_;
+  const Clock* const clock_;
+  const std::function<bool()> stopping_;
+  const ConfirmerOptions options_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_CONSUMER_CONFIRMER_H_
