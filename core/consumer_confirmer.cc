@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <utility>
@@ -28,6 +30,18 @@ std::string Clip(std::string s, size_t max) {
 
 std::string Quoted(const std::string& text) {
   return absl::StrCat("'", Clip(text, kMaxShown), "'");
+}
+
+// The shortest decimal text that reads back as exactly `v` (76219.02, not
+// StrCat's six significant digits, 76219): the value a person compares
+// with what the consumer served.
+std::string ShortestRoundTrip(double v) {
+  char buffer[32];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, v);
+    if (std::strtod(buffer, nullptr) == v) break;
+  }
+  return buffer;
 }
 
 std::string ShowJson(const JsonValue& v) {
@@ -99,7 +113,7 @@ std::string ConsumerConfirmer::Show(const SqlValue& value) {
     case SqlValue::Type::kInteger:
       return absl::StrCat(value.integer);
     case SqlValue::Type::kReal:
-      return absl::StrCat(value.real);
+      return ShortestRoundTrip(value.real);
     case SqlValue::Type::kText:
       return Quoted(value.text);
   }

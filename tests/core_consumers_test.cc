@@ -476,6 +476,17 @@ TEST(DisagreementTest, NumbersWithinOneBillionthTextExactlyNullOnlyNull) {
             "an answer without the field 'amount'");
 }
 
+TEST(ShowTest, ARealIsShownWithEveryDigitItHas) {
+  // Six significant digits would show 76219 for 76219.02, a value the
+  // warehouse does not hold.
+  EXPECT_EQ(ConsumerConfirmer::Show(Real(76219.02)), "76219.02");
+  EXPECT_EQ(ConsumerConfirmer::Show(Real(0.1)), "0.1");
+  EXPECT_EQ(ConsumerConfirmer::Show(Real(1.0 / 3)),
+            "0.3333333333333333");  // Python: repr(1/3)
+  EXPECT_EQ(ConsumerConfirmer::Show(Real(1e21)), "1e+21");
+  EXPECT_EQ(ConsumerConfirmer::Show(Real(-2.5)), "-2.5");
+}
+
 TEST_F(ConfirmerTest, InvalidJsonAndAMissingFieldAreReported) {
   engine_.SetQueryValues(
       [](const std::string&, const std::string&,
