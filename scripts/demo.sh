@@ -62,7 +62,7 @@ for arg in "$@"; do
   case "$arg" in
     --no-build) build=0 ;;
     -h | --help)
-      sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
