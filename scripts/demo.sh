@@ -17,12 +17,22 @@
 #     Both pipelines declare checks on daily_revenue (min_rows, not_null,
 #     row_change, a measure_change of revenue that warns beyond 25%); the
 #     initial load and the backfill must pass them all;
+#     A small cache (examples/demo/revenue_cache.py) serves each day's
+#     revenue in front of daily_revenue, which declares it as a consumer:
+#     the demo warms it with the old numbers, and after the publish the job
+#     invalidates it and confirms it serves the new ones before it ends
+#     SUCCEEDED;
 #  5. prints a report and checks the result with plain sqlite3, independent
-#     of the service. Exits non-zero if a check fails.
+#     of the service. Exits non-zero if a check fails;
+#  6. restarts the cache so that it ignores invalidations, records a late
+#     refund on one day and backfills that day: the job publishes but ends
+#     DOWNSTREAM_UNHEALTHY, saying which consumer serves what for which day;
+#     with a working cache again, backfillctl confirm brings it to SUCCEEDED.
 #
-# The daemon is always stopped with SIGTERM at the end (and on any error), so
-# the demo leaves no process behind; the data stays in the demo directory
-# and the report prints the command to start the daemon on it again.
+# The daemon and the cache are always stopped with SIGTERM at the end (and on
+# any error), so the demo leaves no process behind; the data stays in the
+# demo directory and the report prints the commands to start them on it
+# again.
 #
 # Usage: scripts/demo.sh [--no-build]
 # Environment: BACKFILL_DEMO_DIR (default: build/demo under the repository),
@@ -39,13 +49,20 @@ TO=2025-07-01
 MONTH=2025-06
 AFFECTED_BY="orders: refund > 0"
 DAEMON_PID=""
+# The fixed pipeline, with the revenue cache's address filled in.
+PIPELINES="$WORK/pipelines"
+CACHE="$ROOT/examples/demo/revenue_cache.py"
+CACHE_PID=""
+CACHE_PORT=""
+# The day of the late refund recorded in step 6.
+LATE_DAY=2025-06-20
 
 build=1
 for arg in "$@"; do
   case "$arg" in
     --no-build) build=0 ;;
     -h | --help)
-      sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -92,11 +109,32 @@ stop_daemon() {
   wait "$pid" 2>/dev/null || STOP_RC=$?
 }
 
+# stop_cache: SIGTERM, wait up to 5 s, then SIGKILL.
+stop_cache() {
+  local pid="$CACHE_PID" i
+  [[ -n $pid ]] || return 0
+  CACHE_PID=""
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    running "$pid" || break
+    sleep 0.1
+  done
+  if running "$pid"; then
+    echo "demo: the revenue cache (pid $pid) did not exit 5 s after SIGTERM; killing it" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
 on_exit() {
   local rc=$?
   if [[ -n $DAEMON_PID ]]; then
     echo "demo: stopping backfilld (pid $DAEMON_PID)" >&2
     stop_daemon
+  fi
+  if [[ -n $CACHE_PID ]]; then
+    echo "demo: stopping the revenue cache (pid $CACHE_PID)" >&2
+    stop_cache
   fi
   if ((rc != 0)); then
     echo "demo: FAILED (exit $rc); logs are in $WORK" >&2
@@ -145,6 +183,66 @@ start_daemon() {
 
 ctl() { "$BIN/backfillctl" --server "127.0.0.1:$PORT" "$@"; }
 
+# start_cache LOG [--ignore-invalidations]: starts the revenue cache on
+# CACHE_PORT (a free port chosen by the system the first time, the same port
+# afterwards: the pipeline names it) and waits until it serves.
+start_cache() {
+  local log="$1" i
+  shift
+  rm -f "$WORK/cache.port"
+  python3 "$CACHE" --warehouse "$DATA/warehouse.db" --port "${CACHE_PORT:-0}" \
+    --port-file "$WORK/cache.port" "$@" >>"$log" 2>&1 &
+  CACHE_PID=$!
+  for ((i = 0; i < 100; i++)); do
+    if [[ -s $WORK/cache.port ]]; then
+      CACHE_PORT="$(cat "$WORK/cache.port")"
+      echo "revenue cache (pid $CACHE_PID) on 127.0.0.1:$CACHE_PORT$([[ $# -gt 0 ]] && echo ", $*")"
+      return 0
+    fi
+    if ! running "$CACHE_PID"; then
+      wait "$CACHE_PID" || true
+      CACHE_PID=""
+      cat "$log" >&2
+      die "the revenue cache exited during start-up${CACHE_PORT:+ (is port $CACHE_PORT taken?)}"
+    fi
+    sleep 0.1
+  done
+  die "the revenue cache did not start within 10 s (see $log)"
+}
+
+# cache_value DAY: the revenue the cache serves for DAY.
+cache_value() {
+  curl -sfS --max-time 10 "http://127.0.0.1:$CACHE_PORT/value?day=$1" | jq -r '.revenue'
+}
+
+# warm_cache: asks the cache for every day of daily_revenue once (one curl
+# for all), so that it holds what is published now.
+warm_cache() {
+  local days ok
+  days="$(sql "SELECT COUNT(DISTINCT ds) FROM daily_revenue")"
+  ok="$(sql "SELECT DISTINCT 'url = \"http://127.0.0.1:$CACHE_PORT/value?day=' || ds || '\"'
+                       || char(10) || 'output = \"/dev/null\"'
+             FROM daily_revenue ORDER BY ds" |
+    curl -sS --max-time 120 -K - -w '%{http_code}\n' | grep -c '^200$' || true)"
+  ((ok == days)) || die "warming the revenue cache: $ok of $days days answered 200"
+  echo "revenue cache warmed: $days days read from the published daily_revenue"
+}
+
+# warehouse_value DAY: the day's revenue by plain sqlite3, as the cache must
+# serve it.
+warehouse_value() {
+  sql "SELECT printf('%.17g', SUM(revenue)) FROM daily_revenue WHERE ds = '$1'"
+}
+
+# same_number A B: true when A and B are the same double (both JSON numbers).
+# money X: X with two decimals, for display.
+money() { awk -v x="$1" 'BEGIN { printf "%.2f", x }'; }
+
+same_number() {
+  [[ $(jq -n --argjson a "${1:-null}" --argjson b "${2:-null}" \
+    '$a != null and $b != null and $a == $b' 2>/dev/null) == true ]]
+}
+
 # json FILE JQ_EXPR: one value of a JSON document. backfillctl --json prints
 # every scalar, enum and repeated field, zeros included, but int64 fields as
 # strings (hence tonumber) and no sub-message that is unset (hence the //
@@ -175,7 +273,7 @@ fi
 for tool in "$BIN/backfilld" "$BIN/backfillctl" "$BIN/backfill-demo-gen"; do
   [[ -x $tool ]] || die "$tool is missing; run scripts/build.sh first"
 done
-for tool in sqlite3 jq awk; do
+for tool in sqlite3 jq awk curl python3; do
   command -v "$tool" >/dev/null || die "$tool is required (scripts/install-deps.sh installs it)"
 done
 
@@ -217,8 +315,23 @@ sql "ATTACH '${SNAPSHOT//\'/\'\'}' AS snap;
 echo "$(sqlite3 "$SNAPSHOT" 'SELECT COUNT(*) FROM daily_revenue') rows," \
   "$(sqlite3 "$SNAPSHOT" 'SELECT COUNT(DISTINCT ds) FROM daily_revenue') days"
 
+step "Starting the revenue cache in front of daily_revenue and warming it with the published numbers"
+start_cache "$WORK/revenue-cache.log"
+# The fixed pipeline declares the cache as a consumer of daily_revenue at
+# 127.0.0.1:8089; the copy the daemon reads names the cache's real port.
+mkdir -p "$PIPELINES"
+sed "s/127\.0\.0\.1:8089/127.0.0.1:$CACHE_PORT/g" "$ROOT/examples/demo/pipelines/demo.yaml" \
+  >"$PIPELINES/demo.yaml"
+(($(grep -c "127.0.0.1:$CACHE_PORT/" "$PIPELINES/demo.yaml") == 2)) ||
+  die "$PIPELINES/demo.yaml does not name the cache at 127.0.0.1:$CACHE_PORT twice"
+warm_cache
+CACHE_DAY="$(sql "SELECT MIN(order_date) FROM raw_orders WHERE refund > 0")"
+cache_before="$(cache_value "$CACHE_DAY")"
+echo "the cache serves $CACHE_DAY: revenue $(money "$cache_before") (the published, buggy number)"
+
 step "Starting backfilld with the fixed pipeline (revenue = SUM(amount - refund))"
-start_daemon "$ROOT/examples/demo/pipelines" "$WORK/backfilld.log"
+start_daemon "$PIPELINES" "$WORK/backfilld.log"
+ctl datasets
 
 step "Planning the backfill of the days affected by refunds: --affected-by \"$AFFECTED_BY\""
 ctl plan daily_revenue --affected-by "$AFFECTED_BY"
@@ -340,6 +453,14 @@ ctl --json watch "$JOB" >"$WORK/backfill.json" || true
 step "backfillctl status $JOB"
 ctl status "$JOB"
 ctl --json status "$JOB" >"$WORK/backfill.json"
+
+step "The revenue cache after $JOB: invalidated by the job and confirmed to serve the new numbers"
+confirm_message="$(json "$WORK/backfill.json" '.message // ""')"
+echo "job message: $confirm_message"
+cache_after="$(cache_value "$CACHE_DAY")"
+cache_expected="$(warehouse_value "$CACHE_DAY")"
+echo "the cache serves $CACHE_DAY: revenue $(money "$cache_before") before the backfill," \
+  "$(money "$cache_after") after; plain sqlite3 on the warehouse: $(money "$cache_expected")"
 
 # --- the report ---------------------------------------------------------
 j="$WORK/backfill.json"
@@ -511,8 +632,85 @@ r=0 && ((diff_days == 30 && mismatch_diff == 0 && down_days == 30 && other_days 
   refund_days_mismatch == 0 && mismatch_month_diff == 0)) || r=1
 check "$r" "(d) the diff showed revenue down on exactly the 30 days with refunds ($diff_changed rows changed, revenue $diff_revenue) and on $MONTH by the same amount ($month_delta), no rows added or removed, orders unchanged: $mismatch_diff days differ from plain SQL" \
   "$diff_days days in the diff, $down_days down, $other_days outside the incident, $refund_days_mismatch not refund days, $mismatch_diff differing from plain SQL, month diff mismatch $mismatch_month_diff"
+echo "  downstream (the revenue cache in front of daily_revenue):"
+r=0 && [[ $state == BACKFILL_STATE_SUCCEEDED &&
+  $confirm_message == "published and confirmed downstream: "*revenue_cache* ]] &&
+  same_number "$cache_after" "$cache_expected" &&
+  ! same_number "$cache_before" "$cache_after" || r=1
+check "$r" "(f) $JOB confirmed revenue_cache: on $CACHE_DAY the cache served $(money "$cache_before") before and $(money "$cache_after") after, exactly SUM(revenue) of the published day by plain sqlite3" \
+  "state ${state:-unknown}, message \"$confirm_message\", cache before $cache_before, after $cache_after, warehouse $cache_expected"
 
-step "Stopping backfilld (SIGTERM)"
+# --- a cache that ignores invalidations ---------------------------------
+step "Restarting the revenue cache so that it ignores invalidations, and warming it"
+stop_cache
+start_cache "$WORK/revenue-cache.log" --ignore-invalidations
+warm_cache
+late_order="$(sql "SELECT MIN(order_id) FROM raw_orders
+                   WHERE order_date = '$LATE_DAY' AND refund = 0")"
+stale_value="$(cache_value "$LATE_DAY")"
+echo "the cache serves $LATE_DAY: revenue $(money "$stale_value")"
+
+step "A late refund: order $late_order of $LATE_DAY is refunded in full; backfilling that day"
+sql "UPDATE raw_orders SET refund = amount WHERE order_id = $late_order;"
+ctl --json submit daily_revenue --from "$LATE_DAY" --to "$(date -u -d "$LATE_DAY + 1 day" +%F)" \
+  --reason "late refund of order $late_order" --ticket DATA-124 --wait \
+  >"$WORK/late-refund.json" || true
+JOB2="$(json "$WORK/late-refund.json" '.id // ""')"
+[[ -n $JOB2 ]] || die "submit printed no job (see $WORK/late-refund.json)"
+[[ $(json "$WORK/late-refund.json" '.state // ""') == BACKFILL_STATE_AWAITING_APPROVAL ]] ||
+  die "expected $JOB2 to wait in AWAITING_APPROVAL, it is $(json "$WORK/late-refund.json" '.state // "in an unknown state"')"
+ctl approve "$JOB2" --reason "one late refund" >/dev/null
+echo "$JOB2 approved; it publishes, then confirms revenue_cache for up to its 5 s timeout"
+ctl --json watch "$JOB2" >"$WORK/late-refund.json" || true
+state2="$(json "$WORK/late-refund.json" '.state // ""')"
+message2="$(json "$WORK/late-refund.json" '.message // ""')"
+late_expected="$(warehouse_value "$LATE_DAY")"
+late_served="$(cache_value "$LATE_DAY")"
+echo "$JOB2: $state2"
+echo "job message: $message2"
+echo "plain sqlite3: the warehouse has $(money "$late_expected") for $LATE_DAY; the cache serves $(money "$late_served")"
+# The message names the consumer, the day, what the cache served and what
+# the warehouse has; the numbers are read back from it and compared with
+# plain sqlite3 and with what the cache served before the backfill.
+msg_re='consumer revenue_cache of daily_revenue still serves ([^ ]+) for partition ([^ ]+) where the warehouse has ([^ ]+) after'
+msg_served="" msg_day="" msg_expected=""
+if [[ $message2 =~ $msg_re ]]; then
+  msg_served="${BASH_REMATCH[1]}" msg_day="${BASH_REMATCH[2]}" msg_expected="${BASH_REMATCH[3]}"
+fi
+# near A B: A and B agree to 6 significant digits (the message may show the
+# warehouse's number rounded so).
+near() {
+  awk -v a="$1" -v b="$2" 'function abs(x) { return x < 0 ? -x : x }
+    BEGIN { m = abs(a) > abs(b) ? abs(a) : abs(b)
+            exit !(a != "" && b != "" && abs(a - b) <= 5e-6 * m) }'
+}
+
+step "Restoring a working cache and running backfillctl confirm $JOB2"
+stop_cache
+start_cache "$WORK/revenue-cache.log"
+ctl confirm "$JOB2" >"$WORK/confirm.txt" && confirm_rc=0 || confirm_rc=$?
+grep -E '^(State|Message)' "$WORK/confirm.txt" || cat "$WORK/confirm.txt"
+ctl --json status "$JOB2" >"$WORK/late-refund-confirmed.json"
+state3="$(json "$WORK/late-refund-confirmed.json" '.state // ""')"
+message3="$(json "$WORK/late-refund-confirmed.json" '.message // ""')"
+late_after="$(cache_value "$LATE_DAY")"
+echo "the cache serves $LATE_DAY: revenue $(money "$late_after"); plain sqlite3: $(money "$late_expected")"
+
+echo
+echo "  downstream, with a cache that ignores invalidations:"
+r=0 && [[ $state2 == BACKFILL_STATE_DOWNSTREAM_UNHEALTHY && $msg_day == "$LATE_DAY" ]] &&
+  same_number "$msg_served" "$stale_value" && near "$msg_expected" "$late_expected" &&
+  same_number "$late_served" "$stale_value" && ! same_number "$stale_value" "$late_expected" || r=1
+check "$r" "(g) $JOB2 published the late refund and ended DOWNSTREAM_UNHEALTHY, its message saying revenue_cache still served $msg_served (the number it held before: $(money "$stale_value")) for $msg_day where the warehouse has $msg_expected (plain sqlite3: $(money "$late_expected"))" \
+  "state ${state2:-unknown}, message \"$message2\", cache served $late_served, before $stale_value, warehouse $late_expected"
+r=0 && ((confirm_rc == 0)) && [[ $state3 == BACKFILL_STATE_SUCCEEDED &&
+  $message3 == "published and confirmed downstream: "*revenue_cache* ]] &&
+  same_number "$late_after" "$late_expected" || r=1
+check "$r" "(h) with a working cache, backfillctl confirm $JOB2 ended SUCCEEDED and the cache serves $(money "$late_after") for $LATE_DAY, exactly as plain sqlite3 computes" \
+  "confirm exit $confirm_rc, state ${state3:-unknown}, message \"$message3\", cache $late_after, warehouse $late_expected"
+
+step "Stopping backfilld and the revenue cache (SIGTERM)"
+stop_cache
 stop_daemon
 ((STOP_RC == 0)) || {
   echo "demo: backfilld exited with status $STOP_RC after SIGTERM" >&2
@@ -522,8 +720,9 @@ echo "backfilld exited with status $STOP_RC"
 
 cat <<EOT
 
-The data stays in $DATA. To explore it, start the daemon again:
-  $BIN/backfilld --data-dir $DATA --pipelines $ROOT/examples/demo/pipelines --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT
+The data stays in $DATA. To explore it, start the revenue cache and the daemon again:
+  python3 $CACHE --warehouse $DATA/warehouse.db --port $CACHE_PORT &
+  $BIN/backfilld --data-dir $DATA --pipelines $PIPELINES --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT
   $BIN/backfillctl --server 127.0.0.1:$PORT list
 and stop it with Ctrl-C or kill -TERM (it drains and exits 0).
 EOT

@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libbenchmark-dev
   libcurl4-openssl-dev libssl-dev
   sqlite3 jq curl clang-format
+  python3  # the demo's revenue cache (examples/demo/revenue_cache.py)
   prometheus  # for promtool (metrics and alert-rule checks)
 )
 
