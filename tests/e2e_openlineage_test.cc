@@ -155,8 +155,7 @@ TEST_F(OpenLineageE2eTest, StartAndCompleteOfAJobArriveWithTheSameRuns) {
     EXPECT_EQ(At(e, "schemaURL").string_value(),
               "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
               "RunEvent");
-    EXPECT_EQ(At(e, "producer").string_value(),
-              "urn:backfilld:0.1.0");
+    EXPECT_EQ(At(e, "producer").string_value(), "urn:backfilld:0.1.0");
     EXPECT_THAT(At(e, "eventTime").string_value(),
                 ::testing::MatchesRegex("20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:"
                                         "[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z"));
