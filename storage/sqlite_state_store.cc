@@ -1877,14 +1877,11 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
   return out;
 }
 
-absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditEvents(
-    const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->Prepare("SELECT seq, job_id, from_state, to_state, message, at "
-                   "FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
-  RETURN_IF_ERROR(q.BindText(1, job_id));
+namespace {
+
+// The rows of a query that selects seq, job_id, from_state, to_state,
+// message and at from audit_events, in its order.
+absl::StatusOr<std::vector<AuditEvent>> ReadAuditEvents(Statement& q) {
   std::vector<AuditEvent> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1899,6 +1896,19 @@ absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditEvents(
     out.push_back(std::move(e));
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditEvents(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT seq, job_id, from_state, to_state, message, at "
+                   "FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  return ReadAuditEvents(q);
 }
 
 absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
@@ -2036,20 +2046,7 @@ absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditLog(
   RETURN_IF_ERROR(q.BindText(2, query.job_id));
   RETURN_IF_ERROR(BindTime(q, 3, query.since));
   RETURN_IF_ERROR(q.BindInt(4, query.limit > 0 ? query.limit : 1));
-  std::vector<AuditEvent> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    AuditEvent e;
-    e.seq = q.ColumnInt(0);
-    e.job_id = q.ColumnText(1);
-    e.from_state = q.ColumnText(2);
-    e.to_state = q.ColumnText(3);
-    e.message = q.ColumnText(4);
-    e.at = ColumnTime(q, 5);
-    out.push_back(std::move(e));
-  }
-  return out;
+  return ReadAuditEvents(q);
 }
 
 absl::StatusOr<std::map<std::string, PartitionDiff>>
