@@ -59,6 +59,27 @@ absl::Status CostEstimator::CountInputs(
   return absl::OkStatus();
 }
 
+absl::StatusOr<double> CostEstimator::RowsRead(const DatasetSpec& upstream,
+                                               const std::string& partition,
+                                               int64_t rows_now) {
+  if (rows_now > 0) return static_cast<double>(rows_now);
+  const auto planned = planned_.find(upstream.name);
+  if (planned == planned_.end()) return 0.0;
+  const auto input = planned->second.find(partition);
+  if (input == planned->second.end()) return 0.0;
+  // Computed by this plan from nothing: the upstream's mean partition when
+  // it has published ones, else its own inputs (rows out <= rows in for a
+  // filter or an aggregation).
+  ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(upstream));
+  if (!stats->rows.empty()) {
+    int64_t published = 0;
+    for (const auto& [p, n] : stats->rows) published += n;
+    return static_cast<double>(published) /
+           static_cast<double>(stats->rows.size());
+  }
+  return input->second;
+}
+
 absl::StatusOr<double> CostEstimator::RowCountCost(const DatasetSpec& dataset,
                                                    const std::string& partition,
                                                    bool from_stats) {
@@ -73,13 +94,19 @@ absl::StatusOr<double> CostEstimator::RowCountCost(const DatasetSpec& dataset,
     if (from_stats) {
       ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(*in.dataset));
       auto it = stats->rows.find(*in.partition);
-      if (it != stats->rows.end()) cost += static_cast<double>(it->second);
+      ASSIGN_OR_RETURN(double rows,
+                       RowsRead(*in.dataset, *in.partition,
+                                it == stats->rows.end() ? 0 : it->second));
+      cost += rows;
       continue;
     }
     const absl::flat_hash_map<std::string, int64_t>& counted =
         counts_[in.dataset->name];
     auto it = counted.find(*in.partition);
-    if (it != counted.end()) cost += static_cast<double>(it->second);
+    ASSIGN_OR_RETURN(double rows,
+                     RowsRead(*in.dataset, *in.partition,
+                              it == counted.end() ? 0 : it->second));
+    cost += rows;
   }
   return cost;
 }
@@ -99,15 +126,19 @@ absl::Status CostEstimator::Estimate(const DatasetSpec& dataset,
   RETURN_IF_ERROR(CountInputs(dataset, without_history));
   plan->cost.backfill = 0;
   plan->partitions_from_history = 0;
+  absl::flat_hash_map<std::string, double>& estimated = planned_[dataset.name];
+  estimated.reserve(plan->partitions.size());
   for (const std::string& p : plan->partitions) {
     auto it = history.find(p);
+    double c = 0;
     if (it != history.end()) {
-      plan->cost.backfill += static_cast<double>(it->second);
+      c = static_cast<double>(it->second);
       ++plan->partitions_from_history;
-      continue;
+    } else {
+      ASSIGN_OR_RETURN(c, RowCountCost(dataset, p, /*from_stats=*/false));
     }
-    ASSIGN_OR_RETURN(double c, RowCountCost(dataset, p, /*from_stats=*/false));
     plan->cost.backfill += c;
+    estimated[p] = c;
   }
   const int64_t planned = static_cast<int64_t>(plan->partitions.size());
   plan->estimate_source =

@@ -8,11 +8,20 @@
 //     of each upstream partition read (Engine::CountRowsInPartitions, exact
 //     and costing what those partitions hold) or, for a whole-table input,
 //     the table's rows (Engine::PartitionStatistics);
+//   - an upstream partition that holds no rows now but that the same plan
+//     computes (a first load, or new days of a pipeline) counts the rows it
+//     is expected to hold once computed: the upstream's mean rows per
+//     partition when it has published partitions, else the input rows the
+//     upstream's own estimate gives that partition (an upper bound for the
+//     filters and aggregations a derived dataset usually is). Without this
+//     a dependent's first load would be estimated at nothing and every
+//     budget and cost alert would see it as free;
 //   - the full-reload figure is the row-count estimate of every partition a
 //     full reload recomputes, from the engine's partition statistics only
 //     (no table is counted for it).
 // Counts and statistics are fetched at most once per upstream per
-// estimator; one estimator serves one plan.
+// estimator; one estimator serves one plan, whose datasets are estimated
+// upstream first (the catalog's topological order).
 //
 // Not thread-safe (it caches per plan); create one per MakePlan call. Does
 // not own the catalog, engine or store, which must outlive it.
@@ -70,6 +79,12 @@ class CostEstimator {
   // `dataset` read: one CountRowsInPartitions call per upstream.
   absl::Status CountInputs(const DatasetSpec& dataset,
                            const std::vector<std::string>& partitions);
+  // The rows `upstream`'s `partition` adds to a dependent's estimate when it
+  // holds `rows_now`: rows_now, or for an empty partition this plan
+  // computes, the rows it is expected to hold (see the file comment).
+  absl::StatusOr<double> RowsRead(const DatasetSpec& upstream,
+                                  const std::string& partition,
+                                  int64_t rows_now);
 
   const Catalog* catalog_;
   Engine* engine_;
@@ -78,6 +93,10 @@ class CostEstimator {
   std::map<std::string, PartitionStats> stats_;  // by dataset
   // Exact row counts of upstream partitions, by dataset then partition.
   std::map<std::string, absl::flat_hash_map<std::string, int64_t>> counts_;
+  // The estimated input rows of each partition planned so far, by dataset
+  // then partition: what an empty planned partition is expected to hold
+  // when its dataset has nothing published to average.
+  std::map<std::string, absl::flat_hash_map<std::string, double>> planned_;
 };
 
 }  // namespace backfill

@@ -180,6 +180,44 @@ TEST_F(CostTest, DependentsAreCostedFromTheirOwnInputs) {
   EXPECT_DOUBLE_EQ(plan->cost.full_reload, 1050 + 4);
 }
 
+TEST_F(CostTest, DependentsOfPartitionsThePlanCreatesAreNotFree) {
+  // Days 6..9 of daily do not exist yet: daily_copy's days 6..8 read rows
+  // this job writes. daily's 4 published days hold 1 row each, so each new
+  // day is expected to hold 1 row too (the mean of the published ones).
+  Planner planner(&catalog_, &engine_, {}, &store_);
+  auto plan = planner.MakePlan(Daily(6, 9, /*downstream=*/true));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->datasets.size(), 2u);
+  const DatasetPlan& copy = plan->datasets[1];
+  EXPECT_EQ(copy.dataset, "daily_copy");
+  EXPECT_DOUBLE_EQ(copy.cost.backfill, 3);
+  // A full reload covers daily's 4 published days and the 3 this job adds.
+  EXPECT_DOUBLE_EQ(copy.cost.full_reload, 4 + 3);
+  EXPECT_LE(copy.cost.backfill, copy.cost.full_reload);
+}
+
+TEST_F(CostTest, AFirstLoadEstimatesDependentsFromTheirUpstreamsInputs) {
+  // Nothing derived is published: daily's days 2..4 will be computed from
+  // orders and customers, so daily_copy reads at most what they read.
+  FakeEngine fresh;
+  for (int d = 1; d <= 10; ++d) {
+    fresh.SetPublishedRows("orders", Day(d), 10 * d);
+  }
+  fresh.SetPublishedRows("customers", "", 50);
+  Planner planner(&catalog_, &fresh, {}, &store_);
+  auto plan = planner.MakePlan(Daily(2, 5, /*downstream=*/true));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->datasets.size(), 2u);
+  const DatasetPlan& daily = plan->datasets[0];
+  const DatasetPlan& copy = plan->datasets[1];
+  EXPECT_DOUBLE_EQ(daily.cost.backfill, 70 + 80 + 90);
+  EXPECT_DOUBLE_EQ(copy.cost.backfill, 70 + 80 + 90);
+  // A full reload of daily_copy is at least this job's days.
+  EXPECT_DOUBLE_EQ(copy.cost.full_reload, 70 + 80 + 90);
+  EXPECT_EQ(copy.estimate_source, "row_counts");
+  EXPECT_DOUBLE_EQ(plan->cost.backfill, 2 * 240);
+}
+
 TEST_F(CostTest, MaxCostOfTheRequest) {
   Planner planner(&catalog_, &engine_, {}, &store_);
   BackfillRequest r = Daily(2, 5);
