@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev prometheus-cpp-dev libsqlite3-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libre2-dev libbenchmark-dev
   libcurl4-openssl-dev libssl-dev
   sqlite3 jq curl clang-format
   python3  # the demo's revenue cache (examples/demo/revenue_cache.py)

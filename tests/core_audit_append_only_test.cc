@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "re2/re2.h"
 
 namespace backfill {
 namespace {
@@ -53,19 +53,19 @@ std::string LineAt(const std::string& content, size_t pos) {
 }
 
 std::vector<Finding> FindAuditWrites(const std::string& content) {
-  static const std::regex kWrite("\\b(?:UPDATE" GAP "(?:OR" GAP "\\w+" GAP
-                                 ")?|DELETE" GAP "FROM" GAP "|REPLACE" GAP
-                                 "INTO" GAP "|DROP" GAP "TABLE" GAP "(?:IF" GAP
-                                 "EXISTS" GAP ")?)" TABLE,
-                                 std::regex::icase | std::regex::ECMAScript);
-  static const std::regex kBareName(R"("\s*audit_events\s*")",
-                                    std::regex::icase);
+  static const RE2 kWrite("(?i)(\\b(?:UPDATE" GAP "(?:OR" GAP "\\w+" GAP
+                          ")?|DELETE" GAP "FROM" GAP "|REPLACE" GAP "INTO" GAP
+                          "|DROP" GAP "TABLE" GAP "(?:IF" GAP "EXISTS" GAP
+                          ")?)" TABLE ")");
+  static const RE2 kBareName(R"((?i)("\s*audit_events\s*"))");
   std::vector<Finding> out;
-  for (const std::regex* re : {&kWrite, &kBareName}) {
-    for (auto it = std::sregex_iterator(content.begin(), content.end(), *re);
-         it != std::sregex_iterator(); ++it) {
-      const size_t at = static_cast<size_t>(it->position(0));
-      const size_t last = at + it->length(0) - 1;
+  for (const RE2* re : {&kWrite, &kBareName}) {
+    EXPECT_TRUE(re->ok()) << re->pattern() << ": " << re->error();
+    re2::StringPiece rest(content);
+    re2::StringPiece match;
+    while (RE2::FindAndConsume(&rest, *re, &match)) {
+      const size_t at = static_cast<size_t>(match.data() - content.data());
+      const size_t last = at + match.size() - 1;
       // The marker may sit on the line where the statement starts or ends,
       // or on the line just above it.
       const size_t line_start = content.rfind('\n', at);
@@ -81,7 +81,7 @@ std::vector<Finding> FindAuditWrites(const std::string& content) {
       Finding f;
       f.line = 1 + static_cast<int>(
                        std::count(content.begin(), content.begin() + at, '\n'));
-      f.text = it->str(0);
+      f.text = std::string(match);
       out.push_back(std::move(f));
     }
   }
