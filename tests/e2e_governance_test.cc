@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/e2e_pipelines.h"
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
@@ -25,41 +26,7 @@ using namespace ::backfill::e2e;  // NOLINT: test support
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-constexpr char kPipeline[] =
-    R"yaml(warehouse: {engine: sqlite, path: warehouse.db}
-datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: day, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-    transform: |
-      SELECT order_date AS day, region, TOTAL(amount) AS revenue,
-             COUNT(*) AS orders
-      FROM raw_orders
-      WHERE order_date = :partition
-      GROUP BY order_date, region
-    contract:
-      columns: {day: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [day, region]
-  - name: day_totals
-    kind: derived
-    table: day_totals
-    partition: {column: day, grain: day}
-    upstream:
-      - {dataset: daily_revenue, mapping: identity}
-    transform: |
-      SELECT day, TOTAL(revenue) AS revenue, SUM(orders) AS orders
-      FROM daily_revenue WHERE day = :partition GROUP BY day
-    contract:
-      columns: {day: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [day]
-)yaml";
+const std::string kPipeline = OrdersToDayTotalsYaml();
 
 class GovernanceTest : public E2eTest {
  protected:

@@ -18,6 +18,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/e2e_pipelines.h"
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
@@ -27,42 +28,9 @@ using namespace ::backfill::e2e;  // NOLINT: test support
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-constexpr char kPipeline[] =
-    R"yaml(warehouse: {engine: sqlite, path: warehouse.db}
-datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: day, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-    transform: |
-      SELECT order_date AS day, region, TOTAL(amount) AS revenue,
-             COUNT(*) AS orders
-      FROM raw_orders
-      WHERE order_date = :partition
-      GROUP BY order_date, region
-    contract:
-      columns: {day: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [day, region]
-    retention: {versions: 3}
-  - name: day_totals
-    kind: derived
-    table: day_totals
-    partition: {column: day, grain: day}
-    upstream:
-      - {dataset: daily_revenue, mapping: identity}
-    transform: |
-      SELECT day, TOTAL(revenue) AS revenue, SUM(orders) AS orders
-      FROM daily_revenue WHERE day = :partition GROUP BY day
-    contract:
-      columns: {day: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [day]
-  - name: events
+// daily_revenue keeps 3 versions; hourly_amount is by hour.
+const std::string kPipeline = OrdersToDayTotalsYaml(
+    "    retention: {versions: 3}\n", R"yaml(  - name: events
     kind: source
     table: raw_events
     partition: {column: event_time, grain: hour}
@@ -79,7 +47,7 @@ datasets:
     contract:
       columns: {hr: TEXT, events: INTEGER, amount: REAL}
       primary_key: [hr]
-)yaml";
+)yaml");
 
 constexpr const char* kTables[] = {"daily_revenue", "day_totals",
                                    "hourly_amount"};
