@@ -109,7 +109,12 @@ absl::StatusOr<OwnershipResult> CheckAndClaimWarehouse(
 
   std::vector<std::string> missing;
   for (const std::string& job : recorded) {
-    if (!mine.count(job)) missing.push_back(job);
+    if (mine.count(job)) continue;
+    // A job whose partitions all came out unchanged published nothing and
+    // left no marker: there is nothing of it to find.
+    ASSIGN_OR_RETURN(Job progress, store->GetJobProgress(job));
+    if (progress.counts.published == 0) continue;
+    missing.push_back(job);
   }
   if (!missing.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(

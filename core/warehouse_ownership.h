@@ -8,7 +8,8 @@
 //     recreated or replaced);
 //   - the store records publications the warehouse does not hold (the
 //     warehouse is missing, empty, replaced, or restored from an older
-//     backup);
+//     backup); a job whose partitions all came out unchanged published
+//     nothing, left no marker and is not looked for;
 //   - the warehouse holds publications of this store that the store does
 //     not record (state.db was restored from an older backup).
 // Otherwise the store claims the warehouse (Engine::Claim). With `adopt`

@@ -40,7 +40,9 @@ class WarehouseOwnershipTest : public ::testing::Test {
 
   // A job of the store, moved to `state` along the table (through
   // RecordPublication once it is PUBLISHING).
-  std::string AddJob(JobState state) {
+  // Without `publishes`, its partition came out unchanged: the job reaches
+  // its state having published nothing.
+  std::string AddJob(JobState state, bool publishes = true) {
     Job job;
     job.request.dataset = "orders";
     job.plan.datasets = {{"orders", {"2025-01-01"}, "requested", "v1", {}}};
@@ -54,6 +56,13 @@ class WarehouseOwnershipTest : public ::testing::Test {
       EXPECT_TRUE(store_.TransitionJob(id, std::nullopt, s, "", T(1)).ok());
       if (s == state) return id;
     }
+    // Its partition was staged, so the publication publishes it.
+    PartitionTask task;
+    task.job_id = id;
+    task.dataset = "orders";
+    task.partition = "2025-01-01";
+    task.state = publishes ? TaskState::kStaged : TaskState::kUnchanged;
+    EXPECT_TRUE(store_.UpdateTask(task).ok());
     EXPECT_TRUE(
         store_
             .RecordPublication(id, {}, JobState::kConfirming, "published", T(2))
@@ -151,6 +160,21 @@ TEST_F(WarehouseOwnershipTest, PublishedJobsMissingFromTheWarehouseAreRefused) {
   EXPECT_THAT(message, HasSubstr("--adopt-warehouse"));
   EXPECT_EQ(engine_.calls("Claim"), 0);
   EXPECT_EQ(engine_.Inspect()->owner_store_id, "");
+}
+
+TEST_F(WarehouseOwnershipTest, AJobThatPublishedNothingNeedsNoMarker) {
+  const std::string published = AddJob(JobState::kSucceeded);  // bf-1
+  AddJob(JobState::kSucceeded, /*publishes=*/false);           // bf-2
+  engine_.AddMarker(published, "");
+  ASSERT_TRUE(Check().ok());
+  engine_.Restart();
+  ASSERT_TRUE(Check().ok());
+  // A job that did publish is still looked for.
+  AddJob(JobState::kSucceeded);  // bf-3
+  auto result = Check();
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("no publication of 1 of them (bf-3)"));
 }
 
 TEST_F(WarehouseOwnershipTest,

@@ -2,7 +2,7 @@
 // dependents (daily_total by identity, region_totals reading all of it):
 //   - a rerun with unchanged data and logic publishes nothing and runs no
 //     dependent: the whole warehouse dump is byte-identical and state.db
-//     holds no new lineage row;
+//     holds no new lineage row; the daemon starts again after it;
 //   - a rerun after a correction of some days publishes exactly those days
 //     and their dependents, and runs no dependent of another day;
 //   - a kill -9 in the middle (after partitions were recorded unchanged)
@@ -229,6 +229,18 @@ TEST_F(CutoffTest, ARerunWithUnchangedLogicRepublishesNothing) {
   EXPECT_THAT(rollback.err, HasSubstr("published nothing"));
   EXPECT_EQ(Dump(), before);
   ExpectCleanSigterm(daemon);
+
+  // The job left no publication marker, and the next start (twice: the
+  // first one claims nothing new) does not look for one.
+  for (int start = 0; start < 2; ++start) {
+    Daemon& again = NewDaemon();
+    ASSERT_TRUE(again.Start()) << "start " << start;
+    RunResult listed = again.Ctl({"status", job});
+    ASSERT_EQ(listed.exit_code, 0) << listed;
+    EXPECT_THAT(listed.out, HasSubstr("SUCCEEDED"));
+    ExpectCleanSigterm(again);
+  }
+  EXPECT_EQ(Dump(), before);
 }
 
 TEST_F(CutoffTest, OnlyTheCorrectedDaysAndWhatReadsThemArePublished) {
