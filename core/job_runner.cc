@@ -249,13 +249,13 @@ absl::Status JobRunner::Start() {
         }
         // Nothing of it was published, and running it again would fail the
         // same way: it ends here, without staging to retry.
-        RETURN_IF_ERROR(store_->TransitionJob(
-            job.id, state,
-            state == JobState::kPaused ? JobState::kCancelled
-                                       : JobState::kFailed,
-            absl::StrCat("cannot resume after restart: ",
-                         layout.status().message(), "; nothing was published"),
-            clock_->Now()));
+        const JobState end = state == JobState::kPaused ? JobState::kCancelled
+                                                        : JobState::kFailed;
+        const std::string message = absl::StrCat(
+            "cannot resume after restart: ", layout.status().message(),
+            "; nothing was published");
+        RETURN_IF_ERROR(
+            store_->TransitionJob(job.id, state, end, message, clock_->Now()));
         RETURN_IF_ERROR(
             store_
                 ->UpdateTasksInState(job.id,
@@ -264,6 +264,11 @@ absl::Status JobRunner::Start() {
                                      TaskState::kCancelled, clock_->Now())
                 .status());
         engine_->DropStaging(job.id).IgnoreError();
+        // Its end is an end like any other for metrics and lineage.
+        if (observer_ != nullptr) {
+          observer_->OnJobTransition(job.id, state, end, message);
+        }
+        ReportFinished(job.id, end, job.plan.cost.backfill);
         continue;
       }
     }
