@@ -276,6 +276,18 @@ absl::Status JobRunner::Start() {
     const std::string id = job.id;
     active->state = state;
     active->phase = phase;
+    if (state == JobState::kConfirming) {
+      // A confirmation asked for again (backfillctl confirm) of a job that
+      // had ended: its end was reported then, and is not reported twice.
+      ASSIGN_OR_RETURN(std::vector<AuditEvent> events,
+                       store_->ListAuditEvents(id));
+      for (const AuditEvent& e : events) {
+        if (e.from_state == JobStateName(JobState::kConfirming) &&
+            e.to_state != JobStateName(JobState::kConfirming)) {
+          active->reconfirming = true;
+        }
+      }
+    }
     active->job = std::move(job);
     Scope scope = ScopeOf(active->job.plan);
     {

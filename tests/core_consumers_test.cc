@@ -681,6 +681,24 @@ class SharedCache : public HttpClient {
   std::vector<std::string> posts_ ABSL_GUARDED_BY(mu_);
 };
 
+// The ends a runner reports, in order; thread-safe.
+class EndsObserver : public JobObserver {
+ public:
+  void OnJobFinished(const std::string& job_id, JobState state, double,
+                     double) override {
+    absl::MutexLock lock(&mu_);
+    ends_.push_back(absl::StrCat(job_id, " ", JobStateName(state)));
+  }
+  std::vector<std::string> ends() {
+    absl::MutexLock lock(&mu_);
+    return ends_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> ends_ ABSL_GUARDED_BY(mu_);
+};
+
 class ConfirmRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -710,7 +728,7 @@ class ConfirmRunnerTest : public ::testing::Test {
     ManagerOptions options;
     options.http = &cache_;
     manager_ = std::make_unique<BackfillManager>(
-        catalog_.get(), &store_, &engine_, &clock_, nullptr, options);
+        catalog_.get(), &store_, &engine_, &clock_, &ends_, options);
     ASSERT_TRUE(manager_->Start().ok());
   }
   Job WaitEnded(const std::string& id) {
@@ -729,6 +747,7 @@ class ConfirmRunnerTest : public ::testing::Test {
   testing::FakeEngine engine_;
   ManualClock clock_{absl::FromUnixSeconds(1767225600)};
   SharedCache cache_;
+  EndsObserver ends_;
   std::unique_ptr<BackfillManager> manager_;
 };
 
@@ -787,6 +806,37 @@ TEST_F(ConfirmRunnerTest, UnhealthyThenConfirmedAgainThenResumedAfterRestart) {
   Start();
   EXPECT_EQ(WaitEnded(id).state, JobState::kSucceeded);
   EXPECT_EQ(cache_.posts().size(), 4u);
+  // The job ended once, unhealthy; confirmations asked for later, before
+  // and after the restart, are not new ends.
+  EXPECT_THAT(ends_.ends(),
+              ElementsAre(absl::StrCat(id, " DOWNSTREAM_UNHEALTHY")));
+}
+
+TEST_F(ConfirmRunnerTest, AJobRecoveryEndsIsReportedAsEnded) {
+  // A job RUNNING when the process died, whose dataset's transform has
+  // changed since: recovery fails it, and says so to the observers.
+  manager_->Shutdown();
+  manager_.reset();
+  Job job;
+  job.request.dataset = "daily";
+  job.request.reason = "test";
+  DatasetPlan dp;
+  dp.dataset = "daily";
+  dp.partitions = {"2025-01-01"};
+  dp.transform_version = "an older transform";
+  job.plan.datasets.push_back(dp);
+  auto created = store_.CreateJob(job, clock_.Now());
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string id = created->job.id;
+  ASSERT_TRUE(store_
+                  .TransitionJob(id, JobState::kQueued, JobState::kRunning,
+                                 "running", clock_.Now())
+                  .ok());
+  Start();
+  const Job ended = WaitEnded(id);
+  EXPECT_EQ(ended.state, JobState::kFailed);
+  EXPECT_THAT(ended.message, HasSubstr("cannot resume after restart"));
+  EXPECT_THAT(ends_.ends(), ElementsAre(absl::StrCat(id, " FAILED")));
 }
 
 TEST_F(ConfirmRunnerTest, OnlyPublishedJobsCanBeConfirmed) {
