@@ -117,4 +117,21 @@ std::string CutoffNote(const CutoffCounts& counts) {
       Count(counts.skipped, "dependent", "dependents"), " skipped");
 }
 
+std::vector<std::string> UnprobedConsumers(const JobLayout& layout,
+                                           const JobLayout& republished) {
+  std::set<std::string> kept;
+  for (const JobLayout::Item& item : republished.items) {
+    if (!item.partitions.empty()) kept.insert(item.dataset->name);
+  }
+  std::vector<std::string> out;
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr || kept.count(item.dataset->name)) continue;
+    for (const ConsumerSpec& c : item.dataset->consumers) {
+      out.push_back(
+          absl::StrCat("consumer ", c.name, " of ", item.dataset->name));
+    }
+  }
+  return out;
+}
+
 }  // namespace backfill

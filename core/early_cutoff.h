@@ -81,6 +81,13 @@ std::string NothingChangedMessage(const CutoffCounts& counts);
 // republished, 12 dependents skipped" ("" without any).
 std::string CutoffNote(const CutoffCounts& counts);
 
+// The consumers (consumer_spec.h) of the datasets of `layout` that
+// `republished` (WithoutCutOff of it) no longer has: nothing of theirs was
+// republished, so the confirm step did not probe them. "consumer c of d"
+// each, in layout and file order.
+std::vector<std::string> UnprobedConsumers(const JobLayout& layout,
+                                           const JobLayout& republished);
+
 }  // namespace backfill
 
 #endif  // BACKFILL_CORE_EARLY_CUTOFF_H_

@@ -1600,10 +1600,12 @@ void JobRunner::Finish(const std::string& id) {
     CrashPoint("confirm");
     JobLayout layout;
     CutoffCounts cut;
+    std::vector<std::string> unprobed;
     {
       absl::MutexLock lock(&mu_);
       layout = WithoutCutOff(job->layout, job->tasks);
       cut = CountCutOff(job->tasks);
+      unprobed = UnprobedConsumers(job->layout, layout);
     }
     ConfirmContext context;
     context.engine = engine_;
@@ -1614,10 +1616,22 @@ void JobRunner::Finish(const std::string& id) {
     context.stopping = [this] { return Stopping(); };
     absl::StatusOr<ConfirmOutcome> outcome = ConfirmDownstream(layout, context);
     if (outcome.ok() && (cut.unchanged > 0 || cut.skipped > 0)) {
-      // Early cutoff: say what was not republished, or that nothing was.
-      outcome->message = layout.items.empty()
-                             ? NothingChangedMessage(cut)
-                             : absl::StrCat(outcome->message, CutoffNote(cut));
+      // Early cutoff: say what was not republished, or that nothing was,
+      // and which declared consumers were therefore not probed.
+      if (layout.items.empty()) {
+        outcome->message = NothingChangedMessage(cut);
+      } else if (outcome->results.empty() && !unprobed.empty()) {
+        outcome->message = "published; no consumer was probed";
+        absl::StrAppend(&outcome->message, CutoffNote(cut));
+      } else {
+        absl::StrAppend(&outcome->message, CutoffNote(cut));
+      }
+      if (!layout.items.empty() && !unprobed.empty()) {
+        absl::StrAppend(&outcome->message,
+                        "; not probed, as nothing they read "
+                        "was republished: ",
+                        absl::StrJoin(unprobed, ", "));
+      }
     }
     if (!outcome.ok()) {
       s = outcome.status();

@@ -436,6 +436,42 @@ TEST_F(EarlyCutoffRunnerTest, OnlyWhatChangedIsPublishedAndOnlyItsReadersRun) {
   EXPECT_EQ(LineageRows(), lineage + 2);
 }
 
+TEST_F(EarlyCutoffRunnerTest, ConsumersOfWhatWasNotRepublishedAreNamed) {
+  // total declares a cache; the job republishes daily 01-02 only, total
+  // comes out identical: the cache is not probed, and the job says so
+  // rather than that no consumer is declared.
+  std::string with_cache = kPipeline;
+  const std::string total_contract =
+      "transform: \"SELECT day, n FROM daily WHERE day = :partition\"\n"
+      "    contract: {columns: {day: TEXT, n: INTEGER}}\n";
+  ASSERT_NE(with_cache.find(total_contract), std::string::npos);
+  with_cache.insert(with_cache.find(total_contract) + total_contract.size(),
+                    "    consumers:\n"
+                    "      - name: total_cache\n"
+                    "        kind: command\n"
+                    "        invalidate: {command: [/bin/true]}\n"
+                    "        probe: {command: [/bin/echo, \"{}\"], field: n}\n"
+                    "        expect: \"SELECT n FROM total WHERE day = "
+                    ":partition\"\n");
+  QueryShape shape;
+  shape.columns = {"n"};
+  shape.read_only = true;
+  shape.parameters = {":partition"};
+  engine_.SetQueryShape("SELECT n FROM total WHERE day = :partition", shape);
+  Load(with_cache);
+  Restart();
+  SetRows({{"daily/2025-01-02", 3}});
+  const std::string id = SubmitAndWait();
+  const Job job = Get(id);
+  ASSERT_EQ(job.state, JobState::kSucceeded) << job.message;
+  EXPECT_EQ(States(id).at("total/2025-01-02"), TaskState::kUnchanged);
+  EXPECT_EQ(job.message,
+            "published; no consumer was probed; 6 partitions recomputed "
+            "identical to the published ones were not republished, 6 "
+            "dependents skipped; not probed, as nothing they read was "
+            "republished: consumer total_cache of total");
+}
+
 TEST_F(EarlyCutoffRunnerTest, ADependentWhoseTransformChangedIsNotSkipped) {
   std::string changed = kPipeline;
   const std::string old_transform =
