@@ -1272,7 +1272,9 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results", [&] {
     return store_->ReplaceCheckResults(job->job.id, outcome.results);
   }));
-  ReportCheckFailures(outcome.results);
+  // Failed checks are counted once the state that follows from them is
+  // recorded: a validation interrupted before that runs again after a
+  // restart, and is counted then.
   // The diff before publish, whether the checks passed or not: an operator
   // reads it before approving (or overriding a failure).
   RETURN_IF_ERROR(RecordDiff(job, layout));
@@ -1312,6 +1314,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     }
     RETURN_IF_ERROR(Move(job, JobState::kValidationFailed, message,
                          Phase::kFinishing, Phase::kHeld));
+    ReportCheckFailures(outcome.results);
     ReportFinished(id, JobState::kValidationFailed, estimate);
     *done = true;
     return absl::OkStatus();
@@ -1330,6 +1333,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     RETURN_IF_ERROR(Move(job, JobState::kAwaitingApproval,
                          AwaitingApprovalMessage(job->job.id, needing),
                          Phase::kFinishing, Phase::kHeld));
+    ReportCheckFailures(outcome.results);
     *done = true;
     return absl::OkStatus();
   }
@@ -1339,7 +1343,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   }
   const size_t datasets = layout.items.size();
   const CutoffCounts cut = CountCutOff(tasks);
-  return Move(
+  absl::Status moved = Move(
       job, JobState::kPublishing,
       absl::StrCat(
           datasets == 0
@@ -1353,6 +1357,8 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
               : absl::StrCat("; warnings: ",
                              absl::StrJoin(outcome.warnings, "; "))),
       Phase::kFinishing);
+  if (moved.ok()) ReportCheckFailures(outcome.results);  // warnings
+  return moved;
 }
 
 absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
@@ -1374,6 +1380,7 @@ absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
                   "; a newer backfill of the same partitions supersedes it");
   RETURN_IF_ERROR(Move(job, JobState::kAwaitingApproval, message,
                        Phase::kFinishing, Phase::kHeld));
+  ReportCheckFailures(outcome.results);
   *done = true;
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
@@ -21,6 +22,7 @@
 #include "core/check_result.h"
 #include "core/clock.h"
 #include "core/crash_point.h"
+#include "core/job_observer.h"
 #include "core/pipeline_loader.h"
 #include "core/static_check.h"
 #include "core/validate_step.h"
@@ -423,6 +425,40 @@ TEST(StaticCheckTest, ProblemsNameFileLineAndDataset) {
 // ---- Severities in the runner
 // --------------------------------------------------
 
+// Each failed check the runner reports, with the state the store records
+// for the job at that moment ("min_rows VALIDATION_FAILED").
+class CheckFailuresObserver : public JobObserver {
+ public:
+  explicit CheckFailuresObserver(StateStore* store) : store_(store) {}
+  void OnJobTransition(const std::string& job_id, JobState, JobState,
+                       const std::string&) override {
+    absl::MutexLock lock(&mu_);
+    job_id_ = job_id;
+  }
+  void OnCheckFailed(const std::string&, const std::string& kind,
+                     CheckSeverity) override {
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      id = job_id_;
+    }
+    absl::StatusOr<Job> job = store_->GetJob(id);
+    absl::MutexLock lock(&mu_);
+    reports_.push_back(absl::StrCat(
+        kind, " ", job.ok() ? JobStateName(job->state) : "no job"));
+  }
+  std::vector<std::string> reports() {
+    absl::MutexLock lock(&mu_);
+    return reports_;
+  }
+
+ private:
+  StateStore* store_;
+  absl::Mutex mu_;
+  std::string job_id_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> reports_ ABSL_GUARDED_BY(mu_);
+};
+
 class SeverityTest : public ::testing::Test {
  protected:
   void Start(const std::string& checks) {
@@ -433,7 +469,7 @@ class SeverityTest : public ::testing::Test {
     ManagerOptions options;
     options.retry_backoff = absl::ZeroDuration();
     manager_ = std::make_unique<BackfillManager>(
-        catalog_.get(), &store_, &engine_, &clock_, nullptr, options);
+        catalog_.get(), &store_, &engine_, &clock_, &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
   }
 
@@ -462,10 +498,36 @@ class SeverityTest : public ::testing::Test {
 
   testing::FakeEngine engine_;
   testing::InMemoryStateStore store_;
+  CheckFailuresObserver observer_{&store_};
   SystemClock clock_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<BackfillManager> manager_;
 };
+
+// A failed check is counted once the state that follows from it is
+// recorded, never while the job is still VALIDATING (a validation
+// interrupted there runs again after a restart and would count twice).
+TEST_F(SeverityTest, FailedChecksAreReportedOnceTheirOutcomeIsRecorded) {
+  struct Case {
+    const char* severity;
+    const char* state;
+  };
+  for (const Case& c :
+       {Case{"error", "VALIDATION_FAILED"}, Case{"hold", "AWAITING_APPROVAL"},
+        Case{"warn", "PUBLISHING"}}) {
+    SCOPED_TRACE(c.severity);
+    if (manager_) manager_->Shutdown();
+    manager_.reset();
+    ASSERT_NO_FATAL_FAILURE(Start(absl::StrCat(
+        "      - {kind: min_rows, min: 2, severity: ", c.severity, "}\n")));
+    const size_t before = observer_.reports().size();
+    RunToEnd("2025-01-01", "2025-01-02");
+    std::vector<std::string> reports = observer_.reports();
+    reports.erase(reports.begin(), reports.begin() + before);
+    EXPECT_THAT(reports,
+                ::testing::ElementsAre(absl::StrCat("min_rows ", c.state)));
+  }
+}
 
 TEST_F(SeverityTest, ErrorFailsValidationAndPublishesNothing) {
   ASSERT_NO_FATAL_FAILURE(Start("      - {kind: min_rows, min: 2}\n"));
