@@ -18,6 +18,7 @@
 #include "core/pipeline_loader.h"
 #include "core/stale_partition_counts.h"
 #include "core/static_check.h"
+#include "core/status_macros.h"
 #include "core/warehouse_ownership.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -487,13 +488,23 @@ void Daemon::ConfigureMetrics() {
     if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
   }
   metrics_->DeclareDatasets(datasets);
-  // The ETA gauges read the running jobs at scrape time.
+  // The ETA gauges read the running jobs at scrape time: their progress
+  // (counts and timings), never their partition lists.
   StateStore* store = store_.get();
   metrics_->SetRunningJobs([store]() -> absl::StatusOr<std::vector<Job>> {
-    JobFilter filter;
-    filter.states = {JobState::kRunning};
-    filter.limit = 10000;
-    return store->ListJobs(filter);
+    ASSIGN_OR_RETURN(std::vector<std::string> ids,
+                     store->ListJobIds({JobState::kRunning}));
+    std::vector<Job> jobs;
+    jobs.reserve(ids.size());
+    for (const std::string& id : ids) {
+      absl::StatusOr<Job> job = store->GetJobProgress(id);
+      if (job.ok()) {
+        jobs.push_back(*std::move(job));
+      } else if (!absl::IsNotFound(job.status())) {
+        return job.status();
+      }
+    }
+    return jobs;
   });
 }
 
