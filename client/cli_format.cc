@@ -844,6 +844,28 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
   }
   if (!why.empty()) absl::StrAppend(&out, "Why each partition:\n", why);
   absl::StrAppend(&out, FormatChecks(backfill));
+  absl::StrAppend(&out, FormatConfirmations(backfill));
+  return out;
+}
+
+std::string FormatConfirmations(const v1::Backfill& backfill) {
+  if (backfill.confirmations().empty()) return "";
+  int64_t healthy = 0;
+  for (const v1::ConsumerConfirmation& c : backfill.confirmations()) {
+    healthy += c.healthy() ? 1 : 0;
+  }
+  const int64_t total = backfill.confirmations_size();
+  std::string out = absl::StrCat("Consumers ", Plural(total, "consumer"), ": ",
+                                 healthy, " healthy");
+  if (healthy < total)
+    absl::StrAppend(&out, ", ", total - healthy, " unhealthy");
+  absl::StrAppend(&out, "\n");
+  for (const v1::ConsumerConfirmation& c : backfill.confirmations()) {
+    absl::StrAppend(&out, "  ", c.healthy() ? "HEALTHY    " : "UNHEALTHY  ",
+                    TerminalText(c.consumer()), " of ",
+                    TerminalText(c.dataset()), ": ", TerminalText(c.message()),
+                    "\n");
+  }
   return out;
 }
 

@@ -117,6 +117,9 @@ std::string FormatBackfill(const v1::Backfill& backfill);
 // checks passed, failed, held and warned, then each failing result (at most
 // 10 per severity) with what was allowed and up to 2 sample rows.
 std::string FormatChecks(const v1::Backfill& backfill);
+// The "Consumers" block of `status`: what the job's latest confirmation
+// found per downstream consumer ("" before any).
+std::string FormatConfirmations(const v1::Backfill& backfill);
 std::string FormatBackfills(const v1::ListBackfillsResponse& response);
 // The whole diff of a job (every page merged into one response).
 std::string FormatDiff(const v1::DiffBackfillResponse& response);

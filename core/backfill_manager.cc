@@ -260,6 +260,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
 absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id) {
   ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
   ASSIGN_OR_RETURN(job.checks, store_->ListCheckResults(id));
+  ASSIGN_OR_RETURN(job.consumers, store_->ListConsumerConfirmations(id));
   ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
                    store_->GetJobDiff(id, "", /*with_samples=*/false));
   if (diff.has_value()) {

@@ -195,6 +195,28 @@ struct Approval {
   absl::Time approved_at = absl::InfinitePast();
 };
 
+// What the latest confirmation of a job (the confirm step, step 6) found
+// for one downstream consumer of a dataset it republished.
+struct ConsumerConfirmation {
+  std::string dataset;
+  std::string consumer;
+  bool healthy = false;
+  // What was confirmed, or why not (the partition, expected and served
+  // values).
+  std::string message;
+  absl::Duration latency;  // from the invalidation to the last probe
+  absl::Time at = absl::InfinitePast();  // when the confirmation ended
+};
+
+// A downstream consumer's standing over every job that confirmed it: the
+// jobs still DOWNSTREAM_UNHEALTHY whose latest confirmation found it
+// unhealthy (none: its last word is healthy).
+struct ConsumerStanding {
+  std::string dataset;
+  std::string consumer;
+  std::vector<std::string> unhealthy_jobs;  // in job creation order
+};
+
 struct Job {
   std::string id;  // "bf-<n>", assigned by the state store
   JobState state = JobState::kQueued;
@@ -225,6 +247,9 @@ struct Job {
   // The validation's check results (see check_result.h); filled by
   // BackfillManager::GetJob only.
   std::vector<CheckResult> checks;
+  // Per consumer, what the job's latest confirmation found; filled by
+  // BackfillManager::GetJob only.
+  std::vector<ConsumerConfirmation> consumers;
 };
 
 // The fingerprint of one input partition a task read.

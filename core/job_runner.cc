@@ -1640,6 +1640,27 @@ void JobRunner::Finish(const std::string& id) {
                         absl::StrJoin(unprobed, ", "));
       }
     }
+    if (outcome.ok()) {
+      // What each consumer was found doing, recorded before the state that
+      // follows from it (the health gauge reads both).
+      std::vector<ConsumerConfirmation> found;
+      found.reserve(outcome->results.size());
+      const absl::Time now = clock_->Now();
+      for (const ConsumerResult& r : outcome->results) {
+        ConsumerConfirmation c;
+        c.dataset = r.dataset;
+        c.consumer = r.consumer;
+        c.healthy = r.healthy;
+        c.message = r.message;
+        c.latency = r.latency;
+        c.at = now;
+        found.push_back(std::move(c));
+      }
+      absl::Status recorded = Persist(
+          Storage::kStateStore, "recording consumer confirmations",
+          [&] { return store_->ReplaceConsumerConfirmations(id, found); });
+      if (!recorded.ok()) outcome = recorded;
+    }
     if (!outcome.ok()) {
       s = outcome.status();
     } else {

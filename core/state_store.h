@@ -266,6 +266,26 @@ class StateStore {
   virtual absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
       const std::string& job_id) = 0;
 
+  // Replaces, atomically, what the job's confirmations found per consumer
+  // with `results` (each confirmation replaces the one before; idempotent).
+  // NOT_FOUND for an unknown job.
+  virtual absl::Status ReplaceConsumerConfirmations(
+      const std::string& job_id,
+      const std::vector<ConsumerConfirmation>& results) = 0;
+
+  // The job's latest confirmation, per consumer, in the order recorded
+  // (empty before any). NOT_FOUND for an unknown job.
+  virtual absl::StatusOr<std::vector<ConsumerConfirmation>>
+  ListConsumerConfirmations(const std::string& job_id) = 0;
+
+  // Every (dataset, consumer) some job confirmed, by dataset then consumer,
+  // with the jobs now in DOWNSTREAM_UNHEALTHY whose latest confirmation
+  // found it unhealthy: what the downstream health gauge shows, from the
+  // store, so that a restart does not forget an unhealthy consumer and a
+  // rollback or a later confirmation clears it.
+  virtual absl::StatusOr<std::vector<ConsumerStanding>>
+  ListConsumerStandings() = 0;
+
   // The audit log, oldest first (by seq): the events that `query` selects.
   // The log is append-only: no call of this interface changes or removes
   // an event (the SQLite store also refuses it with triggers).

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
 #include "core/clock.h"
+#include "core/consumer_spec.h"
 #include "core/fanout_observer.h"
 #include "core/job_observer.h"
 #include "core/pipeline_loader.h"
@@ -506,6 +508,25 @@ void Daemon::ConfigureMetrics() {
     }
     return jobs;
   });
+  // Consumer health from the store, for the consumers declared now.
+  std::set<std::pair<std::string, std::string>> declared;
+  for (const DatasetSpec& spec : catalog_->datasets()) {
+    for (const ConsumerSpec& c : spec.consumers) {
+      declared.emplace(spec.name, c.name);
+    }
+  }
+  metrics_->SetConsumerStandings(
+      [store, declared]() -> absl::StatusOr<std::vector<ConsumerStanding>> {
+        ASSIGN_OR_RETURN(std::vector<ConsumerStanding> all,
+                         store->ListConsumerStandings());
+        std::vector<ConsumerStanding> out;
+        for (ConsumerStanding& s : all) {
+          if (declared.count({s.dataset, s.consumer})) {
+            out.push_back(std::move(s));
+          }
+        }
+        return out;
+      });
 }
 
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }

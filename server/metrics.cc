@@ -200,10 +200,17 @@ class EtaCollector final : public prometheus::Collectable {
 };
 
 // The health and confirmation latency of downstream consumers, per
-// (dataset, consumer). Both families are declared in every scrape, with a
-// sample per consumer confirmed since the start.
+// (dataset, consumer). Both families are declared in every scrape. The
+// health has a sample per consumer of the store's standings (when set; else
+// per consumer confirmed since the start), the latency one per consumer
+// confirmed since the start.
 class DownstreamCollector final : public prometheus::Collectable {
  public:
+  void SetStandings(Metrics::ConsumerStandingsFn standings) {
+    absl::MutexLock lock(&mu_);
+    standings_ = std::move(standings);
+  }
+
   void Record(const std::string& dataset, const std::string& consumer,
               bool healthy, absl::Duration latency) {
     absl::MutexLock lock(&mu_);
@@ -231,12 +238,35 @@ class DownstreamCollector final : public prometheus::Collectable {
         "Time to confirm a downstream consumer after a publish, from its "
         "invalidation to its last probe.";
     latency.type = prometheus::MetricType::Histogram;
+    auto add_health = [&](const std::string& dataset,
+                          const std::string& consumer, bool ok) {
+      prometheus::ClientMetric h = GaugeSample("dataset", dataset, ok ? 1 : 0);
+      h.label.push_back({"consumer", consumer});
+      healthy.metric.push_back(std::move(h));
+    };
+    // The store is read without the lock: workers report confirmations
+    // meanwhile.
+    Metrics::ConsumerStandingsFn read;
+    {
+      absl::MutexLock lock(&mu_);
+      read = standings_;
+    }
+    if (read) {
+      absl::StatusOr<std::vector<ConsumerStanding>> standings = read();
+      if (standings.ok()) {
+        for (const ConsumerStanding& s : *standings) {
+          add_health(s.dataset, s.consumer, s.unhealthy_jobs.empty());
+        }
+      } else {
+        // No sample rather than a wrong one; backfill_storage_failing and
+        // the log say why the store cannot be read.
+        spdlog::warn("metrics: cannot read the consumers' standings: {}",
+                     standings.status().ToString());
+      }
+    }
     absl::MutexLock lock(&mu_);
     for (const auto& [key, state] : consumers_) {
-      prometheus::ClientMetric h =
-          GaugeSample("dataset", key.first, state.healthy ? 1 : 0);
-      h.label.push_back({"consumer", key.second});
-      healthy.metric.push_back(std::move(h));
+      if (!read) add_health(key.first, key.second, state.healthy);
       prometheus::ClientMetric l = state.latency->Collect();
       l.label = {{"dataset", key.first}, {"consumer", key.second}};
       latency.metric.push_back(std::move(l));
@@ -250,6 +280,7 @@ class DownstreamCollector final : public prometheus::Collectable {
     std::unique_ptr<prometheus::Histogram> latency;
   };
   mutable absl::Mutex mu_;
+  Metrics::ConsumerStandingsFn standings_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<std::string, std::string>, Consumer> consumers_
       ABSL_GUARDED_BY(mu_);
 };
@@ -522,6 +553,10 @@ void Metrics::DeclareDatasets(const std::vector<std::string>& datasets) {
 
 void Metrics::SetRunningJobs(RunningJobsFn running) {
   eta_collector_->Set(std::move(running));
+}
+
+void Metrics::SetConsumerStandings(ConsumerStandingsFn standings) {
+  downstream_collector_->SetStandings(std::move(standings));
 }
 
 std::string Metrics::DatasetLabel(const std::string& dataset) const {

@@ -12,7 +12,9 @@
 //    health and confirmation latency of downstream consumers, fed by the
 //    other JobObserver events.
 //  * The ETA of running jobs, computed at scrape time from the running
-//    jobs (SetRunningJobs(); core/progress.h says how it is estimated).
+//    jobs (SetRunningJobs(); core/progress.h says how it is estimated), and
+//    the health of downstream consumers, from the store's standings
+//    (SetConsumerStandings()).
 //  * gRPC requests and latency (server/grpc_metrics.h, fed by a server
 //    interceptor) and the process_* metrics (server/process_collector.h).
 // Every family of backfilld's own has a help text and a `backfill_` name;
@@ -101,6 +103,15 @@ class Metrics final : public JobObserver {
   // job is running. Must stay callable while Metrics lives.
   using RunningJobsFn = std::function<absl::StatusOr<std::vector<Job>>()>;
   void SetRunningJobs(RunningJobsFn running);
+
+  // The downstream consumers' standings (StateStore::ListConsumerStandings,
+  // narrowed to the consumers the catalog declares), read at scrape time:
+  // backfill_downstream_healthy is 0 for a consumer some DOWNSTREAM_UNHEALTHY
+  // job found unhealthy, else 1, and survives restarts. Without it the gauge
+  // shows the last confirmation this process made.
+  using ConsumerStandingsFn =
+      std::function<absl::StatusOr<std::vector<ConsumerStanding>>()>;
+  void SetConsumerStandings(ConsumerStandingsFn standings);
 
   // The gRPC request metrics, whose interceptor factory the server
   // builder takes.

@@ -242,6 +242,15 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   for (const DiffSummary& summary : job.diff) {
     *proto.add_diff() = DiffSummaryToProto(summary);
   }
+  for (const ConsumerConfirmation& c : job.consumers) {
+    v1::ConsumerConfirmation* out = proto.add_confirmations();
+    out->set_dataset(c.dataset);
+    out->set_consumer(c.consumer);
+    out->set_healthy(c.healthy);
+    out->set_message(c.message);
+    out->set_latency_seconds(absl::ToDoubleSeconds(c.latency));
+    if (TimeToProto(c.at, &ts)) *out->mutable_confirm_time() = ts;
+  }
   if (job.approval) *proto.mutable_approval() = ApprovalToProto(*job.approval);
   if (job.rollback) *proto.mutable_rollback() = RollbackToProto(*job.rollback);
   for (const DatasetPlan& plan : job.plan.datasets) {

@@ -271,6 +271,24 @@ BEGIN
   SELECT RAISE(ABORT, 'audit_events is append-only: events are never removed');
 END;
 )sql",
+    // 13: what each job's latest confirmation found per downstream
+    // consumer (core/job.h ConsumerConfirmation); the index serves the
+    // health gauge, which reads them per consumer.
+    R"sql(
+CREATE TABLE consumer_confirmations (
+  job_id     TEXT NOT NULL REFERENCES jobs(id),
+  ordinal    INTEGER NOT NULL,
+  dataset    TEXT NOT NULL,
+  consumer   TEXT NOT NULL,
+  healthy    INTEGER NOT NULL,
+  message    TEXT NOT NULL DEFAULT '',
+  latency_us INTEGER NOT NULL DEFAULT 0,
+  at         INTEGER,
+  PRIMARY KEY (job_id, ordinal)
+) WITHOUT ROWID;
+CREATE INDEX consumer_confirmations_by_consumer
+  ON consumer_confirmations (dataset, consumer, healthy);
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -2031,6 +2049,102 @@ absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
     out.push_back(std::move(r));
   }
   RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::Status SqliteStateStore::ReplaceConsumerConfirmations(
+    const std::string& job_id,
+    const std::vector<ConsumerConfirmation>& results) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  RETURN_IF_ERROR(StateOf(job_id).status());
+  {
+    ASSIGN_OR_RETURN(
+        Statement del,
+        db_->Prepare("DELETE FROM consumer_confirmations WHERE job_id = ?1"));
+    RETURN_IF_ERROR(del.BindText(1, job_id));
+    RETURN_IF_ERROR(del.Run());
+  }
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("INSERT INTO consumer_confirmations (job_id, ordinal, "
+                   "dataset, consumer, healthy, message, latency_us, at) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  int64_t ordinal = 0;
+  for (const ConsumerConfirmation& c : results) {
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    RETURN_IF_ERROR(q.BindInt(2, ordinal++));
+    RETURN_IF_ERROR(q.BindText(3, c.dataset));
+    RETURN_IF_ERROR(q.BindText(4, c.consumer));
+    RETURN_IF_ERROR(q.BindInt(5, c.healthy ? 1 : 0));
+    RETURN_IF_ERROR(q.BindText(6, c.message));
+    RETURN_IF_ERROR(q.BindInt(7, absl::ToInt64Microseconds(c.latency)));
+    RETURN_IF_ERROR(BindTime(q, 8, c.at));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<ConsumerConfirmation>>
+SqliteStateStore::ListConsumerConfirmations(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  RETURN_IF_ERROR(StateOf(job_id).status());
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT dataset, consumer, healthy, message, latency_us, at "
+                   "FROM consumer_confirmations WHERE job_id = ?1 "
+                   "ORDER BY ordinal"));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  std::vector<ConsumerConfirmation> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ConsumerConfirmation c;
+    c.dataset = q.ColumnText(0);
+    c.consumer = q.ColumnText(1);
+    c.healthy = q.ColumnInt(2) != 0;
+    c.message = q.ColumnText(3);
+    c.latency = absl::Microseconds(q.ColumnInt(4));
+    c.at = ColumnTime(q, 5);
+    out.push_back(std::move(c));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<ConsumerStanding>>
+SqliteStateStore::ListConsumerStandings() {
+  absl::MutexLock lock(&mu_);
+  // One row per (dataset, consumer) ever confirmed, then one per job that
+  // holds it unhealthy. Job ids sort by creation as their numbers do.
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare(
+          "SELECT c.dataset, c.consumer, NULL, NULL FROM "
+          "consumer_confirmations c GROUP BY c.dataset, c.consumer "
+          "UNION ALL "
+          "SELECT c.dataset, c.consumer, c.job_id, "
+          "CAST(substr(c.job_id, 4) AS INTEGER) FROM consumer_confirmations c "
+          "JOIN jobs j ON j.id = c.job_id WHERE c.healthy = 0 AND j.state = ?1 "
+          "GROUP BY c.dataset, c.consumer, c.job_id "
+          "ORDER BY 1, 2, 4"));
+  RETURN_IF_ERROR(q.BindText(1, JobStateText(JobState::kDownstreamUnhealthy)));
+  std::vector<ConsumerStanding> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    if (q.ColumnIsNull(2)) {
+      ConsumerStanding s;
+      s.dataset = q.ColumnText(0);
+      s.consumer = q.ColumnText(1);
+      out.push_back(std::move(s));
+    } else if (!out.empty()) {
+      out.back().unhealthy_jobs.push_back(q.ColumnText(2));
+    }
+  }
   return out;
 }
 

@@ -148,6 +148,13 @@ class SqliteStateStore : public StateStore {
       const std::vector<CheckResult>& results) override;
   absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
       const std::string& job_id) override;
+  absl::Status ReplaceConsumerConfirmations(
+      const std::string& job_id,
+      const std::vector<ConsumerConfirmation>& results) override;
+  absl::StatusOr<std::vector<ConsumerConfirmation>> ListConsumerConfirmations(
+      const std::string& job_id) override;
+  absl::StatusOr<std::vector<ConsumerStanding>> ListConsumerStandings()
+      override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(
       const AuditQuery& query) override;
   absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(

@@ -340,6 +340,49 @@ TEST(MetricsTest, DownstreamHealthFollowsTheLastConfirmation) {
             1);
 }
 
+TEST(MetricsTest, DownstreamHealthComesFromTheStandingsWhenSet) {
+  Metrics metrics([] { return StoreStats(); }, "v");
+  // What the store says: amount_cache is held unhealthy by a job, bi_extract
+  // was last found healthy. The confirmations this process saw do not
+  // override it (a restart forgets them; the store does not).
+  std::vector<ConsumerStanding> standings(2);
+  standings[0].dataset = "daily_revenue";
+  standings[0].consumer = "amount_cache";
+  standings[0].unhealthy_jobs = {"bf-4"};
+  standings[1].dataset = "daily_revenue";
+  standings[1].consumer = "bi_extract";
+  bool failing = false;
+  metrics.SetConsumerStandings(
+      [&]() -> absl::StatusOr<std::vector<ConsumerStanding>> {
+        if (failing) return absl::UnavailableError("disk I/O error");
+        return standings;
+      });
+  metrics.OnConsumerConfirmed("daily_revenue", "amount_cache", true,
+                              absl::Seconds(2));
+  auto samples = ParseSamples(metrics.Scrape());
+  EXPECT_EQ(SumOf(samples, "backfill_downstream_healthy",
+                  {{"dataset", "daily_revenue"}, {"consumer", "amount_cache"}}),
+            0);
+  EXPECT_EQ(SumOf(samples, "backfill_downstream_healthy",
+                  {{"dataset", "daily_revenue"}, {"consumer", "bi_extract"}}),
+            1);
+  // The latency is still this process's observation.
+  EXPECT_EQ(SumOf(samples, "backfill_downstream_confirmation_seconds_count",
+                  {{"consumer", "amount_cache"}}),
+            1);
+  // The job was rolled back or confirmed healthy: the store says so.
+  standings[0].unhealthy_jobs.clear();
+  samples = ParseSamples(metrics.Scrape());
+  EXPECT_EQ(SumOf(samples, "backfill_downstream_healthy",
+                  {{"consumer", "amount_cache"}}),
+            1);
+  // A store that cannot be read gives no sample, not a guess.
+  failing = true;
+  const std::string text = metrics.Scrape();
+  EXPECT_EQ(DeclaredFamilies(text)["backfill_downstream_healthy"], "gauge");
+  EXPECT_EQ(SumOf(ParseSamples(text), "backfill_downstream_healthy"), -1);
+}
+
 Job RunningJob(int64_t pending, int64_t running, int64_t done, int64_t timed,
                double seconds) {
   Job job;

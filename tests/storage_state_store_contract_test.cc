@@ -697,6 +697,106 @@ TEST_P(StateStoreContractTest, EndTimeIsSetByEveryMoveToATerminalState) {
   EXPECT_EQ(job->end_time, T(3));
 }
 
+ConsumerConfirmation Confirmation(const std::string& dataset,
+                                  const std::string& consumer, bool healthy,
+                                  absl::Time at) {
+  ConsumerConfirmation c;
+  c.dataset = dataset;
+  c.consumer = consumer;
+  c.healthy = healthy;
+  c.message = healthy ? "serves the new numbers" : "still serves 1 for x";
+  c.latency = absl::Microseconds(1500123);
+  c.at = at;
+  return c;
+}
+
+std::vector<std::string> Standings(StateStore* store) {
+  std::vector<std::string> out;
+  absl::StatusOr<std::vector<ConsumerStanding>> standings =
+      store->ListConsumerStandings();
+  EXPECT_TRUE(standings.ok()) << standings.status();
+  if (!standings.ok()) return out;
+  for (const ConsumerStanding& s : *standings) {
+    out.push_back(absl::StrCat(s.dataset, "/", s.consumer, ":",
+                               absl::StrJoin(s.unhealthy_jobs, ",")));
+  }
+  return out;
+}
+
+TEST_P(StateStoreContractTest, ConsumerConfirmationsAndStandings) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  }
+  EXPECT_THAT(Standings(store_.get()), IsEmpty());
+  EXPECT_THAT(*store_->ListConsumerConfirmations("bf-1"), IsEmpty());
+  EXPECT_EQ(store_->ReplaceConsumerConfirmations("bf-9", {}).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ListConsumerConfirmations("bf-9").status().code(),
+            absl::StatusCode::kNotFound);
+
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kDownstreamUnhealthy, T(1)));
+  ASSERT_TRUE(store_
+                  ->ReplaceConsumerConfirmations(
+                      "bf-1", {Confirmation("daily", "cache_b", false, T(1)),
+                               Confirmation("daily", "cache_a", true, T(1))})
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-2", JobState::kSucceeded, T(2)));
+  ASSERT_TRUE(store_
+                  ->ReplaceConsumerConfirmations(
+                      "bf-2", {Confirmation("daily", "cache_b", true, T(2))})
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-3", JobState::kDownstreamUnhealthy, T(3)));
+  ASSERT_TRUE(store_
+                  ->ReplaceConsumerConfirmations(
+                      "bf-3", {Confirmation("monthly", "m", false, T(3)),
+                               Confirmation("daily", "cache_b", false, T(3))})
+                  .ok());
+
+  // A round trip keeps every field, in the order recorded.
+  absl::StatusOr<std::vector<ConsumerConfirmation>> one =
+      store_->ListConsumerConfirmations("bf-1");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->size(), 2u);
+  EXPECT_EQ((*one)[0].consumer, "cache_b");
+  EXPECT_FALSE((*one)[0].healthy);
+  EXPECT_EQ((*one)[0].message, "still serves 1 for x");
+  EXPECT_EQ((*one)[0].latency, absl::Microseconds(1500123));
+  EXPECT_EQ((*one)[0].at, T(1));
+  EXPECT_EQ((*one)[1].consumer, "cache_a");
+  EXPECT_TRUE((*one)[1].healthy);
+
+  // cache_b was found unhealthy by two jobs that are still unhealthy; bf-2
+  // found it healthy later, which does not clear them.
+  EXPECT_THAT(Standings(store_.get()),
+              ElementsAre("daily/cache_a:", "daily/cache_b:bf-1,bf-3",
+                          "monthly/m:bf-3"));
+  // A rollback ends bf-1's claim.
+  ASSERT_TRUE(store_
+                  ->TransitionJob("bf-1", JobState::kDownstreamUnhealthy,
+                                  JobState::kRolledBack, "undo", T(4))
+                  .ok());
+  EXPECT_THAT(
+      Standings(store_.get()),
+      ElementsAre("daily/cache_a:", "daily/cache_b:bf-3", "monthly/m:bf-3"));
+  // Confirmed again, healthy: the new results replace the old ones.
+  ASSERT_TRUE(store_
+                  ->TransitionJob("bf-3", JobState::kDownstreamUnhealthy,
+                                  JobState::kConfirming, "again", T(5))
+                  .ok());
+  const std::vector<ConsumerConfirmation> healthy = {
+      Confirmation("monthly", "m", true, T(5)),
+      Confirmation("daily", "cache_b", true, T(5))};
+  ASSERT_TRUE(store_->ReplaceConsumerConfirmations("bf-3", healthy).ok());
+  ASSERT_TRUE(store_->ReplaceConsumerConfirmations("bf-3", healthy).ok());
+  ASSERT_TRUE(store_
+                  ->TransitionJob("bf-3", JobState::kConfirming,
+                                  JobState::kSucceeded, "ok", T(5))
+                  .ok());
+  EXPECT_EQ(store_->ListConsumerConfirmations("bf-3")->size(), 2u);
+  EXPECT_THAT(Standings(store_.get()),
+              ElementsAre("daily/cache_a:", "daily/cache_b:", "monthly/m:"));
+}
+
 TEST_P(StateStoreContractTest, TimesAreKeptToTheMicrosecond) {
   const absl::Time base = absl::FromUnixMicros(1700000000123456);
   ASSERT_TRUE(store_->CreateJob(MakeJob(), base + absl::Nanoseconds(999)).ok());

@@ -422,6 +422,54 @@ absl::StatusOr<std::vector<CheckResult>> InMemoryStateStore::ListCheckResults(
   return it->second;
 }
 
+absl::Status InMemoryStateStore::ReplaceConsumerConfirmations(
+    const std::string& job_id,
+    const std::vector<ConsumerConfirmation>& results) {
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  std::vector<ConsumerConfirmation>& stored = confirmations_[job_id];
+  stored = results;
+  for (ConsumerConfirmation& c : stored) c.at = Stored(c.at);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ConsumerConfirmation>>
+InMemoryStateStore::ListConsumerConfirmations(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  auto it = confirmations_.find(job_id);
+  if (it == confirmations_.end()) return std::vector<ConsumerConfirmation>();
+  return it->second;
+}
+
+absl::StatusOr<std::vector<ConsumerStanding>>
+InMemoryStateStore::ListConsumerStandings() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::pair<std::string, std::string>, ConsumerStanding> standings;
+  // Jobs in creation order (ids "bf-<n>" by number).
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [id, results] : confirmations_) {
+    order.emplace_back(std::stoll(id.substr(3)), id);
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [n, id] : order) {
+    const JobRow* row = FindLocked(id);
+    for (const ConsumerConfirmation& c : confirmations_[id]) {
+      ConsumerStanding& s = standings[{c.dataset, c.consumer}];
+      s.dataset = c.dataset;
+      s.consumer = c.consumer;
+      if (!c.healthy && row != nullptr &&
+          row->job.state == JobState::kDownstreamUnhealthy &&
+          (s.unhealthy_jobs.empty() || s.unhealthy_jobs.back() != id)) {
+        s.unhealthy_jobs.push_back(id);
+      }
+    }
+  }
+  std::vector<ConsumerStanding> out;
+  for (auto& [key, s] : standings) out.push_back(std::move(s));
+  return out;
+}
+
 absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
   absl::MutexLock lock(&mu_);
   StoreStats stats;

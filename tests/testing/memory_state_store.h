@@ -135,6 +135,13 @@ class InMemoryStateStore : public StateStore {
       const std::vector<CheckResult>& results) override;
   absl::StatusOr<std::vector<CheckResult>> ListCheckResults(
       const std::string& job_id) override;
+  absl::Status ReplaceConsumerConfirmations(
+      const std::string& job_id,
+      const std::vector<ConsumerConfirmation>& results) override;
+  absl::StatusOr<std::vector<ConsumerConfirmation>> ListConsumerConfirmations(
+      const std::string& job_id) override;
+  absl::StatusOr<std::vector<ConsumerStanding>> ListConsumerStandings()
+      override;
   absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(
       const AuditQuery& query) override;
   absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
@@ -197,6 +204,8 @@ class InMemoryStateStore : public StateStore {
   int64_t next_lineage_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Job id -> its events, in seq order (seq counts over all jobs).
   std::map<std::string, std::vector<AuditEvent>> audit_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<ConsumerConfirmation>> confirmations_
+      ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<CheckResult>> check_results_
       ABSL_GUARDED_BY(mu_);
   int64_t next_audit_seq_ ABSL_GUARDED_BY(mu_) = 1;
