@@ -1,6 +1,7 @@
 #include "openlineage/emitter.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/job_state_machine.h"
 
 namespace backfill::openlineage {
 namespace {
@@ -116,6 +118,7 @@ absl::Status OpenLineageEmitter::Start() {
   config_.dataset_namespace = options_.dataset_namespace;
   config_.store_id = info->store_id;
   config_.version = options_.version;
+  started_at_ = clock_->Now();
   started_ = true;
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
@@ -145,7 +148,7 @@ void OpenLineageEmitter::Shutdown() {
 void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
                                          JobState from, JobState to,
                                          const std::string& message) {
-  if (!OutcomeOf(from, to).has_value()) return;
+  if (!MaySendEvents(from, to)) return;
   const absl::Time at = clock_->Now();
   bool dropped = false;
   {
@@ -213,21 +216,75 @@ void OpenLineageEmitter::DropChange(const std::string& why) {
   if (listener_ != nullptr) listener_->OnChangeDropped(why);
 }
 
+std::vector<AuditEvent> OpenLineageEmitter::EventsBefore(
+    const Change& change, const std::vector<AuditEvent>& history) {
+  const std::string from = JobStateName(change.from);
+  const std::string to = JobStateName(change.to);
+  auto is_change = [&](const AuditEvent& e) {
+    return e.from_state == from && e.to_state == to;
+  };
+  // Changes are heard in order, so this one is the first match after the
+  // last one matched; for a job not heard of since Start(), the first
+  // match after the events recorded before Start() (the earlier changes
+  // were heard, if at all, by an earlier process).
+  int64_t after = -1;
+  const auto cursor = cursors_.find(change.job_id);
+  const bool heard_before = cursor != cursors_.end();
+  if (heard_before) {
+    after = cursor->second;
+  } else {
+    for (const AuditEvent& e : history) {
+      if (e.at < started_at_) after = e.seq;
+    }
+  }
+  size_t index = history.size();
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i].seq > after && is_change(history[i])) {
+      index = i;
+      break;
+    }
+  }
+  // Not found: for a job heard of before, a repeated notification (the
+  // whole history precedes it); otherwise the latest such move.
+  if (index == history.size() && !heard_before) {
+    for (size_t i = history.size(); i-- > 0;) {
+      if (is_change(history[i])) {
+        index = i;
+        break;
+      }
+    }
+  }
+  if (IsFinal(change.to)) {
+    cursors_.erase(change.job_id);  // no change of the job follows
+  } else if (index < history.size()) {
+    cursors_[change.job_id] = history[index].seq;
+  }
+  return std::vector<AuditEvent>(history.begin(), history.begin() + index);
+}
+
 void OpenLineageEmitter::Deliver(const Change& change) {
-  const std::optional<Outcome> outcome = OutcomeOf(change.from, change.to);
-  if (!outcome) return;
+  if (!MaySendEvents(change.from, change.to)) return;
   absl::StatusOr<Job> job = store_->GetJob(change.job_id);
   absl::StatusOr<std::vector<PartitionTask>> tasks =
       job.ok() ? store_->ListTasks(change.job_id)
                : absl::StatusOr<std::vector<PartitionTask>>(job.status());
-  if (!tasks.ok()) {
+  absl::StatusOr<std::vector<AuditEvent>> history =
+      tasks.ok() ? store_->ListAuditEvents(change.job_id)
+                 : absl::StatusOr<std::vector<AuditEvent>>(tasks.status());
+  if (!history.ok()) {
     DropChange(absl::StrCat("cannot read job ", change.job_id, ": ",
-                            tasks.status().message()));
+                            history.status().message()));
     return;
   }
+  const std::optional<Outcome> outcome = OutcomeOf(
+      change.from, change.to, HistoryOf(EventsBefore(change, *history)));
+  if (!outcome) return;
   absl::StatusOr<std::vector<std::string>> events =
-      BuildRunEvents(config_, *catalog_, *job, *tasks, change.to,
-                     change.message, *outcome, change.at);
+      outcome->rollback
+          ? BuildRollbackEvents(config_, *catalog_, *job, change.message,
+                                change.at)
+          : BuildRunEvents(config_, *catalog_, *job, *tasks, change.to,
+                           change.message, *outcome, change.at);
   if (!events.ok()) {
     DropChange(std::string(events.status().message()));
     return;

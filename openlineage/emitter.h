@@ -6,10 +6,15 @@
 // so a lineage outage cannot fail or slow a backfill. When the queue is
 // full the oldest change is dropped (its events are never built) and
 // counted: the newest changes carry the most recent outcome. One delivery
-// thread takes changes in order, reads the job and its tasks from the
-// state store, builds the events and POSTs each as JSON to
-// URL/api/v1/lineage. An attempt that gets no answer, or a 5xx, 408 or 429
-// answer, is retried with exponential backoff (initial_backoff doubling
+// thread takes changes in order, reads the job, its tasks and its history
+// (audit events) from the state store, builds the events and POSTs each as
+// JSON to URL/api/v1/lineage. What a change sends depends on what the
+// job's earlier changes sent (one START and at most one terminal event per
+// run, see OutcomeOf), read from the history before the change's own audit
+// event: the first event recording the same move after the last change of
+// the job delivered, or, for a job not heard of since Start(), after the
+// events recorded before Start(). An attempt that gets no answer, or a 5xx, 408
+// or 429 answer, is retried with exponential backoff (initial_backoff doubling
 // up to max_backoff) up to max_attempts; any other 4xx is final (the
 // receiver refuses the event; sending it again would not change that).
 // Given-up events are counted and dropped; delivery goes on with the next.
@@ -30,8 +35,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -113,7 +120,8 @@ class OpenLineageEmitter final : public JobObserver {
   // changes heard afterwards are dropped (counted).
   void Shutdown();
 
-  // JobObserver: queues the changes that send events (see OutcomeOf).
+  // JobObserver: queues the changes that may send events (see
+  // MaySendEvents).
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;
 
@@ -134,6 +142,10 @@ class OpenLineageEmitter final : public JobObserver {
 
   void Run();
   void Deliver(const Change& change);
+  // The job's audit events before the one recording `change` (see the
+  // header comment); delivery thread only.
+  std::vector<AuditEvent> EventsBefore(const Change& change,
+                                       const std::vector<AuditEvent>& history);
   // Sends one event, with retries.
   void Send(const std::string& json);
   // Sleeps `d` of the clock in slices, unless the drain deadline comes
@@ -148,8 +160,12 @@ class OpenLineageEmitter final : public JobObserver {
   HttpClient* const http_;
   const Clock* const clock_;
   DeliveryListener* const listener_;
-  std::string endpoint_;  // set by Start()
-  EventConfig config_;    // set by Start()
+  std::string endpoint_;                          // set by Start()
+  EventConfig config_;                            // set by Start()
+  absl::Time started_at_ = absl::InfinitePast();  // set by Start()
+  // Per job not yet in a final state: the audit seq of the last change
+  // delivered. Delivery thread only.
+  std::map<std::string, int64_t> cursors_;
 
   mutable absl::Mutex mu_;
   std::deque<Change> queue_ ABSL_GUARDED_BY(mu_);

@@ -6,12 +6,14 @@
 // never waits for the network.
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/pipeline_loader.h"
@@ -128,6 +130,36 @@ class OpenLineageEmitterTest : public ::testing::Test {
     return created.ok() ? created->job.id : "";
   }
 
+  // Moves the job through `states` in the store (its history), without
+  // telling any emitter.
+  void Record(const std::string& job, std::vector<JobState> states) {
+    for (JobState to : states) {
+      absl::Status s =
+          store_.TransitionJob(job, std::nullopt, to, "", clock_.Now());
+      ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  // Moves the job to `to` in the store and tells `emitter`, as the job
+  // runner does.
+  void Move(OpenLineageEmitter& emitter, const std::string& job, JobState to,
+            const std::string& message = "") {
+    absl::StatusOr<Job> before = store_.GetJob(job);
+    ASSERT_TRUE(before.ok()) << before.status();
+    ASSERT_NO_FATAL_FAILURE(Record(job, {to}));
+    emitter.OnJobTransition(job, before->state, to, message);
+  }
+  // "EVENTTYPE JOBNAME RUNID" of every request, in order.
+  std::vector<std::string> Sent() const {
+    std::vector<std::string> seen;
+    for (const HttpRequest& r : http_.requests()) {
+      const google::protobuf::Struct e = ParseJson(r.body);
+      seen.push_back(e.fields().at("eventType").string_value() + " " +
+                     Field(r.body, "job", "name") + " " +
+                     Field(r.body, "run", "runId"));
+    }
+    return seen;
+  }
+
   std::unique_ptr<OpenLineageEmitter> NewEmitter() {
     return std::make_unique<OpenLineageEmitter>(options_, &catalog_, &store_,
                                                 &http_, &clock_, nullptr);
@@ -144,11 +176,12 @@ TEST_F(OpenLineageEmitterTest, PostsEachRunsEventAsJsonToTheEndpoint) {
   const std::string job = NewJob();
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
-  emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  Move(*emitter, job, JobState::kRunning);
   // Moves that send nothing are not even queued.
-  emitter->OnJobTransition(job, JobState::kRunning, JobState::kValidating, "");
-  emitter->OnJobTransition(job, JobState::kConfirming, JobState::kSucceeded,
-                           "done");
+  Move(*emitter, job, JobState::kValidating);
+  Move(*emitter, job, JobState::kPublishing);
+  Move(*emitter, job, JobState::kConfirming);
+  Move(*emitter, job, JobState::kSucceeded, "done");
   emitter->Shutdown();
 
   const std::vector<HttpRequest> requests = http_.requests();
@@ -186,6 +219,7 @@ TEST_F(OpenLineageEmitterTest, RetriesServerErrorsWithDoublingBackoff) {
   const std::string job = NewJob();
   http_.Script({Status(503), absl::UnavailableError("connection refused"),
                 Status(500), Status(200)});
+  Record(job, {JobState::kRunning, JobState::kFailed});
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
   emitter->OnJobTransition(job, JobState::kRunning, JobState::kFailed, "x");
@@ -208,6 +242,7 @@ TEST_F(OpenLineageEmitterTest, GivesUpAfterMaxAttemptsWithCappedBackoff) {
   options_.max_backoff = absl::Seconds(3);
   http_.Script(
       {Status(502), Status(502), Status(502), Status(502), Status(502)});
+  Record(job, {JobState::kRunning, JobState::kCancelled});
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
   emitter->OnJobTransition(job, JobState::kRunning, JobState::kCancelled, "");
@@ -222,6 +257,7 @@ TEST_F(OpenLineageEmitterTest, GivesUpAfterMaxAttemptsWithCappedBackoff) {
 TEST_F(OpenLineageEmitterTest, ClientErrorsAreFinalButTimeoutAndTooManyRetry) {
   const std::string job = NewJob();
   http_.Script({Status(400), Status(429), Status(408), Status(200)});
+  Record(job, {JobState::kRunning});
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
   emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
@@ -237,7 +273,10 @@ TEST_F(OpenLineageEmitterTest, ClientErrorsAreFinalButTimeoutAndTooManyRetry) {
 TEST_F(OpenLineageEmitterTest, FullQueueDropsTheOldestChanges) {
   options_.queue_capacity = 3;
   std::vector<std::string> jobs;
-  for (int i = 0; i < 5; ++i) jobs.push_back(NewJob());
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back(NewJob());
+    Record(jobs.back(), {JobState::kRunning});
+  }
   auto emitter = NewEmitter();
   // Not started yet: changes wait in the queue.
   for (const std::string& job : jobs) {
@@ -277,6 +316,7 @@ TEST_F(OpenLineageEmitterTest, FullQueueDropsTheOldestChanges) {
 TEST_F(OpenLineageEmitterTest, ObserverNeverWaitsForAStuckReceiver) {
   options_.queue_capacity = 10;
   const std::string job = NewJob();
+  Record(job, {JobState::kRunning, JobState::kFailed});
   http_.Hold();  // the receiver does not answer
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
@@ -296,7 +336,7 @@ TEST_F(OpenLineageEmitterTest, ObserverNeverWaitsForAStuckReceiver) {
 
 TEST_F(OpenLineageEmitterTest, ShutdownDrainsUntilItsDeadlineThenDrops) {
   options_.drain_timeout = absl::Seconds(5);
-  for (int i = 0; i < 3; ++i) NewJob();
+  for (int i = 0; i < 3; ++i) Record(NewJob(), {JobState::kRunning});
   http_.Script(std::vector<FakeHttpClient::Answer>(50, Status(503)));
   http_.Hold();
   auto emitter = NewEmitter();
@@ -326,6 +366,7 @@ TEST_F(OpenLineageEmitterTest, ShutdownDrainsUntilItsDeadlineThenDrops) {
 
 TEST_F(OpenLineageEmitterTest, UnknownJobIsDroppedAndDeliveryGoesOn) {
   const std::string job = NewJob();
+  Record(job, {JobState::kRunning});
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
   emitter->OnJobTransition("bf-404", JobState::kQueued, JobState::kRunning, "");
@@ -333,6 +374,151 @@ TEST_F(OpenLineageEmitterTest, UnknownJobIsDroppedAndDeliveryGoesOn) {
   emitter->Shutdown();
   EXPECT_EQ(emitter->counts().changes_dropped, 1);
   EXPECT_EQ(emitter->counts().sent, 2);
+}
+
+// python3: uuid.uuid5(uuid.UUID('6ceacff3-56ee-5261-b4df-51eb7046a6c4'),
+//   '0123456789abcdef0123456789abcdef/' + name) for bf-1, bf-1/daily_revenue,
+//   bf-1/rollback and bf-1/rollback/daily_revenue.
+constexpr char kJobRun[] = "backfill 446266f8-743a-5962-af3d-02228391f4ab";
+constexpr char kDatasetRun[] =
+    "backfill/daily_revenue 2b407993-177c-5b2d-b90d-e5d2594dbb83";
+constexpr char kRollbackRun[] = "backfill 2c72c472-57ec-59bd-b059-31e8d480a50e";
+constexpr char kRollbackDatasetRun[] =
+    "backfill/daily_revenue 3dfc57ef-6ff9-52ad-b0d3-277cc766ecdf";
+
+std::string Ev(const char* type, const char* run) {
+  return std::string(type) + " " + run;
+}
+
+// Every run got exactly one START, before anything else, and at most one of
+// COMPLETE, FAIL, ABORT.
+void ExpectOneStartAndAtMostOneEnd(const std::vector<std::string>& sent) {
+  std::map<std::string, std::pair<int, int>> per_run;  // starts, ends
+  for (const std::string& line : sent) {
+    const std::string type = line.substr(0, line.find(' '));
+    const std::string run = line.substr(line.find(' ') + 1);
+    auto& [starts, ends] = per_run[run];
+    if (type == "START") {
+      ++starts;
+    } else {
+      EXPECT_EQ(starts, 1) << line << " before the run's START";
+    }
+    if (type == "COMPLETE" || type == "FAIL" || type == "ABORT") ++ends;
+  }
+  for (const auto& [run, counts] : per_run) {
+    EXPECT_EQ(counts.first, 1) << run;
+    EXPECT_LE(counts.second, 1) << run;
+  }
+}
+
+TEST_F(OpenLineageEmitterTest,
+       PauseResumeReconfirmAndRollbackKeepOneLifecycle) {
+  const std::string job = NewJob();
+  ASSERT_EQ(job, "bf-1");
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  using S = JobState;
+  for (S to : {S::kRunning, S::kPaused, S::kQueued, S::kRunning, S::kValidating,
+               S::kPublishing, S::kConfirming, S::kDownstreamUnhealthy,
+               S::kConfirming, S::kSucceeded, S::kRolledBack}) {
+    Move(*emitter, job, to);
+  }
+  emitter->Shutdown();
+  const std::vector<std::string> sent = Sent();
+  EXPECT_THAT(
+      sent,
+      ElementsAre(Ev("START", kJobRun), Ev("START", kDatasetRun),
+                  // resumed
+                  Ev("RUNNING", kJobRun), Ev("RUNNING", kDatasetRun),
+                  // DOWNSTREAM_UNHEALTHY
+                  Ev("FAIL", kJobRun), Ev("COMPLETE", kDatasetRun),
+                  // confirm: CONFIRMING, then SUCCEEDED
+                  Ev("OTHER", kJobRun), Ev("OTHER", kDatasetRun),
+                  Ev("OTHER", kJobRun), Ev("OTHER", kDatasetRun),
+                  // rollback: its own runs
+                  Ev("START", kRollbackRun), Ev("START", kRollbackDatasetRun),
+                  Ev("COMPLETE", kRollbackDatasetRun),
+                  Ev("COMPLETE", kRollbackRun)));
+  ExpectOneStartAndAtMostOneEnd(sent);
+  // Only the first report of the publication carries the rows.
+  const std::vector<HttpRequest> requests = http_.requests();
+  ASSERT_EQ(requests.size(), 14u);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(absl::StrContains(requests[i].body, "outputStatistics"), i == 5)
+        << i << ": " << requests[i].body;
+  }
+}
+
+TEST_F(OpenLineageEmitterTest, RetryOfAFailedJobSendsNoSecondStartOrEnd) {
+  const std::string job = NewJob();
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  using S = JobState;
+  for (S to : {S::kRunning, S::kFailed, S::kQueued, S::kRunning, S::kValidating,
+               S::kPublishing, S::kConfirming, S::kSucceeded}) {
+    Move(*emitter, job, to);
+  }
+  emitter->Shutdown();
+  const std::vector<std::string> sent = Sent();
+  EXPECT_THAT(sent,
+              ElementsAre(Ev("START", kJobRun), Ev("START", kDatasetRun),
+                          Ev("FAIL", kJobRun), Ev("FAIL", kDatasetRun),
+                          // the retry runs, then succeeds
+                          Ev("OTHER", kJobRun), Ev("OTHER", kDatasetRun),
+                          Ev("OTHER", kJobRun), Ev("OTHER", kDatasetRun)));
+  ExpectOneStartAndAtMostOneEnd(sent);
+}
+
+TEST_F(OpenLineageEmitterTest, AJobThatNeverStartedSendsNothing) {
+  const std::string cancelled = NewJob();
+  const std::string failed = NewJob();
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  Move(*emitter, cancelled, JobState::kPaused);
+  Move(*emitter, cancelled, JobState::kCancelled);
+  Move(*emitter, failed, JobState::kFailed);
+  Move(*emitter, failed, JobState::kCancelled);
+  emitter->Shutdown();
+  EXPECT_THAT(Sent(), ::testing::IsEmpty());
+  EXPECT_EQ(emitter->counts().changes_dropped, 0);
+}
+
+TEST_F(OpenLineageEmitterTest, AfterARestartTheHistoryTellsWhatWasSent) {
+  const std::string job = NewJob();
+  // Before this emitter started: the job ran, was paused and queued again
+  // (an earlier daemon sent its START).
+  Record(job, {JobState::kRunning, JobState::kPaused, JobState::kQueued});
+  clock_.Advance(absl::Seconds(30));
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  Move(*emitter, job, JobState::kRunning);
+  Move(*emitter, job, JobState::kCancelled);
+  emitter->Shutdown();
+  EXPECT_THAT(Sent(),
+              ElementsAre(Ev("RUNNING", kJobRun), Ev("RUNNING", kDatasetRun),
+                          Ev("ABORT", kJobRun), Ev("ABORT", kDatasetRun)));
+}
+
+TEST_F(OpenLineageEmitterTest, DelayedDeliveryStillMatchesEachChange) {
+  // The receiver is stuck while the job starts, pauses and resumes: when
+  // the first change is delivered, the history already holds the second
+  // start. Each change is still reported as what it was.
+  const std::string job = NewJob();
+  http_.Hold();
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  Move(*emitter, job, JobState::kRunning);
+  http_.AwaitRequests(1);
+  Move(*emitter, job, JobState::kPaused);
+  Move(*emitter, job, JobState::kQueued);
+  Move(*emitter, job, JobState::kRunning);
+  Move(*emitter, job, JobState::kFailed);
+  http_.Release();
+  emitter->Shutdown();
+  EXPECT_THAT(Sent(),
+              ElementsAre(Ev("START", kJobRun), Ev("START", kDatasetRun),
+                          Ev("RUNNING", kJobRun), Ev("RUNNING", kDatasetRun),
+                          Ev("FAIL", kJobRun), Ev("FAIL", kDatasetRun)));
 }
 
 TEST(OpenLineageUrl, EndpointAndValidation) {

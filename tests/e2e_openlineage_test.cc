@@ -219,6 +219,68 @@ TEST_F(OpenLineageE2eTest, StartAndCompleteOfAJobArriveWithTheSameRuns) {
   ExpectCleanSigterm(daemon);
 }
 
+TEST_F(OpenLineageE2eTest,
+       ARollbackIsARunOfItsOwnAndLeavesTheJobsRunsComplete) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/5, /*orders_per_day=*/20, false));
+  HttpTestServer receiver;
+  Daemon& daemon = NewDaemon();
+  daemon.set_extra_args({"--openlineage-url", receiver.Url("")});
+  ASSERT_TRUE(daemon.Start());
+  const std::string job = SubmitSucceeded(
+      daemon, {"daily_revenue", "--from", "2025-01-02", "--to", "2025-01-04"},
+      "e2e lineage rollback");
+  ASSERT_FALSE(job.empty());
+  ASSERT_NO_FATAL_FAILURE(AwaitEvents(receiver, 4));
+  RunResult rollback = daemon.CtlJson(
+      {"rollback", job, "--reason", "bad numbers"}, seconds(120));
+  ASSERT_EQ(rollback.exit_code, 0) << rollback;
+  ASSERT_NO_FATAL_FAILURE(AwaitEvents(receiver, 8));
+  const std::vector<Struct> events = Events(receiver);
+  ASSERT_EQ(events.size(), 8u);
+  std::vector<std::string> order;
+  std::vector<std::string> runs;
+  for (const Struct& e : events) {
+    order.push_back(At(e, "eventType").string_value() + " " +
+                    At(At(e, "job"), "name").string_value());
+    runs.push_back(At(At(e, "run"), "runId").string_value());
+  }
+  EXPECT_THAT(
+      order,
+      ElementsAre("START backfill", "START backfill/daily_revenue",
+                  "COMPLETE backfill", "COMPLETE backfill/daily_revenue",
+                  // the rollback's runs
+                  "START backfill", "START backfill/daily_revenue",
+                  "COMPLETE backfill/daily_revenue", "COMPLETE backfill"));
+  // No ABORT on the job's runs; the rollback's runs are new runs whose
+  // parent is the run they undo.
+  const std::string job_run = runs[0];
+  const std::string dataset_run = runs[1];
+  EXPECT_EQ(runs[2], job_run);
+  EXPECT_EQ(runs[3], dataset_run);
+  EXPECT_NE(runs[4], job_run);
+  EXPECT_NE(runs[5], dataset_run);
+  EXPECT_EQ(runs[7], runs[4]);
+  EXPECT_EQ(runs[6], runs[5]);
+  EXPECT_EQ(
+      At(At(At(At(At(events[4], "run"), "facets"), "parent"), "run"), "runId")
+          .string_value(),
+      job_run);
+  const Value& parent = At(At(At(events[6], "run"), "facets"), "parent");
+  EXPECT_EQ(At(At(parent, "run"), "runId").string_value(), dataset_run);
+  EXPECT_EQ(At(At(parent, "job"), "name").string_value(),
+            "backfill/daily_revenue");
+  // The restored dataset is the rollback run's output.
+  ASSERT_EQ(At(events[6], "outputs").list_value().values_size(), 1);
+  const Value& output = At(events[6], "outputs").list_value().values(0);
+  EXPECT_EQ(At(output, "namespace").string_value(), WarehouseNamespace());
+  EXPECT_EQ(At(output, "name").string_value(), "daily_revenue");
+  EXPECT_EQ(
+      At(At(At(At(events[6], "run"), "facets"), "backfilld_backfill"), "state")
+          .string_value(),
+      "ROLLED_BACK");
+  ExpectCleanSigterm(daemon);
+}
+
 TEST_F(OpenLineageE2eTest, AFailingReceiverNeverFailsTheJob) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/5, /*orders_per_day=*/20, false));
   HttpTestServer receiver;
