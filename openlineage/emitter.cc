@@ -97,9 +97,12 @@ absl::Status OpenLineageEmitter::Start() {
   if (absl::Status s = ValidateNamespace(options_.job_namespace); !s.ok()) {
     return s;
   }
-  if (options_.queue_capacity == 0 || options_.max_attempts < 1) {
+  if (options_.queue_capacity == 0 ||
+      options_.initial_backoff <= absl::ZeroDuration() ||
+      options_.max_backoff < options_.initial_backoff) {
     return absl::InvalidArgumentError(
-        "OpenLineage queue capacity and attempts must be at least 1");
+        "OpenLineage queue capacity must be at least 1, and backoffs "
+        "positive with max_backoff >= initial_backoff");
   }
   absl::StatusOr<StoreInfo> info = store_->Info();
   if (!info.ok()) {
@@ -156,11 +159,25 @@ void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
     if (stopping_) {
       dropped = true;
     } else {
+      Change change{job_id, from, to, message, at};
       if (queue_.size() >= options_.queue_capacity) {
-        queue_.pop_front();  // drop-oldest
         dropped = true;
+        // Progress before outcomes: the oldest change that ends no run,
+        // else the new one if it ends none, else the oldest.
+        auto progress =
+            std::find_if(queue_.begin(), queue_.end(),
+                         [](const Change& c) { return !IsTerminal(c.to); });
+        if (progress != queue_.end()) {
+          queue_.erase(progress);
+        } else if (IsTerminal(to)) {
+          queue_.pop_front();
+        }
+        if (queue_.size() < options_.queue_capacity) {
+          queue_.push_back(std::move(change));
+        }
+      } else {
+        queue_.push_back(std::move(change));
       }
-      queue_.push_back(Change{job_id, from, to, message, at});
     }
     if (dropped) ++counts_.changes_dropped;
   }
@@ -302,7 +319,7 @@ void OpenLineageEmitter::Send(const std::string& json) {
   request.timeout = options_.request_timeout;
   request.max_response_bytes = 64 * 1024;
   absl::Duration backoff = options_.initial_backoff;
-  for (int attempt = 1;; ++attempt) {
+  while (true) {
     std::string why;
     bool final_answer = false;
     if (PastDrainDeadline()) {
@@ -328,7 +345,9 @@ void OpenLineageEmitter::Send(const std::string& json) {
       }
       if (listener_ != nullptr) listener_->OnAttemptFailed(why);
     }
-    if (final_answer || attempt >= options_.max_attempts || !Backoff(backoff)) {
+    // Retried until accepted: only a refusal or the end of the drain time
+    // gives an event up.
+    if (final_answer || !Backoff(backoff)) {
       {
         absl::MutexLock lock(&mu_);
         ++counts_.events_dropped;

@@ -4,20 +4,27 @@
 // OnJobTransition only records the change in a bounded queue, under a
 // mutex, and returns: no I/O, no store read, never a wait on the network,
 // so a lineage outage cannot fail or slow a backfill. When the queue is
-// full the oldest change is dropped (its events are never built) and
-// counted: the newest changes carry the most recent outcome. One delivery
-// thread takes changes in order, reads the job, its tasks and its history
-// (audit events) from the state store, builds the events and POSTs each as
-// JSON to URL/api/v1/lineage. What a change sends depends on what the
-// job's earlier changes sent (one START and at most one terminal event per
-// run, see OutcomeOf), read from the history before the change's own audit
-// event: the first event recording the same move after the last change of
-// the job delivered, or, for a job not heard of since Start(), after the
-// events recorded before Start(). An attempt that gets no answer, or a 5xx, 408
-// or 429 answer, is retried with exponential backoff (initial_backoff doubling
-// up to max_backoff) up to max_attempts; any other 4xx is final (the
-// receiver refuses the event; sending it again would not change that).
-// Given-up events are counted and dropped; delivery goes on with the next.
+// full a change is dropped (its events are never built) and counted: the
+// oldest change that ends no run (to RUNNING, or a re-confirmation) if
+// there is one, else the new change if it ends no run, else the oldest; so
+// the outcomes of jobs outlive their progress events.
+//
+// One delivery thread takes changes in order, reads the job, its tasks and
+// its history (audit events) from the state store, builds the events and
+// POSTs each as JSON to URL/api/v1/lineage. What a change sends depends on
+// what the job's earlier changes sent (one START and at most one terminal
+// event per run, see OutcomeOf), read from the history before the
+// change's own audit event: the first event recording the same move after
+// the last change of the job delivered, or, for a job not heard of since
+// Start(), after the events recorded before Start().
+//
+// An attempt that gets no answer, or a 5xx, 408 or 429 answer, is retried
+// with exponential backoff (initial_backoff doubling up to max_backoff)
+// until it is accepted or Shutdown() runs out of drain time: a receiver
+// that is down for minutes loses nothing while the queue has room, and
+// delivery resumes in order when it is back. Any other 4xx is final (the
+// receiver refuses the event; sending it again would not change that): the
+// event is counted, dropped, and delivery goes on with the next.
 //
 // Shutdown() gives the thread drain_timeout (of the injected clock) to
 // send what is queued, then drops the rest (counted) and joins: it returns
@@ -68,7 +75,6 @@ struct EmitterOptions {
   std::string dataset_namespace;  // see EventConfig
   std::string version;            // backfilld's version
   size_t queue_capacity = 1000;   // job state changes
-  int max_attempts = 5;           // per event
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
   absl::Duration connect_timeout = absl::Seconds(3);
@@ -86,8 +92,8 @@ class DeliveryListener {
   virtual void OnEventSent() {}
   // One attempt failed: no answer, or a non-2xx status.
   virtual void OnAttemptFailed(const std::string& why) {}
-  // An event was given up: refused (4xx), out of attempts, or out of
-  // drain time at shutdown.
+  // An event was given up: refused (4xx), or out of drain time at
+  // shutdown.
   virtual void OnEventDropped(const std::string& why) {}
   // A job state change was dropped before its events were built: the
   // queue was full, the drain time ran out, or the job could not be read.

@@ -5,6 +5,11 @@
 // policy, the drain deadline at shutdown, and that the observer callback
 // never waits for the network.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <deque>
 #include <map>
 #include <memory>
@@ -14,6 +19,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/pipeline_loader.h"
@@ -23,6 +30,7 @@
 #include "gtest/gtest.h"
 #include "openlineage/emitter.h"
 #include "tests/revenue_pipeline.h"
+#include "tests/testing/http_test_server.h"
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill::openlineage {
@@ -85,6 +93,65 @@ class FakeHttpClient final : public HttpClient {
   std::deque<Answer> script_ ABSL_GUARDED_BY(mu_);
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<HttpRequest> requests_ ABSL_GUARDED_BY(mu_);
+};
+
+// A plain HTTP/1.1 client over a POSIX socket for http://127.0.0.1:PORT
+// URLs (one request per connection, the answer read to EOF), so that the
+// emitter can talk to the in-process HttpTestServer without libcurl.
+class SocketHttpClient final : public HttpClient {
+ public:
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
+    const absl::string_view kPrefix = "http://127.0.0.1:";
+    if (!absl::StartsWith(request.url, kPrefix)) {
+      return absl::InvalidArgumentError("only http://127.0.0.1:PORT URLs");
+    }
+    const std::string rest(request.url.substr(kPrefix.size()));
+    const size_t slash = rest.find('/');
+    int port = 0;
+    if (!absl::SimpleAtoi(rest.substr(0, slash), &port)) {
+      return absl::InvalidArgumentError("bad port");
+    }
+    const std::string path =
+        slash == std::string::npos ? "/" : rest.substr(slash);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return absl::UnavailableError("socket failed");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(fd);
+      return absl::UnavailableError("connection refused");
+    }
+    std::string out = absl::StrCat(request.method, " ", path,
+                                   " HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (const auto& [name, value] : request.headers) {
+      absl::StrAppend(&out, name, ": ", value, "\r\n");
+    }
+    absl::StrAppend(&out, "Content-Length: ", request.body.size(),
+                    "\r\nConnection: close\r\n\r\n", request.body);
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = write(fd, out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    std::string in;
+    char buffer[4096];
+    for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
+      in.append(buffer, static_cast<size_t>(n));
+    }
+    close(fd);
+    // "HTTP/1.1 200 OK\r\n..."
+    int status = 0;
+    const size_t space = in.find(' ');
+    if (space == std::string::npos ||
+        !absl::SimpleAtoi(in.substr(space + 1, 3), &status)) {
+      return absl::UnavailableError("no HTTP answer");
+    }
+    const size_t body = in.find("\r\n\r\n");
+    return HttpResponse{status,
+                        body == std::string::npos ? "" : in.substr(body + 4)};
+  }
 };
 
 HttpResponse Status(int code) { return HttpResponse{code, ""}; }
@@ -235,23 +302,92 @@ TEST_F(OpenLineageEmitterTest, RetriesServerErrorsWithDoublingBackoff) {
   EXPECT_EQ(http_.requests()[0].body, http_.requests()[3].body);
 }
 
-TEST_F(OpenLineageEmitterTest, GivesUpAfterMaxAttemptsWithCappedBackoff) {
+TEST_F(OpenLineageEmitterTest, RetriesUntilAcceptedWithCappedBackoff) {
   const std::string job = NewJob();
-  options_.max_attempts = 5;
   options_.initial_backoff = absl::Seconds(1);
   options_.max_backoff = absl::Seconds(3);
-  http_.Script(
-      {Status(502), Status(502), Status(502), Status(502), Status(502)});
+  http_.Script(std::vector<FakeHttpClient::Answer>(8, Status(502)));
   Record(job, {JobState::kRunning, JobState::kCancelled});
   auto emitter = NewEmitter();
   ASSERT_TRUE(emitter->Start().ok());
   emitter->OnJobTransition(job, JobState::kRunning, JobState::kCancelled, "");
   emitter->Shutdown();
   const OpenLineageEmitter::Counts counts = emitter->counts();
-  EXPECT_EQ(counts.failed_attempts, 5);
-  EXPECT_EQ(counts.events_dropped, 1);
-  EXPECT_EQ(counts.sent, 1);  // the next event went on
-  EXPECT_EQ(clock_.slept(), absl::Seconds(1 + 2 + 3 + 3));
+  EXPECT_EQ(counts.failed_attempts, 8);
+  EXPECT_EQ(counts.events_dropped, 0);
+  EXPECT_EQ(counts.sent, 2);  // the job's run on the 9th try, the dataset's
+  EXPECT_EQ(clock_.slept(), absl::Seconds(1 + 2 + 3 + 3 + 3 + 3 + 3 + 3));
+  const std::vector<HttpRequest> requests = http_.requests();
+  ASSERT_EQ(requests.size(), 10u);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(requests[i].body, requests[0].body);
+}
+
+TEST_F(OpenLineageEmitterTest, AReceiverDownForMinutesLosesNothing) {
+  // The in-process receiver answers 503 for the first 5 minutes (of the
+  // test's clock), far longer than the old budget of 5 attempts (7.5 s).
+  const absl::Time back_at = clock_.Now() + absl::Minutes(5);
+  ::backfill::testing::HttpTestServer receiver;
+  receiver.SetHandler(
+      [this, back_at](const ::backfill::testing::HttpTestServer::Request&) {
+        ::backfill::testing::HttpTestServer::Response r;
+        r.status = clock_.Now() < back_at ? 503 : 200;
+        return r;
+      });
+  options_.url = receiver.Url("");
+  options_.initial_backoff = absl::Milliseconds(100);
+  options_.max_backoff = absl::Seconds(2);
+  const std::string first = NewJob();
+  const std::string second = NewJob();
+  SocketHttpClient http;
+  OpenLineageEmitter emitter(options_, &catalog_, &store_, &http, &clock_,
+                             nullptr);
+  ASSERT_TRUE(emitter.Start().ok());
+  Move(emitter, first, JobState::kRunning);
+  Move(emitter, second, JobState::kRunning);
+  Move(emitter, first, JobState::kCancelled);
+  emitter.Shutdown();  // drain time: an hour of the test's clock
+
+  EXPECT_EQ(emitter.counts().sent, 6);
+  EXPECT_EQ(emitter.counts().events_dropped, 0);
+  EXPECT_EQ(emitter.counts().changes_dropped, 0);
+  EXPECT_GE(clock_.Now(), back_at);
+  // Every event reached the receiver, in order, once accepted.
+  std::vector<std::string> accepted;
+  std::string last_body;
+  int refused = 0;
+  for (const auto& r : receiver.requests()) {
+    EXPECT_EQ(r.target, "/api/v1/lineage");
+    if (r.body == last_body) continue;  // a retry of the same event
+    last_body = r.body;
+    accepted.push_back(
+        ParseJson(r.body).fields().at("eventType").string_value() + " " +
+        Field(r.body, "job", "name") + " " +
+        ParseJson(r.body)
+            .fields()
+            .at("run")
+            .struct_value()
+            .fields()
+            .at("facets")
+            .struct_value()
+            .fields()
+            .at("backfilld_backfill")
+            .struct_value()
+            .fields()
+            .at("jobId")
+            .string_value());
+  }
+  for (const auto& r : receiver.requests()) {
+    if (r.body == receiver.requests()[0].body) ++refused;
+  }
+  EXPECT_THAT(
+      accepted,
+      ElementsAre("START backfill bf-1", "START backfill/daily_revenue bf-1",
+                  "START backfill bf-2", "START backfill/daily_revenue bf-2",
+                  "ABORT backfill bf-1", "ABORT backfill/daily_revenue bf-1"));
+  // The first event was tried all through the outage: 100 ms doubling to
+  // 2 s, then every 2 s for 5 minutes.
+  EXPECT_GT(refused, 140);
+  EXPECT_EQ(emitter.counts().failed_attempts, refused - 1);
 }
 
 TEST_F(OpenLineageEmitterTest, ClientErrorsAreFinalButTimeoutAndTooManyRetry) {
@@ -270,46 +406,66 @@ TEST_F(OpenLineageEmitterTest, ClientErrorsAreFinalButTimeoutAndTooManyRetry) {
   EXPECT_EQ(clock_.slept(), absl::Milliseconds(1500));
 }
 
-TEST_F(OpenLineageEmitterTest, FullQueueDropsTheOldestChanges) {
+TEST_F(OpenLineageEmitterTest, FullQueueDropsProgressBeforeOutcomes) {
   options_.queue_capacity = 3;
-  std::vector<std::string> jobs;
-  for (int i = 0; i < 5; ++i) {
-    jobs.push_back(NewJob());
-    Record(jobs.back(), {JobState::kRunning});
+  using S = JobState;
+  // name -> the move it makes; in the order the changes are heard.
+  struct Heard {
+    const char* name;
+    S from;
+    S to;
+  };
+  const std::vector<Heard> heard = {
+      {"A", S::kQueued, S::kRunning},     // queue: A
+      {"B", S::kRunning, S::kFailed},     // A B
+      {"C", S::kQueued, S::kRunning},     // A B C
+      {"D", S::kRunning, S::kCancelled},  // full: A dropped -> B C D
+      {"E", S::kQueued, S::kRunning},     // C dropped -> B D E
+      {"F", S::kRunning, S::kFailed},     // E dropped -> B D F
+      {"G", S::kQueued, S::kRunning},     // all end runs: G dropped
+      {"H", S::kRunning, S::kCancelled},  // B, the oldest, dropped -> D F H
+  };
+  std::map<std::string, std::string> id_of;
+  std::map<std::string, std::string> name_of;
+  for (const Heard& h : heard) {
+    const std::string id = NewJob();
+    id_of[h.name] = id;
+    name_of[id] = h.name;
+    if (h.to == S::kRunning) {
+      Record(id, {S::kRunning});
+    } else {
+      Record(id, {S::kRunning, h.to});
+    }
   }
   auto emitter = NewEmitter();
   // Not started yet: changes wait in the queue.
-  for (const std::string& job : jobs) {
-    emitter->OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  for (const Heard& h : heard) {
+    emitter->OnJobTransition(id_of[h.name], h.from, h.to, "");
   }
   EXPECT_EQ(emitter->queued(), 3u);
-  EXPECT_EQ(emitter->counts().changes_dropped, 2);
+  EXPECT_EQ(emitter->counts().changes_dropped, 5);
   ASSERT_TRUE(emitter->Start().ok());
   emitter->Shutdown();
-  std::vector<std::string> job_ids;
+  std::vector<std::string> delivered;
   for (const HttpRequest& r : http_.requests()) {
+    if (Field(r.body, "job", "name") != "backfill") continue;
     const google::protobuf::Struct e = ParseJson(r.body);
-    if (e.fields()
-            .at("job")
-            .struct_value()
-            .fields()
-            .at("name")
-            .string_value() == "backfill") {
-      job_ids.push_back(e.fields()
-                            .at("run")
-                            .struct_value()
-                            .fields()
-                            .at("facets")
-                            .struct_value()
-                            .fields()
-                            .at("backfilld_backfill")
-                            .struct_value()
-                            .fields()
-                            .at("jobId")
-                            .string_value());
-    }
+    const std::string id = e.fields()
+                               .at("run")
+                               .struct_value()
+                               .fields()
+                               .at("facets")
+                               .struct_value()
+                               .fields()
+                               .at("backfilld_backfill")
+                               .struct_value()
+                               .fields()
+                               .at("jobId")
+                               .string_value();
+    delivered.push_back(name_of[id] + " " +
+                        e.fields().at("eventType").string_value());
   }
-  EXPECT_THAT(job_ids, ElementsAre(jobs[2], jobs[3], jobs[4]));
+  EXPECT_THAT(delivered, ElementsAre("D ABORT", "F FAIL", "H ABORT"));
   EXPECT_EQ(emitter->counts().sent, 6);
 }
 
