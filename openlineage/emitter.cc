@@ -19,6 +19,11 @@ namespace {
 // at again.
 constexpr absl::Duration kSleepSlice = absl::Milliseconds(200);
 
+constexpr char kLineagePath[] = "/api/v1/lineage";
+
+// At most one log line about dropped changes per this much time.
+constexpr absl::Duration kDropLogInterval = absl::Minutes(1);
+
 bool Retryable(int status) {
   return status >= 500 || status == 408 || status == 429;
 }
@@ -30,7 +35,8 @@ absl::StatusOr<std::string> LineageEndpoint(const std::string& url) {
     return absl::InvalidArgumentError(
         absl::StrCat("--openlineage-url \"", absl::CEscape(url), "\" ", why,
                      " (expected http://HOST[:PORT][/PATH] or https://...; "
-                     "events are POSTed to URL/api/v1/lineage)"));
+                     "events are POSTed to URL/api/v1/lineage, or to URL "
+                     "itself when it ends in /api/v1/lineage)"));
   };
   std::string_view rest = url;
   const std::string lower = absl::AsciiStrToLower(url);
@@ -59,7 +65,16 @@ absl::StatusOr<std::string> LineageEndpoint(const std::string& url) {
   if (authority.empty() || authority[0] == ':') return bad("has no host");
   std::string base = url;
   while (absl::EndsWith(base, "/")) base.pop_back();
-  return absl::StrCat(base, "/api/v1/lineage");
+  // The full endpoint, as OpenLineage clients are often configured: as is.
+  if (absl::EndsWith(absl::AsciiStrToLower(base), kLineagePath)) return base;
+  return absl::StrCat(base, kLineagePath);
+}
+
+std::string WarehouseNamespace(const std::string& host,
+                               const std::string& absolute_path) {
+  return absl::StrCat("sqlite://",
+                      host.empty() ? "localhost" : absl::AsciiStrToLower(host),
+                      absolute_path);
 }
 
 absl::Status ValidateNamespace(const std::string& name_space) {
@@ -136,16 +151,18 @@ void OpenLineageEmitter::Shutdown() {
   }
   if (thread_.joinable()) thread_.join();
   // Whatever is left (never started, or the drain ran out) is dropped.
-  size_t left = 0;
   {
     absl::MutexLock lock(&mu_);
-    left = queue_.size();
+    const int64_t left = static_cast<int64_t>(queue_.size());
     queue_.clear();
-    counts_.changes_dropped += static_cast<int64_t>(left);
+    if (left > 0) {
+      counts_.changes_dropped += left;
+      unreported_drops_ += left;
+      last_drop_why_ = "the daemon stopped before they were sent";
+    }
   }
-  for (size_t i = 0; i < left && listener_ != nullptr; ++i) {
-    listener_->OnChangeDropped("the daemon stopped before it was sent");
-  }
+  // The delivery thread is gone: report what it did not, and log it.
+  ReportDrops(/*flush=*/true);
 }
 
 void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
@@ -179,10 +196,13 @@ void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
         queue_.push_back(std::move(change));
       }
     }
-    if (dropped) ++counts_.changes_dropped;
-  }
-  if (dropped && listener_ != nullptr) {
-    listener_->OnChangeDropped("the OpenLineage queue is full or stopped");
+    if (dropped) {
+      // Counted here; reported (and logged) by the delivery thread.
+      ++counts_.changes_dropped;
+      ++unreported_drops_;
+      last_drop_why_ = stopping_ ? "the daemon is stopping"
+                                 : "the OpenLineage queue is full";
+    }
   }
 }
 
@@ -213,15 +233,21 @@ void OpenLineageEmitter::Run() {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](OpenLineageEmitter* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return !self->queue_.empty() || self->stopping_;
+            return !self->queue_.empty() || self->stopping_ ||
+                   self->unreported_drops_ > 0;
           },
           this));
-      if (queue_.empty()) return;  // stopping, nothing left
-      if (stopping_ && clock_->Now() >= drain_deadline_) return;
-      change = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty() && unreported_drops_ > 0 && !stopping_) {
+        change.job_id.clear();  // only drops to report
+      } else {
+        if (queue_.empty()) return;  // stopping, nothing left
+        if (stopping_ && clock_->Now() >= drain_deadline_) return;
+        change = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
-    Deliver(change);
+    ReportDrops(/*flush=*/false);
+    if (!change.job_id.empty()) Deliver(change);
   }
 }
 
@@ -229,8 +255,37 @@ void OpenLineageEmitter::DropChange(const std::string& why) {
   {
     absl::MutexLock lock(&mu_);
     ++counts_.changes_dropped;
+    ++unreported_drops_;
+    last_drop_why_ = why;
   }
-  if (listener_ != nullptr) listener_->OnChangeDropped(why);
+  ReportDrops(/*flush=*/false);
+}
+
+void OpenLineageEmitter::ReportDrops(bool flush) {
+  int64_t n = 0;
+  std::string why;
+  {
+    absl::MutexLock lock(&mu_);
+    n = unreported_drops_;
+    unreported_drops_ = 0;
+    if (n > 0) last_reported_why_ = last_drop_why_;
+    why = last_reported_why_;
+  }
+  drops_since_log_ += n;
+  if (drops_since_log_ == 0) return;
+  std::string summary;
+  const absl::Time now = clock_->Now();
+  if (flush || now - last_drop_log_ >= kDropLogInterval) {
+    summary = absl::StrCat(
+        "dropped ", drops_since_log_,
+        drops_since_log_ == 1 ? " job state change" : " job state changes",
+        " unsent; the last: ", why);
+    drops_since_log_ = 0;
+    last_drop_log_ = now;
+  }
+  if (listener_ != nullptr && (n > 0 || !summary.empty())) {
+    listener_->OnChangesDropped(n, summary);
+  }
 }
 
 std::vector<AuditEvent> OpenLineageEmitter::EventsBefore(
@@ -281,17 +336,28 @@ std::vector<AuditEvent> OpenLineageEmitter::EventsBefore(
 
 void OpenLineageEmitter::Deliver(const Change& change) {
   if (!MaySendEvents(change.from, change.to)) return;
-  absl::StatusOr<Job> job = store_->GetJob(change.job_id);
-  absl::StatusOr<std::vector<PartitionTask>> tasks =
-      job.ok() ? store_->ListTasks(change.job_id)
-               : absl::StatusOr<std::vector<PartitionTask>>(job.status());
-  absl::StatusOr<std::vector<AuditEvent>> history =
-      tasks.ok() ? store_->ListAuditEvents(change.job_id)
-                 : absl::StatusOr<std::vector<AuditEvent>>(tasks.status());
-  if (!history.ok()) {
-    DropChange(absl::StrCat("cannot read job ", change.job_id, ": ",
-                            history.status().message()));
-    return;
+  absl::StatusOr<Job> job = absl::UnknownError("not read");
+  absl::StatusOr<std::vector<PartitionTask>> tasks = job.status();
+  absl::StatusOr<std::vector<AuditEvent>> history = job.status();
+  // A job that is gone is dropped; any other read error (a busy or
+  // failing store) is retried with the events' backoff until the drain
+  // time runs out.
+  absl::Duration backoff = options_.initial_backoff;
+  while (true) {
+    job = store_->GetJob(change.job_id);
+    tasks = job.ok() ? store_->ListTasks(change.job_id)
+                     : absl::StatusOr<std::vector<PartitionTask>>(job.status());
+    history = tasks.ok()
+                  ? store_->ListAuditEvents(change.job_id)
+                  : absl::StatusOr<std::vector<AuditEvent>>(tasks.status());
+    if (history.ok()) break;
+    const std::string why = absl::StrCat("cannot read job ", change.job_id,
+                                         ": ", history.status().message());
+    if (absl::IsNotFound(history.status()) || !Backoff(backoff)) {
+      DropChange(why);
+      return;
+    }
+    backoff = std::min(backoff * 2, options_.max_backoff);
   }
   const std::optional<Outcome> outcome = OutcomeOf(
       change.from, change.to, HistoryOf(EventsBefore(change, *history)));
@@ -375,6 +441,7 @@ bool OpenLineageEmitter::Backoff(absl::Duration d) {
     }
     clock_->SleepFor(slice);
     d -= slice;
+    ReportDrops(/*flush=*/false);
   }
   return !PastDrainDeadline();
 }

@@ -61,9 +61,16 @@
 namespace backfill::openlineage {
 
 // Validates --openlineage-url (an http:// or https:// URL with a host, no
-// query or fragment) and returns the endpoint events go to:
-// URL/api/v1/lineage. INVALID_ARGUMENT naming the flag otherwise.
+// query, fragment or credentials) and returns the endpoint events go to:
+// URL/api/v1/lineage, or URL itself when its path already ends in
+// /api/v1/lineage. INVALID_ARGUMENT naming the flag otherwise.
 absl::StatusOr<std::string> LineageEndpoint(const std::string& url);
+
+// The warehouse's OpenLineage dataset namespace: "sqlite://" followed by
+// `host` (lower-cased; "localhost" when empty) and the warehouse file's
+// `absolute_path`, e.g. "sqlite://db1.example/srv/backfill/warehouse.db".
+std::string WarehouseNamespace(const std::string& host,
+                               const std::string& absolute_path);
 
 // Validates --openlineage-namespace: 1 to 256 printable ASCII characters
 // without spaces. INVALID_ARGUMENT naming the flag otherwise.
@@ -83,8 +90,8 @@ struct EmitterOptions {
 };
 
 // Hears how delivery goes (metrics and logs). Called from the delivery
-// thread, and OnChangeDropped also from the observer callback: must be
-// cheap and thread-safe.
+// thread only (and from Shutdown() once it has joined), never from the
+// observer callback: must be thread-safe.
 class DeliveryListener {
  public:
   virtual ~DeliveryListener() = default;
@@ -95,9 +102,12 @@ class DeliveryListener {
   // An event was given up: refused (4xx), or out of drain time at
   // shutdown.
   virtual void OnEventDropped(const std::string& why) {}
-  // A job state change was dropped before its events were built: the
-  // queue was full, the drain time ran out, or the job could not be read.
-  virtual void OnChangeDropped(const std::string& why) {}
+  // `count` more job state changes were dropped before their events were
+  // built: the queue was full, the daemon stopped, or the job could not be
+  // read. `summary` is a line to log, non-empty at most once a minute (of
+  // the emitter's clock) and at shutdown, summing the drops since the
+  // last one; `count` may then be 0.
+  virtual void OnChangesDropped(int64_t count, const std::string& summary) {}
 };
 
 class OpenLineageEmitter final : public JobObserver {
@@ -158,7 +168,12 @@ class OpenLineageEmitter final : public JobObserver {
   // first; false when it did (the caller gives up).
   bool Backoff(absl::Duration d);
   bool PastDrainDeadline() const;
+  // Counts a change dropped on the delivery thread, and reports it.
   void DropChange(const std::string& why);
+  // Tells the listener of the drops counted since the last call, and
+  // gives it a summary to log once kDropLogInterval passed (or `flush`).
+  // Delivery thread only (or Shutdown() after the join).
+  void ReportDrops(bool flush);
 
   const EmitterOptions options_;
   const Catalog* const catalog_;
@@ -179,6 +194,13 @@ class OpenLineageEmitter final : public JobObserver {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   Counts counts_ ABSL_GUARDED_BY(mu_);
+  // Drops counted but not yet told to the listener, and the last reason.
+  int64_t unreported_drops_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_drop_why_ ABSL_GUARDED_BY(mu_);
+  // Delivery thread only: what ReportDrops has not logged yet.
+  std::string last_reported_why_ ABSL_GUARDED_BY(mu_);
+  int64_t drops_since_log_ = 0;
+  absl::Time last_drop_log_ = absl::InfinitePast();
   std::thread thread_;
 };
 

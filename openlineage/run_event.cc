@@ -139,7 +139,8 @@ std::string ProducerUri(const std::string& version) {
 
 std::string BackfillFacetSchemaUrl(const std::string& version) {
   return absl::StrCat("urn:backfilld:", version,
-                      ":facet:BackfilldBackfillRunFacet");
+                      ":facet:BackfilldBackfillRunFacet"
+                      "#/$defs/BackfilldBackfillRunFacet");
 }
 
 std::string JobRunId(const std::string& store_id, const std::string& job_id) {

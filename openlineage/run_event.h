@@ -58,9 +58,12 @@ inline constexpr char kBackfillFacetKey[] = "backfilld_backfill";
 // The producer URI of events and facets: urn:backfilld:<version>. A URN,
 // not an address: backfilld claims no web location it does not control.
 std::string ProducerUri(const std::string& version);
-// The custom facet's _schemaURL for `version`:
-// urn:backfilld:<version>:facet:BackfilldBackfillRunFacet; the schema
-// itself ships in the repository as docs/openlineage/.
+// The custom facet's _schemaURL for `version`, a JSON pointer into the
+// schema document as the spec asks:
+// urn:backfilld:<version>:facet:BackfilldBackfillRunFacet
+// #/$defs/BackfilldBackfillRunFacet. The document's $id is the part before
+// the '#'; it ships in the repository as docs/openlineage/ (a URN names it:
+// it is not fetched from anywhere).
 std::string BackfillFacetSchemaUrl(const std::string& version);
 
 // The namespace of run ids: NameBasedUuid(RFC 4122's URL namespace,
@@ -142,7 +145,7 @@ bool MaySendEvents(JobState from, JobState to);
 struct EventConfig {
   std::string job_namespace = "backfilld";
   // The warehouse as an OpenLineage dataset namespace, e.g.
-  // "sqlite:///srv/backfill/warehouse.db".
+  // "sqlite://db1.example/srv/backfill/warehouse.db" (WarehouseNamespace).
   std::string dataset_namespace;
   std::string store_id;  // the state store's id (StoreInfo::store_id)
   std::string version;   // backfilld's version, in the producer URI

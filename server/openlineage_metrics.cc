@@ -48,9 +48,10 @@ void OpenLineageMetrics::OnEventDropped(const std::string& why) {
   spdlog::warn("OpenLineage: {}", LogText(why));
 }
 
-void OpenLineageMetrics::OnChangeDropped(const std::string& why) {
-  changes_dropped_->Increment();
-  spdlog::warn("OpenLineage: dropped a job state change: {}", LogText(why));
+void OpenLineageMetrics::OnChangesDropped(int64_t count,
+                                          const std::string& summary) {
+  if (count > 0) changes_dropped_->Increment(static_cast<double>(count));
+  if (!summary.empty()) spdlog::warn("OpenLineage: {}", LogText(summary));
 }
 
 }  // namespace backfill

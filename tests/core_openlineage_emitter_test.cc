@@ -677,11 +677,136 @@ TEST_F(OpenLineageEmitterTest, DelayedDeliveryStillMatchesEachChange) {
                           Ev("FAIL", kJobRun), Ev("FAIL", kDatasetRun)));
 }
 
+// The in-memory store, whose job reads fail with UNAVAILABLE a given
+// number of times first (a busy or failing state store).
+class FlakyReadStore final : public InMemoryStateStore {
+ public:
+  using InMemoryStateStore::InMemoryStateStore;
+  void FailNextReads(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_next_ = n;
+  }
+  absl::StatusOr<Job> GetJob(const std::string& id) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (fail_next_ > 0) {
+        --fail_next_;
+        return absl::UnavailableError("database is locked");
+      }
+    }
+    return InMemoryStateStore::GetJob(id);
+  }
+
+ private:
+  absl::Mutex mu_;
+  int fail_next_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST_F(OpenLineageEmitterTest, ATransientStoreReadErrorIsRetried) {
+  FlakyReadStore store(kStoreId, absl::FromUnixSeconds(1700000000));
+  Job job;
+  job.request.dataset = "daily_revenue";
+  DatasetPlan plan;
+  plan.dataset = "daily_revenue";
+  plan.partitions = {"2025-03-01"};
+  job.plan.datasets.push_back(plan);
+  absl::StatusOr<CreateJobResult> created = store.CreateJob(job, clock_.Now());
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(store
+                  .TransitionJob(created->job.id, JobState::kQueued,
+                                 JobState::kRunning, "", clock_.Now())
+                  .ok());
+  store.FailNextReads(3);
+  OpenLineageEmitter emitter(options_, &catalog_, &store, &http_, &clock_,
+                             nullptr);
+  ASSERT_TRUE(emitter.Start().ok());
+  emitter.OnJobTransition(created->job.id, JobState::kQueued,
+                          JobState::kRunning, "");
+  emitter.Shutdown();
+  EXPECT_EQ(emitter.counts().changes_dropped, 0);
+  EXPECT_THAT(Sent(),
+              ElementsAre(Ev("START", kJobRun), Ev("START", kDatasetRun)));
+  // Read again after 0.5 s, 1 s and 2 s.
+  EXPECT_EQ(clock_.slept(), absl::Milliseconds(3500));
+}
+
+// Records what the emitter tells it, and on which thread.
+class RecordingListener final : public DeliveryListener {
+ public:
+  void OnChangesDropped(int64_t count, const std::string& summary) override {
+    absl::MutexLock lock(&mu_);
+    threads_.push_back(std::this_thread::get_id());
+    dropped_ += count;
+    if (!summary.empty()) summaries_.push_back(summary);
+  }
+  int64_t dropped() const {
+    absl::MutexLock lock(&mu_);
+    return dropped_;
+  }
+  std::vector<std::string> summaries() const {
+    absl::MutexLock lock(&mu_);
+    return summaries_;
+  }
+  std::vector<std::thread::id> threads() const {
+    absl::MutexLock lock(&mu_);
+    return threads_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> summaries_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(OpenLineageEmitterTest, DropsAreToldFromTheDeliveryThreadRateLimited) {
+  options_.queue_capacity = 2;
+  const std::string job = NewJob();
+  Record(job, {JobState::kRunning});
+  http_.Script({Status(503), Status(503)});
+  http_.Hold();
+  RecordingListener listener;
+  OpenLineageEmitter emitter(options_, &catalog_, &store_, &http_, &clock_,
+                             &listener);
+  ASSERT_TRUE(emitter.Start().ok());
+  emitter.OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  http_.AwaitRequests(1);  // the delivery thread is stuck in Send
+  for (int i = 0; i < 500; ++i) {
+    emitter.OnJobTransition(job, JobState::kQueued, JobState::kRunning, "");
+  }
+  // Counted at once, but the job's thread told nobody.
+  EXPECT_EQ(emitter.counts().changes_dropped, 498);
+  EXPECT_EQ(listener.dropped(), 0);
+  EXPECT_THAT(listener.threads(), ::testing::IsEmpty());
+  http_.Release();
+  emitter.Shutdown();
+  EXPECT_EQ(listener.dropped(), 498);
+  // One line for the first drops, one at shutdown for the rest: not one
+  // per drop.
+  const std::vector<std::string> summaries = listener.summaries();
+  ASSERT_GE(summaries.size(), 1u);
+  EXPECT_LE(summaries.size(), 2u);
+  EXPECT_THAT(summaries[0], HasSubstr("the OpenLineage queue is full"));
+}
+
 TEST(OpenLineageUrl, EndpointAndValidation) {
   EXPECT_EQ(*LineageEndpoint("http://127.0.0.1:5000"),
             "http://127.0.0.1:5000/api/v1/lineage");
   EXPECT_EQ(*LineageEndpoint("https://marquez.example/base/"),
             "https://marquez.example/base/api/v1/lineage");
+  // A URL that already names the endpoint is used as is, not doubled.
+  EXPECT_EQ(*LineageEndpoint("http://marquez:5000/api/v1/lineage"),
+            "http://marquez:5000/api/v1/lineage");
+  EXPECT_EQ(*LineageEndpoint("http://marquez:5000/api/v1/lineage/"),
+            "http://marquez:5000/api/v1/lineage");
+  EXPECT_EQ(*LineageEndpoint("https://proxy.example/ol/api/v1/lineage"),
+            "https://proxy.example/ol/api/v1/lineage");
+  EXPECT_EQ(*LineageEndpoint("http://marquez:5000/api/v1"),
+            "http://marquez:5000/api/v1/api/v1/lineage");
+  EXPECT_EQ(WarehouseNamespace("DB1.example", "/srv/bf/warehouse.db"),
+            "sqlite://db1.example/srv/bf/warehouse.db");
+  EXPECT_EQ(WarehouseNamespace("", "/srv/bf/warehouse.db"),
+            "sqlite://localhost/srv/bf/warehouse.db");
   for (const char* bad :
        {"", "marquez:5000", "ftp://x", "http://", "http://:80", "http://a b",
         "http://host/?q=1", "http://host/#f", "http://user:secret@host"}) {

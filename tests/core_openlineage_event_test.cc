@@ -3,6 +3,8 @@
 // outcome of each job state change, and whole events compared, as parsed
 // JSON, with events written out by hand from the OpenLineage 2-0-2 spec.
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -198,6 +200,26 @@ TEST(OpenLineageOutcome, HistoryOfAuditEvents) {
   EXPECT_TRUE(unhealthy.reported_outcome);
 }
 
+TEST(OpenLineageFacetSchema, SchemaUrlPointsIntoTheShippedSchema) {
+  const std::string url = BackfillFacetSchemaUrl("0.1.0");
+  EXPECT_EQ(url,
+            "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet"
+            "#/$defs/BackfilldBackfillRunFacet");
+  std::ifstream in(std::string(BACKFILL_SOURCE_DIR) +
+                   "/docs/openlineage/BackfilldBackfillRunFacet.json");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const google::protobuf::Struct schema = ParseJson(text.str());
+  // The document is what the part before '#' names, and the JSON pointer
+  // after it resolves in it.
+  EXPECT_EQ(schema.fields().at("$id").string_value(),
+            url.substr(0, url.find('#')));
+  EXPECT_EQ(schema.fields().at("$defs").struct_value().fields().count(
+                "BackfilldBackfillRunFacet"),
+            1u);
+}
+
 TEST(OpenLineageNominalTime, RangesOfEachGrain) {
   auto range = [](const PartitionLayout& layout,
                   std::vector<std::string> partitions) {
@@ -283,7 +305,7 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
   const std::string backfill_facet = R"json(
         "backfilld_backfill": {
           "_producer": "urn:backfilld:0.1.0",
-          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet",
+          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet#/$defs/BackfilldBackfillRunFacet",
           "jobId": "bf-7", "state": "SUCCEEDED", "reason": "refund bug",
           "ticket": "DATA-42", "requestedBy": "alice", "message": "published"
         })json";
@@ -475,7 +497,7 @@ TEST_F(OpenLineageEventsTest, RollbackIsARunOfItsOwnWithTheUndoneRunAsParent) {
   const std::string backfill_facet = R"json(
         "backfilld_backfill": {
           "_producer": "urn:backfilld:0.1.0",
-          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet",
+          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet#/$defs/BackfilldBackfillRunFacet",
           "jobId": "bf-7", "state": "ROLLED_BACK", "reason": "refund bug",
           "ticket": "DATA-42", "requestedBy": "alice",
           "message": "rolled back by bob"

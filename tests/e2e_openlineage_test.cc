@@ -7,12 +7,14 @@
 // gets its COMPLETE after the restart, on the run its START opened.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -75,9 +77,13 @@ double Sample(const std::string& scrape, const std::string& name) {
 
 class OpenLineageE2eTest : public E2eTest {
  protected:
-  // The dataset namespace events use for the warehouse.
+  // The dataset namespace events use for the warehouse: sqlite://, this
+  // host's name in lower case, the file's absolute path.
   std::string WarehouseNamespace() const {
-    return "sqlite://" + fs::absolute(warehouse_).string();
+    char host[256] = {};
+    EXPECT_EQ(gethostname(host, sizeof host - 1), 0);
+    return "sqlite://" + absl::AsciiStrToLower(host) +
+           fs::absolute(warehouse_).string();
   }
 
   std::vector<Struct> Events(const HttpTestServer& receiver) {
@@ -224,7 +230,9 @@ TEST_F(OpenLineageE2eTest,
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/5, /*orders_per_day=*/20, false));
   HttpTestServer receiver;
   Daemon& daemon = NewDaemon();
-  daemon.set_extra_args({"--openlineage-url", receiver.Url("")});
+  // The full endpoint, as OpenLineage clients are configured: used as is
+  // (Events() checks every request went to /api/v1/lineage).
+  daemon.set_extra_args({"--openlineage-url", receiver.Url("/api/v1/lineage")});
   ASSERT_TRUE(daemon.Start());
   const std::string job = SubmitSucceeded(
       daemon, {"daily_revenue", "--from", "2025-01-02", "--to", "2025-01-04"},
