@@ -76,6 +76,24 @@ void AddParent(Struct* facets, const EventConfig& config,
   SetString(parent_job, "name", job_name);
 }
 
+// A dataset of `list`: named by its table in the warehouse's namespace,
+// with the standard `symlinks` facet naming the backfilld dataset (in the
+// jobs' namespace).
+Struct* AddDataset(ListValue* list, const EventConfig& config,
+                   const std::string& producer, const std::string& table,
+                   const std::string& dataset) {
+  Struct* entry = Append(list);
+  SetString(entry, "namespace", config.dataset_namespace);
+  SetString(entry, "name", table);
+  Struct* symlinks = AddFacet(SetStruct(entry, "facets"), "symlinks", producer,
+                              kSymlinksSchemaUrl);
+  Struct* identifier = Append(SetList(symlinks, "identifiers"));
+  SetString(identifier, "namespace", config.job_namespace);
+  SetString(identifier, "name", dataset);
+  SetString(identifier, "type", kSymlinkType);
+  return entry;
+}
+
 // The event's envelope: eventType, eventTime, producer, schemaURL, run
 // (runId, empty facets), job.
 Struct Envelope(const EventConfig& config, const std::string& producer,
@@ -330,14 +348,12 @@ absl::StatusOr<std::vector<std::string>> BuildRunEvents(
     if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
       ListValue* inputs = SetList(&event, "inputs");
       for (const UpstreamEdge& edge : spec->upstream) {
-        Struct* input = Append(inputs);
-        SetString(input, "namespace", config.dataset_namespace);
-        SetString(input, "name", table_of(edge.dataset));
+        AddDataset(inputs, config, producer, table_of(edge.dataset),
+                   edge.dataset);
       }
     }
-    Struct* output = Append(SetList(&event, "outputs"));
-    SetString(output, "namespace", config.dataset_namespace);
-    SetString(output, "name", table_of(plan.dataset));
+    Struct* output = AddDataset(SetList(&event, "outputs"), config, producer,
+                                table_of(plan.dataset), plan.dataset);
     if (outcome.output_statistics) {
       Struct* stats =
           AddFacet(SetStruct(output, "outputFacets"), "outputStatistics",
@@ -391,9 +407,8 @@ absl::StatusOr<std::vector<std::string>> BuildRollbackEvents(
     AddBackfillFacet(facets, config, producer, job, JobState::kRolledBack,
                      message);
     const DatasetSpec* spec = catalog.Find(plan.dataset);
-    Struct* output = Append(SetList(&event, "outputs"));
-    SetString(output, "namespace", config.dataset_namespace);
-    SetString(output, "name", spec == nullptr ? plan.dataset : spec->table);
+    AddDataset(SetList(&event, "outputs"), config, producer,
+               spec == nullptr ? plan.dataset : spec->table, plan.dataset);
     return ToJson(event);
   };
 

@@ -9,7 +9,9 @@
 //    `backfill/<dataset>`, run id NameBasedUuid(kRunIdNamespace,
 //    "<store id>/<job id>/<dataset>"), with the `parent` facet naming the
 //    job's run; inputs are the dataset's upstream tables, the output its
-//    table, named in the warehouse's dataset namespace;
+//    table, named in the warehouse's dataset namespace (OpenLineage's
+//    physical naming), each with the standard `symlinks` facet naming the
+//    backfilld dataset: namespace the jobs' namespace, type "DATASET";
 //  * once the job is rolled back, the rollback's runs (BuildRollbackEvents):
 //    the same job names, run ids of "<store id>/<job id>/rollback[/<dataset>]",
 //    each with a `parent` facet naming the run it undoes.
@@ -52,6 +54,11 @@ inline constexpr char kOutputStatisticsSchemaUrl[] =
     "https://openlineage.io/spec/facets/1-0-2/"
     "OutputStatisticsOutputDatasetFacet.json"
     "#/$defs/OutputStatisticsOutputDatasetFacet";
+inline constexpr char kSymlinksSchemaUrl[] =
+    "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json"
+    "#/$defs/SymlinksDatasetFacet";
+// The type of the symlink naming a dataset by its backfilld name.
+inline constexpr char kSymlinkType[] = "DATASET";
 // The custom run facet's key ({prefix}_{name}, as the spec asks of custom
 // facets) and its schema, shipped as docs/openlineage/ in the repository.
 inline constexpr char kBackfillFacetKey[] = "backfilld_backfill";

@@ -46,6 +46,16 @@ constexpr Uuid kDnsNamespace = {0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1,
 
 constexpr char kStoreId[] = "0123456789abcdef0123456789abcdef";
 
+// The symlinks facet naming backfilld dataset `dataset` in the jobs'
+// namespace, as written by hand from the spec's SymlinksDatasetFacet 1-0-1.
+std::string Link(const std::string& dataset) {
+  return R"json("facets": {"symlinks": {
+      "_producer": "urn:backfilld:0.1.0",
+      "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json#/$defs/SymlinksDatasetFacet",
+      "identifiers": [{"namespace": "backfilld", "name": ")json" +
+         dataset + R"json(", "type": "DATASET"}]}})json";
+}
+
 TEST(OpenLineageUuid, MatchesPythonsUuid5) {
   // python3 -c "import uuid; print(uuid.uuid5(uuid.NAMESPACE_DNS,
   //   'python.org'))"
@@ -351,12 +361,15 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
                                    R"json(}},
     "job": {"namespace": "backfilld", "name": "backfill/daily_revenue"},
     "inputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "raw_orders"},
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "dim_customers"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "raw_orders",
+       )json" + Link("orders") + R"json(},
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "dim_customers",
+       )json" + Link("customers") + R"json(}
     ],
     "outputs": [
       {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
-       )json" + stats(7) + R"json(}
+       )json" + Link("daily_revenue") +
+                                   ", " + stats(7) + R"json(}
     ]
   })json");
 
@@ -369,11 +382,14 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
                                    R"json(}},
     "job": {"namespace": "backfilld", "name": "backfill/daily_total"},
     "inputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + Link("daily_revenue") +
+                                   R"json(}
     ],
     "outputs": [
       {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_total",
-       )json" + stats(1) + R"json(}
+       )json" + Link("daily_total") +
+                                   ", " + stats(1) + R"json(}
     ]
   })json");
 
@@ -386,11 +402,14 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
                                    "," + backfill_facet + R"json(}},
     "job": {"namespace": "backfilld", "name": "backfill/region_totals"},
     "inputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + Link("daily_revenue") +
+                                   R"json(}
     ],
     "outputs": [
       {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "region_totals",
-       )json" + stats(4) + R"json(}
+       )json" + Link("region_totals") +
+                                   ", " + stats(4) + R"json(}
     ]
   })json");
 }
@@ -546,7 +565,9 @@ TEST_F(OpenLineageEventsTest, RollbackIsARunOfItsOwnWithTheUndoneRunAsParent) {
     "job": {"namespace": "backfilld", "name": "backfill/daily_revenue"},
     "inputs": [],
     "outputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + Link("daily_revenue") +
+                                   R"json(}
     ]
   })json");
 }

@@ -193,16 +193,34 @@ TEST_F(OpenLineageE2eTest, StartAndCompleteOfAJobArriveWithTheSameRuns) {
   EXPECT_EQ(At(At(parent, "run"), "runId").string_value(), run_of["backfill"]);
   EXPECT_EQ(At(At(parent, "job"), "name").string_value(), "backfill");
   EXPECT_EQ(At(At(parent, "job"), "namespace").string_value(), "e2e-lineage");
+  // Named by table, with a symlink to the backfilld dataset in the jobs'
+  // namespace.
+  auto linked = [](const Value& dataset) {
+    const Value& symlinks = At(At(dataset, "facets"), "symlinks");
+    EXPECT_EQ(At(symlinks, "_schemaURL").string_value(),
+              "https://openlineage.io/spec/facets/1-0-1/"
+              "SymlinksDatasetFacet.json#/$defs/SymlinksDatasetFacet");
+    std::string out;
+    for (const Value& id : At(symlinks, "identifiers").list_value().values()) {
+      out += At(id, "namespace").string_value() + " " +
+             At(id, "name").string_value() + " " +
+             At(id, "type").string_value();
+    }
+    return out;
+  };
   std::vector<std::string> inputs;
   for (const Value& input : At(complete, "inputs").list_value().values()) {
     EXPECT_EQ(At(input, "namespace").string_value(), WarehouseNamespace());
-    inputs.push_back(At(input, "name").string_value());
+    inputs.push_back(At(input, "name").string_value() + " -> " + linked(input));
   }
-  EXPECT_THAT(inputs, ElementsAre("raw_orders", "dim_customers"));
+  EXPECT_THAT(inputs,
+              ElementsAre("raw_orders -> e2e-lineage orders DATASET",
+                          "dim_customers -> e2e-lineage customers DATASET"));
   ASSERT_EQ(At(complete, "outputs").list_value().values_size(), 1);
   const Value& output = At(complete, "outputs").list_value().values(0);
   EXPECT_EQ(At(output, "namespace").string_value(), WarehouseNamespace());
   EXPECT_EQ(At(output, "name").string_value(), "daily_revenue");
+  EXPECT_EQ(linked(output), "e2e-lineage daily_revenue DATASET");
   Sqlite db(warehouse_, /*read_only=*/true);
   auto rows = db.Query(
       "SELECT COUNT(*) FROM daily_revenue WHERE ds >= '2025-01-02' AND ds < "
