@@ -1,6 +1,7 @@
 #include "openlineage/emitter.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/job_state_machine.h"
 
 namespace backfill::openlineage {
 namespace {
@@ -16,6 +18,11 @@ namespace {
 // How long one backoff sleep may run before the drain deadline is looked
 // at again.
 constexpr absl::Duration kSleepSlice = absl::Milliseconds(200);
+
+constexpr char kLineagePath[] = "/api/v1/lineage";
+
+// At most one log line about dropped changes per this much time.
+constexpr absl::Duration kDropLogInterval = absl::Minutes(1);
 
 bool Retryable(int status) {
   return status >= 500 || status == 408 || status == 429;
@@ -28,7 +35,8 @@ absl::StatusOr<std::string> LineageEndpoint(const std::string& url) {
     return absl::InvalidArgumentError(
         absl::StrCat("--openlineage-url \"", absl::CEscape(url), "\" ", why,
                      " (expected http://HOST[:PORT][/PATH] or https://...; "
-                     "events are POSTed to URL/api/v1/lineage)"));
+                     "events are POSTed to URL/api/v1/lineage, or to URL "
+                     "itself when it ends in /api/v1/lineage)"));
   };
   std::string_view rest = url;
   const std::string lower = absl::AsciiStrToLower(url);
@@ -57,7 +65,16 @@ absl::StatusOr<std::string> LineageEndpoint(const std::string& url) {
   if (authority.empty() || authority[0] == ':') return bad("has no host");
   std::string base = url;
   while (absl::EndsWith(base, "/")) base.pop_back();
-  return absl::StrCat(base, "/api/v1/lineage");
+  // The full endpoint, as OpenLineage clients are often configured: as is.
+  if (absl::EndsWith(absl::AsciiStrToLower(base), kLineagePath)) return base;
+  return absl::StrCat(base, kLineagePath);
+}
+
+std::string WarehouseNamespace(const std::string& host,
+                               const std::string& absolute_path) {
+  return absl::StrCat("sqlite://",
+                      host.empty() ? "localhost" : absl::AsciiStrToLower(host),
+                      absolute_path);
 }
 
 absl::Status ValidateNamespace(const std::string& name_space) {
@@ -95,9 +112,12 @@ absl::Status OpenLineageEmitter::Start() {
   if (absl::Status s = ValidateNamespace(options_.job_namespace); !s.ok()) {
     return s;
   }
-  if (options_.queue_capacity == 0 || options_.max_attempts < 1) {
+  if (options_.queue_capacity == 0 ||
+      options_.initial_backoff <= absl::ZeroDuration() ||
+      options_.max_backoff < options_.initial_backoff) {
     return absl::InvalidArgumentError(
-        "OpenLineage queue capacity and attempts must be at least 1");
+        "OpenLineage queue capacity must be at least 1, and backoffs "
+        "positive with max_backoff >= initial_backoff");
   }
   absl::StatusOr<StoreInfo> info = store_->Info();
   if (!info.ok()) {
@@ -116,6 +136,7 @@ absl::Status OpenLineageEmitter::Start() {
   config_.dataset_namespace = options_.dataset_namespace;
   config_.store_id = info->store_id;
   config_.version = options_.version;
+  started_at_ = clock_->Now();
   started_ = true;
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
@@ -130,22 +151,24 @@ void OpenLineageEmitter::Shutdown() {
   }
   if (thread_.joinable()) thread_.join();
   // Whatever is left (never started, or the drain ran out) is dropped.
-  size_t left = 0;
   {
     absl::MutexLock lock(&mu_);
-    left = queue_.size();
+    const int64_t left = static_cast<int64_t>(queue_.size());
     queue_.clear();
-    counts_.changes_dropped += static_cast<int64_t>(left);
+    if (left > 0) {
+      counts_.changes_dropped += left;
+      unreported_drops_ += left;
+      last_drop_why_ = "the daemon stopped before they were sent";
+    }
   }
-  for (size_t i = 0; i < left && listener_ != nullptr; ++i) {
-    listener_->OnChangeDropped("the daemon stopped before it was sent");
-  }
+  // The delivery thread is gone: report what it did not, and log it.
+  ReportDrops(/*flush=*/true);
 }
 
 void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
                                          JobState from, JobState to,
                                          const std::string& message) {
-  if (!OutcomeOf(from, to).has_value()) return;
+  if (!MaySendEvents(from, to)) return;
   const absl::Time at = clock_->Now();
   bool dropped = false;
   {
@@ -153,16 +176,33 @@ void OpenLineageEmitter::OnJobTransition(const std::string& job_id,
     if (stopping_) {
       dropped = true;
     } else {
+      Change change{job_id, from, to, message, at};
       if (queue_.size() >= options_.queue_capacity) {
-        queue_.pop_front();  // drop-oldest
         dropped = true;
+        // Progress before outcomes: the oldest change that ends no run,
+        // else the new one if it ends none, else the oldest.
+        auto progress =
+            std::find_if(queue_.begin(), queue_.end(),
+                         [](const Change& c) { return !IsTerminal(c.to); });
+        if (progress != queue_.end()) {
+          queue_.erase(progress);
+        } else if (IsTerminal(to)) {
+          queue_.pop_front();
+        }
+        if (queue_.size() < options_.queue_capacity) {
+          queue_.push_back(std::move(change));
+        }
+      } else {
+        queue_.push_back(std::move(change));
       }
-      queue_.push_back(Change{job_id, from, to, message, at});
     }
-    if (dropped) ++counts_.changes_dropped;
-  }
-  if (dropped && listener_ != nullptr) {
-    listener_->OnChangeDropped("the OpenLineage queue is full or stopped");
+    if (dropped) {
+      // Counted here; reported (and logged) by the delivery thread.
+      ++counts_.changes_dropped;
+      ++unreported_drops_;
+      last_drop_why_ = stopping_ ? "the daemon is stopping"
+                                 : "the OpenLineage queue is full";
+    }
   }
 }
 
@@ -193,15 +233,21 @@ void OpenLineageEmitter::Run() {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](OpenLineageEmitter* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return !self->queue_.empty() || self->stopping_;
+            return !self->queue_.empty() || self->stopping_ ||
+                   self->unreported_drops_ > 0;
           },
           this));
-      if (queue_.empty()) return;  // stopping, nothing left
-      if (stopping_ && clock_->Now() >= drain_deadline_) return;
-      change = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty() && unreported_drops_ > 0 && !stopping_) {
+        change.job_id.clear();  // only drops to report
+      } else {
+        if (queue_.empty()) return;  // stopping, nothing left
+        if (stopping_ && clock_->Now() >= drain_deadline_) return;
+        change = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
-    Deliver(change);
+    ReportDrops(/*flush=*/false);
+    if (!change.job_id.empty()) Deliver(change);
   }
 }
 
@@ -209,25 +255,119 @@ void OpenLineageEmitter::DropChange(const std::string& why) {
   {
     absl::MutexLock lock(&mu_);
     ++counts_.changes_dropped;
+    ++unreported_drops_;
+    last_drop_why_ = why;
   }
-  if (listener_ != nullptr) listener_->OnChangeDropped(why);
+  ReportDrops(/*flush=*/false);
+}
+
+void OpenLineageEmitter::ReportDrops(bool flush) {
+  int64_t n = 0;
+  std::string why;
+  {
+    absl::MutexLock lock(&mu_);
+    n = unreported_drops_;
+    unreported_drops_ = 0;
+    if (n > 0) last_reported_why_ = last_drop_why_;
+    why = last_reported_why_;
+  }
+  drops_since_log_ += n;
+  if (drops_since_log_ == 0) return;
+  std::string summary;
+  const absl::Time now = clock_->Now();
+  if (flush || now - last_drop_log_ >= kDropLogInterval) {
+    summary = absl::StrCat(
+        "dropped ", drops_since_log_,
+        drops_since_log_ == 1 ? " job state change" : " job state changes",
+        " unsent; the last: ", why);
+    drops_since_log_ = 0;
+    last_drop_log_ = now;
+  }
+  if (listener_ != nullptr && (n > 0 || !summary.empty())) {
+    listener_->OnChangesDropped(n, summary);
+  }
+}
+
+std::vector<AuditEvent> OpenLineageEmitter::EventsBefore(
+    const Change& change, const std::vector<AuditEvent>& history) {
+  const std::string from = JobStateName(change.from);
+  const std::string to = JobStateName(change.to);
+  auto is_change = [&](const AuditEvent& e) {
+    return e.from_state == from && e.to_state == to;
+  };
+  // Changes are heard in order, so this one is the first match after the
+  // last one matched; for a job not heard of since Start(), the first
+  // match after the events recorded before Start() (the earlier changes
+  // were heard, if at all, by an earlier process).
+  int64_t after = -1;
+  const auto cursor = cursors_.find(change.job_id);
+  const bool heard_before = cursor != cursors_.end();
+  if (heard_before) {
+    after = cursor->second;
+  } else {
+    for (const AuditEvent& e : history) {
+      if (e.at < started_at_) after = e.seq;
+    }
+  }
+  size_t index = history.size();
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i].seq > after && is_change(history[i])) {
+      index = i;
+      break;
+    }
+  }
+  // Not found: for a job heard of before, a repeated notification (the
+  // whole history precedes it); otherwise the latest such move.
+  if (index == history.size() && !heard_before) {
+    for (size_t i = history.size(); i-- > 0;) {
+      if (is_change(history[i])) {
+        index = i;
+        break;
+      }
+    }
+  }
+  if (IsFinal(change.to)) {
+    cursors_.erase(change.job_id);  // no change of the job follows
+  } else if (index < history.size()) {
+    cursors_[change.job_id] = history[index].seq;
+  }
+  return std::vector<AuditEvent>(history.begin(), history.begin() + index);
 }
 
 void OpenLineageEmitter::Deliver(const Change& change) {
-  const std::optional<Outcome> outcome = OutcomeOf(change.from, change.to);
-  if (!outcome) return;
-  absl::StatusOr<Job> job = store_->GetJob(change.job_id);
-  absl::StatusOr<std::vector<PartitionTask>> tasks =
-      job.ok() ? store_->ListTasks(change.job_id)
-               : absl::StatusOr<std::vector<PartitionTask>>(job.status());
-  if (!tasks.ok()) {
-    DropChange(absl::StrCat("cannot read job ", change.job_id, ": ",
-                            tasks.status().message()));
-    return;
+  if (!MaySendEvents(change.from, change.to)) return;
+  absl::StatusOr<Job> job = absl::UnknownError("not read");
+  absl::StatusOr<std::vector<PartitionTask>> tasks = job.status();
+  absl::StatusOr<std::vector<AuditEvent>> history = job.status();
+  // A job that is gone is dropped; any other read error (a busy or
+  // failing store) is retried with the events' backoff until the drain
+  // time runs out.
+  absl::Duration backoff = options_.initial_backoff;
+  while (true) {
+    job = store_->GetJob(change.job_id);
+    tasks = job.ok() ? store_->ListTasks(change.job_id)
+                     : absl::StatusOr<std::vector<PartitionTask>>(job.status());
+    history = tasks.ok()
+                  ? store_->ListAuditEvents(change.job_id)
+                  : absl::StatusOr<std::vector<AuditEvent>>(tasks.status());
+    if (history.ok()) break;
+    const std::string why = absl::StrCat("cannot read job ", change.job_id,
+                                         ": ", history.status().message());
+    if (absl::IsNotFound(history.status()) || !Backoff(backoff)) {
+      DropChange(why);
+      return;
+    }
+    backoff = std::min(backoff * 2, options_.max_backoff);
   }
+  const std::optional<Outcome> outcome = OutcomeOf(
+      change.from, change.to, HistoryOf(EventsBefore(change, *history)));
+  if (!outcome) return;
   absl::StatusOr<std::vector<std::string>> events =
-      BuildRunEvents(config_, *catalog_, *job, *tasks, change.to,
-                     change.message, *outcome, change.at);
+      outcome->rollback
+          ? BuildRollbackEvents(config_, *catalog_, *job, change.message,
+                                change.at)
+          : BuildRunEvents(config_, *catalog_, *job, *tasks, change.to,
+                           change.message, *outcome, change.at);
   if (!events.ok()) {
     DropChange(std::string(events.status().message()));
     return;
@@ -245,7 +385,7 @@ void OpenLineageEmitter::Send(const std::string& json) {
   request.timeout = options_.request_timeout;
   request.max_response_bytes = 64 * 1024;
   absl::Duration backoff = options_.initial_backoff;
-  for (int attempt = 1;; ++attempt) {
+  while (true) {
     std::string why;
     bool final_answer = false;
     if (PastDrainDeadline()) {
@@ -271,7 +411,9 @@ void OpenLineageEmitter::Send(const std::string& json) {
       }
       if (listener_ != nullptr) listener_->OnAttemptFailed(why);
     }
-    if (final_answer || attempt >= options_.max_attempts || !Backoff(backoff)) {
+    // Retried until accepted: only a refusal or the end of the drain time
+    // gives an event up.
+    if (final_answer || !Backoff(backoff)) {
       {
         absl::MutexLock lock(&mu_);
         ++counts_.events_dropped;
@@ -299,6 +441,7 @@ bool OpenLineageEmitter::Backoff(absl::Duration d) {
     }
     clock_->SleepFor(slice);
     d -= slice;
+    ReportDrops(/*flush=*/false);
   }
   return !PastDrainDeadline();
 }

@@ -66,6 +66,34 @@ void AddBackfillFacet(Struct* facets, const EventConfig& config,
   SetString(facet, "message", message);
 }
 
+void AddParent(Struct* facets, const EventConfig& config,
+               const std::string& producer, const std::string& run_id,
+               const std::string& job_name) {
+  Struct* parent = AddFacet(facets, "parent", producer, kParentSchemaUrl);
+  SetString(SetStruct(parent, "run"), "runId", run_id);
+  Struct* parent_job = SetStruct(parent, "job");
+  SetString(parent_job, "namespace", config.job_namespace);
+  SetString(parent_job, "name", job_name);
+}
+
+// A dataset of `list`: named by its table in the warehouse's namespace,
+// with the standard `symlinks` facet naming the backfilld dataset (in the
+// jobs' namespace).
+Struct* AddDataset(ListValue* list, const EventConfig& config,
+                   const std::string& producer, const std::string& table,
+                   const std::string& dataset) {
+  Struct* entry = Append(list);
+  SetString(entry, "namespace", config.dataset_namespace);
+  SetString(entry, "name", table);
+  Struct* symlinks = AddFacet(SetStruct(entry, "facets"), "symlinks", producer,
+                              kSymlinksSchemaUrl);
+  Struct* identifier = Append(SetList(symlinks, "identifiers"));
+  SetString(identifier, "namespace", config.job_namespace);
+  SetString(identifier, "name", dataset);
+  SetString(identifier, "type", kSymlinkType);
+  return entry;
+}
+
 // The event's envelope: eventType, eventTime, producer, schemaURL, run
 // (runId, empty facets), job.
 Struct Envelope(const EventConfig& config, const std::string& producer,
@@ -129,7 +157,8 @@ std::string ProducerUri(const std::string& version) {
 
 std::string BackfillFacetSchemaUrl(const std::string& version) {
   return absl::StrCat("urn:backfilld:", version,
-                      ":facet:BackfilldBackfillRunFacet");
+                      ":facet:BackfilldBackfillRunFacet"
+                      "#/$defs/BackfilldBackfillRunFacet");
 }
 
 std::string JobRunId(const std::string& store_id, const std::string& job_id) {
@@ -141,6 +170,20 @@ std::string DatasetRunId(const std::string& store_id, const std::string& job_id,
                          const std::string& dataset) {
   return FormatUuid(NameBasedUuid(
       kRunIdNamespace, absl::StrCat(store_id, "/", job_id, "/", dataset)));
+}
+
+std::string RollbackRunId(const std::string& store_id,
+                          const std::string& job_id) {
+  return FormatUuid(NameBasedUuid(
+      kRunIdNamespace, absl::StrCat(store_id, "/", job_id, "/rollback")));
+}
+
+std::string RollbackDatasetRunId(const std::string& store_id,
+                                 const std::string& job_id,
+                                 const std::string& dataset) {
+  return FormatUuid(NameBasedUuid(
+      kRunIdNamespace,
+      absl::StrCat(store_id, "/", job_id, "/rollback/", dataset)));
 }
 
 std::string DatasetJobName(const std::string& dataset) {
@@ -159,29 +202,75 @@ const char* EventTypeName(EventType type) {
       return "ABORT";
     case EventType::kFail:
       return "FAIL";
+    case EventType::kOther:
+      return "OTHER";
   }
   return "OTHER";
 }
 
-std::optional<Outcome> OutcomeOf(JobState from, JobState to) {
-  auto both = [](EventType type) { return Outcome{type, type}; };
+RunHistory HistoryOf(const std::vector<AuditEvent>& events) {
+  RunHistory history;
+  for (const AuditEvent& event : events) {
+    absl::StatusOr<JobState> to = ParseJobState(event.to_state);
+    if (!to.ok()) continue;
+    if (*to == JobState::kRunning &&
+        history.phase == RunHistory::Phase::kNotStarted) {
+      history.phase = RunHistory::Phase::kOpen;
+    } else if (IsTerminal(*to) && history.phase == RunHistory::Phase::kOpen) {
+      history.phase = RunHistory::Phase::kClosed;
+    }
+    if (*to == JobState::kSucceeded || *to == JobState::kDownstreamUnhealthy) {
+      history.reported_outcome = true;
+    }
+  }
+  return history;
+}
+
+bool MaySendEvents(JobState from, JobState to) {
   switch (to) {
     case JobState::kRunning:
-      if (from == JobState::kQueued) return both(EventType::kStart);
-      return both(EventType::kRunning);
-    case JobState::kSucceeded:
-      return both(EventType::kComplete);
-    case JobState::kDownstreamUnhealthy:
-      return Outcome{EventType::kFail, EventType::kComplete};
-    case JobState::kFailed:
-    case JobState::kValidationFailed:
-      return both(EventType::kFail);
-    case JobState::kCancelled:
     case JobState::kRolledBack:
-      return both(EventType::kAbort);
+      return true;
+    case JobState::kConfirming:
+      return from == JobState::kSucceeded ||
+             from == JobState::kDownstreamUnhealthy;
     default:
-      return std::nullopt;
+      return IsTerminal(to);
   }
+}
+
+std::optional<Outcome> OutcomeOf(JobState from, JobState to,
+                                 const RunHistory& before) {
+  using Phase = RunHistory::Phase;
+  if (!MaySendEvents(from, to)) return std::nullopt;
+  auto both = [](EventType type) { return Outcome{type, type}; };
+  if (to == JobState::kRolledBack) {
+    Outcome rollback = both(EventType::kComplete);
+    rollback.rollback = true;
+    return rollback;
+  }
+  if (before.phase == Phase::kNotStarted) {
+    if (to == JobState::kRunning) return both(EventType::kStart);
+    return std::nullopt;  // never started: no run to report on
+  }
+  std::optional<Outcome> outcome;
+  if (before.phase == Phase::kClosed) {
+    outcome = both(EventType::kOther);
+  } else if (to == JobState::kRunning || to == JobState::kConfirming) {
+    outcome = both(EventType::kRunning);
+  } else if (to == JobState::kSucceeded) {
+    outcome = both(EventType::kComplete);
+  } else if (to == JobState::kDownstreamUnhealthy) {
+    outcome = Outcome{EventType::kFail, EventType::kComplete};
+  } else if (to == JobState::kCancelled) {
+    outcome = both(EventType::kAbort);
+  } else {  // FAILED, VALIDATION_FAILED
+    outcome = both(EventType::kFail);
+  }
+  outcome->output_statistics =
+      (to == JobState::kSucceeded || to == JobState::kDownstreamUnhealthy) &&
+      !before.reported_outcome;
+  return outcome;
 }
 
 std::string Rfc3339(absl::Time t) {
@@ -253,25 +342,19 @@ absl::StatusOr<std::vector<std::string>> BuildRunEvents(
                             DatasetJobName(plan.dataset));
     Struct* facets = RunFacets(&event);
     AddNominalTime(facets, producer, range_of(plan));
-    Struct* parent = AddFacet(facets, "parent", producer, kParentSchemaUrl);
-    SetString(SetStruct(parent, "run"), "runId", job_run_id);
-    Struct* parent_job = SetStruct(parent, "job");
-    SetString(parent_job, "namespace", config.job_namespace);
-    SetString(parent_job, "name", kJobName);
+    AddParent(facets, config, producer, job_run_id, kJobName);
     AddBackfillFacet(facets, config, producer, job, to, message);
 
     if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
       ListValue* inputs = SetList(&event, "inputs");
       for (const UpstreamEdge& edge : spec->upstream) {
-        Struct* input = Append(inputs);
-        SetString(input, "namespace", config.dataset_namespace);
-        SetString(input, "name", table_of(edge.dataset));
+        AddDataset(inputs, config, producer, table_of(edge.dataset),
+                   edge.dataset);
       }
     }
-    Struct* output = Append(SetList(&event, "outputs"));
-    SetString(output, "namespace", config.dataset_namespace);
-    SetString(output, "name", table_of(plan.dataset));
-    if (outcome.datasets == EventType::kComplete) {
+    Struct* output = AddDataset(SetList(&event, "outputs"), config, producer,
+                                table_of(plan.dataset), plan.dataset);
+    if (outcome.output_statistics) {
       Struct* stats =
           AddFacet(SetStruct(output, "outputFacets"), "outputStatistics",
                    producer, kOutputStatisticsSchemaUrl);
@@ -282,6 +365,66 @@ absl::StatusOr<std::vector<std::string>> BuildRunEvents(
     if (!json.ok()) return json.status();
     events.push_back(*std::move(json));
   }
+  return events;
+}
+
+absl::StatusOr<std::vector<std::string>> BuildRollbackEvents(
+    const EventConfig& config, const Catalog& catalog, const Job& job,
+    const std::string& message, absl::Time event_time) {
+  const std::string producer = ProducerUri(config.version);
+  auto range_of = [&catalog](const DatasetPlan& plan) {
+    const DatasetSpec* spec = catalog.Find(plan.dataset);
+    return spec == nullptr ? std::nullopt
+                           : NominalRange(spec->layout(), plan.partitions);
+  };
+  // The job's rollback run.
+  auto job_event = [&](EventType type) {
+    Struct event = Envelope(config, producer, type, event_time,
+                            RollbackRunId(config.store_id, job.id), kJobName);
+    Struct* facets = RunFacets(&event);
+    for (const DatasetPlan& plan : job.plan.datasets) {
+      if (plan.dataset == job.request.dataset) {
+        AddNominalTime(facets, producer, range_of(plan));
+      }
+    }
+    AddParent(facets, config, producer, JobRunId(config.store_id, job.id),
+              kJobName);
+    AddBackfillFacet(facets, config, producer, job, JobState::kRolledBack,
+                     message);
+    return ToJson(event);
+  };
+  // A dataset's rollback run: its output is the dataset it restored.
+  auto dataset_event = [&](EventType type, const DatasetPlan& plan) {
+    Struct event =
+        Envelope(config, producer, type, event_time,
+                 RollbackDatasetRunId(config.store_id, job.id, plan.dataset),
+                 DatasetJobName(plan.dataset));
+    Struct* facets = RunFacets(&event);
+    AddNominalTime(facets, producer, range_of(plan));
+    AddParent(facets, config, producer,
+              DatasetRunId(config.store_id, job.id, plan.dataset),
+              DatasetJobName(plan.dataset));
+    AddBackfillFacet(facets, config, producer, job, JobState::kRolledBack,
+                     message);
+    const DatasetSpec* spec = catalog.Find(plan.dataset);
+    AddDataset(SetList(&event, "outputs"), config, producer,
+               spec == nullptr ? plan.dataset : spec->table, plan.dataset);
+    return ToJson(event);
+  };
+
+  std::vector<std::string> events;
+  auto add = [&events](absl::StatusOr<std::string> json) {
+    if (!json.ok()) return json.status();
+    events.push_back(*std::move(json));
+    return absl::OkStatus();
+  };
+  if (absl::Status s = add(job_event(EventType::kStart)); !s.ok()) return s;
+  for (EventType type : {EventType::kStart, EventType::kComplete}) {
+    for (const DatasetPlan& plan : job.plan.datasets) {
+      if (absl::Status s = add(dataset_event(type, plan)); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = add(job_event(EventType::kComplete)); !s.ok()) return s;
   return events;
 }
 

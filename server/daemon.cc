@@ -1,5 +1,7 @@
 #include "server/daemon.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -437,11 +439,16 @@ absl::Status Daemon::StartOpenLineage(const std::string& warehouse_path) {
   openlineage::EmitterOptions lineage_options;
   lineage_options.url = options_.openlineage_url;
   lineage_options.job_namespace = options_.openlineage_namespace;
-  // The warehouse's dataset namespace: sqlite:// and its absolute path.
+  // The warehouse's dataset namespace: sqlite://, this host's name and the
+  // file's absolute path, so that two daemons' warehouses at the same path
+  // on different hosts are different datasets.
   std::error_code ec;
   const fs::path absolute = fs::absolute(warehouse_path, ec);
-  lineage_options.dataset_namespace = absl::StrCat(
-      "sqlite://", (ec ? fs::path(warehouse_path) : absolute).string());
+  char host[256] = {};
+  const bool has_host = gethostname(host, sizeof host - 1) == 0;
+  lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
+      has_host ? host : "",
+      (ec ? fs::path(warehouse_path) : absolute).string());
   lineage_options.version = DaemonVersion();
   lineage_http_ = std::make_unique<CurlHttpClient>();
   lineage_clock_ = std::make_unique<SystemClock>();
@@ -456,9 +463,9 @@ absl::Status Daemon::StartOpenLineage(const std::string& warehouse_path) {
   fanout_ = std::make_unique<FanoutObserver>(
       std::vector<JobObserver*>{metrics_.get(), lineage_.get()});
   spdlog::info(
-      "OpenLineage: sending RunEvents to {}/api/v1/lineage, namespace {}, "
-      "datasets in {}",
-      LogText(options_.openlineage_url),
+      "OpenLineage: sending RunEvents to {}, namespace {}, datasets in {}",
+      LogText(openlineage::LineageEndpoint(options_.openlineage_url)
+                  .value_or(options_.openlineage_url)),
       LogText(options_.openlineage_namespace),
       LogText(lineage_options.dataset_namespace));
   return absl::OkStatus();

@@ -28,13 +28,13 @@ OpenLineageMetrics::OpenLineageMetrics(prometheus::Registry& registry)
           "or a non-2xx status (retried unless final).")),
       events_dropped_(NewCounter(
           registry, "backfill_openlineage_events_dropped_total",
-          "OpenLineage RunEvents given up: refused with a 4xx, out of "
-          "attempts, or out of drain time at shutdown.")),
+          "OpenLineage RunEvents given up: refused with a 4xx, or out of "
+          "drain time at shutdown.")),
       changes_dropped_(NewCounter(
           registry, "backfill_openlineage_changes_dropped_total",
           "Job state changes whose OpenLineage events were never built: the "
-          "queue was full (the oldest is dropped), the daemon stopped, or "
-          "the job could not be read.")) {}
+          "queue was full (changes that end no run go first), the daemon "
+          "stopped, or the job could not be read.")) {}
 
 void OpenLineageMetrics::OnEventSent() { sent_->Increment(); }
 
@@ -48,9 +48,10 @@ void OpenLineageMetrics::OnEventDropped(const std::string& why) {
   spdlog::warn("OpenLineage: {}", LogText(why));
 }
 
-void OpenLineageMetrics::OnChangeDropped(const std::string& why) {
-  changes_dropped_->Increment();
-  spdlog::warn("OpenLineage: dropped a job state change: {}", LogText(why));
+void OpenLineageMetrics::OnChangesDropped(int64_t count,
+                                          const std::string& summary) {
+  if (count > 0) changes_dropped_->Increment(static_cast<double>(count));
+  if (!summary.empty()) spdlog::warn("OpenLineage: {}", LogText(summary));
 }
 
 }  // namespace backfill

@@ -1,7 +1,8 @@
 // OpenLineageMetrics: how OpenLineage delivery goes, as Prometheus counters
-// in the daemon's registry, and as log lines (a given-up event or a
-// dropped job state change is a warning; a failed attempt that will be
-// retried is debug). Series (no labels):
+// in the daemon's registry, and as log lines (a given-up event is a
+// warning; dropped job state changes are summed in a warning at most once
+// a minute; a failed attempt that will be retried is debug). Called from
+// the emitter's delivery thread, never from a job's thread. Series (no labels):
 //   backfill_openlineage_events_sent_total
 //   backfill_openlineage_failed_attempts_total
 //   backfill_openlineage_events_dropped_total
@@ -11,6 +12,7 @@
 #ifndef BACKFILL_SERVER_OPENLINEAGE_METRICS_H_
 #define BACKFILL_SERVER_OPENLINEAGE_METRICS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "openlineage/emitter.h"
@@ -29,7 +31,7 @@ class OpenLineageMetrics final : public openlineage::DeliveryListener {
   void OnEventSent() override;
   void OnAttemptFailed(const std::string& why) override;
   void OnEventDropped(const std::string& why) override;
-  void OnChangeDropped(const std::string& why) override;
+  void OnChangesDropped(int64_t count, const std::string& summary) override;
 
  private:
   prometheus::Counter* sent_ = nullptr;

@@ -3,6 +3,8 @@
 // outcome of each job state change, and whole events compared, as parsed
 // JSON, with events written out by hand from the OpenLineage 2-0-2 spec.
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,16 @@ constexpr Uuid kDnsNamespace = {0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1,
                                 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
 
 constexpr char kStoreId[] = "0123456789abcdef0123456789abcdef";
+
+// The symlinks facet naming backfilld dataset `dataset` in the jobs'
+// namespace, as written by hand from the spec's SymlinksDatasetFacet 1-0-1.
+std::string Link(const std::string& dataset) {
+  return R"json("facets": {"symlinks": {
+      "_producer": "urn:backfilld:0.1.0",
+      "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json#/$defs/SymlinksDatasetFacet",
+      "identifiers": [{"namespace": "backfilld", "name": ")json" +
+         dataset + R"json(", "type": "DATASET"}]}})json";
+}
 
 TEST(OpenLineageUuid, MatchesPythonsUuid5) {
   // python3 -c "import uuid; print(uuid.uuid5(uuid.NAMESPACE_DNS,
@@ -87,34 +99,135 @@ TEST(OpenLineageUuid, ParseAndFormatRoundTrip) {
 
 TEST(OpenLineageOutcome, EveryStateChange) {
   using S = JobState;
-  auto is = [](std::optional<Outcome> o, EventType job, EventType datasets) {
-    return o.has_value() && o->job == job && o->datasets == datasets;
+  using P = RunHistory::Phase;
+  const RunHistory never{P::kNotStarted, false};
+  const RunHistory open{P::kOpen, false};
+  const RunHistory closed{P::kClosed, false};
+  const RunHistory closed_published{P::kClosed, true};
+  // "JOB/DATASETS[+stats]", "rollback" or "-" (nothing).
+  auto text = [](std::optional<Outcome> o) -> std::string {
+    if (!o.has_value()) return "-";
+    if (o->rollback) return "rollback";
+    return std::string(EventTypeName(o->job)) + "/" +
+           EventTypeName(o->datasets) + (o->output_statistics ? "+stats" : "");
   };
-  EXPECT_TRUE(is(OutcomeOf(S::kQueued, S::kRunning), EventType::kStart,
-                 EventType::kStart));
-  EXPECT_TRUE(is(OutcomeOf(S::kValidating, S::kRunning), EventType::kRunning,
-                 EventType::kRunning));
-  EXPECT_TRUE(is(OutcomeOf(S::kConfirming, S::kSucceeded), EventType::kComplete,
-                 EventType::kComplete));
-  EXPECT_TRUE(is(OutcomeOf(S::kConfirming, S::kDownstreamUnhealthy),
-                 EventType::kFail, EventType::kComplete));
-  EXPECT_TRUE(is(OutcomeOf(S::kRunning, S::kFailed), EventType::kFail,
-                 EventType::kFail));
-  EXPECT_TRUE(is(OutcomeOf(S::kValidating, S::kValidationFailed),
-                 EventType::kFail, EventType::kFail));
-  EXPECT_TRUE(is(OutcomeOf(S::kRunning, S::kCancelled), EventType::kAbort,
-                 EventType::kAbort));
-  EXPECT_TRUE(is(OutcomeOf(S::kSucceeded, S::kRolledBack), EventType::kAbort,
-                 EventType::kAbort));
-  for (S to : {S::kQueued, S::kValidating, S::kAwaitingApproval, S::kPublishing,
-               S::kConfirming, S::kPaused}) {
-    EXPECT_FALSE(OutcomeOf(S::kRunning, to).has_value()) << JobStateName(to);
+  // First start, resume, validation sending partitions back, retry of a
+  // closed run.
+  EXPECT_EQ(text(OutcomeOf(S::kQueued, S::kRunning, never)), "START/START");
+  EXPECT_EQ(text(OutcomeOf(S::kQueued, S::kRunning, open)), "RUNNING/RUNNING");
+  EXPECT_EQ(text(OutcomeOf(S::kValidating, S::kRunning, open)),
+            "RUNNING/RUNNING");
+  EXPECT_EQ(text(OutcomeOf(S::kQueued, S::kRunning, closed)), "OTHER/OTHER");
+  // Endings of an open run.
+  EXPECT_EQ(text(OutcomeOf(S::kConfirming, S::kSucceeded, open)),
+            "COMPLETE/COMPLETE+stats");
+  EXPECT_EQ(text(OutcomeOf(S::kConfirming, S::kDownstreamUnhealthy, open)),
+            "FAIL/COMPLETE+stats");
+  EXPECT_EQ(text(OutcomeOf(S::kRunning, S::kFailed, open)), "FAIL/FAIL");
+  EXPECT_EQ(text(OutcomeOf(S::kValidating, S::kValidationFailed, open)),
+            "FAIL/FAIL");
+  EXPECT_EQ(text(OutcomeOf(S::kRunning, S::kCancelled, open)), "ABORT/ABORT");
+  EXPECT_EQ(text(OutcomeOf(S::kPaused, S::kCancelled, open)), "ABORT/ABORT");
+  // Never started: nothing to close.
+  EXPECT_EQ(text(OutcomeOf(S::kQueued, S::kCancelled, never)), "-");
+  EXPECT_EQ(text(OutcomeOf(S::kQueued, S::kFailed, never)), "-");
+  EXPECT_EQ(text(OutcomeOf(S::kPaused, S::kCancelled, never)), "-");
+  // A closed run gets no second terminal event.
+  EXPECT_EQ(text(OutcomeOf(S::kDownstreamUnhealthy, S::kConfirming,
+                           closed_published)),
+            "OTHER/OTHER");
+  EXPECT_EQ(text(OutcomeOf(S::kConfirming, S::kSucceeded, closed_published)),
+            "OTHER/OTHER");
+  EXPECT_EQ(text(OutcomeOf(S::kFailed, S::kCancelled, closed)), "OTHER/OTHER");
+  // Published after a FAIL (retry, or approval with --override): the
+  // first report of the rows.
+  EXPECT_EQ(text(OutcomeOf(S::kConfirming, S::kSucceeded, closed)),
+            "OTHER/OTHER+stats");
+  // A rollback is a run of its own.
+  EXPECT_EQ(text(OutcomeOf(S::kSucceeded, S::kRolledBack, closed_published)),
+            "rollback");
+  EXPECT_EQ(text(OutcomeOf(S::kDownstreamUnhealthy, S::kRolledBack,
+                           closed_published)),
+            "rollback");
+  // Moves that send nothing, whatever the history.
+  for (const RunHistory& h : {never, open, closed}) {
+    for (S to : {S::kQueued, S::kValidating, S::kAwaitingApproval,
+                 S::kPublishing, S::kConfirming, S::kPaused}) {
+      EXPECT_EQ(text(OutcomeOf(S::kRunning, to, h)), "-") << JobStateName(to);
+    }
+    EXPECT_EQ(text(OutcomeOf(S::kPublishing, S::kConfirming, h)), "-");
+    EXPECT_EQ(text(OutcomeOf(S::kFailed, S::kQueued, h)), "-");
   }
   EXPECT_STREQ(EventTypeName(EventType::kStart), "START");
   EXPECT_STREQ(EventTypeName(EventType::kRunning), "RUNNING");
   EXPECT_STREQ(EventTypeName(EventType::kComplete), "COMPLETE");
   EXPECT_STREQ(EventTypeName(EventType::kAbort), "ABORT");
   EXPECT_STREQ(EventTypeName(EventType::kFail), "FAIL");
+  EXPECT_STREQ(EventTypeName(EventType::kOther), "OTHER");
+}
+
+TEST(OpenLineageOutcome, HistoryOfAuditEvents) {
+  using P = RunHistory::Phase;
+  auto history = [](std::vector<std::pair<const char*, const char*>> moves) {
+    std::vector<AuditEvent> events;
+    for (const auto& [from, to] : moves) {
+      AuditEvent e;
+      e.seq = static_cast<int64_t>(events.size()) + 1;
+      e.from_state = from;
+      e.to_state = to;
+      events.push_back(e);
+    }
+    return HistoryOf(events);
+  };
+  EXPECT_EQ(history({{"", "QUEUED"}}).phase, P::kNotStarted);
+  EXPECT_EQ(history({{"", "QUEUED"}, {"QUEUED", "FAILED"}}).phase,
+            P::kNotStarted);
+  EXPECT_EQ(history({{"", "QUEUED"},
+                     {"QUEUED", "FAILED"},
+                     {"FAILED", "QUEUED"},
+                     {"QUEUED", "RUNNING"}})
+                .phase,
+            P::kOpen);
+  EXPECT_EQ(history({{"", "QUEUED"},
+                     {"QUEUED", "RUNNING"},
+                     {"RUNNING", "PAUSED"},
+                     {"PAUSED", "QUEUED"}})
+                .phase,
+            P::kOpen);
+  const RunHistory failed =
+      history({{"", "QUEUED"}, {"QUEUED", "RUNNING"}, {"RUNNING", "FAILED"}});
+  EXPECT_EQ(failed.phase, P::kClosed);
+  EXPECT_FALSE(failed.reported_outcome);
+  const RunHistory unhealthy =
+      history({{"", "QUEUED"},
+               {"QUEUED", "RUNNING"},
+               {"RUNNING", "VALIDATING"},
+               {"VALIDATING", "PUBLISHING"},
+               {"PUBLISHING", "CONFIRMING"},
+               {"CONFIRMING", "DOWNSTREAM_UNHEALTHY"},
+               {"DOWNSTREAM_UNHEALTHY", "CONFIRMING"}});
+  EXPECT_EQ(unhealthy.phase, P::kClosed);
+  EXPECT_TRUE(unhealthy.reported_outcome);
+}
+
+TEST(OpenLineageFacetSchema, SchemaUrlPointsIntoTheShippedSchema) {
+  const std::string url = BackfillFacetSchemaUrl("0.1.0");
+  EXPECT_EQ(url,
+            "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet"
+            "#/$defs/BackfilldBackfillRunFacet");
+  std::ifstream in(std::string(BACKFILL_SOURCE_DIR) +
+                   "/docs/openlineage/BackfilldBackfillRunFacet.json");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const google::protobuf::Struct schema = ParseJson(text.str());
+  // The document is what the part before '#' names, and the JSON pointer
+  // after it resolves in it.
+  EXPECT_EQ(schema.fields().at("$id").string_value(),
+            url.substr(0, url.find('#')));
+  EXPECT_EQ(schema.fields().at("$defs").struct_value().fields().count(
+                "BackfilldBackfillRunFacet"),
+            1u);
 }
 
 TEST(OpenLineageNominalTime, RangesOfEachGrain) {
@@ -195,14 +308,14 @@ class OpenLineageEventsTest : public ::testing::Test {
 TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
   absl::StatusOr<std::vector<std::string>> events = BuildRunEvents(
       config_, catalog_, job_, tasks_, JobState::kSucceeded, "published",
-      Outcome{EventType::kComplete, EventType::kComplete}, at_);
+      Outcome{EventType::kComplete, EventType::kComplete, true}, at_);
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_EQ(events->size(), 4u);
 
   const std::string backfill_facet = R"json(
         "backfilld_backfill": {
           "_producer": "urn:backfilld:0.1.0",
-          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet",
+          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet#/$defs/BackfilldBackfillRunFacet",
           "jobId": "bf-7", "state": "SUCCEEDED", "reason": "refund bug",
           "ticket": "DATA-42", "requestedBy": "alice", "message": "published"
         })json";
@@ -248,12 +361,15 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
                                    R"json(}},
     "job": {"namespace": "backfilld", "name": "backfill/daily_revenue"},
     "inputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "raw_orders"},
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "dim_customers"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "raw_orders",
+       )json" + Link("orders") + R"json(},
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "dim_customers",
+       )json" + Link("customers") + R"json(}
     ],
     "outputs": [
       {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
-       )json" + stats(7) + R"json(}
+       )json" + Link("daily_revenue") +
+                                   ", " + stats(7) + R"json(}
     ]
   })json");
 
@@ -266,11 +382,14 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
                                    R"json(}},
     "job": {"namespace": "backfilld", "name": "backfill/daily_total"},
     "inputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + Link("daily_revenue") +
+                                   R"json(}
     ],
     "outputs": [
       {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_total",
-       )json" + stats(1) + R"json(}
+       )json" + Link("daily_total") +
+                                   ", " + stats(1) + R"json(}
     ]
   })json");
 
@@ -283,18 +402,21 @@ TEST_F(OpenLineageEventsTest, CompleteEventsOfEveryRun) {
                                    "," + backfill_facet + R"json(}},
     "job": {"namespace": "backfilld", "name": "backfill/region_totals"},
     "inputs": [
-      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue"}
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + Link("daily_revenue") +
+                                   R"json(}
     ],
     "outputs": [
       {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "region_totals",
-       )json" + stats(4) + R"json(}
+       )json" + Link("region_totals") +
+                                   ", " + stats(4) + R"json(}
     ]
   })json");
 }
 
 TEST_F(OpenLineageEventsTest, StartAndFailCarryNoOutputStatistics) {
   for (EventType type : {EventType::kStart, EventType::kFail, EventType::kAbort,
-                         EventType::kRunning}) {
+                         EventType::kRunning, EventType::kOther}) {
     absl::StatusOr<std::vector<std::string>> events =
         BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kRunning, "",
                        Outcome{type, type}, at_);
@@ -316,7 +438,9 @@ TEST_F(OpenLineageEventsTest, DownstreamUnhealthyFailsTheJobRunOnly) {
   absl::StatusOr<std::vector<std::string>> events = BuildRunEvents(
       config_, catalog_, job_, tasks_, JobState::kDownstreamUnhealthy,
       "amount_cache serves 10 for 2025-03-01, expected 12",
-      *OutcomeOf(JobState::kConfirming, JobState::kDownstreamUnhealthy), at_);
+      *OutcomeOf(JobState::kConfirming, JobState::kDownstreamUnhealthy,
+                 RunHistory{RunHistory::Phase::kOpen, false}),
+      at_);
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_EQ(events->size(), 4u);
   const google::protobuf::Struct job_run = ParseJson((*events)[0]);
@@ -351,6 +475,101 @@ TEST_F(OpenLineageEventsTest, DownstreamUnhealthyFailsTheJobRunOnly) {
                 .at("rowCount")
                 .number_value(),
             7);
+}
+
+TEST_F(OpenLineageEventsTest, RollbackIsARunOfItsOwnWithTheUndoneRunAsParent) {
+  absl::StatusOr<std::vector<std::string>> events =
+      BuildRollbackEvents(config_, catalog_, job_, "rolled back by bob", at_);
+  ASSERT_TRUE(events.ok()) << events.status();
+  // Job START, 3 dataset STARTs, 3 dataset COMPLETEs, job COMPLETE.
+  ASSERT_EQ(events->size(), 8u);
+  std::vector<std::string> seen;
+  for (const std::string& json : *events) {
+    const google::protobuf::Struct e = ParseJson(json);
+    seen.push_back(
+        e.fields().at("eventType").string_value() + " " +
+        e.fields().at("job").struct_value().fields().at("name").string_value() +
+        " " +
+        e.fields()
+            .at("run")
+            .struct_value()
+            .fields()
+            .at("runId")
+            .string_value());
+  }
+  // python3: uuid.uuid5(ns, '0123456789abcdef0123456789abcdef/bf-7/rollback')
+  // and '.../bf-7/rollback/<dataset>'.
+  EXPECT_THAT(
+      seen,
+      ::testing::ElementsAre(
+          "START backfill 48835225-be5e-5839-a570-11f3521deeca",
+          "START backfill/daily_revenue d82652a2-8237-5e49-a340-a61915d12aa9",
+          "START backfill/daily_total 1f029101-2a94-5dbd-b3b7-f06379ba03d0",
+          "START backfill/region_totals 1a059d27-f3b8-5306-81d7-58cf414eddb9",
+          "COMPLETE backfill/daily_revenue "
+          "d82652a2-8237-5e49-a340-a61915d12aa9",
+          "COMPLETE backfill/daily_total 1f029101-2a94-5dbd-b3b7-f06379ba03d0",
+          "COMPLETE backfill/region_totals "
+          "1a059d27-f3b8-5306-81d7-58cf414eddb9",
+          "COMPLETE backfill 48835225-be5e-5839-a570-11f3521deeca"));
+
+  const std::string backfill_facet = R"json(
+        "backfilld_backfill": {
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "urn:backfilld:0.1.0:facet:BackfilldBackfillRunFacet#/$defs/BackfilldBackfillRunFacet",
+          "jobId": "bf-7", "state": "ROLLED_BACK", "reason": "refund bug",
+          "ticket": "DATA-42", "requestedBy": "alice",
+          "message": "rolled back by bob"
+        })json";
+  const std::string nominal = R"json(
+        "nominalTime": {
+          "_producer": "urn:backfilld:0.1.0",
+          "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
+          "nominalStartTime": "2025-03-01T00:00:00.000Z",
+          "nominalEndTime": "2025-03-03T00:00:00.000Z"
+        })json";
+  // The job's rollback run: parent is the job's own run (bf-7).
+  ExpectSameJson((*events)[0], R"json({
+    "eventType": "START",
+    "eventTime": "2025-03-05T10:00:00.250Z",
+    "producer": "urn:backfilld:0.1.0",
+    "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+    "run": {"runId": "48835225-be5e-5839-a570-11f3521deeca",
+            "facets": {)json" + nominal +
+                                   R"json(,
+      "parent": {
+        "_producer": "urn:backfilld:0.1.0",
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json#/$defs/ParentRunFacet",
+        "run": {"runId": "306754dd-2e3c-5fef-a17a-f37518c9fbd5"},
+        "job": {"namespace": "backfilld", "name": "backfill"}
+      },)json" + backfill_facet + R"json(}},
+    "job": {"namespace": "backfilld", "name": "backfill"},
+    "inputs": [], "outputs": []
+  })json");
+  // daily_revenue's rollback run: parent is bf-7's daily_revenue run, the
+  // output the restored table, no inputs and no statistics.
+  ExpectSameJson((*events)[4], R"json({
+    "eventType": "COMPLETE",
+    "eventTime": "2025-03-05T10:00:00.250Z",
+    "producer": "urn:backfilld:0.1.0",
+    "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+    "run": {"runId": "d82652a2-8237-5e49-a340-a61915d12aa9",
+            "facets": {)json" + nominal +
+                                   R"json(,
+      "parent": {
+        "_producer": "urn:backfilld:0.1.0",
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json#/$defs/ParentRunFacet",
+        "run": {"runId": "220f2adc-e921-5ff3-9a8e-9daa676317f1"},
+        "job": {"namespace": "backfilld", "name": "backfill/daily_revenue"}
+      },)json" + backfill_facet + R"json(}},
+    "job": {"namespace": "backfilld", "name": "backfill/daily_revenue"},
+    "inputs": [],
+    "outputs": [
+      {"namespace": "sqlite:///srv/bf/warehouse.db", "name": "daily_revenue",
+       )json" + Link("daily_revenue") +
+                                   R"json(}
+    ]
+  })json");
 }
 
 TEST_F(OpenLineageEventsTest, TextIsEscapedAsJson) {

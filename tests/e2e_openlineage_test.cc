@@ -7,12 +7,14 @@
 // gets its COMPLETE after the restart, on the run its START opened.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -75,9 +77,13 @@ double Sample(const std::string& scrape, const std::string& name) {
 
 class OpenLineageE2eTest : public E2eTest {
  protected:
-  // The dataset namespace events use for the warehouse.
+  // The dataset namespace events use for the warehouse: sqlite://, this
+  // host's name in lower case, the file's absolute path.
   std::string WarehouseNamespace() const {
-    return "sqlite://" + fs::absolute(warehouse_).string();
+    char host[256] = {};
+    EXPECT_EQ(gethostname(host, sizeof host - 1), 0);
+    return "sqlite://" + absl::AsciiStrToLower(host) +
+           fs::absolute(warehouse_).string();
   }
 
   std::vector<Struct> Events(const HttpTestServer& receiver) {
@@ -187,16 +193,34 @@ TEST_F(OpenLineageE2eTest, StartAndCompleteOfAJobArriveWithTheSameRuns) {
   EXPECT_EQ(At(At(parent, "run"), "runId").string_value(), run_of["backfill"]);
   EXPECT_EQ(At(At(parent, "job"), "name").string_value(), "backfill");
   EXPECT_EQ(At(At(parent, "job"), "namespace").string_value(), "e2e-lineage");
+  // Named by table, with a symlink to the backfilld dataset in the jobs'
+  // namespace.
+  auto linked = [](const Value& dataset) {
+    const Value& symlinks = At(At(dataset, "facets"), "symlinks");
+    EXPECT_EQ(At(symlinks, "_schemaURL").string_value(),
+              "https://openlineage.io/spec/facets/1-0-1/"
+              "SymlinksDatasetFacet.json#/$defs/SymlinksDatasetFacet");
+    std::string out;
+    for (const Value& id : At(symlinks, "identifiers").list_value().values()) {
+      out += At(id, "namespace").string_value() + " " +
+             At(id, "name").string_value() + " " +
+             At(id, "type").string_value();
+    }
+    return out;
+  };
   std::vector<std::string> inputs;
   for (const Value& input : At(complete, "inputs").list_value().values()) {
     EXPECT_EQ(At(input, "namespace").string_value(), WarehouseNamespace());
-    inputs.push_back(At(input, "name").string_value());
+    inputs.push_back(At(input, "name").string_value() + " -> " + linked(input));
   }
-  EXPECT_THAT(inputs, ElementsAre("raw_orders", "dim_customers"));
+  EXPECT_THAT(inputs,
+              ElementsAre("raw_orders -> e2e-lineage orders DATASET",
+                          "dim_customers -> e2e-lineage customers DATASET"));
   ASSERT_EQ(At(complete, "outputs").list_value().values_size(), 1);
   const Value& output = At(complete, "outputs").list_value().values(0);
   EXPECT_EQ(At(output, "namespace").string_value(), WarehouseNamespace());
   EXPECT_EQ(At(output, "name").string_value(), "daily_revenue");
+  EXPECT_EQ(linked(output), "e2e-lineage daily_revenue DATASET");
   Sqlite db(warehouse_, /*read_only=*/true);
   auto rows = db.Query(
       "SELECT COUNT(*) FROM daily_revenue WHERE ds >= '2025-01-02' AND ds < "
@@ -216,6 +240,70 @@ TEST_F(OpenLineageE2eTest, StartAndCompleteOfAJobArriveWithTheSameRuns) {
       WaitForSample(daemon, "backfill_openlineage_events_sent_total", 4);
   EXPECT_EQ(Sample(scrape, "backfill_openlineage_events_sent_total"), 4);
   EXPECT_EQ(Sample(scrape, "backfill_openlineage_failed_attempts_total"), 0);
+  ExpectCleanSigterm(daemon);
+}
+
+TEST_F(OpenLineageE2eTest,
+       ARollbackIsARunOfItsOwnAndLeavesTheJobsRunsComplete) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/5, /*orders_per_day=*/20, false));
+  HttpTestServer receiver;
+  Daemon& daemon = NewDaemon();
+  // The full endpoint, as OpenLineage clients are configured: used as is
+  // (Events() checks every request went to /api/v1/lineage).
+  daemon.set_extra_args({"--openlineage-url", receiver.Url("/api/v1/lineage")});
+  ASSERT_TRUE(daemon.Start());
+  const std::string job = SubmitSucceeded(
+      daemon, {"daily_revenue", "--from", "2025-01-02", "--to", "2025-01-04"},
+      "e2e lineage rollback");
+  ASSERT_FALSE(job.empty());
+  ASSERT_NO_FATAL_FAILURE(AwaitEvents(receiver, 4));
+  RunResult rollback = daemon.CtlJson(
+      {"rollback", job, "--reason", "bad numbers"}, seconds(120));
+  ASSERT_EQ(rollback.exit_code, 0) << rollback;
+  ASSERT_NO_FATAL_FAILURE(AwaitEvents(receiver, 8));
+  const std::vector<Struct> events = Events(receiver);
+  ASSERT_EQ(events.size(), 8u);
+  std::vector<std::string> order;
+  std::vector<std::string> runs;
+  for (const Struct& e : events) {
+    order.push_back(At(e, "eventType").string_value() + " " +
+                    At(At(e, "job"), "name").string_value());
+    runs.push_back(At(At(e, "run"), "runId").string_value());
+  }
+  EXPECT_THAT(
+      order,
+      ElementsAre("START backfill", "START backfill/daily_revenue",
+                  "COMPLETE backfill", "COMPLETE backfill/daily_revenue",
+                  // the rollback's runs
+                  "START backfill", "START backfill/daily_revenue",
+                  "COMPLETE backfill/daily_revenue", "COMPLETE backfill"));
+  // No ABORT on the job's runs; the rollback's runs are new runs whose
+  // parent is the run they undo.
+  const std::string job_run = runs[0];
+  const std::string dataset_run = runs[1];
+  EXPECT_EQ(runs[2], job_run);
+  EXPECT_EQ(runs[3], dataset_run);
+  EXPECT_NE(runs[4], job_run);
+  EXPECT_NE(runs[5], dataset_run);
+  EXPECT_EQ(runs[7], runs[4]);
+  EXPECT_EQ(runs[6], runs[5]);
+  EXPECT_EQ(
+      At(At(At(At(At(events[4], "run"), "facets"), "parent"), "run"), "runId")
+          .string_value(),
+      job_run);
+  const Value& parent = At(At(At(events[6], "run"), "facets"), "parent");
+  EXPECT_EQ(At(At(parent, "run"), "runId").string_value(), dataset_run);
+  EXPECT_EQ(At(At(parent, "job"), "name").string_value(),
+            "backfill/daily_revenue");
+  // The restored dataset is the rollback run's output.
+  ASSERT_EQ(At(events[6], "outputs").list_value().values_size(), 1);
+  const Value& output = At(events[6], "outputs").list_value().values(0);
+  EXPECT_EQ(At(output, "namespace").string_value(), WarehouseNamespace());
+  EXPECT_EQ(At(output, "name").string_value(), "daily_revenue");
+  EXPECT_EQ(
+      At(At(At(At(events[6], "run"), "facets"), "backfilld_backfill"), "state")
+          .string_value(),
+      "ROLLED_BACK");
   ExpectCleanSigterm(daemon);
 }
 
