@@ -73,6 +73,14 @@ std::string Excerpt(const std::string& body) {
 
 bool Retryable(int status) { return status >= 500 || status == 429; }
 
+// The longest a wait goes without asking whether the service is stopping.
+constexpr absl::Duration kStopCheck = absl::Milliseconds(500);
+
+// `d` for a message: whole milliseconds (1.659s, not 1.659590051s).
+std::string Rounded(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
+}
+
 }  // namespace
 
 ConsumerConfirmer::ConsumerConfirmer(Engine* engine, HttpClient* http,
@@ -155,9 +163,21 @@ std::optional<std::string> ConsumerConfirmer::Disagreement(
   return ShowJson(*served);
 }
 
-absl::Duration ConsumerConfirmer::RequestTimeout(absl::Time deadline) const {
-  const absl::Duration left = deadline - clock_->Now();
-  return std::max(absl::Seconds(1), std::min(left, options_.max_request));
+absl::Duration ConsumerConfirmer::RequestTimeout(absl::Time deadline,
+                                                 bool floor) const {
+  absl::Duration left = deadline - clock_->Now();
+  if (floor) left = std::max(left, absl::Seconds(1));
+  return std::max(std::min(left, options_.max_request), absl::Milliseconds(1));
+}
+
+bool ConsumerConfirmer::Pause(absl::Duration d) const {
+  while (d > absl::ZeroDuration()) {
+    if (Stopping()) return false;
+    const absl::Duration slice = std::min(d, kStopCheck);
+    clock_->SleepFor(slice);
+    d -= slice;
+  }
+  return !Stopping();
 }
 
 std::string ConsumerConfirmer::Invalidate(
@@ -203,13 +223,28 @@ std::string ConsumerConfirmer::Invalidate(
   const size_t total = posts.size() + runs.size();
   absl::Duration backoff = options_.first_backoff;
   int attempts = 0;
+  std::string last_error;
   for (size_t next = 0; next < total;) {
+    // Before every request: the service may be stopping, the time may be up.
+    if (Stopping()) {
+      *interrupted = true;
+      return "the service stopped";
+    }
+    if (clock_->Now() >= deadline) {
+      if (!last_error.empty()) {
+        return absl::StrCat("invalidation failed after ", attempts,
+                            attempts == 1 ? " attempt" : " attempts", ": ",
+                            last_error);
+      }
+      return absl::StrCat("invalidation did not finish within the timeout (",
+                          next, " of ", total, " requests done)");
+    }
     ++attempts;
     std::string error;
     bool final = false;
     if (next < posts.size()) {
       HttpRequest request = posts[next];
-      request.timeout = RequestTimeout(deadline);
+      request.timeout = RequestTimeout(deadline, false);
       request.connect_timeout = std::min(request.timeout, absl::Seconds(5));
       absl::StatusOr<HttpResponse> r = http_->Send(request);
       if (!r.ok()) {
@@ -222,7 +257,7 @@ std::string ConsumerConfirmer::Invalidate(
       }
     } else {
       CommandRequest request = runs[next - posts.size()];
-      request.timeout = RequestTimeout(deadline);
+      request.timeout = RequestTimeout(deadline, false);
       absl::StatusOr<CommandResult> r = commands_->Run(request);
       if (!r.ok()) {
         error = std::string(r.status().message());
@@ -243,25 +278,20 @@ std::string ConsumerConfirmer::Invalidate(
       continue;
     }
     if (final) return absl::StrCat("invalidation refused: ", error);
-    if (Stopping()) {
+    last_error = std::move(error);
+    const absl::Duration left = deadline - clock_->Now();
+    if (left > absl::ZeroDuration() && !Pause(std::min(backoff, left))) {
       *interrupted = true;
       return "the service stopped";
     }
-    const absl::Duration left = deadline - clock_->Now();
-    if (left <= absl::ZeroDuration()) {
-      return absl::StrCat("invalidation failed after ", attempts,
-                          attempts == 1 ? " attempt" : " attempts", ": ",
-                          error);
-    }
-    clock_->SleepFor(std::min(backoff, left));
     backoff = std::min(backoff * 2, options_.max_wait);
   }
   return "";
 }
 
-ConsumerConfirmer::Served ConsumerConfirmer::Probe(const ConsumerSpec& consumer,
-                                                   const std::string& partition,
-                                                   absl::Time deadline) const {
+ConsumerConfirmer::Served ConsumerConfirmer::Probe(
+    const ConsumerSpec& consumer, const std::string& partition,
+    absl::Duration timeout) const {
   Served out;
   std::string body;
   if (consumer.kind == ConsumerKind::kHttp) {
@@ -271,7 +301,7 @@ ConsumerConfirmer::Served ConsumerConfirmer::Probe(const ConsumerSpec& consumer,
     }
     HttpRequest get;
     get.url = ProbeUrl(consumer, partition);
-    get.timeout = RequestTimeout(deadline);
+    get.timeout = timeout;
     get.connect_timeout = std::min(get.timeout, absl::Seconds(5));
     for (const auto& [name, value] : consumer.headers) {
       absl::StatusOr<std::string> v = ExpandEnvironment(value);
@@ -298,7 +328,7 @@ ConsumerConfirmer::Served ConsumerConfirmer::Probe(const ConsumerSpec& consumer,
     }
     CommandRequest run;
     run.argv = ProbeCommand(consumer, partition);
-    run.timeout = RequestTimeout(deadline);
+    run.timeout = timeout;
     absl::StatusOr<CommandResult> r = commands_->Run(run);
     if (!r.ok()) {
       out.error = absl::StrCat("no answer (", r.status().message(), ")");
@@ -361,6 +391,20 @@ ConsumerResult ConsumerConfirmer::Confirm(
       ProbedPartitions(partitions, consumer.sample);
   std::map<std::string, SqlValue> expected;
   for (const std::string& p : probed) {
+    if (Stopping()) {
+      result.interrupted = true;
+      return finish(false, "interrupted");
+    }
+    if (clock_->Now() >= deadline) {
+      return finish(false,
+                    absl::StrCat(who,
+                                 ": the expect queries did not finish within "
+                                 "the timeout (",
+                                 expected.size(), " of ", probed.size(),
+                                 " partitions read after ",
+                                 Rounded(clock_->Now() - start), ", timeout ",
+                                 Rounded(consumer.timeout), ")"));
+    }
     absl::StatusOr<SqlValue> v =
         engine_->QueryValue(dataset, p, consumer.expect);
     if (!v.ok()) {
@@ -378,14 +422,26 @@ ConsumerResult ConsumerConfirmer::Confirm(
     return finish(false, absl::StrCat(who, ": ", invalidation));
   }
 
+  // Rounds of probes of the partitions that still differ, until none does
+  // or the deadline. Before every probe: stop? out of time? The wait before
+  // the last round leaves it up to 1 s for its requests, so that the last
+  // look is not wasted at the deadline itself.
   std::set<std::string> pending(probed.begin(), probed.end());
-  std::map<std::string, std::string> last;  // what each pending one served
+  std::map<std::string, std::string> last;  // what each probed one served
   absl::Duration poll = options_.first_poll;
   int rounds = 0;
+  bool final_round = false;
   while (true) {
-    ++rounds;
+    bool probed_any = false;
     for (auto it = pending.begin(); it != pending.end();) {
-      Served served = Probe(consumer, *it, deadline);
+      if (Stopping()) {
+        result.interrupted = true;
+        return finish(false, "interrupted");
+      }
+      if (clock_->Now() >= deadline) break;
+      const bool first = last.count(*it) == 0;
+      Served served = Probe(consumer, *it, RequestTimeout(deadline, first));
+      probed_any = true;
       std::optional<std::string> differs;
       if (!served.ok) {
         differs = served.error;
@@ -402,6 +458,7 @@ ConsumerResult ConsumerConfirmer::Confirm(
         ++it;
       }
     }
+    if (probed_any) ++rounds;
     if (pending.empty()) {
       return finish(
           true, absl::StrCat(
@@ -419,20 +476,54 @@ ConsumerResult ConsumerConfirmer::Confirm(
       return finish(false, "interrupted");
     }
     const absl::Duration left = deadline - clock_->Now();
-    if (left <= absl::ZeroDuration()) break;
-    clock_->SleepFor(std::min(poll, left));
+    if (final_round || left <= absl::ZeroDuration()) break;
+    const absl::Duration reserve = std::min(absl::Seconds(1), left / 2);
+    absl::Duration wait = poll;
+    if (wait >= left - reserve) {
+      wait = left - reserve;
+      final_round = true;
+    }
+    if (!Pause(wait)) {
+      result.interrupted = true;
+      return finish(false, "interrupted");
+    }
     poll = std::min(poll * 2, options_.max_wait);
   }
-  const std::string& p = *pending.begin();
-  std::string message =
-      absl::StrCat(who, " still serves ", last[p],
-                   p.empty() ? "" : absl::StrCat(" for partition ", p),
-                   " where the warehouse has ", Show(expected[p]), " after ",
-                   absl::FormatDuration(consumer.timeout), " (", rounds,
+  // Unhealthy: name the first partition that was probed and still differs.
+  size_t differ = 0;
+  const std::string* shown = nullptr;
+  for (const std::string& p : pending) {
+    if (last.count(p) == 0) continue;
+    ++differ;
+    if (shown == nullptr) shown = &p;
+  }
+  const size_t unprobed = pending.size() - differ;
+  const std::string elapsed =
+      absl::StrCat("after ", Rounded(clock_->Now() - start), " (timeout ",
+                   Rounded(consumer.timeout), "; ", rounds,
                    rounds == 1 ? " probe round" : " probe rounds");
-  if (pending.size() > 1) {
-    absl::StrAppend(&message, "; ", pending.size(), " of ", probed.size(),
-                    " probed partitions differ");
+  std::string message;
+  if (shown == nullptr) {
+    message = absl::StrCat(who,
+                           " was invalidated, but its timeout passed before "
+                           "a partition was probed: ",
+                           elapsed);
+    absl::StrAppend(&message, ")");
+    return finish(false, std::move(message));
+  } else {
+    const std::string& p = *shown;
+    message = absl::StrCat(who, " still serves ", last[p],
+                           p.empty() ? "" : absl::StrCat(" for partition ", p),
+                           " where the warehouse has ", Show(expected[p]), " ",
+                           elapsed);
+    if (differ > 1) {
+      absl::StrAppend(&message, "; ", differ, " of ", probed.size(),
+                      " probed partitions differ");
+    }
+  }
+  if (unprobed > 0) {
+    absl::StrAppend(&message, "; ", unprobed, " of ", probed.size(),
+                    " partitions not probed before the timeout");
   }
   absl::StrAppend(&message, ")");
   return finish(false, std::move(message));

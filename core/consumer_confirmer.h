@@ -3,7 +3,11 @@
 // or its command; retried with backoff on errors, 5xx and 429), then
 // probes each chosen partition until it serves what the consumer's
 // `expect` query returns on the warehouse (Engine::QueryValue), or the
-// consumer's timeout passes. Every wait goes through the injected Clock.
+// consumer's timeout passes. The timeout bounds the whole confirmation:
+// the deadline and the stop signal are checked before every request and
+// query, and a request never waits past the deadline (but the first probe
+// of a partition gets at least 1 s). Every wait goes through the injected
+// Clock.
 // Numbers agree within 1e-9 relative, text exactly, NULL only with JSON
 // null (a query with no row expects null; a missing field never agrees).
 //
@@ -52,8 +56,9 @@ struct ConfirmerOptions {
 class ConsumerConfirmer {
  public:
   // `http` or `commands` may be null: a consumer that needs it is
-  // unhealthy, saying so. `stopping` (may be empty) is asked between
-  // attempts: true ends the confirmation early, `interrupted`.
+  // unhealthy, saying so. `stopping` (may be empty) is asked before every
+  // request, query and between waits: true ends the confirmation early,
+  // `interrupted`.
   ConsumerConfirmer(Engine* engine, HttpClient* http, CommandRunner* commands,
                     const Clock* clock, std::function<bool()> stopping,
                     ConfirmerOptions options = {});
@@ -97,8 +102,14 @@ class ConsumerConfirmer {
     std::string error;               // !ok
   };
   Served Probe(const ConsumerSpec& consumer, const std::string& partition,
-               absl::Time deadline) const;
-  absl::Duration RequestTimeout(absl::Time deadline) const;
+               absl::Duration timeout) const;
+  // How long the next request may take: the time left before `deadline`,
+  // at most options_.max_request; at least 1 s when `floor` (the first
+  // probe of a partition, so that each gets a fair chance once).
+  absl::Duration RequestTimeout(absl::Time deadline, bool floor) const;
+  // Sleeps `d` on the clock in slices, asking `stopping` between them;
+  // false when the service is stopping.
+  bool Pause(absl::Duration d) const;
   bool Stopping() const { return stopping_ && stopping_(); }
 
   Engine* const engine_;

@@ -385,14 +385,126 @@ TEST_F(ConfirmerTest, AStaleCacheEndsUnhealthyAtTheTimeoutSayingWhat) {
   const absl::Time start = clock_.Now();
   ConsumerResult r = Run(&http, {"2025-03-01"});
   EXPECT_FALSE(r.healthy);
-  // It waited exactly its timeout on the clock, polling with backoff
-  // (0.25, 0.5, 1, 2, 4, 5, 5, 5, 5 s, then the 2.25 s left).
-  EXPECT_EQ(clock_.Now() - start, absl::Seconds(30));
+  // It polled with backoff (0.25, 0.5, 1, 2, 4, 5, 5, 5, 5 s: 27.75 s),
+  // then waited for the last round up to 1 s before the deadline (1.25 s),
+  // leaving that round time for its requests.
+  EXPECT_EQ(clock_.Now() - start, absl::Seconds(29));
   EXPECT_EQ(http.requests.size(), 1u + 11u);
   EXPECT_EQ(r.message,
             "consumer amount_cache of segment_daily still serves 12.5 for "
-            "partition 2025-03-01 where the warehouse has 13.75 after 30s "
-            "(11 probe rounds)");
+            "partition 2025-03-01 where the warehouse has 13.75 after 29s "
+            "(timeout 30s; 11 probe rounds)");
+}
+
+TEST_F(ConfirmerTest, TheTimeoutBoundsARoundOfHangingProbes) {
+  // 30 partitions, a probe that hangs until its request timeout, a 2 s
+  // timeout: the first probe gets the 2 s left, and then the time is up.
+  consumer_.timeout = absl::Seconds(2);
+  engine_.SetQueryValues([](const std::string&, const std::string&,
+                            const std::string&) -> absl::StatusOr<SqlValue> {
+    return Real(10.5);
+  });
+  std::vector<std::string> days;
+  for (int d = 1; d <= 30; ++d) {
+    days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
+  }
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    clock_.Advance(r.timeout);
+    return absl::DeadlineExceededError("GET timed out");
+  });
+  const absl::Time start = clock_.Now();
+  ConsumerResult r = Run(&http, days);
+  EXPECT_FALSE(r.healthy);
+  EXPECT_EQ(clock_.Now() - start, absl::Seconds(2));
+  ASSERT_EQ(http.requests.size(), 2u);  // the POST and one probe
+  EXPECT_EQ(http.requests[1].timeout, absl::Seconds(2));
+  EXPECT_THAT(r.message, HasSubstr("for partition 2025-04-01 where the "
+                                   "warehouse has 10.5 after 2s (timeout 2s; "
+                                   "1 probe round; 29 of 30 partitions not "
+                                   "probed before the timeout)"));
+}
+
+TEST_F(ConfirmerTest, SlowProbesGetTheTimeLeftAndTheFirstOfEachAtLeast1s) {
+  consumer_.timeout = absl::Seconds(2);
+  engine_.SetQueryValues([](const std::string&, const std::string&,
+                            const std::string&) -> absl::StatusOr<SqlValue> {
+    return Real(10.5);
+  });
+  std::vector<std::string> days;
+  for (int d = 1; d <= 30; ++d) {
+    days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
+  }
+  // Each probe takes 700 ms and serves the old number.
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    clock_.Advance(absl::Milliseconds(700));
+    return Answer(200, R"({"amount": 9})");
+  });
+  const absl::Time start = clock_.Now();
+  ConsumerResult r = Run(&http, days);
+  EXPECT_FALSE(r.healthy);
+  // Probes at 0, 0.7 and 1.4 s; at 2.1 s the time is up.
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(2100));
+  ASSERT_EQ(http.requests.size(), 4u);
+  EXPECT_EQ(http.requests[1].timeout, absl::Seconds(2));
+  EXPECT_EQ(http.requests[2].timeout, absl::Milliseconds(1300));
+  EXPECT_EQ(http.requests[3].timeout, absl::Seconds(1));  // 0.6 s left
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily still serves 9 for "
+            "partition 2025-04-01 where the warehouse has 10.5 after 2.1s "
+            "(timeout 2s; 1 probe round; 3 of 30 probed partitions differ; 27 "
+            "of 30 partitions not probed before the timeout)");
+}
+
+TEST_F(ConfirmerTest, AStopInTheMiddleOfARoundEndsAfterOneRequest) {
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(1); });
+  bool stopping = false;
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    stopping = true;  // SIGTERM arrives during the first probe
+    return Answer(200, R"({"amount": 0})");
+  });
+  dataset_.consumers = {consumer_};
+  JobLayout layout;
+  layout.job_id = "bf-9";
+  layout.items.push_back(
+      {&dataset_, {"2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"}});
+  ConfirmContext context;
+  context.engine = &engine_;
+  context.http = &http;
+  context.clock = &clock_;
+  context.stopping = [&] { return stopping; };
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<ConfirmOutcome> out = ConfirmDownstream(layout, context);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(http.requests.size(), 2u);  // the POST and one probe
+  EXPECT_EQ(clock_.Now(), start);       // no wait either
+}
+
+TEST_F(ConfirmerTest, AStopBetweenInvalidationBatchesEndsThem) {
+  consumer_.kind = ConsumerKind::kCommand;
+  consumer_.invalidate_command = {"/opt/flush"};
+  consumer_.probe_command = {"/opt/read"};
+  std::vector<std::string> hours;
+  for (size_t i = 0; i < 3 * kInvalidateBatch; ++i) {
+    hours.push_back(absl::StrCat("p", 10000 + i));
+  }
+  bool stopping = false;
+  FakeCommands commands(
+      [&](const CommandRequest&) -> absl::StatusOr<CommandResult> {
+        stopping = true;
+        CommandResult out;
+        out.exit_code = 0;
+        return out;
+      });
+  ConsumerConfirmer confirmer(&engine_, nullptr, &commands, &clock_,
+                              [&] { return stopping; });
+  ConsumerResult r = confirmer.Confirm(dataset_, consumer_, "bf-9", hours);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(commands.runs.size(), 1u);  // one batch of three
 }
 
 TEST_F(ConfirmerTest, ACacheThatCatchesUpInTimeIsHealthy) {
@@ -502,7 +614,8 @@ TEST_F(ConfirmerTest, InvalidJsonAndAMissingFieldAreReported) {
               HasSubstr("still serves an answer that is not JSON (not valid "
                         "JSON at byte 0: a value was expected): "
                         "'<html>oops</html>' for partition 2025-03-01 where "
-                        "the warehouse has 1 after 1s"));
+                        "the warehouse has 1 after 625ms (timeout 1s; 3 probe "
+                        "rounds)"));
   FakeHttp missing([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
     return Answer(200, R"({"amt": 1})");
   });
@@ -748,7 +861,8 @@ TEST_F(ConfirmRunnerTest, UnhealthyThenConfirmedAgainThenResumedAfterRestart) {
   EXPECT_THAT(job.message,
               HasSubstr("published, but downstream is unhealthy: consumer "
                         "n_cache of daily still serves 0 for partition "
-                        "2025-01-01 where the warehouse has 1 after 10s"));
+                        "2025-01-01 where the warehouse has 1 after "));
+  EXPECT_THAT(job.message, HasSubstr("(timeout 10s; "));
   EXPECT_THAT(cache_.posts(),
               ElementsAre(absl::StrCat(R"({"dataset":"daily","job":")", id,
                                        R"(","partitions":["2025-01-01",)"

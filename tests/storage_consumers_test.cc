@@ -137,5 +137,23 @@ TEST_F(QueryValueTest, WritesAreRefusedAndChangeNothing) {
   EXPECT_EQ(form.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(QueryValueTest, AQueryThatRunsTooLongIsStopped) {
+  // Counts without end: only the query's own deadline stops it.
+  auto v = engine_->QueryValue(
+      daily_, "2025-03-01",
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+      "SELECT COUNT(*) FROM n");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(v.status().message(),
+              HasSubstr("the expect query on segment_daily for partition "
+                        "2025-03-01 ran longer than 10s and was stopped"));
+  // The connection is usable again, without the bound's handler.
+  auto after = engine_->QueryValue(
+      daily_, "2025-03-02",
+      "SELECT COUNT(*) FROM segment_daily WHERE day = :partition");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->integer, 1);
+}
+
 }  // namespace
 }  // namespace backfill
