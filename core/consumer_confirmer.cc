@@ -73,6 +73,18 @@ std::string Excerpt(const std::string& body) {
 
 bool Retryable(int status) { return status >= 500 || status == 429; }
 
+// How a command that did not exit 0 ended: "`what` exited with status 3
+// ('cannot connect')", "... was killed by signal 9".
+std::string DescribeExit(const std::string& what, const CommandResult& r) {
+  return absl::StrCat(what, " ",
+                      r.signal != 0
+                          ? absl::StrCat("was killed by signal ", r.signal)
+                          : absl::StrCat("exited with status ", r.exit_code),
+                      r.error_output.empty()
+                          ? std::string()
+                          : absl::StrCat(" (", Excerpt(r.error_output), ")"));
+}
+
 // The longest a wait goes without asking whether the service is stopping.
 constexpr absl::Duration kStopCheck = absl::Milliseconds(500);
 
@@ -192,13 +204,10 @@ std::string ConsumerConfirmer::Invalidate(
     HttpRequest post;
     post.method = "POST";
     post.url = consumer.invalidate_url;
-    for (const auto& [name, value] : consumer.headers) {
-      absl::StatusOr<std::string> v = ExpandEnvironment(value);
-      if (!v.ok()) {
-        return absl::StrCat("header ", name, ": ", v.status().message());
-      }
-      post.headers.emplace_back(name, *std::move(v));
-    }
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> headers =
+        ExpandedHeaders(consumer);
+    if (!headers.ok()) return std::string(headers.status().message());
+    post.headers = *std::move(headers);
     post.headers.emplace_back("Content-Type", "application/json");
     std::vector<std::string> quoted;
     for (const std::string& p : partitions) quoted.push_back(JsonQuote(p));
@@ -264,13 +273,7 @@ std::string ConsumerConfirmer::Invalidate(
         final = r.status().code() == absl::StatusCode::kNotFound ||
                 r.status().code() == absl::StatusCode::kInvalidArgument;
       } else if (r->exit_code != 0) {
-        error = absl::StrCat(
-            "the invalidate command ",
-            r->signal != 0 ? absl::StrCat("was killed by signal ", r->signal)
-                           : absl::StrCat("exited with status ", r->exit_code),
-            r->error_output.empty()
-                ? std::string()
-                : absl::StrCat(": ", Excerpt(r->error_output)));
+        error = DescribeExit("the invalidate command", *r);
       }
     }
     if (error.empty()) {
@@ -303,14 +306,13 @@ ConsumerConfirmer::Served ConsumerConfirmer::Probe(
     get.url = ProbeUrl(consumer, partition);
     get.timeout = timeout;
     get.connect_timeout = std::min(get.timeout, absl::Seconds(5));
-    for (const auto& [name, value] : consumer.headers) {
-      absl::StatusOr<std::string> v = ExpandEnvironment(value);
-      if (!v.ok()) {
-        out.error = absl::StrCat("header ", name, ": ", v.status().message());
-        return out;
-      }
-      get.headers.emplace_back(name, *std::move(v));
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> headers =
+        ExpandedHeaders(consumer);
+    if (!headers.ok()) {
+      out.error = std::string(headers.status().message());
+      return out;
     }
+    get.headers = *std::move(headers);
     absl::StatusOr<HttpResponse> r = http_->Send(get);
     if (!r.ok()) {
       out.error = absl::StrCat("no answer (", r.status().message(), ")");
@@ -335,13 +337,7 @@ ConsumerConfirmer::Served ConsumerConfirmer::Probe(
       return out;
     }
     if (r->exit_code != 0) {
-      out.error = absl::StrCat(
-          "the probe command ",
-          r->signal != 0 ? absl::StrCat("was killed by signal ", r->signal)
-                         : absl::StrCat("exited with status ", r->exit_code),
-          r->error_output.empty()
-              ? std::string()
-              : absl::StrCat(" (", Excerpt(r->error_output), ")"));
+      out.error = DescribeExit("the probe command", *r);
       return out;
     }
     if (r->output_truncated) {

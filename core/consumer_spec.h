@@ -73,6 +73,15 @@ absl::StatusOr<std::vector<ConsumerSpec>> ParseConsumers(
 // unset.
 absl::StatusOr<std::string> ExpandEnvironment(const std::string& value);
 
+// The consumer's headers with every ${NAME} expanded, as each request
+// sends them (the same for the invalidation and the probes). Errors name
+// the header, never a value: FAILED_PRECONDITION when a variable is unset,
+// INVALID_ARGUMENT when an expanded name or value holds CR, LF or NUL (a
+// token read from a file often ends in a newline), which would split the
+// request.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+ExpandedHeaders(const ConsumerSpec& consumer);
+
 // The probe URL for `partition`: `{partition}` replaced by the value,
 // percent-encoded (everything but A-Z a-z 0-9 - . _ ~).
 std::string ProbeUrl(const ConsumerSpec& consumer,

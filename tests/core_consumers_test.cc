@@ -360,6 +360,51 @@ TEST_F(ConfirmerTest, InvalidationIsRetriedWithBackoffOn5xxAndErrors) {
             "(2 partitions probed)");
 }
 
+TEST_F(ConfirmerTest, TheExpandedHeaderGoesWithThePostAndEveryProbe) {
+  setenv("BF_TEST_CONFIRM_TOKEN", "tok-5ecret", 1);
+  consumer_.headers = {{"Authorization", "Bearer ${BF_TEST_CONFIRM_TOKEN}"},
+                       {"X-Tenant", "acme"}};
+  consumer_.timeout = absl::Seconds(1);
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(2); });
+  // A cache that echoes what it was sent: still the value must never reach
+  // the message through our own text.
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    return Answer(200, R"({"amount": 1})");
+  });
+  ConsumerResult r = Run(&http, {"2025-03-01", "2025-03-02"});
+  EXPECT_FALSE(r.healthy);
+  ASSERT_GE(http.requests.size(), 3u);
+  EXPECT_EQ(http.requests[0].method, "POST");
+  EXPECT_THAT(http.requests[0].headers,
+              ElementsAre(Pair("Authorization", "Bearer tok-5ecret"),
+                          Pair("X-Tenant", "acme"),
+                          Pair("Content-Type", "application/json")));
+  for (size_t i = 1; i < http.requests.size(); ++i) {
+    EXPECT_EQ(http.requests[i].method, "GET");
+    EXPECT_THAT(http.requests[i].headers,
+                ElementsAre(Pair("Authorization", "Bearer tok-5ecret"),
+                            Pair("X-Tenant", "acme")));
+  }
+  EXPECT_THAT(r.message, ::testing::Not(HasSubstr("tok-5ecret")));
+
+  // A token that ends in a newline (read from a file) would split the
+  // request: nothing is sent, the header is named, the value is not.
+  setenv("BF_TEST_CONFIRM_TOKEN", "tok-5ecret\nX-Injected: 1\n", 1);
+  http.requests.clear();
+  r = Run(&http, {"2025-03-01"});
+  EXPECT_FALSE(r.healthy);
+  EXPECT_TRUE(http.requests.empty());
+  EXPECT_THAT(r.message, HasSubstr("consumer amount_cache of segment_daily: "
+                                   "header Authorization: "));
+  EXPECT_THAT(r.message, HasSubstr("line break"));
+  EXPECT_THAT(r.message, ::testing::Not(HasSubstr("tok-5ecret")));
+  EXPECT_THAT(r.message, ::testing::Not(HasSubstr("Injected")));
+  unsetenv("BF_TEST_CONFIRM_TOKEN");
+}
+
 TEST_F(ConfirmerTest, A4xxInvalidationIsNotRetried) {
   FakeHttp http([&](const HttpRequest&) -> absl::StatusOr<HttpResponse> {
     return Answer(404, "no such route");

@@ -59,6 +59,28 @@ TEST(CurlHttpClientTest, PostSendsBodyAndHeadersAsGiven) {
   EXPECT_EQ(got.headers.count("expect"), 0u);
 }
 
+TEST(CurlHttpClientTest, AHeaderThatWouldSplitTheRequestIsNotSent) {
+  HttpTestServer server;
+  CurlHttpClient client;
+  for (const std::string& value :
+       {std::string("Bearer abc\nX-Injected: 1"), std::string("Bearer abc\r"),
+        std::string("Bearer abc\0def", 14)}) {
+    HttpRequest get;
+    get.url = server.Url("/value");
+    get.headers = {{"Authorization", value}};
+    absl::StatusOr<HttpResponse> r = client.Send(get);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("header Authorization"));
+    EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("abc")));
+  }
+  HttpRequest bad_name;
+  bad_name.url = server.Url("/value");
+  bad_name.headers = {{"X-A: 1\r\nX-B", "v"}};
+  EXPECT_EQ(client.Send(bad_name).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(server.requests().empty());
+}
+
 TEST(CurlHttpClientTest, ASlowServerIsADeadline) {
   HttpTestServer server;
   server.SetHandler([](const HttpTestServer::Request&) {
