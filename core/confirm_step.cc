@@ -20,7 +20,9 @@ absl::StatusOr<ConfirmOutcome> ConfirmDownstream(
             absl::StrCat("stopping while confirming consumer ", consumer.name,
                          " of ", item.dataset->name));
       }
-      if (context.observer != nullptr) {
+      // A warehouse that could not be read says nothing about the
+      // consumer's health: its gauge keeps its last value.
+      if (context.observer != nullptr && !r.warehouse_error) {
         context.observer->OnConsumerConfirmed(r.dataset, r.consumer, r.healthy,
                                               r.latency);
       }
@@ -55,7 +57,10 @@ absl::StatusOr<ConfirmOutcome> ConfirmDownstream(
                                         "numbers (",
                                         absl::StrJoin(healthy, ", "), ")"));
   } else {
-    out.message = absl::StrCat("published, but downstream is unhealthy: ",
+    out.message = absl::StrCat(first_bad->warehouse_error
+                                   ? "published, but downstream could not be "
+                                     "confirmed: "
+                                   : "published, but downstream is unhealthy: ",
                                first_bad->message);
     if (bad > 1) {
       absl::StrAppend(&out.message, " (", bad - 1,

@@ -73,6 +73,14 @@ std::string Excerpt(const std::string& body) {
 
 bool Retryable(int status) { return status >= 500 || status == 429; }
 
+// A warehouse error that may pass (busy, locked, I/O, disk full): worth
+// another attempt. A query that does not compile, or runs too long, will
+// not do better.
+bool TransientWarehouseError(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kResourceExhausted;
+}
+
 // How a command that did not exit 0 ended: "`what` exited with status 3
 // ('cannot connect')", "... was killed by signal 9".
 std::string DescribeExit(const std::string& what, const CommandResult& r) {
@@ -381,41 +389,68 @@ ConsumerResult ConsumerConfirmer::Confirm(
     return result;
   };
 
-  // What the warehouse says, once per probed partition: the job holds its
-  // partitions while it confirms, so the published rows do not change.
-  const std::vector<std::string> probed =
-      ProbedPartitions(partitions, consumer.sample);
-  std::map<std::string, SqlValue> expected;
-  for (const std::string& p : probed) {
-    if (Stopping()) {
-      result.interrupted = true;
-      return finish(false, "interrupted");
-    }
-    if (clock_->Now() >= deadline) {
-      return finish(false,
-                    absl::StrCat(who,
-                                 ": the expect queries did not finish within "
-                                 "the timeout (",
-                                 expected.size(), " of ", probed.size(),
-                                 " partitions read after ",
-                                 Rounded(clock_->Now() - start), ", timeout ",
-                                 Rounded(consumer.timeout), ")"));
-    }
-    absl::StatusOr<SqlValue> v =
-        engine_->QueryValue(dataset, p, consumer.expect);
-    if (!v.ok()) {
-      return finish(false, absl::StrCat(who, ": the expect query failed",
-                                        p.empty() ? "" : " for partition ", p,
-                                        ": ", v.status().message()));
-    }
-    expected[p] = *std::move(v);
-  }
-
+  // Invalidate first: whatever happens next (a warehouse that cannot be
+  // read, the timeout), the consumer has been told to drop the old numbers.
   const std::string invalidation = Invalidate(
       dataset, consumer, job_id, partitions, deadline, &result.interrupted);
   if (result.interrupted) return finish(false, "interrupted");
   if (!invalidation.empty()) {
     return finish(false, absl::StrCat(who, ": ", invalidation));
+  }
+
+  // What the warehouse says, once per probed partition: the job holds its
+  // partitions while it confirms, so the published rows do not change. An
+  // error that may pass (busy, I/O) is retried with backoff until the
+  // deadline; a failure is the warehouse's, not the consumer's.
+  const std::vector<std::string> probed =
+      ProbedPartitions(partitions, consumer.sample);
+  std::map<std::string, SqlValue> expected;
+  auto unreadable = [&](const std::string& p, const std::string& why) {
+    result.warehouse_error = true;
+    return finish(false,
+                  absl::StrCat(who, ": could not read the warehouse's value",
+                               p.empty() ? "" : " for partition ", p, " (", why,
+                               "); the consumer was invalidated, but whether "
+                               "it serves the new numbers is unknown"));
+  };
+  for (const std::string& p : probed) {
+    absl::Duration backoff = options_.first_backoff;
+    int attempts = 0;
+    while (true) {
+      if (Stopping()) {
+        result.interrupted = true;
+        return finish(false, "interrupted");
+      }
+      if (clock_->Now() >= deadline) {
+        return unreadable(
+            p, absl::StrCat("the expect queries did not finish within the "
+                            "timeout: ",
+                            expected.size(), " of ", probed.size(),
+                            " partitions read after ",
+                            Rounded(clock_->Now() - start), ", timeout ",
+                            Rounded(consumer.timeout)));
+      }
+      ++attempts;
+      absl::StatusOr<SqlValue> v =
+          engine_->QueryValue(dataset, p, consumer.expect);
+      if (v.ok()) {
+        expected[p] = *std::move(v);
+        break;
+      }
+      const absl::Duration left = deadline - clock_->Now();
+      if (!TransientWarehouseError(v.status()) || left <= backoff) {
+        return unreadable(
+            p, absl::StrCat(
+                   "the expect query failed",
+                   attempts > 1 ? absl::StrCat(" ", attempts, " times") : "",
+                   ": ", v.status().message()));
+      }
+      if (!Pause(backoff)) {
+        result.interrupted = true;
+        return finish(false, "interrupted");
+      }
+      backoff = std::min(backoff * 2, options_.max_wait);
+    }
   }
 
   // Rounds of probes of the partitions that still differ, until none does

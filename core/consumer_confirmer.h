@@ -1,8 +1,9 @@
 // ConsumerConfirmer: confirms one downstream consumer (consumer_spec.h) of
 // one dataset after a publish — invalidates it (HTTP POST of a JSON body,
-// or its command; retried with backoff on errors, 5xx and 429), then
-// probes each chosen partition until it serves what the consumer's
-// `expect` query returns on the warehouse (Engine::QueryValue), or the
+// or its command; retried with backoff on errors, 5xx and 429), then reads
+// the expected values (the `expect` query on the warehouse,
+// Engine::QueryValue; busy or I/O errors retried), then probes each chosen
+// partition until it serves what the warehouse has, or the
 // consumer's timeout passes. The timeout bounds the whole confirmation:
 // the deadline and the stop signal are checked before every request and
 // query, and a request never waits past the deadline (but the first probe
@@ -43,6 +44,9 @@ struct ConsumerResult {
   std::string message;
   absl::Duration latency;    // from the invalidation to the last probe
   bool interrupted = false;  // the service stopped before it was decided
+  // The warehouse's value could not be read (the expect query failed):
+  // unconfirmed, but nothing says the consumer is wrong.
+  bool warehouse_error = false;
 };
 inline constexpr size_t kMaxConsumerMessage = 1024;
 

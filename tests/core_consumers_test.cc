@@ -291,6 +291,16 @@ SqlValue Text(std::string v) {
   return s;
 }
 
+class RecordingObserver : public JobObserver {
+ public:
+  void OnConsumerConfirmed(const std::string& dataset,
+                           const std::string& consumer, bool healthy,
+                           absl::Duration latency) override {
+    seen.push_back(absl::StrCat(dataset, "/", consumer, "=", healthy));
+  }
+  std::vector<std::string> seen;
+};
+
 class ConfirmerTest : public ::testing::Test {
  protected:
   ConfirmerTest() : clock_(absl::FromUnixSeconds(1700000000)) {
@@ -403,6 +413,75 @@ TEST_F(ConfirmerTest, TheExpandedHeaderGoesWithThePostAndEveryProbe) {
   EXPECT_THAT(r.message, ::testing::Not(HasSubstr("tok-5ecret")));
   EXPECT_THAT(r.message, ::testing::Not(HasSubstr("Injected")));
   unsetenv("BF_TEST_CONFIRM_TOKEN");
+}
+
+TEST_F(ConfirmerTest, AWarehouseThatCannotBeReadIsNotTheConsumersFault) {
+  // The expect query no longer compiles (a schema change): the consumer is
+  // still invalidated, and the message blames the warehouse read.
+  engine_.SetQueryValues([](const std::string&, const std::string&,
+                            const std::string&) -> absl::StatusOr<SqlValue> {
+    return absl::FailedPreconditionError("no such column: amount");
+  });
+  FakeHttp http([&](const HttpRequest&) -> absl::StatusOr<HttpResponse> {
+    return Answer(200, "{}");
+  });
+  dataset_.consumers = {consumer_};
+  RecordingObserver observer;
+  JobLayout layout;
+  layout.job_id = "bf-9";
+  layout.items.push_back({&dataset_, {"2025-03-01"}});
+  ConfirmContext context;
+  context.engine = &engine_;
+  context.http = &http;
+  context.clock = &clock_;
+  context.observer = &observer;
+  absl::StatusOr<ConfirmOutcome> out = ConfirmDownstream(layout, context);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->healthy);
+  ASSERT_EQ(http.requests.size(), 1u);  // the invalidation, no probe
+  EXPECT_EQ(http.requests[0].method, "POST");
+  EXPECT_EQ(out->message,
+            "published, but downstream could not be confirmed: consumer "
+            "amount_cache of segment_daily: could not read the warehouse's "
+            "value for partition 2025-03-01 (the expect query failed: no "
+            "such column: amount); the consumer was invalidated, but whether "
+            "it serves the new numbers is unknown");
+  EXPECT_TRUE(observer.seen.empty());  // its health gauge is not touched
+}
+
+TEST_F(ConfirmerTest, ABusyWarehouseIsReadAgainUntilTheDeadline) {
+  int reads = 0;
+  engine_.SetQueryValues([&](const std::string&, const std::string&,
+                             const std::string&) -> absl::StatusOr<SqlValue> {
+    if (++reads <= 2) return absl::UnavailableError("database is locked");
+    return Real(3);
+  });
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    return Answer(200, R"({"amount": 3})");
+  });
+  const absl::Time start = clock_.Now();
+  ConsumerResult r = Run(&http, {"2025-03-01"});
+  EXPECT_TRUE(r.healthy) << r.message;
+  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(200 + 400));
+
+  // Locked for good: read until the time is up, then say so.
+  consumer_.timeout = absl::Seconds(3);
+  reads = 0;
+  engine_.SetQueryValues([&](const std::string&, const std::string&,
+                             const std::string&) -> absl::StatusOr<SqlValue> {
+    ++reads;
+    return absl::UnavailableError("database is locked");
+  });
+  r = Run(&http, {"2025-03-01"});
+  EXPECT_FALSE(r.healthy);
+  EXPECT_TRUE(r.warehouse_error);
+  // 0, 0.2, 0.6, 1.4 s; a fifth read would have to wait past 3 s.
+  EXPECT_EQ(reads, 4);
+  EXPECT_THAT(r.message, HasSubstr("could not read the warehouse's value for "
+                                   "partition 2025-03-01 (the expect query "
+                                   "failed 4 times: database is locked)"));
 }
 
 TEST_F(ConfirmerTest, A4xxInvalidationIsNotRetried) {
@@ -729,16 +808,6 @@ TEST_F(ConfirmerTest, AFailingProbeCommandSaysHowItExited) {
   EXPECT_THAT(r.message, HasSubstr("still serves the probe command exited "
                                    "with status 3 ('cannot connect')"));
 }
-
-class RecordingObserver : public JobObserver {
- public:
-  void OnConsumerConfirmed(const std::string& dataset,
-                           const std::string& consumer, bool healthy,
-                           absl::Duration latency) override {
-    seen.push_back(absl::StrCat(dataset, "/", consumer, "=", healthy));
-  }
-  std::vector<std::string> seen;
-};
 
 TEST_F(ConfirmerTest, TheStepConfirmsEveryConsumerAndReportsEach) {
   ConsumerSpec second = consumer_;
