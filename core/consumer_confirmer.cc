@@ -209,21 +209,29 @@ std::string ConsumerConfirmer::Invalidate(
   std::vector<CommandRequest> runs;
   if (consumer.kind == ConsumerKind::kHttp) {
     if (http_ == nullptr) return "backfilld has no HTTP client configured";
-    HttpRequest post;
-    post.method = "POST";
-    post.url = consumer.invalidate_url;
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> headers =
         ExpandedHeaders(consumer);
     if (!headers.ok()) return std::string(headers.status().message());
-    post.headers = *std::move(headers);
-    post.headers.emplace_back("Content-Type", "application/json");
-    std::vector<std::string> quoted;
-    for (const std::string& p : partitions) quoted.push_back(JsonQuote(p));
-    post.body =
-        absl::StrCat("{\"dataset\":", JsonQuote(dataset.name),
-                     ",\"job\":", JsonQuote(job_id), ",\"partitions\":[",
-                     absl::StrJoin(quoted, ","), "]}");
-    posts.push_back(std::move(post));
+    headers->emplace_back("Content-Type", "application/json");
+    // One POST per batch of kInvalidateBatch partitions, as for commands:
+    // the body stays small whatever the job's size.
+    for (size_t i = 0; i < partitions.size() || i == 0; i += kInvalidateBatch) {
+      const size_t end = std::min(partitions.size(), i + kInvalidateBatch);
+      std::vector<std::string> quoted;
+      for (size_t k = i; k < end; ++k) {
+        quoted.push_back(JsonQuote(partitions[k]));
+      }
+      HttpRequest post;
+      post.method = "POST";
+      post.url = consumer.invalidate_url;
+      post.headers = *headers;
+      post.body =
+          absl::StrCat("{\"dataset\":", JsonQuote(dataset.name),
+                       ",\"job\":", JsonQuote(job_id), ",\"partitions\":[",
+                       absl::StrJoin(quoted, ","), "]}");
+      posts.push_back(std::move(post));
+      if (end >= partitions.size()) break;
+    }
   } else {
     if (commands_ == nullptr) return "backfilld has no command runner";
     for (size_t i = 0; i < partitions.size() || i == 0; i += kInvalidateBatch) {
@@ -323,11 +331,12 @@ ConsumerConfirmer::Served ConsumerConfirmer::Probe(
     get.headers = *std::move(headers);
     absl::StatusOr<HttpResponse> r = http_->Send(get);
     if (!r.ok()) {
-      out.error = absl::StrCat("no answer (", r.status().message(), ")");
+      out.error = std::string(r.status().message());
       return out;
     }
     if (r->status < 200 || r->status > 299) {
-      out.error = absl::StrCat("HTTP ", r->status, " ", Excerpt(r->body));
+      out.error = absl::StrCat("GET ", get.url, " answered HTTP ", r->status,
+                               ": ", Excerpt(r->body));
       return out;
     }
     body = std::move(r->body);
@@ -341,11 +350,11 @@ ConsumerConfirmer::Served ConsumerConfirmer::Probe(
     run.timeout = timeout;
     absl::StatusOr<CommandResult> r = commands_->Run(run);
     if (!r.ok()) {
-      out.error = absl::StrCat("no answer (", r.status().message(), ")");
+      out.error = std::string(r.status().message());
       return out;
     }
     if (r->exit_code != 0) {
-      out.error = DescribeExit("the probe command", *r);
+      out.error = DescribeExit("the command", *r);
       return out;
     }
     if (r->output_truncated) {
@@ -458,7 +467,10 @@ ConsumerResult ConsumerConfirmer::Confirm(
   // the last round leaves it up to 1 s for its requests, so that the last
   // look is not wasted at the deadline itself.
   std::set<std::string> pending(probed.begin(), probed.end());
-  std::map<std::string, std::string> last;  // what each probed one served
+  // What each probed one served, or why its probe failed (then in
+  // `failed`).
+  std::map<std::string, std::string> last;
+  std::set<std::string> failed;
   absl::Duration poll = options_.first_poll;
   int rounds = 0;
   bool final_round = false;
@@ -483,9 +495,15 @@ ConsumerResult ConsumerConfirmer::Confirm(
       }
       if (!differs) {
         last.erase(*it);
+        failed.erase(*it);
         it = pending.erase(it);
       } else {
         last[*it] = *differs;
+        if (served.ok) {
+          failed.erase(*it);
+        } else {
+          failed.insert(*it);
+        }
         ++it;
       }
     }
@@ -499,8 +517,9 @@ ConsumerResult ConsumerConfirmer::Confirm(
                                                           ? " partition"
                                                           : " partitions")
                         : absl::StrCat(probed.size(), " of ", partitions.size(),
-                                       " partitions sampled"),
-                    " probed)"));
+                                       " partitions"),
+                    probed.size() == partitions.size() ? " probed)"
+                                                       : " probed, sampled)"));
     }
     if (Stopping()) {
       result.interrupted = true;
@@ -529,35 +548,37 @@ ConsumerResult ConsumerConfirmer::Confirm(
     if (shown == nullptr) shown = &p;
   }
   const size_t unprobed = pending.size() - differ;
-  const std::string elapsed =
+  std::string elapsed =
       absl::StrCat("after ", Rounded(clock_->Now() - start), " (timeout ",
                    Rounded(consumer.timeout), "; ", rounds,
                    rounds == 1 ? " probe round" : " probe rounds");
-  std::string message;
-  if (shown == nullptr) {
-    message = absl::StrCat(who,
-                           " was invalidated, but its timeout passed before "
-                           "a partition was probed: ",
-                           elapsed);
-    absl::StrAppend(&message, ")");
-    return finish(false, std::move(message));
-  } else {
-    const std::string& p = *shown;
-    message = absl::StrCat(who, " still serves ", last[p],
-                           p.empty() ? "" : absl::StrCat(" for partition ", p),
-                           " where the warehouse has ", Show(expected[p]), " ",
-                           elapsed);
-    if (differ > 1) {
-      absl::StrAppend(&message, "; ", differ, " of ", probed.size(),
-                      " probed partitions differ");
-    }
+  if (differ > 1) {
+    absl::StrAppend(&elapsed, "; ", differ, " of ", probed.size(),
+                    " probed partitions differ");
   }
   if (unprobed > 0) {
-    absl::StrAppend(&message, "; ", unprobed, " of ", probed.size(),
+    absl::StrAppend(&elapsed, "; ", unprobed, " of ", probed.size(),
                     " partitions not probed before the timeout");
   }
-  absl::StrAppend(&message, ")");
-  return finish(false, std::move(message));
+  absl::StrAppend(&elapsed, ")");
+  if (shown == nullptr) {
+    return finish(false, absl::StrCat(who,
+                                      " was invalidated, but its timeout "
+                                      "passed before a partition was probed: ",
+                                      elapsed));
+  }
+  const std::string& p = *shown;
+  const std::string where = p.empty() ? "" : absl::StrCat(" for partition ", p);
+  if (failed.count(p) > 0) {
+    // What came back was no served value: the error goes last, where the
+    // message's bound may clip it.
+    return finish(false, absl::StrCat(who, ": the probe failed", where,
+                                      " (the warehouse has ", Show(expected[p]),
+                                      ") ", elapsed, ": ", last[p]));
+  }
+  return finish(false, absl::StrCat(who, " still serves ", last[p], where,
+                                    " where the warehouse has ",
+                                    Show(expected[p]), " ", elapsed));
 }
 
 }  // namespace backfill

@@ -95,8 +95,9 @@ std::vector<std::string> ProbeCommand(const ConsumerSpec& consumer,
                                       const std::string& partition);
 
 // The invalidate command: the declared argv followed by the dataset, the
-// job id and the partitions, one argument each (the confirm step runs it
-// once per batch of at most kInvalidateBatch partitions).
+// job id and the partitions, one argument each. The confirm step runs it
+// once per batch of at most kInvalidateBatch partitions, and sends an HTTP
+// invalidation as one POST per batch of as many.
 inline constexpr size_t kInvalidateBatch = 1000;
 std::vector<std::string> InvalidateCommand(
     const ConsumerSpec& consumer, const std::string& dataset,

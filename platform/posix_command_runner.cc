@@ -172,7 +172,9 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(
     }
     return absl::DeadlineExceededError(
         absl::StrCat("`", shown, "` did not finish within ",
-                     absl::FormatDuration(request.timeout), "; it was killed"));
+                     absl::FormatDuration(
+                         absl::Trunc(request.timeout, absl::Milliseconds(1))),
+                     "; it was killed"));
   }
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

@@ -484,6 +484,34 @@ TEST_F(ConfirmerTest, ABusyWarehouseIsReadAgainUntilTheDeadline) {
                                    "failed 4 times: database is locked)"));
 }
 
+TEST_F(ConfirmerTest, AnHttpInvalidationIsSentInBatches) {
+  std::vector<std::string> hours;
+  for (int i = 0; i < 2500; ++i) hours.push_back(absl::StrCat("h", 10000 + i));
+  consumer_.sample = 1;
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(1); });
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    return Answer(200, R"({"amount": 1})");
+  });
+  ConsumerResult r = Run(&http, hours);
+  EXPECT_TRUE(r.healthy) << r.message;
+  ASSERT_EQ(http.requests.size(), 3u + 1u);  // 1000 + 1000 + 500, one probe
+  std::string last =
+      R"({"dataset":"segment_daily","job":"bf-9","partitions":[)";
+  for (int i = 2000; i < 2500; ++i) {
+    absl::StrAppend(&last, i == 2000 ? "" : ",", "\"h", 10000 + i, "\"");
+  }
+  absl::StrAppend(&last, "]}");
+  EXPECT_EQ(http.requests[2].method, "POST");
+  EXPECT_EQ(http.requests[2].body, last);
+  EXPECT_THAT(http.requests[0].body, HasSubstr(R"("h10000","h10001",)"));
+  EXPECT_THAT(http.requests[0].body, HasSubstr(R"("h10999"]})"));
+  EXPECT_THAT(http.requests[1].body, HasSubstr(R"(:["h11000",)"));
+  EXPECT_EQ(http.requests[3].method, "GET");
+}
+
 TEST_F(ConfirmerTest, A4xxInvalidationIsNotRetried) {
   FakeHttp http([&](const HttpRequest&) -> absl::StatusOr<HttpResponse> {
     return Answer(404, "no such route");
@@ -543,10 +571,11 @@ TEST_F(ConfirmerTest, TheTimeoutBoundsARoundOfHangingProbes) {
   EXPECT_EQ(clock_.Now() - start, absl::Seconds(2));
   ASSERT_EQ(http.requests.size(), 2u);  // the POST and one probe
   EXPECT_EQ(http.requests[1].timeout, absl::Seconds(2));
-  EXPECT_THAT(r.message, HasSubstr("for partition 2025-04-01 where the "
-                                   "warehouse has 10.5 after 2s (timeout 2s; "
-                                   "1 probe round; 29 of 30 partitions not "
-                                   "probed before the timeout)"));
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily: the probe failed for "
+            "partition 2025-04-01 (the warehouse has 10.5) after 2s (timeout "
+            "2s; 1 probe round; 29 of 30 partitions not probed before the "
+            "timeout): GET timed out");
 }
 
 TEST_F(ConfirmerTest, SlowProbesGetTheTimeLeftAndTheFirstOfEachAtLeast1s) {
@@ -674,7 +703,9 @@ TEST_F(ConfirmerTest, SampleProbesEvenlySpacedPartitionsIncludingBothEnds) {
   ASSERT_EQ(http.requests.size(), 3u);
   EXPECT_EQ(http.requests[1].url, "http://cache/value?day=2025-03-01");
   EXPECT_EQ(http.requests[2].url, "http://cache/value?day=2025-03-10");
-  EXPECT_THAT(r.message, HasSubstr("(2 of 10 partitions sampled probed)"));
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily serves the new numbers "
+            "(2 of 10 partitions probed, sampled)");
 }
 
 JsonValue Json(const std::string& text) { return *ParseJson(text); }
@@ -734,12 +765,11 @@ TEST_F(ConfirmerTest, InvalidJsonAndAMissingFieldAreReported) {
   });
   ConsumerResult r = Run(&bad, {"2025-03-01"});
   EXPECT_FALSE(r.healthy);
-  EXPECT_THAT(r.message,
-              HasSubstr("still serves an answer that is not JSON (not valid "
-                        "JSON at byte 0: a value was expected): "
-                        "'<html>oops</html>' for partition 2025-03-01 where "
-                        "the warehouse has 1 after 625ms (timeout 1s; 3 probe "
-                        "rounds)"));
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily: the probe failed for "
+            "partition 2025-03-01 (the warehouse has 1) after 625ms (timeout "
+            "1s; 3 probe rounds): an answer that is not JSON (not valid JSON "
+            "at byte 0: a value was expected): '<html>oops</html>'");
   FakeHttp missing([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
     return Answer(200, R"({"amt": 1})");
   });
@@ -805,8 +835,12 @@ TEST_F(ConfirmerTest, AFailingProbeCommandSaysHowItExited) {
       });
   ConsumerResult r = Run(nullptr, {"2025-03-01"}, &commands);
   EXPECT_FALSE(r.healthy);
-  EXPECT_THAT(r.message, HasSubstr("still serves the probe command exited "
-                                   "with status 3 ('cannot connect')"));
+  EXPECT_THAT(r.message,
+              HasSubstr("consumer amount_cache of segment_daily: the probe "
+                        "failed for partition 2025-03-01 (the warehouse has "
+                        "NULL (the expect query returned no row)) after "));
+  EXPECT_THAT(r.message, HasSubstr("): the command exited with status 3 "
+                                   "('cannot connect')"));
 }
 
 TEST_F(ConfirmerTest, TheStepConfirmsEveryConsumerAndReportsEach) {

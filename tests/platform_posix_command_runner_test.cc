@@ -77,6 +77,11 @@ TEST(PosixCommandRunnerTest, TheTimeoutKillsTheProgramAndWhatItStarted) {
   // Well before sleep would have ended on its own.
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
   // A program that closes its output but keeps running is still timed out.
+  // The time left is rarely whole milliseconds: the message rounds it.
+  r.timeout = absl::Milliseconds(159) + absl::Nanoseconds(590051);
+  EXPECT_THAT(runner.Run(r).status().message(),
+              HasSubstr("`sleep 30` did not finish within 159ms; it was "
+                        "killed"));
   r = Command({"sh", "-c", "exec >&- 2>&-; sleep 30"});
   r.timeout = absl::Milliseconds(200);
   EXPECT_EQ(runner.Run(r).status().code(), absl::StatusCode::kDeadlineExceeded);
