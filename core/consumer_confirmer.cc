@@ -200,18 +200,35 @@ bool ConsumerConfirmer::Pause(absl::Duration d) const {
   return !Stopping();
 }
 
-std::string ConsumerConfirmer::Invalidate(
+ConsumerConfirmation ConsumerConfirmer::Begin(
     const DatasetSpec& dataset, const ConsumerSpec& consumer,
-    const std::string& job_id, const std::vector<std::string>& partitions,
-    absl::Time deadline, bool* interrupted) const {
-  // The requests, built once; each is sent until it is done.
-  std::vector<HttpRequest> posts;
-  std::vector<CommandRequest> runs;
+    const std::string& job_id,
+    const std::vector<std::string>& partitions) const {
+  ConsumerConfirmation c;
+  c.result.dataset = dataset.name;
+  c.result.consumer = consumer.name;
+  c.dataset = &dataset;
+  c.consumer = &consumer;
+  c.partitions = partitions;
+  c.start = clock_->Now();
+  c.deadline = c.start + consumer.timeout;
+  c.next = c.start;
+  c.who = absl::StrCat("consumer ", consumer.name, " of ", dataset.name);
+  c.backoff = options_.first_backoff;
+  c.poll = options_.first_poll;
+  // The invalidation's requests, built once; each is sent until it is done.
   if (consumer.kind == ConsumerKind::kHttp) {
-    if (http_ == nullptr) return "backfilld has no HTTP client configured";
+    if (http_ == nullptr) {
+      Finish(&c, false,
+             absl::StrCat(c.who, ": backfilld has no HTTP client configured"));
+      return c;
+    }
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> headers =
         ExpandedHeaders(consumer);
-    if (!headers.ok()) return std::string(headers.status().message());
+    if (!headers.ok()) {
+      Finish(&c, false, absl::StrCat(c.who, ": ", headers.status().message()));
+      return c;
+    }
     headers->emplace_back("Content-Type", "application/json");
     // One POST per batch of kInvalidateBatch partitions, as for commands:
     // the body stays small whatever the job's size.
@@ -229,11 +246,15 @@ std::string ConsumerConfirmer::Invalidate(
           absl::StrCat("{\"dataset\":", JsonQuote(dataset.name),
                        ",\"job\":", JsonQuote(job_id), ",\"partitions\":[",
                        absl::StrJoin(quoted, ","), "]}");
-      posts.push_back(std::move(post));
+      c.posts.push_back(std::move(post));
       if (end >= partitions.size()) break;
     }
   } else {
-    if (commands_ == nullptr) return "backfilld has no command runner";
+    if (commands_ == nullptr) {
+      Finish(&c, false,
+             absl::StrCat(c.who, ": backfilld has no command runner"));
+      return c;
+    }
     for (size_t i = 0; i < partitions.size() || i == 0; i += kInvalidateBatch) {
       const size_t end = std::min(partitions.size(), i + kInvalidateBatch);
       CommandRequest run;
@@ -241,73 +262,103 @@ std::string ConsumerConfirmer::Invalidate(
           InvalidateCommand(consumer, dataset.name, job_id,
                             std::vector<std::string>(partitions.begin() + i,
                                                      partitions.begin() + end));
-      runs.push_back(std::move(run));
+      c.runs.push_back(std::move(run));
       if (end >= partitions.size()) break;
     }
   }
-  const size_t total = posts.size() + runs.size();
-  absl::Duration backoff = options_.first_backoff;
-  int attempts = 0;
-  std::string last_error;
-  for (size_t next = 0; next < total;) {
-    // Before every request: the service may be stopping, the time may be up.
-    if (Stopping()) {
-      *interrupted = true;
-      return "the service stopped";
-    }
-    if (clock_->Now() >= deadline) {
-      if (!last_error.empty()) {
-        return absl::StrCat("invalidation failed after ", attempts,
-                            attempts == 1 ? " attempt" : " attempts", ": ",
-                            last_error);
-      }
-      return absl::StrCat("invalidation did not finish within the timeout (",
-                          next, " of ", total, " requests done)");
-    }
-    ++attempts;
-    std::string error;
-    bool final = false;
-    if (next < posts.size()) {
-      HttpRequest request = posts[next];
-      request.timeout = RequestTimeout(deadline, false);
-      request.connect_timeout = std::min(request.timeout, absl::Seconds(5));
-      absl::StatusOr<HttpResponse> r = http_->Send(request);
-      if (!r.ok()) {
-        error = std::string(r.status().message());
-        final = r.status().code() == absl::StatusCode::kInvalidArgument;
-      } else if (r->status < 200 || r->status > 299) {
-        error = absl::StrCat("POST ", request.url, " answered HTTP ", r->status,
-                             ": ", Excerpt(r->body));
-        final = !Retryable(r->status);
-      }
-    } else {
-      CommandRequest request = runs[next - posts.size()];
-      request.timeout = RequestTimeout(deadline, false);
-      absl::StatusOr<CommandResult> r = commands_->Run(request);
-      if (!r.ok()) {
-        error = std::string(r.status().message());
-        final = r.status().code() == absl::StatusCode::kNotFound ||
-                r.status().code() == absl::StatusCode::kInvalidArgument;
-      } else if (r->exit_code != 0) {
-        error = DescribeExit("the invalidate command", *r);
-      }
-    }
-    if (error.empty()) {
-      ++next;
-      continue;
-    }
-    if (final) return absl::StrCat("invalidation refused: ", error);
-    last_error = std::move(error);
-    const absl::Duration left = deadline - clock_->Now();
-    if (left > absl::ZeroDuration() && !Pause(std::min(backoff, left))) {
-      *interrupted = true;
-      return "the service stopped";
-    }
-    backoff = std::min(backoff * 2, options_.max_wait);
-  }
-  return "";
+  return c;
 }
 
+void ConsumerConfirmer::Finish(ConsumerConfirmation* c, bool healthy,
+                               std::string message) const {
+  c->done = true;
+  c->invalidating = false;
+  c->result.healthy = healthy;
+  c->result.message = Clip(std::move(message), kMaxConsumerMessage);
+  c->result.latency = clock_->Now() - c->start;
+}
+
+void ConsumerConfirmer::Interrupted(ConsumerConfirmation* c) const {
+  c->result.interrupted = true;
+  Finish(c, false, "interrupted");
+}
+
+bool ConsumerConfirmer::WaitUntil(absl::Time t) const {
+  return Pause(t - clock_->Now());
+}
+
+void ConsumerConfirmer::Step(ConsumerConfirmation* c) const {
+  if (c->done) return;
+  if (Stopping()) {
+    Interrupted(c);
+  } else if (c->invalidating) {
+    InvalidateStep(c);
+  } else if (!c->read) {
+    ReadExpected(c);
+  } else {
+    ProbeRound(c);
+  }
+}
+
+void ConsumerConfirmer::InvalidateStep(ConsumerConfirmation* c) const {
+  const size_t total = c->posts.size() + c->runs.size();
+  // Before every request: the time may be up.
+  if (clock_->Now() >= c->deadline) {
+    if (!c->last_error.empty()) {
+      Finish(c, false,
+             absl::StrCat(c->who, ": invalidation failed after ", c->attempts,
+                          c->attempts == 1 ? " attempt" : " attempts", ": ",
+                          c->last_error));
+    } else {
+      Finish(c, false,
+             absl::StrCat(c->who,
+                          ": invalidation did not finish within the timeout (",
+                          c->sent, " of ", total, " requests done)"));
+    }
+    return;
+  }
+  ++c->attempts;
+  std::string error;
+  bool final = false;
+  if (c->sent < c->posts.size()) {
+    HttpRequest request = c->posts[c->sent];
+    request.timeout = RequestTimeout(c->deadline, false);
+    request.connect_timeout = std::min(request.timeout, absl::Seconds(5));
+    absl::StatusOr<HttpResponse> r = http_->Send(request);
+    if (!r.ok()) {
+      error = std::string(r.status().message());
+      final = r.status().code() == absl::StatusCode::kInvalidArgument;
+    } else if (r->status < 200 || r->status > 299) {
+      error = absl::StrCat("POST ", request.url, " answered HTTP ", r->status,
+                           ": ", Excerpt(r->body));
+      final = !Retryable(r->status);
+    }
+  } else {
+    CommandRequest request = c->runs[c->sent - c->posts.size()];
+    request.timeout = RequestTimeout(c->deadline, false);
+    absl::StatusOr<CommandResult> r = commands_->Run(request);
+    if (!r.ok()) {
+      error = std::string(r.status().message());
+      final = r.status().code() == absl::StatusCode::kNotFound ||
+              r.status().code() == absl::StatusCode::kInvalidArgument;
+    } else if (r->exit_code != 0) {
+      error = DescribeExit("the invalidate command", *r);
+    }
+  }
+  const absl::Time now = clock_->Now();
+  if (error.empty()) {
+    if (++c->sent == total) c->invalidating = false;
+    c->next = now;
+    return;
+  }
+  if (final) {
+    Finish(c, false, absl::StrCat(c->who, ": invalidation refused: ", error));
+    return;
+  }
+  c->last_error = std::move(error);
+  c->next = std::min(now + c->backoff, c->deadline);
+  c->backoff = std::min(c->backoff * 2, options_.max_wait);
+}
 ConsumerConfirmer::Served ConsumerConfirmer::Probe(
     const ConsumerSpec& consumer, const std::string& partition,
     absl::Duration timeout) const {
@@ -384,69 +435,55 @@ ConsumerResult ConsumerConfirmer::Confirm(
     const DatasetSpec& dataset, const ConsumerSpec& consumer,
     const std::string& job_id,
     const std::vector<std::string>& partitions) const {
-  ConsumerResult result;
-  result.dataset = dataset.name;
-  result.consumer = consumer.name;
-  const absl::Time start = clock_->Now();
-  const absl::Time deadline = start + consumer.timeout;
-  const std::string who =
-      absl::StrCat("consumer ", consumer.name, " of ", dataset.name);
-  auto finish = [&](bool healthy, std::string message) {
-    result.healthy = healthy;
-    result.message = Clip(std::move(message), kMaxConsumerMessage);
-    result.latency = clock_->Now() - start;
-    return result;
-  };
-
-  // Invalidate first: whatever happens next (a warehouse that cannot be
-  // read, the timeout), the consumer has been told to drop the old numbers.
-  const std::string invalidation = Invalidate(
-      dataset, consumer, job_id, partitions, deadline, &result.interrupted);
-  if (result.interrupted) return finish(false, "interrupted");
-  if (!invalidation.empty()) {
-    return finish(false, absl::StrCat(who, ": ", invalidation));
+  ConsumerConfirmation c = Begin(dataset, consumer, job_id, partitions);
+  while (!c.done) {
+    if (!WaitUntil(c.next)) {
+      Interrupted(&c);
+      break;
+    }
+    Step(&c);
   }
+  return c.result;
+}
 
+void ConsumerConfirmer::ReadExpected(ConsumerConfirmation* c) const {
   // What the warehouse says, once per probed partition: the job holds its
   // partitions while it confirms, so the published rows do not change. An
   // error that may pass (busy, I/O) is retried with backoff until the
-  // deadline; a failure is the warehouse's, not the consumer's.
-  const std::vector<std::string> probed =
-      ProbedPartitions(partitions, consumer.sample);
-  std::map<std::string, SqlValue> expected;
+  // deadline; a failure is the warehouse's, not the consumer's. The
+  // consumer was invalidated before: whatever happens here, it has been
+  // told to drop the old numbers.
+  c->probed = ProbedPartitions(c->partitions, c->consumer->sample);
   auto unreadable = [&](const std::string& p, const std::string& why) {
-    result.warehouse_error = true;
-    return finish(false,
-                  absl::StrCat(who, ": could not read the warehouse's value",
-                               p.empty() ? "" : " for partition ", p, " (", why,
-                               "); the consumer was invalidated, but whether "
-                               "it serves the new numbers is unknown"));
+    c->result.warehouse_error = true;
+    Finish(c, false,
+           absl::StrCat(c->who, ": could not read the warehouse's value",
+                        p.empty() ? "" : " for partition ", p, " (", why,
+                        "); the consumer was invalidated, but whether it "
+                        "serves the new numbers is unknown"));
   };
-  for (const std::string& p : probed) {
+  for (const std::string& p : c->probed) {
     absl::Duration backoff = options_.first_backoff;
     int attempts = 0;
     while (true) {
-      if (Stopping()) {
-        result.interrupted = true;
-        return finish(false, "interrupted");
-      }
-      if (clock_->Now() >= deadline) {
+      if (Stopping()) return Interrupted(c);
+      if (clock_->Now() >= c->deadline) {
         return unreadable(
             p, absl::StrCat("the expect queries did not finish within the "
                             "timeout: ",
-                            expected.size(), " of ", probed.size(),
+                            c->expected.size(), " of ", c->probed.size(),
                             " partitions read after ",
-                            Rounded(clock_->Now() - start), ", timeout ",
-                            Rounded(consumer.timeout)));
+                            Rounded(clock_->Now() - c->start), ", timeout ",
+                            Rounded(c->consumer->timeout)));
       }
       ++attempts;
       absl::StatusOr<SqlValue> v =
-          engine_->QueryValue(dataset, p, consumer.expect);
+          engine_->QueryValue(*c->dataset, p, c->consumer->expect);
       if (v.ok()) {
-        expected[p] = *std::move(v);
+        c->expected[p] = *std::move(v);
         break;
       }
-      const absl::Duration left = deadline - clock_->Now();
+      const absl::Duration left = c->deadline - clock_->Now();
       if (!TransientWarehouseError(v.status()) || left <= backoff) {
         return unreadable(
             p, absl::StrCat(
@@ -454,131 +491,120 @@ ConsumerResult ConsumerConfirmer::Confirm(
                    attempts > 1 ? absl::StrCat(" ", attempts, " times") : "",
                    ": ", v.status().message()));
       }
-      if (!Pause(backoff)) {
-        result.interrupted = true;
-        return finish(false, "interrupted");
-      }
+      if (!Pause(backoff)) return Interrupted(c);
       backoff = std::min(backoff * 2, options_.max_wait);
     }
   }
+  c->read = true;
+  c->pending.insert(c->probed.begin(), c->probed.end());
+  c->next = clock_->Now();
+}
 
-  // Rounds of probes of the partitions that still differ, until none does
-  // or the deadline. Before every probe: stop? out of time? The wait before
-  // the last round leaves it up to 1 s for its requests, so that the last
-  // look is not wasted at the deadline itself.
-  std::set<std::string> pending(probed.begin(), probed.end());
-  // What each probed one served, or why its probe failed (then in
-  // `failed`).
-  std::map<std::string, std::string> last;
-  std::set<std::string> failed;
-  absl::Duration poll = options_.first_poll;
-  int rounds = 0;
-  bool final_round = false;
-  while (true) {
-    bool probed_any = false;
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (Stopping()) {
-        result.interrupted = true;
-        return finish(false, "interrupted");
-      }
-      if (clock_->Now() >= deadline) break;
-      const bool first = last.count(*it) == 0;
-      Served served = Probe(consumer, *it, RequestTimeout(deadline, first));
-      probed_any = true;
-      std::optional<std::string> differs;
-      if (!served.ok) {
-        differs = served.error;
+void ConsumerConfirmer::ProbeRound(ConsumerConfirmation* c) const {
+  // A round of probes of the partitions that still differ. Before every
+  // probe: stop? out of time?
+  bool probed_any = false;
+  for (auto it = c->pending.begin(); it != c->pending.end();) {
+    if (Stopping()) return Interrupted(c);
+    if (clock_->Now() >= c->deadline) break;
+    const bool first = c->last.count(*it) == 0;
+    Served served =
+        Probe(*c->consumer, *it, RequestTimeout(c->deadline, first));
+    probed_any = true;
+    std::optional<std::string> differs;
+    if (!served.ok) {
+      differs = served.error;
+    } else {
+      differs = Disagreement(c->expected[*it],
+                             served.value ? &*served.value : nullptr,
+                             c->consumer->field);
+    }
+    if (!differs) {
+      c->last.erase(*it);
+      c->failed.erase(*it);
+      it = c->pending.erase(it);
+    } else {
+      c->last[*it] = *differs;
+      if (served.ok) {
+        c->failed.erase(*it);
       } else {
-        differs =
-            Disagreement(expected[*it], served.value ? &*served.value : nullptr,
-                         consumer.field);
+        c->failed.insert(*it);
       }
-      if (!differs) {
-        last.erase(*it);
-        failed.erase(*it);
-        it = pending.erase(it);
-      } else {
-        last[*it] = *differs;
-        if (served.ok) {
-          failed.erase(*it);
-        } else {
-          failed.insert(*it);
-        }
-        ++it;
-      }
+      ++it;
     }
-    if (probed_any) ++rounds;
-    if (pending.empty()) {
-      return finish(
-          true, absl::StrCat(
-                    who, " serves the new numbers (",
-                    probed.size() == partitions.size()
-                        ? absl::StrCat(probed.size(), probed.size() == 1
-                                                          ? " partition"
-                                                          : " partitions")
-                        : absl::StrCat(probed.size(), " of ", partitions.size(),
-                                       " partitions"),
-                    probed.size() == partitions.size() ? " probed)"
-                                                       : " probed, sampled)"));
-    }
-    if (Stopping()) {
-      result.interrupted = true;
-      return finish(false, "interrupted");
-    }
-    const absl::Duration left = deadline - clock_->Now();
-    if (final_round || left <= absl::ZeroDuration()) break;
+  }
+  if (probed_any) ++c->rounds;
+  const size_t n = c->probed.size();
+  if (c->pending.empty()) {
+    return Finish(
+        c, true,
+        absl::StrCat(c->who, " serves the new numbers (",
+                     n == c->partitions.size()
+                         ? absl::StrCat(n, n == 1 ? " partition probed)"
+                                                  : " partitions probed)")
+                         : absl::StrCat(n, " of ", c->partitions.size(),
+                                        " partitions probed, sampled)")));
+  }
+  // The next round, 250 ms doubling up to 5 s later. The wait before the
+  // last round leaves it up to 1 s for its requests, so that the last look
+  // is not wasted at the deadline itself.
+  const absl::Time now = clock_->Now();
+  const absl::Duration left = c->deadline - now;
+  if (!c->final_round && left > absl::ZeroDuration()) {
     const absl::Duration reserve = std::min(absl::Seconds(1), left / 2);
-    absl::Duration wait = poll;
+    absl::Duration wait = c->poll;
     if (wait >= left - reserve) {
       wait = left - reserve;
-      final_round = true;
+      c->final_round = true;
     }
-    if (!Pause(wait)) {
-      result.interrupted = true;
-      return finish(false, "interrupted");
-    }
-    poll = std::min(poll * 2, options_.max_wait);
+    c->next = now + wait;
+    c->poll = std::min(c->poll * 2, options_.max_wait);
+    return;
   }
+
   // Unhealthy: name the first partition that was probed and still differs.
   size_t differ = 0;
   const std::string* shown = nullptr;
-  for (const std::string& p : pending) {
-    if (last.count(p) == 0) continue;
+  for (const std::string& p : c->pending) {
+    if (c->last.count(p) == 0) continue;
     ++differ;
     if (shown == nullptr) shown = &p;
   }
-  const size_t unprobed = pending.size() - differ;
+  const size_t unprobed = c->pending.size() - differ;
   std::string elapsed =
-      absl::StrCat("after ", Rounded(clock_->Now() - start), " (timeout ",
-                   Rounded(consumer.timeout), "; ", rounds,
-                   rounds == 1 ? " probe round" : " probe rounds");
+      absl::StrCat("after ", Rounded(now - c->start), " (timeout ",
+                   Rounded(c->consumer->timeout), "; ", c->rounds,
+                   c->rounds == 1 ? " probe round" : " probe rounds");
   if (differ > 1) {
-    absl::StrAppend(&elapsed, "; ", differ, " of ", probed.size(),
+    absl::StrAppend(&elapsed, "; ", differ, " of ", n,
                     " probed partitions differ");
   }
   if (unprobed > 0) {
-    absl::StrAppend(&elapsed, "; ", unprobed, " of ", probed.size(),
+    absl::StrAppend(&elapsed, "; ", unprobed, " of ", n,
                     " partitions not probed before the timeout");
   }
   absl::StrAppend(&elapsed, ")");
   if (shown == nullptr) {
-    return finish(false, absl::StrCat(who,
-                                      " was invalidated, but its timeout "
-                                      "passed before a partition was probed: ",
-                                      elapsed));
+    return Finish(c, false,
+                  absl::StrCat(c->who,
+                               " was invalidated, but its timeout passed "
+                               "before a partition was probed: ",
+                               elapsed));
   }
   const std::string& p = *shown;
   const std::string where = p.empty() ? "" : absl::StrCat(" for partition ", p);
-  if (failed.count(p) > 0) {
+  if (c->failed.count(p) > 0) {
     // What came back was no served value: the error goes last, where the
     // message's bound may clip it.
-    return finish(false, absl::StrCat(who, ": the probe failed", where,
-                                      " (the warehouse has ", Show(expected[p]),
-                                      ") ", elapsed, ": ", last[p]));
+    return Finish(c, false,
+                  absl::StrCat(c->who, ": the probe failed", where,
+                               " (the warehouse has ", Show(c->expected[p]),
+                               ") ", elapsed, ": ", c->last[p]));
   }
-  return finish(false, absl::StrCat(who, " still serves ", last[p], where,
-                                    " where the warehouse has ",
-                                    Show(expected[p]), " ", elapsed));
+  Finish(c, false,
+         absl::StrCat(c->who, " still serves ", c->last[p], where,
+                      " where the warehouse has ", Show(c->expected[p]), " ",
+                      elapsed));
 }
 
 }  // namespace backfill

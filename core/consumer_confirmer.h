@@ -19,7 +19,9 @@
 #define BACKFILL_CORE_CONSUMER_CONFIRMER_H_
 
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,43 @@ struct ConfirmerOptions {
   absl::Duration max_request = absl::Seconds(10);  // one request or command
 };
 
+// One consumer's confirmation in progress: ConsumerConfirmer::Begin makes
+// it, Step advances it until `done`. Lets the confirm step invalidate every
+// consumer before it probes any, and probe them all in one loop. Plain
+// data owned by the caller; used by one thread at a time.
+struct ConsumerConfirmation {
+  ConsumerResult result;  // final once `done`
+  bool done = false;
+  absl::Time next;  // when Step has something to do next
+  // Still invalidating (such steps go before any probe that is due).
+  bool invalidating = true;
+
+  // What ConsumerConfirmer keeps between steps.
+  const DatasetSpec* dataset = nullptr;
+  const ConsumerSpec* consumer = nullptr;
+  std::vector<std::string> partitions;  // republished, to invalidate
+  absl::Time start;
+  absl::Time deadline;
+  std::string who;  // "consumer C of D"
+  // The invalidation: its requests, how many are done, the retries.
+  std::vector<HttpRequest> posts;
+  std::vector<CommandRequest> runs;
+  size_t sent = 0;
+  int attempts = 0;
+  absl::Duration backoff;
+  std::string last_error;
+  // The probes: expected values once read, what still differs.
+  bool read = false;
+  std::vector<std::string> probed;
+  std::map<std::string, SqlValue> expected;
+  std::set<std::string> pending;
+  std::map<std::string, std::string> last;  // served, or why the probe failed
+  std::set<std::string> failed;             // whose last probe failed
+  absl::Duration poll;
+  int rounds = 0;
+  bool final_round = false;
+};
+
 class ConsumerConfirmer {
  public:
   // `http` or `commands` may be null: a consumer that needs it is
@@ -68,11 +107,27 @@ class ConsumerConfirmer {
                     ConfirmerOptions options = {});
 
   // Invalidates `consumer` for `partitions` (what the job republished of
-  // `dataset`, sorted) and probes the chosen ones (ProbedPartitions).
+  // `dataset`, sorted) and probes the chosen ones (ProbedPartitions):
+  // Begin, then Step at each `next` until done.
   ConsumerResult Confirm(const DatasetSpec& dataset,
                          const ConsumerSpec& consumer,
                          const std::string& job_id,
                          const std::vector<std::string>& partitions) const;
+
+  // A confirmation of `consumer` whose timeout starts now, its first step
+  // due now. `dataset` and `consumer` must outlive it.
+  ConsumerConfirmation Begin(const DatasetSpec& dataset,
+                             const ConsumerSpec& consumer,
+                             const std::string& job_id,
+                             const std::vector<std::string>& partitions) const;
+  // One step of `c`: one invalidation request (or command batch), or
+  // reading the expected values, or one round of probes; then sets when
+  // the next is due, or ends it (`done`, `result`). Never waits for more
+  // than a retry of a busy warehouse.
+  void Step(ConsumerConfirmation* c) const;
+  // Sleeps on the clock until `t`, in slices, asking `stopping` between
+  // them; false when the service is stopping.
+  bool WaitUntil(absl::Time t) const;
 
   // The partitions probed: all of `partitions` (sorted) without a sample or
   // with one at least as large; else `sample` of them evenly spaced over
@@ -91,13 +146,13 @@ class ConsumerConfirmer {
   static std::string Show(const SqlValue& value);
 
  private:
-  // The invalidation's error, "" when it was done; `*interrupted` when the
-  // service stopped meanwhile.
-  std::string Invalidate(const DatasetSpec& dataset,
-                         const ConsumerSpec& consumer,
-                         const std::string& job_id,
-                         const std::vector<std::string>& partitions,
-                         absl::Time deadline, bool* interrupted) const;
+  // The steps of each phase.
+  void InvalidateStep(ConsumerConfirmation* c) const;
+  void ReadExpected(ConsumerConfirmation* c) const;
+  void ProbeRound(ConsumerConfirmation* c) const;
+  // Ends `c` with `message` (clipped), the latency measured now.
+  void Finish(ConsumerConfirmation* c, bool healthy, std::string message) const;
+  void Interrupted(ConsumerConfirmation* c) const;
   // One probe: the served field (nullopt: the answer has no such field) or
   // an error describing what came back instead.
   struct Served {

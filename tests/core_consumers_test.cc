@@ -891,6 +891,89 @@ TEST_F(ConfirmerTest, TheStepConfirmsEveryConsumerAndReportsEach) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
 }
 
+TEST_F(ConfirmerTest, EveryConsumerIsInvalidatedBeforeAnyIsProbed) {
+  // Two datasets, three consumers: a stale one declared first (10 s), a
+  // fresh one, and a stale one on the second dataset (10 s).
+  ConsumerSpec stale = consumer_;
+  stale.name = "stale_a";
+  stale.invalidate_url = "http://a/invalidate";
+  stale.probe_url = "http://a/value?day={partition}";
+  stale.timeout = absl::Seconds(10);
+  ConsumerSpec fresh = consumer_;
+  fresh.name = "fresh_b";
+  fresh.invalidate_url = "http://b/invalidate";
+  fresh.probe_url = "http://b/value?day={partition}";
+  dataset_.consumers = {stale, fresh};
+  DatasetSpec other = dataset_;
+  other.name = "segment_monthly";
+  ConsumerSpec stale_c = stale;
+  stale_c.name = "stale_c";
+  stale_c.invalidate_url = "http://c/invalidate";
+  stale_c.probe_url = "http://c/value?day={partition}";
+  other.consumers = {stale_c};
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(5); });
+  int first_post_retry = 0;
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") {
+      // a's first invalidation fails once: b and c are not kept waiting.
+      if (r.url == "http://a/invalidate" && first_post_retry++ == 0) {
+        return Answer(503, "busy");
+      }
+      return Answer(200, "{}");
+    }
+    if (r.url.rfind("http://b/", 0) == 0)
+      return Answer(200, R"({"amount": 5})");
+    return Answer(200, R"({"amount": 4})");
+  });
+  RecordingObserver observer;
+  JobLayout layout;
+  layout.job_id = "bf-9";
+  layout.items.push_back({&dataset_, {"2025-03-01"}});
+  layout.items.push_back({&other, {"2025-03-01"}});
+  ConfirmContext context;
+  context.engine = &engine_;
+  context.http = &http;
+  context.clock = &clock_;
+  context.observer = &observer;
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<ConfirmOutcome> out = ConfirmDownstream(layout, context);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->healthy);
+  // The first four requests: a (refused 503), b, c, then a again after its
+  // 200 ms backoff; only then probes.
+  ASSERT_GE(http.requests.size(), 5u);
+  EXPECT_EQ(http.requests[0].url, "http://a/invalidate");
+  EXPECT_EQ(http.requests[1].url, "http://b/invalidate");
+  EXPECT_EQ(http.requests[2].url, "http://c/invalidate");
+  for (size_t i = 3; i < http.requests.size(); ++i) {
+    if (http.requests[i].url == "http://a/invalidate") {
+      EXPECT_EQ(http.requests[i].method, "POST");
+      break;
+    }
+    EXPECT_EQ(http.requests[i].method, "GET") << i;
+  }
+  EXPECT_EQ(first_post_retry, 2);
+  // Side by side: the two stale consumers took about one timeout (each
+  // ends up to 1 s before its own), not two.
+  EXPECT_GE(clock_.Now() - start, absl::Seconds(9));
+  EXPECT_LE(clock_.Now() - start, absl::Seconds(10));
+  // Reported as each was decided: b first.
+  EXPECT_THAT(observer.seen,
+              ElementsAre("segment_daily/fresh_b=1", "segment_daily/stale_a=0",
+                          "segment_monthly/stale_c=0"));
+  // Results in declaration order.
+  ASSERT_EQ(out->results.size(), 3u);
+  EXPECT_EQ(out->results[0].consumer, "stale_a");
+  EXPECT_EQ(out->results[1].consumer, "fresh_b");
+  EXPECT_EQ(out->results[2].consumer, "stale_c");
+  EXPECT_THAT(out->message, HasSubstr("consumer stale_a of segment_daily "
+                                      "still serves 4 for partition "
+                                      "2025-03-01 where the warehouse has 5"));
+  EXPECT_THAT(out->message, HasSubstr("(1 other consumer is unhealthy too"));
+}
+
 // ---------------------------------------------------------------------------
 // Through the manager: CONFIRMING after the publish, ConfirmBackfill, and a
 // restart while CONFIRMING.
