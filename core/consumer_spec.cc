@@ -225,6 +225,22 @@ class Parser {
                                 " characters without spaces or control "
                                 "characters"));
     }
+    // No user:password@ in the authority: that would be a secret in the
+    // file, shown wherever the URL is (listings, messages).
+    const size_t authority = url.find("://") + 3;
+    const size_t authority_end = url.find_first_of("/?#", authority);
+    if (url.substr(authority, authority_end == std::string::npos
+                                  ? std::string::npos
+                                  : authority_end - authority)
+            .find('@') != std::string::npos) {
+      return Error(map["url"],
+                   absl::StrCat("`url` ", in,
+                                " holds a user name or password (user@host); "
+                                "credentials never go in the file: send "
+                                "them in `headers` from an environment "
+                                "variable, e.g. Authorization: \"Basic "
+                                "${CACHE_AUTH}\""));
+    }
     // `{partition}` is the only placeholder.
     std::string rest = absl::StrReplaceAll(url, {{kPlaceholder, ""}});
     if (rest.find('{') != std::string::npos ||

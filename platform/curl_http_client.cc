@@ -89,6 +89,11 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "backfilld");
+  // Never through a proxy: libcurl would otherwise honour http_proxy,
+  // HTTPS_PROXY and ALL_PROXY from the daemon's environment and send
+  // consumer requests, their headers included, to whatever they name.
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
   if (request.method == "POST") {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,

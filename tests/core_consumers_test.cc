@@ -90,6 +90,17 @@ TEST(ConsumerSpecTest, TheIssueExampleLoads) {
             "http://127.0.0.1:8088/value?day=2025-03-01%7Ceu%20u");
 }
 
+TEST(ConsumerSpecTest, AnAtSignAfterTheHostIsNoUserName) {
+  absl::StatusOr<Catalog> c = LoadPipelineTexts({{"p.yaml", Pipeline(R"yaml(
+      - name: a
+        kind: http
+        invalidate: {url: "http://x:8088/i?by=ops@example.com"}
+        probe: {url: "http://x/v/@{partition}", field: f}
+        expect: SELECT 1
+)yaml")}});
+  ASSERT_TRUE(c.ok()) << c.status();
+}
+
 TEST(ConsumerSpecTest, DefaultsAndCommands) {
   absl::StatusOr<Catalog> c = LoadPipelineTexts({{"p.yaml", Pipeline(R"yaml(
       - name: dash
@@ -135,6 +146,23 @@ TEST(ConsumerSpecTest, LoadErrorsNameFileLineAndReason) {
               HasSubstr("p.yaml:19: `url` in the invalidate of consumer \"a\" "
                         "of dataset \"segment_daily\" is \"file:///etc/"
                         "passwd\"; expected an http:// or https:// URL"));
+  EXPECT_THAT(LoadError(R"yaml(      - name: a
+        kind: http
+        invalidate: {url: "http://cache:s3cr3t@x/i"}
+        probe: {url: "http://x/v?d={partition}", field: f}
+        expect: SELECT 1
+)yaml"),
+              HasSubstr("p.yaml:19: `url` in the invalidate of consumer \"a\" "
+                        "of dataset \"segment_daily\" holds a user name or "
+                        "password (user@host); credentials never go in the "
+                        "file"));
+  EXPECT_THAT(LoadError(R"yaml(      - name: a
+        kind: http
+        invalidate: {url: "http://x/i"}
+        probe: {url: "https://u@x/v?d={partition}", field: f}
+        expect: SELECT 1
+)yaml"),
+              HasSubstr("holds a user name or password"));
   EXPECT_THAT(LoadError(R"yaml(      - name: a
         kind: http
         invalidate: {url: "http://x/i"}

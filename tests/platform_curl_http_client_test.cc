@@ -2,6 +2,7 @@
 // bodies as sent, statuses as answered, and each kind of failure with its
 // status code.
 
+#include <cstdlib>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -79,6 +80,23 @@ TEST(CurlHttpClientTest, AHeaderThatWouldSplitTheRequestIsNotSent) {
   EXPECT_EQ(client.Send(bad_name).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(server.requests().empty());
+}
+
+TEST(CurlHttpClientTest, ProxyVariablesAreIgnored) {
+  HttpTestServer cache;
+  HttpTestServer proxy;  // would receive "GET http://127.0.0.1:.../value"
+  setenv("http_proxy", proxy.Url("").c_str(), 1);
+  setenv("ALL_PROXY", proxy.Url("").c_str(), 1);
+  CurlHttpClient client;
+  HttpRequest get;
+  get.url = cache.Url("/value");
+  get.headers = {{"Authorization", "Bearer t0ken"}};
+  absl::StatusOr<HttpResponse> r = client.Send(get);
+  unsetenv("http_proxy");
+  unsetenv("ALL_PROXY");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(cache.requests().size(), 1u);
+  EXPECT_TRUE(proxy.requests().empty());
 }
 
 TEST(CurlHttpClientTest, ASlowServerIsADeadline) {
