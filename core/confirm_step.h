@@ -1,12 +1,17 @@
 // Confirm step (step 6 of the playbook): after a job is published, make
-// sure what reads the data serves the new numbers. For each dataset the job
-// republished and each consumer it declares (consumer_spec.h), in catalog
-// and file order, a ConsumerConfirmer invalidates it and probes it; the
-// outcome is healthy when every consumer is. Partitions the early cutoff
+// sure what reads the data serves the new numbers. Every consumer
+// (consumer_spec.h) of every dataset the job republished is confirmed side
+// by side, in one loop on one thread: first each one's invalidation is
+// sent (catalog and file order; a retry waits its backoff while the others
+// go on), then their probe rounds interleave, each consumer on its own
+// schedule and within its own timeout, so a job is CONFIRMING for about
+// the longest timeout, not their sum. The outcome is healthy when every
+// consumer is. Partitions the early cutoff
 // let go of (unchanged or skipped) are neither invalidated nor probed: the
 // job left their published rows as they were, so whatever a consumer
 // served for them is still right. Each consumer is reported to the
-// observer (OnConsumerConfirmed).
+// observer (OnConsumerConfirmed) as it is decided, except one whose
+// warehouse value could not be read (its health is unknown).
 // Stateless; thread-safe as its collaborators are.
 
 #ifndef BACKFILL_CORE_CONFIRM_STEP_H_

@@ -56,6 +56,12 @@ bool HasControl(std::string_view s) {
   return false;
 }
 
+// CR, LF or NUL: what would end a header line early.
+bool HasLineBreak(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) !=
+         std::string_view::npos;
+}
+
 // The names of the ${NAME} references of `value`; false when a `${` does
 // not start a well-formed reference.
 bool References(const std::string& value, std::vector<std::string>* names) {
@@ -218,6 +224,22 @@ class Parser {
                    absl::StrCat("`url` ", in, " must be at most ", kMaxUrl,
                                 " characters without spaces or control "
                                 "characters"));
+    }
+    // No user:password@ in the authority: that would be a secret in the
+    // file, shown wherever the URL is (listings, messages).
+    const size_t authority = url.find("://") + 3;
+    const size_t authority_end = url.find_first_of("/?#", authority);
+    if (url.substr(authority, authority_end == std::string::npos
+                                  ? std::string::npos
+                                  : authority_end - authority)
+            .find('@') != std::string::npos) {
+      return Error(map["url"],
+                   absl::StrCat("`url` ", in,
+                                " holds a user name or password (user@host); "
+                                "credentials never go in the file: send "
+                                "them in `headers` from an environment "
+                                "variable, e.g. Authorization: \"Basic "
+                                "${CACHE_AUTH}\""));
     }
     // `{partition}` is the only placeholder.
     std::string rest = absl::StrReplaceAll(url, {{kPlaceholder, ""}});
@@ -470,6 +492,29 @@ absl::StatusOr<std::string> ExpandEnvironment(const std::string& value) {
     pos = end + 1;
   }
   out.append(value, pos, std::string::npos);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+ExpandedHeaders(const ConsumerSpec& consumer) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, value] : consumer.headers) {
+    absl::StatusOr<std::string> v = ExpandEnvironment(value);
+    if (!v.ok()) {
+      return absl::Status(
+          v.status().code(),
+          absl::StrCat("header ", name, ": ", v.status().message()));
+    }
+    if (HasLineBreak(name) || HasLineBreak(*v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header ", name,
+          ": its value, once the environment variables it references are "
+          "expanded, holds a line break or NUL byte, which would split the "
+          "request; remove it from the variable (a trailing newline "
+          "included)"));
+    }
+    out.emplace_back(name, *std::move(v));
+  }
   return out;
 }
 

@@ -73,6 +73,15 @@ absl::StatusOr<std::vector<ConsumerSpec>> ParseConsumers(
 // unset.
 absl::StatusOr<std::string> ExpandEnvironment(const std::string& value);
 
+// The consumer's headers with every ${NAME} expanded, as each request
+// sends them (the same for the invalidation and the probes). Errors name
+// the header, never a value: FAILED_PRECONDITION when a variable is unset,
+// INVALID_ARGUMENT when an expanded name or value holds CR, LF or NUL (a
+// token read from a file often ends in a newline), which would split the
+// request.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+ExpandedHeaders(const ConsumerSpec& consumer);
+
 // The probe URL for `partition`: `{partition}` replaced by the value,
 // percent-encoded (everything but A-Z a-z 0-9 - . _ ~).
 std::string ProbeUrl(const ConsumerSpec& consumer,
@@ -86,8 +95,9 @@ std::vector<std::string> ProbeCommand(const ConsumerSpec& consumer,
                                       const std::string& partition);
 
 // The invalidate command: the declared argv followed by the dataset, the
-// job id and the partitions, one argument each (the confirm step runs it
-// once per batch of at most kInvalidateBatch partitions).
+// job id and the partitions, one argument each. The confirm step runs it
+// once per batch of at most kInvalidateBatch partitions, and sends an HTTP
+// invalidation as one POST per batch of as many.
 inline constexpr size_t kInvalidateBatch = 1000;
 std::vector<std::string> InvalidateCommand(
     const ConsumerSpec& consumer, const std::string& dataset,

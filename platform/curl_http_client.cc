@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,21 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("HTTP method ", request.method, " is not supported"));
   }
+  // libcurl sends header lines as they are: a CR, LF or NUL would end the
+  // line early and smuggle the rest in as another header (or the body).
+  for (const auto& [name, value] : request.headers) {
+    constexpr std::string_view kBreaks("\r\n\0", 3);
+    if (name.empty() || name.find_first_of(kBreaks) != std::string::npos ||
+        name.find(':') != std::string::npos ||
+        value.find_first_of(kBreaks) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          request.method, " ", request.url, ": header ",
+          name.find_first_of(kBreaks) == std::string::npos ? name
+                                                           : "(a bad name)",
+          " has a line break or NUL byte in its name or value (or a colon in "
+          "its name); nothing was sent"));
+    }
+  }
   std::unique_ptr<CURL, EasyDeleter> curl(curl_easy_init());
   if (curl == nullptr) {
     return absl::InternalError("libcurl could not create a handle");
@@ -73,6 +89,11 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "backfilld");
+  // Never through a proxy: libcurl would otherwise honour http_proxy,
+  // HTTPS_PROXY and ALL_PROXY from the daemon's environment and send
+  // consumer requests, their headers included, to whatever they name.
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
   if (request.method == "POST") {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,

@@ -16,12 +16,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-extern char** environ;
-
 namespace backfill {
 namespace {
 
 constexpr size_t kMaxErrorOutput = 4096;
+
+// What a program inherits of the daemon's environment; nothing else.
+constexpr const char* kKeptEnvironment[] = {"PATH", "LANG", "HOME"};
 
 // Closes a descriptor once.
 class Fd {
@@ -97,6 +98,20 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
                                       POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
+  // No descriptor of the daemon beyond 0-2 reaches the program, whether or
+  // not it is close-on-exec (the state store, the warehouse, sockets).
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  // A minimal environment: the daemon's secrets (tokens for consumer
+  // headers, cloud credentials) are not the program's business.
+  std::vector<std::string> env_strings;
+  for (const char* name : kKeptEnvironment) {
+    if (const char* v = getenv(name); v != nullptr) {
+      env_strings.push_back(absl::StrCat(name, "=", v));
+    }
+  }
+  std::vector<char*> env;
+  for (std::string& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
   std::vector<char*> argv;
   argv.reserve(request.argv.size() + 1);
   for (const std::string& arg : request.argv) {
@@ -105,7 +120,7 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(
   argv.push_back(nullptr);
   pid_t pid = 0;
   const int spawned =
-      posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
+      posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (spawned != 0) {
@@ -172,7 +187,9 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(
     }
     return absl::DeadlineExceededError(
         absl::StrCat("`", shown, "` did not finish within ",
-                     absl::FormatDuration(request.timeout), "; it was killed"));
+                     absl::FormatDuration(
+                         absl::Trunc(request.timeout, absl::Milliseconds(1))),
+                     "; it was killed"));
   }
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

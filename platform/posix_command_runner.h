@@ -3,8 +3,10 @@
 // read through pipes; no shell is involved, so arguments are never
 // interpreted. At the timeout the whole process group is killed (SIGKILL)
 // and reaped. Output over the limit is read and dropped, so a chatty
-// program never blocks on a full pipe. Thread-safe: each Run owns its
-// process and pipes.
+// program never blocks on a full pipe. The program gets a minimal
+// environment (PATH, LANG and HOME, when the daemon has them; nothing
+// else) and no descriptor of the daemon but stdin, stdout and stderr.
+// Thread-safe: each Run owns its process and pipes.
 
 #ifndef BACKFILL_PLATFORM_POSIX_COMMAND_RUNNER_H_
 #define BACKFILL_PLATFORM_POSIX_COMMAND_RUNNER_H_

@@ -1,5 +1,6 @@
 #include "storage/sqlite_engine.h"
 
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -2648,6 +2649,25 @@ absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
   RETURN_IF_ERROR(CheckFile());
   ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
   Lease db = Acquire();
+  // A bound on the query, as the read sandbox bounds predicates: SQLite's
+  // progress handler stops it (SQLITE_INTERRUPT) once it ran this long, so
+  // a consumer's confirmation never waits on one query without end.
+  constexpr absl::Duration kExpectTimeout = absl::Seconds(10);
+  struct Watch {
+    absl::Time deadline;
+    bool timed_out = false;
+    static int Progress(void* self) {
+      auto* watch = static_cast<Watch*>(self);
+      if (absl::Now() < watch->deadline) return 0;
+      watch->timed_out = true;
+      return 1;
+    }
+  } watch{absl::Now() + kExpectTimeout};
+  struct Unwatch {
+    sqlite3* raw;
+    ~Unwatch() { sqlite3_progress_handler(raw, 0, nullptr, nullptr); }
+  } unwatch{db->raw()};
+  sqlite3_progress_handler(db->raw(), 1000, &Watch::Progress, &watch);
   SqlValue out;
   {
     ASSIGN_OR_RETURN(
@@ -2666,6 +2686,12 @@ absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
     RETURN_IF_ERROR(BindPartition(*q, bounds, partition));
     absl::StatusOr<bool> row = q->Step();
     if (!row.ok()) {
+      if (watch.timed_out) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "the expect query on ", dataset.name, " for partition ", partition,
+            " ran longer than ", absl::FormatDuration(kExpectTimeout),
+            " and was stopped"));
+      }
       return Annotate(row.status(),
                       absl::StrCat("the expect query on ", dataset.name,
                                    " for partition ", partition));

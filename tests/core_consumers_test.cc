@@ -90,6 +90,17 @@ TEST(ConsumerSpecTest, TheIssueExampleLoads) {
             "http://127.0.0.1:8088/value?day=2025-03-01%7Ceu%20u");
 }
 
+TEST(ConsumerSpecTest, AnAtSignAfterTheHostIsNoUserName) {
+  absl::StatusOr<Catalog> c = LoadPipelineTexts({{"p.yaml", Pipeline(R"yaml(
+      - name: a
+        kind: http
+        invalidate: {url: "http://x:8088/i?by=ops@example.com"}
+        probe: {url: "http://x/v/@{partition}", field: f}
+        expect: SELECT 1
+)yaml")}});
+  ASSERT_TRUE(c.ok()) << c.status();
+}
+
 TEST(ConsumerSpecTest, DefaultsAndCommands) {
   absl::StatusOr<Catalog> c = LoadPipelineTexts({{"p.yaml", Pipeline(R"yaml(
       - name: dash
@@ -135,6 +146,23 @@ TEST(ConsumerSpecTest, LoadErrorsNameFileLineAndReason) {
               HasSubstr("p.yaml:19: `url` in the invalidate of consumer \"a\" "
                         "of dataset \"segment_daily\" is \"file:///etc/"
                         "passwd\"; expected an http:// or https:// URL"));
+  EXPECT_THAT(LoadError(R"yaml(      - name: a
+        kind: http
+        invalidate: {url: "http://cache:s3cr3t@x/i"}
+        probe: {url: "http://x/v?d={partition}", field: f}
+        expect: SELECT 1
+)yaml"),
+              HasSubstr("p.yaml:19: `url` in the invalidate of consumer \"a\" "
+                        "of dataset \"segment_daily\" holds a user name or "
+                        "password (user@host); credentials never go in the "
+                        "file"));
+  EXPECT_THAT(LoadError(R"yaml(      - name: a
+        kind: http
+        invalidate: {url: "http://x/i"}
+        probe: {url: "https://u@x/v?d={partition}", field: f}
+        expect: SELECT 1
+)yaml"),
+              HasSubstr("holds a user name or password"));
   EXPECT_THAT(LoadError(R"yaml(      - name: a
         kind: http
         invalidate: {url: "http://x/i"}
@@ -291,6 +319,16 @@ SqlValue Text(std::string v) {
   return s;
 }
 
+class RecordingObserver : public JobObserver {
+ public:
+  void OnConsumerConfirmed(const std::string& dataset,
+                           const std::string& consumer, bool healthy,
+                           absl::Duration latency) override {
+    seen.push_back(absl::StrCat(dataset, "/", consumer, "=", healthy));
+  }
+  std::vector<std::string> seen;
+};
+
 class ConfirmerTest : public ::testing::Test {
  protected:
   ConfirmerTest() : clock_(absl::FromUnixSeconds(1700000000)) {
@@ -360,6 +398,148 @@ TEST_F(ConfirmerTest, InvalidationIsRetriedWithBackoffOn5xxAndErrors) {
             "(2 partitions probed)");
 }
 
+TEST_F(ConfirmerTest, TheExpandedHeaderGoesWithThePostAndEveryProbe) {
+  setenv("BF_TEST_CONFIRM_TOKEN", "tok-5ecret", 1);
+  consumer_.headers = {{"Authorization", "Bearer ${BF_TEST_CONFIRM_TOKEN}"},
+                       {"X-Tenant", "acme"}};
+  consumer_.timeout = absl::Seconds(1);
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(2); });
+  // A cache that echoes what it was sent: still the value must never reach
+  // the message through our own text.
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    return Answer(200, R"({"amount": 1})");
+  });
+  ConsumerResult r = Run(&http, {"2025-03-01", "2025-03-02"});
+  EXPECT_FALSE(r.healthy);
+  ASSERT_GE(http.requests.size(), 3u);
+  EXPECT_EQ(http.requests[0].method, "POST");
+  EXPECT_THAT(http.requests[0].headers,
+              ElementsAre(Pair("Authorization", "Bearer tok-5ecret"),
+                          Pair("X-Tenant", "acme"),
+                          Pair("Content-Type", "application/json")));
+  for (size_t i = 1; i < http.requests.size(); ++i) {
+    EXPECT_EQ(http.requests[i].method, "GET");
+    EXPECT_THAT(http.requests[i].headers,
+                ElementsAre(Pair("Authorization", "Bearer tok-5ecret"),
+                            Pair("X-Tenant", "acme")));
+  }
+  EXPECT_THAT(r.message, ::testing::Not(HasSubstr("tok-5ecret")));
+
+  // A token that ends in a newline (read from a file) would split the
+  // request: nothing is sent, the header is named, the value is not.
+  setenv("BF_TEST_CONFIRM_TOKEN", "tok-5ecret\nX-Injected: 1\n", 1);
+  http.requests.clear();
+  r = Run(&http, {"2025-03-01"});
+  EXPECT_FALSE(r.healthy);
+  EXPECT_TRUE(http.requests.empty());
+  EXPECT_THAT(r.message, HasSubstr("consumer amount_cache of segment_daily: "
+                                   "header Authorization: "));
+  EXPECT_THAT(r.message, HasSubstr("line break"));
+  EXPECT_THAT(r.message, ::testing::Not(HasSubstr("tok-5ecret")));
+  EXPECT_THAT(r.message, ::testing::Not(HasSubstr("Injected")));
+  unsetenv("BF_TEST_CONFIRM_TOKEN");
+}
+
+TEST_F(ConfirmerTest, AWarehouseThatCannotBeReadIsNotTheConsumersFault) {
+  // The expect query no longer compiles (a schema change): the consumer is
+  // still invalidated, and the message blames the warehouse read.
+  engine_.SetQueryValues([](const std::string&, const std::string&,
+                            const std::string&) -> absl::StatusOr<SqlValue> {
+    return absl::FailedPreconditionError("no such column: amount");
+  });
+  FakeHttp http([&](const HttpRequest&) -> absl::StatusOr<HttpResponse> {
+    return Answer(200, "{}");
+  });
+  dataset_.consumers = {consumer_};
+  RecordingObserver observer;
+  JobLayout layout;
+  layout.job_id = "bf-9";
+  layout.items.push_back({&dataset_, {"2025-03-01"}});
+  ConfirmContext context;
+  context.engine = &engine_;
+  context.http = &http;
+  context.clock = &clock_;
+  context.observer = &observer;
+  absl::StatusOr<ConfirmOutcome> out = ConfirmDownstream(layout, context);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->healthy);
+  ASSERT_EQ(http.requests.size(), 1u);  // the invalidation, no probe
+  EXPECT_EQ(http.requests[0].method, "POST");
+  EXPECT_EQ(out->message,
+            "published, but downstream could not be confirmed: consumer "
+            "amount_cache of segment_daily: could not read the warehouse's "
+            "value for partition 2025-03-01 (the expect query failed: no "
+            "such column: amount); the consumer was invalidated, but whether "
+            "it serves the new numbers is unknown");
+  EXPECT_TRUE(observer.seen.empty());  // its health gauge is not touched
+}
+
+TEST_F(ConfirmerTest, ABusyWarehouseIsReadAgainUntilTheDeadline) {
+  int reads = 0;
+  engine_.SetQueryValues([&](const std::string&, const std::string&,
+                             const std::string&) -> absl::StatusOr<SqlValue> {
+    if (++reads <= 2) return absl::UnavailableError("database is locked");
+    return Real(3);
+  });
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    return Answer(200, R"({"amount": 3})");
+  });
+  const absl::Time start = clock_.Now();
+  ConsumerResult r = Run(&http, {"2025-03-01"});
+  EXPECT_TRUE(r.healthy) << r.message;
+  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(200 + 400));
+
+  // Locked for good: read until the time is up, then say so.
+  consumer_.timeout = absl::Seconds(3);
+  reads = 0;
+  engine_.SetQueryValues([&](const std::string&, const std::string&,
+                             const std::string&) -> absl::StatusOr<SqlValue> {
+    ++reads;
+    return absl::UnavailableError("database is locked");
+  });
+  r = Run(&http, {"2025-03-01"});
+  EXPECT_FALSE(r.healthy);
+  EXPECT_TRUE(r.warehouse_error);
+  // 0, 0.2, 0.6, 1.4 s; a fifth read would have to wait past 3 s.
+  EXPECT_EQ(reads, 4);
+  EXPECT_THAT(r.message, HasSubstr("could not read the warehouse's value for "
+                                   "partition 2025-03-01 (the expect query "
+                                   "failed 4 times: database is locked)"));
+}
+
+TEST_F(ConfirmerTest, AnHttpInvalidationIsSentInBatches) {
+  std::vector<std::string> hours;
+  for (int i = 0; i < 2500; ++i) hours.push_back(absl::StrCat("h", 10000 + i));
+  consumer_.sample = 1;
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(1); });
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    return Answer(200, R"({"amount": 1})");
+  });
+  ConsumerResult r = Run(&http, hours);
+  EXPECT_TRUE(r.healthy) << r.message;
+  ASSERT_EQ(http.requests.size(), 3u + 1u);  // 1000 + 1000 + 500, one probe
+  std::string last =
+      R"({"dataset":"segment_daily","job":"bf-9","partitions":[)";
+  for (int i = 2000; i < 2500; ++i) {
+    absl::StrAppend(&last, i == 2000 ? "" : ",", "\"h", 10000 + i, "\"");
+  }
+  absl::StrAppend(&last, "]}");
+  EXPECT_EQ(http.requests[2].method, "POST");
+  EXPECT_EQ(http.requests[2].body, last);
+  EXPECT_THAT(http.requests[0].body, HasSubstr(R"("h10000","h10001",)"));
+  EXPECT_THAT(http.requests[0].body, HasSubstr(R"("h10999"]})"));
+  EXPECT_THAT(http.requests[1].body, HasSubstr(R"(:["h11000",)"));
+  EXPECT_EQ(http.requests[3].method, "GET");
+}
+
 TEST_F(ConfirmerTest, A4xxInvalidationIsNotRetried) {
   FakeHttp http([&](const HttpRequest&) -> absl::StatusOr<HttpResponse> {
     return Answer(404, "no such route");
@@ -385,14 +565,127 @@ TEST_F(ConfirmerTest, AStaleCacheEndsUnhealthyAtTheTimeoutSayingWhat) {
   const absl::Time start = clock_.Now();
   ConsumerResult r = Run(&http, {"2025-03-01"});
   EXPECT_FALSE(r.healthy);
-  // It waited exactly its timeout on the clock, polling with backoff
-  // (0.25, 0.5, 1, 2, 4, 5, 5, 5, 5 s, then the 2.25 s left).
-  EXPECT_EQ(clock_.Now() - start, absl::Seconds(30));
+  // It polled with backoff (0.25, 0.5, 1, 2, 4, 5, 5, 5, 5 s: 27.75 s),
+  // then waited for the last round up to 1 s before the deadline (1.25 s),
+  // leaving that round time for its requests.
+  EXPECT_EQ(clock_.Now() - start, absl::Seconds(29));
   EXPECT_EQ(http.requests.size(), 1u + 11u);
   EXPECT_EQ(r.message,
             "consumer amount_cache of segment_daily still serves 12.5 for "
-            "partition 2025-03-01 where the warehouse has 13.75 after 30s "
-            "(11 probe rounds)");
+            "partition 2025-03-01 where the warehouse has 13.75 after 29s "
+            "(timeout 30s; 11 probe rounds)");
+}
+
+TEST_F(ConfirmerTest, TheTimeoutBoundsARoundOfHangingProbes) {
+  // 30 partitions, a probe that hangs until its request timeout, a 2 s
+  // timeout: the first probe gets the 2 s left, and then the time is up.
+  consumer_.timeout = absl::Seconds(2);
+  engine_.SetQueryValues([](const std::string&, const std::string&,
+                            const std::string&) -> absl::StatusOr<SqlValue> {
+    return Real(10.5);
+  });
+  std::vector<std::string> days;
+  for (int d = 1; d <= 30; ++d) {
+    days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
+  }
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    clock_.Advance(r.timeout);
+    return absl::DeadlineExceededError("GET timed out");
+  });
+  const absl::Time start = clock_.Now();
+  ConsumerResult r = Run(&http, days);
+  EXPECT_FALSE(r.healthy);
+  EXPECT_EQ(clock_.Now() - start, absl::Seconds(2));
+  ASSERT_EQ(http.requests.size(), 2u);  // the POST and one probe
+  EXPECT_EQ(http.requests[1].timeout, absl::Seconds(2));
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily: the probe failed for "
+            "partition 2025-04-01 (the warehouse has 10.5) after 2s (timeout "
+            "2s; 1 probe round; 29 of 30 partitions not probed before the "
+            "timeout): GET timed out");
+}
+
+TEST_F(ConfirmerTest, SlowProbesGetTheTimeLeftAndTheFirstOfEachAtLeast1s) {
+  consumer_.timeout = absl::Seconds(2);
+  engine_.SetQueryValues([](const std::string&, const std::string&,
+                            const std::string&) -> absl::StatusOr<SqlValue> {
+    return Real(10.5);
+  });
+  std::vector<std::string> days;
+  for (int d = 1; d <= 30; ++d) {
+    days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
+  }
+  // Each probe takes 700 ms and serves the old number.
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    clock_.Advance(absl::Milliseconds(700));
+    return Answer(200, R"({"amount": 9})");
+  });
+  const absl::Time start = clock_.Now();
+  ConsumerResult r = Run(&http, days);
+  EXPECT_FALSE(r.healthy);
+  // Probes at 0, 0.7 and 1.4 s; at 2.1 s the time is up.
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(2100));
+  ASSERT_EQ(http.requests.size(), 4u);
+  EXPECT_EQ(http.requests[1].timeout, absl::Seconds(2));
+  EXPECT_EQ(http.requests[2].timeout, absl::Milliseconds(1300));
+  EXPECT_EQ(http.requests[3].timeout, absl::Seconds(1));  // 0.6 s left
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily still serves 9 for "
+            "partition 2025-04-01 where the warehouse has 10.5 after 2.1s "
+            "(timeout 2s; 1 probe round; 3 of 30 probed partitions differ; 27 "
+            "of 30 partitions not probed before the timeout)");
+}
+
+TEST_F(ConfirmerTest, AStopInTheMiddleOfARoundEndsAfterOneRequest) {
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(1); });
+  bool stopping = false;
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") return Answer(200, "{}");
+    stopping = true;  // SIGTERM arrives during the first probe
+    return Answer(200, R"({"amount": 0})");
+  });
+  dataset_.consumers = {consumer_};
+  JobLayout layout;
+  layout.job_id = "bf-9";
+  layout.items.push_back(
+      {&dataset_, {"2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"}});
+  ConfirmContext context;
+  context.engine = &engine_;
+  context.http = &http;
+  context.clock = &clock_;
+  context.stopping = [&] { return stopping; };
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<ConfirmOutcome> out = ConfirmDownstream(layout, context);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(http.requests.size(), 2u);  // the POST and one probe
+  EXPECT_EQ(clock_.Now(), start);       // no wait either
+}
+
+TEST_F(ConfirmerTest, AStopBetweenInvalidationBatchesEndsThem) {
+  consumer_.kind = ConsumerKind::kCommand;
+  consumer_.invalidate_command = {"/opt/flush"};
+  consumer_.probe_command = {"/opt/read"};
+  std::vector<std::string> hours;
+  for (size_t i = 0; i < 3 * kInvalidateBatch; ++i) {
+    hours.push_back(absl::StrCat("p", 10000 + i));
+  }
+  bool stopping = false;
+  FakeCommands commands(
+      [&](const CommandRequest&) -> absl::StatusOr<CommandResult> {
+        stopping = true;
+        CommandResult out;
+        out.exit_code = 0;
+        return out;
+      });
+  ConsumerConfirmer confirmer(&engine_, nullptr, &commands, &clock_,
+                              [&] { return stopping; });
+  ConsumerResult r = confirmer.Confirm(dataset_, consumer_, "bf-9", hours);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(commands.runs.size(), 1u);  // one batch of three
 }
 
 TEST_F(ConfirmerTest, ACacheThatCatchesUpInTimeIsHealthy) {
@@ -438,7 +731,9 @@ TEST_F(ConfirmerTest, SampleProbesEvenlySpacedPartitionsIncludingBothEnds) {
   ASSERT_EQ(http.requests.size(), 3u);
   EXPECT_EQ(http.requests[1].url, "http://cache/value?day=2025-03-01");
   EXPECT_EQ(http.requests[2].url, "http://cache/value?day=2025-03-10");
-  EXPECT_THAT(r.message, HasSubstr("(2 of 10 partitions sampled probed)"));
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily serves the new numbers "
+            "(2 of 10 partitions probed, sampled)");
 }
 
 JsonValue Json(const std::string& text) { return *ParseJson(text); }
@@ -498,11 +793,11 @@ TEST_F(ConfirmerTest, InvalidJsonAndAMissingFieldAreReported) {
   });
   ConsumerResult r = Run(&bad, {"2025-03-01"});
   EXPECT_FALSE(r.healthy);
-  EXPECT_THAT(r.message,
-              HasSubstr("still serves an answer that is not JSON (not valid "
-                        "JSON at byte 0: a value was expected): "
-                        "'<html>oops</html>' for partition 2025-03-01 where "
-                        "the warehouse has 1 after 1s"));
+  EXPECT_EQ(r.message,
+            "consumer amount_cache of segment_daily: the probe failed for "
+            "partition 2025-03-01 (the warehouse has 1) after 625ms (timeout "
+            "1s; 3 probe rounds): an answer that is not JSON (not valid JSON "
+            "at byte 0: a value was expected): '<html>oops</html>'");
   FakeHttp missing([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
     return Answer(200, R"({"amt": 1})");
   });
@@ -568,19 +863,13 @@ TEST_F(ConfirmerTest, AFailingProbeCommandSaysHowItExited) {
       });
   ConsumerResult r = Run(nullptr, {"2025-03-01"}, &commands);
   EXPECT_FALSE(r.healthy);
-  EXPECT_THAT(r.message, HasSubstr("still serves the probe command exited "
-                                   "with status 3 ('cannot connect')"));
+  EXPECT_THAT(r.message,
+              HasSubstr("consumer amount_cache of segment_daily: the probe "
+                        "failed for partition 2025-03-01 (the warehouse has "
+                        "NULL (the expect query returned no row)) after "));
+  EXPECT_THAT(r.message, HasSubstr("): the command exited with status 3 "
+                                   "('cannot connect')"));
 }
-
-class RecordingObserver : public JobObserver {
- public:
-  void OnConsumerConfirmed(const std::string& dataset,
-                           const std::string& consumer, bool healthy,
-                           absl::Duration latency) override {
-    seen.push_back(absl::StrCat(dataset, "/", consumer, "=", healthy));
-  }
-  std::vector<std::string> seen;
-};
 
 TEST_F(ConfirmerTest, TheStepConfirmsEveryConsumerAndReportsEach) {
   ConsumerSpec second = consumer_;
@@ -628,6 +917,89 @@ TEST_F(ConfirmerTest, TheStepConfirmsEveryConsumerAndReportsEach) {
   context.stopping = [] { return true; };
   out = ConfirmDownstream(layout, context);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST_F(ConfirmerTest, EveryConsumerIsInvalidatedBeforeAnyIsProbed) {
+  // Two datasets, three consumers: a stale one declared first (10 s), a
+  // fresh one, and a stale one on the second dataset (10 s).
+  ConsumerSpec stale = consumer_;
+  stale.name = "stale_a";
+  stale.invalidate_url = "http://a/invalidate";
+  stale.probe_url = "http://a/value?day={partition}";
+  stale.timeout = absl::Seconds(10);
+  ConsumerSpec fresh = consumer_;
+  fresh.name = "fresh_b";
+  fresh.invalidate_url = "http://b/invalidate";
+  fresh.probe_url = "http://b/value?day={partition}";
+  dataset_.consumers = {stale, fresh};
+  DatasetSpec other = dataset_;
+  other.name = "segment_monthly";
+  ConsumerSpec stale_c = stale;
+  stale_c.name = "stale_c";
+  stale_c.invalidate_url = "http://c/invalidate";
+  stale_c.probe_url = "http://c/value?day={partition}";
+  other.consumers = {stale_c};
+  engine_.SetQueryValues(
+      [](const std::string&, const std::string&,
+         const std::string&) -> absl::StatusOr<SqlValue> { return Real(5); });
+  int first_post_retry = 0;
+  FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
+    if (r.method == "POST") {
+      // a's first invalidation fails once: b and c are not kept waiting.
+      if (r.url == "http://a/invalidate" && first_post_retry++ == 0) {
+        return Answer(503, "busy");
+      }
+      return Answer(200, "{}");
+    }
+    if (r.url.rfind("http://b/", 0) == 0)
+      return Answer(200, R"({"amount": 5})");
+    return Answer(200, R"({"amount": 4})");
+  });
+  RecordingObserver observer;
+  JobLayout layout;
+  layout.job_id = "bf-9";
+  layout.items.push_back({&dataset_, {"2025-03-01"}});
+  layout.items.push_back({&other, {"2025-03-01"}});
+  ConfirmContext context;
+  context.engine = &engine_;
+  context.http = &http;
+  context.clock = &clock_;
+  context.observer = &observer;
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<ConfirmOutcome> out = ConfirmDownstream(layout, context);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->healthy);
+  // The first four requests: a (refused 503), b, c, then a again after its
+  // 200 ms backoff; only then probes.
+  ASSERT_GE(http.requests.size(), 5u);
+  EXPECT_EQ(http.requests[0].url, "http://a/invalidate");
+  EXPECT_EQ(http.requests[1].url, "http://b/invalidate");
+  EXPECT_EQ(http.requests[2].url, "http://c/invalidate");
+  for (size_t i = 3; i < http.requests.size(); ++i) {
+    if (http.requests[i].url == "http://a/invalidate") {
+      EXPECT_EQ(http.requests[i].method, "POST");
+      break;
+    }
+    EXPECT_EQ(http.requests[i].method, "GET") << i;
+  }
+  EXPECT_EQ(first_post_retry, 2);
+  // Side by side: the two stale consumers took about one timeout (each
+  // ends up to 1 s before its own), not two.
+  EXPECT_GE(clock_.Now() - start, absl::Seconds(9));
+  EXPECT_LE(clock_.Now() - start, absl::Seconds(10));
+  // Reported as each was decided: b first.
+  EXPECT_THAT(observer.seen,
+              ElementsAre("segment_daily/fresh_b=1", "segment_daily/stale_a=0",
+                          "segment_monthly/stale_c=0"));
+  // Results in declaration order.
+  ASSERT_EQ(out->results.size(), 3u);
+  EXPECT_EQ(out->results[0].consumer, "stale_a");
+  EXPECT_EQ(out->results[1].consumer, "fresh_b");
+  EXPECT_EQ(out->results[2].consumer, "stale_c");
+  EXPECT_THAT(out->message, HasSubstr("consumer stale_a of segment_daily "
+                                      "still serves 4 for partition "
+                                      "2025-03-01 where the warehouse has 5"));
+  EXPECT_THAT(out->message, HasSubstr("(1 other consumer is unhealthy too"));
 }
 
 // ---------------------------------------------------------------------------
@@ -767,7 +1139,8 @@ TEST_F(ConfirmRunnerTest, UnhealthyThenConfirmedAgainThenResumedAfterRestart) {
   EXPECT_THAT(job.message,
               HasSubstr("published, but downstream is unhealthy: consumer "
                         "n_cache of daily still serves 0 for partition "
-                        "2025-01-01 where the warehouse has 1 after 10s"));
+                        "2025-01-01 where the warehouse has 1 after "));
+  EXPECT_THAT(job.message, HasSubstr("(timeout 10s; "));
   EXPECT_THAT(cache_.posts(),
               ElementsAre(absl::StrCat(R"({"dataset":"daily","job":")", id,
                                        R"(","partitions":["2025-01-01",)"

@@ -2,6 +2,7 @@
 // bodies as sent, statuses as answered, and each kind of failure with its
 // status code.
 
+#include <cstdlib>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -57,6 +58,45 @@ TEST(CurlHttpClientTest, PostSendsBodyAndHeadersAsGiven) {
   EXPECT_EQ(got.headers.at("authorization"), "Bearer t0ken");
   EXPECT_EQ(got.headers.at("content-type"), "application/json");
   EXPECT_EQ(got.headers.count("expect"), 0u);
+}
+
+TEST(CurlHttpClientTest, AHeaderThatWouldSplitTheRequestIsNotSent) {
+  HttpTestServer server;
+  CurlHttpClient client;
+  for (const std::string& value :
+       {std::string("Bearer abc\nX-Injected: 1"), std::string("Bearer abc\r"),
+        std::string("Bearer abc\0def", 14)}) {
+    HttpRequest get;
+    get.url = server.Url("/value");
+    get.headers = {{"Authorization", value}};
+    absl::StatusOr<HttpResponse> r = client.Send(get);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("header Authorization"));
+    EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("abc")));
+  }
+  HttpRequest bad_name;
+  bad_name.url = server.Url("/value");
+  bad_name.headers = {{"X-A: 1\r\nX-B", "v"}};
+  EXPECT_EQ(client.Send(bad_name).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(server.requests().empty());
+}
+
+TEST(CurlHttpClientTest, ProxyVariablesAreIgnored) {
+  HttpTestServer cache;
+  HttpTestServer proxy;  // would receive "GET http://127.0.0.1:.../value"
+  setenv("http_proxy", proxy.Url("").c_str(), 1);
+  setenv("ALL_PROXY", proxy.Url("").c_str(), 1);
+  CurlHttpClient client;
+  HttpRequest get;
+  get.url = cache.Url("/value");
+  get.headers = {{"Authorization", "Bearer t0ken"}};
+  absl::StatusOr<HttpResponse> r = client.Send(get);
+  unsetenv("http_proxy");
+  unsetenv("ALL_PROXY");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(cache.requests().size(), 1u);
+  EXPECT_TRUE(proxy.requests().empty());
 }
 
 TEST(CurlHttpClientTest, ASlowServerIsADeadline) {

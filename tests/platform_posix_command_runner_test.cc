@@ -2,11 +2,14 @@
 // verbatim (no shell), exit statuses and signals, the timeout kills the
 // whole process group, output is capped without blocking the program.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -77,9 +80,46 @@ TEST(PosixCommandRunnerTest, TheTimeoutKillsTheProgramAndWhatItStarted) {
   // Well before sleep would have ended on its own.
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
   // A program that closes its output but keeps running is still timed out.
+  // The time left is rarely whole milliseconds: the message rounds it.
+  r.timeout = absl::Milliseconds(159) + absl::Nanoseconds(590051);
+  EXPECT_THAT(runner.Run(r).status().message(),
+              HasSubstr("`sleep 30` did not finish within 159ms; it was "
+                        "killed"));
   r = Command({"sh", "-c", "exec >&- 2>&-; sleep 30"});
   r.timeout = absl::Milliseconds(200);
   EXPECT_EQ(runner.Run(r).status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(PosixCommandRunnerTest, TheProgramGetsAMinimalEnvironmentAndNoFds) {
+  setenv("BF_TEST_SECRET_TOKEN", "s3cr3t", 1);
+  setenv("LANG", "C.UTF-8", 1);
+  // A descriptor the daemon holds open without close-on-exec.
+  const int null = open("/dev/null", O_RDONLY);
+  ASSERT_GE(null, 0);
+  const int fd = fcntl(null, F_DUPFD, 100);  // high, apart from ls's own
+  close(null);
+  ASSERT_GE(fd, 100);
+  PosixCommandRunner runner;
+  absl::StatusOr<CommandResult> r = runner.Run(Command({"env"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->output, ::testing::Not(HasSubstr("BF_TEST_SECRET_TOKEN")));
+  EXPECT_THAT(r->output, HasSubstr("LANG=C.UTF-8\n"));
+  EXPECT_THAT(r->output, HasSubstr(absl::StrCat("PATH=", getenv("PATH"))));
+  const std::vector<std::string> lines =
+      absl::StrSplit(r->output, '\n', absl::SkipEmpty());
+  for (const std::string& line : lines) {
+    const std::string name = line.substr(0, line.find('='));
+    EXPECT_TRUE(name == "PATH" || name == "LANG" || name == "HOME") << line;
+  }
+  // The program's own descriptors: 0, 1, 2 and the one `ls` opens itself.
+  r = runner.Run(Command({"ls", "/proc/self/fd"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> fds =
+      absl::StrSplit(r->output, '\n', absl::SkipEmpty());
+  EXPECT_LE(fds.size(), 4u) << r->output;
+  EXPECT_THAT(fds, ::testing::Not(::testing::Contains(std::to_string(fd))));
+  close(fd);
+  unsetenv("BF_TEST_SECRET_TOKEN");
 }
 
 TEST(PosixCommandRunnerTest, OutputIsCappedAndTheProgramStillEnds) {

@@ -137,5 +137,89 @@ TEST_F(QueryValueTest, WritesAreRefusedAndChangeNothing) {
   EXPECT_EQ(form.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(QueryValueTest, AnUnpartitionedDatasetHasNoPartitionValue) {
+  DatasetSpec whole = daily_;
+  whole.name = "segment_all";
+  whole.partition.reset();
+  auto v = engine_->QueryValue(whole, "",
+                               "SELECT ROUND(SUM(amount), 2) FROM "
+                               "segment_daily");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->type, SqlValue::Type::kReal);
+  EXPECT_EQ(v->real, Number("SELECT ROUND(SUM(amount), 2) FROM segment_daily"));
+}
+
+TEST_F(QueryValueTest, ABlobReadsAsItsBytes) {
+  // Bytes with a NUL inside and one that is no UTF-8: all of them come back.
+  auto v = engine_->QueryValue(daily_, "2025-03-01", "SELECT X'6100FF62'");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->type, SqlValue::Type::kText);
+  EXPECT_EQ(v->text, std::string("a\0\xff"
+                                 "b",
+                                 4));
+  v = engine_->QueryValue(
+      daily_, "2025-03-02",
+      "SELECT CAST(region AS BLOB) FROM segment_daily WHERE day = :partition");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->text, "eu");
+}
+
+TEST_F(QueryValueTest, ReadsThePublishedTableWhileAJobHasStagedRows) {
+  // A job recomputes 2025-03-01 from raw rows that differ from what is
+  // published; until it publishes, the expect query sees the published
+  // rows only.
+  Exec(R"sql(
+    CREATE TABLE raw_orders (day TEXT, region TEXT, amount REAL);
+    INSERT INTO raw_orders VALUES
+      ('2025-03-01', 'eu', 999.5), ('2025-03-01', 'us', 0.25);
+  )sql");
+  DatasetSpec orders;
+  orders.name = "orders";
+  orders.kind = DatasetKind::kSource;
+  orders.table = "raw_orders";
+  orders.partition = PartitionSpec{"day", Grain::kDay, {}};
+  orders.columns = daily_.columns;
+  DatasetSpec derived = daily_;
+  derived.upstream = {{"orders", Mapping::kIdentity}};
+  derived.transform =
+      "SELECT day, region, amount FROM raw_orders WHERE day >= "
+      ":partition_start AND day < :partition_end";
+  JobLayout layout;
+  layout.job_id = "bf-1";
+  layout.items = {{&derived, {"2025-03-01"}}};
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  auto staged = engine_->StagePartition("bf-1", derived, "2025-03-01",
+                                        {{&orders, std::string("2025-03-01")}});
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  EXPECT_EQ(staged->rows_written, 2);
+  auto v = engine_->QueryValue(
+      derived, "2025-03-01",
+      "SELECT SUM(amount) FROM segment_daily WHERE day = :partition");
+  ASSERT_TRUE(v.ok()) << v.status();
+  // 10.125 + 2.5, the published rows; the staged ones would sum to 999.75.
+  EXPECT_EQ(v->real, Number("SELECT SUM(amount) FROM segment_daily WHERE day "
+                            "= '2025-03-01'"));
+  EXPECT_EQ(v->real, 12.625);
+  ASSERT_TRUE(engine_->DropStaging("bf-1").ok());
+}
+
+TEST_F(QueryValueTest, AQueryThatRunsTooLongIsStopped) {
+  // Counts without end: only the query's own deadline stops it.
+  auto v = engine_->QueryValue(
+      daily_, "2025-03-01",
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+      "SELECT COUNT(*) FROM n");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(v.status().message(),
+              HasSubstr("the expect query on segment_daily for partition "
+                        "2025-03-01 ran longer than 10s and was stopped"));
+  // The connection is usable again, without the bound's handler.
+  auto after = engine_->QueryValue(
+      daily_, "2025-03-02",
+      "SELECT COUNT(*) FROM segment_daily WHERE day = :partition");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->integer, 1);
+}
+
 }  // namespace
 }  // namespace backfill
