@@ -275,6 +275,9 @@ struct LineageRecord {
   absl::Time published_at = absl::InfinitePast();
   // The approval the job was published with, if it needed one.
   std::optional<Approval> approval;
+  // The store's append order of lineage records (larger: recorded later,
+  // whatever the clocks said); 0 for a record not read from a store.
+  int64_t id = 0;
 };
 
 struct AuditEvent {

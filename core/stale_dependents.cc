@@ -1,7 +1,6 @@
 #include "core/stale_dependents.h"
 
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -38,41 +37,56 @@ absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(
                    store.VerifiedVersions(dataset.name, partitions));
   if (versions.empty()) return out;
 
-  // When each current version was made: its job's publication, or (an
-  // UNCHANGED recomputation, or a job without publish lineage) its end.
-  std::set<std::string> version_jobs;
-  for (const auto& [p, v] : versions) version_jobs.insert(v.job_id);
-  ASSIGN_OR_RETURN(auto published,
-                   store.PublicationTimes(std::vector<std::string>(
-                       version_jobs.begin(), version_jobs.end())));
-  std::map<std::string, absl::Time> made_at;
-  for (const std::string& id : version_jobs) {
-    auto it = published.find(id);
-    if (it != published.end()) {
-      made_at[id] = it->second;
-      continue;
-    }
-    ASSIGN_OR_RETURN(Job job, store.GetJobProgress(id));
-    made_at[id] = job.end_time;
-  }
-
-  // The newest lineage record of each input partition compared (nullopt:
-  // none), and whether each upstream job excluded its dependents.
-  std::map<std::pair<std::string, std::string>, std::optional<LineageRecord>>
-      newest;
-  std::map<std::string, bool> excluded;
-  auto newest_of = [&](const std::string& ds, const std::string& p)
-      -> absl::StatusOr<const std::optional<LineageRecord>*> {
+  // Every lineage record of a (dataset, partition), newest first (by id),
+  // read once.
+  std::map<std::pair<std::string, std::string>, std::vector<LineageRecord>>
+      lineage;
+  auto lineage_of = [&](const std::string& ds, const std::string& p)
+      -> absl::StatusOr<const std::vector<LineageRecord>*> {
     auto key = std::make_pair(ds, p);
-    auto it = newest.find(key);
-    if (it == newest.end()) {
+    auto it = lineage.find(key);
+    if (it == lineage.end()) {
       ASSIGN_OR_RETURN(std::vector<LineageRecord> records,
                        store.GetLineage(ds, p));
-      std::optional<LineageRecord> first;
-      if (!records.empty()) first = std::move(records.front());
-      it = newest.emplace(key, std::move(first)).first;
+      it = lineage.emplace(key, std::move(records)).first;
     }
     return &it->second;
+  };
+  std::map<std::string, bool> excluded;
+  std::map<std::string, absl::Time> ended;  // of jobs of UNCHANGED versions
+
+  // Whether `newest`, the newest lineage record of an input whose rows the
+  // version `v` of `partition` read with another fingerprint, was recorded
+  // after `v` read them. When an older record of the input has the
+  // fingerprint `v` read, `v` read the rows that record left, which
+  // `newest` replaced since. Otherwise lineage does not know the rows `v`
+  // read (the input was written outside backfilld), and only the order of
+  // the records tells: `newest` was recorded after `v`'s own publish record
+  // (an UNCHANGED version has none: after its job ended).
+  auto replaced_since_read =
+      [&](const std::string& partition, const VerifiedVersion& v,
+          const InputFingerprint& in,
+          const std::vector<LineageRecord>& records) -> absl::StatusOr<bool> {
+    const LineageRecord& newest = records.front();
+    for (size_t i = 1; i < records.size(); ++i) {
+      if (records[i].output_fingerprint == in.fingerprint) return true;
+    }
+    if (v.unchanged) {
+      auto it = ended.find(v.job_id);
+      if (it == ended.end()) {
+        ASSIGN_OR_RETURN(Job job, store.GetJobProgress(v.job_id));
+        it = ended.emplace(v.job_id, job.end_time).first;
+      }
+      return newest.published_at > it->second;
+    }
+    ASSIGN_OR_RETURN(const std::vector<LineageRecord>* own,
+                     lineage_of(dataset.name, partition));
+    for (const LineageRecord& r : *own) {
+      if (r.job_id == v.job_id && r.action == LineageAction::kPublish) {
+        return newest.id > r.id;
+      }
+    }
+    return false;
   };
 
   for (const auto& [partition, v] : versions) {
@@ -82,12 +96,14 @@ absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(
       if (up == nullptr || !up->is_derived()) continue;
       // Read whole from a partitioned dataset: no one record to compare.
       if (in.partition.empty() && up->partition) continue;
-      ASSIGN_OR_RETURN(const std::optional<LineageRecord>* rec,
-                       newest_of(in.dataset, in.partition));
-      if (!rec->has_value()) continue;
-      const LineageRecord& r = **rec;
+      ASSIGN_OR_RETURN(const std::vector<LineageRecord>* records,
+                       lineage_of(in.dataset, in.partition));
+      if (records->empty()) continue;
+      const LineageRecord& r = records->front();
       if (r.output_fingerprint == in.fingerprint) continue;
-      if (r.published_at < made_at[v.job_id]) continue;
+      ASSIGN_OR_RETURN(bool replaced,
+                       replaced_since_read(partition, v, in, *records));
+      if (!replaced) continue;
       StaleInput si;
       si.dataset = in.dataset;
       si.partition = in.partition;

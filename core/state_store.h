@@ -189,7 +189,8 @@ class StateStore {
       const std::string& job_id, const std::string& dataset,
       bool with_samples) = 0;
 
-  // Published versions of a (dataset, partition), newest first.
+  // Published versions of a (dataset, partition), newest first: in the
+  // reverse order they were recorded (LineageRecord::id), not by clock.
   virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) = 0;
 

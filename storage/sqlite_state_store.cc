@@ -493,7 +493,7 @@ constexpr char kLineageColumns[] =
     "dataset, \"partition\", job_id, transform_version, inputs, "
     "output_fingerprint, row_count, reason, ticket, requested_by, "
     "published_at, action, approved_from, approved_by, approval_reason, "
-    "approval_override, approved_at";
+    "approval_override, approved_at, id";
 
 // Every row of `q`, which selects kLineageColumns.
 absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
@@ -523,6 +523,7 @@ absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
       approval.approved_at = ColumnTime(q, 16);
       rec.approval = std::move(approval);
     }
+    rec.id = q.ColumnInt(17);
     out.push_back(std::move(rec));
   }
   return out;
@@ -1502,8 +1503,7 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
                                     "SELECT ", kLineageColumns,
                                     " FROM lineage WHERE dataset = ?1 AND "
-                                    "\"partition\" = ?2 ORDER BY published_at "
-                                    "DESC, id DESC")));
+                                    "\"partition\" = ?2 ORDER BY id DESC")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, partition));
   return ReadLineage(q);

@@ -455,6 +455,79 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   EXPECT_EQ(counts.computations(), 3);
 }
 
+// A dependent's version is stale when the rows it read were replaced,
+// whenever it was published: here bf-3 computed daily_total from daily as
+// bf-1 left it, and published after bf-2 had replaced daily (e.g. held
+// for approval meanwhile).
+TEST_F(PartitionHistoryTest, DependentPublishedAfterReplacementOfItsInput) {
+  StalePartitionCounts counts(&catalog_, store_.get());
+  const std::string first = RunJob(
+      Request("daily", "load", "alice"),
+      {{"daily", "2025-01-01", "a1", {{"orders", "2025-01-01", "o1", 4}}},
+       {"daily", "2025-01-02", "a2", {{"orders", "2025-01-02", "o2", 4}}},
+       {"daily", "2025-01-04", "a4", {{"orders", "2025-01-04", "o4", 4}}},
+       // daily/2025-01-03 as loaded outside backfilld.
+       {"daily_total",
+        "2025-01-03",
+        "t3",
+        {{"daily", "2025-01-03", "ext3", 2}}}},
+      At(1));
+  BackfillRequest narrow = Request("daily", "narrow", "bob");
+  narrow.exclude_downstream = true;
+  const std::string replacing = RunJob(
+      narrow,
+      {{"daily", "2025-01-01", "b1", {{"orders", "2025-01-01", "o1x", 4}}},
+       {"daily", "2025-01-03", "b3", {{"orders", "2025-01-03", "o3", 4}}}},
+      At(2));
+  const std::string late = RunJob(
+      Request("daily_total", "late", "carol"),
+      {// Read before bf-2 replaced daily/2025-01-01.
+       {"daily_total", "2025-01-01", "t1", {{"daily", "2025-01-01", "a1", 2}}},
+       // Read what bf-1 published, still current.
+       {"daily_total", "2025-01-02", "t2", {{"daily", "2025-01-02", "a2", 2}}},
+       // Read daily/2025-01-04 as changed outside backfilld after bf-1:
+       // lineage cannot say that it was replaced since.
+       {"daily_total",
+        "2025-01-04",
+        "t4",
+        {{"daily", "2025-01-04", "ext4", 2}}}},
+      At(3));
+  ASSERT_EQ(first, "bf-1");
+  ASSERT_EQ(replacing, "bf-2");
+  ASSERT_EQ(late, "bf-3");
+
+  auto stale =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("daily_total"), {});
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  ASSERT_EQ(stale->size(), 2u);
+  EXPECT_EQ((*stale)[0].partition, "2025-01-01");
+  EXPECT_EQ((*stale)[0].version_job, "bf-3");
+  ASSERT_EQ((*stale)[0].inputs.size(), 1u);
+  EXPECT_EQ((*stale)[0].inputs[0].read_fingerprint, "a1");
+  EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "b1");
+  EXPECT_EQ((*stale)[0].reason,
+            "input daily/2025-01-01 changed: republished by bf-2 with "
+            "--no-downstream");
+  // Read rows lineage does not know, replaced by a publish recorded after
+  // the dependent's.
+  EXPECT_EQ((*stale)[1].partition, "2025-01-03");
+  EXPECT_EQ((*stale)[1].version_job, "bf-1");
+  EXPECT_EQ((*stale)[1].reason,
+            "input daily/2025-01-03 changed: republished by bf-2 with "
+            "--no-downstream");
+
+  auto gauge = counts.Get();
+  ASSERT_TRUE(gauge.ok()) << gauge.status();
+  EXPECT_EQ(gauge->at("daily_total"), 2);
+  auto why = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-01");
+  ASSERT_TRUE(why.ok()) << why.status();
+  ASSERT_TRUE(why->stale.has_value());
+  EXPECT_EQ(why->stale->version_job, "bf-3");
+  auto fresh = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-04");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_FALSE(fresh->stale.has_value());
+}
+
 TEST_F(PartitionHistoryTest, AuditLogPagesOldestFirstAndRefusesChanges) {
   RunJob(Request("daily", "one", "alice"), {{"daily", "2025-01-01", "a1", {}}},
          At(1));

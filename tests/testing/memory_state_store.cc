@@ -383,14 +383,10 @@ absl::StatusOr<std::vector<LineageRecord>> InMemoryStateStore::GetLineage(
   if (it == lineage_.end()) return std::vector<LineageRecord>();
   std::vector<const LineageRow*> rows;
   for (const LineageRow& r : it->second) rows.push_back(&r);
-  // Newest first: published_at descending, then the later record first.
-  std::sort(rows.begin(), rows.end(),
-            [](const LineageRow* a, const LineageRow* b) {
-              if (a->record.published_at != b->record.published_at) {
-                return a->record.published_at > b->record.published_at;
-              }
-              return a->id > b->id;
-            });
+  // Newest first: the later record first, whatever the clocks said.
+  std::sort(
+      rows.begin(), rows.end(),
+      [](const LineageRow* a, const LineageRow* b) { return a->id > b->id; });
   std::vector<LineageRecord> out;
   for (const LineageRow* r : rows) out.push_back(r->record);
   return out;
@@ -715,6 +711,7 @@ absl::Status InMemoryStateStore::RecordPublication(
     LineageRow r;
     r.id = next_lineage_id_++;
     r.record = rec;
+    r.record.id = r.id;
     r.record.job_id = job_id;
     r.record.action = LineageAction::kPublish;
     r.record.published_at = Stored(
@@ -781,6 +778,7 @@ absl::Status InMemoryStateStore::RecordRollback(
     LineageRow r;
     r.id = next_lineage_id_++;
     r.record = rec;
+    r.record.id = r.id;
     if (r.record.job_id.empty()) r.record.job_id = job_id;
     r.record.action = LineageAction::kRollback;
     r.record.published_at = Stored(
