@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/backfill_service_impl.h"
 #include "server/proto_convert.h"
+#include "server/wire_text.h"
 
 namespace backfill {
 namespace {
@@ -82,6 +83,7 @@ v1::ExplainPartitionResponse PartitionHistoryToProto(
       si->set_excluded_downstream(in.excluded_downstream);
     }
   }
+  MakeStringsUtf8(&out);
   return out;
 }
 
@@ -93,6 +95,7 @@ v1::AuditEvent AuditEventToProto(const AuditEvent& event) {
   out.set_to_state(StateNamed(event.to_state));
   out.set_message(event.message);
   SetTime(event.at, [&out] { return out.mutable_time(); });
+  MakeStringsUtf8(&out);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/progress.h"
+#include "server/wire_text.h"
 
 namespace backfill {
 
@@ -252,6 +253,7 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
     cost->set_source(plan.estimate_source);
     cost->set_partitions_from_history(plan.partitions_from_history);
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -300,6 +302,7 @@ v1::DatasetDiff DiffSummaryToProto(const DiffSummary& summary) {
   for (const MeasureTotals& m : summary.measures) {
     *proto.add_measures() = MeasureToProto(m);
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -324,6 +327,7 @@ v1::PartitionDiff PartitionDiffToProto(const PartitionDiff& diff) {
     for (const std::string& v : sample.after) row->add_after(v);
   }
   proto.set_error(diff.error);
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -353,6 +357,7 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog) {
     c->set_dataset(conflict.dataset);
     c->set_partition(conflict.partition);
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -415,6 +420,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
       c->add_header_names(header.first);
     }
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 

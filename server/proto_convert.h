@@ -1,6 +1,10 @@
 // Conversions between the domain model (core/) and the backfill.v1 wire
 // messages, and from absl::Status to grpc::Status.
 //
+// Every message built here has well-formed UTF-8 in its string fields:
+// stored text that is not is escaped ("\xNN", server/wire_text.h), so one
+// bad byte never makes a response fail to serialize.
+//
 // Pure functions over values; they own nothing and keep no state, so they
 // are thread-safe. The Catalog arguments are only read (for grains and
 // dependents) and must outlive the call.
