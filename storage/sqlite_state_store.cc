@@ -271,6 +271,17 @@ BEGIN
   SELECT RAISE(ABORT, 'audit_events is append-only: events are never removed');
 END;
 )sql",
+    // 13: INSERT OR REPLACE on an existing seq would delete the event and
+    // write another without firing the DELETE trigger (SQLite fires it for
+    // a REPLACE only with recursive_triggers on): refuse an insert whose seq
+    // is taken. New events get a fresh seq and pass.
+    R"sql(
+CREATE TRIGGER audit_events_append_only_insert BEFORE INSERT ON audit_events
+WHEN EXISTS (SELECT 1 FROM audit_events WHERE seq = NEW.seq)
+BEGIN
+  SELECT RAISE(ABORT, 'audit_events is append-only: an event is never replaced');
+END;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

@@ -588,6 +588,17 @@ TEST_F(PartitionHistoryTest, AuditLogPagesOldestFirstAndRefusesChanges) {
            "UPDATE audit_events SET message = 'x'",
            // append-only-check: allowed
            "DELETE FROM audit_events",
+           // A rewrite of an existing event, and an insert on its seq.
+           // append-only-check: allowed
+           "INSERT OR REPLACE INTO audit_events (seq, job_id, from_state, "
+           "to_state, message, at) VALUES (1, 'bf-1', '', 'QUEUED', "
+           "'forged', 0)",
+           // append-only-check: allowed
+           "REPLACE INTO audit_events (seq, job_id, from_state, to_state, "
+           "message, at) VALUES (2, 'bf-1', '', 'QUEUED', 'forged', 0)",
+           "INSERT OR IGNORE INTO audit_events (seq, job_id, from_state, "
+           "to_state, message, at) VALUES (3, 'bf-1', '', 'QUEUED', "
+           "'forged', 0)",
        }) {
     char* err = nullptr;
     EXPECT_NE(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << sql;
