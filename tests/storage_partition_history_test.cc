@@ -75,6 +75,17 @@ constexpr char kPipeline[] = R"yaml(datasets:
     contract:
       columns: {ds: TEXT, segment: TEXT, amount: REAL}
       primary_key: [ds, segment]
+  - name: by_region
+    kind: derived
+    table: by_region
+    partition: {column: region, grain: key, keys: [eu, us west]}
+    upstream:
+      - {dataset: orders, mapping: all}
+    transform: |
+      SELECT 'eu' AS region, TOTAL(amount) AS amount FROM raw_orders
+    contract:
+      columns: {region: TEXT, amount: REAL}
+      primary_key: [region]
 )yaml";
 
 // One partition a job publishes.
@@ -394,6 +405,22 @@ TEST_F(PartitionHistoryTest, TimeByKeyPartitionsAndValidation) {
   auto bad_day = ExplainPartition(catalog_, *store_, "daily", "2025-02-30");
   EXPECT_EQ(bad_day.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad_day.status().message(), HasSubstr("YYYY-MM-DD"));
+  // A key-grain dataset: only its declared keys, as the planner takes them.
+  auto declared = ExplainPartition(catalog_, *store_, "by_region", "us west");
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_TRUE(declared->versions.empty());
+  auto undeclared_key =
+      ExplainPartition(catalog_, *store_, "by_region", "nope");
+  EXPECT_EQ(undeclared_key.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(undeclared_key.status().message(),
+              HasSubstr("\"nope\" is not a key of dataset \"by_region\"; "
+                        "declared keys: eu, us west"));
+  // A source dataset has no versions to explain: it is never published.
+  auto source = ExplainPartition(catalog_, *store_, "orders", "2025-01-01");
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(source.status().message(),
+              HasSubstr("orders is a source dataset: backfilld reads it and "
+                        "never publishes it"));
   auto unknown = ExplainPartition(catalog_, *store_, "nope", "2025-01-01");
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(unknown.status().message(), HasSubstr("nope"));
@@ -410,8 +437,10 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
       At(1));
   auto before = counts.Get();
   ASSERT_TRUE(before.ok()) << before.status();
-  EXPECT_EQ(*before, (std::map<std::string, int64_t>{
-                         {"daily", 0}, {"daily_total", 0}, {"segments", 0}}));
+  EXPECT_EQ(*before, (std::map<std::string, int64_t>{{"by_region", 0},
+                                                     {"daily", 0},
+                                                     {"daily_total", 0},
+                                                     {"segments", 0}}));
   EXPECT_EQ(counts.computations(), 1);
   ASSERT_TRUE(counts.Get().ok());
   EXPECT_EQ(counts.computations(), 1);  // nothing changed: cached
