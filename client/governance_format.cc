@@ -73,7 +73,8 @@ std::string FormatPartitionHistory(
   if (history.stale()) {
     absl::StrAppend(&out, "STALE: ", TerminalText(history.stale_reason()),
                     "; recompute it with backfillctl submit ",
-                    TerminalText(history.dataset()), " --auto\n");
+                    TerminalText(history.dataset()),
+                    " --auto --reason \"...\"\n");
   }
   int n = 0;
   for (const v1::PartitionVersion& v : history.versions()) {
