@@ -21,6 +21,114 @@ using ::testing::HasSubstr;
 constexpr int64_t kJan1st2025 = 1735689600;
 constexpr int64_t kDay = 86400;
 
+struct Accepted {
+  const char* text;
+  int64_t seconds;
+  int32_t nanos;
+};
+
+TEST(ParseSinceTest, AcceptsEachFormWithItsOffset) {
+  const Accepted cases[] = {
+      {"2025-01-01", kJan1st2025, 0},
+      {"2025-01-01T00:00:00Z", kJan1st2025, 0},
+      {"2025-01-01t00:00:00z", kJan1st2025, 0},
+      {"2025-01-01T05:30:00+05:30", kJan1st2025, 0},
+      {"2024-12-31T19:00:00-05:00", kJan1st2025, 0},
+      {"2025-01-01T00:00:00-00:00", kJan1st2025, 0},
+      {"2025-01-01T00:00:00+00:00", kJan1st2025, 0},
+      // 2025-03-01 is 31 + 28 days after 2025-01-01.
+      {"2025-03-01T08:00:00.25Z", kJan1st2025 + 59 * kDay + 8 * 3600,
+       250000000},
+      {"2025-03-01T08:00:00.1Z", kJan1st2025 + 59 * kDay + 8 * 3600, 100000000},
+      // Month and year ends; 2024 is a leap year (366 days).
+      {"2024-02-29", kJan1st2025 - 366 * kDay + 59 * kDay, 0},
+      {"2025-02-28T23:59:59Z", kJan1st2025 + 59 * kDay - 1, 0},
+      {"2025-12-31T23:59:59.123456789Z", kJan1st2025 + 365 * kDay - 1,
+       123456789},
+      // The ends of what a Timestamp holds.
+      {"0001-01-01", -62135596800, 0},
+      {"0001-01-01T01:00:00+01:00", -62135596800, 0},
+      {"9999-12-31T23:59:59Z", 253402300799, 0},
+      {"9999-12-31T23:59:59.999999999Z", 253402300799, 999999999},
+  };
+  for (const Accepted& c : cases) {
+    auto ts = ParseSince(c.text);
+    ASSERT_TRUE(ts.ok()) << c.text << ": " << ts.status();
+    EXPECT_EQ(ts->seconds(), c.seconds) << c.text;
+    EXPECT_EQ(ts->nanos(), c.nanos) << c.text;
+  }
+}
+
+TEST(ParseSinceTest, RefusesEverythingElseNamingTheFlagAndTheForms) {
+  const char* refused[] = {
+      "",
+      "yesterday",
+      // Years outside 0001..9999, and digits where the forms have them.
+      "0000-01-01",
+      "0000-12-31T23:59:59Z",
+      "+025-01-01",
+      "2025-1-01",
+      "2025-01-1",
+      "2025/01/01",
+      "2025-13-01",
+      "2025-02-29",
+      "2025-04-31",
+      // Time of day.
+      "2025-01-01T",
+      "2025-01-01T00:00:00",
+      "2025-01-01 00:00:00Z",
+      "2025-01-01T0:00:00Z",
+      "2025-01-01T+1:00:00Z",
+      "2025-01-01T00:+0:00Z",
+      "2025-01-01T00:00:-1Z",
+      "2025-01-01T00-00-00Z",
+      "2025-01-01T24:00:00Z",
+      "2025-01-01T00:60:00Z",
+      // Fractions of 1 to 9 digits only.
+      "2025-01-01T00:00:00.Z",
+      "2025-01-01T00:00:00.1234567890Z",
+      "2025-01-01T00:00:00.1234567890123Z",
+      "2025-01-01T00:00:00,5Z",
+      // Zones.
+      "2025-01-01Z",
+      "2025-01-01T00:00:00ZZ",
+      "2025-01-01T00:00:00+5:30",
+      "2025-01-01T00:00:00+05:3a",
+      "2025-01-01T00:00:00+0530",
+      "2025-01-01T00:00:00+05:30:00",
+      "2025-01-01T00:00:00 +05:30",
+      "2025-01-01T00:00:00UTC",
+      // Out of what a Timestamp holds once the offset is applied.
+      "0001-01-01T00:00:00+01:00",
+      "9999-12-31T23:59:59-01:00",
+  };
+  for (const char* text : refused) {
+    auto ts = ParseSince(text);
+    EXPECT_EQ(ts.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(ts.status().message(), HasSubstr("--since")) << text;
+    EXPECT_THAT(ts.status().message(), HasSubstr("YYYY-MM-DD")) << text;
+  }
+}
+
+TEST(AuditEventJsonLineTest, OneLineOfProtoNamesWithEveryField) {
+  v1::AuditEvent event;
+  event.set_seq(7);
+  event.set_backfill_id("bf-2");
+  event.set_to_state(v1::BACKFILL_STATE_QUEUED);
+  event.set_message("queued: 1 partitions in 1 dataset(s)\nsecond line");
+  // 2025-01-02T10:03:57.9Z.
+  event.mutable_time()->set_seconds(kJan1st2025 + kDay + 10 * 3600 + 3 * 60 +
+                                    57);
+  event.mutable_time()->set_nanos(900000000);
+  auto line = AuditEventJsonLine(event);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(*line,
+            "{\"seq\":\"7\",\"backfill_id\":\"bf-2\",\"from_state\":"
+            "\"BACKFILL_STATE_UNSPECIFIED\",\"to_state\":\"BACKFILL_STATE_"
+            "QUEUED\",\"message\":\"queued: 1 partitions in 1 dataset(s)\\n"
+            "second line\",\"time\":\"2025-01-02T10:03:57.900Z\"}\n");
+}
+
 TEST(FormatPartitionHistoryTest, StaleVersionsNewestFirst) {
   v1::ExplainPartitionResponse h;
   h.set_dataset("monthly");
