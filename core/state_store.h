@@ -47,6 +47,10 @@ struct StoreStats {
   // so it grows with every publish and rollback: a cheap way to notice that
   // the recorded history changed (see core/stale_partition_counts.h).
   int64_t last_lineage_id = 0;
+  // The seq of the newest audit event (0: none). Every job state change
+  // appends exactly one and the log is append-only, so it grows with every
+  // change that can alter what a job vouches for.
+  int64_t last_audit_seq = 0;
 };
 
 // A selection of the audit log (StateStore::ListAuditLog).

@@ -1962,6 +1962,9 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
   }
   ASSIGN_OR_RETURN(stats.last_lineage_id,
                    db_->QueryInt("SELECT COALESCE(MAX(id), 0) FROM lineage"));
+  ASSIGN_OR_RETURN(
+      stats.last_audit_seq,
+      db_->QueryInt("SELECT COALESCE(MAX(seq), 0) FROM audit_events"));
   RETURN_IF_ERROR(txn.Commit());
   return stats;
 }

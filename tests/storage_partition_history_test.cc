@@ -444,6 +444,18 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   EXPECT_EQ(counts.computations(), 1);
   ASSERT_TRUE(counts.Get().ok());
   EXPECT_EQ(counts.computations(), 1);  // nothing changed: cached
+  // A state change that writes no lineage and leaves the number of
+  // SUCCEEDED jobs as it was is a change of history all the same (e.g. a
+  // job leaving SUCCEEDED as another reaches it): counted again.
+  Job queued;
+  queued.request = Request("daily", "queued", "dave");
+  DatasetPlan dp;
+  dp.dataset = "daily";
+  dp.partitions = {"2025-01-09"};
+  queued.plan.datasets = {dp};
+  ASSERT_TRUE(store_->CreateJob(queued, At(1)).ok());
+  ASSERT_TRUE(counts.Get().ok());
+  EXPECT_EQ(counts.computations(), 2);
 
   BackfillRequest narrow = Request("daily", "narrow", "bob");
   narrow.exclude_downstream = true;
@@ -468,7 +480,7 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->at("daily_total"), 1);
   EXPECT_EQ(after->at("daily"), 0);
-  EXPECT_EQ(counts.computations(), 2);
+  EXPECT_EQ(counts.computations(), 3);
   auto why = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-02");
   ASSERT_TRUE(why.ok());
   ASSERT_TRUE(why->stale.has_value());
@@ -481,7 +493,7 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   auto restored = counts.Get();
   ASSERT_TRUE(restored.ok());
   EXPECT_EQ(restored->at("daily_total"), 0);
-  EXPECT_EQ(counts.computations(), 3);
+  EXPECT_EQ(counts.computations(), 4);
 }
 
 // A dependent's version is stale when the rows it read were replaced,

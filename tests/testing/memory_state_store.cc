@@ -436,6 +436,7 @@ absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
     }
   }
   stats.last_lineage_id = next_lineage_id_ - 1;
+  stats.last_audit_seq = next_audit_seq_ - 1;
   return stats;
 }
 
