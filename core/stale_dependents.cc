@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/stale_lineage.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -20,12 +21,11 @@ std::string DescribeStaleInput(const StaleInput& input) {
 }
 
 std::string StaleInputReason(const StaleInput& first, size_t more) {
-  std::string out = absl::StrCat("input ", first.dataset);
-  if (!first.partition.empty()) absl::StrAppend(&out, "/", first.partition);
-  absl::StrAppend(&out, " changed");
-  if (more > 0) absl::StrAppend(&out, " (+", more, " more)");
-  absl::StrAppend(&out, ": ", DescribeStaleInput(first));
-  return out;
+  InputFingerprint input;
+  input.dataset = first.dataset;
+  input.partition = first.partition;
+  return absl::StrCat(InputChangedReason(input, more), ": ",
+                      DescribeStaleInput(first));
 }
 
 absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(

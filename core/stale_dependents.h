@@ -81,7 +81,9 @@ absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(
 std::string DescribeStaleInput(const StaleInput& input);
 
 // "input daily_revenue/2025-03-01 changed: <DescribeStaleInput>", with
-// " (+N more)" after "changed" for `more` other stale inputs.
+// " (+N more)" after "changed" for `more` other stale inputs: the reason
+// `--auto` gives (InputChangedReason, core/stale_lineage.h) with the job
+// named.
 std::string StaleInputReason(const StaleInput& first, size_t more);
 
 }  // namespace backfill

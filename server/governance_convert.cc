@@ -8,7 +8,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/backfill_service_impl.h"
 #include "server/proto_convert.h"
 #include "server/wire_text.h"
 

@@ -4,6 +4,9 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/progress.h"
@@ -422,6 +425,23 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   }
   MakeStringsUtf8(&proto);
   return proto;
+}
+
+absl::Status ValidateJobId(const std::string& id) {
+  if (id.empty()) {
+    return absl::InvalidArgumentError(
+        "missing backfill id: expected \"bf-<number>\", e.g. \"bf-12\"");
+  }
+  const bool ok = absl::StartsWith(id, "bf-") && id.size() > 3 &&
+                  id.size() <= 23 &&
+                  std::all_of(id.begin() + 3, id.end(),
+                              [](char c) { return absl::ascii_isdigit(c); });
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
+                     "\": expected \"bf-<number>\", e.g. \"bf-12\""));
+  }
+  return absl::OkStatus();
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

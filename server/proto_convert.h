@@ -13,6 +13,7 @@
 #define BACKFILL_SERVER_PROTO_CONVERT_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -74,6 +75,10 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
 // A declared dataset; downstream from Catalog::DirectDependents,
 // declared_at as "file:line", retention for a derived dataset.
 v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog);
+
+// The wire-level check of a request's job id: OK when `id` looks like one,
+// "bf-<digits>"; else INVALID_ARGUMENT.
+absl::Status ValidateJobId(const std::string& id);
 
 // The same canonical code and the same message.
 grpc::Status ToGrpcStatus(const absl::Status& status);
