@@ -1,7 +1,9 @@
 #include "server/governance_convert.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -148,10 +150,20 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
   return query;
 }
 
-v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page) {
+v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page,
+                                             size_t max_bytes) {
   v1::ListAuditEventsResponse out;
-  for (const AuditEvent& e : page.events) {
-    *out.add_events() = AuditEventToProto(e);
+  size_t bytes = 0;
+  for (size_t i = 0; i < page.events.size(); ++i) {
+    v1::AuditEvent event = AuditEventToProto(page.events[i]);
+    const size_t size = event.ByteSizeLong();
+    if (i > 0 && bytes + size > max_bytes) {
+      // The next page starts with this event.
+      out.set_next_page_token(absl::StrCat(page.events[i - 1].seq));
+      return out;
+    }
+    bytes += size;
+    *out.add_events() = std::move(event);
   }
   if (page.next_after_seq > 0) {
     out.set_next_page_token(absl::StrCat(page.next_after_seq));

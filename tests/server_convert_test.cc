@@ -256,5 +256,38 @@ TEST(ProtoConvertTest, TextThatIsNotUtf8IsEscapedSoEveryMessageSerializes) {
   EXPECT_TRUE(why.SerializeToString(&wire));
 }
 
+// A page stops before the event that would take it over its byte budget
+// (at least one event per page); the token resumes right after the last
+// event sent, so no event is skipped or repeated.
+TEST(ProtoConvertTest, AuditPagesStopAtTheirByteBudget) {
+  AuditPage page;
+  for (int64_t seq = 10; seq < 14; ++seq) {
+    AuditEvent e;
+    e.seq = seq;
+    e.job_id = "bf-1";
+    e.to_state = "FAILED";
+    e.message = std::string(seq == 10 ? 3000 : 400, 'x');
+    page.events.push_back(e);
+  }
+  page.next_after_seq = 13;
+  // The first event alone is over the budget: it is sent, alone.
+  v1::ListAuditEventsResponse first = AuditPageToProto(page, 1000);
+  ASSERT_EQ(first.events_size(), 1);
+  EXPECT_EQ(first.events(0).seq(), 10);
+  EXPECT_EQ(first.next_page_token(), "10");
+  // Each later event takes a little over 400 bytes: two fit in 1000.
+  page.events.erase(page.events.begin());
+  v1::ListAuditEventsResponse second = AuditPageToProto(page, 1000);
+  ASSERT_EQ(second.events_size(), 2);
+  EXPECT_EQ(second.events(1).seq(), 12);
+  EXPECT_EQ(second.next_page_token(), "12");
+  // Within the budget: the page's own token.
+  v1::ListAuditEventsResponse all = AuditPageToProto(page);
+  EXPECT_EQ(all.events_size(), 3);
+  EXPECT_EQ(all.next_page_token(), "13");
+  page.next_after_seq = 0;
+  EXPECT_EQ(AuditPageToProto(page).next_page_token(), "");
+}
+
 }  // namespace
 }  // namespace backfill
