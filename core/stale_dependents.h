@@ -21,10 +21,13 @@
 //     record (for an UNCHANGED recomputation, which has none: published
 //     after its job ended). A version computed later read the input as it
 //     was then, whatever lineage said.
-// Inputs of source datasets (no lineage), inputs read whole from a
-// partitioned dataset (mapping `all`) and datasets no longer in the catalog
-// are not compared: `--auto` (core/stale_lineage.h) compares every input
-// against the warehouse itself.
+// An input read whole from a partitioned derived dataset (mapping `all`)
+// has no one record to compare: the version is stale through it when any
+// partition of that dataset has a lineage record appended after the
+// version (StateStore::NewestLineageOf; now_fingerprint is then empty).
+// Inputs of source datasets (no lineage) and datasets no longer in the
+// catalog are not compared: `--auto` (core/stale_lineage.h) compares every
+// input against the warehouse itself.
 //
 // Stateless free functions over the interfaces they are given;
 // thread-safe as far as those are.

@@ -193,6 +193,11 @@ class StateStore {
       const std::string& job_id, const std::string& dataset,
       bool with_samples) = 0;
 
+  // The newest lineage record (publish or rollback, by id) of any partition
+  // of `dataset`; nullopt when it has none.
+  virtual absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(
+      const std::string& dataset) = 0;
+
   // Published versions of a (dataset, partition), newest first: in the
   // reverse order they were recorded (LineageRecord::id), not by clock.
   virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(

@@ -1520,6 +1520,20 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   return ReadLineage(q);
 }
 
+absl::StatusOr<std::optional<LineageRecord>> SqliteStateStore::NewestLineageOf(
+    const std::string& dataset) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare(absl::StrCat(
+                       "SELECT ", kLineageColumns,
+                       " FROM lineage WHERE dataset = ?1 ORDER BY id DESC "
+                       "LIMIT 1")));
+  RETURN_IF_ERROR(q.BindText(1, dataset));
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q));
+  if (records.empty()) return std::optional<LineageRecord>();
+  return std::optional<LineageRecord>(std::move(records.front()));
+}
+
 absl::Status SqliteStateStore::RecordRollback(
     const std::string& job_id, const RollbackInfo& info,
     const std::vector<LineageRecord>& lineage, const std::string& message,

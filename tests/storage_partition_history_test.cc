@@ -86,6 +86,17 @@ constexpr char kPipeline[] = R"yaml(datasets:
     contract:
       columns: {region: TEXT, amount: REAL}
       primary_key: [region]
+  - name: grand
+    kind: derived
+    table: grand
+    partition: {column: scope, grain: key, keys: [all]}
+    upstream:
+      - {dataset: daily, mapping: all}
+    transform: |
+      SELECT 'all' AS scope, TOTAL(amount) AS amount FROM daily
+    contract:
+      columns: {scope: TEXT, amount: REAL}
+      primary_key: [scope]
 )yaml";
 
 // One partition a job publishes.
@@ -440,6 +451,7 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   EXPECT_EQ(*before, (std::map<std::string, int64_t>{{"by_region", 0},
                                                      {"daily", 0},
                                                      {"daily_total", 0},
+                                                     {"grand", 0},
                                                      {"segments", 0}}));
   EXPECT_EQ(counts.computations(), 1);
   ASSERT_TRUE(counts.Get().ok());
@@ -567,6 +579,49 @@ TEST_F(PartitionHistoryTest, DependentPublishedAfterReplacementOfItsInput) {
   auto fresh = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-04");
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_FALSE(fresh->stale.has_value());
+}
+
+// A dependent that reads a partitioned derived dataset whole (mapping
+// `all`) is stale once any partition of it is republished after it.
+TEST_F(PartitionHistoryTest, DependentReadingAWholeDatasetIsStaleAfterAnyPart) {
+  RunJob(Request("daily", "load", "alice"),
+         {{"daily", "2025-01-01", "a1", {{"orders", "2025-01-01", "o1", 4}}},
+          {"daily", "2025-01-02", "a2", {{"orders", "2025-01-02", "o2", 4}}},
+          {"grand", "all", "g1", {{"daily", "", "whole-a", 8}}}},
+         At(1));
+  auto fresh =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("grand"), {});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_TRUE(fresh->empty());
+
+  BackfillRequest narrow = Request("daily", "narrow", "bob");
+  narrow.exclude_downstream = true;
+  RunJob(narrow,
+         {{"daily", "2025-01-02", "b2", {{"orders", "2025-01-02", "o2x", 4}}}},
+         At(2));
+  auto stale =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("grand"), {});
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  ASSERT_EQ(stale->size(), 1u);
+  EXPECT_EQ((*stale)[0].partition, "all");
+  EXPECT_EQ((*stale)[0].version_job, "bf-1");
+  ASSERT_EQ((*stale)[0].inputs.size(), 1u);
+  EXPECT_EQ((*stale)[0].inputs[0].read_fingerprint, "whole-a");
+  EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "");
+  EXPECT_EQ((*stale)[0].reason,
+            "input daily changed: republished by bf-2 with --no-downstream");
+  StalePartitionCounts counts(&catalog_, store_.get());
+  auto gauge = counts.Get();
+  ASSERT_TRUE(gauge.ok()) << gauge.status();
+  EXPECT_EQ(gauge->at("grand"), 1);
+
+  // Recomputed after the narrow job: current again.
+  RunJob(Request("grand", "again", "carol"),
+         {{"grand", "all", "g2", {{"daily", "", "whole-b", 8}}}}, At(3));
+  auto again =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("grand"), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->empty());
 }
 
 TEST_F(PartitionHistoryTest, AuditLogPagesOldestFirstAndRefusesChanges) {

@@ -392,6 +392,20 @@ absl::StatusOr<std::vector<LineageRecord>> InMemoryStateStore::GetLineage(
   return out;
 }
 
+absl::StatusOr<std::optional<LineageRecord>>
+InMemoryStateStore::NewestLineageOf(const std::string& dataset) {
+  absl::MutexLock lock(&mu_);
+  const LineageRow* newest = nullptr;
+  for (const auto& [key, rows] : lineage_) {
+    if (key.first != dataset) continue;
+    for (const LineageRow& r : rows) {
+      if (newest == nullptr || r.id > newest->id) newest = &r;
+    }
+  }
+  if (newest == nullptr) return std::optional<LineageRecord>();
+  return std::optional<LineageRecord>(newest->record);
+}
+
 absl::StatusOr<std::vector<AuditEvent>> InMemoryStateStore::ListAuditEvents(
     const std::string& job_id) {
   absl::MutexLock lock(&mu_);

@@ -111,6 +111,8 @@ class InMemoryStateStore : public StateStore {
                                                     bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
+  absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(
+      const std::string& dataset) override;
   absl::Status RecordRollback(const std::string& job_id,
                               const RollbackInfo& info,
                               const std::vector<LineageRecord>& lineage,
