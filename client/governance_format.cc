@@ -15,6 +15,11 @@ namespace backfill {
 namespace cli {
 namespace {
 
+// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, the range of
+// google.protobuf.Timestamp (and of RFC 3339 years).
+constexpr int64_t kMinTimestampSeconds = -62135596800;
+constexpr int64_t kMaxTimestampSeconds = 253402300799;
+
 constexpr char kSinceForms[] =
     "use RFC 3339: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS[.F]Z or "
     "YYYY-MM-DDTHH:MM:SS[.F]+HH:MM (e.g. 2025-03-01T08:00:00Z)";
@@ -73,7 +78,8 @@ std::string FormatPartitionHistory(
   if (history.stale()) {
     absl::StrAppend(&out, "STALE: ", TerminalText(history.stale_reason()),
                     "; recompute it with backfillctl submit ",
-                    TerminalText(history.dataset()), " --auto\n");
+                    TerminalText(history.dataset()),
+                    " --auto --reason \"...\"\n");
   }
   int n = 0;
   for (const v1::PartitionVersion& v : history.versions()) {
@@ -141,33 +147,55 @@ absl::StatusOr<std::string> AuditEventJsonLine(const v1::AuditEvent& event) {
 
 absl::StatusOr<google::protobuf::Timestamp> ParseSince(absl::string_view text) {
   const std::string s(text);
+  const auto digits = [&s](size_t from, size_t n) {
+    if (from + n > s.size()) return false;
+    for (size_t i = from; i < from + n; ++i) {
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) return false;
+    }
+    return true;
+  };
+  // The shape first, character by character (ParseTime alone allows a
+  // sign, fewer digits or more fraction digits in places): the date, then
+  // for a time "THH:MM:SS", an optional fraction of 1 to 9 digits, and "Z"
+  // or an offset "+HH:MM" / "-HH:MM".
+  bool ok = s.size() >= 10 && digits(0, 4) && s[4] == '-' && digits(5, 2) &&
+            s[7] == '-' && digits(8, 2) && s.compare(0, 4, "0000") != 0;
+  std::string normalized = s;
+  const char* format = "%Y-%m-%d";
+  if (ok && s.size() > 10) {
+    ok = (s[10] == 'T' || s[10] == 't') && digits(11, 2) && s.size() > 13 &&
+         s[13] == ':' && digits(14, 2) && s.size() > 16 && s[16] == ':' &&
+         digits(17, 2);
+    size_t i = 19;
+    if (ok && i < s.size() && s[i] == '.') {
+      size_t n = 0;
+      while (i + 1 + n < s.size() &&
+             absl::ascii_isdigit(static_cast<unsigned char>(s[i + 1 + n]))) {
+        ++n;
+      }
+      ok = n >= 1 && n <= 9;
+      i += 1 + n;
+    }
+    normalized[10] = 'T';
+    if (ok && i + 1 == s.size() && (s[i] == 'Z' || s[i] == 'z')) {
+      normalized[i] = 'Z';
+      format = "%Y-%m-%dT%H:%M:%E*SZ";
+    } else if (ok && i + 6 == s.size() && (s[i] == '+' || s[i] == '-') &&
+               digits(i + 1, 2) && s[i + 3] == ':' && digits(i + 4, 2)) {
+      format = "%Y-%m-%dT%H:%M:%E*S%Ez";
+    } else {
+      ok = false;
+    }
+  }
   absl::Time t;
   std::string error;
-  bool ok = false;
-  if (s.size() == 10) {
-    ok = absl::ParseTime("%Y-%m-%d", s, absl::UTCTimeZone(), &t, &error);
-  } else if (s.size() >= 20 && (s[10] == 'T' || s[10] == 't')) {
-    std::string upper = s;
-    upper[10] = 'T';
-    const char last = upper.back();
-    if (last == 'z' || last == 'Z') {
-      upper.back() = 'Z';
-      ok = absl::ParseTime("%Y-%m-%dT%H:%M:%E*SZ", upper, absl::UTCTimeZone(),
-                           &t, &error);
-    } else if (upper.size() >= 25 && (upper[upper.size() - 6] == '+' ||
-                                      upper[upper.size() - 6] == '-')) {
-      ok = absl::ParseTime("%Y-%m-%dT%H:%M:%E*S%Ez", upper, absl::UTCTimeZone(),
-                           &t, &error);
-    }
-  }
-  // Digits exactly where the forms have them (ParseTime allows a sign or
-  // fewer digits in places).
-  if (ok) {
-    for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-      ok = ok && absl::ascii_isdigit(static_cast<unsigned char>(s[i]));
-    }
-    ok = ok && s[4] == '-' && s[7] == '-';
-  }
+  ok = ok &&
+       absl::ParseTime(format, normalized, absl::UTCTimeZone(), &t, &error);
+  // What a google.protobuf.Timestamp holds (an offset can move a time at
+  // either end out of it).
+  ok = ok && t >= absl::FromUnixSeconds(kMinTimestampSeconds) &&
+       t <= absl::FromUnixSeconds(kMaxTimestampSeconds) +
+                absl::Nanoseconds(999999999);
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--since \"", TerminalText(s), "\" is not a time: ", kSinceForms));

@@ -28,8 +28,10 @@ absl::StatusOr<std::string> AuditEventJsonLine(const v1::AuditEvent& event);
 //   YYYY-MM-DD                          that day, 00:00:00 UTC
 //   YYYY-MM-DDTHH:MM:SS[.F]Z            UTC
 //   YYYY-MM-DDTHH:MM:SS[.F]+HH:MM       (or -HH:MM) that offset from UTC
-// with F 1 to 9 digits; "T" and "Z" may be lower case. Anything else is
-// INVALID_ARGUMENT naming --since and these forms.
+// with F 1 to 9 digits, a year 0001..9999, and digits exactly where the
+// forms have them; "T" and "Z" may be lower case. The time must lie in
+// 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999999999Z (what the server
+// takes). Anything else is INVALID_ARGUMENT naming --since and these forms.
 absl::StatusOr<google::protobuf::Timestamp> ParseSince(absl::string_view text);
 
 }  // namespace cli

@@ -125,6 +125,19 @@ std::string DescribeRequest(const BackfillRequest& r) {
   return absl::StrCat(r.dataset, " ", scope, ", reason \"", r.reason, "\"");
 }
 
+// Who asked for the job and why, for its creation event in the audit log
+// (the jobs row can change; the log keeps this for good): "submitted by
+// frank, ticket T-9, reason: fix late orders". The reason comes last: it
+// is free text.
+std::string SubmittedBy(const BackfillRequest& r) {
+  return absl::StrCat(
+      "submitted by ",
+      r.requested_by.empty() ? std::string("an unnamed requester")
+                             : r.requested_by,
+      r.ticket.empty() ? std::string() : absl::StrCat(", ticket ", r.ticket),
+      ", reason: ", r.reason);
+}
+
 RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   RunnerOptions r;
   r.workers = o.workers;
@@ -241,6 +254,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
                                " to finish: per partition, jobs run in the "
                                "order they were submitted");
   }
+  absl::StrAppend(&job.message, "; ", SubmittedBy(job.request));
   ASSIGN_OR_RETURN(CreateJobResult created,
                    store_->CreateJob(job, clock_->Now()));
   if (!created.created) {

@@ -21,6 +21,19 @@
 #include "core/status_macros.h"
 
 namespace backfill {
+
+absl::Status ValidateDatasetPartition(const DatasetSpec& ds,
+                                      const std::string& partition) {
+  RETURN_IF_ERROR(ValidatePartition(ds.layout(), partition));
+  if (ds.grain() == Grain::kKey &&
+      std::find(ds.partition->keys.begin(), ds.partition->keys.end(),
+                partition) == ds.partition->keys.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", partition, "\" is not a key of dataset \"", ds.name,
+        "\"; declared keys: ", absl::StrJoin(ds.partition->keys, ", ")));
+  }
+  return absl::OkStatus();
+}
 namespace {
 
 // The installed Abseil's string_view is its own type (not std::string_view),

@@ -161,6 +161,14 @@ struct DatasetSpec {
   bool is_derived() const { return kind == DatasetKind::kDerived; }
 };
 
+// `partition` names a partition of `ds`: ValidatePartition of its layout
+// (partition_layout.h: format, and the declared keys of a time x key
+// dataset) and, for a key-grain dataset, one of its declared keys.
+// INVALID_ARGUMENT otherwise: "\"nope\" is not a key of dataset
+// \"by_region\"; declared keys: eu, us".
+absl::Status ValidateDatasetPartition(const DatasetSpec& ds,
+                                      const std::string& partition);
+
 struct WarehouseSpec {
   std::string engine = "sqlite";
   std::string path = "warehouse.db";  // relative to --data-dir

@@ -197,7 +197,7 @@ struct Approval {
 
 // What the latest confirmation of a job (the confirm step, step 6) found
 // for one downstream consumer of a dataset it republished.
-struct ConsumerConfirmation {
+struct ConsumerFinding {
   std::string dataset;
   std::string consumer;
   bool healthy = false;
@@ -249,7 +249,7 @@ struct Job {
   std::vector<CheckResult> checks;
   // Per consumer, what the job's latest confirmation found; filled by
   // BackfillManager::GetJob only.
-  std::vector<ConsumerConfirmation> consumers;
+  std::vector<ConsumerFinding> consumers;
 };
 
 // The fingerprint of one input partition a task read.
@@ -300,6 +300,9 @@ struct LineageRecord {
   absl::Time published_at = absl::InfinitePast();
   // The approval the job was published with, if it needed one.
   std::optional<Approval> approval;
+  // The store's append order of lineage records (larger: recorded later,
+  // whatever the clocks said); 0 for a record not read from a store.
+  int64_t id = 0;
 };
 
 struct AuditEvent {

@@ -1643,11 +1643,13 @@ void JobRunner::Finish(const std::string& id) {
     if (outcome.ok()) {
       // What each consumer was found doing, recorded before the state that
       // follows from it (the health gauge reads both).
-      std::vector<ConsumerConfirmation> found;
+      std::vector<ConsumerFinding> found;
       found.reserve(outcome->results.size());
       const absl::Time now = clock_->Now();
       for (const ConsumerResult& r : outcome->results) {
-        ConsumerConfirmation c;
+        // A warehouse that could not be read says nothing of the consumer.
+        if (r.warehouse_error) continue;
+        ConsumerFinding c;
         c.dataset = r.dataset;
         c.consumer = r.consumer;
         c.healthy = r.healthy;

@@ -20,7 +20,14 @@ absl::StatusOr<PartitionHistory> ExplainPartition(
         "no dataset ", QuoteValue(dataset),
         " is declared in the pipelines (backfillctl datasets lists them)"));
   }
-  if (absl::Status valid = ValidatePartition(spec->layout(), partition);
+  if (!spec->is_derived()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        spec->name,
+        " is a source dataset: backfilld reads it and never publishes it, so "
+        "it has no versions to explain; ask about a derived dataset that "
+        "reads it"));
+  }
+  if (absl::Status valid = ValidateDatasetPartition(*spec, partition);
       !valid.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("partition ", QuoteValue(partition), " of ", spec->name,

@@ -49,10 +49,12 @@ struct PartitionHistory {
 };
 
 // The history of `partition` of `dataset`. NOT_FOUND naming the dataset
-// when the catalog does not declare it; INVALID_ARGUMENT naming the
+// when the catalog does not declare it; FAILED_PRECONDITION for a source
+// dataset (backfilld never publishes one); INVALID_ARGUMENT naming the
 // expected format when `partition` is not a partition value of the
-// dataset's grain (core/partition_layout.h). A valid partition that was
-// never published has no versions.
+// dataset's grain (core/partition_layout.h), or not one of the declared
+// keys of a key-grain dataset (ValidateDatasetPartition). A valid partition
+// that was never published has no versions.
 absl::StatusOr<PartitionHistory> ExplainPartition(const Catalog& catalog,
                                                   StateStore& store,
                                                   const std::string& dataset,

@@ -79,14 +79,7 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
   }
   std::set<std::string> unique;
   for (const std::string& p : r.partitions) {
-    RETURN_IF_ERROR(ValidatePartition(layout, p));
-    if (grain == Grain::kKey &&
-        std::find(ds.partition->keys.begin(), ds.partition->keys.end(), p) ==
-            ds.partition->keys.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "\"", p, "\" is not a key of dataset \"", ds.name,
-          "\"; declared keys: ", absl::StrJoin(ds.partition->keys, ", ")));
-    }
+    RETURN_IF_ERROR(ValidateDatasetPartition(ds, p));
     unique.insert(p);
   }
   if (unique.size() > max_partitions) {

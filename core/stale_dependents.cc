@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/stale_lineage.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -21,12 +22,11 @@ std::string DescribeStaleInput(const StaleInput& input) {
 }
 
 std::string StaleInputReason(const StaleInput& first, size_t more) {
-  std::string out = absl::StrCat("input ", first.dataset);
-  if (!first.partition.empty()) absl::StrAppend(&out, "/", first.partition);
-  absl::StrAppend(&out, " changed");
-  if (more > 0) absl::StrAppend(&out, " (+", more, " more)");
-  absl::StrAppend(&out, ": ", DescribeStaleInput(first));
-  return out;
+  InputFingerprint input;
+  input.dataset = first.dataset;
+  input.partition = first.partition;
+  return absl::StrCat(InputChangedReason(input, more), ": ",
+                      DescribeStaleInput(first));
 }
 
 absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(
@@ -38,61 +38,107 @@ absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(
                    store.VerifiedVersions(dataset.name, partitions));
   if (versions.empty()) return out;
 
-  // When each current version was made: its job's publication, or (an
-  // UNCHANGED recomputation, or a job without publish lineage) its end.
-  std::set<std::string> version_jobs;
-  for (const auto& [p, v] : versions) version_jobs.insert(v.job_id);
-  ASSIGN_OR_RETURN(auto published,
-                   store.PublicationTimes(std::vector<std::string>(
-                       version_jobs.begin(), version_jobs.end())));
-  std::map<std::string, absl::Time> made_at;
-  for (const std::string& id : version_jobs) {
-    auto it = published.find(id);
-    if (it != published.end()) {
-      made_at[id] = it->second;
-      continue;
-    }
-    ASSIGN_OR_RETURN(Job job, store.GetJobProgress(id));
-    made_at[id] = job.end_time;
-  }
-
-  // The newest lineage record of each input partition compared (nullopt:
-  // none), and whether each upstream job excluded its dependents.
-  std::map<std::pair<std::string, std::string>, std::optional<LineageRecord>>
-      newest;
-  std::map<std::string, bool> excluded;
-  auto newest_of = [&](const std::string& ds, const std::string& p)
-      -> absl::StatusOr<const std::optional<LineageRecord>*> {
+  // Every lineage record of a (dataset, partition), newest first (by id),
+  // read once.
+  std::map<std::pair<std::string, std::string>, std::vector<LineageRecord>>
+      lineage;
+  auto lineage_of = [&](const std::string& ds, const std::string& p)
+      -> absl::StatusOr<const std::vector<LineageRecord>*> {
     auto key = std::make_pair(ds, p);
-    auto it = newest.find(key);
-    if (it == newest.end()) {
+    auto it = lineage.find(key);
+    if (it == lineage.end()) {
       ASSIGN_OR_RETURN(std::vector<LineageRecord> records,
                        store.GetLineage(ds, p));
-      std::optional<LineageRecord> first;
-      if (!records.empty()) first = std::move(records.front());
-      it = newest.emplace(key, std::move(first)).first;
+      it = lineage.emplace(key, std::move(records)).first;
     }
     return &it->second;
   };
+  std::map<std::string, bool> excluded;
+  std::map<std::string, absl::Time> ended;  // of jobs of UNCHANGED versions
+
+  // Whether `record` (of an input) was appended after the version `v` of
+  // `partition` was: after `v`'s own publish record, or for an UNCHANGED
+  // version (which has none) published after its job ended.
+  auto recorded_after =
+      [&](const std::string& partition, const VerifiedVersion& v,
+          const LineageRecord& record) -> absl::StatusOr<bool> {
+    if (v.unchanged) {
+      auto it = ended.find(v.job_id);
+      if (it == ended.end()) {
+        ASSIGN_OR_RETURN(Job job, store.GetJobProgress(v.job_id));
+        it = ended.emplace(v.job_id, job.end_time).first;
+      }
+      return record.published_at > it->second;
+    }
+    ASSIGN_OR_RETURN(const std::vector<LineageRecord>* own,
+                     lineage_of(dataset.name, partition));
+    for (const LineageRecord& r : *own) {
+      if (r.job_id == v.job_id && r.action == LineageAction::kPublish) {
+        return record.id > r.id;
+      }
+    }
+    return false;
+  };
+
+  // Whether `records.front()`, the newest lineage record of an input whose
+  // rows the version read with another fingerprint, replaced what it read.
+  // When an older record of the input has the fingerprint the version
+  // read, it read the rows that record left, which the newest replaced
+  // since. Otherwise lineage does not know the rows it read (the input was
+  // written outside backfilld), and only the order of the records tells.
+  auto replaced_since_read =
+      [&](const std::string& partition, const VerifiedVersion& v,
+          const InputFingerprint& in,
+          const std::vector<LineageRecord>& records) -> absl::StatusOr<bool> {
+    for (size_t i = 1; i < records.size(); ++i) {
+      if (records[i].output_fingerprint == in.fingerprint) return true;
+    }
+    return recorded_after(partition, v, records.front());
+  };
+
+  // The newest lineage record of any partition of a dataset, read once.
+  std::map<std::string, std::optional<LineageRecord>> newest_of_dataset;
 
   for (const auto& [partition, v] : versions) {
     StaleDependent sd;
     for (const InputFingerprint& in : v.inputs) {
       const DatasetSpec* up = catalog.Find(in.dataset);
       if (up == nullptr || !up->is_derived()) continue;
-      // Read whole from a partitioned dataset: no one record to compare.
-      if (in.partition.empty() && up->partition) continue;
-      ASSIGN_OR_RETURN(const std::optional<LineageRecord>* rec,
-                       newest_of(in.dataset, in.partition));
-      if (!rec->has_value()) continue;
-      const LineageRecord& r = **rec;
-      if (r.output_fingerprint == in.fingerprint) continue;
-      if (r.published_at < made_at[v.job_id]) continue;
+      const LineageRecord* newest = nullptr;
+      if (in.partition.empty() && up->partition) {
+        // Read whole from a partitioned dataset: no one record holds its
+        // fingerprint; any partition of it recorded after the version
+        // changed what it read.
+        auto it = newest_of_dataset.find(in.dataset);
+        if (it == newest_of_dataset.end()) {
+          ASSIGN_OR_RETURN(std::optional<LineageRecord> rec,
+                           store.NewestLineageOf(in.dataset));
+          it = newest_of_dataset.emplace(in.dataset, std::move(rec)).first;
+        }
+        if (!it->second.has_value()) continue;
+        ASSIGN_OR_RETURN(bool after, recorded_after(partition, v, *it->second));
+        if (!after) continue;
+        newest = &*it->second;
+      } else {
+        ASSIGN_OR_RETURN(const std::vector<LineageRecord>* records,
+                         lineage_of(in.dataset, in.partition));
+        if (records->empty()) continue;
+        if (records->front().output_fingerprint == in.fingerprint) continue;
+        ASSIGN_OR_RETURN(bool replaced,
+                         replaced_since_read(partition, v, in, *records));
+        if (!replaced) continue;
+        newest = &records->front();
+      }
+      const LineageRecord& r = *newest;
       StaleInput si;
       si.dataset = in.dataset;
       si.partition = in.partition;
       si.read_fingerprint = in.fingerprint;
-      si.now_fingerprint = r.output_fingerprint;
+      // A record of one partition does not hold the fingerprint of a
+      // dataset read whole.
+      if (!in.partition.empty() || !up->partition) {
+        si.now_fingerprint = r.output_fingerprint;
+      }
       si.job_id = r.job_id;
       si.action = r.action;
       si.at = r.published_at;

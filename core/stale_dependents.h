@@ -8,16 +8,26 @@
 // current version is StateStore::VerifiedVersions' (its newest publish of a
 // job not rolled back, or a newer UNCHANGED recomputation); each input it
 // read that belongs to a derived dataset is compared with that input's
-// newest lineage record (publish or rollback: what its rows are now). The
-// version is stale through that input when
-//   - the record's output fingerprint differs from the fingerprint the
-//     version read, and
-//   - the record is not older than the version (a version computed later
-//     read the input as it was then, whatever lineage said).
-// Inputs of source datasets (no lineage), inputs read whole from a
-// partitioned dataset (mapping `all`) and datasets no longer in the catalog
-// are not compared: `--auto` (core/stale_lineage.h) compares every input
-// against the warehouse itself.
+// newest lineage record (publish or rollback: what its rows are now;
+// newest in the order records were appended, not by clock). The version is
+// stale through that input when the record's output fingerprint differs
+// from the fingerprint the version read, and the record replaced the rows
+// the version read:
+//   - an older record of the input has the fingerprint the version read
+//     (it read the rows that record left; whenever it was published, even
+//     after the replacement, e.g. held for approval meanwhile), or
+//   - no record has it (the rows it read were written outside backfilld)
+//     and the newest record was appended after the version's own publish
+//     record (for an UNCHANGED recomputation, which has none: published
+//     after its job ended). A version computed later read the input as it
+//     was then, whatever lineage said.
+// An input read whole from a partitioned derived dataset (mapping `all`)
+// has no one record to compare: the version is stale through it when any
+// partition of that dataset has a lineage record appended after the
+// version (StateStore::NewestLineageOf; now_fingerprint is then empty).
+// Inputs of source datasets (no lineage) and datasets no longer in the
+// catalog are not compared: `--auto` (core/stale_lineage.h) compares every
+// input against the warehouse itself.
 //
 // Stateless free functions over the interfaces they are given;
 // thread-safe as far as those are.
@@ -74,7 +84,9 @@ absl::StatusOr<std::vector<StaleDependent>> FindStaleDependents(
 std::string DescribeStaleInput(const StaleInput& input);
 
 // "input daily_revenue/2025-03-01 changed: <DescribeStaleInput>", with
-// " (+N more)" after "changed" for `more` other stale inputs.
+// " (+N more)" after "changed" for `more` other stale inputs: the reason
+// `--auto` gives (InputChangedReason, core/stale_lineage.h) with the job
+// named.
 std::string StaleInputReason(const StaleInput& first, size_t more);
 
 }  // namespace backfill

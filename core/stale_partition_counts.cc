@@ -10,9 +10,8 @@ namespace backfill {
 absl::StatusOr<std::map<std::string, int64_t>> StalePartitionCounts::Get() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(StoreStats stats, store_->Stats());
-  const std::pair<int64_t, int64_t> mark = {
-      stats.last_lineage_id,
-      stats.jobs_by_state[static_cast<size_t>(JobState::kSucceeded)]};
+  const std::pair<int64_t, int64_t> mark = {stats.last_audit_seq,
+                                            stats.last_lineage_id};
   if (mark_ == mark) return counts_;
   std::map<std::string, int64_t> counts;
   for (const DatasetSpec& spec : catalog_->datasets()) {

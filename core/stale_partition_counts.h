@@ -4,11 +4,14 @@
 //
 // Computing the counts reads the lineage of every derived dataset, so they
 // are cached and recomputed only when the recorded history may have
-// changed: a publish or a rollback appends lineage (StoreStats::
-// last_lineage_id grows), and a job that reaches SUCCEEDED may vouch for
-// partitions it recomputed unchanged (the SUCCEEDED count changes). Each
-// Get() checks that mark with one Stats() read; the first Get() (at start)
-// computes the counts.
+// changed: every job state change appends one event to the append-only
+// audit log (StoreStats::last_audit_seq grows) — a publish or a rollback,
+// which append lineage too, a job that reaches SUCCEEDED and vouches for
+// partitions it recomputed unchanged, or one that leaves it (a rollback).
+// A count of SUCCEEDED jobs would miss one job leaving SUCCEEDED while
+// another reaches it. Each Get() checks that mark (with the last lineage
+// id) with one Stats() read; the first Get() (at start) computes the
+// counts.
 //
 // Does not own the catalog or the store, which must outlive it.
 // Thread-safe: Get() may be called from any thread (scrapes); one
@@ -47,7 +50,7 @@ class StalePartitionCounts {
   const Catalog* const catalog_;
   StateStore* const store_;
   mutable absl::Mutex mu_;
-  // (last lineage id, SUCCEEDED jobs) when the counts were computed.
+  // (last audit seq, last lineage id) when the counts were computed.
   std::optional<std::pair<int64_t, int64_t>> mark_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> counts_ ABSL_GUARDED_BY(mu_);
   int64_t computations_ ABSL_GUARDED_BY(mu_) = 0;

@@ -47,6 +47,10 @@ struct StoreStats {
   // so it grows with every publish and rollback: a cheap way to notice that
   // the recorded history changed (see core/stale_partition_counts.h).
   int64_t last_lineage_id = 0;
+  // The seq of the newest audit event (0: none). Every job state change
+  // appends exactly one and the log is append-only, so it grows with every
+  // change that can alter what a job vouches for.
+  int64_t last_audit_seq = 0;
 };
 
 // A selection of the audit log (StateStore::ListAuditLog).
@@ -189,7 +193,13 @@ class StateStore {
       const std::string& job_id, const std::string& dataset,
       bool with_samples) = 0;
 
-  // Published versions of a (dataset, partition), newest first.
+  // The newest lineage record (publish or rollback, by id) of any partition
+  // of `dataset`; nullopt when it has none.
+  virtual absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(
+      const std::string& dataset) = 0;
+
+  // Published versions of a (dataset, partition), newest first: in the
+  // reverse order they were recorded (LineageRecord::id), not by clock.
   virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) = 0;
 
@@ -271,11 +281,11 @@ class StateStore {
   // NOT_FOUND for an unknown job.
   virtual absl::Status ReplaceConsumerConfirmations(
       const std::string& job_id,
-      const std::vector<ConsumerConfirmation>& results) = 0;
+      const std::vector<ConsumerFinding>& results) = 0;
 
   // The job's latest confirmation, per consumer, in the order recorded
   // (empty before any). NOT_FOUND for an unknown job.
-  virtual absl::StatusOr<std::vector<ConsumerConfirmation>>
+  virtual absl::StatusOr<std::vector<ConsumerFinding>>
   ListConsumerConfirmations(const std::string& job_id) = 0;
 
   // Every (dataset, consumer) some job confirmed, by dataset then consumer,

@@ -36,23 +36,6 @@ void CheckMethod(bool ok, const std::string& what) {
 
 }  // namespace
 
-absl::Status ValidateJobId(const std::string& id) {
-  if (id.empty()) {
-    return absl::InvalidArgumentError(
-        "missing backfill id: expected \"bf-<number>\", e.g. \"bf-12\"");
-  }
-  const bool ok = absl::StartsWith(id, "bf-") && id.size() > 3 &&
-                  id.size() <= 23 &&
-                  std::all_of(id.begin() + 3, id.end(),
-                              [](char c) { return absl::ascii_isdigit(c); });
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
-                     "\": expected \"bf-<number>\", e.g. \"bf-12\""));
-  }
-  return absl::OkStatus();
-}
-
 BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
                                          absl::Duration watch_poll)
     : manager_(manager), watch_poll_(watch_poll) {

@@ -38,9 +38,6 @@ inline constexpr int kDefaultDiffPageSize = 100;
 inline constexpr int kMaxDiffPageSize = 1000;
 inline constexpr int kDefaultDiffSamples = 3;
 
-// OK when `id` looks like a job id, "bf-<digits>"; else INVALID_ARGUMENT.
-absl::Status ValidateJobId(const std::string& id);
-
 class BackfillServiceImpl final : public v1::BackfillService::Service {
  public:
   explicit BackfillServiceImpl(BackfillManager* manager,

@@ -1,15 +1,17 @@
 #include "server/governance_convert.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/backfill_service_impl.h"
 #include "server/proto_convert.h"
+#include "server/wire_text.h"
 
 namespace backfill {
 namespace {
@@ -82,6 +84,7 @@ v1::ExplainPartitionResponse PartitionHistoryToProto(
       si->set_excluded_downstream(in.excluded_downstream);
     }
   }
+  MakeStringsUtf8(&out);
   return out;
 }
 
@@ -93,6 +96,7 @@ v1::AuditEvent AuditEventToProto(const AuditEvent& event) {
   out.set_to_state(StateNamed(event.to_state));
   out.set_message(event.message);
   SetTime(event.at, [&out] { return out.mutable_time(); });
+  MakeStringsUtf8(&out);
   return out;
 }
 
@@ -146,10 +150,20 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
   return query;
 }
 
-v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page) {
+v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page,
+                                             size_t max_bytes) {
   v1::ListAuditEventsResponse out;
-  for (const AuditEvent& e : page.events) {
-    *out.add_events() = AuditEventToProto(e);
+  size_t bytes = 0;
+  for (size_t i = 0; i < page.events.size(); ++i) {
+    v1::AuditEvent event = AuditEventToProto(page.events[i]);
+    const size_t size = event.ByteSizeLong();
+    if (i > 0 && bytes + size > max_bytes) {
+      // The next page starts with this event.
+      out.set_next_page_token(absl::StrCat(page.events[i - 1].seq));
+      return out;
+    }
+    bytes += size;
+    *out.add_events() = std::move(event);
   }
   if (page.next_after_seq > 0) {
     out.set_next_page_token(absl::StrCat(page.next_after_seq));

@@ -9,6 +9,8 @@
 #ifndef BACKFILL_SERVER_GOVERNANCE_CONVERT_H_
 #define BACKFILL_SERVER_GOVERNANCE_CONVERT_H_
 
+#include <cstddef>
+
 #include "absl/status/statusor.h"
 #include "backfill/v1/backfill.pb.h"
 #include "core/audit_log.h"
@@ -32,7 +34,18 @@ v1::AuditEvent AuditEventToProto(const AuditEvent& event);
 absl::StatusOr<AuditQuery> AuditQueryFromProto(
     const v1::ListAuditEventsRequest& request);
 
-v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page);
+// At most about this many bytes of events per ListAuditEvents page, far
+// below the 4 MiB a gRPC client receives by default: reasons and failure
+// messages can be long, and a page over a client's limit would fail on
+// every retry.
+inline constexpr size_t kMaxAuditPageBytes = 1 << 20;
+
+// The page's events while their encoded size stays within `max_bytes`
+// (always at least one event, however large). The next page token is the
+// seq of the last event returned when events were left out for size, else
+// the page's own (none after the last page).
+v1::ListAuditEventsResponse AuditPageToProto(
+    const AuditPage& page, size_t max_bytes = kMaxAuditPageBytes);
 
 }  // namespace backfill
 

@@ -4,9 +4,13 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/progress.h"
+#include "server/wire_text.h"
 
 namespace backfill {
 
@@ -242,7 +246,7 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   for (const DiffSummary& summary : job.diff) {
     *proto.add_diff() = DiffSummaryToProto(summary);
   }
-  for (const ConsumerConfirmation& c : job.consumers) {
+  for (const ConsumerFinding& c : job.consumers) {
     v1::ConsumerConfirmation* out = proto.add_confirmations();
     out->set_dataset(c.dataset);
     out->set_consumer(c.consumer);
@@ -261,6 +265,7 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
     cost->set_source(plan.estimate_source);
     cost->set_partitions_from_history(plan.partitions_from_history);
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -309,6 +314,7 @@ v1::DatasetDiff DiffSummaryToProto(const DiffSummary& summary) {
   for (const MeasureTotals& m : summary.measures) {
     *proto.add_measures() = MeasureToProto(m);
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -333,6 +339,7 @@ v1::PartitionDiff PartitionDiffToProto(const PartitionDiff& diff) {
     for (const std::string& v : sample.after) row->add_after(v);
   }
   proto.set_error(diff.error);
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -362,6 +369,7 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog) {
     c->set_dataset(conflict.dataset);
     c->set_partition(conflict.partition);
   }
+  MakeStringsUtf8(&proto);
   return proto;
 }
 
@@ -424,7 +432,25 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
       c->add_header_names(header.first);
     }
   }
+  MakeStringsUtf8(&proto);
   return proto;
+}
+
+absl::Status ValidateJobId(const std::string& id) {
+  if (id.empty()) {
+    return absl::InvalidArgumentError(
+        "missing backfill id: expected \"bf-<number>\", e.g. \"bf-12\"");
+  }
+  const bool ok = absl::StartsWith(id, "bf-") && id.size() > 3 &&
+                  id.size() <= 23 &&
+                  std::all_of(id.begin() + 3, id.end(),
+                              [](char c) { return absl::ascii_isdigit(c); });
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
+                     "\": expected \"bf-<number>\", e.g. \"bf-12\""));
+  }
+  return absl::OkStatus();
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

@@ -1,6 +1,10 @@
 // Conversions between the domain model (core/) and the backfill.v1 wire
 // messages, and from absl::Status to grpc::Status.
 //
+// Every message built here has well-formed UTF-8 in its string fields:
+// stored text that is not is escaped ("\xNN", server/wire_text.h), so one
+// bad byte never makes a response fail to serialize.
+//
 // Pure functions over values; they own nothing and keep no state, so they
 // are thread-safe. The Catalog arguments are only read (for grains and
 // dependents) and must outlive the call.
@@ -9,6 +13,7 @@
 #define BACKFILL_SERVER_PROTO_CONVERT_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -70,6 +75,10 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
 // A declared dataset; downstream from Catalog::DirectDependents,
 // declared_at as "file:line", retention for a derived dataset.
 v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog);
+
+// The wire-level check of a request's job id: OK when `id` looks like one,
+// "bf-<digits>"; else INVALID_ARGUMENT.
+absl::Status ValidateJobId(const std::string& id);
 
 // The same canonical code and the same message.
 grpc::Status ToGrpcStatus(const absl::Status& status);

@@ -271,8 +271,19 @@ BEGIN
   SELECT RAISE(ABORT, 'audit_events is append-only: events are never removed');
 END;
 )sql",
-    // 13: what each job's latest confirmation found per downstream
-    // consumer (core/job.h ConsumerConfirmation); the index serves the
+    // 13: INSERT OR REPLACE on an existing seq would delete the event and
+    // write another without firing the DELETE trigger (SQLite fires it for
+    // a REPLACE only with recursive_triggers on): refuse an insert whose seq
+    // is taken. New events get a fresh seq and pass.
+    R"sql(
+CREATE TRIGGER audit_events_append_only_insert BEFORE INSERT ON audit_events
+WHEN EXISTS (SELECT 1 FROM audit_events WHERE seq = NEW.seq)
+BEGIN
+  SELECT RAISE(ABORT, 'audit_events is append-only: an event is never replaced');
+END;
+)sql",
+    // 14: what each job's latest confirmation found per downstream
+    // consumer (core/job.h ConsumerFinding); the index serves the
     // health gauge, which reads them per consumer.
     R"sql(
 CREATE TABLE consumer_confirmations (
@@ -511,7 +522,7 @@ constexpr char kLineageColumns[] =
     "dataset, \"partition\", job_id, transform_version, inputs, "
     "output_fingerprint, row_count, reason, ticket, requested_by, "
     "published_at, action, approved_from, approved_by, approval_reason, "
-    "approval_override, approved_at";
+    "approval_override, approved_at, id";
 
 // Every row of `q`, which selects kLineageColumns.
 absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
@@ -541,6 +552,7 @@ absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
       approval.approved_at = ColumnTime(q, 16);
       rec.approval = std::move(approval);
     }
+    rec.id = q.ColumnInt(17);
     out.push_back(std::move(rec));
   }
   return out;
@@ -1520,11 +1532,24 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
                                     "SELECT ", kLineageColumns,
                                     " FROM lineage WHERE dataset = ?1 AND "
-                                    "\"partition\" = ?2 ORDER BY published_at "
-                                    "DESC, id DESC")));
+                                    "\"partition\" = ?2 ORDER BY id DESC")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, partition));
   return ReadLineage(q);
+}
+
+absl::StatusOr<std::optional<LineageRecord>> SqliteStateStore::NewestLineageOf(
+    const std::string& dataset) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->Prepare(absl::StrCat(
+                       "SELECT ", kLineageColumns,
+                       " FROM lineage WHERE dataset = ?1 ORDER BY id DESC "
+                       "LIMIT 1")));
+  RETURN_IF_ERROR(q.BindText(1, dataset));
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q));
+  if (records.empty()) return std::optional<LineageRecord>();
+  return std::optional<LineageRecord>(std::move(records.front()));
 }
 
 absl::Status SqliteStateStore::RecordRollback(
@@ -1969,6 +1994,9 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
   }
   ASSIGN_OR_RETURN(stats.last_lineage_id,
                    db_->QueryInt("SELECT COALESCE(MAX(id), 0) FROM lineage"));
+  ASSIGN_OR_RETURN(
+      stats.last_audit_seq,
+      db_->QueryInt("SELECT COALESCE(MAX(seq), 0) FROM audit_events"));
   RETURN_IF_ERROR(txn.Commit());
   return stats;
 }
@@ -2053,8 +2081,7 @@ absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
 }
 
 absl::Status SqliteStateStore::ReplaceConsumerConfirmations(
-    const std::string& job_id,
-    const std::vector<ConsumerConfirmation>& results) {
+    const std::string& job_id, const std::vector<ConsumerFinding>& results) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   RETURN_IF_ERROR(StateOf(job_id).status());
@@ -2071,7 +2098,7 @@ absl::Status SqliteStateStore::ReplaceConsumerConfirmations(
                    "dataset, consumer, healthy, message, latency_us, at) "
                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   int64_t ordinal = 0;
-  for (const ConsumerConfirmation& c : results) {
+  for (const ConsumerFinding& c : results) {
     RETURN_IF_ERROR(q.Reset());
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindInt(2, ordinal++));
@@ -2086,7 +2113,7 @@ absl::Status SqliteStateStore::ReplaceConsumerConfirmations(
   return txn.Commit();
 }
 
-absl::StatusOr<std::vector<ConsumerConfirmation>>
+absl::StatusOr<std::vector<ConsumerFinding>>
 SqliteStateStore::ListConsumerConfirmations(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
@@ -2098,11 +2125,11 @@ SqliteStateStore::ListConsumerConfirmations(const std::string& job_id) {
                    "FROM consumer_confirmations WHERE job_id = ?1 "
                    "ORDER BY ordinal"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
-  std::vector<ConsumerConfirmation> out;
+  std::vector<ConsumerFinding> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    ConsumerConfirmation c;
+    ConsumerFinding c;
     c.dataset = q.ColumnText(0);
     c.consumer = q.ColumnText(1);
     c.healthy = q.ColumnInt(2) != 0;

@@ -122,6 +122,8 @@ class SqliteStateStore : public StateStore {
                                                     bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
+  absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(
+      const std::string& dataset) override;
   absl::Status RecordRollback(const std::string& job_id,
                               const RollbackInfo& info,
                               const std::vector<LineageRecord>& lineage,
@@ -150,8 +152,8 @@ class SqliteStateStore : public StateStore {
       const std::string& job_id) override;
   absl::Status ReplaceConsumerConfirmations(
       const std::string& job_id,
-      const std::vector<ConsumerConfirmation>& results) override;
-  absl::StatusOr<std::vector<ConsumerConfirmation>> ListConsumerConfirmations(
+      const std::vector<ConsumerFinding>& results) override;
+  absl::StatusOr<std::vector<ConsumerFinding>> ListConsumerConfirmations(
       const std::string& job_id) override;
   absl::StatusOr<std::vector<ConsumerStanding>> ListConsumerStandings()
       override;

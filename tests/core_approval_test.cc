@@ -218,6 +218,38 @@ TEST_F(ApprovalTest, RequireApprovalHoldsTheJobWithItsDiffUntilApproved) {
   EXPECT_EQ(engine_.calls("Publish"), 1);
 }
 
+// The creation event keeps who asked for the job, the ticket and why: the
+// jobs row can change, the append-only log cannot.
+TEST_F(ApprovalTest, TheCreationEventSaysWhoSubmittedWhyAndTheTicket) {
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.from = "2025-01-01";
+  r.to = "2025-01-03";
+  r.reason = "late orders; re-run";
+  r.ticket = "T-9";
+  r.requested_by = "frank";
+  auto submitted = manager_->Submit(r, {});
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  std::vector<std::string> audit = AuditMessages(submitted->job.id);
+  ASSERT_FALSE(audit.empty());
+  EXPECT_EQ(audit[0],
+            "->QUEUED: queued: 2 partitions in 1 dataset(s); submitted by "
+            "frank, ticket T-9, reason: late orders; re-run");
+  WaitState(submitted->job.id, JobState::kSucceeded);
+
+  BackfillRequest anonymous;
+  anonymous.dataset = "daily";
+  anonymous.partitions = {"2025-01-05"};
+  anonymous.reason = "no one said";
+  submitted = manager_->Submit(anonymous, {});
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  audit = AuditMessages(submitted->job.id);
+  ASSERT_FALSE(audit.empty());
+  EXPECT_EQ(audit[0],
+            "->QUEUED: queued: 1 partitions in 1 dataset(s); submitted by an "
+            "unnamed requester, reason: no one said");
+}
+
 TEST_F(ApprovalTest, AJobWithoutRequireApprovalPublishesAndCannotBeApproved) {
   const std::string id = Submit("daily", "2025-01-01", "2025-01-02");
   Job done = WaitState(id, JobState::kSucceeded);

@@ -4,15 +4,22 @@
 // fails, naming file and line, on
 //   - UPDATE [OR ...] audit_events, DELETE FROM audit_events,
 //     REPLACE INTO audit_events (INSERT OR REPLACE deletes the old row),
-//     DROP TABLE audit_events — also when the statement is split over
-//     adjacent C++ string literals ("DELETE FROM "\n"audit_events"), and
+//     DROP TABLE audit_events, ALTER TABLE audit_events (a rename or a
+//     dropped column), and DROP TRIGGER audit_events_... (the triggers that
+//     make the database refuse changes) — with the name quoted in any way
+//     ("", '', ``, []) or schema-qualified (main.audit_events), and also
+//     when the words are separated by comments (/* */, --, //), by the end
+//     of one C++ string literal and the start of the next
+//     ("DELETE FROM "\n"audit_events"), or by an escaped \n, \r or \t
+//     inside one literal, and
 //   - the bare table name as a string literal ("audit_events"), which is
 //     how a statement with a computed table name would be built.
 // A statement may opt out with the marker `append-only-check: allowed` on
 // its line or the line above (a test that checks the database refuses such
-// a statement); none of the product code does. The state store also refuses
-// UPDATE and DELETE on the table with triggers (storage/sqlite_state_store.cc,
-// migration 12).
+// a statement). Only tests may: the marker anywhere outside tests/ is a
+// finding itself. The state store also refuses UPDATE, DELETE and a
+// rewrite of an existing event (INSERT OR REPLACE) with triggers
+// (storage/sqlite_state_store.cc).
 
 #include <algorithm>
 #include <filesystem>
@@ -39,10 +46,14 @@ struct Finding {
   std::string text;
 };
 
-// Whitespace, or the end of one string literal and the start of the next.
-#define GAP R"((?:\s|"\s*")+)"
-// An optional quote before the name (escaped in C++: \").
-#define TABLE R"((?:\\?["`\[])?audit_events\b)"
+// Whitespace, a comment (SQL or C++), the end of one string literal and the
+// start of the next, or an escaped newline or tab inside a literal.
+#define COMMENT R"(/\*(?s:.*?)\*/|--[^\n]*\n|//[^\n]*\n)"
+#define GAP R"((?:\s|\\[nrt]|)" COMMENT R"(|"(?:\s|)" COMMENT R"()*")+)"
+// An optional quote before a name (escaped in C++: \").
+#define QUOTE R"((?:\\?["'`\[])?)"
+// An optional schema ("main." or quoted), then the table name.
+#define TABLE "(?:" QUOTE R"(\w+(?:\\?["'`\]])?\.)?)" QUOTE R"(audit_events\b)"
 
 // The line of `content` that holds byte `pos`.
 std::string LineAt(const std::string& content, size_t pos) {
@@ -55,8 +66,10 @@ std::string LineAt(const std::string& content, size_t pos) {
 std::vector<Finding> FindAuditWrites(const std::string& content) {
   static const RE2 kWrite("(?i)(\\b(?:UPDATE" GAP "(?:OR" GAP "\\w+" GAP
                           ")?|DELETE" GAP "FROM" GAP "|REPLACE" GAP "INTO" GAP
-                          "|DROP" GAP "TABLE" GAP "(?:IF" GAP "EXISTS" GAP
-                          ")?)" TABLE ")");
+                          "|(?:DROP|ALTER)" GAP "TABLE" GAP "(?:IF" GAP
+                          "EXISTS" GAP ")?)" TABLE "|\\bDROP" GAP "TRIGGER" GAP
+                          "(?:IF" GAP "EXISTS" GAP ")?(?:" QUOTE
+                          R"(\w+(?:\\?["'`\]])?\.)?)" QUOTE "audit_events_)");
   static const RE2 kBareName(R"((?i)("\s*audit_events\s*"))");
   std::vector<Finding> out;
   for (const RE2* re : {&kWrite, &kBareName}) {
@@ -98,9 +111,30 @@ TEST(AuditAppendOnlyTest, MatcherCatchesWritesAndIgnoresReadsAndInserts) {
       "Prepare(\"INSERT OR REPLACE INTO audit_events (seq) VALUES (1)\")",
       "Exec(\"DROP TABLE IF EXISTS audit_events\")",
       "for (const char* t : {\"check_results\", \"audit_events\"})",
+      // Schema-qualified, quoted or not.
+      "Exec(\"DELETE FROM main.audit_events\")",
+      "Exec(\"DELETE FROM \\\"main\\\".\\\"audit_events\\\"\")",
+      "Exec(\"UPDATE temp.audit_events SET at = 0\")",
+      // Quoted with single quotes, backquotes or brackets.
+      "Exec(\"DELETE FROM 'audit_events'\")",
+      "Exec(\"DELETE FROM `audit_events`\")",
+      "Exec(\"DELETE FROM [audit_events]\")",
+      // The triggers that make the database refuse changes.
+      "Exec(\"DROP TRIGGER audit_events_append_only_delete\")",
+      "Exec(\"DROP TRIGGER IF EXISTS main.audit_events_append_only_update\")",
+      // A rename, or a dropped column.
+      "Exec(\"ALTER TABLE audit_events RENAME TO old_events\")",
+      "Exec(\"ALTER TABLE main.audit_events DROP COLUMN message\")",
+      // Comments between the words.
+      "Exec(\"DELETE /* c */ FROM audit_events\")",
+      "Exec(\"DELETE -- all\n FROM audit_events\")",
+      "Exec(\"DELETE FROM \"  // split\n  \"audit_events\")",
+      // Escaped newline or tab inside one literal.
+      "Exec(\"DELETE\\nFROM audit_events\")",
+      "Exec(\"UPDATE\\taudit_events SET at = 0\")",
   };
   for (const std::string& text : bad) {
-    EXPECT_EQ(FindAuditWrites(text).size(), 1u) << text;
+    EXPECT_FALSE(FindAuditWrites(text).empty()) << text;
   }
   const std::vector<std::string> good = {
       "Prepare(\"INSERT INTO audit_events (job_id) VALUES (?1)\")",
@@ -110,6 +144,9 @@ TEST(AuditAppendOnlyTest, MatcherCatchesWritesAndIgnoresReadsAndInserts) {
       "CREATE TRIGGER t BEFORE DELETE ON audit_events BEGIN END;",
       "Prepare(\"UPDATE jobs SET state = ?2\")  // not the audit table",
       "Exec(\"DELETE FROM audit_events_copy\")",
+      "Exec(\"DROP TRIGGER jobs_audit\")",
+      "Exec(\"ALTER TABLE audit_events_copy ADD COLUMN x\")",
+      "Exec(\"SELECT * FROM main.audit_events\")",
       "Exec(\"DELETE FROM audit_events\")  // append-only-check: allowed",
       "// append-only-check: allowed\nExec(\"DELETE FROM audit_events\")",
   };
@@ -151,8 +188,19 @@ TEST(AuditAppendOnlyTest, NoSourceUpdatesOrDeletesAuditEvents) {
     ++scanned;
     const std::string relative = fs::relative(path, root).string();
     if (relative == "storage/sqlite_state_store.cc") saw_state_store = true;
-    for (const Finding& f : FindAuditWrites(buffer.str())) {
+    const std::string content = buffer.str();
+    for (const Finding& f : FindAuditWrites(content)) {
       findings.push_back(absl::StrCat(relative, ":", f.line, ": ", f.text));
+    }
+    // Only tests may opt out (to check that the database refuses).
+    if (!absl::StartsWith(relative, "tests/")) {
+      for (size_t at = content.find(kAllowed); at != std::string::npos;
+           at = content.find(kAllowed, at + 1)) {
+        findings.push_back(absl::StrCat(
+            relative, ":",
+            1 + std::count(content.begin(), content.begin() + at, '\n'),
+            ": the opt-out marker \"", kAllowed, "\" is for tests only"));
+      }
     }
   }
   EXPECT_GT(scanned, 100) << "scanned too few files under " << root;

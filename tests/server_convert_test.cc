@@ -2,7 +2,9 @@
 
 #include "core/pipeline_loader.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "server/governance_convert.h"
 #include "server/proto_convert.h"
 
 namespace backfill {
@@ -180,6 +182,111 @@ TEST(ProtoConvertTest, StatusKeepsCodeAndMessage) {
   EXPECT_EQ(s.error_message(), "no job bf-9");
   EXPECT_EQ(ToGrpcStatus(absl::FailedPreconditionError("x")).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// Stored text can hold bytes that are not UTF-8 (a Latin-1 warehouse
+// value quoted in a validation message). Every message the converters build
+// serializes, binary and JSON, with those bytes escaped as "\xNN".
+TEST(ProtoConvertTest, TextThatIsNotUtf8IsEscapedSoEveryMessageSerializes) {
+  const std::string bad = "duplicate key M\xfcller \xff";
+  const std::string escaped = "duplicate key M\\xfcller \\xff";
+
+  AuditEvent event;
+  event.seq = 4;
+  event.job_id = "bf-2";
+  event.from_state = "VALIDATING";
+  event.to_state = "VALIDATION_FAILED";
+  event.message = bad;
+  event.at = absl::FromUnixSeconds(1740787200);
+  AuditPage page;
+  page.events = {event};
+  const v1::ListAuditEventsResponse audit = AuditPageToProto(page);
+  ASSERT_EQ(audit.events_size(), 1);
+  EXPECT_EQ(audit.events(0).message(), escaped);
+  std::string wire;
+  EXPECT_TRUE(audit.SerializeToString(&wire));
+  std::string json;
+  ASSERT_TRUE(
+      google::protobuf::util::MessageToJsonString(audit.events(0), &json).ok());
+  EXPECT_THAT(json, ::testing::HasSubstr(
+                        R"("message":"duplicate key M\\xfcller \\xff")"));
+
+  Job job;
+  job.id = "bf-2";
+  job.state = JobState::kValidationFailed;
+  job.message = bad;
+  job.request.reason = "caf\xc3\xa9";  // well-formed: kept
+  DatasetPlan dp;
+  dp.dataset = "by_customer";
+  dp.partitions = {"M\xfc"};
+  job.plan.datasets = {dp};
+  CheckResult check;
+  check.dataset = "by_customer";
+  check.message = bad;
+  job.checks = {check};
+  const v1::Backfill proto = JobToProto(job, Catalog());
+  EXPECT_EQ(proto.message(), escaped);
+  EXPECT_EQ(proto.request().reason(), "caf\xc3\xa9");
+  ASSERT_EQ(proto.plan_size(), 1);
+  ASSERT_EQ(proto.plan(0).partitions_size(), 1);
+  EXPECT_EQ(proto.plan(0).partitions(0), "M\\xfc");
+  ASSERT_EQ(proto.checks_size(), 1);
+  EXPECT_EQ(proto.checks(0).message(), escaped);
+  EXPECT_TRUE(proto.SerializeToString(&wire));
+
+  PartitionHistory history;
+  history.dataset = "by_customer";
+  history.partition = "M\xfc";
+  PartitionVersion version;
+  version.record.job_id = "bf-2";
+  version.record.reason = bad;
+  PartitionDiff diff;
+  diff.error = bad;
+  version.diff = diff;
+  history.versions = {version};
+  StaleDependent stale;
+  stale.reason = bad;
+  history.stale = stale;
+  const v1::ExplainPartitionResponse why = PartitionHistoryToProto(history);
+  EXPECT_EQ(why.partition(), "M\\xfc");
+  ASSERT_EQ(why.versions_size(), 1);
+  EXPECT_EQ(why.versions(0).reason(), escaped);
+  EXPECT_EQ(why.versions(0).diff().error(), escaped);
+  EXPECT_EQ(why.stale_reason(), escaped);
+  EXPECT_TRUE(why.SerializeToString(&wire));
+}
+
+// A page stops before the event that would take it over its byte budget
+// (at least one event per page); the token resumes right after the last
+// event sent, so no event is skipped or repeated.
+TEST(ProtoConvertTest, AuditPagesStopAtTheirByteBudget) {
+  AuditPage page;
+  for (int64_t seq = 10; seq < 14; ++seq) {
+    AuditEvent e;
+    e.seq = seq;
+    e.job_id = "bf-1";
+    e.to_state = "FAILED";
+    e.message = std::string(seq == 10 ? 3000 : 400, 'x');
+    page.events.push_back(e);
+  }
+  page.next_after_seq = 13;
+  // The first event alone is over the budget: it is sent, alone.
+  v1::ListAuditEventsResponse first = AuditPageToProto(page, 1000);
+  ASSERT_EQ(first.events_size(), 1);
+  EXPECT_EQ(first.events(0).seq(), 10);
+  EXPECT_EQ(first.next_page_token(), "10");
+  // Each later event takes a little over 400 bytes: two fit in 1000.
+  page.events.erase(page.events.begin());
+  v1::ListAuditEventsResponse second = AuditPageToProto(page, 1000);
+  ASSERT_EQ(second.events_size(), 2);
+  EXPECT_EQ(second.events(1).seq(), 12);
+  EXPECT_EQ(second.next_page_token(), "12");
+  // Within the budget: the page's own token.
+  v1::ListAuditEventsResponse all = AuditPageToProto(page);
+  EXPECT_EQ(all.events_size(), 3);
+  EXPECT_EQ(all.next_page_token(), "13");
+  page.next_after_seq = 0;
+  EXPECT_EQ(AuditPageToProto(page).next_page_token(), "");
 }
 
 }  // namespace

@@ -75,6 +75,28 @@ constexpr char kPipeline[] = R"yaml(datasets:
     contract:
       columns: {ds: TEXT, segment: TEXT, amount: REAL}
       primary_key: [ds, segment]
+  - name: by_region
+    kind: derived
+    table: by_region
+    partition: {column: region, grain: key, keys: [eu, us west]}
+    upstream:
+      - {dataset: orders, mapping: all}
+    transform: |
+      SELECT 'eu' AS region, TOTAL(amount) AS amount FROM raw_orders
+    contract:
+      columns: {region: TEXT, amount: REAL}
+      primary_key: [region]
+  - name: grand
+    kind: derived
+    table: grand
+    partition: {column: scope, grain: key, keys: [all]}
+    upstream:
+      - {dataset: daily, mapping: all}
+    transform: |
+      SELECT 'all' AS scope, TOTAL(amount) AS amount FROM daily
+    contract:
+      columns: {scope: TEXT, amount: REAL}
+      primary_key: [scope]
 )yaml";
 
 // One partition a job publishes.
@@ -394,6 +416,22 @@ TEST_F(PartitionHistoryTest, TimeByKeyPartitionsAndValidation) {
   auto bad_day = ExplainPartition(catalog_, *store_, "daily", "2025-02-30");
   EXPECT_EQ(bad_day.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad_day.status().message(), HasSubstr("YYYY-MM-DD"));
+  // A key-grain dataset: only its declared keys, as the planner takes them.
+  auto declared = ExplainPartition(catalog_, *store_, "by_region", "us west");
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_TRUE(declared->versions.empty());
+  auto undeclared_key =
+      ExplainPartition(catalog_, *store_, "by_region", "nope");
+  EXPECT_EQ(undeclared_key.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(undeclared_key.status().message(),
+              HasSubstr("\"nope\" is not a key of dataset \"by_region\"; "
+                        "declared keys: eu, us west"));
+  // A source dataset has no versions to explain: it is never published.
+  auto source = ExplainPartition(catalog_, *store_, "orders", "2025-01-01");
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(source.status().message(),
+              HasSubstr("orders is a source dataset: backfilld reads it and "
+                        "never publishes it"));
   auto unknown = ExplainPartition(catalog_, *store_, "nope", "2025-01-01");
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(unknown.status().message(), HasSubstr("nope"));
@@ -410,11 +448,26 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
       At(1));
   auto before = counts.Get();
   ASSERT_TRUE(before.ok()) << before.status();
-  EXPECT_EQ(*before, (std::map<std::string, int64_t>{
-                         {"daily", 0}, {"daily_total", 0}, {"segments", 0}}));
+  EXPECT_EQ(*before, (std::map<std::string, int64_t>{{"by_region", 0},
+                                                     {"daily", 0},
+                                                     {"daily_total", 0},
+                                                     {"grand", 0},
+                                                     {"segments", 0}}));
   EXPECT_EQ(counts.computations(), 1);
   ASSERT_TRUE(counts.Get().ok());
   EXPECT_EQ(counts.computations(), 1);  // nothing changed: cached
+  // A state change that writes no lineage and leaves the number of
+  // SUCCEEDED jobs as it was is a change of history all the same (e.g. a
+  // job leaving SUCCEEDED as another reaches it): counted again.
+  Job queued;
+  queued.request = Request("daily", "queued", "dave");
+  DatasetPlan dp;
+  dp.dataset = "daily";
+  dp.partitions = {"2025-01-09"};
+  queued.plan.datasets = {dp};
+  ASSERT_TRUE(store_->CreateJob(queued, At(1)).ok());
+  ASSERT_TRUE(counts.Get().ok());
+  EXPECT_EQ(counts.computations(), 2);
 
   BackfillRequest narrow = Request("daily", "narrow", "bob");
   narrow.exclude_downstream = true;
@@ -439,7 +492,7 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->at("daily_total"), 1);
   EXPECT_EQ(after->at("daily"), 0);
-  EXPECT_EQ(counts.computations(), 2);
+  EXPECT_EQ(counts.computations(), 3);
   auto why = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-02");
   ASSERT_TRUE(why.ok());
   ASSERT_TRUE(why->stale.has_value());
@@ -452,7 +505,123 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   auto restored = counts.Get();
   ASSERT_TRUE(restored.ok());
   EXPECT_EQ(restored->at("daily_total"), 0);
-  EXPECT_EQ(counts.computations(), 3);
+  EXPECT_EQ(counts.computations(), 4);
+}
+
+// A dependent's version is stale when the rows it read were replaced,
+// whenever it was published: here bf-3 computed daily_total from daily as
+// bf-1 left it, and published after bf-2 had replaced daily (e.g. held
+// for approval meanwhile).
+TEST_F(PartitionHistoryTest, DependentPublishedAfterReplacementOfItsInput) {
+  StalePartitionCounts counts(&catalog_, store_.get());
+  const std::string first = RunJob(
+      Request("daily", "load", "alice"),
+      {{"daily", "2025-01-01", "a1", {{"orders", "2025-01-01", "o1", 4}}},
+       {"daily", "2025-01-02", "a2", {{"orders", "2025-01-02", "o2", 4}}},
+       {"daily", "2025-01-04", "a4", {{"orders", "2025-01-04", "o4", 4}}},
+       // daily/2025-01-03 as loaded outside backfilld.
+       {"daily_total",
+        "2025-01-03",
+        "t3",
+        {{"daily", "2025-01-03", "ext3", 2}}}},
+      At(1));
+  BackfillRequest narrow = Request("daily", "narrow", "bob");
+  narrow.exclude_downstream = true;
+  const std::string replacing = RunJob(
+      narrow,
+      {{"daily", "2025-01-01", "b1", {{"orders", "2025-01-01", "o1x", 4}}},
+       {"daily", "2025-01-03", "b3", {{"orders", "2025-01-03", "o3", 4}}}},
+      At(2));
+  const std::string late = RunJob(
+      Request("daily_total", "late", "carol"),
+      {// Read before bf-2 replaced daily/2025-01-01.
+       {"daily_total", "2025-01-01", "t1", {{"daily", "2025-01-01", "a1", 2}}},
+       // Read what bf-1 published, still current.
+       {"daily_total", "2025-01-02", "t2", {{"daily", "2025-01-02", "a2", 2}}},
+       // Read daily/2025-01-04 as changed outside backfilld after bf-1:
+       // lineage cannot say that it was replaced since.
+       {"daily_total",
+        "2025-01-04",
+        "t4",
+        {{"daily", "2025-01-04", "ext4", 2}}}},
+      At(3));
+  ASSERT_EQ(first, "bf-1");
+  ASSERT_EQ(replacing, "bf-2");
+  ASSERT_EQ(late, "bf-3");
+
+  auto stale =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("daily_total"), {});
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  ASSERT_EQ(stale->size(), 2u);
+  EXPECT_EQ((*stale)[0].partition, "2025-01-01");
+  EXPECT_EQ((*stale)[0].version_job, "bf-3");
+  ASSERT_EQ((*stale)[0].inputs.size(), 1u);
+  EXPECT_EQ((*stale)[0].inputs[0].read_fingerprint, "a1");
+  EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "b1");
+  EXPECT_EQ((*stale)[0].reason,
+            "input daily/2025-01-01 changed: republished by bf-2 with "
+            "--no-downstream");
+  // Read rows lineage does not know, replaced by a publish recorded after
+  // the dependent's.
+  EXPECT_EQ((*stale)[1].partition, "2025-01-03");
+  EXPECT_EQ((*stale)[1].version_job, "bf-1");
+  EXPECT_EQ((*stale)[1].reason,
+            "input daily/2025-01-03 changed: republished by bf-2 with "
+            "--no-downstream");
+
+  auto gauge = counts.Get();
+  ASSERT_TRUE(gauge.ok()) << gauge.status();
+  EXPECT_EQ(gauge->at("daily_total"), 2);
+  auto why = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-01");
+  ASSERT_TRUE(why.ok()) << why.status();
+  ASSERT_TRUE(why->stale.has_value());
+  EXPECT_EQ(why->stale->version_job, "bf-3");
+  auto fresh = ExplainPartition(catalog_, *store_, "daily_total", "2025-01-04");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_FALSE(fresh->stale.has_value());
+}
+
+// A dependent that reads a partitioned derived dataset whole (mapping
+// `all`) is stale once any partition of it is republished after it.
+TEST_F(PartitionHistoryTest, DependentReadingAWholeDatasetIsStaleAfterAnyPart) {
+  RunJob(Request("daily", "load", "alice"),
+         {{"daily", "2025-01-01", "a1", {{"orders", "2025-01-01", "o1", 4}}},
+          {"daily", "2025-01-02", "a2", {{"orders", "2025-01-02", "o2", 4}}},
+          {"grand", "all", "g1", {{"daily", "", "whole-a", 8}}}},
+         At(1));
+  auto fresh =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("grand"), {});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_TRUE(fresh->empty());
+
+  BackfillRequest narrow = Request("daily", "narrow", "bob");
+  narrow.exclude_downstream = true;
+  RunJob(narrow,
+         {{"daily", "2025-01-02", "b2", {{"orders", "2025-01-02", "o2x", 4}}}},
+         At(2));
+  auto stale =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("grand"), {});
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  ASSERT_EQ(stale->size(), 1u);
+  EXPECT_EQ((*stale)[0].partition, "all");
+  EXPECT_EQ((*stale)[0].version_job, "bf-1");
+  ASSERT_EQ((*stale)[0].inputs.size(), 1u);
+  EXPECT_EQ((*stale)[0].inputs[0].read_fingerprint, "whole-a");
+  EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "");
+  EXPECT_EQ((*stale)[0].reason,
+            "input daily changed: republished by bf-2 with --no-downstream");
+  StalePartitionCounts counts(&catalog_, store_.get());
+  auto gauge = counts.Get();
+  ASSERT_TRUE(gauge.ok()) << gauge.status();
+  EXPECT_EQ(gauge->at("grand"), 1);
+
+  // Recomputed after the narrow job: current again.
+  RunJob(Request("grand", "again", "carol"),
+         {{"grand", "all", "g2", {{"daily", "", "whole-b", 8}}}}, At(3));
+  auto again =
+      FindStaleDependents(catalog_, *store_, *catalog_.Find("grand"), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->empty());
 }
 
 TEST_F(PartitionHistoryTest, AuditLogPagesOldestFirstAndRefusesChanges) {
@@ -515,6 +684,17 @@ TEST_F(PartitionHistoryTest, AuditLogPagesOldestFirstAndRefusesChanges) {
            "UPDATE audit_events SET message = 'x'",
            // append-only-check: allowed
            "DELETE FROM audit_events",
+           // A rewrite of an existing event, and an insert on its seq.
+           // append-only-check: allowed
+           "INSERT OR REPLACE INTO audit_events (seq, job_id, from_state, "
+           "to_state, message, at) VALUES (1, 'bf-1', '', 'QUEUED', "
+           "'forged', 0)",
+           // append-only-check: allowed
+           "REPLACE INTO audit_events (seq, job_id, from_state, to_state, "
+           "message, at) VALUES (2, 'bf-1', '', 'QUEUED', 'forged', 0)",
+           "INSERT OR IGNORE INTO audit_events (seq, job_id, from_state, "
+           "to_state, message, at) VALUES (3, 'bf-1', '', 'QUEUED', "
+           "'forged', 0)",
        }) {
     char* err = nullptr;
     EXPECT_NE(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << sql;

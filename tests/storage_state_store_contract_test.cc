@@ -697,10 +697,10 @@ TEST_P(StateStoreContractTest, EndTimeIsSetByEveryMoveToATerminalState) {
   EXPECT_EQ(job->end_time, T(3));
 }
 
-ConsumerConfirmation Confirmation(const std::string& dataset,
-                                  const std::string& consumer, bool healthy,
-                                  absl::Time at) {
-  ConsumerConfirmation c;
+ConsumerFinding Confirmation(const std::string& dataset,
+                             const std::string& consumer, bool healthy,
+                             absl::Time at) {
+  ConsumerFinding c;
   c.dataset = dataset;
   c.consumer = consumer;
   c.healthy = healthy;
@@ -753,7 +753,7 @@ TEST_P(StateStoreContractTest, ConsumerConfirmationsAndStandings) {
                   .ok());
 
   // A round trip keeps every field, in the order recorded.
-  absl::StatusOr<std::vector<ConsumerConfirmation>> one =
+  absl::StatusOr<std::vector<ConsumerFinding>> one =
       store_->ListConsumerConfirmations("bf-1");
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_EQ(one->size(), 2u);
@@ -783,7 +783,7 @@ TEST_P(StateStoreContractTest, ConsumerConfirmationsAndStandings) {
                   ->TransitionJob("bf-3", JobState::kDownstreamUnhealthy,
                                   JobState::kConfirming, "again", T(5))
                   .ok());
-  const std::vector<ConsumerConfirmation> healthy = {
+  const std::vector<ConsumerFinding> healthy = {
       Confirmation("monthly", "m", true, T(5)),
       Confirmation("daily", "cache_b", true, T(5))};
   ASSERT_TRUE(store_->ReplaceConsumerConfirmations("bf-3", healthy).ok());
@@ -1127,14 +1127,15 @@ TEST_P(StateStoreContractTest, RecordPublicationIsAtomicAndIdempotent) {
       absl::StatusCode::kNotFound);
 }
 
-TEST_P(StateStoreContractTest, LineageIsNewestFirstThenLatestRecorded) {
+TEST_P(StateStoreContractTest, LineageIsNewestRecordedFirstWhateverTheClock) {
   for (int i = 1; i <= 3; ++i) {
     ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
     ASSERT_NO_FATAL_FAILURE(
         Reach(absl::StrCat("bf-", i), JobState::kPublishing, T(0)));
   }
-  // bf-2 was published last but claims the earliest time; bf-1 and bf-3
-  // share one time; a record without a time gets the call's time.
+  // Recorded bf-1, bf-3, bf-2: bf-2 was published last but claims the
+  // earliest time (a clock stepped back) and is still the newest; bf-1 and
+  // bf-3 share one time; a record without a time gets the call's time.
   LineageRecord rec = MakeLineage("daily_revenue", "2025-01-01", T(50));
   ASSERT_TRUE(
       store_->RecordPublication("bf-1", {rec}, JobState::kConfirming, "", T(1))
@@ -1153,7 +1154,10 @@ TEST_P(StateStoreContractTest, LineageIsNewestFirstThenLatestRecorded) {
     order.push_back(absl::StrCat(
         r.job_id, "@", absl::ToUnixSeconds(r.published_at) - 1700000000));
   }
-  EXPECT_THAT(order, ElementsAre("bf-3@50", "bf-1@50", "bf-2@10"));
+  EXPECT_THAT(order, ElementsAre("bf-2@10", "bf-3@50", "bf-1@50"));
+  ASSERT_EQ(lineage->size(), 3u);
+  EXPECT_GT((*lineage)[0].id, (*lineage)[1].id);
+  EXPECT_GT((*lineage)[1].id, (*lineage)[2].id);
 }
 
 TEST_P(StateStoreContractTest, RecordPublicationOnlyMovesAPublishingJob) {

@@ -120,6 +120,38 @@ TEST(InvalidUtf8OffsetTest, CountsBytesNotCharacters) {
   EXPECT_EQ(InvalidUtf8Offset("ok\xe4\xbf!"), 2u);
 }
 
+TEST(ValidUtf8Test, EscapesOnlyTheBytesThatAreNotUtf8) {
+  struct Case {
+    std::string_view bytes;
+    std::string_view valid;
+  };
+  const Case cases[] = {
+      {"", ""},
+      {"plain ascii", "plain ascii"},
+      // Well-formed characters and controls are kept as they are.
+      {"M\xc3\xbcller\n\t", "M\xc3\xbcller\n\t"},
+      {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},
+      // Latin-1, a lone continuation byte, 0xff.
+      {"M\xfcller", "M\\xfcller"},
+      {"\x80", "\\x80"},
+      {"a\xff"
+       "b",
+       "a\\xffb"},
+      // An overlong form, a surrogate, above U+10FFFF: byte by byte.
+      {"\xc0\xaf", "\\xc0\\xaf"},
+      {"\xed\xa0\x80", "\\xed\\xa0\\x80"},
+      {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"},
+      // Cut short at the end, after a good character.
+      {"\xc3\xa9\xe2\x82", "\xc3\xa9\\xe2\\x82"},
+  };
+  for (const Case& c : cases) {
+    const std::string got = ValidUtf8(c.bytes);
+    EXPECT_EQ(got, c.valid) << absl::CHexEscape(std::string(c.bytes));
+    EXPECT_EQ(InvalidUtf8Offset(got), std::string_view::npos)
+        << absl::CHexEscape(std::string(c.bytes));
+  }
+}
+
 }  // namespace
 }  // namespace text
 }  // namespace backfill

@@ -1,5 +1,7 @@
 #include "text/utf8.h"
 
+#include "absl/strings/str_format.h"
+
 namespace backfill {
 namespace text {
 
@@ -51,6 +53,24 @@ size_t InvalidUtf8Offset(std::string_view text) {
     i += length;
   }
   return std::string_view::npos;
+}
+
+std::string ValidUtf8(std::string_view text) {
+  size_t i = InvalidUtf8Offset(text);
+  if (i == std::string_view::npos) return std::string(text);
+  std::string out(text.substr(0, i));
+  while (i < text.size()) {
+    const size_t length = DecodeUtf8(text.substr(i)).length;
+    if (length == 0) {
+      absl::StrAppendFormat(&out, "\\x%02x",
+                            static_cast<unsigned char>(text[i]));
+      ++i;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
 }
 
 }  // namespace text

@@ -2,7 +2,8 @@
 // RFC 3629 (no overlong forms, no surrogates, nothing above U+10FFFF), the
 // rule protobuf applies to `string` fields, so text that passes here is text
 // the server accepts. DecodeUtf8() reads one character; InvalidUtf8Offset()
-// checks a whole value.
+// checks a whole value; ValidUtf8() makes any bytes fit for a `string`
+// field.
 //
 // Pure functions over values: they own nothing (the string_views they take
 // are only read during the call), keep no state and are thread-safe.
@@ -12,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace backfill {
@@ -33,6 +35,13 @@ Utf8Char DecodeUtf8(std::string_view text);
 // The offset of the first byte of `text` that is not part of a well-formed
 // character, or std::string_view::npos when `text` is all UTF-8.
 size_t InvalidUtf8Offset(std::string_view text);
+
+// `text` with each byte that is not part of a well-formed character
+// replaced by its escape "\xNN" (lower-case hex, as text/display_text.h
+// writes it); every well-formed character, control characters included, is
+// kept as it is. The result is always well-formed; well-formed `text` comes
+// back unchanged.
+std::string ValidUtf8(std::string_view text);
 
 }  // namespace text
 }  // namespace backfill

@@ -383,17 +383,27 @@ absl::StatusOr<std::vector<LineageRecord>> InMemoryStateStore::GetLineage(
   if (it == lineage_.end()) return std::vector<LineageRecord>();
   std::vector<const LineageRow*> rows;
   for (const LineageRow& r : it->second) rows.push_back(&r);
-  // Newest first: published_at descending, then the later record first.
-  std::sort(rows.begin(), rows.end(),
-            [](const LineageRow* a, const LineageRow* b) {
-              if (a->record.published_at != b->record.published_at) {
-                return a->record.published_at > b->record.published_at;
-              }
-              return a->id > b->id;
-            });
+  // Newest first: the later record first, whatever the clocks said.
+  std::sort(
+      rows.begin(), rows.end(),
+      [](const LineageRow* a, const LineageRow* b) { return a->id > b->id; });
   std::vector<LineageRecord> out;
   for (const LineageRow* r : rows) out.push_back(r->record);
   return out;
+}
+
+absl::StatusOr<std::optional<LineageRecord>>
+InMemoryStateStore::NewestLineageOf(const std::string& dataset) {
+  absl::MutexLock lock(&mu_);
+  const LineageRow* newest = nullptr;
+  for (const auto& [key, rows] : lineage_) {
+    if (key.first != dataset) continue;
+    for (const LineageRow& r : rows) {
+      if (newest == nullptr || r.id > newest->id) newest = &r;
+    }
+  }
+  if (newest == nullptr) return std::optional<LineageRecord>();
+  return std::optional<LineageRecord>(newest->record);
 }
 
 absl::StatusOr<std::vector<AuditEvent>> InMemoryStateStore::ListAuditEvents(
@@ -423,22 +433,21 @@ absl::StatusOr<std::vector<CheckResult>> InMemoryStateStore::ListCheckResults(
 }
 
 absl::Status InMemoryStateStore::ReplaceConsumerConfirmations(
-    const std::string& job_id,
-    const std::vector<ConsumerConfirmation>& results) {
+    const std::string& job_id, const std::vector<ConsumerFinding>& results) {
   absl::MutexLock lock(&mu_);
   if (FindLocked(job_id) == nullptr) return NoJob(job_id);
-  std::vector<ConsumerConfirmation>& stored = confirmations_[job_id];
+  std::vector<ConsumerFinding>& stored = confirmations_[job_id];
   stored = results;
-  for (ConsumerConfirmation& c : stored) c.at = Stored(c.at);
+  for (ConsumerFinding& c : stored) c.at = Stored(c.at);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<ConsumerConfirmation>>
+absl::StatusOr<std::vector<ConsumerFinding>>
 InMemoryStateStore::ListConsumerConfirmations(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   if (FindLocked(job_id) == nullptr) return NoJob(job_id);
   auto it = confirmations_.find(job_id);
-  if (it == confirmations_.end()) return std::vector<ConsumerConfirmation>();
+  if (it == confirmations_.end()) return std::vector<ConsumerFinding>();
   return it->second;
 }
 
@@ -454,7 +463,7 @@ InMemoryStateStore::ListConsumerStandings() {
   std::sort(order.begin(), order.end());
   for (const auto& [n, id] : order) {
     const JobRow* row = FindLocked(id);
-    for (const ConsumerConfirmation& c : confirmations_[id]) {
+    for (const ConsumerFinding& c : confirmations_[id]) {
       ConsumerStanding& s = standings[{c.dataset, c.consumer}];
       s.dataset = c.dataset;
       s.consumer = c.consumer;
@@ -488,6 +497,7 @@ absl::StatusOr<StoreStats> InMemoryStateStore::Stats() {
     }
   }
   stats.last_lineage_id = next_lineage_id_ - 1;
+  stats.last_audit_seq = next_audit_seq_ - 1;
   return stats;
 }
 
@@ -763,6 +773,7 @@ absl::Status InMemoryStateStore::RecordPublication(
     LineageRow r;
     r.id = next_lineage_id_++;
     r.record = rec;
+    r.record.id = r.id;
     r.record.job_id = job_id;
     r.record.action = LineageAction::kPublish;
     r.record.published_at = Stored(
@@ -829,6 +840,7 @@ absl::Status InMemoryStateStore::RecordRollback(
     LineageRow r;
     r.id = next_lineage_id_++;
     r.record = rec;
+    r.record.id = r.id;
     if (r.record.job_id.empty()) r.record.job_id = job_id;
     r.record.action = LineageAction::kRollback;
     r.record.published_at = Stored(

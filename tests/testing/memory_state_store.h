@@ -111,6 +111,8 @@ class InMemoryStateStore : public StateStore {
                                                     bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
+  absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(
+      const std::string& dataset) override;
   absl::Status RecordRollback(const std::string& job_id,
                               const RollbackInfo& info,
                               const std::vector<LineageRecord>& lineage,
@@ -137,8 +139,8 @@ class InMemoryStateStore : public StateStore {
       const std::string& job_id) override;
   absl::Status ReplaceConsumerConfirmations(
       const std::string& job_id,
-      const std::vector<ConsumerConfirmation>& results) override;
-  absl::StatusOr<std::vector<ConsumerConfirmation>> ListConsumerConfirmations(
+      const std::vector<ConsumerFinding>& results) override;
+  absl::StatusOr<std::vector<ConsumerFinding>> ListConsumerConfirmations(
       const std::string& job_id) override;
   absl::StatusOr<std::vector<ConsumerStanding>> ListConsumerStandings()
       override;
@@ -204,7 +206,7 @@ class InMemoryStateStore : public StateStore {
   int64_t next_lineage_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Job id -> its events, in seq order (seq counts over all jobs).
   std::map<std::string, std::vector<AuditEvent>> audit_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<ConsumerConfirmation>> confirmations_
+  std::map<std::string, std::vector<ConsumerFinding>> confirmations_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<CheckResult>> check_results_
       ABSL_GUARDED_BY(mu_);
