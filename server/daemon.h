@@ -63,8 +63,8 @@ struct DaemonOptions {
   // not belong together (see core/warehouse_ownership.h).
   bool adopt_warehouse = false;
   // --openlineage-url: where OpenLineage RunEvents are POSTed
-  // (URL/api/v1/lineage); "": none are sent. --openlineage-namespace: the
-  // OpenLineage namespace of the jobs.
+  // (URL/api/v1/lineage, or URL when it ends in it); "": none are sent.
+  // --openlineage-namespace: the OpenLineage namespace of the jobs.
   std::string openlineage_url;
   std::string openlineage_namespace = "backfilld";
 };

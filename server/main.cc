@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
                "README before using it");
   app.add_option(
       "--openlineage-url", options.openlineage_url,
-      "Send OpenLineage RunEvents of every job to URL/api/v1/lineage "
-      "(http:// or https://); default: none are sent");
+      "Send OpenLineage RunEvents of every job to URL/api/v1/lineage, or "
+      "to URL itself when it already ends in /api/v1/lineage (http:// or "
+      "https://); default: none are sent");
   app.add_option("--openlineage-namespace", options.openlineage_namespace,
                  "OpenLineage namespace of backfilld's jobs")
       ->capture_default_str();

@@ -123,6 +123,28 @@ v1::Backfill Job(const std::string& id, v1::BackfillState state,
 
 // ---------------------------------------------------------------- ToJson
 
+TEST(FormatConfirmationsTest, ListsEachConsumerWithItsResult) {
+  v1::Backfill b;
+  EXPECT_EQ(FormatConfirmations(b), "");
+  v1::ConsumerConfirmation* bad = b.add_confirmations();
+  bad->set_dataset("daily_revenue");
+  bad->set_consumer("revenue_cache");
+  bad->set_healthy(false);
+  bad->set_message("still serves 1 for partition 2025-06-20\x1b[2J");
+  v1::ConsumerConfirmation* good = b.add_confirmations();
+  good->set_dataset("daily_revenue");
+  good->set_consumer("bi_extract");
+  good->set_healthy(true);
+  good->set_message("serves the new numbers (2 partitions probed)");
+  EXPECT_EQ(FormatConfirmations(b),
+            "Consumers 2 consumers: 1 healthy, 1 unhealthy\n"
+            "  UNHEALTHY  revenue_cache of daily_revenue: still serves 1 for "
+            "partition 2025-06-20\\x1b[2J\n"
+            "  HEALTHY    bi_extract of daily_revenue: serves the new numbers "
+            "(2 partitions probed)\n");
+  EXPECT_THAT(FormatBackfill(b), HasSubstr("Consumers 2 consumers"));
+}
+
 TEST(ToJsonTest, UsesProtoFieldNamesAndPrintsZeroAndFalseFields) {
   v1::SubmitBackfillResponse response;
   response.mutable_backfill()->set_id("bf-1");
