@@ -861,10 +861,9 @@ std::string FormatConfirmations(const v1::Backfill& backfill) {
     absl::StrAppend(&out, ", ", total - healthy, " unhealthy");
   absl::StrAppend(&out, "\n");
   for (const v1::ConsumerConfirmation& c : backfill.confirmations()) {
+    // The message names the consumer and its dataset.
     absl::StrAppend(&out, "  ", c.healthy() ? "HEALTHY    " : "UNHEALTHY  ",
-                    TerminalText(c.consumer()), " of ",
-                    TerminalText(c.dataset()), ": ", TerminalText(c.message()),
-                    "\n");
+                    TerminalText(c.message()), "\n");
   }
   return out;
 }

@@ -130,18 +130,22 @@ TEST(FormatConfirmationsTest, ListsEachConsumerWithItsResult) {
   bad->set_dataset("daily_revenue");
   bad->set_consumer("revenue_cache");
   bad->set_healthy(false);
-  bad->set_message("still serves 1 for partition 2025-06-20\x1b[2J");
+  bad->set_message(
+      "consumer revenue_cache of daily_revenue still serves 1 for partition "
+      "2025-06-20\x1b[2J");
   v1::ConsumerConfirmation* good = b.add_confirmations();
   good->set_dataset("daily_revenue");
   good->set_consumer("bi_extract");
   good->set_healthy(true);
-  good->set_message("serves the new numbers (2 partitions probed)");
+  good->set_message(
+      "consumer bi_extract of daily_revenue serves the new numbers (2 "
+      "partitions probed)");
   EXPECT_EQ(FormatConfirmations(b),
             "Consumers 2 consumers: 1 healthy, 1 unhealthy\n"
-            "  UNHEALTHY  revenue_cache of daily_revenue: still serves 1 for "
-            "partition 2025-06-20\\x1b[2J\n"
-            "  HEALTHY    bi_extract of daily_revenue: serves the new numbers "
-            "(2 partitions probed)\n");
+            "  UNHEALTHY  consumer revenue_cache of daily_revenue still "
+            "serves 1 for partition 2025-06-20\\x1b[2J\n"
+            "  HEALTHY    consumer bi_extract of daily_revenue serves the new "
+            "numbers (2 partitions probed)\n");
   EXPECT_THAT(FormatBackfill(b), HasSubstr("Consumers 2 consumers"));
 }
 

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/http_test_server.h"
+#include "tests/testing/prometheus_text.h"
 
 namespace backfill {
 namespace {
@@ -317,6 +318,74 @@ TEST_F(ConsumersTest, ACommandConsumerRunsItsProgramsWithoutAShell) {
                                      "serves 'stale' for partition "
                                      "2025-01-01 where the warehouse has ",
                                      want)));
+}
+
+// backfill_downstream_healthy comes from state.db: a consumer a
+// DOWNSTREAM_UNHEALTHY job found stale stays 0 after a restart, `status`
+// lists what the confirmation found, and a rollback of that job clears it.
+TEST_F(ConsumersTest, AnUnhealthyConsumerStaysUnhealthyAcrossARestart) {
+  Cache cache(warehouse_);
+  ASSERT_NO_FATAL_FAILURE(WriteFile(
+      pipelines_dir_ + "/e2e.yaml",
+      PipelineWith(absl::StrCat(
+          "      - name: amount_cache\n"
+          "        kind: http\n"
+          "        invalidate: {url: \"",
+          cache.Url("/invalidate"),
+          "\"}\n"
+          "        probe: {url: \"",
+          cache.Url("/value?day={partition}"),
+          "\", field: amount}\n"
+          "        expect: \"SELECT amount FROM segment_daily WHERE day = "
+          ":partition\"\n"
+          "        timeout: 2s\n"))));
+  const std::map<std::string, std::string> labels = {
+      {"dataset", "segment_daily"}, {"consumer", "amount_cache"}};
+  std::string job;
+  {
+    Daemon& daemon = NewDaemon();
+    ASSERT_TRUE(daemon.Start());
+    ASSERT_FALSE(SubmitSucceeded(daemon,
+                                 {"segment_daily", "--from", "2025-01-01",
+                                  "--to", "2025-01-03"},
+                                 "initial load")
+                     .empty());
+    Sqlite db(warehouse_);
+    ASSERT_TRUE(
+        db.Exec("UPDATE raw_orders SET amount = amount + 7 WHERE "
+                "order_date = '2025-01-02'"))
+        << db.errmsg();
+    cache.set_ignore_invalidation(true);
+    RunResult r = daemon.CtlJson({"submit", "segment_daily", "--partitions",
+                                  "2025-01-02", "--reason", "fix", "--wait"},
+                                 seconds(120));
+    ASSERT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_DOWNSTREAM_UNHEALTHY")
+        << r;
+    job = JsonString(r.out, "id");
+    EXPECT_EQ(testing::SumOf(testing::ParseSamples(
+                                 HttpGet(daemon.metrics_port(), "/metrics")),
+                             "backfill_downstream_healthy", labels),
+              0);
+    ExpectCleanSigterm(daemon);
+  }
+  Daemon& again = NewDaemon();
+  ASSERT_TRUE(again.Start());
+  EXPECT_EQ(testing::SumOf(testing::ParseSamples(
+                               HttpGet(again.metrics_port(), "/metrics")),
+                           "backfill_downstream_healthy", labels),
+            0);
+  RunResult status = again.Ctl({"status", job});
+  ASSERT_EQ(status.exit_code, 0) << status;
+  EXPECT_THAT(status.out,
+              HasSubstr("Consumers 1 consumer: 0 healthy, 1 unhealthy"));
+  EXPECT_THAT(status.out, HasSubstr("UNHEALTHY  consumer amount_cache of "
+                                    "segment_daily still serves"));
+  RunResult rollback = again.Ctl({"rollback", job, "--reason", "undo"});
+  ASSERT_EQ(rollback.exit_code, 0) << rollback;
+  EXPECT_EQ(testing::SumOf(testing::ParseSamples(
+                               HttpGet(again.metrics_port(), "/metrics")),
+                           "backfill_downstream_healthy", labels),
+            1);
 }
 
 }  // namespace
