@@ -1000,6 +1000,8 @@ int64_t PercentDone(const v1::Backfill& backfill) {
 
 // "45s", "3m20s", "2h05m": an ETA, rounded up to whole seconds.
 std::string EtaText(double seconds) {
+  // A value from the network: NaN, negative or absurd is shown bounded.
+  if (!std::isfinite(seconds) || seconds > 1e9) return "more than 30 years";
   const int64_t s = static_cast<int64_t>(std::ceil(std::max(seconds, 0.0)));
   if (s < 60) return absl::StrFormat("%ds", s);
   if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);

@@ -5,9 +5,11 @@
 // written from the documented formats in cli_format.h and the proto
 // contract, not from the implementation.
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,6 +124,18 @@ v1::Backfill Job(const std::string& id, v1::BackfillState state,
 }
 
 // ---------------------------------------------------------------- ToJson
+
+TEST(FormatProgressLineTest, AnEtaFromTheNetworkIsShownBounded) {
+  v1::Backfill b;
+  b.set_id("bf-1");
+  for (double bad :
+       {std::nan(""), 1e300, std::numeric_limits<double>::infinity()}) {
+    b.mutable_eta()->set_remaining_seconds(bad);
+    EXPECT_THAT(FormatProgressLine(b, 1), HasSubstr("ETA more than 30 years"));
+  }
+  b.mutable_eta()->set_remaining_seconds(-5);
+  EXPECT_THAT(FormatProgressLine(b, 1), HasSubstr("ETA 0s"));
+}
 
 TEST(FormatConfirmationsTest, ListsEachConsumerWithItsResult) {
   v1::Backfill b;
