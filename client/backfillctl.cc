@@ -6,6 +6,7 @@
 
 #include <pwd.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -191,6 +192,16 @@ class ProgressReporter {
   ProgressReporter() : tty_(isatty(STDERR_FILENO) == 1), start_(absl::Now()) {}
   ~ProgressReporter() { EndLine(); }
 
+  // The terminal's width (80 when it does not say): asked at every redraw,
+  // so a resized window is followed.
+  static int Columns() {
+    winsize size{};
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+      return size.ws_col;
+    }
+    return 80;
+  }
+
   void Update(const v1::Backfill& job) {
     double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
     if (tty_) {
@@ -201,8 +212,9 @@ class ProgressReporter {
                   << "\033[K\n";
         last_state_ = job.state();
       }
-      std::cerr << "\r" << cli::FormatProgressBar(job, elapsed) << "\033[K"
-                << std::flush;
+      std::cerr << "\r"
+                << cli::FormatProgressBarFitting(job, elapsed, Columns())
+                << "\033[K" << std::flush;
       bar_drawn_ = true;
       return;
     }

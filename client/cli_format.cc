@@ -1051,6 +1051,18 @@ std::string FormatProgressBar(const v1::Backfill& backfill,
   return out;
 }
 
+std::string FormatProgressBarFitting(const v1::Backfill& backfill,
+                                     double elapsed_seconds, int columns) {
+  const size_t fits = static_cast<size_t>(std::max(columns - 1, 1));
+  std::string line;
+  for (int bar = 20; bar >= 5; bar -= 5) {
+    line = FormatProgressBar(backfill, elapsed_seconds, bar);
+    if (line.size() <= fits) return line;
+  }
+  line.resize(fits);  // ASCII: the state, numbers and units only
+  return line;
+}
+
 std::string FormatProgressLine(const v1::Backfill& backfill,
                                double elapsed_seconds) {
   const v1::PartitionCounts& counts = backfill.partitions();

@@ -131,6 +131,12 @@ std::string FormatDiff(const v1::DiffBackfillResponse& response);
 std::string FormatProgressBar(const v1::Backfill& backfill,
                               double elapsed_seconds, int bar_width = 20);
 
+// FormatProgressBar narrowed to fit a terminal of `columns` columns (fewer
+// than `columns` characters, so that a redraw never wraps): the bar shrinks
+// to 5 characters first, then the end of the line is cut.
+std::string FormatProgressBarFitting(const v1::Backfill& backfill,
+                                     double elapsed_seconds, int columns);
+
 // `job bf-1: RUNNING  135/300 partitions  45%  12.3 s[  ETA 3m20s]
 // [  cost 1.2k/3000 input_rows][  now: CURRENT STEP][  (message)]`
 std::string FormatProgressLine(const v1::Backfill& backfill,

@@ -137,6 +137,26 @@ TEST(FormatProgressLineTest, AnEtaFromTheNetworkIsShownBounded) {
   EXPECT_THAT(FormatProgressLine(b, 1), HasSubstr("ETA 0s"));
 }
 
+TEST(FormatProgressBarTest, FitsTheTerminalWidth) {
+  v1::Backfill b;
+  b.set_id("bf-1");
+  b.set_state(v1::BACKFILL_STATE_RUNNING);
+  b.mutable_partitions()->set_total(280000);
+  b.mutable_partitions()->set_staged(50000);
+  b.mutable_partitions()->set_failed(3);
+  b.mutable_eta()->set_remaining_seconds(7000);
+  const std::string wide = FormatProgressBar(b, 0);
+  ASSERT_GT(wide.size(), 79u) << wide;  // the case that wrapped
+  for (int columns : {200, 80, 60, 40, 10, 1}) {
+    const std::string line = FormatProgressBarFitting(b, 0, columns);
+    EXPECT_LT(line.size(), static_cast<size_t>(std::max(columns, 2))) << line;
+    EXPECT_FALSE(line.empty());
+  }
+  EXPECT_EQ(FormatProgressBarFitting(b, 0, 200), wide);
+  // At 80 columns the bar narrows before anything is cut.
+  EXPECT_THAT(FormatProgressBarFitting(b, 0, 80), HasSubstr("3 failed"));
+}
+
 TEST(FormatConfirmationsTest, ListsEachConsumerWithItsResult) {
   v1::Backfill b;
   EXPECT_EQ(FormatConfirmations(b), "");
