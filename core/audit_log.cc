@@ -35,4 +35,14 @@ absl::StatusOr<AuditPage> ReadAuditPage(StateStore& store,
   return page;
 }
 
+bool EndedAConfirmation(const std::vector<AuditEvent>& events) {
+  for (const AuditEvent& e : events) {
+    if (e.to_state == JobStateName(JobState::kSucceeded) ||
+        e.to_state == JobStateName(JobState::kDownstreamUnhealthy)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace backfill

@@ -30,6 +30,12 @@ struct AuditPage {
 absl::StatusOr<AuditPage> ReadAuditPage(StateStore& store,
                                         const AuditQuery& query);
 
+// Whether a job's audit events (oldest first, StateStore::ListAuditEvents)
+// show that its confirmation already ended once (a move to SUCCEEDED or
+// DOWNSTREAM_UNHEALTHY): a confirmation asked for again (backfillctl
+// confirm) is then no new end of the job, for metrics or for lineage.
+bool EndedAConfirmation(const std::vector<AuditEvent>& events);
+
 }  // namespace backfill
 
 #endif  // BACKFILL_CORE_AUDIT_LOG_H_

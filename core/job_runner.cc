@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/approval.h"
+#include "core/audit_log.h"
 #include "core/confirm_step.h"
 #include "core/crash_point.h"
 #include "core/diff_step.h"
@@ -281,12 +282,7 @@ absl::Status JobRunner::Start() {
       // had ended: its end was reported then, and is not reported twice.
       ASSIGN_OR_RETURN(std::vector<AuditEvent> events,
                        store_->ListAuditEvents(id));
-      for (const AuditEvent& e : events) {
-        if (e.from_state == JobStateName(JobState::kConfirming) &&
-            e.to_state != JobStateName(JobState::kConfirming)) {
-          active->reconfirming = true;
-        }
-      }
+      active->reconfirming = EndedAConfirmation(events);
     }
     active->job = std::move(job);
     Scope scope = ScopeOf(active->job.plan);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/audit_log.h"
 #include "core/partition_layout.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -219,10 +220,8 @@ RunHistory HistoryOf(const std::vector<AuditEvent>& events) {
     } else if (IsTerminal(*to) && history.phase == RunHistory::Phase::kOpen) {
       history.phase = RunHistory::Phase::kClosed;
     }
-    if (*to == JobState::kSucceeded || *to == JobState::kDownstreamUnhealthy) {
-      history.reported_outcome = true;
-    }
   }
+  history.reported_outcome = EndedAConfirmation(events);
   return history;
 }
 

@@ -354,6 +354,24 @@ class ConfirmerTest : public ::testing::Test {
     return confirmer.Confirm(dataset_, consumer_, "bf-9", partitions);
   }
 
+  // The warehouse has `value` in every partition.
+  void WarehouseHas(double value) {
+    engine_.SetQueryValues(
+        [value](const std::string&, const std::string&,
+                const std::string&) -> absl::StatusOr<SqlValue> {
+          return Real(value);
+        });
+  }
+
+  // The 30 days of April 2025.
+  static std::vector<std::string> AprilDays() {
+    std::vector<std::string> days;
+    for (int d = 1; d <= 30; ++d) {
+      days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
+    }
+    return days;
+  }
+
   testing::FakeEngine engine_;
   ManualClock clock_;
   DatasetSpec dataset_;
@@ -554,10 +572,7 @@ TEST_F(ConfirmerTest, A4xxInvalidationIsNotRetried) {
 }
 
 TEST_F(ConfirmerTest, AStaleCacheEndsUnhealthyAtTheTimeoutSayingWhat) {
-  engine_.SetQueryValues([](const std::string&, const std::string&,
-                            const std::string&) -> absl::StatusOr<SqlValue> {
-    return Real(13.75);
-  });
+  WarehouseHas(13.75);
   FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
     if (r.method == "POST") return Answer(200, "{}");
     return Answer(200, R"({"amount": 12.5})");
@@ -580,14 +595,8 @@ TEST_F(ConfirmerTest, TheTimeoutBoundsARoundOfHangingProbes) {
   // 30 partitions, a probe that hangs until its request timeout, a 2 s
   // timeout: the first probe gets the 2 s left, and then the time is up.
   consumer_.timeout = absl::Seconds(2);
-  engine_.SetQueryValues([](const std::string&, const std::string&,
-                            const std::string&) -> absl::StatusOr<SqlValue> {
-    return Real(10.5);
-  });
-  std::vector<std::string> days;
-  for (int d = 1; d <= 30; ++d) {
-    days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
-  }
+  WarehouseHas(10.5);
+  const std::vector<std::string> days = AprilDays();
   FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
     if (r.method == "POST") return Answer(200, "{}");
     clock_.Advance(r.timeout);
@@ -608,14 +617,8 @@ TEST_F(ConfirmerTest, TheTimeoutBoundsARoundOfHangingProbes) {
 
 TEST_F(ConfirmerTest, SlowProbesGetTheTimeLeftAndTheFirstOfEachAtLeast1s) {
   consumer_.timeout = absl::Seconds(2);
-  engine_.SetQueryValues([](const std::string&, const std::string&,
-                            const std::string&) -> absl::StatusOr<SqlValue> {
-    return Real(10.5);
-  });
-  std::vector<std::string> days;
-  for (int d = 1; d <= 30; ++d) {
-    days.push_back(absl::StrCat("2025-04-", d < 10 ? "0" : "", d));
-  }
+  WarehouseHas(10.5);
+  const std::vector<std::string> days = AprilDays();
   // Each probe takes 700 ms and serves the old number.
   FakeHttp http([&](const HttpRequest& r) -> absl::StatusOr<HttpResponse> {
     if (r.method == "POST") return Answer(200, "{}");

@@ -119,6 +119,22 @@ class Cache {
     absl::MutexLock lock(&mu_);
     ignore_ = ignore;
   }
+  // This cache as the `consumers:` item amount_cache of segment_daily.
+  std::string ConsumerYaml(const std::string& timeout) const {
+    return absl::StrCat(
+        "      - name: amount_cache\n"
+        "        kind: http\n"
+        "        invalidate: {url: \"",
+        Url("/invalidate"),
+        "\"}\n"
+        "        probe: {url: \"",
+        Url("/value?day={partition}"),
+        "\", field: amount}\n"
+        "        expect: \"SELECT amount FROM segment_daily WHERE day = "
+        ":partition\"\n"
+        "        timeout: ",
+        timeout, "\n");
+  }
   std::vector<testing::HttpTestServer::Request> requests() const {
     return server_.requests();
   }
@@ -172,20 +188,8 @@ class Cache {
 
 TEST_F(ConsumersTest, ACacheIsInvalidatedAndConfirmedOrReportedStale) {
   Cache cache(warehouse_);
-  ASSERT_NO_FATAL_FAILURE(WriteFile(
-      pipelines_dir_ + "/e2e.yaml",
-      PipelineWith(absl::StrCat(
-          "      - name: amount_cache\n"
-          "        kind: http\n"
-          "        invalidate: {url: \"",
-          cache.Url("/invalidate"),
-          "\"}\n"
-          "        probe: {url: \"",
-          cache.Url("/value?day={partition}"),
-          "\", field: amount}\n"
-          "        expect: \"SELECT amount FROM segment_daily WHERE day = "
-          ":partition\"\n"
-          "        timeout: 3s\n"))));
+  ASSERT_NO_FATAL_FAILURE(WriteFile(pipelines_dir_ + "/e2e.yaml",
+                                    PipelineWith(cache.ConsumerYaml("3s"))));
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
 
@@ -325,20 +329,8 @@ TEST_F(ConsumersTest, ACommandConsumerRunsItsProgramsWithoutAShell) {
 // lists what the confirmation found, and a rollback of that job clears it.
 TEST_F(ConsumersTest, AnUnhealthyConsumerStaysUnhealthyAcrossARestart) {
   Cache cache(warehouse_);
-  ASSERT_NO_FATAL_FAILURE(WriteFile(
-      pipelines_dir_ + "/e2e.yaml",
-      PipelineWith(absl::StrCat(
-          "      - name: amount_cache\n"
-          "        kind: http\n"
-          "        invalidate: {url: \"",
-          cache.Url("/invalidate"),
-          "\"}\n"
-          "        probe: {url: \"",
-          cache.Url("/value?day={partition}"),
-          "\", field: amount}\n"
-          "        expect: \"SELECT amount FROM segment_daily WHERE day = "
-          ":partition\"\n"
-          "        timeout: 2s\n"))));
+  ASSERT_NO_FATAL_FAILURE(WriteFile(pipelines_dir_ + "/e2e.yaml",
+                                    PipelineWith(cache.ConsumerYaml("2s"))));
   const std::map<std::string, std::string> labels = {
       {"dataset", "segment_daily"}, {"consumer", "amount_cache"}};
   std::string job;
