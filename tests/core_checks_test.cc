@@ -522,6 +522,9 @@ TEST_F(SeverityTest, FailedChecksAreReportedOnceTheirOutcomeIsRecorded) {
         "      - {kind: min_rows, min: 2, severity: ", c.severity, "}\n")));
     const size_t before = observer_.reports().size();
     RunToEnd("2025-01-01", "2025-01-02");
+    // The runner reports after it records the state a waiter sees; its
+    // worker has reported by the time Shutdown has joined it.
+    manager_->Shutdown();
     std::vector<std::string> reports = observer_.reports();
     reports.erase(reports.begin(), reports.begin() + before);
     EXPECT_THAT(reports,
