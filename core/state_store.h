@@ -248,10 +248,10 @@ class StateStore {
   //     restored version's own publish record is current again; rollback
   //     records themselves are not versions), and
   //   - its UNCHANGED tasks (recomputed identical to the published rows, so
-  //     not republished) in jobs that ended SUCCEEDED, with the transform
-  //     version the job computed the dataset with — unless a rollback of
-  //     the partition was recorded at or after that job ended (it vouched
-  //     for rows that are no longer there).
+  //     not republished) in jobs whose publish committed (CONFIRMING,
+  //     SUCCEEDED, DOWNSTREAM_UNHEALTHY), with the job's transform version
+  //     for the dataset — unless a rollback of the partition was recorded
+  //     at or after that job ended (it vouched for rows no longer there).
   // Neither counts for a job with entity keys on its target dataset: it
   // recomputed only its keys' rows, and vouches for nothing about the
   // other rows of the partition. A partition with neither (never

@@ -1886,7 +1886,7 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     }
   }
   {
-    // UNCHANGED tasks of jobs that ended SUCCEEDED, with the version the
+    // UNCHANGED tasks of jobs whose publish committed, with the version the
     // job computed the dataset with.
     ASSIGN_OR_RETURN(
         Statement q,
@@ -1896,7 +1896,9 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
             "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "
             "d.ordinal DESC LIMIT 1), ''), t.inputs, COALESCE(j.end_time, 0) "
             "FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 "
-            "AND t.state = 'UNCHANGED' AND j.state = 'SUCCEEDED' AND NOT ",
+            "AND t.state = 'UNCHANGED' AND j.state IN ('CONFIRMING', "
+            "'SUCCEEDED', "
+            "'DOWNSTREAM_UNHEALTHY') AND NOT ",
             kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {

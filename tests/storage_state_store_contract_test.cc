@@ -2099,11 +2099,14 @@ TEST_P(StateStoreContractTest,
   EXPECT_EQ(v[d1].inputs[1].partition, "");
 
   // bf-2 (planned with v2) recomputes d1 identical: no lineage, but its
-  // UNCHANGED task is the newer verified version once the job SUCCEEDED.
+  // UNCHANGED task is the newer verified version once the job's publish
+  // committed.
   const std::string b = CreateDailyJob(store_.get(), {d1, d2}, "v2", T(3));
   ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), b, d1, "b1"));
+  ASSERT_NO_FATAL_FAILURE(Reach(b, JobState::kAwaitingApproval, T(4)));
+  EXPECT_EQ(versions()[d1].job_id, a) << "not published yet";
   ASSERT_NO_FATAL_FAILURE(Reach(b, JobState::kConfirming, T(4)));
-  EXPECT_EQ(versions()[d1].job_id, a) << "not SUCCEEDED yet";
+  EXPECT_EQ(versions()[d1].job_id, b) << "published, confirming";
   ASSERT_NO_FATAL_FAILURE(Reach(b, JobState::kSucceeded, T(4)));
   v = versions();
   EXPECT_EQ(v[d1].job_id, b);
@@ -2113,11 +2116,15 @@ TEST_P(StateStoreContractTest,
   EXPECT_EQ(v[d1].inputs[0].fingerprint, "b1");
   EXPECT_EQ(v[d2].job_id, a);
 
-  // bf-3's UNCHANGED d2 in a job that FAILED vouches for nothing.
-  const std::string c = CreateDailyJob(store_.get(), {d2}, "v3", T(5));
-  ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), c, d2, "c2"));
-  ASSERT_NO_FATAL_FAILURE(Reach(c, JobState::kFailed, T(5)));
-  EXPECT_EQ(versions()[d2].job_id, a);
+  // An UNCHANGED d2 in a job that never published vouches for nothing.
+  for (JobState end :
+       {JobState::kFailed, JobState::kValidationFailed, JobState::kCancelled}) {
+    SCOPED_TRACE(JobStateName(end));
+    const std::string c = CreateDailyJob(store_.get(), {d2}, "v3", T(5));
+    ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), c, d2, "c2"));
+    ASSERT_NO_FATAL_FAILURE(Reach(c, end, T(5)));
+    EXPECT_EQ(versions()[d2].job_id, a);
+  }
 
   // Only the partitions asked for.
   EXPECT_THAT(
@@ -2152,6 +2159,40 @@ TEST_P(StateStoreContractTest,
   EXPECT_FALSE(v[d1].unchanged);
   EXPECT_EQ(v[d1].inputs[0].fingerprint, "a1");
   EXPECT_EQ(v[d2].job_id, a);
+}
+
+// A consumer that still serves old numbers says nothing of the warehouse:
+// a job that ended DOWNSTREAM_UNHEALTHY published, and what it found
+// unchanged is as current as what it republished. (--auto once planned
+// every such partition again after a job whose cache was down.)
+TEST_P(StateStoreContractTest, AJobWithAStaleConsumerVouchesForWhatItFound) {
+  const std::string d1 = "2025-01-01", d2 = "2025-01-02";
+  const std::string a = CreateDailyJob(store_.get(), {d1, d2}, "v1", T(1));
+  ASSERT_NO_FATAL_FAILURE(
+      Publish(store_.get(), a,
+              {Published(d1, "a1", T(2)), Published(d2, "a2", T(2))}, T(2)));
+  const std::string b = CreateDailyJob(store_.get(), {d1, d2}, "v2", T(3));
+  ASSERT_NO_FATAL_FAILURE(MarkUnchanged(store_.get(), b, d2, "b2"));
+  ASSERT_NO_FATAL_FAILURE(Reach(b, JobState::kPublishing, T(4)));
+  LineageRecord b1 = Published(d1, "b1", T(4));
+  b1.job_id = b;
+  ASSERT_TRUE(
+      store_
+          ->RecordPublication(b, {b1}, JobState::kConfirming, "published", T(4))
+          .ok());
+  ASSERT_TRUE(store_
+                  ->TransitionJob(b, JobState::kConfirming,
+                                  JobState::kDownstreamUnhealthy, "stale", T(5))
+                  .ok());
+  auto v = store_->VerifiedVersions("daily_revenue", {});
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->size(), 2u);
+  EXPECT_EQ(v->at(d1).job_id, b);
+  EXPECT_FALSE(v->at(d1).unchanged);
+  EXPECT_EQ(v->at(d2).job_id, b);
+  EXPECT_TRUE(v->at(d2).unchanged);
+  EXPECT_EQ(v->at(d2).transform_version, "v2");
+  EXPECT_EQ(v->at(d2).inputs[0].fingerprint, "b2");
 }
 
 TEST_P(StateStoreContractTest, AKeyedJobIsNoVersionOfItsTargetsPartitions) {

@@ -196,7 +196,10 @@ InMemoryStateStore::VerifiedVersions(
   }
   for (const auto& [seq, id] : ids_by_seq_) {
     const JobRow& row = jobs_.at(id);
-    if (row.job.state != JobState::kSucceeded || KeyedOn(row.job, dataset)) {
+    const JobState state = row.job.state;
+    if ((state != JobState::kConfirming && state != JobState::kSucceeded &&
+         state != JobState::kDownstreamUnhealthy) ||
+        KeyedOn(row.job, dataset)) {
       continue;
     }
     std::string version;
