@@ -10,6 +10,7 @@ PACKAGES=(
   libabsl-dev libspdlog-dev prometheus-cpp-dev libsqlite3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libre2-dev libbenchmark-dev
   libcurl4-openssl-dev libssl-dev
+  libpq-dev postgresql-15  # tests start their own PostgreSQL server
   sqlite3 jq curl clang-format
   python3  # the demo's revenue cache (examples/demo/revenue_cache.py)
   prometheus  # for promtool (metrics and alert-rule checks)
@@ -39,7 +40,8 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 
-# The prometheus package's maintainer scripts try to start its service.
+# The prometheus and postgresql packages' maintainer scripts try to start
+# their services (tests start servers of their own).
 # Without systemd (containers, CI) invoke-rc.d would start the server in the
 # background or wait on it; a policy-rc.d that denies every action (exit 101)
 # makes the package install only its files. It is removed again afterwards

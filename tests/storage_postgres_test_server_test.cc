@@ -1,0 +1,106 @@
+// The PostgreSQL test server: it starts a real server that libpq reaches
+// over TCP, binds parameters and keeps data while it runs, and leaves
+// nothing behind (no directory, no listening port) when it is destroyed.
+
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/postgres_test_server.h"
+
+namespace backfill::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct PgConnDeleter {
+  void operator()(PGconn* c) const { PQfinish(c); }
+};
+struct PgResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using Conn = std::unique_ptr<PGconn, PgConnDeleter>;
+using Result = std::unique_ptr<PGresult, PgResultDeleter>;
+
+bool Listening(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool connected =
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return connected;
+}
+
+TEST(PostgresTestServerTest, ServesSqlWithBoundParametersAndCleansUp) {
+  auto server = PostgresTestServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  const std::string dir = (*server)->dir();
+  EXPECT_TRUE(Listening(port));
+
+  Conn conn(PQconnectdb((*server)->Dsn().c_str()));
+  ASSERT_EQ(PQstatus(conn.get()), CONNECTION_OK)
+      << PQerrorMessage(conn.get()) << (*server)->LogTail();
+  EXPECT_GE(PQserverVersion(conn.get()), 150000);
+
+  Result created(
+      PQexec(conn.get(), "CREATE TABLE t (day DATE PRIMARY KEY, n INTEGER)"));
+  ASSERT_EQ(PQresultStatus(created.get()), PGRES_COMMAND_OK)
+      << PQresultErrorMessage(created.get());
+  // A value that would break a spliced statement is data when bound.
+  const char* values[2] = {"2025-01-31", "7"};
+  Result inserted(PQexecParams(conn.get(),
+                               "INSERT INTO t VALUES ($1::date, $2::integer)",
+                               2, nullptr, values, nullptr, nullptr, 0));
+  ASSERT_EQ(PQresultStatus(inserted.get()), PGRES_COMMAND_OK)
+      << PQresultErrorMessage(inserted.get());
+  const char* hostile[1] = {"2025-01-31'; DROP TABLE t; --"};
+  Result refused(PQexecParams(conn.get(),
+                              "SELECT n FROM t WHERE day = $1::date", 1,
+                              nullptr, hostile, nullptr, nullptr, 0));
+  EXPECT_EQ(PQresultStatus(refused.get()), PGRES_FATAL_ERROR);
+  EXPECT_THAT(PQresultErrorMessage(refused.get()),
+              HasSubstr("invalid input syntax for type date"));
+
+  const char* day[1] = {"2025-01-31"};
+  Result read(PQexecParams(conn.get(),
+                           "SELECT n, (day + 1)::text FROM t WHERE day = $1", 1,
+                           nullptr, day, nullptr, nullptr, 0));
+  ASSERT_EQ(PQresultStatus(read.get()), PGRES_TUPLES_OK)
+      << PQresultErrorMessage(read.get());
+  ASSERT_EQ(PQntuples(read.get()), 1);
+  EXPECT_STREQ(PQgetvalue(read.get(), 0, 0), "7");
+  EXPECT_STREQ(PQgetvalue(read.get(), 0, 1), "2025-02-01");
+
+  conn.reset();
+  server->reset();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_FALSE(Listening(port));
+}
+
+TEST(PostgresTestServerTest, TwoServersRunSideBySide) {
+  auto a = PostgresTestServer::Start();
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = PostgresTestServer::Start();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE((*a)->port(), (*b)->port());
+  EXPECT_NE((*a)->dir(), (*b)->dir());
+  for (const auto* s : {&*a, &*b}) {
+    Conn conn(PQconnectdb((*s)->Dsn().c_str()));
+    EXPECT_EQ(PQstatus(conn.get()), CONNECTION_OK)
+        << PQerrorMessage(conn.get());
+  }
+}
+
+}  // namespace
+}  // namespace backfill::testing
