@@ -123,6 +123,12 @@ grpc::Status BackfillServiceImpl::PlanBackfill(
 grpc::Status BackfillServiceImpl::SubmitBackfill(
     grpc::ServerContext* context, const v1::SubmitBackfillRequest* request,
     v1::SubmitBackfillResponse* response) {
+  if (shutting_down_.load()) {
+    return grpc::Status(
+        grpc::StatusCode::UNAVAILABLE,
+        "backfilld is shutting down; submit again once it is back (with the "
+        "same idempotency key a repeated submit never creates a second job)");
+  }
   BackfillRequest backfill = RequestFromProto(request->request());
   if (backfill.requested_by.empty()) {
     // Lineage always says who asked: at least the client's address.

@@ -44,8 +44,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
                                absl::Duration watch_poll = absl::Seconds(1));
 
   // Makes open WatchBackfill streams end (UNAVAILABLE, "shutting down")
-  // within one poll interval, so that the server can shut down promptly;
-  // clients reconnect elsewhere or later. Idempotent.
+  // within one poll interval, so that the server can shut down promptly,
+  // and refuses new submits (UNAVAILABLE); clients reconnect elsewhere or
+  // later. Idempotent.
   void BeginShutdown() { shutting_down_.store(true); }
 
   grpc::Status PlanBackfill(grpc::ServerContext* context,

@@ -549,11 +549,13 @@ void Daemon::Shutdown() {
   if (observer_ != nullptr) observer_->SetHealth(nullptr);
   if (server_ != nullptr) {
     spdlog::info("shutting down: stopping the gRPC server");
+    // Submits are refused before health says NOT_SERVING, so that a client
+    // that saw NOT_SERVING is never handed a new job.
+    if (service_ != nullptr) service_->BeginShutdown();
     if (grpc::HealthCheckServiceInterface* health =
             server_->GetHealthCheckService()) {
       health->Shutdown();  // NOT_SERVING from now on
     }
-    if (service_ != nullptr) service_->BeginShutdown();
     server_->Shutdown(
         absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
     server_->Wait();

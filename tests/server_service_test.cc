@@ -751,6 +751,19 @@ TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
   EXPECT_EQ(updates[0].state(), v1::BACKFILL_STATE_QUEUED);
 }
 
+TEST_F(ServerServiceTest, ASubmitDuringShutdownIsRefusedAndCreatesNothing) {
+  service_->BeginShutdown();
+  absl::StatusOr<v1::SubmitBackfillResponse> refused = client_->Submit(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-02"), "late-key");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
+      << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("shutting down"));
+  v1::ListBackfillsRequest list;
+  absl::StatusOr<v1::ListBackfillsResponse> listed = client_->List(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->backfills_size(), 0);
+}
+
 // `message` serialized, with `marker` replaced by `bytes` of the same length
 // (so that every length prefix stays right): how invalid UTF-8 gets into a
 // `string` field on the wire.
