@@ -98,7 +98,7 @@ class Translator {
   // Where a quoted string that ended just before `from` continues: the
   // offset of the next segment's opening quote when only whitespace with at
   // least one newline, and -- comments each ended by a newline, come first
-  // (scan.l's quotecontinue); otherwise kNone.
+  // (PostgreSQL's string continuation); otherwise kNone.
   size_t ContinuingQuote(size_t from) const {
     bool newline = false;
     size_t i = from;

@@ -7,8 +7,8 @@
 // use is not judged here (core/transform_parameters.h does that).
 //
 // A real lexer of PostgreSQL's SQL finds the parameters, so that nothing
-// inside a literal or a comment is one. It follows PostgreSQL's scanner
-// (src/backend/parser/scan.l) for:
+// inside a literal or a comment is one. It follows PostgreSQL's own
+// lexical rules for:
 //   'it''s'       standard strings ('' is a quote; a backslash is a byte
 //                 like any other: standard_conforming_strings is on, as it
 //                 is by default since PostgreSQL 9.1). B'..', X'..', N'..'
