@@ -82,4 +82,15 @@ bool IsHeldForDecision(JobState state) {
          state == S::kAwaitingApproval;
 }
 
+std::vector<JobState> PublishedStates() {
+  return {S::kConfirming, S::kSucceeded, S::kDownstreamUnhealthy,
+          S::kRolledBack};
+}
+
+bool HasPublished(JobState state) {
+  const std::vector<JobState> published = PublishedStates();
+  return std::find(published.begin(), published.end(), state) !=
+         published.end();
+}
+
 }  // namespace backfill

@@ -56,6 +56,12 @@ bool HoldsPartitions(JobState state);
 // by a newer overlapping job.
 bool IsHeldForDecision(JobState state);
 
+// The states of a job whose publish committed (CONFIRMING, SUCCEEDED,
+// DOWNSTREAM_UNHEALTHY, ROLLED_BACK): the store has recorded its
+// publication, whatever its consumers serve or a rollback did since.
+std::vector<JobState> PublishedStates();
+bool HasPublished(JobState state);
+
 }  // namespace backfill
 
 #endif  // BACKFILL_CORE_JOB_STATE_MACHINE_H_

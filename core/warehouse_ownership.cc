@@ -40,11 +40,6 @@ std::string Ids(std::vector<std::string> ids) {
 
 }  // namespace
 
-std::vector<JobState> PublishedStates() {
-  return {JobState::kConfirming, JobState::kSucceeded,
-          JobState::kDownstreamUnhealthy, JobState::kRolledBack};
-}
-
 absl::StatusOr<std::vector<std::string>> JobsWithPublications(
     StateStore* store) {
   std::vector<JobState> states = PublishedStates();

@@ -29,12 +29,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/engine.h"
+#include "core/job_state_machine.h"
 #include "core/state_store.h"
 
 namespace backfill {
-
-// Job states in which the store has recorded a job's publication.
-std::vector<JobState> PublishedStates();
 
 struct OwnershipResult {
   std::string store_id;

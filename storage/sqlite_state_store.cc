@@ -1886,8 +1886,13 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     }
   }
   {
-    // UNCHANGED tasks of jobs whose publish committed, with the version the
-    // job computed the dataset with.
+    // UNCHANGED tasks of jobs whose publish committed (not rolled back, as
+    // for lineage above), with the version the job computed the dataset
+    // with.
+    std::vector<JobState> vouching;
+    for (JobState state : PublishedStates()) {
+      if (state != JobState::kRolledBack) vouching.push_back(state);
+    }
     ASSIGN_OR_RETURN(
         Statement q,
         db_->Prepare(absl::StrCat(
@@ -1896,11 +1901,13 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
             "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "
             "d.ordinal DESC LIMIT 1), ''), t.inputs, COALESCE(j.end_time, 0) "
             "FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 "
-            "AND t.state = 'UNCHANGED' AND j.state IN ('CONFIRMING', "
-            "'SUCCEEDED', "
-            "'DOWNSTREAM_UNHEALTHY') AND NOT ",
-            kKeyedOnTarget)));
+            "AND t.state = 'UNCHANGED' AND j.state IN (",
+            Placeholders(2, vouching.size()), ") AND NOT ", kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
+    for (size_t i = 0; i < vouching.size(); ++i) {
+      RETURN_IF_ERROR(
+          q.BindText(static_cast<int>(i) + 2, JobStateText(vouching[i])));
+    }
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;

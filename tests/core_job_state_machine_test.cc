@@ -165,6 +165,28 @@ TEST(JobStateMachineTest, EveryStateIsReachableFromQueued) {
   EXPECT_EQ(Reachable(S::kQueued).size(), static_cast<size_t>(kJobStateCount));
 }
 
+// Published states are exactly those a job reaches only through
+// PUBLISHING: derived from the transition table, not from the list.
+TEST(JobStateMachineTest, PublishedStatesAreThoseOnlyReachedThroughPublishing) {
+  std::set<S> without_publishing = {S::kQueued};
+  std::deque<S> queue = {S::kQueued};
+  while (!queue.empty()) {
+    const S s = queue.front();
+    queue.pop_front();
+    for (S next : NextStates(s)) {
+      if (next != S::kPublishing && without_publishing.insert(next).second) {
+        queue.push_back(next);
+      }
+    }
+  }
+  for (S s : AllStates()) {
+    const bool only_through_publishing =
+        s != S::kPublishing && without_publishing.count(s) == 0;
+    EXPECT_EQ(HasPublished(s), only_through_publishing) << JobStateName(s);
+  }
+  EXPECT_EQ(PublishedStates().size(), 4u);
+}
+
 TEST(JobStateMachineTest, StateNamesRoundTrip) {
   for (S s : AllStates()) {
     auto parsed = ParseJobState(JobStateName(s));

@@ -36,11 +36,6 @@ std::string RandomStoreId() {
   return absl::StrFormat("%016x%016x", gen(), gen());
 }
 
-bool PastPublishing(JobState s) {
-  return s == JobState::kConfirming || s == JobState::kSucceeded ||
-         s == JobState::kDownstreamUnhealthy || s == JobState::kRolledBack;
-}
-
 bool Contains(const std::vector<TaskState>& states, TaskState s) {
   return std::find(states.begin(), states.end(), s) != states.end();
 }
@@ -196,9 +191,9 @@ InMemoryStateStore::VerifiedVersions(
   }
   for (const auto& [seq, id] : ids_by_seq_) {
     const JobRow& row = jobs_.at(id);
+    // A rolled-back job vouches for nothing, as its lineage does not.
     const JobState state = row.job.state;
-    if ((state != JobState::kConfirming && state != JobState::kSucceeded &&
-         state != JobState::kDownstreamUnhealthy) ||
+    if (!HasPublished(state) || state == JobState::kRolledBack ||
         KeyedOn(row.job, dataset)) {
       continue;
     }
@@ -749,7 +744,7 @@ absl::Status InMemoryStateStore::RecordPublication(
   const JobState from = row->job.state;
   auto count = lineage_per_job_.find(job_id);
   const int64_t recorded = count == lineage_per_job_.end() ? 0 : count->second;
-  if (PastPublishing(from) || (from == JobState::kPublishing && recorded > 0)) {
+  if (HasPublished(from) || (from == JobState::kPublishing && recorded > 0)) {
     // Already recorded (a repeat after a restart): nothing to do.
     return absl::OkStatus();
   }
