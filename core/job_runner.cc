@@ -32,6 +32,16 @@ int64_t JobNumber(const std::string& id) {
   return 0;
 }
 
+// Why a job whose partitions all came out unchanged or skipped cannot be
+// rolled back.
+std::string PublishedNothing(const std::string& id) {
+  return absl::StrCat(
+      "job ", id,
+      " published nothing: every partition it recomputed was identical to "
+      "the published version or skipped (early cutoff), so there is nothing "
+      "to roll back");
+}
+
 // A storage failure that may pass: disk full, I/O error, busy.
 bool Transient(const absl::Status& s) {
   return s.code() == absl::StatusCode::kResourceExhausted ||
@@ -477,6 +487,31 @@ void JobRunner::ReleaseLocked(Active* job) {
     jobs_.erase(id);
     NotifyLocked(id);
   }
+}
+
+absl::Status JobRunner::AwaitOwnRunEndedLocked(const std::string& id,
+                                               absl::string_view action) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (Active* self = FindLocked(id); self != nullptr; self = FindLocked(id)) {
+    if (self->reconfirming) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id,
+                       " is confirming its downstream consumers again right "
+                       "now; wait for it to end, then ",
+                       action, " it"));
+    }
+    if (stopping_) {
+      return absl::UnavailableError("backfilld is shutting down");
+    }
+    if (changed_.WaitWithDeadline(&mu_, deadline) && FindLocked(id)) {
+      return absl::UnavailableError(
+          absl::StrCat("job ", id,
+                       " is still letting go of its partitions after its "
+                       "run; try again in a moment to ",
+                       action, " it"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void JobRunner::EndLocked(Active* job, Phase phase) {
@@ -2073,12 +2108,23 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
                      ". Only a SUCCEEDED or DOWNSTREAM_UNHEALTHY job can be "
                      "rolled back"));
   }
+  {
+    // What the job did is final, unlike another job's partitions: a job
+    // that published nothing is told so, not asked to wait and try again.
+    ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
+    if (!tasks.empty() &&
+        std::all_of(tasks.begin(), tasks.end(),
+                    [](const PartitionTask& t) { return IsCutOff(t.state); })) {
+      return absl::FailedPreconditionError(PublishedNothing(id));
+    }
+  }
   Scope scope = ScopeOf(job.plan);
   std::vector<Active*> held;
   {
     absl::MutexLock lock(&mu_);
     if (!started_) return absl::UnavailableError("backfilld is starting");
     if (stopping_) return absl::UnavailableError("backfilld is shutting down");
+    RETURN_IF_ERROR(AwaitOwnRunEndedLocked(id, "roll back"));
     std::vector<Conflict> conflicts;
     std::vector<Admission::Overlap> overlaps =
         admission_.Overlapping(scope, &conflicts, 1);
@@ -2174,6 +2220,7 @@ absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
     absl::MutexLock lock(&mu_);
     if (!started_) return absl::UnavailableError("backfilld is starting");
     if (stopping_) return absl::UnavailableError("backfilld is shutting down");
+    RETURN_IF_ERROR(AwaitOwnRunEndedLocked(id, "confirm"));
     if (jobs_.count(id) || rolling_back_.count(id)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", id,
@@ -2238,11 +2285,7 @@ absl::StatusOr<Job> JobRunner::RollBack(
     ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store_->ListTasks(id));
     layout = WithoutCutOff(layout, tasks);
     if (layout.items.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id,
-          " published nothing: every partition it recomputed was identical "
-          "to the published version or skipped (early cutoff), so there is "
-          "nothing to roll back"));
+      return absl::FailedPreconditionError(PublishedNothing(id));
     }
   }
   ASSIGN_OR_RETURN(std::vector<LineageRecord> history,

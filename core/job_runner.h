@@ -291,6 +291,14 @@ class JobRunner {
   // stops blocking), reports to the observer via `finished`.
   void EndLocked(Active* job, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A job records SUCCEEDED or DOWNSTREAM_UNHEALTHY before it lets go of its
+  // partitions (metrics, retention): waits until its own run let go, so that
+  // an action on the ended job is not refused as a conflict with itself.
+  // FAILED_PRECONDITION while the job is being confirmed again, UNAVAILABLE
+  // when the run does not let go in time or the runner stops.
+  absl::Status AwaitOwnRunEndedLocked(const std::string& id,
+                                      absl::string_view action)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The jobs held for a decision that share partitions with `id` (an
   // admitted job, or a rollback holding its job's partitions), reserved
   // for Supersede: none of them is approved, retried or cancelled

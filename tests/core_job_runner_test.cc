@@ -733,6 +733,44 @@ TEST_F(HeldRollbackTest, ARollbackRecoveredAtStartSupersedesTheHeldJobs) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A job records SUCCEEDED before it lets go of its partitions (retention
+// runs after the publish): a rollback or a confirmation asked for in that
+// moment waits for it instead of calling the job a conflict with itself.
+TEST_F(HeldRollbackTest, ARollbackRightAfterSucceededWaitsForTheRunToLetGo) {
+  for (const char* action : {"confirm", "rollback"}) {
+    SCOPED_TRACE(action);
+    hold_.Close("retention");
+    std::atomic<bool> held{false};
+    engine_.SetHook([&](const Call& call) {
+      if (call.method == "ListRollbackCopies" && !held.exchange(true)) {
+        hold_.Wait("retention");
+      }
+      return OnCall(call);
+    });
+    const bool confirm = std::string(action) == "confirm";
+    const std::string load = confirm ? Published("2025-01-01", "2025-01-03")
+                                     : Published("2025-01-05", "2025-01-07");
+    ASSERT_TRUE(held.load());  // the run is still in its retention step
+    std::atomic<bool> returned{false};
+    absl::StatusOr<Job> result = absl::UnknownError("not run");
+    std::thread asker([&] {
+      result = confirm ? manager_->Confirm(load) : RollBack(load);
+      returned = true;
+    });
+    absl::SleepFor(absl::Milliseconds(200));
+    EXPECT_FALSE(returned.load()) << result.status();
+    hold_.OpenAll();
+    asker.join();
+    ASSERT_TRUE(result.ok()) << result.status();
+    if (confirm) {
+      EXPECT_EQ(WaitEnded(load).state, JobState::kSucceeded);
+    } else {
+      EXPECT_EQ(result->state, JobState::kRolledBack);
+    }
+    engine_.SetHook([this](const Call& call) { return OnCall(call); });
+  }
+}
+
 TEST_F(JobRunnerTest, AValidationFailedJobIsNotRetriedAndCanBeCancelled) {
   engine_.SetValidationFailures("daily", {"1 key is not unique"});
   const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-03"));
