@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds backfilld into build/ (binaries in build/bin/).
 # Usage: scripts/build.sh [BUILD_DIR [extra cmake -D options...]]
-# Environment: BACKFILL_BUILD_TYPE (default RelWithDebInfo),
+# Environment: BACKFILL_BUILD_TYPE (default RelWithDebInfo: -O2 with line
+#              tables, see BACKFILL_FULL_DEBUG_INFO in CMakeLists.txt),
 #              BACKFILL_JOBS (default: number of CPUs).
 set -euo pipefail
 
