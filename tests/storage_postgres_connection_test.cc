@@ -6,6 +6,8 @@
 // statement in them failed.
 
 #include <atomic>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -211,9 +213,56 @@ TEST_F(PgConnectionTest, ConnectingWhereNoServerListensIsUnavailable) {
   EXPECT_EQ(conn.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(conn.status().message(),
               HasSubstr("cannot connect to PostgreSQL"));
+}
+
+// What retrying cannot fix is not UNAVAILABLE: the runner would retry it as
+// if the server were only away.
+TEST_F(PgConnectionTest, AConnectionThatCanNeverWorkIsNotUnavailable) {
   auto no_db = PgConnection::Connect(server_->Dsn("no_such_database"));
-  EXPECT_EQ(no_db.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(no_db.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(no_db.status().message(), HasSubstr("no_such_database"));
+  EXPECT_THAT(no_db.status().message(), HasSubstr("check the warehouse's dsn"));
+  auto no_role =
+      PgConnection::Connect(absl::StrCat(server_->Dsn(), " user=no_such_role"));
+  EXPECT_EQ(no_role.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(no_role.status().message(), HasSubstr("no_such_role"));
+  auto malformed = PgConnection::Connect("host=localhost nonsense_option=1");
+  EXPECT_EQ(malformed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(malformed.status().message(), HasSubstr("nonsense_option"));
+  // A password refused: a role that must log in with one (the test server
+  // trusts every other connection).
+  ASSERT_TRUE(conn_
+                  ->Exec("DO $$ BEGIN CREATE ROLE locked LOGIN PASSWORD "
+                         "'right'; EXCEPTION WHEN duplicate_object THEN NULL; "
+                         "END $$")
+                  .ok());
+  const std::string hba = server_->dir() + "/data/pg_hba.conf";
+  std::string rules;
+  {
+    std::ifstream in(hba);
+    ASSERT_TRUE(in.good()) << hba;
+    rules.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  {
+    std::ofstream out(hba, std::ios::trunc);
+    out << "host all locked 127.0.0.1/32 scram-sha-256\n" << rules;
+    ASSERT_TRUE(out.good());
+  }
+  ASSERT_TRUE(conn_->Exec("SELECT pg_reload_conf()").ok());
+  const std::string dsn = absl::StrCat(server_->Dsn(), " user=locked");
+  absl::Status refused;
+  for (int i = 0; i < 50; ++i) {  // the server reloads in the background
+    refused = PgConnection::Connect(absl::StrCat(dsn, " password=wrong-secret"))
+                  .status();
+    if (!refused.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("PGPASSWORD or ~/.pgpass"));
+  EXPECT_THAT(refused.message(), ::testing::Not(HasSubstr("wrong-secret")));
+  // The right one gets in.
+  auto allowed = PgConnection::Connect(absl::StrCat(dsn, " password=right"));
+  EXPECT_TRUE(allowed.ok()) << allowed.status();
 }
 
 TEST_F(PgConnectionTest, QuotedIdentifiersNameExactlyTheirTable) {

@@ -35,6 +35,40 @@ std::string Trimmed(const char* text) {
 // no place on the daemon's stderr.
 void DropNotice(void*, const char*) {}
 
+// Why a connection could not be made. libpq gives no SQLSTATE for it, so
+// the cause is read from its message (the server's text in English;
+// messages in another language fall back to UNAVAILABLE, which is retried):
+// what retrying cannot fix (a database or role that does not exist, a
+// refused authentication, a malformed connection string) is not
+// UNAVAILABLE, so that the runner does not retry it as if the server were
+// only away.
+absl::Status ConnectFailure(const std::string& error) {
+  const std::string text =
+      absl::StrCat("cannot connect to PostgreSQL: ", error);
+  auto has = [&](const char* s) { return absl::StrContains(error, s); };
+  if (has("invalid connection option") || has("missing \"=\"") ||
+      has("invalid URI") || has("unterminated quoted string") ||
+      has("invalid integer value") || has("invalid sslmode value")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(text, " (check the warehouse's dsn)"));
+  }
+  if (has("password authentication failed") || has("no pg_hba.conf entry") ||
+      has("authentication failed") || has("no password supplied") ||
+      has("fe_sendauth")) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        text,
+        " (check the user, and the password in PGPASSWORD or ~/.pgpass)"));
+  }
+  if ((has("database \"") || has("role \"")) && has("does not exist")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(text, " (check the warehouse's dsn)"));
+  }
+  if (has("too many clients") || has("remaining connection slots")) {
+    return absl::ResourceExhaustedError(text);
+  }
+  return absl::UnavailableError(text);
+}
+
 }  // namespace
 
 absl::Status StatusFromSqlState(std::string_view sqlstate,
@@ -85,8 +119,7 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(
   if (PQstatus(conn) != CONNECTION_OK) {
     const std::string error = Trimmed(PQerrorMessage(conn));
     PQfinish(conn);
-    return absl::UnavailableError(
-        absl::StrCat("cannot connect to PostgreSQL: ", error));
+    return ConnectFailure(error);
   }
   PQsetNoticeProcessor(conn, DropNotice, nullptr);
   PGcancel* cancel = PQgetCancel(conn);

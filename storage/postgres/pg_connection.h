@@ -14,6 +14,10 @@
 // the job runner's rules for retrying hold (see StatusFromSqlState):
 //   connection lost or refused, server shutting down, system I/O error
 //       -> UNAVAILABLE (transient: the runner retries with backoff)
+//   connecting to a database or as a role that does not exist
+//       -> FAILED_PRECONDITION; authentication refused -> PERMISSION_DENIED;
+//       a malformed connection string -> INVALID_ARGUMENT (none is
+//       retried: only the configuration can fix them)
 //   disk full, out of memory, too many connections -> RESOURCE_EXHAUSTED
 //   serialization failure, deadlock -> ABORTED (retryable)
 //   statement timeout -> DEADLINE_EXCEEDED; Cancel() -> CANCELLED

@@ -1,0 +1,271 @@
+// The warehouse's own records on a real PostgreSQL server: the service
+// schema is created once however many daemons start at the same moment,
+// claims follow the ownership rules (unnamed markers stamped by the first
+// claim only, a take over keeps every marker's store), publication and
+// rollback markers are written only by the caller's transaction (a rolled
+// back transaction leaves none), and an ownership check holds the owner
+// until the caller commits. Every expectation is read back with plain SQL
+// on a connection of its own.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/postgres/pg_connection.h"
+#include "storage/postgres/pg_markers.h"
+#include "tests/testing/postgres_test_server.h"
+
+namespace backfill::postgres {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+class PgMarkersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = backfill::testing::PostgresTestServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  // Each test gets a database of its own.
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    static int next = 0;
+    database_ = absl::StrCat("markers_", ++next);
+    auto admin = PgConnection::Connect(server_->Dsn());
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    ASSERT_TRUE((*admin)
+                    ->Exec(absl::StrCat("DROP DATABASE IF EXISTS ", database_))
+                    .ok());
+    ASSERT_TRUE(
+        (*admin)->Exec(absl::StrCat("CREATE DATABASE ", database_)).ok());
+    conn_ = Connect();
+    ASSERT_NE(conn_, nullptr);
+  }
+
+  std::unique_ptr<PgConnection> Connect() {
+    auto conn = PgConnection::Connect(server_->Dsn(database_));
+    EXPECT_TRUE(conn.ok()) << conn.status();
+    return conn.ok() ? *std::move(conn) : nullptr;
+  }
+
+  // The rows of `sql`, each as "a|b|...", read on a connection of its own.
+  std::vector<std::string> Rows(const std::string& sql) {
+    std::unique_ptr<PgConnection> other = Connect();
+    if (other == nullptr) return {};
+    auto r = other->Exec(sql);
+    EXPECT_TRUE(r.ok()) << r.status();
+    std::vector<std::string> out;
+    if (!r.ok()) return out;
+    for (const auto& row : r->rows) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        absl::StrAppend(&line, i ? "|" : "", row[i].value_or("NULL"));
+      }
+      out.push_back(line);
+    }
+    return out;
+  }
+
+  static backfill::testing::PostgresTestServer* server_;
+  std::string database_;
+  std::unique_ptr<PgConnection> conn_;
+};
+
+backfill::testing::PostgresTestServer* PgMarkersTest::server_ = nullptr;
+
+TEST_F(PgMarkersTest, TheServiceSchemaIsCreatedOnceByConcurrentStarts) {
+  constexpr int kStarts = 6;
+  std::vector<std::unique_ptr<PgConnection>> conns;
+  for (int i = 0; i < kStarts; ++i) {
+    conns.push_back(Connect());
+    ASSERT_NE(conns.back(), nullptr);
+  }
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStarts; ++i) {
+    threads.emplace_back([&, i] {
+      absl::Status s = CreateServiceSchema(conns[i].get());
+      if (!s.ok()) {
+        ++failures;
+        ADD_FAILURE() << s;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_THAT(Rows("SELECT table_name FROM information_schema.tables WHERE "
+                   "table_schema = '_bf' ORDER BY 1"),
+              ElementsAre("meta", "publications", "rollbacks"));
+  // Again on an existing schema: nothing changes, nothing fails.
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  auto info = ReadWarehouseInfo(conn_.get());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->owner_store_id, "");
+  EXPECT_THAT(info->publications, IsEmpty());
+  EXPECT_THAT(info->rollbacks, IsEmpty());
+}
+
+TEST_F(PgMarkersTest, ClaimFollowsTheOwnershipRules) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  // Markers written before any store claimed the warehouse.
+  ASSERT_TRUE(conn_
+                  ->Exec("INSERT INTO _bf.publications VALUES ('', 'bf-1', "
+                         "now()), ('', 'bf-2', now())")
+                  .ok());
+  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  EXPECT_THAT(Rows("SELECT value FROM _bf.meta WHERE key = 'owner_store_id'"),
+              ElementsAre("store-a"));
+  EXPECT_THAT(Rows("SELECT store_id, job_id FROM _bf.publications ORDER BY 2"),
+              ElementsAre("store-a|bf-1", "store-a|bf-2"));
+
+  // Claiming again is a no-op; another store is refused without take over
+  // and changes nothing.
+  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  absl::Status refused = ClaimWarehouse(conn_.get(), "store-b", false);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("belongs to state store store-a"));
+  EXPECT_THAT(Rows("SELECT value FROM _bf.meta"), ElementsAre("store-a"));
+
+  // A take over keeps every marker's store, and a new unnamed marker is
+  // not stamped by it (only the first claim does that).
+  ASSERT_TRUE(conn_
+                  ->Exec("INSERT INTO _bf.publications VALUES ('', 'bf-9', "
+                         "now())")
+                  .ok());
+  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-b", true).ok());
+  EXPECT_THAT(Rows("SELECT value FROM _bf.meta"), ElementsAre("store-b"));
+  EXPECT_THAT(Rows("SELECT store_id, job_id FROM _bf.publications ORDER BY 2"),
+              ElementsAre("store-a|bf-1", "store-a|bf-2", "|bf-9"));
+  EXPECT_EQ(ClaimWarehouse(conn_.get(), "", false).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(PgMarkersTest, TheFirstClaimKeepsAMarkerTheStoreAlreadyWrote) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  ASSERT_TRUE(conn_
+                  ->Exec("INSERT INTO _bf.publications VALUES ('', 'bf-1', "
+                         "'2025-01-01 00:00:00+00'), ('store-a', 'bf-1', "
+                         "'2025-02-01 00:00:00+00')")
+                  .ok());
+  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  EXPECT_THAT(Rows("SELECT store_id, job_id, published_at FROM "
+                   "_bf.publications"),
+              ElementsAre("store-a|bf-1|2025-02-01 00:00:00+00"));
+}
+
+TEST_F(PgMarkersTest, MarkersAreWrittenOnlyByTheCallersTransaction) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  const absl::Time when = absl::FromUnixSeconds(1735689600);  // 2025-01-01
+  RollbackMarker marker;
+  marker.requested_by = "erin";
+  marker.reason = "bad data, 'quoted'; -- and more";
+  marker.forced = true;
+  marker.with_jobs = {"bf-5", "bf-4"};
+  {
+    PgTransaction txn(conn_.get());
+    ASSERT_TRUE(txn.Begin().ok());
+    ASSERT_TRUE(CheckOwner(conn_.get(), "store-a", "publish of job bf-3").ok());
+    ASSERT_TRUE(RecordPublication(conn_.get(), "store-a", "bf-3", when).ok());
+    ASSERT_TRUE(
+        RecordRollback(conn_.get(), "store-a", "bf-2", marker, when).ok());
+    // Rolled back on scope exit.
+  }
+  EXPECT_THAT(Rows("SELECT count(*) FROM _bf.publications"), ElementsAre("0"));
+  EXPECT_THAT(Rows("SELECT count(*) FROM _bf.rollbacks"), ElementsAre("0"));
+  {
+    PgTransaction txn(conn_.get());
+    ASSERT_TRUE(txn.Begin().ok());
+    ASSERT_TRUE(RecordPublication(conn_.get(), "store-a", "bf-3", when).ok());
+    ASSERT_TRUE(
+        RecordRollback(conn_.get(), "store-a", "bf-2", marker, when).ok());
+    ASSERT_TRUE(txn.Commit().ok());
+  }
+  // Writing them again changes nothing.
+  ASSERT_TRUE(
+      RecordPublication(conn_.get(), "store-a", "bf-3", when + absl::Hours(1))
+          .ok());
+  EXPECT_THAT(Rows("SELECT store_id, job_id, published_at FROM "
+                   "_bf.publications"),
+              ElementsAre("store-a|bf-3|2025-01-01 00:00:00+00"));
+  auto published = HasPublication(conn_.get(), "store-a", "bf-3");
+  ASSERT_TRUE(published.ok()) << published.status();
+  EXPECT_TRUE(*published);
+  auto other = HasPublication(conn_.get(), "store-b", "bf-3");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(*other);
+
+  auto info = ReadWarehouseInfo(conn_.get());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->owner_store_id, "store-a");
+  EXPECT_THAT(info->publications, ElementsAre(Pair("bf-3", "store-a")));
+  ASSERT_EQ(info->rollbacks.count("bf-2"), 1u);
+  const RollbackMarker& read = info->rollbacks.at("bf-2");
+  EXPECT_EQ(read.store_id, "store-a");
+  EXPECT_EQ(read.requested_by, "erin");
+  EXPECT_EQ(read.reason, marker.reason);
+  EXPECT_TRUE(read.forced);
+  EXPECT_THAT(read.with_jobs, ElementsAre("bf-5", "bf-4"));
+}
+
+TEST_F(PgMarkersTest, AnOwnershipCheckHoldsTheOwnerUntilTheCallerCommits) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  std::unique_ptr<PgConnection> taker = Connect();
+  ASSERT_NE(taker, nullptr);
+
+  PgTransaction txn(conn_.get());
+  ASSERT_TRUE(txn.Begin().ok());
+  ASSERT_TRUE(CheckOwner(conn_.get(), "store-a", "publish of job bf-1").ok());
+  std::atomic<bool> taken{false};
+  std::thread take_over([&] {
+    EXPECT_TRUE(ClaimWarehouse(taker.get(), "store-b", true).ok());
+    taken = true;
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(taken.load()) << "the take over did not wait for the publish";
+  ASSERT_TRUE(
+      RecordPublication(conn_.get(), "store-a", "bf-1", absl::Now()).ok());
+  ASSERT_TRUE(txn.Commit().ok());
+  take_over.join();
+  EXPECT_TRUE(taken.load());
+
+  // From now on a check of store-a refuses, naming both stores.
+  PgTransaction late(conn_.get());
+  ASSERT_TRUE(late.Begin().ok());
+  absl::Status refused =
+      CheckOwner(conn_.get(), "store-a", "publish of job bf-2");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("publish of job bf-2: the warehouse no longer belongs "
+                        "to this state store (store-a) but to store-b"));
+}
+
+TEST_F(PgMarkersTest, ReadingBeforeTheSchemaExistsIsTheServersError) {
+  auto info = ReadWarehouseInfo(conn_.get());
+  EXPECT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(info.status().message()), HasSubstr("_bf.meta"));
+}
+
+}  // namespace
+}  // namespace backfill::postgres
