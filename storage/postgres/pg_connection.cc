@@ -63,7 +63,8 @@ absl::Status ConnectFailure(const std::string& error) {
     return absl::FailedPreconditionError(
         absl::StrCat(text, " (check the warehouse's dsn)"));
   }
-  if (has("too many clients") || has("remaining connection slots")) {
+  if (has("too many clients") || has("too many connections") ||
+      has("remaining connection slots")) {
     return absl::ResourceExhaustedError(text);
   }
   return absl::UnavailableError(text);

@@ -207,6 +207,7 @@ PostgresTestServer::Start() {
     if (!started.ok()) return started.status();
     if (*started == 0) {
       server->port_ = *port;
+      server->options_ = options;
       server->running_ = true;
       return server;
     }
@@ -228,6 +229,27 @@ PostgresTestServer::~PostgresTestServer() {
   }
   std::error_code ignored;
   fs::remove_all(dir_, ignored);
+}
+
+absl::Status PostgresTestServer::Restart() {
+  if (!running_)
+    return absl::FailedPreconditionError("the server is not running");
+  absl::StatusOr<std::optional<Account>> account = ServerAccount();
+  if (!account.ok()) return account.status();
+  const std::string data = dir_ + "/data";
+  absl::StatusOr<int> restarted =
+      Run({bin_dir_ + "/pg_ctl", "-D", data, "-l", dir_ + "/server.log", "-m",
+           "fast", "-w", "-t", "60", "-o", options_, "restart"},
+          dir_ + "/pg_ctl.log", *account);
+  if (!restarted.ok()) return restarted.status();
+  if (*restarted != 0) {
+    // running_ stays set: the destructor's stop is harmless if it is down.
+    return absl::InternalError(
+        absl::StrCat("pg_ctl restart exited with status ", *restarted,
+                     "; the server's log ends:\n", LogTail(),
+                     "\npg_ctl said:\n", Tail(dir_ + "/pg_ctl.log", 2000)));
+  }
+  return absl::OkStatus();
 }
 
 std::string PostgresTestServer::Dsn(const std::string& database) const {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace backfill::testing {
@@ -45,6 +46,12 @@ class PostgresTestServer {
   // The end of the server's log (for a failing test's message).
   std::string LogTail() const;
 
+  // Restarts the server on the same port and cluster (pg_ctl restart, fast
+  // mode: every client connection is closed, as when a server restarts in
+  // production) and waits until it accepts connections again (at most
+  // 60 s). Its data survives.
+  absl::Status Restart();
+
  private:
   PostgresTestServer(std::string bin_dir, std::string dir, int port)
       : bin_dir_(std::move(bin_dir)), dir_(std::move(dir)), port_(port) {}
@@ -52,6 +59,7 @@ class PostgresTestServer {
   std::string bin_dir_;
   std::string dir_;
   int port_;
+  std::string options_;  // the server's command line options (pg_ctl -o)
   bool running_ = false;
 };
 
