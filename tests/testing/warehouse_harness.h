@@ -11,8 +11,9 @@
 //   - A fresh, empty warehouse of its own per harness object, removed when
 //     the harness is destroyed. SQLite: a temporary directory holding
 //     `warehouse.db`. PostgreSQL: a database created for the harness on a
-//     throwaway server (tests/testing/postgres_test_server.h), dropped by
-//     the destructor. Text must compare and sort bytewise, as SQLite's
+//     throwaway server (tests/testing/postgres_test_server.h, one per test
+//     binary, started on first use), dropped by the destructor once its
+//     engines are gone. Text must compare and sort bytewise, as SQLite's
 //     BINARY collation does (PostgreSQL: CREATE DATABASE ... TEMPLATE
 //     template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'), because the
 //     suites' ORDER BY over text expects that order.
@@ -32,6 +33,9 @@
 //     holds. OpenAnother(): a second engine on the same warehouse, as
 //     another process, while engine() stays open.
 //   - The hooks below, each documented with what SQLite gives.
+// A new engine joins the suites with its harness, a factory for it (as
+// SqliteWarehouse() below) and that factory added to
+// ConformanceWarehouses() in engine_conformance.h.
 //
 // Ownership: the harness owns its engine, its connection and its warehouse;
 // the Engine* from engine() is valid until the next Reopen (or a hook that
