@@ -1,24 +1,19 @@
-// What the core can observe of an Engine, run against SqliteEngine (on a
-// temporary warehouse with the orders / customers / daily_revenue fixture)
-// and against FakeEngine (seeded with the same row counts, and told how
-// many rows each transform writes), so that the fake the core's tests use
-// follows the real engine's rules: ownership and publication markers, the
-// staging life cycle, validation reports, publish and row counts.
+// What the core can observe of an Engine, run against SqliteEngine (on the
+// temporary warehouse of a SqliteWarehouseHarness, with the orders /
+// customers / daily_revenue fixture) and against FakeEngine (seeded with
+// the same row counts, and told how many rows each transform writes), so
+// that the fake the core's tests use follows the real engine's rules:
+// ownership and publication markers, the staging life cycle, validation
+// reports, publish and row counts.
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
 #include "tests/testing/fake_engine.h"
+#include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
 namespace {
@@ -75,13 +70,10 @@ class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
     totals_.primary_key = {"region"};
 
     if (GetParam() == EngineKind::kSqlite) {
-      std::string tmpl = ::testing::TempDir() + "/engine_contract_XXXXXX";
-      ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-      dir_ = tmpl;
-      path_ = dir_ + "/warehouse.db";
-      auto db = sqlite::Database::Open(path_);
-      ASSERT_TRUE(db.ok()) << db.status();
-      absl::Status s = (*db)->Exec(R"sql(
+      auto harness = testing::SqliteWarehouseHarness::Create();
+      ASSERT_TRUE(harness.ok()) << harness.status();
+      sqlite_ = *std::move(harness);
+      absl::Status s = sqlite_->Exec(R"sql(
         CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY,
                                  order_date TEXT, customer_id INTEGER,
                                  amount REAL);
@@ -109,15 +101,10 @@ class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
     }
   }
 
-  void TearDown() override {
-    sqlite_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { sqlite_.reset(); }
 
   Engine* engine() {
-    return GetParam() == EngineKind::kSqlite
-               ? static_cast<Engine*>(sqlite_.get())
-               : &fake_;
+    return GetParam() == EngineKind::kSqlite ? sqlite_->engine() : &fake_;
   }
 
   // As a restart of the daemon on the same warehouse.
@@ -126,10 +113,8 @@ class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
       fake_.Restart();
       return;
     }
-    sqlite_.reset();
-    auto engine = SqliteEngine::Open(path_, 2);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    sqlite_ = *std::move(engine);
+    absl::Status s = sqlite_->Restart();
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // Another process takes the warehouse over for `store_id`.
@@ -138,7 +123,7 @@ class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
       fake_.SetOwner(store_id);
       return;
     }
-    auto other = SqliteEngine::Open(path_, 1);
+    auto other = sqlite_->OpenAnother();
     ASSERT_TRUE(other.ok()) << other.status();
     ASSERT_TRUE((*other)->Claim(store_id, /*take_over=*/true).ok());
   }
@@ -149,21 +134,8 @@ class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
       for (const std::string& job : jobs) fake_.AddMarker(job, "");
       return;
     }
-    sqlite_.reset();
-    {
-      auto db = sqlite::Database::Open(path_);
-      ASSERT_TRUE(db.ok()) << db.status();
-      std::string sql =
-          "DROP TABLE _bf_publications; CREATE TABLE _bf_publications "
-          "(job_id TEXT PRIMARY KEY, published_at INTEGER NOT NULL);";
-      for (const std::string& job : jobs) {
-        absl::StrAppend(&sql, "INSERT INTO _bf_publications VALUES ('", job,
-                        "', 1);");
-      }
-      absl::Status s = (*db)->Exec(sql);
-      ASSERT_TRUE(s.ok()) << s;
-    }
-    ASSERT_NO_FATAL_FAILURE(Restart());
+    absl::Status s = sqlite_->AddLegacyPublications(jobs);
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   JobLayout RevenueLayout(const std::string& job_id,
@@ -193,9 +165,7 @@ class EngineContractTest : public ::testing::TestWithParam<EngineKind> {
   }
 
   DatasetSpec orders_, customers_, regions_, revenue_, totals_;
-  std::string dir_;
-  std::string path_;
-  std::unique_ptr<SqliteEngine> sqlite_;
+  std::unique_ptr<testing::SqliteWarehouseHarness> sqlite_;
   testing::FakeEngine fake_;
 };
 
@@ -451,9 +421,8 @@ TEST_P(EngineContractTest, RollbackRestoresTheReplacedRowsOnce) {
   ASSERT_NO_FATAL_FAILURE(PublishRevenue("bf-1", {"2025-01-01", "2025-01-02"}));
   // Day 2 loses its US order: one region instead of two.
   if (GetParam() == EngineKind::kSqlite) {
-    auto db = sqlite::Database::Open(path_);
-    ASSERT_TRUE(db.ok()) << db.status();
-    ASSERT_TRUE((*db)->Exec("DELETE FROM raw_orders WHERE order_id = 5").ok());
+    ASSERT_TRUE(
+        sqlite_->Exec("DELETE FROM raw_orders WHERE order_id = 5").ok());
   } else {
     fake_.SetRowsFor([](const std::string&, const std::string& p) {
       return p == "2025-01-01" ? int64_t{2} : int64_t{1};
