@@ -1,0 +1,126 @@
+// PostgresEngine: the warehouse on a PostgreSQL server, reached through
+// libpq with a connection string (`warehouse: {engine: postgres, dsn: ...}`).
+// Passwords come from libpq's own sources (PGPASSWORD, ~/.pgpass,
+// PGPASSFILE), never from the pipeline file.
+//
+// Where things live in the database the connection string names:
+//   <base>.<table>   published tables; <base> is the schema the connection's
+//                    search_path creates tables in (current_schema() when
+//                    the engine opens, normally "public"). Every statement
+//                    names it explicitly.
+//   _bf.*            the warehouse's own records (pg_markers.h), the
+//                    membership functions (pg_membership.h), and the
+//                    rollback copies _bf."prev_<job>_<dataset>": the rows a
+//                    Publish replaced, kept for Rollback until retention
+//                    drops them.
+//   _bf_<job>.*      one schema per job (<job> is the job id with every
+//                    character outside [A-Za-z0-9] replaced by '_'):
+//                      _bf_stage_<dataset>  staged rows, the contract's
+//                                           columns and types
+//                      _bf_parts_<dataset>  the job's partitions of the
+//                                           dataset and their membership
+//                                           values (released ones removed)
+//                      _bf_keys_<dataset>   entity keys of a keyed item
+//                      <table>              a view named like the table of
+//                                           each dataset the job
+//                                           recomputes: its staged rows
+//                                           UNION ALL its published rows
+//                                           outside the job's partitions;
+//                                           and a snapshot table named like
+//                                           each pinned (`mapping: all`)
+//                                           input, taken once
+//                    A transform runs with the job's schema first on its
+//                    session's search_path (SET LOCAL, inside the staging
+//                    transaction), so the names it reads resolve to the
+//                    job's view of them and its text is never rewritten.
+//                    DropStaging drops the schema (CASCADE).
+// A name longer than PostgreSQL's 63 bytes would be cut silently by the
+// server: a dataset or table whose names would make one refuses with
+// INVALID_ARGUMENT.
+//
+// Statements bind every value ($1..$n, text); transforms keep their
+// :partition_start, :partition_end, :partition (and :partition_key,
+// :window_start, :keys) parameters, translated to positional ones
+// (storage/sql/named_parameters.h). Identifiers are quoted with
+// PQescapeIdentifier. Membership follows pg_membership.h: the one
+// definition of partition membership, typed ranges on DATE, TIMESTAMP
+// and TIMESTAMPTZ columns so that indexes serve them.
+//
+// Publish and Rollback are one transaction each, which first checks (FOR
+// SHARE) that the claiming store still owns the warehouse, locks each
+// published table against other writers (SHARE ROW EXCLUSIVE), proves per
+// partition that it deletes exactly the rows that belong to it, and writes
+// the publication (or rollback) marker before committing. A connection lost
+// mid-publish leaves a transaction that never committed.
+//
+// Ownership: the engine owns its pool (pg_pool.h, `connections`
+// connections: the daemon's --workers plus a few for planning and reads).
+// As with SqliteEngine, PrepareJob copies the layout but keeps its
+// DatasetSpec pointers: the Catalog must outlive the engine's use of the
+// job. After a restart PrepareJob must be called again (idempotent).
+//
+// Thread-safety: thread-safe. Each call leases one pooled connection for
+// its duration; jobs are immutable snapshots behind a mutex. Interrupt()
+// cancels every statement in flight (PQcancel) from any thread.
+
+#ifndef BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
+#define BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/engine.h"
+#include "storage/postgres/pg_pool.h"
+
+namespace backfill::postgres {
+
+class PostgresEngine : public Engine {
+ public:
+  // Opens `connections` connections (at least 2) to `dsn`, creates the
+  // service schema and the membership functions if missing. Errors are
+  // those of PgPool::Open (never repeating a password).
+  static absl::StatusOr<std::unique_ptr<PostgresEngine>> Open(
+      const std::string& dsn, int connections);
+
+  ~PostgresEngine() override;
+
+  // The schema published tables live in.
+  const std::string& base_schema() const { return base_; }
+
+  // The schema of a job's staging ("_bf_bf_12" for "bf-12"), unquoted.
+  static std::string JobSchema(const std::string& job_id);
+
+  absl::StatusOr<WarehouseInfo> Inspect() override;
+  absl::Status Claim(const std::string& store_id, bool take_over) override;
+  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  absl::Status DropStaging(const std::string& job_id) override;
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
+  absl::Status DropRollbackCopies(
+      const std::vector<RollbackCopy>& copies) override;
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec& dataset) override;
+  void Interrupt() override;
+
+ private:
+  PostgresEngine(std::unique_ptr<PgPool> pool, std::string base);
+
+  std::string store_id() const;
+
+  std::unique_ptr<PgPool> pool_;
+  const std::string base_;  // unquoted
+
+  mutable absl::Mutex store_mu_;
+  std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
+};
+
+}  // namespace backfill::postgres
+
+#endif  // BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
