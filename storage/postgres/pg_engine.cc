@@ -6,12 +6,20 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/crash_point.h"
+#include "core/fingerprint.h"
+#include "core/partition_layout.h"
 #include "core/status_macros.h"
+#include "core/transform_parameters.h"
+#include "core/upstream_mapping.h"
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_markers.h"
 #include "storage/postgres/pg_membership.h"
+#include "storage/sql/named_parameters.h"
 
 namespace backfill::postgres {
 namespace {
@@ -58,6 +66,26 @@ absl::Status CheckName(const std::string& name, const std::string& what) {
         "name another object: choose a shorter name"));
   }
   return absl::OkStatus();
+}
+
+// The fingerprint of the rows `sql` returns (core/fingerprint.h): each row
+// hashed over its values as text (NULL apart), summed.
+absl::StatusOr<Fingerprint> HashRows(PgConnection* conn, const std::string& sql,
+                                     const std::vector<PgValue>& params) {
+  ASSIGN_OR_RETURN(PgResult rows, conn->Exec(sql, params));
+  Fingerprint fp;
+  for (const std::vector<PgValue>& row : rows.rows) {
+    RowHasher h;
+    for (const PgValue& v : row) {
+      if (v) {
+        h.AddText(*v);
+      } else {
+        h.AddNull();
+      }
+    }
+    fp.AddRow(h.Finish());
+  }
+  return fp;
 }
 
 absl::Status Annotate(const absl::Status& status, std::string_view context) {
@@ -240,6 +268,513 @@ PostgresEngine::DescribeTable(const DatasetSpec& dataset) {
     out.push_back(std::move(spec));
   }
   return out;
+}
+
+}  // namespace backfill::postgres
+
+namespace backfill::postgres {
+namespace {
+
+constexpr char kStartParam[] = ":partition_start";
+constexpr char kEndParam[] = ":partition_end";
+constexpr char kValueParam[] = ":partition";
+constexpr char kKeyParam[] = ":partition_key";
+constexpr char kKeysParam[] = ":keys";
+constexpr char kWindowStartParam[] = ":window_start";
+
+// `sql` (a membership condition over $first..) with each $k replaced by
+// exprs[k - first], for conditions over columns (a join with a job's
+// partition list) rather than bound values. The conditions come from
+// pg_membership.h: their only literals are grain names and constants, so a
+// '$' outside a single-quoted literal is always a parameter.
+std::string OverExpressions(const std::string& sql, int first,
+                            const std::vector<std::string>& exprs) {
+  std::string out;
+  bool quoted = false;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c == '\'') quoted = !quoted;
+    if (!quoted && c == '$' && i + 1 < sql.size() &&
+        std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
+      size_t j = i + 1;
+      int n = 0;
+      while (j < sql.size() &&
+             std::isdigit(static_cast<unsigned char>(sql[j]))) {
+        n = n * 10 + (sql[j] - '0');
+        ++j;
+      }
+      const int k = n - first;
+      if (k >= 0 && k < static_cast<int>(exprs.size())) {
+        absl::StrAppend(&out, "(", exprs[k], ")");
+        i = j - 1;
+        continue;
+      }
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string StageName(const std::string& dataset) {
+  return absl::StrCat("_bf_stage_", dataset);
+}
+std::string PartsName(const std::string& dataset) {
+  return absl::StrCat("_bf_parts_", dataset);
+}
+std::string KeysName(const std::string& dataset) {
+  return absl::StrCat("_bf_keys_", dataset);
+}
+
+// `"a", "b"` (each quoted, after `prefix`).
+absl::StatusOr<std::string> ColumnList(PgConnection* conn,
+                                       const DatasetSpec& ds,
+                                       std::string_view prefix = "") {
+  std::vector<std::string> cols;
+  for (const ColumnSpec& c : ds.columns) {
+    ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(c.name));
+    cols.push_back(absl::StrCat(std::string(prefix), q));
+  }
+  return absl::StrJoin(cols, ", ");
+}
+
+absl::Status CheckWritable(const DatasetSpec& ds) {
+  if (!ds.is_derived()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset ", ds.name, " is a source; backfills never write it"));
+  }
+  if (ds.columns.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", ds.name, " has no contract columns"));
+  }
+  RETURN_IF_ERROR(CheckName(ds.table, "table"));
+  RETURN_IF_ERROR(CheckName(StageName(ds.name), "dataset name in"));
+  RETURN_IF_ERROR(CheckName(absl::StrCat("prev_bf_0000000000_", ds.name),
+                            "dataset name in"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const PostgresEngine::JobInfo>>
+PostgresEngine::FindJob(const std::string& job_id) {
+  absl::MutexLock lock(&jobs_mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
+    PgConnection* conn, const DatasetSpec& ds, const std::string& qualifier) {
+  if (!ds.partition) return PartitionColumnsOf(ds, "", PgColumnKind::kOther);
+  auto kind_of =
+      [&](const std::string& column) -> absl::StatusOr<PgColumnKind> {
+    for (const ColumnSpec& c : ds.columns) {
+      if (c.name == column) return PgColumnKindOf(c.type);
+    }
+    ASSIGN_OR_RETURN(std::string schema, conn->QuoteIdentifier(base_));
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
+    ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,
+                     TableColumns(conn, schema, table));
+    if (columns) {
+      for (const PgColumn& c : *columns) {
+        if (c.name == column) return PgColumnKindOf(c.type);
+      }
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset ", ds.name, ": partition column ", column,
+                     " is neither a contract column nor a column of table ",
+                     base_, ".", ds.table));
+  };
+  ASSIGN_OR_RETURN(PgColumnKind kind, kind_of(ds.partition->column));
+  ASSIGN_OR_RETURN(std::string column,
+                   conn->QuoteIdentifier(ds.partition->column));
+  std::string key_column;
+  PgColumnKind key_kind = PgColumnKind::kOther;
+  if (ds.two_dimensional()) {
+    ASSIGN_OR_RETURN(key_kind, kind_of(ds.partition->key_column));
+    ASSIGN_OR_RETURN(key_column,
+                     conn->QuoteIdentifier(ds.partition->key_column));
+    key_column = qualifier + key_column;
+  }
+  PgPartitionColumns out =
+      PartitionColumnsOf(ds, qualifier + column, kind, key_column, key_kind);
+  RETURN_IF_ERROR(
+      Annotate(CheckPartitionColumns(out), absl::StrCat("dataset ", ds.name)));
+  return out;
+}
+
+absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
+  if (layout.job_id.empty()) {
+    return absl::InvalidArgumentError("PrepareJob: empty job id");
+  }
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("PrepareJob: item without dataset");
+    }
+    RETURN_IF_ERROR(CheckWritable(*item.dataset));
+    for (const std::string& p : item.partitions) {
+      RETURN_IF_ERROR(Annotate(ValidatePartition(item.dataset->layout(), p),
+                               absl::StrCat("dataset ", item.dataset->name,
+                                            " partition '", p, "'")));
+    }
+  }
+  for (const DatasetSpec* pin : layout.pinned) {
+    if (pin == nullptr) {
+      return absl::InvalidArgumentError("PrepareJob: null pinned dataset");
+    }
+    RETURN_IF_ERROR(CheckName(pin->table, "table"));
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(layout.job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin());
+  RETURN_IF_ERROR(
+      conn->Exec(absl::StrCat("CREATE SCHEMA IF NOT EXISTS ", schema))
+          .status());
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    ASSIGN_OR_RETURN(std::string stage,
+                     conn->QuoteIdentifier(StageName(ds.name)));
+    ASSIGN_OR_RETURN(std::string parts,
+                     conn->QuoteIdentifier(PartsName(ds.name)));
+    ASSIGN_OR_RETURN(std::string keys,
+                     conn->QuoteIdentifier(KeysName(ds.name)));
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
+    ASSIGN_OR_RETURN(std::string defs,
+                     ContractColumnDefinitions(conn.get(), ds.columns));
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS ", schema, ".",
+                                stage, " (", defs, ")"))
+            .status());
+    ASSIGN_OR_RETURN(PgPartitionColumns cols, ColumnsOf(conn.get(), ds, ""));
+    ASSIGN_OR_RETURN(PgCondition member,
+                     MembershipCondition(cols, kServiceSchema, 1));
+    // The partition list, rebuilt on every call: the value and the values
+    // of its membership condition's parameters.
+    std::vector<std::string> value_cols;
+    for (int i = 1; i <= member.parameters; ++i) {
+      value_cols.push_back(absl::StrCat("\"v", i, "\" TEXT"));
+    }
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", schema, ".", parts))
+            .status());
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("CREATE TABLE ", schema, ".", parts,
+                                " (\"value\" TEXT PRIMARY KEY",
+                                value_cols.empty() ? "" : ", ",
+                                absl::StrJoin(value_cols, ", "), ")"))
+            .status());
+    std::vector<std::string> placeholders;
+    for (int i = 1; i <= member.parameters + 1; ++i) {
+      placeholders.push_back(absl::StrCat("$", i));
+    }
+    const std::string insert_part =
+        absl::StrCat("INSERT INTO ", schema, ".", parts, " VALUES (",
+                     absl::StrJoin(placeholders, ", "), ")");
+    for (const std::string& p : item.partitions) {
+      std::vector<PgValue> values = {p};
+      if (ds.partition) {
+        ASSIGN_OR_RETURN(std::vector<PgValue> bound, MembershipValues(cols, p));
+        values.insert(values.end(), bound.begin(), bound.end());
+      }
+      RETURN_IF_ERROR(conn->Exec(insert_part, values).status());
+    }
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", schema, ".", keys))
+            .status());
+    if (!item.keys.empty()) {
+      RETURN_IF_ERROR(
+          conn->Exec(absl::StrCat("CREATE TABLE ", schema, ".", keys,
+                                  " (\"key\" TEXT PRIMARY KEY)"))
+              .status());
+      for (const std::string& k : item.keys) {
+        RETURN_IF_ERROR(
+            conn->Exec(absl::StrCat("INSERT INTO ", schema, ".", keys,
+                                    " VALUES ($1) ON CONFLICT DO NOTHING"),
+                       {k})
+                .status());
+      }
+    }
+    // The overlay: what the job's readers see of the dataset.
+    ASSIGN_OR_RETURN(std::string list, ColumnList(conn.get(), ds));
+    ASSIGN_OR_RETURN(std::string t_list, ColumnList(conn.get(), ds, "_bf_t."));
+    std::string view =
+        absl::StrCat("SELECT ", list, " FROM ", schema, ".", stage);
+    ASSIGN_OR_RETURN(PgResult published,
+                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                {absl::StrCat(base, ".", table)}));
+    if (published.rows[0][0].value_or("f") == "t") {
+      ASSIGN_OR_RETURN(PgPartitionColumns t_cols,
+                       ColumnsOf(conn.get(), ds, "_bf_t."));
+      ASSIGN_OR_RETURN(PgCondition t_member,
+                       MembershipCondition(t_cols, kServiceSchema, 1));
+      std::vector<std::string> exprs;
+      for (int i = 1; i <= t_member.parameters; ++i) {
+        exprs.push_back(absl::StrCat("_bf_p.\"v", i, "\""));
+      }
+      absl::StrAppend(&view, " UNION ALL SELECT ", t_list, " FROM ", base, ".",
+                      table, " AS _bf_t WHERE NOT EXISTS (SELECT 1 FROM ",
+                      schema, ".", parts, " AS _bf_p WHERE ",
+                      ds.partition ? OverExpressions(t_member.sql, 1, exprs)
+                                   : std::string("TRUE"),
+                      ")");
+    }
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("DROP VIEW IF EXISTS ", schema, ".", table))
+            .status());
+    RETURN_IF_ERROR(conn->Exec(absl::StrCat("CREATE VIEW ", schema, ".", table,
+                                            " AS ", view))
+                        .status());
+  }
+  for (const DatasetSpec* pin : layout.pinned) {
+    bool recomputed = false;
+    for (const JobLayout::Item& item : layout.items) {
+      recomputed = recomputed || item.dataset->name == pin->name;
+    }
+    if (recomputed) continue;  // read from its staging, not pinned
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(pin->table));
+    ASSIGN_OR_RETURN(PgResult pinned,
+                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                {absl::StrCat(schema, ".", table)}));
+    if (pinned.rows[0][0].value_or("f") == "t") continue;  // kept
+    ASSIGN_OR_RETURN(PgResult exists,
+                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                {absl::StrCat(base, ".", table)}));
+    if (exists.rows[0][0].value_or("f") != "t") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
+                       " does not exist in the warehouse"));
+    }
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("CREATE TABLE ", schema, ".", table,
+                                " AS SELECT * FROM ", base, ".", table))
+            .status());
+  }
+  RETURN_IF_ERROR(
+      Annotate(txn.Commit(), absl::StrCat("preparing job ", layout.job_id)));
+  auto info = std::make_shared<JobInfo>();
+  info->layout = layout;
+  for (const JobLayout::Item& item : layout.items) {
+    info->partitions[item.dataset->name].insert(item.partitions.begin(),
+                                                item.partitions.end());
+  }
+  absl::MutexLock lock(&jobs_mu_);
+  jobs_[layout.job_id] = std::move(info);
+  return absl::OkStatus();
+}
+
+}  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::StatusOr<StageResult> PostgresEngine::StagePartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, const std::vector<InputRef>& inputs) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
+  auto mine = job->partitions.find(dataset.name);
+  if (mine == job->partitions.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset ", dataset.name, " is not recomputed by job ", job_id));
+  }
+  if (!mine->second.count(partition)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partition '", partition, "' of ", dataset.name,
+                     " is not part of job ", job_id));
+  }
+  const PartitionLayout layout = dataset.layout();
+  PartitionBounds bounds;
+  std::string key;
+  if (layout.grain != Grain::kNone) {
+    ASSIGN_OR_RETURN(bounds, BoundsOf(layout, partition));
+    if (layout.two_dimensional()) {
+      ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(layout, partition));
+      key = std::move(tk.key);
+    }
+  }
+  const std::string where =
+      absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
+
+  // The transform, with its named parameters made positional.
+  std::string body = dataset.transform;
+  while (!body.empty() &&
+         (body.back() == ';' ||
+          std::isspace(static_cast<unsigned char>(body.back())))) {
+    body.pop_back();
+  }
+  absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
+  if (!positional.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "transform of ", dataset.name, ": ", positional.status().message()));
+  }
+  const ExtraParameters extra = ExtraParametersOf(dataset);
+  std::vector<PgValue> params;
+  for (const std::string& name : positional->names) {
+    if (std::string problem = ParameterProblem(name, extra); !problem.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("transform of ", dataset.name, ": ", problem));
+    }
+    if (name == kStartParam) {
+      params.push_back(bounds.start);
+    } else if (name == kEndParam) {
+      params.push_back(bounds.end);
+    } else if (name == kValueParam) {
+      params.push_back(partition);
+    } else if (name == kKeyParam) {
+      params.push_back(key);
+    } else if (name == kWindowStartParam) {
+      ASSIGN_OR_RETURN(std::optional<std::string> start,
+                       WindowStart(dataset, partition));
+      if (!start) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "transform of ", dataset.name,
+            " uses :window_start, which is bound only for a dataset with a "
+            "lookback upstream"));
+      }
+      params.push_back(*start);
+    } else if (name == kKeysParam) {
+      const JobLayout::Item* item = nullptr;
+      for (const JobLayout::Item& i : job->layout.items) {
+        if (i.dataset->name == dataset.name) item = &i;
+      }
+      if (item == nullptr || item->keys.empty()) {
+        params.push_back(std::nullopt);
+      } else {
+        std::vector<std::string> quoted;
+        for (const std::string& k : item->keys) {
+          quoted.push_back(absl::StrCat("\"", absl::CEscape(k),
+                                        "\""));  // keys have no control chars
+        }
+        params.push_back(absl::StrCat("[", absl::StrJoin(quoted, ","), "]"));
+      }
+    } else {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transform of ", dataset.name, ": unknown parameter ", name));
+    }
+  }
+
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string stage,
+                   conn->QuoteIdentifier(StageName(dataset.name)));
+  ASSIGN_OR_RETURN(std::string defs,
+                   ContractColumnDefinitions(conn.get(), dataset.columns));
+  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
+  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                   ColumnsOf(conn.get(), dataset, ""));
+  ASSIGN_OR_RETURN(PgCondition member,
+                   MembershipCondition(pcols, kServiceSchema, 1));
+  std::vector<PgValue> member_values;
+  if (dataset.partition) {
+    ASSIGN_OR_RETURN(member_values, MembershipValues(pcols, partition));
+  }
+  const std::string member_sql =
+      dataset.partition ? member.sql : std::string("TRUE");
+
+  // The output table lives in the session; a read-only transaction may
+  // write it but not create it.
+  RETURN_IF_ERROR(conn->Exec("DROP TABLE IF EXISTS pg_temp._bf_out").status());
+  RETURN_IF_ERROR(Annotate(
+      conn->Exec(absl::StrCat("CREATE TEMP TABLE _bf_out (", defs, ")"))
+          .status(),
+      where));
+  StageResult result;
+  {
+    // Phase 1: the transform in a read-only transaction (whatever it
+    // calls cannot write the warehouse) over one snapshot of its inputs.
+    PgTransaction read(conn.get());
+    RETURN_IF_ERROR(read.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+    RETURN_IF_ERROR(conn->Exec(absl::StrCat("SET LOCAL search_path TO ", schema,
+                                            ", ", base))
+                        .status());
+    absl::Status ran =
+        conn->Exec(absl::StrCat("INSERT INTO pg_temp._bf_out (", cols,
+                                ") SELECT ", cols, " FROM (\n",
+                                positional->text, "\n) AS _bf_t"),
+                   params)
+            .status();
+    if (!ran.ok()) {
+      return Annotate(ran, absl::StrCat("transform of ", dataset.name,
+                                        " on partition ", partition));
+    }
+    if (dataset.partition) {
+      ASSIGN_OR_RETURN(
+          PgResult outside,
+          conn->Exec(absl::StrCat("SELECT count(*), min(", pcols.column,
+                                  "::text) FROM pg_temp._bf_out "
+                                  "WHERE (",
+                                  member_sql, ") IS NOT TRUE"),
+                     member_values));
+      const std::string n = outside.rows[0][0].value_or("0");
+      if (n != "0") {
+        return absl::FailedPreconditionError(absl::StrCat(
+            n, " rows of ", dataset.name, " fall outside partition ", partition,
+            " (e.g. ", dataset.partition->column, "=",
+            outside.rows[0][1].value_or("NULL"), ")"));
+      }
+    }
+    ASSIGN_OR_RETURN(
+        Fingerprint out,
+        HashRows(conn.get(),
+                 absl::StrCat("SELECT ", cols, " FROM pg_temp._bf_out"), {}));
+    result.rows_written = out.rows();
+    result.output_fingerprint = out.ToString();
+    for (const InputRef& in : inputs) {
+      if (in.dataset == nullptr) {
+        return absl::InvalidArgumentError(
+            "StagePartition: input without dataset");
+      }
+      const DatasetSpec& u = *in.dataset;
+      InputFingerprint f;
+      f.dataset = u.name;
+      ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(u.table));
+      ASSIGN_OR_RETURN(std::string ucols, ColumnList(conn.get(), u));
+      if (u.columns.empty()) ucols = "*";
+      // Unqualified: the job's view of the input (its staging, its pin) or
+      // the published table, as the transform read it.
+      std::string q = absl::StrCat("SELECT ", ucols, " FROM ", table);
+      std::vector<PgValue> values;
+      if (in.partition && u.partition) {
+        f.partition = *in.partition;
+        ASSIGN_OR_RETURN(PgPartitionColumns ucs, ColumnsOf(conn.get(), u, ""));
+        ASSIGN_OR_RETURN(PgCondition um,
+                         MembershipCondition(ucs, kServiceSchema, 1));
+        ASSIGN_OR_RETURN(values, MembershipValues(ucs, f.partition));
+        absl::StrAppend(&q, " WHERE ", um.sql);
+      }
+      ASSIGN_OR_RETURN(Fingerprint fp, HashRows(conn.get(), q, values));
+      f.fingerprint = fp.ToString();
+      f.rows = fp.rows();
+      result.inputs.push_back(std::move(f));
+    }
+    RETURN_IF_ERROR(Annotate(read.Commit(), where));
+  }
+  {
+    // Phase 2: replace the partition's staged rows.
+    PgTransaction write(conn.get());
+    RETURN_IF_ERROR(write.Begin());
+    RETURN_IF_ERROR(
+        Annotate(conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", stage,
+                                         " WHERE ", member_sql),
+                            member_values)
+                     .status(),
+                 where));
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("INSERT INTO ", schema, ".", stage, " (", cols,
+                                ") SELECT ", cols, " FROM pg_temp._bf_out"))
+            .status(),
+        where));
+    CrashPoint("stage.before_commit");
+    RETURN_IF_ERROR(Annotate(write.Commit(), where));
+  }
+  RETURN_IF_ERROR(conn->Exec("DROP TABLE pg_temp._bf_out").status());
+  return result;
 }
 
 }  // namespace backfill::postgres

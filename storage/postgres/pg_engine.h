@@ -77,6 +77,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/engine.h"
+#include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
 
 namespace backfill::postgres {
@@ -108,8 +109,27 @@ class PostgresEngine : public Engine {
   absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) override;
   void Interrupt() override;
+  absl::Status PrepareJob(const JobLayout& layout) override;
+  absl::StatusOr<StageResult> StagePartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition,
+      const std::vector<InputRef>& inputs) override;
 
  private:
+  // What PrepareJob remembers of a job (immutable once in jobs_).
+  struct JobInfo {
+    JobLayout layout;
+    std::map<std::string, std::set<std::string>> partitions;  // by dataset
+  };
+  absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
+      const std::string& job_id);
+  // The partition columns of `ds` (quoted, with `qualifier` before them,
+  // e.g. "t.") and their kinds: from the contract for a derived dataset,
+  // from the published table for a source.
+  absl::StatusOr<PgPartitionColumns> ColumnsOf(PgConnection* conn,
+                                               const DatasetSpec& ds,
+                                               const std::string& qualifier);
+
   PostgresEngine(std::unique_ptr<PgPool> pool, std::string base);
 
   std::string store_id() const;
@@ -119,6 +139,10 @@ class PostgresEngine : public Engine {
 
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
+
+  absl::Mutex jobs_mu_;
+  std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
+      ABSL_GUARDED_BY(jobs_mu_);
 };
 
 }  // namespace backfill::postgres
