@@ -778,3 +778,141 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
 }
 
 }  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::Status PostgresEngine::Publish(const JobLayout& layout) {
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("Publish: item without dataset");
+    }
+    RETURN_IF_ERROR(CheckWritable(*item.dataset));
+  }
+  const std::string& job_id = layout.job_id;
+  const std::string owner = store_id();
+  const std::string what = absl::StrCat("publish of job ", job_id);
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin());
+  ASSIGN_OR_RETURN(bool done, HasPublication(conn.get(), owner, job_id));
+  if (done) return absl::OkStatus();  // published before: a no-op
+  if (!owner.empty()) RETURN_IF_ERROR(CheckOwner(conn.get(), owner, what));
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::string where = absl::StrCat(what, ", dataset ", ds.name);
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
+    ASSIGN_OR_RETURN(std::string stage,
+                     conn->QuoteIdentifier(StageName(ds.name)));
+    ASSIGN_OR_RETURN(std::string prev,
+                     conn->QuoteIdentifier(CopyTable(job_id, ds.name)));
+    ASSIGN_OR_RETURN(std::string defs,
+                     ContractColumnDefinitions(conn.get(), ds.columns));
+    ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), ds));
+    ASSIGN_OR_RETURN(PgResult staged,
+                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                {absl::StrCat(schema, ".", stage)}));
+    if (staged.rows[0][0].value_or("f") != "t") {
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, ": the job's staging ", JobSchema(job_id), ".",
+                       StageName(ds.name), " does not exist"));
+    }
+    std::string create = absl::StrCat("CREATE TABLE IF NOT EXISTS ", base, ".",
+                                      table, " (", defs);
+    if (!ds.primary_key.empty()) {
+      std::vector<std::string> pk;
+      for (const std::string& k : ds.primary_key) {
+        ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(k));
+        pk.push_back(q);
+      }
+      absl::StrAppend(&create, ", PRIMARY KEY (", absl::StrJoin(pk, ", "), ")");
+    }
+    create += ")";
+    RETURN_IF_ERROR(Annotate(conn->Exec(create).status(), where));
+    // No other writer between the proof of the deletes and the commit.
+    RETURN_IF_ERROR(
+        Annotate(conn->Exec(absl::StrCat("LOCK TABLE ", base, ".", table,
+                                         " IN SHARE ROW EXCLUSIVE MODE"))
+                     .status(),
+                 where));
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS _bf.", prev)).status(),
+        where));
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("CREATE TABLE _bf.", prev, " AS SELECT * FROM ",
+                                base, ".", table, " WITH NO DATA"))
+            .status(),
+        where));
+    if (!ds.partition) {
+      RETURN_IF_ERROR(
+          Annotate(conn->Exec(absl::StrCat("INSERT INTO _bf.", prev,
+                                           " SELECT * FROM ", base, ".", table))
+                       .status(),
+                   where));
+      RETURN_IF_ERROR(Annotate(
+          conn->Exec(absl::StrCat("DELETE FROM ", base, ".", table)).status(),
+          where));
+    } else {
+      ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn.get(), ds, ""));
+      ASSIGN_OR_RETURN(PgCondition member,
+                       MembershipCondition(pcols, kServiceSchema, 1));
+      ASSIGN_OR_RETURN(std::string pexpr,
+                       PartitionExpression(pcols, kServiceSchema));
+      const std::string p_param = absl::StrCat("$", member.parameters + 1);
+      // Publish proves its deletes: every row it copies for rollback and
+      // every row it deletes must map to the partition by the partition
+      // expression, a second formulation of the one definition; the counts
+      // must agree. Any difference rolls the whole transaction back.
+      for (const std::string& partition : item.partitions) {
+        ASSIGN_OR_RETURN(std::vector<PgValue> values,
+                         MembershipValues(pcols, partition));
+        values.push_back(partition);
+        ASSIGN_OR_RETURN(
+            PgResult kept,
+            conn->Exec(
+                absl::StrCat("WITH _bf_k AS (INSERT INTO _bf.", prev,
+                             " SELECT * FROM ", base, ".", table, " WHERE ",
+                             member.sql, " RETURNING ", pexpr,
+                             " AS p) SELECT count(*), count(*) FILTER (WHERE p "
+                             "IS DISTINCT FROM ",
+                             p_param, "::text) FROM _bf_k"),
+                values));
+        ASSIGN_OR_RETURN(
+            PgResult deleted,
+            conn->Exec(
+                absl::StrCat("WITH _bf_d AS (DELETE FROM ", base, ".", table,
+                             " WHERE ", member.sql, " RETURNING ", pexpr,
+                             " AS p) SELECT count(*), count(*) FILTER (WHERE p "
+                             "IS DISTINCT FROM ",
+                             p_param, "::text) FROM _bf_d"),
+                values));
+        const std::string copied = kept.rows[0][0].value_or("?");
+        const std::string removed = deleted.rows[0][0].value_or("?");
+        const std::string strays = deleted.rows[0][1].value_or("?");
+        if (copied != removed || strays != "0" ||
+            kept.rows[0][1].value_or("?") != "0") {
+          return absl::InternalError(absl::StrCat(
+              where, ", partition ", partition, ": the publish would delete ",
+              removed, " published rows (", copied, " copied for rollback), ",
+              strays,
+              " of which do not belong to the partition; the transaction was "
+              "rolled back and nothing was published. This is a defect of "
+              "the engine, not of the data: resubmitting fails the same way"));
+        }
+      }
+    }
+    RETURN_IF_ERROR(
+        Annotate(conn->Exec(absl::StrCat("INSERT INTO ", base, ".", table, " (",
+                                         cols, ") SELECT ", cols, " FROM ",
+                                         schema, ".", stage))
+                     .status(),
+                 where));
+  }
+  RETURN_IF_ERROR(RecordPublication(conn.get(), owner, job_id, absl::Now()));
+  CrashPoint("publish.before_commit");
+  return Annotate(txn.Commit(), what);
+}
+
+}  // namespace backfill::postgres

@@ -114,6 +114,7 @@ class PostgresEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
+  absl::Status Publish(const JobLayout& layout) override;
 
  private:
   // What PrepareJob remembers of a job (immutable once in jobs_).
