@@ -916,3 +916,218 @@ absl::Status PostgresEngine::Publish(const JobLayout& layout) {
 }
 
 }  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::Status PostgresEngine::ReleasePartitions(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::vector<std::string>& partitions) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
+  for (const std::string& partition : partitions) {
+    RETURN_IF_ERROR(Annotate(ValidatePartition(dataset.layout(), partition),
+                             absl::StrCat("dataset ", dataset.name,
+                                          " partition '", partition, "'")));
+  }
+  if (partitions.empty()) return absl::OkStatus();
+  const std::string where = absl::StrCat("release of partitions of ",
+                                         dataset.name, " from job ", job_id);
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string stage,
+                   conn->QuoteIdentifier(StageName(dataset.name)));
+  ASSIGN_OR_RETURN(std::string parts,
+                   conn->QuoteIdentifier(PartsName(dataset.name)));
+  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                   ColumnsOf(conn.get(), dataset, ""));
+  ASSIGN_OR_RETURN(PgCondition member,
+                   MembershipCondition(pcols, kServiceSchema, 1));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin());
+  ASSIGN_OR_RETURN(PgResult staged,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL, "
+                              "to_regclass($2) IS NOT NULL",
+                              {absl::StrCat(schema, ".", stage),
+                               absl::StrCat(schema, ".", parts)}));
+  for (const std::string& partition : partitions) {
+    if (staged.rows[0][0].value_or("f") == "t") {
+      std::vector<PgValue> values;
+      if (dataset.partition) {
+        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
+      }
+      RETURN_IF_ERROR(Annotate(
+          conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", stage, " WHERE ",
+                                  dataset.partition ? member.sql : "TRUE"),
+                     values)
+              .status(),
+          where));
+    }
+    if (staged.rows[0][1].value_or("f") == "t") {
+      RETURN_IF_ERROR(
+          Annotate(conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", parts,
+                                           " WHERE \"value\" = $1"),
+                              {partition})
+                       .status(),
+                   where));
+    }
+  }
+  RETURN_IF_ERROR(Annotate(txn.Commit(), where));
+  // From now on the partitions are not the job's.
+  auto info = std::make_shared<JobInfo>(*job);
+  for (const std::string& partition : partitions) {
+    info->partitions[dataset.name].erase(partition);
+  }
+  absl::MutexLock lock(&jobs_mu_);
+  jobs_[job_id] = std::move(info);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ValidationReport> PostgresEngine::ValidateStaged(
+    const std::string& job_id, const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string stage,
+                   conn->QuoteIdentifier(StageName(dataset.name)));
+  const std::string table = absl::StrCat(schema, ".", stage);
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL", {table}));
+  if (exists.rows[0][0].value_or("f") != "t") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  ValidationReport report;
+  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                   ColumnsOf(conn.get(), dataset, ""));
+  ASSIGN_OR_RETURN(std::string pexpr,
+                   PartitionExpression(pcols, kServiceSchema));
+  ASSIGN_OR_RETURN(
+      PgResult counts,
+      conn->Exec(absl::StrCat("SELECT ", pexpr, " AS p, count(*) FROM ", table,
+                              " GROUP BY 1")));
+  for (const std::vector<PgValue>& row : counts.rows) {
+    const int64_t n = std::stoll(row[1].value_or("0"));
+    report.rows += n;
+    if (row[0]) report.rows_by_partition[*row[0]] += n;
+  }
+  if (!dataset.primary_key.empty()) {
+    std::vector<std::string> pk, is_null;
+    for (const std::string& k : dataset.primary_key) {
+      ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(k));
+      pk.push_back(absl::StrCat("quote_nullable(", q, ")"));
+      is_null.push_back(absl::StrCat(q, " IS NULL"));
+    }
+    const std::string key_names =
+        absl::StrCat("(", absl::StrJoin(dataset.primary_key, ", "), ")");
+    const int n = static_cast<int>(pk.size());
+    auto example = [&](const std::vector<PgValue>& row, int from) {
+      std::vector<std::string> values;
+      for (int i = from; i < from + n; ++i) {
+        values.push_back(row[i].value_or("NULL"));
+      }
+      return absl::StrCat("(", absl::StrJoin(values, ", "), ")");
+    };
+    ASSIGN_OR_RETURN(
+        PgResult dups,
+        conn->Exec(absl::StrCat("SELECT count(*) OVER (), ",
+                                absl::StrJoin(pk, ", "), ", count(*) FROM ",
+                                table, " GROUP BY ", absl::StrJoin(pk, ", "),
+                                " HAVING count(*) > 1 ORDER BY ",
+                                absl::StrJoin(pk, ", "), " LIMIT 1")));
+    if (!dups.rows.empty()) {
+      const int64_t keys = std::stoll(dups.rows[0][0].value_or("0"));
+      report.failures.push_back(absl::StrCat(
+          dataset.name, ": ", keys, keys == 1 ? " key is" : " keys are",
+          " not unique in the staged rows: primary key ", key_names, " = ",
+          example(dups.rows[0], 1), " appears ",
+          dups.rows[0][n + 1].value_or("?"), " times"));
+    }
+    ASSIGN_OR_RETURN(
+        PgResult nulls,
+        conn->Exec(absl::StrCat(
+            "SELECT count(*) OVER (), ", absl::StrJoin(pk, ", "), " FROM ",
+            table, " WHERE ", absl::StrJoin(is_null, " OR "), " LIMIT 1")));
+    if (!nulls.rows.empty()) {
+      const int64_t count = std::stoll(nulls.rows[0][0].value_or("0"));
+      report.failures.push_back(
+          absl::StrCat(dataset.name, ": ", count,
+                       count == 1 ? " staged row has" : " staged rows have",
+                       " a NULL in primary key ", key_names, " (e.g. ",
+                       example(nulls.rows[0], 1), ")"));
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return report;
+}
+
+absl::StatusOr<std::map<std::string, int64_t>>
+PostgresEngine::CountRowsByPartition(const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+  std::map<std::string, int64_t> out;
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  if (exists.rows[0][0].value_or("f") != "t") {
+    if (dataset.grain() == Grain::kNone) out[""] = 0;
+    return out;
+  }
+  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                   ColumnsOf(conn.get(), dataset, ""));
+  ASSIGN_OR_RETURN(std::string pexpr,
+                   PartitionExpression(pcols, kServiceSchema));
+  ASSIGN_OR_RETURN(
+      PgResult counts,
+      conn->Exec(absl::StrCat("SELECT ", pexpr, " AS p, count(*) FROM ", base,
+                              ".", table, " GROUP BY 1")));
+  for (const std::vector<PgValue>& row : counts.rows) {
+    if (row[0]) out[*row[0]] += std::stoll(row[1].value_or("0"));
+  }
+  if (dataset.grain() == Grain::kNone && out.empty()) out[""] = 0;
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, InputFingerprint>>
+PostgresEngine::CurrentFingerprints(
+    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
+  if (dataset.columns.empty()) cols = "*";
+  std::map<std::string, InputFingerprint> out;
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  const bool published = exists.rows[0][0].value_or("f") == "t";
+  for (const std::string& partition : partitions) {
+    Fingerprint fp;
+    if (published) {
+      std::string q = absl::StrCat("SELECT ", cols, " FROM ", base, ".", table);
+      std::vector<PgValue> values;
+      if (!partition.empty()) {
+        ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                         ColumnsOf(conn.get(), dataset, ""));
+        ASSIGN_OR_RETURN(PgCondition member,
+                         MembershipCondition(pcols, kServiceSchema, 1));
+        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
+        absl::StrAppend(&q, " WHERE ", member.sql);
+      }
+      ASSIGN_OR_RETURN(fp, HashRows(conn.get(), q, values));
+    }
+    InputFingerprint& f = out[partition];
+    f.dataset = dataset.name;
+    f.partition = partition;
+    f.fingerprint = fp.ToString();
+    f.rows = fp.rows();
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+}  // namespace backfill::postgres

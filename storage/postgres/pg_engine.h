@@ -115,6 +115,18 @@ class PostgresEngine : public Engine {
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
   absl::Status Publish(const JobLayout& layout) override;
+  absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
+  absl::StatusOr<ValidationReport> ValidateStaged(
+      const std::string& job_id, const DatasetSpec& dataset) override;
+  // Grouped by the partition expression: one scan of the table.
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) override;
+  // Exact: each partition's rows read through its membership condition.
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
 
  private:
   // What PrepareJob remembers of a job (immutable once in jobs_).
