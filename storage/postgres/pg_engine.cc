@@ -1131,3 +1131,200 @@ PostgresEngine::CurrentFingerprints(
 }
 
 }  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::Status PostgresEngine::MeasurePartitions(
+    PgConnection* conn, const JobLayout::Item& item,
+    std::vector<RestoredPartition>* out, int64_t* rows) {
+  const DatasetSpec& ds = *item.dataset;
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
+  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn, ds));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  const bool published = exists.rows[0][0].value_or("f") == "t";
+  ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn, ds, ""));
+  ASSIGN_OR_RETURN(PgCondition member,
+                   MembershipCondition(pcols, kServiceSchema, 1));
+  for (const std::string& partition : item.partitions) {
+    Fingerprint fp;
+    if (published) {
+      std::vector<PgValue> values;
+      if (ds.partition) {
+        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
+      }
+      ASSIGN_OR_RETURN(
+          fp,
+          HashRows(conn,
+                   absl::StrCat("SELECT ", cols, " FROM ", base, ".", table,
+                                " WHERE ", ds.partition ? member.sql : "TRUE"),
+                   values));
+    }
+    out->push_back({ds.name, partition, fp.rows(), fp.ToString()});
+    *rows += fp.rows();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RollbackResult> PostgresEngine::Rollback(
+    const RollbackSpec& spec) {
+  const JobLayout& layout = spec.layout;
+  for (const JobLayout::Item& item : layout.items) {
+    if (item.dataset == nullptr) {
+      return absl::InvalidArgumentError("Rollback: item without dataset");
+    }
+    RETURN_IF_ERROR(CheckWritable(*item.dataset));
+  }
+  for (const std::string& with : spec.marker.with_jobs) {
+    if (with.empty() || with.find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Rollback: malformed job id \"", with, "\""));
+    }
+  }
+  const std::string& job_id = layout.job_id;
+  const std::string owner = store_id();
+  const std::string what = absl::StrCat("rollback of job ", job_id);
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin());
+  RollbackResult result;
+  ASSIGN_OR_RETURN(
+      PgResult done,
+      conn->Exec("SELECT 1 FROM _bf.rollbacks WHERE store_id = $1 AND job_id "
+                 "= $2",
+                 {owner, job_id}));
+  if (!done.rows.empty()) {
+    // Rolled back before (e.g. by a process that crashed before recording
+    // it): nothing is restored twice.
+    for (const JobLayout::Item& item : layout.items) {
+      RETURN_IF_ERROR(MeasurePartitions(conn.get(), item, &result.partitions,
+                                        &result.rows));
+    }
+    RETURN_IF_ERROR(txn.Commit());
+    result.already = true;
+    return result;
+  }
+  ASSIGN_OR_RETURN(bool published, HasPublication(conn.get(), owner, job_id));
+  if (!published) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what,
+        ": the warehouse holds no publication of it by this state store; "
+        "nothing was restored"));
+  }
+  if (!owner.empty()) RETURN_IF_ERROR(CheckOwner(conn.get(), owner, what));
+  for (const JobLayout::Item& item : layout.items) {
+    const DatasetSpec& ds = *item.dataset;
+    const std::string where = absl::StrCat(what, ", dataset ", ds.name);
+    const std::string prev_name = CopyTable(job_id, ds.name);
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
+    ASSIGN_OR_RETURN(std::string prev, conn->QuoteIdentifier(prev_name));
+    ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), ds));
+    for (const auto& [name, quoted] :
+         {std::make_pair(absl::StrCat("_bf.", prev_name),
+                         absl::StrCat("_bf.", prev)),
+          std::make_pair(absl::StrCat(base_, ".", ds.table),
+                         absl::StrCat(base, ".", table))}) {
+      ASSIGN_OR_RETURN(
+          PgResult exists,
+          conn->Exec("SELECT to_regclass($1) IS NOT NULL", {quoted}));
+      if (exists.rows[0][0].value_or("f") != "t") {
+        return absl::FailedPreconditionError(absl::StrCat(
+            where, ": table ", name,
+            name == absl::StrCat("_bf.", prev_name) ? " (the rollback copy)"
+                                                    : "",
+            " does not exist; nothing was restored"));
+      }
+    }
+    RETURN_IF_ERROR(
+        Annotate(conn->Exec(absl::StrCat("LOCK TABLE ", base, ".", table,
+                                         " IN SHARE ROW EXCLUSIVE MODE"))
+                     .status(),
+                 where));
+    ASSIGN_OR_RETURN(
+        PgResult copy_count,
+        conn->Exec(absl::StrCat("SELECT count(*) FROM _bf.", prev)));
+    const int64_t copy_rows = std::stoll(copy_count.rows[0][0].value_or("0"));
+    int64_t restored = 0;
+    ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn.get(), ds, ""));
+    ASSIGN_OR_RETURN(PgCondition member,
+                     MembershipCondition(pcols, kServiceSchema, 1));
+    ASSIGN_OR_RETURN(std::string pexpr,
+                     PartitionExpression(pcols, kServiceSchema));
+    const std::string in_partition = ds.partition ? member.sql : "TRUE";
+    const std::string p_param = absl::StrCat("$", member.parameters + 1);
+    // Like Publish, the rollback proves its statements: every row it
+    // deletes and every row it restores maps to the partition by the
+    // partition expression, and every row of the copy is restored into one
+    // of the partitions. Any difference rolls the whole transaction back.
+    for (const std::string& partition : item.partitions) {
+      std::vector<PgValue> values;
+      if (ds.partition) {
+        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
+      }
+      values.push_back(partition);
+      const std::string stray = absl::StrCat(
+          " AS p) SELECT count(*), count(*) FILTER (WHERE p IS DISTINCT FROM ",
+          p_param, "::text) FROM ");
+      ASSIGN_OR_RETURN(
+          PgResult deleted,
+          conn->Exec(absl::StrCat("WITH _bf_d AS (DELETE FROM ", base, ".",
+                                  table, " WHERE ", in_partition, " RETURNING ",
+                                  pexpr, stray, "_bf_d"),
+                     values));
+      ASSIGN_OR_RETURN(
+          PgResult put,
+          conn->Exec(absl::StrCat("WITH _bf_r AS (INSERT INTO ", base, ".",
+                                  table, " (", cols, ") SELECT ", cols,
+                                  " FROM _bf.", prev, " WHERE ", in_partition,
+                                  " RETURNING ", pexpr, stray, "_bf_r"),
+                     values));
+      const std::string strays_deleted = deleted.rows[0][1].value_or("?");
+      const std::string strays_put = put.rows[0][1].value_or("?");
+      if (ds.partition && (strays_deleted != "0" || strays_put != "0")) {
+        return absl::InternalError(absl::StrCat(
+            where, ", partition ", partition, ": the rollback would delete ",
+            deleted.rows[0][0].value_or("?"), " published rows (",
+            strays_deleted, " of another partition) and restore ",
+            put.rows[0][0].value_or("?"), " rows (", strays_put,
+            " of another partition); the transaction was rolled back and "
+            "nothing was restored. This is a defect of the engine, not of "
+            "the data"));
+      }
+      restored += std::stoll(put.rows[0][0].value_or("0"));
+    }
+    if (restored != copy_rows) {
+      return absl::InternalError(absl::StrCat(
+          where, ": the rollback copy holds ", copy_rows, " rows but only ",
+          restored,
+          " belong to the job's partitions; the transaction was rolled back "
+          "and nothing was restored"));
+    }
+    RETURN_IF_ERROR(
+        MeasurePartitions(conn.get(), item, &result.partitions, &result.rows));
+  }
+  // The copies of the job (and of the later jobs rolled back with it) have
+  // served: no rollback of these jobs can happen again.
+  std::vector<std::string> jobs = spec.marker.with_jobs;
+  jobs.push_back(job_id);
+  for (const std::string& j : jobs) {
+    ASSIGN_OR_RETURN(
+        PgResult copies,
+        conn->Exec("SELECT tablename FROM pg_tables WHERE schemaname = '_bf' "
+                   "AND starts_with(tablename, $1)",
+                   {absl::StrCat("prev_", SafeJob(j), "_")}));
+    for (const std::vector<PgValue>& row : copies.rows) {
+      ASSIGN_OR_RETURN(std::string t,
+                       conn->QuoteIdentifier(row[0].value_or("")));
+      RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE _bf.", t)).status());
+    }
+  }
+  RETURN_IF_ERROR(
+      RecordRollback(conn.get(), owner, job_id, spec.marker, absl::Now()));
+  RETURN_IF_ERROR(Annotate(txn.Commit(), what));
+  return result;
+}
+
+}  // namespace backfill::postgres

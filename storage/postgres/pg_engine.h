@@ -127,8 +127,16 @@ class PostgresEngine : public Engine {
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
 
  private:
+  // The rows and fingerprint of each of the item's partitions of the
+  // published table (as StagePartition fingerprints its output), in the
+  // caller's transaction.
+  absl::Status MeasurePartitions(PgConnection* conn,
+                                 const JobLayout::Item& item,
+                                 std::vector<RestoredPartition>* out,
+                                 int64_t* rows);
   // What PrepareJob remembers of a job (immutable once in jobs_).
   struct JobInfo {
     JobLayout layout;
