@@ -181,8 +181,10 @@ absl::StatusOr<PgResult> PgConnection::Exec(
   }
   PgResult out;
   const int columns = PQnfields(res.get());
-  for (int c = 0; c < columns; ++c)
+  for (int c = 0; c < columns; ++c) {
     out.columns.push_back(PQfname(res.get(), c));
+    out.types.push_back(static_cast<uint32_t>(PQftype(res.get(), c)));
+  }
   const int rows = PQntuples(res.get());
   out.rows.reserve(rows);
   for (int r = 0; r < rows; ++r) {

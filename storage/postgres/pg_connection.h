@@ -54,6 +54,8 @@ using PgValue = std::optional<std::string>;  // text; nullopt is NULL
 
 struct PgResult {
   std::vector<std::string> columns;
+  // Each column's type OID (pg_type.oid: 23 for integer, 25 for text).
+  std::vector<uint32_t> types;
   std::vector<std::vector<PgValue>> rows;
   // Rows the command affected (INSERT, UPDATE, DELETE, ...), else 0.
   int64_t affected = 0;

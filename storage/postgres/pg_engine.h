@@ -128,6 +128,34 @@ class PostgresEngine : public Engine {
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
   absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
+  // In a READ ONLY transaction rolled back afterwards, with a statement
+  // timeout of 10 s.
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
+                                      const std::string& partition,
+                                      const std::string& sql) override;
+  // Stand-ins are TEMP tables of a transaction that is rolled back; the
+  // statement is prepared (PQprepare) and described, never run. A
+  // statement is read-only when EXPLAIN shows no ModifyTable node and
+  // PostgreSQL accepts it in a READ ONLY transaction.
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec* own) override;
+  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
+                                        const DatasetSpec& dataset,
+                                        const ProfileRequest& request) override;
+  absl::StatusOr<Profile> ProfilePublished(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) override;
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& sql, int samples) override;
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
+                                              const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              int sample_limit) override;
+  absl::StatusOr<std::vector<std::string>> PartitionsMatching(
+      const DatasetSpec& dataset, const std::string& predicate,
+      size_t max_partitions) override;
 
  private:
   // The rows and fingerprint of each of the item's partitions of the
