@@ -142,6 +142,31 @@ PgConnection::~PgConnection() {
   PQfinish(conn_);
 }
 
+absl::Status PgConnection::ExecScript(std::string_view sql) {
+  cancel_requested_.store(false);
+  const std::string text(sql);
+  std::unique_ptr<PGresult, void (*)(PGresult*)> res(
+      PQexec(conn_, text.c_str()), PQclear);
+  const ExecStatusType status =
+      res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK ||
+      status == PGRES_EMPTY_QUERY) {
+    return absl::OkStatus();
+  }
+  const char* state =
+      res ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
+  std::string message =
+      res ? Trimmed(PQresultErrorField(res.get(), PG_DIAG_MESSAGE_PRIMARY))
+          : std::string();
+  if (message.empty()) message = Trimmed(PQerrorMessage(conn_));
+  absl::StrAppend(&message, "; in: ", Head(sql));
+  if (state == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    return absl::UnavailableError(
+        absl::StrCat("PostgreSQL connection lost: ", message));
+  }
+  return StatusFromSqlState(state, message, cancel_requested_.load());
+}
+
 absl::StatusOr<PgResult> PgConnection::Exec(
     std::string_view sql, const std::vector<PgValue>& params) {
   cancel_requested_.store(false);

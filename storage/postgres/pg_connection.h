@@ -89,6 +89,11 @@ class PgConnection {
   absl::StatusOr<PgResult> Exec(std::string_view sql,
                                 const std::vector<PgValue>& params = {});
 
+  // Runs `sql`, one or more statements separated by semicolons, without
+  // parameters (libpq's simple protocol); their rows are discarded. For
+  // scripts of the caller's own, never for statements holding values.
+  absl::Status ExecScript(std::string_view sql);
+
   // The server stops any later statement of this connection that runs
   // longer than `timeout` (DEADLINE_EXCEEDED); zero means no limit.
   absl::Status SetStatementTimeout(absl::Duration timeout);

@@ -103,9 +103,9 @@ std::string PostgresEngine::JobSchema(const std::string& job_id) {
 
 absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
     const std::string& dsn, int connections) {
-  if (connections < 2) {
+  if (connections < 1) {
     return absl::InvalidArgumentError(
-        "the PostgreSQL warehouse needs at least 2 connections");
+        "the PostgreSQL warehouse needs at least 1 connection");
   }
   PgPoolOptions options;
   options.application_name = "backfilld";

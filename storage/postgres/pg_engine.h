@@ -84,7 +84,7 @@ namespace backfill::postgres {
 
 class PostgresEngine : public Engine {
  public:
-  // Opens `connections` connections (at least 2) to `dsn`, creates the
+  // Opens `connections` connections (at least 1) to `dsn`, creates the
   // service schema and the membership functions if missing. Errors are
   // those of PgPool::Open (never repeating a password).
   static absl::StatusOr<std::unique_ptr<PostgresEngine>> Open(

@@ -39,13 +39,14 @@
 #include "absl/strings/str_join.h"
 #include "core/engine.h"
 #include "gtest/gtest.h"
+#include "tests/testing/postgres_warehouse_harness.h"
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill::testing {
 
 // The warehouses every conformance suite runs on, one factory per engine.
 inline std::vector<WarehouseHarnessFactory> ConformanceWarehouses() {
-  return {SqliteWarehouse()};
+  return {SqliteWarehouse(), PostgresWarehouse()};
 }
 
 // The test parameter name of a warehouse: its harness's name ("Sqlite").
