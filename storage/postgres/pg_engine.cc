@@ -326,6 +326,18 @@ std::string KeysName(const std::string& dataset) {
   return absl::StrCat("_bf_keys_", dataset);
 }
 
+// TRUE when the row's entity key (its value as text: an INTEGER key as its
+// decimal digits) is one of the keys in the job's keys table, else FALSE
+// (never NULL: a NULL key is none of them).
+absl::StatusOr<std::string> InKeys(PgConnection* conn, const DatasetSpec& ds,
+                                   const std::string& schema) {
+  ASSIGN_OR_RETURN(std::string column, conn->QuoteIdentifier(ds.entity_key));
+  ASSIGN_OR_RETURN(std::string keys, conn->QuoteIdentifier(KeysName(ds.name)));
+  return absl::StrCat("COALESCE(CAST(", column,
+                      " AS TEXT) IN (SELECT \"key\" FROM ", schema, ".", keys,
+                      "), FALSE)");
+}
+
 // `"a", "b"` (each quoted, after `prefix`).
 absl::StatusOr<std::string> ColumnList(PgConnection* conn,
                                        const DatasetSpec& ds,
@@ -720,6 +732,36 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
             outside.rows[0][1].value_or("NULL"), ")"));
       }
     }
+    const JobLayout::Item* item = nullptr;
+    for (const JobLayout::Item& i : job->layout.items) {
+      if (i.dataset->name == dataset.name) item = &i;
+    }
+    if (item != nullptr && !item->keys.empty()) {
+      // Only the keys' rows are the transform's to replace; the others
+      // stay as published, so staging holds the partition as publishing
+      // would leave it.
+      ASSIGN_OR_RETURN(std::string in_keys,
+                       InKeys(conn.get(), dataset, schema));
+      RETURN_IF_ERROR(Annotate(
+          conn->Exec(absl::StrCat("DELETE FROM pg_temp._bf_out WHERE NOT ",
+                                  in_keys))
+              .status(),
+          where));
+      ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+      ASSIGN_OR_RETURN(PgResult published,
+                       conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                  {absl::StrCat(base, ".", table)}));
+      if (published.rows[0][0].value_or("f") == "t") {
+        RETURN_IF_ERROR(Annotate(
+            conn->Exec(
+                    absl::StrCat("INSERT INTO pg_temp._bf_out (", cols,
+                                 ") SELECT ", cols, " FROM ", base, ".", table,
+                                 " WHERE ", member_sql, " AND NOT ", in_keys),
+                    member_values)
+                .status(),
+            where));
+      }
+    }
     ASSIGN_OR_RETURN(
         Fingerprint out,
         HashRows(conn.get(),
@@ -838,6 +880,43 @@ absl::Status PostgresEngine::Publish(const JobLayout& layout) {
                                          " IN SHARE ROW EXCLUSIVE MODE"))
                      .status(),
                  where));
+    if (!item.keys.empty()) {
+      // In each partition, the published rows of other keys must be exactly
+      // the rows StagePartition copied, or what the job staged, derived and
+      // checked is out of date.
+      ASSIGN_OR_RETURN(std::string in_keys, InKeys(conn.get(), ds, schema));
+      ASSIGN_OR_RETURN(PgPartitionColumns kcols, ColumnsOf(conn.get(), ds, ""));
+      ASSIGN_OR_RETURN(PgCondition kmember,
+                       MembershipCondition(kcols, kServiceSchema, 1));
+      const std::string in_partition = ds.partition ? kmember.sql : "TRUE";
+      for (const std::string& partition : item.partitions) {
+        std::vector<PgValue> values;
+        if (ds.partition) {
+          ASSIGN_OR_RETURN(values, MembershipValues(kcols, partition));
+        }
+        Fingerprint fp[2];
+        const std::string from[2] = {absl::StrCat(base, ".", table),
+                                     absl::StrCat(schema, ".", stage)};
+        for (int i = 0; i < 2; ++i) {
+          ASSIGN_OR_RETURN(
+              fp[i], HashRows(conn.get(),
+                              absl::StrCat("SELECT ", cols, " FROM ", from[i],
+                                           " WHERE ", in_partition, " AND NOT ",
+                                           in_keys),
+                              values));
+        }
+        if (fp[0].ToString() != fp[1].ToString()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              where, ", partition ", partition,
+              ": the rows of other entity keys changed since the job staged "
+              "the partition (",
+              fp[1].rows(), " rows then, ", fp[0].rows(),
+              " now), so what it staged, derived and checked is out of date; "
+              "the transaction was rolled back and nothing was published. "
+              "Submit the backfill again to recompute from the current rows"));
+        }
+      }
+    }
     RETURN_IF_ERROR(Annotate(
         conn->Exec(absl::StrCat("DROP TABLE IF EXISTS _bf.", prev)).status(),
         where));
