@@ -6,11 +6,12 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/escaping.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "core/crash_point.h"
 #include "core/fingerprint.h"
 #include "core/partition_layout.h"
@@ -244,10 +245,8 @@ absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
 PostgresEngine::DescribeTable(const DatasetSpec& dataset) {
   RETURN_IF_ERROR(CheckName(dataset.table, "table"));
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
   ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,
-                   TableColumns(conn.get(), schema, table));
+                   TableColumns(conn.get(), base_, dataset.table));
   if (!columns) return std::nullopt;
   // A column whose type is the contract's, as PostgreSQL names it, is
   // described in the contract's own words ("INT" rather than "integer"),
@@ -350,6 +349,50 @@ absl::StatusOr<std::string> ColumnList(PgConnection* conn,
   return absl::StrJoin(cols, ", ");
 }
 
+// Whether a statement's text starts as a query does (SELECT, WITH, VALUES,
+// TABLE or a parenthesis), after whitespace and comments.
+bool LooksLikeQuery(std::string_view sql) {
+  size_t i = 0;
+  while (i < sql.size()) {
+    if (std::isspace(static_cast<unsigned char>(sql[i]))) {
+      ++i;
+    } else if (sql.substr(i, 2) == "--") {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+    } else if (sql.substr(i, 2) == "/*") {
+      const size_t end = sql.find("*/", i + 2);
+      i = end == std::string_view::npos ? sql.size() : end + 2;
+    } else {
+      break;
+    }
+  }
+  if (i < sql.size() && sql[i] == '(') return true;
+  size_t j = i;
+  while (j < sql.size() && std::isalpha(static_cast<unsigned char>(sql[j]))) {
+    ++j;
+  }
+  const std::string word =
+      absl::AsciiStrToLower(std::string(sql.substr(i, j - i)));
+  return word == "select" || word == "with" || word == "values" ||
+         word == "table";
+}
+
+// Checks the keys of an item before they reach the warehouse.
+absl::Status CheckItemKeys(const JobLayout::Item& item) {
+  if (item.keys.empty()) return absl::OkStatus();
+  const DatasetSpec& ds = *item.dataset;
+  if (ds.entity_key.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", ds.name,
+                     " declares no entity_key; its rows cannot be "
+                     "replaced by key"));
+  }
+  for (const std::string& key : item.keys) {
+    RETURN_IF_ERROR(Annotate(ValidatePartition(Grain::kKey, key),
+                             absl::StrCat("dataset ", ds.name, " entity key")));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckWritable(const DatasetSpec& ds) {
   if (!ds.is_derived()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -387,10 +430,8 @@ absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
     for (const ColumnSpec& c : ds.columns) {
       if (c.name == column) return PgColumnKindOf(c.type);
     }
-    ASSIGN_OR_RETURN(std::string schema, conn->QuoteIdentifier(base_));
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
     ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,
-                     TableColumns(conn, schema, table));
+                     TableColumns(conn, base_, ds.table));
     if (columns) {
       for (const PgColumn& c : *columns) {
         if (c.name == column) return PgColumnKindOf(c.type);
@@ -428,6 +469,7 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
       return absl::InvalidArgumentError("PrepareJob: item without dataset");
     }
     RETURN_IF_ERROR(CheckWritable(*item.dataset));
+    RETURN_IF_ERROR(CheckItemKeys(item));
     for (const std::string& p : item.partitions) {
       RETURN_IF_ERROR(Annotate(ValidatePartition(item.dataset->layout(), p),
                                absl::StrCat("dataset ", item.dataset->name,
@@ -657,10 +699,13 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
       if (item == nullptr || item->keys.empty()) {
         params.push_back(std::nullopt);
       } else {
+        // A JSON array of strings: a key holds no control character, so
+        // only '"' and '\' are escaped; other bytes are its UTF-8.
         std::vector<std::string> quoted;
         for (const std::string& k : item->keys) {
-          quoted.push_back(absl::StrCat("\"", absl::CEscape(k),
-                                        "\""));  // keys have no control chars
+          quoted.push_back(absl::StrCat(
+              "\"", absl::StrReplaceAll(k, {{"\\", "\\\\"}, {"\"", "\\\""}}),
+              "\""));
         }
         params.push_back(absl::StrCat("[", absl::StrJoin(quoted, ","), "]"));
       }
@@ -706,6 +751,36 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
     RETURN_IF_ERROR(conn->Exec(absl::StrCat("SET LOCAL search_path TO ", schema,
                                             ", ", base))
                         .status());
+    {
+      // The transform alone, run for its shape only: one query that outputs
+      // every contract column.
+      absl::StatusOr<PgResult> shape =
+          conn->Exec(absl::StrCat("SELECT * FROM (\n", positional->text,
+                                  "\n) AS _bf_t LIMIT 0"),
+                     params);
+      if (!shape.ok()) {
+        if (!LooksLikeQuery(body) ||
+            absl::StrContains(shape.status().message(), "SQLSTATE 25006")) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "transform of ", dataset.name, " is not a read-only SELECT"));
+        }
+        return absl::FailedPreconditionError(
+            absl::StrCat("transform of ", dataset.name,
+                         " does not compile: ", shape.status().message()));
+      }
+      for (const ColumnSpec& c : dataset.columns) {
+        bool found = false;
+        for (const std::string& o : shape->columns) {
+          found = found || absl::EqualsIgnoreCase(o, c.name);
+        }
+        if (!found) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "transform of ", dataset.name,
+              " does not output contract column ", c.name,
+              " (it outputs: ", absl::StrJoin(shape->columns, ", "), ")"));
+        }
+      }
+    }
     absl::Status ran =
         conn->Exec(absl::StrCat("INSERT INTO pg_temp._bf_out (", cols,
                                 ") SELECT ", cols, " FROM (\n",
@@ -719,11 +794,12 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
     if (dataset.partition) {
       ASSIGN_OR_RETURN(
           PgResult outside,
-          conn->Exec(absl::StrCat("SELECT count(*), min(", pcols.column,
-                                  "::text) FROM pg_temp._bf_out "
-                                  "WHERE (",
-                                  member_sql, ") IS NOT TRUE"),
-                     member_values));
+          conn->Exec(
+              absl::StrCat("SELECT count(*), quote_nullable(min(", pcols.column,
+                           "::text)) FROM pg_temp._bf_out "
+                           "WHERE (",
+                           member_sql, ") IS NOT TRUE"),
+              member_values));
       const std::string n = outside.rows[0][0].value_or("0");
       if (n != "0") {
         return absl::FailedPreconditionError(absl::StrCat(

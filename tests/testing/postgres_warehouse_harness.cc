@@ -1,5 +1,7 @@
 #include "tests/testing/postgres_warehouse_harness.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <utility>
@@ -110,7 +112,8 @@ absl::StatusOr<std::vector<TableColumn>> PostgresWarehouseHarness::Columns(
     const std::string& table) {
   auto r = conn_->Exec(
       "SELECT a.attname, upper(format_type(a.atttypid, a.atttypmod)), "
-      "coalesce(array_position(i.indkey::int2[], a.attnum), 0) FROM "
+      "coalesce((SELECT k.n FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, "
+      "n) WHERE k.attnum = a.attnum), 0) FROM "
       "pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND "
       "i.indisprimary WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 "
       "AND NOT a.attisdropped ORDER BY a.attnum",
