@@ -383,7 +383,10 @@ TEST_P(EntityKeysConformanceTest, ARestartedJobKeepsItsKeys) {
   ASSERT_TRUE(engine()->Claim("store-a", false).ok());
   const std::vector<std::string> others =
       Dump("NOT (ds = '2025-01-01' AND customer_id = 2)");
-  ASSERT_TRUE(engine()->PrepareJob(layout).ok());
+  {
+    absl::Status s = engine()->PrepareJob(layout);
+    ASSERT_TRUE(s.ok()) << s;
+  }
   ASSERT_TRUE(engine()->Publish(layout).ok());
   EXPECT_EQ(Dump("NOT (ds = '2025-01-01' AND customer_id = 2)"), others);
   EXPECT_THAT(Rows(absl::StrCat("SELECT ", Cents("revenue"),

@@ -197,10 +197,13 @@ absl::Status PostgresEngine::DropStaging(const std::string& job_id) {
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
   ASSIGN_OR_RETURN(std::string schema,
                    conn->QuoteIdentifier(JobSchema(job_id)));
-  return Annotate(
+  RETURN_IF_ERROR(Annotate(
       conn->Exec(absl::StrCat("DROP SCHEMA IF EXISTS ", schema, " CASCADE"))
           .status(),
-      absl::StrCat("dropping the staging of job ", job_id));
+      absl::StrCat("dropping the staging of job ", job_id)));
+  absl::MutexLock lock(&jobs_mu_);
+  jobs_.erase(job_id);  // not prepared any more
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<RollbackCopy>> PostgresEngine::ListRollbackCopies() {
@@ -491,6 +494,15 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
   RETURN_IF_ERROR(
       conn->Exec(absl::StrCat("CREATE SCHEMA IF NOT EXISTS ", schema))
           .status());
+  // The overlay views read the partition lists rebuilt below: dropped first,
+  // made again after.
+  for (const JobLayout::Item& item : layout.items) {
+    ASSIGN_OR_RETURN(std::string table,
+                     conn->QuoteIdentifier(item.dataset->table));
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("DROP VIEW IF EXISTS ", schema, ".", table))
+            .status());
+  }
   for (const JobLayout::Item& item : layout.items) {
     const DatasetSpec& ds = *item.dataset;
     ASSIGN_OR_RETURN(std::string stage,
@@ -579,9 +591,6 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
                                    : std::string("TRUE"),
                       ")");
     }
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP VIEW IF EXISTS ", schema, ".", table))
-            .status());
     RETURN_IF_ERROR(conn->Exec(absl::StrCat("CREATE VIEW ", schema, ".", table,
                                             " AS ", view))
                         .status());
@@ -795,17 +804,26 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
       ASSIGN_OR_RETURN(
           PgResult outside,
           conn->Exec(
-              absl::StrCat("SELECT count(*), quote_nullable(min(", pcols.column,
-                           "::text)) FROM pg_temp._bf_out "
-                           "WHERE (",
-                           member_sql, ") IS NOT TRUE"),
+              absl::StrCat("SELECT count(*) OVER (), quote_nullable(",
+                           pcols.column, "::text), ",
+                           dataset.two_dimensional()
+                               ? absl::StrCat("quote_nullable(",
+                                              pcols.key_column, "::text)")
+                               : std::string("NULL"),
+                           " FROM pg_temp._bf_out WHERE (", member_sql,
+                           ") IS NOT TRUE ORDER BY ", pcols.column, " LIMIT 1"),
               member_values));
-      const std::string n = outside.rows[0][0].value_or("0");
-      if (n != "0") {
+      if (!outside.rows.empty()) {
+        const std::vector<PgValue>& row = outside.rows[0];
         return absl::FailedPreconditionError(absl::StrCat(
-            n, " rows of ", dataset.name, " fall outside partition ", partition,
-            " (e.g. ", dataset.partition->column, "=",
-            outside.rows[0][1].value_or("NULL"), ")"));
+            row[0].value_or("?"), " rows of ", dataset.name,
+            " fall outside partition ", partition, " (e.g. ",
+            dataset.partition->column, "=", row[1].value_or("NULL"),
+            dataset.two_dimensional()
+                ? absl::StrCat(", ", dataset.partition->key_column, "=",
+                               row[2].value_or("NULL"))
+                : "",
+            ")"));
       }
     }
     const JobLayout::Item* item = nullptr;
@@ -1627,6 +1645,94 @@ absl::StatusOr<PartitionDiff> PostgresEngine::DiffPartition(const std::string&,
 absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
     const DatasetSpec&, const std::string&, size_t) {
   BACKFILL_PG_NOT_YET("PartitionsMatching");
+}
+
+}  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::StatusOr<std::map<std::string, int64_t>>
+PostgresEngine::CountRowsInPartitions(
+    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
+  const PartitionLayout layout = dataset.layout();
+  for (const std::string& p : partitions) {
+    RETURN_IF_ERROR(Annotate(
+        ValidatePartition(layout, p),
+        absl::StrCat("dataset ", dataset.name, " partition '", p, "'")));
+    std::string key;
+    if (layout.grain == Grain::kKey) {
+      key = p;
+    } else if (layout.two_dimensional()) {
+      ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(layout, p));
+      key = tk.key;
+    }
+    if ((layout.grain == Grain::kKey || layout.two_dimensional()) &&
+        std::find(dataset.partition->keys.begin(),
+                  dataset.partition->keys.end(),
+                  key) == dataset.partition->keys.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset ", dataset.name, " declares no key '", key,
+                       "' (partition '", p, "')"));
+    }
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+  std::map<std::string, int64_t> out;
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  const bool published = exists.rows[0][0].value_or("f") == "t";
+  std::optional<PgPartitionColumns> pcols;
+  std::optional<PgCondition> member;
+  if (published && dataset.partition) {
+    ASSIGN_OR_RETURN(pcols, ColumnsOf(conn.get(), dataset, ""));
+    ASSIGN_OR_RETURN(member, MembershipCondition(*pcols, kServiceSchema, 1));
+  }
+  for (const std::string& p : partitions) {
+    int64_t n = 0;
+    if (published) {
+      std::vector<PgValue> values;
+      if (dataset.partition) {
+        ASSIGN_OR_RETURN(values, MembershipValues(*pcols, p));
+      }
+      ASSIGN_OR_RETURN(
+          PgResult r,
+          conn->Exec(
+              absl::StrCat("SELECT count(*) FROM ", base, ".", table, " WHERE ",
+                           dataset.partition ? member->sql : "TRUE"),
+              values));
+      n = std::stoll(r.rows[0][0].value_or("0"));
+    }
+    out[p] = n;
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
+    const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(auto by_partition, CountRowsByPartition(dataset));
+  PartitionStats stats;
+  for (auto& [partition, rows] : by_partition) {
+    if (rows > 0) stats.rows.emplace(partition, rows);
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  if (exists.rows[0][0].value_or("f") == "t") {
+    ASSIGN_OR_RETURN(
+        PgResult total,
+        conn->Exec(absl::StrCat("SELECT count(*) FROM ", base, ".", table)));
+    stats.total_rows = std::stoll(total.rows[0][0].value_or("0"));
+  }
+  stats.refresh = "exact";
+  return stats;
 }
 
 }  // namespace backfill::postgres

@@ -123,6 +123,15 @@ class PostgresEngine : public Engine {
   // Grouped by the partition expression: one scan of the table.
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) override;
+  // Exact, through each partition's membership condition (an index on the
+  // partition column serves it). INVALID_ARGUMENT for a partition of the
+  // wrong form or an undeclared key.
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
+  // Counted exactly on every call (refresh "exact").
+  absl::StatusOr<PartitionStats> PartitionStatistics(
+      const DatasetSpec& dataset) override;
   // Exact: each partition's rows read through its membership condition.
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
