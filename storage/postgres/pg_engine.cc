@@ -495,15 +495,6 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
   RETURN_IF_ERROR(
       conn->Exec(absl::StrCat("CREATE SCHEMA IF NOT EXISTS ", schema))
           .status());
-  // The overlay views read the partition lists rebuilt below: dropped first,
-  // made again after.
-  for (const JobLayout::Item& item : layout.items) {
-    ASSIGN_OR_RETURN(std::string table,
-                     conn->QuoteIdentifier(item.dataset->table));
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP VIEW IF EXISTS ", schema, ".", table))
-            .status());
-  }
   for (const JobLayout::Item& item : layout.items) {
     const DatasetSpec& ds = *item.dataset;
     ASSIGN_OR_RETURN(std::string stage,
@@ -568,33 +559,6 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
                 .status());
       }
     }
-    // The overlay: what the job's readers see of the dataset.
-    ASSIGN_OR_RETURN(std::string list, ColumnList(conn.get(), ds));
-    ASSIGN_OR_RETURN(std::string t_list, ColumnList(conn.get(), ds, "_bf_t."));
-    std::string view =
-        absl::StrCat("SELECT ", list, " FROM ", schema, ".", stage);
-    ASSIGN_OR_RETURN(PgResult published,
-                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                {absl::StrCat(base, ".", table)}));
-    if (published.rows[0][0].value_or("f") == "t") {
-      ASSIGN_OR_RETURN(PgPartitionColumns t_cols,
-                       ColumnsOf(conn.get(), ds, "_bf_t."));
-      ASSIGN_OR_RETURN(PgCondition t_member,
-                       MembershipCondition(t_cols, kServiceSchema, 1));
-      std::vector<std::string> exprs;
-      for (int i = 1; i <= t_member.parameters; ++i) {
-        exprs.push_back(absl::StrCat("_bf_p.\"v", i, "\""));
-      }
-      absl::StrAppend(&view, " UNION ALL SELECT ", t_list, " FROM ", base, ".",
-                      table, " AS _bf_t WHERE NOT EXISTS (SELECT 1 FROM ",
-                      schema, ".", parts, " AS _bf_p WHERE ",
-                      ds.partition ? OverExpressions(t_member.sql, 1, exprs)
-                                   : std::string("TRUE"),
-                      ")");
-    }
-    RETURN_IF_ERROR(conn->Exec(absl::StrCat("CREATE VIEW ", schema, ".", table,
-                                            " AS ", view))
-                        .status());
   }
   for (const DatasetSpec* pin : layout.pinned) {
     bool recomputed = false;
@@ -636,6 +600,41 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
 }  // namespace backfill::postgres
 
 namespace backfill::postgres {
+
+absl::StatusOr<std::string> PostgresEngine::OverlaySql(
+    PgConnection* conn, const std::string& job_id, const DatasetSpec& ds) {
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string stage,
+                   conn->QuoteIdentifier(StageName(ds.name)));
+  ASSIGN_OR_RETURN(std::string parts,
+                   conn->QuoteIdentifier(PartsName(ds.name)));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
+  ASSIGN_OR_RETURN(std::string list, ColumnList(conn, ds));
+  ASSIGN_OR_RETURN(std::string t_list, ColumnList(conn, ds, "_bf_t."));
+  std::string view =
+      absl::StrCat("SELECT ", list, " FROM ", schema, ".", stage);
+  ASSIGN_OR_RETURN(PgResult published,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  if (published.rows[0][0].value_or("f") == "t") {
+    ASSIGN_OR_RETURN(PgPartitionColumns t_cols, ColumnsOf(conn, ds, "_bf_t."));
+    ASSIGN_OR_RETURN(PgCondition t_member,
+                     MembershipCondition(t_cols, kServiceSchema, 1));
+    std::vector<std::string> exprs;
+    for (int i = 1; i <= t_member.parameters; ++i) {
+      exprs.push_back(absl::StrCat("_bf_p.\"v", i, "\""));
+    }
+    absl::StrAppend(&view, " UNION ALL SELECT ", t_list, " FROM ", base, ".",
+                    table, " AS _bf_t WHERE NOT EXISTS (SELECT 1 FROM ", schema,
+                    ".", parts, " AS _bf_p WHERE ",
+                    ds.partition ? OverExpressions(t_member.sql, 1, exprs)
+                                 : std::string("TRUE"),
+                    ")");
+  }
+  return view;
+}
 
 absl::StatusOr<StageResult> PostgresEngine::StagePartition(
     const std::string& job_id, const DatasetSpec& dataset,
@@ -747,7 +746,25 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
 
   // The output table lives in the session; a read-only transaction may
   // write it but not create it.
-  RETURN_IF_ERROR(conn->Exec("DROP TABLE IF EXISTS pg_temp._bf_out").status());
+  // What an earlier call left in the session's temporary schema goes.
+  RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
+  // The job's view of each other dataset it recomputes: TEMP views named
+  // like their tables, which the session resolves before any schema. Made
+  // per session (not kept in the job's schema) so that nothing in the
+  // warehouse depends on a published table between two calls.
+  {
+    std::set<std::string> shadowed;
+    for (const JobLayout::Item& up : job->layout.items) {
+      const DatasetSpec& u = *up.dataset;
+      if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
+      ASSIGN_OR_RETURN(std::string view, OverlaySql(conn.get(), job_id, u));
+      ASSIGN_OR_RETURN(std::string name, conn->QuoteIdentifier(u.table));
+      RETURN_IF_ERROR(Annotate(
+          conn->Exec(absl::StrCat("CREATE TEMP VIEW ", name, " AS ", view))
+              .status(),
+          where));
+    }
+  }
   RETURN_IF_ERROR(Annotate(
       conn->Exec(absl::StrCat("CREATE TEMP TABLE _bf_out (", defs, ")"))
           .status(),
@@ -911,7 +928,7 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
     CrashPoint("stage.before_commit");
     RETURN_IF_ERROR(Annotate(write.Commit(), where));
   }
-  RETURN_IF_ERROR(conn->Exec("DROP TABLE pg_temp._bf_out").status());
+  RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
   return result;
 }
 

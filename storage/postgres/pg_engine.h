@@ -21,18 +21,18 @@
 //                                           dataset and their membership
 //                                           values (released ones removed)
 //                      _bf_keys_<dataset>   entity keys of a keyed item
-//                      <table>              a view named like the table of
-//                                           each dataset the job
-//                                           recomputes: its staged rows
-//                                           UNION ALL its published rows
-//                                           outside the job's partitions;
-//                                           and a snapshot table named like
-//                                           each pinned (`mapping: all`)
-//                                           input, taken once
+//                      <table>              a snapshot named like each
+//                                           pinned (`mapping: all`) input,
+//                                           taken once
 //                    A transform runs with the job's schema first on its
 //                    session's search_path (SET LOCAL, inside the staging
-//                    transaction), so the names it reads resolve to the
-//                    job's view of them and its text is never rewritten.
+//                    transaction), and with a TEMP view named like the
+//                    table of each other dataset the job recomputes (its
+//                    staged rows UNION ALL its published rows outside the
+//                    job's partitions; the session's temporary schema comes
+//                    before any other), so the names it reads resolve to
+//                    the job's view of them and its text is never
+//                    rewritten.
 //                    DropStaging drops the schema (CASCADE).
 // A name longer than PostgreSQL's 63 bytes would be cut silently by the
 // server: a dataset or table whose names would make one refuses with
@@ -181,6 +181,11 @@ class PostgresEngine : public Engine {
   };
   absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
       const std::string& job_id);
+  // The rows the job's readers see of `ds`, a dataset it recomputes: its
+  // staged rows UNION ALL its published rows outside the job's partitions.
+  absl::StatusOr<std::string> OverlaySql(PgConnection* conn,
+                                         const std::string& job_id,
+                                         const DatasetSpec& ds);
   // The partition columns of `ds` (quoted, with `qualifier` before them,
   // e.g. "t.") and their kinds: from the contract for a derived dataset,
   // from the published table for a source.
