@@ -1645,10 +1645,6 @@ absl::StatusOr<Profile> PostgresEngine::ProfileStaged(const std::string&,
                                                       const ProfileRequest&) {
   BACKFILL_PG_NOT_YET("ProfileStaged");
 }
-absl::StatusOr<Profile> PostgresEngine::ProfilePublished(
-    const std::string&, const DatasetSpec&, const ProfileRequest&) {
-  BACKFILL_PG_NOT_YET("ProfilePublished");
-}
 absl::StatusOr<std::map<std::string, CountWithSamples>>
 PostgresEngine::RunAssertion(const std::string&, const DatasetSpec&,
                              const std::string&, int) {
@@ -1985,6 +1981,81 @@ absl::StatusOr<PartitionDiff> PostgresEngine::DiffPartition(
   }
   RETURN_IF_ERROR(txn.Commit());
   return diff;
+}
+
+}  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::StatusOr<Profile> PostgresEngine::ProfilePublished(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const ProfileRequest& request) {
+  RETURN_IF_ERROR(FindJob(job_id).status());
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+  ASSIGN_OR_RETURN(std::string parts,
+                   conn->QuoteIdentifier(PartsName(dataset.name)));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  Profile out;
+  ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,
+                   TableColumns(conn.get(), base_, dataset.table));
+  if (!columns) return out;
+  // Only the measures the published table has (a drifted table lacks some;
+  // the schema check reports it).
+  std::set<std::string> present;
+  for (const PgColumn& c : *columns) {
+    present.insert(absl::AsciiStrToLower(c.name));
+  }
+  std::vector<std::string> measures;
+  std::vector<std::string> aggregates = {"count(*)"};
+  for (const std::string& m : request.measures) {
+    if (!present.count(absl::AsciiStrToLower(m))) continue;
+    measures.push_back(m);
+    ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(m));
+    aggregates.push_back(
+        absl::StrCat("coalesce(sum(_bf_t.", q, ")::float8, 0)"));
+  }
+  std::string sql;
+  if (!dataset.partition) {
+    sql = absl::StrCat("SELECT '', ", absl::StrJoin(aggregates, ", "), " FROM ",
+                       base, ".", table, " AS _bf_t");
+  } else {
+    ASSIGN_OR_RETURN(PgPartitionColumns t_cols,
+                     ColumnsOf(conn.get(), dataset, "_bf_t."));
+    ASSIGN_OR_RETURN(PgCondition member,
+                     MembershipCondition(t_cols, kServiceSchema, 1));
+    ASSIGN_OR_RETURN(std::string pexpr,
+                     PartitionExpression(t_cols, kServiceSchema));
+    std::vector<std::string> exprs;
+    for (int i = 1; i <= member.parameters; ++i) {
+      exprs.push_back(absl::StrCat("_bf_q.\"v", i, "\""));
+    }
+    // The job's partitions now (those it let go of are no longer listed).
+    sql = absl::StrCat("SELECT ", pexpr, " AS _bf_p, ",
+                       absl::StrJoin(aggregates, ", "), " FROM ", base, ".",
+                       table, " AS _bf_t WHERE EXISTS (SELECT 1 FROM ", schema,
+                       ".", parts, " AS _bf_q WHERE ",
+                       OverExpressions(member.sql, 1, exprs), ") GROUP BY 1");
+  }
+  ASSIGN_OR_RETURN(PgResult rows, conn->Exec(sql));
+  for (const std::vector<PgValue>& row : rows.rows) {
+    if (!row[0]) continue;
+    const int64_t n = std::stoll(row[1].value_or("0"));
+    if (n == 0) continue;
+    PartitionProfile& p = out[*row[0]];
+    p.rows = n;
+    for (size_t i = 0; i < measures.size(); ++i) {
+      double sum = 0;
+      absl::SimpleAtod(row[2 + i].value_or("0"), &sum);
+      p.sums[measures[i]] = sum;
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
 }
 
 }  // namespace backfill::postgres
