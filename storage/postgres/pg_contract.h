@@ -64,8 +64,9 @@ struct PgColumn {
   }
 };
 
-// The columns of the relation `schema`.`table` (both quoted; an empty
-// schema resolves the name by the search_path) in their order (attnum),
+// The columns of the relation `schema`.`table` (both names as they are,
+// unquoted: the function quotes them; an empty schema resolves the name by
+// the search_path) in their order (attnum),
 // dropped columns left out; nullopt when no such table exists. The name is
 // bound (to_regclass($1)), never spliced. FAILED_PRECONDITION when the name
 // belongs to something that holds no rows (an index, a sequence, a type).
