@@ -636,9 +636,23 @@ TEST_F(HeldRollbackTest, ARollbackSupersedesTheHeldJobsItOverlapsOnceDone) {
   WaitState(invalid, JobState::kValidationFailed);
   engine_.SetValidationFailures("daily", {});
   FailStage("2025-01-05", absl::InvalidArgumentError("bad row"), -1);
+  // A job fails as soon as one partition does, and drops what was still
+  // ready: 2025-01-05 fails only once 2025-01-04 is staged, so that the
+  // failed job holds staging for the rollback to supersede.
+  engine_.SetHook([this](const Call& call) {
+    if (call.method == "StagePartition" && call.partition == "2025-01-05") {
+      const absl::Time deadline = absl::Now() + absl::Seconds(30);
+      while (!engine_.StagedRows(call.job_id, "daily", "2025-01-04") &&
+             absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+    }
+    return OnCall(call);
+  });
   const std::string failed =
       Submit(Request("daily", "2025-01-04", "2025-01-06"));
   WaitState(failed, JobState::kFailed);
+  engine_.SetHook([this](const Call& call) { return OnCall(call); });
   ClearStageFaults();
   ASSERT_TRUE(engine_.StagedRows(failed, "daily", "2025-01-04").has_value());
   const std::string outside =

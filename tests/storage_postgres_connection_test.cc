@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
+#include "tests/testing/postgres_suite.h"
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
@@ -29,18 +30,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
-class PgConnectionTest : public ::testing::Test {
+class PgConnectionTest : public backfill::testing::PostgresSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto server = backfill::testing::PostgresTestServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     auto conn = PgConnection::Connect(server_->Dsn());
@@ -62,11 +53,8 @@ class PgConnectionTest : public ::testing::Test {
     return r.ok() ? std::stoll(*r->rows[0][0]) : -1;
   }
 
-  static backfill::testing::PostgresTestServer* server_;
   std::unique_ptr<PgConnection> conn_;
 };
-
-backfill::testing::PostgresTestServer* PgConnectionTest::server_ = nullptr;
 
 TEST_F(PgConnectionTest, BindsValuesNullsAndHostileTextAsData) {
   const std::string hostile = "x'); DROP TABLE t; --\n\"\\";

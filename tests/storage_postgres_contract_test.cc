@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/pg_contract.h"
+#include "tests/testing/postgres_suite.h"
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
@@ -34,18 +35,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Optional;
 
-class PgContractTest : public ::testing::Test {
+class PgContractTest : public backfill::testing::PostgresSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto server = backfill::testing::PostgresTestServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     auto conn = PgConnection::Connect(server_->Dsn());
@@ -106,11 +97,8 @@ class PgContractTest : public ::testing::Test {
     EXPECT_THAT(state->rows[0][0], Optional(std::string("idle")));
   }
 
-  static backfill::testing::PostgresTestServer* server_;
   std::unique_ptr<PgConnection> conn_;
 };
-
-backfill::testing::PostgresTestServer* PgContractTest::server_ = nullptr;
 
 TEST_F(PgContractTest, AliasesBecomeTheServersOwnNames) {
   EXPECT_THAT(

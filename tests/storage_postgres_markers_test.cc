@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/pg_markers.h"
+#include "tests/testing/postgres_suite.h"
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
@@ -32,18 +33,8 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-class PgMarkersTest : public ::testing::Test {
+class PgMarkersTest : public backfill::testing::PostgresSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto server = backfill::testing::PostgresTestServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   // Each test gets a database of its own.
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
@@ -84,12 +75,9 @@ class PgMarkersTest : public ::testing::Test {
     return out;
   }
 
-  static backfill::testing::PostgresTestServer* server_;
   std::string database_;
   std::unique_ptr<PgConnection> conn_;
 };
-
-backfill::testing::PostgresTestServer* PgMarkersTest::server_ = nullptr;
 
 TEST_F(PgMarkersTest, TheServiceSchemaIsCreatedOnceByConcurrentStarts) {
   constexpr int kStarts = 6;

@@ -44,6 +44,7 @@
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/pg_membership.h"
+#include "tests/testing/postgres_suite.h"
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
@@ -550,18 +551,8 @@ std::string Show(const PgValue& v) {
 
 // ------------------------------------------------------------- the fixture --
 
-class PgMembershipTest : public ::testing::Test {
+class PgMembershipTest : public backfill::testing::PostgresSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto server = backfill::testing::PostgresTestServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     auto conn = PgConnection::Connect(server_->Dsn());
@@ -756,13 +747,10 @@ class PgMembershipTest : public ::testing::Test {
     }
   }
 
-  static backfill::testing::PostgresTestServer* server_;
   std::unique_ptr<PgConnection> conn_;
   std::string schema_;
   uint64_t seed_ = 0;
 };
-
-backfill::testing::PostgresTestServer* PgMembershipTest::server_ = nullptr;
 
 // ------------------------------------------------------------------ kinds --
 

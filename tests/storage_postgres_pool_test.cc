@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/pg_pool.h"
+#include "tests/testing/postgres_suite.h"
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
@@ -31,18 +32,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Optional;
 
-class PgPoolTest : public ::testing::Test {
+class PgPoolTest : public backfill::testing::PostgresSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto server = backfill::testing::PostgresTestServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     auto admin = PgConnection::Connect(server_->Dsn());
@@ -100,11 +91,8 @@ class PgPoolTest : public ::testing::Test {
     return r.ok() ? *r->rows[0][0] : std::string();
   }
 
-  static backfill::testing::PostgresTestServer* server_;
   std::unique_ptr<PgConnection> admin_;
 };
-
-backfill::testing::PostgresTestServer* PgPoolTest::server_ = nullptr;
 
 TEST_F(PgPoolTest, OpensItsSizeEagerlyAndNeverMoreUnderManyThreads) {
   const std::string app = AppName();
