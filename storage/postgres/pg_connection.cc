@@ -167,6 +167,56 @@ absl::Status PgConnection::ExecScript(std::string_view sql) {
   return StatusFromSqlState(state, message, cancel_requested_.load());
 }
 
+namespace {
+
+// The status for a statement `sql` that failed with `res` (null when libpq
+// returned no result).
+absl::Status ErrorOf(pg_conn* conn, const PGresult* res, std::string_view sql,
+                     bool cancelled) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  std::string message =
+      res ? Trimmed(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY))
+          : std::string();
+  if (message.empty()) message = Trimmed(PQerrorMessage(conn));
+  if (res) {
+    if (std::string detail =
+            Trimmed(PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL));
+        !detail.empty()) {
+      absl::StrAppend(&message, ": ", detail);
+    }
+  }
+  absl::StrAppend(&message, "; in: ", Head(sql));
+  // No SQLSTATE: the connection itself failed (the server went away).
+  if (state == nullptr || PQstatus(conn) != CONNECTION_OK) {
+    return absl::UnavailableError(
+        absl::StrCat("PostgreSQL connection lost: ", message));
+  }
+  return StatusFromSqlState(state, message, cancelled);
+}
+
+}  // namespace
+
+absl::StatusOr<PgResult> PgConnection::Describe(std::string_view sql) {
+  cancel_requested_.store(false);
+  const std::string text(sql);
+  std::unique_ptr<PGresult, void (*)(PGresult*)> prepared(
+      PQprepare(conn_, "", text.c_str(), 0, nullptr), PQclear);
+  if (!prepared || PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
+    return ErrorOf(conn_, prepared.get(), sql, cancel_requested_.load());
+  }
+  std::unique_ptr<PGresult, void (*)(PGresult*)> res(
+      PQdescribePrepared(conn_, ""), PQclear);
+  if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+    return ErrorOf(conn_, res.get(), sql, cancel_requested_.load());
+  }
+  PgResult out;
+  for (int c = 0; c < PQnfields(res.get()); ++c) {
+    out.columns.push_back(PQfname(res.get(), c));
+    out.types.push_back(static_cast<uint32_t>(PQftype(res.get(), c)));
+  }
+  return out;
+}
+
 absl::StatusOr<PgResult> PgConnection::Exec(
     std::string_view sql, const std::vector<PgValue>& params) {
   cancel_requested_.store(false);
@@ -183,26 +233,7 @@ absl::StatusOr<PgResult> PgConnection::Exec(
   const ExecStatusType status =
       res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    const char* state =
-        res ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
-    std::string message =
-        res ? Trimmed(PQresultErrorField(res.get(), PG_DIAG_MESSAGE_PRIMARY))
-            : std::string();
-    if (message.empty()) message = Trimmed(PQerrorMessage(conn_));
-    if (res) {
-      if (std::string detail =
-              Trimmed(PQresultErrorField(res.get(), PG_DIAG_MESSAGE_DETAIL));
-          !detail.empty()) {
-        absl::StrAppend(&message, ": ", detail);
-      }
-    }
-    absl::StrAppend(&message, "; in: ", Head(sql));
-    // No SQLSTATE: the connection itself failed (the server went away).
-    if (state == nullptr || PQstatus(conn_) != CONNECTION_OK) {
-      return absl::UnavailableError(
-          absl::StrCat("PostgreSQL connection lost: ", message));
-    }
-    return StatusFromSqlState(state, message, cancel_requested_.load());
+    return ErrorOf(conn_, res.get(), sql, cancel_requested_.load());
   }
   PgResult out;
   const int columns = PQnfields(res.get());

@@ -89,6 +89,12 @@ class PgConnection {
   absl::StatusOr<PgResult> Exec(std::string_view sql,
                                 const std::vector<PgValue>& params = {});
 
+  // Prepares `sql` (one statement, as the unnamed prepared statement) and
+  // returns its output columns and their types without running it; no
+  // rows. The server's errors as for Exec (INVALID_ARGUMENT for a
+  // statement that does not compile).
+  absl::StatusOr<PgResult> Describe(std::string_view sql);
+
   // Runs `sql`, one or more statements separated by semicolons, without
   // parameters (libpq's simple protocol); their rows are discarded. For
   // scripts of the caller's own, never for statements holding values.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "core/affected_by.h"
 #include "core/crash_point.h"
 #include "core/diff.h"
 #include "core/fingerprint.h"
@@ -1628,31 +1629,206 @@ absl::StatusOr<SqlValue> PostgresEngine::QueryValue(
   return out;  // the READ ONLY transaction is rolled back on scope exit
 }
 
-// Not yet written for PostgreSQL: refused, never faked.
-#define BACKFILL_PG_NOT_YET(what)                                   \
-  return absl::UnimplementedError(                                  \
-      absl::StrCat(what,                                            \
-                   " is not available on the PostgreSQL warehouse " \
-                   "yet"))
+namespace {
 
-absl::StatusOr<QueryShape> PostgresEngine::DescribeQuery(
-    const std::string&, const std::vector<const DatasetSpec*>&,
-    const DatasetSpec*) {
-  BACKFILL_PG_NOT_YET("DescribeQuery");
+// Built-in functions a predicate may not call although PostgreSQL has them:
+// those that run queries of their own, read files or the server's state,
+// or take locks that outlive the transaction.
+bool ReadsOnlyItsArguments(const std::string& name) {
+  static const char* const kPrefixes[] = {"query_to_xml",    "table_to_xml",
+                                          "cursor_to_xml",   "schema_to_xml",
+                                          "database_to_xml", "pg_read_",
+                                          "pg_ls_",          "pg_stat_file",
+                                          "pg_advisory",     "pg_try_advisory",
+                                          "pg_terminate",    "pg_cancel",
+                                          "pg_reload",       "pg_rotate",
+                                          "pg_promote",      "pg_switch",
+                                          "pg_logical",      "pg_replication",
+                                          "pg_create",       "pg_drop",
+                                          "pg_backup",       "lo_",
+                                          "dblink",          "set_config",
+                                          "txid_",           "pg_notify",
+                                          "pg_import",       "pg_export",
+                                          "pg_log",          "pg_sleep"};
+  for (const char* prefix : kPrefixes) {
+    if (absl::StartsWith(name, prefix)) return false;
+  }
+  return true;
 }
-absl::StatusOr<Profile> PostgresEngine::ProfileStaged(const std::string&,
-                                                      const DatasetSpec&,
-                                                      const ProfileRequest&) {
-  BACKFILL_PG_NOT_YET("ProfileStaged");
+
+}  // namespace
+
+void PostgresEngine::SetPredicateTimeout(absl::Duration timeout) {
+  absl::MutexLock lock(&predicate_mu_);
+  predicate_timeout_ = timeout;
 }
-absl::StatusOr<std::map<std::string, CountWithSamples>>
-PostgresEngine::RunAssertion(const std::string&, const DatasetSpec&,
-                             const std::string&, int) {
-  BACKFILL_PG_NOT_YET("RunAssertion");
-}
+
 absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
-    const DatasetSpec&, const std::string&, size_t) {
-  BACKFILL_PG_NOT_YET("PartitionsMatching");
+    const DatasetSpec& dataset, const std::string& predicate,
+    size_t max_partitions) {
+  RETURN_IF_ERROR(CheckPredicate(predicate));
+  const std::string quoted = QuotePredicate(predicate);
+  const std::string where =
+      absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
+  absl::Duration timeout;
+  {
+    absl::MutexLock lock(&predicate_mu_);
+    timeout = predicate_timeout_;
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(base, ".", table)}));
+  if (exists.rows[0][0].value_or("f") != "t") return std::vector<std::string>{};
+  RETURN_IF_ERROR(
+      conn->Exec(absl::StrCat("SET LOCAL search_path TO ", base)).status());
+  RETURN_IF_ERROR(
+      conn->Exec(absl::StrCat(
+                     "SET LOCAL statement_timeout = ",
+                     std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))))
+          .status());
+
+  // Every failure of a statement that carries the predicate, as the client
+  // should read it.
+  auto failed = [&](const absl::Status& status) -> absl::Status {
+    switch (status.code()) {
+      case absl::StatusCode::kDeadlineExceeded:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "affected_by: predicate ", quoted, " ran longer than ",
+            absl::FormatDuration(timeout), " over ", where,
+            " and was stopped: make it cheaper (e.g. a condition on the "
+            "table's own columns, without subqueries)"));
+      case absl::StatusCode::kCancelled:
+        return absl::UnavailableError(
+            absl::StrCat("affected_by: evaluating predicate ", quoted,
+                         " was interrupted: the service is stopping"));
+      case absl::StatusCode::kInvalidArgument:
+      case absl::StatusCode::kFailedPrecondition:
+      case absl::StatusCode::kPermissionDenied: {
+        const std::string message(status.message());
+        return absl::InvalidArgumentError(
+            absl::StrCat("affected_by: predicate ", quoted,
+                         " does not work against ", where, ": ", message,
+                         absl::StrContains(message, "at end of input")
+                             ? " (the expression is incomplete at its end)"
+                             : ""));
+      }
+      default:
+        return Annotate(status,
+                        absl::StrCat("affected_by: predicate ", quoted));
+    }
+  };
+  auto refused = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affected_by: predicate ", quoted, " is refused: it ", why,
+                     "; a predicate may only read the columns of ", where,
+                     " (and call PostgreSQL's built-in functions)"));
+  };
+
+  // The predicate alone, planned (never run): what it reads and calls.
+  const std::string probe = absl::StrCat("SELECT 1 FROM ", base, ".", table,
+                                         " WHERE (\n", predicate, "\n)");
+  absl::StatusOr<PgResult> plan =
+      conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ", probe));
+  if (!plan.ok()) return failed(plan.status());
+  if (plan->rows.empty() || !plan->rows[0][0]) {
+    return absl::InternalError("EXPLAIN returned no plan");
+  }
+  const PgValue& plan_json = plan->rows[0][0];
+  // A node's schema sits beside its relation name; read them together.
+  ASSIGN_OR_RETURN(
+      PgResult scanned,
+      conn->Exec("SELECT DISTINCT n ->> 'Schema', n ->> 'Relation Name' "
+                 "FROM jsonb_path_query($1::jsonb, "
+                 "'strict $.** ? (exists (@.\"Relation Name\"))') AS n",
+                 {plan_json}));
+  for (const std::vector<PgValue>& row : scanned.rows) {
+    if (row[0].value_or("") != base_ || row[1].value_or("") != dataset.table) {
+      return refused(absl::StrCat("reads table ", row[0].value_or("?"), ".",
+                                  row[1].value_or("?")));
+    }
+  }
+  // Functions it calls: names before '(' in the expressions PostgreSQL
+  // printed, with literals and type modifiers taken out first.
+  ASSIGN_OR_RETURN(PgResult calls, conn->Exec(
+                                       R"sql(
+WITH e AS (
+  SELECT regexp_replace(
+           regexp_replace(v #>> '{}', '''([^'']|'''')*''', '''''', 'g'),
+           '::[a-z ]+\([0-9, ]*\)', '', 'g') AS text
+  FROM jsonb_path_query($1::jsonb, 'strict $.** ? (@.type() == "string")') AS v
+), n AS (
+  SELECT DISTINCT lower(coalesce(m[1], replace(m[2], '""', '"'))) AS name
+  FROM e, regexp_matches(e.text, '(?:([A-Za-z_][A-Za-z0-9_$]*)|"((?:[^"]|"")+)")\s*\(', 'g') AS m
+)
+SELECT name,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name AND p.oid >= 16384)
+FROM n ORDER BY name)sql",
+                                       {plan_json}));
+  static const std::set<std::string> kSyntax = {
+      "any",     "all",       "some",  "coalesce",  "nullif",  "greatest",
+      "least",   "row",       "array", "exists",    "in",      "values",
+      "and",     "or",        "not",   "case",      "extract", "position",
+      "overlay", "substring", "trim",  "collation", "is",      "normalize"};
+  for (const std::vector<PgValue>& row : calls.rows) {
+    const std::string name = row[0].value_or("");
+    if (kSyntax.count(name) > 0) continue;
+    if (row[2].value_or("f") == "t") {
+      return refused(absl::StrCat("calls function ", name,
+                                  ", which is not built into PostgreSQL"));
+    }
+    if (row[1].value_or("f") == "t" && !ReadsOnlyItsArguments(name)) {
+      return refused(absl::StrCat("calls function ", name,
+                                  ", which reads more than its arguments"));
+    }
+  }
+
+  const Grain grain = dataset.grain();
+  std::string sql;
+  if (grain == Grain::kNone) {
+    sql = absl::StrCat(probe, " LIMIT 1");
+  } else {
+    ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                     ColumnsOf(conn.get(), dataset, ""));
+    ASSIGN_OR_RETURN(std::string pexpr,
+                     PartitionExpression(pcols, kServiceSchema));
+    sql = absl::StrCat("SELECT ", pexpr, " FROM ", base, ".", table,
+                       " WHERE (\n", predicate, "\n) GROUP BY 1");
+  }
+  absl::StatusOr<PgResult> rows = conn->Exec(sql);
+  if (!rows.ok()) return failed(rows.status());
+  std::set<std::string> matching;
+  for (const std::vector<PgValue>& row : rows->rows) {
+    if (grain == Grain::kNone) {
+      matching.insert("");
+      break;
+    }
+    if (!row[0]) continue;  // a row of no partition
+    const std::string& partition = *row[0];
+    if (grain == Grain::kKey &&
+        std::find(dataset.partition->keys.begin(),
+                  dataset.partition->keys.end(),
+                  partition) == dataset.partition->keys.end()) {
+      continue;  // not a declared key: no partition of the dataset
+    }
+    if (dataset.two_dimensional() &&
+        !ValidatePartition(dataset.layout(), partition).ok()) {
+      continue;  // not a declared key: no partition of the dataset
+    }
+    matching.insert(partition);
+    if (matching.size() > max_partitions) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "affected_by: more than ", max_partitions, " partitions of ",
+          dataset.name, " have a row where ", quoted, "; at most ",
+          max_partitions, " per backfill: narrow the predicate"));
+    }
+  }
+  return std::vector<std::string>(matching.begin(), matching.end());
 }
 
 }  // namespace backfill::postgres
@@ -2056,6 +2232,399 @@ absl::StatusOr<Profile> PostgresEngine::ProfilePublished(
   }
   RETURN_IF_ERROR(txn.Commit());
   return out;
+}
+
+}  // namespace backfill::postgres
+
+namespace backfill::postgres {
+namespace {
+
+// A row of `alias` as samples show it: (name=literal, ...), in the
+// contract's order. Numbers as the server prints them, other values quoted.
+absl::StatusOr<std::string> RowTextSql(PgConnection* conn,
+                                       const DatasetSpec& ds,
+                                       const std::string& alias) {
+  std::vector<std::string> parts;
+  for (const ColumnSpec& c : ds.columns) {
+    ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(c.name));
+    const std::string label =
+        absl::StrCat("'", absl::StrReplaceAll(c.name, {{"'", "''"}}), "='");
+    const std::string type = absl::AsciiStrToUpper(c.type);
+    const bool number =
+        absl::StrContains(type, "INT") || absl::StrContains(type, "REAL") ||
+        absl::StrContains(type, "FLOA") || absl::StrContains(type, "DOUB") ||
+        absl::StrContains(type, "NUMERIC") ||
+        absl::StrContains(type, "DECIMAL");
+    parts.push_back(absl::StrCat(
+        label, " || ",
+        number ? absl::StrCat("coalesce(", alias, ".", q, "::text, 'NULL')")
+               : absl::StrCat("quote_nullable(", alias, ".", q, "::text)")));
+  }
+  return absl::StrCat("'(' || ", absl::StrJoin(parts, " || ', ' || "),
+                      " || ')'");
+}
+
+}  // namespace
+
+absl::StatusOr<Profile> PostgresEngine::ProfileStaged(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const ProfileRequest& request) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
+  const int samples = std::max(0, request.samples);
+  auto declared = [&](const std::string& column) {
+    for (const ColumnSpec& c : dataset.columns) {
+      if (c.name == column) return true;
+    }
+    return false;
+  };
+  for (const std::string& m : request.measures) {
+    if (!declared(m)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ProfileStaged: ", m, " is not a contract column of ", dataset.name));
+    }
+  }
+  for (const std::string& m : request.null_columns) {
+    if (!declared(m)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ProfileStaged: ", m, " is not a contract column of ", dataset.name));
+    }
+  }
+  for (const ProfileRequest::Reference& r : request.references) {
+    if (!declared(r.column) || r.dataset == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ProfileStaged: bad reference from ", dataset.name, ".", r.column));
+    }
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string stage,
+                   conn->QuoteIdentifier(StageName(dataset.name)));
+  PgTransaction txn(conn.get());
+  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+  ASSIGN_OR_RETURN(PgResult exists,
+                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                              {absl::StrCat(schema, ".", stage)}));
+  if (exists.rows[0][0].value_or("f") != "t") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  std::string pexpr = "''";
+  if (dataset.partition) {
+    ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                     ColumnsOf(conn.get(), dataset, "_bf_s."));
+    ASSIGN_OR_RETURN(pexpr, PartitionExpression(pcols, kServiceSchema));
+  }
+  const std::string from =
+      absl::StrCat("(SELECT ", pexpr, " AS _bf_p, _bf_s.* FROM ", schema, ".",
+                   stage, " AS _bf_s) AS _bf_r WHERE _bf_r._bf_p IS NOT NULL");
+  // The staging table has the contract's types, so every staged value
+  // fits its column's type: there are no type mismatches to count.
+  std::vector<std::string> aggregates = {"count(*)"};
+  for (const std::string& m : request.measures) {
+    ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(m));
+    aggregates.push_back(
+        absl::StrCat("coalesce(sum(_bf_r.", q, ")::float8, 0)"));
+  }
+  for (const std::string& c : request.null_columns) {
+    ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(c));
+    aggregates.push_back(
+        absl::StrCat("count(*) FILTER (WHERE _bf_r.", q, " IS NULL)"));
+  }
+  Profile out;
+  {
+    ASSIGN_OR_RETURN(PgResult rows,
+                     conn->Exec(absl::StrCat("SELECT _bf_r._bf_p, ",
+                                             absl::StrJoin(aggregates, ", "),
+                                             " FROM ", from, " GROUP BY 1")));
+    for (const std::vector<PgValue>& row : rows.rows) {
+      PartitionProfile& p = out[row[0].value_or("")];
+      size_t i = 1;
+      p.rows = std::stoll(row[i++].value_or("0"));
+      for (const std::string& m : request.measures) {
+        double sum = 0;
+        absl::SimpleAtod(row[i++].value_or("0"), &sum);
+        p.sums[m] = sum;
+      }
+      for (const std::string& c : request.null_columns) {
+        p.nulls[c].count = std::stoll(row[i++].value_or("0"));
+      }
+      p.orphans.resize(request.references.size());
+    }
+  }
+  ASSIGN_OR_RETURN(std::string row_text,
+                   RowTextSql(conn.get(), dataset, "_bf_r"));
+  // Samples of what was counted, only where something was.
+  auto sample =
+      [&](const std::string& condition,
+          const std::function<CountWithSamples*(PartitionProfile&)>& field)
+      -> absl::Status {
+    if (samples == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(
+        PgResult rows,
+        conn->Exec(
+            absl::StrCat(
+                "SELECT _bf_p, _bf_text FROM (SELECT _bf_r._bf_p AS _bf_p, ",
+                row_text,
+                " AS _bf_text, row_number() OVER (PARTITION BY _bf_r._bf_p) AS "
+                "_bf_n FROM ",
+                from, " AND (", condition, ")) AS _bf_x WHERE _bf_n <= $1"),
+            {absl::StrCat(samples)}));
+    for (const std::vector<PgValue>& row : rows.rows) {
+      auto it = out.find(row[0].value_or(""));
+      if (it == out.end()) continue;
+      if (CountWithSamples* c = field(it->second)) {
+        c->samples.push_back(row[1].value_or(""));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (const std::string& c : request.null_columns) {
+    bool any = false;
+    for (auto& [partition, p] : out) any |= p.nulls[c].count > 0;
+    if (!any) continue;
+    ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(c));
+    RETURN_IF_ERROR(sample(absl::StrCat("_bf_r.", q, " IS NULL"),
+                           [&](PartitionProfile& p) { return &p.nulls[c]; }));
+  }
+  // Orphans, one query per reference.
+  for (size_t i = 0; i < request.references.size(); ++i) {
+    const ProfileRequest::Reference& r = request.references[i];
+    bool recomputed = false;
+    for (const JobLayout::Item& item : job->layout.items) {
+      recomputed = recomputed || item.dataset->name == r.dataset->name;
+    }
+    const bool pinned =
+        !recomputed &&
+        std::any_of(
+            job->layout.pinned.begin(), job->layout.pinned.end(),
+            [&](const DatasetSpec* d) { return d->name == r.dataset->name; });
+    ASSIGN_OR_RETURN(std::string ref_name,
+                     conn->QuoteIdentifier(r.dataset->table));
+    const std::string ref_table =
+        absl::StrCat(pinned ? schema : base, ".", ref_name);
+    ASSIGN_OR_RETURN(
+        PgResult ref_exists,
+        conn->Exec("SELECT to_regclass($1) IS NOT NULL", {ref_table}));
+    ASSIGN_OR_RETURN(std::string column, conn->QuoteIdentifier(r.column));
+    ASSIGN_OR_RETURN(std::string key, conn->QuoteIdentifier(r.key));
+    const std::string orphan =
+        ref_exists.rows[0][0].value_or("f") == "t"
+            ? absl::StrCat("_bf_r.", column,
+                           " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ",
+                           ref_table, " AS _bf_k WHERE _bf_k.", key,
+                           " = _bf_r.", column, ")")
+            : absl::StrCat("_bf_r.", column, " IS NOT NULL");
+    bool any = false;
+    ASSIGN_OR_RETURN(
+        PgResult counts,
+        conn->Exec(absl::StrCat("SELECT _bf_r._bf_p, count(*) FROM ", from,
+                                " AND (", orphan, ") GROUP BY 1")));
+    for (const std::vector<PgValue>& row : counts.rows) {
+      auto it = out.find(row[0].value_or(""));
+      if (it == out.end()) continue;
+      it->second.orphans[i].count = std::stoll(row[1].value_or("0"));
+      any = true;
+    }
+    if (any) {
+      RETURN_IF_ERROR(
+          sample(orphan, [&](PartitionProfile& p) { return &p.orphans[i]; }));
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, CountWithSamples>>
+PostgresEngine::RunAssertion(const std::string& job_id,
+                             const DatasetSpec& dataset, const std::string& sql,
+                             int samples) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
+  auto partitions = job->partitions.find(dataset.name);
+  if (partitions == job->partitions.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset ", dataset.name, " is not recomputed by job ", job_id));
+  }
+  const std::string what = absl::StrCat("assertion on ", dataset.name);
+  std::string body = sql;
+  while (!body.empty() &&
+         (body.back() == ';' ||
+          std::isspace(static_cast<unsigned char>(body.back())))) {
+    body.pop_back();
+  }
+  absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
+  if (!positional.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " does not compile: ", positional.status().message()));
+  }
+  if (!LooksLikeQuery(body)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " is not a read-only SELECT"));
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string schema,
+                   conn->QuoteIdentifier(JobSchema(job_id)));
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  ASSIGN_OR_RETURN(std::string stage,
+                   conn->QuoteIdentifier(StageName(dataset.name)));
+  ASSIGN_OR_RETURN(std::string shadow, conn->QuoteIdentifier(dataset.table));
+  ASSIGN_OR_RETURN(std::string defs,
+                   ContractColumnDefinitions(conn.get(), dataset.columns));
+  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
+  std::optional<PgPartitionColumns> pcols;
+  std::optional<PgCondition> member;
+  if (dataset.partition) {
+    ASSIGN_OR_RETURN(pcols, ColumnsOf(conn.get(), dataset, ""));
+    ASSIGN_OR_RETURN(member, MembershipCondition(*pcols, kServiceSchema, 1));
+  }
+  // The dataset's table name reads one partition's staged rows: a TEMP
+  // table named like it, which the session resolves before any schema,
+  // refilled per partition. It lives in the session (a read-only
+  // transaction may write a temporary table but not create one) and goes
+  // with DISCARD TEMP.
+  struct Discard {
+    PgConnection* conn;
+    ~Discard() { conn->Exec("DISCARD TEMP").IgnoreError(); }
+  } discard{conn.get()};
+  RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
+  RETURN_IF_ERROR(Annotate(
+      conn->Exec(absl::StrCat("CREATE TEMP TABLE ", shadow, " (", defs, ")"))
+          .status(),
+      what));
+  std::map<std::string, CountWithSamples> out;
+  for (const std::string& partition : partitions->second) {
+    ASSIGN_OR_RETURN(
+        std::vector<PgValue> params,
+        PartitionParameters(dataset, partition, positional->names, what));
+    std::vector<PgValue> member_values;
+    if (dataset.partition) {
+      ASSIGN_OR_RETURN(member_values, MembershipValues(*pcols, partition));
+    }
+    PgTransaction txn(conn.get());
+    RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("DELETE FROM pg_temp.", shadow)).status());
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("INSERT INTO pg_temp.", shadow, " (", cols,
+                                ") SELECT ", cols, " FROM ", schema, ".", stage,
+                                " WHERE ",
+                                dataset.partition ? member->sql : "TRUE"),
+                   member_values)
+            .status(),
+        what));
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("SET LOCAL search_path TO ", base)).status());
+    RETURN_IF_ERROR(conn->Exec("SET LOCAL statement_timeout = '60s'").status());
+    // A subquery cannot modify anything (PostgreSQL refuses a
+    // data-modifying WITH below the top level), and the transaction is
+    // read-only for every other table.
+    absl::StatusOr<PgResult> rows = conn->Exec(
+        absl::StrCat("SELECT * FROM (\n", positional->text, "\n) AS _bf_a"),
+        params);
+    if (!rows.ok()) {
+      if (rows.status().code() == absl::StatusCode::kInvalidArgument ||
+          rows.status().code() == absl::StatusCode::kFailedPrecondition) {
+        const bool writes =
+            absl::StrContains(rows.status().message(), "SQLSTATE 25006") ||
+            absl::StrContains(rows.status().message(), "data-modifying");
+        return absl::FailedPreconditionError(
+            writes ? absl::StrCat(what, " is not a read-only SELECT")
+                   : absl::StrCat(
+                         what, " does not compile: ", rows.status().message()));
+      }
+      return Annotate(rows.status(),
+                      absl::StrCat(what, " for partition ", partition));
+    }
+    CountWithSamples& c = out[partition];
+    c.count = static_cast<int64_t>(rows->rows.size());
+    for (const std::vector<PgValue>& row : rows->rows) {
+      if (static_cast<int>(c.samples.size()) >= samples) break;
+      std::vector<std::string> values;
+      for (size_t i = 0; i < row.size(); ++i) {
+        values.push_back(absl::StrCat(rows->columns[i], "=",
+                                      Literal(row[i], rows->types[i])));
+      }
+      c.samples.push_back(absl::StrCat("(", absl::StrJoin(values, ", "), ")"));
+    }
+  }  // each transaction is rolled back: nothing it did stays
+  return out;
+}
+
+}  // namespace backfill::postgres
+
+namespace backfill::postgres {
+
+absl::StatusOr<QueryShape> PostgresEngine::DescribeQuery(
+    const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+    const DatasetSpec* own) {
+  std::string body = sql;
+  while (!body.empty() &&
+         (body.back() == ';' ||
+          std::isspace(static_cast<unsigned char>(body.back())))) {
+    body.pop_back();
+  }
+  absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
+  if (!positional.ok()) {
+    return absl::InvalidArgumentError(positional.status().message());
+  }
+  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+  struct Discard {
+    PgConnection* conn;
+    ~Discard() { conn->Exec("DISCARD TEMP").IgnoreError(); }
+  } discard{conn.get()};
+  RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
+  QueryShape shape;
+  PgTransaction txn(conn.get());  // rolled back: the stand-ins go with it
+  RETURN_IF_ERROR(txn.Begin());
+  RETURN_IF_ERROR(
+      conn->Exec(absl::StrCat("SET LOCAL search_path TO ", base)).status());
+  std::set<std::string> made;
+  auto stand_in = [&](const DatasetSpec& ds) -> absl::Status {
+    if (ds.columns.empty() || !made.insert(ds.table).second) {
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(std::string name, conn->QuoteIdentifier(ds.table));
+    ASSIGN_OR_RETURN(std::string defs,
+                     ContractColumnDefinitions(conn.get(), ds.columns));
+    absl::Status made_table =
+        conn->Exec(absl::StrCat("CREATE TEMP TABLE ", name, " (", defs, ")"))
+            .status();
+    if (made_table.code() == absl::StatusCode::kInvalidArgument) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the contract of ", ds.name,
+          " does not make a PostgreSQL table: ", made_table.message()));
+    }
+    return made_table;
+  };
+  if (own != nullptr) RETURN_IF_ERROR(stand_in(*own));
+  for (const DatasetSpec* ds : stand_ins) {
+    if (ds == nullptr) continue;
+    ASSIGN_OR_RETURN(std::string name, conn->QuoteIdentifier(ds->table));
+    ASSIGN_OR_RETURN(PgResult exists,
+                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                {absl::StrCat(base, ".", name)}));
+    if (exists.rows[0][0].value_or("f") != "t") RETURN_IF_ERROR(stand_in(*ds));
+  }
+  absl::StatusOr<PgResult> described = conn->Describe(positional->text);
+  if (!described.ok()) {
+    if (described.status().code() == absl::StatusCode::kInvalidArgument ||
+        described.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::InvalidArgumentError(described.status().message());
+    }
+    return described.status();
+  }
+  shape.columns = described->columns;
+  shape.parameters = positional->names;
+  // Read-only: a query that still compiles as a subquery (PostgreSQL
+  // allows a data-modifying WITH only at the top level).
+  shape.read_only =
+      LooksLikeQuery(body) &&
+      conn->Describe(absl::StrCat("SELECT * FROM (\n", positional->text,
+                                  "\n) AS _bf_t"))
+          .ok();
+  return shape;
 }
 
 }  // namespace backfill::postgres

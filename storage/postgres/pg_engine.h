@@ -76,6 +76,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/engine.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
@@ -143,18 +144,25 @@ class PostgresEngine : public Engine {
                                       const std::string& partition,
                                       const std::string& sql) override;
   // Stand-ins are TEMP tables of a transaction that is rolled back; the
-  // statement is prepared (PQprepare) and described, never run. A
-  // statement is read-only when EXPLAIN shows no ModifyTable node and
-  // PostgreSQL accepts it in a READ ONLY transaction.
+  // statement is prepared (PQprepare) and described, never run. It is
+  // read-only when it starts as a query does and still compiles as a
+  // subquery (PostgreSQL allows a data-modifying WITH only at the top
+  // level); whatever it calls runs in READ ONLY transactions anyway.
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
       const DatasetSpec* own) override;
+  // The staging table has the contract's types, so a staged value never
+  // has another type: `request.types` finds nothing here.
   absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
                                         const DatasetSpec& dataset,
                                         const ProfileRequest& request) override;
   absl::StatusOr<Profile> ProfilePublished(
       const std::string& job_id, const DatasetSpec& dataset,
       const ProfileRequest& request) override;
+  // The dataset's table name reads a TEMP table of the session refilled
+  // with each partition's staged rows; `sql` runs as a subquery (so it
+  // cannot modify anything) in a READ ONLY transaction, with a statement
+  // timeout of 60 s.
   absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& sql, int samples) override;
@@ -162,9 +170,16 @@ class PostgresEngine : public Engine {
                                               const DatasetSpec& dataset,
                                               const std::string& partition,
                                               int sample_limit) override;
+  // The predicate is planned first (EXPLAIN, never run) and refused when
+  // the plan reads any relation but the dataset's table or calls a function
+  // that is not built into PostgreSQL or that reads more than its arguments
+  // (runs queries, reads files, takes session locks); then it runs in a
+  // READ ONLY transaction with a statement timeout (SetPredicateTimeout,
+  // default 20 s) and is cancelled by Interrupt().
   absl::StatusOr<std::vector<std::string>> PartitionsMatching(
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;
+  void SetPredicateTimeout(absl::Duration timeout);
 
  private:
   // The rows and fingerprint of each of the item's partitions of the
@@ -202,6 +217,10 @@ class PostgresEngine : public Engine {
 
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
+
+  absl::Mutex predicate_mu_;
+  absl::Duration predicate_timeout_ ABSL_GUARDED_BY(predicate_mu_) =
+      absl::Seconds(20);
 
   absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
