@@ -169,9 +169,13 @@ struct DatasetSpec {
 absl::Status ValidateDatasetPartition(const DatasetSpec& ds,
                                       const std::string& partition);
 
+// Where the warehouse is: `engine` "sqlite" with a file `path` (relative to
+// --data-dir), or "postgres" with a libpq connection string `dsn` (no
+// password: libpq reads it from PGPASSWORD, ~/.pgpass or PGPASSFILE).
 struct WarehouseSpec {
   std::string engine = "sqlite";
-  std::string path = "warehouse.db";  // relative to --data-dir
+  std::string path = "warehouse.db";  // sqlite only
+  std::string dsn;                    // postgres only
 };
 
 class Catalog {

@@ -313,34 +313,60 @@ class FileParser {
 
   absl::StatusOr<WarehouseSpec> ParseWarehouse(const YAML::Node& w) const {
     if (!w.IsMap()) {
-      return Error(w, 1, "`warehouse` must be a map {engine, path}");
+      return Error(w, 1,
+                   "`warehouse` must be a map: {engine: sqlite, path: FILE} "
+                   "or {engine: postgres, dsn: \"host=... dbname=...\"}");
     }
-    absl::Status s =
-        CheckKeys(w, {"engine", "path"}, "in warehouse", "engine, path");
+    absl::Status s = CheckKeys(w, {"engine", "path", "dsn"}, "in warehouse",
+                               "engine, path, dsn");
     if (!s.ok()) return s;
     WarehouseSpec spec;
     absl::StatusOr<std::optional<std::string>> engine =
         Scalar(w, "engine", "in warehouse", false);
     if (!engine.ok()) return engine.status();
     if (*engine) {
-      if (**engine != "sqlite") {
+      if (**engine != "sqlite" && **engine != "postgres") {
         return Error(w["engine"], LineOf(w, 1),
                      absl::StrCat("warehouse engine \"", **engine,
-                                  "\" is not supported yet; supported: "
-                                  "sqlite"));
+                                  "\" is not supported; supported: sqlite, "
+                                  "postgres"));
       }
       spec.engine = **engine;
     }
     absl::StatusOr<std::optional<std::string>> path =
         Scalar(w, "path", "in warehouse", false);
     if (!path.ok()) return path.status();
-    if (*path) {
-      if ((*path)->empty()) {
-        return Error(w["path"], LineOf(w, 1),
-                     "warehouse path must not be empty");
+    absl::StatusOr<std::optional<std::string>> dsn =
+        Scalar(w, "dsn", "in warehouse", false);
+    if (!dsn.ok()) return dsn.status();
+    if (spec.engine == "sqlite") {
+      if (*dsn) {
+        return Error(w["dsn"], LineOf(w, 1),
+                     "`dsn` is for engine postgres; a sqlite warehouse is a "
+                     "file: give `path`");
       }
-      spec.path = **path;
+      if (*path) {
+        if ((*path)->empty()) {
+          return Error(w["path"], LineOf(w, 1),
+                       "warehouse path must not be empty");
+        }
+        spec.path = **path;
+      }
+      return spec;
     }
+    if (*path) {
+      return Error(w["path"], LineOf(w, 1),
+                   "`path` is for engine sqlite; a postgres warehouse is "
+                   "reached by `dsn`");
+    }
+    if (!*dsn || absl::StripAsciiWhitespace(**dsn).empty()) {
+      return Error(w, 1,
+                   "engine postgres needs `dsn`, a libpq connection string "
+                   "such as \"host=db.internal port=5432 dbname=analytics "
+                   "user=backfill\"");
+    }
+    spec.path.clear();
+    spec.dsn = **dsn;
     return spec;
   }
 

@@ -37,8 +37,8 @@
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
 #include "server/stale_partitions_collector.h"
+#include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
-#include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 
 #ifndef BACKFILL_VERSION
@@ -267,18 +267,9 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   store_ = *std::move(store);
 
-  // 3. Warehouse engine. A warehouse the state store has published into
-  //    must exist: it is never silently created again.
+  // 3. Warehouse engine (warehouse_factory.h). A warehouse the state store
+  //    has published into must exist: it is never silently created again.
   const WarehouseSpec& warehouse = catalog_->warehouse();
-  if (warehouse.engine != "sqlite") {
-    return absl::UnimplementedError(
-        absl::StrCat("warehouse engine \"", warehouse.engine,
-                     "\" is not supported by this build (supported: sqlite)"));
-  }
-  const fs::path wpath(warehouse.path);
-  const std::string warehouse_path =
-      (wpath.is_absolute() ? wpath : fs::path(options_.data_dir) / wpath)
-          .string();
   absl::StatusOr<std::vector<std::string>> published =
       JobsWithPublications(store_.get());
   if (!published.ok()) {
@@ -286,10 +277,17 @@ absl::Status Daemon::Init(Catalog catalog) {
                         absl::StrCat("cannot read state store ", state_path,
                                      ": ", published.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<SqliteEngine>> engine = SqliteEngine::Open(
-      warehouse_path, workers + 2,
-      /*create_if_missing=*/published->empty() || options_.adopt_warehouse);
-  if (!engine.ok() && engine.status().code() == absl::StatusCode::kNotFound) {
+  WarehouseOpenOptions open_options;
+  open_options.data_dir = options_.data_dir;
+  open_options.connections = workers + 2;
+  open_options.create_if_missing =
+      published->empty() || options_.adopt_warehouse;
+  open_options.stats_max_age = options_.stats_max_age;
+  absl::StatusOr<OpenedWarehouse> opened =
+      OpenWarehouse(warehouse, open_options);
+  const std::string warehouse_path =
+      opened.ok() ? opened->name : WarehouseName(warehouse, options_.data_dir);
+  if (!opened.ok() && opened.status().code() == absl::StatusCode::kNotFound) {
     return absl::FailedPreconditionError(absl::StrCat(
         "warehouse ", warehouse_path, " does not exist, but state store ",
         state_path, " records ", published->size(),
@@ -298,13 +296,13 @@ absl::Status Daemon::Init(Catalog catalog) {
         "the warehouse. backfilld does not create an empty warehouse in its "
         "place; to start over with one, start once with --adopt-warehouse"));
   }
-  if (!engine.ok()) {
-    return absl::Status(engine.status().code(),
+  if (!opened.ok()) {
+    return absl::Status(opened.status().code(),
                         absl::StrCat("cannot open warehouse ", warehouse_path,
-                                     ": ", engine.status().message()));
+                                     ": ", opened.status().message()));
   }
-  (*engine)->SetStatsPolicy(options_.stats_max_age);
-  engine_ = *std::move(engine);
+  engine_ = std::move(opened->engine);
+  warehouse_lineage_location_ = opened->lineage_location;
   absl::StatusOr<OwnershipResult> ownership = CheckAndClaimWarehouse(
       store_.get(), engine_.get(), options_.adopt_warehouse, state_path,
       warehouse_path);
@@ -349,7 +347,7 @@ absl::Status Daemon::Init(Catalog catalog) {
         "metrics disabled (--metrics-listen {})",
         options_.metrics_listen.empty() ? "\"\"" : options_.metrics_listen);
   }
-  if (absl::Status s = StartOpenLineage(warehouse_path); !s.ok()) return s;
+  if (absl::Status s = StartOpenLineage(); !s.ok()) return s;
   observer_ = std::make_unique<LoggingObserver>(ObserverAfterLogging());
 
   // 5. Manager (not started yet).
@@ -431,7 +429,7 @@ absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
   return openlineage::ValidateNamespace(options.openlineage_namespace);
 }
 
-absl::Status Daemon::StartOpenLineage(const std::string& warehouse_path) {
+absl::Status Daemon::StartOpenLineage() {
   if (options_.openlineage_url.empty()) {
     spdlog::info("OpenLineage disabled (no --openlineage-url)");
     return absl::OkStatus();
@@ -439,16 +437,18 @@ absl::Status Daemon::StartOpenLineage(const std::string& warehouse_path) {
   openlineage::EmitterOptions lineage_options;
   lineage_options.url = options_.openlineage_url;
   lineage_options.job_namespace = options_.openlineage_namespace;
-  // The warehouse's dataset namespace: sqlite://, this host's name and the
-  // file's absolute path, so that two daemons' warehouses at the same path
-  // on different hosts are different datasets.
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(warehouse_path, ec);
-  char host[256] = {};
-  const bool has_host = gethostname(host, sizeof host - 1) == 0;
-  lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
-      has_host ? host : "",
-      (ec ? fs::path(warehouse_path) : absolute).string());
+  // The warehouse's dataset namespace. SQLite: sqlite://, this host's name
+  // and the file's absolute path, so that two daemons' warehouses at the
+  // same path on different hosts are different datasets. PostgreSQL:
+  // postgres://HOST:PORT, the server's own address.
+  if (catalog_->warehouse().engine == "sqlite") {
+    char host[256] = {};
+    const bool has_host = gethostname(host, sizeof host - 1) == 0;
+    lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
+        has_host ? host : "", warehouse_lineage_location_);
+  } else {
+    lineage_options.dataset_namespace = warehouse_lineage_location_;
+  }
   lineage_options.version = DaemonVersion();
   lineage_http_ = std::make_unique<CurlHttpClient>();
   lineage_clock_ = std::make_unique<SystemClock>();

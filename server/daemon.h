@@ -113,7 +113,7 @@ class Daemon {
   absl::Status Init(Catalog catalog);
   // Builds and starts the OpenLineage emitter when --openlineage-url is
   // given (the observers after logging: metrics, then the emitter).
-  absl::Status StartOpenLineage(const std::string& warehouse_path);
+  absl::Status StartOpenLineage();
   // The observer LoggingObserver passes events on to.
   JobObserver* ObserverAfterLogging();
   // Drains and destroys the emitter (after the manager stopped).
@@ -130,6 +130,9 @@ class Daemon {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
+  // Where OpenLineage's dataset namespace says the warehouse is
+  // (OpenedWarehouse::lineage_location).
+  std::string warehouse_lineage_location_;
   std::unique_ptr<Metrics> metrics_;
   // OpenLineage (--openlineage-url), all null without it.
   std::unique_ptr<HttpClient> lineage_http_;

@@ -397,7 +397,41 @@ datasets:
   - {name: x, kind: source}
 )");
   EXPECT_THAT(msg, HasSubstr("pipe.yaml:1:"));
-  EXPECT_THAT(msg, HasSubstr("engine \"postgres\" is not supported yet"));
+  EXPECT_THAT(msg, HasSubstr("engine postgres needs `dsn`"));
+
+  msg = LoadError(R"(warehouse: {engine: postgres, dsn: "  "}
+datasets: []
+)");
+  EXPECT_THAT(msg, HasSubstr("engine postgres needs `dsn`"));
+
+  msg = LoadError(R"(warehouse: {engine: postgres, dsn: "dbname=a", path: x.db}
+datasets: []
+)");
+  EXPECT_THAT(msg, HasSubstr("`path` is for engine sqlite"));
+
+  msg = LoadError(R"(warehouse: {dsn: "dbname=a"}
+datasets: []
+)");
+  EXPECT_THAT(msg, HasSubstr("`dsn` is for engine postgres"));
+
+  msg = LoadError(R"(warehouse: {engine: oracle}
+datasets: []
+)");
+  EXPECT_THAT(msg, HasSubstr("engine \"oracle\" is not supported; "
+                             "supported: sqlite, postgres"));
+
+  {
+    absl::StatusOr<Catalog> pg = Load(
+        R"(warehouse: {engine: postgres, dsn: "host=db.internal port=5432 dbname=analytics user=backfill"}
+datasets:
+  - {name: x, kind: source}
+)");
+    ASSERT_TRUE(pg.ok()) << pg.status();
+    EXPECT_EQ(pg->warehouse().engine, "postgres");
+    EXPECT_EQ(pg->warehouse().dsn,
+              "host=db.internal port=5432 dbname=analytics user=backfill");
+    EXPECT_EQ(pg->warehouse().path, "");
+  }
 
   absl::StatusOr<Catalog> c = Load(R"(warehouse: {path: other.db}
 datasets:

@@ -101,6 +101,31 @@ absl::Status StatusFromSqlState(std::string_view sqlstate,
   return absl::InternalError(text);
 }
 
+absl::StatusOr<PgDsnInfo> ParseDsn(const std::string& dsn) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(dsn.c_str(), &error);
+  if (options == nullptr) {
+    std::string message =
+        error != nullptr ? Trimmed(error) : std::string("out of memory");
+    if (error != nullptr) PQfreemem(error);
+    return absl::InvalidArgumentError(
+        absl::StrCat("connection string does not parse: ", message));
+  }
+  PgDsnInfo info;
+  for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    const std::string_view key = o->keyword;
+    if (key == "host") info.host = o->val;
+    if (key == "hostaddr" && info.host.empty()) info.host = o->val;
+    if (key == "port") info.port = o->val;
+    if (key == "dbname") info.dbname = o->val;
+    if (key == "user") info.user = o->val;
+    if (key == "password" && o->val[0] != '\0') info.has_password = true;
+  }
+  PQconninfoFree(options);
+  return info;
+}
+
 absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(
     const std::string& dsn, absl::Duration connect_timeout) {
   const std::string timeout = absl::StrCat(std::max<int64_t>(

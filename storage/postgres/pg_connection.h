@@ -70,6 +70,19 @@ absl::Status StatusFromSqlState(std::string_view sqlstate,
                                 std::string_view message,
                                 bool cancelled = false);
 
+// What a connection string names, as libpq parses it (PQconninfoParse),
+// with libpq's defaults where it says nothing.
+struct PgDsnInfo {
+  std::string host;    // "" for libpq's default (a local socket)
+  std::string port;    // "" for libpq's default (5432)
+  std::string dbname;  // "" for libpq's default (the user's name)
+  std::string user;
+  bool has_password = false;  // `password=` or a password in the URI
+};
+
+// INVALID_ARGUMENT with libpq's message when `dsn` does not parse.
+absl::StatusOr<PgDsnInfo> ParseDsn(const std::string& dsn);
+
 class PgConnection {
  public:
   // Connects with a libpq connection string (key=value pairs or a URI).

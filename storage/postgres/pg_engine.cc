@@ -1105,7 +1105,11 @@ absl::Status PostgresEngine::Publish(const JobLayout& layout) {
   }
   RETURN_IF_ERROR(RecordPublication(conn.get(), owner, job_id, absl::Now()));
   CrashPoint("publish.before_commit");
-  return Annotate(txn.Commit(), what);
+  RETURN_IF_ERROR(Annotate(txn.Commit(), what));
+  for (const JobLayout::Item& item : layout.items) {
+    ForgetStats(item.dataset->name);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace backfill::postgres
@@ -1517,6 +1521,9 @@ absl::StatusOr<RollbackResult> PostgresEngine::Rollback(
   RETURN_IF_ERROR(
       RecordRollback(conn.get(), owner, job_id, spec.marker, absl::Now()));
   RETURN_IF_ERROR(Annotate(txn.Commit(), what));
+  for (const JobLayout::Item& item : spec.layout.items) {
+    ForgetStats(item.dataset->name);
+  }
   return result;
 }
 
@@ -1896,26 +1903,81 @@ PostgresEngine::CountRowsInPartitions(
   return out;
 }
 
+void PostgresEngine::SetStatsPolicy(absl::Duration max_age,
+                                    std::function<absl::Time()> now) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_max_age_ = max_age;
+  stats_now_ = std::move(now);
+}
+
+void PostgresEngine::ForgetStats(const std::string& dataset_name) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_.erase(dataset_name);
+}
+
 absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
     const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(auto by_partition, CountRowsByPartition(dataset));
-  PartitionStats stats;
-  for (auto& [partition, rows] : by_partition) {
-    if (rows > 0) stats.rows.emplace(partition, rows);
-  }
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  if (exists.rows[0][0].value_or("f") == "t") {
+  std::string signal;
+  {
+    ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+    ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
     ASSIGN_OR_RETURN(
-        PgResult total,
-        conn->Exec(absl::StrCat("SELECT count(*) FROM ", base, ".", table)));
-    stats.total_rows = std::stoll(total.rows[0][0].value_or("0"));
+        PgResult r,
+        conn->Exec("SELECT c.oid::text || '/' || c.relfilenode::text || '/' || "
+                   "(coalesce(s.n_tup_ins, 0) + coalesce(s.n_tup_upd, 0) + "
+                   "coalesce(s.n_tup_del, 0))::text "
+                   "FROM pg_catalog.pg_class c LEFT JOIN "
+                   "pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
+                   "WHERE c.oid = to_regclass($1)",
+                   {absl::StrCat(base, ".", table)}));
+    signal = r.rows.empty() ? "none" : r.rows[0][0].value_or("none");
   }
-  stats.refresh = "exact";
+  absl::Time now;
+  absl::Duration max_age;
+  {
+    absl::MutexLock lock(&stats_mu_);
+    now = stats_now_ ? stats_now_() : absl::Now();
+    max_age = stats_max_age_;
+    auto kept = stats_.find(dataset.name);
+    if (kept != stats_.end() && kept->second.signal == signal &&
+        now - kept->second.stats.recounted_at < max_age) {
+      PartitionStats out = kept->second.stats;
+      out.refresh = "current";
+      return out;
+    }
+  }
+  // One scan: rows by partition, rows of no partition under NULL.
+  PartitionStats stats;
+  {
+    ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+    ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
+    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
+    ASSIGN_OR_RETURN(PgResult exists,
+                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                {absl::StrCat(base, ".", table)}));
+    if (exists.rows[0][0].value_or("f") == "t") {
+      std::string pexpr = "''";
+      if (dataset.partition) {
+        ASSIGN_OR_RETURN(PgPartitionColumns pcols,
+                         ColumnsOf(conn.get(), dataset, ""));
+        ASSIGN_OR_RETURN(pexpr, PartitionExpression(pcols, kServiceSchema));
+      }
+      ASSIGN_OR_RETURN(
+          PgResult counts,
+          conn->Exec(absl::StrCat("SELECT ", pexpr, " AS p, count(*) FROM ",
+                                  base, ".", table, " GROUP BY 1")));
+      for (const std::vector<PgValue>& row : counts.rows) {
+        const int64_t n = std::stoll(row[1].value_or("0"));
+        stats.total_rows += n;
+        if (row[0] && n > 0) stats.rows[*row[0]] += n;
+      }
+    }
+  }
+  stats.recounted_at = now;
+  stats.refresh = "recount";
+  absl::MutexLock lock(&stats_mu_);
+  stats_[dataset.name] = KeptStats{stats, signal};
   return stats;
 }
 

@@ -66,6 +66,7 @@
 #ifndef BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
 #define BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -130,9 +131,22 @@ class PostgresEngine : public Engine {
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
-  // Counted exactly on every call (refresh "exact").
+  // Counted in full (one GROUP BY scan, refresh "recount") the first time,
+  // then kept and served again (refresh "current") while PostgreSQL's own
+  // counters of the table's inserted, updated and deleted rows
+  // (pg_stat_user_tables) and its storage (pg_class.relfilenode, which
+  // TRUNCATE changes) are what they were, the engine has published or
+  // rolled back nothing into it, and the counts are younger than the
+  // maximum age (SetStatsPolicy). PostgreSQL reports a transaction's row
+  // counts to those counters within a second or so after it commits, so a
+  // plan right after another writer's load may still see the counts from
+  // before it; they only feed cost estimates.
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
+  // How old kept statistics may get before a full recount (zero: every call
+  // recounts), and the clock (nullptr: the system clock). Thread-safe.
+  void SetStatsPolicy(absl::Duration max_age,
+                      std::function<absl::Time()> now = nullptr);
   // Exact: each partition's rows read through its membership condition.
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
@@ -221,6 +235,18 @@ class PostgresEngine : public Engine {
   absl::Mutex predicate_mu_;
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(predicate_mu_) =
       absl::Seconds(20);
+
+  // Partition statistics kept by dataset name, with the table's change
+  // signal when they were counted.
+  struct KeptStats {
+    PartitionStats stats;
+    std::string signal;
+  };
+  void ForgetStats(const std::string& dataset_name);
+  absl::Mutex stats_mu_;
+  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
+  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
+  std::map<std::string, KeptStats> stats_ ABSL_GUARDED_BY(stats_mu_);
 
   absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
