@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "bench/bench_run.h"
 #include "core/backfill_manager.h"
 #include "core/partition.h"
 #include "core/pipeline_loader.h"
@@ -38,16 +39,10 @@
 namespace backfill {
 namespace {
 
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
-      .count();
-}
-
-void Die(const absl::Status& s, const char* what) {
-  if (s.ok()) return;
-  std::fprintf(stderr, "backfill_bench: %s: %s\n", what, s.ToString().c_str());
-  std::exit(1);
-}
+using bench::Die;
+using bench::RunJob;
+using bench::RunResult;
+using bench::Seconds;
 
 void MakeWarehouse(const std::string& path, int days, int per_day) {
   sqlite3* db = nullptr;
@@ -186,47 +181,6 @@ class NullEngine : public Engine {
     return std::vector<std::string>{};
   }
 };
-
-struct RunResult {
-  double seconds = 0;
-  Job job;
-};
-
-RunResult RunJob(const Catalog& catalog, const std::string& state_path,
-                 Engine* engine, int workers, const BackfillRequest& r) {
-  auto store = SqliteStateStore::Open(state_path);
-  Die(store.status(), "open state store");
-  SystemClock clock;
-  ManagerOptions options;
-  options.workers = workers;
-  BackfillManager manager(&catalog, store->get(), engine, &clock, nullptr,
-                          options);
-  Die(manager.Start(), "start");
-  const auto start = std::chrono::steady_clock::now();
-  auto submitted = manager.Submit(r, SubmitOptions{});
-  Die(submitted.status(), "submit");
-  uint64_t version = 0;
-  RunResult result;
-  while (true) {
-    auto job = manager.WaitForChange(submitted->job.id, &version,
-                                     absl::Now() + absl::Seconds(1));
-    Die(job.status(), "watch");
-    if (IsTerminal(job->state)) {
-      result.job = *job;
-      break;
-    }
-    // Read at most every millisecond, as a watching client would (bounded
-    // rate), so the watcher's reads do not dominate what is measured.
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  result.seconds = Seconds(start);
-  if (result.job.state != JobState::kSucceeded) {
-    std::fprintf(stderr, "backfill_bench: job ended %s: %s\n",
-                 JobStateName(result.job.state), result.job.message.c_str());
-    std::exit(1);
-  }
-  return result;
-}
 
 int Main(int argc, char** argv) {
   int days = 365, per_day = 300, workers = 2;

@@ -91,11 +91,14 @@ absl::StatusOr<std::optional<std::vector<PgColumn>>> TableColumns(
   ASSIGN_OR_RETURN(
       PgResult r,
       conn->Exec("SELECT c.relkind::text, a.attname::text, "
-                 "format_type(a.atttypid, a.atttypmod) "
+                 "format_type(a.atttypid, a.atttypmod), "
+                 "coalesce(co.collname::text, '') "
                  "FROM (SELECT to_regclass($1) AS oid) AS r "
                  "LEFT JOIN pg_catalog.pg_class AS c ON c.oid = r.oid "
                  "LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid "
                  "AND a.attnum > 0 AND NOT a.attisdropped "
+                 "LEFT JOIN pg_catalog.pg_collation AS co "
+                 "ON co.oid = a.attcollation "
                  "ORDER BY a.attnum",
                  {name}));
   if (r.rows.empty() || !r.rows[0][0].has_value()) {
@@ -110,7 +113,7 @@ absl::StatusOr<std::optional<std::vector<PgColumn>>> TableColumns(
   std::vector<PgColumn> columns;
   for (const std::vector<PgValue>& row : r.rows) {
     if (!row[1].has_value() || !row[2].has_value()) continue;
-    columns.push_back({*row[1], *row[2]});
+    columns.push_back({*row[1], *row[2], row[3].value_or("")});
   }
   return std::optional<std::vector<PgColumn>>(std::move(columns));
 }

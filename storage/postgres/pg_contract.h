@@ -58,6 +58,9 @@ namespace backfill::postgres {
 struct PgColumn {
   std::string name;
   std::string type;  // format_type(atttypid, atttypmod): "integer", ...
+  // The column's collation: "" for a type without one, "default" for the
+  // database's, else pg_collation.collname ("C", "en_US", ...).
+  std::string collation;
 
   bool operator==(const PgColumn& other) const {
     return name == other.name && type == other.type;

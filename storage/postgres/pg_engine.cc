@@ -115,6 +115,7 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool,
                    PgPool::Open(dsn, connections, options));
   std::string base;
+  bool default_byte_ordered = false;
   {
     ASSIGN_OR_RETURN(PgPool::Lease conn, pool->Acquire());
     ASSIGN_OR_RETURN(PgResult schema, conn->Exec("SELECT current_schema()"));
@@ -142,9 +143,22 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
                                "creating the partition membership functions"));
     }
     RETURN_IF_ERROR(txn.Commit());
+    // Whether the database's default collation orders text by bytes (libc
+    // C, POSIX or C.UTF-8, whose order is the code points', i.e. UTF-8's
+    // bytes'): then membership ranges on a TEXT column with that collation
+    // can use its indexes.
+    ASSIGN_OR_RETURN(
+        PgResult collation,
+        conn->Exec("SELECT datlocprovider = 'c' AND datcollate IN ('C', "
+                   "'POSIX', 'C.UTF-8', 'C.utf8') FROM pg_catalog.pg_database "
+                   "WHERE datname = current_database()"));
+    default_byte_ordered =
+        !collation.rows.empty() && collation.rows[0][0].value_or("f") == "t";
   }
-  return std::unique_ptr<PostgresEngine>(
+  auto engine = std::unique_ptr<PostgresEngine>(
       new PostgresEngine(std::move(pool), std::move(base)));
+  engine->default_byte_ordered_ = default_byte_ordered;
+  return engine;
 }
 
 PostgresEngine::PostgresEngine(std::unique_ptr<PgPool> pool, std::string base)
@@ -430,15 +444,31 @@ PostgresEngine::FindJob(const std::string& job_id) {
 absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
     PgConnection* conn, const DatasetSpec& ds, const std::string& qualifier) {
   if (!ds.partition) return PartitionColumnsOf(ds, "", PgColumnKind::kOther);
+  // A source's table is the user's: its own column's collation counts. The
+  // service creates every other table with the database's default.
+  bool byte_ordered = default_byte_ordered_;
+  std::optional<std::vector<PgColumn>> table_columns;
+  if (ds.kind == DatasetKind::kSource) {
+    ASSIGN_OR_RETURN(table_columns, TableColumns(conn, base_, ds.table));
+    if (table_columns) {
+      for (const PgColumn& c : *table_columns) {
+        if (c.name != ds.partition->column) continue;
+        byte_ordered = c.collation == "C" || c.collation == "POSIX" ||
+                       c.collation == "ucs_basic" ||
+                       (c.collation == "default" && default_byte_ordered_);
+      }
+    }
+  }
   auto kind_of =
       [&](const std::string& column) -> absl::StatusOr<PgColumnKind> {
     for (const ColumnSpec& c : ds.columns) {
       if (c.name == column) return PgColumnKindOf(c.type);
     }
-    ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,
-                     TableColumns(conn, base_, ds.table));
-    if (columns) {
-      for (const PgColumn& c : *columns) {
+    if (!table_columns) {
+      ASSIGN_OR_RETURN(table_columns, TableColumns(conn, base_, ds.table));
+    }
+    if (table_columns) {
+      for (const PgColumn& c : *table_columns) {
         if (c.name == column) return PgColumnKindOf(c.type);
       }
     }
@@ -460,9 +490,32 @@ absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
   }
   PgPartitionColumns out =
       PartitionColumnsOf(ds, qualifier + column, kind, key_column, key_kind);
+  out.byte_ordered = byte_ordered;
   RETURN_IF_ERROR(
       Annotate(CheckPartitionColumns(out), absl::StrCat("dataset ", ds.name)));
   return out;
+}
+
+absl::StatusOr<std::string> PostgresEngine::PartitionCountsSql(
+    PgConnection* conn, const DatasetSpec& ds, const std::string& from,
+    const std::string& where) {
+  if (!ds.partition) {
+    return absl::StrCat("SELECT ''::text, count(*) FROM ", from, " WHERE (",
+                        where, ")");
+  }
+  ASSIGN_OR_RETURN(PgPartitionColumns raw, ColumnsOf(conn, ds, ""));
+  ASSIGN_OR_RETURN(PgPartitionColumns grouped, ColumnsOf(conn, ds, "_bf_g."));
+  ASSIGN_OR_RETURN(std::string pexpr,
+                   PartitionExpression(grouped, kServiceSchema));
+  std::string columns = raw.column;
+  if (ds.two_dimensional()) absl::StrAppend(&columns, ", ", raw.key_column);
+  // Grouped by the raw values first: the partition of each distinct value
+  // is computed once, not once per row.
+  return absl::StrCat("SELECT ", pexpr,
+                      " AS _bf_p, sum(_bf_g._bf_n)::bigint "
+                      "FROM (SELECT ",
+                      columns, ", count(*) AS _bf_n FROM ", from, " WHERE (",
+                      where, ") GROUP BY ", columns, ") AS _bf_g GROUP BY 1");
 }
 
 absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
@@ -1272,14 +1325,10 @@ PostgresEngine::CountRowsByPartition(const DatasetSpec& dataset) {
     if (dataset.grain() == Grain::kNone) out[""] = 0;
     return out;
   }
-  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                   ColumnsOf(conn.get(), dataset, ""));
-  ASSIGN_OR_RETURN(std::string pexpr,
-                   PartitionExpression(pcols, kServiceSchema));
-  ASSIGN_OR_RETURN(
-      PgResult counts,
-      conn->Exec(absl::StrCat("SELECT ", pexpr, " AS p, count(*) FROM ", base,
-                              ".", table, " GROUP BY 1")));
+  ASSIGN_OR_RETURN(std::string counts_sql,
+                   PartitionCountsSql(conn.get(), dataset,
+                                      absl::StrCat(base, ".", table), "TRUE"));
+  ASSIGN_OR_RETURN(PgResult counts, conn->Exec(counts_sql));
   for (const std::vector<PgValue>& row : counts.rows) {
     if (row[0]) out[*row[0]] += std::stoll(row[1].value_or("0"));
   }
@@ -1800,12 +1849,10 @@ FROM n ORDER BY name)sql",
   if (grain == Grain::kNone) {
     sql = absl::StrCat(probe, " LIMIT 1");
   } else {
-    ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                     ColumnsOf(conn.get(), dataset, ""));
-    ASSIGN_OR_RETURN(std::string pexpr,
-                     PartitionExpression(pcols, kServiceSchema));
-    sql = absl::StrCat("SELECT ", pexpr, " FROM ", base, ".", table,
-                       " WHERE (\n", predicate, "\n) GROUP BY 1");
+    ASSIGN_OR_RETURN(
+        sql,
+        PartitionCountsSql(conn.get(), dataset, absl::StrCat(base, ".", table),
+                           absl::StrCat("\n", predicate, "\n")));
   }
   absl::StatusOr<PgResult> rows = conn->Exec(sql);
   if (!rows.ok()) return failed(rows.status());
@@ -1957,16 +2004,11 @@ absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
                      conn->Exec("SELECT to_regclass($1) IS NOT NULL",
                                 {absl::StrCat(base, ".", table)}));
     if (exists.rows[0][0].value_or("f") == "t") {
-      std::string pexpr = "''";
-      if (dataset.partition) {
-        ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                         ColumnsOf(conn.get(), dataset, ""));
-        ASSIGN_OR_RETURN(pexpr, PartitionExpression(pcols, kServiceSchema));
-      }
       ASSIGN_OR_RETURN(
-          PgResult counts,
-          conn->Exec(absl::StrCat("SELECT ", pexpr, " AS p, count(*) FROM ",
-                                  base, ".", table, " GROUP BY 1")));
+          std::string counts_sql,
+          PartitionCountsSql(conn.get(), dataset,
+                             absl::StrCat(base, ".", table), "TRUE"));
+      ASSIGN_OR_RETURN(PgResult counts, conn->Exec(counts_sql));
       for (const std::vector<PgValue>& row : counts.rows) {
         const int64_t n = std::stoll(row[1].value_or("0"));
         stats.total_rows += n;

@@ -222,12 +222,23 @@ class PostgresEngine : public Engine {
                                                const DatasetSpec& ds,
                                                const std::string& qualifier);
 
+  // An SQL query giving, for the rows of `from` (a table, quoted) where
+  // `where` holds, each partition (NULL for rows of none; '' for an
+  // unpartitioned dataset) and its row count: one scan, the partition of
+  // each distinct value computed once.
+  absl::StatusOr<std::string> PartitionCountsSql(PgConnection* conn,
+                                                 const DatasetSpec& ds,
+                                                 const std::string& from,
+                                                 const std::string& where);
+
   PostgresEngine(std::unique_ptr<PgPool> pool, std::string base);
 
   std::string store_id() const;
 
   std::unique_ptr<PgPool> pool_;
   const std::string base_;  // unquoted
+  // The database's default collation orders text by bytes (set by Open).
+  bool default_byte_ordered_ = false;
 
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()

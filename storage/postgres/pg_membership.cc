@@ -288,8 +288,8 @@ std::string CText(const std::string& column) {
 
 // The membership condition of a time column, from parameter `*next` on.
 std::string TimeCondition(Grain grain, PgColumnKind kind,
-                          const std::string& column, std::string_view schema,
-                          int* next) {
+                          const std::string& column, bool byte_ordered,
+                          std::string_view schema, int* next) {
   const std::string lo = Param((*next)++);
   const std::string hi = Param((*next)++);
   if (kind != PgColumnKind::kText) {
@@ -297,11 +297,16 @@ std::string TimeCondition(Grain grain, PgColumnKind kind,
                         column, " < ", hi, "::", TypeName(kind));
   }
   const std::string p = Param((*next)++);
-  const std::string c = absl::StrCat(column, " COLLATE \"C\"");
-  return absl::StrCat(c, " >= ", lo, "::text AND ", c, " < ", hi, "::text AND ",
-                      Sv(schema), ".", kPartitionFunction, "('",
-                      GrainName(grain), "', ", CText(column), ") = ", p,
-                      "::text");
+  // The candidate range in byte order: in the column's own collation when
+  // that is byte order (an index on the column serves it), else in "C".
+  const std::string c =
+      byte_ordered ? column : absl::StrCat(column, " COLLATE \"C\"");
+  // A value spelled exactly as the partition belongs to it: the function
+  // (a PL/pgSQL call per row) runs only for the other spellings.
+  return absl::StrCat(
+      c, " >= ", lo, "::text AND ", c, " < ", hi, "::text AND (", CText(column),
+      " = ", p, "::text OR ", Sv(schema), ".", kPartitionFunction, "('",
+      GrainName(grain), "', ", CText(column), ") = ", p, "::text)");
 }
 
 // The membership condition of a key column, from parameter `*next` on.
@@ -504,7 +509,8 @@ absl::StatusOr<PgCondition> MembershipCondition(
   if (grain == Grain::kKey) {
     sql = KeyCondition(columns.kind, columns.column, &next);
   } else {
-    sql = TimeCondition(grain, columns.kind, columns.column, schema, &next);
+    sql = TimeCondition(grain, columns.kind, columns.column,
+                        columns.byte_ordered, schema, &next);
     if (columns.layout.two_dimensional()) {
       absl::StrAppend(
           &sql, " AND ",

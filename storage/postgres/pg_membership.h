@@ -109,6 +109,12 @@ struct PgPartitionColumns {
   // quoted and optionally qualified: "t"."day". Unused when unpartitioned.
   std::string column;
   PgColumnKind kind = PgColumnKind::kOther;
+  // A TEXT time column whose collation orders by bytes ("C", "POSIX",
+  // "ucs_basic", or the database's default when that is C or C.UTF-8): its
+  // candidate range is compared in that collation, so that an index on the
+  // column serves it. Otherwise in "C" (only an index created with
+  // COLLATE "C" serves it).
+  bool byte_ordered = false;
   // Time x key only: the key column, quoted and qualified as `column`.
   std::string key_column;
   PgColumnKind key_kind = PgColumnKind::kOther;
