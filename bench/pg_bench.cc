@@ -150,7 +150,7 @@ CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY, region TEXT);
 INSERT INTO dim_customers SELECT g, 'r' || (g %% 5) FROM generate_series(1, 500) g;
 INSERT INTO raw_orders
   SELECT g, to_char(DATE '2025-01-01' + (g / %d), 'YYYY-MM-DD'),
-         1 + (g * 7919) %% 500, 5 + (g %% 97), 0
+         1 + (g::bigint * 7919) %% 500, 5 + (g %% 97), 0
   FROM generate_series(0, %d) g;
 CREATE INDEX raw_orders_date ON raw_orders (order_date);
 CREATE TABLE daily_revenue_psql (ds TEXT, region TEXT,
