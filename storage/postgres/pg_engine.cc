@@ -1670,6 +1670,21 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   const std::string quoted = QuotePredicate(predicate);
   const std::string where =
       absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
+  // Nothing is bound to a predicate. A :name is found here; a $n is
+  // refused by the lexer (sent as it is, the server would expect a value
+  // and fail the protocol, which reads as a lost connection).
+  absl::StatusOr<sql::PositionalSql> lexed = sql::ToPositional(predicate);
+  if (!lexed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", quoted, " does not work against ", where,
+        ": ", lexed.status().message()));
+  }
+  if (!lexed->names.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", quoted, " has a parameter (",
+        lexed->names[0],
+        "); write the values into the predicate (nothing is bound)"));
+  }
   absl::Duration timeout;
   {
     absl::MutexLock lock(&predicate_mu_);
