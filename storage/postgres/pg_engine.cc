@@ -1749,7 +1749,21 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
                                          " WHERE (\n", predicate, "\n)");
   absl::StatusOr<PgResult> plan =
       conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ", probe));
-  if (!plan.ok()) return failed(plan.status());
+  if (!plan.ok()) {
+    // A syntax error at the parenthesis after the predicate: parsed again
+    // without it, a predicate that stops short fails "at end of input".
+    // (A syntax error is reported before the aborted transaction is.)
+    if (absl::StrContains(plan.status().message(), "(SQLSTATE 42601)") &&
+        !absl::StrContains(plan.status().message(), "at end of input")) {
+      absl::StatusOr<PgResult> open = conn->Exec(absl::StrCat(
+          "EXPLAIN SELECT 1 FROM ", base, ".", table, " WHERE (\n", predicate));
+      if (!open.ok() &&
+          absl::StrContains(open.status().message(), "at end of input")) {
+        return failed(open.status());
+      }
+    }
+    return failed(plan.status());
+  }
   if (plan->rows.empty() || !plan->rows[0][0]) {
     return absl::InternalError("EXPLAIN returned no plan");
   }
