@@ -1782,7 +1782,9 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
     }
   }
   // Functions it calls: names before '(' in the expressions PostgreSQL
-  // printed, with literals and type modifiers taken out first.
+  // printed, with literals and type modifiers taken out first. PostgreSQL
+  // quotes a name that is not all lower case: a quoted name is looked up
+  // as it is written.
   ASSIGN_OR_RETURN(PgResult calls, conn->Exec(
                                        R"sql(
 WITH e AS (
@@ -1791,7 +1793,7 @@ WITH e AS (
            '::[a-z ]+\([0-9, ]*\)', '', 'g') AS text
   FROM jsonb_path_query($1::jsonb, 'strict $.** ? (@.type() == "string")') AS v
 ), n AS (
-  SELECT DISTINCT lower(coalesce(m[1], replace(m[2], '""', '"'))) AS name
+  SELECT DISTINCT coalesce(lower(m[1]), replace(m[2], '""', '"')) AS name
   FROM e, regexp_matches(e.text, '(?:([A-Za-z_][A-Za-z0-9_$]*)|"((?:[^"]|"")+)")\s*\(', 'g') AS m
 )
 SELECT name,
