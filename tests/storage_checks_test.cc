@@ -1,9 +1,8 @@
-// Tests of the engine calls that checks use, against the real SQLite engine,
-// with expectations computed by plain SQL on the same file: per-partition
-// profiles of staged rows (rows, sums, NULL counts, orphans against the
-// job's pinned snapshot, values of the wrong type) and of published rows,
-// assertions per partition with bound parameters, and the description of
-// queries and tables. Also the SQLite state store's check results.
+// SQLite-only tests of what checks read: values of another storage type than
+// their column's declared one, which only SQLite's untyped staging tables can
+// hold (the other check calls of the engine are in the conformance suite,
+// storage_engine_conformance_checks_test.cc), with expectations computed by
+// plain SQL on the same file. Also the SQLite state store's check results.
 
 #include <filesystem>
 #include <map>
@@ -12,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/partition.h"
 #include "gmock/gmock.h"
@@ -31,7 +28,7 @@ using ::testing::HasSubstr;
 const std::vector<std::string> kDays = {"2025-01-01", "2025-01-02",
                                         "2025-01-03"};
 
-class EngineChecksTest : public testing::WarehouseTest {
+class SqliteEngineChecksTest : public testing::WarehouseTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
@@ -121,52 +118,7 @@ class EngineChecksTest : public testing::WarehouseTest {
   DatasetSpec orders_, customers_, cust_;
 };
 
-TEST_F(EngineChecksTest, StagedProfileMatchesPlainSql) {
-  Stage("bf-1", cust_, kDays);
-  // After the pin: customer 2 leaves the published dimension. Orphans are
-  // judged against the job's snapshot, which still has it.
-  Exec("DELETE FROM dim_customers WHERE customer_id = 2");
-  ProfileRequest request;
-  request.measures = {"revenue"};
-  request.null_columns = {"region"};
-  request.references = {{"customer_id", &customers_, "customer_id"}};
-  request.types = true;
-  auto profile = engine_->ProfileStaged("bf-1", cust_, request);
-  ASSERT_TRUE(profile.ok()) << profile.status();
-
-  const std::string pin = SqliteEngine::PinTable("bf-1", "customers");
-  const auto rows = Map(
-      "SELECT order_date, COUNT(DISTINCT customer_id) FROM raw_orders GROUP "
-      "BY 1");
-  const auto sums = Map(
-      "SELECT order_date, printf('%.3f', SUM(amount)) FROM raw_orders GROUP "
-      "BY 1");
-  const auto orphans = Map(absl::StrCat(
-      "SELECT d.order_date, (SELECT COUNT(DISTINCT customer_id) FROM "
-      "raw_orders o WHERE o.order_date = d.order_date AND customer_id NOT IN "
-      "(SELECT customer_id FROM \"",
-      pin, "\")) FROM (SELECT DISTINCT order_date FROM raw_orders) d"));
-  const auto nulls = Map(
-      "SELECT d.order_date, (SELECT COUNT(DISTINCT customer_id) FROM "
-      "raw_orders o WHERE o.order_date = d.order_date AND customer_id NOT IN "
-      "(1, 2, 3)) FROM (SELECT DISTINCT order_date FROM raw_orders) d");
-  ASSERT_EQ(profile->size(), rows.size());
-  for (const auto& [day, p] : *profile) {
-    EXPECT_EQ(absl::StrCat(p.rows), rows.at(day)) << day;
-    EXPECT_EQ(absl::StrFormat("%.3f", p.sums.at("revenue")), sums.at(day))
-        << day;
-    EXPECT_EQ(absl::StrCat(p.nulls.at("region").count), nulls.at(day)) << day;
-    ASSERT_EQ(p.orphans.size(), 1u);
-    EXPECT_EQ(absl::StrCat(p.orphans[0].count), orphans.at(day)) << day;
-    EXPECT_TRUE(p.type_mismatches.empty()) << day;
-  }
-  // Samples show the offending rows.
-  ASSERT_EQ(profile->at("2025-01-02").orphans[0].samples.size(), 1u);
-  EXPECT_EQ(profile->at("2025-01-02").orphans[0].samples[0],
-            "(ds='2025-01-02', customer_id=5, region=NULL, revenue=55.0)");
-}
-
-TEST_F(EngineChecksTest, ValuesOfAnotherTypeAreCounted) {
+TEST_F(SqliteEngineChecksTest, ValuesOfAnotherTypeAreCounted) {
   DatasetSpec typed = cust_;
   typed.name = "typed";
   typed.table = "typed";
@@ -192,120 +144,6 @@ TEST_F(EngineChecksTest, ValuesOfAnotherTypeAreCounted) {
     EXPECT_THAT(p.type_mismatches.at("revenue").samples[0],
                 HasSubstr("revenue='unknown'"));
   }
-}
-
-TEST_F(EngineChecksTest, PublishedProfileCoversTheJobsPartitions) {
-  JobLayout first = Stage("bf-1", cust_, {"2025-01-01", "2025-01-02"});
-  ASSERT_TRUE(engine_->Publish(first).ok());
-  Stage("bf-2", cust_, kDays);
-  ProfileRequest request;
-  request.measures = {"revenue"};
-  auto profile = engine_->ProfilePublished("bf-2", cust_, request);
-  ASSERT_TRUE(profile.ok()) << profile.status();
-  const auto rows = Map("SELECT ds, COUNT(*) FROM cust_rev GROUP BY 1");
-  const auto sums =
-      Map("SELECT ds, printf('%.3f', SUM(revenue)) FROM cust_rev GROUP BY 1");
-  ASSERT_EQ(profile->size(), 2u);  // 2025-01-03 was never published
-  for (const auto& [day, p] : *profile) {
-    EXPECT_EQ(absl::StrCat(p.rows), rows.at(day));
-    EXPECT_EQ(absl::StrFormat("%.3f", p.sums.at("revenue")), sums.at(day));
-  }
-  // Before any publish the table does not exist: no rows.
-  DatasetSpec other = cust_;
-  other.table = "cust_rev_new";
-  other.name = "cust_rev_new";
-  JobLayout layout = Stage("bf-3", other, kDays);
-  auto none = engine_->ProfilePublished("bf-3", other, request);
-  ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_TRUE(none->empty());
-}
-
-TEST_F(EngineChecksTest, AssertionsReadThePartitionsStagedRows) {
-  Stage("bf-1", cust_, kDays);
-  // Published rows of the same table must not be seen.
-  Exec(
-      "CREATE TABLE cust_rev (ds TEXT, customer_id INTEGER, region TEXT, "
-      "revenue REAL); INSERT INTO cust_rev VALUES ('2025-01-01', 9, NULL, "
-      "1)");
-  auto outside = engine_->RunAssertion(
-      "bf-1", cust_,
-      "SELECT * FROM cust_rev WHERE ds < :partition_start OR ds >= "
-      ":partition_end OR ds <> :partition",
-      3);
-  ASSERT_TRUE(outside.ok()) << outside.status();
-  ASSERT_EQ(outside->size(), 3u);
-  for (const auto& [day, c] : *outside) EXPECT_EQ(c.count, 0) << day;
-
-  auto nulls = engine_->RunAssertion(
-      "bf-1", cust_, "SELECT customer_id FROM cust_rev WHERE region IS NULL",
-      1);
-  ASSERT_TRUE(nulls.ok()) << nulls.status();
-  const auto expected = Map(
-      "SELECT d.order_date, (SELECT COUNT(DISTINCT customer_id) FROM "
-      "raw_orders o WHERE o.order_date = d.order_date AND customer_id NOT IN "
-      "(1, 2, 3)) FROM (SELECT DISTINCT order_date FROM raw_orders) d");
-  for (const auto& [day, c] : *nulls) {
-    EXPECT_EQ(absl::StrCat(c.count), expected.at(day)) << day;
-    EXPECT_LE(c.samples.size(), 1u);
-  }
-  EXPECT_EQ(nulls->at("2025-01-02").samples,
-            std::vector<std::string>{"(customer_id=5)"});
-
-  auto writes = engine_->RunAssertion("bf-1", cust_, "DELETE FROM cust_rev", 1);
-  EXPECT_EQ(writes.status().code(), absl::StatusCode::kFailedPrecondition);
-  auto broken =
-      engine_->RunAssertion("bf-1", cust_, "SELECT nope FROM cust_rev", 1);
-  EXPECT_EQ(broken.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(broken.status().message()), HasSubstr("nope"));
-  // The published table is untouched.
-  EXPECT_EQ(Map("SELECT COUNT(*), 1 FROM cust_rev").begin()->first, "1");
-}
-
-TEST_F(EngineChecksTest, DescribeQueryStandsInForTablesNotPublishedYet) {
-  DatasetSpec total;
-  total.name = "total";
-  total.kind = DatasetKind::kDerived;
-  total.table = "total";
-  total.columns = {{"ds", "TEXT"}, {"revenue", "REAL"}};
-  const std::string sql =
-      "SELECT ds, SUM(revenue) AS revenue, :partition AS p FROM cust_rev "
-      "GROUP BY ds";
-  auto shape = engine_->DescribeQuery(sql, {&cust_, &total}, nullptr);
-  ASSERT_TRUE(shape.ok()) << shape.status();
-  EXPECT_EQ(shape->columns, (std::vector<std::string>{"ds", "revenue", "p"}));
-  EXPECT_TRUE(shape->read_only);
-  EXPECT_EQ(shape->parameters, std::vector<std::string>{":partition"});
-  // Without the stand-in: no such table.
-  auto missing = engine_->DescribeQuery(sql, {}, nullptr);
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(missing.status().message()),
-              HasSubstr("no such table: cust_rev"));
-  // A source is never stood in for; a missing column is reported.
-  auto column = engine_->DescribeQuery("SELECT refund FROM raw_orders",
-                                       {&cust_}, nullptr);
-  EXPECT_THAT(std::string(column.status().message()),
-              HasSubstr("no such column: refund"));
-  // `own` reads its contract even when the table exists with other columns.
-  Exec("CREATE TABLE cust_rev (x INTEGER)");
-  auto own = engine_->DescribeQuery("SELECT region FROM cust_rev", {}, &cust_);
-  ASSERT_TRUE(own.ok()) << own.status();
-  auto write = engine_->DescribeQuery("DELETE FROM raw_orders", {}, nullptr);
-  ASSERT_TRUE(write.ok()) << write.status();
-  EXPECT_FALSE(write->read_only);
-  // Nothing was left behind or changed.
-  EXPECT_EQ(Map("SELECT COUNT(*), 1 FROM raw_orders").begin()->first, "8");
-}
-
-TEST_F(EngineChecksTest, DescribeTableReportsDeclaredColumns) {
-  auto before = engine_->DescribeTable(cust_);
-  ASSERT_TRUE(before.ok()) << before.status();
-  EXPECT_FALSE(before->has_value());
-  Exec("CREATE TABLE cust_rev (ds TEXT, customer_id INTEGER, note VARCHAR(3))");
-  auto after = engine_->DescribeTable(cust_);
-  ASSERT_TRUE(after.ok() && after->has_value());
-  ASSERT_EQ((*after)->size(), 3u);
-  EXPECT_EQ((**after)[2].name, "note");
-  EXPECT_EQ((**after)[2].type, "VARCHAR(3)");
 }
 
 // ---- State store

@@ -1726,6 +1726,21 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   const std::string quoted = QuotePredicate(predicate);
   const std::string where =
       absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
+  // Nothing is bound to a predicate. A :name is found here; a $n is
+  // refused by the lexer (sent as it is, the server would expect a value
+  // and fail the protocol, which reads as a lost connection).
+  absl::StatusOr<sql::PositionalSql> lexed = sql::ToPositional(predicate);
+  if (!lexed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", quoted, " does not work against ", where,
+        ": ", lexed.status().message()));
+  }
+  if (!lexed->names.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", quoted, " has a parameter (",
+        lexed->names[0],
+        "); write the values into the predicate (nothing is bound)"));
+  }
   absl::Duration timeout;
   {
     absl::MutexLock lock(&predicate_mu_);
@@ -1790,7 +1805,21 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
                                          " WHERE (\n", predicate, "\n)");
   absl::StatusOr<PgResult> plan =
       conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ", probe));
-  if (!plan.ok()) return failed(plan.status());
+  if (!plan.ok()) {
+    // A syntax error at the parenthesis after the predicate: parsed again
+    // without it, a predicate that stops short fails "at end of input".
+    // (A syntax error is reported before the aborted transaction is.)
+    if (absl::StrContains(plan.status().message(), "(SQLSTATE 42601)") &&
+        !absl::StrContains(plan.status().message(), "at end of input")) {
+      absl::StatusOr<PgResult> open = conn->Exec(absl::StrCat(
+          "EXPLAIN SELECT 1 FROM ", base, ".", table, " WHERE (\n", predicate));
+      if (!open.ok() &&
+          absl::StrContains(open.status().message(), "at end of input")) {
+        return failed(open.status());
+      }
+    }
+    return failed(plan.status());
+  }
   if (plan->rows.empty() || !plan->rows[0][0]) {
     return absl::InternalError("EXPLAIN returned no plan");
   }
@@ -1809,7 +1838,9 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
     }
   }
   // Functions it calls: names before '(' in the expressions PostgreSQL
-  // printed, with literals and type modifiers taken out first.
+  // printed, with literals and type modifiers taken out first. PostgreSQL
+  // quotes a name that is not all lower case: a quoted name is looked up
+  // as it is written.
   ASSIGN_OR_RETURN(PgResult calls, conn->Exec(
                                        R"sql(
 WITH e AS (
@@ -1818,7 +1849,7 @@ WITH e AS (
            '::[a-z ]+\([0-9, ]*\)', '', 'g') AS text
   FROM jsonb_path_query($1::jsonb, 'strict $.** ? (@.type() == "string")') AS v
 ), n AS (
-  SELECT DISTINCT lower(coalesce(m[1], replace(m[2], '""', '"'))) AS name
+  SELECT DISTINCT coalesce(lower(m[1]), replace(m[2], '""', '"')) AS name
   FROM e, regexp_matches(e.text, '(?:([A-Za-z_][A-Za-z0-9_$]*)|"((?:[^"]|"")+)")\s*\(', 'g') AS m
 )
 SELECT name,

@@ -184,12 +184,14 @@ class PostgresEngine : public Engine {
                                               const DatasetSpec& dataset,
                                               const std::string& partition,
                                               int sample_limit) override;
-  // The predicate is planned first (EXPLAIN, never run) and refused when
-  // the plan reads any relation but the dataset's table or calls a function
-  // that is not built into PostgreSQL or that reads more than its arguments
-  // (runs queries, reads files, takes session locks); then it runs in a
-  // READ ONLY transaction with a statement timeout (SetPredicateTimeout,
-  // default 20 s) and is cancelled by Interrupt().
+  // A predicate with a parameter (:name or $n) is refused before it
+  // reaches the server: nothing is bound to it. It is then planned
+  // (EXPLAIN, never run) and refused when the plan reads any relation but
+  // the dataset's table or calls a function that is not built into
+  // PostgreSQL or that reads more than its arguments (runs queries, reads
+  // files, takes session locks); then it runs in a READ ONLY transaction
+  // with a statement timeout (SetPredicateTimeout, default 20 s) and is
+  // cancelled by Interrupt().
   absl::StatusOr<std::vector<std::string>> PartitionsMatching(
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;

@@ -171,6 +171,10 @@ absl::Status PostgresWarehouseHarness::AddLegacyPublications(
   return Reopen(connections_);
 }
 
+void PostgresWarehouseHarness::SetPredicateTimeout(absl::Duration timeout) {
+  engine_->SetPredicateTimeout(timeout);
+}
+
 std::string PostgresWarehouseHarness::ExactText(const std::string& expr) const {
   return absl::StrCat("quote_nullable(", expr, ")");
 }

@@ -44,6 +44,8 @@ class PostgresWarehouseHarness : public WarehouseHarness {
   // Markers with an empty store id: what ClaimWarehouse stamps.
   absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) override;
+  // PostgresEngine::SetPredicateTimeout.
+  void SetPredicateTimeout(absl::Duration timeout) override;
   std::string ExactText(const std::string& expr) const override;
   std::string JsonArrayLength(const std::string& json) const override;
   std::string JsonArrayElements(const std::string& json) const override;

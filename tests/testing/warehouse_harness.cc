@@ -175,6 +175,10 @@ absl::Status SqliteWarehouseHarness::AddLegacyPublications(
   return Reopen(connections_);
 }
 
+void SqliteWarehouseHarness::SetPredicateTimeout(absl::Duration timeout) {
+  engine_->SetPredicateTimeout(timeout);
+}
+
 std::string SqliteWarehouseHarness::ExactText(const std::string& expr) const {
   return absl::StrCat("(typeof(", expr, ") || ' ' || quote(", expr, "))");
 }

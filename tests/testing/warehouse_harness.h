@@ -58,6 +58,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/engine.h"
 
 namespace backfill {
@@ -176,6 +177,13 @@ class WarehouseHarness {
   virtual absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) = 0;
 
+  // ---- Engine settings outside the Engine interface ------------------------
+
+  // How long the engine under test lets one PartitionsMatching predicate
+  // run before it stops it; until the next Reopen (which restores the
+  // engine's default). SQLite: SqliteEngine::SetPredicateTimeout.
+  virtual void SetPredicateTimeout(absl::Duration timeout) = 0;
+
   // ---- SQL that differs between warehouses ---------------------------------
 
   // An expression giving, as text, the value of the expression `expr` such
@@ -242,6 +250,7 @@ class SqliteWarehouseHarness : public WarehouseHarness {
       const std::string& job_id) override;
   absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) override;
+  void SetPredicateTimeout(absl::Duration timeout) override;
   std::string ExactText(const std::string& expr) const override;
   std::string JsonArrayLength(const std::string& json) const override;
   std::string JsonArrayElements(const std::string& json) const override;
