@@ -225,5 +225,38 @@ TEST_F(PgAffectedByTest, ABuiltInThatWritesFailsInTheReadOnlyTransaction) {
               ElementsAre("false"));
 }
 
+// The predicate checks know standard strings and quoted names only: a
+// dollar-quoted or escape string, which could end where they do not expect
+// (and let the text after it out of the one expression), is refused before
+// anything reaches the server; '$' inside a standard string is text.
+TEST_F(PgAffectedByTest, DollarQuotesAndEscapeStringsAreRefused) {
+  const std::vector<std::string> before = Dump();
+  for (const std::string& predicate : {
+           std::string("$$'$$ = '' ) UNION SELECT '5' FROM orders WHERE ( "
+                       "true -- '"),
+           std::string("region = $tag$EU$tag$"),
+           std::string("region = E'\\\\' OR true"),
+           std::string("region = e'EU'"),
+       }) {
+    SCOPED_TRACE(predicate);
+    auto got = engine_->PartitionsMatching(orders_, predicate, 100);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
+        << got.status();
+    EXPECT_THAT(got.status().message(), HasSubstr("which a predicate may not"));
+  }
+  EXPECT_EQ(Dump(), before);
+  for (const std::string& predicate :
+       {std::string("'$$' <> '' AND amount > 40"),
+        std::string("\"amount\" > 40 -- $$ in a comment"),
+        std::string("amount > 40 /* $1 */"),
+        std::string("region <> 'e' AND amount > 40")}) {
+    SCOPED_TRACE(predicate);
+    auto got = engine_->PartitionsMatching(orders_, predicate, 100);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, Strings("SELECT DISTINCT ts FROM orders WHERE amount > 40 "
+                            "ORDER BY 1"));
+  }
+}
+
 }  // namespace
 }  // namespace backfill::postgres

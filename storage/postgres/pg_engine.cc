@@ -1687,6 +1687,45 @@ absl::StatusOr<SqlValue> PostgresEngine::QueryValue(
 
 namespace {
 
+// The first quoting form in `sql` whose end the checks of a predicate
+// (core/affected_by.h), which know standard '...' strings and "..."
+// names, could misjudge: a dollar-quoted string ($$...$$, $tag$...$tag$)
+// or an escape string (E'...', whose \' does not end it); "" when there is
+// none.
+std::string QuotingNotAccepted(std::string_view sql) {
+  char quote = 0;  // the quote of the literal or name we are in
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (quote != 0) {
+      if (c == quote) {
+        if (i + 1 < sql.size() && sql[i + 1] == quote) {
+          ++i;  // doubled: still inside
+        } else {
+          quote = 0;
+        }
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      const bool escape =
+          c == '\'' && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
+          (i < 2 || !(std::isalnum(static_cast<unsigned char>(sql[i - 2])) ||
+                      sql[i - 2] == '_' || sql[i - 2] == '$'));
+      if (escape) return "an escape string (E'...')";
+      quote = c;
+    } else if (c == '$') {
+      return "a dollar sign (dollar-quoted strings and $n parameters)";
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      const size_t end = sql.find("*/", i + 2);
+      if (end == std::string_view::npos) return "";
+      i = end + 1;
+    }
+  }
+  return "";
+}
+
 // Built-in functions a predicate may not call although PostgreSQL has them:
 // those that run queries of their own, read files or the server's state,
 // or take locks that outlive the transaction.
@@ -1740,6 +1779,12 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
         "affected_by: predicate ", quoted, " has a parameter (",
         lexed->names[0],
         "); write the values into the predicate (nothing is bound)"));
+  }
+  if (std::string form = QuotingNotAccepted(predicate); !form.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: predicate ", quoted, " uses ", form,
+        ", which a predicate may not; write strings as '...' (a quote "
+        "inside doubled: '')"));
   }
   absl::Duration timeout;
   {
