@@ -119,10 +119,14 @@ absl::StatusOr<std::optional<std::vector<PgColumn>>> TableColumns(
 }
 
 absl::StatusOr<std::string> ContractColumnDefinitions(
-    PgConnection* conn, const std::vector<ColumnSpec>& contract) {
+    PgConnection* conn, const std::vector<ColumnSpec>& contract,
+    const std::string& byte_order_column) {
   std::vector<std::string> definitions;
   for (const ColumnSpec& column : contract) {
     ASSIGN_OR_RETURN(std::string definition, ColumnDefinition(conn, column));
+    if (!byte_order_column.empty() && column.name == byte_order_column) {
+      absl::StrAppend(&definition, " COLLATE \"C\"");
+    }
     definitions.push_back(std::move(definition));
   }
   return absl::StrJoin(definitions, ", ");

@@ -78,9 +78,12 @@ absl::StatusOr<std::optional<std::vector<PgColumn>>> TableColumns(
 
 // The contract's column definitions for CREATE TABLE, `"name" TYPE, ...`:
 // names quoted, each type checked by CheckColumnType and spliced as
-// declared. INVALID_ARGUMENT naming the column whose type does not pass.
+// declared; the column named `byte_order_column` (if any) gets
+// COLLATE "C", so that its indexes order by bytes. INVALID_ARGUMENT naming
+// the column whose type does not pass.
 absl::StatusOr<std::string> ContractColumnDefinitions(
-    PgConnection* conn, const std::vector<ColumnSpec>& contract);
+    PgConnection* conn, const std::vector<ColumnSpec>& contract,
+    const std::string& byte_order_column = "");
 
 // The contract's columns with their types as PostgreSQL names them, in the
 // contract's order: a TEMP table is created from ContractColumnDefinitions

@@ -368,6 +368,32 @@ absl::StatusOr<std::string> ColumnList(PgConnection* conn,
   return absl::StrJoin(cols, ", ");
 }
 
+// The column of `ds` that the tables the service creates for it declare
+// COLLATE "C": its TEXT time partition column, whose membership ranges
+// compare bytes (pg_membership.h), so that an index on it serves them.
+// "" when there is none.
+std::string ByteOrderColumn(const DatasetSpec& ds) {
+  if (!ds.partition || ds.grain() == Grain::kKey) return "";
+  for (const ColumnSpec& c : ds.columns) {
+    if (c.name == ds.partition->column &&
+        PgColumnKindOf(c.type) == PgColumnKind::kText) {
+      return c.name;
+    }
+  }
+  return "";
+}
+
+// `sql` without the semicolons and whitespace at its end, so that it can
+// be wrapped as a subquery.
+std::string WithoutTrailingSemicolons(std::string sql) {
+  while (!sql.empty() &&
+         (sql.back() == ';' ||
+          std::isspace(static_cast<unsigned char>(sql.back())))) {
+    sql.pop_back();
+  }
+  return sql;
+}
+
 // Whether a statement's text starts as a query does (SELECT, WITH, VALUES,
 // TABLE or a parenthesis), after whitespace and comments.
 bool LooksLikeQuery(std::string_view sql) {
@@ -444,19 +470,34 @@ PostgresEngine::FindJob(const std::string& job_id) {
 absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
     PgConnection* conn, const DatasetSpec& ds, const std::string& qualifier) {
   if (!ds.partition) return PartitionColumnsOf(ds, "", PgColumnKind::kOther);
-  // A source's table is the user's: its own column's collation counts. The
-  // service creates every other table with the database's default.
-  bool byte_ordered = default_byte_ordered_;
+  // Whether the time column orders by bytes in every table the condition
+  // reads: the published table's own column decides once it exists (a
+  // source's table is the user's; a derived one may have been created
+  // outside the service), and is remembered; until then the tables the
+  // service creates declare it COLLATE "C" (ByteOrderColumn).
   std::optional<std::vector<PgColumn>> table_columns;
-  if (ds.kind == DatasetKind::kSource) {
+  bool byte_ordered = !ByteOrderColumn(ds).empty();
+  bool known = false;
+  {
+    absl::MutexLock lock(&collation_mu_);
+    auto it = byte_ordered_tables_.find(ds.table);
+    if (it != byte_ordered_tables_.end()) {
+      byte_ordered = it->second;
+      known = true;
+    }
+  }
+  if (!known) {
     ASSIGN_OR_RETURN(table_columns, TableColumns(conn, base_, ds.table));
     if (table_columns) {
+      byte_ordered = false;
       for (const PgColumn& c : *table_columns) {
         if (c.name != ds.partition->column) continue;
         byte_ordered = c.collation == "C" || c.collation == "POSIX" ||
                        c.collation == "ucs_basic" ||
                        (c.collation == "default" && default_byte_ordered_);
       }
+      absl::MutexLock lock(&collation_mu_);
+      byte_ordered_tables_[ds.table] = byte_ordered;
     }
   }
   auto kind_of =
@@ -558,8 +599,9 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
     ASSIGN_OR_RETURN(std::string keys,
                      conn->QuoteIdentifier(KeysName(ds.name)));
     ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
-    ASSIGN_OR_RETURN(std::string defs,
-                     ContractColumnDefinitions(conn.get(), ds.columns));
+    ASSIGN_OR_RETURN(
+        std::string defs,
+        ContractColumnDefinitions(conn.get(), ds.columns, ByteOrderColumn(ds)));
     RETURN_IF_ERROR(
         conn->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS ", schema, ".",
                                 stage, " (", defs, ")"))
@@ -718,12 +760,7 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
       absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
 
   // The transform, with its named parameters made positional.
-  std::string body = dataset.transform;
-  while (!body.empty() &&
-         (body.back() == ';' ||
-          std::isspace(static_cast<unsigned char>(body.back())))) {
-    body.pop_back();
-  }
+  const std::string body = WithoutTrailingSemicolons(dataset.transform);
   absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
   if (!positional.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -785,7 +822,8 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
   ASSIGN_OR_RETURN(std::string stage,
                    conn->QuoteIdentifier(StageName(dataset.name)));
   ASSIGN_OR_RETURN(std::string defs,
-                   ContractColumnDefinitions(conn.get(), dataset.columns));
+                   ContractColumnDefinitions(conn.get(), dataset.columns,
+                                             ByteOrderColumn(dataset)));
   ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
   ASSIGN_OR_RETURN(PgPartitionColumns pcols,
                    ColumnsOf(conn.get(), dataset, ""));
@@ -1017,8 +1055,9 @@ absl::Status PostgresEngine::Publish(const JobLayout& layout) {
                      conn->QuoteIdentifier(StageName(ds.name)));
     ASSIGN_OR_RETURN(std::string prev,
                      conn->QuoteIdentifier(CopyTable(job_id, ds.name)));
-    ASSIGN_OR_RETURN(std::string defs,
-                     ContractColumnDefinitions(conn.get(), ds.columns));
+    ASSIGN_OR_RETURN(
+        std::string defs,
+        ContractColumnDefinitions(conn.get(), ds.columns, ByteOrderColumn(ds)));
     ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), ds));
     ASSIGN_OR_RETURN(PgResult staged,
                      conn->Exec("SELECT to_regclass($1) IS NOT NULL",
@@ -2627,12 +2666,7 @@ PostgresEngine::RunAssertion(const std::string& job_id,
         "dataset ", dataset.name, " is not recomputed by job ", job_id));
   }
   const std::string what = absl::StrCat("assertion on ", dataset.name);
-  std::string body = sql;
-  while (!body.empty() &&
-         (body.back() == ';' ||
-          std::isspace(static_cast<unsigned char>(body.back())))) {
-    body.pop_back();
-  }
+  const std::string body = WithoutTrailingSemicolons(sql);
   absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
   if (!positional.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -2650,7 +2684,8 @@ PostgresEngine::RunAssertion(const std::string& job_id,
                    conn->QuoteIdentifier(StageName(dataset.name)));
   ASSIGN_OR_RETURN(std::string shadow, conn->QuoteIdentifier(dataset.table));
   ASSIGN_OR_RETURN(std::string defs,
-                   ContractColumnDefinitions(conn.get(), dataset.columns));
+                   ContractColumnDefinitions(conn.get(), dataset.columns,
+                                             ByteOrderColumn(dataset)));
   ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
   std::optional<PgPartitionColumns> pcols;
   std::optional<PgCondition> member;
@@ -2738,12 +2773,7 @@ namespace backfill::postgres {
 absl::StatusOr<QueryShape> PostgresEngine::DescribeQuery(
     const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
     const DatasetSpec* own) {
-  std::string body = sql;
-  while (!body.empty() &&
-         (body.back() == ';' ||
-          std::isspace(static_cast<unsigned char>(body.back())))) {
-    body.pop_back();
-  }
+  const std::string body = WithoutTrailingSemicolons(sql);
   absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
   if (!positional.ok()) {
     return absl::InvalidArgumentError(positional.status().message());
@@ -2766,8 +2796,9 @@ absl::StatusOr<QueryShape> PostgresEngine::DescribeQuery(
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(std::string name, conn->QuoteIdentifier(ds.table));
-    ASSIGN_OR_RETURN(std::string defs,
-                     ContractColumnDefinitions(conn.get(), ds.columns));
+    ASSIGN_OR_RETURN(
+        std::string defs,
+        ContractColumnDefinitions(conn.get(), ds.columns, ByteOrderColumn(ds)));
     absl::Status made_table =
         conn->Exec(absl::StrCat("CREATE TEMP TABLE ", name, " (", defs, ")"))
             .status();

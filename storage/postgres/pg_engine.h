@@ -16,7 +16,12 @@
 //   _bf_<job>.*      one schema per job (<job> is the job id with every
 //                    character outside [A-Za-z0-9] replaced by '_'):
 //                      _bf_stage_<dataset>  staged rows, the contract's
-//                                           columns and types
+//                                           columns and types (a TEXT time
+//                                           partition column COLLATE "C",
+//                                           as in every table the engine
+//                                           creates from a contract, so
+//                                           that its byte-order membership
+//                                           ranges can use indexes)
 //                      _bf_parts_<dataset>  the job's partitions of the
 //                                           dataset and their membership
 //                                           values (released ones removed)
@@ -241,6 +246,11 @@ class PostgresEngine : public Engine {
   const std::string base_;  // unquoted
   // The database's default collation orders text by bytes (set by Open).
   bool default_byte_ordered_ = false;
+  // By published table: whether its time partition column orders by bytes
+  // (read once the table exists).
+  absl::Mutex collation_mu_;
+  std::map<std::string, bool> byte_ordered_tables_
+      ABSL_GUARDED_BY(collation_mu_);
 
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
