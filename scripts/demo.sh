@@ -34,9 +34,26 @@
 # demo directory and the report prints the commands to start them on it
 # again.
 #
-# Usage: scripts/demo.sh [--no-build]
+# --engine postgres runs the same incident on a PostgreSQL 15 warehouse: the
+# demo starts a server of its own (initdb and pg_ctl, as the postgres user
+# when run as root; its cluster in postgres/ under the demo directory,
+# listening on 127.0.0.1 on a free port, trust authentication for local
+# connections only), creates the database "warehouse" owned by the role
+# "backfill", copies the generated raw_orders and dim_customers into it
+# (same rows, same values) and runs the PostgreSQL versions of the two
+# pipelines (examples/demo/pipelines-postgres-v1 and pipelines-postgres),
+# with the server's port filled in their dsn. The cache reads the warehouse
+# through one psql session (revenue_cache.py --postgres DSN), the snapshot
+# is the schema "snap" of the warehouse, and every check runs with plain
+# psql. The server is stopped at the end and on any error, like the daemon
+# and the cache.
+# PostgreSQL 15's server programs are installed (as root) when missing.
+#
+# Usage: scripts/demo.sh [--no-build] [--engine sqlite|postgres]
 # Environment: BACKFILL_DEMO_DIR (default: build/demo under the repository),
-#              BACKFILL_BIN_DIR (default: build/bin).
+#              BACKFILL_BIN_DIR (default: build/bin),
+#              BACKFILL_PG_BIN_DIR (PostgreSQL's initdb and pg_ctl; default:
+#              /usr/lib/postgresql/15/bin).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,21 +73,50 @@ CACHE_PID=""
 CACHE_PORT=""
 # The day of the late refund recorded in step 6.
 LATE_DAY=2025-06-20
+# --engine postgres: the server's programs, and the cluster the demo makes
+# in PG_DIR (its data directory, log and Unix socket, owned by the account
+# that runs the server); the database and the role the pipelines' dsn
+# names, and the dsn once the server listens on PG_PORT.
+PG_BIN="${BACKFILL_PG_BIN_DIR:-/usr/lib/postgresql/15/bin}"
+PG_DIR="$WORK/postgres"
+PG_DB=warehouse
+PG_ROLE=backfill
+PG_PORT=""
+DSN=""
 
 build=1
-for arg in "$@"; do
-  case "$arg" in
+ENGINE=sqlite
+while (($# > 0)); do
+  case "$1" in
     --no-build) build=0 ;;
+    --engine)
+      (($# > 1)) || {
+        echo "demo: --engine needs a value: sqlite or postgres" >&2
+        exit 2
+      }
+      ENGINE="$2"
+      shift
+      ;;
+    --engine=*) ENGINE="${1#--engine=}" ;;
     -h | --help)
-      sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      # The comment at the top of this file, up to its first other line.
+      awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
-      echo "demo: unknown argument '$arg' (try --help)" >&2
+      echo "demo: unknown argument '$1' (try --help)" >&2
       exit 2
       ;;
   esac
+  shift
 done
+case "$ENGINE" in
+  sqlite | postgres) ;;
+  *)
+    echo "demo: unknown engine '$ENGINE': sqlite or postgres" >&2
+    exit 2
+    ;;
+esac
 
 if [[ -t 1 ]]; then
   step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
@@ -126,6 +172,34 @@ stop_cache() {
   wait "$pid" 2>/dev/null || true
 }
 
+# as_pg_owner COMMAND...: runs COMMAND in PG_DIR as the account that owns
+# the cluster: the postgres user when we are root (the server refuses to run
+# as root), else ourselves.
+as_pg_owner() {
+  if ((EUID == 0)); then
+    (cd "$PG_DIR" && runuser -u postgres -- "$@")
+  else
+    (cd "$PG_DIR" && "$@")
+  fi
+}
+
+# pg_running: true while a server runs on the demo's cluster.
+pg_running() {
+  [[ -f $PG_DIR/data/postmaster.pid && -x $PG_BIN/pg_ctl ]] &&
+    as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" status >/dev/null 2>&1
+}
+
+# stop_postgres: pg_ctl stop in fast mode (open transactions roll back,
+# clients are disconnected), waiting up to 60 s; then immediate mode.
+stop_postgres() {
+  pg_running || return 0
+  as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w -t 60 stop \
+    >>"$PG_DIR/pg_ctl.log" 2>&1 && return 0
+  echo "demo: the PostgreSQL server did not stop within 60 s; stopping it in immediate mode" >&2
+  as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w -t 60 stop \
+    >>"$PG_DIR/pg_ctl.log" 2>&1 || true
+}
+
 on_exit() {
   local rc=$?
   if [[ -n $DAEMON_PID ]]; then
@@ -135,6 +209,10 @@ on_exit() {
   if [[ -n $CACHE_PID ]]; then
     echo "demo: stopping the revenue cache (pid $CACHE_PID)" >&2
     stop_cache
+  fi
+  if [[ $ENGINE == postgres ]] && pg_running; then
+    echo "demo: stopping the PostgreSQL server (port ${PG_PORT:-unknown})" >&2
+    stop_postgres
   fi
   if ((rc != 0)); then
     echo "demo: FAILED (exit $rc); logs are in $WORK" >&2
@@ -185,12 +263,14 @@ ctl() { "$BIN/backfillctl" --server "127.0.0.1:$PORT" "$@"; }
 
 # start_cache LOG [--ignore-invalidations]: starts the revenue cache on
 # CACHE_PORT (a free port chosen by the system the first time, the same port
-# afterwards: the pipeline names it) and waits until it serves.
+# afterwards: the pipeline names it), reading the engine's warehouse, and
+# waits until it serves.
 start_cache() {
-  local log="$1" i
+  local log="$1" i warehouse=(--warehouse "$DATA/warehouse.db")
   shift
+  [[ $ENGINE == sqlite ]] || warehouse=(--postgres "$DSN")
   rm -f "$WORK/cache.port"
-  python3 "$CACHE" --warehouse "$DATA/warehouse.db" --port "${CACHE_PORT:-0}" \
+  python3 "$CACHE" "${warehouse[@]}" --port "${CACHE_PORT:-0}" \
     --port-file "$WORK/cache.port" "$@" >>"$log" 2>&1 &
   CACHE_PID=$!
   for ((i = 0; i < 100; i++)); do
@@ -220,18 +300,18 @@ cache_value() {
 warm_cache() {
   local days ok
   days="$(sql "SELECT COUNT(DISTINCT ds) FROM daily_revenue")"
-  ok="$(sql "SELECT DISTINCT 'url = \"http://127.0.0.1:$CACHE_PORT/value?day=' || ds || '\"'
-                       || char(10) || 'output = \"/dev/null\"'
-             FROM daily_revenue ORDER BY ds" |
+  ok="$(sql "SELECT DISTINCT ds FROM daily_revenue ORDER BY ds" |
+    awk -v base="http://127.0.0.1:$CACHE_PORT/value?day=" \
+      '{ printf "url = \"%s%s\"\noutput = \"/dev/null\"\n", base, $0 }' |
     curl -sS --max-time 120 -K - -w '%{http_code}\n' | grep -c '^200$' || true)"
   ((ok == days)) || die "warming the revenue cache: $ok of $days days answered 200"
   echo "revenue cache warmed: $days days read from the published daily_revenue"
 }
 
-# warehouse_value DAY: the day's revenue by plain sqlite3, as the cache must
-# serve it.
+# warehouse_value DAY: the day's revenue by plain SQL on the warehouse, as
+# the cache must serve it.
 warehouse_value() {
-  sql "SELECT printf('%.17g', SUM(revenue)) FROM daily_revenue WHERE ds = '$1'"
+  sql "SELECT $(exact_sql "SUM(revenue)") FROM daily_revenue WHERE ds = '$1'"
 }
 
 # same_number A B: true when A and B are the same double (both JSON numbers).
@@ -249,7 +329,217 @@ same_number() {
 # defaults, which also cover a document that is missing after an error).
 json() { jq -r "$2" "$1"; }
 
-sql() { sqlite3 -batch -bail "$DATA/warehouse.db" "$@"; }
+# --- the engine: the few things that differ ------------------------------
+# sql QUERY: the query's result on the warehouse, one row a line, columns
+# separated by '|'; sql_fields QUERY: separated by spaces; sql_table QUERY:
+# a table with a header, for display. MAIN is the published tables' schema
+# and ATTACH_SNAP what a query reading the snapshot (schema snap) starts
+# with. typeof_sql, fixed_sql N, exact_sql and json_texts_sql spell a SQL
+# expression in the engine's dialect: the storage type of a value, a number
+# as text with N decimals, a double as text that reads back exactly, and
+# the rows of the texts of a JSON array.
+if [[ $ENGINE == sqlite ]]; then
+  PLAIN="plain sqlite3"
+  WAREHOUSE_DESC="$DATA/warehouse.db"
+  SNAPSHOT_DESC="$SNAPSHOT"
+  PIPELINES_V1_SRC="$ROOT/examples/demo/pipelines-v1"
+  PIPELINES_SRC="$ROOT/examples/demo/pipelines"
+  MAIN=main
+  ATTACH_SNAP="ATTACH '${SNAPSHOT//\'/\'\'}' AS snap;"
+  sql() { sqlite3 -batch -bail "$DATA/warehouse.db" "$@"; }
+  sql_fields() { sql -separator ' ' "$1"; }
+  sql_table() { sql -header -column "$1"; }
+  typeof_sql() { echo "typeof($1)"; }
+  fixed_sql() { echo "printf('%.$1f', $2)"; }
+  exact_sql() { echo "printf('%.17g', $1)"; }
+  json_texts_sql() { echo "SELECT value FROM json_each('$1')"; }
+  # The diff check: the diff in a table of its own database, the warehouse
+  # attached as w.
+  ATTACH_W="ATTACH '${DATA//\'/\'\'}/warehouse.db' AS w;"
+  W=w
+  DIFF="diff"
+  diff_sql() { sqlite3 -batch -bail "$WORK/diff-check.db" "$@"; }
+  load_diff() {
+    diff_sql "
+      DROP TABLE IF EXISTS diff;
+      CREATE TABLE diff (dataset TEXT, ds TEXT, added INTEGER, removed INTEGER,
+                         changed INTEGER, revenue_delta REAL, orders_delta REAL);"
+    diff_sql ".mode tabs" ".import '$1' diff"
+  }
+else
+  PLAIN="plain psql"
+  WAREHOUSE_DESC="the PostgreSQL warehouse, database $PG_DB"
+  SNAPSHOT_DESC="the schema snap of the PostgreSQL warehouse"
+  PIPELINES_V1_SRC="$ROOT/examples/demo/pipelines-postgres-v1"
+  PIPELINES_SRC="$ROOT/examples/demo/pipelines-postgres"
+  MAIN=public
+  ATTACH_SNAP=""
+  # psql: no ~/.psqlrc, stop at the first error, unaligned and without
+  # headers (or aligned with them, for sql_table).
+  psql_warehouse() { psql -X -q -v ON_ERROR_STOP=1 -d "$DSN" "$@"; }
+  sql() { psql_warehouse -A -t -c "$1"; }
+  sql_fields() { psql_warehouse -A -t -F ' ' -c "$1"; }
+  sql_table() { psql_warehouse -P footer=off -c "$1"; }
+  typeof_sql() { echo "pg_typeof($1)::text"; }
+  fixed_sql() { echo "round(($2)::numeric, $1)::text"; }
+  # PostgreSQL prints a double precision as the shortest text that reads
+  # back as the same number (extra_float_digits 1, the default).
+  exact_sql() { echo "($1)::text"; }
+  json_texts_sql() { echo "SELECT json_array_elements_text('$1'::json)"; }
+  # The diff check: the diff in the warehouse's schema demo_check.
+  ATTACH_W=""
+  W="$MAIN"
+  DIFF=demo_check.diff
+  diff_sql() { sql "$1"; }
+  load_diff() {
+    sql "CREATE SCHEMA demo_check;
+         CREATE TABLE demo_check.diff (
+           dataset TEXT, ds TEXT, added BIGINT, removed BIGINT, changed BIGINT,
+           revenue_delta DOUBLE PRECISION, orders_delta DOUBLE PRECISION);"
+    psql_warehouse -c "\copy demo_check.diff FROM '${1//\'/\'\'}'"
+  }
+fi
+
+# write_pipelines SRC_DIR DIR: the copy in DIR of SRC_DIR/demo.yaml that the
+# daemon reads: the revenue cache's address (127.0.0.1:8089 in the file)
+# and, on PostgreSQL, the server's port in the dsn (5432 in the file) are
+# the real ones.
+write_pipelines() {
+  mkdir -p "$2"
+  sed -e "s/127\.0\.0\.1:8089/127.0.0.1:${CACHE_PORT:-8089}/g" \
+    -e "s/ port=5432 / port=${PG_PORT:-5432} /" "$1/demo.yaml" >"$2/demo.yaml"
+  if [[ $ENGINE == postgres ]]; then
+    (($(grep -cF "dsn: \"$DSN\"" "$2/demo.yaml") == 1)) ||
+      die "$2/demo.yaml does not name the warehouse \"$DSN\""
+  fi
+}
+
+# need_postgres: PostgreSQL's server programs and psql, installed with
+# scripts/install-deps.sh when missing and we are root.
+need_postgres() {
+  if [[ ! -x $PG_BIN/initdb || ! -x $PG_BIN/pg_ctl ]] || ! command -v psql >/dev/null; then
+    if ((EUID == 0)) && [[ -z ${BACKFILL_PG_BIN_DIR:-} ]]; then
+      step "Installing PostgreSQL 15"
+      "$ROOT/scripts/install-deps.sh" postgresql-15
+    fi
+  fi
+  [[ -x $PG_BIN/initdb && -x $PG_BIN/pg_ctl ]] ||
+    die "--engine postgres needs PostgreSQL's initdb and pg_ctl, not found in $PG_BIN: install the Debian package postgresql-15 (as root: apt-get install --no-install-recommends postgresql-15) or set BACKFILL_PG_BIN_DIR to their directory"
+  command -v psql >/dev/null ||
+    die "--engine postgres needs psql: install the Debian package postgresql-client-15"
+  if ((EUID == 0)); then
+    id postgres >/dev/null 2>&1 ||
+      die "as root, --engine postgres runs the server as the user postgres, which does not exist (the postgresql-15 package creates it)"
+    command -v runuser >/dev/null || die "runuser is required (Debian package util-linux)"
+  fi
+}
+
+# start_postgres: a new cluster in PG_DIR (initdb: UTF8, locale C, trust
+# authentication), started on a free port of 127.0.0.1 with its Unix socket
+# in PG_DIR, and in it the role PG_ROLE owning the database PG_DB. Sets
+# PG_PORT and DSN.
+start_postgres() {
+  # A Unix socket's path has at most 107 bytes.
+  ((${#PG_DIR} + 18 <= 107)) ||
+    die "$PG_DIR is too long a path for PostgreSQL's socket in it; set BACKFILL_DEMO_DIR to a shorter directory"
+  mkdir -p "$PG_DIR"
+  chmod 0700 "$PG_DIR"
+  if ((EUID == 0)); then
+    chown postgres:postgres "$PG_DIR"
+  fi
+  as_pg_owner test -w "$PG_DIR" ||
+    die "the user postgres cannot write to $PG_DIR (can it search every directory above it?); set BACKFILL_DEMO_DIR to a directory it can reach"
+  as_pg_owner "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 \
+    --locale=C --no-sync >"$PG_DIR/initdb.log" 2>&1 || {
+    cat "$PG_DIR/initdb.log" >&2
+    die "initdb failed (see $PG_DIR/initdb.log)"
+  }
+  # Only this machine can connect: the server listens on 127.0.0.1 and its
+  # socket, and trusts exactly those. A throwaway cluster: no fsync.
+  printf '%s\n' "local all all trust" "host all all 127.0.0.1/32 trust" |
+    as_pg_owner tee "$PG_DIR/data/pg_hba.conf" >/dev/null
+  printf '%s\n' "listen_addresses = '127.0.0.1'" \
+    "unix_socket_directories = '${PG_DIR//\'/\'\'}'" \
+    "fsync = off" "synchronous_commit = off" "full_page_writes = off" |
+    as_pg_owner tee -a "$PG_DIR/data/postgresql.conf" >/dev/null
+  # A port taken between free_port and the server's start fails the start:
+  # try a few.
+  for _ in 1 2 3 4 5; do
+    PG_PORT="$(free_port $((55432 + RANDOM % 1000)))"
+    if as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" \
+      -w -t 60 -o "-p $PG_PORT" start >>"$PG_DIR/pg_ctl.log" 2>&1; then
+      break
+    fi
+    PG_PORT=""
+  done
+  if [[ -z $PG_PORT ]]; then
+    tail -n 20 "$PG_DIR/server.log" >&2 || true
+    die "the PostgreSQL server did not start (5 attempts; see $PG_DIR/server.log)"
+  fi
+  psql -X -q -v ON_ERROR_STOP=1 -d "host=127.0.0.1 port=$PG_PORT dbname=postgres user=postgres" \
+    -c "CREATE ROLE $PG_ROLE LOGIN" -c "CREATE DATABASE $PG_DB OWNER $PG_ROLE"
+  DSN="host=127.0.0.1 port=$PG_PORT dbname=$PG_DB user=$PG_ROLE"
+  echo "PostgreSQL $(sql "SHOW server_version") on 127.0.0.1:$PG_PORT (cluster $PG_DIR/data," \
+    "log $PG_DIR/server.log): database $PG_DB owned by role $PG_ROLE"
+}
+
+# load_postgres_source SQLITE_FILE: copies the generated source tables
+# into the PostgreSQL warehouse: the same rows and values, in the
+# PostgreSQL types that hold them exactly (a SQLite REAL is a DOUBLE
+# PRECISION; doubles travel as 17 significant digits, which read back as
+# the same number), with the primary keys and the index on the partition
+# column of the generated tables. The copy is then read back and compared
+# with the file, row by row.
+load_postgres_source() {
+  local src="$1" dir q tables mismatch
+  dir="$(dirname "$src")"
+  q="${dir//\'/\'\'}"
+  tables="$(sqlite3 "$src" "SELECT group_concat(name, ' ') FROM
+                              (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)")"
+  [[ $tables == "dim_customers raw_orders" ]] ||
+    die "$src holds the tables '$tables', not the dim_customers and raw_orders this copy knows"
+  sqlite3 -batch -bail -csv "$src" \
+    "SELECT customer_id, name, region FROM dim_customers" >"$dir/dim_customers.csv"
+  sqlite3 -batch -bail -csv "$src" \
+    "SELECT order_id, order_date, customer_id, printf('%!.17g', amount),
+            printf('%!.17g', refund) FROM raw_orders" >"$dir/raw_orders.csv"
+  # order_date is compared bytewise (COLLATE "C") like SQLite's text, so
+  # that one index serves both the transforms' ranges and the engine's
+  # partition conditions.
+  psql_warehouse <<SQL
+BEGIN;
+CREATE TABLE dim_customers (
+  customer_id BIGINT PRIMARY KEY, name TEXT NOT NULL, region TEXT NOT NULL);
+CREATE TABLE raw_orders (
+  order_id BIGINT PRIMARY KEY, order_date TEXT COLLATE "C" NOT NULL,
+  customer_id BIGINT NOT NULL, amount DOUBLE PRECISION NOT NULL,
+  refund DOUBLE PRECISION NOT NULL DEFAULT 0);
+\copy dim_customers FROM '$q/dim_customers.csv' WITH (FORMAT csv)
+\copy raw_orders FROM '$q/raw_orders.csv' WITH (FORMAT csv)
+CREATE INDEX raw_orders_by_date ON raw_orders (order_date);
+COMMIT;
+ANALYZE dim_customers;
+ANALYZE raw_orders;
+SQL
+  psql_warehouse -c "\copy dim_customers TO '$q/dim_customers.pg.csv' WITH (FORMAT csv)"
+  psql_warehouse -c "\copy raw_orders TO '$q/raw_orders.pg.csv' WITH (FORMAT csv)"
+  mismatch="$(sqlite3 -batch -bail "$src" \
+    "CREATE TEMP TABLE pg_dim_customers AS SELECT * FROM main.dim_customers WHERE 0;
+     CREATE TEMP TABLE pg_raw_orders AS SELECT * FROM main.raw_orders WHERE 0;" \
+    ".import --csv --schema temp '$dir/dim_customers.pg.csv' pg_dim_customers" \
+    ".import --csv --schema temp '$dir/raw_orders.pg.csv' pg_raw_orders" \
+    "SELECT (SELECT COUNT(*) FROM (SELECT * FROM main.dim_customers
+                                   EXCEPT SELECT * FROM temp.pg_dim_customers))
+          + (SELECT COUNT(*) FROM (SELECT * FROM temp.pg_dim_customers
+                                   EXCEPT SELECT * FROM main.dim_customers))
+          + (SELECT COUNT(*) FROM (SELECT * FROM main.raw_orders
+                                   EXCEPT SELECT * FROM temp.pg_raw_orders))
+          + (SELECT COUNT(*) FROM (SELECT * FROM temp.pg_raw_orders
+                                   EXCEPT SELECT * FROM main.raw_orders));")"
+  ((mismatch == 0)) || die "the PostgreSQL copy of $src differs from it on $mismatch rows"
+  echo "copied to PostgreSQL: $(sql "SELECT COUNT(*) FROM raw_orders") rows of raw_orders and" \
+    "$(sql "SELECT COUNT(*) FROM dim_customers") of dim_customers; read back, 0 rows differ from $src"
+}
 
 # checks_summary FILE: "N checks, M passed (names)" from a Backfill's stored
 # check results; a check passed when every one of its results did.
@@ -276,17 +566,38 @@ done
 for tool in sqlite3 jq awk curl python3; do
   command -v "$tool" >/dev/null || die "$tool is required (scripts/install-deps.sh installs it)"
 done
+[[ $ENGINE == sqlite ]] || need_postgres
 
-step "Generating the demo warehouse in $DATA"
-rm -rf "$WORK"
-mkdir -p "$WORK"
-"$BIN/backfill-demo-gen" --data-dir "$DATA"
+# A server that a killed earlier run left on the demo's cluster goes first.
+if pg_running; then
+  echo "demo: stopping the PostgreSQL server an earlier run left on $PG_DIR/data" >&2
+  stop_postgres
+fi
+if [[ $ENGINE == sqlite ]]; then
+  step "Generating the demo warehouse in $DATA"
+  rm -rf "$WORK"
+  mkdir -p "$WORK"
+  "$BIN/backfill-demo-gen" --data-dir "$DATA"
+  PIPELINES_V1="$PIPELINES_V1_SRC"
+else
+  step "Generating the demo data in $WORK/source"
+  rm -rf "$WORK"
+  mkdir -p "$WORK" "$DATA"
+  "$BIN/backfill-demo-gen" --data-dir "$WORK/source"
+
+  step "Starting a PostgreSQL server for the warehouse and copying the data into it"
+  start_postgres
+  load_postgres_source "$WORK/source/warehouse.db"
+  PIPELINES_V1="$WORK/pipelines-v1"
+  write_pipelines "$PIPELINES_V1_SRC" "$PIPELINES_V1"
+  echo "the pipelines' warehouse: {engine: postgres, dsn: \"$DSN\"}"
+fi
 PORT="$(free_port 50551)"
 METRICS_PORT="$(free_port 9564)"
 [[ $METRICS_PORT != "$PORT" ]] || METRICS_PORT="$(free_port $((PORT + 1)))"
 
 step "Starting backfilld with the buggy pipeline (revenue = SUM(amount))"
-start_daemon "$ROOT/examples/demo/pipelines-v1" "$WORK/backfilld-v1.log"
+start_daemon "$PIPELINES_V1" "$WORK/backfilld-v1.log"
 ctl datasets
 
 step "Initial load of daily_revenue, 2025-01-01..2026-01-01 (and its monthly_revenue rollup)"
@@ -306,22 +617,21 @@ stop_daemon
 ((STOP_RC == 0)) || die "backfilld exited with status $STOP_RC after SIGTERM"
 echo "backfilld exited with status 0"
 
-step "Snapshotting the published daily_revenue and monthly_revenue to $SNAPSHOT"
-sql "ATTACH '${SNAPSHOT//\'/\'\'}' AS snap;
+step "Snapshotting the published daily_revenue and monthly_revenue to $SNAPSHOT_DESC"
+[[ $ENGINE == sqlite ]] || sql "CREATE SCHEMA snap"
+sql "$ATTACH_SNAP
      CREATE TABLE snap.daily_revenue AS
-       SELECT ds, region, revenue, orders FROM main.daily_revenue;
+       SELECT ds, region, revenue, orders FROM $MAIN.daily_revenue;
      CREATE TABLE snap.monthly_revenue AS
-       SELECT month, region, revenue, orders FROM main.monthly_revenue;"
-echo "$(sqlite3 "$SNAPSHOT" 'SELECT COUNT(*) FROM daily_revenue') rows," \
-  "$(sqlite3 "$SNAPSHOT" 'SELECT COUNT(DISTINCT ds) FROM daily_revenue') days"
+       SELECT month, region, revenue, orders FROM $MAIN.monthly_revenue;"
+echo "$(sql "$ATTACH_SNAP SELECT COUNT(*) FROM snap.daily_revenue") rows," \
+  "$(sql "$ATTACH_SNAP SELECT COUNT(DISTINCT ds) FROM snap.daily_revenue") days"
 
 step "Starting the revenue cache in front of daily_revenue and warming it with the published numbers"
 start_cache "$WORK/revenue-cache.log"
 # The fixed pipeline declares the cache as a consumer of daily_revenue at
 # 127.0.0.1:8089; the copy the daemon reads names the cache's real port.
-mkdir -p "$PIPELINES"
-sed "s/127\.0\.0\.1:8089/127.0.0.1:$CACHE_PORT/g" "$ROOT/examples/demo/pipelines/demo.yaml" \
-  >"$PIPELINES/demo.yaml"
+write_pipelines "$PIPELINES_SRC" "$PIPELINES"
 (($(grep -c "127.0.0.1:$CACHE_PORT/" "$PIPELINES/demo.yaml") == 2)) ||
   die "$PIPELINES/demo.yaml does not name the cache at 127.0.0.1:$CACHE_PORT twice"
 warm_cache
@@ -347,21 +657,20 @@ held_state="$(json "$WORK/backfill.json" '.state // ""')"
 [[ $held_state == BACKFILL_STATE_AWAITING_APPROVAL ]] ||
   die "expected $JOB to wait in AWAITING_APPROVAL, it is ${held_state:-in an unknown state}"
 
-snapshot_q="'${SNAPSHOT//\'/\'\'}'"
-cols="ds, region, revenue, typeof(revenue), orders, typeof(orders)"
-mcols="month, region, revenue, typeof(revenue), orders, typeof(orders)"
+cols="ds, region, revenue, $(typeof_sql revenue), orders, $(typeof_sql orders)"
+mcols="month, region, revenue, $(typeof_sql revenue), orders, $(typeof_sql orders)"
 # Nothing may be published while the job waits: every row of every day is
 # as in the snapshot.
 mismatch_held="$(sql "
-  ATTACH $snapshot_q AS snap;
-  SELECT (SELECT COUNT(*) FROM (SELECT $cols FROM main.daily_revenue
-                                EXCEPT SELECT $cols FROM snap.daily_revenue))
+  $ATTACH_SNAP
+  SELECT (SELECT COUNT(*) FROM (SELECT $cols FROM $MAIN.daily_revenue
+                                EXCEPT SELECT $cols FROM snap.daily_revenue) AS d1)
        + (SELECT COUNT(*) FROM (SELECT $cols FROM snap.daily_revenue
-                                EXCEPT SELECT $cols FROM main.daily_revenue))
-       + (SELECT COUNT(*) FROM (SELECT $mcols FROM main.monthly_revenue
-                                EXCEPT SELECT $mcols FROM snap.monthly_revenue))
+                                EXCEPT SELECT $cols FROM $MAIN.daily_revenue) AS d2)
+       + (SELECT COUNT(*) FROM (SELECT $mcols FROM $MAIN.monthly_revenue
+                                EXCEPT SELECT $mcols FROM snap.monthly_revenue) AS m1)
        + (SELECT COUNT(*) FROM (SELECT $mcols FROM snap.monthly_revenue
-                                EXCEPT SELECT $mcols FROM main.monthly_revenue));")"
+                                EXCEPT SELECT $mcols FROM $MAIN.monthly_revenue) AS m2);")"
 
 step "backfillctl diff $JOB: what publishing would change"
 ctl diff "$JOB" --samples 0
@@ -378,69 +687,66 @@ jq -r '.partitions[] | [.dataset, .partition, (.added | tonumber),
          (.measures[] | select(.column == "revenue") | .delta),
          (.measures[] | select(.column == "orders") | .delta)] | @tsv' \
   "$WORK/diff.json" >"$WORK/diff.tsv"
-sqlite3 -batch -bail "$WORK/diff-check.db" "
-  DROP TABLE IF EXISTS diff;
-  CREATE TABLE diff (dataset TEXT, ds TEXT, added INTEGER, removed INTEGER,
-                     changed INTEGER, revenue_delta REAL, orders_delta REAL);"
-sqlite3 -batch -bail "$WORK/diff-check.db" ".mode tabs" ".import '$WORK/diff.tsv' diff"
-diff_days="$(sqlite3 "$WORK/diff-check.db" "SELECT COUNT(*) FROM diff WHERE dataset = 'daily_revenue'")"
+load_diff "$WORK/diff.tsv"
+diff_days="$(diff_sql "SELECT COUNT(*) FROM $DIFF WHERE dataset = 'daily_revenue'")"
 fixed_sql="SELECT o.order_date AS ds, c.region AS region,
                   SUM(o.amount - o.refund) AS revenue, COUNT(*) AS orders
-           FROM w.raw_orders o JOIN w.dim_customers c
+           FROM $W.raw_orders o JOIN $W.dim_customers c
              ON c.customer_id = o.customer_id
            WHERE o.order_date >= '$FROM' AND o.order_date < '$TO'
            GROUP BY 1, 2"
-mismatch_diff="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
-  ATTACH '${DATA//\'/\'\'}/warehouse.db' AS w;
+mismatch_diff="$(diff_sql "
+  $ATTACH_W
   WITH fixed AS ($fixed_sql),
-       old AS (SELECT ds, region, revenue, orders FROM w.daily_revenue
+       old AS (SELECT ds, region, revenue, orders FROM $W.daily_revenue
                WHERE ds >= '$FROM' AND ds < '$TO'),
        expected AS (
          SELECT f.ds,
-                SUM(abs(f.revenue - o.revenue) > 1e-9 OR f.orders <> o.orders)
+                SUM(CASE WHEN abs(f.revenue - o.revenue) > 1e-9
+                           OR f.orders <> o.orders THEN 1 ELSE 0 END)
                   AS changed,
                 SUM(f.revenue) - SUM(o.revenue) AS revenue_delta,
                 SUM(f.orders) - SUM(o.orders) AS orders_delta
          FROM fixed f JOIN old o USING (ds, region) GROUP BY f.ds)
   SELECT COUNT(*) FROM expected e
-    LEFT JOIN diff d ON d.ds = e.ds AND d.dataset = 'daily_revenue'
+    LEFT JOIN $DIFF d ON d.ds = e.ds AND d.dataset = 'daily_revenue'
   WHERE d.ds IS NULL OR d.added <> 0
      OR d.removed <> 0 OR d.changed <> e.changed
      OR abs(d.revenue_delta - e.revenue_delta) > 1e-6
      OR d.orders_delta <> 0 OR e.orders_delta <> 0
      OR NOT (d.revenue_delta < 0);")"
-down_days="$(sqlite3 "$WORK/diff-check.db" "
-  SELECT COUNT(*) FROM diff WHERE dataset = 'daily_revenue' AND revenue_delta < 0")"
-other_days="$(sqlite3 "$WORK/diff-check.db" "
-  SELECT COUNT(*) FROM diff
+down_days="$(diff_sql "
+  SELECT COUNT(*) FROM $DIFF WHERE dataset = 'daily_revenue' AND revenue_delta < 0")"
+other_days="$(diff_sql "
+  SELECT COUNT(*) FROM $DIFF
   WHERE (dataset = 'daily_revenue' AND (ds < '$FROM' OR ds >= '$TO'))
      OR (dataset = 'monthly_revenue' AND ds <> '$MONTH')
      OR dataset NOT IN ('daily_revenue', 'monthly_revenue')")"
 # The month's diff is the sum of its days': same revenue delta, no row added
 # or removed, orders unchanged.
-mismatch_month_diff="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
-  SELECT (SELECT COUNT(*) FROM diff WHERE dataset = 'monthly_revenue') <> 1
-      OR (SELECT COUNT(*) FROM diff m
+mismatch_month_diff="$(diff_sql "
+  SELECT CAST((SELECT COUNT(*) FROM $DIFF WHERE dataset = 'monthly_revenue') <> 1
+      OR (SELECT COUNT(*) FROM $DIFF m
           WHERE m.dataset = 'monthly_revenue' AND m.ds = '$MONTH'
             AND m.added = 0 AND m.removed = 0 AND m.orders_delta = 0
             AND abs(m.revenue_delta -
-                    (SELECT SUM(revenue_delta) FROM diff
-                     WHERE dataset = 'daily_revenue')) <= 1e-6) <> 1;")"
-month_delta="$(sqlite3 "$WORK/diff-check.db" "
-  SELECT printf('%.2f', revenue_delta) FROM diff WHERE dataset = 'monthly_revenue'")"
+                    (SELECT SUM(revenue_delta) FROM $DIFF
+                     WHERE dataset = 'daily_revenue')) <= 1e-6) <> 1 AS INTEGER);")"
+month_delta="$(diff_sql "
+  SELECT $(fixed_sql 2 revenue_delta) FROM $DIFF WHERE dataset = 'monthly_revenue'")"
 # The days the diff shows revenue down on are exactly the days with refunds.
-refund_days_mismatch="$(sqlite3 -batch -bail "$WORK/diff-check.db" "
-  ATTACH '${DATA//\'/\'\'}/warehouse.db' AS w;
-  WITH refund_days AS (SELECT DISTINCT order_date AS ds FROM w.raw_orders
+refund_days_mismatch="$(diff_sql "
+  $ATTACH_W
+  WITH refund_days AS (SELECT DISTINCT order_date AS ds FROM $W.raw_orders
                        WHERE refund > 0),
-       down AS (SELECT ds FROM diff
+       down AS (SELECT ds FROM $DIFF
                 WHERE dataset = 'daily_revenue' AND revenue_delta < 0)
   SELECT (SELECT COUNT(*) FROM (SELECT ds FROM refund_days EXCEPT
-                                SELECT ds FROM down))
+                                SELECT ds FROM down) AS only_refund)
        + (SELECT COUNT(*) FROM (SELECT ds FROM down EXCEPT
-                                SELECT ds FROM refund_days));")"
-diff_changed="$(sqlite3 "$WORK/diff-check.db" "
-  SELECT SUM(changed) FROM diff WHERE dataset = 'daily_revenue'")"
+                                SELECT ds FROM refund_days) AS only_down);")"
+diff_changed="$(diff_sql "
+  SELECT SUM(changed) FROM $DIFF WHERE dataset = 'daily_revenue'")"
 diff_revenue="$(jq -r '.datasets[] | select(.dataset == "daily_revenue") | .measures[] | select(.column == "revenue") | .delta' "$WORK/diff.json" |
   awk '{ printf "%.2f", $1 }')"
 
@@ -460,7 +766,7 @@ echo "job message: $confirm_message"
 cache_after="$(cache_value "$CACHE_DAY")"
 cache_expected="$(warehouse_value "$CACHE_DAY")"
 echo "the cache serves $CACHE_DAY: revenue $(money "$cache_before") before the backfill," \
-  "$(money "$cache_after") after; plain sqlite3 on the warehouse: $(money "$cache_expected")"
+  "$(money "$cache_after") after; $PLAIN on the warehouse: $(money "$cache_expected")"
 
 # --- the report ---------------------------------------------------------
 j="$WORK/backfill.json"
@@ -497,18 +803,18 @@ mismatch_a="$(sql "
 rows_a="$(sql "SELECT COUNT(*) FROM daily_revenue WHERE $range")"
 # (b) every other day is exactly as before (same values, same types).
 mismatch_b="$(sql "
-  ATTACH $snapshot_q AS snap;
+  $ATTACH_SNAP
   SELECT (SELECT COUNT(*) FROM (
-            SELECT $cols FROM main.daily_revenue WHERE NOT ($range)
-            EXCEPT SELECT $cols FROM snap.daily_revenue WHERE NOT ($range)))
+            SELECT $cols FROM $MAIN.daily_revenue WHERE NOT ($range)
+            EXCEPT SELECT $cols FROM snap.daily_revenue WHERE NOT ($range)) AS d1)
        + (SELECT COUNT(*) FROM (
             SELECT $cols FROM snap.daily_revenue WHERE NOT ($range)
-            EXCEPT SELECT $cols FROM main.daily_revenue WHERE NOT ($range)));")"
+            EXCEPT SELECT $cols FROM $MAIN.daily_revenue WHERE NOT ($range)) AS d2);")"
 rows_b="$(sql "SELECT COUNT(*) FROM daily_revenue WHERE NOT ($range)")"
 days_b="$(sql "SELECT COUNT(DISTINCT ds) FROM daily_revenue WHERE NOT ($range)")"
 changed="$(sql "
-  ATTACH $snapshot_q AS snap;
-  SELECT COUNT(*) FROM main.daily_revenue n JOIN snap.daily_revenue o
+  $ATTACH_SNAP
+  SELECT COUNT(*) FROM $MAIN.daily_revenue n JOIN snap.daily_revenue o
     USING (ds, region)
   WHERE $range_n AND n.revenue <> o.revenue;")"
 # (e) monthly_revenue: every month equals the sum of its published days
@@ -526,16 +832,16 @@ mismatch_e="$(sql "
             USING (month, region) WHERE e.month IS NULL);")"
 months_e="$(sql "SELECT COUNT(DISTINCT month) FROM monthly_revenue")"
 mismatch_other_months="$(sql "
-  ATTACH $snapshot_q AS snap;
+  $ATTACH_SNAP
   SELECT (SELECT COUNT(*) FROM (
-            SELECT $mcols FROM main.monthly_revenue WHERE month <> '$MONTH'
-            EXCEPT SELECT $mcols FROM snap.monthly_revenue WHERE month <> '$MONTH'))
+            SELECT $mcols FROM $MAIN.monthly_revenue WHERE month <> '$MONTH'
+            EXCEPT SELECT $mcols FROM snap.monthly_revenue WHERE month <> '$MONTH') AS m1)
        + (SELECT COUNT(*) FROM (
             SELECT $mcols FROM snap.monthly_revenue WHERE month <> '$MONTH'
-            EXCEPT SELECT $mcols FROM main.monthly_revenue WHERE month <> '$MONTH'));")"
+            EXCEPT SELECT $mcols FROM $MAIN.monthly_revenue WHERE month <> '$MONTH') AS m2);")"
 month_changed="$(sql "
-  ATTACH $snapshot_q AS snap;
-  SELECT COUNT(*) FROM main.monthly_revenue n JOIN snap.monthly_revenue o
+  $ATTACH_SNAP
+  SELECT COUNT(*) FROM $MAIN.monthly_revenue n JOIN snap.monthly_revenue o
     USING (month, region)
   WHERE n.month = '$MONTH' AND n.revenue <> o.revenue;")"
 # The plan: daily_revenue's partitions are exactly the days plain SQL finds
@@ -543,39 +849,39 @@ month_changed="$(sql "
 # rollup.
 plan_days="$(jq -r '.datasets[] | select(.dataset == "daily_revenue") | .partitions[]' "$WORK/plan.json")"
 mismatch_plan="$(sql "
-  WITH planned(ds) AS (SELECT value FROM json_each('$(jq -c '[.datasets[] | select(.dataset == "daily_revenue") | .partitions[]]' "$WORK/plan.json")')),
+  WITH planned(ds) AS ($(json_texts_sql "$(jq -c '[.datasets[] | select(.dataset == "daily_revenue") | .partitions[]]' "$WORK/plan.json")")),
        refund_days AS (SELECT DISTINCT order_date AS ds FROM raw_orders
                        WHERE refund > 0)
   SELECT (SELECT COUNT(*) FROM (SELECT ds FROM planned EXCEPT
-                                SELECT ds FROM refund_days))
+                                SELECT ds FROM refund_days) AS only_planned)
        + (SELECT COUNT(*) FROM (SELECT ds FROM refund_days EXCEPT
-                                SELECT ds FROM planned));")"
+                                SELECT ds FROM planned) AS only_refund);")"
 plan_day_count="$(printf '%s\n' "$plan_days" | grep -c . || true)"
 plan_months="$(jq -r '[.datasets[] | select(.dataset == "monthly_revenue") | .partitions[]] | join(",")' "$WORK/plan.json")"
 plan_month_reason="$(jq -r '[.datasets[] | select(.dataset == "monthly_revenue") | .partition_reasons[]] | join(",")' "$WORK/plan.json")"
-refunds="$(sql "SELECT printf('%.2f', SUM(refund)) FROM raw_orders
+refunds="$(sql "SELECT $(fixed_sql 2 "SUM(refund)") FROM raw_orders
                 WHERE order_date >= '$FROM' AND order_date < '$TO'")"
 # How far the correction moved revenue, per day (the largest move) and over
 # the 30 days, from the snapshot and the published rows: the measure_change
 # check warns beyond 25%, which the refunds must not reach.
-read -r day_move_max job_move < <(sql -separator ' ' "
-  ATTACH $snapshot_q AS snap;
+read -r day_move_max job_move < <(sql_fields "
+  $ATTACH_SNAP
   WITH days AS (
     SELECT n.ds, SUM(n.revenue) AS after, SUM(o.revenue) AS before
-    FROM main.daily_revenue n JOIN snap.daily_revenue o USING (ds, region)
+    FROM $MAIN.daily_revenue n JOIN snap.daily_revenue o USING (ds, region)
     WHERE $range_n GROUP BY n.ds)
-  SELECT printf('%.1f', 100 * MAX(abs(after - before) / before)),
-         printf('%.1f', 100 * (SUM(after) - SUM(before)) / SUM(before))
+  SELECT $(fixed_sql 1 "100 * MAX(abs(after - before) / before)"),
+         $(fixed_sql 1 "100 * (SUM(after) - SUM(before)) / SUM(before)")
   FROM days;")
 initial_failing="$(checks_failing "$WORK/initial-load.json")"
 backfill_failing="$(checks_failing "$j")"
 
 step "Example: revenue before and after, first 3 days of the incident"
-sql -header -column "
-  ATTACH $snapshot_q AS snap;
-  SELECT n.ds, n.region, printf('%.2f', o.revenue) AS before,
-         printf('%.2f', n.revenue) AS after
-  FROM main.daily_revenue n JOIN snap.daily_revenue o USING (ds, region)
+sql_table "
+  $ATTACH_SNAP
+  SELECT n.ds, n.region, $(fixed_sql 2 o.revenue) AS before,
+         $(fixed_sql 2 n.revenue) AS after
+  FROM $MAIN.daily_revenue n JOIN snap.daily_revenue o USING (ds, region)
   WHERE $range_n ORDER BY n.ds, n.region LIMIT 15;"
 
 failures=0
@@ -600,7 +906,7 @@ row "actual cost" "$(printf '%.0f' "$actual") $unit = $(pct "$actual" "$full") o
 row "corrected" "$changed (day, region) rows and $month_changed (month, region) rows changed; refunds of $refunds now subtracted"
 row "approval" "$(json "$j" '.approval.approved_by // "-"'): \"$(json "$j" '.approval.reason // "-"')\""
 row "validation" "$(checks_summary "$j")"
-echo "  checks (plain sqlite3 on $DATA/warehouse.db):"
+echo "  checks ($PLAIN on $WAREHOUSE_DESC):"
 r=0 && [[ $state == BACKFILL_STATE_SUCCEEDED ]] || r=1
 check "$r" "job reached SUCCEEDED" "state ${state:-unknown}"
 r=0 && ((mismatch_plan == 0 && plan_day_count == 30)) &&
@@ -637,7 +943,7 @@ r=0 && [[ $state == BACKFILL_STATE_SUCCEEDED &&
   $confirm_message == "published and confirmed downstream: "*revenue_cache* ]] &&
   same_number "$cache_after" "$cache_expected" &&
   ! same_number "$cache_before" "$cache_after" || r=1
-check "$r" "(f) $JOB confirmed revenue_cache: on $CACHE_DAY the cache served $(money "$cache_before") before and $(money "$cache_after") after, exactly SUM(revenue) of the published day by plain sqlite3" \
+check "$r" "(f) $JOB confirmed revenue_cache: on $CACHE_DAY the cache served $(money "$cache_before") before and $(money "$cache_after") after, exactly SUM(revenue) of the published day by $PLAIN" \
   "state ${state:-unknown}, message \"$confirm_message\", cache before $cache_before, after $cache_after, warehouse $cache_expected"
 
 # --- a cache that ignores invalidations ---------------------------------
@@ -668,10 +974,10 @@ late_expected="$(warehouse_value "$LATE_DAY")"
 late_served="$(cache_value "$LATE_DAY")"
 echo "$JOB2: $state2"
 echo "job message: $message2"
-echo "plain sqlite3: the warehouse has $(money "$late_expected") for $LATE_DAY; the cache serves $(money "$late_served")"
+echo "$PLAIN: the warehouse has $(money "$late_expected") for $LATE_DAY; the cache serves $(money "$late_served")"
 # The message names the consumer, the day, what the cache served and what
 # the warehouse has; the numbers are read back from it and compared with
-# plain sqlite3 and with what the cache served before the backfill.
+# plain SQL and with what the cache served before the backfill.
 msg_re='consumer revenue_cache of daily_revenue still serves ([^ ]+) for partition ([^ ]+) where the warehouse has ([^ ]+) after'
 msg_served="" msg_day="" msg_expected=""
 if [[ $message2 =~ $msg_re ]]; then
@@ -694,22 +1000,26 @@ ctl --json status "$JOB2" >"$WORK/late-refund-confirmed.json"
 state3="$(json "$WORK/late-refund-confirmed.json" '.state // ""')"
 message3="$(json "$WORK/late-refund-confirmed.json" '.message // ""')"
 late_after="$(cache_value "$LATE_DAY")"
-echo "the cache serves $LATE_DAY: revenue $(money "$late_after"); plain sqlite3: $(money "$late_expected")"
+echo "the cache serves $LATE_DAY: revenue $(money "$late_after"); $PLAIN: $(money "$late_expected")"
 
 echo
 echo "  downstream, with a cache that ignores invalidations:"
 r=0 && [[ $state2 == BACKFILL_STATE_DOWNSTREAM_UNHEALTHY && $msg_day == "$LATE_DAY" ]] &&
   same_number "$msg_served" "$stale_value" && near "$msg_expected" "$late_expected" &&
   same_number "$late_served" "$stale_value" && ! same_number "$stale_value" "$late_expected" || r=1
-check "$r" "(g) $JOB2 published the late refund and ended DOWNSTREAM_UNHEALTHY, its message saying revenue_cache still served $msg_served (the number it held before: $(money "$stale_value")) for $msg_day where the warehouse has $msg_expected (plain sqlite3: $(money "$late_expected"))" \
+check "$r" "(g) $JOB2 published the late refund and ended DOWNSTREAM_UNHEALTHY, its message saying revenue_cache still served $msg_served (the number it held before: $(money "$stale_value")) for $msg_day where the warehouse has $msg_expected ($PLAIN: $(money "$late_expected"))" \
   "state ${state2:-unknown}, message \"$message2\", cache served $late_served, before $stale_value, warehouse $late_expected"
 r=0 && ((confirm_rc == 0)) && [[ $state3 == BACKFILL_STATE_SUCCEEDED &&
   $message3 == "published and confirmed downstream: "*revenue_cache* ]] &&
   same_number "$late_after" "$late_expected" || r=1
-check "$r" "(h) with a working cache, backfillctl confirm $JOB2 ended SUCCEEDED and the cache serves $(money "$late_after") for $LATE_DAY, exactly as plain sqlite3 computes" \
+check "$r" "(h) with a working cache, backfillctl confirm $JOB2 ended SUCCEEDED and the cache serves $(money "$late_after") for $LATE_DAY, exactly as $PLAIN computes" \
   "confirm exit $confirm_rc, state ${state3:-unknown}, message \"$message3\", cache $late_after, warehouse $late_expected"
 
-step "Stopping backfilld and the revenue cache (SIGTERM)"
+if [[ $ENGINE == sqlite ]]; then
+  step "Stopping backfilld and the revenue cache (SIGTERM)"
+else
+  step "Stopping backfilld and the revenue cache (SIGTERM), then the PostgreSQL server"
+fi
 stop_cache
 stop_daemon
 ((STOP_RC == 0)) || {
@@ -718,7 +1028,8 @@ stop_daemon
 }
 echo "backfilld exited with status $STOP_RC"
 
-cat <<EOT
+if [[ $ENGINE == sqlite ]]; then
+  cat <<EOT
 
 The data stays in $DATA. To explore it, start the revenue cache and the daemon again:
   python3 $CACHE --warehouse $DATA/warehouse.db --port $CACHE_PORT &
@@ -726,6 +1037,24 @@ The data stays in $DATA. To explore it, start the revenue cache and the daemon a
   $BIN/backfillctl --server 127.0.0.1:$PORT list
 and stop it with Ctrl-C or kill -TERM (it drains and exits 0).
 EOT
+else
+  stop_postgres
+  echo "PostgreSQL server stopped"
+  pg_ctl_start="$PG_BIN/pg_ctl -D $PG_DIR/data -l $PG_DIR/server.log -o '-p $PG_PORT' start"
+  ((EUID != 0)) || pg_ctl_start="runuser -u postgres -- $pg_ctl_start"
+  cat <<EOT
+
+The warehouse stays in the PostgreSQL cluster $PG_DIR/data, the daemon's state in $DATA.
+To explore them, start the server, the revenue cache and the daemon again:
+  $pg_ctl_start
+  python3 $CACHE --postgres "$DSN" --port $CACHE_PORT &
+  $BIN/backfilld --data-dir $DATA --pipelines $PIPELINES --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT
+  $BIN/backfillctl --server 127.0.0.1:$PORT list
+  psql "$DSN"
+and stop the daemon with Ctrl-C or kill -TERM (it drains and exits 0), the server with
+pg_ctl -D $PG_DIR/data stop (as the same user).
+EOT
+fi
 if ((failures > 0)); then
   echo "demo: FAIL ($failures check(s) failed)"
   exit 1

@@ -2,6 +2,8 @@
 # Installs the Debian 12 packages needed to build, test and run backfilld and
 # its demo. Idempotent: installs only what is missing (and runs apt-get update
 # only then). Needs root when something is missing.
+# Usage: scripts/install-deps.sh [PACKAGE...]
+#   With arguments, only those packages (each one of the list below).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +17,16 @@ PACKAGES=(
   python3  # the demo's revenue cache (examples/demo/revenue_cache.py)
   prometheus  # for promtool (metrics and alert-rule checks)
 )
+
+if (($# > 0)); then
+  for pkg in "$@"; do
+    [[ " ${PACKAGES[*]} " == *" $pkg "* ]] || {
+      echo "install-deps: $pkg is not one of the packages this script installs" >&2
+      exit 2
+    }
+  done
+  PACKAGES=("$@")
+fi
 
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'

@@ -134,6 +134,28 @@ TEST(PipelineLoaderTest, RepositoryDemoPipelinesLoad) {
   EXPECT_TRUE(c.ok()) << c.status();
 }
 
+// Every version of the demo's pipelines, on both engines, loads with the
+// same datasets.
+TEST(PipelineLoaderTest, RepositoryDemoPipelineVersionsLoad) {
+  const std::string demo = std::string(BACKFILL_SOURCE_DIR) + "/examples/demo";
+  if (!std::filesystem::exists(demo)) GTEST_SKIP() << "no " << demo;
+  for (const auto& [name, engine] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"pipelines", "sqlite"},
+           {"pipelines-v1", "sqlite"},
+           {"pipelines-postgres", "postgres"},
+           {"pipelines-postgres-v1", "postgres"}}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<Catalog> c = LoadPipelineDirectory(demo + "/" + name);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->warehouse().engine, engine);
+    for (const char* dataset :
+         {"orders", "customers", "daily_revenue", "monthly_revenue"}) {
+      EXPECT_NE(c->Find(dataset), nullptr) << dataset;
+    }
+  }
+}
+
 TEST(PipelineLoaderTest, DefaultsAndOptionalKeys) {
   absl::StatusOr<Catalog> c = Load(WithDerived(R"(
   - name: totals

@@ -13,27 +13,42 @@ With --ignore-invalidations (or REVENUE_CACHE_IGNORE_INVALIDATIONS=1) it
 answers the invalidation 200 but keeps its values: the broken cache that
 backfilld's confirmation must catch.
 
-Standard library only. It opens the warehouse read-only and serves on
-127.0.0.1; with --port 0 the system picks a free port, written to
---port-file once the cache listens. Stop it with SIGTERM or Ctrl-C.
+The warehouse is a SQLite file (--warehouse PATH) or a PostgreSQL database
+(--postgres DSN, a libpq connection string without a password: libpq reads
+it from PGPASSWORD, ~/.pgpass or PGPASSFILE), read through one psql session
+that stays open, so that the cache needs no driver.
 
-Usage: revenue_cache.py --warehouse PATH [--port N] [--port-file PATH]
-                        [--ignore-invalidations]
+Standard library only (and psql with --postgres). It reads the warehouse
+read-only and serves on 127.0.0.1; with --port 0 the system picks a free
+port, written to --port-file once the cache listens. Stop it with SIGTERM
+or Ctrl-C.
+
+Usage: revenue_cache.py (--warehouse PATH | --postgres DSN) [--port N]
+                        [--port-file PATH] [--ignore-invalidations]
 """
 
 import argparse
 import datetime
 import json
 import os
+import select
+import shutil
 import signal
 import sqlite3
+import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 from urllib.request import pathname2url
 
 MAX_BODY = 1 << 20
+PSQL_TIMEOUT_SECONDS = 30
+
+
+class WarehouseError(Exception):
+    """The warehouse could not be read."""
 
 
 def valid_day(text):
@@ -43,11 +58,111 @@ def valid_day(text):
         return False
 
 
+class SqliteWarehouse:
+    """A SQLite warehouse file, opened read-only for each read."""
+
+    def __init__(self, path):
+        self.uri = "file:%s?mode=ro" % pathname2url(path)
+
+    def day_revenue(self, day):
+        try:
+            db = sqlite3.connect(self.uri, uri=True)
+            try:
+                (revenue,) = db.execute(
+                    "SELECT SUM(revenue) FROM daily_revenue WHERE ds = ?",
+                    (day,)).fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error as e:
+            raise WarehouseError(str(e)) from e
+        return revenue
+
+
+class PostgresWarehouse:
+    """A PostgreSQL warehouse, read through one psql session that stays open,
+    as a cache keeps its connection (psql, so that no driver is needed). The
+    session starts on the first read, and again on the next read after it
+    failed or did not answer within PSQL_TIMEOUT_SECONDS; reads take turns.
+    Its transactions are read-only (default_transaction_read_only)."""
+
+    END = "__revenue_cache_end__"
+    # One read: the day's total after a marker (NULL as "null"), then a line
+    # that ends the answer and says whether the query failed. `day` is a
+    # valid YYYY-MM-DD, so it is safe between quotes.
+    QUERY = ("SELECT 'revenue=' || COALESCE(SUM(revenue)::text, 'null') "
+             "FROM daily_revenue WHERE ds = '%s';\n"
+             "\\echo " + END + " :ERROR\n")
+
+    def __init__(self, psql, dsn):
+        self.argv = [psql, "-X", "-q", "-A", "-t", "-d", dsn]
+        self.env = dict(os.environ)
+        self.env["PGOPTIONS"] = (self.env.get("PGOPTIONS", "") +
+                                 " -c default_transaction_read_only=on")
+        self.proc = None
+        self.pending = b""
+        self.lock = threading.Lock()
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        self.pending = b""
+
+    def _readline(self, deadline):
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WarehouseError("psql did not answer within %d s" %
+                                     PSQL_TIMEOUT_SECONDS)
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    raise WarehouseError("psql exited with status %d" %
+                                         self.proc.wait())
+                self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode("utf-8", "replace")
+
+    def day_revenue(self, day):
+        if not valid_day(day):
+            raise WarehouseError("not a day: %r" % day)
+        with self.lock:
+            lines = []
+            try:
+                if self.proc is None:
+                    # psql's messages (errors, notices) come on stdout too,
+                    # before the end line.
+                    self.proc = subprocess.Popen(
+                        self.argv, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        env=self.env)
+                self.proc.stdin.write((self.QUERY % day).encode())
+                self.proc.stdin.flush()
+                deadline = time.monotonic() + PSQL_TIMEOUT_SECONDS
+                while True:
+                    line = self._readline(deadline)
+                    if line.startswith(self.END):
+                        break
+                    lines.append(line)
+            except (OSError, WarehouseError) as e:
+                self.close()
+                raise WarehouseError("; ".join(lines + [str(e)])) from e
+        values = [l for l in lines if l.startswith("revenue=")]
+        if line != self.END + " false" or len(values) != 1:
+            raise WarehouseError("; ".join(lines) or "psql printed no value")
+        text = values[0][len("revenue="):]
+        # PostgreSQL prints a double precision exactly (the shortest text
+        # that reads back as the same number).
+        return None if text == "null" else float(text)
+
+
 class Cache:
     """The day -> revenue values; thread-safe (one lock around the dict)."""
 
     def __init__(self, warehouse, ignore_invalidations):
-        self.uri = "file:%s?mode=ro" % pathname2url(warehouse)
+        self.warehouse = warehouse
         self.ignore_invalidations = ignore_invalidations
         self.values = {}
         self.lock = threading.Lock()
@@ -56,13 +171,7 @@ class Cache:
         with self.lock:
             if day in self.values:
                 return self.values[day], True
-        db = sqlite3.connect(self.uri, uri=True)
-        try:
-            (revenue,) = db.execute(
-                "SELECT SUM(revenue) FROM daily_revenue WHERE ds = ?", (day,)
-            ).fetchone()
-        finally:
-            db.close()
+        revenue = self.warehouse.day_revenue(day)
         with self.lock:
             self.values.setdefault(day, revenue)
             return self.values[day], False
@@ -94,7 +203,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, {"error": "day must be one YYYY-MM-DD"})
         try:
             revenue, hit = self.server.cache.get(days[0])
-        except sqlite3.Error as e:
+        except WarehouseError as e:
             return self.reply(503, {"error": "warehouse: %s" % e})
         self.log_message("GET %s -> %r (%s)", days[0], revenue,
                          "cached" if hit else "read")
@@ -130,7 +239,11 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--warehouse", required=True)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--warehouse", metavar="PATH",
+                        help="the SQLite warehouse file")
+    source.add_argument("--postgres", metavar="DSN",
+                        help="the PostgreSQL warehouse's connection string")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file")
     p.add_argument(
@@ -139,13 +252,20 @@ def main():
         default=os.environ.get("REVENUE_CACHE_IGNORE_INVALIDATIONS") == "1",
     )
     args = p.parse_args()
-    if not os.path.isfile(args.warehouse):
-        p.error("no warehouse at %s" % args.warehouse)
+    if args.warehouse is not None:
+        if not os.path.isfile(args.warehouse):
+            p.error("no warehouse at %s" % args.warehouse)
+        warehouse = SqliteWarehouse(os.path.abspath(args.warehouse))
+    else:
+        psql = shutil.which("psql")
+        if psql is None:
+            p.error("--postgres reads the warehouse with psql, which is not "
+                    "in PATH (Debian: apt-get install postgresql-client)")
+        warehouse = PostgresWarehouse(psql, args.postgres)
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    server.cache = Cache(os.path.abspath(args.warehouse),
-                         args.ignore_invalidations)
+    server.cache = Cache(warehouse, args.ignore_invalidations)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     port = server.server_address[1]
     if args.port_file:
@@ -162,6 +282,8 @@ def main():
         pass
     finally:
         server.server_close()
+        if isinstance(warehouse, PostgresWarehouse):
+            warehouse.close()
 
 
 if __name__ == "__main__":
