@@ -159,23 +159,25 @@ TEST_F(PgContractTest, TableColumnsAreTheServersInTheirOrder) {
   ASSERT_TRUE(conn_->Exec("ALTER TABLE wh.t ADD COLUMN \"z z\" BIGINT").ok());
   auto columns = TableColumns(conn_.get(), "wh", "t");
   ASSERT_TRUE(columns.ok()) << columns.status();
-  EXPECT_THAT(*columns, Optional(ElementsAre(
-                            PgColumn{"ds", "text"}, PgColumn{"Revenue", "real"},
-                            PgColumn{"n", "character varying(12)"},
-                            PgColumn{"z z", "bigint"})));
+  EXPECT_THAT(*columns,
+              Optional(ElementsAre(PgColumn{"ds", "text", {}},
+                                   PgColumn{"Revenue", "real", {}},
+                                   PgColumn{"n", "character varying(12)", {}},
+                                   PgColumn{"z z", "bigint", {}})));
 
   // Views and tables without columns are tables too.
   ASSERT_TRUE(
       conn_->Exec("CREATE VIEW wh.v AS SELECT ds, n::text AS n FROM wh.t")
           .ok());
-  EXPECT_THAT(Columns("wh", "v"), Optional(ElementsAre(PgColumn{"ds", "text"},
-                                                       PgColumn{"n", "text"})));
+  EXPECT_THAT(Columns("wh", "v"),
+              Optional(ElementsAre(PgColumn{"ds", "text", {}},
+                                   PgColumn{"n", "text", {}})));
   ASSERT_TRUE(conn_->Exec("CREATE TABLE wh.empty ()").ok());
   EXPECT_THAT(Columns("wh", "empty"), Optional(ElementsAre()));
   // Without a schema: by the search_path.
   ASSERT_TRUE(conn_->Exec("CREATE TABLE public.pub (x INT)").ok());
   EXPECT_THAT(Columns("", "pub"),
-              Optional(ElementsAre(PgColumn{"x", "integer"})));
+              Optional(ElementsAre(PgColumn{"x", "integer", {}})));
   ASSERT_TRUE(conn_->Exec("DROP TABLE public.pub").ok());
 
   // An index is not a table.
@@ -184,6 +186,28 @@ TEST_F(PgContractTest, TableColumnsAreTheServersInTheirOrder) {
   EXPECT_EQ(index.status().code(), absl::StatusCode::kFailedPrecondition)
       << index.status();
   EXPECT_THAT(index.status().message(), HasSubstr("\"wh\".\"t_ds\""));
+}
+
+// A column's collation is read with it: the partition membership of a TEXT
+// column compares bytes, and only a byte-ordered collation lets an index
+// serve that.
+TEST_F(PgContractTest, TableColumnsReadTheirCollation) {
+  ASSERT_TRUE(conn_
+                  ->Exec("CREATE TABLE wh.c (d TEXT, c TEXT COLLATE \"C\", "
+                         "p VARCHAR(10) COLLATE \"POSIX\", n INTEGER)")
+                  .ok());
+  auto columns = TableColumns(conn_.get(), "wh", "c");
+  ASSERT_TRUE(columns.ok()) << columns.status();
+  ASSERT_TRUE(columns->has_value());
+  std::vector<std::string> collations;
+  for (const PgColumn& c : **columns) collations.push_back(c.collation);
+  EXPECT_THAT(collations, ElementsAre("default", "C", "POSIX", ""));
+
+  // The contract's definitions put the named column in byte order.
+  auto definitions = ContractColumnDefinitions(
+      conn_.get(), {{"ds", "TEXT"}, {"n", "BIGINT"}}, "ds");
+  ASSERT_TRUE(definitions.ok()) << definitions.status();
+  EXPECT_EQ(*definitions, "\"ds\" TEXT COLLATE \"C\", \"n\" BIGINT");
 }
 
 TEST_F(PgContractTest, ATableThatDoesNotExistIsNullopt) {
@@ -202,7 +226,7 @@ TEST_F(PgContractTest, ATableThatDoesNotExistIsNullopt) {
     EXPECT_EQ(*columns, std::nullopt);
   }
   EXPECT_THAT(Columns("wh", "t"),
-              Optional(ElementsAre(PgColumn{"x", "integer"})));  // survived
+              Optional(ElementsAre(PgColumn{"x", "integer", {}})));  // survived
   absl::Status check =
       CheckTableContract(conn_.get(), "wh", "missing", {{"x", "INT"}});
   EXPECT_EQ(check.code(), absl::StatusCode::kNotFound) << check;
@@ -325,8 +349,8 @@ TEST_F(PgContractTest, QuotedNamesAreCaseSensitiveAndSaidSo) {
           ->Exec(absl::StrCat("CREATE TABLE wh.\"Mixed\" (", *definitions, ")"))
           .ok());
   EXPECT_THAT(Columns("wh", "Mixed"),
-              Optional(ElementsAre(PgColumn{"Revenue", "double precision"},
-                                   PgColumn{"orderCount", "integer"})));
+              Optional(ElementsAre(PgColumn{"Revenue", "double precision", {}},
+                                   PgColumn{"orderCount", "integer", {}})));
   EXPECT_TRUE(CheckTableContract(conn_.get(), "wh", "Mixed", contract).ok());
   EXPECT_EQ(CheckTableContract(conn_.get(), "wh", "mixed", contract).code(),
             absl::StatusCode::kNotFound);
@@ -380,7 +404,7 @@ TEST_F(PgContractTest, TypesAreCheckedBeforeTheyReachTheServer) {
         absl::StatusCode::kInvalidArgument);
   }
   EXPECT_THAT(Columns("wh", "t"),
-              Optional(ElementsAre(PgColumn{"x", "integer"})));  // survived
+              Optional(ElementsAre(PgColumn{"x", "integer", {}})));  // survived
   ExpectNothingLeftBehind();
 }
 
@@ -388,14 +412,14 @@ TEST_F(PgContractTest, NormalizingLeavesNothingBehind) {
   auto columns = NormalizeContract(
       conn_.get(), {{"id", "SERIAL"}, {"Name", "TEXT"}, {"v", "REAL"}});
   ASSERT_TRUE(columns.ok()) << columns.status();
-  EXPECT_THAT(*columns,
-              ElementsAre(PgColumn{"id", "integer"}, PgColumn{"Name", "text"},
-                          PgColumn{"v", "real"}));
+  EXPECT_THAT(*columns, ElementsAre(PgColumn{"id", "integer", {}},
+                                    PgColumn{"Name", "text", {}},
+                                    PgColumn{"v", "real", {}}));
   ExpectNothingLeftBehind();
   // Again on the same connection: nothing of the first one is in the way.
   auto again = NormalizeContract(conn_.get(), {{"id", "BIGINT"}});
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_THAT(*again, ElementsAre(PgColumn{"id", "bigint"}));
+  EXPECT_THAT(*again, ElementsAre(PgColumn{"id", "bigint", {}}));
   // An empty contract makes a table without columns.
   auto none = NormalizeContract(conn_.get(), {});
   ASSERT_TRUE(none.ok()) << none.status();
@@ -406,8 +430,8 @@ TEST_F(PgContractTest, NormalizingLeavesNothingBehind) {
 TEST_F(PgContractTest, CompareNeedsTheNormalizedContractOfTheSameColumns) {
   EXPECT_EQ(CompareWithContract("t", {{"a", "INT"}}, {}, {}).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(CompareWithContract("t", {{"a", "INT"}}, {{"a", "integer"}},
-                                  {{"a", "integer"}})
+  EXPECT_TRUE(CompareWithContract("t", {{"a", "INT"}}, {{"a", "integer", {}}},
+                                  {{"a", "integer", {}}})
                   .ok());
 }
 
