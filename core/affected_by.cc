@@ -1,8 +1,12 @@
 #include "core/affected_by.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/partition_layout.h"
 
 namespace backfill {
 namespace {
@@ -176,6 +180,53 @@ absl::StatusOr<AffectedBy> ParseAffectedBy(std::string_view text) {
 
 std::string AffectedByText(const AffectedBy& affected_by) {
   return absl::StrCat(affected_by.dataset, ": ", affected_by.predicate);
+}
+
+absl::Status AddMatchingPartition(const DatasetSpec& dataset,
+                                  std::string_view predicate,
+                                  size_t max_partitions, std::string partition,
+                                  std::set<std::string>* matching) {
+  if (dataset.grain() == Grain::kKey &&
+      std::find(dataset.partition->keys.begin(), dataset.partition->keys.end(),
+                partition) == dataset.partition->keys.end()) {
+    return absl::OkStatus();  // not a declared key: no partition
+  }
+  if (dataset.two_dimensional() &&
+      !ValidatePartition(dataset.layout(), partition).ok()) {
+    return absl::OkStatus();  // not a declared key: no partition
+  }
+  matching->insert(std::move(partition));
+  if (matching->size() > max_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "affected_by: more than ", max_partitions, " partitions of ",
+        dataset.name, " have a row where ", QuotePredicate(predicate),
+        "; at most ", max_partitions, " per backfill: narrow the predicate"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PredicateRanTooLong(std::string_view predicate,
+                                 absl::Duration timeout,
+                                 std::string_view where) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "affected_by: predicate ", QuotePredicate(predicate), " ran longer than ",
+      absl::FormatDuration(timeout), " over ", Sv(where),
+      " and was stopped: make it cheaper (e.g. a condition on the table's "
+      "own columns, without subqueries)"));
+}
+
+absl::Status PredicateRefused(std::string_view predicate, std::string_view why,
+                              std::string_view where, std::string_view also) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "affected_by: predicate ", QuotePredicate(predicate), " is refused: it ",
+      Sv(why), "; a predicate may only read the columns of ", Sv(where),
+      " (and ", Sv(also), ")"));
+}
+
+absl::Status PredicateInterrupted(std::string_view predicate) {
+  return absl::UnavailableError(absl::StrCat(
+      "affected_by: evaluating predicate ", QuotePredicate(predicate),
+      " was interrupted: the service is stopping"));
 }
 
 }  // namespace backfill

@@ -20,11 +20,14 @@
 #define BACKFILL_CORE_AFFECTED_BY_H_
 
 #include <cstddef>
+#include <set>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/catalog.h"
 
 namespace backfill {
 
@@ -52,6 +55,29 @@ std::string QuotePredicate(std::string_view predicate);
 
 // "orders: refund > 0".
 std::string AffectedByText(const AffectedBy& affected_by);
+
+// For engines (Engine::PartitionsMatching). Adds `partition`, the partition
+// an engine computed for a row where the predicate holds, to `matching`
+// when it is a partition of `dataset`: a key grain's value must be a
+// declared key, a time x key value must name one. INVALID_ARGUMENT once
+// more than `max_partitions` match, saying to narrow the predicate.
+absl::Status AddMatchingPartition(const DatasetSpec& dataset,
+                                  std::string_view predicate,
+                                  size_t max_partitions, std::string partition,
+                                  std::set<std::string>* matching);
+
+// The errors of a predicate that an engine ran over `where` ("table T of
+// dataset D"), as a client should read them: stopped after `timeout`
+// (INVALID_ARGUMENT: make it cheaper), refused by the engine's sandbox
+// because it `why` ("reads table x"; INVALID_ARGUMENT, saying that it may
+// read only the columns of `where` and `also`), interrupted by a shutdown
+// (UNAVAILABLE).
+absl::Status PredicateRanTooLong(std::string_view predicate,
+                                 absl::Duration timeout,
+                                 std::string_view where);
+absl::Status PredicateRefused(std::string_view predicate, std::string_view why,
+                              std::string_view where, std::string_view also);
+absl::Status PredicateInterrupted(std::string_view predicate);
 
 }  // namespace backfill
 

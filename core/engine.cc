@@ -2,9 +2,37 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
 namespace backfill {
+
+absl::Status CheckProfileRequest(const DatasetSpec& dataset,
+                                 const ProfileRequest& request) {
+  auto declared = [&](const std::string& column) {
+    for (const ColumnSpec& c : dataset.columns) {
+      if (c.name == column) return true;
+    }
+    return false;
+  };
+  for (const std::vector<std::string>* columns :
+       {&request.measures, &request.null_columns}) {
+    for (const std::string& c : *columns) {
+      if (!declared(c)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("ProfileStaged: ", c, " is not a contract column of ",
+                         dataset.name));
+      }
+    }
+  }
+  for (const ProfileRequest::Reference& r : request.references) {
+    if (!declared(r.column) || r.dataset == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ProfileStaged: bad reference from ", dataset.name, ".", r.column));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::map<std::string, int64_t>> Engine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {

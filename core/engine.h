@@ -136,6 +136,12 @@ struct ProfileRequest {
   int samples = 3;  // rows shown per count
 };
 
+// OK when every column `request` names is a contract column of `dataset`
+// and every reference names a dataset; INVALID_ARGUMENT naming the first
+// that does not (for Engine::ProfileStaged).
+absl::Status CheckProfileRequest(const DatasetSpec& dataset,
+                                 const ProfileRequest& request);
+
 // The profile of one partition's rows.
 struct PartitionProfile {
   int64_t rows = 0;

@@ -886,23 +886,13 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   // Every failure of the statement, as the client should read it.
   auto failed = [&](const absl::Status& status) -> absl::Status {
     if (sandbox.timed_out()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "affected_by: predicate ", quoted, " ran longer than ",
-          absl::FormatDuration(timeout), " over ", where,
-          " and was stopped: make it cheaper (e.g. a condition on the "
-          "table's own columns, without subqueries)"));
+      return PredicateRanTooLong(predicate, timeout, where);
     }
     if (!sandbox.refused().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "affected_by: predicate ", quoted, " is refused: it ",
-          sandbox.refused(), "; a predicate may only read the columns of ",
-          where, " (and call SQL functions)"));
+      return PredicateRefused(predicate, sandbox.refused(), where,
+                              "call SQL functions");
     }
-    if (sandbox.LastErrorInterrupted()) {
-      return absl::UnavailableError(
-          absl::StrCat("affected_by: evaluating predicate ", quoted,
-                       " was interrupted: the service is stopping"));
-    }
+    if (sandbox.LastErrorInterrupted()) return PredicateInterrupted(predicate);
     if (status.code() == absl::StatusCode::kInternal ||
         status.code() == absl::StatusCode::kInvalidArgument) {
       const std::string message = sandbox.LastError();
@@ -939,24 +929,8 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
       break;
     }
     if (q->ColumnIsNull(0)) continue;  // a row of no partition
-    std::string partition = q->ColumnText(0);
-    if (grain == Grain::kKey &&
-        std::find(dataset.partition->keys.begin(),
-                  dataset.partition->keys.end(),
-                  partition) == dataset.partition->keys.end()) {
-      continue;  // not a declared key: no partition of the dataset
-    }
-    if (dataset.two_dimensional() &&
-        !ValidatePartition(dataset.layout(), partition).ok()) {
-      continue;  // not a declared key: no partition of the dataset
-    }
-    matching.insert(std::move(partition));
-    if (matching.size() > max_partitions) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "affected_by: more than ", max_partitions, " partitions of ",
-          dataset.name, " have a row where ", quoted, "; at most ",
-          max_partitions, " per backfill: narrow the predicate"));
-    }
+    RETURN_IF_ERROR(AddMatchingPartition(dataset, predicate, max_partitions,
+                                         q->ColumnText(0), &matching));
   }
   return std::vector<std::string>(matching.begin(), matching.end());
 }
@@ -2326,30 +2300,7 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
   ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
   const std::string stage = StageTable(job_id, dataset.name);
   const int samples = std::max(0, request.samples);
-  auto declared = [&](const std::string& column) -> const ColumnSpec* {
-    for (const ColumnSpec& c : dataset.columns) {
-      if (c.name == column) return &c;
-    }
-    return nullptr;
-  };
-  for (const std::string& m : request.measures) {
-    if (declared(m) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ProfileStaged: ", m, " is not a contract column of ", dataset.name));
-    }
-  }
-  for (const std::string& m : request.null_columns) {
-    if (declared(m) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ProfileStaged: ", m, " is not a contract column of ", dataset.name));
-    }
-  }
-  for (const ProfileRequest::Reference& r : request.references) {
-    if (declared(r.column) == nullptr || r.dataset == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ProfileStaged: bad reference from ", dataset.name, ".", r.column));
-    }
-  }
+  RETURN_IF_ERROR(CheckProfileRequest(dataset, request));
   Lease db = Acquire();
   ASSIGN_OR_RETURN(bool exists, db->TableExists(stage));
   if (!exists) {

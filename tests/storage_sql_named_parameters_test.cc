@@ -1101,5 +1101,34 @@ TEST_F(NamedParametersPostgresTest, GeneratedStatementsMeanTheSameToPostgres) {
   }
 }
 
+// The result says which quoting forms beyond standard strings the text
+// used, wherever they stand, and not when the same bytes are inside
+// another literal or a comment.
+TEST(NamedParametersTest, ItSaysWhichQuotingFormsTheTextUses) {
+  struct Case {
+    std::string sql;
+    bool dollar;
+    bool escape;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"a = 'x'", false, false},
+           {"a = $$x$$", true, false},
+           {"a = $tag$x$tag$ AND b = 1", true, false},
+           {"a = E'it\\'s'", false, true},
+           {"a = e'x' OR b = $q$y$q$", true, true},
+           {"a = '$$' AND b = 'E''x'", false, false},
+           {"a = 1 -- $$ E'x'\n", false, false},
+           {"a = 1 /* /* $$ */ E'x' */", false, false},
+           {"a$$ = 1", false, false},  // '$' inside a word starts nothing
+           {"type = 'e'", false, false},
+       }) {
+    SCOPED_TRACE(c.sql);
+    absl::StatusOr<sql::PositionalSql> got = sql::ToPositional(c.sql);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->has_dollar_quote, c.dollar);
+    EXPECT_EQ(got->has_escape_string, c.escape);
+  }
+}
+
 }  // namespace
 }  // namespace backfill::sql

@@ -92,6 +92,15 @@ absl::StatusOr<Fingerprint> HashRows(PgConnection* conn, const std::string& sql,
   return fp;
 }
 
+// Whether the relation `qualified` ("schema"."name", quoted) exists;
+// bound, never spliced.
+absl::StatusOr<bool> RelationExists(PgConnection* conn,
+                                    const std::string& qualified) {
+  ASSIGN_OR_RETURN(PgResult r, conn->Exec("SELECT to_regclass($1) IS NOT NULL",
+                                          {qualified}));
+  return !r.rows.empty() && r.rows[0][0].value_or("f") == "t";
+}
+
 absl::Status Annotate(const absl::Status& status, std::string_view context) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(std::string(context), ": ",
@@ -663,14 +672,14 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
     }
     if (recomputed) continue;  // read from its staging, not pinned
     ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(pin->table));
-    ASSIGN_OR_RETURN(PgResult pinned,
-                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                {absl::StrCat(schema, ".", table)}));
-    if (pinned.rows[0][0].value_or("f") == "t") continue;  // kept
-    ASSIGN_OR_RETURN(PgResult exists,
-                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                {absl::StrCat(base, ".", table)}));
-    if (exists.rows[0][0].value_or("f") != "t") {
+    ASSIGN_OR_RETURN(
+        bool pinned,
+        RelationExists(conn.get(), absl::StrCat(schema, ".", table)));
+    if (pinned) continue;  // kept
+    ASSIGN_OR_RETURN(
+        bool exists,
+        RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+    if (!exists) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
                        " does not exist in the warehouse"));
@@ -711,10 +720,9 @@ absl::StatusOr<std::string> PostgresEngine::OverlaySql(
   ASSIGN_OR_RETURN(std::string t_list, ColumnList(conn, ds, "_bf_t."));
   std::string view =
       absl::StrCat("SELECT ", list, " FROM ", schema, ".", stage);
-  ASSIGN_OR_RETURN(PgResult published,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  if (published.rows[0][0].value_or("f") == "t") {
+  ASSIGN_OR_RETURN(bool published,
+                   RelationExists(conn, absl::StrCat(base, ".", table)));
+  if (published) {
     ASSIGN_OR_RETURN(PgPartitionColumns t_cols, ColumnsOf(conn, ds, "_bf_t."));
     ASSIGN_OR_RETURN(PgCondition t_member,
                      MembershipCondition(t_cols, kServiceSchema, 1));
@@ -952,10 +960,10 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
               .status(),
           where));
       ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-      ASSIGN_OR_RETURN(PgResult published,
-                       conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                  {absl::StrCat(base, ".", table)}));
-      if (published.rows[0][0].value_or("f") == "t") {
+      ASSIGN_OR_RETURN(
+          bool published,
+          RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+      if (published) {
         RETURN_IF_ERROR(Annotate(
             conn->Exec(
                     absl::StrCat("INSERT INTO pg_temp._bf_out (", cols,
@@ -1059,10 +1067,10 @@ absl::Status PostgresEngine::Publish(const JobLayout& layout) {
         std::string defs,
         ContractColumnDefinitions(conn.get(), ds.columns, ByteOrderColumn(ds)));
     ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), ds));
-    ASSIGN_OR_RETURN(PgResult staged,
-                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                {absl::StrCat(schema, ".", stage)}));
-    if (staged.rows[0][0].value_or("f") != "t") {
+    ASSIGN_OR_RETURN(
+        bool staged,
+        RelationExists(conn.get(), absl::StrCat(schema, ".", stage)));
+    if (!staged) {
       return absl::FailedPreconditionError(
           absl::StrCat(where, ": the job's staging ", JobSchema(job_id), ".",
                        StageName(ds.name), " does not exist"));
@@ -1281,9 +1289,8 @@ absl::StatusOr<ValidationReport> PostgresEngine::ValidateStaged(
   const std::string table = absl::StrCat(schema, ".", stage);
   PgTransaction txn(conn.get());
   RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL", {table}));
-  if (exists.rows[0][0].value_or("f") != "t") {
+  ASSIGN_OR_RETURN(bool exists, RelationExists(conn.get(), table));
+  if (!exists) {
     return absl::FailedPreconditionError(
         absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
   }
@@ -1357,10 +1364,9 @@ PostgresEngine::CountRowsByPartition(const DatasetSpec& dataset) {
   ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
   ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
   std::map<std::string, int64_t> out;
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  if (exists.rows[0][0].value_or("f") != "t") {
+  ASSIGN_OR_RETURN(bool exists,
+                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+  if (!exists) {
     if (dataset.grain() == Grain::kNone) out[""] = 0;
     return out;
   }
@@ -1386,10 +1392,9 @@ PostgresEngine::CurrentFingerprints(
   std::map<std::string, InputFingerprint> out;
   PgTransaction txn(conn.get());
   RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  const bool published = exists.rows[0][0].value_or("f") == "t";
+  ASSIGN_OR_RETURN(bool exists,
+                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+  const bool published = exists;
   for (const std::string& partition : partitions) {
     Fingerprint fp;
     if (published) {
@@ -1426,10 +1431,9 @@ absl::Status PostgresEngine::MeasurePartitions(
   ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
   ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
   ASSIGN_OR_RETURN(std::string cols, ColumnList(conn, ds));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  const bool published = exists.rows[0][0].value_or("f") == "t";
+  ASSIGN_OR_RETURN(bool exists,
+                   RelationExists(conn, absl::StrCat(base, ".", table)));
+  const bool published = exists;
   ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn, ds, ""));
   ASSIGN_OR_RETURN(PgCondition member,
                    MembershipCondition(pcols, kServiceSchema, 1));
@@ -1512,10 +1516,8 @@ absl::StatusOr<RollbackResult> PostgresEngine::Rollback(
                          absl::StrCat("_bf.", prev)),
           std::make_pair(absl::StrCat(base_, ".", ds.table),
                          absl::StrCat(base, ".", table))}) {
-      ASSIGN_OR_RETURN(
-          PgResult exists,
-          conn->Exec("SELECT to_regclass($1) IS NOT NULL", {quoted}));
-      if (exists.rows[0][0].value_or("f") != "t") {
+      ASSIGN_OR_RETURN(bool exists, RelationExists(conn.get(), quoted));
+      if (!exists) {
         return absl::FailedPreconditionError(absl::StrCat(
             where, ": table ", name,
             name == absl::StrCat("_bf.", prev_name) ? " (the rollback copy)"
@@ -1726,45 +1728,6 @@ absl::StatusOr<SqlValue> PostgresEngine::QueryValue(
 
 namespace {
 
-// The first quoting form in `sql` whose end the checks of a predicate
-// (core/affected_by.h), which know standard '...' strings and "..."
-// names, could misjudge: a dollar-quoted string ($$...$$, $tag$...$tag$)
-// or an escape string (E'...', whose \' does not end it); "" when there is
-// none.
-std::string QuotingNotAccepted(std::string_view sql) {
-  char quote = 0;  // the quote of the literal or name we are in
-  for (size_t i = 0; i < sql.size(); ++i) {
-    const char c = sql[i];
-    if (quote != 0) {
-      if (c == quote) {
-        if (i + 1 < sql.size() && sql[i + 1] == quote) {
-          ++i;  // doubled: still inside
-        } else {
-          quote = 0;
-        }
-      }
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      const bool escape =
-          c == '\'' && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
-          (i < 2 || !(std::isalnum(static_cast<unsigned char>(sql[i - 2])) ||
-                      sql[i - 2] == '_' || sql[i - 2] == '$'));
-      if (escape) return "an escape string (E'...')";
-      quote = c;
-    } else if (c == '$') {
-      return "a dollar sign (dollar-quoted strings and $n parameters)";
-    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      while (i < sql.size() && sql[i] != '\n') ++i;
-    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
-      const size_t end = sql.find("*/", i + 2);
-      if (end == std::string_view::npos) return "";
-      i = end + 1;
-    }
-  }
-  return "";
-}
-
 // Built-in functions a predicate may not call although PostgreSQL has them:
 // those that run queries of their own, read files or the server's state,
 // or take locks that outlive the transaction.
@@ -1819,9 +1782,14 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
         lexed->names[0],
         "); write the values into the predicate (nothing is bound)"));
   }
-  if (std::string form = QuotingNotAccepted(predicate); !form.empty()) {
+  // The predicate checks (core/affected_by.h) know standard strings and
+  // quoted names only: a string that could end where they do not expect
+  // is refused.
+  if (lexed->has_dollar_quote || lexed->has_escape_string) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "affected_by: predicate ", quoted, " uses ", form,
+        "affected_by: predicate ", quoted, " uses ",
+        lexed->has_dollar_quote ? "a dollar-quoted string ($$...$$)"
+                                : "an escape string (E'...')",
         ", which a predicate may not; write strings as '...' (a quote "
         "inside doubled: '')"));
   }
@@ -1835,10 +1803,9 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
   PgTransaction txn(conn.get());
   RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  if (exists.rows[0][0].value_or("f") != "t") return std::vector<std::string>{};
+  ASSIGN_OR_RETURN(bool exists,
+                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+  if (!exists) return std::vector<std::string>{};
   RETURN_IF_ERROR(
       conn->Exec(absl::StrCat("SET LOCAL search_path TO ", base)).status());
   RETURN_IF_ERROR(
@@ -1852,15 +1819,9 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   auto failed = [&](const absl::Status& status) -> absl::Status {
     switch (status.code()) {
       case absl::StatusCode::kDeadlineExceeded:
-        return absl::InvalidArgumentError(absl::StrCat(
-            "affected_by: predicate ", quoted, " ran longer than ",
-            absl::FormatDuration(timeout), " over ", where,
-            " and was stopped: make it cheaper (e.g. a condition on the "
-            "table's own columns, without subqueries)"));
+        return PredicateRanTooLong(predicate, timeout, where);
       case absl::StatusCode::kCancelled:
-        return absl::UnavailableError(
-            absl::StrCat("affected_by: evaluating predicate ", quoted,
-                         " was interrupted: the service is stopping"));
+        return PredicateInterrupted(predicate);
       case absl::StatusCode::kInvalidArgument:
       case absl::StatusCode::kFailedPrecondition:
       case absl::StatusCode::kPermissionDenied: {
@@ -1878,10 +1839,8 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
     }
   };
   auto refused = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("affected_by: predicate ", quoted, " is refused: it ", why,
-                     "; a predicate may only read the columns of ", where,
-                     " (and call PostgreSQL's built-in functions)"));
+    return PredicateRefused(predicate, why, where,
+                            "call PostgreSQL's built-in functions");
   };
 
   // The predicate alone, planned (never run): what it reads and calls.
@@ -1978,24 +1937,8 @@ FROM n ORDER BY name)sql",
       break;
     }
     if (!row[0]) continue;  // a row of no partition
-    const std::string& partition = *row[0];
-    if (grain == Grain::kKey &&
-        std::find(dataset.partition->keys.begin(),
-                  dataset.partition->keys.end(),
-                  partition) == dataset.partition->keys.end()) {
-      continue;  // not a declared key: no partition of the dataset
-    }
-    if (dataset.two_dimensional() &&
-        !ValidatePartition(dataset.layout(), partition).ok()) {
-      continue;  // not a declared key: no partition of the dataset
-    }
-    matching.insert(partition);
-    if (matching.size() > max_partitions) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "affected_by: more than ", max_partitions, " partitions of ",
-          dataset.name, " have a row where ", quoted, "; at most ",
-          max_partitions, " per backfill: narrow the predicate"));
-    }
+    RETURN_IF_ERROR(AddMatchingPartition(dataset, predicate, max_partitions,
+                                         *row[0], &matching));
   }
   return std::vector<std::string>(matching.begin(), matching.end());
 }
@@ -2034,10 +1977,9 @@ PostgresEngine::CountRowsInPartitions(
   std::map<std::string, int64_t> out;
   PgTransaction txn(conn.get());
   RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(base, ".", table)}));
-  const bool published = exists.rows[0][0].value_or("f") == "t";
+  ASSIGN_OR_RETURN(bool exists,
+                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+  const bool published = exists;
   std::optional<PgPartitionColumns> pcols;
   std::optional<PgCondition> member;
   if (published && dataset.partition) {
@@ -2115,10 +2057,10 @@ absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
     ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
     ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
     ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-    ASSIGN_OR_RETURN(PgResult exists,
-                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                {absl::StrCat(base, ".", table)}));
-    if (exists.rows[0][0].value_or("f") == "t") {
+    ASSIGN_OR_RETURN(
+        bool exists,
+        RelationExists(conn.get(), absl::StrCat(base, ".", table)));
+    if (exists) {
       ASSIGN_OR_RETURN(
           std::string counts_sql,
           PartitionCountsSql(conn.get(), dataset,
@@ -2490,30 +2432,7 @@ absl::StatusOr<Profile> PostgresEngine::ProfileStaged(
     const ProfileRequest& request) {
   ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
   const int samples = std::max(0, request.samples);
-  auto declared = [&](const std::string& column) {
-    for (const ColumnSpec& c : dataset.columns) {
-      if (c.name == column) return true;
-    }
-    return false;
-  };
-  for (const std::string& m : request.measures) {
-    if (!declared(m)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ProfileStaged: ", m, " is not a contract column of ", dataset.name));
-    }
-  }
-  for (const std::string& m : request.null_columns) {
-    if (!declared(m)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ProfileStaged: ", m, " is not a contract column of ", dataset.name));
-    }
-  }
-  for (const ProfileRequest::Reference& r : request.references) {
-    if (!declared(r.column) || r.dataset == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ProfileStaged: bad reference from ", dataset.name, ".", r.column));
-    }
-  }
+  RETURN_IF_ERROR(CheckProfileRequest(dataset, request));
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
   ASSIGN_OR_RETURN(std::string schema,
                    conn->QuoteIdentifier(JobSchema(job_id)));
@@ -2522,10 +2441,10 @@ absl::StatusOr<Profile> PostgresEngine::ProfileStaged(
                    conn->QuoteIdentifier(StageName(dataset.name)));
   PgTransaction txn(conn.get());
   RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                              {absl::StrCat(schema, ".", stage)}));
-  if (exists.rows[0][0].value_or("f") != "t") {
+  ASSIGN_OR_RETURN(
+      bool exists,
+      RelationExists(conn.get(), absl::StrCat(schema, ".", stage)));
+  if (!exists) {
     return absl::FailedPreconditionError(
         absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
   }
@@ -2623,18 +2542,15 @@ absl::StatusOr<Profile> PostgresEngine::ProfileStaged(
                      conn->QuoteIdentifier(r.dataset->table));
     const std::string ref_table =
         absl::StrCat(pinned ? schema : base, ".", ref_name);
-    ASSIGN_OR_RETURN(
-        PgResult ref_exists,
-        conn->Exec("SELECT to_regclass($1) IS NOT NULL", {ref_table}));
+    ASSIGN_OR_RETURN(bool ref_exists, RelationExists(conn.get(), ref_table));
     ASSIGN_OR_RETURN(std::string column, conn->QuoteIdentifier(r.column));
     ASSIGN_OR_RETURN(std::string key, conn->QuoteIdentifier(r.key));
     const std::string orphan =
-        ref_exists.rows[0][0].value_or("f") == "t"
-            ? absl::StrCat("_bf_r.", column,
-                           " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ",
-                           ref_table, " AS _bf_k WHERE _bf_k.", key,
-                           " = _bf_r.", column, ")")
-            : absl::StrCat("_bf_r.", column, " IS NOT NULL");
+        ref_exists ? absl::StrCat("_bf_r.", column,
+                                  " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ",
+                                  ref_table, " AS _bf_k WHERE _bf_k.", key,
+                                  " = _bf_r.", column, ")")
+                   : absl::StrCat("_bf_r.", column, " IS NOT NULL");
     bool any = false;
     ASSIGN_OR_RETURN(
         PgResult counts,
@@ -2813,10 +2729,9 @@ absl::StatusOr<QueryShape> PostgresEngine::DescribeQuery(
   for (const DatasetSpec* ds : stand_ins) {
     if (ds == nullptr) continue;
     ASSIGN_OR_RETURN(std::string name, conn->QuoteIdentifier(ds->table));
-    ASSIGN_OR_RETURN(PgResult exists,
-                     conn->Exec("SELECT to_regclass($1) IS NOT NULL",
-                                {absl::StrCat(base, ".", name)}));
-    if (exists.rows[0][0].value_or("f") != "t") RETURN_IF_ERROR(stand_in(*ds));
+    ASSIGN_OR_RETURN(bool exists,
+                     RelationExists(conn.get(), absl::StrCat(base, ".", name)));
+    if (!exists) RETURN_IF_ERROR(stand_in(*ds));
   }
   absl::StatusOr<PgResult> described = conn->Describe(positional->text);
   if (!described.ok()) {

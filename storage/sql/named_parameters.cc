@@ -177,6 +177,7 @@ class Translator {
     const std::string_view delimiter = sql_.substr(start, i + 1 - start);
     const size_t end = sql_.find(delimiter, i + 1);
     if (end == kNone) return Unterminated("dollar-quoted string", start);
+    out_.has_dollar_quote = true;
     return end + delimiter.size();
   }
 
@@ -187,6 +188,7 @@ class Translator {
     while (IsNameChar(At(i))) ++i;
     if (i == start + 1 && (sql_[start] == 'E' || sql_[start] == 'e') &&
         At(i) == '\'') {
+      out_.has_escape_string = true;
       return SkipString(start, i, /*backslash_escapes=*/true);
     }
     word_end_ = i;

@@ -91,6 +91,11 @@ inline constexpr size_t kMaxParameters = 65535;
 struct PositionalSql {
   std::string text;                // the statement with $1..$n
   std::vector<std::string> names;  // names[i] (with its colon) is $i+1
+  // The quoting forms the text uses beyond standard strings and quoted
+  // identifiers (for callers that accept only those, e.g. a client's
+  // predicate that is checked by simpler rules elsewhere).
+  bool has_dollar_quote = false;   // $$..$$ or $tag$..$tag$
+  bool has_escape_string = false;  // E'...'
 };
 
 // `sql` with each named parameter replaced by $n, or INVALID_ARGUMENT as the
