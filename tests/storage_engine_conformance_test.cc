@@ -537,7 +537,13 @@ TEST_P(EngineConformanceTest, ConcurrentStagingFromSeveralThreads) {
     }
   }
   for (auto& t : threads) t.join();
-  ASSERT_TRUE(engine()->Publish(layout).ok());
+  // Each day's rows once in staging, however the nine stagings interleaved:
+  // no duplicate (ds, region).
+  auto report = engine()->ValidateStaged("bf-1", revenue_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->failures, IsEmpty());
+  const absl::Status published = engine()->Publish(layout);
+  ASSERT_TRUE(published.ok()) << published;
   EXPECT_EQ(RevenueRows(Quote("daily_revenue")),
             ExpectedDailyRevenue("'2025-01-01', '2025-01-02', "
                                  "'2025-01-03'"));

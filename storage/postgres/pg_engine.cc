@@ -1014,6 +1014,17 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
     // Phase 2: replace the partition's staged rows.
     PgTransaction write(conn.get());
     RETURN_IF_ERROR(write.Begin());
+    // Two stagings of one partition at once (a retry racing the attempt it
+    // replaces) would each delete only the committed rows and both insert:
+    // the partition's rows twice. A transaction lock on the job, dataset
+    // and partition makes the second wait for the first's commit and then
+    // delete what it wrote. A hash collision only makes two partitions
+    // wait for each other.
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec("SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))",
+                   {absl::StrCat(job_id, "\n", dataset.name), partition})
+            .status(),
+        where));
     RETURN_IF_ERROR(
         Annotate(conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", stage,
                                          " WHERE ", member_sql),
