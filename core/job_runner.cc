@@ -2610,7 +2610,8 @@ absl::StatusOr<int64_t> JobRunner::EnforceRetention() {
 
 absl::StatusOr<Job> JobRunner::WaitForChange(const std::string& id,
                                              uint64_t* version,
-                                             absl::Time deadline) {
+                                             absl::Time deadline,
+                                             JobView first_view) {
   uint64_t current;
   {
     absl::MutexLock lock(&mu_);
@@ -2623,9 +2624,11 @@ absl::StatusOr<Job> JobRunner::WaitForChange(const std::string& id,
     }
     current = current_version();
   }
-  // The first read is the whole job; later ones are progress updates.
-  ASSIGN_OR_RETURN(
-      Job job, *version == 0 ? store_->GetJob(id) : store_->GetJobProgress(id));
+  // The first read is in the view asked for; later ones are progress
+  // updates.
+  ASSIGN_OR_RETURN(Job job, *version == 0 && first_view == JobView::kFull
+                                ? store_->GetJob(id)
+                                : store_->GetJobProgress(id));
   *version = current;
   return job;
 }
