@@ -104,6 +104,10 @@ struct BackfillRequest {
   std::vector<std::string> keys = {};
 };
 
+// n of a job id "bf-<n>" (n >= 1), the order in which the state store
+// assigned them; 0 for an id of another form, which it never assigns.
+int64_t JobNumberOf(std::string_view id);
+
 // Cost in estimated input rows read.
 inline constexpr char kCostUnit[] = "input_rows";
 struct Cost {

@@ -17,15 +17,6 @@
 namespace backfill {
 namespace {
 
-// n of "bf-<n>"; 0 for an id of another form (the store assigns none).
-int64_t NumberOfJob(const std::string& id) {
-  int64_t n = 0;
-  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n) && n > 0) {
-    return n;
-  }
-  return 0;
-}
-
 // The filters as the token hashes them: states as a sorted set of names,
 // so that their order and repetitions in the request do not matter.
 template <typename State, typename NameOf>
@@ -82,7 +73,7 @@ absl::StatusOr<JobPage> ReadJobPage(StateStore& store,
   if (page.jobs.size() < static_cast<size_t>(query.page_size)) return page;
   // A full page: is there a job after it? Asked for apart, in the basic
   // view, so that a page of whole jobs never reads one more whole job.
-  const int64_t last = NumberOfJob(page.jobs.back().id);
+  const int64_t last = JobNumberOf(page.jobs.back().id);
   if (last <= 1) return page;
   JobFilter next = filter;
   next.limit = 1;
@@ -96,7 +87,7 @@ absl::StatusOr<JobPage> ReadJobPage(StateStore& store,
 
 std::string JobPageTokenAfter(const JobPageQuery& query, const Job& job) {
   return EncodePageToken(PageList::kJobs, JobFilterHash(query),
-                         NumberOfJob(job.id));
+                         JobNumberOf(job.id));
 }
 
 absl::StatusOr<PartitionPage> ReadPartitionPage(

@@ -26,12 +26,6 @@ namespace {
 
 using Storage = JobObserver::Storage;
 
-int64_t JobNumber(const std::string& id) {
-  int64_t n = 0;
-  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n)) return n;
-  return 0;
-}
-
 // Why a job whose partitions all came out unchanged or skipped cannot be
 // rolled back.
 std::string PublishedNothing(const std::string& id) {
@@ -212,7 +206,7 @@ absl::Status JobRunner::Start() {
     const bool sa = a.start_time != absl::InfinitePast();
     const bool sb = b.start_time != absl::InfinitePast();
     if (sa != sb) return sa;
-    return JobNumber(a.id) < JobNumber(b.id);
+    return JobNumberOf(a.id) < JobNumberOf(b.id);
   });
 
   std::vector<std::string> finishing;
