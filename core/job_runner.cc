@@ -5,7 +5,6 @@
 #include <tuple>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/approval.h"

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/job.h"
 

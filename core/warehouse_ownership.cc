@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/job.h"
