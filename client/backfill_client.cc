@@ -142,15 +142,22 @@ absl::StatusOr<v1::SubmitBackfillResponse> BackfillClient::SubmitWithRetries(
       });
 }
 
-absl::StatusOr<v1::Backfill> BackfillClient::Get(const std::string& id) {
+absl::StatusOr<v1::Backfill> BackfillClient::Get(const std::string& id,
+                                                 v1::BackfillView view) {
   v1::GetBackfillRequest rpc_request;
   rpc_request.set_id(id);
+  rpc_request.set_view(view);
   return Call(&Stub::GetBackfill, rpc_request);
 }
 
 absl::StatusOr<v1::ListBackfillsResponse> BackfillClient::List(
     const v1::ListBackfillsRequest& request) {
   return Call(&Stub::ListBackfills, request);
+}
+
+absl::StatusOr<v1::ListPartitionsResponse> BackfillClient::ListPartitions(
+    const v1::ListPartitionsRequest& request) {
+  return Call(&Stub::ListPartitions, request);
 }
 
 absl::StatusOr<v1::ListDatasetsResponse> BackfillClient::ListDatasets() {
@@ -225,12 +232,14 @@ absl::StatusOr<v1::ListAuditEventsResponse> BackfillClient::ListAuditEvents(
 
 absl::Status BackfillClient::Watch(
     const std::string& id,
-    const std::function<bool(const v1::Backfill&)>& on_update) {
+    const std::function<bool(const v1::Backfill&)>& on_update,
+    v1::BackfillView view) {
   // No deadline: a job may run for hours. The caller stops the stream by
   // returning false from `on_update`.
   grpc::ClientContext context;
   v1::WatchBackfillRequest rpc_request;
   rpc_request.set_id(id);
+  rpc_request.set_view(view);
   std::unique_ptr<grpc::ClientReader<v1::Backfill>> reader =
       stub_->WatchBackfill(&context, rpc_request);
   v1::Backfill update;

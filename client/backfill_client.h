@@ -98,9 +98,16 @@ class BackfillClient {
   absl::StatusOr<v1::SubmitBackfillResponse> SubmitWithRetries(
       const v1::SubmitBackfillRequest& request,
       const SubmitRetryOptions& options);
-  absl::StatusOr<v1::Backfill> Get(const std::string& id);
+  // The job in `view` (UNSPECIFIED: the server's default, FULL).
+  absl::StatusOr<v1::Backfill> Get(
+      const std::string& id,
+      v1::BackfillView view = v1::BACKFILL_VIEW_UNSPECIFIED);
+  // One page of jobs (ListBackfills).
   absl::StatusOr<v1::ListBackfillsResponse> List(
       const v1::ListBackfillsRequest& request);
+  // One page of a job's partitions (ListPartitions).
+  absl::StatusOr<v1::ListPartitionsResponse> ListPartitions(
+      const v1::ListPartitionsRequest& request);
   absl::StatusOr<v1::ListDatasetsResponse> ListDatasets();
 
   // The operators' decisions on a job; each returns the job as it is
@@ -135,8 +142,11 @@ class BackfillClient {
   // Streams the job's updates to `on_update` until the server ends the
   // stream (the job finished) or `on_update` returns false. Returns the
   // stream's final status (OK when it ended normally or was stopped).
+  // `view`: that of the first update (UNSPECIFIED: the server's default,
+  // BASIC); later updates are BASIC.
   absl::Status Watch(const std::string& id,
-                     const std::function<bool(const v1::Backfill&)>& on_update);
+                     const std::function<bool(const v1::Backfill&)>& on_update,
+                     v1::BackfillView view = v1::BACKFILL_VIEW_UNSPECIFIED);
 
  private:
   using Stub = v1::BackfillService::Stub;

@@ -9,7 +9,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -84,11 +86,25 @@ struct SubmitOptions {
   int max_parallel = 0;  // 0: not given
 };
 
+// `list` shows this many jobs unless --limit or --all says otherwise.
+constexpr int kDefaultListLimit = 50;
+// Jobs or partitions asked for per page (the server's maximum).
+constexpr int kListPageSize = 1000;
+
 struct ListOptions {
   // The values of --state as typed, one per occurrence ("running,queued").
   std::vector<std::string> state_args;
   std::string dataset;
-  int limit = 0;
+  int limit = 0;  // 0: kDefaultListLimit
+  bool all = false;
+  bool full = false;
+};
+
+struct PartitionsOptions {
+  std::string id;
+  std::string dataset;
+  // The values of --state as typed, one per occurrence ("failed,pending").
+  std::vector<std::string> state_args;
 };
 
 struct JobOptions {
@@ -159,6 +175,7 @@ class Cli {
   int Submit(const ScopeOptions& scope, const SubmitOptions& options);
   int Status(const std::string& id);
   int List(const ListOptions& options);
+  int Partitions(const PartitionsOptions& options);
   int Watch(const std::string& id);
   int Decide(JobAction action, const JobOptions& options);
   int Rollback(const std::string& id, const RollbackOptions& options);
@@ -436,10 +453,68 @@ int Cli::List(const ListOptions& options) {
     request.add_states(*state);
   }
   request.set_dataset(options.dataset);
-  request.set_page_size(options.limit);
-  absl::StatusOr<v1::ListBackfillsResponse> response = client_->List(request);
-  if (!response.ok()) return RpcError(response.status());
-  return Print(*response, cli::FormatBackfills(*response));
+  request.set_view(options.full ? v1::BACKFILL_VIEW_FULL
+                                : v1::BACKFILL_VIEW_BASIC);
+  const int64_t limit = options.limit > 0 ? options.limit : kDefaultListLimit;
+  // Page after page, into one response (one JSON document with --json),
+  // until the limit or the last page.
+  v1::ListBackfillsResponse all;
+  bool more = false;
+  while (true) {
+    const int64_t wanted =
+        options.all
+            ? kListPageSize
+            : std::min<int64_t>(kListPageSize, limit - all.backfills_size());
+    request.set_page_size(static_cast<int>(wanted));
+    absl::StatusOr<v1::ListBackfillsResponse> page = client_->List(request);
+    if (!page.ok()) return RpcError(page.status());
+    for (v1::Backfill& job : *page->mutable_backfills()) {
+      *all.add_backfills() = std::move(job);
+    }
+    if (page->next_page_token().empty()) break;
+    if (!options.all && all.backfills_size() >= limit) {
+      more = true;
+      break;
+    }
+    request.set_page_token(page->next_page_token());
+  }
+  if (more) {
+    std::cerr << "backfillctl: the newest " << all.backfills_size()
+              << " jobs are shown; more match (--limit N or --all for more)"
+              << std::endl;
+  }
+  return Print(all, cli::FormatBackfills(all));
+}
+
+int Cli::Partitions(const PartitionsOptions& options) {
+  v1::ListPartitionsRequest request;
+  request.set_backfill_id(options.id);
+  request.set_dataset(options.dataset);
+  absl::StatusOr<std::vector<std::string>> states =
+      cli::SplitListFlag("--state", options.state_args);
+  if (!states.ok()) return Fail(kExitUsage, states.status().message());
+  for (const std::string& text : *states) {
+    absl::StatusOr<v1::PartitionState> state = cli::ParsePartitionState(text);
+    if (!state.ok()) {
+      return Fail(kExitUsage,
+                  absl::StrCat("--state: ", state.status().message()));
+    }
+    request.add_states(*state);
+  }
+  request.set_page_size(kListPageSize);
+  // Every page, into one response (one JSON document with --json).
+  v1::ListPartitionsResponse all;
+  while (true) {
+    absl::StatusOr<v1::ListPartitionsResponse> page =
+        client_->ListPartitions(request);
+    if (!page.ok()) return RpcError(page.status());
+    for (v1::BackfillPartition& p : *page->mutable_partitions()) {
+      *all.add_partitions() = std::move(p);
+    }
+    if (page->next_page_token().empty()) break;
+    request.set_page_token(page->next_page_token());
+  }
+  return Print(all, cli::FormatPartitions(all));
 }
 
 int Cli::Watch(const std::string& id) {
@@ -795,17 +870,41 @@ int Main(int argc, char** argv) {
       ->expected(1, kMaxValuesPerFlag);
   list->add_option("--dataset", list_options.dataset,
                    "Only jobs whose plan touches this dataset");
-  list->add_option("--limit", list_options.limit,
-                   "At most this many jobs (server default 50, max 1000)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            int limit = 0;
-            if (!absl::SimpleAtoi(text, &limit) || limit < 0 || limit > 1000) {
-              return "must be between 0 (server default) and 1000";
-            }
-            return "";
-          },
-          "0..1000"));
+  CLI::Option* list_limit =
+      list->add_option("--limit", list_options.limit,
+                       "At most this many jobs, newest first (default 50; "
+                       "pages are followed as needed)")
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                int limit = 0;
+                if (!absl::SimpleAtoi(text, &limit) || limit < 0) {
+                  return "must be a number of jobs, 1 or more (0: the "
+                         "default, 50)";
+                }
+                return "";
+              },
+              "N>=0"));
+  list->add_flag("--all", list_options.all,
+                 "Every job that matches, page after page")
+      ->excludes(list_limit);
+  list->add_flag("--full", list_options.full,
+                 "Ask for whole jobs, with every partition list of their "
+                 "plans (see --json); default: without them");
+
+  PartitionsOptions partitions_options;
+  CLI::App* partitions = app.add_subcommand(
+      "partitions",
+      "List the partitions of a job with their states, page after page");
+  partitions->add_option("JOB", partitions_options.id, "Job id")->required();
+  partitions->add_option("--dataset", partitions_options.dataset,
+                         "Only this dataset of the job");
+  // Split by Cli::Partitions() like list's --state.
+  partitions
+      ->add_option("--state", partitions_options.state_args,
+                   "Only partitions in this state (repeatable or "
+                   "comma-separated; FAILED or PARTITION_STATE_FAILED)")
+      ->allow_extra_args(false)
+      ->expected(1, kMaxValuesPerFlag);
 
   CLI::App* watch = app.add_subcommand(
       "watch", "Follow a job until it ends; exit 0 only if it SUCCEEDED");
@@ -919,8 +1018,8 @@ int Main(int argc, char** argv) {
       {retry, JobAction::kRetry}};
 
   for (CLI::App* command :
-       {datasets, plan, submit, status, list, watch, cancel, pause, resume,
-        retry, rollback, approve, diff, why, audit, confirm}) {
+       {datasets, plan, submit, status, list, partitions, watch, cancel, pause,
+        resume, retry, rollback, approve, diff, why, audit, confirm}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
         "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
@@ -1003,6 +1102,13 @@ int Main(int argc, char** argv) {
     }
     texts.emplace_back("--dataset", list_options.dataset);
   }
+  if (partitions->parsed()) {
+    texts.emplace_back("JOB", partitions_options.id);
+    for (const std::string& value : partitions_options.state_args) {
+      texts.emplace_back("--state", value);
+    }
+    texts.emplace_back("--dataset", partitions_options.dataset);
+  }
   if (absl::Status valid = CheckUtf8Arguments(texts); !valid.ok()) {
     return Fail(kExitUsage, valid.message());
   }
@@ -1057,6 +1163,7 @@ int Main(int argc, char** argv) {
   if (submit->parsed()) return cli.Submit(scope, submit_options);
   if (status->parsed()) return cli.Status(job.id);
   if (list->parsed()) return cli.List(list_options);
+  if (partitions->parsed()) return cli.Partitions(partitions_options);
   if (watch->parsed()) return cli.Watch(job.id);
   if (approve->parsed()) return cli.Approve(approve_options);
   if (diff->parsed()) return cli.Diff(diff_options);

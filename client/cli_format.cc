@@ -24,6 +24,7 @@ namespace cli {
 namespace {
 
 constexpr absl::string_view kStatePrefix = "BACKFILL_STATE_";
+constexpr absl::string_view kPartitionStatePrefix = "PARTITION_STATE_";
 constexpr int kMaxReasonWidth = 40;
 // Runs of partitions with one reason longer than this are shown as a range.
 constexpr int kMaxListedInRun = 3;
@@ -308,6 +309,36 @@ std::string StateName(v1::BackfillState state) {
   const std::string& name = v1::BackfillState_Name(state);
   if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(state));
   return std::string(absl::StripPrefix(name, kStatePrefix));
+}
+
+std::string PartitionStateName(v1::PartitionState state) {
+  const std::string& name = v1::PartitionState_Name(state);
+  if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(state));
+  return std::string(absl::StripPrefix(name, kPartitionStatePrefix));
+}
+
+absl::StatusOr<v1::PartitionState> ParsePartitionState(absl::string_view text) {
+  std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(text));
+  if (!absl::StartsWith(name, kPartitionStatePrefix)) {
+    name = absl::StrCat(kPartitionStatePrefix, name);
+  }
+  v1::PartitionState state;
+  if (v1::PartitionState_Parse(name, &state) &&
+      state != v1::PARTITION_STATE_UNSPECIFIED) {
+    return state;
+  }
+  std::vector<std::string> known;
+  const auto* descriptor = v1::PartitionState_descriptor();
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    auto value =
+        static_cast<v1::PartitionState>(descriptor->value(i)->number());
+    if (value != v1::PARTITION_STATE_UNSPECIFIED) {
+      known.push_back(PartitionStateName(value));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown partition state \"", text,
+                   "\"; known states: ", absl::StrJoin(known, ", ")));
 }
 
 absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text) {
@@ -983,6 +1014,30 @@ std::string FormatBackfills(const v1::ListBackfillsResponse& response) {
                   SafeTruncate(backfill.request().reason(), kMaxReasonWidth)});
   }
   return table.Render();
+}
+
+std::string FormatPartitions(const v1::ListPartitionsResponse& response) {
+  if (response.partitions().empty()) return "no partitions\n";
+  Table table({"DATASET", "PARTITION", "STATE", "ATTEMPTS", "ROWS", "SECONDS",
+               "UPDATED", "REASON", "ERROR"});
+  for (const v1::BackfillPartition& p : response.partitions()) {
+    table.AddRow(
+        {TerminalText(p.dataset()),
+         p.partition().empty() ? "(unpartitioned)"
+                               : TerminalText(p.partition()),
+         PartitionStateName(p.state()), absl::StrCat(p.attempts()),
+         absl::StrCat(p.rows_written()),
+         p.duration_seconds() > 0
+             ? absl::StrFormat("%.2f", p.duration_seconds())
+             : "-",
+         FormatTimestamp(p.update_time()),
+         p.reason().empty() ? "-" : SafeTruncate(p.reason(), kMaxReasonWidth),
+         p.last_error().empty()
+             ? "-"
+             : SafeTruncate(p.last_error(), kMaxReasonWidth)});
+  }
+  return absl::StrCat(table.Render(),
+                      Plural(response.partitions_size(), "partition"), "\n");
 }
 
 namespace {

@@ -20,6 +20,8 @@
 //                    then why each partition is planned
 //   FormatBackfills  table ID STATE DATASET PARTITIONS COST EST/ACTUAL
 //                    CREATED REASON
+//   FormatPartitions table DATASET PARTITION STATE ATTEMPTS ROWS SECONDS
+//                    UPDATED REASON ERROR, then the number of partitions
 //   FormatDiff       per dataset its totals and measure deltas, a table
 //                    PARTITION BEFORE AFTER ADDED REMOVED CHANGED UNCHANGED
 //                    <measure> delta..., then the sample rows
@@ -72,6 +74,13 @@ std::string StateName(v1::BackfillState state);
 // INVALID_ARGUMENT listing the accepted names otherwise.
 absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text);
 
+// "STAGED" for PARTITION_STATE_STAGED.
+std::string PartitionStateName(v1::PartitionState state);
+
+// Parses "STAGED", "staged" or "PARTITION_STATE_STAGED" (any case).
+// INVALID_ARGUMENT listing the accepted names otherwise.
+absl::StatusOr<v1::PartitionState> ParsePartitionState(absl::string_view text);
+
 // True for the states a job never leaves (SUCCEEDED, FAILED, CANCELLED,
 // ROLLED_BACK, VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY).
 bool IsTerminal(v1::BackfillState state);
@@ -121,6 +130,8 @@ std::string FormatChecks(const v1::Backfill& backfill);
 // found per downstream consumer ("" before any).
 std::string FormatConfirmations(const v1::Backfill& backfill);
 std::string FormatBackfills(const v1::ListBackfillsResponse& response);
+// The partitions of a job (every page merged into one response).
+std::string FormatPartitions(const v1::ListPartitionsResponse& response);
 // The whole diff of a job (every page merged into one response).
 std::string FormatDiff(const v1::DiffBackfillResponse& response);
 

@@ -271,8 +271,11 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   return SubmitResult{std::move(created.job), true};
 }
 
-absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id) {
-  ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id,
+                                            JobView view) {
+  ASSIGN_OR_RETURN(Job job, view == JobView::kFull
+                                ? store_->GetJob(id)
+                                : store_->GetJobProgress(id));
   ASSIGN_OR_RETURN(job.checks, store_->ListCheckResults(id));
   ASSIGN_OR_RETURN(job.consumers, store_->ListConsumerConfirmations(id));
   ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
@@ -361,6 +364,16 @@ absl::StatusOr<std::vector<Job>> BackfillManager::ListJobs(
   return store_->ListJobs(filter);
 }
 
+absl::StatusOr<JobPage> BackfillManager::ListJobPage(
+    const JobPageQuery& query) {
+  return ReadJobPage(*store_, query);
+}
+
+absl::StatusOr<PartitionPage> BackfillManager::ListPartitions(
+    const PartitionPageQuery& query) {
+  return ReadPartitionPage(*store_, query);
+}
+
 absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
                                             const std::string& reason) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
@@ -411,8 +424,9 @@ absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id) {
 
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
                                                    uint64_t* version,
-                                                   absl::Time deadline) {
-  return runner_.WaitForChange(id, version, deadline);
+                                                   absl::Time deadline,
+                                                   JobView first_view) {
+  return runner_.WaitForChange(id, version, deadline, first_view);
 }
 
 absl::StatusOr<PartitionHistory> BackfillManager::ExplainPartition(

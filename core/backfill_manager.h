@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/engine.h"
 #include "core/job.h"
+#include "core/job_listing.h"
 #include "core/job_observer.h"
 #include "core/job_runner.h"
 #include "core/partition_history.h"
@@ -113,9 +114,20 @@ class BackfillManager {
   absl::StatusOr<SubmitResult> Submit(const BackfillRequest& request,
                                       const SubmitOptions& options);
 
-  // The job with its diff summary (Job::diff) once validation computed it.
-  absl::StatusOr<Job> GetJob(const std::string& id);
+  // The job with its diff summary (Job::diff) once validation computed it,
+  // its check results and consumer confirmations; kBasic leaves out the
+  // plan's partition lists.
+  absl::StatusOr<Job> GetJob(const std::string& id,
+                             JobView view = JobView::kFull);
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter);
+
+  // A page of jobs, newest first (core/job_listing.h).
+  absl::StatusOr<JobPage> ListJobPage(const JobPageQuery& query);
+
+  // A page of one job's partitions with their tasks' states, in plan order
+  // (core/job_listing.h): NOT_FOUND for an unknown job, INVALID_ARGUMENT
+  // for a dataset not in its plan or a bad page token.
+  absl::StatusOr<PartitionPage> ListPartitions(const PartitionPageQuery& query);
 
   // See JobRunner. `reason` is free text recorded with the change.
   absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason);
@@ -146,10 +158,11 @@ class BackfillManager {
 
   // Blocks until the job changes after `*version` (0: return at once) or
   // `deadline` passes; returns the job and sets `*version` to its current
-  // change counter. With `*version` 0 the job is whole; later returns are
-  // progress updates without the plan's partition lists.
+  // change counter. With `*version` 0 the job is in `first_view`; later
+  // returns are progress updates without the plan's partition lists.
   absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
-                                    absl::Time deadline);
+                                    absl::Time deadline,
+                                    JobView first_view = JobView::kFull);
 
   // Every published version of a partition, newest first, and whether it
   // is stale now (core/partition_history.h): NOT_FOUND for an unknown

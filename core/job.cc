@@ -7,10 +7,21 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace backfill {
+
+int64_t JobNumberOf(std::string_view id) {
+  int64_t n = 0;
+  if (id.substr(0, 3) == "bf-" &&
+      absl::SimpleAtoi(absl::string_view(id.data() + 3, id.size() - 3), &n) &&
+      n > 0) {
+    return n;
+  }
+  return 0;
+}
 namespace {
 
 constexpr const char* kJobStateNames[kJobStateCount] = {

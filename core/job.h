@@ -61,6 +61,13 @@ inline constexpr int kTaskStateCount = 8;
 const char* TaskStateName(TaskState state);  // "PENDING", ...
 absl::StatusOr<TaskState> ParseTaskState(std::string_view name);
 
+// How much of a job a read loads. kFull: everything, the plan's partition
+// lists (DatasetPlan::partitions and partition_reasons) included. kBasic:
+// the same without those lists, which grow with the job's size (a job may
+// have 100,000 partitions); counts, costs and per-dataset partition counts
+// are complete.
+enum class JobView { kBasic, kFull };
+
 // What a client asks for. Scope: [from, to), an explicit partition list,
 // affected_by or auto_detect; none for an unpartitioned dataset.
 struct BackfillRequest {
@@ -96,6 +103,10 @@ struct BackfillRequest {
   // are recomputed by partition. Sorted and unique once planned.
   std::vector<std::string> keys = {};
 };
+
+// n of a job id "bf-<n>" (n >= 1), the order in which the state store
+// assigned them; 0 for an id of another form, which it never assigns.
+int64_t JobNumberOf(std::string_view id);
 
 // Cost in estimated input rows read.
 inline constexpr char kCostUnit[] = "input_rows";
@@ -137,6 +148,10 @@ struct DatasetPlan {
   // partitions (the request's keys, on its target only); empty: whole
   // partitions.
   std::vector<std::string> keys = {};
+  // How many partitions of the dataset the job has: filled on job reads,
+  // whether or not `partitions` was loaded; 0 in a plan (whose count is
+  // partitions.size()).
+  int64_t partition_count = 0;
 };
 
 struct Conflict {
@@ -272,6 +287,11 @@ struct PartitionTask {
   std::vector<InputFingerprint> inputs;
   double duration_seconds = 0;
   absl::Time update_time = absl::InfinitePast();
+  // Filled on reads; not written by UpdateTask. The task's position in its
+  // job's plan order (0, 1, ...: datasets in plan order, then partitions),
+  // and why the partition is planned (DatasetPlan::partition_reasons).
+  int64_t ordinal = 0;
+  std::string reason = {};
 };
 
 // What made a version of a partition: a job's publish, or the rollback of

@@ -5,7 +5,6 @@
 #include <tuple>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/approval.h"
@@ -25,12 +24,6 @@ namespace backfill {
 namespace {
 
 using Storage = JobObserver::Storage;
-
-int64_t JobNumber(const std::string& id) {
-  int64_t n = 0;
-  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n)) return n;
-  return 0;
-}
 
 // Why a job whose partitions all came out unchanged or skipped cannot be
 // rolled back.
@@ -212,7 +205,7 @@ absl::Status JobRunner::Start() {
     const bool sa = a.start_time != absl::InfinitePast();
     const bool sb = b.start_time != absl::InfinitePast();
     if (sa != sb) return sa;
-    return JobNumber(a.id) < JobNumber(b.id);
+    return JobNumberOf(a.id) < JobNumberOf(b.id);
   });
 
   std::vector<std::string> finishing;
@@ -2610,7 +2603,8 @@ absl::StatusOr<int64_t> JobRunner::EnforceRetention() {
 
 absl::StatusOr<Job> JobRunner::WaitForChange(const std::string& id,
                                              uint64_t* version,
-                                             absl::Time deadline) {
+                                             absl::Time deadline,
+                                             JobView first_view) {
   uint64_t current;
   {
     absl::MutexLock lock(&mu_);
@@ -2623,9 +2617,11 @@ absl::StatusOr<Job> JobRunner::WaitForChange(const std::string& id,
     }
     current = current_version();
   }
-  // The first read is the whole job; later ones are progress updates.
-  ASSIGN_OR_RETURN(
-      Job job, *version == 0 ? store_->GetJob(id) : store_->GetJobProgress(id));
+  // The first read is in the view asked for; later ones are progress
+  // updates.
+  ASSIGN_OR_RETURN(Job job, *version == 0 && first_view == JobView::kFull
+                                ? store_->GetJob(id)
+                                : store_->GetJobProgress(id));
   *version = current;
   return job;
 }

@@ -177,10 +177,11 @@ class JobRunner {
   absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);
 
   // Blocks until the job changes after `*version` (0: returns at once) or
-  // `deadline` passes; returns the job (whole when `*version` was 0,
-  // progress only otherwise) and sets `*version`.
+  // `deadline` passes; returns the job (in `first_view` when `*version` was
+  // 0, progress only otherwise: no partition lists) and sets `*version`.
   absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
-                                    absl::Time deadline);
+                                    absl::Time deadline,
+                                    JobView first_view = JobView::kFull);
 
  private:
   struct Active;

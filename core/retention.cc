@@ -4,17 +4,11 @@
 #include <cstdint>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/job.h"
 
 namespace backfill {
 namespace {
-
-int64_t JobNumber(const std::string& id) {
-  int64_t n = 0;
-  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n)) return n;
-  return 0;
-}
 
 std::string DurationText(absl::Duration d) {
   const int64_t s = absl::ToInt64Seconds(d);
@@ -42,7 +36,7 @@ std::vector<RollbackCopy> ExpiredCopies(
     const RetentionPolicy& policy = catalog.Find(dataset)->retention;
     std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
       if (a.first != b.first) return a.first > b.first;  // newest first
-      return JobNumber(a.second.job_id) > JobNumber(b.second.job_id);
+      return JobNumberOf(a.second.job_id) > JobNumberOf(b.second.job_id);
     });
     for (size_t i = 0; i < list.size(); ++i) {
       const bool too_many = i >= static_cast<size_t>(policy.versions);

@@ -32,7 +32,21 @@ struct CreateJobResult {
 struct JobFilter {
   std::vector<JobState> states;  // empty: any
   std::string dataset;           // "": any; else jobs whose plan has it
-  int limit = 50;                // newest first
+  int limit = 50;                // newest first; 0 or less: no limit
+  // Only jobs "bf-<n>" with n < before_number (the jobs after a page's
+  // last one, newest first); 0: no bound.
+  int64_t before_number = 0;
+  // kBasic: the jobs as GetJobProgress reads them (no partition lists).
+  JobView view = JobView::kFull;
+};
+
+// A selection of one job's tasks (StateStore::ListTaskPage), in plan order.
+struct TaskQuery {
+  std::string job_id;
+  std::string dataset;            // "": every dataset
+  std::vector<TaskState> states;  // empty: any
+  int64_t after_ordinal = -1;     // tasks with a larger ordinal
+  int limit = 100;                // at most this many; 0 or less: no limit
 };
 
 struct StoreStats {
@@ -123,6 +137,12 @@ class StateStore {
   // partition).
   virtual absl::StatusOr<std::vector<PartitionTask>> ListTasks(
       const std::string& job_id) = 0;
+
+  // The tasks of query.job_id that `query` selects, in plan order (by
+  // ordinal), each with its ordinal and reason. NOT_FOUND for an unknown
+  // job.
+  virtual absl::StatusOr<std::vector<PartitionTask>> ListTaskPage(
+      const TaskQuery& query) = 0;
 
   // Moves the job to `to` and appends an audit event, atomically. If
   // `expected_from` is given and the job is in another state, or the move

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/job.h"
 #include "core/status_macros.h"
 
 namespace backfill {
@@ -17,17 +17,11 @@ constexpr char kWayOut[] =
     "is (new jobs are numbered after every job the warehouse has seen; the "
     "lineage of earlier jobs stays where it was recorded)";
 
-int64_t JobNumber(const std::string& id) {
-  int64_t n = 0;
-  if (id.rfind("bf-", 0) == 0 && absl::SimpleAtoi(id.substr(3), &n)) return n;
-  return 0;
-}
-
 // "bf-3, bf-4 and 7 more", in job number order.
 std::string Ids(std::vector<std::string> ids) {
   std::sort(ids.begin(), ids.end(),
             [](const std::string& a, const std::string& b) {
-              return JobNumber(a) < JobNumber(b);
+              return JobNumberOf(a) < JobNumberOf(b);
             });
   constexpr size_t kShown = 5;
   std::string out = absl::StrJoin(
@@ -58,7 +52,7 @@ absl::StatusOr<OwnershipResult> CheckAndClaimWarehouse(
   if (adopt) {
     int64_t highest = 0;
     for (const auto& [job, writer] : warehouse.publications) {
-      highest = std::max(highest, JobNumber(job));
+      highest = std::max(highest, JobNumberOf(job));
     }
     RETURN_IF_ERROR(store->ReserveJobNumbers(highest));
     RETURN_IF_ERROR(engine->Claim(info.store_id, /*take_over=*/true));

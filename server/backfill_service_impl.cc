@@ -37,8 +37,11 @@ void CheckMethod(bool ok, const std::string& what) {
 }  // namespace
 
 BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
-                                         absl::Duration watch_poll)
-    : manager_(manager), watch_poll_(watch_poll) {
+                                         absl::Duration watch_poll,
+                                         size_t max_page_bytes)
+    : manager_(manager),
+      watch_poll_(watch_poll),
+      max_page_bytes_(max_page_bytes) {
   ReceiveRequestsAsBytes();
 }
 
@@ -99,6 +102,8 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
   receive_as_bytes(
       "ConfirmBackfill", v1::ConfirmBackfillRequest::descriptor(),
       NewUnaryHandler(this, &BackfillServiceImpl::ConfirmBackfill));
+  receive_as_bytes("ListPartitions", v1::ListPartitionsRequest::descriptor(),
+                   NewUnaryHandler(this, &BackfillServiceImpl::ListPartitions));
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -150,39 +155,35 @@ grpc::Status BackfillServiceImpl::GetBackfill(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
-  absl::StatusOr<Job> job = manager_->GetJob(request->id());
+  absl::StatusOr<JobView> view = ViewFromProto(request->view(), JobView::kFull);
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  absl::StatusOr<Job> job = manager_->GetJob(request->id(), *view);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, manager_->catalog(), *view);
   return grpc::Status::OK;
 }
 
 grpc::Status BackfillServiceImpl::ListBackfills(
     grpc::ServerContext* context, const v1::ListBackfillsRequest* request,
     v1::ListBackfillsResponse* response) {
-  const int page_size = request->page_size();
-  if (page_size < 0 || page_size > kMaxPageSize) {
-    return InvalidArgument(
-        absl::StrCat("page_size ", page_size, " is out of range: use 1..",
-                     kMaxPageSize, " (0 means ", kDefaultPageSize, ")"));
-  }
-  JobFilter filter;
-  filter.limit = page_size == 0 ? kDefaultPageSize : page_size;
-  filter.dataset = request->dataset();
-  for (int state : request->states()) {
-    std::optional<JobState> parsed =
-        StateFromProto(static_cast<v1::BackfillState>(state));
-    if (!parsed) {
-      return InvalidArgument(absl::StrCat(
-          "states: ", state, " is not a backfill state (use QUEUED, ",
-          "RUNNING, ..., not BACKFILL_STATE_UNSPECIFIED)"));
-    }
-    filter.states.push_back(*parsed);
-  }
-  absl::StatusOr<std::vector<Job>> jobs = manager_->ListJobs(filter);
-  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (const Job& job : *jobs) {
-    *response->add_backfills() = JobToProto(job, manager_->catalog());
-  }
+  absl::StatusOr<JobPageQuery> query = JobPageQueryFromProto(*request);
+  if (!query.ok()) return ToGrpcStatus(query.status());
+  absl::StatusOr<JobPage> page = manager_->ListJobPage(*query);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  *response =
+      JobPageToProto(*page, *query, manager_->catalog(), max_page_bytes_);
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::ListPartitions(
+    grpc::ServerContext* context, const v1::ListPartitionsRequest* request,
+    v1::ListPartitionsResponse* response) {
+  absl::StatusOr<PartitionPageQuery> query =
+      PartitionPageQueryFromProto(*request);
+  if (!query.ok()) return ToGrpcStatus(query.status());
+  absl::StatusOr<PartitionPage> page = manager_->ListPartitions(*query);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  *response = PartitionPageToProto(*page, *query, max_page_bytes_);
   return grpc::Status::OK;
 }
 
@@ -192,6 +193,9 @@ grpc::Status BackfillServiceImpl::Watch(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
+  absl::StatusOr<JobView> view =
+      ViewFromProto(request->view(), JobView::kBasic);
+  if (!view.ok()) return ToGrpcStatus(view.status());
   uint64_t version = 0;  // 0: the first wait returns the current job at once
   std::optional<uint64_t> sent;
   while (true) {
@@ -202,11 +206,13 @@ grpc::Status BackfillServiceImpl::Watch(
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           "backfilld is shutting down; watch again later");
     }
+    // Only the first read is in the view asked for; updates are basic.
+    const JobView read_view = sent.has_value() ? JobView::kBasic : *view;
     absl::StatusOr<Job> job = manager_->WaitForChange(
-        request->id(), &version, absl::Now() + watch_poll_);
+        request->id(), &version, absl::Now() + watch_poll_, read_view);
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (sent != version) {
-      if (!write(JobToProto(*job, manager_->catalog()))) {
+      if (!write(JobToProto(*job, manager_->catalog(), read_view))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
       sent = version;

@@ -20,6 +20,7 @@
 #define BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -27,12 +28,10 @@
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "core/backfill_manager.h"
+#include "server/listing_convert.h"
 
 namespace backfill {
 
-// ListBackfills page sizes.
-inline constexpr int kDefaultPageSize = 50;
-inline constexpr int kMaxPageSize = 1000;
 // DiffBackfill: partitions per page and sample rows per partition.
 inline constexpr int kDefaultDiffPageSize = 100;
 inline constexpr int kMaxDiffPageSize = 1000;
@@ -40,8 +39,11 @@ inline constexpr int kDefaultDiffSamples = 3;
 
 class BackfillServiceImpl final : public v1::BackfillService::Service {
  public:
+  // `max_page_bytes`: how many bytes of jobs or partitions a page of
+  // ListBackfills or ListPartitions holds at most (server/listing_convert.h).
   explicit BackfillServiceImpl(BackfillManager* manager,
-                               absl::Duration watch_poll = absl::Seconds(1));
+                               absl::Duration watch_poll = absl::Seconds(1),
+                               size_t max_page_bytes = kMaxListPageBytes);
 
   // Makes open WatchBackfill streams end (UNAVAILABLE, "shutting down")
   // within one poll interval, so that the server can shut down promptly,
@@ -94,6 +96,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ConfirmBackfill(grpc::ServerContext* context,
                                const v1::ConfirmBackfillRequest* request,
                                v1::Backfill* response) override;
+  grpc::Status ListPartitions(grpc::ServerContext* context,
+                              const v1::ListPartitionsRequest* request,
+                              v1::ListPartitionsResponse* response) override;
 
  private:
   // Registers the handlers of server/raw_request.h for every method.
@@ -107,6 +112,7 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
 
   BackfillManager* const manager_;
   const absl::Duration watch_poll_;
+  const size_t max_page_bytes_;
   // Updates of one watch are at least this far apart: changes in between are
   // coalesced into the next update (each update reads and sends the whole
   // job, so a job of many fast partitions must not cost a read per

@@ -130,6 +130,99 @@ bool TimeToProto(absl::Time time, google::protobuf::Timestamp* out) {
   return true;
 }
 
+v1::BackfillView ViewToProto(JobView view) {
+  return view == JobView::kBasic ? v1::BACKFILL_VIEW_BASIC
+                                 : v1::BACKFILL_VIEW_FULL;
+}
+
+absl::StatusOr<JobView> ViewFromProto(int view, JobView default_view) {
+  switch (view) {
+    case v1::BACKFILL_VIEW_UNSPECIFIED:
+      return default_view;
+    case v1::BACKFILL_VIEW_BASIC:
+      return JobView::kBasic;
+    case v1::BACKFILL_VIEW_FULL:
+      return JobView::kFull;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "view: ", view,
+          " is not a backfill view (use BACKFILL_VIEW_BASIC, "
+          "BACKFILL_VIEW_FULL, or leave it unset for the method's default)"));
+  }
+}
+
+v1::PartitionState TaskStateToProto(TaskState state) {
+  switch (state) {
+    case TaskState::kPending:
+      return v1::PARTITION_STATE_PENDING;
+    case TaskState::kRunning:
+      return v1::PARTITION_STATE_RUNNING;
+    case TaskState::kStaged:
+      return v1::PARTITION_STATE_STAGED;
+    case TaskState::kPublished:
+      return v1::PARTITION_STATE_PUBLISHED;
+    case TaskState::kFailed:
+      return v1::PARTITION_STATE_FAILED;
+    case TaskState::kCancelled:
+      return v1::PARTITION_STATE_CANCELLED;
+    case TaskState::kUnchanged:
+      return v1::PARTITION_STATE_UNCHANGED;
+    case TaskState::kSkipped:
+      return v1::PARTITION_STATE_SKIPPED;
+  }
+  return v1::PARTITION_STATE_UNSPECIFIED;
+}
+
+std::optional<TaskState> TaskStateFromProto(int state) {
+  switch (state) {
+    case v1::PARTITION_STATE_PENDING:
+      return TaskState::kPending;
+    case v1::PARTITION_STATE_RUNNING:
+      return TaskState::kRunning;
+    case v1::PARTITION_STATE_STAGED:
+      return TaskState::kStaged;
+    case v1::PARTITION_STATE_PUBLISHED:
+      return TaskState::kPublished;
+    case v1::PARTITION_STATE_FAILED:
+      return TaskState::kFailed;
+    case v1::PARTITION_STATE_CANCELLED:
+      return TaskState::kCancelled;
+    case v1::PARTITION_STATE_UNCHANGED:
+      return TaskState::kUnchanged;
+    case v1::PARTITION_STATE_SKIPPED:
+      return TaskState::kSkipped;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::BackfillPartition TaskToProto(const PartitionTask& task) {
+  v1::BackfillPartition proto;
+  proto.set_dataset(task.dataset);
+  proto.set_partition(task.partition);
+  proto.set_state(TaskStateToProto(task.state));
+  proto.set_reason(task.reason);
+  proto.set_attempts(task.attempts);
+  proto.set_last_error(task.last_error);
+  proto.set_rows_written(task.rows_written);
+  int64_t input_rows = 0;
+  for (const InputFingerprint& in : task.inputs) {
+    input_rows += in.rows;
+    v1::InputVersion* iv = proto.add_inputs();
+    iv->set_dataset(in.dataset);
+    iv->set_partition(in.partition);
+    iv->set_fingerprint(in.fingerprint);
+    iv->set_rows(in.rows);
+  }
+  proto.set_input_rows(input_rows);
+  proto.set_output_fingerprint(task.output_fingerprint);
+  proto.set_duration_seconds(task.duration_seconds);
+  google::protobuf::Timestamp ts;
+  if (TimeToProto(task.update_time, &ts)) *proto.mutable_update_time() = ts;
+  MakeStringsUtf8(&proto);
+  return proto;
+}
+
 v1::CostEstimate CostToProto(const Cost& cost) {
   v1::CostEstimate proto;
   proto.set_unit(std::string(kCostUnit));
@@ -142,14 +235,21 @@ v1::CostEstimate CostToProto(const Cost& cost) {
 }
 
 v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
-                                   const Catalog& catalog) {
+                                   const Catalog& catalog, JobView view) {
   v1::DatasetPlan proto;
   proto.set_dataset(plan.dataset);
   if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
     proto.set_grain(LayoutName(spec->layout()));
   }
-  for (const std::string& p : plan.partitions) proto.add_partitions(p);
+  proto.set_partition_count(std::max(
+      plan.partition_count, static_cast<int64_t>(plan.partitions.size())));
+  proto.set_key_count(static_cast<int64_t>(plan.keys.size()));
   proto.set_reason(plan.reason);
+  *proto.mutable_cost() = CostToProto(plan.cost);
+  proto.set_partitions_from_history(plan.partitions_from_history);
+  proto.set_estimate_source(plan.estimate_source);
+  if (view == JobView::kBasic) return proto;
+  for (const std::string& p : plan.partitions) proto.add_partitions(p);
   // Reasons only when they are there for every partition (a job stored
   // before they were kept has none).
   if (plan.partition_reasons.size() == plan.partitions.size() &&
@@ -159,9 +259,6 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
       proto.add_partition_reasons(r);
     }
   }
-  *proto.mutable_cost() = CostToProto(plan.cost);
-  proto.set_partitions_from_history(plan.partitions_from_history);
-  proto.set_estimate_source(plan.estimate_source);
   for (const std::string& k : plan.keys) proto.add_keys(k);
   return proto;
 }
@@ -211,11 +308,18 @@ void SetProgress(const Job& job, v1::Backfill* proto) {
 
 }  // namespace
 
-v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
+v1::Backfill JobToProto(const Job& job, const Catalog& catalog, JobView view) {
   v1::Backfill proto;
   proto.set_id(job.id);
   proto.set_state(StateToProto(job.state));
   *proto.mutable_request() = RequestToProto(job.request);
+  proto.set_view(ViewToProto(view));
+  proto.set_requested_partition_count(
+      static_cast<int64_t>(job.request.partitions.size()));
+  if (view == JobView::kBasic) {
+    proto.mutable_request()->clear_partitions();
+    proto.mutable_request()->clear_keys();
+  }
   proto.set_idempotency_key(job.idempotency_key);
   v1::PartitionCounts* counts = proto.mutable_partitions();
   counts->set_total(job.counts.total);
@@ -228,7 +332,7 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog) {
   counts->set_unchanged(job.counts.unchanged);
   counts->set_skipped(job.counts.skipped);
   for (const DatasetPlan& plan : job.plan.datasets) {
-    *proto.add_plan() = DatasetPlanToProto(plan, catalog);
+    *proto.add_plan() = DatasetPlanToProto(plan, catalog, view);
   }
   *proto.mutable_cost_estimate() = CostToProto(job.plan.cost);
   proto.set_actual_cost(job.actual_cost);

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.pb.h"
 #include "core/catalog.h"
@@ -42,14 +43,34 @@ bool TimeToProto(absl::Time time, google::protobuf::Timestamp* out);
 // Cost in kCostUnit with its ratio.
 v1::CostEstimate CostToProto(const Cost& cost);
 
+// JobView <-> BackfillView. UNSPECIFIED is `default_view` (the method's
+// default); a number that is no BackfillView is INVALID_ARGUMENT naming the
+// field "view".
+v1::BackfillView ViewToProto(JobView view);
+absl::StatusOr<JobView> ViewFromProto(int view, JobView default_view);
+
+// TaskState <-> PartitionState: kX <-> PARTITION_STATE_X. UNSPECIFIED and
+// unknown numbers have no TaskState (nullopt).
+v1::PartitionState TaskStateToProto(TaskState state);
+std::optional<TaskState> TaskStateFromProto(int state);
+
+// One partition of a job (ListPartitions) with its input rows summed.
+v1::BackfillPartition TaskToProto(const PartitionTask& task);
+
 // One dataset's part of a plan; the grain comes from the catalog ("" when
-// the dataset is not in it).
+// the dataset is not in it). partition_count and key_count are always set;
+// kBasic leaves out the lists (partitions, partition_reasons, keys).
 v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
-                                   const Catalog& catalog);
+                                   const Catalog& catalog,
+                                   JobView view = JobView::kFull);
 
 // The job as the API shows it: state, request, counts, plan, costs,
-// timestamps (unset while InfinitePast), diff summary, approval.
-v1::Backfill JobToProto(const Job& job, const Catalog& catalog);
+// timestamps (unset while InfinitePast), diff summary, approval, and the
+// view it is in. kBasic leaves out the lists BACKFILL_VIEW_BASIC names
+// (request.partitions and keys, the plan's lists; their counts stay); the
+// caller reads the job in the same view (or whole).
+v1::Backfill JobToProto(const Job& job, const Catalog& catalog,
+                        JobView view = JobView::kFull);
 
 // How a job was rolled back (Backfill.rollback).
 v1::RollbackInfo RollbackToProto(const RollbackInfo& info);

@@ -502,6 +502,12 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   return job;
 }
 
+// The columns ReadTaskRow reads, in its order.
+constexpr char kTaskColumns[] =
+    "job_id, dataset, \"partition\", state, attempts, last_error, "
+    "rows_written, output_fingerprint, inputs, duration_seconds, "
+    "update_time, ordinal, reason";
+
 absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q) {
   PartitionTask t;
   t.job_id = q.ColumnText(0);
@@ -515,6 +521,8 @@ absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q) {
   ASSIGN_OR_RETURN(t.inputs, DecodeInputs(q.ColumnText(8)));
   t.duration_seconds = q.ColumnDouble(9);
   t.update_time = ColumnTime(q, 10);
+  t.ordinal = q.ColumnInt(11);
+  t.reason = q.ColumnText(12);
   return t;
 }
 
@@ -968,6 +976,10 @@ absl::StatusOr<std::vector<Job>> SqliteStateStore::ListJobs(
                     "d.job_id = jobs.id AND d.dataset = ?",
                     next++, ")");
   }
+  const int before_param = next;
+  if (filter.before_number > 0) {
+    absl::StrAppend(&sql, " AND seq < ?", next++);
+  }
   absl::StrAppend(&sql, " ORDER BY seq DESC LIMIT ?", next);
   ASSIGN_OR_RETURN(Statement q, db_->Prepare(sql));
   for (size_t i = 0; i < filter.states.size(); ++i) {
@@ -976,6 +988,9 @@ absl::StatusOr<std::vector<Job>> SqliteStateStore::ListJobs(
   }
   if (!filter.dataset.empty()) {
     RETURN_IF_ERROR(q.BindText(dataset_param, filter.dataset));
+  }
+  if (filter.before_number > 0) {
+    RETURN_IF_ERROR(q.BindInt(before_param, filter.before_number));
   }
   RETURN_IF_ERROR(q.BindInt(next, filter.limit > 0 ? filter.limit : -1));
   std::vector<std::string> ids;
@@ -986,7 +1001,7 @@ absl::StatusOr<std::vector<Job>> SqliteStateStore::ListJobs(
   }
   std::vector<Job> jobs;
   for (const std::string& id : ids) {
-    ASSIGN_OR_RETURN(Job job, LoadJob(id));
+    ASSIGN_OR_RETURN(Job job, LoadJob(id, filter.view == JobView::kFull));
     jobs.push_back(std::move(job));
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -1006,13 +1021,54 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
     return q.ColumnInt(0);
   }());
   if (exists == 0) return absl::NotFoundError(absl::StrCat("no job ", job_id));
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->Prepare("SELECT job_id, dataset, \"partition\", state, attempts, "
-                   "last_error, rows_written, output_fingerprint, inputs, "
-                   "duration_seconds, update_time FROM tasks WHERE job_id = "
-                   "?1 ORDER BY ordinal"));
+  ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
+                                    "SELECT ", kTaskColumns,
+                                    " FROM tasks WHERE job_id = ?1 ORDER BY "
+                                    "ordinal")));
   RETURN_IF_ERROR(q.BindText(1, job_id));
+  std::vector<PartitionTask> tasks;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ASSIGN_OR_RETURN(PartitionTask t, ReadTaskRow(q));
+    tasks.push_back(std::move(t));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return tasks;
+}
+
+absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTaskPage(
+    const TaskQuery& query) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT 1 FROM jobs WHERE id = ?1"));
+    RETURN_IF_ERROR(q.BindText(1, query.job_id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) {
+      return absl::NotFoundError(absl::StrCat("no job ", query.job_id));
+    }
+  }
+  // The (job_id, ordinal) index serves the order and the start.
+  std::string sql = absl::StrCat("SELECT ", kTaskColumns,
+                                 " FROM tasks WHERE job_id = ?1 AND "
+                                 "ordinal > ?2 AND (?3 = '' OR dataset = ?3)");
+  if (!query.states.empty()) {
+    absl::StrAppend(&sql, " AND state IN (",
+                    Placeholders(5, query.states.size()), ")");
+  }
+  absl::StrAppend(&sql, " ORDER BY ordinal LIMIT ?4");
+  ASSIGN_OR_RETURN(Statement q, db_->Prepare(sql));
+  RETURN_IF_ERROR(q.BindText(1, query.job_id));
+  RETURN_IF_ERROR(q.BindInt(2, query.after_ordinal));
+  RETURN_IF_ERROR(q.BindText(3, query.dataset));
+  RETURN_IF_ERROR(q.BindInt(4, query.limit > 0 ? query.limit : -1));
+  for (size_t i = 0; i < query.states.size(); ++i) {
+    RETURN_IF_ERROR(
+        q.BindText(static_cast<int>(i) + 5, TaskStateText(query.states[i])));
+  }
   std::vector<PartitionTask> tasks;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1760,16 +1816,17 @@ absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
   }
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT dataset, TOTAL(input_rows) FROM tasks WHERE "
-                   "job_id = ?1 AND state IN ('STAGED', 'PUBLISHED', "
-                   "'UNCHANGED') GROUP BY "
-                   "dataset"));
+      db_->Prepare("SELECT dataset, COUNT(*), TOTAL(CASE WHEN state IN "
+                   "('STAGED', 'PUBLISHED', 'UNCHANGED') THEN input_rows "
+                   "END) FROM tasks WHERE job_id = ?1 GROUP BY dataset"));
   RETURN_IF_ERROR(q.BindText(1, id));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
     auto it = by_name.find(q.ColumnText(0));
-    if (it != by_name.end()) it->second->actual_cost = q.ColumnDouble(1);
+    if (it == by_name.end()) continue;
+    it->second->partition_count = q.ColumnInt(1);
+    it->second->actual_cost = q.ColumnDouble(2);
   }
   return absl::OkStatus();
 }

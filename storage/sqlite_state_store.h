@@ -91,6 +91,8 @@ class SqliteStateStore : public StateStore {
   absl::StatusOr<Job> GetJob(const std::string& id) override;
   absl::StatusOr<Job> GetJobProgress(const std::string& id) override;
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<PartitionTask>> ListTaskPage(
+      const TaskQuery& query) override;
   absl::StatusOr<std::vector<PartitionTask>> ListTasks(
       const std::string& job_id) override;
   absl::Status TransitionJob(const std::string& job_id,

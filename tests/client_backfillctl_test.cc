@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -185,16 +186,60 @@ class RecordingService final : public v1::BackfillService::Service {
     info->set_rows_restored(12);
     return grpc::Status::OK;
   }
+  // One job, bf-3; or, after set_listed_jobs(n), jobs bf-n .. bf-1 in
+  // pages of at most 30 (the token: the number of the page's last job).
   grpc::Status ListBackfills(grpc::ServerContext*,
                              const v1::ListBackfillsRequest* request,
                              v1::ListBackfillsResponse* response) override {
     std::lock_guard<std::mutex> lock(mu_);
     lists_.push_back(*request);
-    v1::Backfill* job = response->add_backfills();
-    job->set_id("bf-3");
-    job->set_state(v1::BACKFILL_STATE_QUEUED);
-    job->mutable_request()->set_dataset("daily_revenue");
-    job->mutable_request()->set_reason("late\x1b[2J\ndata");
+    if (listed_jobs_ == 0) {
+      v1::Backfill* job = response->add_backfills();
+      job->set_id("bf-3");
+      job->set_state(v1::BACKFILL_STATE_QUEUED);
+      job->mutable_request()->set_dataset("daily_revenue");
+      job->mutable_request()->set_reason("late\x1b[2J\ndata");
+      return grpc::Status::OK;
+    }
+    int next = listed_jobs_;
+    if (!request->page_token().empty())
+      next = std::stoi(request->page_token()) - 1;
+    const int size =
+        std::min(request->page_size() == 0 ? 50 : request->page_size(), 30);
+    for (int i = 0; i < size && next >= 1; ++i, --next) {
+      v1::Backfill* job = response->add_backfills();
+      job->set_id(absl::StrCat("bf-", next));
+      job->set_state(v1::BACKFILL_STATE_SUCCEEDED);
+      job->set_view(request->view());
+      job->mutable_request()->set_dataset("daily_revenue");
+    }
+    if (next >= 1) response->set_next_page_token(absl::StrCat(next + 1));
+    return grpc::Status::OK;
+  }
+  // Partitions 2025-06-01 .. 2025-06-05 of daily_revenue, in pages of at
+  // most 2 (the token: the index of the next one); bf-404 is NOT_FOUND.
+  grpc::Status ListPartitions(grpc::ServerContext*,
+                              const v1::ListPartitionsRequest* request,
+                              v1::ListPartitionsResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    partition_lists_.push_back(*request);
+    if (request->backfill_id() == "bf-404") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job bf-404");
+    }
+    int next =
+        request->page_token().empty() ? 1 : std::stoi(request->page_token());
+    for (int i = 0; i < 2 && next <= 5; ++i, ++next) {
+      v1::BackfillPartition* p = response->add_partitions();
+      p->set_dataset("daily_revenue");
+      p->set_partition(absl::StrCat("2025-06-0", next));
+      p->set_state(next == 3 ? v1::PARTITION_STATE_FAILED
+                             : v1::PARTITION_STATE_PUBLISHED);
+      p->set_attempts(next == 3 ? 3 : 1);
+      p->set_rows_written(next == 3 ? 0 : 4);
+      p->set_reason("requested");
+      if (next == 3) p->set_last_error("disk \x1b[2Jfull");
+    }
+    if (next <= 5) response->set_next_page_token(absl::StrCat(next));
     return grpc::Status::OK;
   }
 
@@ -310,6 +355,14 @@ class RecordingService final : public v1::BackfillService::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return lists_;
   }
+  void set_listed_jobs(int count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    listed_jobs_ = count;
+  }
+  std::vector<v1::ListPartitionsRequest> partition_lists() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return partition_lists_;
+  }
   std::vector<v1::RollbackBackfillRequest> rollbacks() {
     std::lock_guard<std::mutex> lock(mu_);
     return rollbacks_;
@@ -347,6 +400,8 @@ class RecordingService final : public v1::BackfillService::Service {
   std::map<std::string, std::string> jobs_;  // idempotency key -> job id
   std::vector<Decision> decisions_;
   std::vector<v1::ListBackfillsRequest> lists_;
+  int listed_jobs_ = 0;
+  std::vector<v1::ListPartitionsRequest> partition_lists_;
   std::vector<v1::RollbackBackfillRequest> rollbacks_;
   std::vector<v1::ApproveBackfillRequest> approvals_;
   std::vector<v1::DiffBackfillRequest> diffs_;
@@ -998,6 +1053,137 @@ TEST_F(BackfillctlTest, DiffPrintsEveryPageAsATableWithSampleRows) {
   RunResult unknown = Run({"diff", "bf-404"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("NOT_FOUND"));
+}
+
+TEST_F(BackfillctlTest, ListFollowsPagesUpToTheLimit) {
+  service_.set_listed_jobs(120);
+  // The default: the newest 50, in basic view.
+  RunResult run = Run({"list"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Lines(run.out).size(), 1u + 50);  // the header and 50 jobs
+  EXPECT_THAT(Lines(run.out)[1], StartsWith("bf-120 "));
+  EXPECT_THAT(Lines(run.out).back(), StartsWith("bf-71 "));
+  EXPECT_THAT(run.err, HasSubstr("the newest 50 jobs are shown; more match "
+                                 "(--limit N or --all for more)"));
+  std::vector<v1::ListBackfillsRequest> lists = service_.lists();
+  ASSERT_EQ(lists.size(), 2u);  // 30 + 20
+  EXPECT_EQ(lists[0].page_size(), 50);
+  EXPECT_EQ(lists[0].page_token(), "");
+  EXPECT_EQ(lists[0].view(), v1::BACKFILL_VIEW_BASIC);
+  EXPECT_EQ(lists[1].page_size(), 20);
+  EXPECT_EQ(lists[1].page_token(), "91");
+
+  // --limit: as many as asked, over as many pages as it takes.
+  run = Run({"list", "--limit", "70", "--dataset", "daily_revenue", "--state",
+             "succeeded"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Lines(run.out).size(), 1u + 70);
+  lists = service_.lists();
+  ASSERT_EQ(lists.size(), 2u + 3);
+  for (size_t i = 2; i < lists.size(); ++i) {
+    EXPECT_EQ(lists[i].dataset(), "daily_revenue");
+    EXPECT_THAT(lists[i].states(), ElementsAre(v1::BACKFILL_STATE_SUCCEEDED));
+  }
+  EXPECT_EQ(lists[2].page_size(), 70);
+  EXPECT_EQ(lists[3].page_size(), 40);
+  EXPECT_EQ(lists[4].page_size(), 10);
+
+  // --all: every job, pages of 1000 asked for; nothing more to say.
+  run = Run({"list", "--all", "--full", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, IsEmpty());
+  v1::ListBackfillsResponse all;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &all).ok())
+      << run.out;
+  ASSERT_EQ(all.backfills_size(), 120);
+  EXPECT_EQ(all.backfills(0).id(), "bf-120");
+  EXPECT_EQ(all.backfills(119).id(), "bf-1");
+  EXPECT_EQ(all.next_page_token(), "");
+  lists = service_.lists();
+  ASSERT_EQ(lists.size(), 5u + 4);
+  for (size_t i = 5; i < lists.size(); ++i) {
+    EXPECT_EQ(lists[i].page_size(), 1000);
+    EXPECT_EQ(lists[i].view(), v1::BACKFILL_VIEW_FULL);
+  }
+
+  // Fewer jobs than the limit: no note.
+  run = Run({"list", "--limit", "500"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Lines(run.out).size(), 1u + 120);
+  EXPECT_THAT(run.err, IsEmpty());
+}
+
+TEST_F(BackfillctlTest, ListLimitAndAllAreChecked) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"list", "--limit", "-1"},
+           {"list", "--limit", "x"},
+           {"list", "--all", "--limit", "5"}}) {
+    RunResult run = Run(args);
+    EXPECT_EQ(run.exit_code, 2) << args.back() << ": " << run.err;
+    EXPECT_THAT(run.out, IsEmpty());
+  }
+  EXPECT_THAT(service_.lists(), IsEmpty());
+}
+
+TEST_F(BackfillctlTest, PartitionsPagesThroughAJobsPartitions) {
+  RunResult run =
+      Run({"partitions", "bf-7", "--dataset", "daily_revenue", "--state",
+           "failed,PUBLISHED", "--state", "partition_state_skipped"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<v1::ListPartitionsRequest> lists =
+      service_.partition_lists();
+  ASSERT_EQ(lists.size(), 3u);  // 2 + 2 + 1
+  for (const v1::ListPartitionsRequest& r : lists) {
+    EXPECT_EQ(r.backfill_id(), "bf-7");
+    EXPECT_EQ(r.dataset(), "daily_revenue");
+    EXPECT_EQ(r.page_size(), 1000);
+    EXPECT_THAT(r.states(), ElementsAre(v1::PARTITION_STATE_FAILED,
+                                        v1::PARTITION_STATE_PUBLISHED,
+                                        v1::PARTITION_STATE_SKIPPED));
+  }
+  EXPECT_EQ(lists[0].page_token(), "");
+  EXPECT_EQ(lists[1].page_token(), "3");
+  EXPECT_EQ(lists[2].page_token(), "5");
+  const std::vector<std::string> lines = Lines(run.out);
+  ASSERT_EQ(lines.size(), 1u + 5 + 1) << run.out;
+  EXPECT_THAT(lines[0], StartsWith("DATASET        PARTITION   STATE"));
+  EXPECT_THAT(lines[3], HasSubstr("2025-06-03  FAILED"));
+  EXPECT_THAT(lines[3], HasSubstr("disk \\x1b[2Jfull"));  // escaped
+  EXPECT_EQ(lines.back(), "5 partitions");
+
+  run = Run({"--json", "partitions", "bf-7"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  v1::ListPartitionsResponse all;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &all).ok())
+      << run.out;
+  ASSERT_EQ(all.partitions_size(), 5);
+  EXPECT_EQ(all.partitions(2).state(), v1::PARTITION_STATE_FAILED);
+  EXPECT_EQ(all.partitions(2).last_error(), "disk \x1b[2Jfull");
+  EXPECT_EQ(all.next_page_token(), "");
+  EXPECT_THAT(run.out, HasSubstr("\"last_error\""));  // proto field names
+
+  run = Run({"partitions", "bf-404"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("NOT_FOUND: no job bf-404"));
+}
+
+TEST_F(BackfillctlTest, PartitionsChecksItsArgumentsBeforeAnyRpc) {
+  RunResult run = Run({"partitions", "bf-7", "--state", "staged,nope"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err,
+            "backfillctl: --state: unknown partition state \"nope\"; known "
+            "states: PENDING, RUNNING, STAGED, PUBLISHED, FAILED, CANCELLED, "
+            "UNCHANGED, SKIPPED\n");
+  run = Run({"partitions", "bf-7", "--state", "staged,,failed"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("--state: item 2 is empty"));
+  run = Run({"partitions"});
+  EXPECT_EQ(run.exit_code, 2);
+  run = Run({"partitions", "bf-7", "--dataset", "\xff"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("--dataset is not valid UTF-8"));
+  EXPECT_THAT(service_.partition_lists(), IsEmpty());
 }
 
 }  // namespace

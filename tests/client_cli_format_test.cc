@@ -967,6 +967,56 @@ TEST(FormatBackfillsTest, EmptyList) {
   EXPECT_EQ(FormatBackfills(v1::ListBackfillsResponse()), "no backfills\n");
 }
 
+// --------------------------------------------------------- FormatPartitions
+
+TEST(ParsePartitionStateTest, AcceptsShortAndFullNamesRejectsOthers) {
+  for (const char* text : {"failed", "FAILED", "partition_state_failed",
+                           " PARTITION_STATE_FAILED "}) {
+    absl::StatusOr<v1::PartitionState> state = ParsePartitionState(text);
+    ASSERT_TRUE(state.ok()) << text << ": " << state.status();
+    EXPECT_EQ(*state, v1::PARTITION_STATE_FAILED) << text;
+  }
+  EXPECT_EQ(*ParsePartitionState("unchanged"), v1::PARTITION_STATE_UNCHANGED);
+  EXPECT_EQ(*ParsePartitionState("Skipped"), v1::PARTITION_STATE_SKIPPED);
+  for (const char* text : {"", "unspecified", "queued", "nope"}) {
+    EXPECT_EQ(ParsePartitionState(text).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << text;
+  }
+  EXPECT_EQ(PartitionStateName(v1::PARTITION_STATE_STAGED), "STAGED");
+}
+
+TEST(FormatPartitionsTest, OneRowPerPartitionAndACount) {
+  v1::ListPartitionsResponse response;
+  v1::BackfillPartition* done = response.add_partitions();
+  done->set_dataset("daily_revenue");
+  done->set_partition("2025-03-01");
+  done->set_state(v1::PARTITION_STATE_PUBLISHED);
+  done->set_attempts(1);
+  done->set_rows_written(12);
+  done->set_duration_seconds(0.25);
+  done->mutable_update_time()->set_seconds(kMarch1At123456);
+  done->set_reason("requested");
+  v1::BackfillPartition* failed = response.add_partitions();
+  failed->set_dataset("region_totals");
+  failed->set_state(v1::PARTITION_STATE_FAILED);
+  failed->set_attempts(3);
+  failed->set_reason("downstream of daily_revenue via all");
+  failed->set_last_error("no such table: \x1b[2Jdim_customers");
+  const std::vector<std::string> lines = Lines(FormatPartitions(response));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], MatchesRegex("DATASET +PARTITION +STATE +ATTEMPTS "
+                                     "+ROWS +SECONDS +UPDATED +REASON +ERROR"));
+  EXPECT_THAT(lines[1], MatchesRegex("daily_revenue +2025-03-01 +PUBLISHED +1 "
+                                     "+12 +0\\.25 +2025-03-01T12:34:56Z "
+                                     "+requested +-"));
+  EXPECT_THAT(lines[2], HasSubstr("(unpartitioned)"));
+  EXPECT_THAT(lines[2], HasSubstr("FAILED"));
+  EXPECT_THAT(lines[2], HasSubstr("no such table: \\x1b[2Jdim_customers"));
+  EXPECT_EQ(lines[3], "2 partitions");
+  EXPECT_EQ(FormatPartitions(v1::ListPartitionsResponse()), "no partitions\n");
+}
+
 // ------------------------------------------------------- FormatProgressBar
 
 TEST(FormatProgressBarTest, ZeroPercent) {

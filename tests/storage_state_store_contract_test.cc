@@ -36,6 +36,7 @@ namespace backfill {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
@@ -503,6 +504,114 @@ TEST_P(StateStoreContractTest, ListJobsNewestFirstWithFilters) {
   JobFilter unlimited;
   unlimited.limit = 0;
   EXPECT_EQ(store_->ListJobs(unlimited)->size(), 4u);
+}
+
+TEST_P(StateStoreContractTest, ListJobsBeforeANumberAndWithoutLists) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeJob(), T(i)).ok());
+  }
+  auto ids_of = [](const std::vector<Job>& jobs) {
+    std::vector<std::string> ids;
+    for (const Job& j : jobs) ids.push_back(j.id);
+    return ids;
+  };
+  JobFilter after_page;
+  after_page.before_number = 4;
+  after_page.limit = 2;
+  auto page = store_->ListJobs(after_page);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(ids_of(*page), ElementsAre("bf-3", "bf-2"));
+  after_page.before_number = 2;
+  EXPECT_THAT(ids_of(*store_->ListJobs(after_page)), ElementsAre("bf-1"));
+  after_page.before_number = 1;
+  EXPECT_THAT(*store_->ListJobs(after_page), IsEmpty());
+  // A job created since does not come before an earlier job's number.
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(9)).ok());
+  after_page.before_number = 4;
+  EXPECT_THAT(ids_of(*store_->ListJobs(after_page)),
+              ElementsAre("bf-3", "bf-2"));
+
+  // The basic view: no partition lists, every count.
+  JobFilter basic;
+  basic.view = JobView::kBasic;
+  basic.limit = 1;
+  auto jobs = store_->ListJobs(basic);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const Job& b = (*jobs)[0];
+  EXPECT_EQ(b.id, "bf-6");
+  EXPECT_EQ(b.counts.total, 3);
+  EXPECT_EQ(b.request.partitions.size(), 4u);  // the request stays whole
+  ASSERT_EQ(b.plan.datasets.size(), 2u);
+  EXPECT_THAT(b.plan.datasets[0].partitions, IsEmpty());
+  EXPECT_THAT(b.plan.datasets[0].partition_reasons, IsEmpty());
+  EXPECT_EQ(b.plan.datasets[0].partition_count, 2);
+  EXPECT_EQ(b.plan.datasets[1].partition_count, 1);
+  JobFilter full;
+  full.limit = 1;
+  const Job f = (*store_->ListJobs(full))[0];
+  EXPECT_THAT(f.plan.datasets[0].partitions,
+              ElementsAre("2025-01-01", "2025-01-02"));
+  EXPECT_EQ(f.plan.datasets[0].partition_count, 2);
+  EXPECT_EQ(store_->GetJobProgress("bf-6")->plan.datasets[1].partition_count,
+            1);
+}
+
+TEST_P(StateStoreContractTest, ListTaskPageSelectsInPlanOrder) {
+  Job job = MakeJob();
+  job.plan.datasets[0].partition_reasons = {"requested", "requested too"};
+  job.plan.datasets[1].partition_reasons = {"downstream of daily_revenue"};
+  ASSERT_TRUE(store_->CreateJob(job, T(0)).ok());
+  PartitionTask failed = (*store_->ListTasks("bf-1"))[1];
+  failed.state = TaskState::kFailed;
+  failed.last_error = "boom";
+  ASSERT_TRUE(store_->UpdateTask(failed).ok());
+
+  auto describe = [](const std::vector<PartitionTask>& tasks) {
+    std::vector<std::string> out;
+    for (const PartitionTask& t : tasks) {
+      out.push_back(absl::StrCat(t.ordinal, " ", t.dataset, "/", t.partition,
+                                 " ", TaskStateName(t.state), " ", t.reason));
+    }
+    return out;
+  };
+  TaskQuery all;
+  all.job_id = "bf-1";
+  auto page = store_->ListTaskPage(all);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(describe(*page),
+              ElementsAre("0 daily_revenue/2025-01-01 PENDING requested",
+                          "1 daily_revenue/2025-01-02 FAILED requested too",
+                          "2 monthly_revenue/2025-01 PENDING downstream of "
+                          "daily_revenue"));
+  EXPECT_EQ((*page)[1].last_error, "boom");
+  EXPECT_THAT(describe(*store_->ListTasks("bf-1")),
+              ElementsAreArray(describe(*page)));
+
+  TaskQuery after = all;
+  after.after_ordinal = 0;
+  after.limit = 1;
+  EXPECT_THAT(describe(*store_->ListTaskPage(after)),
+              ElementsAre("1 daily_revenue/2025-01-02 FAILED requested too"));
+  after.after_ordinal = 2;
+  EXPECT_THAT(*store_->ListTaskPage(after), IsEmpty());
+
+  TaskQuery one_dataset = all;
+  one_dataset.dataset = "monthly_revenue";
+  EXPECT_THAT(describe(*store_->ListTaskPage(one_dataset)),
+              ElementsAre("2 monthly_revenue/2025-01 PENDING downstream of "
+                          "daily_revenue"));
+  TaskQuery states = all;
+  states.states = {TaskState::kFailed, TaskState::kPublished};
+  EXPECT_THAT(describe(*store_->ListTaskPage(states)),
+              ElementsAre("1 daily_revenue/2025-01-02 FAILED requested too"));
+  states.dataset = "monthly_revenue";
+  EXPECT_THAT(*store_->ListTaskPage(states), IsEmpty());
+
+  TaskQuery unknown = all;
+  unknown.job_id = "bf-9";
+  EXPECT_EQ(store_->ListTaskPage(unknown).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_P(StateStoreContractTest, ListJobIdsInJobNumberOrder) {

@@ -251,6 +251,9 @@ Job InMemoryStateStore::LoadLocked(const JobRow& row,
   }
   for (const PartitionTask& t : row.tasks) {
     ++job.counts.total;
+    for (DatasetPlan& dp : job.plan.datasets) {
+      if (dp.dataset == t.dataset) ++dp.partition_count;
+    }
     switch (t.state) {
       case TaskState::kPending:
         ++job.counts.pending;
@@ -350,6 +353,9 @@ absl::StatusOr<std::vector<Job>> InMemoryStateStore::ListJobs(
     if (filter.limit > 0 && jobs.size() >= static_cast<size_t>(filter.limit)) {
       break;
     }
+    if (filter.before_number > 0 && it->first >= filter.before_number) {
+      continue;
+    }
     const JobRow& row = jobs_.at(it->second);
     if (!filter.states.empty() && !Contains(filter.states, row.job.state)) {
       continue;
@@ -361,17 +367,39 @@ absl::StatusOr<std::vector<Job>> InMemoryStateStore::ListJobs(
                      })) {
       continue;
     }
-    jobs.push_back(LoadLocked(row, /*with_partitions=*/true));
+    jobs.push_back(LoadLocked(row, filter.view == JobView::kFull));
   }
   return jobs;
 }
 
 absl::StatusOr<std::vector<PartitionTask>> InMemoryStateStore::ListTasks(
     const std::string& job_id) {
+  TaskQuery all;
+  all.job_id = job_id;
+  all.limit = 0;
+  return ListTaskPage(all);
+}
+
+absl::StatusOr<std::vector<PartitionTask>> InMemoryStateStore::ListTaskPage(
+    const TaskQuery& query) {
   absl::MutexLock lock(&mu_);
-  const JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  return row->tasks;
+  const JobRow* row = FindLocked(query.job_id);
+  if (row == nullptr) return NoJob(query.job_id);
+  std::vector<PartitionTask> tasks;
+  for (size_t k = 0; k < row->tasks.size(); ++k) {
+    if (query.limit > 0 && tasks.size() >= static_cast<size_t>(query.limit)) {
+      break;
+    }
+    const PartitionTask& t = row->tasks[k];
+    if (static_cast<int64_t>(k) <= query.after_ordinal) continue;
+    if (!query.dataset.empty() && t.dataset != query.dataset) continue;
+    if (!query.states.empty() && !Contains(query.states, t.state)) continue;
+    PartitionTask out = t;
+    out.ordinal = static_cast<int64_t>(k);
+    out.reason = k < row->task_reasons.size() ? row->task_reasons[k] : "";
+    tasks.push_back(std::move(out));
+  }
+  return tasks;
 }
 
 absl::StatusOr<std::vector<LineageRecord>> InMemoryStateStore::GetLineage(

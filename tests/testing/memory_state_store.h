@@ -82,6 +82,8 @@ class InMemoryStateStore : public StateStore {
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
   absl::StatusOr<std::vector<PartitionTask>> ListTasks(
       const std::string& job_id) override;
+  absl::StatusOr<std::vector<PartitionTask>> ListTaskPage(
+      const TaskQuery& query) override;
   absl::Status TransitionJob(const std::string& job_id,
                              std::optional<JobState> expected_from, JobState to,
                              const std::string& message,

@@ -1,0 +1,124 @@
+#include "server/listing_convert.h"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/proto_convert.h"
+
+namespace backfill {
+namespace {
+
+absl::Status CheckPageSize(int page_size, int max, int default_size) {
+  if (page_size < 0 || page_size > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size ", page_size, " is out of range: use 1..", max,
+                     " (0 means ", default_size, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<JobPageQuery> JobPageQueryFromProto(
+    const v1::ListBackfillsRequest& request) {
+  JobPageQuery query;
+  const int page_size = request.page_size();
+  if (absl::Status s = CheckPageSize(page_size, kMaxPageSize, kDefaultPageSize);
+      !s.ok()) {
+    return s;
+  }
+  query.page_size = page_size == 0 ? kDefaultPageSize : page_size;
+  for (int state : request.states()) {
+    std::optional<JobState> parsed =
+        StateFromProto(static_cast<v1::BackfillState>(state));
+    if (!parsed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "states: ", state, " is not a backfill state (use QUEUED, ",
+          "RUNNING, ..., not BACKFILL_STATE_UNSPECIFIED)"));
+    }
+    query.states.push_back(*parsed);
+  }
+  query.dataset = request.dataset();
+  absl::StatusOr<JobView> view = ViewFromProto(request.view(), JobView::kBasic);
+  if (!view.ok()) return view.status();
+  query.view = *view;
+  query.page_token = request.page_token();
+  return query;
+}
+
+v1::ListBackfillsResponse JobPageToProto(const JobPage& page,
+                                         const JobPageQuery& query,
+                                         const Catalog& catalog,
+                                         size_t max_bytes) {
+  v1::ListBackfillsResponse out;
+  size_t bytes = 0;
+  for (size_t i = 0; i < page.jobs.size(); ++i) {
+    v1::Backfill job = JobToProto(page.jobs[i], catalog, query.view);
+    const size_t size = job.ByteSizeLong();
+    if (i > 0 && bytes + size > max_bytes) {
+      // The next page starts with this job.
+      out.set_next_page_token(JobPageTokenAfter(query, page.jobs[i - 1]));
+      return out;
+    }
+    bytes += size;
+    *out.add_backfills() = std::move(job);
+  }
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+absl::StatusOr<PartitionPageQuery> PartitionPageQueryFromProto(
+    const v1::ListPartitionsRequest& request) {
+  PartitionPageQuery query;
+  if (absl::Status valid = ValidateJobId(request.backfill_id()); !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backfill_id: ", valid.message()));
+  }
+  query.job_id = request.backfill_id();
+  query.dataset = request.dataset();
+  for (int state : request.states()) {
+    std::optional<TaskState> parsed = TaskStateFromProto(state);
+    if (!parsed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "states: ", state, " is not a partition state (use PENDING, ",
+          "RUNNING, STAGED, PUBLISHED, FAILED, CANCELLED, UNCHANGED or ",
+          "SKIPPED, not PARTITION_STATE_UNSPECIFIED)"));
+    }
+    query.states.push_back(*parsed);
+  }
+  const int page_size = request.page_size();
+  if (absl::Status s = CheckPageSize(page_size, kMaxPartitionPageSize,
+                                     kDefaultPartitionPageSize);
+      !s.ok()) {
+    return s;
+  }
+  query.page_size = page_size == 0 ? kDefaultPartitionPageSize : page_size;
+  query.page_token = request.page_token();
+  return query;
+}
+
+v1::ListPartitionsResponse PartitionPageToProto(const PartitionPage& page,
+                                                const PartitionPageQuery& query,
+                                                size_t max_bytes) {
+  v1::ListPartitionsResponse out;
+  size_t bytes = 0;
+  for (size_t i = 0; i < page.partitions.size(); ++i) {
+    v1::BackfillPartition partition = TaskToProto(page.partitions[i]);
+    const size_t size = partition.ByteSizeLong();
+    if (i > 0 && bytes + size > max_bytes) {
+      out.set_next_page_token(
+          PartitionPageTokenAfter(query, page.partitions[i - 1]));
+      return out;
+    }
+    bytes += size;
+    *out.add_partitions() = std::move(partition);
+  }
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+}  // namespace backfill
