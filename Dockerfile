@@ -50,9 +50,16 @@ EXPOSE 50051 9464
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=30s --timeout=10s --start-period=20s \
   CMD ["backfillctl", "--server", "127.0.0.1:50051", "datasets"]
+# The container listens on all its interfaces so that a published port
+# reaches it; backfilld's gRPC port is plaintext, so that takes --insecure.
+# Publish it on the host's loopback (`-p 127.0.0.1:50051:50051`) or behind a
+# proxy that terminates TLS, and require tokens: mount a token file and add
+# `--auth-tokens /etc/backfilld/tokens.yaml` (docs/security.md). The health
+# check then needs a viewer's token: `docker run -e BACKFILL_TOKEN=...`.
 ENTRYPOINT ["backfilld", "--data-dir", "/var/lib/backfilld", \
             "--pipelines", "/etc/backfilld/pipelines", \
-            "--listen", "0.0.0.0:50051", "--metrics-listen", "0.0.0.0:9464"]
+            "--listen", "0.0.0.0:50051", "--metrics-listen", "0.0.0.0:9464", \
+            "--insecure"]
 # Extra flags, e.g. `docker run backfilld --workers 8`. `docker stop` waits
 # 10 s before SIGKILL: the drain timeout stays below that (or raise both,
 # `docker run --stop-timeout 60 ... --drain-timeout 50`).

@@ -102,11 +102,18 @@ void BackfillClient::SetDeadline(grpc::ClientContext* context) const {
   context->set_deadline(DeadlineAfter(rpc_timeout_));
 }
 
+void BackfillClient::AddCredentials(grpc::ClientContext* context) const {
+  if (!token_.empty()) {
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
+  }
+}
+
 template <typename Request, typename Response>
 absl::StatusOr<Response> BackfillClient::Call(
     UnaryMethod<Request, Response> method, const Request& request) {
   grpc::ClientContext context;
   SetDeadline(&context);
+  AddCredentials(&context);
   Response response;
   grpc::Status status = (stub_.get()->*method)(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
@@ -237,6 +244,7 @@ absl::Status BackfillClient::Watch(
   // No deadline: a job may run for hours. The caller stops the stream by
   // returning false from `on_update`.
   grpc::ClientContext context;
+  AddCredentials(&context);
   v1::WatchBackfillRequest rpc_request;
   rpc_request.set_id(id);
   rpc_request.set_view(view);

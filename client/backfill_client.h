@@ -86,6 +86,9 @@ class BackfillClient {
   // Every unary call gets `rpc_timeout` as its deadline.
   void set_rpc_timeout(absl::Duration timeout) { rpc_timeout_ = timeout; }
 
+  // Every call carries "authorization: Bearer <token>" ("": none).
+  void set_token(std::string token) { token_ = std::move(token); }
+
   absl::StatusOr<v1::PlanBackfillResponse> Plan(
       const v1::BackfillRequest& request);
   // One SubmitBackfill call, not retried.
@@ -159,10 +162,13 @@ class BackfillClient {
   absl::StatusOr<Response> Call(UnaryMethod<Request, Response> method,
                                 const Request& request);
   void SetDeadline(grpc::ClientContext* context) const;
+  // Adds the bearer token, if any, to the call's metadata.
+  void AddCredentials(grpc::ClientContext* context) const;
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
   absl::Duration rpc_timeout_ = absl::Seconds(30);
+  std::string token_;
 };
 
 // Maps a grpc::Status to an absl::Status with the same code and message.

@@ -54,6 +54,8 @@ struct GlobalOptions {
   std::string server = kDefaultServer;
   bool json = false;
   double timeout_seconds = 30;
+  // Sent as "authorization: Bearer <token>" with every call ("": none).
+  std::string token;
 };
 
 struct ScopeOptions {
@@ -168,6 +170,7 @@ class Cli {
   explicit Cli(const GlobalOptions& globals)
       : globals_(globals), client_(BackfillClient::Connect(globals.server)) {
     client_->set_rpc_timeout(absl::Seconds(globals.timeout_seconds));
+    client_->set_token(globals.token);
   }
 
   int Datasets();
@@ -338,6 +341,13 @@ int Cli::RpcError(const absl::Status& status, absl::string_view more) const {
   } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     absl::StrAppend(&line, " (after ", globals_.timeout_seconds,
                     " s; raise with --timeout)");
+  } else if (status.code() == absl::StatusCode::kUnauthenticated) {
+    absl::StrAppend(&line,
+                    globals_.token.empty()
+                        ? " (no token was sent: give one with "
+                          "$BACKFILL_TOKEN or --token)"
+                        : " (the token given with $BACKFILL_TOKEN or --token "
+                          "was refused)");
   }
   absl::StrAppend(&line, more);
   return Fail(kExitFailure, line);
@@ -778,7 +788,8 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
 std::string FirstPositional(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
-    if ((arg == "--server" || arg == "--timeout") && i + 1 < argc) {
+    if ((arg == "--server" || arg == "--timeout" || arg == "--token") &&
+        i + 1 < argc) {
       ++i;
     } else if (!arg.empty() && arg[0] != '-') {
       return std::string(arg);
@@ -790,8 +801,8 @@ std::string FirstPositional(int argc, char** argv) {
 int Main(int argc, char** argv) {
   CLI::App app{
       "backfillctl: plan, submit and follow backfills of backfilld.\n"
-      "Global flags (--server, --json, --timeout) go before or after the "
-      "subcommand.",
+      "Global flags (--server, --token, --json, --timeout) go before or "
+      "after the subcommand.",
       "backfillctl"};
   // Must be set before adding subcommands, which inherit it.
   app.fallthrough();
@@ -801,6 +812,11 @@ int Main(int argc, char** argv) {
   app.add_option("--server", globals.server, "backfilld address HOST:PORT")
       ->envname("BACKFILL_SERVER")
       ->capture_default_str();
+  app.add_option("--token", globals.token,
+                 "Bearer token sent with every call, for a backfilld started "
+                 "with --auth-tokens (prefer the environment variable: a "
+                 "flag shows in the process list)")
+      ->envname("BACKFILL_TOKEN");
   app.add_flag("--json", globals.json,
                "Print the response as protobuf JSON (one document) on "
                "stdout");
@@ -1022,7 +1038,8 @@ int Main(int argc, char** argv) {
         resume, retry, rollback, approve, diff, why, audit, confirm}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
-        "(env BACKFILL_SERVER), --json, --timeout SECONDS.");
+        "(env BACKFILL_SERVER), --token TOKEN (env BACKFILL_TOKEN), --json, "
+        "--timeout SECONDS.");
   }
 
   try {

@@ -375,28 +375,36 @@ absl::StatusOr<PartitionPage> BackfillManager::ListPartitions(
 }
 
 absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
-                                            const std::string& reason) {
+                                            const std::string& reason,
+                                            const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
-  return runner_.Cancel(id, reason);
+  RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
+  return runner_.Cancel(id, reason, actor);
 }
 
 absl::StatusOr<Job> BackfillManager::Pause(const std::string& id,
-                                           const std::string& reason) {
+                                           const std::string& reason,
+                                           const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
-  return runner_.Pause(id, reason);
+  RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
+  return runner_.Pause(id, reason, actor);
 }
 
 absl::StatusOr<Job> BackfillManager::Resume(const std::string& id,
-                                            const std::string& reason) {
+                                            const std::string& reason,
+                                            const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
-  return runner_.Resume(id, reason);
+  RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
+  return runner_.Resume(id, reason, actor);
 }
 
 absl::StatusOr<Job> BackfillManager::Retry(const std::string& id,
-                                           const std::string& reason) {
+                                           const std::string& reason,
+                                           const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
+  RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
   absl::MutexLock admission(&admission_mu_);
-  return runner_.Retry(id, reason);
+  return runner_.Retry(id, reason, actor);
 }
 
 absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
@@ -415,11 +423,13 @@ absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
   return runner_.Rollback(id, request);
 }
 
-absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id) {
+absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id,
+                                             const std::string& actor) {
   // Serialized with submits: the overlap check and the admission of the
   // confirmation are one decision.
   absl::MutexLock admission(&admission_mu_);
-  return runner_.Confirm(id, "");
+  RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
+  return runner_.Confirm(id, "", actor);
 }
 
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,

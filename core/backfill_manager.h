@@ -130,10 +130,15 @@ class BackfillManager {
   absl::StatusOr<PartitionPage> ListPartitions(const PartitionPageQuery& query);
 
   // See JobRunner. `reason` is free text recorded with the change.
-  absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason);
-  absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason);
-  absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason);
-  absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason);
+  // `actor`: who decided, named in the audit log ("" when unknown).
+  absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason,
+                             const std::string& actor = "");
+  absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason,
+                            const std::string& actor = "");
+  absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason,
+                             const std::string& actor = "");
+  absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason,
+                            const std::string& actor = "");
 
   // Rolls a published job back (JobRunner::Rollback). INVALID_ARGUMENT
   // without a reason; NOT_FOUND for an unknown id.
@@ -148,7 +153,8 @@ class BackfillManager {
   // DOWNSTREAM_UNHEALTHY job again (JobRunner::Confirm); returns the job,
   // CONFIRMING. NOT_FOUND for an unknown id; FAILED_PRECONDITION, saying
   // why, in any other state.
-  absl::StatusOr<Job> Confirm(const std::string& id);
+  absl::StatusOr<Job> Confirm(const std::string& id,
+                              const std::string& actor = "");
 
   // A page of the diff the job computed before publishing (kept after it
   // published). INVALID_ARGUMENT for a dataset not in the job's plan or a

@@ -23,6 +23,12 @@
 namespace backfill {
 namespace {
 
+// " by <actor>" for the audit message of an operator's decision; "" when
+// no one is named.
+std::string By(const std::string& actor) {
+  return actor.empty() ? "" : absl::StrCat(" by ", actor);
+}
+
 using Storage = JobObserver::Storage;
 
 // Why a job whose partitions all came out unchanged or skipped cannot be
@@ -1799,7 +1805,8 @@ void JobRunner::AwaitMoveInFlight(const std::string& id) {
 }
 
 absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,
-                                      const std::string& reason) {
+                                      const std::string& reason,
+                                      const std::string& actor) {
   AwaitMoveInFlight(id);
   Active* job = nullptr;
   Phase before = Phase::kWaiting;
@@ -1847,10 +1854,10 @@ absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,
                          : "",
                      "; there is nothing to cancel"));
   }
-  absl::Status moved =
-      Move(job, JobState::kCancelled,
-           reason.empty() ? "cancelled" : absl::StrCat("cancelled: ", reason),
-           Phase::kCancelling);
+  absl::Status moved = Move(
+      job, JobState::kCancelled,
+      absl::StrCat("cancelled", By(actor), reason.empty() ? "" : ": ", reason),
+      Phase::kCancelling);
   bool settle = false;
   {
     absl::MutexLock lock(&mu_);
@@ -1868,7 +1875,8 @@ absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,
 }
 
 absl::StatusOr<Job> JobRunner::Pause(const std::string& id,
-                                     const std::string& reason) {
+                                     const std::string& reason,
+                                     const std::string& actor) {
   Active* job = nullptr;
   Phase before;
   int running = 0;
@@ -1906,7 +1914,7 @@ absl::StatusOr<Job> JobRunner::Pause(const std::string& id,
   absl::Status moved = Move(
       job, JobState::kPaused,
       absl::StrCat(
-          "paused", reason.empty() ? "" : ": ", reason,
+          "paused", By(actor), reason.empty() ? "" : ": ", reason,
           running > 0
               ? absl::StrCat(" (", Plural(running, "partition", "partitions"),
                              " finishing)")
@@ -1924,7 +1932,8 @@ absl::StatusOr<Job> JobRunner::Pause(const std::string& id,
 }
 
 absl::StatusOr<Job> JobRunner::Resume(const std::string& id,
-                                      const std::string& reason) {
+                                      const std::string& reason,
+                                      const std::string& actor) {
   Active* job = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -1945,8 +1954,8 @@ absl::StatusOr<Job> JobRunner::Resume(const std::string& id,
   }
   RETURN_IF_ERROR(
       Move(job, JobState::kQueued,
-           absl::StrCat("resumed", reason.empty() ? "" : ": ", reason,
-                        "; continuing from its checkpoints"),
+           absl::StrCat("resumed", By(actor), reason.empty() ? "" : ": ",
+                        reason, "; continuing from its checkpoints"),
            Phase::kPaused));
   {
     absl::MutexLock lock(&mu_);
@@ -1960,7 +1969,8 @@ absl::StatusOr<Job> JobRunner::Resume(const std::string& id,
 }
 
 absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
-                                     const std::string& reason) {
+                                     const std::string& reason,
+                                     const std::string& actor) {
   Active* job = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -2029,7 +2039,8 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
                     : 0;
   const int64_t kept = progress.ok() ? progress->counts.staged : 0;
   const std::string message = absl::StrCat(
-      "retrying", reason.empty() ? "" : absl::StrCat(" (", reason, ")"), ": ",
+      "retrying", By(actor),
+      reason.empty() ? "" : absl::StrCat(" (", reason, ")"), ": ",
       Plural(again, "partition runs", "partitions run"), " again, ",
       Plural(kept, "staged partition is", "staged partitions are"), " kept");
   absl::Status s;
@@ -2167,7 +2178,8 @@ absl::StatusOr<Job> JobRunner::Rollback(const std::string& id,
 }
 
 absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
-                                       const std::string& reason) {
+                                       const std::string& reason,
+                                       const std::string& actor) {
   ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
   if (stored.state != JobState::kSucceeded &&
       stored.state != JobState::kDownstreamUnhealthy) {
@@ -2241,7 +2253,7 @@ absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
     jobs_[id] = std::move(active);
   }
   const std::string message =
-      absl::StrCat("confirming downstream consumers again",
+      absl::StrCat("confirming downstream consumers again", By(actor),
                    reason.empty() ? "" : absl::StrCat(" (", reason, ")"));
   absl::Status s = Move(job, JobState::kConfirming, message, Phase::kFinishing);
   {

@@ -127,10 +127,16 @@ class JobRunner {
   // from its checkpoints. Retry: a FAILED job that kept its staging runs its
   // failed (and never-run) partitions again, keeping the staged ones and
   // its pinned inputs.
-  absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason);
-  absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason);
-  absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason);
-  absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason);
+  // `actor`, when not empty, is who decided: the audit event's message says
+  // "cancelled by <actor>: <reason>".
+  absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason,
+                             const std::string& actor = "");
+  absl::StatusOr<Job> Pause(const std::string& id, const std::string& reason,
+                            const std::string& actor = "");
+  absl::StatusOr<Job> Resume(const std::string& id, const std::string& reason,
+                             const std::string& actor = "");
+  absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason,
+                            const std::string& actor = "");
 
   // Restores what a SUCCEEDED or DOWNSTREAM_UNHEALTHY job's publish
   // replaced, in every dataset of the job in one warehouse transaction
@@ -158,7 +164,8 @@ class JobRunner {
   // FAILED_PRECONDITION (nothing changes) for a job in another state, one
   // being confirmed or rolled back, or while a job that holds partitions
   // shares one with it.
-  absl::StatusOr<Job> Confirm(const std::string& id, const std::string& reason);
+  absl::StatusOr<Job> Confirm(const std::string& id, const std::string& reason,
+                              const std::string& actor = "");
 
   // Drops the rollback copies that expired under their datasets' retention
   // policies (retention.h). Called at Start() and after each publish; best

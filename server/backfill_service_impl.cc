@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/access_policy.h"
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
@@ -38,11 +39,35 @@ void CheckMethod(bool ok, const std::string& what) {
 
 BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
                                          absl::Duration watch_poll,
-                                         size_t max_page_bytes)
+                                         size_t max_page_bytes,
+                                         const CallAuth* auth)
     : manager_(manager),
       watch_poll_(watch_poll),
-      max_page_bytes_(max_page_bytes) {
+      max_page_bytes_(max_page_bytes),
+      auth_(auth) {
   ReceiveRequestsAsBytes();
+}
+
+CallGate BackfillServiceImpl::GateFor(std::string_view method) const {
+  if (auth_ == nullptr || !auth_->enabled()) return {};
+  return [auth = auth_,
+          method = std::string(method)](grpc::ServerContext* context) {
+    return auth->Admit(*context, method);
+  };
+}
+
+std::string BackfillServiceImpl::ActorOf(
+    const grpc::ServerContext& context) const {
+  std::optional<Principal> caller = CallerOf(context);
+  return caller.has_value() ? caller->name : "";
+}
+
+std::optional<Principal> BackfillServiceImpl::CallerOf(
+    const grpc::ServerContext& context) const {
+  if (auth_ == nullptr) return std::nullopt;
+  // Admit() authenticated the call already; this repeats one hash.
+  absl::StatusOr<std::optional<Principal>> who = auth_->Authenticate(context);
+  return who.ok() ? *who : std::nullopt;
 }
 
 void BackfillServiceImpl::ReceiveRequestsAsBytes() {
@@ -61,49 +86,60 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
         CheckMethod(method != nullptr && method->input_type() == request_type,
                     absl::StrCat("no method ", name, " taking ",
                                  request_type->full_name()));
+        // Every method has a decision on who may call it, or none but an
+        // admin could (core/access_policy.h): say so now, not at a refusal.
+        CheckMethod(RequiredRole(name).has_value(),
+                    absl::StrCat("method ", name,
+                                 " has no role in core/access_policy.cc"));
         MarkMethodStreamed(method->index(), handler);
         registered[method->index()] = true;
       };
-  receive_as_bytes("PlanBackfill", v1::PlanBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::PlanBackfill));
-  receive_as_bytes("SubmitBackfill", v1::SubmitBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::SubmitBackfill));
-  receive_as_bytes("GetBackfill", v1::GetBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::GetBackfill));
-  receive_as_bytes("ListBackfills", v1::ListBackfillsRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::ListBackfills));
-  receive_as_bytes(
-      "WatchBackfill", v1::WatchBackfillRequest::descriptor(),
-      NewServerStreamingHandler(this, &BackfillServiceImpl::Watch));
-  receive_as_bytes("CancelBackfill", v1::CancelBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::CancelBackfill));
-  receive_as_bytes("PauseBackfill", v1::PauseBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::PauseBackfill));
-  receive_as_bytes("ResumeBackfill", v1::ResumeBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::ResumeBackfill));
-  receive_as_bytes("RetryBackfill", v1::RetryBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::RetryBackfill));
-  receive_as_bytes(
-      "RollbackBackfill", v1::RollbackBackfillRequest::descriptor(),
-      NewUnaryHandler(this, &BackfillServiceImpl::RollbackBackfill));
-  receive_as_bytes("ListDatasets", v1::ListDatasetsRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::ListDatasets));
-  receive_as_bytes(
-      "ApproveBackfill", v1::ApproveBackfillRequest::descriptor(),
-      NewUnaryHandler(this, &BackfillServiceImpl::ApproveBackfill));
-  receive_as_bytes("DiffBackfill", v1::DiffBackfillRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::DiffBackfill));
-  receive_as_bytes(
-      "ExplainPartition", v1::ExplainPartitionRequest::descriptor(),
-      NewUnaryHandler(this, &BackfillServiceImpl::ExplainPartition));
-  receive_as_bytes(
-      "ListAuditEvents", v1::ListAuditEventsRequest::descriptor(),
-      NewUnaryHandler(this, &BackfillServiceImpl::ListAuditEvents));
-  receive_as_bytes(
-      "ConfirmBackfill", v1::ConfirmBackfillRequest::descriptor(),
-      NewUnaryHandler(this, &BackfillServiceImpl::ConfirmBackfill));
-  receive_as_bytes("ListPartitions", v1::ListPartitionsRequest::descriptor(),
-                   NewUnaryHandler(this, &BackfillServiceImpl::ListPartitions));
+  const auto unary = [&](const char* name,
+                         const google::protobuf::Descriptor* request_type,
+                         auto method) {
+    receive_as_bytes(name, request_type,
+                     NewUnaryHandler(this, method, GateFor(name)));
+  };
+  const auto streaming = [&](const char* name,
+                             const google::protobuf::Descriptor* request_type,
+                             auto method) {
+    receive_as_bytes(name, request_type,
+                     NewServerStreamingHandler(this, method, GateFor(name)));
+  };
+  unary("PlanBackfill", v1::PlanBackfillRequest::descriptor(),
+        &BackfillServiceImpl::PlanBackfill);
+  unary("SubmitBackfill", v1::SubmitBackfillRequest::descriptor(),
+        &BackfillServiceImpl::SubmitBackfill);
+  unary("GetBackfill", v1::GetBackfillRequest::descriptor(),
+        &BackfillServiceImpl::GetBackfill);
+  unary("ListBackfills", v1::ListBackfillsRequest::descriptor(),
+        &BackfillServiceImpl::ListBackfills);
+  streaming("WatchBackfill", v1::WatchBackfillRequest::descriptor(),
+            &BackfillServiceImpl::Watch);
+  unary("CancelBackfill", v1::CancelBackfillRequest::descriptor(),
+        &BackfillServiceImpl::CancelBackfill);
+  unary("PauseBackfill", v1::PauseBackfillRequest::descriptor(),
+        &BackfillServiceImpl::PauseBackfill);
+  unary("ResumeBackfill", v1::ResumeBackfillRequest::descriptor(),
+        &BackfillServiceImpl::ResumeBackfill);
+  unary("RetryBackfill", v1::RetryBackfillRequest::descriptor(),
+        &BackfillServiceImpl::RetryBackfill);
+  unary("RollbackBackfill", v1::RollbackBackfillRequest::descriptor(),
+        &BackfillServiceImpl::RollbackBackfill);
+  unary("ListDatasets", v1::ListDatasetsRequest::descriptor(),
+        &BackfillServiceImpl::ListDatasets);
+  unary("ApproveBackfill", v1::ApproveBackfillRequest::descriptor(),
+        &BackfillServiceImpl::ApproveBackfill);
+  unary("DiffBackfill", v1::DiffBackfillRequest::descriptor(),
+        &BackfillServiceImpl::DiffBackfill);
+  unary("ExplainPartition", v1::ExplainPartitionRequest::descriptor(),
+        &BackfillServiceImpl::ExplainPartition);
+  unary("ListAuditEvents", v1::ListAuditEventsRequest::descriptor(),
+        &BackfillServiceImpl::ListAuditEvents);
+  unary("ConfirmBackfill", v1::ConfirmBackfillRequest::descriptor(),
+        &BackfillServiceImpl::ConfirmBackfill);
+  unary("ListPartitions", v1::ListPartitionsRequest::descriptor(),
+        &BackfillServiceImpl::ListPartitions);
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -135,10 +171,11 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
         "same idempotency key a repeated submit never creates a second job)");
   }
   BackfillRequest backfill = RequestFromProto(request->request());
-  if (backfill.requested_by.empty()) {
-    // Lineage always says who asked: at least the client's address.
-    backfill.requested_by = absl::StrCat("unknown (", context->peer(), ")");
-  }
+  // Lineage always says who asked: the principal, else the name the client
+  // gives, else at least the client's address.
+  backfill.requested_by =
+      ActingName(CallerOf(*context), backfill.requested_by,
+                 absl::StrCat("unknown (", context->peer(), ")"));
   SubmitOptions options;
   options.idempotency_key = request->idempotency_key();
   options.no_wait = request->no_wait();
@@ -229,7 +266,8 @@ grpc::Status BackfillServiceImpl::CancelBackfill(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
-  absl::StatusOr<Job> job = manager_->Cancel(request->id(), request->reason());
+  absl::StatusOr<Job> job =
+      manager_->Cancel(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;
@@ -241,7 +279,8 @@ grpc::Status BackfillServiceImpl::PauseBackfill(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
-  absl::StatusOr<Job> job = manager_->Pause(request->id(), request->reason());
+  absl::StatusOr<Job> job =
+      manager_->Pause(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;
@@ -253,7 +292,8 @@ grpc::Status BackfillServiceImpl::ResumeBackfill(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
-  absl::StatusOr<Job> job = manager_->Resume(request->id(), request->reason());
+  absl::StatusOr<Job> job =
+      manager_->Resume(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;
@@ -265,7 +305,8 @@ grpc::Status BackfillServiceImpl::RetryBackfill(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
-  absl::StatusOr<Job> job = manager_->Retry(request->id(), request->reason());
+  absl::StatusOr<Job> job =
+      manager_->Retry(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;
@@ -279,12 +320,12 @@ grpc::Status BackfillServiceImpl::RollbackBackfill(
   }
   RollbackRequest rollback;
   rollback.reason = request->reason();
-  rollback.requested_by = request->requested_by();
   rollback.force = request->force();
-  if (rollback.requested_by.empty()) {
-    // Lineage always says who asked: at least the client's address.
-    rollback.requested_by = absl::StrCat("unknown (", context->peer(), ")");
-  }
+  // Lineage always says who asked: the principal, else the name the client
+  // gives, else at least the client's address.
+  rollback.requested_by =
+      ActingName(CallerOf(*context), request->requested_by(),
+                 absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Rollback(request->id(), rollback);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
@@ -297,7 +338,7 @@ grpc::Status BackfillServiceImpl::ConfirmBackfill(
   if (absl::Status valid = ValidateJobId(request->id()); !valid.ok()) {
     return ToGrpcStatus(valid);
   }
-  absl::StatusOr<Job> job = manager_->Confirm(request->id());
+  absl::StatusOr<Job> job = manager_->Confirm(request->id(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());
   return grpc::Status::OK;
@@ -322,11 +363,11 @@ grpc::Status BackfillServiceImpl::ApproveBackfill(
   Approval approval;
   approval.reason = request->reason();
   approval.override_validation = request->override_validation();
-  approval.approved_by = request->approved_by();
-  if (approval.approved_by.empty()) {
-    // The audit log always says who approved: at least the client's address.
-    approval.approved_by = absl::StrCat("unknown (", context->peer(), ")");
-  }
+  // The audit log always says who approved: the principal, else the name
+  // the client gives, else at least the client's address.
+  approval.approved_by =
+      ActingName(CallerOf(*context), request->approved_by(),
+                 absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Approve(request->id(), approval);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = JobToProto(*job, manager_->catalog());

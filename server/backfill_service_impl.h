@@ -22,13 +22,18 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
+#include "core/access_policy.h"
 #include "core/backfill_manager.h"
+#include "server/call_auth.h"
 #include "server/listing_convert.h"
+#include "server/raw_request.h"
 
 namespace backfill {
 
@@ -41,9 +46,13 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
  public:
   // `max_page_bytes`: how many bytes of jobs or partitions a page of
   // ListBackfills or ListPartitions holds at most (server/listing_convert.h).
+  // `auth`: who may call what (server/call_auth.h), asked before each
+  // call's request is parsed; null or disabled: every call may, and records
+  // the name the client gives. Not owned; must outlive the service.
   explicit BackfillServiceImpl(BackfillManager* manager,
                                absl::Duration watch_poll = absl::Seconds(1),
-                               size_t max_page_bytes = kMaxListPageBytes);
+                               size_t max_page_bytes = kMaxListPageBytes,
+                               const CallAuth* auth = nullptr);
 
   // Makes open WatchBackfill streams end (UNAVAILABLE, "shutting down")
   // within one poll interval, so that the server can shut down promptly,
@@ -104,6 +113,16 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   // Registers the handlers of server/raw_request.h for every method.
   void ReceiveRequestsAsBytes();
 
+  // What the handler of `method` asks before reading a request.
+  CallGate GateFor(std::string_view method) const;
+
+  // The authenticated principal of an admitted call; nullopt with
+  // authentication off.
+  std::optional<Principal> CallerOf(const grpc::ServerContext& context) const;
+  // The caller's name for the audit log: the principal's, "" with
+  // authentication off.
+  std::string ActorOf(const grpc::ServerContext& context) const;
+
   // WatchBackfill: sends the job with `write` whenever it changes, until it
   // is terminal; `write` returns false once the client has gone.
   grpc::Status Watch(grpc::ServerContext* context,
@@ -113,6 +132,7 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   BackfillManager* const manager_;
   const absl::Duration watch_poll_;
   const size_t max_page_bytes_;
+  const CallAuth* const auth_;
   // Updates of one watch are at least this far apart: changes in between are
   // coalesced into the next update (each update reads and sends the whole
   // job, so a job of many fast partitions must not cost a read per

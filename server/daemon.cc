@@ -10,11 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
+#include "core/bearer_tokens.h"
 #include "core/clock.h"
 #include "core/consumer_spec.h"
 #include "core/fanout_observer.h"
@@ -31,6 +34,7 @@
 #include "platform/curl_http_client.h"
 #include "platform/posix_command_runner.h"
 #include "server/backfill_service_impl.h"
+#include "server/call_auth.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
 #include "server/log_text.h"
@@ -239,6 +243,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
 
   if (absl::Status s = CheckOpenLineageOptions(options_); !s.ok()) return s;
+  if (absl::Status s = CheckSecurityOptions(options_); !s.ok()) return s;
 
   // 0. The data dir, locked: one daemon per state store and warehouse.
   std::error_code ec;
@@ -366,7 +371,23 @@ absl::Status Daemon::Init(Catalog catalog) {
   // 6. gRPC server, bound before any job resumes: if the address is taken,
   //    nothing has run. Port sharing (SO_REUSEPORT) is off, so a second
   //    daemon on the same address fails here instead of splitting traffic.
-  service_ = std::make_unique<BackfillServiceImpl>(manager_.get());
+  std::shared_ptr<const BearerTokens> tokens;
+  if (!options_.auth_tokens_file.empty()) {
+    absl::StatusOr<BearerTokens> loaded =
+        BearerTokens::Load(options_.auth_tokens_file);
+    if (!loaded.ok()) return loaded.status();
+    tokens = std::make_shared<const BearerTokens>(*std::move(loaded));
+    spdlog::info("authentication on: {} token(s) from {}", tokens->size(),
+                 options_.auth_tokens_file);
+  } else {
+    spdlog::warn(
+        "authentication off (no --auth-tokens): whoever reaches {} may call "
+        "every method",
+        options_.listen);
+  }
+  auth_ = std::make_unique<CallAuth>(std::move(tokens), &metrics_->registry());
+  service_ = std::make_unique<BackfillServiceImpl>(
+      manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -419,6 +440,59 @@ absl::Status Daemon::Init(Catalog catalog) {
           : std::string("disabled"));
   spdlog::info("backfilld listening on {}", listen_address_);
   return absl::OkStatus();
+}
+
+bool IsLocalOnlyAddress(const std::string& listen) {
+  if (absl::StartsWith(listen, "unix:") ||
+      absl::StartsWith(listen, "unix-abstract:")) {
+    return true;
+  }
+  std::string host = listen;
+  if (absl::StartsWith(host, "[")) {
+    const size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
+  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  if (absl::EqualsIgnoreCase(host, "localhost") || host == "::1") return true;
+  // 127.0.0.0/8, written as a dotted quad.
+  const std::vector<std::string> parts = absl::StrSplit(host, '.');
+  if (parts.size() != 4 || parts[0] != "127") return false;
+  for (const std::string& part : parts) {
+    int octet = 0;
+    if (part.empty() || part.size() > 3 ||
+        part.find_first_not_of("0123456789") != std::string::npos ||
+        !absl::SimpleAtoi(part, &octet) || octet < 0 || octet > 255) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
+  if (!options.auth_tokens_file.empty()) {
+    absl::StatusOr<BearerTokens> tokens =
+        BearerTokens::Load(options.auth_tokens_file);
+    if (!tokens.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--auth-tokens: ", tokens.status().message()));
+    }
+  }
+  if (options.insecure || IsLocalOnlyAddress(options.listen)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--listen ", options.listen,
+      " can be reached from other machines, but the gRPC port is not "
+      "encrypted",
+      options.auth_tokens_file.empty()
+          ? " and, without --auth-tokens, anyone who reaches it may submit, "
+            "approve and roll back backfills"
+          : ", so bearer tokens would cross the network in the clear",
+      ". Listen on a loopback address (127.0.0.1:PORT) behind a proxy that "
+      "terminates TLS, or give --insecure to accept the risk (a private "
+      "network)"));
 }
 
 absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {

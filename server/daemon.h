@@ -31,6 +31,7 @@ namespace backfill {
 
 class BackfillManager;
 class BackfillServiceImpl;
+class CallAuth;
 class Engine;
 class Metrics;
 class StateStore;
@@ -67,7 +68,19 @@ struct DaemonOptions {
   // --openlineage-namespace: the OpenLineage namespace of the jobs.
   std::string openlineage_url;
   std::string openlineage_namespace = "backfilld";
+  // --auth-tokens: the token file (core/bearer_tokens.h); "": every call is
+  // admitted without credentials.
+  std::string auth_tokens_file;
+  // --insecure: listen on an address other machines reach although the
+  // calls are not encrypted and (without --auth-tokens) not authenticated.
+  bool insecure = false;
 };
+
+// Whether `listen` ("HOST:PORT", "[IPV6]:PORT", "unix:PATH") can be reached
+// only from this machine: a loopback address (127.0.0.0/8, ::1),
+// "localhost", or a Unix socket. Anything else (0.0.0.0, [::], a name or an
+// interface's address) is reachable from other machines.
+bool IsLocalOnlyAddress(const std::string& listen);
 
 // The backfilld version ("0.1.0").
 const char* DaemonVersion();
@@ -82,6 +95,13 @@ class Daemon {
   // Checks --openlineage-url and --openlineage-namespace (INVALID_ARGUMENT
   // naming the flag); OK when no URL is given.
   static absl::Status CheckOpenLineageOptions(const DaemonOptions& options);
+
+  // Checks --auth-tokens (the file must load) and refuses a --listen address
+  // other machines reach unless --insecure is given: the gRPC port is
+  // plaintext, so a token would cross the network in the clear, and without
+  // tokens anyone who reaches it may rewrite history. INVALID_ARGUMENT
+  // naming the flags.
+  static absl::Status CheckSecurityOptions(const DaemonOptions& options);
 
   // Builds everything and starts serving. Errors name the step that failed.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(
@@ -149,6 +169,8 @@ class Daemon {
   std::unique_ptr<HttpClient> http_client_;
   std::unique_ptr<CommandRunner> command_runner_;
   std::unique_ptr<BackfillManager> manager_;
+  // Who may call what; outlives the service.
+  std::unique_ptr<CallAuth> auth_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
 

@@ -74,6 +74,14 @@ int main(int argc, char** argv) {
   app.add_option("--openlineage-namespace", options.openlineage_namespace,
                  "OpenLineage namespace of backfilld's jobs")
       ->capture_default_str();
+  app.add_option("--auth-tokens", options.auth_tokens_file,
+                 "Token file: every call must carry \"authorization: Bearer "
+                 "TOKEN\" with a token whose SHA-256 the file lists, and "
+                 "the principal's roles must allow the method (see "
+                 "docs/security.md); default: no authentication");
+  app.add_flag("--insecure", options.insecure,
+               "Allow a --listen address other machines reach although the "
+               "gRPC port is not encrypted");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -86,6 +94,11 @@ int main(int argc, char** argv) {
   }
 
   if (absl::Status s = backfill::Daemon::CheckOpenLineageOptions(options);
+      !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 2;
+  }
+  if (absl::Status s = backfill::Daemon::CheckSecurityOptions(options);
       !s.ok()) {
     std::cerr << "backfilld: " << s.message() << std::endl;
     return 2;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "google/protobuf/descriptor.h"
@@ -71,23 +72,32 @@ template <class Stream>
 grpc::Status ReadRequest(grpc::ServerContext* context, Stream* stream,
                          google::protobuf::Message* request);
 
-// A handler of a unary method that receives its request as bytes and then
-// calls `(service->*method)(context, &request, &response)`, exactly as gRPC
-// would have called the generated Service's virtual method.
+// Decides whether a call may go on, before its request is read: OK, or the
+// status the call ends with (server/call_auth.h). Empty: every call may.
+using CallGate = std::function<grpc::Status(grpc::ServerContext*)>;
+
+// A handler of a unary method that asks `admit` about the call, receives its
+// request as bytes and then calls `(service->*method)(context, &request,
+// &response)`, exactly as gRPC would have called the generated Service's
+// virtual method.
 template <class Service, class Request, class Response>
 grpc::internal::MethodHandler* NewUnaryHandler(
     Service* service,
     grpc::Status (Service::*method)(grpc::ServerContext*, const Request*,
-                                    Response*));
+                                    Response*),
+    CallGate admit = {});
 
-// A handler of a server-streaming method that receives its request as bytes
-// and then calls `(service->*method)(context, &request, write)`; `write`
-// sends one message and returns false once the stream is broken.
+// A handler of a server-streaming method that asks `admit` about the call,
+// receives its request as bytes and then calls `(service->*method)(context,
+// &request, write)`; `write` sends one message and returns false once the
+// stream is broken.
 template <class Service, class Request, class Response>
 grpc::internal::MethodHandler* NewServerStreamingHandler(
-    Service* service, grpc::Status (Service::*method)(
-                          grpc::ServerContext*, const Request*,
-                          const std::function<bool(const Response&)>&));
+    Service* service,
+    grpc::Status (Service::*method)(
+        grpc::ServerContext*, const Request*,
+        const std::function<bool(const Response&)>&),
+    CallGate admit = {});
 
 // Implementation details follow.
 
@@ -114,10 +124,16 @@ template <class Service, class Request, class Response>
 grpc::internal::MethodHandler* NewUnaryHandler(
     Service* service,
     grpc::Status (Service::*method)(grpc::ServerContext*, const Request*,
-                                    Response*)) {
+                                    Response*),
+    CallGate admit) {
   using Stream = grpc::ServerUnaryStreamer<grpc::ByteBuffer, Response>;
   return new grpc::internal::StreamedUnaryHandler<grpc::ByteBuffer, Response>(
-      [service, method](grpc::ServerContext* context, Stream* stream) {
+      [service, method, admit = std::move(admit)](grpc::ServerContext* context,
+                                                  Stream* stream) {
+        if (admit) {
+          grpc::Status admitted = admit(context);
+          if (!admitted.ok()) return admitted;
+        }
         Request request;
         grpc::Status status = ReadRequest(context, stream, &request);
         if (!status.ok()) return status;
@@ -130,13 +146,20 @@ grpc::internal::MethodHandler* NewUnaryHandler(
 
 template <class Service, class Request, class Response>
 grpc::internal::MethodHandler* NewServerStreamingHandler(
-    Service* service, grpc::Status (Service::*method)(
-                          grpc::ServerContext*, const Request*,
-                          const std::function<bool(const Response&)>&)) {
+    Service* service,
+    grpc::Status (Service::*method)(
+        grpc::ServerContext*, const Request*,
+        const std::function<bool(const Response&)>&),
+    CallGate admit) {
   using Stream = grpc::ServerSplitStreamer<grpc::ByteBuffer, Response>;
   return new grpc::internal::SplitServerStreamingHandler<grpc::ByteBuffer,
                                                          Response>(
-      [service, method](grpc::ServerContext* context, Stream* stream) {
+      [service, method, admit = std::move(admit)](grpc::ServerContext* context,
+                                                  Stream* stream) {
+        if (admit) {
+          grpc::Status admitted = admit(context);
+          if (!admitted.ok()) return admitted;
+        }
         Request request;
         grpc::Status status = ReadRequest(context, stream, &request);
         if (!status.ok()) return status;

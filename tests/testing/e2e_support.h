@@ -570,6 +570,8 @@ class Daemon {
   }
   // Environment changes for the next Spawn() (see EnvironmentWith).
   void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+  // The bearer token Ctl() (and so Start()) sends; "" for none.
+  void set_ctl_token(std::string token) { ctl_token_ = std::move(token); }
   pid_t pid() const { return pid_; }
 
   // Forks backfilld on its ports: a fresh free metrics port and a fresh
@@ -643,6 +645,7 @@ class Daemon {
                 bool json = false) const {
     std::vector<std::string> argv = {Bin("backfillctl"), "--server", address()};
     if (json) argv.push_back("--json");
+    if (!ctl_token_.empty()) argv.insert(argv.end(), {"--token", ctl_token_});
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv, scratch_, timeout);
   }
@@ -714,6 +717,7 @@ class Daemon {
   int fixed_port_ = 0;
   std::vector<std::string> extra_args_;
   std::vector<std::string> env_;
+  std::string ctl_token_;
   int port_ = 0;
   int metrics_port_ = 0;
   pid_t pid_ = -1;

@@ -22,10 +22,11 @@ namespace backfill::testing {
 // as raw bytes, through a generic stub, as a client that checks nothing
 // would send it; the response's bytes go to `response_bytes`. Also good
 // for a server-streaming method that answers with an error.
-inline grpc::Status RawCall(const std::string& target,
-                            const std::string& method,
-                            const std::string& request,
-                            std::string* response_bytes) {
+// `metadata` is sent with the call (e.g. {"authorization", "Bearer T"}).
+inline grpc::Status RawCall(
+    const std::string& target, const std::string& method,
+    const std::string& request, std::string* response_bytes,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
   auto channel =
       grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
@@ -34,6 +35,7 @@ inline grpc::Status RawCall(const std::string& target,
   grpc::ByteBuffer response_buffer;
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
   std::promise<grpc::Status> done;
   stub.UnaryCall(&context, method, grpc::StubOptions(), &request_buffer,
                  &response_buffer,

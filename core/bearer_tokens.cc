@@ -1,0 +1,226 @@
+#include "core/bearer_tokens.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "yaml-cpp/yaml.h"
+
+namespace backfill {
+namespace {
+
+bool PrintableAscii(std::string_view text) {
+  for (char c : text) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+// "tokens.yaml:4: " for a node with a position, "tokens.yaml: " otherwise.
+std::string At(const std::string& source, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null() || mark.line < 0) return absl::StrCat(source, ": ");
+  return absl::StrCat(source, ":", mark.line + 1, ": ");
+}
+
+absl::StatusOr<Sha256Digest> ParseDigest(std::string_view hex) {
+  Sha256Digest digest{};
+  if (hex.size() != 2 * digest.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sha256 must be 64 hex digits (the SHA-256 of the token, as "
+        "sha256sum prints it), not ",
+        hex.size(), " characters"));
+  }
+  for (size_t i = 0; i < digest.size(); ++i) {
+    int byte = 0;
+    for (char c : hex.substr(2 * i, 2)) {
+      const char l = absl::ascii_tolower(c);
+      int v;
+      if (l >= '0' && l <= '9') {
+        v = l - '0';
+      } else if (l >= 'a' && l <= 'f') {
+        v = l - 'a' + 10;
+      } else {
+        return absl::InvalidArgumentError(
+            "sha256 must be 64 hex digits (0-9, a-f)");
+      }
+      byte = byte * 16 + v;
+    }
+    digest[i] = static_cast<uint8_t>(byte);
+  }
+  return digest;
+}
+
+}  // namespace
+
+Sha256Digest Sha256Of(std::string_view text) {
+  Sha256Digest digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(),
+         digest.data());
+  return digest;
+}
+
+std::string HexDigest(const Sha256Digest& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : digest) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
+                                                 const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", line, ": not valid YAML: ", e.msg));
+  }
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        At(source, root),
+        "a token file is a map with one key, tokens: a list of {principal, "
+        "roles, sha256}"));
+  }
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (key != "tokens") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(At(source, kv.first), "unknown key '", key,
+                       "' (a token file has one key, tokens)"));
+    }
+  }
+  const YAML::Node list = root["tokens"];
+  if (!list || !list.IsSequence() || list.size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        At(source, list ? list : root),
+        "tokens must be a non-empty list of {principal, roles, sha256}: a "
+        "daemon that requires tokens and knows none lets no one in"));
+  }
+  std::vector<Entry> entries;
+  std::set<Sha256Digest> digests;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node item = list[i];
+    const std::string where = absl::StrCat(At(source, item), "tokens[", i, "]");
+    if (!item.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": must be a map {principal, roles, sha256}"));
+    }
+    for (const auto& kv : item) {
+      const std::string key = kv.first.Scalar();
+      if (key != "principal" && key != "roles" && key != "sha256") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": unknown key '", key,
+                         "' (the keys are principal, roles and sha256)"));
+      }
+    }
+    Entry entry;
+    const YAML::Node name = item["principal"];
+    if (!name || !name.IsScalar() || name.Scalar().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where,
+                       ": principal is required (the name the audit "
+                       "log and the jobs record)"));
+    }
+    entry.principal.name = name.Scalar();
+    if (entry.principal.name.size() > kMaxPrincipalBytes ||
+        !PrintableAscii(entry.principal.name) ||
+        absl::StripAsciiWhitespace(entry.principal.name) !=
+            entry.principal.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where,
+                       ": principal must be printable ASCII without leading or "
+                       "trailing spaces, at most ",
+                       kMaxPrincipalBytes, " bytes"));
+    }
+    const YAML::Node roles = item["roles"];
+    if (!roles || !roles.IsSequence() || roles.size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " (", entry.principal.name,
+          "): roles must be a non-empty list of viewer, operator, approver, "
+          "admin"));
+    }
+    for (const YAML::Node& r : roles) {
+      absl::StatusOr<Role> role =
+          r.IsScalar() ? ParseRole(r.Scalar())
+                       : absl::InvalidArgumentError("a role is a name");
+      if (!role.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " (", entry.principal.name, "): ", role.status().message()));
+      }
+      entry.principal.roles.insert(*role);
+    }
+    const YAML::Node sha = item["sha256"];
+    if (!sha || !sha.IsScalar()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " (", entry.principal.name,
+                       "): sha256 is required: the SHA-256 of the token in hex "
+                       "(printf %s \"$TOKEN\" | sha256sum)"));
+    }
+    absl::StatusOr<Sha256Digest> digest = ParseDigest(sha.Scalar());
+    if (!digest.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " (", entry.principal.name, "): ", digest.status().message()));
+    }
+    if (!digests.insert(*digest).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " (", entry.principal.name,
+          "): the same sha256 as an earlier entry; one token must name one "
+          "principal"));
+    }
+    entry.digest = *digest;
+    entries.push_back(std::move(entry));
+  }
+  return BearerTokens(std::move(entries));
+}
+
+absl::StatusOr<BearerTokens> BearerTokens::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string why = absl::StrCat("cannot read the token file ", path,
+                                         ": ", std::strerror(err));
+    return err == EACCES ? absl::PermissionDeniedError(why)
+                         : absl::NotFoundError(why);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::DataLossError(
+        absl::StrCat("cannot read the token file ", path));
+  }
+  return Parse(text.str(), path);
+}
+
+std::optional<Principal> BearerTokens::Find(std::string_view token) const {
+  if (token.empty() || token.size() > kMaxTokenBytes ||
+      !PrintableAscii(token)) {
+    return std::nullopt;
+  }
+  const Sha256Digest digest = Sha256Of(token);
+  const Entry* found = nullptr;
+  // Every entry is compared, each in constant time.
+  for (const Entry& entry : entries_) {
+    if (CRYPTO_memcmp(entry.digest.data(), digest.data(), digest.size()) == 0) {
+      found = &entry;
+    }
+  }
+  if (found == nullptr) return std::nullopt;
+  return found->principal;
+}
+
+}  // namespace backfill

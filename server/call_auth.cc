@@ -1,0 +1,129 @@
+#include "server/call_auth.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
+#include "server/grpc_metrics.h"
+#include "server/log_text.h"
+#include "spdlog/spdlog.h"
+
+namespace backfill {
+namespace {
+
+constexpr std::string_view kAuthorization = "authorization";
+constexpr std::string_view kBearer = "bearer";
+
+std::string_view Sv(grpc::string_ref ref) {
+  return std::string_view(ref.data(), ref.size());
+}
+
+// `text` without the ASCII spaces and tabs around it.
+std::string_view Trimmed(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string_view> BearerTokenOf(std::string_view header) {
+  std::string_view value = Trimmed(header);
+  const bool bearer =
+      value.size() > kBearer.size() && value[kBearer.size()] == ' ' &&
+      absl::EqualsIgnoreCase(absl::string_view(value.data(), kBearer.size()),
+                             absl::string_view(kBearer.data(), kBearer.size()));
+  if (!bearer) {
+    return absl::InvalidArgumentError(
+        "the authorization metadata must be \"Bearer <token>\"");
+  }
+  value = Trimmed(value.substr(kBearer.size()));
+  if (value.empty()) {
+    return absl::InvalidArgumentError(
+        "the authorization metadata holds \"Bearer\" without a token");
+  }
+  return value;
+}
+
+CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
+                   prometheus::Registry* registry)
+    : tokens_(std::move(tokens)) {
+  if (registry != nullptr) {
+    refusals_ = &prometheus::BuildCounter()
+                     .Name("backfill_auth_refusals_total")
+                     .Help(
+                         "Calls refused for missing or unknown credentials "
+                         "(UNAUTHENTICATED) or a role that does not allow "
+                         "the method (PERMISSION_DENIED), by method")
+                     .Register(*registry);
+  }
+}
+
+absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
+    const grpc::ServerContext& context) const {
+  if (tokens_ == nullptr) return std::optional<Principal>();
+  const auto& metadata = context.client_metadata();
+  const auto [first, last] = metadata.equal_range(
+      grpc::string_ref(kAuthorization.data(), kAuthorization.size()));
+  if (first == last) {
+    return absl::UnauthenticatedError(
+        "this backfilld requires a bearer token: send the metadata "
+        "\"authorization: Bearer <token>\" with every call");
+  }
+  if (std::next(first) != last) {
+    return absl::UnauthenticatedError(
+        "the call carries more than one authorization metadata value; send "
+        "exactly one \"authorization: Bearer <token>\"");
+  }
+  absl::StatusOr<std::string_view> token = BearerTokenOf(Sv(first->second));
+  if (!token.ok()) {
+    return absl::UnauthenticatedError(token.status().message());
+  }
+  std::optional<Principal> principal = tokens_->Find(*token);
+  if (!principal.has_value()) {
+    return absl::UnauthenticatedError(
+        "the bearer token is not one this backfilld knows (its token file "
+        "has no entry with its SHA-256); ask its administrator for a token");
+  }
+  return principal;
+}
+
+grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
+                             std::string_view method) const {
+  if (tokens_ == nullptr) return grpc::Status::OK;
+  absl::StatusOr<std::optional<Principal>> who = Authenticate(context);
+  if (!who.ok()) {
+    CountRefusal(method, grpc::StatusCode::UNAUTHENTICATED);
+    spdlog::warn("refused {} from {}: {}", std::string(method),
+                 LogText(context.peer()), std::string(who.status().message()));
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(who.status().message()));
+  }
+  const Principal& principal = **who;
+  if (MayCall(principal, method)) return grpc::Status::OK;
+  const std::optional<Role> needed = RequiredRole(method);
+  const std::string message = absl::StrCat(
+      "principal ", principal.name, " (roles: ", RoleList(principal.roles),
+      ") may not call ", std::string(method), ": it requires the ",
+      std::string(RoleName(needed.value_or(Role::kAdmin))), " role");
+  CountRefusal(method, grpc::StatusCode::PERMISSION_DENIED);
+  spdlog::warn("refused {} from {}: {}", std::string(method),
+               LogText(context.peer()), message);
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message);
+}
+
+void CallAuth::CountRefusal(std::string_view method,
+                            grpc::StatusCode code) const {
+  if (refusals_ == nullptr) return;
+  // `method` is one of the service's: the labels stay bounded.
+  refusals_
+      ->Add({{"grpc_method", std::string(method)},
+             {"grpc_code", GrpcCodeName(code)}})
+      .Increment();
+}
+
+}  // namespace backfill

@@ -1,0 +1,131 @@
+// End-to-end: the real backfilld started with --auth-tokens, driven by the
+// real backfillctl as its users would: without a token, with a token no one
+// was given, with a viewer's token (reads allowed, a submit refused) and an
+// operator's (the submit runs and records who asked); refusals logged
+// without the token; a bad token file and an exposed --listen without
+// --insecure stop the daemon at start with exit 2.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/bearer_tokens.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/e2e_support.h"
+
+namespace backfill {
+namespace {
+
+using namespace ::backfill::e2e;  // NOLINT: test support
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kVera = "vera-7b1d0e55c2a94f3e8d6a";
+constexpr const char* kOlivia = "olivia-3c9e2f71a8b04d6e5f1b";
+constexpr const char* kAda = "ada-91f0c3d5e7b2a4c6d8e0";
+
+class AuthE2eTest : public E2eTest {
+ protected:
+  std::string WriteTokens() {
+    const std::string path = root_ + "/tokens.yaml";
+    WriteFile(path,
+              absl::StrCat("tokens:\n"
+                           "  - {principal: vera, roles: [viewer], sha256: ",
+                           HexDigest(Sha256Of(kVera)),
+                           "}\n"
+                           "  - {principal: olivia, roles: [operator, "
+                           "approver], sha256: ",
+                           HexDigest(Sha256Of(kOlivia)),
+                           "}\n"
+                           "  - {principal: ada, roles: [admin], sha256: ",
+                           HexDigest(Sha256Of(kAda)), "}\n"));
+    return path;
+  }
+
+  RunResult As(const Daemon& daemon, const char* token,
+               std::vector<std::string> args) {
+    std::vector<std::string> argv = {"--server", daemon.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> env;
+    if (token != nullptr) env.push_back(absl::StrCat("BACKFILL_TOKEN=", token));
+    return RawCtl(argv, env, seconds(120));
+  }
+};
+
+TEST_F(AuthE2eTest, ADeniedAndAnAllowedCallFromTheCli) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/5, /*orders_per_day=*/20, false));
+  const std::string tokens = WriteTokens();
+  Daemon& daemon = NewDaemon();
+  daemon.set_extra_args({"--auth-tokens", tokens});
+  daemon.set_ctl_token(kAda);
+  ASSERT_TRUE(daemon.Start());
+  EXPECT_THAT(ReadFile(daemon.log()),
+              HasSubstr("authentication on: 3 token(s) from " + tokens));
+
+  RunResult anonymous = As(daemon, nullptr, {"datasets"});
+  EXPECT_EQ(anonymous.exit_code, 1) << anonymous;
+  EXPECT_THAT(anonymous.err, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(anonymous.err, HasSubstr("give one with $BACKFILL_TOKEN"));
+
+  RunResult stranger = As(daemon, "not-a-token", {"datasets"});
+  EXPECT_EQ(stranger.exit_code, 1) << stranger;
+  EXPECT_THAT(stranger.err, HasSubstr("not one this backfilld knows"));
+
+  RunResult read = As(daemon, kVera, {"datasets"});
+  EXPECT_EQ(read.exit_code, 0) << read;
+  EXPECT_THAT(read.out, HasSubstr("daily_revenue"));
+
+  const std::vector<std::string> submit = {
+      "submit",   "daily_revenue", "--from",         "2025-01-01",
+      "--to",     "2025-01-03",    "--reason",       "refunds were ignored",
+      "--wait",   "--json",        "--requested-by", "ci-nightly"};
+  RunResult denied = As(daemon, kVera, submit);
+  EXPECT_EQ(denied.exit_code, 1) << denied;
+  EXPECT_THAT(denied.err,
+              HasSubstr("PERMISSION_DENIED: principal vera (roles: viewer) may "
+                        "not call SubmitBackfill: it requires the operator "
+                        "role"));
+
+  RunResult allowed = As(daemon, kOlivia, submit);
+  ASSERT_EQ(allowed.exit_code, 0) << allowed;
+  EXPECT_EQ(JsonString(allowed.out, "state"), "BACKFILL_STATE_SUCCEEDED");
+  EXPECT_EQ(JsonString(allowed.out, "requested_by"),
+            "olivia (on behalf of ci-nightly)");
+
+  // The refusals are in the log, with the principal, never with a token.
+  const std::string log = ReadFile(daemon.log());
+  EXPECT_THAT(log, HasSubstr("refused SubmitBackfill"));
+  EXPECT_THAT(log, HasSubstr("principal vera (roles: viewer)"));
+  for (const char* token : {kVera, kOlivia, kAda, "not-a-token"}) {
+    EXPECT_THAT(log, Not(HasSubstr(token)));
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectCleanSigterm(daemon));
+}
+
+TEST_F(AuthE2eTest, ABadTokenFileOrAnExposedPortStopsTheStart) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/2, /*orders_per_day=*/5, false));
+  const std::string bad = root_ + "/bad-tokens.yaml";
+  WriteFile(bad, "tokens:\n  - {principal: vera, roles: [viewer]}\n");
+  RunResult started = RunProcess(
+      {Bin("backfilld"), "--data-dir", data_dir_, "--pipelines",
+       pipelines_dir_, "--listen", "127.0.0.1:0", "--metrics-listen", "none",
+       "--auth-tokens", bad},
+      root_, seconds(60));
+  EXPECT_EQ(started.exit_code, 2) << started;
+  EXPECT_THAT(started.err,
+              HasSubstr("--auth-tokens: " + bad +
+                        ":2: tokens[0] (vera): sha256 is required"));
+
+  started = RunProcess({Bin("backfilld"), "--data-dir", data_dir_,
+                        "--pipelines", pipelines_dir_, "--listen",
+                        "0.0.0.0:0", "--metrics-listen", "none"},
+                       root_, seconds(60));
+  EXPECT_EQ(started.exit_code, 2) << started;
+  EXPECT_THAT(started.err, HasSubstr("can be reached from other machines"));
+  EXPECT_THAT(started.err, HasSubstr("--insecure"));
+}
+
+}  // namespace
+}  // namespace backfill

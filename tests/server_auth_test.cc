@@ -1,0 +1,461 @@
+// In-process gRPC tests of authentication and authorization: every role
+// (and no token, and a token no one was given) against every method of
+// backfill.v1.BackfillService, checked against a table of who may call what
+// written here by hand, not read from core/access_policy; credentials
+// checked before the request is parsed; malformed authorization metadata;
+// refusals counted by method and code; and the authenticated principal
+// recorded as who submitted, cancelled and approved (a name the client
+// gives kept only as "on behalf of"). A real SqliteStateStore and
+// SqliteEngine on a temporary directory, a real BackfillManager, the
+// service on a gRPC server at 127.0.0.1:0 with a CallAuth from a token file.
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "client/backfill_client.h"
+#include "core/backfill_manager.h"
+#include "core/bearer_tokens.h"
+#include "core/clock.h"
+#include "core/job_observer.h"
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+#include "server/backfill_service_impl.h"
+#include "server/call_auth.h"
+#include "server/daemon.h"
+#include "storage/sqlite_engine.h"
+#include "storage/sqlite_state_store.h"
+#include "tests/revenue_pipeline.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/raw_grpc.h"
+
+namespace backfill {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kService = "backfill.v1.BackfillService";
+
+// Who may call what, as the API documents it. Written out per method so
+// that a change of the policy shows here; every method of the service must
+// be listed (a new method fails the test until someone decides).
+const std::map<std::string, std::set<std::string>>& Allowed() {
+  static const auto* allowed = [] {
+    const std::set<std::string> everyone = {"vera", "otto", "april", "ada",
+                                            "olivia"};
+    const std::set<std::string> operators = {"otto", "ada", "olivia"};
+    const std::set<std::string> approvers = {"april", "ada", "olivia"};
+    return new std::map<std::string, std::set<std::string>>{
+        {"PlanBackfill", everyone},     {"GetBackfill", everyone},
+        {"ListBackfills", everyone},    {"WatchBackfill", everyone},
+        {"ListDatasets", everyone},     {"DiffBackfill", everyone},
+        {"ExplainPartition", everyone}, {"ListAuditEvents", everyone},
+        {"ListPartitions", everyone},   {"GetDataset", everyone},
+        {"SubmitBackfill", operators},  {"CancelBackfill", operators},
+        {"PauseBackfill", operators},   {"ResumeBackfill", operators},
+        {"RetryBackfill", operators},   {"ConfirmBackfill", operators},
+        {"ApproveBackfill", approvers}, {"RollbackBackfill", approvers},
+    };
+  }();
+  return *allowed;
+}
+
+// The role each refusal names, for PERMISSION_DENIED messages.
+std::string NeededRole(const std::string& method) {
+  const std::set<std::string>& who = Allowed().at(method);
+  if (who.count("vera")) return "viewer";
+  if (who.count("otto")) return "operator";
+  return "approver";
+}
+
+void Exec(sqlite3* db, const std::string& sql) {
+  char* error = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << sql << ": " << (error ? error : "");
+  sqlite3_free(error);
+}
+
+void CreateWarehouse(const std::string& path) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  std::string sql =
+      "CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date "
+      "TEXT NOT NULL, customer_id INTEGER NOT NULL, amount REAL NOT NULL, "
+      "refund REAL NOT NULL);"
+      "CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY, region "
+      "TEXT NOT NULL);"
+      "INSERT INTO dim_customers VALUES (1, 'emea'), (2, 'amer');";
+  for (int day = 1; day <= 3; ++day) {
+    absl::StrAppendFormat(&sql,
+                          "INSERT INTO raw_orders (order_date, customer_id, "
+                          "amount, refund) VALUES ('2025-03-%02d', %d, %d, "
+                          "0);",
+                          day, 1 + day % 2, 10 * day);
+  }
+  Exec(db, sql);
+  sqlite3_close(db);
+}
+
+class ServerAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl =
+        (fs::temp_directory_path() / "backfill-auth-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    const std::string warehouse = (fs::path(dir_) / "warehouse.db").string();
+    ASSERT_NO_FATAL_FAILURE(CreateWarehouse(warehouse));
+    // daily_revenue's jobs wait for an approval before they publish.
+    absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
+        {{"pipeline.yaml",
+          absl::StrReplaceAll(fixtures::RevenuePipelineYaml(),
+                              {{"  - name: daily_revenue\n    kind: derived\n",
+                                "  - name: daily_revenue\n    kind: derived\n"
+                                "    require_approval: true\n"}})}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = std::make_unique<Catalog>(*std::move(catalog));
+    auto store = SqliteStateStore::Open((fs::path(dir_) / "state.db").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    auto engine = SqliteEngine::Open(warehouse, 4);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+    ManagerOptions options;
+    options.workers = 2;
+    options.max_attempts = 1;
+    manager_ = std::make_unique<BackfillManager>(catalog_.get(), store_.get(),
+                                                 engine_.get(), &clock_,
+                                                 &observer_, options);
+    ASSERT_TRUE(manager_->Start().ok());
+
+    // The token file, as an administrator writes it: digests only.
+    std::string file = "tokens:\n";
+    for (const auto& [name, roles] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"vera", "viewer"},
+             {"otto", "operator"},
+             {"april", "approver"},
+             {"ada", "admin"},
+             {"olivia", "operator, approver"}}) {
+      tokens_[name] = absl::StrCat("tok-", name, "-4f1c9a7e0b2d");
+      absl::StrAppend(&file, "  - {principal: ", name, ", roles: [", roles,
+                      "], sha256: ", HexDigest(Sha256Of(tokens_[name])), "}\n");
+    }
+    auto tokens = BearerTokens::Parse(file, "tokens.yaml");
+    ASSERT_TRUE(tokens.ok()) << tokens.status();
+    auth_ = std::make_unique<CallAuth>(
+        std::make_shared<const BearerTokens>(*std::move(tokens)), &registry_);
+
+    service_ = std::make_unique<BackfillServiceImpl>(
+        manager_.get(), absl::Milliseconds(100), kMaxListPageBytes,
+        auth_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    target_ = absl::StrCat("127.0.0.1:", port);
+  }
+
+  void TearDown() override {
+    if (server_) {
+      service_->BeginShutdown();
+      server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+      server_->Wait();
+    }
+    if (manager_) manager_->Shutdown();
+    server_.reset();
+    service_.reset();
+    manager_.reset();
+    engine_.reset();
+    store_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  // A client that sends `name`'s token ("" for none).
+  std::unique_ptr<BackfillClient> ClientOf(const std::string& name) {
+    auto client = BackfillClient::Connect(target_);
+    client->set_rpc_timeout(absl::Seconds(30));
+    if (!name.empty()) client->set_token(tokens_.at(name));
+    return client;
+  }
+
+  grpc::Status Call(
+      const std::string& method, const std::string& request,
+      const std::vector<std::pair<std::string, std::string>>& metadata) {
+    std::string response;
+    return testing::RawCall(target_, absl::StrCat("/", kService, "/", method),
+                            request, &response, metadata);
+  }
+
+  // The value of backfill_auth_refusals_total{grpc_method, grpc_code}.
+  double Refusals(const std::string& method, const std::string& code) {
+    const std::string text =
+        prometheus::TextSerializer().Serialize(registry_.Collect());
+    for (const testing::PromSample& s : testing::ParseSamples(text)) {
+      if (s.name == "backfill_auth_refusals_total" &&
+          s.labels.count("grpc_method") &&
+          s.labels.at("grpc_method") == method && s.labels.count("grpc_code") &&
+          s.labels.at("grpc_code") == code) {
+        return s.value;
+      }
+    }
+    return 0;
+  }
+
+  std::string dir_;
+  SystemClock clock_;
+  JobObserver observer_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<BackfillManager> manager_;
+  prometheus::Registry registry_;
+  std::map<std::string, std::string> tokens_;
+  std::unique_ptr<CallAuth> auth_;
+  std::unique_ptr<BackfillServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string target_;
+};
+
+TEST_F(ServerAuthTest, EveryRoleAgainstEveryMethod) {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          kService);
+  ASSERT_NE(service, nullptr);
+  int calls = 0;
+  for (int m = 0; m < service->method_count(); ++m) {
+    const std::string method = service->method(m)->name();
+    ASSERT_TRUE(Allowed().count(method))
+        << method << " is not in this test's table: decide who may call it";
+    // An empty request: what an admitted call answers (INVALID_ARGUMENT for
+    // a missing id, a list) changes nothing.
+    for (const std::string& who :
+         {"", "stranger", "vera", "otto", "april", "ada", "olivia"}) {
+      std::vector<std::pair<std::string, std::string>> metadata;
+      if (who == "stranger") {
+        metadata.push_back({"authorization", "Bearer tok-stranger-000"});
+      } else if (!who.empty()) {
+        metadata.push_back({"authorization", "Bearer " + tokens_.at(who)});
+      }
+      const grpc::Status status = Call(method, "", metadata);
+      ++calls;
+      SCOPED_TRACE(absl::StrCat(method, " by '", who,
+                                "': ", status.error_code(), " ",
+                                status.error_message()));
+      if (who.empty() || who == "stranger") {
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+      } else if (Allowed().at(method).count(who)) {
+        EXPECT_NE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+        EXPECT_NE(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+      } else {
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+        EXPECT_THAT(status.error_message(), HasSubstr("principal " + who));
+        EXPECT_THAT(status.error_message(), HasSubstr(method));
+        EXPECT_THAT(status.error_message(),
+                    HasSubstr("requires the " + NeededRole(method) + " role"));
+      }
+      // A refusal never repeats a token.
+      EXPECT_THAT(status.error_message(), Not(HasSubstr("tok-")));
+    }
+  }
+  EXPECT_EQ(calls, 7 * service->method_count());
+}
+
+TEST_F(ServerAuthTest, CredentialsAreCheckedBeforeTheRequestIsRead) {
+  // A request that does not parse (a text field that is not UTF-8): without
+  // credentials, or with a role that may not call the method, the answer
+  // says nothing about the request.
+  const std::string bad_utf8 = std::string("\x0a\x03\x12\x01\xff", 5);
+  EXPECT_EQ(Call("SubmitBackfill", bad_utf8, {}).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Call("SubmitBackfill", bad_utf8,
+                 {{"authorization", "Bearer " + tokens_["vera"]}})
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Call("SubmitBackfill", bad_utf8,
+                 {{"authorization", "Bearer " + tokens_["otto"]}})
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServerAuthTest, AuthorizationMetadataMustBeOneBearerToken) {
+  const std::string token = tokens_["vera"];
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> metadata;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{}, grpc::StatusCode::UNAUTHENTICATED, "requires a bearer token"},
+      {{{"authorization", token}},
+       grpc::StatusCode::UNAUTHENTICATED,
+       "must be \"Bearer <token>\""},
+      {{{"authorization", "Basic " + token}},
+       grpc::StatusCode::UNAUTHENTICATED,
+       "must be \"Bearer <token>\""},
+      {{{"authorization", "Bearer "}},
+       grpc::StatusCode::UNAUTHENTICATED,
+       "must be \"Bearer <token>\""},
+      {{{"authorization", "Bearer " + token + "x"}},
+       grpc::StatusCode::UNAUTHENTICATED,
+       "not one this backfilld knows"},
+      {{{"authorization", "Bearer " + token},
+        {"authorization", "Bearer " + token}},
+       grpc::StatusCode::UNAUTHENTICATED,
+       "more than one"},
+      // The scheme in any case, spaces around the token: still the token.
+      {{{"authorization", "bearer   " + token + "  "}},
+       grpc::StatusCode::OK,
+       ""},
+      {{{"authorization", "BEARER " + token}}, grpc::StatusCode::OK, ""},
+  };
+  for (const Case& c : cases) {
+    const grpc::Status status = Call("ListDatasets", "", c.metadata);
+    SCOPED_TRACE(c.metadata.empty() ? "(none)" : c.metadata[0].second);
+    EXPECT_EQ(status.error_code(), c.code) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(c.says));
+    EXPECT_THAT(status.error_message(), Not(HasSubstr(token)));
+  }
+}
+
+TEST_F(ServerAuthTest, RefusalsAreCountedByMethodAndCode) {
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(Call("CancelBackfill", "", {}).ok());
+  EXPECT_FALSE(Call("CancelBackfill", "",
+                    {{"authorization", "Bearer " + tokens_["vera"]}})
+                   .ok());
+  EXPECT_FALSE(Call("ApproveBackfill", "",
+                    {{"authorization", "Bearer " + tokens_["otto"]}})
+                   .ok());
+  // Admitted calls are not refusals, whatever they answer.
+  EXPECT_FALSE(Call("CancelBackfill", "",
+                    {{"authorization", "Bearer " + tokens_["otto"]}})
+                   .ok());
+  EXPECT_EQ(Refusals("CancelBackfill", "UNAUTHENTICATED"), 3);
+  EXPECT_EQ(Refusals("CancelBackfill", "PERMISSION_DENIED"), 1);
+  EXPECT_EQ(Refusals("ApproveBackfill", "PERMISSION_DENIED"), 1);
+  EXPECT_EQ(Refusals("ApproveBackfill", "UNAUTHENTICATED"), 0);
+}
+
+TEST_F(ServerAuthTest, TheAuthenticatedPrincipalIsWhoActed) {
+  auto olivia = ClientOf("olivia");
+  auto otto = ClientOf("otto");
+  auto april = ClientOf("april");
+
+  // Submitted in someone's name: recorded as on their behalf.
+  v1::BackfillRequest request;
+  request.set_dataset("daily_revenue");
+  request.set_from_partition("2025-03-01");
+  request.set_to_partition("2025-03-03");
+  request.set_reason("refunds were ignored");
+  request.set_requested_by("ci-nightly");
+  auto first = olivia->Submit(request, "key-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->backfill().request().requested_by(),
+            "olivia (on behalf of ci-nightly)");
+  // Under its own name, or none: the principal alone.
+  request.set_from_partition("2025-03-03");
+  request.set_to_partition("2025-03-04");
+  request.set_requested_by("otto");
+  auto second = otto->Submit(request, "key-2");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->backfill().request().requested_by(), "otto");
+
+  // The first waits for an approval; april approves it, claiming to be
+  // someone else.
+  const std::string id = first->backfill().id();
+  absl::StatusOr<v1::Backfill> job;
+  for (int i = 0; i < 300; ++i) {
+    job = olivia->Get(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    if (job->state() == v1::BACKFILL_STATE_AWAITING_APPROVAL) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(job->state(), v1::BACKFILL_STATE_AWAITING_APPROVAL);
+  v1::ApproveBackfillRequest approve;
+  approve.set_id(id);
+  approve.set_reason("checked the diff");
+  approve.set_approved_by("the boss");
+  auto approved = april->Approve(approve);
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  EXPECT_EQ(approved->approval().approved_by(),
+            "april (on behalf of the boss)");
+
+  // otto cancels the second: the audit log names him.
+  auto cancelled = otto->Cancel(second->backfill().id(), "not needed");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  v1::ListAuditEventsRequest audit;
+  audit.set_backfill_id(second->backfill().id());
+  auto events = ClientOf("vera")->ListAuditEvents(audit);
+  ASSERT_TRUE(events.ok()) << events.status();
+  bool named = false;
+  for (const v1::AuditEvent& e : events->events()) {
+    named = named || absl::StrContains(e.message(), "cancelled by otto");
+  }
+  EXPECT_TRUE(named) << events->DebugString();
+}
+
+TEST(BearerTokenOfTest, ReadsTheTokenOfABearerHeader) {
+  EXPECT_EQ(*BearerTokenOf("Bearer abc"), "abc");
+  EXPECT_EQ(*BearerTokenOf("  bearer \tabc\t "), "abc");
+  EXPECT_FALSE(BearerTokenOf("Bearerabc").ok());
+  EXPECT_FALSE(BearerTokenOf("Bearer").ok());
+  EXPECT_FALSE(BearerTokenOf("Token abc").ok());
+  EXPECT_FALSE(BearerTokenOf("").ok());
+}
+
+TEST(ListenSecurityTest, OnlyLoopbackAndUnixSocketsAreLocal) {
+  for (const char* local :
+       {"127.0.0.1:50051", "127.1.2.3:0", "localhost:50051", "LOCALHOST:1",
+        "[::1]:50051", "unix:/run/backfilld.sock", "unix-abstract:backfilld"}) {
+    EXPECT_TRUE(IsLocalOnlyAddress(local)) << local;
+  }
+  for (const char* exposed :
+       {"0.0.0.0:50051", "[::]:50051", "10.0.0.5:50051", "db.internal:50051",
+        "128.0.0.1:1", "127.0.0:1", "127.0.0.256:1", "127.0.0.+1:1",
+        "[::1:50051", "127.0.0.1.example.com:1", ":50051"}) {
+    EXPECT_FALSE(IsLocalOnlyAddress(exposed)) << exposed;
+  }
+}
+
+TEST(ListenSecurityTest, AnExposedPortNeedsInsecure) {
+  DaemonOptions options;
+  options.listen = "0.0.0.0:50051";
+  absl::Status refused = Daemon::CheckSecurityOptions(options);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("--listen 0.0.0.0:50051"));
+  EXPECT_THAT(refused.message(), HasSubstr("--insecure"));
+  options.insecure = true;
+  EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
+  options.insecure = false;
+  options.listen = "127.0.0.1:0";
+  EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
+  // A token file that does not load is a bad flag.
+  options.auth_tokens_file = "/nonexistent/tokens.yaml";
+  absl::Status bad = Daemon::CheckSecurityOptions(options);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("--auth-tokens: cannot read"));
+}
+
+}  // namespace
+}  // namespace backfill
