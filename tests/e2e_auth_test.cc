@@ -78,9 +78,9 @@ TEST_F(AuthE2eTest, ADeniedAndAnAllowedCallFromTheCli) {
   EXPECT_THAT(read.out, HasSubstr("daily_revenue"));
 
   const std::vector<std::string> submit = {
-      "submit",   "daily_revenue", "--from",         "2025-01-01",
-      "--to",     "2025-01-03",    "--reason",       "refunds were ignored",
-      "--wait",   "--json",        "--requested-by", "ci-nightly"};
+      "submit", "daily_revenue", "--from",         "2025-01-01",
+      "--to",   "2025-01-03",    "--reason",       "refunds were ignored",
+      "--wait", "--json",        "--requested-by", "ci-nightly"};
   RunResult denied = As(daemon, kVera, submit);
   EXPECT_EQ(denied.exit_code, 1) << denied;
   EXPECT_THAT(denied.err,
@@ -108,20 +108,20 @@ TEST_F(AuthE2eTest, ABadTokenFileOrAnExposedPortStopsTheStart) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/2, /*orders_per_day=*/5, false));
   const std::string bad = root_ + "/bad-tokens.yaml";
   WriteFile(bad, "tokens:\n  - {principal: vera, roles: [viewer]}\n");
-  RunResult started = RunProcess(
-      {Bin("backfilld"), "--data-dir", data_dir_, "--pipelines",
-       pipelines_dir_, "--listen", "127.0.0.1:0", "--metrics-listen", "none",
-       "--auth-tokens", bad},
-      root_, seconds(60));
+  RunResult started =
+      RunProcess({Bin("backfilld"), "--data-dir", data_dir_, "--pipelines",
+                  pipelines_dir_, "--listen", "127.0.0.1:0", "--metrics-listen",
+                  "none", "--auth-tokens", bad},
+                 root_, seconds(60));
   EXPECT_EQ(started.exit_code, 2) << started;
   EXPECT_THAT(started.err,
               HasSubstr("--auth-tokens: " + bad +
                         ":2: tokens[0] (vera): sha256 is required"));
 
-  started = RunProcess({Bin("backfilld"), "--data-dir", data_dir_,
-                        "--pipelines", pipelines_dir_, "--listen",
-                        "0.0.0.0:0", "--metrics-listen", "none"},
-                       root_, seconds(60));
+  started = RunProcess(
+      {Bin("backfilld"), "--data-dir", data_dir_, "--pipelines", pipelines_dir_,
+       "--listen", "0.0.0.0:0", "--metrics-listen", "none"},
+      root_, seconds(60));
   EXPECT_EQ(started.exit_code, 2) << started;
   EXPECT_THAT(started.err, HasSubstr("can be reached from other machines"));
   EXPECT_THAT(started.err, HasSubstr("--insecure"));
