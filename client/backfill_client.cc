@@ -80,9 +80,18 @@ std::string NewRandomUuid() {
 }
 
 std::unique_ptr<BackfillClient> BackfillClient::Connect(
-    const std::string& target) {
+    const std::string& target, const ChannelSecurity& security) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (security.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = security.ca;
+    ssl.pem_cert_chain = security.cert;
+    ssl.pem_private_key = security.key;
+    credentials = grpc::SslCredentials(ssl);
+  }
   return std::make_unique<BackfillClient>(
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(target, credentials));
 }
 
 BackfillClient::BackfillClient(std::shared_ptr<grpc::Channel> channel)

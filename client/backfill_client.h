@@ -74,10 +74,21 @@ absl::StatusOr<v1::SubmitBackfillResponse> SubmitWithRetries(
 // is given none.
 std::string NewRandomUuid();
 
+// How a client reaches a backfilld whose port serves TLS. PEM texts.
+struct ChannelSecurity {
+  bool tls = false;  // false: plaintext, and the fields below are unused
+  std::string ca;    // roots that signed the server's certificate; "":
+                     // the system's
+  std::string cert;  // client certificate (chain) for mutual TLS; "": none
+  std::string key;   // its private key
+};
+
 class BackfillClient {
  public:
-  // Connects (lazily) to `target`, "HOST:PORT", without TLS.
-  static std::unique_ptr<BackfillClient> Connect(const std::string& target);
+  // Connects (lazily) to `target`, "HOST:PORT", with TLS when
+  // `security.tls`.
+  static std::unique_ptr<BackfillClient> Connect(
+      const std::string& target, const ChannelSecurity& security = {});
   explicit BackfillClient(std::shared_ptr<grpc::Channel> channel);
 
   // Waits until the channel is ready; UNAVAILABLE after `timeout`.

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,7 +58,42 @@ struct GlobalOptions {
   double timeout_seconds = 30;
   // Sent as "authorization: Bearer <token>" with every call ("": none).
   std::string token;
+  // --tls-ca, --tls-cert, --tls-key: files; any of them turns TLS on.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  ChannelSecurity security;  // read from those files before any call
 };
+
+// Reads the TLS files of `globals` into globals->security. A file that
+// cannot be read is a usage error naming its flag.
+absl::Status ReadTlsFiles(GlobalOptions* globals) {
+  const std::pair<const char*, std::pair<const std::string*, std::string*>>
+      files[] = {
+          {"--tls-ca", {&globals->tls_ca_file, &globals->security.ca}},
+          {"--tls-cert", {&globals->tls_cert_file, &globals->security.cert}},
+          {"--tls-key", {&globals->tls_key_file, &globals->security.key}},
+      };
+  for (const auto& [flag, paths] : files) {
+    const std::string& path = *paths.first;
+    if (path.empty()) continue;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": cannot read ", path));
+    }
+    *paths.second = text.str();
+    globals->security.tls = true;
+  }
+  if (globals->tls_cert_file.empty() != globals->tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together (a client certificate and its "
+        "key)");
+  }
+  return absl::OkStatus();
+}
 
 struct ScopeOptions {
   std::string dataset;
@@ -168,7 +205,8 @@ int Fail(int code, absl::string_view message) {
 class Cli {
  public:
   explicit Cli(const GlobalOptions& globals)
-      : globals_(globals), client_(BackfillClient::Connect(globals.server)) {
+      : globals_(globals),
+        client_(BackfillClient::Connect(globals.server, globals.security)) {
     client_->set_rpc_timeout(absl::Seconds(globals.timeout_seconds));
     client_->set_token(globals.token);
   }
@@ -338,6 +376,15 @@ int Cli::RpcError(const absl::Status& status, absl::string_view more) const {
                                   status.message());
   if (status.code() == absl::StatusCode::kUnavailable) {
     absl::StrAppend(&line, "; is backfilld running at ", globals_.server, "?");
+    if (absl::StrContains(status.message(), "Socket closed")) {
+      // A server that closes the connection at once often wants TLS, or a
+      // client certificate.
+      absl::StrAppend(&line,
+                      globals_.security.tls
+                          ? " (if it requires a client certificate, give "
+                            "--tls-cert and --tls-key)"
+                          : " (if it serves TLS, give --tls-ca)");
+    }
   } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     absl::StrAppend(&line, " (after ", globals_.timeout_seconds,
                     " s; raise with --timeout)");
@@ -788,7 +835,8 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
 std::string FirstPositional(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
-    if ((arg == "--server" || arg == "--timeout" || arg == "--token") &&
+    if ((arg == "--server" || arg == "--timeout" || arg == "--token" ||
+         arg == "--tls-ca" || arg == "--tls-cert" || arg == "--tls-key") &&
         i + 1 < argc) {
       ++i;
     } else if (!arg.empty() && arg[0] != '-') {
@@ -817,6 +865,17 @@ int Main(int argc, char** argv) {
                  "with --auth-tokens (prefer the environment variable: a "
                  "flag shows in the process list)")
       ->envname("BACKFILL_TOKEN");
+  app.add_option("--tls-ca", globals.tls_ca_file,
+                 "Connect with TLS, trusting the CA certificates of this PEM "
+                 "file for the server's certificate")
+      ->envname("BACKFILL_TLS_CA");
+  app.add_option("--tls-cert", globals.tls_cert_file,
+                 "Client certificate (PEM) for a backfilld that requires one "
+                 "(--tls-client-ca); connects with TLS")
+      ->envname("BACKFILL_TLS_CERT");
+  app.add_option("--tls-key", globals.tls_key_file,
+                 "Private key (PEM) of --tls-cert")
+      ->envname("BACKFILL_TLS_KEY");
   app.add_flag("--json", globals.json,
                "Print the response as protobuf JSON (one document) on "
                "stdout");
@@ -1038,8 +1097,9 @@ int Main(int argc, char** argv) {
         resume, retry, rollback, approve, diff, why, audit, confirm}) {
     command->footer(
         "Global flags (before or after the subcommand): --server HOST:PORT "
-        "(env BACKFILL_SERVER), --token TOKEN (env BACKFILL_TOKEN), --json, "
-        "--timeout SECONDS.");
+        "(env BACKFILL_SERVER), --token TOKEN (env BACKFILL_TOKEN), --tls-ca "
+        "FILE, --tls-cert FILE, --tls-key FILE (env BACKFILL_TLS_CA, "
+        "BACKFILL_TLS_CERT, BACKFILL_TLS_KEY), --json, --timeout SECONDS.");
   }
 
   try {
@@ -1060,6 +1120,10 @@ int Main(int argc, char** argv) {
       absl::StrAppend(&help, " ", command->get_name());
     }
     return Fail(kExitUsage, absl::StrCat(e.what(), " (see ", help, " --help)"));
+  }
+
+  if (absl::Status read = ReadTlsFiles(&globals); !read.ok()) {
+    return Fail(kExitUsage, read.message());
   }
 
   std::vector<std::pair<std::string, std::string>> texts;

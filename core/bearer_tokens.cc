@@ -113,6 +113,7 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
   }
   std::vector<Entry> entries;
   std::set<Sha256Digest> digests;
+  std::set<std::string> certificate_names;
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node item = list[i];
     const std::string where = absl::StrCat(At(source, item), "tokens[", i, "]");
@@ -122,10 +123,12 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
     }
     for (const auto& kv : item) {
       const std::string key = kv.first.Scalar();
-      if (key != "principal" && key != "roles" && key != "sha256") {
+      if (key != "principal" && key != "roles" && key != "sha256" &&
+          key != "client_certificate") {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": unknown key '", key,
-                         "' (the keys are principal, roles and sha256)"));
+                         "' (the keys are principal, roles, sha256 and "
+                         "client_certificate)"));
       }
     }
     Entry entry;
@@ -164,25 +167,50 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
       }
       entry.principal.roles.insert(*role);
     }
+    const YAML::Node certificate = item["client_certificate"];
+    if (certificate) {
+      bool value = false;
+      if (!certificate.IsScalar() ||
+          !YAML::convert<bool>::decode(certificate, value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " (", entry.principal.name,
+                         "): client_certificate must be true or false"));
+      }
+      entry.client_certificate = value;
+    }
     const YAML::Node sha = item["sha256"];
-    if (!sha || !sha.IsScalar()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " (", entry.principal.name,
-                       "): sha256 is required: the SHA-256 of the token in hex "
-                       "(printf %s \"$TOKEN\" | sha256sum)"));
-    }
-    absl::StatusOr<Sha256Digest> digest = ParseDigest(sha.Scalar());
-    if (!digest.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " (", entry.principal.name, "): ", digest.status().message()));
-    }
-    if (!digests.insert(*digest).second) {
+    if (!sha && !entry.client_certificate) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " (", entry.principal.name,
-          "): the same sha256 as an earlier entry; one token must name one "
-          "principal"));
+          "): sha256 is required: the SHA-256 of the token in hex "
+          "(printf %s \"$TOKEN\" | sha256sum), unless the principal signs "
+          "in with a client certificate (client_certificate: true)"));
     }
-    entry.digest = *digest;
+    if (sha) {
+      absl::StatusOr<Sha256Digest> digest =
+          sha.IsScalar()
+              ? ParseDigest(sha.Scalar())
+              : absl::InvalidArgumentError("sha256 must be 64 hex digits");
+      if (!digest.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " (", entry.principal.name,
+                         "): ", digest.status().message()));
+      }
+      if (!digests.insert(*digest).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " (", entry.principal.name,
+            "): the same sha256 as an earlier entry; one token must name one "
+            "principal"));
+      }
+      entry.digest = *digest;
+    }
+    if (entry.client_certificate &&
+        !certificate_names.insert(entry.principal.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " (", entry.principal.name,
+          "): a second client_certificate entry for the same principal; a "
+          "certificate's Common Name must name one set of roles"));
+    }
     entries.push_back(std::move(entry));
   }
   return BearerTokens(std::move(entries));
@@ -215,12 +243,35 @@ std::optional<Principal> BearerTokens::Find(std::string_view token) const {
   const Entry* found = nullptr;
   // Every entry is compared, each in constant time.
   for (const Entry& entry : entries_) {
-    if (CRYPTO_memcmp(entry.digest.data(), digest.data(), digest.size()) == 0) {
+    if (entry.digest.has_value() &&
+        CRYPTO_memcmp(entry.digest->data(), digest.data(), digest.size()) ==
+            0) {
       found = &entry;
     }
   }
   if (found == nullptr) return std::nullopt;
   return found->principal;
+}
+
+}  // namespace backfill
+
+namespace backfill {
+
+std::optional<Principal> BearerTokens::FindCertificateHolder(
+    std::string_view common_name) const {
+  for (const Entry& entry : entries_) {
+    if (entry.client_certificate && entry.principal.name == common_name) {
+      return entry.principal;
+    }
+  }
+  return std::nullopt;
+}
+
+bool BearerTokens::has_certificate_principals() const {
+  for (const Entry& entry : entries_) {
+    if (entry.client_certificate) return true;
+  }
+  return false;
 }
 
 }  // namespace backfill

@@ -6,7 +6,10 @@
 //     - {principal: vera, roles: [viewer], sha256: <64 hex digits>}
 //     - {principal: olivia, roles: [operator, approver], sha256: <...>}
 //
-// (`printf %s "$TOKEN" | sha256sum` gives the digest). A token is any
+// (`printf %s "$TOKEN" | sha256sum` gives the digest). An entry may also,
+// or instead, say `client_certificate: true`: then a client whose verified
+// TLS certificate has the principal as its Common Name signs in as it (with
+// `backfilld --tls-client-ca`). A token is any
 // non-empty text of printable ASCII, at most 4096 bytes; a generated one
 // (32 random bytes, hex or base64url) is what it is meant for, since the
 // file's digests are unsalted and only a long random token makes them
@@ -67,12 +70,22 @@ class BearerTokens {
   // one that is empty, longer than kMaxTokenBytes or not printable ASCII.
   std::optional<Principal> Find(std::string_view token) const;
 
+  // The principal a verified client certificate with Common Name
+  // `common_name` signs in as: that of the entry with this principal and
+  // `client_certificate: true`; nullopt when there is none.
+  std::optional<Principal> FindCertificateHolder(
+      std::string_view common_name) const;
+
+  // Whether some entry lets a principal sign in with a client certificate.
+  bool has_certificate_principals() const;
+
   // How many tokens the file gives.
   size_t size() const { return entries_.size(); }
 
  private:
   struct Entry {
-    Sha256Digest digest;
+    std::optional<Sha256Digest> digest;  // none: certificate only
+    bool client_certificate = false;
     Principal principal;
   };
 

@@ -1,10 +1,12 @@
 #include "server/call_auth.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "grpc/grpc_security_constants.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
@@ -50,8 +52,8 @@ absl::StatusOr<std::string_view> BearerTokenOf(std::string_view header) {
 }
 
 CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
-                   prometheus::Registry* registry)
-    : tokens_(std::move(tokens)) {
+                   prometheus::Registry* registry, bool client_certificates)
+    : tokens_(std::move(tokens)), client_certificates_(client_certificates) {
   if (registry != nullptr) {
     refusals_ = &prometheus::BuildCounter()
                      .Name("backfill_auth_refusals_total")
@@ -65,11 +67,23 @@ CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
 
 absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
     const grpc::ServerContext& context) const {
-  if (tokens_ == nullptr) return std::optional<Principal>();
   const auto& metadata = context.client_metadata();
   const auto [first, last] = metadata.equal_range(
       grpc::string_ref(kAuthorization.data(), kAuthorization.size()));
-  if (first == last) {
+  if (first == last || tokens_ == nullptr) {
+    // No token: the client certificate, when the port asks for one.
+    std::optional<std::string> subject = CertificateName(context);
+    if (subject.has_value()) {
+      if (tokens_ == nullptr) return Principal{*subject, {}};
+      std::optional<Principal> holder =
+          tokens_->FindCertificateHolder(*subject);
+      if (holder.has_value()) return holder;
+      return absl::UnauthenticatedError(absl::StrCat(
+          "the client certificate's Common Name \"", *subject,
+          "\" is no principal of this backfilld's token file (an entry with "
+          "client_certificate: true), and the call carries no bearer token"));
+    }
+    if (tokens_ == nullptr) return std::optional<Principal>();
     return absl::UnauthenticatedError(
         "this backfilld requires a bearer token: send the metadata "
         "\"authorization: Bearer <token>\" with every call");
@@ -114,6 +128,17 @@ grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
   spdlog::warn("refused {} from {}: {}", std::string(method),
                LogText(context.peer()), message);
   return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message);
+}
+
+std::optional<std::string> CallAuth::CertificateName(
+    const grpc::ServerContext& context) const {
+  if (!client_certificates_) return std::nullopt;
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return std::nullopt;
+  std::vector<grpc::string_ref> names =
+      auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
+  if (names.size() != 1 || names[0].empty()) return std::nullopt;
+  return std::string(names[0].data(), names[0].size());
 }
 
 void CallAuth::CountRefusal(std::string_view method,

@@ -5,8 +5,10 @@
 //
 // With a token file (`--auth-tokens`), a call must carry the metadata
 //   authorization: Bearer <token>
-// whose token the file knows (core/bearer_tokens.h), and the principal it
-// names must hold a role that allows the method (core/access_policy.h):
+// whose token the file knows (core/bearer_tokens.h), or, on a port that
+// verifies client certificates (`--tls-client-ca`), a certificate whose
+// Common Name the file lists with `client_certificate: true`; and the
+// principal must hold a role that allows the method (core/access_policy.h):
 //   no authorization metadata, or not "Bearer <token>"  UNAUTHENTICATED
 //   a token the file does not know                       UNAUTHENTICATED
 //   a principal whose roles do not allow the method      PERMISSION_DENIED
@@ -47,19 +49,23 @@ namespace backfill {
 
 class CallAuth {
  public:
-  // `tokens` null: authentication off. `registry` null: refusals are not
-  // counted (tests).
+  // `tokens` null: authorization off (every call admitted). `registry`
+  // null: refusals are not counted (tests). `client_certificates`: the port
+  // verifies client certificates (--tls-client-ca), so a call without a
+  // token signs in with its certificate's Common Name.
   CallAuth(std::shared_ptr<const BearerTokens> tokens,
-           prometheus::Registry* registry);
+           prometheus::Registry* registry, bool client_certificates = false);
 
   CallAuth(const CallAuth&) = delete;
   CallAuth& operator=(const CallAuth&) = delete;
 
   bool enabled() const { return tokens_ != nullptr; }
 
-  // The principal of the call: nullopt when authentication is off,
-  // UNAUTHENTICATED (saying what is missing or wrong) when its credentials
-  // do not name one.
+  // The principal of the call: the token's, else the client certificate's
+  // (by its Common Name; with a token file, only a name the file lists with
+  // client_certificate: true); nullopt when there is neither and no token
+  // file; UNAUTHENTICATED (saying what is missing or wrong) when a token
+  // file requires credentials and those of the call name no one.
   absl::StatusOr<std::optional<Principal>> Authenticate(
       const grpc::ServerContext& context) const;
 
@@ -71,8 +77,13 @@ class CallAuth {
 
  private:
   void CountRefusal(std::string_view method, grpc::StatusCode code) const;
+  // The Common Name of the call's verified client certificate, if the port
+  // verifies them and the call has one.
+  std::optional<std::string> CertificateName(
+      const grpc::ServerContext& context) const;
 
   const std::shared_ptr<const BearerTokens> tokens_;
+  const bool client_certificates_;
   prometheus::Family<prometheus::Counter>* refusals_ = nullptr;
 };
 

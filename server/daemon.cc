@@ -41,6 +41,7 @@
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
 #include "server/stale_partitions_collector.h"
+#include "server/tls_files.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_state_store.h"
@@ -385,7 +386,8 @@ absl::Status Daemon::Init(Catalog catalog) {
         "every method",
         options_.listen);
   }
-  auth_ = std::make_unique<CallAuth>(std::move(tokens), &metrics_->registry());
+  auth_ = std::make_unique<CallAuth>(std::move(tokens), &metrics_->registry(),
+                                     !options_.tls_client_ca_file.empty());
   service_ = std::make_unique<BackfillServiceImpl>(
       manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get());
   grpc::EnableDefaultHealthCheckService(true);
@@ -393,8 +395,26 @@ absl::Status Daemon::Init(Catalog catalog) {
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(),
-                           &port);
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (!options_.tls_cert_file.empty()) {
+    absl::StatusOr<TlsFiles> tls =
+        LoadTlsFiles(options_.tls_cert_file, options_.tls_key_file,
+                     options_.tls_client_ca_file);
+    if (!tls.ok()) return tls.status();
+    grpc::SslServerCredentialsOptions ssl(
+        tls->client_ca.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = tls->client_ca;
+    ssl.pem_key_cert_pairs.push_back({tls->private_key, tls->cert_chain});
+    credentials = grpc::SslServerCredentials(ssl);
+    spdlog::info("TLS on {}{}", options_.listen,
+                 tls->client_ca.empty()
+                     ? ""
+                     : ", client certificates required and verified");
+  }
+  builder.AddListeningPort(options_.listen, credentials, &port);
   builder.RegisterService(service_.get());
   {
     std::vector<
@@ -471,6 +491,25 @@ bool IsLocalOnlyAddress(const std::string& listen) {
 }
 
 absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
+  const bool tls =
+      !options.tls_cert_file.empty() || !options.tls_key_file.empty();
+  if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together: give the certificate (chain) "
+        "and its private key");
+  }
+  if (!options.tls_client_ca_file.empty() && !tls) {
+    return absl::InvalidArgumentError(
+        "--tls-client-ca needs --tls-cert and --tls-key: client certificates "
+        "are verified only over TLS");
+  }
+  if (tls) {
+    absl::StatusOr<TlsFiles> files =
+        LoadTlsFiles(options.tls_cert_file, options.tls_key_file,
+                     options.tls_client_ca_file);
+    if (!files.ok()) return files.status();
+  }
+  bool tokens_given = false;
   if (!options.auth_tokens_file.empty()) {
     absl::StatusOr<BearerTokens> tokens =
         BearerTokens::Load(options.auth_tokens_file);
@@ -478,21 +517,36 @@ absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
       return absl::InvalidArgumentError(
           absl::StrCat("--auth-tokens: ", tokens.status().message()));
     }
+    if (tokens->has_certificate_principals() &&
+        options.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--auth-tokens: ", options.auth_tokens_file,
+          " has entries with client_certificate: true, but without "
+          "--tls-client-ca no client certificate is asked for"));
+    }
+    tokens_given = true;
   }
-  if (options.insecure || IsLocalOnlyAddress(options.listen)) {
+  const bool authenticated =
+      tokens_given || !options.tls_client_ca_file.empty();
+  if (options.insecure || IsLocalOnlyAddress(options.listen) ||
+      (tls && authenticated)) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--listen ", options.listen,
-      " can be reached from other machines, but the gRPC port is not "
-      "encrypted",
-      options.auth_tokens_file.empty()
-          ? " and, without --auth-tokens, anyone who reaches it may submit, "
-            "approve and roll back backfills"
-          : ", so bearer tokens would cross the network in the clear",
-      ". Listen on a loopback address (127.0.0.1:PORT) behind a proxy that "
-      "terminates TLS, or give --insecure to accept the risk (a private "
-      "network)"));
+      "--listen ", options.listen, " can be reached from other machines, but ",
+      !tls ? "the gRPC port is not encrypted (no --tls-cert and --tls-key)"
+           : "",
+      !tls && !authenticated ? " and " : "",
+      !authenticated
+          ? "no caller is authenticated (no --auth-tokens or "
+            "--tls-client-ca): anyone who reaches it may submit, approve and "
+            "roll back backfills"
+          : "",
+      !tls && authenticated
+          ? ", so bearer tokens would cross the network in the clear"
+          : "",
+      ". Give both, listen on a loopback address, or give --insecure to "
+      "accept the risk (a private network)"));
 }
 
 absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {

@@ -71,8 +71,15 @@ struct DaemonOptions {
   // --auth-tokens: the token file (core/bearer_tokens.h); "": every call is
   // admitted without credentials.
   std::string auth_tokens_file;
+  // --tls-cert, --tls-key: PEM files of the gRPC port's TLS certificate
+  // (chain) and key; both or neither ("": plaintext). --tls-client-ca: PEM
+  // bundle of the CAs whose client certificates the port requires and
+  // verifies ("": none asked for; needs --tls-cert).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
   // --insecure: listen on an address other machines reach although the
-  // calls are not encrypted and (without --auth-tokens) not authenticated.
+  // calls are not encrypted or not authenticated.
   bool insecure = false;
 };
 
@@ -96,11 +103,12 @@ class Daemon {
   // naming the flag); OK when no URL is given.
   static absl::Status CheckOpenLineageOptions(const DaemonOptions& options);
 
-  // Checks --auth-tokens (the file must load) and refuses a --listen address
-  // other machines reach unless --insecure is given: the gRPC port is
-  // plaintext, so a token would cross the network in the clear, and without
-  // tokens anyone who reaches it may rewrite history. INVALID_ARGUMENT
-  // naming the flags.
+  // Checks --auth-tokens and the TLS files (each must load; --tls-cert and
+  // --tls-key go together; --tls-client-ca needs them, and so does a token
+  // file entry with client_certificate: true), and refuses a --listen
+  // address other machines reach unless the port is both encrypted (TLS)
+  // and authenticated (tokens or client certificates), or --insecure is
+  // given. INVALID_ARGUMENT naming the flags.
   static absl::Status CheckSecurityOptions(const DaemonOptions& options);
 
   // Builds everything and starts serving. Errors name the step that failed.

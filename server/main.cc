@@ -79,9 +79,17 @@ int main(int argc, char** argv) {
                  "TOKEN\" with a token whose SHA-256 the file lists, and "
                  "the principal's roles must allow the method (see "
                  "docs/security.md); default: no authentication");
+  app.add_option("--tls-cert", options.tls_cert_file,
+                 "PEM certificate (chain) of the gRPC port: serve TLS");
+  app.add_option("--tls-key", options.tls_key_file,
+                 "PEM private key of --tls-cert (unencrypted)");
+  app.add_option("--tls-client-ca", options.tls_client_ca_file,
+                 "PEM CA bundle: require client certificates it signed "
+                 "(mutual TLS); the certificate's Common Name is the "
+                 "principal");
   app.add_flag("--insecure", options.insecure,
                "Allow a --listen address other machines reach although the "
-               "gRPC port is not encrypted");
+               "gRPC port is not encrypted or not authenticated");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
