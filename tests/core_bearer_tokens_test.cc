@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -120,6 +121,53 @@ TEST(BearerTokensTest, RefusesEveryMistakeNamingTheEntryAndLine) {
     EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(tokens.status().message(), HasSubstr(c.says)) << c.text;
   }
+}
+
+TEST(BearerTokensTest, ClientCertificatePrincipals) {
+  const std::string file = absl::StrCat(
+      "tokens:\n"
+      "  - {principal: deploy-bot, roles: [operator], client_certificate: "
+      "true}\n"
+      "  - {principal: olivia, roles: [approver], sha256: ",
+      Digest("olivia-token"),
+      ", client_certificate: yes}\n"
+      "  - {principal: vera, roles: [viewer], sha256: ",
+      Digest("vera-token"), ", client_certificate: false}\n");
+  auto tokens = BearerTokens::Parse(file, "tokens.yaml");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_TRUE(tokens->has_certificate_principals());
+  EXPECT_EQ(tokens->FindCertificateHolder("deploy-bot")->roles,
+            std::set<Role>{Role::kOperator});
+  EXPECT_EQ(tokens->FindCertificateHolder("olivia")->name, "olivia");
+  EXPECT_EQ(tokens->Find("olivia-token")->name, "olivia");
+  // vera signs in with her token only; no name is found by prefix or case.
+  EXPECT_FALSE(tokens->FindCertificateHolder("vera").has_value());
+  EXPECT_FALSE(tokens->FindCertificateHolder("Deploy-bot").has_value());
+  EXPECT_FALSE(tokens->FindCertificateHolder("deploy").has_value());
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"tokens:\n  - {principal: a, roles: [viewer], client_certificate: "
+       "maybe}\n",
+       "client_certificate must be true or false"},
+      {"tokens:\n  - {principal: a, roles: [viewer], client_certificate: "
+       "false}\n",
+       "sha256 is required"},
+      {"tokens:\n  - {principal: a, roles: [viewer], client_certificate: "
+       "true}\n  - {principal: a, roles: [admin], client_certificate: "
+       "true}\n",
+       "a second client_certificate entry for the same principal"},
+  };
+  for (const auto& [text, says] : bad) {
+    EXPECT_THAT(BearerTokens::Parse(text, "t.yaml").status().message(),
+                HasSubstr(says))
+        << text;
+  }
+  auto plain = BearerTokens::Parse(
+      absl::StrCat("tokens:\n  - {principal: a, roles: [viewer], sha256: ",
+                   Digest("a"), "}\n"),
+      "t.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->has_certificate_principals());
 }
 
 TEST(BearerTokensTest, LoadsAFileAndSaysWhyItCannot) {

@@ -3,8 +3,12 @@
 // was given, with a viewer's token (reads allowed, a submit refused) and an
 // operator's (the submit runs and records who asked); refusals logged
 // without the token; a bad token file and an exposed --listen without
-// --insecure stop the daemon at start with exit 2.
+// --insecure stop the daemon at start with exit 2; and the CLI over mutual
+// TLS with certificates made by openssl, its principal from its certificate.
+#include <chrono>
+#include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -13,11 +17,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/test_pki.h"
 
 namespace backfill {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
+namespace fs = std::filesystem;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -125,6 +131,59 @@ TEST_F(AuthE2eTest, ABadTokenFileOrAnExposedPortStopsTheStart) {
   EXPECT_EQ(started.exit_code, 2) << started;
   EXPECT_THAT(started.err, HasSubstr("can be reached from other machines"));
   EXPECT_THAT(started.err, HasSubstr("--insecure"));
+}
+
+TEST_F(AuthE2eTest, TheCliOverMutualTls) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, /*orders_per_day=*/10, false));
+  const std::string pki = root_ + "/pki";
+  fs::create_directories(pki);
+  ASSERT_TRUE(testing::MakeTestPki(pki, {"deploy-bot"}));
+  const std::string tokens = root_ + "/tokens.yaml";
+  WriteFile(tokens,
+            "tokens:\n  - {principal: deploy-bot, roles: [operator], "
+            "client_certificate: true}\n");
+  Daemon& daemon = NewDaemon();
+  // TLS, client certificates required, and the certificate's Common Name
+  // as the principal.
+  daemon.set_extra_args({"--tls-cert", pki + "/server.pem", "--tls-key",
+                         pki + "/server.key", "--tls-client-ca",
+                         pki + "/ca.pem", "--auth-tokens", tokens});
+  ASSERT_TRUE(daemon.Spawn());
+  const std::vector<std::string> tls_env = {
+      "BACKFILL_TLS_CA=" + pki + "/ca.pem",
+      "BACKFILL_TLS_CERT=" + pki + "/deploy-bot.pem",
+      "BACKFILL_TLS_KEY=" + pki + "/deploy-bot.key"};
+  RunResult datasets;
+  for (int i = 0; i < 300; ++i) {
+    datasets = RawCtl({"--server", daemon.address(), "datasets"}, tls_env);
+    if (datasets.exit_code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(datasets.exit_code, 0) << datasets << ReadFile(daemon.log());
+  EXPECT_THAT(datasets.out, HasSubstr("daily_revenue"));
+
+  // Plaintext, or TLS without the client certificate: no connection, and
+  // the CLI says what may be missing.
+  RunResult plain = RawCtl({"--server", daemon.address(), "datasets"});
+  EXPECT_EQ(plain.exit_code, 1) << plain;
+  EXPECT_THAT(plain.err, HasSubstr("UNAVAILABLE"));
+  RunResult no_cert = RawCtl(
+      {"--server", daemon.address(), "--tls-ca", pki + "/ca.pem", "datasets"});
+  EXPECT_EQ(no_cert.exit_code, 1) << no_cert;
+  EXPECT_THAT(no_cert.err, HasSubstr("UNAVAILABLE"));
+
+  RunResult submit = RawCtl({"--server", daemon.address(), "--json", "submit",
+                             "daily_revenue", "--from", "2025-01-01", "--to",
+                             "2025-01-03", "--reason", "deploy hook", "--wait"},
+                            tls_env, seconds(120));
+  ASSERT_EQ(submit.exit_code, 0) << submit;
+  // The principal is the certificate's; backfillctl's default name (the
+  // local user) is kept only as "on behalf of".
+  EXPECT_THAT(JsonString(submit.out, "requested_by"),
+              ::testing::StartsWith("deploy-bot (on behalf of "));
+  EXPECT_THAT(ReadFile(daemon.log()),
+              HasSubstr("client certificates required and verified"));
+  ASSERT_NO_FATAL_FAILURE(ExpectCleanSigterm(daemon));
 }
 
 }  // namespace

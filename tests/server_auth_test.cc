@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -38,11 +39,13 @@
 #include "server/backfill_service_impl.h"
 #include "server/call_auth.h"
 #include "server/daemon.h"
+#include "server/tls_files.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/test_pki.h"
 
 namespace backfill {
 namespace {
@@ -115,7 +118,16 @@ void CreateWarehouse(const std::string& path) {
 
 class ServerAuthTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // The port's credentials (plaintext here; TLS in ServerTlsTest) and
+  // whether it verifies client certificates.
+  virtual std::shared_ptr<grpc::ServerCredentials> Credentials() {
+    return grpc::InsecureServerCredentials();
+  }
+  virtual bool ClientCertificates() { return false; }
+
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartService()); }
+
+  void StartService() {
     std::string tmpl =
         (fs::temp_directory_path() / "backfill-auth-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
@@ -155,21 +167,26 @@ class ServerAuthTest : public ::testing::Test {
              {"ada", "admin"},
              {"olivia", "operator, approver"}}) {
       tokens_[name] = absl::StrCat("tok-", name, "-4f1c9a7e0b2d");
-      absl::StrAppend(&file, "  - {principal: ", name, ", roles: [", roles,
-                      "], sha256: ", HexDigest(Sha256Of(tokens_[name])), "}\n");
+      absl::StrAppend(
+          &file, "  - {principal: ", name, ", roles: [", roles,
+          "], sha256: ", HexDigest(Sha256Of(tokens_[name])),
+          ClientCertificates() && (name == "otto" || name == "olivia")
+              ? ", client_certificate: true"
+              : "",
+          "}\n");
     }
     auto tokens = BearerTokens::Parse(file, "tokens.yaml");
     ASSERT_TRUE(tokens.ok()) << tokens.status();
     auth_ = std::make_unique<CallAuth>(
-        std::make_shared<const BearerTokens>(*std::move(tokens)), &registry_);
+        std::make_shared<const BearerTokens>(*std::move(tokens)), &registry_,
+        ClientCertificates());
 
     service_ = std::make_unique<BackfillServiceImpl>(
         manager_.get(), absl::Milliseconds(100), kMaxListPageBytes,
         auth_.get());
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
+    builder.AddListeningPort("127.0.0.1:0", Credentials(), &port);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -192,9 +209,10 @@ class ServerAuthTest : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
-  // A client that sends `name`'s token ("" for none).
-  std::unique_ptr<BackfillClient> ClientOf(const std::string& name) {
-    auto client = BackfillClient::Connect(target_);
+  // A client that sends `name`'s token ("" for none), over `security`.
+  std::unique_ptr<BackfillClient> ClientOf(
+      const std::string& name, const ChannelSecurity& security = {}) {
+    auto client = BackfillClient::Connect(target_, security);
     client->set_rpc_timeout(absl::Seconds(30));
     if (!name.empty()) client->set_token(tokens_.at(name));
     return client;
@@ -413,6 +431,174 @@ TEST_F(ServerAuthTest, TheAuthenticatedPrincipalIsWhoActed) {
     named = named || absl::StrContains(e.message(), "cancelled by otto");
   }
   EXPECT_TRUE(named) << events->DebugString();
+}
+
+// The same service on a port that serves TLS with the test CA's server
+// certificate and requires client certificates of that CA; otto and olivia
+// may also sign in with theirs.
+class ServerTlsTest : public ServerAuthTest {
+ protected:
+  void SetUp() override {
+    std::string tmpl =
+        (fs::temp_directory_path() / "backfill-pki-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    pki_ = tmpl;
+    ASSERT_TRUE(testing::MakeTestPki(pki_, {"otto", "olivia", "carol"}));
+    ASSERT_NO_FATAL_FAILURE(StartService());
+  }
+  void TearDown() override {
+    ServerAuthTest::TearDown();
+    std::error_code ec;
+    fs::remove_all(pki_, ec);
+  }
+  std::shared_ptr<grpc::ServerCredentials> Credentials() override {
+    grpc::SslServerCredentialsOptions ssl(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = Pem("ca.pem");
+    ssl.pem_key_cert_pairs.push_back({Pem("server.key"), Pem("server.pem")});
+    return grpc::SslServerCredentials(ssl);
+  }
+  bool ClientCertificates() override { return true; }
+
+  std::string Pem(const std::string& name) {
+    return testing::ReadPem(pki_ + "/" + name);
+  }
+  // TLS trusting `ca`, with `who`'s certificate ("" for none).
+  ChannelSecurity Tls(const std::string& who, const std::string& ca = "ca") {
+    ChannelSecurity security;
+    security.tls = true;
+    security.ca = Pem(ca + ".pem");
+    if (!who.empty()) {
+      security.cert = Pem(who + ".pem");
+      security.key = Pem(who + ".key");
+    }
+    return security;
+  }
+
+  std::string pki_;
+};
+
+TEST_F(ServerTlsTest, OnlyAVerifiedClientOfTheRightCaConnects) {
+  // Plaintext, TLS without a certificate, a certificate of another CA, and
+  // a server certificate the client does not trust: no connection at all.
+  struct Case {
+    const char* what;
+    ChannelSecurity security;
+  };
+  const std::vector<Case> cases = {
+      {"plaintext", ChannelSecurity{}},
+      {"no client certificate", Tls("")},
+      {"a client certificate of another CA", Tls("stranger")},
+      {"a server CA the client does not trust", Tls("otto", "other-ca")},
+  };
+  for (const Case& c : cases) {
+    auto client = ClientOf("", c.security);
+    client->set_rpc_timeout(absl::Seconds(10));
+    auto datasets = client->ListDatasets();
+    EXPECT_EQ(datasets.status().code(), absl::StatusCode::kUnavailable)
+        << c.what << ": " << datasets.status();
+  }
+  auto otto = ClientOf("", Tls("otto"));
+  EXPECT_TRUE(otto->ListDatasets().ok());
+}
+
+TEST_F(ServerTlsTest, ACertificateSignsInAsItsCommonName) {
+  v1::BackfillRequest request;
+  request.set_dataset("daily_revenue");
+  request.set_from_partition("2025-03-01");
+  request.set_to_partition("2025-03-02");
+  request.set_reason("refunds were ignored");
+  // otto (operator by the token file) submits with his certificate alone.
+  auto otto = ClientOf("", Tls("otto"));
+  auto submitted = otto->Submit(request, "key-tls-1");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->backfill().request().requested_by(), "otto");
+  v1::ApproveBackfillRequest approve;
+  approve.set_id(submitted->backfill().id());
+  approve.set_reason("looks right");
+  auto denied = otto->Approve(approve);
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(denied.status().message(), HasSubstr("principal otto"));
+
+  // carol's certificate is valid, but the token file does not list her.
+  auto carol = ClientOf("", Tls("carol"))->ListDatasets();
+  EXPECT_EQ(carol.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(carol.status().message(), HasSubstr("Common Name \"carol\""));
+
+  // A token goes before the certificate: vera's token over otto's
+  // certificate is vera, who may read but not submit.
+  auto vera = ClientOf("vera", Tls("otto"));
+  EXPECT_TRUE(vera->ListDatasets().ok());
+  auto refused = vera->Submit(request, "key-tls-2");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(refused.status().message(), HasSubstr("principal vera"));
+}
+
+TEST(TlsFilesTest, SaysWhichFileIsWrong) {
+  std::string dir =
+      (fs::temp_directory_path() / "backfill-pki-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  ASSERT_TRUE(testing::MakeTestPki(dir, {"otto"}));
+  const std::string at = dir + "/";
+  auto good = LoadTlsFiles(at + "server.pem", at + "server.key", at + "ca.pem");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_THAT(good->cert_chain, HasSubstr("BEGIN CERTIFICATE"));
+  EXPECT_THAT(good->client_ca, HasSubstr("BEGIN CERTIFICATE"));
+  struct Case {
+    std::string cert, key, ca, says;
+  };
+  const std::vector<Case> cases = {
+      {at + "missing.pem", at + "server.key", "", "--tls-cert: cannot read"},
+      {at + "server.key", at + "server.key", "",
+       "--tls-cert: " + at +
+           "server.key holds no PEM "
+           "certificate"},
+      {at + "server.pem", at + "server.pem", "",
+       "--tls-key: " + at +
+           "server.pem holds no "
+           "unencrypted PEM private "
+           "key"},
+      {at + "server.pem", at + "otto.key", "",
+       "--tls-key: " + at + "otto.key is not the key of the certificate in " +
+           at + "server.pem"},
+      {at + "server.pem", at + "server.key", at + "ca.key",
+       "--tls-client-ca: " + at + "ca.key holds no PEM certificate"},
+  };
+  for (const Case& c : cases) {
+    auto files = LoadTlsFiles(c.cert, c.key, c.ca);
+    EXPECT_EQ(files.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.says;
+    EXPECT_THAT(files.status().message(), HasSubstr(c.says));
+  }
+
+  // Which combinations may listen where.
+  DaemonOptions options;
+  options.listen = "0.0.0.0:50051";
+  options.tls_cert_file = at + "server.pem";
+  EXPECT_THAT(Daemon::CheckSecurityOptions(options).message(),
+              HasSubstr("--tls-cert and --tls-key go together"));
+  options.tls_key_file = at + "server.key";
+  // Encrypted but anyone may call: refused.
+  EXPECT_THAT(Daemon::CheckSecurityOptions(options).message(),
+              HasSubstr("no caller is authenticated"));
+  options.tls_client_ca_file = at + "ca.pem";
+  EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
+  // Tokens without TLS: they would cross the network in the clear.
+  const std::string tokens = at + "tokens.yaml";
+  {
+    std::ofstream out(tokens);
+    out << "tokens:\n  - {principal: otto, roles: [operator], "
+           "client_certificate: true}\n";
+  }
+  DaemonOptions plain;
+  plain.listen = "0.0.0.0:50051";
+  plain.auth_tokens_file = tokens;
+  EXPECT_THAT(Daemon::CheckSecurityOptions(plain).message(),
+              HasSubstr("client_certificate: true, but without "
+                        "--tls-client-ca"));
+  options.auth_tokens_file = tokens;
+  EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
+  fs::remove_all(dir);
 }
 
 TEST(BearerTokenOfTest, ReadsTheTokenOfABearerHeader) {
