@@ -210,8 +210,20 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     ASSIGN_OR_RETURN(std::optional<SubmitResult> found, existing());
     if (found.has_value()) return *std::move(found);
   }
+  // A caller that went away while the plan was made (a plan may scan the
+  // warehouse) gets no job: it could not learn the job's id, and a job it
+  // did not wait for would run anyway.
+  const auto abandoned = [&options]() -> absl::Status {
+    if (options.abandoned && options.abandoned()) {
+      return absl::CancelledError(
+          "the submit was cancelled by its caller (or its deadline passed) "
+          "before the job was created; nothing was submitted");
+    }
+    return absl::OkStatus();
+  };
   ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
   RETURN_IF_ERROR(CheckSql(plan));
+  RETURN_IF_ERROR(abandoned());
   // Over a budget (core/cost_budget.h): refused before anything is created.
   if (!plan.cost.refused.empty()) {
     return absl::FailedPreconditionError(plan.cost.refused);
@@ -255,6 +267,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
                                "order they were submitted");
   }
   absl::StrAppend(&job.message, "; ", SubmittedBy(job.request));
+  RETURN_IF_ERROR(abandoned());
   ASSIGN_OR_RETURN(CreateJobResult created,
                    store_->CreateJob(job, clock_->Now()));
   if (!created.created) {

@@ -12,6 +12,7 @@
 #define BACKFILL_CORE_BACKFILL_MANAGER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ struct SubmitOptions {
   // Refuse (FAILED_PRECONDITION) instead of queueing behind an overlapping
   // job.
   bool no_wait = false;
+  // Whether whoever asked is gone (the call was cancelled or its deadline
+  // passed): asked after planning and again just before the job is
+  // created; when true, nothing is created (CANCELLED). Empty: never.
+  std::function<bool()> abandoned;
 };
 
 // A page of a job's diff (DiffBackfill).

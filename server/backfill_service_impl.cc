@@ -179,6 +179,7 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
   SubmitOptions options;
   options.idempotency_key = request->idempotency_key();
   options.no_wait = request->no_wait();
+  options.abandoned = [context] { return context->IsCancelled(); };
   absl::StatusOr<SubmitResult> result = manager_->Submit(backfill, options);
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());

@@ -391,6 +391,35 @@ TEST_F(JobRunnerTest, ARepeatedSubmitReturnsItsJobWhateverCameSince) {
   EXPECT_EQ(again->job.state, JobState::kSucceeded);
 }
 
+TEST_F(JobRunnerTest, ASubmitWhoseCallerLeftCreatesNoJob) {
+  // The caller is gone once the plan is made (first question), or just
+  // before the job would be created (second): no job either way, and a
+  // submit with the same key later creates it.
+  for (int gone_at : {1, 2}) {
+    SubmitOptions options;
+    options.idempotency_key = absl::StrCat("k-gone-", gone_at);
+    int asked = 0;
+    options.abandoned = [&] { return ++asked >= gone_at; };
+    auto refused =
+        manager_->Submit(Request("daily", "2025-01-01", "2025-01-03"), options);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kCancelled)
+        << refused.status();
+    EXPECT_THAT(refused.status().message(), HasSubstr("nothing was submitted"));
+    EXPECT_EQ(asked, gone_at);
+    JobFilter all;
+    all.limit = 100;
+    EXPECT_TRUE(store_.ListJobs(all)->empty());
+  }
+  SubmitOptions staying;
+  staying.idempotency_key = "k-gone-1";
+  staying.abandoned = [] { return false; };
+  auto created =
+      manager_->Submit(Request("daily", "2025-01-01", "2025-01-03"), staying);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(created->created);
+  WaitState(created->job.id, JobState::kSucceeded);
+}
+
 TEST_F(JobRunnerTest, PauseKeepsThePartitionsAndResumeContinues) {
   gate_.Close("bf-1");
   const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-21"));
