@@ -463,10 +463,6 @@ absl::Status Daemon::Init(Catalog catalog) {
 }
 
 bool IsLocalOnlyAddress(const std::string& listen) {
-  if (absl::StartsWith(listen, "unix:") ||
-      absl::StartsWith(listen, "unix-abstract:")) {
-    return true;
-  }
   std::string host = listen;
   if (absl::StartsWith(host, "[")) {
     const size_t close = host.find(']');

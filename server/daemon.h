@@ -83,10 +83,10 @@ struct DaemonOptions {
   bool insecure = false;
 };
 
-// Whether `listen` ("HOST:PORT", "[IPV6]:PORT", "unix:PATH") can be reached
-// only from this machine: a loopback address (127.0.0.0/8, ::1),
-// "localhost", or a Unix socket. Anything else (0.0.0.0, [::], a name or an
-// interface's address) is reachable from other machines.
+// Whether `listen` ("HOST:PORT" or "[IPV6]:PORT", as --listen takes it) can
+// be reached only from this machine: a loopback address (127.0.0.0/8, ::1)
+// or "localhost". Anything else (0.0.0.0, [::], a name or an interface's
+// address) is reachable from other machines.
 bool IsLocalOnlyAddress(const std::string& listen);
 
 // The backfilld version ("0.1.0").
