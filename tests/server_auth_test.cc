@@ -399,17 +399,22 @@ TEST_F(ServerAuthTest, TheAuthenticatedPrincipalIsWhoActed) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->backfill().request().requested_by(), "otto");
 
-  // The first waits for an approval; april approves it, claiming to be
-  // someone else.
+  // Both wait for an approval once they are validated; until then a job
+  // past its recompute can be neither approved nor cancelled.
+  auto await_approval = [&](const std::string& job_id) {
+    absl::StatusOr<v1::Backfill> job;
+    for (int i = 0; i < 300; ++i) {
+      job = olivia->Get(job_id);
+      ASSERT_TRUE(job.ok()) << job.status();
+      if (job->state() == v1::BACKFILL_STATE_AWAITING_APPROVAL) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    ASSERT_EQ(job->state(), v1::BACKFILL_STATE_AWAITING_APPROVAL);
+  };
+
+  // april approves the first, claiming to be someone else.
   const std::string id = first->backfill().id();
-  absl::StatusOr<v1::Backfill> job;
-  for (int i = 0; i < 300; ++i) {
-    job = olivia->Get(id);
-    ASSERT_TRUE(job.ok()) << job.status();
-    if (job->state() == v1::BACKFILL_STATE_AWAITING_APPROVAL) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  ASSERT_EQ(job->state(), v1::BACKFILL_STATE_AWAITING_APPROVAL);
+  ASSERT_NO_FATAL_FAILURE(await_approval(id));
   v1::ApproveBackfillRequest approve;
   approve.set_id(id);
   approve.set_reason("checked the diff");
@@ -420,6 +425,7 @@ TEST_F(ServerAuthTest, TheAuthenticatedPrincipalIsWhoActed) {
             "april (on behalf of the boss)");
 
   // otto cancels the second: the audit log names him.
+  ASSERT_NO_FATAL_FAILURE(await_approval(second->backfill().id()));
   auto cancelled = otto->Cancel(second->backfill().id(), "not needed");
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   v1::ListAuditEventsRequest audit;
