@@ -8,6 +8,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace backfill {
 namespace {
@@ -114,6 +115,30 @@ void BackfillClient::SetDeadline(grpc::ClientContext* context) const {
 void BackfillClient::AddCredentials(grpc::ClientContext* context) const {
   if (!token_.empty()) {
     context->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
+  }
+}
+
+absl::StatusOr<bool> BackfillClient::CheckHealth(const std::string& service) {
+  std::unique_ptr<grpc::health::v1::Health::Stub> stub =
+      grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  switch (response.status()) {
+    case grpc::health::v1::HealthCheckResponse::SERVING:
+      return true;
+    case grpc::health::v1::HealthCheckResponse::NOT_SERVING:
+      return false;
+    default:
+      return absl::UnknownError(absl::StrCat(
+          "health status ",
+          grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+              response.status()),
+          " for service \"", service, "\""));
   }
 }
 

@@ -153,6 +153,13 @@ class BackfillClient {
   absl::StatusOr<v1::ListAuditEventsResponse> ListAuditEvents(
       const v1::ListAuditEventsRequest& request);
 
+  // grpc.health.v1.Health/Check of `service` ("": the server as a whole;
+  // backfilld answers for "" and for "backfill.v1.BackfillService"). True
+  // when SERVING, false when NOT_SERVING; an error when the call fails
+  // (e.g. UNAVAILABLE, or NOT_FOUND for a service the server does not
+  // know). Sends no token: the health service needs none.
+  absl::StatusOr<bool> CheckHealth(const std::string& service);
+
   // Streams the job's updates to `on_update` until the server ends the
   // stream (the job finished) or `on_update` returns false. Returns the
   // stream's final status (OK when it ended normally or was stopped).

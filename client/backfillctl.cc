@@ -4,7 +4,6 @@
 // SUCCEEDED); 1 an RPC failed or the job ended in another state; 2 usage
 // error; 130 interrupted while following a job (the job keeps running).
 
-#include <pwd.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -33,6 +32,8 @@
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
 #include "client/cli_args.h"
+#include "client/cli_command_line.h"
+#include "client/cli_completion.h"
 #include "client/cli_format.h"
 #include "client/governance_format.h"
 
@@ -43,9 +44,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitInterrupted = 130;
-constexpr char kDefaultServer[] = "127.0.0.1:50051";
-// How many values one occurrence of a list flag may take ("--partitions a b").
-constexpr int kMaxValuesPerFlag = 1 << 20;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(500);
 // How long polling tolerates a server that went away (e.g. restarting)
 // before giving up on a job it has already seen.
@@ -53,18 +51,19 @@ constexpr absl::Duration kPollOutageTolerance = absl::Seconds(60);
 // --priority is -kMaxPriority..kMaxPriority, as the server requires.
 constexpr int kMaxPriority = 1000;
 
-struct GlobalOptions {
-  std::string server = kDefaultServer;
-  bool json = false;
-  double timeout_seconds = 30;
-  // Sent as "authorization: Bearer <token>" with every call ("": none).
-  std::string token;
-  // --tls-ca, --tls-cert, --tls-key: files; any of them turns TLS on.
-  std::string tls_ca_file;
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  ChannelSecurity security;  // read from those files before any call
-};
+using cli::ApproveOptions;
+using cli::AuditOptions;
+using cli::DiffOptions;
+using cli::GlobalOptions;
+using cli::JobOptions;
+using cli::kDefaultListLimit;
+using cli::kListPageSize;
+using cli::ListOptions;
+using cli::PartitionsOptions;
+using cli::RollbackOptions;
+using cli::ScopeOptions;
+using cli::SubmitOptions;
+using cli::WhyOptions;
 
 // Reads the TLS files of `globals` into globals->security. A file that
 // cannot be read is a usage error naming its flag.
@@ -96,102 +95,8 @@ absl::Status ReadTlsFiles(GlobalOptions* globals) {
   return absl::OkStatus();
 }
 
-struct ScopeOptions {
-  std::string dataset;
-  std::string from;
-  std::string to;
-  // The values of --partitions as typed, one per occurrence ("a,b").
-  std::vector<std::string> partition_args;
-  // Their items (ValidateScope), sent as they are.
-  std::vector<std::string> partitions;
-  bool no_downstream = false;
-  // --affected-by "DATASET: PREDICATE", sent as typed.
-  std::string affected_by;
-  bool auto_detect = false;  // --auto
-  double max_cost = 0;       // --max-cost; 0: not given
-  // The values of --keys as typed, and their items (ValidateScope).
-  std::vector<std::string> key_args;
-  std::vector<std::string> keys;
-};
-
-struct SubmitOptions {
-  std::string reason;
-  std::string ticket;
-  // Empty: a random UUID is sent.
-  std::string idempotency_key;
-  std::string requested_by;
-  bool wait = false;
-  bool no_wait = false;
-  int priority = 0;
-  int max_parallel = 0;  // 0: not given
-};
-
-// `list` shows this many jobs unless --limit or --all says otherwise.
-constexpr int kDefaultListLimit = 50;
-// Jobs or partitions asked for per page (the server's maximum).
-constexpr int kListPageSize = 1000;
-
-struct ListOptions {
-  // The values of --state as typed, one per occurrence ("running,queued").
-  std::vector<std::string> state_args;
-  std::string dataset;
-  int limit = 0;  // 0: kDefaultListLimit
-  bool all = false;
-  bool full = false;
-};
-
-struct PartitionsOptions {
-  std::string id;
-  std::string dataset;
-  // The values of --state as typed, one per occurrence ("failed,pending").
-  std::vector<std::string> state_args;
-};
-
-struct JobOptions {
-  std::string id;
-  std::string reason;
-};
-
-struct RollbackOptions {
-  std::string reason;
-  std::string requested_by;
-  bool force = false;
-};
-
-struct ApproveOptions {
-  std::string id;
-  std::string reason;
-  std::string approved_by;
-  bool override_validation = false;
-};
-
-struct DiffOptions {
-  std::string id;
-  std::string dataset;
-  int samples = 3;
-};
-
-struct WhyOptions {
-  std::string dataset;
-  std::string partition;
-};
-
-struct AuditOptions {
-  std::string since;  // "" : from the first event
-  std::string job;
-};
-
 // The decisions on a job that `cancel`, `pause`, `resume` and `retry` send.
 enum class JobAction { kCancel, kPause, kResume, kRetry };
-
-std::string DefaultRequestedBy() {
-  const char* user = std::getenv("USER");
-  if (user != nullptr && *user != '\0') return user;
-  if (const struct passwd* pw = getpwuid(getuid()); pw != nullptr) {
-    return pw->pw_name;
-  }
-  return "unknown";
-}
 
 // Prints `backfillctl: MESSAGE` on stderr (one line, control characters
 // escaped) and returns `code`.
@@ -226,6 +131,9 @@ class Cli {
   int Why(const WhyOptions& options);
   int Audit(const AuditOptions& options);
   int Confirm(const std::string& id, bool wait);
+  // grpc.health.v1 of the BackfillService: 0 when SERVING (or, with
+  // `answering`, whenever the server answers), 1 otherwise.
+  int Health(bool answering);
 
  private:
   // Prints an RPC failure as `backfillctl: CODE: message[; hint]` (`more`
@@ -413,6 +321,14 @@ int Cli::Print(const google::protobuf::Message& message,
   if (json->empty() || json->back() != '\n') std::cout << "\n";
   std::cout << std::flush;
   return kExitOk;
+}
+
+int Cli::Health(bool answering) {
+  absl::StatusOr<bool> serving =
+      client_->CheckHealth(v1::BackfillService::service_full_name());
+  if (!serving.ok()) return RpcError(serving.status());
+  std::cout << (*serving ? "SERVING" : "NOT_SERVING") << std::endl;
+  return *serving || answering ? kExitOk : kExitFailure;
 }
 
 int Cli::Datasets() {
@@ -603,8 +519,9 @@ int Cli::Rollback(const std::string& id, const RollbackOptions& options) {
   v1::RollbackBackfillRequest request;
   request.set_id(id);
   request.set_reason(options.reason);
-  request.set_requested_by(options.requested_by.empty() ? DefaultRequestedBy()
-                                                        : options.requested_by);
+  request.set_requested_by(options.requested_by.empty()
+                               ? cli::DefaultRequestedBy()
+                               : options.requested_by);
   request.set_force(options.force);
   absl::StatusOr<v1::Backfill> job = client_->Rollback(request);
   if (!job.ok()) return RpcError(job.status());
@@ -784,53 +701,6 @@ int Cli::FinishFollow(absl::StatusOr<v1::Backfill> final_job) {
   return kExitFailure;
 }
 
-void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
-  command->add_option("DATASET", scope->dataset, "Dataset to recompute")
-      ->required();
-  CLI::Option* from = command->add_option(
-      "--from", scope->from, "First partition of the range (inclusive)");
-  CLI::Option* to = command->add_option(
-      "--to", scope->to, "End of the range (exclusive): [FROM, TO)");
-  // Each value is kept as typed and split by ValidateScope(), which refuses
-  // empty items: CLI11's own splitting (delimiter(',')) and its "[a,b]" list
-  // syntax (allow_extra_args) silently drop them. Like CLI11's default for
-  // a list, one occurrence may still take several values (--partitions a b).
-  CLI::Option* partitions =
-      command
-          ->add_option("--partitions", scope->partition_args,
-                       "Explicit partitions, comma-separated (p1,p2,...)")
-          ->allow_extra_args(false)
-          ->expected(1, kMaxValuesPerFlag);
-  partitions->excludes(from)->excludes(to);
-  CLI::Option* affected_by = command->add_option(
-      "--affected-by", scope->affected_by,
-      "\"DATASET: PREDICATE\": the partitions affected by those of DATASET "
-      "(this dataset or an upstream) holding a row where the SQL PREDICATE "
-      "is true, e.g. \"orders: refund > 0\" (read-only; at most 4096 bytes)");
-  affected_by->excludes(from)->excludes(to)->excludes(partitions);
-  CLI::Option* auto_detect = command->add_flag(
-      "--auto", scope->auto_detect,
-      "Every published partition whose recorded lineage no longer matches: "
-      "its transform version changed, or an input it read changed since "
-      "(sets auto_detect)");
-  auto_detect->excludes(from)
-      ->excludes(to)
-      ->excludes(partitions)
-      ->excludes(affected_by);
-  command->add_flag("--no-downstream", scope->no_downstream,
-                    "Do not recompute dependents (sets exclude_downstream)");
-  command->add_option("--max-cost", scope->max_cost,
-                      "Budget in input rows: refuse the backfill when its "
-                      "estimated cost is above N");
-  command
-      ->add_option("--keys", scope->key_args,
-                   "Entity keys, comma-separated (K1,K2,...): replace only "
-                   "the rows of these keys (the dataset must declare "
-                   "entity_key)")
-      ->allow_extra_args(false)
-      ->expected(1, kMaxValuesPerFlag);
-}
-
 // The first word of the command line that is neither a flag nor a global
 // flag's value: what the user meant as the subcommand.
 std::string FirstPositional(int argc, char** argv) {
@@ -848,260 +718,44 @@ std::string FirstPositional(int argc, char** argv) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{
-      "backfillctl: plan, submit and follow backfills of backfilld.\n"
-      "Global flags (--server, --token, --json, --timeout) go before or "
-      "after the subcommand.",
-      "backfillctl"};
-  // Must be set before adding subcommands, which inherit it.
-  app.fallthrough();
-  app.require_subcommand(1);
-
-  GlobalOptions globals;
-  app.add_option("--server", globals.server, "backfilld address HOST:PORT")
-      ->envname("BACKFILL_SERVER")
-      ->capture_default_str();
-  app.add_option("--token", globals.token,
-                 "Bearer token sent with every call, for a backfilld started "
-                 "with --auth-tokens (prefer the environment variable: a "
-                 "flag shows in the process list)")
-      ->envname("BACKFILL_TOKEN");
-  app.add_option("--tls-ca", globals.tls_ca_file,
-                 "Connect with TLS, trusting the CA certificates of this PEM "
-                 "file for the server's certificate")
-      ->envname("BACKFILL_TLS_CA");
-  app.add_option("--tls-cert", globals.tls_cert_file,
-                 "Client certificate (PEM) for a backfilld that requires one "
-                 "(--tls-client-ca); connects with TLS")
-      ->envname("BACKFILL_TLS_CERT");
-  app.add_option("--tls-key", globals.tls_key_file,
-                 "Private key (PEM) of --tls-cert")
-      ->envname("BACKFILL_TLS_KEY");
-  app.add_flag("--json", globals.json,
-               "Print the response as protobuf JSON (one document) on "
-               "stdout");
-  app.add_option("--timeout", globals.timeout_seconds,
-                 "Deadline of each RPC, in seconds")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            double seconds = 0;
-            if (!absl::SimpleAtod(text, &seconds) || !(seconds > 0)) {
-              return "must be a positive number of seconds";
-            }
-            return "";
-          },
-          "SECONDS>0"))
-      ->capture_default_str();
-
-  CLI::App* datasets =
-      app.add_subcommand("datasets", "List the declared datasets");
-
-  ScopeOptions scope;
-  CLI::App* plan = app.add_subcommand(
-      "plan", "Show what a backfill would recompute and cost (writes nothing)");
-  AddScopeOptions(plan, &scope);
-
-  SubmitOptions submit_options;
-  submit_options.requested_by = DefaultRequestedBy();
-  CLI::App* submit =
-      app.add_subcommand("submit", "Plan and enqueue a backfill");
-  AddScopeOptions(submit, &scope);
-  submit->add_option("--reason", submit_options.reason,
-                     "Why the backfill runs (required; recorded in lineage)");
-  submit->add_option("--ticket", submit_options.ticket,
-                     "Ticket or incident reference");
-  submit->add_option("--idempotency-key", submit_options.idempotency_key,
-                     "Resubmitting with the same key returns the same job "
-                     "(default: a random UUID, reused by the retries)");
-  submit
-      ->add_option("--requested-by", submit_options.requested_by,
-                   "Who asks (default: $USER, else the login name)")
-      ->capture_default_str();
-  submit->add_flag("--wait", submit_options.wait,
-                   "Follow the job; exit 0 only if it SUCCEEDED");
-  submit->add_flag("--no-wait", submit_options.no_wait,
-                   "Refuse (FAILED_PRECONDITION) instead of queueing behind "
-                   "earlier jobs that hold some of the partitions");
-  submit->add_option("--priority", submit_options.priority,
-                     "-1000..1000 (default 0); free workers go to the "
-                     "highest first");
-  CLI::Option* max_parallel = submit->add_option(
-      "--max-parallel", submit_options.max_parallel,
-      "At most N partitions of this job at once (N >= 1; default: no limit "
-      "of its own)");
-
-  JobOptions job;
-  CLI::App* status = app.add_subcommand("status", "Show one backfill job");
-  status->add_option("JOB", job.id, "Job id")->required();
-
-  ListOptions list_options;
-  CLI::App* list =
-      app.add_subcommand("list", "List backfill jobs, newest first");
-  // Split by Cli::List() like --partitions: CLI11's delimiter would drop
-  // empty items.
-  list->add_option("--state", list_options.state_args,
-                   "Only jobs in this state (repeatable or comma-separated; "
-                   "RUNNING or BACKFILL_STATE_RUNNING)")
-      ->allow_extra_args(false)
-      ->expected(1, kMaxValuesPerFlag);
-  list->add_option("--dataset", list_options.dataset,
-                   "Only jobs whose plan touches this dataset");
-  CLI::Option* list_limit =
-      list->add_option("--limit", list_options.limit,
-                       "At most this many jobs, newest first (default 50; "
-                       "pages are followed as needed)")
-          ->check(CLI::Validator(
-              [](std::string& text) -> std::string {
-                int limit = 0;
-                if (!absl::SimpleAtoi(text, &limit) || limit < 0) {
-                  return "must be a number of jobs, 1 or more (0: the "
-                         "default, 50)";
-                }
-                return "";
-              },
-              "N>=0"));
-  list->add_flag("--all", list_options.all,
-                 "Every job that matches, page after page")
-      ->excludes(list_limit);
-  list->add_flag("--full", list_options.full,
-                 "Ask for whole jobs, with every partition list of their "
-                 "plans (see --json); default: without them");
-
-  PartitionsOptions partitions_options;
-  CLI::App* partitions = app.add_subcommand(
-      "partitions",
-      "List the partitions of a job with their states, page after page");
-  partitions->add_option("JOB", partitions_options.id, "Job id")->required();
-  partitions->add_option("--dataset", partitions_options.dataset,
-                         "Only this dataset of the job");
-  // Split by Cli::Partitions() like list's --state.
-  partitions
-      ->add_option("--state", partitions_options.state_args,
-                   "Only partitions in this state (repeatable or "
-                   "comma-separated; FAILED or PARTITION_STATE_FAILED)")
-      ->allow_extra_args(false)
-      ->expected(1, kMaxValuesPerFlag);
-
-  CLI::App* watch = app.add_subcommand(
-      "watch", "Follow a job until it ends; exit 0 only if it SUCCEEDED");
-  watch->add_option("JOB", job.id, "Job id")->required();
-
-  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a backfill job");
-  cancel->add_option("JOB", job.id, "Job id")->required();
-  cancel->add_option("--reason", job.reason, "Why it is cancelled");
-
-  CLI::App* pause = app.add_subcommand(
-      "pause",
-      "Pause a queued or running job (it keeps its partitions: overlapping "
-      "jobs wait)");
-  pause->add_option("JOB", job.id, "Job id")->required();
-  pause->add_option("--reason", job.reason, "Why it is paused");
-
-  CLI::App* resume =
-      app.add_subcommand("resume", "Resume a paused job from its checkpoints");
-  resume->add_option("JOB", job.id, "Job id")->required();
-  resume->add_option("--reason", job.reason, "Why it is resumed");
-
-  CLI::App* retry = app.add_subcommand(
-      "retry",
-      "Run a FAILED job again over its failed partitions, keeping the "
-      "staged ones");
-  retry->add_option("JOB", job.id, "Job id")->required();
-  retry->add_option("--reason", job.reason, "Why it is retried");
-
-  RollbackOptions rollback_options;
-  CLI::App* rollback = app.add_subcommand(
-      "rollback",
-      "Restore the rows a SUCCEEDED job replaced, in exactly its partitions "
-      "(the job ends ROLLED_BACK)");
-  rollback->add_option("JOB", job.id, "Job id")->required();
-  rollback->add_option("--reason", rollback_options.reason,
-                       "Why the job's data is withdrawn (required; recorded "
-                       "in the job, the audit log and lineage)");
-  rollback->add_option("--requested-by", rollback_options.requested_by,
-                       "Who asks (default: your user name)");
-  rollback->add_flag("--force", rollback_options.force,
-                     "Also roll back the later jobs that published some of "
-                     "its partitions since, to the state before JOB (only "
-                     "when their partitions all lie within JOB's)");
-
-  ApproveOptions approve_options;
-  approve_options.approved_by = DefaultRequestedBy();
-  CLI::App* approve = app.add_subcommand(
-      "approve",
-      "Publish a job AWAITING_APPROVAL (or, with --override, one that "
-      "failed validation)");
-  approve->add_option("JOB", approve_options.id, "Job id")->required();
-  approve->add_option("--reason", approve_options.reason,
-                      "Why publishing it is right (required; recorded in the "
-                      "audit log and in lineage)");
-  approve->add_flag("--override", approve_options.override_validation,
-                    "Publish a VALIDATION_FAILED job despite its failed "
-                    "checks");
-  approve
-      ->add_option("--approved-by", approve_options.approved_by,
-                   "Who approves (default: $USER, else the login name)")
-      ->capture_default_str();
-
-  DiffOptions diff_options;
-  CLI::App* diff = app.add_subcommand(
-      "diff",
-      "Show what a job changes: per partition rows before/after, added, "
-      "removed, changed, measure deltas, sample rows");
-  diff->add_option("JOB", diff_options.id, "Job id")->required();
-  diff->add_option("--dataset", diff_options.dataset,
-                   "Only this dataset of the job");
-  diff->add_option("--samples", diff_options.samples,
-                   "Sample rows per partition, 0..10")
-      ->check(CLI::Range(0, 10))
-      ->capture_default_str();
-
-  WhyOptions why_options;
-  CLI::App* why = app.add_subcommand(
-      "why",
-      "Explain a partition: every published version, newest first (job, "
-      "reason, who asked and approved, inputs, rows, diff), and whether it "
-      "is stale");
-  why->add_option("DATASET", why_options.dataset, "Dataset")->required();
-  why->add_option("PARTITION", why_options.partition,
-                  "Partition value (\"\" for an unpartitioned dataset)")
-      ->required();
-
-  AuditOptions audit_options;
-  CLI::App* audit = app.add_subcommand(
-      "audit",
-      "Export the audit log (every job state change) as JSON lines, oldest "
-      "first");
-  audit->add_option("--since", audit_options.since,
-                    "Only events at or after TIME (RFC 3339: YYYY-MM-DD, "
-                    "YYYY-MM-DDTHH:MM:SS[.F]Z or ...+HH:MM)");
-  audit->add_option("--job", audit_options.job, "Only events of this job");
-
-  bool confirm_no_wait = false;
-  CLI::App* confirm = app.add_subcommand(
-      "confirm",
-      "Invalidate and probe the downstream consumers of a SUCCEEDED or "
-      "DOWNSTREAM_UNHEALTHY job again; waits for the result (exit code 0 "
-      "only when it ends SUCCEEDED)");
-  confirm->add_option("JOB", job.id, "Job id")->required();
-  confirm->add_flag("--no-wait", confirm_no_wait,
-                    "Return as soon as the job is CONFIRMING");
+  std::unique_ptr<cli::CommandLine> line = cli::NewCommandLine();
+  CLI::App& app = line->app;
+  GlobalOptions& globals = line->globals;
+  ScopeOptions& scope = line->scope;
+  SubmitOptions& submit_options = line->submit_options;
+  ListOptions& list_options = line->list_options;
+  PartitionsOptions& partitions_options = line->partitions_options;
+  JobOptions& job = line->job;
+  RollbackOptions& rollback_options = line->rollback_options;
+  ApproveOptions& approve_options = line->approve_options;
+  DiffOptions& diff_options = line->diff_options;
+  WhyOptions& why_options = line->why_options;
+  AuditOptions& audit_options = line->audit_options;
+  const bool& confirm_no_wait = line->confirm_no_wait;
+  CLI::App* const datasets = line->datasets;
+  CLI::App* const plan = line->plan;
+  CLI::App* const submit = line->submit;
+  CLI::App* const status = line->status;
+  CLI::App* const list = line->list;
+  CLI::App* const partitions = line->partitions;
+  CLI::App* const watch = line->watch;
+  CLI::App* const cancel = line->cancel;
+  CLI::App* const pause = line->pause;
+  CLI::App* const resume = line->resume;
+  CLI::App* const retry = line->retry;
+  CLI::App* const rollback = line->rollback;
+  CLI::App* const approve = line->approve;
+  CLI::App* const diff = line->diff;
+  CLI::App* const why = line->why;
+  CLI::App* const audit = line->audit;
+  CLI::App* const confirm = line->confirm;
+  CLI::Option* const max_parallel = line->max_parallel;
 
   const std::vector<std::pair<CLI::App*, JobAction>> decisions = {
       {cancel, JobAction::kCancel},
       {pause, JobAction::kPause},
       {resume, JobAction::kResume},
       {retry, JobAction::kRetry}};
-
-  for (CLI::App* command :
-       {datasets, plan, submit, status, list, partitions, watch, cancel, pause,
-        resume, retry, rollback, approve, diff, why, audit, confirm}) {
-    command->footer(
-        "Global flags (before or after the subcommand): --server HOST:PORT "
-        "(env BACKFILL_SERVER), --token TOKEN (env BACKFILL_TOKEN), --tls-ca "
-        "FILE, --tls-cert FILE, --tls-key FILE (env BACKFILL_TLS_CA, "
-        "BACKFILL_TLS_CERT, BACKFILL_TLS_KEY), --json, --timeout SECONDS.");
-  }
 
   try {
     app.parse(argc, argv);
@@ -1121,6 +775,13 @@ int Main(int argc, char** argv) {
       absl::StrAppend(&help, " ", command->get_name());
     }
     return Fail(kExitUsage, absl::StrCat(e.what(), " (see ", help, " --help)"));
+  }
+
+  if (line->completion->parsed()) {
+    const std::string& shell = line->completion_options.shell;
+    std::cout << (shell == "zsh" ? cli::ZshCompletion(app)
+                                 : cli::BashCompletion(app));
+    return kExitOk;
   }
 
   if (absl::Status read = ReadTlsFiles(&globals); !read.ok()) {
@@ -1240,6 +901,9 @@ int Main(int argc, char** argv) {
   }
 
   Cli cli(globals);
+  if (line->health->parsed()) {
+    return cli.Health(line->health_options.answering);
+  }
   if (datasets->parsed()) return cli.Datasets();
   if (plan->parsed()) return cli.Plan(scope);
   if (submit->parsed()) return cli.Submit(scope, submit_options);

@@ -425,6 +425,8 @@ std::vector<std::string> Lines(const std::string& text) {
 class BackfillctlTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The gRPC health service, as backfilld serves it (for `health`).
+    grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -455,6 +457,33 @@ class BackfillctlTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
 };
+
+TEST_F(BackfillctlTest, HealthReportsTheServiceStatusInItsExitCode) {
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  ASSERT_NE(health, nullptr);
+  health->SetServingStatus("backfill.v1.BackfillService", true);
+  RunResult serving = Run({"health"});
+  EXPECT_EQ(serving.exit_code, 0) << serving.err;
+  EXPECT_EQ(serving.out, "SERVING\n");
+
+  health->SetServingStatus("backfill.v1.BackfillService", false);
+  RunResult not_serving = Run({"health"});
+  EXPECT_EQ(not_serving.exit_code, 1);
+  EXPECT_EQ(not_serving.out, "NOT_SERVING\n");
+  // Alive though not serving.
+  RunResult answering = Run({"health", "--answering"});
+  EXPECT_EQ(answering.exit_code, 0) << answering.err;
+  EXPECT_EQ(answering.out, "NOT_SERVING\n");
+  // Health sends nothing to the backfill service itself.
+  EXPECT_THAT(service_.requests(), IsEmpty());
+}
+
+TEST_F(BackfillctlTest, HealthFailsWhenNobodyAnswers) {
+  server_->Shutdown();
+  RunResult gone = Run({"health", "--answering"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.err, HasSubstr("UNAVAILABLE"));
+}
 
 TEST_F(BackfillctlTest, EmptyPartitionItemsAreRefusedBeforeAnyRpc) {
   struct Case {
