@@ -33,7 +33,7 @@ std::vector<Flag> FlagsOf(const CLI::App& app) {
       flag.names.push_back(absl::StrCat("-", name));
     }
     if (flag.names.empty()) continue;  // a positional
-    flag.takes_value = option->get_type_size_max() > 0;
+    flag.takes_value = option->get_items_expected_max() > 0;
     flag.description = option->get_description();
     flags.push_back(std::move(flag));
   }

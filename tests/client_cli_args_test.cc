@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/cli_args.h"
@@ -224,17 +225,23 @@ TEST(CommandLineTest, TheParserRefusesWhatExamplesMustNotContain) {
 
 TEST(CompletionTest, OffersEverySubcommandAndFlagTheHelpLists) {
   std::unique_ptr<CommandLine> line = NewCommandLine();
-  const std::string bash = BashCompletion(line->app);
+  // Quotes as spaces, so that every word stands between spaces.
+  const std::string bash =
+      absl::StrReplaceAll(BashCompletion(line->app), {{"\"", " "}});
   const std::string zsh = ZshCompletion(line->app);
   const std::set<std::string> globals = HelpFlags(line->app.help());
   ASSERT_THAT(globals, ::testing::Contains("--server"));
   ASSERT_THAT(globals, ::testing::Contains("--version"));
   for (const std::string& flag : globals) {
-    EXPECT_THAT(bash, ::testing::HasSubstr(" " + flag)) << flag;
+    EXPECT_THAT(bash, ::testing::HasSubstr(" " + flag + " ")) << flag;
     EXPECT_THAT(zsh, ::testing::HasSubstr("'" + flag + "[")) << flag;
   }
+  // Flags without a value take none in zsh either.
+  EXPECT_THAT(zsh, ::testing::HasSubstr("'--json[Print the response as "
+                                        "protobuf JSON (one document) on "
+                                        "stdout]'"));
   for (const std::string& name : SubcommandNames()) {
-    EXPECT_THAT(bash, ::testing::HasSubstr(" " + name)) << name;
+    EXPECT_THAT(bash, ::testing::HasSubstr(" " + name + " ")) << name;
     EXPECT_THAT(zsh, ::testing::HasSubstr("'" + name + ":")) << name;
     // The subcommand's own flags, in its branch of each script.
     const std::string help = line->app.get_subcommand(name)->help();
@@ -248,7 +255,7 @@ TEST(CompletionTest, OffersEverySubcommandAndFlagTheHelpLists) {
         zsh.substr(zsh_branch, zsh.find(";;", zsh_branch) - zsh_branch);
     for (const std::string& flag : HelpFlags(help)) {
       if (globals.count(flag) > 0) continue;
-      EXPECT_THAT(bash_words, ::testing::HasSubstr(" " + flag)) << name;
+      EXPECT_THAT(bash_words, ::testing::HasSubstr(" " + flag + " ")) << name;
       EXPECT_THAT(zsh_words, ::testing::HasSubstr("'" + flag + "[")) << name;
     }
   }
@@ -306,6 +313,10 @@ TEST_F(BashCompletionTest, CompletesSubcommandsAndTheirFlags) {
   // A global flag's value is skipped when finding the subcommand.
   EXPECT_THAT(Complete({"backfillctl", "--server", "h:1", "pl"}),
               ElementsAre("plan"));
+  // A flag without value is no more than itself.
+  EXPECT_THAT(Complete({"backfillctl", "--json", "pl"}), ElementsAre("plan"));
+  EXPECT_THAT(Complete({"backfillctl", "--json", "list", "--da"}),
+              ElementsAre("--dataset"));
   EXPECT_THAT(Complete({"backfillctl", "plan", "daily_revenue", "--fr"}),
               ElementsAre("--from"));
   EXPECT_THAT(Complete({"backfillctl", "health", "--ans"}),
