@@ -323,7 +323,7 @@ TEST_F(ServerServiceTest, KeysOnADatasetWithoutEntityKeyAreRefused) {
               HasSubstr("dataset \"daily_revenue\" declares no entity_key"));
   absl::Status submit = client_->Submit(request, "keys-key").status();
   EXPECT_EQ(submit.code(), absl::StatusCode::kInvalidArgument) << submit;
-  EXPECT_THAT(submit.message(), HasSubstr("keys:"));
+  EXPECT_THAT(submit.message(), HasSubstr("`keys`:"));
   EXPECT_EQ(StoredJobs(), 0u);
 }
 
@@ -535,7 +535,7 @@ TEST_F(ServerServiceTest, MaxCostRefusesASubmitOverItAndCreatesNothing) {
   sqlite3_close(db);
   ASSERT_GT(estimate, 1);
   const std::string refusal = absl::StrCat(
-      "estimated cost ", estimate, " input_rows exceeds --max-cost ",
+      "estimated cost ", estimate, " input_rows exceeds `max_cost` ",
       estimate - 1, " (a full reload costs ", full,
       " input_rows): narrow the scope or raise the limit");
 
@@ -913,7 +913,7 @@ TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
   // The id: missing, malformed, unknown.
   absl::StatusOr<v1::Backfill> r = client_->Rollback(request);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("missing backfill id"));
+  EXPECT_THAT(r.status().message(), HasSubstr("`id` is empty"));
   request.set_id("job-1");
   r = client_->Rollback(request);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -1132,7 +1132,7 @@ TEST_F(ServerServiceTest, AffectedByIsKeptWithTheJobAndInItsFingerprint) {
   absl::StatusOr<v1::SubmitBackfillResponse> other = client_->Submit(
       AffectedRequest("orders: refund > 0 AND amount > 60"), "affected-1");
   EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(other.status().message(), HasSubstr("idempotency key"));
+  EXPECT_THAT(other.status().message(), HasSubstr("`idempotency_key`"));
   EXPECT_EQ(StoredJobs(), 1u);
 }
 
