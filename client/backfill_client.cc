@@ -20,12 +20,6 @@ std::chrono::system_clock::time_point DeadlineAfter(absl::Duration timeout) {
 
 }  // namespace
 
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
-}
-
 bool IsRetryableSubmitError(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded;

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
+#include "client/rpc_error.h"
 #include "grpcpp/grpcpp.h"
 
 namespace backfill {
@@ -188,9 +189,6 @@ class BackfillClient {
   absl::Duration rpc_timeout_ = absl::Seconds(30);
   std::string token_;
 };
-
-// Maps a grpc::Status to an absl::Status with the same code and message.
-absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace backfill
 

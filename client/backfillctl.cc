@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -35,7 +37,9 @@
 #include "client/cli_command_line.h"
 #include "client/cli_completion.h"
 #include "client/cli_format.h"
+#include "client/cli_terms.h"
 #include "client/governance_format.h"
+#include "client/rpc_error.h"
 
 namespace backfill {
 namespace {
@@ -281,8 +285,23 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
 }
 
 int Cli::RpcError(const absl::Status& status, absl::string_view more) const {
+  // The server names request fields and methods in API terms; say them as
+  // this CLI's flags and commands, and name the flags of refused fields the
+  // message does not mention.
   std::string line = absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                                  status.message());
+                                  cli::InCliTerms(status.message()));
+  std::vector<std::string> flags;
+  for (const RpcFieldViolation& violation : FieldViolationsOf(status)) {
+    std::optional<std::string> flag = cli::FlagOfField(violation.field);
+    if (!flag.has_value() || absl::StrContains(line, *flag) ||
+        std::find(flags.begin(), flags.end(), *flag) != flags.end()) {
+      continue;
+    }
+    flags.push_back(*flag);
+  }
+  if (!flags.empty()) {
+    absl::StrAppend(&line, " (", absl::StrJoin(flags, ", "), ")");
+  }
   if (status.code() == absl::StatusCode::kUnavailable) {
     absl::StrAppend(&line, "; is backfilld running at ", globals_.server, "?");
     if (absl::StrContains(status.message(), "Socket closed")) {

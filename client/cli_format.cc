@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "client/cli_terms.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "text/display_text.h"
@@ -265,14 +266,16 @@ std::string BudgetText(const v1::PlanBackfillResponse& response) {
   if (!refused) return absl::StrCat(out, " (within)\n");
   absl::StrAppend(
       &out, "\nA submit of this plan WOULD BE REFUSED: ",
-      TerminalText(cost.refused().empty() ? "over a budget" : cost.refused()),
+      TerminalText(cost.refused().empty() ? "over a budget"
+                                          : InCliTerms(cost.refused())),
       "\n");
   for (const v1::DatasetPlan& plan : response.datasets()) {
     if (plan.cost().refused().empty() ||
         plan.cost().refused() == cost.refused()) {
       continue;
     }
-    absl::StrAppend(&out, "  also: ", TerminalText(plan.cost().refused()),
+    absl::StrAppend(&out,
+                    "  also: ", TerminalText(InCliTerms(plan.cost().refused())),
                     "\n");
   }
   return out;

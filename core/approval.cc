@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/error_details.h"
 
 namespace backfill {
 
@@ -29,9 +30,10 @@ std::string AwaitingApprovalMessage(const std::string& job_id,
 
 absl::Status CheckApprovalRequest(const Approval& approval) {
   if (absl::StripAsciiWhitespace(approval.reason).empty()) {
-    return absl::InvalidArgumentError(
-        "reason: an approval needs a reason (why publishing this job is "
-        "right); it is recorded in the audit log and in lineage");
+    return InvalidFieldError(
+        "reason", "REASON_REQUIRED",
+        "an approval needs a `reason` (why publishing this job is right); it "
+        "is recorded in the audit log and in lineage");
   }
   return absl::OkStatus();
 }
@@ -59,7 +61,7 @@ absl::Status RefuseApproval(const Job& job, const Approval& approval,
       return absl::FailedPreconditionError(absl::StrCat(
           head,
           " but a decision on it (cancel, supersede or another approval) is "
-          "being carried out right now; see backfillctl status ",
+          "being carried out right now; see `GetBackfill` ",
           job.id));
     case JobState::kValidationFailed:
       if (!held) {
@@ -72,15 +74,15 @@ absl::Status RefuseApproval(const Job& job, const Approval& approval,
       if (!approval.override_validation) {
         return absl::FailedPreconditionError(absl::StrCat(
             head, ": ", job.message,
-            ". Approving it publishes data that failed these checks: pass "
-            "--override (override_validation) only if you mean that, "
+            ". Approving it publishes data that failed these checks: set "
+            "`override_validation` only if you mean that, "
             "otherwise fix the data or the transform and submit a new "
             "backfill"));
       }
       return absl::FailedPreconditionError(absl::StrCat(
           head,
           " but a decision on it (cancel, supersede or another approval) is "
-          "being carried out right now; see backfillctl status ",
+          "being carried out right now; see `GetBackfill` ",
           job.id));
     case JobState::kCancelled:
       return absl::FailedPreconditionError(
@@ -90,7 +92,7 @@ absl::Status RefuseApproval(const Job& job, const Approval& approval,
       return absl::FailedPreconditionError(absl::StrCat(
           head,
           "; approve publishes only jobs AWAITING_APPROVAL (or "
-          "VALIDATION_FAILED, with override). Retry it (backfillctl retry ",
+          "VALIDATION_FAILED, with override). Retry it (`RetryBackfill` ",
           job.id, ") or cancel it"));
     default:
       break;
@@ -109,7 +111,7 @@ absl::Status RefuseApproval(const Job& job, const Approval& approval,
       head,
       "; only a job AWAITING_APPROVAL (or VALIDATION_FAILED, with override) "
       "can be approved. A job that needs approval stops in AWAITING_APPROVAL "
-      "once it is validated (backfillctl watch ",
+      "once it is validated (`WatchBackfill` ",
       job.id, ")"));
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "core/affected_by.h"
 #include "core/entity_keys.h"
+#include "core/error_details.h"
 #include "core/fingerprint.h"
 #include "core/static_check.h"
 #include "core/status_macros.h"
@@ -27,13 +28,15 @@ constexpr int kMaxParallel = 100000;
 absl::Status CheckField(const char* name, const std::string& value,
                         size_t max) {
   if (value.size() > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " is ", value.size(), " bytes; at most ", max));
+    return InvalidFieldError(name, "FIELD_TOO_LONG",
+                             absl::StrCat("`", name, "` is ", value.size(),
+                                          " bytes; at most ", max));
   }
   for (unsigned char c : value) {
     if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " contains a control character"));
+      return InvalidFieldError(
+          name, "CONTROL_CHARACTER",
+          absl::StrCat("`", name, "` contains a control character"));
     }
   }
   return absl::OkStatus();
@@ -41,8 +44,9 @@ absl::Status CheckField(const char* name, const std::string& value,
 
 absl::Status ValidateSubmit(const BackfillRequest& r, const std::string& key) {
   if (absl::StripAsciiWhitespace(r.reason).empty()) {
-    return absl::InvalidArgumentError(
-        "a reason is required: say why this backfill runs (--reason); it is "
+    return InvalidFieldError(
+        "reason", "REASON_REQUIRED",
+        "a reason is required: say in `reason` why this backfill runs; it is "
         "recorded in the lineage of every partition it publishes");
   }
   RETURN_IF_ERROR(CheckField("reason", r.reason, kMaxReason));
@@ -53,14 +57,17 @@ absl::Status ValidateSubmit(const BackfillRequest& r, const std::string& key) {
     RETURN_IF_ERROR(ParseAffectedBy(r.affected_by).status());
   }
   if (r.priority < -kMaxPriority || r.priority > kMaxPriority) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("priority ", r.priority, " is out of range: use -",
+    return InvalidFieldError(
+        "priority", "PRIORITY_OUT_OF_RANGE",
+        absl::StrCat("`priority` ", r.priority, " is out of range: use -",
                      kMaxPriority, "..", kMaxPriority, " (default 0)"));
   }
   if (r.max_parallel < 0 || r.max_parallel > kMaxParallel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_parallel ", r.max_parallel, " is out of range: use 1..",
-        kMaxParallel, ", or 0 for no limit of the job's own"));
+    return InvalidFieldError(
+        "max_parallel", "MAX_PARALLEL_OUT_OF_RANGE",
+        absl::StrCat("`max_parallel` ", r.max_parallel,
+                     " is out of range: use 1..", kMaxParallel,
+                     ", or 0 for no limit of the job's own"));
   }
   return absl::OkStatus();
 }
@@ -125,6 +132,33 @@ std::string DescribeRequest(const BackfillRequest& r) {
   return absl::StrCat(r.dataset, " ", scope, ", reason \"", r.reason, "\"");
 }
 
+// `result`, a decision on job `id`; a refusal because of the job's state
+// (FAILED_PRECONDITION without a reason of its own) gets the reason
+// BACKFILL_STATE_CONFLICT.
+absl::StatusOr<Job> WithStateReason(absl::StatusOr<Job> result,
+                                    const std::string& id) {
+  if (result.ok() ||
+      result.status().code() != absl::StatusCode::kFailedPrecondition ||
+      !DetailsOf(result.status()).reason.empty()) {
+    return result;
+  }
+  return WithReason(result.status(), "BACKFILL_STATE_CONFLICT",
+                    {{"backfill_id", id}});
+}
+
+// INVALID_ARGUMENT: `key` names job `id`, made for another request.
+absl::Status KeyReused(const std::string& key, const std::string& id,
+                       const BackfillRequest& request) {
+  return WithFieldViolation(
+      WithReason(absl::InvalidArgumentError(absl::StrCat(
+                     "`idempotency_key` \"", key, "\" was already used by job ",
+                     id, " for a different request (", DescribeRequest(request),
+                     "); use a new key")),
+                 "IDEMPOTENCY_KEY_REUSED", {{"backfill_id", id}}),
+      "idempotency_key",
+      absl::StrCat("already used by job ", id, " for a different request"));
+}
+
 // Who asked for the job and why, for its creation event in the audit log
 // (the jobs row can change; the log keeps this for good): "submitted by
 // frank, ticket T-9, reason: fix late orders". The reason comes last: it
@@ -174,10 +208,12 @@ absl::Status BackfillManager::CheckSql(const Plan& plan) {
   ASSIGN_OR_RETURN(std::vector<std::string> problems,
                    CheckPipelineSql(*catalog_, engine_, datasets));
   if (problems.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the pipeline's SQL does not work against the warehouse (fix the "
-      "pipeline file or the warehouse, then plan again): ",
-      absl::StrJoin(problems, "; ")));
+  return WithReason(
+      absl::FailedPreconditionError(absl::StrCat(
+          "the pipeline's SQL does not work against the warehouse (fix the "
+          "pipeline file or the warehouse, then plan again): ",
+          absl::StrJoin(problems, "; "))),
+      "PIPELINE_SQL_INVALID");
 }
 
 absl::StatusOr<Plan> BackfillManager::PlanBackfill(
@@ -199,10 +235,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
                      store_->FindJobByKey(options.idempotency_key));
     if (!job.has_value()) return std::optional<SubmitResult>();
     if (job->request_fingerprint != fingerprint) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "idempotency key \"", options.idempotency_key,
-          "\" was already used by job ", job->id, " for a different request (",
-          DescribeRequest(job->request), "); use a new key"));
+      return KeyReused(options.idempotency_key, job->id, job->request);
     }
     return std::optional<SubmitResult>(SubmitResult{*std::move(job), false});
   };
@@ -215,9 +248,11 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   // did not wait for would run anyway.
   const auto abandoned = [&options]() -> absl::Status {
     if (options.abandoned && options.abandoned()) {
-      return absl::CancelledError(
-          "the submit was cancelled by its caller (or its deadline passed) "
-          "before the job was created; nothing was submitted");
+      return WithReason(
+          absl::CancelledError(
+              "the submit was cancelled by its caller (or its deadline "
+              "passed) before the job was created; nothing was submitted"),
+          "SUBMIT_ABANDONED");
     }
     return absl::OkStatus();
   };
@@ -226,7 +261,8 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   RETURN_IF_ERROR(abandoned());
   // Over a budget (core/cost_budget.h): refused before anything is created.
   if (!plan.cost.refused.empty()) {
-    return absl::FailedPreconditionError(plan.cost.refused);
+    return WithReason(absl::FailedPreconditionError(plan.cost.refused),
+                      "COST_BUDGET_EXCEEDED");
   }
 
   absl::MutexLock admission(&admission_mu_);
@@ -257,10 +293,20 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   } else {
     const std::string who = runner_.Describe(blockers);
     if (options.no_wait) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "some planned partitions are held by ", who,
-          "; without no-wait the job would queue behind them and start when "
-          "they finish"));
+      return WithFieldViolation(
+          WithReason(
+              absl::FailedPreconditionError(absl::StrCat(
+                  "some planned partitions are held by ", who,
+                  "; without `no_wait` the job would queue behind them and "
+                  "start when they finish")),
+              "PARTITIONS_HELD",
+              {{"backfill_ids",
+                absl::StrJoin(
+                    blockers, ",",
+                    [](std::string* out, const Admission::Overlap& overlap) {
+                      out->append(overlap.job_id);
+                    })}}),
+          "no_wait", absl::StrCat("the planned partitions are held by ", who));
     }
     job.message = absl::StrCat("waiting for ", who,
                                " to finish: per partition, jobs run in the "
@@ -272,11 +318,8 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
                    store_->CreateJob(job, clock_->Now()));
   if (!created.created) {
     if (created.job.request_fingerprint != job.request_fingerprint) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "idempotency key \"", options.idempotency_key,
-          "\" was already used by job ", created.job.id,
-          " for a different request (", DescribeRequest(created.job.request),
-          "); use a new key"));
+      return KeyReused(options.idempotency_key, created.job.id,
+                       created.job.request);
     }
     return SubmitResult{std::move(created.job), false};
   }
@@ -307,15 +350,16 @@ absl::StatusOr<Job> BackfillManager::Approve(const std::string& id,
   RETURN_IF_ERROR(
       CheckField("approved_by", approval.approved_by, kMaxShortField));
   absl::MutexLock admission(&admission_mu_);
-  ASSIGN_OR_RETURN(Job job, runner_.Approve(id, approval));
-  return job;
+  return WithStateReason(runner_.Approve(id, approval), id);
 }
 
 absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
   if (request.sample_rows < 0 || request.sample_rows > kDiffStoredSamples) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sample_rows ", request.sample_rows, " is out of range: use 0..",
-        kDiffStoredSamples, " (sample rows per partition)"));
+    return InvalidFieldError(
+        "sample_rows", "SAMPLE_ROWS_OUT_OF_RANGE",
+        absl::StrCat("`sample_rows` ", request.sample_rows,
+                     " is out of range: use 0..", kDiffStoredSamples,
+                     " (sample rows per partition)"));
   }
   if (request.offset < 0 || request.limit < 1) {
     return absl::InvalidArgumentError("diff page out of range");
@@ -329,9 +373,11 @@ absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
       found = found || dp.dataset == request.dataset;
     }
     if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset: \"", request.dataset, "\" is not in the plan of job ",
-          request.id, " (it has: ", absl::StrJoin(names, ", "), ")"));
+      return InvalidFieldError(
+          "dataset", "DATASET_NOT_IN_PLAN",
+          absl::StrCat("`dataset` \"", request.dataset,
+                       "\" is not in the plan of job ", request.id,
+                       " (it has: ", absl::StrJoin(names, ", "), ")"));
     }
   }
   ASSIGN_OR_RETURN(
@@ -344,7 +390,7 @@ absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
         "computed once every partition is staged",
         IsTerminal(job.state)
             ? ""
-            : absl::StrCat(" yet (backfillctl watch ", request.id, ")")));
+            : absl::StrCat(" yet (`WatchBackfill` ", request.id, ")")));
   }
   DiffPage page;
   page.job = std::move(job);
@@ -392,7 +438,7 @@ absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
                                             const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return runner_.Cancel(id, reason, actor);
+  return WithStateReason(runner_.Cancel(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Pause(const std::string& id,
@@ -400,7 +446,7 @@ absl::StatusOr<Job> BackfillManager::Pause(const std::string& id,
                                            const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return runner_.Pause(id, reason, actor);
+  return WithStateReason(runner_.Pause(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Resume(const std::string& id,
@@ -408,7 +454,7 @@ absl::StatusOr<Job> BackfillManager::Resume(const std::string& id,
                                             const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return runner_.Resume(id, reason, actor);
+  return WithStateReason(runner_.Resume(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Retry(const std::string& id,
@@ -417,23 +463,24 @@ absl::StatusOr<Job> BackfillManager::Retry(const std::string& id,
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
   absl::MutexLock admission(&admission_mu_);
-  return runner_.Retry(id, reason, actor);
+  return WithStateReason(runner_.Retry(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
                                               const RollbackRequest& request) {
   if (absl::StripAsciiWhitespace(request.reason).empty()) {
-    return absl::InvalidArgumentError(
-        "reason: a rollback requires a reason (--reason): say why the job's "
-        "data is withdrawn; it is recorded in the job, the audit log and "
-        "the lineage of every partition restored");
+    return InvalidFieldError(
+        "reason", "REASON_REQUIRED",
+        "a rollback requires a reason: say in `reason` why the job's data "
+        "is withdrawn; it is recorded in the job, the audit log and the "
+        "lineage of every partition restored");
   }
   RETURN_IF_ERROR(CheckField("reason", request.reason, kMaxReason));
   RETURN_IF_ERROR(
       CheckField("requested_by", request.requested_by, kMaxShortField));
   // Not under admission_mu_: a rollback may take long, and it holds its
   // partitions in the runner's admission itself.
-  return runner_.Rollback(id, request);
+  return WithStateReason(runner_.Rollback(id, request), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id,
@@ -442,7 +489,7 @@ absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id,
   // confirmation are one decision.
   absl::MutexLock admission(&admission_mu_);
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return runner_.Confirm(id, "", actor);
+  return WithStateReason(runner_.Confirm(id, "", actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/error_details.h"
 
 namespace backfill {
 namespace {
@@ -23,9 +24,10 @@ std::string Grouped(std::string digits) {
 
 absl::Status ValidateMaxCost(double max_cost) {
   if (std::isnan(max_cost) || std::isinf(max_cost) || max_cost < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_cost (--max-cost) is ", max_cost,
-                     "; give a number of ", kCostUnit, " >= 0 (0: no limit)"));
+    return InvalidFieldError(
+        "max_cost", "MAX_COST_INVALID",
+        absl::StrCat("`max_cost` is ", max_cost, "; give a number of ",
+                     kCostUnit, " >= 0 (0: no limit)"));
   }
   return absl::OkStatus();
 }
@@ -57,7 +59,7 @@ void ApplyBudgets(const Catalog& catalog, const BackfillRequest& request,
     if (plan->cost.backfill > request.max_cost) {
       first = absl::StrCat(
           "estimated cost ", FormatCostFigure(plan->cost.backfill), " ",
-          kCostUnit, " exceeds --max-cost ", FormatCostFigure(request.max_cost),
+          kCostUnit, " exceeds `max_cost` ", FormatCostFigure(request.max_cost),
           " (a full reload costs ", FormatCostFigure(plan->cost.full_reload),
           " ", kCostUnit, "): narrow the scope or raise the limit");
     }

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/error_details.h"
 #include "core/partition.h"
 #include "core/partition_layout.h"
 #include "core/status_macros.h"
@@ -16,9 +17,11 @@ absl::StatusOr<PartitionHistory> ExplainPartition(
     const std::string& partition) {
   const DatasetSpec* spec = catalog.Find(dataset);
   if (spec == nullptr) {
-    return absl::NotFoundError(absl::StrCat(
-        "no dataset ", QuoteValue(dataset),
-        " is declared in the pipelines (backfillctl datasets lists them)"));
+    return WithReason(
+        absl::NotFoundError(absl::StrCat(
+            "no dataset ", QuoteValue(dataset),
+            " is declared in the pipelines (`ListDatasets` lists them)")),
+        "DATASET_NOT_FOUND", {{"dataset", dataset}});
   }
   if (!spec->is_derived()) {
     return absl::FailedPreconditionError(absl::StrCat(

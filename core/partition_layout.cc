@@ -167,8 +167,8 @@ absl::StatusOr<std::vector<std::string>> EnumerateRange(
         "range [", QuoteValue(from), ", ", QuoteValue(to), ") has two keys (",
         QuoteValue(lo->key), " and ", QuoteValue(hi->key),
         "); a range covers one key (both ends TIME|KEY with the same key) "
-        "or every key (both ends times); list other partitions with "
-        "--partitions"));
+        "or every key (both ends times); list other partitions in "
+        "`partitions`"));
   }
   ASSIGN_OR_RETURN(
       std::vector<std::string> times,

@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/affected_by.h"
 #include "core/cost_budget.h"
 #include "core/cost_estimator.h"
 #include "core/entity_keys.h"
+#include "core/error_details.h"
 #include "core/partition.h"
 #include "core/partition_layout.h"
 #include "core/stale_lineage.h"
@@ -34,6 +36,26 @@ std::string KnownDerived(const Catalog& catalog) {
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
 
+// `status`, the refusal of the range of `r`, naming the end that is not a
+// partition of `ds` (EnumerateRange says "range start: ..." or "range end:
+// ..."), or both ends when the range itself is refused (reversed, too
+// long, two keys).
+absl::Status NameRangeFields(const DatasetSpec& ds, const BackfillRequest& r,
+                             const absl::Status& status) {
+  const bool bad_from = absl::StartsWith(status.message(), "range start:");
+  const bool bad_to = absl::StartsWith(status.message(), "range end:");
+  absl::Status named = WithReason(
+      status, bad_from || bad_to ? "PARTITION_MALFORMED" : "RANGE_INVALID",
+      {{"dataset", ds.name}});
+  if (!bad_to) {
+    named = WithFieldViolation(named, "from_partition", status.message());
+  }
+  if (!bad_from) {
+    named = WithFieldViolation(named, "to_partition", status.message());
+  }
+  return named;
+}
+
 // Resolves the requested scope of `ds` into sorted, unique partitions.
 absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
                                                       const BackfillRequest& r,
@@ -43,47 +65,64 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
   const bool has_list = !r.partitions.empty();
   if (grain == Grain::kNone) {
     if (has_range || has_list) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset \"", ds.name,
-          "\" is unpartitioned: give no --from/--to/--partitions; the whole "
-          "table is recomputed"));
+      return InvalidFieldError(
+          has_list ? "partitions" : "from_partition", "SCOPE_INVALID",
+          absl::StrCat("dataset \"", ds.name,
+                       "\" is unpartitioned: give no `from_partition`, "
+                       "`to_partition` or `partitions`; the whole table is "
+                       "recomputed"));
     }
     return std::vector<std::string>{""};
   }
   if (has_range && has_list) {
-    return absl::InvalidArgumentError(
-        "give either a range (--from/--to) or a partition list "
-        "(--partitions), not both");
+    return InvalidFieldError(
+        "partitions", "SCOPE_INVALID",
+        "give either a range (`from_partition`, `to_partition`) or a "
+        "partition list (`partitions`), not both");
   }
   if (!has_range && !has_list) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no scope: give --from A --to B (half-open) or --partitions p1,p2 "
-        "for dataset \"",
-        ds.name, "\" (grain ", LayoutName(ds.layout()), ")"));
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(
+            "no scope: give a half-open range (`from_partition`, "
+            "`to_partition`), a partition list (`partitions`), `affected_by` "
+            "or `auto_detect` for dataset \"",
+            ds.name, "\" (grain ", LayoutName(ds.layout()), ")")),
+        "SCOPE_MISSING", {{"dataset", ds.name}});
   }
   std::vector<std::string> out;
   const PartitionLayout layout = ds.layout();
   if (has_range) {
     if (grain == Grain::kKey) {
-      return absl::InvalidArgumentError(
+      return InvalidFieldError(
+          "from_partition", "SCOPE_INVALID",
           absl::StrCat("dataset \"", ds.name,
-                       "\" is partitioned by key: a range has no meaning; give "
-                       "--partitions"));
+                       "\" is partitioned by key: a range has no meaning; "
+                       "list the keys in `partitions`"));
     }
     if (r.from.empty() || r.to.empty()) {
-      return absl::InvalidArgumentError(
-          "a range needs both --from and --to (half-open: [from, to))");
+      return InvalidFieldError(
+          r.from.empty() ? "from_partition" : "to_partition", "SCOPE_INVALID",
+          "a range needs both `from_partition` and `to_partition` (half-open: "
+          "[from_partition, to_partition))");
     }
-    ASSIGN_OR_RETURN(out, EnumerateRange(layout, r.from, r.to, max_partitions));
-    return out;
+    absl::StatusOr<std::vector<std::string>> range =
+        EnumerateRange(layout, r.from, r.to, max_partitions);
+    if (!range.ok()) return NameRangeFields(ds, r, range.status());
+    return *std::move(range);
   }
   std::set<std::string> unique;
-  for (const std::string& p : r.partitions) {
-    RETURN_IF_ERROR(ValidateDatasetPartition(ds, p));
-    unique.insert(p);
+  for (size_t i = 0; i < r.partitions.size(); ++i) {
+    absl::Status valid = ValidateDatasetPartition(ds, r.partitions[i]);
+    if (!valid.ok()) {
+      return WithFieldViolation(
+          WithReason(valid, "PARTITION_MALFORMED", {{"dataset", ds.name}}),
+          absl::StrCat("partitions[", i, "]"), valid.message());
+    }
+    unique.insert(r.partitions[i]);
   }
   if (unique.size() > max_partitions) {
-    return absl::InvalidArgumentError(
+    return InvalidFieldError(
+        "partitions", "PLAN_TOO_LARGE",
         absl::StrCat(unique.size(), " partitions requested; at most ",
                      max_partitions, " per backfill"));
   }
@@ -125,9 +164,10 @@ absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
     const DatasetSpec& target, const BackfillRequest& request) const {
   if (!request.from.empty() || !request.to.empty() ||
       !request.partitions.empty()) {
-    return absl::InvalidArgumentError(
-        "affected_by is a scope of its own: give either --affected-by or "
-        "--from/--to/--partitions, not both");
+    return InvalidFieldError(
+        "affected_by", "SCOPE_INVALID",
+        "`affected_by` is a scope of its own: give either `affected_by` or "
+        "`from_partition`/`to_partition`/`partitions`, not both");
   }
   ASSIGN_OR_RETURN(AffectedBy affected, ParseAffectedBy(request.affected_by));
   // The target and everything it reads, transitively.
@@ -152,35 +192,42 @@ absl::StatusOr<std::vector<std::string>> Planner::ResolveAffectedBy(
       "; give \"", target.name, "\" or one of its upstreams (",
       upstreams.empty() ? "it has none" : absl::StrJoin(upstreams, ", "), ")");
   if (from == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "affected_by: unknown dataset \"", affected.dataset, "\"", choices));
+    return InvalidFieldError("affected_by", "DATASET_NOT_FOUND",
+                             absl::StrCat("`affected_by`: unknown dataset \"",
+                                          affected.dataset, "\"", choices));
   }
   if (readable.count(from->name) == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("affected_by: dataset \"", from->name,
+    return InvalidFieldError(
+        "affected_by", "NOT_UPSTREAM",
+        absl::StrCat("`affected_by`: dataset \"", from->name,
                      "\" is not upstream of \"", target.name, "\"", choices));
   }
   ASSIGN_OR_RETURN(std::vector<std::string> matching,
                    engine_->PartitionsMatching(*from, affected.predicate,
                                                limits_.max_partitions));
   if (matching.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no partition of ", from->name, " has a row where ",
-                     affected.predicate, "; nothing to backfill"));
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "no partition of ", from->name, " has a row where ",
+                          affected.predicate, "; nothing to backfill")),
+                      "NOTHING_TO_BACKFILL");
   }
   ASSIGN_OR_RETURN(std::vector<std::string> mapped,
                    MapDownstream(*from, matching, target));
   if (mapped.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the ", matching.size(), " partition(s) of ", from->name,
-        " with a row where ", affected.predicate, " affect no partition of ",
-        target.name, "; nothing to backfill"));
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "the ", matching.size(), " partition(s) of ", from->name,
+            " with a row where ", affected.predicate,
+            " affect no partition of ", target.name, "; nothing to backfill")),
+        "NOTHING_TO_BACKFILL");
   }
   if (mapped.size() > limits_.max_partitions) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "affected_by: ", mapped.size(), " partitions of ", target.name,
-        " are affected; at most ", limits_.max_partitions,
-        " per backfill: narrow the predicate"));
+    return InvalidFieldError(
+        "affected_by", "PLAN_TOO_LARGE",
+        absl::StrCat("`affected_by`: ", mapped.size(), " partitions of ",
+                     target.name, " are affected; at most ",
+                     limits_.max_partitions,
+                     " per backfill: narrow the predicate"));
   }
   return mapped;
 }
@@ -189,27 +236,33 @@ absl::StatusOr<std::vector<StalePartition>> Planner::ResolveAuto(
     const DatasetSpec& target, const BackfillRequest& request) const {
   if (!request.from.empty() || !request.to.empty() ||
       !request.partitions.empty() || !request.affected_by.empty()) {
-    return absl::InvalidArgumentError(
-        "auto_detect (--auto) is a scope of its own: give either --auto or "
-        "--from/--to/--partitions/--affected-by, not both");
+    return InvalidFieldError(
+        "auto_detect", "SCOPE_INVALID",
+        "`auto_detect` is a scope of its own: give either `auto_detect` or "
+        "`from_partition`/`to_partition`/`partitions`/`affected_by`, not "
+        "both");
   }
   if (history_ == nullptr) {
     return absl::FailedPreconditionError(
-        "auto_detect (--auto) needs the recorded lineage, and this planner "
-        "has no state store");
+        "`auto_detect` needs the recorded lineage, and this planner has no "
+        "state store");
   }
   ASSIGN_OR_RETURN(std::vector<StalePartition> stale,
                    FindStalePartitions(*catalog_, *engine_, *history_, target));
   if (stale.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("nothing to backfill: every published partition of ",
-                     target.name, " matches its lineage"));
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "nothing to backfill: every published partition of ",
+                          target.name, " matches its lineage")),
+                      "NOTHING_TO_BACKFILL");
   }
   if (stale.size() > limits_.max_partitions) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--auto found ", stale.size(), " stale partitions of ", target.name,
-        "; at most ", limits_.max_partitions,
-        " per backfill: backfill them in ranges with --from/--to"));
+    return InvalidFieldError(
+        "auto_detect", "PLAN_TOO_LARGE",
+        absl::StrCat("`auto_detect` found ", stale.size(),
+                     " stale partitions of ", target.name, "; at most ",
+                     limits_.max_partitions,
+                     " per backfill: backfill them in ranges "
+                     "(`from_partition`, `to_partition`)"));
   }
   return stale;
 }
@@ -321,11 +374,13 @@ absl::Status Planner::Propagate(
                                   absl::StrCat("downstream of ", d.name));
         }
         if (total > limits_.max_partitions) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("the plan has more than ", limits_.max_partitions,
-                           " partitions (with dependents, reached at ",
-                           dep->name, "); at most ", limits_.max_partitions,
-                           " per backfill: narrow the scope"));
+          return WithReason(
+              absl::InvalidArgumentError(absl::StrCat(
+                  "the plan has more than ", limits_.max_partitions,
+                  " partitions (with dependents, reached at ", dep->name,
+                  "); at most ", limits_.max_partitions,
+                  " per backfill: narrow the scope")),
+              "PLAN_TOO_LARGE");
         }
       }
     }
@@ -406,26 +461,33 @@ absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
 absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   const DatasetSpec* target = catalog_->Find(request.dataset);
   if (request.dataset.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no dataset given; derived datasets: ", KnownDerived(*catalog_)));
+    return InvalidFieldError(
+        "dataset", "DATASET_MISSING",
+        absl::StrCat("`dataset` is empty; derived datasets: ",
+                     KnownDerived(*catalog_)));
   }
   if (target == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown dataset \"", request.dataset,
-                     "\"; derived datasets: ", KnownDerived(*catalog_)));
+    return WithFieldViolation(
+        WithReason(absl::InvalidArgumentError(absl::StrCat(
+                       "unknown dataset \"", request.dataset,
+                       "\"; derived datasets: ", KnownDerived(*catalog_))),
+                   "DATASET_NOT_FOUND", {{"dataset", request.dataset}}),
+        "dataset", "no dataset of this name is declared");
   }
   if (!target->is_derived()) {
     std::vector<std::string> readers;
     for (const DatasetSpec* d : catalog_->DirectDependents(target->name)) {
       readers.push_back(d->name);
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset \"", target->name,
-        "\" is a source: backfilld never writes sources; backfill a derived "
-        "dataset that reads it",
-        readers.empty()
-            ? ""
-            : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
+    return InvalidFieldError(
+        "dataset", "DATASET_IS_SOURCE",
+        absl::StrCat(
+            "dataset \"", target->name,
+            "\" is a source: backfilld never writes sources; backfill a "
+            "derived dataset that reads it",
+            readers.empty()
+                ? ""
+                : absl::StrCat(" (", absl::StrJoin(readers, ", "), ")")));
   }
   RETURN_IF_ERROR(ValidateMaxCost(request.max_cost));
   std::vector<std::string> keys;
@@ -494,9 +556,11 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     plan.datasets.push_back(std::move(dp));
   }
   if (total > limits_.max_partitions) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the plan has ", total, " partitions (with dependents); at most ",
-        limits_.max_partitions, " per backfill: narrow the scope"));
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(
+            "the plan has ", total, " partitions (with dependents); at most ",
+            limits_.max_partitions, " per backfill: narrow the scope")),
+        "PLAN_TOO_LARGE");
   }
   for (DatasetPlan& dp : plan.datasets) {
     const DatasetSpec& d = *catalog_->Find(dp.dataset);

@@ -106,7 +106,7 @@ absl::StatusOr<std::vector<Job>> LaterJobs(
         " alone would discard their rows. Roll back ",
         ids.size() > 1 ? "those jobs first, newest first"
                        : absl::StrCat(newest, " first"),
-        ", or use --force to roll them back together with ", job.id,
+        ", or set `force` to roll them back together with ", job.id,
         " to the state before ", job.id,
         " (allowed only when every partition they published lies within ",
         job.id, "'s)"));
@@ -119,7 +119,7 @@ absl::StatusOr<std::vector<Job>> LaterJobs(
     if (other->state != JobState::kSucceeded &&
         other->state != JobState::kDownstreamUnhealthy) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "--force cannot roll back ", id, " together with ", job.id, ": ", id,
+          "`force` cannot roll back ", id, " together with ", job.id, ": ", id,
           " is ", JobStateName(other->state),
           ", and only SUCCEEDED or DOWNSTREAM_UNHEALTHY jobs are rolled "
           "back"));
@@ -127,7 +127,7 @@ absl::StatusOr<std::vector<Job>> LaterJobs(
     for (const auto& [dataset, partition] : ScopeOf(other->plan)) {
       if (mine.count({dataset, partition})) continue;
       return absl::FailedPreconditionError(absl::StrCat(
-          "--force is refused: later job ", id, " also published ",
+          "`force` is refused: later job ", id, " also published ",
           partition.empty()
               ? absl::StrCat("dataset ", dataset)
               : absl::StrCat("partition ", partition, " of ", dataset),

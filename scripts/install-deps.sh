@@ -16,6 +16,8 @@ PACKAGES=(
   sqlite3 jq curl clang-format
   openssl  # tests make their own TLS certificates
   python3  # the demo's revenue cache (examples/demo/revenue_cache.py)
+  python3-grpcio python3-protobuf  # the Python client of the API tests
+  golang-github-gogo-googleapis-dev  # google/rpc/*.proto: error details
   prometheus  # for promtool (metrics and alert-rule checks)
 )
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/access_policy.h"
+#include "core/error_details.h"
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
@@ -23,8 +24,24 @@
 namespace backfill {
 namespace {
 
-grpc::Status InvalidArgument(const std::string& message) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+grpc::Status InvalidField(absl::string_view field, absl::string_view reason,
+                          const std::string& message) {
+  return ToGrpcStatus(InvalidFieldError(field, reason, message));
+}
+
+// The answer to a call that arrives, or is still waited on, while the
+// daemon drains.
+grpc::Status ShuttingDown(absl::string_view what) {
+  return ToGrpcStatus(WithReason(absl::UnavailableError(absl::StrCat(
+                                     "backfilld is shutting down; ", what)),
+                                 "SHUTTING_DOWN"));
+}
+
+// The fields of SubmitBackfillRequest beside `request`: an error about them
+// is named at the top level, every other field inside `request`.
+absl::Status NameSubmitFields(absl::Status status) {
+  return PrefixFieldPaths(std::move(status), "request",
+                          {"idempotency_key", "no_wait"});
 }
 
 // A wrong method table is a programming error: say so (on stderr, whatever
@@ -156,7 +173,9 @@ grpc::Status BackfillServiceImpl::PlanBackfill(
     v1::PlanBackfillResponse* response) {
   absl::StatusOr<Plan> plan =
       manager_->PlanBackfill(RequestFromProto(request->request()));
-  if (!plan.ok()) return ToGrpcStatus(plan.status());
+  if (!plan.ok()) {
+    return ToGrpcStatus(PrefixFieldPaths(plan.status(), "request"));
+  }
   *response = PlanToProto(*plan, manager_->catalog());
   return grpc::Status::OK;
 }
@@ -165,10 +184,9 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
     grpc::ServerContext* context, const v1::SubmitBackfillRequest* request,
     v1::SubmitBackfillResponse* response) {
   if (shutting_down_.load()) {
-    return grpc::Status(
-        grpc::StatusCode::UNAVAILABLE,
-        "backfilld is shutting down; submit again once it is back (with the "
-        "same idempotency key a repeated submit never creates a second job)");
+    return ShuttingDown(
+        "submit again once it is back (with the same idempotency_key a "
+        "repeated submit never creates a second job)");
   }
   BackfillRequest backfill = RequestFromProto(request->request());
   // Lineage always says who asked: the principal, else the name the client
@@ -181,7 +199,7 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
   options.no_wait = request->no_wait();
   options.abandoned = [context] { return context->IsCancelled(); };
   absl::StatusOr<SubmitResult> result = manager_->Submit(backfill, options);
-  if (!result.ok()) return ToGrpcStatus(result.status());
+  if (!result.ok()) return ToGrpcStatus(NameSubmitFields(result.status()));
   *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());
   response->set_created(result->created);
   return grpc::Status::OK;
@@ -241,8 +259,7 @@ grpc::Status BackfillServiceImpl::Watch(
       return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
     }
     if (shutting_down_.load()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "backfilld is shutting down; watch again later");
+      return ShuttingDown("watch again once it is back");
     }
     // Only the first read is in the view asked for; updates are basic.
     const JobView read_view = sent.has_value() ? JobView::kBasic : *view;
@@ -387,15 +404,19 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
   diff.sample_rows =
       request->has_sample_rows() ? request->sample_rows() : kDefaultDiffSamples;
   if (diff.sample_rows < 0 || diff.sample_rows > kDiffStoredSamples) {
-    return InvalidArgument(absl::StrCat(
-        "sample_rows ", diff.sample_rows, " is out of range: use 0..",
-        kDiffStoredSamples, " (default ", kDefaultDiffSamples, ")"));
+    return InvalidField(
+        "sample_rows", "SAMPLE_ROWS_OUT_OF_RANGE",
+        absl::StrCat("`sample_rows` ", diff.sample_rows,
+                     " is out of range: use 0..", kDiffStoredSamples,
+                     " (default ", kDefaultDiffSamples, ")"));
   }
   const int page_size = request->page_size();
   if (page_size < 0 || page_size > kMaxDiffPageSize) {
-    return InvalidArgument(absl::StrCat(
-        "page_size ", page_size, " is out of range: use 1..", kMaxDiffPageSize,
-        " (0 means ", kDefaultDiffPageSize, ")"));
+    return InvalidField(
+        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
+        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
+                     kMaxDiffPageSize, " (0 means ", kDefaultDiffPageSize,
+                     ")"));
   }
   diff.limit = page_size == 0 ? kDefaultDiffPageSize : page_size;
   // The token is the offset of the page's first partition, as the previous
@@ -407,10 +428,12 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
         !std::all_of(token.begin(), token.end(),
                      [](char c) { return absl::ascii_isdigit(c); }) ||
         !absl::SimpleAtoi(token, &offset) || offset < 1) {
-      return InvalidArgument(absl::StrCat(
-          "page_token \"", absl::CHexEscape(token),
-          "\" is not a token DiffBackfill returned: pass next_page_token of "
-          "the previous page, or nothing for the first page"));
+      return InvalidField(
+          "page_token", "PAGE_TOKEN_INVALID",
+          absl::StrCat("`page_token` \"", absl::CHexEscape(token),
+                       "\" is not a token DiffBackfill returned: pass "
+                       "next_page_token of the previous page, or nothing for "
+                       "the first page"));
     }
     diff.offset = offset;
   }
@@ -440,9 +463,9 @@ grpc::Status BackfillServiceImpl::ExplainPartition(
     grpc::ServerContext* context, const v1::ExplainPartitionRequest* request,
     v1::ExplainPartitionResponse* response) {
   if (request->dataset().empty()) {
-    return InvalidArgument(
-        "missing dataset: name a declared dataset (backfillctl datasets "
-        "lists them)");
+    return InvalidField("dataset", "DATASET_MISSING",
+                        "`dataset` is empty: name a declared dataset "
+                        "(`ListDatasets` lists them)");
   }
   absl::StatusOr<PartitionHistory> history =
       manager_->ExplainPartition(request->dataset(), request->partition());

@@ -6,11 +6,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/error_details.h"
 #include "grpc/grpc_security_constants.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
 #include "server/grpc_metrics.h"
+#include "server/grpc_status.h"
 #include "server/log_text.h"
 #include "spdlog/spdlog.h"
 
@@ -78,30 +80,41 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
       std::optional<Principal> holder =
           tokens_->FindCertificateHolder(*subject);
       if (holder.has_value()) return holder;
-      return absl::UnauthenticatedError(absl::StrCat(
-          "the client certificate's Common Name \"", *subject,
-          "\" is no principal of this backfilld's token file (an entry with "
-          "client_certificate: true), and the call carries no bearer token"));
+      return WithReason(
+          absl::UnauthenticatedError(absl::StrCat(
+              "the client certificate's Common Name \"", *subject,
+              "\" is no principal of this backfilld's token file (an entry "
+              "with client_certificate: true), and the call carries no "
+              "bearer token")),
+          "CERTIFICATE_PRINCIPAL_UNKNOWN");
     }
     if (tokens_ == nullptr) return std::optional<Principal>();
-    return absl::UnauthenticatedError(
-        "this backfilld requires a bearer token: send the metadata "
-        "\"authorization: Bearer <token>\" with every call");
+    return WithReason(
+        absl::UnauthenticatedError(
+            "this backfilld requires a bearer token: send the metadata "
+            "\"authorization: Bearer <token>\" with every call"),
+        "CREDENTIALS_MISSING");
   }
   if (std::next(first) != last) {
-    return absl::UnauthenticatedError(
-        "the call carries more than one authorization metadata value; send "
-        "exactly one \"authorization: Bearer <token>\"");
+    return WithReason(
+        absl::UnauthenticatedError(
+            "the call carries more than one authorization metadata value; "
+            "send exactly one \"authorization: Bearer <token>\""),
+        "CREDENTIALS_MALFORMED");
   }
   absl::StatusOr<std::string_view> token = BearerTokenOf(Sv(first->second));
   if (!token.ok()) {
-    return absl::UnauthenticatedError(token.status().message());
+    return WithReason(absl::UnauthenticatedError(token.status().message()),
+                      "CREDENTIALS_MALFORMED");
   }
   std::optional<Principal> principal = tokens_->Find(*token);
   if (!principal.has_value()) {
-    return absl::UnauthenticatedError(
-        "the bearer token is not one this backfilld knows (its token file "
-        "has no entry with its SHA-256); ask its administrator for a token");
+    return WithReason(
+        absl::UnauthenticatedError(
+            "the bearer token is not one this backfilld knows (its token "
+            "file has no entry with its SHA-256); ask its administrator for "
+            "a token"),
+        "TOKEN_UNKNOWN");
   }
   return principal;
 }
@@ -114,20 +127,24 @@ grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
     CountRefusal(method, grpc::StatusCode::UNAUTHENTICATED);
     spdlog::warn("refused {} from {}: {}", std::string(method),
                  LogText(context.peer()), std::string(who.status().message()));
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        std::string(who.status().message()));
+    return ToGrpcStatus(who.status());
   }
   const Principal& principal = **who;
   if (MayCall(principal, method)) return grpc::Status::OK;
   const std::optional<Role> needed = RequiredRole(method);
-  const std::string message = absl::StrCat(
-      "principal ", principal.name, " (roles: ", RoleList(principal.roles),
-      ") may not call ", std::string(method), ": it requires the ",
-      std::string(RoleName(needed.value_or(Role::kAdmin))), " role");
+  const std::string role(RoleName(needed.value_or(Role::kAdmin)));
+  const std::string message =
+      absl::StrCat("principal ", principal.name,
+                   " (roles: ", RoleList(principal.roles), ") may not call ",
+                   std::string(method), ": it requires the ", role, " role");
   CountRefusal(method, grpc::StatusCode::PERMISSION_DENIED);
   spdlog::warn("refused {} from {}: {}", std::string(method),
                LogText(context.peer()), message);
-  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message);
+  return ToGrpcStatus(WithReason(absl::PermissionDeniedError(message),
+                                 "ROLE_REQUIRED",
+                                 {{"method", std::string(method)},
+                                  {"required_role", role},
+                                  {"principal", principal.name}}));
 }
 
 std::optional<std::string> CallAuth::CertificateName(

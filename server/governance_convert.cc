@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/error_details.h"
 #include "server/proto_convert.h"
 #include "server/wire_text.h"
 
@@ -104,10 +105,10 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
     const v1::ListAuditEventsRequest& request) {
   AuditQuery query;
   if (!request.backfill_id().empty()) {
-    if (absl::Status valid = ValidateJobId(request.backfill_id());
+    if (absl::Status valid =
+            ValidateJobId(request.backfill_id(), "backfill_id");
         !valid.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("backfill_id: ", valid.message()));
+      return valid;
     }
     query.job_id = request.backfill_id();
   }
@@ -116,20 +117,24 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
     if (since.seconds() < kMinTimestampSeconds ||
         since.seconds() > kMaxTimestampSeconds || since.nanos() < 0 ||
         since.nanos() > 999999999) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "since {seconds: ", since.seconds(), ", nanos: ", since.nanos(),
-          "} is not a valid timestamp: seconds must lie in ",
-          kMinTimestampSeconds, "..", kMaxTimestampSeconds,
-          " (0001-01-01..9999-12-31 UTC) and nanos in 0..999999999"));
+      return InvalidFieldError(
+          "since", "TIMESTAMP_INVALID",
+          absl::StrCat(
+              "`since` {seconds: ", since.seconds(), ", nanos: ", since.nanos(),
+              "} is not a valid timestamp: seconds must lie in ",
+              kMinTimestampSeconds, "..", kMaxTimestampSeconds,
+              " (0001-01-01..9999-12-31 UTC) and nanos in 0..999999999"));
     }
     query.since = absl::FromUnixSeconds(since.seconds()) +
                   absl::Nanoseconds(since.nanos());
   }
   const int page_size = request.page_size();
   if (page_size < 0 || page_size > kMaxAuditPageSize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_size ", page_size, " is out of range: use 1..", kMaxAuditPageSize,
-        " (0 means ", kDefaultAuditPageSize, ")"));
+    return InvalidFieldError(
+        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
+        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
+                     kMaxAuditPageSize, " (0 means ", kDefaultAuditPageSize,
+                     ")"));
   }
   query.limit = page_size == 0 ? kDefaultAuditPageSize : page_size;
   // The token is the seq of the previous page's last event.
@@ -140,10 +145,12 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
         !std::all_of(token.begin(), token.end(),
                      [](char c) { return absl::ascii_isdigit(c); }) ||
         !absl::SimpleAtoi(token, &after) || after < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "page_token \"", absl::CHexEscape(token),
-          "\" is not a token ListAuditEvents returned: pass next_page_token "
-          "of the previous page, or nothing for the first page"));
+      return InvalidFieldError(
+          "page_token", "PAGE_TOKEN_INVALID",
+          absl::StrCat("`page_token` \"", absl::CHexEscape(token),
+                       "\" is not a token ListAuditEvents returned: pass "
+                       "next_page_token of the previous page, or nothing for "
+                       "the first page"));
     }
     query.after_seq = after;
   }

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/error_details.h"
 #include "server/proto_convert.h"
 
 namespace backfill {
@@ -14,9 +15,10 @@ namespace {
 
 absl::Status CheckPageSize(int page_size, int max, int default_size) {
   if (page_size < 0 || page_size > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size ", page_size, " is out of range: use 1..", max,
-                     " (0 means ", default_size, ")"));
+    return InvalidFieldError(
+        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
+        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
+                     max, " (0 means ", default_size, ")"));
   }
   return absl::OkStatus();
 }
@@ -36,9 +38,12 @@ absl::StatusOr<JobPageQuery> JobPageQueryFromProto(
     std::optional<JobState> parsed =
         StateFromProto(static_cast<v1::BackfillState>(state));
     if (!parsed) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "states: ", state, " is not a backfill state (use QUEUED, ",
-          "RUNNING, ..., not BACKFILL_STATE_UNSPECIFIED)"));
+      return InvalidFieldError(
+          "states", "STATE_FILTER_INVALID",
+          absl::StrCat("`states`: ", state,
+                       " is not a backfill state (use BACKFILL_STATE_QUEUED, "
+                       "BACKFILL_STATE_RUNNING, ..., not "
+                       "BACKFILL_STATE_UNSPECIFIED)"));
     }
     query.states.push_back(*parsed);
   }
@@ -74,19 +79,22 @@ v1::ListBackfillsResponse JobPageToProto(const JobPage& page,
 absl::StatusOr<PartitionPageQuery> PartitionPageQueryFromProto(
     const v1::ListPartitionsRequest& request) {
   PartitionPageQuery query;
-  if (absl::Status valid = ValidateJobId(request.backfill_id()); !valid.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("backfill_id: ", valid.message()));
+  if (absl::Status valid = ValidateJobId(request.backfill_id(), "backfill_id");
+      !valid.ok()) {
+    return valid;
   }
   query.job_id = request.backfill_id();
   query.dataset = request.dataset();
   for (int state : request.states()) {
     std::optional<TaskState> parsed = TaskStateFromProto(state);
     if (!parsed) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "states: ", state, " is not a partition state (use PENDING, ",
-          "RUNNING, STAGED, PUBLISHED, FAILED, CANCELLED, UNCHANGED or ",
-          "SKIPPED, not PARTITION_STATE_UNSPECIFIED)"));
+      return InvalidFieldError(
+          "states", "STATE_FILTER_INVALID",
+          absl::StrCat("`states`: ", state,
+                       " is not a partition state (use PARTITION_STATE_ and "
+                       "PENDING, RUNNING, STAGED, PUBLISHED, FAILED, "
+                       "CANCELLED, UNCHANGED or SKIPPED, not "
+                       "PARTITION_STATE_UNSPECIFIED)"));
     }
     query.states.push_back(*parsed);
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/error_details.h"
 #include "core/progress.h"
 #include "server/wire_text.h"
 
@@ -144,10 +145,12 @@ absl::StatusOr<JobView> ViewFromProto(int view, JobView default_view) {
     case v1::BACKFILL_VIEW_FULL:
       return JobView::kFull;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "view: ", view,
-          " is not a backfill view (use BACKFILL_VIEW_BASIC, "
-          "BACKFILL_VIEW_FULL, or leave it unset for the method's default)"));
+      return InvalidFieldError(
+          "view", "VIEW_INVALID",
+          absl::StrCat("`view`: ", view,
+                       " is not a backfill view (use BACKFILL_VIEW_BASIC, "
+                       "BACKFILL_VIEW_FULL, or leave it unset for the method's "
+                       "default)"));
   }
 }
 
@@ -540,28 +543,26 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   return proto;
 }
 
-absl::Status ValidateJobId(const std::string& id) {
+absl::Status ValidateJobId(const std::string& id, absl::string_view field) {
   if (id.empty()) {
-    return absl::InvalidArgumentError(
-        "missing backfill id: expected \"bf-<number>\", e.g. \"bf-12\"");
+    return InvalidFieldError(
+        field, "BACKFILL_ID_MISSING",
+        absl::StrCat("`", field,
+                     "` is empty: give a backfill id, \"bf-<number>\", e.g. "
+                     "\"bf-12\""));
   }
   const bool ok = absl::StartsWith(id, "bf-") && id.size() > 3 &&
                   id.size() <= 23 &&
                   std::all_of(id.begin() + 3, id.end(),
                               [](char c) { return absl::ascii_isdigit(c); });
   if (!ok) {
-    return absl::InvalidArgumentError(
+    return InvalidFieldError(
+        field, "BACKFILL_ID_MALFORMED",
         absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
-                     "\": expected \"bf-<number>\", e.g. \"bf-12\""));
+                     "\" in `", field,
+                     "`: expected \"bf-<number>\", e.g. \"bf-12\""));
   }
   return absl::OkStatus();
-}
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  // absl::StatusCode and grpc::StatusCode share the canonical numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
 }
 
 }  // namespace backfill

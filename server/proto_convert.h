@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,6 +24,7 @@
 #include "core/job.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "grpcpp/support/status.h"
+#include "server/grpc_status.h"
 
 namespace backfill {
 
@@ -98,11 +100,10 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
 v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog);
 
 // The wire-level check of a request's job id: OK when `id` looks like one,
-// "bf-<digits>"; else INVALID_ARGUMENT.
-absl::Status ValidateJobId(const std::string& id);
-
-// The same canonical code and the same message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
+// "bf-<digits>"; else INVALID_ARGUMENT naming `field`, the request field
+// that carried it.
+absl::Status ValidateJobId(const std::string& id,
+                           absl::string_view field = "id");
 
 }  // namespace backfill
 

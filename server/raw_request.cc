@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/error_details.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "text/utf8.h"
 
@@ -76,15 +77,18 @@ absl::Status ParseRequest(std::string_view wire,
   // Checked before parsing: protobuf would refuse the same bytes, but
   // without saying which field, and would log an error line of its own.
   if (std::optional<InvalidUtf8Field> bad = FindInvalidUtf8(type, wire)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    const std::string message = absl::StrFormat(
         "invalid request: field %s is not valid UTF-8 (byte 0x%02x at offset "
         "%d); text fields must be UTF-8",
-        bad->path, bad->byte, bad->offset));
+        bad->path, bad->byte, bad->offset);
+    return InvalidFieldError(bad->path, "INVALID_UTF8", message);
   }
   if (!request->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
     request->Clear();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid request: the bytes are not a well-formed ", type.full_name()));
+    return WithReason(absl::InvalidArgumentError(absl::StrCat(
+                          "invalid request: the bytes are not a well-formed ",
+                          type.full_name())),
+                      "REQUEST_MALFORMED");
   }
   return absl::OkStatus();
 }
@@ -107,8 +111,10 @@ grpc::Status NoRequest(grpc::ServerContext* context) {
     return grpc::Status(grpc::StatusCode::CANCELLED,
                         "the call was cancelled before its request arrived");
   }
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      "invalid request: the call carried no request message");
+  return ToGrpcStatus(
+      WithReason(absl::InvalidArgumentError(
+                     "invalid request: the call carried no request message"),
+                 "REQUEST_MISSING"));
 }
 
 }  // namespace raw_request_internal

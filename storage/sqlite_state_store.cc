@@ -11,12 +11,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "core/error_details.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill {
 namespace {
+
+// NOT_FOUND for a job id the store does not hold.
+absl::Status NoJob(const std::string& id) {
+  return WithReason(absl::NotFoundError(absl::StrCat("no job ", id)),
+                    "BACKFILL_NOT_FOUND", {{"backfill_id", id}});
+}
 
 // absl::string_view is not std::string_view in this abseil build.
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
@@ -668,7 +675,7 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
                                                " FROM jobs WHERE id = ?1")));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no job ", id));
+    if (!row) return NoJob(id);
     ASSIGN_OR_RETURN(job, ReadJobRow(q));
   }
   std::map<std::string, size_t> index;
@@ -1020,7 +1027,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
     RETURN_IF_ERROR(q.Step().status());
     return q.ColumnInt(0);
   }());
-  if (exists == 0) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (exists == 0) return NoJob(job_id);
   ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
                                     "SELECT ", kTaskColumns,
                                     " FROM tasks WHERE job_id = ?1 ORDER BY "
@@ -1048,7 +1055,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTaskPage(
     RETURN_IF_ERROR(q.BindText(1, query.job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) {
-      return absl::NotFoundError(absl::StrCat("no job ", query.job_id));
+      return NoJob(query.job_id);
     }
   }
   // The (job_id, ordinal) index serves the order and the start.
@@ -1091,7 +1098,7 @@ absl::Status SqliteStateStore::TransitionJob(
                      db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    if (!row) return NoJob(job_id);
     ASSIGN_OR_RETURN(from, ParseJobState(q.ColumnText(0)));
   }
   if (expected_from.has_value() && *expected_from != from) {
@@ -1172,7 +1179,7 @@ absl::StatusOr<JobState> SqliteStateStore::StateOf(const std::string& job_id) {
                    db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  if (!row) return NoJob(job_id);
   return ParseJobState(q.ColumnText(0));
 }
 
@@ -1315,7 +1322,7 @@ absl::Status SqliteStateStore::RecordPublication(
                      db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+    if (!row) return NoJob(job_id);
     ASSIGN_OR_RETURN(from, ParseJobState(q.ColumnText(0)));
   }
   int64_t recorded = 0;

@@ -329,7 +329,7 @@ TEST_F(AffectedByPlanTest, DatasetMustBeTheTargetOrUpstream) {
   auto unknown = planner.MakePlan(Affected("daily", "ordres: refund > 0"));
   ASSERT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(unknown.status().message(),
-              HasSubstr("affected_by: unknown dataset \"ordres\""));
+              HasSubstr("`affected_by`: unknown dataset \"ordres\""));
   EXPECT_EQ(engine_.calls("PartitionsMatching"), 0);
 }
 

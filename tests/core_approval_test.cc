@@ -276,7 +276,7 @@ TEST_F(ApprovalTest, AValidationFailedJobIsPublishedOnlyWithOverride) {
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("VALIDATION_FAILED"));
   EXPECT_THAT(std::string(refused.status().message()),
-              HasSubstr("pass --override"));
+              HasSubstr("set `override_validation`"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("not unique"));
   EXPECT_EQ(Get(id).state, JobState::kValidationFailed);
   EXPECT_EQ(engine_.calls("Publish"), 0);
@@ -392,7 +392,7 @@ TEST_F(ApprovalTest, OnlyHeldJobsAreApprovedAndDiffsNeedValidation) {
   EXPECT_EQ(approve.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(approve.status().message()), HasSubstr("FAILED"));
   EXPECT_THAT(std::string(approve.status().message()),
-              HasSubstr("backfillctl retry"));
+              HasSubstr("`RetryBackfill` bf-1"));
   auto diff = manager_->Diff({failed, "", 3, 0, 100});
   EXPECT_EQ(diff.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(diff.status().message()),

@@ -226,7 +226,7 @@ TEST_F(CostTest, MaxCostOfTheRequest) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_DOUBLE_EQ(plan->cost.max_cost, 239);
   EXPECT_EQ(plan->cost.refused,
-            "estimated cost 240 input_rows exceeds --max-cost 239 (a full "
+            "estimated cost 240 input_rows exceeds `max_cost` 239 (a full "
             "reload costs 1,050 input_rows): narrow the scope or raise the "
             "limit");
   r.max_cost = 240;  // at the limit: within it
@@ -281,7 +281,7 @@ TEST_F(CostTest, SubmitOverABudgetIsRefusedAndCreatesNothing) {
   auto submitted = manager.Submit(r, SubmitOptions{});
   EXPECT_EQ(submitted.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(submitted.status().message(),
-            "estimated cost 240 input_rows exceeds --max-cost 100 (a full "
+            "estimated cost 240 input_rows exceeds `max_cost` 100 (a full "
             "reload costs 1,050 input_rows): narrow the scope or raise the "
             "limit");
   auto downstream = manager.Submit(Daily(2, 5, true), SubmitOptions{});

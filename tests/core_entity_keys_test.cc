@@ -12,6 +12,7 @@
 #include "core/backfill_manager.h"
 #include "core/clock.h"
 #include "core/entity_keys.h"
+#include "core/error_details.h"
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
 #include "gmock/gmock.h"
@@ -134,7 +135,10 @@ TEST(NormalizeEntityKeysTest, RefusesBadKeysNamingTheField) {
   auto refused = [&](const std::vector<std::string>& keys) {
     auto r = NormalizeEntityKeys(d, keys);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(r.status().message(), HasSubstr("keys:"));
+    EXPECT_THAT(r.status().message(), HasSubstr("`keys`:"));
+    const ErrorDetails details = DetailsOf(r.status());
+    EXPECT_FALSE(details.reason.empty());
+    EXPECT_EQ(details.field_violations.size(), 1u);
     return std::string(r.status().message());
   };
   EXPECT_THAT(refused({}), HasSubstr("no key given"));

@@ -232,7 +232,7 @@ TEST_F(PlannerTest, RejectsBadRequestsWithActionableMessages) {
       {Range("2025-01-01", "2025-02-30"), ""},
       {both, "not both"},
       {none, "no scope"},
-      {half, "both --from and --to"},
+      {half, "both `from_partition` and `to_partition`"},
       {bad_list, "2025-1-1"},
   };
   for (const Case& c : cases) {

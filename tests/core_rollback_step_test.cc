@@ -76,7 +76,7 @@ TEST_F(RollbackStepTest, ALaterPublishInForceRefusesNamingTheNewest) {
               HasSubstr("job bf-3 has published partition d3 of "
                         "daily_revenue since bf-1 (later jobs over its "
                         "partitions: bf-3, bf-2)"));
-  EXPECT_THAT(later.status().message(), HasSubstr("--force"));
+  EXPECT_THAT(later.status().message(), HasSubstr("set `force`"));
 }
 
 TEST_F(RollbackStepTest, LaterJobsRolledBackSinceDoNotCount) {

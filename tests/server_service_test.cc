@@ -19,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/backfill_client.h"
 #include "core/backfill_manager.h"
 #include "core/clock.h"
@@ -27,6 +28,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -320,7 +323,7 @@ TEST_F(ServerServiceTest, KeysOnADatasetWithoutEntityKeyAreRefused) {
               HasSubstr("dataset \"daily_revenue\" declares no entity_key"));
   absl::Status submit = client_->Submit(request, "keys-key").status();
   EXPECT_EQ(submit.code(), absl::StatusCode::kInvalidArgument) << submit;
-  EXPECT_THAT(submit.message(), HasSubstr("keys:"));
+  EXPECT_THAT(submit.message(), HasSubstr("`keys`:"));
   EXPECT_EQ(StoredJobs(), 0u);
 }
 
@@ -532,7 +535,7 @@ TEST_F(ServerServiceTest, MaxCostRefusesASubmitOverItAndCreatesNothing) {
   sqlite3_close(db);
   ASSERT_GT(estimate, 1);
   const std::string refusal = absl::StrCat(
-      "estimated cost ", estimate, " input_rows exceeds --max-cost ",
+      "estimated cost ", estimate, " input_rows exceeds `max_cost` ",
       estimate - 1, " (a full reload costs ", full,
       " input_rows): narrow the scope or raise the limit");
 
@@ -910,7 +913,7 @@ TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
   // The id: missing, malformed, unknown.
   absl::StatusOr<v1::Backfill> r = client_->Rollback(request);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("missing backfill id"));
+  EXPECT_THAT(r.status().message(), HasSubstr("`id` is empty"));
   request.set_id("job-1");
   r = client_->Rollback(request);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -1129,7 +1132,7 @@ TEST_F(ServerServiceTest, AffectedByIsKeptWithTheJobAndInItsFingerprint) {
   absl::StatusOr<v1::SubmitBackfillResponse> other = client_->Submit(
       AffectedRequest("orders: refund > 0 AND amount > 60"), "affected-1");
   EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(other.status().message(), HasSubstr("idempotency key"));
+  EXPECT_THAT(other.status().message(), HasSubstr("`idempotency_key`"));
   EXPECT_EQ(StoredJobs(), 1u);
 }
 
@@ -1198,6 +1201,248 @@ TEST_F(ServerServiceTest, ListAuditEventsValidatesItsRequest) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->events_size(), 0);
   EXPECT_EQ(none->next_page_token(), "");
+}
+
+// What a client reads from a refused call, decoded here straight from the
+// grpc-status-details-bin bytes (not with the client library): the
+// google.rpc.Status repeats the code and the message, an ErrorInfo gives the
+// reason in the domain "backfilld", and a BadRequest names the refused
+// fields by their path in the request.
+struct WireError {
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;
+  google::rpc::Status rpc;
+  google::rpc::ErrorInfo info;
+  int info_count = 0;
+  std::vector<std::string> fields;  // BadRequest's violations, in order
+};
+
+WireError Refusal(const std::string& target, const std::string& method,
+                  const google::protobuf::Message& request) {
+  WireError out;
+  std::string response;
+  grpc::Status status =
+      RawCall(target, absl::StrCat("/backfill.v1.BackfillService/", method),
+              request.SerializeAsString(), &response);
+  out.code = status.error_code();
+  out.message = status.error_message();
+  EXPECT_FALSE(status.ok()) << method;
+  EXPECT_TRUE(out.rpc.ParseFromString(status.error_details()))
+      << method << ": no google.rpc.Status in grpc-status-details-bin";
+  EXPECT_EQ(out.rpc.code(), static_cast<int>(status.error_code()));
+  EXPECT_EQ(out.rpc.message(), status.error_message());
+  for (const google::protobuf::Any& detail : out.rpc.details()) {
+    google::rpc::BadRequest bad_request;
+    if (detail.UnpackTo(&out.info)) {
+      ++out.info_count;
+    } else if (detail.UnpackTo(&bad_request)) {
+      for (const auto& v : bad_request.field_violations()) {
+        EXPECT_FALSE(v.description().empty()) << v.field();
+        out.fields.push_back(v.field());
+      }
+    } else {
+      ADD_FAILURE() << method << ": unexpected detail " << detail.type_url();
+    }
+  }
+  EXPECT_EQ(out.info_count, 1) << method << ": " << out.rpc.DebugString();
+  EXPECT_EQ(out.info.domain(), "backfilld");
+  return out;
+}
+
+// Whether `path` ("request.partitions[1]") names a field of `type`.
+bool NamesAField(const google::protobuf::Descriptor* type,
+                 const std::string& path) {
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    if (type == nullptr) return false;
+    const size_t bracket = part.find('[');
+    const google::protobuf::FieldDescriptor* field =
+        type->FindFieldByName(std::string(part.substr(0, bracket)));
+    if (field == nullptr) return false;
+    if (bracket != absl::string_view::npos && !field->is_repeated()) {
+      return false;
+    }
+    type = field->message_type();
+  }
+  return true;
+}
+
+TEST_F(ServerServiceTest, RefusalsCarryAReasonAndNameTheRefusedFields) {
+  struct Case {
+    std::string label;
+    std::string method;
+    std::shared_ptr<google::protobuf::Message> request;
+    grpc::StatusCode code;
+    std::string reason;
+    std::vector<std::string> fields;
+    std::map<std::string, std::string> metadata;  // a subset expected
+  };
+  auto submit = [](v1::BackfillRequest r, const std::string& key = "") {
+    auto m = std::make_shared<v1::SubmitBackfillRequest>();
+    *m->mutable_request() = std::move(r);
+    m->set_idempotency_key(key);
+    return m;
+  };
+  auto plan = [](v1::BackfillRequest r) {
+    auto m = std::make_shared<v1::PlanBackfillRequest>();
+    *m->mutable_request() = std::move(r);
+    return m;
+  };
+  auto get = [](const std::string& id) {
+    auto m = std::make_shared<v1::GetBackfillRequest>();
+    m->set_id(id);
+    return m;
+  };
+  const auto range = [](const std::string& from, const std::string& to) {
+    return RangeRequest("daily_revenue", from, to, "refunds were ignored");
+  };
+  v1::BackfillRequest list = range("", "");
+  list.add_partitions("2025-03-01");
+  list.add_partitions("2025-3-2");
+  v1::BackfillRequest unknown = range("2025-03-01", "2025-03-02");
+  unknown.set_dataset("no_such_dataset");
+  v1::BackfillRequest negative_cost = range("2025-03-01", "2025-03-02");
+  negative_cost.set_max_cost(-1);
+  auto page = std::make_shared<v1::ListBackfillsRequest>();
+  page->set_page_size(-1);
+  auto partitions = std::make_shared<v1::ListPartitionsRequest>();
+
+  const std::vector<Case> cases = {
+      {"no reason",
+       "SubmitBackfill",
+       submit(RangeRequest("daily_revenue", "2025-03-01", "2025-03-02", "")),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "REASON_REQUIRED",
+       {"request.reason"}},
+      {"a malformed partition in a list",
+       "PlanBackfill",
+       plan(list),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "PARTITION_MALFORMED",
+       {"request.partitions[1]"},
+       {{"dataset", "daily_revenue"}}},
+      {"a range end that is no day",
+       "PlanBackfill",
+       plan(range("2025-03-01", "2025-02-30")),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "PARTITION_MALFORMED",
+       {"request.to_partition"}},
+      {"a range start that is no day",
+       "PlanBackfill",
+       plan(range("2025-13-01", "2025-03-02")),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "PARTITION_MALFORMED",
+       {"request.from_partition"}},
+      {"a reversed range",
+       "PlanBackfill",
+       plan(range("2025-03-05", "2025-03-01")),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "RANGE_INVALID",
+       {"request.from_partition", "request.to_partition"}},
+      {"half a range",
+       "PlanBackfill",
+       plan(range("2025-03-05", "")),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "SCOPE_INVALID",
+       {"request.to_partition"}},
+      {"an unknown dataset",
+       "PlanBackfill",
+       plan(unknown),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "DATASET_NOT_FOUND",
+       {"request.dataset"},
+       {{"dataset", "no_such_dataset"}}},
+      {"a negative budget",
+       "SubmitBackfill",
+       submit(negative_cost),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "MAX_COST_INVALID",
+       {"request.max_cost"}},
+      {"a malformed id",
+       "GetBackfill",
+       get("bf-x"),
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "BACKFILL_ID_MALFORMED",
+       {"id"}},
+      {"an unknown id",
+       "GetBackfill",
+       get("bf-999"),
+       grpc::StatusCode::NOT_FOUND,
+       "BACKFILL_NOT_FOUND",
+       {},
+       {{"backfill_id", "bf-999"}}},
+      {"a negative page size",
+       "ListBackfills",
+       page,
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "PAGE_SIZE_OUT_OF_RANGE",
+       {"page_size"}},
+      {"no job to list",
+       "ListPartitions",
+       partitions,
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "BACKFILL_ID_MISSING",
+       {"backfill_id"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    WireError error = Refusal(target_, c.method, *c.request);
+    EXPECT_EQ(error.code, c.code) << error.message;
+    EXPECT_EQ(error.info.reason(), c.reason) << error.message;
+    EXPECT_EQ(error.fields, c.fields) << error.message;
+    for (const auto& [key, value] : c.metadata) {
+      auto found = error.info.metadata().find(key);
+      ASSERT_NE(found, error.info.metadata().end()) << key;
+      EXPECT_EQ(found->second, value);
+    }
+    for (const std::string& field : error.fields) {
+      EXPECT_TRUE(NamesAField(c.request->GetDescriptor(), field)) << field;
+    }
+    // API terms: fields by their proto names, never the CLI's flags.
+    EXPECT_THAT(error.message, ::testing::Not(HasSubstr("--")));
+    EXPECT_THAT(error.message, ::testing::Not(HasSubstr("backfillctl")));
+  }
+  EXPECT_EQ(StoredJobs(), 0u);
+}
+
+TEST_F(ServerServiceTest, RefusalsOfTheJobsStateAndOfAReusedKeyHaveReasons) {
+  v1::SubmitBackfillRequest submit;
+  *submit.mutable_request() = RangeRequest(
+      "daily_revenue", "2025-03-01", "2025-03-03", "refunds were ignored");
+  submit.set_idempotency_key("key-1");
+  std::string response;
+  ASSERT_TRUE(
+      RawCall(target_, kSubmitMethod, submit.SerializeAsString(), &response)
+          .ok());
+  v1::SubmitBackfillResponse created;
+  ASSERT_TRUE(created.ParseFromString(response));
+  const std::string id = created.backfill().id();
+  WatchToEnd(id);
+
+  // The same key for another request: the key is the refused field.
+  submit.mutable_request()->set_to_partition("2025-03-04");
+  WireError reused = Refusal(target_, "SubmitBackfill", submit);
+  EXPECT_EQ(reused.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(reused.info.reason(), "IDEMPOTENCY_KEY_REUSED");
+  EXPECT_EQ(reused.fields, std::vector<std::string>{"idempotency_key"});
+  EXPECT_EQ(reused.info.metadata().at("backfill_id"), id);
+
+  // A finished job cannot be cancelled: a conflict with its state.
+  v1::CancelBackfillRequest cancel;
+  cancel.set_id(id);
+  WireError finished = Refusal(target_, "CancelBackfill", cancel);
+  EXPECT_EQ(finished.code, grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(finished.info.reason(), "BACKFILL_STATE_CONFLICT");
+  EXPECT_EQ(finished.info.metadata().at("backfill_id"), id);
+  EXPECT_TRUE(finished.fields.empty());
+
+  // An error without a finer reason names its code.
+  v1::ExplainPartitionRequest why;
+  why.set_dataset("orders");
+  why.set_partition("2025-03-01");
+  WireError source = Refusal(target_, "ExplainPartition", why);
+  EXPECT_EQ(
+      source.info.reason(),
+      absl::StatusCodeToString(static_cast<absl::StatusCode>(source.code)));
 }
 
 }  // namespace
