@@ -157,7 +157,7 @@ grpc::Status BackfillServiceImpl::PlanBackfill(
   absl::StatusOr<Plan> plan =
       manager_->PlanBackfill(RequestFromProto(request->request()));
   if (!plan.ok()) return ToGrpcStatus(plan.status());
-  *response = PlanToProto(*plan, manager_->catalog());
+  *response = PlanToProto(*plan, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -182,7 +182,7 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
   options.abandoned = [context] { return context->IsCancelled(); };
   absl::StatusOr<SubmitResult> result = manager_->Submit(backfill, options);
   if (!result.ok()) return ToGrpcStatus(result.status());
-  *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());
+  *response->mutable_backfill() = JobToProto(result->job, *manager_->catalog());
   response->set_created(result->created);
   return grpc::Status::OK;
 }
@@ -197,7 +197,7 @@ grpc::Status BackfillServiceImpl::GetBackfill(
   if (!view.ok()) return ToGrpcStatus(view.status());
   absl::StatusOr<Job> job = manager_->GetJob(request->id(), *view);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog(), *view);
+  *response = JobToProto(*job, *manager_->catalog(), *view);
   return grpc::Status::OK;
 }
 
@@ -209,7 +209,7 @@ grpc::Status BackfillServiceImpl::ListBackfills(
   absl::StatusOr<JobPage> page = manager_->ListJobPage(*query);
   if (!page.ok()) return ToGrpcStatus(page.status());
   *response =
-      JobPageToProto(*page, *query, manager_->catalog(), max_page_bytes_);
+      JobPageToProto(*page, *query, *manager_->catalog(), max_page_bytes_);
   return grpc::Status::OK;
 }
 
@@ -250,7 +250,7 @@ grpc::Status BackfillServiceImpl::Watch(
         request->id(), &version, absl::Now() + watch_poll_, read_view);
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (sent != version) {
-      if (!write(JobToProto(*job, manager_->catalog(), read_view))) {
+      if (!write(JobToProto(*job, *manager_->catalog(), read_view))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
       sent = version;
@@ -270,7 +270,7 @@ grpc::Status BackfillServiceImpl::CancelBackfill(
   absl::StatusOr<Job> job =
       manager_->Cancel(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -283,7 +283,7 @@ grpc::Status BackfillServiceImpl::PauseBackfill(
   absl::StatusOr<Job> job =
       manager_->Pause(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -296,7 +296,7 @@ grpc::Status BackfillServiceImpl::ResumeBackfill(
   absl::StatusOr<Job> job =
       manager_->Resume(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -309,7 +309,7 @@ grpc::Status BackfillServiceImpl::RetryBackfill(
   absl::StatusOr<Job> job =
       manager_->Retry(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -329,7 +329,7 @@ grpc::Status BackfillServiceImpl::RollbackBackfill(
                  absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Rollback(request->id(), rollback);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -341,14 +341,15 @@ grpc::Status BackfillServiceImpl::ConfirmBackfill(
   }
   absl::StatusOr<Job> job = manager_->Confirm(request->id(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
 grpc::Status BackfillServiceImpl::ListDatasets(
     grpc::ServerContext* context, const v1::ListDatasetsRequest* request,
     v1::ListDatasetsResponse* response) {
-  const Catalog& catalog = manager_->catalog();
+  const std::shared_ptr<const Catalog> snapshot = manager_->catalog();
+  const Catalog& catalog = *snapshot;
   for (const DatasetSpec& spec : catalog.datasets()) {
     *response->add_datasets() = DatasetToProto(spec, catalog);
   }
@@ -371,7 +372,7 @@ grpc::Status BackfillServiceImpl::ApproveBackfill(
                  absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Approve(request->id(), approval);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 

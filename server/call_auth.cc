@@ -53,7 +53,9 @@ absl::StatusOr<std::string_view> BearerTokenOf(std::string_view header) {
 
 CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
                    prometheus::Registry* registry, bool client_certificates)
-    : tokens_(std::move(tokens)), client_certificates_(client_certificates) {
+    : enabled_(tokens != nullptr),
+      tokens_(std::move(tokens)),
+      client_certificates_(client_certificates) {
   if (registry != nullptr) {
     refusals_ = &prometheus::BuildCounter()
                      .Name("backfill_auth_refusals_total")
@@ -65,25 +67,45 @@ CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
   }
 }
 
+std::shared_ptr<const BearerTokens> CallAuth::Tokens() const {
+  absl::MutexLock lock(&mu_);
+  return tokens_;
+}
+
+absl::Status CallAuth::ReplaceTokens(
+    std::shared_ptr<const BearerTokens> tokens) {
+  if (!enabled_) {
+    return absl::FailedPreconditionError(
+        "authentication is off (backfilld started without --auth-tokens)");
+  }
+  if (tokens == nullptr) {
+    return absl::FailedPreconditionError("no token set given");
+  }
+  std::shared_ptr<const BearerTokens> previous;
+  absl::MutexLock lock(&mu_);
+  previous = std::exchange(tokens_, std::move(tokens));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
     const grpc::ServerContext& context) const {
+  const std::shared_ptr<const BearerTokens> tokens = Tokens();
   const auto& metadata = context.client_metadata();
   const auto [first, last] = metadata.equal_range(
       grpc::string_ref(kAuthorization.data(), kAuthorization.size()));
-  if (first == last || tokens_ == nullptr) {
+  if (first == last || tokens == nullptr) {
     // No token: the client certificate, when the port asks for one.
     std::optional<std::string> subject = CertificateName(context);
     if (subject.has_value()) {
-      if (tokens_ == nullptr) return Principal{*subject, {}};
-      std::optional<Principal> holder =
-          tokens_->FindCertificateHolder(*subject);
+      if (tokens == nullptr) return Principal{*subject, {}};
+      std::optional<Principal> holder = tokens->FindCertificateHolder(*subject);
       if (holder.has_value()) return holder;
       return absl::UnauthenticatedError(absl::StrCat(
           "the client certificate's Common Name \"", *subject,
           "\" is no principal of this backfilld's token file (an entry with "
           "client_certificate: true), and the call carries no bearer token"));
     }
-    if (tokens_ == nullptr) return std::optional<Principal>();
+    if (tokens == nullptr) return std::optional<Principal>();
     return absl::UnauthenticatedError(
         "this backfilld requires a bearer token: send the metadata "
         "\"authorization: Bearer <token>\" with every call");
@@ -97,7 +119,7 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
   if (!token.ok()) {
     return absl::UnauthenticatedError(token.status().message());
   }
-  std::optional<Principal> principal = tokens_->Find(*token);
+  std::optional<Principal> principal = tokens->Find(*token);
   if (!principal.has_value()) {
     return absl::UnauthenticatedError(
         "the bearer token is not one this backfilld knows (its token file "
@@ -108,7 +130,7 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
 
 grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
                              std::string_view method) const {
-  if (tokens_ == nullptr) return grpc::Status::OK;
+  if (!enabled_) return grpc::Status::OK;
   absl::StatusOr<std::optional<Principal>> who = Authenticate(context);
   if (!who.ok()) {
     CountRefusal(method, grpc::StatusCode::UNAUTHENTICATED);

@@ -33,6 +33,8 @@
 #include "openlineage/emitter.h"
 #include "platform/curl_http_client.h"
 #include "platform/posix_command_runner.h"
+#include "platform/service_notifier.h"
+#include "platform/systemd_notifier.h"
 #include "server/backfill_service_impl.h"
 #include "server/call_auth.h"
 #include "server/data_dir_lock.h"
@@ -40,6 +42,7 @@
 #include "server/log_text.h"
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
+#include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
 #include "server/tls_files.h"
 #include "server/warehouse_factory.h"
@@ -217,7 +220,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   return daemon;
 }
 
-Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
+  notifier_ = options_.notifier;
+  if (notifier_ == nullptr) {
+    owned_notifier_ = std::make_unique<SystemdNotifier>();
+    notifier_ = owned_notifier_.get();
+  }
+}
 
 Daemon::~Daemon() { Shutdown(); }
 
@@ -259,7 +268,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   lock_ = *std::move(lock);
 
   // 1. Catalog.
-  catalog_ = std::make_unique<Catalog>(std::move(catalog));
+  auto initial = std::make_shared<const Catalog>(std::move(catalog));
+  catalog_ = std::make_unique<LiveCatalog>(initial);
 
   // 2. State store.
   const std::string state_path =
@@ -275,7 +285,7 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   // 3. Warehouse engine (warehouse_factory.h). A warehouse the state store
   //    has published into must exist: it is never silently created again.
-  const WarehouseSpec& warehouse = catalog_->warehouse();
+  const WarehouseSpec& warehouse = initial->warehouse();
   absl::StatusOr<std::vector<std::string>> published =
       JobsWithPublications(store_.get());
   if (!published.ok()) {
@@ -320,7 +330,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   // datasets and recovery must go on); plan and submit refuse the datasets
   // concerned with the same messages.
   if (absl::StatusOr<std::vector<std::string>> problems =
-          CheckPipelineSql(*catalog_, engine_.get());
+          CheckPipelineSql(*initial, engine_.get());
       !problems.ok()) {
     spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
                  LogText(problems.status().ToString()));
@@ -334,6 +344,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   StateStore* store_ptr = store_.get();
   metrics_ = std::make_unique<Metrics>(
       [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
+  reload_metrics_ = std::make_unique<ReloadMetrics>(metrics_->registry());
+  reload_metrics_->Loaded(ReloadMetrics::Kind::kPipelines, absl::Now());
   // Stale partitions per dataset: computed now (at start), then again only
   // when the recorded history changed (core/stale_partition_counts.h).
   stale_counts_ =
@@ -380,6 +392,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     tokens = std::make_shared<const BearerTokens>(*std::move(loaded));
     spdlog::info("authentication on: {} token(s) from {}", tokens->size(),
                  options_.auth_tokens_file);
+    reload_metrics_->Loaded(ReloadMetrics::Kind::kTokens, absl::Now());
   } else {
     spdlog::warn(
         "authentication off (no --auth-tokens): whoever reaches {} may call "
@@ -451,7 +464,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   spdlog::info(
       "backfilld {} started: data dir {}, {} datasets, warehouse {}, {} "
       "workers, metrics {}",
-      DaemonVersion(), options_.data_dir, catalog_->datasets().size(),
+      DaemonVersion(), options_.data_dir, initial->datasets().size(),
       warehouse_path, workers,
       metrics_on
           ? absl::StrCat("http://",
@@ -459,6 +472,11 @@ absl::Status Daemon::Init(Catalog catalog) {
                          "/metrics")
           : std::string("disabled"));
   spdlog::info("backfilld listening on {}", listen_address_);
+  notifier_->Ready(absl::StrCat(
+      "serving gRPC on ", listen_address_, ", ", initial->datasets().size(),
+      " datasets, metrics ",
+      metrics_on ? WithPort(options_.metrics_listen, metrics_->port())
+                 : std::string("disabled")));
   return absl::OkStatus();
 }
 
@@ -565,7 +583,7 @@ absl::Status Daemon::StartOpenLineage() {
   // and the file's absolute path, so that two daemons' warehouses at the
   // same path on different hosts are different datasets. PostgreSQL:
   // postgres://HOST:PORT, the server's own address.
-  if (catalog_->warehouse().engine == "sqlite") {
+  if (catalog_->Get()->warehouse().engine == "sqlite") {
     char host[256] = {};
     const bool has_host = gethostname(host, sizeof host - 1) == 0;
     lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
@@ -614,10 +632,11 @@ void Daemon::StopOpenLineage() {
 }
 
 void Daemon::ConfigureMetrics() {
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   // Per-dataset series exist from the start, for every dataset a job
   // writes (derived ones).
   std::vector<std::string> datasets;
-  for (const DatasetSpec& spec : catalog_->datasets()) {
+  for (const DatasetSpec& spec : catalog->datasets()) {
     if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
   }
   metrics_->DeclareDatasets(datasets);
@@ -641,7 +660,7 @@ void Daemon::ConfigureMetrics() {
   });
   // Consumer health from the store, for the consumers declared now.
   std::set<std::pair<std::string, std::string>> declared;
-  for (const DatasetSpec& spec : catalog_->datasets()) {
+  for (const DatasetSpec& spec : catalog->datasets()) {
     for (const ConsumerSpec& c : spec.consumers) {
       declared.emplace(spec.name, c.name);
     }
@@ -660,6 +679,108 @@ void Daemon::ConfigureMetrics() {
       });
 }
 
+absl::Status Daemon::Reload() {
+  absl::MutexLock reload(&reload_mu_);
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_ || manager_ == nullptr) {
+      return absl::UnavailableError("not reloading: backfilld is stopping");
+    }
+  }
+  spdlog::info("SIGHUP: reloading the pipelines{}",
+               options_.auth_tokens_file.empty() ? "" : " and the token file");
+  absl::Status pipelines = ReloadPipelines();
+  reload_metrics_->Reloaded(ReloadMetrics::Kind::kPipelines, pipelines.ok(),
+                            absl::Now());
+  absl::Status tokens = absl::OkStatus();
+  if (!options_.auth_tokens_file.empty()) {
+    tokens = ReloadTokens();
+    reload_metrics_->Reloaded(ReloadMetrics::Kind::kTokens, tokens.ok(),
+                              absl::Now());
+  }
+  notifier_->Status(absl::StrCat(
+      "serving gRPC on ", listen_address_, ", ",
+      catalog_->Get()->datasets().size(), " datasets; last reload ",
+      pipelines.ok() && tokens.ok() ? "ok" : "failed (see the log)"));
+  return pipelines.ok() ? tokens : pipelines;
+}
+
+absl::Status Daemon::ReloadPipelines() {
+  absl::StatusOr<Catalog> loaded = LoadCatalog(options_);
+  if (!loaded.ok()) {
+    spdlog::error(
+        "reload of the pipelines refused, the {} datasets loaded before stay "
+        "in force: {}",
+        catalog_->Get()->datasets().size(),
+        LogText(std::string(loaded.status().message())));
+    return loaded.status();
+  }
+  const std::shared_ptr<const Catalog> current = catalog_->Get();
+  const WarehouseSpec& was = current->warehouse();
+  const WarehouseSpec& now = loaded->warehouse();
+  if (was.engine != now.engine || was.path != now.path || was.dsn != now.dsn) {
+    const absl::Status refused = absl::FailedPreconditionError(
+        "the pipelines name another warehouse than the one backfilld "
+        "opened at start (warehouse: engine, path or dsn changed); restart "
+        "backfilld to switch warehouses");
+    spdlog::error(
+        "reload of the pipelines refused, the {} datasets loaded before stay "
+        "in force: {}",
+        current->datasets().size(), std::string(refused.message()));
+    return refused;
+  }
+  auto next = std::make_shared<const Catalog>(*std::move(loaded));
+  // As at start: SQL that does not work against the warehouse is reported,
+  // not fatal; plan and submit refuse the datasets concerned.
+  if (absl::StatusOr<std::vector<std::string>> problems =
+          CheckPipelineSql(*next, engine_.get());
+      !problems.ok()) {
+    spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
+                 LogText(problems.status().ToString()));
+  } else {
+    for (const std::string& problem : *problems) {
+      spdlog::error("pipeline SQL: {}", LogText(problem));
+    }
+  }
+  const size_t before = current->datasets().size();
+  const size_t after = next->datasets().size();
+  catalog_->Replace(std::move(next));
+  ConfigureMetrics();
+  spdlog::info(
+      "pipelines reloaded: {} datasets (were {}); new calls use them, jobs "
+      "already admitted keep the pipelines they were planned with",
+      after, before);
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::ReloadTokens() {
+  absl::StatusOr<BearerTokens> loaded =
+      BearerTokens::Load(options_.auth_tokens_file);
+  absl::Status status = loaded.status();
+  if (status.ok() && loaded->has_certificate_principals() &&
+      options_.tls_client_ca_file.empty()) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat(options_.auth_tokens_file,
+                     " has entries with client_certificate: true, but without "
+                     "--tls-client-ca no client certificate is asked for"));
+  }
+  if (status.ok()) {
+    const size_t count = loaded->size();
+    status = auth_->ReplaceTokens(
+        std::make_shared<const BearerTokens>(*std::move(loaded)));
+    if (status.ok()) {
+      spdlog::info("token file reloaded: {} token(s) from {}", count,
+                   options_.auth_tokens_file);
+      return status;
+    }
+  }
+  spdlog::error(
+      "reload of the token file refused, the tokens loaded before stay in "
+      "force: {}",
+      LogText(std::string(status.message())));
+  return status;
+}
+
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
 void Daemon::Wait() { done_.WaitForNotification(); }
@@ -669,6 +790,12 @@ void Daemon::Shutdown() {
     absl::MutexLock lock(&shutdown_mu_);
     if (shut_down_) return;
     shut_down_ = true;
+  }
+  // A reload in flight ends first; later ones see shut_down_.
+  { absl::MutexLock reload(&reload_mu_); }
+  // Only a daemon that told it was ready tells that it stops.
+  if (!listen_address_.empty()) {
+    notifier_->Stopping("draining: running partitions finish and checkpoint");
   }
   if (observer_ != nullptr) observer_->SetHealth(nullptr);
   if (server_ != nullptr) {
@@ -710,6 +837,7 @@ void Daemon::Shutdown() {
   engine_.reset();
   store_.reset();
   observer_.reset();
+  reload_metrics_.reset();
   metrics_.reset();
   stale_counts_.reset();
   catalog_.reset();

@@ -6,8 +6,13 @@
 // then the manager (running partitions finish and checkpoint), then the
 // engine, the store and the metrics.
 //
-// The Daemon owns everything it builds. Thread-safe: Wait() and Shutdown()
-// may be called from any thread; Shutdown() is idempotent.
+// Reload() (main() calls it on SIGHUP) loads the pipelines and the token
+// file again; each goes into force only when it loads and checks in full,
+// else the one in force stays (core/live_catalog.h: jobs keep the catalog
+// they were planned with).
+//
+// The Daemon owns everything it builds. Thread-safe: Wait(), Reload() and
+// Shutdown() may be called from any thread; Shutdown() is idempotent.
 
 #ifndef BACKFILL_SERVER_DAEMON_H_
 #define BACKFILL_SERVER_DAEMON_H_
@@ -22,6 +27,7 @@
 #include "core/catalog.h"
 #include "core/command_runner.h"
 #include "core/http_client.h"
+#include "core/live_catalog.h"
 
 namespace grpc {
 class Server;
@@ -42,6 +48,8 @@ class DataDirLock;
 class FanoutObserver;
 class HttpClient;
 class OpenLineageMetrics;
+class ReloadMetrics;
+class ServiceNotifier;
 namespace openlineage {
 class OpenLineageEmitter;
 }  // namespace openlineage
@@ -81,6 +89,11 @@ struct DaemonOptions {
   // --insecure: listen on an address other machines reach although the
   // calls are not encrypted or not authenticated.
   bool insecure = false;
+  // Told when the daemon is ready (it serves gRPC and /metrics) and when a
+  // drain begins; not owned, must outlive the Daemon. nullptr: the
+  // service manager over sd_notify (platform/systemd_notifier.h), which
+  // does nothing without NOTIFY_SOCKET.
+  ServiceNotifier* notifier = nullptr;
 };
 
 // Whether `listen` ("HOST:PORT" or "[IPV6]:PORT", as --listen takes it) can
@@ -128,6 +141,15 @@ class Daemon {
   // The metrics port, 0 when disabled.
   int metrics_port() const;
 
+  // Loads the pipelines (as LoadCatalog() does) and, with --auth-tokens,
+  // the token file again, and puts each in force for new calls when it
+  // loads and passes every start-up check; jobs already admitted keep the
+  // catalog they were planned with. A file that does not load (or a
+  // pipeline that names another warehouse) changes nothing of its kind;
+  // the reason (the loader's file:line) is logged and returned. Counted in
+  // backfill_config_reloads_total. OK when every kind went in.
+  absl::Status Reload();
+
   // Blocks until Shutdown() has finished.
   void Wait();
 
@@ -149,19 +171,26 @@ class Daemon {
   // Declares the catalog's datasets to the metrics and where they read the
   // running jobs from.
   void ConfigureMetrics();
+  // The two halves of Reload().
+  absl::Status ReloadPipelines();
+  absl::Status ReloadTokens();
 
   const DaemonOptions options_;
   std::string listen_address_;
+  // options_.notifier, or owned_notifier_ (sd_notify) without one.
+  std::unique_ptr<ServiceNotifier> owned_notifier_;
+  ServiceNotifier* notifier_ = nullptr;
 
   // In construction order; destroyed in reverse by Shutdown().
   std::unique_ptr<DataDirLock> lock_;
-  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<LiveCatalog> catalog_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
   // Where OpenLineage's dataset namespace says the warehouse is
   // (OpenedWarehouse::lineage_location).
   std::string warehouse_lineage_location_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ReloadMetrics> reload_metrics_;
   // OpenLineage (--openlineage-url), all null without it.
   std::unique_ptr<HttpClient> lineage_http_;
   std::unique_ptr<SystemClock> lineage_clock_;
@@ -182,6 +211,8 @@ class Daemon {
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
 
+  // Serializes reloads (SIGHUP) with each other and with Shutdown().
+  absl::Mutex reload_mu_;
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
   absl::Notification done_;

@@ -538,8 +538,9 @@ void Metrics::OnJobFinished(const std::string& /*job_id*/, JobState state,
 }
 
 void Metrics::DeclareDatasets(const std::vector<std::string>& datasets) {
-  datasets_ = std::set<std::string>(datasets.begin(), datasets.end());
-  for (const std::string& d : datasets_) {
+  absl::MutexLock lock(&datasets_mu_);
+  for (const std::string& d : datasets) {
+    if (!datasets_.insert(d).second) continue;
     for (TaskState state : kCheckpointStates) {
       checkpointed_->Add({{"dataset", d}, {"state", Label(state)}});
     }
@@ -560,6 +561,7 @@ void Metrics::SetConsumerStandings(ConsumerStandingsFn standings) {
 }
 
 std::string Metrics::DatasetLabel(const std::string& dataset) const {
+  absl::MutexLock lock(&datasets_mu_);
   if (datasets_.empty() || datasets_.count(dataset) > 0) return dataset;
   return "other";
 }

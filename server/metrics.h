@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/job.h"
 #include "core/job_observer.h"
 #include "core/state_store.h"
@@ -94,8 +95,9 @@ class Metrics final : public JobObserver {
 
   // The datasets of the catalog: their per-dataset series exist (at 0)
   // from the start, and a dataset name outside them is counted as
-  // "other" (none given: every name is its own label). Call before the
-  // first event.
+  // "other" (none given: every name is its own label). Called again after
+  // a reload of the pipelines, it adds the new datasets (those declared
+  // before keep their series: jobs planned with them may still report).
   void DeclareDatasets(const std::vector<std::string>& datasets);
 
   // Where the ETA gauges read the RUNNING jobs (with counts and recompute
@@ -166,8 +168,9 @@ class Metrics final : public JobObserver {
   prometheus::Family<prometheus::Counter>* cost_full_reload_ = nullptr;
   prometheus::Family<prometheus::Counter>* jobs_published_ = nullptr;
   prometheus::Family<prometheus::Counter>* check_failures_ = nullptr;
-  // The declared datasets (empty: any name); set before events arrive.
-  std::set<std::string> datasets_;
+  // The declared datasets (empty: any name).
+  mutable absl::Mutex datasets_mu_;
+  std::set<std::string> datasets_ ABSL_GUARDED_BY(datasets_mu_);
   std::string DatasetLabel(const std::string& dataset) const;
   std::array<prometheus::Gauge*, 2> storage_failing_{};  // index: Storage
   std::array<prometheus::Counter*, 2> storage_errors_{};
