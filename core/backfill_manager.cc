@@ -159,6 +159,8 @@ BackfillManager::BackfillManager(const LiveCatalog* catalog, StateStore* store,
       engine_(engine),
       clock_(clock),
       planner_limits_(options.planner),
+      max_queued_jobs_(std::max<int64_t>(1, options.max_queued_jobs)),
+      max_queued_jobs_source_(options.max_queued_jobs_source),
       runner_(catalog, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
 
@@ -171,6 +173,8 @@ BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
       engine_(engine),
       clock_(clock),
       planner_limits_(options.planner),
+      max_queued_jobs_(std::max<int64_t>(1, options.max_queued_jobs)),
+      max_queued_jobs_source_(options.max_queued_jobs_source),
       runner_(catalog_, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
 
@@ -256,6 +260,17 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     // the same key may have created it meanwhile.
     ASSIGN_OR_RETURN(std::optional<SubmitResult> found, existing());
     if (found.has_value()) return *std::move(found);
+  }
+  // Bounded queue: jobs waiting to start cost memory and admission work,
+  // and a client in a submit loop must be told, not queued without end.
+  if (const int64_t queued = runner_.QueuedJobs(); queued >= max_queued_jobs_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many queued jobs: ", queued, queued == 1 ? " job is" : " jobs are",
+        " QUEUED (waiting to start), the limit set by ",
+        max_queued_jobs_source_, " is ", max_queued_jobs_,
+        "; nothing was submitted: submit again once some have started (with "
+        "the same idempotency key a repeated submit never creates a second "
+        "job), or raise the limit"));
   }
   std::vector<Admission::Overlap> blockers =
       runner_.Blocking(plan, options.idempotency_key, nullptr, 0);

@@ -45,6 +45,12 @@ struct ManagerOptions {
   absl::Duration retry_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(10);
   PlannerLimits planner;
+  // A submit that would create a job while this many jobs are QUEUED is
+  // refused (RESOURCE_EXHAUSTED, nothing created); a repeat of an existing
+  // job (same idempotency key) is still answered. At least 1.
+  int64_t max_queued_jobs = 1000;
+  // Where the limit above is set, for the refusal's message.
+  std::string max_queued_jobs_source = "ManagerOptions::max_queued_jobs";
   // How consumers are invalidated and probed (RunnerOptions); not owned.
   HttpClient* http = nullptr;
   CommandRunner* commands = nullptr;
@@ -123,7 +129,9 @@ class BackfillManager {
   // an idempotency key reused with a different request;
   // FAILED_PRECONDITION when it would wait and `no_wait` is set, or when
   // the estimate is over a budget (the request's max_cost or a dataset's
-  // `max_cost`; nothing is created, the message names the limit).
+  // `max_cost`; nothing is created, the message names the limit);
+  // RESOURCE_EXHAUSTED, nothing created, when max_queued_jobs jobs are
+  // QUEUED already (a repeat of an existing job is still answered).
   absl::StatusOr<SubmitResult> Submit(const BackfillRequest& request,
                                       const SubmitOptions& options);
 
@@ -209,6 +217,8 @@ class BackfillManager {
   Engine* const engine_;
   const Clock* const clock_;
   const PlannerLimits planner_limits_;
+  const int64_t max_queued_jobs_;
+  const std::string max_queued_jobs_source_;
   JobRunner runner_;
   // Serializes admission decisions (the overlap check of a no-wait submit,
   // the job's creation and its admission; retries).

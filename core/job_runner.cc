@@ -153,6 +153,15 @@ absl::Status JobRunner::Accepting() {
   return absl::OkStatus();
 }
 
+int64_t JobRunner::QueuedJobs() {
+  absl::MutexLock lock(&mu_);
+  int64_t queued = 0;
+  for (const auto& [id, job] : jobs_) {
+    if (job->state == JobState::kQueued) ++queued;
+  }
+  return queued;
+}
+
 bool JobRunner::Stopping() {
   absl::MutexLock lock(&mu_);
   return stopping_;

@@ -109,6 +109,10 @@ class JobRunner {
   // OK while running; UNAVAILABLE before Start() and once stopping.
   absl::Status Accepting();
 
+  // How many jobs are QUEUED: admitted and waiting to start (behind
+  // overlapping jobs, or about to be started).
+  int64_t QueuedJobs();
+
   // A job the store has just created (QUEUED): admitted after every job
   // admitted so far; it starts as soon as no earlier job holds one of its
   // partitions. `catalog` is the snapshot it was planned with; it runs with

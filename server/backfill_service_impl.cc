@@ -37,14 +37,37 @@ void CheckMethod(bool ok, const std::string& what) {
 
 }  // namespace
 
+std::string PeerHost(std::string_view peer) {
+  std::string_view rest = peer;
+  if (rest.substr(0, 5) == "ipv4:") {
+    rest.remove_prefix(5);
+    const size_t colon = rest.rfind(':');
+    return std::string(colon == std::string_view::npos ? rest
+                                                       : rest.substr(0, colon));
+  }
+  if (rest.substr(0, 5) == "ipv6:") {
+    rest.remove_prefix(5);
+    if (!rest.empty() && rest.front() == '[') {
+      const size_t close = rest.find(']');
+      if (close != std::string_view::npos) {
+        return std::string(rest.substr(1, close - 1));
+      }
+    }
+    return std::string(rest);
+  }
+  return std::string(peer);
+}
+
 BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
                                          absl::Duration watch_poll,
                                          size_t max_page_bytes,
-                                         const CallAuth* auth)
+                                         const CallAuth* auth,
+                                         const ServiceLimits& limits)
     : manager_(manager),
       watch_poll_(watch_poll),
       max_page_bytes_(max_page_bytes),
-      auth_(auth) {
+      auth_(auth),
+      watch_slots_(limits.max_watch_streams_per_caller) {
   ReceiveRequestsAsBytes();
 }
 
@@ -234,6 +257,26 @@ grpc::Status BackfillServiceImpl::Watch(
   absl::StatusOr<JobView> view =
       ViewFromProto(request->view(), JobView::kBasic);
   if (!view.ok()) return ToGrpcStatus(view.status());
+  // One slot of the caller's while the stream is open; given back however
+  // the stream ends.
+  const std::optional<Principal> caller = CallerOf(*context);
+  const std::string who =
+      caller.has_value() ? absl::StrCat("principal ", caller->name)
+                         : absl::StrCat("peer ", PeerHost(context->peer()));
+  const std::optional<StreamSlots::Slot> slot = watch_slots_.TryAcquire(
+      caller.has_value() ? absl::StrCat("principal:", caller->name)
+                         : absl::StrCat("peer:", PeerHost(context->peer())));
+  if (!slot.has_value()) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("too many WatchBackfill streams: ", who, " has ",
+                     watch_slots_.limit(),
+                     " open, the limit per principal (per peer host without "
+                     "authentication) set by backfilld "
+                     "--max-watch-streams-per-principal is ",
+                     watch_slots_.limit(),
+                     "; close a watch or wait for one to end"));
+  }
   uint64_t version = 0;  // 0: the first wait returns the current job at once
   std::optional<uint64_t> sent;
   while (true) {

@@ -76,6 +76,21 @@ absl::Status CheckAddress(const char* flag, const std::string& address) {
   return absl::OkStatus();
 }
 
+// The ranges of the limits: below them the daemon could not work, above
+// them a limit no longer limits anything.
+constexpr int64_t kMinMessageBytes = 1 << 10;
+constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
+constexpr int64_t kMaxWatchStreamsLimit = 10000;
+constexpr int64_t kMaxQueuedJobsLimit = 1000000;
+
+absl::Status CheckRange(const char* flag, int64_t value, int64_t min,
+                        int64_t max, const char* unit) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(flag, " ", value,
+                                                 " is out of range: give ", min,
+                                                 " to ", max, " ", unit));
+}
+
 // "HOST:PORT" with the port replaced by `port`.
 std::string WithPort(const std::string& address, int port) {
   const size_t colon = address.rfind(':');
@@ -254,6 +269,7 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   if (absl::Status s = CheckOpenLineageOptions(options_); !s.ok()) return s;
   if (absl::Status s = CheckSecurityOptions(options_); !s.ok()) return s;
+  if (absl::Status s = CheckLimitOptions(options_); !s.ok()) return s;
 
   // 0. The data dir, locked: one daemon per state store and warehouse.
   std::error_code ec;
@@ -372,6 +388,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   clock_ = std::make_unique<SystemClock>();
   ManagerOptions manager_options;
   manager_options.workers = workers;
+  manager_options.max_queued_jobs = options_.max_queued_jobs;
+  manager_options.max_queued_jobs_source = "backfilld --max-queued-jobs";
   // Downstream consumers: HTTP through libcurl, commands without a shell.
   http_client_ = std::make_unique<CurlHttpClient>();
   command_runner_ = std::make_unique<PosixCommandRunner>();
@@ -401,12 +419,19 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   auth_ = std::make_unique<CallAuth>(std::move(tokens), &metrics_->registry(),
                                      !options_.tls_client_ca_file.empty());
+  ServiceLimits limits;
+  limits.max_watch_streams_per_caller =
+      options_.max_watch_streams_per_principal;
   service_ = std::make_unique<BackfillServiceImpl>(
-      manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get());
+      manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get(), limits);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // gRPC refuses a larger request itself, before any handler sees it:
+  // RESOURCE_EXHAUSTED "Received message larger than max (SIZE vs. LIMIT)".
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(options_.max_message_bytes));
   int port = 0;
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
@@ -561,6 +586,16 @@ absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
           : "",
       ". Give both, listen on a loopback address, or give --insecure to "
       "accept the risk (a private network)"));
+}
+
+absl::Status Daemon::CheckLimitOptions(const DaemonOptions& options) {
+  RETURN_IF_ERROR(CheckRange("--max-message-bytes", options.max_message_bytes,
+                             kMinMessageBytes, kMaxMessageBytes, "bytes"));
+  RETURN_IF_ERROR(CheckRange("--max-watch-streams-per-principal",
+                             options.max_watch_streams_per_principal, 1,
+                             kMaxWatchStreamsLimit, "streams"));
+  return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
+                    kMaxQueuedJobsLimit, "jobs");
 }
 
 absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {

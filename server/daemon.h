@@ -17,6 +17,7 @@
 #ifndef BACKFILL_SERVER_DAEMON_H_
 #define BACKFILL_SERVER_DAEMON_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -87,8 +88,22 @@ struct DaemonOptions {
   std::string tls_key_file;
   std::string tls_client_ca_file;
   // --insecure: listen on an address other machines reach although the
-  // calls are not encrypted or not authenticated.
+  // calls are not encrypted or not authenticated (or, for
+  // --metrics-listen, /metrics has no --metrics-basic-auth).
   bool insecure = false;
+  // --metrics-basic-auth: the credentials file /metrics requires with HTTP
+  // basic auth (core/basic_auth_credentials.h); "": none asked for.
+  std::string metrics_basic_auth_file;
+  // Limits, each refused with RESOURCE_EXHAUSTED naming it and its flag.
+  // --max-message-bytes: the largest request message the gRPC server
+  // receives (gRPC's own default, 4 MiB).
+  int64_t max_message_bytes = 4 << 20;
+  // --max-watch-streams-per-principal: concurrent WatchBackfill streams
+  // per principal (per peer host without authentication).
+  int64_t max_watch_streams_per_principal = 16;
+  // --max-queued-jobs: QUEUED jobs beyond which a submit that would create
+  // a job is refused.
+  int64_t max_queued_jobs = 1000;
   // Told when the daemon is ready (it serves gRPC and /metrics) and when a
   // drain begins; not owned, must outlive the Daemon. nullptr: the
   // service manager over sd_notify (platform/systemd_notifier.h), which
@@ -115,6 +130,11 @@ class Daemon {
   // Checks --openlineage-url and --openlineage-namespace (INVALID_ARGUMENT
   // naming the flag); OK when no URL is given.
   static absl::Status CheckOpenLineageOptions(const DaemonOptions& options);
+
+  // Checks the limits (--max-message-bytes, --max-watch-streams-per-
+  // principal, --max-queued-jobs) are in their ranges: INVALID_ARGUMENT
+  // naming the flag, the value and the range.
+  static absl::Status CheckLimitOptions(const DaemonOptions& options);
 
   // Checks --auth-tokens and the TLS files (each must load; --tls-cert and
   // --tls-key go together; --tls-client-ca needs them, and so does a token

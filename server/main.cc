@@ -92,6 +92,20 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", options.insecure,
                "Allow a --listen address other machines reach although the "
                "gRPC port is not encrypted or not authenticated");
+  app.add_option("--max-message-bytes", options.max_message_bytes,
+                 "Largest request message the gRPC port receives; a larger "
+                 "one is refused (RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  app.add_option("--max-watch-streams-per-principal",
+                 options.max_watch_streams_per_principal,
+                 "Concurrent WatchBackfill streams per principal (per peer "
+                 "host without --auth-tokens); one more is refused "
+                 "(RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  app.add_option("--max-queued-jobs", options.max_queued_jobs,
+                 "QUEUED jobs beyond which a submit that would create a job "
+                 "is refused (RESOURCE_EXHAUSTED, nothing created)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -110,6 +124,10 @@ int main(int argc, char** argv) {
   }
   if (absl::Status s = backfill::Daemon::CheckSecurityOptions(options);
       !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 2;
+  }
+  if (absl::Status s = backfill::Daemon::CheckLimitOptions(options); !s.ok()) {
     std::cerr << "backfilld: " << s.message() << std::endl;
     return 2;
   }
