@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
+#include "core/basic_auth_credentials.h"
 #include "core/bearer_tokens.h"
 #include "core/clock.h"
 #include "core/consumer_spec.h"
@@ -373,7 +374,30 @@ absl::Status Daemon::Init(Catalog catalog) {
       std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
   ConfigureMetrics();
   if (metrics_on) {
-    if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
+    Metrics::BasicAuthCheck basic_auth;
+    if (!options_.metrics_basic_auth_file.empty()) {
+      absl::StatusOr<BasicAuthCredentials> credentials =
+          BasicAuthCredentials::Load(options_.metrics_basic_auth_file);
+      if (!credentials.ok()) return credentials.status();
+      {
+        absl::MutexLock lock(&metrics_auth_mu_);
+        metrics_auth_ = std::make_shared<const BasicAuthCredentials>(
+            *std::move(credentials));
+      }
+      reload_metrics_->Loaded(ReloadMetrics::Kind::kMetricsAuth, absl::Now());
+      basic_auth = [this](const std::string& user,
+                          const std::string& password) {
+        const std::shared_ptr<const BasicAuthCredentials> in_force =
+            MetricsCredentials();
+        return in_force != nullptr && in_force->Matches(user, password);
+      };
+      spdlog::info("/metrics requires HTTP basic auth (user {}, from {})",
+                   LogText(MetricsCredentials()->username()),
+                   options_.metrics_basic_auth_file);
+    }
+    if (absl::Status s =
+            metrics_->Listen(options_.metrics_listen, std::move(basic_auth));
+        !s.ok()) {
       return s;
     }
   } else {
@@ -565,6 +589,32 @@ absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
     }
     tokens_given = true;
   }
+  const bool metrics_on =
+      !options.metrics_listen.empty() && options.metrics_listen != "none";
+  if (!options.metrics_basic_auth_file.empty()) {
+    if (!metrics_on) {
+      return absl::InvalidArgumentError(
+          "--metrics-basic-auth needs /metrics on: give --metrics-listen "
+          "HOST:PORT (not \"none\")");
+    }
+    absl::StatusOr<BasicAuthCredentials> credentials =
+        BasicAuthCredentials::Load(options.metrics_basic_auth_file);
+    if (!credentials.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metrics-basic-auth: ", credentials.status().message()));
+    }
+  }
+  if (metrics_on && !options.insecure &&
+      options.metrics_basic_auth_file.empty() &&
+      !IsLocalOnlyAddress(options.metrics_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics-listen ", options.metrics_listen,
+        " can be reached from other machines, but /metrics asks for no "
+        "credentials (no --metrics-basic-auth): anyone who reaches it reads "
+        "the datasets' names, job counts and costs. Give --metrics-basic-auth "
+        "FILE, listen on a loopback address, or give --insecure to accept the "
+        "risk (a private network)"));
+  }
   const bool authenticated =
       tokens_given || !options.tls_client_ca_file.empty();
   if (options.insecure || IsLocalOnlyAddress(options.listen) ||
@@ -722,8 +772,10 @@ absl::Status Daemon::Reload() {
       return absl::UnavailableError("not reloading: backfilld is stopping");
     }
   }
-  spdlog::info("SIGHUP: reloading the pipelines{}",
-               options_.auth_tokens_file.empty() ? "" : " and the token file");
+  spdlog::info(
+      "SIGHUP: reloading the pipelines{}{}",
+      options_.auth_tokens_file.empty() ? "" : ", the token file",
+      MetricsCredentials() == nullptr ? "" : ", the /metrics basic auth file");
   absl::Status pipelines = ReloadPipelines();
   reload_metrics_->Reloaded(ReloadMetrics::Kind::kPipelines, pipelines.ok(),
                             absl::Now());
@@ -733,11 +785,20 @@ absl::Status Daemon::Reload() {
     reload_metrics_->Reloaded(ReloadMetrics::Kind::kTokens, tokens.ok(),
                               absl::Now());
   }
+  absl::Status metrics_auth = absl::OkStatus();
+  if (MetricsCredentials() != nullptr) {
+    metrics_auth = ReloadMetricsAuth();
+    reload_metrics_->Reloaded(ReloadMetrics::Kind::kMetricsAuth,
+                              metrics_auth.ok(), absl::Now());
+  }
   notifier_->Status(absl::StrCat(
       "serving gRPC on ", listen_address_, ", ",
       catalog_->Get()->datasets().size(), " datasets; last reload ",
-      pipelines.ok() && tokens.ok() ? "ok" : "failed (see the log)"));
-  return pipelines.ok() ? tokens : pipelines;
+      pipelines.ok() && tokens.ok() && metrics_auth.ok()
+          ? "ok"
+          : "failed (see the log)"));
+  if (!pipelines.ok()) return pipelines;
+  return tokens.ok() ? metrics_auth : tokens;
 }
 
 absl::Status Daemon::ReloadPipelines() {
@@ -814,6 +875,32 @@ absl::Status Daemon::ReloadTokens() {
       "force: {}",
       LogText(std::string(status.message())));
   return status;
+}
+
+absl::Status Daemon::ReloadMetricsAuth() {
+  absl::StatusOr<BasicAuthCredentials> loaded =
+      BasicAuthCredentials::Load(options_.metrics_basic_auth_file);
+  if (!loaded.ok()) {
+    spdlog::error(
+        "reload of the /metrics basic auth file refused, the credentials "
+        "loaded before stay in force: {}",
+        LogText(std::string(loaded.status().message())));
+    return loaded.status();
+  }
+  const std::string user = loaded->username();
+  {
+    absl::MutexLock lock(&metrics_auth_mu_);
+    metrics_auth_ =
+        std::make_shared<const BasicAuthCredentials>(*std::move(loaded));
+  }
+  spdlog::info("/metrics basic auth file reloaded: user {} from {}",
+               LogText(user), options_.metrics_basic_auth_file);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const BasicAuthCredentials> Daemon::MetricsCredentials() const {
+  absl::MutexLock lock(&metrics_auth_mu_);
+  return metrics_auth_;
 }
 
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }

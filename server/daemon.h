@@ -6,10 +6,10 @@
 // then the manager (running partitions finish and checkpoint), then the
 // engine, the store and the metrics.
 //
-// Reload() (main() calls it on SIGHUP) loads the pipelines and the token
-// file again; each goes into force only when it loads and checks in full,
-// else the one in force stays (core/live_catalog.h: jobs keep the catalog
-// they were planned with).
+// Reload() (main() calls it on SIGHUP) loads the pipelines, the token file
+// and the /metrics basic auth file again; each goes into force only when it
+// loads and checks in full, else the one in force stays (core/live_catalog.h:
+// jobs keep the catalog they were planned with).
 //
 // The Daemon owns everything it builds. Thread-safe: Wait(), Reload() and
 // Shutdown() may be called from any thread; Shutdown() is idempotent.
@@ -37,6 +37,7 @@ class Server;
 namespace backfill {
 
 class BackfillManager;
+class BasicAuthCredentials;
 class BackfillServiceImpl;
 class CallAuth;
 class Engine;
@@ -136,12 +137,14 @@ class Daemon {
   // naming the flag, the value and the range.
   static absl::Status CheckLimitOptions(const DaemonOptions& options);
 
-  // Checks --auth-tokens and the TLS files (each must load; --tls-cert and
-  // --tls-key go together; --tls-client-ca needs them, and so does a token
-  // file entry with client_certificate: true), and refuses a --listen
-  // address other machines reach unless the port is both encrypted (TLS)
-  // and authenticated (tokens or client certificates), or --insecure is
-  // given. INVALID_ARGUMENT naming the flags.
+  // Checks --auth-tokens, --metrics-basic-auth and the TLS files (each
+  // must load; --tls-cert and --tls-key go together; --tls-client-ca needs
+  // them, and so does a token file entry with client_certificate: true;
+  // --metrics-basic-auth needs /metrics on), and refuses a --listen address
+  // other machines reach unless the port is both encrypted (TLS) and
+  // authenticated (tokens or client certificates), and a --metrics-listen
+  // address other machines reach without --metrics-basic-auth, unless
+  // --insecure is given. INVALID_ARGUMENT naming the flags.
   static absl::Status CheckSecurityOptions(const DaemonOptions& options);
 
   // Builds everything and starts serving. Errors name the step that failed.
@@ -161,13 +164,14 @@ class Daemon {
   // The metrics port, 0 when disabled.
   int metrics_port() const;
 
-  // Loads the pipelines (as LoadCatalog() does) and, with --auth-tokens,
-  // the token file again, and puts each in force for new calls when it
-  // loads and passes every start-up check; jobs already admitted keep the
-  // catalog they were planned with. A file that does not load (or a
-  // pipeline that names another warehouse) changes nothing of its kind;
-  // the reason (the loader's file:line) is logged and returned. Counted in
-  // backfill_config_reloads_total. OK when every kind went in.
+  // Loads the pipelines (as LoadCatalog() does) and, with --auth-tokens and
+  // --metrics-basic-auth, the token file and the basic auth file again, and
+  // puts each in force for new calls when it loads and passes every start-up
+  // check; jobs already admitted keep the catalog they were planned with. A
+  // file that does not load (or a pipeline that names another warehouse)
+  // changes nothing of its kind; the reason (the loader's file:line) is logged
+  // and returned. Counted in backfill_config_reloads_total. OK when every kind
+  // went in.
   absl::Status Reload();
 
   // Blocks until Shutdown() has finished.
@@ -194,6 +198,9 @@ class Daemon {
   // The two halves of Reload().
   absl::Status ReloadPipelines();
   absl::Status ReloadTokens();
+  absl::Status ReloadMetricsAuth();
+  // The /metrics credentials in force (null: none asked for).
+  std::shared_ptr<const BasicAuthCredentials> MetricsCredentials() const;
 
   const DaemonOptions options_;
   std::string listen_address_;
@@ -230,6 +237,12 @@ class Daemon {
   std::unique_ptr<CallAuth> auth_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+
+  // --metrics-basic-auth's credentials, read by the exposer's threads on
+  // every scrape and replaced by a reload.
+  mutable absl::Mutex metrics_auth_mu_;
+  std::shared_ptr<const BasicAuthCredentials> metrics_auth_
+      ABSL_GUARDED_BY(metrics_auth_mu_);
 
   // Serializes reloads (SIGHUP) with each other and with Shutdown().
   absl::Mutex reload_mu_;

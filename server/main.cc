@@ -1,8 +1,8 @@
 // backfilld: the backfill daemon. Parses flags, sets up logging, blocks
 // SIGTERM, SIGINT and SIGHUP in every thread, starts the Daemon and waits
-// for signals: SIGHUP reloads the pipelines and the token file
-// (Daemon::Reload); SIGTERM or SIGINT drains and exits 0. A second SIGTERM
-// or SIGINT during the drain exits at once.
+// for signals: SIGHUP reloads the pipelines, the token file and the
+// /metrics basic auth file (Daemon::Reload); SIGTERM or SIGINT drains and exits
+// 0. A second SIGTERM or SIGINT during the drain exits at once.
 //
 // Exit codes: 0 after a clean shutdown, 2 for bad flags or a bad pipeline
 // file (the server does not start), 1 when another startup step fails (the
@@ -89,9 +89,15 @@ int main(int argc, char** argv) {
                  "PEM CA bundle: require client certificates it signed "
                  "(mutual TLS); the certificate's Common Name is the "
                  "principal");
+  app.add_option("--metrics-basic-auth", options.metrics_basic_auth_file,
+                 "YAML file {username: NAME, sha256: <SHA-256 of the "
+                 "password>}: /metrics requires HTTP basic auth with them "
+                 "(see docs/security.md); default: none asked for");
   app.add_flag("--insecure", options.insecure,
                "Allow a --listen address other machines reach although the "
-               "gRPC port is not encrypted or not authenticated");
+               "gRPC port is not encrypted or not authenticated, and a "
+               "--metrics-listen address other machines reach without "
+               "--metrics-basic-auth");
   app.add_option("--max-message-bytes", options.max_message_bytes,
                  "Largest request message the gRPC port receives; a larger "
                  "one is refused (RESOURCE_EXHAUSTED)")

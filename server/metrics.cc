@@ -437,7 +437,8 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
 
 Metrics::~Metrics() { StopListening(); }
 
-absl::Status Metrics::Listen(const std::string& address) {
+absl::Status Metrics::Listen(const std::string& address,
+                             BasicAuthCheck basic_auth) {
   StopListening();
   try {
     // civetweb takes "HOST:PORT" as its listening_ports option.
@@ -450,6 +451,10 @@ absl::Status Metrics::Listen(const std::string& address) {
     exposer->RegisterCollectable(eta_collector_);
     exposer->RegisterCollectable(downstream_collector_);
     exposer->RegisterCollectable(process_collector_);
+    if (basic_auth) {
+      exposer->RegisterAuth(std::move(basic_auth), "backfilld metrics",
+                            "/metrics");
+    }
     exposer_ = std::move(exposer);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(

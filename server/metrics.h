@@ -74,9 +74,17 @@ class Metrics final : public JobObserver {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
+  // Whether an HTTP basic auth user name and password may scrape; called
+  // on the exposer's threads for each request.
+  using BasicAuthCheck = std::function<bool(const std::string& username,
+                                            const std::string& password)>;
+
   // Serves /metrics on `address` ("HOST:PORT"; port 0 picks a free one).
-  // UNAVAILABLE with the reason when the address cannot be bound.
-  absl::Status Listen(const std::string& address);
+  // With `basic_auth`, a scrape without HTTP basic auth credentials it
+  // accepts is answered 401. UNAVAILABLE with the reason when the address
+  // cannot be bound.
+  absl::Status Listen(const std::string& address,
+                      BasicAuthCheck basic_auth = {});
   // The bound port after Listen(), else 0.
   int port() const;
   // Stops serving /metrics. Idempotent.

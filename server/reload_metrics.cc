@@ -14,7 +14,8 @@ ReloadMetrics::ReloadMetrics(prometheus::Registry& registry) {
           .Name("backfill_config_reloads_total")
           .Help(
               "Reloads of the configuration on SIGHUP, by kind (pipelines: "
-              "the --pipelines directory; tokens: the --auth-tokens file) "
+              "the --pipelines directory; tokens: the --auth-tokens file; "
+              "metrics_auth: the --metrics-basic-auth file) "
               "and result (ok: in force for new calls; error: refused, the "
               "previous one stays in force)")
           .Register(registry);
@@ -27,7 +28,8 @@ ReloadMetrics::ReloadMetrics(prometheus::Registry& registry) {
           .Register(registry);
   for (auto [series, kind] :
        {std::pair<Series*, const char*>{&pipelines_, "pipelines"},
-        {&tokens_, "tokens"}}) {
+        {&tokens_, "tokens"},
+        {&metrics_auth_, "metrics_auth"}}) {
     series->ok = &reloads.Add({{"kind", kind}, {"result", "ok"}});
     series->error = &reloads.Add({{"kind", kind}, {"result", "error"}});
     series->last_success = &last.Add({{"kind", kind}});
@@ -35,7 +37,15 @@ ReloadMetrics::ReloadMetrics(prometheus::Registry& registry) {
 }
 
 ReloadMetrics::Series& ReloadMetrics::SeriesOf(Kind kind) {
-  return kind == Kind::kPipelines ? pipelines_ : tokens_;
+  switch (kind) {
+    case Kind::kPipelines:
+      return pipelines_;
+    case Kind::kTokens:
+      return tokens_;
+    case Kind::kMetricsAuth:
+      break;
+  }
+  return metrics_auth_;
 }
 
 void ReloadMetrics::Loaded(Kind kind, absl::Time at) {

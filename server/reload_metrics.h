@@ -1,8 +1,9 @@
 // ReloadMetrics: how reloads of the configuration on SIGHUP went, as
 // Prometheus series in the daemon's registry:
 //   backfill_config_reloads_total{kind, result}   counter
-//     kind "pipelines" (the --pipelines directory) or "tokens" (the
-//     --auth-tokens file); result "ok" or "error" (the old one stays)
+//     kind "pipelines" (the --pipelines directory), "tokens" (the
+//     --auth-tokens file) or "metrics_auth" (the --metrics-basic-auth
+//     file); result "ok" or "error" (the old one stays)
 //   backfill_config_last_reload_success_timestamp_seconds{kind}   gauge
 //     Unix time of the last successful load of that kind, the one at
 //     start-up included
@@ -24,7 +25,7 @@ namespace backfill {
 
 class ReloadMetrics {
  public:
-  enum class Kind { kPipelines, kTokens };
+  enum class Kind { kPipelines, kTokens, kMetricsAuth };
 
   explicit ReloadMetrics(prometheus::Registry& registry);
 
@@ -46,6 +47,7 @@ class ReloadMetrics {
 
   Series pipelines_;
   Series tokens_;
+  Series metrics_auth_;
 };
 
 }  // namespace backfill
