@@ -185,16 +185,36 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
 
 }  // namespace
 
-BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
+BackfillManager::BackfillManager(const LiveCatalog* catalog, StateStore* store,
                                  Engine* engine, const Clock* clock,
                                  JobObserver* observer, ManagerOptions options)
     : catalog_(catalog),
       store_(store),
       engine_(engine),
       clock_(clock),
-      planner_(catalog, engine, options.planner, store),
-      runner_(catalog, store, engine, &planner_, clock, observer,
+      planner_limits_(options.planner),
+      max_queued_jobs_(std::max<int64_t>(1, options.max_queued_jobs)),
+      max_queued_jobs_source_(options.max_queued_jobs_source),
+      runner_(catalog, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
+
+BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
+                                 Engine* engine, const Clock* clock,
+                                 JobObserver* observer, ManagerOptions options)
+    : owned_catalog_(LiveCatalog::Borrowing(catalog)),
+      catalog_(owned_catalog_.get()),
+      store_(store),
+      engine_(engine),
+      clock_(clock),
+      planner_limits_(options.planner),
+      max_queued_jobs_(std::max<int64_t>(1, options.max_queued_jobs)),
+      max_queued_jobs_source_(options.max_queued_jobs_source),
+      runner_(catalog_, store, engine, clock, observer,
+              RunnerOptionsOf(options)) {}
+
+Planner BackfillManager::PlannerFor(const Catalog* catalog) const {
+  return Planner(catalog, engine_, planner_limits_, store_);
+}
 
 BackfillManager::~BackfillManager() { Shutdown(); }
 
@@ -202,11 +222,12 @@ absl::Status BackfillManager::Start() { return runner_.Start(); }
 
 void BackfillManager::Shutdown() { runner_.Shutdown(); }
 
-absl::Status BackfillManager::CheckSql(const Plan& plan) {
+absl::Status BackfillManager::CheckSql(const Catalog& catalog,
+                                       const Plan& plan) {
   std::vector<std::string> datasets;
   for (const DatasetPlan& dp : plan.datasets) datasets.push_back(dp.dataset);
   ASSIGN_OR_RETURN(std::vector<std::string> problems,
-                   CheckPipelineSql(*catalog_, engine_, datasets));
+                   CheckPipelineSql(catalog, engine_, datasets));
   if (problems.empty()) return absl::OkStatus();
   return WithReason(
       absl::FailedPreconditionError(absl::StrCat(
@@ -218,8 +239,9 @@ absl::Status BackfillManager::CheckSql(const Plan& plan) {
 
 absl::StatusOr<Plan> BackfillManager::PlanBackfill(
     const BackfillRequest& request) {
-  ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
-  RETURN_IF_ERROR(CheckSql(plan));
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
+  ASSIGN_OR_RETURN(Plan plan, PlannerFor(catalog.get()).MakePlan(request));
+  RETURN_IF_ERROR(CheckSql(*catalog, plan));
   runner_.Blocking(plan, "", &plan.conflicts, kMaxConflictsShown);
   return plan;
 }
@@ -256,8 +278,10 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     }
     return absl::OkStatus();
   };
-  ASSIGN_OR_RETURN(Plan plan, planner_.MakePlan(request));
-  RETURN_IF_ERROR(CheckSql(plan));
+  // The job runs with the catalog it is planned with, to its end.
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
+  ASSIGN_OR_RETURN(Plan plan, PlannerFor(catalog.get()).MakePlan(request));
+  RETURN_IF_ERROR(CheckSql(*catalog, plan));
   RETURN_IF_ERROR(abandoned());
   // Over a budget (core/cost_budget.h): refused before anything is created.
   if (!plan.cost.refused.empty()) {
@@ -272,6 +296,20 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     // the same key may have created it meanwhile.
     ASSIGN_OR_RETURN(std::optional<SubmitResult> found, existing());
     if (found.has_value()) return *std::move(found);
+  }
+  // Bounded queue: jobs waiting to start cost memory and admission work,
+  // and a client in a submit loop must be told, not queued without end.
+  if (const int64_t queued = runner_.QueuedJobs(); queued >= max_queued_jobs_) {
+    return WithReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "too many queued jobs: ", queued,
+            queued == 1 ? " job is" : " jobs are",
+            " QUEUED (waiting to start), the limit set by ",
+            max_queued_jobs_source_, " is ", max_queued_jobs_,
+            "; nothing was submitted: submit again once some have started "
+            "(with the same `idempotency_key` a repeated submit never creates "
+            "a second job), or raise the limit")),
+        "QUEUED_JOBS_EXHAUSTED", {{"limit", absl::StrCat(max_queued_jobs_)}});
   }
   std::vector<Admission::Overlap> blockers =
       runner_.Blocking(plan, options.idempotency_key, nullptr, 0);
@@ -323,7 +361,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
     }
     return SubmitResult{std::move(created.job), false};
   }
-  runner_.Admit(created.job);
+  runner_.Admit(created.job, catalog);
   return SubmitResult{std::move(created.job), true};
 }
 
@@ -501,7 +539,8 @@ absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
 
 absl::StatusOr<PartitionHistory> BackfillManager::ExplainPartition(
     const std::string& dataset, const std::string& partition) {
-  return ::backfill::ExplainPartition(*catalog_, *store_, dataset, partition);
+  return ::backfill::ExplainPartition(*catalog_->Get(), *store_, dataset,
+                                      partition);
 }
 
 absl::StatusOr<AuditPage> BackfillManager::ListAuditEvents(

@@ -3,10 +3,13 @@
 // per key) and hands them to the JobRunner, which runs them through the
 // playbook and carries out pause, resume, retry, cancel and rollback.
 //
-// It owns the planner and the runner (and through it the worker pool). It
-// does not own the catalog, store, engine, clock or observer; they must
-// outlive it. Thread-safe: every public method may be called from any
-// thread (the gRPC handlers call it concurrently).
+// It owns the runner (and through it the worker pool). It does not own the
+// catalog, store, engine, clock or observer; they must outlive it. The
+// catalog may be a LiveCatalog (core/live_catalog.h) that a reload
+// replaces: every request is planned with the snapshot in force when it
+// arrives, and a job runs to its end with the snapshot it was planned with.
+// Thread-safe: every public method may be called from any thread (the gRPC
+// handlers call it concurrently).
 
 #ifndef BACKFILL_CORE_BACKFILL_MANAGER_H_
 #define BACKFILL_CORE_BACKFILL_MANAGER_H_
@@ -29,6 +32,7 @@
 #include "core/job_listing.h"
 #include "core/job_observer.h"
 #include "core/job_runner.h"
+#include "core/live_catalog.h"
 #include "core/partition_history.h"
 #include "core/planner.h"
 #include "core/state_store.h"
@@ -41,6 +45,12 @@ struct ManagerOptions {
   absl::Duration retry_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(10);
   PlannerLimits planner;
+  // A submit that would create a job while this many jobs are QUEUED is
+  // refused (RESOURCE_EXHAUSTED, nothing created); a repeat of an existing
+  // job (same idempotency key) is still answered. At least 1.
+  int64_t max_queued_jobs = 1000;
+  // Where the limit above is set, for the refusal's message.
+  std::string max_queued_jobs_source = "ManagerOptions::max_queued_jobs";
   // How consumers are invalidated and probed (RunnerOptions); not owned.
   HttpClient* http = nullptr;
   CommandRunner* commands = nullptr;
@@ -87,6 +97,10 @@ std::string RequestFingerprint(const BackfillRequest& r);
 
 class BackfillManager {
  public:
+  BackfillManager(const LiveCatalog* catalog, StateStore* store, Engine* engine,
+                  const Clock* clock, JobObserver* observer,
+                  ManagerOptions options);
+  // The same with a catalog that never changes.
   BackfillManager(const Catalog* catalog, StateStore* store, Engine* engine,
                   const Clock* clock, JobObserver* observer,
                   ManagerOptions options);
@@ -115,7 +129,9 @@ class BackfillManager {
   // an idempotency key reused with a different request;
   // FAILED_PRECONDITION when it would wait and `no_wait` is set, or when
   // the estimate is over a budget (the request's max_cost or a dataset's
-  // `max_cost`; nothing is created, the message names the limit).
+  // `max_cost`; nothing is created, the message names the limit);
+  // RESOURCE_EXHAUSTED, nothing created, when max_queued_jobs jobs are
+  // QUEUED already (a repeat of an existing job is still answered).
   absl::StatusOr<SubmitResult> Submit(const BackfillRequest& request,
                                       const SubmitOptions& options);
 
@@ -184,18 +200,25 @@ class BackfillManager {
   // A page of the audit log, oldest first (core/audit_log.h).
   absl::StatusOr<AuditPage> ListAuditEvents(const AuditQuery& query);
 
-  const Catalog& catalog() const { return *catalog_; }
+  // The catalog in force now (a snapshot: valid while held).
+  std::shared_ptr<const Catalog> catalog() const { return catalog_->Get(); }
 
  private:
   // The static check of the SQL of the plan's datasets (static_check.h):
   // FAILED_PRECONDITION listing the problems.
-  absl::Status CheckSql(const Plan& plan);
+  absl::Status CheckSql(const Catalog& catalog, const Plan& plan);
+  // A planner over `catalog`.
+  Planner PlannerFor(const Catalog* catalog) const;
 
-  const Catalog* const catalog_;
+  // Set by the constructor that takes a fixed Catalog; else null.
+  const std::unique_ptr<LiveCatalog> owned_catalog_;
+  const LiveCatalog* const catalog_;
   StateStore* const store_;
   Engine* const engine_;
   const Clock* const clock_;
-  const Planner planner_;
+  const PlannerLimits planner_limits_;
+  const int64_t max_queued_jobs_;
+  const std::string max_queued_jobs_source_;
   JobRunner runner_;
   // Serializes admission decisions (the overlap check of a no-wait submit,
   // the job's creation and its admission; retries).

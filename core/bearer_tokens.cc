@@ -1,8 +1,5 @@
 #include "core/bearer_tokens.h"
 
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -33,52 +30,7 @@ std::string At(const std::string& source, const YAML::Node& node) {
   return absl::StrCat(source, ":", mark.line + 1, ": ");
 }
 
-absl::StatusOr<Sha256Digest> ParseDigest(std::string_view hex) {
-  Sha256Digest digest{};
-  if (hex.size() != 2 * digest.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sha256 must be 64 hex digits (the SHA-256 of the token, as "
-        "sha256sum prints it), not ",
-        hex.size(), " characters"));
-  }
-  for (size_t i = 0; i < digest.size(); ++i) {
-    int byte = 0;
-    for (char c : hex.substr(2 * i, 2)) {
-      const char l = absl::ascii_tolower(c);
-      int v;
-      if (l >= '0' && l <= '9') {
-        v = l - '0';
-      } else if (l >= 'a' && l <= 'f') {
-        v = l - 'a' + 10;
-      } else {
-        return absl::InvalidArgumentError(
-            "sha256 must be 64 hex digits (0-9, a-f)");
-      }
-      byte = byte * 16 + v;
-    }
-    digest[i] = static_cast<uint8_t>(byte);
-  }
-  return digest;
-}
-
 }  // namespace
-
-Sha256Digest Sha256Of(std::string_view text) {
-  Sha256Digest digest{};
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(),
-         digest.data());
-  return digest;
-}
-
-std::string HexDigest(const Sha256Digest& digest) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : digest) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
 
 absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
                                                  const std::string& source) {
@@ -189,7 +141,7 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
     if (sha) {
       absl::StatusOr<Sha256Digest> digest =
           sha.IsScalar()
-              ? ParseDigest(sha.Scalar())
+              ? ParseHexDigest(sha.Scalar(), "token")
               : absl::InvalidArgumentError("sha256 must be 64 hex digits");
       if (!digest.ok()) {
         return absl::InvalidArgumentError(
@@ -243,9 +195,7 @@ std::optional<Principal> BearerTokens::Find(std::string_view token) const {
   const Entry* found = nullptr;
   // Every entry is compared, each in constant time.
   for (const Entry& entry : entries_) {
-    if (entry.digest.has_value() &&
-        CRYPTO_memcmp(entry.digest->data(), digest.data(), digest.size()) ==
-            0) {
+    if (entry.digest.has_value() && SameDigest(*entry.digest, digest)) {
       found = &entry;
     }
   }

@@ -39,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/access_policy.h"
+#include "core/sha256_digest.h"
 
 namespace backfill {
 
@@ -46,14 +47,6 @@ namespace backfill {
 inline constexpr size_t kMaxTokenBytes = 4096;
 // The longest principal name a token file may give.
 inline constexpr size_t kMaxPrincipalBytes = 128;
-
-using Sha256Digest = std::array<uint8_t, 32>;
-
-// The SHA-256 of `text`.
-Sha256Digest Sha256Of(std::string_view text);
-
-// Lowercase hex of `digest`.
-std::string HexDigest(const Sha256Digest& digest);
 
 class BearerTokens {
  public:

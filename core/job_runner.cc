@@ -101,6 +101,10 @@ std::string RollbackSupersedes(const std::string& rolled_back) {
 
 struct JobRunner::Active {
   Job job;  // request, plan (with partitions), key, message
+  // The catalog the job runs with, to its end; layout and spec_of point
+  // into it. Set before the job is shared and never changed: read without
+  // mu_.
+  std::shared_ptr<const Catalog> catalog;
   JobState state = JobState::kQueued;
   Phase phase = Phase::kWaiting;
   Phase settling_from = Phase::kFailing;
@@ -130,13 +134,12 @@ struct JobRunner::Active {
   absl::Mutex transition_mu;
 };
 
-JobRunner::JobRunner(const Catalog* catalog, StateStore* store, Engine* engine,
-                     const Planner* planner, const Clock* clock,
-                     JobObserver* observer, RunnerOptions options)
+JobRunner::JobRunner(const LiveCatalog* catalog, StateStore* store,
+                     Engine* engine, const Clock* clock, JobObserver* observer,
+                     RunnerOptions options)
     : catalog_(catalog),
       store_(store),
       engine_(engine),
-      planner_(planner),
       clock_(clock),
       observer_(observer),
       options_(options) {}
@@ -148,6 +151,15 @@ absl::Status JobRunner::Accepting() {
   if (!started_) return absl::UnavailableError("backfilld is starting");
   if (stopping_) return absl::UnavailableError("backfilld is shutting down");
   return absl::OkStatus();
+}
+
+int64_t JobRunner::QueuedJobs() {
+  absl::MutexLock lock(&mu_);
+  int64_t queued = 0;
+  for (const auto& [id, job] : jobs_) {
+    if (job->state == JobState::kQueued) ++queued;
+  }
+  return queued;
 }
 
 bool JobRunner::Stopping() {
@@ -182,6 +194,8 @@ absl::Status JobRunner::Start() {
   // any job can publish over their partitions.
   std::vector<std::string> recovered;
   RETURN_IF_ERROR(RecoverRollbacks(&recovered));
+  // Recovered jobs run with the catalog in force now.
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
 
   ASSIGN_OR_RETURN(
       std::vector<std::string> ids,
@@ -249,7 +263,7 @@ absl::Status JobRunner::Start() {
     if (phase == Phase::kWaiting || phase == Phase::kPaused ||
         phase == Phase::kFinishing) {
       bool complete = true;
-      absl::StatusOr<JobLayout> layout = LayoutOf(job, &complete);
+      absl::StatusOr<JobLayout> layout = LayoutOf(*catalog, job, &complete);
       if (!layout.ok()) {
         if (state == JobState::kPublishing || state == JobState::kConfirming) {
           // It may have published: never fail it on a whim; refuse to start.
@@ -284,6 +298,7 @@ absl::Status JobRunner::Start() {
     }
     auto active = std::make_unique<Active>();
     const std::string id = job.id;
+    active->catalog = catalog;
     active->state = state;
     active->phase = phase;
     if (state == JobState::kConfirming) {
@@ -358,7 +373,8 @@ void JobRunner::SweepOrphans() {
   }
 }
 
-absl::StatusOr<JobLayout> JobRunner::LayoutOf(const Job& job,
+absl::StatusOr<JobLayout> JobRunner::LayoutOf(const Catalog& catalog,
+                                              const Job& job,
                                               bool* complete) const {
   // Partitions still to compute must use the logic the others used and a
   // dataset the pipelines still declare; a job whose partitions are all
@@ -372,7 +388,7 @@ absl::StatusOr<JobLayout> JobRunner::LayoutOf(const Job& job,
   layout.job_id = job.id;
   std::set<std::string> in_job;
   for (const DatasetPlan& dp : job.plan.datasets) {
-    const DatasetSpec* spec = catalog_->Find(dp.dataset);
+    const DatasetSpec* spec = catalog.Find(dp.dataset);
     if (spec == nullptr || !spec->is_derived()) {
       if (!computing) {
         *complete = false;
@@ -399,7 +415,7 @@ absl::StatusOr<JobLayout> JobRunner::LayoutOf(const Job& job,
     for (const UpstreamEdge& e : item.dataset->upstream) {
       if (e.mapping == Mapping::kAll && !in_job.count(e.dataset) &&
           pinned.insert(e.dataset).second) {
-        layout.pinned.push_back(catalog_->Find(e.dataset));
+        layout.pinned.push_back(catalog.Find(e.dataset));
       }
     }
   }
@@ -412,20 +428,22 @@ absl::Status JobRunner::Load(Active* job) {
     if (job->loaded) return absl::OkStatus();
   }
   Job copy;
+  std::shared_ptr<const Catalog> catalog;
   {
     absl::MutexLock lock(&mu_);
     copy = job->job;
     copy.state = job->state;
+    catalog = job->catalog;
   }
   bool complete = true;
-  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(copy, &complete));
+  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(*catalog, copy, &complete));
   ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks,
                    store_->ListTasks(copy.id));
   std::vector<const DatasetSpec*> specs;
   std::vector<TaskGraph::Task> nodes;
   bool unstaged = false;
   for (const PartitionTask& t : tasks) {
-    specs.push_back(catalog_->Find(t.dataset));
+    specs.push_back(catalog->Find(t.dataset));
     nodes.push_back(
         {t.dataset, t.partition, NodeOf(t.state), OutcomeOf(t.state)});
     unstaged = unstaged || NodeOf(t.state) != TaskGraph::Node::kDone;
@@ -435,12 +453,12 @@ absl::Status JobRunner::Load(Active* job) {
   }
   auto graph = std::make_unique<TaskGraph>(
       std::move(nodes),
-      [this](const std::string& dataset) {
-        const DatasetSpec* spec = catalog_->Find(dataset);
+      [catalog](const std::string& dataset) {
+        const DatasetSpec* spec = catalog->Find(dataset);
         return spec == nullptr ? std::vector<UpstreamEdge>{} : spec->upstream;
       },
-      [this](const std::string& dataset) {
-        const DatasetSpec* spec = catalog_->Find(dataset);
+      [catalog](const std::string& dataset) {
+        const DatasetSpec* spec = catalog->Find(dataset);
         return spec == nullptr ? PartitionLayout() : spec->layout();
       });
   absl::MutexLock lock(&mu_);
@@ -617,8 +635,9 @@ std::string JobRunner::Describe(
 // ---------------------------------------------------------------------------
 // Admission and dispatch
 
-void JobRunner::Admit(const Job& job) {
+void JobRunner::Admit(const Job& job, std::shared_ptr<const Catalog> catalog) {
   auto active = std::make_unique<Active>();
+  active->catalog = catalog != nullptr ? std::move(catalog) : catalog_->Get();
   active->job = job;
   active->state = job.state;
   active->phase = Phase::kWaiting;
@@ -996,7 +1015,9 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
                 [&] { return store_->UpdateTask(task); });
     RecomputeResult result;
     if (s.ok()) {
-      result = RecomputePartition(engine_, *planner_, *clock_, id, *spec, task);
+      // What the task reads, by the upstream edges of the job's catalog.
+      const Planner planner(job->catalog.get(), engine_);
+      result = RecomputePartition(engine_, planner, *clock_, id, *spec, task);
       if (observer_ != nullptr) {
         observer_->OnPartitionAttempt(result.status.ok(), result.took);
       }
@@ -1234,7 +1255,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   }
   RETURN_IF_ERROR(EnsurePrepared(job));
   ValidateOptions validate_options;
-  validate_options.catalog = catalog_;
+  validate_options.catalog = job->catalog.get();
   ASSIGN_OR_RETURN(ValidationOutcome outcome,
                    ValidateStaging(engine_, layout, tasks, validate_options));
   CrashPoint("validate");
@@ -1453,7 +1474,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
       // Only that staging is intact: the other checks were decided on
       // before (an approval may have accepted them).
       ValidateOptions integrity;
-      integrity.catalog = catalog_;
+      integrity.catalog = job->catalog.get();
       integrity.integrity_only = true;
       ASSIGN_OR_RETURN(ValidationOutcome outcome,
                        ValidateStaging(engine_, layout, tasks, integrity));
@@ -2016,13 +2037,15 @@ absl::StatusOr<Job> JobRunner::Retry(const std::string& id,
   {
     // A retry that would fail the same way is refused up front.
     Job copy;
+    std::shared_ptr<const Catalog> catalog;
     {
       absl::MutexLock lock(&mu_);
       copy = job->job;
       copy.state = job->state;
+      catalog = job->catalog;
     }
     bool complete = true;
-    absl::StatusOr<JobLayout> layout = LayoutOf(copy, &complete);
+    absl::StatusOr<JobLayout> layout = LayoutOf(*catalog, copy, &complete);
     if (!layout.ok()) {
       absl::MutexLock lock(&mu_);
       job->phase = Phase::kHeld;
@@ -2181,6 +2204,8 @@ absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
   ASSIGN_OR_RETURN(Job stored, store_->GetJob(id));
+  // The confirmation runs with the catalog in force now.
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   if (stored.state != JobState::kSucceeded &&
       stored.state != JobState::kDownstreamUnhealthy) {
     std::string why;
@@ -2213,7 +2238,7 @@ absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
     // A confirmation that could not load the job would leave it
     // CONFIRMING: refused up front instead.
     bool complete = true;
-    absl::StatusOr<JobLayout> layout = LayoutOf(stored, &complete);
+    absl::StatusOr<JobLayout> layout = LayoutOf(*catalog, stored, &complete);
     if (!layout.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", id, " cannot be confirmed: ", layout.status().message()));
@@ -2243,6 +2268,7 @@ absl::StatusOr<Job> JobRunner::Confirm(const std::string& id,
           id, " again"));
     }
     auto active = std::make_unique<Active>();
+    active->catalog = catalog;
     active->job = stored;
     active->state = stored.state;
     active->phase = Phase::kFinishing;
@@ -2274,8 +2300,10 @@ absl::StatusOr<Job> JobRunner::RollBack(
     const std::vector<std::string>* with_ids,
     const std::function<void()>& restored_rows) {
   const std::string& id = job.id;
+  // The layout points into this snapshot: held until the rollback ends.
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   bool complete = true;
-  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(job, &complete));
+  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(*catalog, job, &complete));
   if (!complete) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id,
@@ -2511,7 +2539,7 @@ absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
           "pipelines"));
     } else if (s = EnsurePrepared(job); s.ok()) {
       ValidateOptions integrity;
-      integrity.catalog = catalog_;
+      integrity.catalog = job->catalog.get();
       integrity.integrity_only = true;
       absl::StatusOr<ValidationOutcome> outcome =
           ValidateStaging(engine_, layout, tasks, integrity);
@@ -2608,7 +2636,7 @@ absl::StatusOr<int64_t> JobRunner::EnforceRetention() {
     for (const std::string& id : rolling_back_) published.erase(id);
   }
   std::vector<RollbackCopy> expired =
-      ExpiredCopies(copies, published, *catalog_, clock_->Now());
+      ExpiredCopies(copies, published, *catalog_->Get(), clock_->Now());
   RETURN_IF_ERROR(engine_->DropRollbackCopies(expired));
   return static_cast<int64_t>(expired.size());
 }

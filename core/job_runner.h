@@ -31,8 +31,14 @@
 // jobs past validation finish, jobs held for a decision (with staging) stay
 // held.
 //
+// Catalog: each job holds the catalog snapshot (live_catalog.h) it was
+// admitted with (a recovered job: the one in force at Start()) until it
+// ends, so that a reload of the pipelines never changes the logic of a job
+// already queued or running; retention and rollbacks use the catalog in
+// force.
+//
 // Ownership: owns its worker pool and its in-memory jobs; does not own the
-// catalog, store, engine, planner, clock or observer, which must outlive it.
+// live catalog, store, engine, clock or observer, which must outlive it.
 // Thread-safe: every public method may be called from any thread.
 
 #ifndef BACKFILL_CORE_JOB_RUNNER_H_
@@ -60,6 +66,7 @@
 #include "core/http_client.h"
 #include "core/job.h"
 #include "core/job_observer.h"
+#include "core/live_catalog.h"
 #include "core/planner.h"
 #include "core/rollback_step.h"
 #include "core/state_store.h"
@@ -86,9 +93,8 @@ struct RunnerOptions {
 
 class JobRunner {
  public:
-  JobRunner(const Catalog* catalog, StateStore* store, Engine* engine,
-            const Planner* planner, const Clock* clock, JobObserver* observer,
-            RunnerOptions options);
+  JobRunner(const LiveCatalog* catalog, StateStore* store, Engine* engine,
+            const Clock* clock, JobObserver* observer, RunnerOptions options);
   ~JobRunner();  // calls Shutdown()
 
   JobRunner(const JobRunner&) = delete;
@@ -103,10 +109,15 @@ class JobRunner {
   // OK while running; UNAVAILABLE before Start() and once stopping.
   absl::Status Accepting();
 
+  // How many jobs are QUEUED: admitted and waiting to start (behind
+  // overlapping jobs, or about to be started).
+  int64_t QueuedJobs();
+
   // A job the store has just created (QUEUED): admitted after every job
   // admitted so far; it starts as soon as no earlier job holds one of its
-  // partitions.
-  void Admit(const Job& job);
+  // partitions. `catalog` is the snapshot it was planned with; it runs with
+  // it to its end (null: the catalog in force).
+  void Admit(const Job& job, std::shared_ptr<const Catalog> catalog = nullptr);
 
   // Jobs that hold partitions of `plan` (a job submitted with it would wait
   // for them), in admission order, skipping jobs submitted with
@@ -254,7 +265,8 @@ class JobRunner {
   void EndCancelled(Active* job);
   // Loads tasks, layout and graph for a job (once).
   absl::Status Load(Active* job);
-  absl::StatusOr<JobLayout> LayoutOf(const Job& job, bool* complete) const;
+  absl::StatusOr<JobLayout> LayoutOf(const Catalog& catalog, const Job& job,
+                                     bool* complete) const;
 
   // Records `to` (store first, retried while storage fails, then memory,
   // then the observer), if the job is still in `required` phase; ABORTED
@@ -344,10 +356,9 @@ class JobRunner {
                                const std::vector<std::string>* with_ids,
                                const std::function<void()>& restored_rows);
 
-  const Catalog* const catalog_;
+  const LiveCatalog* const catalog_;
   StateStore* const store_;
   Engine* const engine_;
-  const Planner* const planner_;
   const Clock* const clock_;
   JobObserver* const observer_;
   const RunnerOptions options_;

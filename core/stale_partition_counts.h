@@ -13,6 +13,9 @@
 // id) with one Stats() read; the first Get() (at start) computes the
 // counts.
 //
+// The catalog may be a LiveCatalog (core/live_catalog.h): counts follow
+// the catalog in force, and a replaced catalog computes them again.
+//
 // Does not own the catalog or the store, which must outlive it.
 // Thread-safe: Get() may be called from any thread (scrapes); one
 // computation runs at a time.
@@ -22,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,14 +34,20 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/catalog.h"
+#include "core/live_catalog.h"
 #include "core/state_store.h"
 
 namespace backfill {
 
 class StalePartitionCounts {
  public:
-  StalePartitionCounts(const Catalog* catalog, StateStore* store)
+  StalePartitionCounts(const LiveCatalog* catalog, StateStore* store)
       : catalog_(catalog), store_(store) {}
+  // The same with a catalog that never changes.
+  StalePartitionCounts(const Catalog* catalog, StateStore* store)
+      : owned_catalog_(LiveCatalog::Borrowing(catalog)),
+        catalog_(owned_catalog_.get()),
+        store_(store) {}
 
   // Stale partitions per derived dataset of the catalog (0 when none), as
   // of the store's history now.
@@ -47,11 +57,14 @@ class StalePartitionCounts {
   int64_t computations() const;
 
  private:
-  const Catalog* const catalog_;
+  const std::unique_ptr<LiveCatalog> owned_catalog_;
+  const LiveCatalog* const catalog_;
   StateStore* const store_;
   mutable absl::Mutex mu_;
-  // (last audit seq, last lineage id) when the counts were computed.
+  // (last audit seq, last lineage id) when the counts were computed, and
+  // the catalog they were computed for.
   std::optional<std::pair<int64_t, int64_t>> mark_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const Catalog> computed_for_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> counts_ ABSL_GUARDED_BY(mu_);
   int64_t computations_ ABSL_GUARDED_BY(mu_) = 0;
 };

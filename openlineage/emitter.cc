@@ -93,12 +93,25 @@ absl::Status ValidateNamespace(const std::string& name_space) {
 }
 
 OpenLineageEmitter::OpenLineageEmitter(EmitterOptions options,
-                                       const Catalog* catalog,
+                                       const LiveCatalog* catalog,
                                        StateStore* store, HttpClient* http,
                                        const Clock* clock,
                                        DeliveryListener* listener)
     : options_(std::move(options)),
       catalog_(catalog),
+      store_(store),
+      http_(http),
+      clock_(clock),
+      listener_(listener) {}
+
+OpenLineageEmitter::OpenLineageEmitter(EmitterOptions options,
+                                       const Catalog* catalog,
+                                       StateStore* store, HttpClient* http,
+                                       const Clock* clock,
+                                       DeliveryListener* listener)
+    : options_(std::move(options)),
+      owned_catalog_(LiveCatalog::Borrowing(catalog)),
+      catalog_(owned_catalog_.get()),
       store_(store),
       http_(http),
       clock_(clock),
@@ -362,11 +375,12 @@ void OpenLineageEmitter::Deliver(const Change& change) {
   const std::optional<Outcome> outcome = OutcomeOf(
       change.from, change.to, HistoryOf(EventsBefore(change, *history)));
   if (!outcome) return;
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   absl::StatusOr<std::vector<std::string>> events =
       outcome->rollback
-          ? BuildRollbackEvents(config_, *catalog_, *job, change.message,
+          ? BuildRollbackEvents(config_, *catalog, *job, change.message,
                                 change.at)
-          : BuildRunEvents(config_, *catalog_, *job, *tasks, change.to,
+          : BuildRunEvents(config_, *catalog, *job, *tasks, change.to,
                            change.message, *outcome, change.at);
   if (!events.ok()) {
     DropChange(std::string(events.status().message()));

@@ -33,6 +33,9 @@
 // gets its terminal events when it ends after the restart, with the same
 // run ids.
 //
+// Events name the datasets as the catalog in force describes them (a
+// LiveCatalog, core/live_catalog.h, may be replaced by a reload).
+//
 // The emitter does not own the catalog, store, HTTP client, clock or
 // listener; they must outlive it. Thread-safe.
 
@@ -43,6 +46,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +59,7 @@
 #include "core/clock.h"
 #include "core/http_client.h"
 #include "core/job_observer.h"
+#include "core/live_catalog.h"
 #include "core/state_store.h"
 #include "openlineage/run_event.h"
 
@@ -120,6 +125,10 @@ class OpenLineageEmitter final : public JobObserver {
   };
 
   // `listener` may be null.
+  OpenLineageEmitter(EmitterOptions options, const LiveCatalog* catalog,
+                     StateStore* store, HttpClient* http, const Clock* clock,
+                     DeliveryListener* listener);
+  // The same with a catalog that never changes.
   OpenLineageEmitter(EmitterOptions options, const Catalog* catalog,
                      StateStore* store, HttpClient* http, const Clock* clock,
                      DeliveryListener* listener);
@@ -176,7 +185,8 @@ class OpenLineageEmitter final : public JobObserver {
   void ReportDrops(bool flush);
 
   const EmitterOptions options_;
-  const Catalog* const catalog_;
+  const std::unique_ptr<LiveCatalog> owned_catalog_;  // fixed catalog only
+  const LiveCatalog* const catalog_;
   StateStore* const store_;
   HttpClient* const http_;
   const Clock* const clock_;

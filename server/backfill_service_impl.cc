@@ -54,14 +54,37 @@ void CheckMethod(bool ok, const std::string& what) {
 
 }  // namespace
 
+std::string PeerHost(std::string_view peer) {
+  std::string_view rest = peer;
+  if (rest.substr(0, 5) == "ipv4:") {
+    rest.remove_prefix(5);
+    const size_t colon = rest.rfind(':');
+    return std::string(colon == std::string_view::npos ? rest
+                                                       : rest.substr(0, colon));
+  }
+  if (rest.substr(0, 5) == "ipv6:") {
+    rest.remove_prefix(5);
+    if (!rest.empty() && rest.front() == '[') {
+      const size_t close = rest.find(']');
+      if (close != std::string_view::npos) {
+        return std::string(rest.substr(1, close - 1));
+      }
+    }
+    return std::string(rest);
+  }
+  return std::string(peer);
+}
+
 BackfillServiceImpl::BackfillServiceImpl(BackfillManager* manager,
                                          absl::Duration watch_poll,
                                          size_t max_page_bytes,
-                                         const CallAuth* auth)
+                                         const CallAuth* auth,
+                                         const ServiceLimits& limits)
     : manager_(manager),
       watch_poll_(watch_poll),
       max_page_bytes_(max_page_bytes),
-      auth_(auth) {
+      auth_(auth),
+      watch_slots_(limits.max_watch_streams_per_caller) {
   ReceiveRequestsAsBytes();
 }
 
@@ -176,7 +199,7 @@ grpc::Status BackfillServiceImpl::PlanBackfill(
   if (!plan.ok()) {
     return ToGrpcStatus(PrefixFieldPaths(plan.status(), "request"));
   }
-  *response = PlanToProto(*plan, manager_->catalog());
+  *response = PlanToProto(*plan, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -200,7 +223,7 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
   options.abandoned = [context] { return context->IsCancelled(); };
   absl::StatusOr<SubmitResult> result = manager_->Submit(backfill, options);
   if (!result.ok()) return ToGrpcStatus(NameSubmitFields(result.status()));
-  *response->mutable_backfill() = JobToProto(result->job, manager_->catalog());
+  *response->mutable_backfill() = JobToProto(result->job, *manager_->catalog());
   response->set_created(result->created);
   return grpc::Status::OK;
 }
@@ -215,7 +238,7 @@ grpc::Status BackfillServiceImpl::GetBackfill(
   if (!view.ok()) return ToGrpcStatus(view.status());
   absl::StatusOr<Job> job = manager_->GetJob(request->id(), *view);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog(), *view);
+  *response = JobToProto(*job, *manager_->catalog(), *view);
   return grpc::Status::OK;
 }
 
@@ -227,7 +250,7 @@ grpc::Status BackfillServiceImpl::ListBackfills(
   absl::StatusOr<JobPage> page = manager_->ListJobPage(*query);
   if (!page.ok()) return ToGrpcStatus(page.status());
   *response =
-      JobPageToProto(*page, *query, manager_->catalog(), max_page_bytes_);
+      JobPageToProto(*page, *query, *manager_->catalog(), max_page_bytes_);
   return grpc::Status::OK;
 }
 
@@ -252,6 +275,27 @@ grpc::Status BackfillServiceImpl::Watch(
   absl::StatusOr<JobView> view =
       ViewFromProto(request->view(), JobView::kBasic);
   if (!view.ok()) return ToGrpcStatus(view.status());
+  // One slot of the caller's while the stream is open; given back however
+  // the stream ends.
+  const std::optional<Principal> caller = CallerOf(*context);
+  const std::string who =
+      caller.has_value() ? absl::StrCat("principal ", caller->name)
+                         : absl::StrCat("peer ", PeerHost(context->peer()));
+  const std::optional<StreamSlots::Slot> slot = watch_slots_.TryAcquire(
+      caller.has_value() ? absl::StrCat("principal:", caller->name)
+                         : absl::StrCat("peer:", PeerHost(context->peer())));
+  if (!slot.has_value()) {
+    return ToGrpcStatus(WithReason(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "too many WatchBackfill streams: ", who, " has ",
+            watch_slots_.limit(),
+            " open, the limit per principal (per peer host without "
+            "authentication) set by backfilld "
+            "--max-watch-streams-per-principal is ",
+            watch_slots_.limit(), "; close a watch or wait for one to end")),
+        "WATCH_STREAMS_EXHAUSTED",
+        {{"limit", absl::StrCat(watch_slots_.limit())}}));
+  }
   uint64_t version = 0;  // 0: the first wait returns the current job at once
   std::optional<uint64_t> sent;
   while (true) {
@@ -267,7 +311,7 @@ grpc::Status BackfillServiceImpl::Watch(
         request->id(), &version, absl::Now() + watch_poll_, read_view);
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (sent != version) {
-      if (!write(JobToProto(*job, manager_->catalog(), read_view))) {
+      if (!write(JobToProto(*job, *manager_->catalog(), read_view))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
       }
       sent = version;
@@ -287,7 +331,7 @@ grpc::Status BackfillServiceImpl::CancelBackfill(
   absl::StatusOr<Job> job =
       manager_->Cancel(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -300,7 +344,7 @@ grpc::Status BackfillServiceImpl::PauseBackfill(
   absl::StatusOr<Job> job =
       manager_->Pause(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -313,7 +357,7 @@ grpc::Status BackfillServiceImpl::ResumeBackfill(
   absl::StatusOr<Job> job =
       manager_->Resume(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -326,7 +370,7 @@ grpc::Status BackfillServiceImpl::RetryBackfill(
   absl::StatusOr<Job> job =
       manager_->Retry(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -346,7 +390,7 @@ grpc::Status BackfillServiceImpl::RollbackBackfill(
                  absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Rollback(request->id(), rollback);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
@@ -358,14 +402,15 @@ grpc::Status BackfillServiceImpl::ConfirmBackfill(
   }
   absl::StatusOr<Job> job = manager_->Confirm(request->id(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 
 grpc::Status BackfillServiceImpl::ListDatasets(
     grpc::ServerContext* context, const v1::ListDatasetsRequest* request,
     v1::ListDatasetsResponse* response) {
-  const Catalog& catalog = manager_->catalog();
+  const std::shared_ptr<const Catalog> snapshot = manager_->catalog();
+  const Catalog& catalog = *snapshot;
   for (const DatasetSpec& spec : catalog.datasets()) {
     *response->add_datasets() = DatasetToProto(spec, catalog);
   }
@@ -388,7 +433,7 @@ grpc::Status BackfillServiceImpl::ApproveBackfill(
                  absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Approve(request->id(), approval);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, manager_->catalog());
+  *response = JobToProto(*job, *manager_->catalog());
   return grpc::Status::OK;
 }
 

@@ -14,7 +14,8 @@
 //
 // Does not own the manager, which must outlive the gRPC server this service
 // is registered on. Thread-safe: gRPC calls the handlers concurrently; the
-// only state is an atomic "shutting down" flag.
+// only state is an atomic "shutting down" flag and the count of open
+// WatchBackfill streams per caller (core/stream_slots.h).
 
 #ifndef BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
 #define BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
@@ -31,6 +32,7 @@
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "core/access_policy.h"
 #include "core/backfill_manager.h"
+#include "core/stream_slots.h"
 #include "server/call_auth.h"
 #include "server/listing_convert.h"
 #include "server/raw_request.h"
@@ -42,6 +44,22 @@ inline constexpr int kDefaultDiffPageSize = 100;
 inline constexpr int kMaxDiffPageSize = 1000;
 inline constexpr int kDefaultDiffSamples = 3;
 
+// WatchBackfill streams one caller may have open at once, by default.
+inline constexpr int64_t kDefaultMaxWatchStreamsPerCaller = 16;
+
+// The per-caller limits the service enforces, each refused with
+// RESOURCE_EXHAUSTED naming the limit, its value and the backfilld flag
+// that sets it.
+struct ServiceLimits {
+  // Concurrent WatchBackfill streams per caller: the authenticated
+  // principal, else the peer's host (--max-watch-streams-per-principal).
+  int64_t max_watch_streams_per_caller = kDefaultMaxWatchStreamsPerCaller;
+};
+
+// The host of a gRPC peer string: "10.0.0.7" of "ipv4:10.0.0.7:5123",
+// "::1" of "ipv6:[::1]:5123"; the whole string for any other form.
+std::string PeerHost(std::string_view peer);
+
 class BackfillServiceImpl final : public v1::BackfillService::Service {
  public:
   // `max_page_bytes`: how many bytes of jobs or partitions a page of
@@ -52,7 +70,8 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   explicit BackfillServiceImpl(BackfillManager* manager,
                                absl::Duration watch_poll = absl::Seconds(1),
                                size_t max_page_bytes = kMaxListPageBytes,
-                               const CallAuth* auth = nullptr);
+                               const CallAuth* auth = nullptr,
+                               const ServiceLimits& limits = {});
 
   // Makes open WatchBackfill streams end (UNAVAILABLE, "shutting down")
   // within one poll interval, so that the server can shut down promptly,
@@ -139,6 +158,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   // partition). A terminal state is still sent, at most this late.
   const absl::Duration watch_min_interval_ = absl::Milliseconds(100);
   std::atomic<bool> shutting_down_{false};
+  // Open WatchBackfill streams per caller ("principal:NAME" or
+  // "peer:HOST").
+  StreamSlots watch_slots_;
 };
 
 }  // namespace backfill

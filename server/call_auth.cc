@@ -55,7 +55,9 @@ absl::StatusOr<std::string_view> BearerTokenOf(std::string_view header) {
 
 CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
                    prometheus::Registry* registry, bool client_certificates)
-    : tokens_(std::move(tokens)), client_certificates_(client_certificates) {
+    : enabled_(tokens != nullptr),
+      tokens_(std::move(tokens)),
+      client_certificates_(client_certificates) {
   if (registry != nullptr) {
     refusals_ = &prometheus::BuildCounter()
                      .Name("backfill_auth_refusals_total")
@@ -67,18 +69,38 @@ CallAuth::CallAuth(std::shared_ptr<const BearerTokens> tokens,
   }
 }
 
+std::shared_ptr<const BearerTokens> CallAuth::Tokens() const {
+  absl::MutexLock lock(&mu_);
+  return tokens_;
+}
+
+absl::Status CallAuth::ReplaceTokens(
+    std::shared_ptr<const BearerTokens> tokens) {
+  if (!enabled_) {
+    return absl::FailedPreconditionError(
+        "authentication is off (backfilld started without --auth-tokens)");
+  }
+  if (tokens == nullptr) {
+    return absl::FailedPreconditionError("no token set given");
+  }
+  std::shared_ptr<const BearerTokens> previous;
+  absl::MutexLock lock(&mu_);
+  previous = std::exchange(tokens_, std::move(tokens));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
     const grpc::ServerContext& context) const {
+  const std::shared_ptr<const BearerTokens> tokens = Tokens();
   const auto& metadata = context.client_metadata();
   const auto [first, last] = metadata.equal_range(
       grpc::string_ref(kAuthorization.data(), kAuthorization.size()));
-  if (first == last || tokens_ == nullptr) {
+  if (first == last || tokens == nullptr) {
     // No token: the client certificate, when the port asks for one.
     std::optional<std::string> subject = CertificateName(context);
     if (subject.has_value()) {
-      if (tokens_ == nullptr) return Principal{*subject, {}};
-      std::optional<Principal> holder =
-          tokens_->FindCertificateHolder(*subject);
+      if (tokens == nullptr) return Principal{*subject, {}};
+      std::optional<Principal> holder = tokens->FindCertificateHolder(*subject);
       if (holder.has_value()) return holder;
       return WithReason(
           absl::UnauthenticatedError(absl::StrCat(
@@ -88,7 +110,7 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
               "bearer token")),
           "CERTIFICATE_PRINCIPAL_UNKNOWN");
     }
-    if (tokens_ == nullptr) return std::optional<Principal>();
+    if (tokens == nullptr) return std::optional<Principal>();
     return WithReason(
         absl::UnauthenticatedError(
             "this backfilld requires a bearer token: send the metadata "
@@ -107,7 +129,7 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
     return WithReason(absl::UnauthenticatedError(token.status().message()),
                       "CREDENTIALS_MALFORMED");
   }
-  std::optional<Principal> principal = tokens_->Find(*token);
+  std::optional<Principal> principal = tokens->Find(*token);
   if (!principal.has_value()) {
     return WithReason(
         absl::UnauthenticatedError(
@@ -121,7 +143,7 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
 
 grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
                              std::string_view method) const {
-  if (tokens_ == nullptr) return grpc::Status::OK;
+  if (!enabled_) return grpc::Status::OK;
   absl::StatusOr<std::optional<Principal>> who = Authenticate(context);
   if (!who.ok()) {
     CountRefusal(method, grpc::StatusCode::UNAUTHENTICATED);

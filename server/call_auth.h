@@ -22,7 +22,8 @@
 // never asked about: probes and tools need them without credentials, and
 // they reveal nothing a token protects.
 //
-// Holds the token set (shared, immutable) and borrows the registry, which
+// Holds the token set (shared, immutable; ReplaceTokens() swaps in a new
+// one for later calls, e.g. on SIGHUP) and borrows the registry, which
 // must outlive it. Thread-safe: every method may be called concurrently.
 
 #ifndef BACKFILL_SERVER_CALL_AUTH_H_
@@ -34,6 +35,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/access_policy.h"
 #include "core/bearer_tokens.h"
 #include "grpcpp/grpcpp.h"
@@ -59,7 +61,14 @@ class CallAuth {
   CallAuth(const CallAuth&) = delete;
   CallAuth& operator=(const CallAuth&) = delete;
 
-  bool enabled() const { return tokens_ != nullptr; }
+  // Whether a token file is in force (fixed at construction).
+  bool enabled() const { return enabled_; }
+
+  // Puts `tokens` (already loaded and checked) in force for every call
+  // admitted from now on. FAILED_PRECONDITION, nothing changed, when
+  // authorization is off (tokens were not given at start) or `tokens` is
+  // null.
+  absl::Status ReplaceTokens(std::shared_ptr<const BearerTokens> tokens);
 
   // The principal of the call: the token's, else the client certificate's
   // (by its Common Name; with a token file, only a name the file lists with
@@ -82,7 +91,12 @@ class CallAuth {
   std::optional<std::string> CertificateName(
       const grpc::ServerContext& context) const;
 
-  const std::shared_ptr<const BearerTokens> tokens_;
+  // The token set in force (a snapshot per call).
+  std::shared_ptr<const BearerTokens> Tokens() const;
+
+  const bool enabled_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const BearerTokens> tokens_ ABSL_GUARDED_BY(mu_);
   const bool client_certificates_;
   prometheus::Family<prometheus::Counter>* refusals_ = nullptr;
 };

@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
+#include "core/basic_auth_credentials.h"
 #include "core/bearer_tokens.h"
 #include "core/clock.h"
 #include "core/consumer_spec.h"
@@ -33,6 +34,8 @@
 #include "openlineage/emitter.h"
 #include "platform/curl_http_client.h"
 #include "platform/posix_command_runner.h"
+#include "platform/service_notifier.h"
+#include "platform/systemd_notifier.h"
 #include "server/backfill_service_impl.h"
 #include "server/call_auth.h"
 #include "server/data_dir_lock.h"
@@ -40,6 +43,7 @@
 #include "server/log_text.h"
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
+#include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
 #include "server/tls_files.h"
 #include "server/warehouse_factory.h"
@@ -71,6 +75,21 @@ absl::Status CheckAddress(const char* flag, const std::string& address) {
                      "a free one)"));
   }
   return absl::OkStatus();
+}
+
+// The ranges of the limits: below them the daemon could not work, above
+// them a limit no longer limits anything.
+constexpr int64_t kMinMessageBytes = 1 << 10;
+constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
+constexpr int64_t kMaxWatchStreamsLimit = 10000;
+constexpr int64_t kMaxQueuedJobsLimit = 1000000;
+
+absl::Status CheckRange(const char* flag, int64_t value, int64_t min,
+                        int64_t max, const char* unit) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(flag, " ", value,
+                                                 " is out of range: give ", min,
+                                                 " to ", max, " ", unit));
 }
 
 // "HOST:PORT" with the port replaced by `port`.
@@ -217,7 +236,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   return daemon;
 }
 
-Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {}
+Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
+  notifier_ = options_.notifier;
+  if (notifier_ == nullptr) {
+    owned_notifier_ = std::make_unique<SystemdNotifier>();
+    notifier_ = owned_notifier_.get();
+  }
+}
 
 Daemon::~Daemon() { Shutdown(); }
 
@@ -245,6 +270,7 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   if (absl::Status s = CheckOpenLineageOptions(options_); !s.ok()) return s;
   if (absl::Status s = CheckSecurityOptions(options_); !s.ok()) return s;
+  if (absl::Status s = CheckLimitOptions(options_); !s.ok()) return s;
 
   // 0. The data dir, locked: one daemon per state store and warehouse.
   std::error_code ec;
@@ -259,7 +285,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   lock_ = *std::move(lock);
 
   // 1. Catalog.
-  catalog_ = std::make_unique<Catalog>(std::move(catalog));
+  auto initial = std::make_shared<const Catalog>(std::move(catalog));
+  catalog_ = std::make_unique<LiveCatalog>(initial);
 
   // 2. State store.
   const std::string state_path =
@@ -275,7 +302,7 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   // 3. Warehouse engine (warehouse_factory.h). A warehouse the state store
   //    has published into must exist: it is never silently created again.
-  const WarehouseSpec& warehouse = catalog_->warehouse();
+  const WarehouseSpec& warehouse = initial->warehouse();
   absl::StatusOr<std::vector<std::string>> published =
       JobsWithPublications(store_.get());
   if (!published.ok()) {
@@ -320,7 +347,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   // datasets and recovery must go on); plan and submit refuse the datasets
   // concerned with the same messages.
   if (absl::StatusOr<std::vector<std::string>> problems =
-          CheckPipelineSql(*catalog_, engine_.get());
+          CheckPipelineSql(*initial, engine_.get());
       !problems.ok()) {
     spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
                  LogText(problems.status().ToString()));
@@ -334,6 +361,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   StateStore* store_ptr = store_.get();
   metrics_ = std::make_unique<Metrics>(
       [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
+  reload_metrics_ = std::make_unique<ReloadMetrics>(metrics_->registry());
+  reload_metrics_->Loaded(ReloadMetrics::Kind::kPipelines, absl::Now());
   // Stale partitions per dataset: computed now (at start), then again only
   // when the recorded history changed (core/stale_partition_counts.h).
   stale_counts_ =
@@ -345,7 +374,30 @@ absl::Status Daemon::Init(Catalog catalog) {
       std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
   ConfigureMetrics();
   if (metrics_on) {
-    if (absl::Status s = metrics_->Listen(options_.metrics_listen); !s.ok()) {
+    Metrics::BasicAuthCheck basic_auth;
+    if (!options_.metrics_basic_auth_file.empty()) {
+      absl::StatusOr<BasicAuthCredentials> credentials =
+          BasicAuthCredentials::Load(options_.metrics_basic_auth_file);
+      if (!credentials.ok()) return credentials.status();
+      {
+        absl::MutexLock lock(&metrics_auth_mu_);
+        metrics_auth_ = std::make_shared<const BasicAuthCredentials>(
+            *std::move(credentials));
+      }
+      reload_metrics_->Loaded(ReloadMetrics::Kind::kMetricsAuth, absl::Now());
+      basic_auth = [this](const std::string& user,
+                          const std::string& password) {
+        const std::shared_ptr<const BasicAuthCredentials> in_force =
+            MetricsCredentials();
+        return in_force != nullptr && in_force->Matches(user, password);
+      };
+      spdlog::info("/metrics requires HTTP basic auth (user {}, from {})",
+                   LogText(MetricsCredentials()->username()),
+                   options_.metrics_basic_auth_file);
+    }
+    if (absl::Status s =
+            metrics_->Listen(options_.metrics_listen, std::move(basic_auth));
+        !s.ok()) {
       return s;
     }
   } else {
@@ -360,6 +412,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   clock_ = std::make_unique<SystemClock>();
   ManagerOptions manager_options;
   manager_options.workers = workers;
+  manager_options.max_queued_jobs = options_.max_queued_jobs;
+  manager_options.max_queued_jobs_source = "backfilld --max-queued-jobs";
   // Downstream consumers: HTTP through libcurl, commands without a shell.
   http_client_ = std::make_unique<CurlHttpClient>();
   command_runner_ = std::make_unique<PosixCommandRunner>();
@@ -380,6 +434,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     tokens = std::make_shared<const BearerTokens>(*std::move(loaded));
     spdlog::info("authentication on: {} token(s) from {}", tokens->size(),
                  options_.auth_tokens_file);
+    reload_metrics_->Loaded(ReloadMetrics::Kind::kTokens, absl::Now());
   } else {
     spdlog::warn(
         "authentication off (no --auth-tokens): whoever reaches {} may call "
@@ -388,12 +443,19 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   auth_ = std::make_unique<CallAuth>(std::move(tokens), &metrics_->registry(),
                                      !options_.tls_client_ca_file.empty());
+  ServiceLimits limits;
+  limits.max_watch_streams_per_caller =
+      options_.max_watch_streams_per_principal;
   service_ = std::make_unique<BackfillServiceImpl>(
-      manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get());
+      manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get(), limits);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // gRPC refuses a larger request itself, before any handler sees it:
+  // RESOURCE_EXHAUSTED "Received message larger than max (SIZE vs. LIMIT)".
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(options_.max_message_bytes));
   int port = 0;
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
@@ -451,7 +513,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   spdlog::info(
       "backfilld {} started: data dir {}, {} datasets, warehouse {}, {} "
       "workers, metrics {}",
-      DaemonVersion(), options_.data_dir, catalog_->datasets().size(),
+      DaemonVersion(), options_.data_dir, initial->datasets().size(),
       warehouse_path, workers,
       metrics_on
           ? absl::StrCat("http://",
@@ -459,6 +521,11 @@ absl::Status Daemon::Init(Catalog catalog) {
                          "/metrics")
           : std::string("disabled"));
   spdlog::info("backfilld listening on {}", listen_address_);
+  notifier_->Ready(absl::StrCat(
+      "serving gRPC on ", listen_address_, ", ", initial->datasets().size(),
+      " datasets, metrics ",
+      metrics_on ? WithPort(options_.metrics_listen, metrics_->port())
+                 : std::string("disabled")));
   return absl::OkStatus();
 }
 
@@ -522,6 +589,32 @@ absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
     }
     tokens_given = true;
   }
+  const bool metrics_on =
+      !options.metrics_listen.empty() && options.metrics_listen != "none";
+  if (!options.metrics_basic_auth_file.empty()) {
+    if (!metrics_on) {
+      return absl::InvalidArgumentError(
+          "--metrics-basic-auth needs /metrics on: give --metrics-listen "
+          "HOST:PORT (not \"none\")");
+    }
+    absl::StatusOr<BasicAuthCredentials> credentials =
+        BasicAuthCredentials::Load(options.metrics_basic_auth_file);
+    if (!credentials.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metrics-basic-auth: ", credentials.status().message()));
+    }
+  }
+  if (metrics_on && !options.insecure &&
+      options.metrics_basic_auth_file.empty() &&
+      !IsLocalOnlyAddress(options.metrics_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics-listen ", options.metrics_listen,
+        " can be reached from other machines, but /metrics asks for no "
+        "credentials (no --metrics-basic-auth): anyone who reaches it reads "
+        "the datasets' names, job counts and costs. Give --metrics-basic-auth "
+        "FILE, listen on a loopback address, or give --insecure to accept the "
+        "risk (a private network)"));
+  }
   const bool authenticated =
       tokens_given || !options.tls_client_ca_file.empty();
   if (options.insecure || IsLocalOnlyAddress(options.listen) ||
@@ -545,6 +638,16 @@ absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
       "accept the risk (a private network)"));
 }
 
+absl::Status Daemon::CheckLimitOptions(const DaemonOptions& options) {
+  RETURN_IF_ERROR(CheckRange("--max-message-bytes", options.max_message_bytes,
+                             kMinMessageBytes, kMaxMessageBytes, "bytes"));
+  RETURN_IF_ERROR(CheckRange("--max-watch-streams-per-principal",
+                             options.max_watch_streams_per_principal, 1,
+                             kMaxWatchStreamsLimit, "streams"));
+  return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
+                    kMaxQueuedJobsLimit, "jobs");
+}
+
 absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
   if (options.openlineage_url.empty()) return absl::OkStatus();
   absl::StatusOr<std::string> endpoint =
@@ -565,7 +668,7 @@ absl::Status Daemon::StartOpenLineage() {
   // and the file's absolute path, so that two daemons' warehouses at the
   // same path on different hosts are different datasets. PostgreSQL:
   // postgres://HOST:PORT, the server's own address.
-  if (catalog_->warehouse().engine == "sqlite") {
+  if (catalog_->Get()->warehouse().engine == "sqlite") {
     char host[256] = {};
     const bool has_host = gethostname(host, sizeof host - 1) == 0;
     lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
@@ -614,10 +717,11 @@ void Daemon::StopOpenLineage() {
 }
 
 void Daemon::ConfigureMetrics() {
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   // Per-dataset series exist from the start, for every dataset a job
   // writes (derived ones).
   std::vector<std::string> datasets;
-  for (const DatasetSpec& spec : catalog_->datasets()) {
+  for (const DatasetSpec& spec : catalog->datasets()) {
     if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
   }
   metrics_->DeclareDatasets(datasets);
@@ -641,7 +745,7 @@ void Daemon::ConfigureMetrics() {
   });
   // Consumer health from the store, for the consumers declared now.
   std::set<std::pair<std::string, std::string>> declared;
-  for (const DatasetSpec& spec : catalog_->datasets()) {
+  for (const DatasetSpec& spec : catalog->datasets()) {
     for (const ConsumerSpec& c : spec.consumers) {
       declared.emplace(spec.name, c.name);
     }
@@ -660,6 +764,145 @@ void Daemon::ConfigureMetrics() {
       });
 }
 
+absl::Status Daemon::Reload() {
+  absl::MutexLock reload(&reload_mu_);
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_ || manager_ == nullptr) {
+      return absl::UnavailableError("not reloading: backfilld is stopping");
+    }
+  }
+  spdlog::info(
+      "SIGHUP: reloading the pipelines{}{}",
+      options_.auth_tokens_file.empty() ? "" : ", the token file",
+      MetricsCredentials() == nullptr ? "" : ", the /metrics basic auth file");
+  absl::Status pipelines = ReloadPipelines();
+  reload_metrics_->Reloaded(ReloadMetrics::Kind::kPipelines, pipelines.ok(),
+                            absl::Now());
+  absl::Status tokens = absl::OkStatus();
+  if (!options_.auth_tokens_file.empty()) {
+    tokens = ReloadTokens();
+    reload_metrics_->Reloaded(ReloadMetrics::Kind::kTokens, tokens.ok(),
+                              absl::Now());
+  }
+  absl::Status metrics_auth = absl::OkStatus();
+  if (MetricsCredentials() != nullptr) {
+    metrics_auth = ReloadMetricsAuth();
+    reload_metrics_->Reloaded(ReloadMetrics::Kind::kMetricsAuth,
+                              metrics_auth.ok(), absl::Now());
+  }
+  notifier_->Status(absl::StrCat(
+      "serving gRPC on ", listen_address_, ", ",
+      catalog_->Get()->datasets().size(), " datasets; last reload ",
+      pipelines.ok() && tokens.ok() && metrics_auth.ok()
+          ? "ok"
+          : "failed (see the log)"));
+  if (!pipelines.ok()) return pipelines;
+  return tokens.ok() ? metrics_auth : tokens;
+}
+
+absl::Status Daemon::ReloadPipelines() {
+  absl::StatusOr<Catalog> loaded = LoadCatalog(options_);
+  if (!loaded.ok()) {
+    spdlog::error(
+        "reload of the pipelines refused, the {} datasets loaded before stay "
+        "in force: {}",
+        catalog_->Get()->datasets().size(),
+        LogText(std::string(loaded.status().message())));
+    return loaded.status();
+  }
+  const std::shared_ptr<const Catalog> current = catalog_->Get();
+  const WarehouseSpec& was = current->warehouse();
+  const WarehouseSpec& now = loaded->warehouse();
+  if (was.engine != now.engine || was.path != now.path || was.dsn != now.dsn) {
+    const absl::Status refused = absl::FailedPreconditionError(
+        "the pipelines name another warehouse than the one backfilld "
+        "opened at start (warehouse: engine, path or dsn changed); restart "
+        "backfilld to switch warehouses");
+    spdlog::error(
+        "reload of the pipelines refused, the {} datasets loaded before stay "
+        "in force: {}",
+        current->datasets().size(), std::string(refused.message()));
+    return refused;
+  }
+  auto next = std::make_shared<const Catalog>(*std::move(loaded));
+  // As at start: SQL that does not work against the warehouse is reported,
+  // not fatal; plan and submit refuse the datasets concerned.
+  if (absl::StatusOr<std::vector<std::string>> problems =
+          CheckPipelineSql(*next, engine_.get());
+      !problems.ok()) {
+    spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
+                 LogText(problems.status().ToString()));
+  } else {
+    for (const std::string& problem : *problems) {
+      spdlog::error("pipeline SQL: {}", LogText(problem));
+    }
+  }
+  const size_t before = current->datasets().size();
+  const size_t after = next->datasets().size();
+  catalog_->Replace(std::move(next));
+  ConfigureMetrics();
+  spdlog::info(
+      "pipelines reloaded: {} datasets (were {}); new calls use them, jobs "
+      "already admitted keep the pipelines they were planned with",
+      after, before);
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::ReloadTokens() {
+  absl::StatusOr<BearerTokens> loaded =
+      BearerTokens::Load(options_.auth_tokens_file);
+  absl::Status status = loaded.status();
+  if (status.ok() && loaded->has_certificate_principals() &&
+      options_.tls_client_ca_file.empty()) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat(options_.auth_tokens_file,
+                     " has entries with client_certificate: true, but without "
+                     "--tls-client-ca no client certificate is asked for"));
+  }
+  if (status.ok()) {
+    const size_t count = loaded->size();
+    status = auth_->ReplaceTokens(
+        std::make_shared<const BearerTokens>(*std::move(loaded)));
+    if (status.ok()) {
+      spdlog::info("token file reloaded: {} token(s) from {}", count,
+                   options_.auth_tokens_file);
+      return status;
+    }
+  }
+  spdlog::error(
+      "reload of the token file refused, the tokens loaded before stay in "
+      "force: {}",
+      LogText(std::string(status.message())));
+  return status;
+}
+
+absl::Status Daemon::ReloadMetricsAuth() {
+  absl::StatusOr<BasicAuthCredentials> loaded =
+      BasicAuthCredentials::Load(options_.metrics_basic_auth_file);
+  if (!loaded.ok()) {
+    spdlog::error(
+        "reload of the /metrics basic auth file refused, the credentials "
+        "loaded before stay in force: {}",
+        LogText(std::string(loaded.status().message())));
+    return loaded.status();
+  }
+  const std::string user = loaded->username();
+  {
+    absl::MutexLock lock(&metrics_auth_mu_);
+    metrics_auth_ =
+        std::make_shared<const BasicAuthCredentials>(*std::move(loaded));
+  }
+  spdlog::info("/metrics basic auth file reloaded: user {} from {}",
+               LogText(user), options_.metrics_basic_auth_file);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const BasicAuthCredentials> Daemon::MetricsCredentials() const {
+  absl::MutexLock lock(&metrics_auth_mu_);
+  return metrics_auth_;
+}
+
 int Daemon::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
 void Daemon::Wait() { done_.WaitForNotification(); }
@@ -669,6 +912,12 @@ void Daemon::Shutdown() {
     absl::MutexLock lock(&shutdown_mu_);
     if (shut_down_) return;
     shut_down_ = true;
+  }
+  // A reload in flight ends first; later ones see shut_down_.
+  { absl::MutexLock reload(&reload_mu_); }
+  // Only a daemon that told it was ready tells that it stops.
+  if (!listen_address_.empty()) {
+    notifier_->Stopping("draining: running partitions finish and checkpoint");
   }
   if (observer_ != nullptr) observer_->SetHealth(nullptr);
   if (server_ != nullptr) {
@@ -710,6 +959,7 @@ void Daemon::Shutdown() {
   engine_.reset();
   store_.reset();
   observer_.reset();
+  reload_metrics_.reset();
   metrics_.reset();
   stale_counts_.reset();
   catalog_.reset();

@@ -6,12 +6,18 @@
 // then the manager (running partitions finish and checkpoint), then the
 // engine, the store and the metrics.
 //
-// The Daemon owns everything it builds. Thread-safe: Wait() and Shutdown()
-// may be called from any thread; Shutdown() is idempotent.
+// Reload() (main() calls it on SIGHUP) loads the pipelines, the token file
+// and the /metrics basic auth file again; each goes into force only when it
+// loads and checks in full, else the one in force stays (core/live_catalog.h:
+// jobs keep the catalog they were planned with).
+//
+// The Daemon owns everything it builds. Thread-safe: Wait(), Reload() and
+// Shutdown() may be called from any thread; Shutdown() is idempotent.
 
 #ifndef BACKFILL_SERVER_DAEMON_H_
 #define BACKFILL_SERVER_DAEMON_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,6 +28,7 @@
 #include "core/catalog.h"
 #include "core/command_runner.h"
 #include "core/http_client.h"
+#include "core/live_catalog.h"
 
 namespace grpc {
 class Server;
@@ -30,6 +37,7 @@ class Server;
 namespace backfill {
 
 class BackfillManager;
+class BasicAuthCredentials;
 class BackfillServiceImpl;
 class CallAuth;
 class Engine;
@@ -42,6 +50,8 @@ class DataDirLock;
 class FanoutObserver;
 class HttpClient;
 class OpenLineageMetrics;
+class ReloadMetrics;
+class ServiceNotifier;
 namespace openlineage {
 class OpenLineageEmitter;
 }  // namespace openlineage
@@ -79,8 +89,27 @@ struct DaemonOptions {
   std::string tls_key_file;
   std::string tls_client_ca_file;
   // --insecure: listen on an address other machines reach although the
-  // calls are not encrypted or not authenticated.
+  // calls are not encrypted or not authenticated (or, for
+  // --metrics-listen, /metrics has no --metrics-basic-auth).
   bool insecure = false;
+  // --metrics-basic-auth: the credentials file /metrics requires with HTTP
+  // basic auth (core/basic_auth_credentials.h); "": none asked for.
+  std::string metrics_basic_auth_file;
+  // Limits, each refused with RESOURCE_EXHAUSTED naming it and its flag.
+  // --max-message-bytes: the largest request message the gRPC server
+  // receives (gRPC's own default, 4 MiB).
+  int64_t max_message_bytes = 4 << 20;
+  // --max-watch-streams-per-principal: concurrent WatchBackfill streams
+  // per principal (per peer host without authentication).
+  int64_t max_watch_streams_per_principal = 16;
+  // --max-queued-jobs: QUEUED jobs beyond which a submit that would create
+  // a job is refused.
+  int64_t max_queued_jobs = 1000;
+  // Told when the daemon is ready (it serves gRPC and /metrics) and when a
+  // drain begins; not owned, must outlive the Daemon. nullptr: the
+  // service manager over sd_notify (platform/systemd_notifier.h), which
+  // does nothing without NOTIFY_SOCKET.
+  ServiceNotifier* notifier = nullptr;
 };
 
 // Whether `listen` ("HOST:PORT" or "[IPV6]:PORT", as --listen takes it) can
@@ -103,12 +132,19 @@ class Daemon {
   // naming the flag); OK when no URL is given.
   static absl::Status CheckOpenLineageOptions(const DaemonOptions& options);
 
-  // Checks --auth-tokens and the TLS files (each must load; --tls-cert and
-  // --tls-key go together; --tls-client-ca needs them, and so does a token
-  // file entry with client_certificate: true), and refuses a --listen
-  // address other machines reach unless the port is both encrypted (TLS)
-  // and authenticated (tokens or client certificates), or --insecure is
-  // given. INVALID_ARGUMENT naming the flags.
+  // Checks the limits (--max-message-bytes, --max-watch-streams-per-
+  // principal, --max-queued-jobs) are in their ranges: INVALID_ARGUMENT
+  // naming the flag, the value and the range.
+  static absl::Status CheckLimitOptions(const DaemonOptions& options);
+
+  // Checks --auth-tokens, --metrics-basic-auth and the TLS files (each
+  // must load; --tls-cert and --tls-key go together; --tls-client-ca needs
+  // them, and so does a token file entry with client_certificate: true;
+  // --metrics-basic-auth needs /metrics on), and refuses a --listen address
+  // other machines reach unless the port is both encrypted (TLS) and
+  // authenticated (tokens or client certificates), and a --metrics-listen
+  // address other machines reach without --metrics-basic-auth, unless
+  // --insecure is given. INVALID_ARGUMENT naming the flags.
   static absl::Status CheckSecurityOptions(const DaemonOptions& options);
 
   // Builds everything and starts serving. Errors name the step that failed.
@@ -127,6 +163,16 @@ class Daemon {
   const std::string& listen_address() const { return listen_address_; }
   // The metrics port, 0 when disabled.
   int metrics_port() const;
+
+  // Loads the pipelines (as LoadCatalog() does) and, with --auth-tokens and
+  // --metrics-basic-auth, the token file and the basic auth file again, and
+  // puts each in force for new calls when it loads and passes every start-up
+  // check; jobs already admitted keep the catalog they were planned with. A
+  // file that does not load (or a pipeline that names another warehouse)
+  // changes nothing of its kind; the reason (the loader's file:line) is logged
+  // and returned. Counted in backfill_config_reloads_total. OK when every kind
+  // went in.
+  absl::Status Reload();
 
   // Blocks until Shutdown() has finished.
   void Wait();
@@ -149,19 +195,29 @@ class Daemon {
   // Declares the catalog's datasets to the metrics and where they read the
   // running jobs from.
   void ConfigureMetrics();
+  // The two halves of Reload().
+  absl::Status ReloadPipelines();
+  absl::Status ReloadTokens();
+  absl::Status ReloadMetricsAuth();
+  // The /metrics credentials in force (null: none asked for).
+  std::shared_ptr<const BasicAuthCredentials> MetricsCredentials() const;
 
   const DaemonOptions options_;
   std::string listen_address_;
+  // options_.notifier, or owned_notifier_ (sd_notify) without one.
+  std::unique_ptr<ServiceNotifier> owned_notifier_;
+  ServiceNotifier* notifier_ = nullptr;
 
   // In construction order; destroyed in reverse by Shutdown().
   std::unique_ptr<DataDirLock> lock_;
-  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<LiveCatalog> catalog_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
   // Where OpenLineage's dataset namespace says the warehouse is
   // (OpenedWarehouse::lineage_location).
   std::string warehouse_lineage_location_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ReloadMetrics> reload_metrics_;
   // OpenLineage (--openlineage-url), all null without it.
   std::unique_ptr<HttpClient> lineage_http_;
   std::unique_ptr<SystemClock> lineage_clock_;
@@ -182,6 +238,14 @@ class Daemon {
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
 
+  // --metrics-basic-auth's credentials, read by the exposer's threads on
+  // every scrape and replaced by a reload.
+  mutable absl::Mutex metrics_auth_mu_;
+  std::shared_ptr<const BasicAuthCredentials> metrics_auth_
+      ABSL_GUARDED_BY(metrics_auth_mu_);
+
+  // Serializes reloads (SIGHUP) with each other and with Shutdown().
+  absl::Mutex reload_mu_;
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
   absl::Notification done_;

@@ -1,6 +1,8 @@
 // backfilld: the backfill daemon. Parses flags, sets up logging, blocks
-// SIGTERM/SIGINT in every thread, starts the Daemon and waits for a signal,
-// then drains and exits 0. A second signal during the drain exits at once.
+// SIGTERM, SIGINT and SIGHUP in every thread, starts the Daemon and waits
+// for signals: SIGHUP reloads the pipelines, the token file and the
+// /metrics basic auth file (Daemon::Reload); SIGTERM or SIGINT drains and exits
+// 0. A second SIGTERM or SIGINT during the drain exits at once.
 //
 // Exit codes: 0 after a clean shutdown, 2 for bad flags or a bad pipeline
 // file (the server does not start), 1 when another startup step fails (the
@@ -87,9 +89,29 @@ int main(int argc, char** argv) {
                  "PEM CA bundle: require client certificates it signed "
                  "(mutual TLS); the certificate's Common Name is the "
                  "principal");
+  app.add_option("--metrics-basic-auth", options.metrics_basic_auth_file,
+                 "YAML file {username: NAME, sha256: <SHA-256 of the "
+                 "password>}: /metrics requires HTTP basic auth with them "
+                 "(see docs/security.md); default: none asked for");
   app.add_flag("--insecure", options.insecure,
                "Allow a --listen address other machines reach although the "
-               "gRPC port is not encrypted or not authenticated");
+               "gRPC port is not encrypted or not authenticated, and a "
+               "--metrics-listen address other machines reach without "
+               "--metrics-basic-auth");
+  app.add_option("--max-message-bytes", options.max_message_bytes,
+                 "Largest request message the gRPC port receives; a larger "
+                 "one is refused (RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  app.add_option("--max-watch-streams-per-principal",
+                 options.max_watch_streams_per_principal,
+                 "Concurrent WatchBackfill streams per principal (per peer "
+                 "host without --auth-tokens); one more is refused "
+                 "(RESOURCE_EXHAUSTED)")
+      ->capture_default_str();
+  app.add_option("--max-queued-jobs", options.max_queued_jobs,
+                 "QUEUED jobs beyond which a submit that would create a job "
+                 "is refused (RESOURCE_EXHAUSTED, nothing created)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -111,6 +133,10 @@ int main(int argc, char** argv) {
     std::cerr << "backfilld: " << s.message() << std::endl;
     return 2;
   }
+  if (absl::Status s = backfill::Daemon::CheckLimitOptions(options); !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 2;
+  }
   options.drain_timeout = absl::Seconds(drain_seconds);
   options.stats_max_age = absl::Seconds(stats_max_age_seconds);
 
@@ -118,12 +144,14 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("backfilld"));
   spdlog::set_level(spdlog::level::from_str(log_level));
 
-  // Block the shutdown signals before any thread starts, so that every
-  // thread inherits the mask and only sigwait() below sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  // Block the shutdown and reload signals before any thread starts, so
+  // that every thread inherits the mask and only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigset_t signals = stop_signals;
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // Test-only hooks, armed by environment variables (and inert without):
@@ -153,7 +181,11 @@ int main(int argc, char** argv) {
   }
 
   int signal = 0;
-  sigwait(&signals, &signal);
+  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
+    // Logged and counted by the daemon; the old configuration stays on
+    // error.
+    (*daemon)->Reload().IgnoreError();
+  }
   spdlog::info("received {}, draining (send it again to exit at once)",
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
   // Drain on another thread, so that a second signal can still end the
@@ -165,7 +197,8 @@ int main(int argc, char** argv) {
   });
   const timespec poll = {0, 100 * 1000 * 1000};
   while (!drained) {
-    if (sigtimedwait(&signals, nullptr, &poll) > 0) {
+    // SIGHUP stays blocked (and pending) during the drain: no reload.
+    if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) {
       spdlog::warn("second signal: exiting without draining");
       spdlog::default_logger()->flush();
       std::_Exit(1);

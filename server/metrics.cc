@@ -437,7 +437,8 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
 
 Metrics::~Metrics() { StopListening(); }
 
-absl::Status Metrics::Listen(const std::string& address) {
+absl::Status Metrics::Listen(const std::string& address,
+                             BasicAuthCheck basic_auth) {
   StopListening();
   try {
     // civetweb takes "HOST:PORT" as its listening_ports option.
@@ -450,6 +451,10 @@ absl::Status Metrics::Listen(const std::string& address) {
     exposer->RegisterCollectable(eta_collector_);
     exposer->RegisterCollectable(downstream_collector_);
     exposer->RegisterCollectable(process_collector_);
+    if (basic_auth) {
+      exposer->RegisterAuth(std::move(basic_auth), "backfilld metrics",
+                            "/metrics");
+    }
     exposer_ = std::move(exposer);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(
@@ -538,8 +543,9 @@ void Metrics::OnJobFinished(const std::string& /*job_id*/, JobState state,
 }
 
 void Metrics::DeclareDatasets(const std::vector<std::string>& datasets) {
-  datasets_ = std::set<std::string>(datasets.begin(), datasets.end());
-  for (const std::string& d : datasets_) {
+  absl::MutexLock lock(&datasets_mu_);
+  for (const std::string& d : datasets) {
+    if (!datasets_.insert(d).second) continue;
     for (TaskState state : kCheckpointStates) {
       checkpointed_->Add({{"dataset", d}, {"state", Label(state)}});
     }
@@ -560,6 +566,7 @@ void Metrics::SetConsumerStandings(ConsumerStandingsFn standings) {
 }
 
 std::string Metrics::DatasetLabel(const std::string& dataset) const {
+  absl::MutexLock lock(&datasets_mu_);
   if (datasets_.empty() || datasets_.count(dataset) > 0) return dataset;
   return "other";
 }

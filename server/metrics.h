@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/job.h"
 #include "core/job_observer.h"
 #include "core/state_store.h"
@@ -73,9 +74,17 @@ class Metrics final : public JobObserver {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
+  // Whether an HTTP basic auth user name and password may scrape; called
+  // on the exposer's threads for each request.
+  using BasicAuthCheck = std::function<bool(const std::string& username,
+                                            const std::string& password)>;
+
   // Serves /metrics on `address` ("HOST:PORT"; port 0 picks a free one).
-  // UNAVAILABLE with the reason when the address cannot be bound.
-  absl::Status Listen(const std::string& address);
+  // With `basic_auth`, a scrape without HTTP basic auth credentials it
+  // accepts is answered 401. UNAVAILABLE with the reason when the address
+  // cannot be bound.
+  absl::Status Listen(const std::string& address,
+                      BasicAuthCheck basic_auth = {});
   // The bound port after Listen(), else 0.
   int port() const;
   // Stops serving /metrics. Idempotent.
@@ -94,8 +103,9 @@ class Metrics final : public JobObserver {
 
   // The datasets of the catalog: their per-dataset series exist (at 0)
   // from the start, and a dataset name outside them is counted as
-  // "other" (none given: every name is its own label). Call before the
-  // first event.
+  // "other" (none given: every name is its own label). Called again after
+  // a reload of the pipelines, it adds the new datasets (those declared
+  // before keep their series: jobs planned with them may still report).
   void DeclareDatasets(const std::vector<std::string>& datasets);
 
   // Where the ETA gauges read the RUNNING jobs (with counts and recompute
@@ -166,8 +176,9 @@ class Metrics final : public JobObserver {
   prometheus::Family<prometheus::Counter>* cost_full_reload_ = nullptr;
   prometheus::Family<prometheus::Counter>* jobs_published_ = nullptr;
   prometheus::Family<prometheus::Counter>* check_failures_ = nullptr;
-  // The declared datasets (empty: any name); set before events arrive.
-  std::set<std::string> datasets_;
+  // The declared datasets (empty: any name).
+  mutable absl::Mutex datasets_mu_;
+  std::set<std::string> datasets_ ABSL_GUARDED_BY(datasets_mu_);
   std::string DatasetLabel(const std::string& dataset) const;
   std::array<prometheus::Gauge*, 2> storage_failing_{};  // index: Storage
   std::array<prometheus::Counter*, 2> storage_errors_{};

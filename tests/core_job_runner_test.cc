@@ -166,6 +166,8 @@ class JobRunnerTest : public ::testing::Test {
     ManagerOptions options;
     options.workers = workers;
     options.max_attempts = 3;
+    options.max_queued_jobs = max_queued_jobs_;
+    options.max_queued_jobs_source = "the test";
     manager_ = std::make_unique<BackfillManager>(
         catalog_.get(), &store_, &engine_, &clock_, &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
@@ -298,6 +300,7 @@ class JobRunnerTest : public ::testing::Test {
   Gate gate_;
   Gate hold_;  // for calls a test holds back by name
   std::unique_ptr<BackfillManager> manager_;
+  int64_t max_queued_jobs_ = 1000;
 
   absl::Mutex mu_;
   std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
@@ -309,6 +312,63 @@ class JobRunnerTest : public ::testing::Test {
   std::map<std::string, Fault> stage_faults_ ABSL_GUARDED_BY(mu_);
   absl::Status rollback_fault_ ABSL_GUARDED_BY(mu_);  // Engine::Rollback
 };
+
+TEST_F(JobRunnerTest, ASubmitIsRefusedWhileTheQueueIsFullAndNothingIsCreated) {
+  max_queued_jobs_ = 2;
+  Restart();
+  gate_.Close("bf-1");
+  BackfillRequest first = Request("daily", "2025-01-01", "2025-01-11");
+  first.max_parallel = 1;
+  const std::string a = Submit(first);
+  WaitState(a, JobState::kRunning);
+  // Two jobs wait behind it: the queue is full.
+  SubmitOptions keyed;
+  keyed.idempotency_key = "second";
+  const std::string b =
+      Submit(Request("daily", "2025-01-05", "2025-01-06"), keyed);
+  const std::string c = Submit(Request("daily", "2025-01-07", "2025-01-08"));
+  EXPECT_EQ(Get(b).state, JobState::kQueued);
+  EXPECT_EQ(Get(c).state, JobState::kQueued);
+  std::vector<JobState> every_state;
+  for (int i = 0; i < kJobStateCount; ++i) {
+    every_state.push_back(static_cast<JobState>(i));
+  }
+  auto ids = store_.ListJobIds(every_state);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  ASSERT_EQ(ids->size(), 3u);
+
+  // A third is refused, overlapping or not, and no job is created.
+  for (const BackfillRequest& r :
+       {Request("daily", "2025-01-09", "2025-01-10"),
+        Request("other", "2025-03-01", "2025-03-02")}) {
+    auto refused = manager_->Submit(r, {});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("2 jobs are QUEUED"));
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("the limit set by the test is 2"));
+  }
+  ids = store_.ListJobIds(every_state);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->size(), 3u);
+
+  // A repeat of the queued job with its key is still answered.
+  auto repeat =
+      manager_->Submit(Request("daily", "2025-01-05", "2025-01-06"), keyed);
+  ASSERT_TRUE(repeat.ok()) << repeat.status();
+  EXPECT_FALSE(repeat->created);
+  EXPECT_EQ(repeat->job.id, b);
+
+  // Once the queue has drained, submits are admitted again.
+  gate_.OpenAll();
+  WaitState(a, JobState::kSucceeded);
+  WaitState(b, JobState::kSucceeded);
+  WaitState(c, JobState::kSucceeded);
+  const std::string d = Submit(Request("daily", "2025-01-09", "2025-01-10"));
+  EXPECT_NE(d, "");
+  WaitState(d, JobState::kSucceeded);
+}
 
 TEST_F(JobRunnerTest, OverlappingJobsWaitAndRunInSubmissionOrder) {
   gate_.Close("bf-1");

@@ -3,8 +3,11 @@
 // was given, with a viewer's token (reads allowed, a submit refused) and an
 // operator's (the submit runs and records who asked); refusals logged
 // without the token; a bad token file and an exposed --listen without
-// --insecure stop the daemon at start with exit 2; and the CLI over mutual
-// TLS with certificates made by openssl, its principal from its certificate.
+// --insecure stop the daemon at start with exit 2; the CLI over mutual
+// TLS with certificates made by openssl, its principal from its certificate;
+// and /metrics behind --metrics-basic-auth (curl without credentials, with
+// a wrong and with the right password), which an exposed --metrics-listen
+// needs unless --insecure is given.
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -184,6 +187,69 @@ TEST_F(AuthE2eTest, TheCliOverMutualTls) {
   EXPECT_THAT(ReadFile(daemon.log()),
               HasSubstr("client certificates required and verified"));
   ASSERT_NO_FATAL_FAILURE(ExpectCleanSigterm(daemon));
+}
+
+TEST_F(AuthE2eTest, MetricsBehindBasicAuth) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/2, /*orders_per_day=*/5, false));
+  // printf %s 'correct horse battery staple' | sha256sum
+  const std::string auth = root_ + "/metrics-auth.yaml";
+  WriteFile(auth,
+            "username: prometheus\n"
+            "sha256: c4bbcb1fbec99d65bf59d85c8cb62ee2db963f0fe106f483d9afa73bd"
+            "4e39a8a\n");
+  Daemon& daemon = NewDaemon();
+  daemon.set_extra_args({"--metrics-basic-auth", auth});
+  ASSERT_TRUE(daemon.Start());
+  const std::string url =
+      absl::StrCat("http://127.0.0.1:", daemon.metrics_port(), "/metrics");
+  // curl prints the status code; --user sends HTTP basic auth.
+  auto status_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-s", "-o",
+                                     "/dev/null",     "-w", "%{http_code}"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(url);
+    RunResult curl = RunProcess(argv, root_, seconds(60));
+    EXPECT_EQ(curl.exit_code, 0) << curl;
+    return curl.out;
+  };
+  EXPECT_EQ(status_of({}), "401");
+  EXPECT_EQ(status_of({"--user", "prometheus:correct horse"}), "401");
+  EXPECT_EQ(status_of({"--user", "prometheus:correct horse battery staple"}),
+            "200");
+  ASSERT_NO_FATAL_FAILURE(ExpectCleanSigterm(daemon));
+}
+
+TEST_F(AuthE2eTest, AnExposedMetricsPortWithoutBasicAuthStopsTheStart) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/2, /*orders_per_day=*/5, false));
+  RunResult started = RunProcess(
+      {Bin("backfilld"), "--data-dir", data_dir_, "--pipelines", pipelines_dir_,
+       "--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"},
+      root_, seconds(60));
+  EXPECT_EQ(started.exit_code, 2) << started;
+  EXPECT_THAT(started.err,
+              HasSubstr("--metrics-listen 0.0.0.0:0 can be reached from other "
+                        "machines"));
+  EXPECT_THAT(started.err, HasSubstr("--metrics-basic-auth"));
+
+  const std::string bad = root_ + "/bad-metrics-auth.yaml";
+  WriteFile(bad, "username: prometheus\npassword: hunter2\n");
+  started =
+      RunProcess({Bin("backfilld"), "--data-dir", data_dir_, "--pipelines",
+                  pipelines_dir_, "--listen", "127.0.0.1:0", "--metrics-listen",
+                  "0.0.0.0:0", "--metrics-basic-auth", bad},
+                 root_, seconds(60));
+  EXPECT_EQ(started.exit_code, 2) << started;
+  EXPECT_THAT(started.err, HasSubstr("--metrics-basic-auth: " + bad +
+                                     ":2: unknown key 'password'"));
+
+  // A limit out of range stops the start too.
+  started =
+      RunProcess({Bin("backfilld"), "--data-dir", data_dir_, "--pipelines",
+                  pipelines_dir_, "--listen", "127.0.0.1:0", "--metrics-listen",
+                  "none", "--max-queued-jobs", "0"},
+                 root_, seconds(60));
+  EXPECT_EQ(started.exit_code, 2) << started;
+  EXPECT_THAT(started.err, HasSubstr("--max-queued-jobs 0 is out of range"));
 }
 
 }  // namespace

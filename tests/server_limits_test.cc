@@ -1,0 +1,305 @@
+// The daemon's limits, each refused with RESOURCE_EXHAUSTED and changing
+// nothing: a request larger than --max-message-bytes, one WatchBackfill
+// stream more than --max-watch-streams-per-principal (and a slot given back
+// when a stream ends), and a submit while --max-queued-jobs jobs are
+// QUEUED (a repeat of an existing job is still answered). A real Daemon
+// (gRPC server, manager, SQLite store and warehouse) on a temporary
+// directory.
+
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "backfill/v1/backfill.grpc.pb.h"
+#include "client/backfill_client.h"
+#include "core/pipeline_loader.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "server/backfill_service_impl.h"
+#include "server/daemon.h"
+#include "tests/revenue_pipeline.h"
+#include "tests/testing/raw_grpc.h"
+
+namespace backfill {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr char kSubmit[] = "/backfill.v1.BackfillService/SubmitBackfill";
+
+// Waits (bounded) until `done` holds; false when it never did.
+template <typename F>
+bool Eventually(F done, absl::Duration timeout = absl::Seconds(60)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return done();
+}
+
+// An open WatchBackfill stream that has received its first update (so the
+// server admitted it), or the status it was refused with.
+struct WatchStream {
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientReader<v1::Backfill>> reader;
+  bool open = false;
+  grpc::Status refused;
+};
+
+class DaemonLimitsTest : public ::testing::Test {
+ protected:
+  // A warehouse with one order a day in February 2025.
+  void SetUp() override {
+    std::string tmpl =
+        (fs::temp_directory_path() / "backfill-daemon-limits-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((fs::path(dir_) / "warehouse.db").c_str(), &db),
+              SQLITE_OK);
+    std::string sql =
+        "CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date "
+        "TEXT NOT NULL, customer_id INTEGER NOT NULL, amount REAL NOT NULL, "
+        "refund REAL NOT NULL);"
+        "CREATE TABLE dim_customers (customer_id INTEGER PRIMARY KEY, region "
+        "TEXT NOT NULL);"
+        "INSERT INTO dim_customers VALUES (1, 'emea');";
+    for (int day = 1; day <= 28; ++day) {
+      absl::StrAppend(&sql,
+                      "INSERT INTO raw_orders (order_date, customer_id, "
+                      "amount, refund) VALUES ('2025-02-",
+                      day < 10 ? "0" : "", day, "', 1, 10.0, 0.0);");
+    }
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK);
+  }
+
+  void TearDown() override {
+    for (WatchStream& s : streams_) {
+      if (s.context != nullptr) s.context->TryCancel();
+    }
+    streams_.clear();
+    if (daemon_ != nullptr) daemon_->Shutdown();
+    daemon_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  // Starts the daemon with one worker; each partition counts a while first,
+  // so that a job is still running when the test pauses it.
+  void StartDaemon(DaemonOptions options) {
+    const std::string condition =
+        "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
+        "             SELECT n + 1 FROM spin WHERE n < 1000000)\n"
+        "             SELECT COUNT(*) FROM spin) > 0\n";
+    absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
+        {{"pipeline.yaml", fixtures::RevenuePipelineYaml(condition)}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    options.data_dir = dir_;
+    options.listen = "127.0.0.1:0";
+    options.metrics_listen = "none";
+    options.workers = 1;
+    absl::StatusOr<std::unique_ptr<Daemon>> daemon =
+        Daemon::Start(options, *std::move(catalog));
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    target_ = daemon_->listen_address();
+    client_ = BackfillClient::Connect(target_);
+    stub_ = v1::BackfillService::NewStub(
+        grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+  }
+
+  static v1::BackfillRequest February(const std::string& reason) {
+    v1::BackfillRequest request;
+    request.set_dataset("daily_revenue");
+    request.set_from_partition("2025-02-01");
+    request.set_to_partition("2025-03-01");
+    request.set_reason(reason);
+    request.set_requested_by("server_limits_test");
+    return request;
+  }
+
+  // Submits February and pauses it: a job that holds its partitions and
+  // never ends by itself. Its id.
+  std::string SubmitPaused(const std::string& key) {
+    absl::StatusOr<v1::SubmitBackfillResponse> submitted =
+        client_->Submit(February("held open"), key);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return "";
+    const std::string id = submitted->backfill().id();
+    absl::StatusOr<v1::Backfill> paused = client_->Pause(id, "held open");
+    EXPECT_TRUE(paused.ok()) << paused.status();
+    return id;
+  }
+
+  // How many jobs the daemon has.
+  int JobCount() {
+    v1::ListBackfillsRequest request;
+    request.set_page_size(100);
+    absl::StatusOr<v1::ListBackfillsResponse> page = client_->List(request);
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? page->backfills_size() : -1;
+  }
+
+  // Opens a watch of `id`; kept in streams_ when it is admitted.
+  WatchStream* Watch(const std::string& id) {
+    WatchStream s;
+    s.context = std::make_unique<grpc::ClientContext>();
+    v1::WatchBackfillRequest request;
+    request.set_id(id);
+    s.reader = stub_->WatchBackfill(s.context.get(), request);
+    v1::Backfill first;
+    s.open = s.reader->Read(&first);
+    if (!s.open) s.refused = s.reader->Finish();
+    streams_.push_back(std::move(s));
+    return &streams_.back();
+  }
+
+  std::string dir_;
+  std::unique_ptr<Daemon> daemon_;
+  std::string target_;
+  std::unique_ptr<BackfillClient> client_;
+  std::unique_ptr<v1::BackfillService::Stub> stub_;
+  std::vector<WatchStream> streams_;
+};
+
+TEST_F(DaemonLimitsTest, ARequestLargerThanMaxMessageBytesIsRefused) {
+  DaemonOptions options;
+  options.max_message_bytes = 64 << 10;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+
+  v1::SubmitBackfillRequest large;
+  *large.mutable_request() = February("large");
+  large.set_idempotency_key(std::string(100 << 10, 'k'));
+  const std::string bytes = large.SerializeAsString();
+  ASSERT_GT(bytes.size(), size_t{64 << 10});
+  std::string response;
+  grpc::Status status =
+      backfill::testing::RawCall(target_, kSubmit, bytes, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << status.error_message();
+  // The message gives the request's size and the limit.
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrCat(bytes.size(), " vs. ", 64 << 10)));
+  EXPECT_EQ(JobCount(), 0);
+
+  // A request under the limit goes through.
+  v1::SubmitBackfillRequest small;
+  *small.mutable_request() = February("small");
+  status = backfill::testing::RawCall(target_, kSubmit,
+                                      small.SerializeAsString(), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(JobCount(), 1);
+}
+
+TEST_F(DaemonLimitsTest, OneWatchStreamMoreThanTheLimitIsRefusedUntilOneEnds) {
+  DaemonOptions options;
+  options.max_watch_streams_per_principal = 2;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+  const std::string id = SubmitPaused("");
+  ASSERT_FALSE(id.empty());
+
+  ASSERT_TRUE(Watch(id)->open);
+  ASSERT_TRUE(Watch(id)->open);
+  WatchStream* third = Watch(id);
+  EXPECT_FALSE(third->open);
+  EXPECT_EQ(third->refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(third->refused.error_message(),
+              HasSubstr("--max-watch-streams-per-principal is 2"));
+  EXPECT_THAT(third->refused.error_message(), HasSubstr("peer 127.0.0.1"));
+  // Other calls are not limited.
+  EXPECT_TRUE(client_->Get(id).ok());
+
+  // Once one of the two ends, a new stream is admitted.
+  streams_.front().context->TryCancel();
+  streams_.front().reader->Finish().error_code();
+  EXPECT_TRUE(Eventually([&] {
+    WatchStream* next = Watch(id);
+    if (!next->open) {
+      EXPECT_EQ(next->refused.error_code(),
+                grpc::StatusCode::RESOURCE_EXHAUSTED);
+    }
+    return next->open;
+  }));
+  // And the limit holds again: two are open.
+  EXPECT_FALSE(Watch(id)->open);
+}
+
+TEST_F(DaemonLimitsTest, ASubmitIsRefusedWhileMaxQueuedJobsAreQueued) {
+  DaemonOptions options;
+  options.max_queued_jobs = 1;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+  const std::string held = SubmitPaused("");
+  ASSERT_FALSE(held.empty());
+  // It waits behind the paused job: the one place in the queue.
+  absl::StatusOr<v1::SubmitBackfillResponse> queued =
+      client_->Submit(February("queued"), "queued-key");
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(queued->backfill().state(), v1::BACKFILL_STATE_QUEUED);
+
+  absl::StatusOr<v1::SubmitBackfillResponse> refused =
+      client_->Submit(February("one too many"), "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("1 job is QUEUED"));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("backfilld --max-queued-jobs is 1"));
+  EXPECT_EQ(JobCount(), 2);
+
+  // The queued job's own repeat is answered, creating nothing.
+  absl::StatusOr<v1::SubmitBackfillResponse> repeat =
+      client_->Submit(February("queued"), "queued-key");
+  ASSERT_TRUE(repeat.ok()) << repeat.status();
+  EXPECT_FALSE(repeat->created());
+  EXPECT_EQ(repeat->backfill().id(), queued->backfill().id());
+  EXPECT_EQ(JobCount(), 2);
+}
+
+TEST(DaemonLimitOptionsTest, OutOfRangeValuesAreRefusedNamingTheFlag) {
+  DaemonOptions ok;
+  EXPECT_TRUE(Daemon::CheckLimitOptions(ok).ok());
+  const struct {
+    void (*set)(DaemonOptions*);
+    const char* flag;
+  } cases[] = {
+      {[](DaemonOptions* o) { o->max_message_bytes = 0; },
+       "--max-message-bytes 0 is out of range"},
+      {[](DaemonOptions* o) { o->max_message_bytes = int64_t{8} << 30; },
+       "--max-message-bytes 8589934592 is out of range"},
+      {[](DaemonOptions* o) { o->max_watch_streams_per_principal = -1; },
+       "--max-watch-streams-per-principal -1 is out of range"},
+      {[](DaemonOptions* o) { o->max_queued_jobs = 0; },
+       "--max-queued-jobs 0 is out of range"},
+      {[](DaemonOptions* o) { o->max_queued_jobs = 1000000000; },
+       "--max-queued-jobs 1000000000 is out of range"},
+  };
+  for (const auto& c : cases) {
+    DaemonOptions options;
+    c.set(&options);
+    absl::Status s = Daemon::CheckLimitOptions(options);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.flag;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.flag));
+  }
+}
+
+TEST(PeerHostTest, TheHostOfEachPeerForm) {
+  EXPECT_EQ(PeerHost("ipv4:10.0.0.7:5123"), "10.0.0.7");
+  EXPECT_EQ(PeerHost("ipv6:[::1]:5123"), "::1");
+  EXPECT_EQ(PeerHost("ipv6:[fe80::1%eth0]:80"), "fe80::1%eth0");
+  EXPECT_EQ(PeerHost("unix:/run/backfilld.sock"), "unix:/run/backfilld.sock");
+}
+
+}  // namespace
+}  // namespace backfill
