@@ -199,6 +199,13 @@ absl::StatusOr<v1::ListDatasetsResponse> BackfillClient::ListDatasets() {
   return Call(&Stub::ListDatasets, v1::ListDatasetsRequest());
 }
 
+absl::StatusOr<v1::Dataset> BackfillClient::GetDataset(
+    const std::string& name) {
+  v1::GetDatasetRequest request;
+  request.set_name(name);
+  return Call(&Stub::GetDataset, request);
+}
+
 absl::StatusOr<v1::Backfill> BackfillClient::Cancel(const std::string& id,
                                                     const std::string& reason) {
   v1::CancelBackfillRequest rpc_request;

@@ -124,6 +124,8 @@ class BackfillClient {
   absl::StatusOr<v1::ListPartitionsResponse> ListPartitions(
       const v1::ListPartitionsRequest& request);
   absl::StatusOr<v1::ListDatasetsResponse> ListDatasets();
+  // One declared dataset (GetDataset).
+  absl::StatusOr<v1::Dataset> GetDataset(const std::string& name);
 
   // The operators' decisions on a job; each returns the job as it is
   // afterwards. `reason` is free text recorded with the change.

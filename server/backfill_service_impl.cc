@@ -168,6 +168,8 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
         &BackfillServiceImpl::RollbackBackfill);
   unary("ListDatasets", v1::ListDatasetsRequest::descriptor(),
         &BackfillServiceImpl::ListDatasets);
+  unary("GetDataset", v1::GetDatasetRequest::descriptor(),
+        &BackfillServiceImpl::GetDataset);
   unary("ApproveBackfill", v1::ApproveBackfillRequest::descriptor(),
         &BackfillServiceImpl::ApproveBackfill);
   unary("DiffBackfill", v1::DiffBackfillRequest::descriptor(),
@@ -414,6 +416,27 @@ grpc::Status BackfillServiceImpl::ListDatasets(
   for (const DatasetSpec& spec : catalog.datasets()) {
     *response->add_datasets() = DatasetToProto(spec, catalog);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::GetDataset(
+    grpc::ServerContext* context, const v1::GetDatasetRequest* request,
+    v1::Dataset* response) {
+  if (request->name().empty()) {
+    return InvalidField("name", "DATASET_MISSING",
+                        "`name` is empty: name a declared dataset "
+                        "(`ListDatasets` lists them)");
+  }
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  const DatasetSpec* spec = catalog->Find(request->name());
+  if (spec == nullptr) {
+    return ToGrpcStatus(WithReason(
+        absl::NotFoundError(absl::StrCat(
+            "no dataset \"", absl::CHexEscape(request->name()),
+            "\" is declared in the pipelines (`ListDatasets` lists them)")),
+        "DATASET_NOT_FOUND", {{"dataset", request->name()}}));
+  }
+  *response = DatasetToProto(*spec, *catalog);
   return grpc::Status::OK;
 }
 

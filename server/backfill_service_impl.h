@@ -109,6 +109,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ListDatasets(grpc::ServerContext* context,
                             const v1::ListDatasetsRequest* request,
                             v1::ListDatasetsResponse* response) override;
+  grpc::Status GetDataset(grpc::ServerContext* context,
+                          const v1::GetDatasetRequest* request,
+                          v1::Dataset* response) override;
   grpc::Status ApproveBackfill(grpc::ServerContext* context,
                                const v1::ApproveBackfillRequest* request,
                                v1::Backfill* response) override;

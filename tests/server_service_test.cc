@@ -1445,5 +1445,39 @@ TEST_F(ServerServiceTest, RefusalsOfTheJobsStateAndOfAReusedKeyHaveReasons) {
       absl::StatusCodeToString(static_cast<absl::StatusCode>(source.code)));
 }
 
+TEST_F(ServerServiceTest, GetDatasetDescribesOneDatasetAsTheListDoes) {
+  absl::StatusOr<v1::Dataset> revenue = client_->GetDataset("daily_revenue");
+  ASSERT_TRUE(revenue.ok()) << revenue.status();
+  EXPECT_EQ(revenue->name(), "daily_revenue");
+  EXPECT_EQ(revenue->kind(), "derived");
+  EXPECT_EQ(revenue->table(), "daily_revenue");
+  EXPECT_EQ(revenue->grain(), "day");
+  EXPECT_EQ(revenue->partition_column(), "ds");
+  ASSERT_EQ(revenue->upstream_size(), 2);
+  EXPECT_EQ(revenue->upstream(0).dataset(), "orders");
+  EXPECT_EQ(revenue->upstream(1).dataset(), "customers");
+  // The same message as its entry in ListDatasets.
+  absl::StatusOr<v1::ListDatasetsResponse> all = client_->ListDatasets();
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (const v1::Dataset& d : all->datasets()) {
+    absl::StatusOr<v1::Dataset> one = client_->GetDataset(d.name());
+    ASSERT_TRUE(one.ok()) << d.name() << ": " << one.status();
+    EXPECT_EQ(one->SerializeAsString(), d.SerializeAsString()) << d.name();
+  }
+
+  v1::GetDatasetRequest unknown;
+  unknown.set_name("daily_revenu");
+  WireError missing = Refusal(target_, "GetDataset", unknown);
+  EXPECT_EQ(missing.code, grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(missing.info.reason(), "DATASET_NOT_FOUND");
+  EXPECT_EQ(missing.info.metadata().at("dataset"), "daily_revenu");
+  EXPECT_THAT(missing.message, HasSubstr("\"daily_revenu\""));
+
+  WireError empty = Refusal(target_, "GetDataset", v1::GetDatasetRequest());
+  EXPECT_EQ(empty.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(empty.info.reason(), "DATASET_MISSING");
+  EXPECT_EQ(empty.fields, std::vector<std::string>{"name"});
+}
+
 }  // namespace
 }  // namespace backfill
