@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
@@ -193,9 +194,13 @@ TEST_F(CostE2eTest, BudgetsRefuseASubmitAndCreateNothing) {
       daemon.CtlJson({"plan", "daily_amount", "--from", "2025-03-02", "--to",
                       "2025-03-05", "--max-cost", "10"});
   ASSERT_EQ(plan_json.exit_code, 0) << plan_json;
-  // The plan's total carries the refusal (the dataset has no budget).
-  EXPECT_THAT(plan_json.out,
-              HasSubstr(absl::StrCat("\"refused\": \"", refusal, "\"")));
+  // The plan's total carries the refusal (the dataset has no budget), as
+  // the API says it: the field, where the CLI says its flag.
+  EXPECT_THAT(
+      plan_json.out,
+      HasSubstr(absl::StrCat(
+          "\"refused\": \"",
+          absl::StrReplaceAll(refusal, {{"--max-cost", "`max_cost`"}}), "\"")));
 
   // The dataset's own budget (max_cost: 20 in the pipeline file).
   RunResult capped =
