@@ -14,6 +14,7 @@ PACKAGES=(
   libcurl4-openssl-dev libssl-dev
   libpq-dev postgresql-15  # tests start their own PostgreSQL server
   sqlite3 jq curl clang-format
+  clang libclang-rt-14-dev  # the fuzz targets: clang++ and libFuzzer (fuzz/)
   openssl  # tests make their own TLS certificates
   python3  # the demo's revenue cache (examples/demo/revenue_cache.py)
   prometheus  # for promtool (metrics and alert-rule checks)
