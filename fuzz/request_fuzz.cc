@@ -176,9 +176,9 @@ void PageToken(std::string_view rest) {
   for (PageList list : {PageList::kJobs, PageList::kPartitions}) {
     const uint64_t hash = backfill::FilterHash(list, {std::string(rest)});
     (void)backfill::DecodePageToken(list, rest, hash, "filters");
-    int64_t position = static_cast<int64_t>(rest.size());
-    for (unsigned char c : rest) position = position * 31 + c;
-    if (position < 0) position = -(position + 1);
+    uint64_t mixed = rest.size();
+    for (unsigned char c : rest) mixed = mixed * 31 + c;
+    const int64_t position = static_cast<int64_t>(mixed >> 1);
     const std::string token = backfill::EncodePageToken(list, hash, position);
     absl::StatusOr<int64_t> decoded =
         backfill::DecodePageToken(list, token, hash, "filters");
