@@ -1190,7 +1190,10 @@ absl::Status JobRunner::PrepareStaging(
       Persist(Storage::kWarehouse,
               absl::StrCat("preparing the staging of ", layout.job_id),
               [&] { return engine_->PrepareJob(kept); }));
-  for (const auto& [dataset, partitions] : CutOffPartitions(layout, tasks)) {
+  // Not a structured binding: C++17 lets no lambda capture one.
+  for (const auto& cut : CutOffPartitions(layout, tasks)) {
+    const auto& dataset = cut.first;
+    const auto& partitions = cut.second;
     RETURN_IF_ERROR(Persist(
         Storage::kWarehouse,
         absl::StrCat("releasing the unchanged and skipped partitions of ",

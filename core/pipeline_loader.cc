@@ -1,5 +1,6 @@
 #include "core/pipeline_loader.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -61,6 +62,9 @@ struct SqlScan {
   bool text_after_semicolon = false;
   // Offset just past the last significant character.
   size_t significant_end = 0;
+  // Offset just past the last significant character before the first ';'
+  // (of the whole text when there is none): where the statement ends.
+  size_t statement_end = 0;
   std::string error;  // unterminated literal or comment
 };
 
@@ -130,11 +134,15 @@ SqlScan ScanSql(std::string_view sql) {
       scan.significant_end = i;
       continue;
     }
-    if (c == ';' && !scan.first_semicolon) scan.first_semicolon = i;
+    if (c == ';' && !scan.first_semicolon) {
+      scan.first_semicolon = i;
+      scan.statement_end = scan.significant_end;
+    }
     emit(c, false);
     ++i;
     scan.significant_end = i;
   }
+  if (!scan.first_semicolon) scan.statement_end = scan.significant_end;
   return scan;
 }
 
@@ -201,6 +209,55 @@ int LineOf(const YAML::Node& node, int fallback) {
   return mark.line + 1;
 }
 
+// Where each YAML document of a stream starts (events of yaml-cpp's
+// parser; everything but the start of a document is ignored).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts_.push_back(mark);
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  const std::vector<YAML::Mark>& starts() const { return starts_; }
+
+ private:
+  std::vector<YAML::Mark> starts_;
+};
+
+// The starts of the documents of `text`. Not YAML::LoadAll: on some
+// malformed streams (a lone ",") the yaml-cpp of Debian 12 (0.7.0) returns
+// an empty document, then another at the same place, forever, allocating
+// as it goes, and LoadAll never returns. A document that starts where the
+// one before it did is that case: INVALID_ARGUMENT (with `file`). Throws
+// what yaml-cpp's parser throws.
+absl::StatusOr<std::vector<YAML::Mark>> YamlDocumentStarts(
+    const std::string& file, const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts documents;
+  while (parser.HandleNextDocument(documents)) {
+    const std::vector<YAML::Mark>& starts = documents.starts();
+    const size_t n = starts.size();
+    if (n >= 2 && starts[n - 1].pos == starts[n - 2].pos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ":", starts[n - 1].line + 1,
+          ": invalid YAML: no node can be read at line ",
+          starts[n - 1].line + 1, ", column ", starts[n - 1].column + 1));
+    }
+  }
+  return documents.starts();
+}
+
 class FileParser {
  public:
   explicit FileParser(std::string file) : file_(std::move(file)) {}
@@ -210,18 +267,21 @@ class FileParser {
   absl::Status Parse(const std::string& text, std::vector<DatasetSpec>* out,
                      std::optional<WarehouseSpec>* warehouse,
                      int* warehouse_line) {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      return Error(docs[1], 1,
-                   absl::StrCat("the file has ", docs.size(),
-                                " YAML documents; expected one"));
+    absl::StatusOr<std::vector<YAML::Mark>> docs =
+        YamlDocumentStarts(file_, text);
+    if (!docs.ok()) return docs.status();
+    if (docs->size() > 1) {
+      return ErrorAt((*docs)[1].line + 1,
+                     absl::StrCat("the file has ", docs->size(),
+                                  " YAML documents; expected one"));
     }
-    if (docs.empty() || docs[0].IsNull()) {
+    // The one document (YAML::Load reads the first).
+    const YAML::Node root = docs->empty() ? YAML::Node() : YAML::Load(text);
+    if (root.IsNull()) {
       return ErrorAt(1,
                      "the file is empty; expected a map with a `datasets:` "
                      "list");
     }
-    const YAML::Node& root = docs[0];
     if (!root.IsMap()) {
       return Error(root, 1,
                    "expected a map with the keys `warehouse` and `datasets` "
@@ -1143,8 +1203,10 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
                        kOnlyBound));
     }
   }
-  const size_t end = scan.first_semicolon.value_or(scan.significant_end);
-  std::string out(sql.substr(0, end));
+  // Up to the statement's last significant character: comments after it
+  // go, whether a ';' follows or not, so that the result is its own
+  // canonical form.
+  std::string out(sql.substr(0, scan.statement_end));
   absl::StripAsciiWhitespace(&out);
   return out;
 }

@@ -36,7 +36,9 @@ std::string TransformVersion(std::string_view sql);
 // only parameters are :partition_start, :partition_end and :partition
 // (in SQLite an unknown parameter would silently bind NULL; positional ?,
 // ?NNN and @name, $name, #name parameters are rejected too), and returns it
-// trimmed and without a trailing ';'. Comments, string literals and quoted
+// up to its last significant character: trimmed, without a trailing ';' or
+// the comments after the statement (comments before and inside it stay).
+// The result is its own canonical form. Comments, string literals and quoted
 // identifiers ("...", `...`, [...]) are understood. Errors are
 // INVALID_ARGUMENT with the reason. The parameters `extra` allows are
 // accepted too (see transform_parameters.h).

@@ -15,6 +15,7 @@ PACKAGES=(
   libsystemd-dev  # sd_notify: readiness and stopping for Type=notify units
   libpq-dev postgresql-15  # tests start their own PostgreSQL server
   sqlite3 jq curl clang-format
+  clang libclang-rt-14-dev  # the fuzz targets: clang++ and libFuzzer (fuzz/)
   openssl  # tests make their own TLS certificates
   python3  # the demo's revenue cache (examples/demo/revenue_cache.py)
   python3-grpcio python3-protobuf  # the Python client of the API tests

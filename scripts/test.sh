@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds build/ and runs its tests, then builds
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer and runs the
-# tests again. Exits non-zero if either run fails; the last line is the
-# combined count: "N passed, N failed".
+# tests again, then builds the libFuzzer targets into build-fuzz/ (clang) and
+# runs each briefly over its seed corpus (fuzz/; one test per target). Exits
+# non-zero if any run fails; the last line is the combined count:
+# "N passed, N failed".
 # Environment: BACKFILL_JOBS (parallel compile jobs, default: CPUs),
-#              BACKFILL_TEST_JOBS (parallel tests, default 2).
+#              BACKFILL_TEST_JOBS (parallel tests, default 2),
+#              BACKFILL_FUZZ_SECONDS (seconds per fuzz target, default 20).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -92,6 +95,11 @@ export ASAN_OPTIONS="detect_leaks=$detect_leaks:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 run_suite build-asan "$ROOT/build-asan" -DBACKFILL_SANITIZE=ON \
   -DBACKFILL_BUILD_BENCH=OFF
+
+# The fuzz targets, with the same sanitizer options: each runs for
+# BACKFILL_FUZZ_SECONDS over its seed corpus (scripts/fuzz.sh runs longer).
+run_suite build-fuzz "$ROOT/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ \
+  -DBACKFILL_FUZZ=ON -DBACKFILL_FUZZ_SECONDS="${BACKFILL_FUZZ_SECONDS:-20}"
 
 echo
 echo "==> summary"

@@ -568,6 +568,19 @@ TEST(PipelineLoaderTest, InvalidYamlNamesFileAndLine) {
   EXPECT_THAT(msg, HasSubstr("top level"));
   msg = LoadError("datasets: []\n---\ndatasets: []\n");
   EXPECT_THAT(msg, HasSubstr("2 YAML documents"));
+  EXPECT_THAT(msg, HasSubstr("pipe.yaml:2:"));
+}
+
+// yaml-cpp 0.7's LoadAll never returns (allocating without bound) on a
+// stream whose parser starts empty document after empty document at one
+// place, e.g. a lone ','; found by fuzzing. The loader refuses such text
+// as invalid YAML instead.
+TEST(PipelineLoaderTest, StreamsYamlCppCannotAdvanceInAreInvalid) {
+  for (const char* text : {",", ", a", "\n  ,\n", ",\ndatasets: []\n"}) {
+    const std::string msg = LoadError(text);
+    EXPECT_THAT(msg, HasSubstr("invalid YAML")) << text;
+    EXPECT_THAT(msg, HasSubstr("pipe.yaml:")) << text;
+  }
 }
 
 TEST(PipelineLoaderTest, TransformMustBeOneSelect) {
@@ -623,6 +636,24 @@ TEST(CanonicalTransformTest, AcceptsAndTrims) {
       CanonicalTransform("SELECT x::int FROM t WHERE d >= :partition_start "
                          "AND d < :partition_end AND p = :partition")
           .ok());
+}
+
+// Comments between the statement and its ';' go as those after it do, so
+// that the result is its own canonical form (found by fuzzing: the text
+// before the ';' kept them, and canonicalising again dropped them).
+TEST(CanonicalTransformTest, DropsCommentsBeforeTheSemicolon) {
+  EXPECT_EQ(*CanonicalTransform("SELECT 1 -- note\n;\n-- after"), "SELECT 1");
+  EXPECT_EQ(*CanonicalTransform("SELECT 1 /* a */ ; /* b */"), "SELECT 1");
+  EXPECT_EQ(*CanonicalTransform("/* lead */ SELECT 'x;' AS \"a;b\" -- c\n;"),
+            "/* lead */ SELECT 'x;' AS \"a;b\"");
+  for (const char* sql : {"SELECT 1 -- note\n;", "SELECT 1 /* a */ ;",
+                          "-- lead\nSELECT 2 -- n\n; -- m"}) {
+    absl::StatusOr<std::string> once = CanonicalTransform(sql);
+    ASSERT_TRUE(once.ok()) << sql;
+    absl::StatusOr<std::string> twice = CanonicalTransform(*once);
+    ASSERT_TRUE(twice.ok()) << sql;
+    EXPECT_EQ(*twice, *once) << sql;
+  }
 }
 
 TEST(CanonicalTransformTest, Rejects) {
