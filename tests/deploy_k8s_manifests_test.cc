@@ -253,6 +253,16 @@ TEST_F(K8sManifestsTest, ListensOnThePodWithTlsAndAuthenticationNotInsecure) {
   EXPECT_TRUE(FlagValue(flags_, "--tls-key").has_value());
   EXPECT_TRUE(FlagValue(flags_, "--auth-tokens").has_value() ||
               FlagValue(flags_, "--tls-client-ca").has_value());
+  // /metrics on the pod's interfaces: the daemon starts only with basic
+  // auth on it.
+  const std::optional<std::string> metrics =
+      FlagValue(flags_, "--metrics-listen");
+  ASSERT_TRUE(metrics.has_value());
+  if (!absl::StartsWith(*metrics, "127.") &&
+      !absl::StartsWith(*metrics, "localhost:") && *metrics != "none") {
+    EXPECT_TRUE(FlagValue(flags_, "--metrics-basic-auth").has_value())
+        << "--metrics-listen " << *metrics;
+  }
 }
 
 TEST_F(K8sManifestsTest, PortsOfTheFlagsAreTheContainersServicesAndProbes) {
