@@ -15,6 +15,8 @@ RUN apt-get update \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libspdlog-dev prometheus-cpp-dev libsqlite3-dev \
       libyaml-cpp-dev libcli11-dev libxxhash-dev libsystemd-dev \
+      libcurl4-openssl-dev libssl-dev libpq-dev \
+      golang-github-gogo-googleapis-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -31,7 +33,8 @@ RUN apt-get update \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 \
       libspdlog1.10 libfmt9 \
       libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
-      libsqlite3-0 libyaml-cpp0.7 libxxhash0 libsystemd0 ca-certificates \
+      libsqlite3-0 libyaml-cpp0.7 libxxhash0 libsystemd0 \
+      libcurl4 libssl3 libpq5 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group \
       --home-dir /var/lib/backfilld --shell /usr/sbin/nologin backfilld \
