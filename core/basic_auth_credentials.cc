@@ -1,14 +1,11 @@
 #include "core/basic_auth_credentials.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/text_file.h"
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
@@ -87,21 +84,9 @@ absl::StatusOr<BasicAuthCredentials> BasicAuthCredentials::Parse(
 
 absl::StatusOr<BasicAuthCredentials> BasicAuthCredentials::Load(
     const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    const std::string why = absl::StrCat("cannot read the basic auth file ",
-                                         path, ": ", std::strerror(err));
-    return err == EACCES ? absl::PermissionDeniedError(why)
-                         : absl::NotFoundError(why);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::DataLossError(
-        absl::StrCat("cannot read the basic auth file ", path));
-  }
-  return Parse(text.str(), path);
+  absl::StatusOr<std::string> text = ReadTextFile(path, "the basic auth file");
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
 }
 
 bool BasicAuthCredentials::Matches(std::string_view username,

@@ -1,16 +1,13 @@
 #include "core/bearer_tokens.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/text_file.h"
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
@@ -169,21 +166,9 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
 }
 
 absl::StatusOr<BearerTokens> BearerTokens::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    const std::string why = absl::StrCat("cannot read the token file ", path,
-                                         ": ", std::strerror(err));
-    return err == EACCES ? absl::PermissionDeniedError(why)
-                         : absl::NotFoundError(why);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::DataLossError(
-        absl::StrCat("cannot read the token file ", path));
-  }
-  return Parse(text.str(), path);
+  absl::StatusOr<std::string> text = ReadTextFile(path, "the token file");
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
 }
 
 std::optional<Principal> BearerTokens::Find(std::string_view token) const {

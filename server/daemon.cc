@@ -57,6 +57,23 @@
 namespace backfill {
 namespace {
 
+// Logs what CheckPipelineSql finds wrong with the pipelines' SQL against the
+// warehouse. Not fatal, at start or at a reload: the warehouse may be loaded
+// later, and plan and submit refuse the datasets concerned with the same
+// messages.
+void ReportPipelineSql(const Catalog& catalog, Engine* engine) {
+  absl::StatusOr<std::vector<std::string>> problems =
+      CheckPipelineSql(catalog, engine);
+  if (!problems.ok()) {
+    spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
+                 LogText(problems.status().ToString()));
+    return;
+  }
+  for (const std::string& problem : *problems) {
+    spdlog::error("pipeline SQL: {}", LogText(problem));
+  }
+}
+
 namespace fs = std::filesystem;
 
 constexpr char kServiceName[] = "backfill.v1.BackfillService";
@@ -346,16 +363,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   // warehouse may be loaded after the daemon starts, and jobs of other
   // datasets and recovery must go on); plan and submit refuse the datasets
   // concerned with the same messages.
-  if (absl::StatusOr<std::vector<std::string>> problems =
-          CheckPipelineSql(*initial, engine_.get());
-      !problems.ok()) {
-    spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
-                 LogText(problems.status().ToString()));
-  } else {
-    for (const std::string& problem : *problems) {
-      spdlog::error("pipeline SQL: {}", LogText(problem));
-    }
-  }
+  ReportPipelineSql(*initial, engine_.get());
 
   // 4. Metrics. Gauges read the store at scrape time.
   StateStore* store_ptr = store_.get();
@@ -828,16 +836,7 @@ absl::Status Daemon::ReloadPipelines() {
   auto next = std::make_shared<const Catalog>(*std::move(loaded));
   // As at start: SQL that does not work against the warehouse is reported,
   // not fatal; plan and submit refuse the datasets concerned.
-  if (absl::StatusOr<std::vector<std::string>> problems =
-          CheckPipelineSql(*next, engine_.get());
-      !problems.ok()) {
-    spdlog::warn("could not check the pipelines' SQL against the warehouse: {}",
-                 LogText(problems.status().ToString()));
-  } else {
-    for (const std::string& problem : *problems) {
-      spdlog::error("pipeline SQL: {}", LogText(problem));
-    }
-  }
+  ReportPipelineSql(*next, engine_.get());
   const size_t before = current->datasets().size();
   const size_t after = next->datasets().size();
   catalog_->Replace(std::move(next));

@@ -5,14 +5,11 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/text_file.h"
 
 namespace backfill {
 namespace {
@@ -28,15 +25,15 @@ struct KeyFree {
 };
 using Bio = std::unique_ptr<BIO, BioFree>;
 
+// The file named by `flag`; INVALID_ARGUMENT naming the flag when it cannot
+// be read (a start-up option, not a missing resource).
 absl::StatusOr<std::string> ReadAll(const char* flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  absl::StatusOr<std::string> text = ReadTextFile(path, "the file");
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": cannot read ", path, ": ", std::strerror(errno)));
+        absl::StrCat(flag, ": ", text.status().message()));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 Bio MemoryBio(const std::string& pem) {
