@@ -33,7 +33,9 @@ class TextFileTest : public ::testing::Test {
 
 TEST_F(TextFileTest, ReadsEveryByte) {
   const std::string path = dir_ + "/tokens.yaml";
-  const std::string bytes("tokens:\n  - {a: \"\xc3\xa9\"}\r\n\0tail", 31);
+  static constexpr char kBytes[] = "tokens:\n  - {a: \"\xc3\xa9\"}\r\n\0tail";
+  const std::string bytes(kBytes, sizeof(kBytes) - 1);  // keeps the NUL
+  ASSERT_EQ(bytes.size(), 28u);
   std::ofstream(path, std::ios::binary) << bytes;
   absl::StatusOr<std::string> text = ReadTextFile(path, "the token file");
   ASSERT_TRUE(text.ok()) << text.status();
