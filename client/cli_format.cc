@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "client/cli_terms.h"
+#include "client/vocabulary_text.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "text/display_text.h"
@@ -201,21 +202,22 @@ std::string CutoffText(const v1::PartitionCounts& counts) {
   return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
 }
 
-std::string UnitOr(absl::string_view unit) {
-  return unit.empty() ? "input rows" : TerminalText(unit);
+std::string UnitOr(v1::CostUnit unit) {
+  const std::string word = CostUnitText(unit);
+  return word.empty() ? "input rows" : word;
 }
 
 // "history (30/30 partitions)", "row counts", "mixed (12/30 partitions
 // from history)".
-std::string SourceText(absl::string_view source, int64_t from_history,
+std::string SourceText(v1::EstimateSource source, int64_t from_history,
                        int64_t partitions) {
-  if (source == "history") {
+  if (source == v1::ESTIMATE_SOURCE_HISTORY) {
     return partitions > 0 ? absl::StrCat("history (", from_history, "/",
                                          partitions, " partitions)")
                           : "history";
   }
-  if (source == "row_counts") return "row counts";
-  if (source == "mixed") {
+  if (source == v1::ESTIMATE_SOURCE_ROW_COUNTS) return "row counts";
+  if (source == v1::ESTIMATE_SOURCE_MIXED) {
     return partitions > 0
                ? absl::StrCat("mixed (", from_history, "/", partitions,
                               " partitions from history, the others from row "
@@ -223,7 +225,7 @@ std::string SourceText(absl::string_view source, int64_t from_history,
                : absl::StrCat("mixed (", from_history,
                               " partitions from history)");
   }
-  return SafeOrDash(source);
+  return SafeOrDash(EstimateSourceText(source));
 }
 
 // "Estimated from: a history (3/3 partitions), b row counts\n"; "" when
@@ -232,7 +234,7 @@ std::string EstimateSourcesText(
     const google::protobuf::RepeatedPtrField<v1::DatasetPlan>& datasets) {
   std::vector<std::string> parts;
   for (const v1::DatasetPlan& plan : datasets) {
-    if (plan.estimate_source().empty()) continue;
+    if (plan.estimate_source() == v1::ESTIMATE_SOURCE_UNSPECIFIED) continue;
     parts.push_back(absl::StrCat(
         TerminalText(plan.dataset()), " ",
         SourceText(plan.estimate_source(), plan.partitions_from_history(),
@@ -459,7 +461,8 @@ std::string FormatPartitionReasons(const v1::DatasetPlan& plan,
     } else if (j - i > 1) {
       absl::StrAppend(&line, " .. ", TerminalText(plan.partitions(j - 1)));
     }
-    absl::StrAppend(&line, "  ", SafeOrDash(plan.partition_reasons(i)));
+    absl::StrAppend(&line, "  ",
+                    SafeOrDash(InCliTerms(plan.partition_reasons(i))));
     if (j - i > kMaxListedInRun) absl::StrAppend(&line, " (", j - i, ")");
     absl::StrAppend(&out, line, "\n");
     ++ranges;
@@ -485,15 +488,16 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
   for (const v1::Dataset& dataset : response.datasets()) {
     std::vector<std::string> upstream;
     for (const v1::Upstream& edge : dataset.upstream()) {
-      std::string mapping = edge.mapping();
-      if (mapping == "lookback" && edge.lookback() > 0) {
+      std::string mapping = MappingText(edge.mapping());
+      if (edge.mapping() == v1::PARTITION_MAPPING_LOOKBACK &&
+          edge.lookback() > 0) {
         absl::StrAppend(&mapping, " ", edge.lookback());
       }
       upstream.push_back(mapping.empty()
                              ? edge.dataset()
                              : absl::StrCat(edge.dataset(), "(", mapping, ")"));
     }
-    std::string grain = dataset.grain();
+    std::string grain = GrainText(dataset.grain());
     if (!grain.empty() && !dataset.partition_column().empty()) {
       absl::StrAppend(&grain, ":", dataset.partition_column());
     }
@@ -501,7 +505,8 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
       // Time x key: "day:ds x key:region".
       absl::StrAppend(&grain, " x key:", dataset.partition_key_column());
     }
-    table.AddRow({TerminalText(dataset.name()), SafeOrDash(dataset.kind()),
+    table.AddRow({TerminalText(dataset.name()),
+                  SafeOrDash(DatasetKindText(dataset.kind())),
                   SafeOrDash(grain), SafeOrDash(dataset.table()),
                   SafeOrDash(absl::StrJoin(upstream, ",")),
                   SafeOrDash(absl::StrJoin(dataset.downstream(), ",")),
@@ -514,7 +519,7 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
     for (const v1::Consumer& c : dataset.consumers()) {
       absl::StrAppend(
           &consumers, "  ", TerminalText(dataset.name()), " -> ",
-          TerminalText(c.name()), " (", TerminalText(c.kind()),
+          TerminalText(c.name()), " (", ConsumerKindText(c.kind()),
           "): invalidate ", TerminalText(c.invalidate()), "; probe ",
           TerminalText(c.probe()), " field ", TerminalText(c.field()),
           c.sample() > 0 ? absl::StrCat(" (sample ", c.sample(), ")") : "",
@@ -527,6 +532,20 @@ std::string FormatDatasets(const v1::ListDatasetsResponse& response) {
   return out;
 }
 
+namespace {
+
+// "day", "" (unpartitioned), or "day x key" for a dataset partitioned by
+// time x key.
+std::string PlanGrainText(const v1::DatasetPlan& plan) {
+  std::string grain = GrainText(plan.grain());
+  if (!plan.partition_key_column().empty()) {
+    absl::StrAppend(&grain, " x key");
+  }
+  return grain;
+}
+
+}  // namespace
+
 std::string FormatPlan(const v1::PlanBackfillResponse& response) {
   std::string out =
       absl::StrCat("Plan: ", Plural(response.total_partitions(), "partition"),
@@ -535,7 +554,7 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
       {"DATASET", "GRAIN", "PARTITIONS", "RANGE", "COST", "VS FULL", "WHY"});
   for (const v1::DatasetPlan& plan : response.datasets()) {
     table.AddRow(
-        {TerminalText(plan.dataset()), SafeOrDash(plan.grain()),
+        {TerminalText(plan.dataset()), SafeOrDash(PlanGrainText(plan)),
          absl::StrCat(plan.partitions_size()),
          SummarizePartitions(plan.partitions()),
          HumanCount(plan.cost().backfill()),
@@ -834,7 +853,7 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
     lines.emplace_back(absl::StrCat("Diff ", TerminalText(diff.dataset())),
                        DiffTotalsText(diff));
   }
-  lines.emplace_back("Message", SafeOrDash(backfill.message()));
+  lines.emplace_back("Message", SafeOrDash(InCliTerms(backfill.message())));
   if (backfill.has_rollback()) {
     const v1::RollbackInfo& rb = backfill.rollback();
     std::string text = absl::StrCat(FormatTimestamp(rb.time()), " by ",
@@ -1024,20 +1043,21 @@ std::string FormatPartitions(const v1::ListPartitionsResponse& response) {
   Table table({"DATASET", "PARTITION", "STATE", "ATTEMPTS", "ROWS", "SECONDS",
                "UPDATED", "REASON", "ERROR"});
   for (const v1::BackfillPartition& p : response.partitions()) {
-    table.AddRow(
-        {TerminalText(p.dataset()),
-         p.partition().empty() ? "(unpartitioned)"
-                               : TerminalText(p.partition()),
-         PartitionStateName(p.state()), absl::StrCat(p.attempts()),
-         absl::StrCat(p.rows_written()),
-         p.duration_seconds() > 0
-             ? absl::StrFormat("%.2f", p.duration_seconds())
-             : "-",
-         FormatTimestamp(p.update_time()),
-         p.reason().empty() ? "-" : SafeTruncate(p.reason(), kMaxReasonWidth),
-         p.last_error().empty()
-             ? "-"
-             : SafeTruncate(p.last_error(), kMaxReasonWidth)});
+    table.AddRow({TerminalText(p.dataset()),
+                  p.partition().empty() ? "(unpartitioned)"
+                                        : TerminalText(p.partition()),
+                  PartitionStateName(p.state()), absl::StrCat(p.attempts()),
+                  absl::StrCat(p.rows_written()),
+                  p.duration_seconds() > 0
+                      ? absl::StrFormat("%.2f", p.duration_seconds())
+                      : "-",
+                  FormatTimestamp(p.update_time()),
+                  p.reason().empty()
+                      ? "-"
+                      : SafeTruncate(InCliTerms(p.reason()), kMaxReasonWidth),
+                  p.last_error().empty()
+                      ? "-"
+                      : SafeTruncate(p.last_error(), kMaxReasonWidth)});
   }
   return absl::StrCat(table.Render(),
                       Plural(response.partitions_size(), "partition"), "\n");
@@ -1139,7 +1159,8 @@ std::string FormatProgressLine(const v1::Backfill& backfill,
     absl::StrAppend(&out, "  now: ", TerminalText(backfill.current_step()));
   }
   if (!backfill.message().empty()) {
-    absl::StrAppend(&out, "  (", TerminalText(backfill.message()), ")");
+    absl::StrAppend(&out, "  (", TerminalText(InCliTerms(backfill.message())),
+                    ")");
   }
   return out;
 }

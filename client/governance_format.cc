@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/cli_format.h"
+#include "client/cli_terms.h"
+#include "client/vocabulary_text.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace backfill {
@@ -76,21 +78,23 @@ std::string FormatPartitionHistory(
                   history.versions_size() == 1 ? " version" : " versions",
                   ", newest first\n");
   if (history.stale()) {
-    absl::StrAppend(&out, "STALE: ", TerminalText(history.stale_reason()),
-                    "; recompute it with backfillctl submit ",
-                    TerminalText(history.dataset()),
-                    " --auto --reason \"...\"\n");
+    absl::StrAppend(
+        &out, "STALE: ", TerminalText(InCliTerms(history.stale_reason())),
+        "; recompute it with backfillctl submit ",
+        TerminalText(history.dataset()), " --auto --reason \"...\"\n");
   }
   int n = 0;
   for (const v1::PartitionVersion& v : history.versions()) {
     ++n;
     absl::StrAppend(&out, "\n#", n, "  ", FormatTime(v.publish_time()), "  ",
                     TerminalText(v.backfill_id()), "  ", StateName(v.state()),
-                    "  ", TerminalText(v.kind()), n == 1 ? "  (current)" : "",
-                    "\n");
+                    "  ", VersionKindText(v.kind()),
+                    n == 1 ? "  (current)" : "", "\n");
     Line(&out, "reason", TerminalText(v.reason()));
     if (!v.ticket().empty()) Line(&out, "ticket", TerminalText(v.ticket()));
-    Line(&out, v.kind() == "rollback" ? "rolled back by" : "requested by",
+    Line(&out,
+         v.kind() == v1::VERSION_KIND_ROLLBACK ? "rolled back by"
+                                               : "requested by",
          TerminalText(v.requested_by()));
     if (v.has_approval()) {
       Line(&out, "approved by",

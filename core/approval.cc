@@ -23,9 +23,9 @@ std::string AwaitingApprovalMessage(const std::string& job_id,
       "validation passed; nothing was published: dataset",
       datasets.size() == 1 ? " " : "s ", absl::StrJoin(datasets, ", "),
       datasets.size() == 1 ? " requires" : " require",
-      " approval before publishing. Read the diff (backfillctl diff ", job_id,
-      "), then publish with backfillctl approve ", job_id,
-      " --reason \"...\" or drop it with backfillctl cancel ", job_id);
+      " approval before publishing. Read the diff (`DiffBackfill` ", job_id,
+      "), then publish with `ApproveBackfill` ", job_id,
+      " and a `reason`, or drop it with `CancelBackfill` ", job_id);
 }
 
 absl::Status CheckApprovalRequest(const Approval& approval) {

@@ -1352,11 +1352,11 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     // then says only what happened.
     if (outcome.lost.empty()) {
       const std::string& id = job->job.id;
-      absl::StrAppend(&message, ". Read its diff (backfillctl diff ", id,
+      absl::StrAppend(&message, ". Read its diff (`DiffBackfill` ", id,
                       "); fix the data or the transform and submit a new "
                       "backfill, or publish it despite the failed checks "
-                      "with backfillctl approve ",
-                      id, " --override --reason \"...\"");
+                      "with `ApproveBackfill` ",
+                      id, ", `override_validation` and a `reason`");
     }
     // Read before the move: once held, an operator may cancel the job and
     // `job` may go away.
@@ -1428,9 +1428,9 @@ absl::Status JobRunner::HoldJob(Active* job, const ValidationOutcome& outcome,
                     "; warnings: ", absl::StrJoin(outcome.warnings, "; "));
   }
   const std::string& id = job->job.id;
-  absl::StrAppend(&message, ". Read its diff (backfillctl diff ", id,
-                  "), then publish it with backfillctl approve ", id,
-                  " --reason \"...\" or drop it with backfillctl cancel ", id,
+  absl::StrAppend(&message, ". Read its diff (`DiffBackfill` ", id,
+                  "), then publish it with `ApproveBackfill` ", id,
+                  " and a `reason`, or drop it with `CancelBackfill` ", id,
                   "; a newer backfill of the same partitions supersedes it");
   RETURN_IF_ERROR(Move(job, JobState::kAwaitingApproval, message,
                        Phase::kFinishing, Phase::kHeld));
@@ -2412,9 +2412,9 @@ absl::StatusOr<Job> JobRunner::RollBack(
           : absl::StrCat(", together with the later ",
                          info.also_rolled_back.size() == 1 ? "job " : "jobs ",
                          absl::StrJoin(info.also_rolled_back, ", "),
-                         " (--force)"));
+                         " (`force`)"));
   const std::string also_message =
-      absl::StrCat("rolled back together with ", id, " (--force)", who, ": ",
+      absl::StrCat("rolled back together with ", id, " (`force`)", who, ": ",
                    request.reason);
   RETURN_IF_ERROR(Persist(Storage::kStateStore,
                           absl::StrCat("recording the rollback of ", id), [&] {

@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/error_details.h"
 
 namespace backfill {
 namespace {
@@ -52,18 +53,32 @@ absl::string_view Absl(std::string_view text) {
 }
 
 const char* ListName(PageList list) {
-  return list == PageList::kJobs ? "ListBackfills" : "ListPartitions";
+  switch (list) {
+    case PageList::kJobs:
+      return "ListBackfills";
+    case PageList::kPartitions:
+      return "ListPartitions";
+    case PageList::kDiff:
+      return "DiffBackfill";
+    case PageList::kAudit:
+      return "ListAuditEvents";
+  }
+  return "the list";
+}
+
+absl::Status InvalidToken(std::string message) {
+  return InvalidFieldError("page_token", "PAGE_TOKEN_INVALID", message);
 }
 
 absl::Status NotAToken(PageList list, std::string_view token) {
   std::string shown(token.substr(0, kMaxTokenText));
   if (token.size() > kMaxTokenText) shown += "...";
-  return absl::InvalidArgumentError(absl::StrCat(
-      "page_token \"", absl::CHexEscape(shown), "\" is not a token ",
+  return InvalidToken(absl::StrCat(
+      "`page_token` \"", absl::CHexEscape(shown), "\" is not a token `",
       ListName(list),
-      " returned (it is damaged, cut or from another list): pass "
-      "next_page_token of the previous page unchanged, or no page_token for "
-      "the first page"));
+      "` returned (it is damaged, cut or from another list): pass "
+      "next_page_token of the previous page unchanged, or no `page_token` "
+      "for the first page"));
 }
 
 }  // namespace
@@ -110,10 +125,10 @@ absl::StatusOr<int64_t> DecodePageToken(PageList list, std::string_view token,
   const int64_t position = static_cast<int64_t>(GetUint(view, 10, 8));
   if (position < min_position) return NotAToken(list, token);
   if (GetUint(view, 2, 8) != filter_hash) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_token was returned for other filters: send the same ",
+    return InvalidToken(absl::StrCat(
+        "`page_token` was returned for other filters: send the same ",
         Absl(filter_names),
-        " as the request that returned it, or no page_token to start again "
+        " as the request that returned it, or no `page_token` to start again "
         "from the first page"));
   }
   return position;

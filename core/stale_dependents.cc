@@ -17,8 +17,9 @@ std::string DescribeStaleInput(const StaleInput& input) {
   if (input.action == LineageAction::kRollback) {
     return absl::StrCat("restored by the rollback of ", input.job_id);
   }
-  return absl::StrCat("republished by ", input.job_id,
-                      input.excluded_downstream ? " with --no-downstream" : "");
+  return absl::StrCat(
+      "republished by ", input.job_id,
+      input.excluded_downstream ? " with `exclude_downstream`" : "");
 }
 
 std::string StaleInputReason(const StaleInput& first, size_t more) {

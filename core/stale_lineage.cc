@@ -27,7 +27,7 @@ namespace {
 // Adds to the reason of each partition whose changed input lineage shows
 // replaced by a later job (core/stale_dependents.h) which job did it:
 // "input daily_revenue/2025-03-01 changed: republished by bf-3 with
-// --no-downstream". The reason names the first changed input lineage
+// `exclude_downstream`". The reason names the first changed input lineage
 // explains.
 absl::Status NameReplacingJobs(
     const Catalog& catalog, StateStore& store, const DatasetSpec& dataset,
@@ -70,7 +70,7 @@ absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
     return absl::FailedPreconditionError(absl::StrCat(
         "nothing to backfill automatically: no partition of ", dataset.name,
         " was published with recorded lineage yet; give its scope with "
-        "--from/--to or --partitions"));
+        "`from_partition`/`to_partition` or `partitions`"));
   }
   // Every input partition a version of the current transform read, by
   // input dataset; those that cannot be asked for count as changed.

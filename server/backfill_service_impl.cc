@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "core/access_policy.h"
 #include "core/error_details.h"
+#include "core/page_token.h"
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
@@ -487,23 +488,16 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
                      ")"));
   }
   diff.limit = page_size == 0 ? kDefaultDiffPageSize : page_size;
-  // The token is the offset of the page's first partition, as the previous
-  // page gave it.
-  const std::string& token = request->page_token();
-  if (!token.empty()) {
-    int64_t offset = 0;
-    if (token.size() > 18 ||
-        !std::all_of(token.begin(), token.end(),
-                     [](char c) { return absl::ascii_isdigit(c); }) ||
-        !absl::SimpleAtoi(token, &offset) || offset < 1) {
-      return InvalidField(
-          "page_token", "PAGE_TOKEN_INVALID",
-          absl::StrCat("`page_token` \"", absl::CHexEscape(token),
-                       "\" is not a token DiffBackfill returned: pass "
-                       "next_page_token of the previous page, or nothing for "
-                       "the first page"));
-    }
-    diff.offset = offset;
+  // The token holds the offset of the page's first partition (a diff
+  // never changes once computed).
+  const uint64_t filters =
+      FilterHash(PageList::kDiff, {request->id(), request->dataset()});
+  if (!request->page_token().empty()) {
+    absl::StatusOr<int64_t> offset =
+        DecodePageToken(PageList::kDiff, request->page_token(), filters,
+                        "id and dataset", /*min_position=*/1);
+    if (!offset.ok()) return ToGrpcStatus(offset.status());
+    diff.offset = *offset;
   }
   absl::StatusOr<DiffPage> page = manager_->Diff(diff);
   if (!page.ok()) return ToGrpcStatus(page.status());
@@ -522,7 +516,8 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
     }
   }
   if (page->next_offset > 0) {
-    response->set_next_page_token(absl::StrCat(page->next_offset));
+    response->set_next_page_token(
+        EncodePageToken(PageList::kDiff, filters, page->next_offset));
   }
   return grpc::Status::OK;
 }
@@ -549,7 +544,7 @@ grpc::Status BackfillServiceImpl::ListAuditEvents(
   if (!query.ok()) return ToGrpcStatus(query.status());
   absl::StatusOr<AuditPage> page = manager_->ListAuditEvents(*query);
   if (!page.ok()) return ToGrpcStatus(page.status());
-  *response = AuditPageToProto(*page);
+  *response = AuditPageToProto(*page, AuditFilterHash(*request));
   return grpc::Status::OK;
 }
 

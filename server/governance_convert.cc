@@ -1,17 +1,16 @@
 #include "server/governance_convert.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/error_details.h"
+#include "core/page_token.h"
 #include "server/proto_convert.h"
+#include "server/vocabulary_convert.h"
 #include "server/wire_text.h"
 
 namespace backfill {
@@ -21,10 +20,6 @@ namespace {
 // google.protobuf.Timestamp.
 constexpr int64_t kMinTimestampSeconds = -62135596800;
 constexpr int64_t kMaxTimestampSeconds = 253402300799;
-
-const char* KindName(LineageAction action) {
-  return action == LineageAction::kRollback ? "rollback" : "backfill";
-}
 
 // Sets the field `mutable_field()` returns only for a finite time.
 template <typename Mutable>
@@ -52,7 +47,7 @@ v1::ExplainPartitionResponse PartitionHistoryToProto(
     SetTime(r.published_at, [pv] { return pv->mutable_publish_time(); });
     pv->set_backfill_id(r.job_id);
     pv->set_state(StateToProto(v.job_state));
-    pv->set_kind(KindName(r.action));
+    pv->set_kind(VersionKindToProto(r.action));
     pv->set_reason(r.reason);
     pv->set_ticket(r.ticket);
     pv->set_requested_by(r.requested_by);
@@ -80,7 +75,7 @@ v1::ExplainPartitionResponse PartitionHistoryToProto(
       si->set_read_fingerprint(in.read_fingerprint);
       si->set_current_fingerprint(in.now_fingerprint);
       si->set_backfill_id(in.job_id);
-      si->set_kind(KindName(in.action));
+      si->set_kind(VersionKindToProto(in.action));
       SetTime(in.at, [si] { return si->mutable_time(); });
       si->set_excluded_downstream(in.excluded_downstream);
     }
@@ -137,27 +132,28 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
                      ")"));
   }
   query.limit = page_size == 0 ? kDefaultAuditPageSize : page_size;
-  // The token is the seq of the previous page's last event.
-  const std::string& token = request.page_token();
-  if (!token.empty()) {
-    int64_t after = 0;
-    if (token.size() > 18 ||
-        !std::all_of(token.begin(), token.end(),
-                     [](char c) { return absl::ascii_isdigit(c); }) ||
-        !absl::SimpleAtoi(token, &after) || after < 1) {
-      return InvalidFieldError(
-          "page_token", "PAGE_TOKEN_INVALID",
-          absl::StrCat("`page_token` \"", absl::CHexEscape(token),
-                       "\" is not a token ListAuditEvents returned: pass "
-                       "next_page_token of the previous page, or nothing for "
-                       "the first page"));
-    }
-    query.after_seq = after;
+  // The token holds the seq of the previous page's last event.
+  if (!request.page_token().empty()) {
+    absl::StatusOr<int64_t> after = DecodePageToken(
+        PageList::kAudit, request.page_token(), AuditFilterHash(request),
+        "backfill_id and since", /*min_position=*/1);
+    if (!after.ok()) return after.status();
+    query.after_seq = *after;
   }
   return query;
 }
 
+uint64_t AuditFilterHash(const v1::ListAuditEventsRequest& request) {
+  return FilterHash(
+      PageList::kAudit,
+      {request.backfill_id(), request.has_since()
+                                  ? absl::StrCat(request.since().seconds(), ".",
+                                                 request.since().nanos())
+                                  : std::string()});
+}
+
 v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page,
+                                             uint64_t filter_hash,
                                              size_t max_bytes) {
   v1::ListAuditEventsResponse out;
   size_t bytes = 0;
@@ -166,14 +162,16 @@ v1::ListAuditEventsResponse AuditPageToProto(const AuditPage& page,
     const size_t size = event.ByteSizeLong();
     if (i > 0 && bytes + size > max_bytes) {
       // The next page starts with this event.
-      out.set_next_page_token(absl::StrCat(page.events[i - 1].seq));
+      out.set_next_page_token(EncodePageToken(PageList::kAudit, filter_hash,
+                                              page.events[i - 1].seq));
       return out;
     }
     bytes += size;
     *out.add_events() = std::move(event);
   }
   if (page.next_after_seq > 0) {
-    out.set_next_page_token(absl::StrCat(page.next_after_seq));
+    out.set_next_page_token(
+        EncodePageToken(PageList::kAudit, filter_hash, page.next_after_seq));
   }
   return out;
 }

@@ -34,6 +34,10 @@ v1::AuditEvent AuditEventToProto(const AuditEvent& event);
 absl::StatusOr<AuditQuery> AuditQueryFromProto(
     const v1::ListAuditEventsRequest& request);
 
+// The hash of the filters of `request` (backfill_id, since) its page
+// tokens carry: a token is refused with other filters.
+uint64_t AuditFilterHash(const v1::ListAuditEventsRequest& request);
+
 // At most about this many bytes of events per ListAuditEvents page, far
 // below the 4 MiB a gRPC client receives by default: reasons and failure
 // messages can be long, and a page over a client's limit would fail on
@@ -41,11 +45,13 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
 inline constexpr size_t kMaxAuditPageBytes = 1 << 20;
 
 // The page's events while their encoded size stays within `max_bytes`
-// (always at least one event, however large). The next page token is the
-// seq of the last event returned when events were left out for size, else
-// the page's own (none after the last page).
+// (always at least one event, however large). The next page token
+// (core/page_token.h, with `filter_hash`) holds the seq of the last event
+// returned when events were left out for size, else the page's own (none
+// after the last page).
 v1::ListAuditEventsResponse AuditPageToProto(
-    const AuditPage& page, size_t max_bytes = kMaxAuditPageBytes);
+    const AuditPage& page, uint64_t filter_hash,
+    size_t max_bytes = kMaxAuditPageBytes);
 
 }  // namespace backfill
 

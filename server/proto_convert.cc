@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "core/error_details.h"
 #include "core/progress.h"
+#include "server/vocabulary_convert.h"
 #include "server/wire_text.h"
 
 namespace backfill {
@@ -228,7 +229,7 @@ v1::BackfillPartition TaskToProto(const PartitionTask& task) {
 
 v1::CostEstimate CostToProto(const Cost& cost) {
   v1::CostEstimate proto;
-  proto.set_unit(std::string(kCostUnit));
+  proto.set_unit(v1::COST_UNIT_INPUT_ROWS);  // kCostUnit
   proto.set_backfill(cost.backfill);
   proto.set_full_reload(cost.full_reload);
   proto.set_ratio(cost.ratio());
@@ -242,7 +243,10 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
   v1::DatasetPlan proto;
   proto.set_dataset(plan.dataset);
   if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
-    proto.set_grain(LayoutName(spec->layout()));
+    proto.set_grain(GrainToProto(spec->layout().grain));
+    if (spec->partition) {
+      proto.set_partition_key_column(spec->partition->key_column);
+    }
   }
   proto.set_partition_count(std::max(
       plan.partition_count, static_cast<int64_t>(plan.partitions.size())));
@@ -250,7 +254,7 @@ v1::DatasetPlan DatasetPlanToProto(const DatasetPlan& plan,
   proto.set_reason(plan.reason);
   *proto.mutable_cost() = CostToProto(plan.cost);
   proto.set_partitions_from_history(plan.partitions_from_history);
-  proto.set_estimate_source(plan.estimate_source);
+  proto.set_estimate_source(EstimateSourceToProto(plan.estimate_source));
   if (view == JobView::kBasic) return proto;
   for (const std::string& p : plan.partitions) proto.add_partitions(p);
   // Reasons only when they are there for every partition (a job stored
@@ -369,7 +373,7 @@ v1::Backfill JobToProto(const Job& job, const Catalog& catalog, JobView view) {
     cost->set_dataset(plan.dataset);
     cost->set_estimated(plan.cost.backfill);
     cost->set_actual(plan.actual_cost);
-    cost->set_source(plan.estimate_source);
+    cost->set_source(EstimateSourceToProto(plan.estimate_source));
     cost->set_partitions_from_history(plan.partitions_from_history);
   }
   MakeStringsUtf8(&proto);
@@ -483,9 +487,9 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog) {
 v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   v1::Dataset proto;
   proto.set_name(spec.name);
-  proto.set_kind(std::string(DatasetKindName(spec.kind)));
+  proto.set_kind(DatasetKindToProto(spec.kind));
   proto.set_table(spec.table);
-  proto.set_grain(std::string(GrainName(spec.grain())));
+  proto.set_grain(GrainToProto(spec.grain()));
   if (spec.partition) {
     proto.set_partition_column(spec.partition->column);
     proto.set_partition_key_column(spec.partition->key_column);
@@ -496,7 +500,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   for (const UpstreamEdge& edge : spec.upstream) {
     v1::Upstream* up = proto.add_upstream();
     up->set_dataset(edge.dataset);
-    up->set_mapping(std::string(MappingName(edge.mapping)));
+    up->set_mapping(MappingToProto(edge.mapping));
     if (edge.mapping == Mapping::kLookback) up->set_lookback(edge.lookback);
   }
   for (const DatasetSpec* dependent : catalog.DirectDependents(spec.name)) {
@@ -526,7 +530,7 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog) {
   for (const ConsumerSpec& consumer : spec.consumers) {
     v1::Consumer* c = proto.add_consumers();
     c->set_name(consumer.name);
-    c->set_kind(ConsumerKindName(consumer.kind));
+    c->set_kind(ConsumerKindToProto(consumer.kind));
     c->set_invalidate(DescribeInvalidate(consumer));
     c->set_probe(consumer.kind == ConsumerKind::kHttp
                      ? absl::StrCat("GET ", consumer.probe_url)

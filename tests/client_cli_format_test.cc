@@ -102,7 +102,7 @@ int TopLevelJsonValues(const std::string& text) {
 }
 
 v1::CostEstimate Cost(double backfill, double full_reload,
-                      const std::string& unit = "") {
+                      v1::CostUnit unit = v1::COST_UNIT_UNSPECIFIED) {
   v1::CostEstimate cost;
   cost.set_unit(unit);
   cost.set_backfill(backfill);
@@ -427,8 +427,12 @@ TEST(SummarizePartitionsTest, UnpartitionedAndEmpty) {
 TEST(FormatCostTest, WithFullReloadShowsPercentage) {
   EXPECT_EQ(FormatCost(Cost(12300, 345600)),
             "12.3k input rows (3.6% of a full reload, 345.6k)");
-  EXPECT_EQ(FormatCost(Cost(50, 100, "bytes")),
-            "50 bytes (50.0% of a full reload, 100)");
+  EXPECT_EQ(FormatCost(Cost(50, 100, v1::COST_UNIT_INPUT_ROWS)),
+            "50 input_rows (50.0% of a full reload, 100)");
+  // A unit from a newer server is shown as its number, never as a wrong
+  // word.
+  EXPECT_EQ(FormatCost(Cost(50, 100, static_cast<v1::CostUnit>(9))),
+            "50 unknown(9) (50.0% of a full reload, 100)");
   EXPECT_EQ(FormatCost(Cost(4567890, 4567890)),
             "4.57M input rows (100.0% of a full reload, 4.57M)");
 }
@@ -449,14 +453,14 @@ v1::PlanBackfillResponse TwoDatasetPlan() {
   v1::PlanBackfillResponse plan;
   v1::DatasetPlan* orders = plan.add_datasets();
   orders->set_dataset("orders");
-  orders->set_grain("day");
+  orders->set_grain(v1::GRAIN_DAY);
   *orders->mutable_partitions() =
       Partitions({"2025-03-01", "2025-03-02", "2025-03-03"});
   orders->set_reason("requested");
   *orders->mutable_cost() = Cost(1000, 100000);
   v1::DatasetPlan* revenue = plan.add_datasets();
   revenue->set_dataset("daily_revenue");
-  revenue->set_grain("day");
+  revenue->set_grain(v1::GRAIN_DAY);
   *revenue->mutable_partitions() =
       Partitions({"2025-03-01", "2025-03-02", "2025-03-03", "2025-03-04"});
   revenue->set_reason("downstream of orders");
@@ -487,9 +491,9 @@ TEST(FormatPlanTest, HeadlineRowsCostAndNoConflicts) {
 
 TEST(FormatPlanTest, EstimateSourcesAndBudgets) {
   v1::PlanBackfillResponse plan = TwoDatasetPlan();
-  plan.mutable_datasets(0)->set_estimate_source("history");
+  plan.mutable_datasets(0)->set_estimate_source(v1::ESTIMATE_SOURCE_HISTORY);
   plan.mutable_datasets(0)->set_partitions_from_history(3);
-  plan.mutable_datasets(1)->set_estimate_source("mixed");
+  plan.mutable_datasets(1)->set_estimate_source(v1::ESTIMATE_SOURCE_MIXED);
   plan.mutable_datasets(1)->set_partitions_from_history(1);
   std::string out = FormatPlan(plan);
   EXPECT_THAT(Lines(out),
@@ -499,7 +503,7 @@ TEST(FormatPlanTest, EstimateSourcesAndBudgets) {
   // No budget: no budget line.
   EXPECT_THAT(out, Not(HasSubstr("Budget")));
 
-  plan.mutable_cost()->set_unit("input_rows");
+  plan.mutable_cost()->set_unit(v1::COST_UNIT_INPUT_ROWS);
   plan.mutable_cost()->set_max_cost(5000);
   out = FormatPlan(plan);
   EXPECT_THAT(Lines(out),
@@ -524,12 +528,13 @@ TEST(FormatPlanTest, EstimateSourcesAndBudgets) {
 TEST(FormatBackfillTest, BudgetAndCostPerDataset) {
   v1::Backfill backfill = Job("bf-7", v1::BACKFILL_STATE_SUCCEEDED, 3, 0, 3);
   backfill.mutable_request()->set_max_cost(2e6);
-  *backfill.mutable_cost_estimate() = Cost(1500, 30000, "input_rows");
+  *backfill.mutable_cost_estimate() =
+      Cost(1500, 30000, v1::COST_UNIT_INPUT_ROWS);
   v1::DatasetCost* cost = backfill.add_dataset_costs();
   cost->set_dataset("daily_revenue");
   cost->set_estimated(1500);
   cost->set_actual(1620);
-  cost->set_source("history");
+  cost->set_source(v1::ESTIMATE_SOURCE_HISTORY);
   const std::string out = FormatBackfill(backfill);
   EXPECT_EQ(ValueOf(out, "Max cost"), "2.00M input_rows");
   EXPECT_EQ(ValueOf(out, "Cost daily_revenue"),
@@ -556,7 +561,7 @@ TEST(FormatPlanTest, GroupsPartitionReasonsIntoRanges) {
   v1::PlanBackfillResponse plan;
   v1::DatasetPlan* daily = plan.add_datasets();
   daily->set_dataset("daily_revenue");
-  daily->set_grain("day");
+  daily->set_grain(v1::GRAIN_DAY);
   std::vector<std::string> june;
   for (int d = 1; d <= 30; ++d) {
     june.push_back(absl::StrFormat("2025-06-%02d", d));
@@ -638,18 +643,18 @@ TEST(FormatDatasetsTest, ShowsLookbackCounts) {
   v1::ListDatasetsResponse response;
   v1::Dataset* d = response.add_datasets();
   d->set_name("rolling7");
-  d->set_kind("derived");
-  d->set_grain("day");
+  d->set_kind(v1::DATASET_KIND_DERIVED);
+  d->set_grain(v1::GRAIN_DAY);
   v1::Upstream* up = d->add_upstream();
   up->set_dataset("daily_revenue");
-  up->set_mapping("lookback");
+  up->set_mapping(v1::PARTITION_MAPPING_LOOKBACK);
   up->set_lookback(7);
   v1::Dataset* m = response.add_datasets();
   m->set_name("monthly_revenue");
-  m->set_kind("derived");
+  m->set_kind(v1::DATASET_KIND_DERIVED);
   v1::Upstream* r = m->add_upstream();
   r->set_dataset("daily_revenue");
-  r->set_mapping("rollup");
+  r->set_mapping(v1::PARTITION_MAPPING_ROLLUP);
   const std::string out = FormatDatasets(response);
   EXPECT_THAT(out, HasSubstr("daily_revenue(lookback 7)"));
   EXPECT_THAT(out, HasSubstr("daily_revenue(rollup)"));
@@ -659,15 +664,15 @@ TEST(FormatDatasetsTest, ShowsATimeByKeyGrainAligned) {
   v1::ListDatasetsResponse response;
   v1::Dataset* d = response.add_datasets();
   d->set_name("revenue_by_region");
-  d->set_kind("derived");
-  d->set_grain("day");
+  d->set_kind(v1::DATASET_KIND_DERIVED);
+  d->set_grain(v1::GRAIN_DAY);
   d->set_partition_column("ds");
   d->set_partition_key_column("region");
   d->add_partition_keys("eu");
   v1::Dataset* t = response.add_datasets();
   t->set_name("daily_total");
-  t->set_kind("derived");
-  t->set_grain("day");
+  t->set_kind(v1::DATASET_KIND_DERIVED);
+  t->set_grain(v1::GRAIN_DAY);
   t->set_partition_column("ds");
   const std::string out = FormatDatasets(response);
   const std::string first = LineStartingWith(out, "revenue_by_region");
@@ -780,11 +785,11 @@ TEST(FormatDatasetsTest, ShowsTheEntityKey) {
   v1::ListDatasetsResponse response;
   v1::Dataset* d = response.add_datasets();
   d->set_name("customer_revenue");
-  d->set_kind("derived");
+  d->set_kind(v1::DATASET_KIND_DERIVED);
   d->set_entity_key("customer_id");
   v1::Dataset* e = response.add_datasets();
   e->set_name("daily_total");
-  e->set_kind("derived");
+  e->set_kind(v1::DATASET_KIND_DERIVED);
   const std::string out = FormatDatasets(response);
   EXPECT_THAT(out, HasSubstr("ENTITY KEY"));
   EXPECT_THAT(out, HasSubstr("customer_id"));
@@ -895,6 +900,24 @@ TEST(FormatBackfillTest, FinishedFailedJob) {
             "partition 2025-03-02: upstream table missing");
 }
 
+TEST(FormatBackfillTest, AMessageInApiTermsIsShownInTheClisTerms) {
+  v1::Backfill backfill = RunningJob();
+  backfill.set_state(v1::BACKFILL_STATE_AWAITING_APPROVAL);
+  backfill.set_message(
+      "validation failed, nothing was published: row_change on d. Read its "
+      "diff (`DiffBackfill` bf-7); fix the data or the transform and submit "
+      "a new backfill, or publish it despite the failed checks with "
+      "`ApproveBackfill` bf-7, `override_validation` and a `reason`");
+  const std::string expected =
+      "validation failed, nothing was published: row_change on d. Read its "
+      "diff (backfillctl diff bf-7); fix the data or the transform and "
+      "submit a new backfill, or publish it despite the failed checks with "
+      "backfillctl approve bf-7, --override and a --reason";
+  EXPECT_EQ(ValueOf(FormatBackfill(backfill), "Message"), expected);
+  EXPECT_THAT(FormatProgressLine(backfill, 1),
+              HasSubstr(absl::StrCat("(", expected, ")")));
+}
+
 TEST(FormatBackfillTest, MinimalJobUsesDashesAndOmitsOptionalLines) {
   v1::Backfill backfill;
   backfill.set_id("bf-1");
@@ -935,7 +958,7 @@ TEST(FormatBackfillsTest, OneRowPerJob) {
   first->mutable_request()->set_dataset("orders");
   first->mutable_request()->set_reason("late data");
   first->mutable_create_time()->set_seconds(kMarch1At123456);
-  first->mutable_cost_estimate()->set_unit("input_rows");
+  first->mutable_cost_estimate()->set_unit(v1::COST_UNIT_INPUT_ROWS);
   first->mutable_cost_estimate()->set_backfill(12345);
   first->set_actual_cost(6000);
   v1::Backfill* second = list.add_backfills();
@@ -1116,7 +1139,7 @@ v1::Backfill RunningWithProgress() {
   backfill.mutable_eta()->set_partition_seconds(33.2);
   backfill.mutable_eta()->set_parallelism(1);
   backfill.mutable_cost_estimate()->set_backfill(3000);
-  backfill.mutable_cost_estimate()->set_unit("input_rows");
+  backfill.mutable_cost_estimate()->set_unit(v1::COST_UNIT_INPUT_ROWS);
   backfill.set_actual_cost(1200);
   backfill.set_current_step("steps 2-3 of 6, recompute in staging");
   return backfill;

@@ -134,15 +134,16 @@ TEST(FormatPartitionHistoryTest, StaleVersionsNewestFirst) {
   h.set_dataset("monthly");
   h.set_partition("2025-01");
   h.set_stale(true);
+  // In the API's terms; the CLI shows its flag.
   h.set_stale_reason(
       "input daily/2025-01-15 changed: republished by bf-9 with "
-      "--no-downstream");
+      "`exclude_downstream`");
   v1::PartitionVersion* v = h.add_versions();
   v->mutable_publish_time()->set_seconds(kJan1st2025 + 31 * kDay);
   v->mutable_publish_time()->set_nanos(500000000);
   v->set_backfill_id("bf-8");
   v->set_state(v1::BACKFILL_STATE_SUCCEEDED);
-  v->set_kind("backfill");
+  v->set_kind(v1::VERSION_KIND_BACKFILL);
   v->set_reason("late orders");
   v->set_ticket("T-9");
   v->set_requested_by("frank");
@@ -159,7 +160,7 @@ TEST(FormatPartitionHistoryTest, StaleVersionsNewestFirst) {
   v1::PartitionVersion* old = h.add_versions();
   old->set_backfill_id("bf-1");
   old->set_state(v1::BACKFILL_STATE_ROLLED_BACK);
-  old->set_kind("rollback");
+  old->set_kind(v1::VERSION_KIND_ROLLBACK);
   old->set_reason("wrong");
   old->set_requested_by("erin");
   old->set_rows(0);

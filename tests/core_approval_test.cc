@@ -164,9 +164,11 @@ TEST_F(ApprovalTest, RequireApprovalHoldsTheJobWithItsDiffUntilApproved) {
   const std::string id = Submit("gated", "2025-01-01", "2025-01-03");
   Job held = WaitState(id, JobState::kAwaitingApproval);
   EXPECT_THAT(held.message, HasSubstr("gated requires approval"));
-  EXPECT_THAT(held.message,
-              HasSubstr(absl::StrCat("backfillctl approve ", id, " --reason")));
-  EXPECT_THAT(held.message, HasSubstr(absl::StrCat("backfillctl diff ", id)));
+  // In the API's terms (the CLI shows its own: cli_terms.h).
+  EXPECT_THAT(held.message, HasSubstr(absl::StrCat("`ApproveBackfill` ", id,
+                                                   " and a `reason`")));
+  EXPECT_THAT(held.message, HasSubstr(absl::StrCat("`DiffBackfill` ", id)));
+  EXPECT_THAT(held.message, Not(HasSubstr("backfillctl")));
   EXPECT_EQ(engine_.calls("Publish"), 0);
   EXPECT_EQ(engine_.PublishedRows("gated", "2025-01-01"), 2);
   // The diff is stored: per partition 2 rows before, 3 after.

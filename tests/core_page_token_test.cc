@@ -7,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/time/time.h"
+#include "core/error_details.h"
 #include "core/job_listing.h"
 #include "core/page_token.h"
 #include "gmock/gmock.h"
@@ -50,8 +51,12 @@ TEST(PageTokenTest, OtherFiltersAreRefusedNamingThem) {
       "states and dataset");
   EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(decoded.status().message(),
-              HasSubstr("page_token was returned for other filters: send the "
-                        "same states and dataset"));
+              HasSubstr("`page_token` was returned for other filters: send "
+                        "the same states and dataset"));
+  const ErrorDetails details = DetailsOf(decoded.status());
+  EXPECT_EQ(details.reason, "PAGE_TOKEN_INVALID");
+  ASSERT_EQ(details.field_violations.size(), 1u);
+  EXPECT_EQ(details.field_violations[0].field, "page_token");
 }
 
 TEST(PageTokenTest, DamagedOrForeignTokensAreRefused) {
@@ -66,6 +71,11 @@ TEST(PageTokenTest, DamagedOrForeignTokensAreRefused) {
       std::string(1000, 'x'),
       "a b",
       EncodePageToken(PageList::kPartitions, hash, 5),
+      EncodePageToken(PageList::kDiff, hash, 5),
+      EncodePageToken(PageList::kAudit, hash, 5),
+      // The bare numbers DiffBackfill and ListAuditEvents once returned.
+      "5",
+      "10",
   };
   for (size_t i = 0; i < token.size(); ++i) {
     for (char c : {'A', 'z', '-', '_', '0'}) {
@@ -86,7 +96,8 @@ TEST(PageTokenTest, DamagedOrForeignTokensAreRefused) {
     EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument)
         << absl::CHexEscape(t);
     EXPECT_THAT(decoded.status().message(),
-                HasSubstr("is not a token ListBackfills returned"));
+                HasSubstr("is not a token `ListBackfills` returned"));
+    EXPECT_EQ(DetailsOf(decoded.status()).reason, "PAGE_TOKEN_INVALID");
   }
   // Below the least position the list hands out.
   const std::string zero = EncodePageToken(PageList::kJobs, hash, 0);

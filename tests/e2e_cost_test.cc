@@ -109,7 +109,8 @@ TEST_F(CostE2eTest, ASecondBackfillIsEstimatedAtWhatTheFirstOneRead) {
   RunResult planned = daemon.CtlJson(plan);
   ASSERT_EQ(planned.exit_code, 0) << planned;
   EXPECT_EQ(JsonInt(planned.out, "backfill"), first_rows) << planned.out;
-  EXPECT_EQ(JsonString(planned.out, "estimate_source"), "row_counts");
+  EXPECT_EQ(JsonString(planned.out, "estimate_source"),
+            "ESTIMATE_SOURCE_ROW_COUNTS");
   EXPECT_EQ(JsonInt(planned.out, "full_reload"),
             Count("SELECT COUNT(*) FROM raw_orders"));
 
@@ -134,7 +135,8 @@ TEST_F(CostE2eTest, ASecondBackfillIsEstimatedAtWhatTheFirstOneRead) {
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_EQ(JsonInt(again.out, "backfill"), JsonInt(first.out, "actual_cost"))
       << again.out;
-  EXPECT_EQ(JsonString(again.out, "estimate_source"), "history");
+  EXPECT_EQ(JsonString(again.out, "estimate_source"),
+            "ESTIMATE_SOURCE_HISTORY");
   EXPECT_EQ(JsonInt(again.out, "partitions_from_history"), 3);
   RunResult human = daemon.Ctl(plan);
   ASSERT_EQ(human.exit_code, 0) << human;
@@ -149,7 +151,7 @@ TEST_F(CostE2eTest, ASecondBackfillIsEstimatedAtWhatTheFirstOneRead) {
   // Per dataset: the estimate (the first run's actual) and the actual.
   EXPECT_EQ(JsonInt(second.out, "estimated"), first_rows) << second.out;
   EXPECT_EQ(JsonInt(second.out, "actual"), second_rows) << second.out;
-  EXPECT_EQ(JsonString(second.out, "source"), "history");
+  EXPECT_EQ(JsonString(second.out, "source"), "ESTIMATE_SOURCE_HISTORY");
   const std::string id = JsonString(second.out, "id");
   RunResult status = daemon.Ctl({"status", id});
   ASSERT_EQ(status.exit_code, 0) << status;

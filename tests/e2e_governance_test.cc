@@ -87,8 +87,9 @@ TEST_F(GovernanceTest, WhyAndAuditAfterTwoBackfillsAndARollback) {
 
   // The versions lineage holds, newest first, from plain SQL.
   auto expected = State(
-      "SELECT l.job_id, CASE l.action WHEN 'publish' THEN 'backfill' ELSE "
-      "'rollback' END, j.state, l.reason, l.ticket, l.requested_by, "
+      "SELECT l.job_id, CASE l.action WHEN 'publish' THEN "
+      "'VERSION_KIND_BACKFILL' ELSE 'VERSION_KIND_ROLLBACK' END, j.state, "
+      "l.reason, l.ticket, l.requested_by, "
       "l.transform_version, l.row_count, l.output_fingerprint FROM lineage l "
       "JOIN jobs j ON j.id = l.job_id WHERE l.dataset = 'daily_revenue' AND "
       "l.\"partition\" = '2025-01-02' ORDER BY l.published_at DESC, l.id DESC");
@@ -105,7 +106,7 @@ TEST_F(GovernanceTest, WhyAndAuditAfterTwoBackfillsAndARollback) {
     const v1::PartitionVersion& v = history.versions(i);
     std::vector<std::string> got = {
         v.backfill_id(),
-        v.kind(),
+        v1::VersionKind_Name(v.kind()),
         std::string(absl::StripPrefix(v1::BackfillState_Name(v.state()),
                                       "BACKFILL_STATE_")),
         v.reason(),
@@ -118,7 +119,7 @@ TEST_F(GovernanceTest, WhyAndAuditAfterTwoBackfillsAndARollback) {
   }
   // The job ids and kinds as the test ran them.
   EXPECT_EQ(history.versions(0).backfill_id(), second);
-  EXPECT_EQ(history.versions(0).kind(), "rollback");
+  EXPECT_EQ(history.versions(0).kind(), v1::VERSION_KIND_ROLLBACK);
   EXPECT_EQ(history.versions(0).requested_by(), "carol");
   EXPECT_EQ(history.versions(1).backfill_id(), second);
   EXPECT_EQ(history.versions(1).state(), v1::BACKFILL_STATE_ROLLED_BACK);
@@ -257,7 +258,7 @@ TEST_F(GovernanceTest, NoDownstreamLeavesDependentsStaleInAutoWhyAndMetric) {
     EXPECT_EQ(p.datasets(0).partition_reasons(i),
               absl::StrCat("input daily_revenue/", stale_days[i][0],
                            " changed: republished by ", narrow,
-                           " with --no-downstream"));
+                           " with `exclude_downstream`"));
   }
 
   // why says so.

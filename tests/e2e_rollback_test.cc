@@ -346,9 +346,15 @@ TEST_F(RollbackTest, RefusedWhileALaterJobsPublishIsInForceAndForce) {
   r = Rollback(daemon, a, {"--force"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(JsonString(r.out, "state"), "BACKFILL_STATE_ROLLED_BACK");
+  // The JSON is the API's message, in its terms (`force`); the status line
+  // in the CLI's (--force).
   EXPECT_THAT(
       JsonString(r.out, "message"),
-      HasSubstr(absl::StrCat("together with the later job ", b, " (--force)")));
+      HasSubstr(absl::StrCat("together with the later job ", b, " (`force`)")));
+  RunResult status = daemon.Ctl({"status", a});
+  ASSERT_EQ(status.exit_code, 0) << status;
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat("together with the later job ",
+                                                 b, " (--force)")));
   EXPECT_EQ(Dump(), before_a);
   EXPECT_EQ(State(daemon, b), "BACKFILL_STATE_ROLLED_BACK");
   EXPECT_EQ(StateQuery("SELECT with_job FROM rollbacks WHERE job_id = ?1", {b}),

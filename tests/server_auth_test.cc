@@ -268,8 +268,9 @@ TEST_F(ServerAuthTest, EveryRoleAgainstEveryMethod) {
         << method << " is not in this test's table: decide who may call it";
     // An empty request: what an admitted call answers (INVALID_ARGUMENT for
     // a missing id, a list) changes nothing.
-    for (const std::string& who :
+    for (const char* who_text :
          {"", "stranger", "vera", "otto", "april", "ada", "olivia"}) {
+      const std::string who = who_text;
       std::vector<std::pair<std::string, std::string>> metadata;
       if (who == "stranger") {
         metadata.push_back({"authorization", "Bearer tok-stranger-000"});

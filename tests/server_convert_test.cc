@@ -76,10 +76,11 @@ TEST(ProtoConvertTest, JobTimestampsAndCosts) {
   EXPECT_EQ(proto.update_time().seconds(), 1740787300);
   EXPECT_FALSE(proto.has_start_time());
   EXPECT_FALSE(proto.has_end_time());
-  EXPECT_EQ(proto.cost_estimate().unit(), "input_rows");
+  EXPECT_EQ(proto.cost_estimate().unit(), v1::COST_UNIT_INPUT_ROWS);
   EXPECT_DOUBLE_EQ(proto.cost_estimate().ratio(), 0.25);
   ASSERT_EQ(proto.plan_size(), 1);
-  EXPECT_EQ(proto.plan(0).grain(), "");  // not in the (empty) catalog
+  EXPECT_EQ(proto.plan(0).grain(),
+            v1::GRAIN_UNSPECIFIED);  // not in the (empty) catalog
   EXPECT_EQ(proto.partitions().running(), 1);
   EXPECT_EQ(proto.partitions().unchanged(), 30);
   EXPECT_EQ(proto.partitions().skipped(), 12);
@@ -140,10 +141,10 @@ datasets:
   ASSERT_TRUE(catalog.ok()) << catalog.status();
   v1::Dataset rolling = DatasetToProto(*catalog->Find("rolling"), *catalog);
   ASSERT_EQ(rolling.upstream_size(), 1);
-  EXPECT_EQ(rolling.upstream(0).mapping(), "lookback");
+  EXPECT_EQ(rolling.upstream(0).mapping(), v1::PARTITION_MAPPING_LOOKBACK);
   EXPECT_EQ(rolling.upstream(0).lookback(), 7);
   v1::Dataset monthly = DatasetToProto(*catalog->Find("monthly"), *catalog);
-  EXPECT_EQ(monthly.upstream(0).mapping(), "rollup");
+  EXPECT_EQ(monthly.upstream(0).mapping(), v1::PARTITION_MAPPING_ROLLUP);
   EXPECT_EQ(monthly.upstream(0).lookback(), 0);
 }
 
@@ -160,7 +161,7 @@ datasets:
 )"}});
   ASSERT_TRUE(catalog.ok()) << catalog.status();
   v1::Dataset by_region = DatasetToProto(*catalog->Find("by_region"), *catalog);
-  EXPECT_EQ(by_region.grain(), "day");
+  EXPECT_EQ(by_region.grain(), v1::GRAIN_DAY);
   EXPECT_EQ(by_region.partition_column(), "ds");
   EXPECT_EQ(by_region.partition_key_column(), "region");
   ASSERT_EQ(by_region.partition_keys_size(), 2);
@@ -172,7 +173,12 @@ datasets:
   DatasetPlan dp;
   dp.dataset = "by_region";
   dp.partitions = {"2025-03-01|eu"};
-  EXPECT_EQ(DatasetPlanToProto(dp, *catalog).grain(), "day x key");
+  const v1::DatasetPlan plan = DatasetPlanToProto(dp, *catalog);
+  EXPECT_EQ(plan.grain(), v1::GRAIN_DAY);
+  EXPECT_EQ(plan.partition_key_column(), "region");
+  dp.dataset = "days";
+  dp.partitions = {"2025-03-01"};
+  EXPECT_EQ(DatasetPlanToProto(dp, *catalog).partition_key_column(), "");
 }
 
 TEST(ProtoConvertTest, StatusKeepsCodeAndMessage) {
@@ -200,7 +206,7 @@ TEST(ProtoConvertTest, TextThatIsNotUtf8IsEscapedSoEveryMessageSerializes) {
   event.at = absl::FromUnixSeconds(1740787200);
   AuditPage page;
   page.events = {event};
-  const v1::ListAuditEventsResponse audit = AuditPageToProto(page);
+  const v1::ListAuditEventsResponse audit = AuditPageToProto(page, 0);
   ASSERT_EQ(audit.events_size(), 1);
   EXPECT_EQ(audit.events(0).message(), escaped);
   std::string wire;
@@ -271,22 +277,41 @@ TEST(ProtoConvertTest, AuditPagesStopAtTheirByteBudget) {
   }
   page.next_after_seq = 13;
   // The first event alone is over the budget: it is sent, alone.
-  v1::ListAuditEventsResponse first = AuditPageToProto(page, 1000);
+  v1::ListAuditEventsRequest request;
+  request.set_backfill_id("bf-1");
+  const uint64_t filters = AuditFilterHash(request);
+  // The seq a page's token resumes after, read as the next request would.
+  auto resumes_after = [&request](const std::string& token) -> int64_t {
+    v1::ListAuditEventsRequest next = request;
+    next.set_page_token(token);
+    absl::StatusOr<AuditQuery> query = AuditQueryFromProto(next);
+    EXPECT_TRUE(query.ok()) << query.status();
+    return query.ok() ? query->after_seq : -1;
+  };
+  v1::ListAuditEventsResponse first = AuditPageToProto(page, filters, 1000);
   ASSERT_EQ(first.events_size(), 1);
   EXPECT_EQ(first.events(0).seq(), 10);
-  EXPECT_EQ(first.next_page_token(), "10");
+  EXPECT_EQ(resumes_after(first.next_page_token()), 10);
   // Each later event takes a little over 400 bytes: two fit in 1000.
   page.events.erase(page.events.begin());
-  v1::ListAuditEventsResponse second = AuditPageToProto(page, 1000);
+  v1::ListAuditEventsResponse second = AuditPageToProto(page, filters, 1000);
   ASSERT_EQ(second.events_size(), 2);
   EXPECT_EQ(second.events(1).seq(), 12);
-  EXPECT_EQ(second.next_page_token(), "12");
+  EXPECT_EQ(resumes_after(second.next_page_token()), 12);
   // Within the budget: the page's own token.
-  v1::ListAuditEventsResponse all = AuditPageToProto(page);
+  v1::ListAuditEventsResponse all = AuditPageToProto(page, filters);
   EXPECT_EQ(all.events_size(), 3);
-  EXPECT_EQ(all.next_page_token(), "13");
+  EXPECT_EQ(resumes_after(all.next_page_token()), 13);
+  // The token is opaque and bound to the filters: not a bare seq, and
+  // refused for another job.
+  EXPECT_NE(all.next_page_token(), "13");
+  v1::ListAuditEventsRequest other;
+  other.set_backfill_id("bf-2");
+  other.set_page_token(all.next_page_token());
+  EXPECT_EQ(AuditQueryFromProto(other).status().code(),
+            absl::StatusCode::kInvalidArgument);
   page.next_after_seq = 0;
-  EXPECT_EQ(AuditPageToProto(page).next_page_token(), "");
+  EXPECT_EQ(AuditPageToProto(page, filters).next_page_token(), "");
 }
 
 }  // namespace

@@ -862,7 +862,7 @@ TEST_F(ServerListPartitionsTest, BadRequestsAreRefusedAndChangeNothing) {
   jobs.set_page_size(1);
   v1::ListPartitionsRequest jobs_token = request;
   jobs_token.set_page_token(FirstToken(jobs));
-  expect_invalid(jobs_token, "not a token ListPartitions returned");
+  expect_invalid(jobs_token, "not a token `ListPartitions` returned");
 
   v1::ListPartitionsRequest unknown;
   unknown.set_backfill_id("bf-999");

@@ -277,26 +277,26 @@ TEST_F(ServerServiceTest, ListDatasetsDescribesTheCatalog) {
   ASSERT_EQ(by_name.size(), 3u);
 
   const v1::Dataset& orders = by_name["orders"];
-  EXPECT_EQ(orders.kind(), "source");
+  EXPECT_EQ(orders.kind(), v1::DATASET_KIND_SOURCE);
   EXPECT_EQ(orders.table(), "raw_orders");
-  EXPECT_EQ(orders.grain(), "day");
+  EXPECT_EQ(orders.grain(), v1::GRAIN_DAY);
   EXPECT_EQ(orders.partition_column(), "order_date");
   EXPECT_THAT(orders.downstream(), ElementsAre("daily_revenue"));
 
   const v1::Dataset& customers = by_name["customers"];
-  EXPECT_EQ(customers.kind(), "source");
-  EXPECT_EQ(customers.grain(), "");
+  EXPECT_EQ(customers.kind(), v1::DATASET_KIND_SOURCE);
+  EXPECT_EQ(customers.grain(), v1::GRAIN_NONE);
   EXPECT_THAT(customers.downstream(), ElementsAre("daily_revenue"));
 
   const v1::Dataset& revenue = by_name["daily_revenue"];
-  EXPECT_EQ(revenue.kind(), "derived");
-  EXPECT_EQ(revenue.grain(), "day");
+  EXPECT_EQ(revenue.kind(), v1::DATASET_KIND_DERIVED);
+  EXPECT_EQ(revenue.grain(), v1::GRAIN_DAY);
   EXPECT_EQ(revenue.partition_column(), "ds");
   ASSERT_EQ(revenue.upstream_size(), 2);
   EXPECT_EQ(revenue.upstream(0).dataset(), "orders");
-  EXPECT_EQ(revenue.upstream(0).mapping(), "identity");
+  EXPECT_EQ(revenue.upstream(0).mapping(), v1::PARTITION_MAPPING_IDENTITY);
   EXPECT_EQ(revenue.upstream(1).dataset(), "customers");
-  EXPECT_EQ(revenue.upstream(1).mapping(), "all");
+  EXPECT_EQ(revenue.upstream(1).mapping(), v1::PARTITION_MAPPING_ALL);
   EXPECT_TRUE(revenue.downstream().empty());
   EXPECT_FALSE(revenue.transform_version().empty());
   ASSERT_EQ(revenue.columns_size(), 4);
@@ -334,11 +334,11 @@ TEST_F(ServerServiceTest, PlanReturnsPartitionsAndCostAndWritesNothing) {
   ASSERT_EQ(plan->datasets_size(), 1);
   const v1::DatasetPlan& d = plan->datasets(0);
   EXPECT_EQ(d.dataset(), "daily_revenue");
-  EXPECT_EQ(d.grain(), "day");
+  EXPECT_EQ(d.grain(), v1::GRAIN_DAY);
   EXPECT_THAT(d.partitions(),
               ElementsAre("2025-03-02", "2025-03-03", "2025-03-04"));
   EXPECT_EQ(plan->total_partitions(), 3);
-  EXPECT_EQ(plan->cost().unit(), "input_rows");
+  EXPECT_EQ(plan->cost().unit(), v1::COST_UNIT_INPUT_ROWS);
   EXPECT_GT(plan->cost().backfill(), 0);
   EXPECT_GT(plan->cost().full_reload(), plan->cost().backfill());
   EXPECT_NEAR(plan->cost().ratio(),
@@ -357,7 +357,7 @@ TEST_F(ServerServiceTest, SubmitAndWatchPublishesTheExpectedTable) {
   EXPECT_EQ(job.request().dataset(), "daily_revenue");
   EXPECT_EQ(job.request().reason(), "fix refunds");
   EXPECT_EQ(job.partitions().total(), kDays);
-  EXPECT_EQ(job.cost_estimate().unit(), "input_rows");
+  EXPECT_EQ(job.cost_estimate().unit(), v1::COST_UNIT_INPUT_ROWS);
   EXPECT_TRUE(job.has_create_time());
   EXPECT_FALSE(job.has_end_time());
 
@@ -555,7 +555,8 @@ TEST_F(ServerServiceTest, MaxCostRefusesASubmitOverItAndCreatesNothing) {
   EXPECT_DOUBLE_EQ(plan->cost().full_reload(), static_cast<double>(full));
   EXPECT_DOUBLE_EQ(plan->cost().max_cost(), static_cast<double>(estimate - 1));
   EXPECT_EQ(plan->cost().refused(), refusal);
-  EXPECT_EQ(plan->datasets(0).estimate_source(), "row_counts");
+  EXPECT_EQ(plan->datasets(0).estimate_source(),
+            v1::ESTIMATE_SOURCE_ROW_COUNTS);
 
   // Bad budgets are INVALID_ARGUMENT naming the field, and change nothing.
   for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
@@ -583,7 +584,7 @@ TEST_F(ServerServiceTest, MaxCostRefusesASubmitOverItAndCreatesNothing) {
   EXPECT_EQ(cost.dataset(), "daily_revenue");
   EXPECT_DOUBLE_EQ(cost.estimated(), static_cast<double>(estimate));
   EXPECT_DOUBLE_EQ(cost.actual(), static_cast<double>(estimate));
-  EXPECT_EQ(cost.source(), "row_counts");
+  EXPECT_EQ(cost.source(), v1::ESTIMATE_SOURCE_ROW_COUNTS);
   EXPECT_DOUBLE_EQ(done->actual_cost(), static_cast<double>(estimate));
   EXPECT_EQ(StoredJobs(), 1u);
 }
@@ -1274,7 +1275,7 @@ TEST_F(ServerServiceTest, RefusalsCarryAReasonAndNameTheRefusedFields) {
     grpc::StatusCode code;
     std::string reason;
     std::vector<std::string> fields;
-    std::map<std::string, std::string> metadata;  // a subset expected
+    std::map<std::string, std::string> metadata = {};  // a subset expected
   };
   auto submit = [](v1::BackfillRequest r, const std::string& key = "") {
     auto m = std::make_shared<v1::SubmitBackfillRequest>();
@@ -1449,9 +1450,9 @@ TEST_F(ServerServiceTest, GetDatasetDescribesOneDatasetAsTheListDoes) {
   absl::StatusOr<v1::Dataset> revenue = client_->GetDataset("daily_revenue");
   ASSERT_TRUE(revenue.ok()) << revenue.status();
   EXPECT_EQ(revenue->name(), "daily_revenue");
-  EXPECT_EQ(revenue->kind(), "derived");
+  EXPECT_EQ(revenue->kind(), v1::DATASET_KIND_DERIVED);
   EXPECT_EQ(revenue->table(), "daily_revenue");
-  EXPECT_EQ(revenue->grain(), "day");
+  EXPECT_EQ(revenue->grain(), v1::GRAIN_DAY);
   EXPECT_EQ(revenue->partition_column(), "ds");
   ASSERT_EQ(revenue->upstream_size(), 2);
   EXPECT_EQ(revenue->upstream(0).dataset(), "orders");

@@ -487,7 +487,7 @@ TEST_F(PartitionHistoryTest, NoDownstreamPublishLeavesDependentsStale) {
   EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "b2");
   EXPECT_EQ((*stale)[0].reason,
             absl::StrCat("input daily/2025-01-02 changed: republished by ", id,
-                         " with --no-downstream"));
+                         " with `exclude_downstream`"));
   auto after = counts.Get();
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->at("daily_total"), 1);
@@ -560,14 +560,14 @@ TEST_F(PartitionHistoryTest, DependentPublishedAfterReplacementOfItsInput) {
   EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "b1");
   EXPECT_EQ((*stale)[0].reason,
             "input daily/2025-01-01 changed: republished by bf-2 with "
-            "--no-downstream");
+            "`exclude_downstream`");
   // Read rows lineage does not know, replaced by a publish recorded after
   // the dependent's.
   EXPECT_EQ((*stale)[1].partition, "2025-01-03");
   EXPECT_EQ((*stale)[1].version_job, "bf-1");
   EXPECT_EQ((*stale)[1].reason,
             "input daily/2025-01-03 changed: republished by bf-2 with "
-            "--no-downstream");
+            "`exclude_downstream`");
 
   auto gauge = counts.Get();
   ASSERT_TRUE(gauge.ok()) << gauge.status();
@@ -609,7 +609,8 @@ TEST_F(PartitionHistoryTest, DependentReadingAWholeDatasetIsStaleAfterAnyPart) {
   EXPECT_EQ((*stale)[0].inputs[0].read_fingerprint, "whole-a");
   EXPECT_EQ((*stale)[0].inputs[0].now_fingerprint, "");
   EXPECT_EQ((*stale)[0].reason,
-            "input daily changed: republished by bf-2 with --no-downstream");
+            "input daily changed: republished by bf-2 with "
+            "`exclude_downstream`");
   StalePartitionCounts counts(&catalog_, store_.get());
   auto gauge = counts.Get();
   ASSERT_TRUE(gauge.ok()) << gauge.status();
