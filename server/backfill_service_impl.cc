@@ -226,9 +226,15 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
   options.abandoned = [context] { return context->IsCancelled(); };
   absl::StatusOr<SubmitResult> result = manager_->Submit(backfill, options);
   if (!result.ok()) return ToGrpcStatus(NameSubmitFields(result.status()));
-  *response->mutable_backfill() = JobToProto(result->job, *manager_->catalog());
+  *response->mutable_backfill() = Answer(result->job);
   response->set_created(result->created);
   return grpc::Status::OK;
+}
+
+v1::Backfill BackfillServiceImpl::Answer(const Job& job) const {
+  v1::Backfill whole = JobToProto(job, *manager_->catalog());
+  if (whole.ByteSizeLong() <= max_page_bytes_) return whole;
+  return JobToProto(job, *manager_->catalog(), JobView::kBasic);
 }
 
 grpc::Status BackfillServiceImpl::GetBackfill(
@@ -334,7 +340,7 @@ grpc::Status BackfillServiceImpl::CancelBackfill(
   absl::StatusOr<Job> job =
       manager_->Cancel(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 
@@ -347,7 +353,7 @@ grpc::Status BackfillServiceImpl::PauseBackfill(
   absl::StatusOr<Job> job =
       manager_->Pause(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 
@@ -360,7 +366,7 @@ grpc::Status BackfillServiceImpl::ResumeBackfill(
   absl::StatusOr<Job> job =
       manager_->Resume(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 
@@ -373,7 +379,7 @@ grpc::Status BackfillServiceImpl::RetryBackfill(
   absl::StatusOr<Job> job =
       manager_->Retry(request->id(), request->reason(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 
@@ -393,7 +399,7 @@ grpc::Status BackfillServiceImpl::RollbackBackfill(
                  absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Rollback(request->id(), rollback);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 
@@ -405,7 +411,7 @@ grpc::Status BackfillServiceImpl::ConfirmBackfill(
   }
   absl::StatusOr<Job> job = manager_->Confirm(request->id(), ActorOf(*context));
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 
@@ -457,7 +463,7 @@ grpc::Status BackfillServiceImpl::ApproveBackfill(
                  absl::StrCat("unknown (", context->peer(), ")"));
   absl::StatusOr<Job> job = manager_->Approve(request->id(), approval);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = JobToProto(*job, *manager_->catalog());
+  *response = Answer(*job);
   return grpc::Status::OK;
 }
 

@@ -63,7 +63,9 @@ std::string PeerHost(std::string_view peer);
 class BackfillServiceImpl final : public v1::BackfillService::Service {
  public:
   // `max_page_bytes`: how many bytes of jobs or partitions a page of
-  // ListBackfills or ListPartitions holds at most (server/listing_convert.h).
+  // ListBackfills or ListPartitions holds at most (server/listing_convert.h),
+  // and the most a whole job in the answer to a submit or a change of state
+  // may take before it is answered in the BASIC view.
   // `auth`: who may call what (server/call_auth.h), asked before each
   // call's request is parsed; null or disabled: every call may, and records
   // the name the client gives. Not owned; must outlive the service.
@@ -144,6 +146,12 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   // The caller's name for the audit log: the principal's, "" with
   // authentication off.
   std::string ActorOf(const grpc::ServerContext& context) const;
+
+  // The job a submit or a change of state answers with: whole (FULL) when
+  // it fits in max_page_bytes_, else in the BASIC view (Backfill.view says
+  // which), so that the answer to a call that did change something never
+  // fails for its size. GetBackfill and ListPartitions read the lists.
+  v1::Backfill Answer(const Job& job) const;
 
   // WatchBackfill: sends the job with `write` whenever it changes, until it
   // is terminal; `write` returns false once the client has gone.

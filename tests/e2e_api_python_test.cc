@@ -61,6 +61,7 @@ TEST_F(PythonClientTest, TheExampleClientPlansReadsErrorDetailsAndBackfills) {
   EXPECT_THAT(
       absl::StrSplit(facts["datasets"], ','),
       ::testing::UnorderedElementsAre("orders", "customers", "daily_revenue"));
+  EXPECT_EQ(facts["grain"], "GRAIN_DAY");
   // Three days, and nothing reads daily_revenue.
   EXPECT_EQ(facts["planned_partitions"], "3");
   // The refused submit, as the details say it.

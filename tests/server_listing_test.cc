@@ -658,6 +658,50 @@ TEST_F(SmallPagesTest, PagesOverTheByteCapAreCutShortAndContinue) {
   EXPECT_GT(partition_pages, 1);
 }
 
+// The answer to a submit or a change of state is the whole job only while
+// it fits in the page budget: a call that did something never fails for the
+// size of its answer.
+TEST_F(SmallPagesTest, AnswersToChangesFallBackToTheBasicViewWhenTooLarge) {
+  // Two days: the whole job fits.
+  v1::BackfillRequest small;
+  small.set_dataset("daily_revenue");
+  small.add_partitions(Day(1));
+  small.add_partitions(Day(2));
+  small.set_reason("small");
+  absl::StatusOr<v1::SubmitBackfillResponse> fits = client_->Submit(small, "");
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->backfill().view(), v1::BACKFILL_VIEW_FULL);
+  EXPECT_EQ(fits->backfill().request().partitions_size(), 2);
+  EXPECT_LE(fits->backfill().ByteSizeLong(), 1500u);
+
+  // All of March: the whole job is over the budget; the answer is its
+  // basic view, with the counts that stand for the lists.
+  v1::BackfillRequest large = small;
+  large.clear_partitions();
+  for (int d = 1; d <= 31; ++d) large.add_partitions(Day(d));
+  large.set_reason("large");
+  absl::StatusOr<v1::SubmitBackfillResponse> submitted =
+      client_->Submit(large, "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const v1::Backfill& answer = submitted->backfill();
+  EXPECT_EQ(answer.view(), v1::BACKFILL_VIEW_BASIC);
+  EXPECT_EQ(answer.request().partitions_size(), 0);
+  EXPECT_EQ(answer.requested_partition_count(), 31);
+  ASSERT_GE(answer.plan_size(), 1);
+  EXPECT_EQ(answer.plan(0).partitions_size(), 0);
+  EXPECT_EQ(answer.plan(0).partition_count(), 31);
+  EXPECT_LE(answer.ByteSizeLong(), 1500u);
+
+  // GetBackfill still gives the whole job when asked (the caller chose).
+  absl::StatusOr<v1::Backfill> whole = client_->Get(answer.id());
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->view(), v1::BACKFILL_VIEW_FULL);
+  EXPECT_EQ(whole->request().partitions_size(), 31);
+  EXPECT_GT(whole->ByteSizeLong(), 1500u);
+  WaitTerminal(fits->backfill().id());
+  WaitTerminal(answer.id());
+}
+
 class ServerListPartitionsTest : public ServerListingTest {
  protected:
   // The store's tasks of `id` as "dataset/partition STATE", in plan order.

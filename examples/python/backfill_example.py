@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A short backfilld client in Python, generated from the proto.
 
-It lists the datasets, plans a backfill, shows how a refused call's
-details are read (google.rpc.Status in grpc-status-details-bin: an
-ErrorInfo with the reason, a BadRequest naming the refused fields), then
-submits the backfill and follows it to its end.
+It lists the datasets, reads the grain of one (an enum), plans a
+backfill, shows how a refused call's details are read (google.rpc.Status
+in grpc-status-details-bin: an ErrorInfo with the reason, a BadRequest
+naming the refused fields), then submits the backfill and follows it to
+its end.
 
 Usage:
   examples/python/generate.sh /tmp/backfill-py
@@ -70,6 +71,10 @@ def main():
     datasets = stub.ListDatasets(backfill_pb2.ListDatasetsRequest(),
                                  metadata=metadata, timeout=30)
     print("datasets:", ",".join(d.name for d in datasets.datasets))
+    # Grains, kinds and mappings are enums: compare values, print names.
+    target = stub.GetDataset(backfill_pb2.GetDatasetRequest(name=args.dataset),
+                             metadata=metadata, timeout=30)
+    print("grain:", backfill_pb2.Grain.Name(target.grain))
 
     request = backfill_pb2.BackfillRequest(
         dataset=args.dataset,
