@@ -64,7 +64,7 @@ struct SubmitOptions {
   // Whether whoever asked is gone (the call was cancelled or its deadline
   // passed): asked after planning and again just before the job is
   // created; when true, nothing is created (CANCELLED). Empty: never.
-  std::function<bool()> abandoned;
+  std::function<bool()> abandoned = nullptr;
 };
 
 // A page of a job's diff (DiffBackfill).
