@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -152,10 +153,14 @@ class DaemonLimitsTest : public ::testing::Test {
     return page.ok() ? page->backfills_size() : -1;
   }
 
-  // Opens a watch of `id`; kept in streams_ when it is admitted.
-  WatchStream* Watch(const std::string& id) {
+  // Opens a watch of `id`, with `token` as the bearer token ("": none);
+  // kept in streams_ when it is admitted.
+  WatchStream* Watch(const std::string& id, const std::string& token = "") {
     WatchStream s;
     s.context = std::make_unique<grpc::ClientContext>();
+    if (!token.empty()) {
+      s.context->AddMetadata("authorization", "Bearer " + token);
+    }
     v1::WatchBackfillRequest request;
     request.set_id(id);
     s.reader = stub_->WatchBackfill(s.context.get(), request);
@@ -234,6 +239,44 @@ TEST_F(DaemonLimitsTest, OneWatchStreamMoreThanTheLimitIsRefusedUntilOneEnds) {
   }));
   // And the limit holds again: two are open.
   EXPECT_FALSE(Watch(id)->open);
+}
+
+// With authentication on, the limit counts the streams of each principal,
+// whatever host they come from: one principal at its limit does not stop
+// another on the same host.
+TEST_F(DaemonLimitsTest, WithTokensTheWatchLimitCountsEachPrincipalApart) {
+  // Digests computed apart (sha256sum) of the two tokens below.
+  const std::string vera = "tok-vera-limits-0001";
+  const std::string otto = "tok-otto-limits-0002";
+  const std::string tokens_file = dir_ + "/tokens.yaml";
+  std::ofstream(tokens_file)
+      << "tokens:\n"
+         "  - {principal: vera, roles: [viewer], sha256: "
+         "02aee24ea902f50e8d671d89416ca5ab27ce4aaa19eecdf60b06724f979ee627}\n"
+         "  - {principal: otto, roles: [operator], sha256: "
+         "abd75ace4b8bb2ee3babf1fc39111eb5c74bc00cc977a36492f9a6cd0155531c}"
+         "\n";
+  DaemonOptions options;
+  options.auth_tokens_file = tokens_file;
+  options.max_watch_streams_per_principal = 1;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+  client_->set_token(otto);
+  const std::string id = SubmitPaused("");
+  ASSERT_FALSE(id.empty());
+
+  ASSERT_TRUE(Watch(id, vera)->open);
+  WatchStream* second = Watch(id, vera);
+  EXPECT_FALSE(second->open);
+  EXPECT_EQ(second->refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(second->refused.error_message(),
+              HasSubstr("principal vera has 1 open"));
+  // Another principal from the same host has its own allowance.
+  EXPECT_TRUE(Watch(id, otto)->open);
+  EXPECT_FALSE(Watch(id, otto)->open);
+  // Without credentials nothing is counted: the call is not admitted.
+  WatchStream* anonymous = Watch(id);
+  EXPECT_FALSE(anonymous->open);
+  EXPECT_EQ(anonymous->refused.error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(DaemonLimitsTest, ASubmitIsRefusedWhileMaxQueuedJobsAreQueued) {
