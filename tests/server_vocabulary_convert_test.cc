@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 #include "backfill/v1/backfill.pb.h"
 #include "client/vocabulary_text.h"
@@ -33,11 +34,18 @@ std::set<int> DeclaredValues() {
 
 TEST(VocabularyConvertTest, GrainsReadAsInThePipelineFiles) {
   std::set<int> sent;
-  for (Grain g :
-       {Grain::kNone, Grain::kHour, Grain::kDay, Grain::kMonth, Grain::kKey}) {
+  // Each word as the pipeline files spell it, written here by hand; and
+  // the loader's own name of the value (what the files are parsed with).
+  const std::pair<Grain, const char*> grains[] = {{Grain::kNone, ""},
+                                                  {Grain::kHour, "hour"},
+                                                  {Grain::kDay, "day"},
+                                                  {Grain::kMonth, "month"},
+                                                  {Grain::kKey, "key"}};
+  for (const auto& [g, word] : grains) {
     const v1::Grain wire = GrainToProto(g);
     sent.insert(wire);
-    EXPECT_EQ(GrainText(wire), GrainName(g)) << v1::Grain_Name(wire);
+    EXPECT_EQ(GrainText(wire), word) << v1::Grain_Name(wire);
+    EXPECT_EQ(GrainText(wire), GrainName(g));
   }
   EXPECT_EQ(sent, DeclaredValues<v1::Grain>());
   EXPECT_EQ(GrainToProto(Grain::kNone), v1::GRAIN_NONE);
@@ -46,9 +54,12 @@ TEST(VocabularyConvertTest, GrainsReadAsInThePipelineFiles) {
 
 TEST(VocabularyConvertTest, DatasetKindsReadAsInThePipelineFiles) {
   std::set<int> sent;
-  for (DatasetKind k : {DatasetKind::kSource, DatasetKind::kDerived}) {
+  const std::pair<DatasetKind, const char*> kinds[] = {
+      {DatasetKind::kSource, "source"}, {DatasetKind::kDerived, "derived"}};
+  for (const auto& [k, word] : kinds) {
     const v1::DatasetKind wire = DatasetKindToProto(k);
     sent.insert(wire);
+    EXPECT_EQ(DatasetKindText(wire), word);
     EXPECT_EQ(DatasetKindText(wire), DatasetKindName(k));
   }
   EXPECT_EQ(sent, DeclaredValues<v1::DatasetKind>());
@@ -56,10 +67,15 @@ TEST(VocabularyConvertTest, DatasetKindsReadAsInThePipelineFiles) {
 
 TEST(VocabularyConvertTest, MappingsReadAsInThePipelineFiles) {
   std::set<int> sent;
-  for (Mapping m : {Mapping::kIdentity, Mapping::kAll, Mapping::kRollup,
-                    Mapping::kLookback}) {
+  const std::pair<Mapping, const char*> mappings[] = {
+      {Mapping::kIdentity, "identity"},
+      {Mapping::kAll, "all"},
+      {Mapping::kRollup, "rollup"},
+      {Mapping::kLookback, "lookback"}};
+  for (const auto& [m, word] : mappings) {
     const v1::PartitionMapping wire = MappingToProto(m);
     sent.insert(wire);
+    EXPECT_EQ(MappingText(wire), word);
     EXPECT_EQ(MappingText(wire), MappingName(m));
   }
   EXPECT_EQ(sent, DeclaredValues<v1::PartitionMapping>());
@@ -67,9 +83,12 @@ TEST(VocabularyConvertTest, MappingsReadAsInThePipelineFiles) {
 
 TEST(VocabularyConvertTest, ConsumerKindsReadAsInThePipelineFiles) {
   std::set<int> sent;
-  for (ConsumerKind k : {ConsumerKind::kHttp, ConsumerKind::kCommand}) {
+  const std::pair<ConsumerKind, const char*> kinds[] = {
+      {ConsumerKind::kHttp, "http"}, {ConsumerKind::kCommand, "command"}};
+  for (const auto& [k, word] : kinds) {
     const v1::ConsumerKind wire = ConsumerKindToProto(k);
     sent.insert(wire);
+    EXPECT_EQ(ConsumerKindText(wire), word);
     EXPECT_EQ(ConsumerKindText(wire), ConsumerKindName(k));
   }
   EXPECT_EQ(sent, DeclaredValues<v1::ConsumerKind>());
@@ -77,8 +96,7 @@ TEST(VocabularyConvertTest, ConsumerKindsReadAsInThePipelineFiles) {
 
 TEST(VocabularyConvertTest, EstimateSourcesAreTheEstimatorsWords) {
   std::set<int> sent;
-  for (const char* word :
-       {kEstimateFromHistory, kEstimateFromRowCounts, kEstimateMixed}) {
+  for (const char* word : {"history", "row_counts", "mixed"}) {
     const v1::EstimateSource wire = EstimateSourceToProto(word);
     sent.insert(wire);
     EXPECT_EQ(EstimateSourceText(wire), word);
@@ -104,6 +122,7 @@ TEST(VocabularyConvertTest, VersionKindsSayWhatPutTheVersionInPlace) {
 }
 
 TEST(VocabularyConvertTest, TheCostUnitIsTheOneTheMessagesName) {
+  EXPECT_EQ(CostUnitText(v1::COST_UNIT_INPUT_ROWS), "input_rows");
   EXPECT_EQ(CostUnitText(v1::COST_UNIT_INPUT_ROWS), kCostUnit);
   EXPECT_EQ(DeclaredValues<v1::CostUnit>(),
             std::set<int>{v1::COST_UNIT_INPUT_ROWS});
