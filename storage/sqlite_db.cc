@@ -98,20 +98,31 @@ std::string SqlHead(std::string_view sql) {
 Statement::Statement(Statement&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
       stmt_(std::exchange(other.stmt_, nullptr)),
-      sql_(std::move(other.sql_)) {}
+      sql_(std::move(other.sql_)),
+      cache_(std::exchange(other.cache_, nullptr)) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    Release();
     db_ = std::exchange(other.db_, nullptr);
     stmt_ = std::exchange(other.stmt_, nullptr);
     sql_ = std::move(other.sql_);
+    cache_ = std::exchange(other.cache_, nullptr);
   }
   return *this;
 }
 
-Statement::~Statement() {
-  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+Statement::~Statement() { Release(); }
+
+void Statement::Release() {
+  if (stmt_ == nullptr) return;
+  if (cache_ != nullptr) {
+    cache_->Return(std::move(sql_), stmt_);
+  } else {
+    sqlite3_finalize(stmt_);
+  }
+  stmt_ = nullptr;
+  cache_ = nullptr;
 }
 
 absl::Status Statement::Check(int rc, std::string_view what) const {
@@ -282,7 +293,37 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
 }
 
 Database::~Database() {
+  ClearStatementCache();
   if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+void Database::Return(std::string sql, sqlite3_stmt* stmt) {
+  // sqlite3_reset returns the error of the last step again; Step() reported
+  // it already.
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+  if (!cache_enabled_ || idle_.contains(sql)) {
+    sqlite3_finalize(stmt);
+    return;
+  }
+  lru_.emplace_front(std::move(sql), stmt);
+  idle_.emplace(lru_.front().first, lru_.begin());
+  if (lru_.size() > kCachedStatements) {
+    idle_.erase(lru_.back().first);
+    sqlite3_finalize(lru_.back().second);
+    lru_.pop_back();
+  }
+}
+
+void Database::ClearStatementCache() {
+  for (auto& [sql, stmt] : lru_) sqlite3_finalize(stmt);
+  lru_.clear();
+  idle_.clear();
+}
+
+void Database::SetStatementCacheEnabled(bool enabled) {
+  cache_enabled_ = enabled;
+  if (!enabled) ClearStatementCache();
 }
 
 absl::Status Database::SetBusyTimeout(absl::Duration timeout) {
@@ -307,6 +348,24 @@ absl::Status Database::Exec(std::string_view sql) {
 }
 
 absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
+  return Compile(sql, false);
+}
+
+absl::StatusOr<Statement> Database::PrepareCached(std::string_view sql) {
+  if (cache_enabled_) {
+    auto it = idle_.find(Sv(sql));
+    if (it != idle_.end()) {
+      auto entry = it->second;
+      idle_.erase(it);
+      Statement out(db_, entry->second, std::move(entry->first), this);
+      lru_.erase(entry);
+      return out;
+    }
+  }
+  return Compile(sql, cache_enabled_);
+}
+
+absl::StatusOr<Statement> Database::Compile(std::string_view sql, bool cache) {
   sqlite3_stmt* stmt = nullptr;
   const char* tail = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()),
@@ -316,7 +375,7 @@ absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
     return absl::InvalidArgumentError(
         absl::StrCat("sqlite: no statement in \"", SqlHead(sql), "\""));
   }
-  Statement out(db_, stmt, std::string(sql));
+  Statement out(db_, stmt, std::string(sql), cache ? this : nullptr);
   size_t used = static_cast<size_t>(tail - sql.data());
   if (used < sql.size()) {
     std::string rest(sql.substr(used));
@@ -378,8 +437,10 @@ void Database::Interrupt() { sqlite3_interrupt(db_); }
 // Transaction
 
 absl::StatusOr<Transaction> Transaction::Begin(Database* db, Mode mode) {
-  absl::Status status =
-      db->Exec(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN");
+  absl::StatusOr<Statement> begin =
+      db->PrepareCached(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN");
+  if (!begin.ok()) return begin.status();
+  absl::Status status = begin->Run();
   if (!status.ok()) return status;
   return Transaction(db);
 }
@@ -394,7 +455,8 @@ absl::Status Transaction::Commit() {
     return absl::FailedPreconditionError(
         "sqlite: commit of a transaction that is no longer open");
   }
-  absl::Status status = db_->Exec("COMMIT");
+  absl::StatusOr<Statement> commit = db_->PrepareCached("COMMIT");
+  absl::Status status = commit.ok() ? commit->Run() : commit.status();
   if (!status.ok()) {
     Rollback();
     return status;

@@ -2,10 +2,26 @@
 // the SQLite warehouse engine (the only code that links SQLite).
 //
 //   Database    one connection (sqlite3*). Owns it; closes it on destruction.
-//   Statement   one prepared statement (sqlite3_stmt*). Owns it; finalizes it
-//               on destruction. Must not outlive its Database.
+//   Statement   one prepared statement (sqlite3_stmt*). Owns it while it
+//               lives; on destruction it is reset and handed back to its
+//               Database's statement cache (or finalized). Must not outlive
+//               its Database.
 //   Transaction a scope guard: BEGIN [IMMEDIATE] on Begin(), ROLLBACK on
 //               destruction unless Commit() succeeded.
+//
+// Statement cache: preparing (parsing and planning) a statement costs more
+// than running most of the short statements the state store and the engine
+// run per partition. Database::PrepareCached keeps the statements it
+// prepared, once their Statement is destroyed, by their SQL text (at most
+// Database::kCachedStatements, least recently used dropped first) and hands
+// one back, reset and with no bindings, when the same text is asked for
+// again. SQLite re-prepares a cached statement by itself when the schema
+// changed since, so a statement whose table is gone fails when it is
+// stepped, not when it is taken from the cache: code that prepares to see
+// whether SQL compiles uses Prepare, which always compiles. While the cache
+// is disabled (a ReadSandbox's authorizer is installed) PrepareCached
+// neither takes nor keeps statements, so that every statement compiled
+// then meets the authorizer.
 //
 // Every failure is an absl::Status carrying SQLite's message and the first
 // words of the SQL that failed; nothing throws. Codes: SQLITE_BUSY/LOCKED ->
@@ -23,10 +39,13 @@
 #define BACKFILL_STORAGE_SQLITE_DB_H_
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -36,6 +55,8 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace backfill::sqlite {
+
+class Database;
 
 // `"name"` with embedded double quotes doubled: safe to splice into SQL as an
 // identifier whatever `name` contains.
@@ -103,13 +124,16 @@ class Statement {
 
  private:
   friend class Database;
-  Statement(sqlite3* db, sqlite3_stmt* stmt, std::string sql)
-      : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, std::string sql, Database* cache)
+      : db_(db), stmt_(stmt), sql_(std::move(sql)), cache_(cache) {}
   absl::Status Check(int rc, std::string_view what) const;
+  // Hands the statement back to the cache, or finalizes it.
+  void Release();
 
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
-  std::string sql_;  // for error messages
+  std::string sql_;            // the cache key, and for error messages
+  Database* cache_ = nullptr;  // where it goes back to; nullptr: finalized
 };
 
 struct OpenOptions {
@@ -136,6 +160,18 @@ class Database {
   // Prepares exactly one statement. Trailing text other than whitespace,
   // comments and semicolons is INVALID_ARGUMENT (one statement at a time).
   absl::StatusOr<Statement> Prepare(std::string_view sql);
+  // Prepare for statements of fixed text run many times: a statement of
+  // the same text that was prepared before and is no longer in use comes
+  // from the cache (see the top of this file), and goes back to it when
+  // its Statement is destroyed.
+  absl::StatusOr<Statement> PrepareCached(std::string_view sql);
+
+  // Idle statements kept per connection.
+  static constexpr size_t kCachedStatements = 128;
+  // Disables (false) or enables again the statement cache; disabling it
+  // also finalizes the statements it holds.
+  void SetStatementCacheEnabled(bool enabled);
+  size_t cached_statements() const { return idle_.size(); }
 
   // For a query returning one row with one integer (e.g. a PRAGMA or
   // COUNT(*)); NOT_FOUND when it returns no row.
@@ -159,10 +195,22 @@ class Database {
   sqlite3* raw() const { return db_; }
 
  private:
+  friend class Statement;
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // Takes the statement (reset) into the cache, or finalizes it when the
+  // cache is disabled or already holds one of the same text.
+  void Return(std::string sql, sqlite3_stmt* stmt);
+  void ClearStatementCache();
+  absl::StatusOr<Statement> Compile(std::string_view sql, bool cache);
 
   sqlite3* db_;
   std::string path_;
+  bool cache_enabled_ = true;
+  // Idle statements, most recently returned first, and an index by text.
+  std::list<std::pair<std::string, sqlite3_stmt*>> lru_;
+  absl::flat_hash_map<
+      std::string, std::list<std::pair<std::string, sqlite3_stmt*>>::iterator>
+      idle_;
 };
 
 class Transaction {

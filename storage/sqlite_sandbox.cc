@@ -47,6 +47,9 @@ std::string Describe(int action, const char* a, const char* b) {
 ReadSandbox::ReadSandbox(Database* db, std::string table,
                          absl::Duration timeout)
     : db_(db), table_(std::move(table)), deadline_(absl::Now() + timeout) {
+  // Every statement compiled meanwhile must meet the authorizer: none may
+  // come from (or go to) the statement cache.
+  db_->SetStatementCacheEnabled(false);
   sqlite3_set_authorizer(db_->raw(), &ReadSandbox::Authorize, this);
   sqlite3_progress_handler(db_->raw(), kProgressInstructions,
                            &ReadSandbox::Progress, this);
@@ -55,6 +58,7 @@ ReadSandbox::ReadSandbox(Database* db, std::string table,
 ReadSandbox::~ReadSandbox() {
   sqlite3_progress_handler(db_->raw(), 0, nullptr, nullptr);
   sqlite3_set_authorizer(db_->raw(), nullptr, nullptr);
+  db_->SetStatementCacheEnabled(true);
 }
 
 std::string ReadSandbox::LastError() const {

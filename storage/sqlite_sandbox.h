@@ -10,10 +10,12 @@
 //     DETACH, transactions, DDL, recursive common table expressions — is
 //     denied, so such a statement does not even compile;
 //   - a progress handler that stops the running statement (SQLITE_INTERRUPT)
-//     once `timeout` has passed since the sandbox was created.
-// Both are removed by the destructor. The caller still opens the connection
-// read-only (or sets PRAGMA query_only) and checks sqlite3_stmt_readonly:
-// the sandbox is one layer of several.
+//     once `timeout` has passed since the sandbox was created;
+//   - its statement cache disabled (sqlite_db.h), so that no statement
+//     compiled meanwhile escapes the authorizer.
+// All three are undone by the destructor. The caller still opens the
+// connection read-only (or sets PRAGMA query_only) and checks
+// sqlite3_stmt_readonly: the sandbox is one layer of several.
 //
 // Ownership: borrows the connection, which must outlive the sandbox.
 // Thread-safety: not synchronized; the connection must be used by one

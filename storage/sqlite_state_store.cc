@@ -654,10 +654,11 @@ absl::Status SqliteStateStore::AppendAudit(const std::string& job_id,
                                            const std::string& to_state,
                                            const std::string& message,
                                            absl::Time at) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("INSERT INTO audit_events (job_id, from_state, "
-                                "to_state, message, at) VALUES (?1, ?2, ?3, "
-                                "?4, ?5)"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("INSERT INTO audit_events (job_id, from_state, "
+                         "to_state, message, at) VALUES (?1, ?2, ?3, "
+                         "?4, ?5)"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   RETURN_IF_ERROR(q.BindText(2, from_state));
   RETURN_IF_ERROR(q.BindText(3, to_state));
@@ -671,8 +672,8 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   Job job;
   {
     ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                               " FROM jobs WHERE id = ?1")));
+                     db_->PrepareCached(absl::StrCat(
+                         "SELECT ", kJobColumns, " FROM jobs WHERE id = ?1")));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return NoJob(id);
@@ -682,9 +683,10 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT dataset, reason, cost_backfill, cost_full_reload, "
-                     "transform_version FROM job_datasets WHERE job_id = ?1 "
-                     "ORDER BY ordinal"));
+        db_->PrepareCached(
+            "SELECT dataset, reason, cost_backfill, cost_full_reload, "
+            "transform_version FROM job_datasets WHERE job_id = ?1 "
+            "ORDER BY ordinal"));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -702,9 +704,9 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT requested_by, reason, at, forced, with_job, "
-                     "also_rolled_back, partitions, rows_restored FROM "
-                     "rollbacks WHERE job_id = ?1"));
+        db_->PrepareCached("SELECT requested_by, reason, at, forced, with_job, "
+                           "also_rolled_back, partitions, rows_restored FROM "
+                           "rollbacks WHERE job_id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -722,9 +724,9 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   }
   if (with_partitions) {
     ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT dataset, \"partition\", reason "
-                                  "FROM tasks WHERE job_id = ?1 ORDER BY "
-                                  "ordinal"));
+                     db_->PrepareCached("SELECT dataset, \"partition\", reason "
+                                        "FROM tasks WHERE job_id = ?1 ORDER BY "
+                                        "ordinal"));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -739,12 +741,12 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT state, COUNT(*), "
-                     "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED', "
-                     "'UNCHANGED') THEN input_rows END), "
-                     "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
-                     "THEN rows_written END) "
-                     "FROM tasks WHERE job_id = ?1 GROUP BY state"));
+        db_->PrepareCached("SELECT state, COUNT(*), "
+                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED', "
+                           "'UNCHANGED') THEN input_rows END), "
+                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
+                           "THEN rows_written END) "
+                           "FROM tasks WHERE job_id = ?1 GROUP BY state"));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -785,8 +787,8 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT approved_by, reason, override, from_state, "
-                     "approved_at FROM job_approvals WHERE job_id = ?1"));
+        db_->PrepareCached("SELECT approved_by, reason, override, from_state, "
+                           "approved_at FROM job_approvals WHERE job_id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -814,7 +816,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     // same key cannot both create a job.
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT id FROM jobs WHERE idempotency_key = ?1"));
+        db_->PrepareCached("SELECT id FROM jobs WHERE idempotency_key = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job.idempotency_key));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -826,8 +828,8 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
   int64_t seq = 0;
   {
     ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("UPDATE counters SET value = value + 1 "
-                                  "WHERE name = 'job' RETURNING value"));
+                     db_->PrepareCached("UPDATE counters SET value = value + 1 "
+                                        "WHERE name = 'job' RETURNING value"));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::DataLossError("state store: job counter missing");
     seq = q.ColumnInt(0);
@@ -837,7 +839,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare(
+        db_->PrepareCached(
             "INSERT INTO jobs (id, seq, state, dataset, range_from, range_to, "
             "partitions, reason, ticket, requested_by, exclude_downstream, "
             "idempotency_key, request_fingerprint, message, create_time, "
@@ -876,14 +878,15 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
   {
     ASSIGN_OR_RETURN(
         Statement ds,
-        db_->Prepare("INSERT INTO job_datasets (job_id, ordinal, dataset, "
-                     "reason, cost_backfill, cost_full_reload, "
-                     "transform_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
-    ASSIGN_OR_RETURN(
-        Statement task,
-        db_->Prepare("INSERT INTO tasks (job_id, dataset, \"partition\", "
-                     "ordinal, state, update_time, reason) VALUES (?1, ?2, "
-                     "?3, ?4, ?5, ?6, ?7)"));
+        db_->PrepareCached(
+            "INSERT INTO job_datasets (job_id, ordinal, dataset, "
+            "reason, cost_backfill, cost_full_reload, "
+            "transform_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    ASSIGN_OR_RETURN(Statement task,
+                     db_->PrepareCached(
+                         "INSERT INTO tasks (job_id, dataset, \"partition\", "
+                         "ordinal, state, update_time, reason) VALUES (?1, ?2, "
+                         "?3, ?4, ?5, ?6, ?7)"));
     int64_t ordinal = 0;
     for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
       const DatasetPlan& dp = job.plan.datasets[i];
@@ -932,9 +935,10 @@ absl::StatusOr<std::optional<Job>> SqliteStateStore::FindJobByKey(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("SELECT id FROM jobs WHERE idempotency_key = "
-                                "?1"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("SELECT id FROM jobs WHERE idempotency_key = "
+                         "?1"));
   RETURN_IF_ERROR(q.BindText(1, idempotency_key));
   ASSIGN_OR_RETURN(bool row, q.Step());
   std::optional<Job> job;
@@ -988,7 +992,7 @@ absl::StatusOr<std::vector<Job>> SqliteStateStore::ListJobs(
     absl::StrAppend(&sql, " AND seq < ?", next++);
   }
   absl::StrAppend(&sql, " ORDER BY seq DESC LIMIT ?", next);
-  ASSIGN_OR_RETURN(Statement q, db_->Prepare(sql));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(sql));
   for (size_t i = 0; i < filter.states.size(); ++i) {
     RETURN_IF_ERROR(
         q.BindText(static_cast<int>(i) + 1, JobStateText(filter.states[i])));
@@ -1021,14 +1025,15 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   ASSIGN_OR_RETURN(int64_t exists, [&]() -> absl::StatusOr<int64_t> {
-    ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT COUNT(*) FROM jobs "
-                                               "WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->PrepareCached("SELECT COUNT(*) FROM jobs "
+                                        "WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.Step().status());
     return q.ColumnInt(0);
   }());
   if (exists == 0) return NoJob(job_id);
-  ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(absl::StrCat(
                                     "SELECT ", kTaskColumns,
                                     " FROM tasks WHERE job_id = ?1 ORDER BY "
                                     "ordinal")));
@@ -1051,7 +1056,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTaskPage(
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   {
     ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT 1 FROM jobs WHERE id = ?1"));
+                     db_->PrepareCached("SELECT 1 FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, query.job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) {
@@ -1067,7 +1072,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTaskPage(
                     Placeholders(5, query.states.size()), ")");
   }
   absl::StrAppend(&sql, " ORDER BY ordinal LIMIT ?4");
-  ASSIGN_OR_RETURN(Statement q, db_->Prepare(sql));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(sql));
   RETURN_IF_ERROR(q.BindText(1, query.job_id));
   RETURN_IF_ERROR(q.BindInt(2, query.after_ordinal));
   RETURN_IF_ERROR(q.BindText(3, query.dataset));
@@ -1094,8 +1099,8 @@ absl::Status SqliteStateStore::TransitionJob(
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   JobState from;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(
+                                      "SELECT state FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return NoJob(job_id);
@@ -1122,7 +1127,7 @@ absl::Status SqliteStateStore::WriteTransition(const std::string& job_id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare(
+        db_->PrepareCached(
             "UPDATE jobs SET state = ?2, message = ?3, update_time = ?4, "
             "start_time = CASE WHEN ?5 AND start_time IS NULL THEN ?4 "
             "ELSE start_time END, "
@@ -1162,9 +1167,9 @@ absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
   }
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("UPDATE tasks SET state = 'PENDING', attempts = 0, "
-                   "update_time = ?2 WHERE job_id = ?1 AND state IN "
-                   "('FAILED', 'CANCELLED', 'RUNNING')"));
+      db_->PrepareCached("UPDATE tasks SET state = 'PENDING', attempts = 0, "
+                         "update_time = ?2 WHERE job_id = ?1 AND state IN "
+                         "('FAILED', 'CANCELLED', 'RUNNING')"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   RETURN_IF_ERROR(BindTime(q, 2, now));
   RETURN_IF_ERROR(q.Run());
@@ -1176,7 +1181,7 @@ absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
 
 absl::StatusOr<JobState> SqliteStateStore::StateOf(const std::string& job_id) {
   ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
+                   db_->PrepareCached("SELECT state FROM jobs WHERE id = ?1"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return NoJob(job_id);
@@ -1208,7 +1213,7 @@ absl::StatusOr<std::vector<std::string>> SqliteStateStore::ListJobIds(
   if (states.empty()) return ids;
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare(absl::StrCat(
+                   db_->PrepareCached(absl::StrCat(
                        "SELECT id FROM jobs WHERE state IN (",
                        Placeholders(1, states.size()), ") ORDER BY seq")));
   for (size_t i = 0; i < states.size(); ++i) {
@@ -1226,9 +1231,10 @@ absl::StatusOr<std::vector<std::string>> SqliteStateStore::ListJobIds(
 absl::Status SqliteStateStore::ReserveJobNumbers(int64_t n) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("UPDATE counters SET value = MAX(value, ?1) "
-                                "WHERE name = 'job'"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("UPDATE counters SET value = MAX(value, ?1) "
+                         "WHERE name = 'job'"));
   RETURN_IF_ERROR(q.BindInt(1, n));
   RETURN_IF_ERROR(q.Run());
   return txn.Commit();
@@ -1246,9 +1252,10 @@ absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
         absl::StrCat("job ", job_id, " is ", Sv(JobStateName(state)), ", not ",
                      Sv(JobStateName(expected_state))));
   }
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("UPDATE jobs SET message = ?2, update_time = "
-                                "?3 WHERE id = ?1"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("UPDATE jobs SET message = ?2, update_time = "
+                         "?3 WHERE id = ?1"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   RETURN_IF_ERROR(q.BindText(2, message));
   RETURN_IF_ERROR(BindTime(q, 3, now));
@@ -1261,11 +1268,12 @@ absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("UPDATE tasks SET state = ?4, attempts = ?5, last_error = "
-                   "?6, rows_written = ?7, output_fingerprint = ?8, inputs = "
-                   "?9, input_rows = ?10, duration_seconds = ?11, "
-                   "update_time = ?12 WHERE job_id = ?1 AND dataset = ?2 AND "
-                   "\"partition\" = ?3"));
+      db_->PrepareCached(
+          "UPDATE tasks SET state = ?4, attempts = ?5, last_error = "
+          "?6, rows_written = ?7, output_fingerprint = ?8, inputs = "
+          "?9, input_rows = ?10, duration_seconds = ?11, "
+          "update_time = ?12 WHERE job_id = ?1 AND dataset = ?2 AND "
+          "\"partition\" = ?3"));
   RETURN_IF_ERROR(q.BindText(1, task.job_id));
   RETURN_IF_ERROR(q.BindText(2, task.dataset));
   RETURN_IF_ERROR(q.BindText(3, task.partition));
@@ -1293,11 +1301,11 @@ absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(
   if (from.empty()) return 0;
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->Prepare(absl::StrCat("UPDATE tasks SET state = ?1, update_time = "
-                                "?2 WHERE job_id = ?3 AND state IN (",
-                                Placeholders(4, from.size()), ")")));
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->PrepareCached(absl::StrCat(
+                       "UPDATE tasks SET state = ?1, update_time = "
+                       "?2 WHERE job_id = ?3 AND state IN (",
+                       Placeholders(4, from.size()), ")")));
   RETURN_IF_ERROR(q.BindText(1, TaskStateText(to)));
   RETURN_IF_ERROR(BindTime(q, 2, now));
   RETURN_IF_ERROR(q.BindText(3, job_id));
@@ -1318,8 +1326,8 @@ absl::Status SqliteStateStore::RecordPublication(
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   JobState from;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT state FROM jobs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(
+                                      "SELECT state FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return NoJob(job_id);
@@ -1327,9 +1335,10 @@ absl::Status SqliteStateStore::RecordPublication(
   }
   int64_t recorded = 0;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT COUNT(*) FROM lineage WHERE job_id "
-                                  "= ?1 AND action = 'publish'"));
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->PrepareCached("SELECT COUNT(*) FROM lineage WHERE job_id "
+                           "= ?1 AND action = 'publish'"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.Step().status());
     recorded = q.ColumnInt(0);
@@ -1351,13 +1360,14 @@ absl::Status SqliteStateStore::RecordPublication(
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("INSERT INTO lineage (dataset, \"partition\", job_id, "
-                     "transform_version, inputs, output_fingerprint, "
-                     "row_count, reason, ticket, requested_by, published_at, "
-                     "approved_from, approved_by, approval_reason, "
-                     "approval_override, approved_at) VALUES (?1, ?2, ?3, "
-                     "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                     "?16)"));
+        db_->PrepareCached(
+            "INSERT INTO lineage (dataset, \"partition\", job_id, "
+            "transform_version, inputs, output_fingerprint, "
+            "row_count, reason, ticket, requested_by, published_at, "
+            "approved_from, approved_by, approval_reason, "
+            "approval_override, approved_at) VALUES (?1, ?2, ?3, "
+            "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+            "?16)"));
     for (const LineageRecord& rec : lineage) {
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, rec.dataset));
@@ -1391,10 +1401,10 @@ absl::Status SqliteStateStore::RecordPublication(
     }
   }
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->Prepare("UPDATE tasks SET state = ?1, update_time = ?2 WHERE "
-                     "job_id = ?3 AND state = ?4"));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->PrepareCached(
+                         "UPDATE tasks SET state = ?1, update_time = ?2 WHERE "
+                         "job_id = ?3 AND state = ?4"));
     RETURN_IF_ERROR(q.BindText(1, TaskStateText(TaskState::kPublished)));
     RETURN_IF_ERROR(BindTime(q, 2, now));
     RETURN_IF_ERROR(q.BindText(3, job_id));
@@ -1404,9 +1414,10 @@ absl::Status SqliteStateStore::RecordPublication(
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("UPDATE jobs SET state = ?2, message = ?3, update_time = "
-                     "?4, end_time = CASE WHEN ?5 THEN ?4 ELSE end_time END "
-                     "WHERE id = ?1"));
+        db_->PrepareCached(
+            "UPDATE jobs SET state = ?2, message = ?3, update_time = "
+            "?4, end_time = CASE WHEN ?5 THEN ?4 ELSE end_time END "
+            "WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindText(2, JobStateText(to)));
     RETURN_IF_ERROR(q.BindText(3, message));
@@ -1439,7 +1450,7 @@ absl::Status SqliteStateStore::ApproveJob(const std::string& job_id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT 1 FROM job_approvals WHERE job_id = ?1"));
+        db_->PrepareCached("SELECT 1 FROM job_approvals WHERE job_id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -1450,9 +1461,10 @@ absl::Status SqliteStateStore::ApproveJob(const std::string& job_id,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("INSERT INTO job_approvals (job_id, approved_by, reason, "
-                     "override, from_state, approved_at) VALUES (?1, ?2, ?3, "
-                     "?4, ?5, ?6)"));
+        db_->PrepareCached(
+            "INSERT INTO job_approvals (job_id, approved_by, reason, "
+            "override, from_state, approved_at) VALUES (?1, ?2, ?3, "
+            "?4, ?5, ?6)"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindText(2, approval.approved_by));
     RETURN_IF_ERROR(q.BindText(3, approval.reason));
@@ -1474,22 +1486,24 @@ absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
   RETURN_IF_ERROR(StateOf(diff.job_id).status());
   for (const char* table : {"job_diff_partitions", "job_diff_datasets"}) {
     ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare(absl::StrCat("DELETE FROM ", table,
-                                               " WHERE job_id = ?1")));
+                     db_->PrepareCached(absl::StrCat("DELETE FROM ", table,
+                                                     " WHERE job_id = ?1")));
     RETURN_IF_ERROR(q.BindText(1, diff.job_id));
     RETURN_IF_ERROR(q.Run());
   }
   ASSIGN_OR_RETURN(
       Statement ds,
-      db_->Prepare("INSERT INTO job_diff_datasets (job_id, ordinal, dataset, "
-                   "by_key, key_columns, value_columns, measure_columns, "
-                   "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+      db_->PrepareCached(
+          "INSERT INTO job_diff_datasets (job_id, ordinal, dataset, "
+          "by_key, key_columns, value_columns, measure_columns, "
+          "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   ASSIGN_OR_RETURN(
       Statement part,
-      db_->Prepare("INSERT INTO job_diff_partitions (job_id, dataset, "
-                   "\"partition\", rows_before, rows_after, added, removed, "
-                   "changed, unchanged, measures, samples, error) VALUES (?1, "
-                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+      db_->PrepareCached(
+          "INSERT INTO job_diff_partitions (job_id, dataset, "
+          "\"partition\", rows_before, rows_after, added, removed, "
+          "changed, unchanged, measures, samples, error) VALUES (?1, "
+          "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
   int64_t ordinal = 0;
   for (const DatasetDiff& d : diff.datasets) {
     RETURN_IF_ERROR(ds.Reset());
@@ -1531,11 +1545,11 @@ absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::GetJobDiff(
   JobDiff diff;
   diff.job_id = job_id;
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->Prepare("SELECT dataset, by_key, key_columns, value_columns, "
-                     "measure_columns, computed_at FROM job_diff_datasets "
-                     "WHERE job_id = ?1 ORDER BY ordinal"));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->PrepareCached(
+                         "SELECT dataset, by_key, key_columns, value_columns, "
+                         "measure_columns, computed_at FROM job_diff_datasets "
+                         "WHERE job_id = ?1 ORDER BY ordinal"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     bool any = false;
     while (true) {
@@ -1556,7 +1570,7 @@ absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::GetJobDiff(
   }
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare(absl::StrCat(
+      db_->PrepareCached(absl::StrCat(
           "SELECT \"partition\", rows_before, rows_after, added, removed, "
           "changed, unchanged, measures, ",
           with_samples ? "samples" : "''",
@@ -1592,7 +1606,7 @@ absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::GetJobDiff(
 absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
     const std::string& dataset, const std::string& partition) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat(
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(absl::StrCat(
                                     "SELECT ", kLineageColumns,
                                     " FROM lineage WHERE dataset = ?1 AND "
                                     "\"partition\" = ?2 ORDER BY id DESC")));
@@ -1605,7 +1619,7 @@ absl::StatusOr<std::optional<LineageRecord>> SqliteStateStore::NewestLineageOf(
     const std::string& dataset) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare(absl::StrCat(
+                   db_->PrepareCached(absl::StrCat(
                        "SELECT ", kLineageColumns,
                        " FROM lineage WHERE dataset = ?1 ORDER BY id DESC "
                        "LIMIT 1")));
@@ -1640,11 +1654,12 @@ absl::Status SqliteStateStore::RecordRollback(
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("INSERT INTO lineage (dataset, \"partition\", job_id, "
-                     "transform_version, inputs, output_fingerprint, "
-                     "row_count, reason, ticket, requested_by, published_at, "
-                     "action) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                     "?10, ?11, 'rollback')"));
+        db_->PrepareCached(
+            "INSERT INTO lineage (dataset, \"partition\", job_id, "
+            "transform_version, inputs, output_fingerprint, "
+            "row_count, reason, ticket, requested_by, published_at, "
+            "action) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+            "?10, ?11, 'rollback')"));
     for (const LineageRecord& rec : lineage) {
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, rec.dataset));
@@ -1665,10 +1680,11 @@ absl::Status SqliteStateStore::RecordRollback(
   }
   ASSIGN_OR_RETURN(
       Statement insert,
-      db_->Prepare("INSERT OR REPLACE INTO rollbacks (job_id, requested_by, "
-                   "reason, at, forced, with_job, also_rolled_back, "
-                   "partitions, rows_restored) VALUES (?1, ?2, ?3, ?4, ?5, "
-                   "?6, ?7, ?8, ?9)"));
+      db_->PrepareCached(
+          "INSERT OR REPLACE INTO rollbacks (job_id, requested_by, "
+          "reason, at, forced, with_job, also_rolled_back, "
+          "partitions, rows_restored) VALUES (?1, ?2, ?3, ?4, ?5, "
+          "?6, ?7, ?8, ?9)"));
   for (const auto& [id, state] : jobs) {
     const bool main = id == job_id;
     RETURN_IF_ERROR(insert.Reset());
@@ -1700,7 +1716,7 @@ SqliteStateStore::GetLineageOverlapping(const std::string& job_id) {
   for (std::string& c : columns) c = absl::StrCat("l.", c);
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare(absl::StrCat(
+      db_->PrepareCached(absl::StrCat(
           "SELECT ", absl::StrJoin(columns, ", "),
           " FROM lineage m JOIN lineage l ON l.dataset = m.dataset AND "
           "l.\"partition\" = m.\"partition\" WHERE m.job_id = ?1 AND "
@@ -1716,9 +1732,10 @@ SqliteStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("SELECT MIN(published_at) FROM lineage WHERE "
-                                "job_id = ?1 AND action = 'publish'"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("SELECT MIN(published_at) FROM lineage WHERE "
+                         "job_id = ?1 AND action = 'publish'"));
   std::map<std::string, absl::Time> out;
   for (const std::string& id : job_ids) {
     RETURN_IF_ERROR(q.Reset());
@@ -1733,16 +1750,18 @@ SqliteStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
 absl::Status SqliteStateStore::WriteJobCosts(const std::string& id,
                                              const Job& job) {
   {
-    ASSIGN_OR_RETURN(Statement q, db_->Prepare("UPDATE jobs SET max_cost = ?2 "
-                                               "WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->PrepareCached("UPDATE jobs SET max_cost = ?2 "
+                                        "WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindDouble(2, job.request.max_cost));
     RETURN_IF_ERROR(q.Run());
   }
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("UPDATE job_datasets SET estimate_source = ?3, "
-                                "partitions_from_history = ?4, max_cost = ?5 "
-                                "WHERE job_id = ?1 AND ordinal = ?2"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("UPDATE job_datasets SET estimate_source = ?3, "
+                         "partitions_from_history = ?4, max_cost = ?5 "
+                         "WHERE job_id = ?1 AND ordinal = ?2"));
   for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
     const DatasetPlan& dp = job.plan.datasets[i];
     RETURN_IF_ERROR(q.Reset());
@@ -1759,9 +1778,10 @@ absl::Status SqliteStateStore::WriteJobCosts(const std::string& id,
 absl::Status SqliteStateStore::WriteJobKeys(const std::string& id,
                                             const Job& job) {
   if (job.request.keys.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("INSERT INTO job_keys (job_id, ordinal, key) "
-                                "VALUES (?1, ?2, ?3)"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("INSERT INTO job_keys (job_id, ordinal, key) "
+                         "VALUES (?1, ?2, ?3)"));
   for (size_t i = 0; i < job.request.keys.size(); ++i) {
     RETURN_IF_ERROR(q.Reset());
     RETURN_IF_ERROR(q.BindText(1, id));
@@ -1773,9 +1793,10 @@ absl::Status SqliteStateStore::WriteJobKeys(const std::string& id,
 }
 
 absl::Status SqliteStateStore::ReadJobKeys(const std::string& id, Job* job) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->Prepare("SELECT key FROM job_keys WHERE job_id = ?1 "
-                                "ORDER BY ordinal"));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("SELECT key FROM job_keys WHERE job_id = ?1 "
+                         "ORDER BY ordinal"));
   RETURN_IF_ERROR(q.BindText(1, id));
   job->request.keys.clear();
   while (true) {
@@ -1793,8 +1814,9 @@ absl::Status SqliteStateStore::ReadJobKeys(const std::string& id, Job* job) {
 
 absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT max_cost FROM jobs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->PrepareCached("SELECT max_cost FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (row) {
@@ -1805,11 +1827,11 @@ absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
   std::map<std::string, DatasetPlan*> by_name;
   for (DatasetPlan& dp : job->plan.datasets) by_name[dp.dataset] = &dp;
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->Prepare("SELECT dataset, estimate_source, "
-                     "partitions_from_history, max_cost FROM job_datasets "
-                     "WHERE job_id = ?1"));
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->PrepareCached(
+                         "SELECT dataset, estimate_source, "
+                         "partitions_from_history, max_cost FROM job_datasets "
+                         "WHERE job_id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1823,9 +1845,9 @@ absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
   }
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT dataset, COUNT(*), TOTAL(CASE WHEN state IN "
-                   "('STAGED', 'PUBLISHED', 'UNCHANGED') THEN input_rows "
-                   "END) FROM tasks WHERE job_id = ?1 GROUP BY dataset"));
+      db_->PrepareCached("SELECT dataset, COUNT(*), TOTAL(CASE WHEN state IN "
+                         "('STAGED', 'PUBLISHED', 'UNCHANGED') THEN input_rows "
+                         "END) FROM tasks WHERE job_id = ?1 GROUP BY dataset"));
   RETURN_IF_ERROR(q.BindText(1, id));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1839,11 +1861,11 @@ absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
 }
 
 absl::Status SqliteStateStore::ReadJobTimes(const std::string& id, Job* job) {
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->Prepare("SELECT COUNT(*), TOTAL(duration_seconds) FROM tasks "
-                   "WHERE job_id = ?1 AND state IN ('STAGED', 'PUBLISHED', "
-                   "'UNCHANGED') AND duration_seconds > 0"));
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->PrepareCached(
+                       "SELECT COUNT(*), TOTAL(duration_seconds) FROM tasks "
+                       "WHERE job_id = ?1 AND state IN ('STAGED', 'PUBLISHED', "
+                       "'UNCHANGED') AND duration_seconds > 0"));
   RETURN_IF_ERROR(q.BindText(1, id));
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (row) {
@@ -1865,12 +1887,13 @@ SqliteStateStore::LastRunInputRows(const std::string& dataset,
   // Newest job first per partition: the first row of each partition wins.
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT t.\"partition\", t.input_rows FROM tasks t "
-                   "JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 AND "
-                   "t.\"partition\" >= ?2 AND t.\"partition\" <= ?3 AND "
-                   "t.state IN ('PUBLISHED', 'UNCHANGED') ORDER BY "
-                   "t.\"partition\", j.seq "
-                   "DESC"));
+      db_->PrepareCached(
+          "SELECT t.\"partition\", t.input_rows FROM tasks t "
+          "JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 AND "
+          "t.\"partition\" >= ?2 AND t.\"partition\" <= ?3 AND "
+          "t.state IN ('PUBLISHED', 'UNCHANGED') ORDER BY "
+          "t.\"partition\", j.seq "
+          "DESC"));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, *wanted.begin()));
   RETURN_IF_ERROR(q.BindText(3, *wanted.rbegin()));
@@ -1916,7 +1939,7 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     // Publish records of jobs that were not rolled back.
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare(absl::StrCat(
+        db_->PrepareCached(absl::StrCat(
             "SELECT l.\"partition\", l.job_id, j.seq, "
             "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
             "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
@@ -1938,10 +1961,11 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
   // The newest rollback recorded per partition (unix micros).
   std::map<std::string, int64_t> rolled_back_at;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->Prepare("SELECT \"partition\", MAX(published_at) "
-                                  "FROM lineage WHERE dataset = ?1 AND action "
-                                  "= 'rollback' GROUP BY \"partition\""));
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->PrepareCached("SELECT \"partition\", MAX(published_at) "
+                           "FROM lineage WHERE dataset = ?1 AND action "
+                           "= 'rollback' GROUP BY \"partition\""));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1959,7 +1983,7 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     }
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare(absl::StrCat(
+        db_->PrepareCached(absl::StrCat(
             "SELECT t.\"partition\", t.job_id, j.seq, "
             "COALESCE((SELECT d.transform_version FROM job_datasets d WHERE "
             "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "
@@ -2019,10 +2043,10 @@ absl::StatusOr<std::vector<AuditEvent>> ReadAuditEvents(Statement& q) {
 absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditEvents(
     const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->Prepare("SELECT seq, job_id, from_state, to_state, message, at "
-                   "FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->PrepareCached(
+                       "SELECT seq, job_id, from_state, to_state, message, at "
+                       "FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   return ReadAuditEvents(q);
 }
@@ -2035,7 +2059,7 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
+        db_->PrepareCached("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -2046,7 +2070,7 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT state, COUNT(*) FROM tasks GROUP BY state"));
+        db_->PrepareCached("SELECT state, COUNT(*) FROM tasks GROUP BY state"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -2057,10 +2081,11 @@ absl::StatusOr<StoreStats> SqliteStateStore::Stats() {
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->Prepare("SELECT COUNT(*), TOTAL(t.state IN ('STAGED', "
-                     "'PUBLISHED', 'UNCHANGED', 'SKIPPED')) FROM tasks t JOIN "
-                     "jobs j ON j.id = "
-                     "t.job_id WHERE j.state = 'RUNNING'"));
+        db_->PrepareCached(
+            "SELECT COUNT(*), TOTAL(t.state IN ('STAGED', "
+            "'PUBLISHED', 'UNCHANGED', 'SKIPPED')) FROM tasks t JOIN "
+            "jobs j ON j.id = "
+            "t.job_id WHERE j.state = 'RUNNING'"));
     RETURN_IF_ERROR(q.Step().status());
     stats.running_tasks_total = q.ColumnInt(0);
     stats.running_tasks_done = static_cast<int64_t>(q.ColumnDouble(1));
@@ -2082,17 +2107,18 @@ absl::Status SqliteStateStore::ReplaceCheckResults(
   {
     ASSIGN_OR_RETURN(
         Statement del,
-        db_->Prepare("DELETE FROM check_results WHERE job_id = ?1"));
+        db_->PrepareCached("DELETE FROM check_results WHERE job_id = ?1"));
     RETURN_IF_ERROR(del.BindText(1, job_id));
     RETURN_IF_ERROR(del.Run());
   }
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("INSERT INTO check_results (job_id, ordinal, check_name, "
-                   "kind, severity, dataset, \"partition\", passed, summary, "
-                   "partitions_checked, partitions_failed, observed, allowed, "
-                   "message, samples) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                   "?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+      db_->PrepareCached(
+          "INSERT INTO check_results (job_id, ordinal, check_name, "
+          "kind, severity, dataset, \"partition\", passed, summary, "
+          "partitions_checked, partitions_failed, observed, allowed, "
+          "message, samples) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+          "?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
   int64_t ordinal = 0;
   for (const CheckResult& r : results) {
     RETURN_IF_ERROR(q.Reset());
@@ -2124,10 +2150,11 @@ absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
   RETURN_IF_ERROR(StateOf(job_id).status());
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT check_name, kind, severity, dataset, \"partition\", "
-                   "passed, summary, partitions_checked, partitions_failed, "
-                   "observed, allowed, message, samples FROM check_results "
-                   "WHERE job_id = ?1 ORDER BY ordinal"));
+      db_->PrepareCached(
+          "SELECT check_name, kind, severity, dataset, \"partition\", "
+          "passed, summary, partitions_checked, partitions_failed, "
+          "observed, allowed, message, samples FROM check_results "
+          "WHERE job_id = ?1 ORDER BY ordinal"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   std::vector<CheckResult> out;
   while (true) {
@@ -2161,15 +2188,16 @@ absl::Status SqliteStateStore::ReplaceConsumerConfirmations(
   {
     ASSIGN_OR_RETURN(
         Statement del,
-        db_->Prepare("DELETE FROM consumer_confirmations WHERE job_id = ?1"));
+        db_->PrepareCached(
+            "DELETE FROM consumer_confirmations WHERE job_id = ?1"));
     RETURN_IF_ERROR(del.BindText(1, job_id));
     RETURN_IF_ERROR(del.Run());
   }
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("INSERT INTO consumer_confirmations (job_id, ordinal, "
-                   "dataset, consumer, healthy, message, latency_us, at) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+      db_->PrepareCached("INSERT INTO consumer_confirmations (job_id, ordinal, "
+                         "dataset, consumer, healthy, message, latency_us, at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
   int64_t ordinal = 0;
   for (const ConsumerFinding& c : results) {
     RETURN_IF_ERROR(q.Reset());
@@ -2194,9 +2222,10 @@ SqliteStateStore::ListConsumerConfirmations(const std::string& job_id) {
   RETURN_IF_ERROR(StateOf(job_id).status());
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT dataset, consumer, healthy, message, latency_us, at "
-                   "FROM consumer_confirmations WHERE job_id = ?1 "
-                   "ORDER BY ordinal"));
+      db_->PrepareCached(
+          "SELECT dataset, consumer, healthy, message, latency_us, at "
+          "FROM consumer_confirmations WHERE job_id = ?1 "
+          "ORDER BY ordinal"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   std::vector<ConsumerFinding> out;
   while (true) {
@@ -2222,7 +2251,7 @@ SqliteStateStore::ListConsumerStandings() {
   // holds it unhealthy. Job ids sort by creation as their numbers do.
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare(
+      db_->PrepareCached(
           "SELECT c.dataset, c.consumer, NULL, NULL FROM "
           "consumer_confirmations c GROUP BY c.dataset, c.consumer "
           "UNION ALL "
@@ -2253,9 +2282,10 @@ absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditLog(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT seq, job_id, from_state, to_state, message, at "
-                   "FROM audit_events WHERE seq > ?1 AND (?2 = '' OR job_id "
-                   "= ?2) AND (?3 IS NULL OR at >= ?3) ORDER BY seq LIMIT ?4"));
+      db_->PrepareCached(
+          "SELECT seq, job_id, from_state, to_state, message, at "
+          "FROM audit_events WHERE seq > ?1 AND (?2 = '' OR job_id "
+          "= ?2) AND (?3 IS NULL OR at >= ?3) ORDER BY seq LIMIT ?4"));
   RETURN_IF_ERROR(q.BindInt(1, query.after_seq));
   RETURN_IF_ERROR(q.BindText(2, query.job_id));
   RETURN_IF_ERROR(BindTime(q, 3, query.since));
@@ -2269,12 +2299,13 @@ SqliteStateStore::PartitionDiffs(const std::string& dataset,
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
       Statement q,
-      db_->Prepare("SELECT p.job_id, p.rows_before, p.rows_after, p.added, "
-                   "p.removed, p.changed, p.unchanged, p.measures, p.error, "
-                   "d.measure_columns FROM job_diff_partitions p JOIN "
-                   "job_diff_datasets d ON d.job_id = p.job_id AND d.dataset "
-                   "= p.dataset WHERE p.dataset = ?1 AND p.\"partition\" = "
-                   "?2"));
+      db_->PrepareCached(
+          "SELECT p.job_id, p.rows_before, p.rows_after, p.added, "
+          "p.removed, p.changed, p.unchanged, p.measures, p.error, "
+          "d.measure_columns FROM job_diff_partitions p JOIN "
+          "job_diff_datasets d ON d.job_id = p.job_id AND d.dataset "
+          "= p.dataset WHERE p.dataset = ?1 AND p.\"partition\" = "
+          "?2"));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, partition));
   std::map<std::string, PartitionDiff> out;
