@@ -1,0 +1,686 @@
+// backfill_perf: the performance suite. Runs the real daemon (backfilld)
+// on generated data and prints, in one markdown table, every goal the
+// product claims beside the raw figures it was measured from, all measured
+// side by side in one run:
+//   - CPU of a full reload through backfilld against the same SQL run
+//     directly by sqlite3 (10 million orders over 365 days);
+//   - wall time of a 30-of-365-day backfill against the full reload;
+//   - the cost of fingerprints and checks against the transform's own time
+//     (the daemon's backfill_partition_phase_seconds_total);
+//   - a job of 100,000 hour partitions with a trivial transform: partitions
+//     per second end to end, and the daemon's peak resident memory;
+//   - the plan of 100,000 partitions, and a 30-day plan over 1 million
+//     against 100 million orders;
+//   - GetBackfill (BASIC) calls per second with 32 concurrent clients
+//     against a bare gRPC echo server answering as many bytes;
+//   - a restart over a state store of 1,000,000 partition rows with a job
+//     running: time to serving, and to the job's next checkpoint.
+// --quick runs every step on small data (for CI: it proves the suite works
+// and asserts no timing).
+//
+// Usage: backfill_perf [--quick] [--bin-dir DIR] [--work-dir DIR] [--keep]
+
+#include <curl/curl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/clock.h"
+#include "bench/perf_daemon.h"
+#include "bench/perf_fixtures.h"
+#include "bench/perf_history.h"
+#include "bench/perf_process.h"
+#include "bench/rpc_load.h"
+#include "core/status_macros.h"
+
+#ifndef BACKFILL_BENCH_BUILD_TYPE
+#define BACKFILL_BENCH_BUILD_TYPE "unknown"
+#endif
+
+namespace backfill::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Sizes {
+  int days = 365;
+  int64_t orders_per_day = 27'398;         // 10.0 million orders in 365 days
+  int64_t hours = 100'000;                 // the trivial job and the large plan
+  int64_t small_orders_per_day = 2'740;    // 1.0 million in 365 days
+  int64_t large_orders_per_day = 273'973;  // 100 million in 365 days
+  int history_jobs = 9;                    // finished jobs before a restart
+  int clients = 32;
+  absl::Duration load_warmup = absl::Seconds(2);
+  absl::Duration load_time = absl::Seconds(10);
+  int plan_repeats = 5;
+};
+
+Sizes QuickSizes() {
+  Sizes s;
+  s.orders_per_day = 200;
+  s.hours = 2'000;
+  s.small_orders_per_day = 20;
+  s.large_orders_per_day = 2'000;
+  s.history_jobs = 4;
+  s.load_warmup = absl::Milliseconds(200);
+  s.load_time = absl::Seconds(1);
+  s.plan_repeats = 2;
+  return s;
+}
+
+// One line of the table.
+struct Row {
+  std::string measure;
+  std::string goal;
+  std::string figures;  // the raw measurements the result comes from
+  std::string result;
+  std::optional<bool> met;  // nullopt: reported, no pass/fail
+};
+
+std::string Count(double n) {
+  if (n >= 1e6 && static_cast<int64_t>(n) % 100'000 == 0) {
+    return absl::StrFormat("%.1fM", n / 1e6);
+  }
+  std::string digits = absl::StrCat(static_cast<int64_t>(n));
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return digits;
+}
+
+std::string Sec(double s) {
+  if (s < 0.01) return absl::StrFormat("%.2f ms", s * 1e3);
+  return absl::StrFormat("%.3f s", s);
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+size_t AppendBody(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// GET http://<address>/metrics.
+absl::StatusOr<std::string> Scrape(const std::string& address) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return absl::InternalError("curl_easy_init");
+  std::string body;
+  const std::string url = absl::StrCat("http://", address, "/metrics");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) {
+    return absl::UnavailableError(
+        absl::StrCat("GET ", url, ": ", curl_easy_strerror(rc)));
+  }
+  return body;
+}
+
+// The samples of family `name` by their label text, e.g.
+// {"phase=\"transform\"": 1.5}.
+std::map<std::string, double> Samples(const std::string& text,
+                                      const std::string& name) {
+  std::map<std::string, double> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name)) continue;
+    absl::string_view rest = line.substr(name.size());
+    std::string labels;
+    if (!rest.empty() && rest[0] == '{') {
+      const size_t close = rest.find('}');
+      if (close == absl::string_view::npos) continue;
+      labels = std::string(rest.substr(1, close - 1));
+      rest = rest.substr(close + 1);
+    } else if (rest.empty() || rest[0] != ' ') {
+      continue;  // a longer name with this prefix
+    }
+    double value = 0;
+    if (absl::SimpleAtod(absl::StripAsciiWhitespace(rest), &value)) {
+      out[labels] = value;
+    }
+  }
+  return out;
+}
+
+std::string Machine() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model;
+  while (std::getline(cpuinfo, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      model = std::string(
+          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
+      break;
+    }
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  int64_t mem_kb = 0;
+  while (std::getline(meminfo, line)) {
+    if (absl::StartsWith(line, "MemTotal:")) {
+      std::vector<std::string> parts =
+          absl::StrSplit(line, ' ', absl::SkipWhitespace());
+      if (parts.size() > 1) absl::SimpleAtoi(parts[1], &mem_kb);
+    }
+  }
+  utsname u{};
+  uname(&u);
+  return absl::StrFormat("%s, %d cores, %.0f GiB, Linux %s", model,
+                         sysconf(_SC_NPROCESSORS_ONLN),
+                         static_cast<double>(mem_kb) / (1 << 20), u.release);
+}
+
+class Suite {
+ public:
+  Suite(bool quick, std::string bin_dir, fs::path dir)
+      : quick_(quick),
+        sizes_(quick ? QuickSizes() : Sizes()),
+        bin_dir_(std::move(bin_dir)),
+        dir_(std::move(dir)) {}
+
+  absl::Status Run() {
+    RETURN_IF_ERROR(CostRows());
+    RETURN_IF_ERROR(ManyPartitionRows());
+    RETURN_IF_ERROR(PlanSizeRows());
+    return absl::OkStatus();
+  }
+
+  void Print(absl::Duration took) const {
+    absl::PrintF("\n### backfilld performance%s\n\n",
+                 quick_ ? " (--quick)" : "");
+    absl::PrintF("%s, %s; build type %s; %d workers; suite ran %.0f s\n\n",
+                 absl::FormatTime("%Y-%m-%d %H:%M UTC", absl::Now(),
+                                  absl::UTCTimeZone()),
+                 Machine(), BACKFILL_BENCH_BUILD_TYPE, kWorkers,
+                 absl::ToDoubleSeconds(took));
+    absl::PrintF("| measure | goal | figures | result | met |\n");
+    absl::PrintF("|---|---|---|---:|:---:|\n");
+    for (const Row& r : rows_) {
+      absl::PrintF("| %s | %s | %s | %s | %s |\n", r.measure, r.goal, r.figures,
+                   r.result,
+                   !r.met.has_value() ? "" : (*r.met ? "yes" : "**no**"));
+    }
+    if (quick_) {
+      absl::PrintF(
+          "\n--quick: small data; the figures prove the suite runs, they "
+          "measure nothing.\n");
+    }
+  }
+
+ private:
+  static constexpr int kWorkers = 2;
+
+  std::string Bin(const std::string& name) const {
+    return absl::StrCat(bin_dir_, "/", name);
+  }
+
+  void Log(const std::string& what) const {
+    std::fprintf(stderr, "backfill_perf: %s\n", what.c_str());
+  }
+
+  // A data directory with pipelines/<name>.yaml holding `yaml`.
+  absl::StatusOr<std::string> DataDir(const std::string& name,
+                                      const std::string& yaml) const {
+    const fs::path data = dir_ / name;
+    fs::create_directories(data / "pipelines");
+    RETURN_IF_ERROR(
+        WriteTextFile((data / "pipelines" / "bench.yaml").string(), yaml));
+    return data.string();
+  }
+
+  absl::StatusOr<std::unique_ptr<BenchDaemon>> StartDaemon(
+      const std::string& data_dir,
+      std::vector<std::string> extra_args = {}) const {
+    DaemonOptions options;
+    options.binary = Bin("backfilld");
+    options.data_dir = data_dir;
+    options.workers = kWorkers;
+    options.extra_args = std::move(extra_args);
+    return BenchDaemon::Start(options);
+  }
+
+  static v1::BackfillRequest Request(const std::string& dataset,
+                                     const std::string& from,
+                                     const std::string& to,
+                                     const std::string& reason) {
+    v1::BackfillRequest r;
+    r.set_dataset(dataset);
+    r.set_from_partition(from);
+    r.set_to_partition(to);
+    r.set_reason(reason);
+    return r;
+  }
+
+  // The cost rows: a full reload through backfilld and directly, and a
+  // 30-day backfill, on `days` x `orders_per_day` orders.
+  absl::Status CostRows() {
+    const int64_t orders = sizes_.days * sizes_.orders_per_day;
+    ASSIGN_OR_RETURN(std::string data,
+                     DataDir("cost", RevenuePipelineYaml({"orders"})));
+    const std::string warehouse = data + "/warehouse.db";
+    Log(absl::StrCat("generating ", Count(orders), " orders"));
+    RETURN_IF_ERROR(AddOrdersTable(warehouse, "orders", sizes_.days,
+                                   sizes_.orders_per_day));
+    const std::vector<std::string> days = Days(sizes_.days);
+
+    // The same SQL run directly: per day, in one transaction, the day's
+    // rows deleted and the transform's inserted. Run first, so both read
+    // the orders from the page cache (the generator just wrote them).
+    const std::string script_path = (dir_ / "direct.sql").string();
+    RETURN_IF_ERROR(WriteTextFile(
+        script_path, DirectReloadScript("orders", "direct_revenue", days)));
+    Log("full reload with sqlite3");
+    ASSIGN_OR_RETURN(CommandUsage direct,
+                     RunCommand({"sqlite3", warehouse}, script_path,
+                                (dir_ / "sqlite3.log").string()));
+    if (direct.exit_code != 0) {
+      return absl::InternalError(absl::StrCat("sqlite3 exited ",
+                                              direct.exit_code, " (see ",
+                                              dir_.string(), "/sqlite3.log)"));
+    }
+
+    ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
+    Log("full reload through backfilld");
+    ASSIGN_OR_RETURN(std::string metrics_before,
+                     Scrape(daemon->metrics_address()));
+    const v1::BackfillRequest full = Request("revenue_orders", days.front(),
+                                             days.back(), "bench: full reload");
+    ASSIGN_OR_RETURN(JobRun first, daemon->RunJob(full));
+    ASSIGN_OR_RETURN(std::string metrics_after,
+                     Scrape(daemon->metrics_address()));
+    RETURN_IF_ERROR(SameRows(warehouse, "revenue_orders", "direct_revenue"));
+
+    // The 30-day backfill and a second full reload, both replacing
+    // published partitions (so each validates against what is published).
+    Log("30-day backfill and full reload through backfilld");
+    const v1::BackfillRequest scoped =
+        Request("revenue_orders", days[days.size() - 61],
+                days[days.size() - 31], "bench: 30 days");
+    ASSIGN_OR_RETURN(JobRun thirty, daemon->RunJob(scoped));
+    ASSIGN_OR_RETURN(JobRun second, daemon->RunJob(full));
+    daemon->Stop();
+
+    const double cpu_ratio = first.daemon_cpu_seconds / direct.cpu_seconds;
+    rows_.push_back(
+        {absl::StrCat("CPU of a full reload (", sizes_.days, " days, ",
+                      Count(orders),
+                      " orders): backfilld / sqlite3 running "
+                      "the same SQL"),
+         "<= 1.15x",
+         absl::StrFormat("backfilld %.2f s CPU (%s wall, %d workers); "
+                         "sqlite3 %.2f s CPU (%s wall)",
+                         first.daemon_cpu_seconds, Sec(first.wall_seconds),
+                         kWorkers, direct.cpu_seconds,
+                         Sec(direct.wall_seconds)),
+         absl::StrFormat("%.2fx", cpu_ratio), cpu_ratio <= 1.15});
+    const double share = 30.0 / sizes_.days;
+    const double wall_share = thirty.wall_seconds / second.wall_seconds;
+    const double cost_share =
+        thirty.job.actual_cost() / std::max(1.0, second.job.actual_cost());
+    rows_.push_back(
+        {"wall of a 30-of-365-day backfill / wall of the full reload",
+         absl::StrFormat("%.1f%% +- 2 points", 100 * share),
+         absl::StrFormat("30 days %s, full reload %s; input rows %s / %s "
+                         "(%.1f%%)",
+                         Sec(thirty.wall_seconds), Sec(second.wall_seconds),
+                         Count(thirty.job.actual_cost()),
+                         Count(second.job.actual_cost()), 100 * cost_share),
+         absl::StrFormat("%.1f%%", 100 * wall_share),
+         std::abs(wall_share - share) <= 0.02});
+
+    // Where the first full reload's time went, from the daemon's own
+    // counters.
+    const std::string family = "backfill_partition_phase_seconds_total";
+    std::map<std::string, double> before = Samples(metrics_before, family);
+    std::map<std::string, double> after = Samples(metrics_after, family);
+    auto phase = [&](const std::string& name) {
+      const std::string key = absl::StrCat("phase=\"", name, "\"");
+      return after[key] - before[key];
+    };
+    const double transform = phase("transform");
+    const double fingerprint = phase("fingerprint");
+    const double validate = phase("validate");
+    if (after.empty() || transform <= 0) {
+      rows_.push_back(
+          {"fingerprints and checks per partition / the "
+           "transform's own time",
+           "< 10%", "the daemon exports no phase times", "", false});
+    } else {
+      const double share_fc = (fingerprint + validate) / transform;
+      rows_.push_back(
+          {"fingerprints and checks per partition / the transform's own time",
+           "< 10%",
+           absl::StrFormat("per partition: transform %.2f ms, fingerprints "
+                           "%.2f ms, checks %.2f ms (%d partitions)",
+                           transform / sizes_.days * 1e3,
+                           fingerprint / sizes_.days * 1e3,
+                           validate / sizes_.days * 1e3, sizes_.days),
+           absl::StrFormat("%.1f%%", 100 * share_fc), share_fc < 0.10});
+    }
+    return absl::OkStatus();
+  }
+
+  // Fails unless tables `a` and `b` of the warehouse hold the same rows.
+  absl::Status SameRows(const std::string& warehouse, const std::string& a,
+                        const std::string& b) const {
+    const std::string script = (dir_ / "compare.sql").string();
+    RETURN_IF_ERROR(WriteTextFile(
+        script,
+        absl::StrFormat(
+            "SELECT (SELECT COUNT(*) FROM (SELECT * FROM \"%1$s\" EXCEPT "
+            "SELECT * FROM \"%2$s\")) || '/' || (SELECT COUNT(*) FROM "
+            "(SELECT * FROM \"%2$s\" EXCEPT SELECT * FROM \"%1$s\")) "
+            "|| '/' || (SELECT COUNT(*) FROM \"%1$s\");\n",
+            a, b)));
+    const std::string out = (dir_ / "compare.out").string();
+    fs::remove(out);
+    ASSIGN_OR_RETURN(
+        CommandUsage usage,
+        RunCommand({"sqlite3", "-readonly", warehouse}, script, out));
+    std::ifstream in(out);
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> counts = absl::StrSplit(line, '/');
+    if (usage.exit_code != 0 || counts.size() != 3 || counts[0] != "0" ||
+        counts[1] != "0" || counts[2] == "0") {
+      return absl::InternalError(
+          absl::StrCat(a, " and ", b,
+                       " differ (rows only in the first/only in the "
+                       "second/in all): ",
+                       line));
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string Hour(absl::CivilHour h) {
+    return absl::FormatCivilTime(h).substr(0, 13);
+  }
+
+  // The rows over the trivial hourly pipeline: the plan and the job of
+  // 100,000 partitions, GetBackfill against echo, and the restart.
+  absl::Status ManyPartitionRows() {
+    ASSIGN_OR_RETURN(std::string data,
+                     DataDir("hours", TrivialHourlyPipelineYaml("ticks")));
+    RETURN_IF_ERROR(AddEmptyHourTable(data + "/warehouse.db", "ticks"));
+    const absl::CivilHour start(2000, 1, 1, 0);
+    const int64_t n = sizes_.hours;
+    auto range = [&](int64_t k) {
+      return Request("hourly_ticks", Hour(start + k * n),
+                     Hour(start + (k + 1) * n),
+                     absl::StrCat("bench: ", Count(n), " hours"));
+    };
+    ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
+
+    // The plan of n partitions, as a client sees it.
+    std::vector<double> plans;
+    for (int i = 0; i < sizes_.plan_repeats + 1; ++i) {
+      const absl::Time t = absl::Now();
+      ASSIGN_OR_RETURN(v1::PlanBackfillResponse plan,
+                       daemon->client().Plan(range(0)));
+      (void)plan;
+      if (i > 0) plans.push_back(absl::ToDoubleSeconds(absl::Now() - t));
+    }
+    const double plan_seconds = Median(plans);
+    rows_.push_back({absl::StrCat("PlanBackfill of ", Count(n),
+                                  " hour partitions (the client's wait)"),
+                     "< 0.2 s",
+                     absl::StrFormat("median of %d", sizes_.plan_repeats),
+                     Sec(plan_seconds), plan_seconds < 0.2});
+
+    Log(absl::StrCat("a job of ", Count(n), " partitions"));
+    ASSIGN_OR_RETURN(JobRun job, daemon->RunJob(range(0)));
+    ASSIGN_OR_RETURN(ProcessSample sample, daemon->Sample());
+    const double rate = n / job.wall_seconds;
+    rows_.push_back(
+        {absl::StrCat(Count(n),
+                      "-partition trivial job, durable "
+                      "checkpoints, submit to SUCCEEDED"),
+         ">= 10,000 partitions/s; peak RSS < 150 MB",
+         absl::StrFormat("%s wall, daemon CPU %.2f s (%.0f us/partition)",
+                         Sec(job.wall_seconds), job.daemon_cpu_seconds,
+                         job.daemon_cpu_seconds / n * 1e6),
+         absl::StrFormat("%s partitions/s; %.0f MB", Count(rate),
+                         sample.peak_rss_kb / 1024.0),
+         rate >= 10'000 && sample.peak_rss_kb < 150 * 1024});
+
+    RETURN_IF_ERROR(RpcRows(*daemon, job.job.id()));
+
+    // The restart: finished jobs up to (history_jobs + 1) x n partition
+    // rows, one more job running when the daemon is killed.
+    daemon->Stop();
+    std::vector<BackfillRequest> history;
+    for (int k = 1; k <= sizes_.history_jobs; ++k) {
+      v1::BackfillRequest r = range(k);
+      BackfillRequest h;
+      h.dataset = r.dataset();
+      h.from = r.from_partition();
+      h.to = r.to_partition();
+      h.reason = r.reason();
+      history.push_back(h);
+    }
+    Log(absl::StrCat("recording ", sizes_.history_jobs, " finished jobs"));
+    RETURN_IF_ERROR(RecordFinishedJobs(data, history));
+    ASSIGN_OR_RETURN(daemon, StartDaemon(data));
+    ASSIGN_OR_RETURN(
+        v1::SubmitBackfillResponse running,
+        daemon->client().Submit(range(sizes_.history_jobs + 1), ""));
+    const std::string id = running.backfill().id();
+    int64_t done_before = 0;
+    while (true) {
+      ASSIGN_OR_RETURN(v1::Backfill b,
+                       daemon->client().Get(id, v1::BACKFILL_VIEW_BASIC));
+      done_before = b.partitions().staged() + b.partitions().published();
+      if (done_before >= n / 10) break;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    daemon->Kill();
+    const int64_t rows = (sizes_.history_jobs + 2) * n;
+    Log(absl::StrCat("restart over ", Count(rows), " partition rows"));
+    ASSIGN_OR_RETURN(daemon, StartDaemon(data));
+    const double serving = daemon->seconds_to_serving();
+    const absl::Time served = absl::Now();
+    ASSIGN_OR_RETURN(v1::Backfill b0,
+                     daemon->client().Get(id, v1::BACKFILL_VIEW_BASIC));
+    const int64_t done_at_start =
+        b0.partitions().staged() + b0.partitions().published();
+    // The first checkpoint after serving (none if the job was done by
+    // then).
+    double resumed = -1;
+    while (done_at_start < b0.partitions().total() &&
+           absl::Now() - served < absl::Minutes(2)) {
+      ASSIGN_OR_RETURN(v1::Backfill b,
+                       daemon->client().Get(id, v1::BACKFILL_VIEW_BASIC));
+      if (b.partitions().staged() + b.partitions().published() >
+          done_at_start) {
+        resumed = absl::ToDoubleSeconds(absl::Now() - served);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSIGN_OR_RETURN(v1::Backfill finished, daemon->WaitForJob(id));
+    daemon->Stop();
+    rows_.push_back(
+        {absl::StrCat("restart over ", Count(rows),
+                      " partition rows, a job running (kill -9)"),
+         "< 1 s to serving",
+         absl::StrFormat(
+             "killed after %s+ of %s partitions, %s checkpointed on restart; "
+             "next checkpoint %s after serving; the job then %s",
+             Count(done_before), Count(n), Count(done_at_start),
+             resumed >= 0         ? Sec(resumed)
+             : done_at_start == n ? "(none left)"
+                                  : "(none in 2 min)",
+             absl::AsciiStrToLower(v1::BackfillState_Name(finished.state())
+                                       .substr(strlen("BACKFILL_STATE_")))),
+         Sec(serving), serving < 1.0});
+    return absl::OkStatus();
+  }
+
+  // GetBackfill (BASIC) against a bare echo server answering as many bytes.
+  absl::Status RpcRows(BenchDaemon& daemon, const std::string& job_id) {
+    ASSIGN_OR_RETURN(v1::Backfill basic,
+                     daemon.client().Get(job_id, v1::BACKFILL_VIEW_BASIC));
+    const size_t bytes = basic.ByteSizeLong();
+    Log(absl::StrCat("GetBackfill and echo, ", sizes_.clients, " clients"));
+    ASSIGN_OR_RETURN(LoadResult get,
+                     LoadGetBackfill(daemon.target(), job_id, sizes_.clients,
+                                     sizes_.load_warmup, sizes_.load_time));
+    const std::string echo_target = absl::StrCat("127.0.0.1:", FreePort());
+    ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> echo,
+                     ChildProcess::Start(
+                         {Bin("backfill_echo_server"), "--listen", echo_target},
+                         (dir_ / "echo.log").string()));
+    RETURN_IF_ERROR(WaitForEcho(echo_target, absl::Seconds(30)));
+    ASSIGN_OR_RETURN(LoadResult bare,
+                     LoadEcho(echo_target, bytes, sizes_.clients,
+                              sizes_.load_warmup, sizes_.load_time));
+    echo->Stop(absl::Seconds(10));
+    if (get.errors > 0 || bare.errors > 0) {
+      return absl::InternalError(absl::StrCat(
+          "load errors: GetBackfill ", get.errors, " (", get.first_error,
+          "), echo ", bare.errors, " (", bare.first_error, ")"));
+    }
+    const double ratio = get.qps / bare.qps;
+    rows_.push_back(
+        {absl::StrCat("GetBackfill (BASIC, ", bytes, " bytes) QPS, ",
+                      sizes_.clients,
+                      " clients / bare gRPC echo of as many "
+                      "bytes"),
+         ">= 0.5x, p99 printed",
+         absl::StrFormat("GetBackfill %s/s, p50 %.0f us, p99 %.0f us; echo "
+                         "%s/s, p50 %.0f us, p99 %.0f us",
+                         Count(get.qps), get.p50_us, get.p99_us,
+                         Count(bare.qps), bare.p50_us, bare.p99_us),
+         absl::StrFormat("%.2fx", ratio), ratio >= 0.5});
+    return absl::OkStatus();
+  }
+
+  // The same 30-day plan over 1 million and over 100 million orders.
+  absl::Status PlanSizeRows() {
+    ASSIGN_OR_RETURN(std::string data,
+                     DataDir("plans", RevenuePipelineYaml({"small", "large"})));
+    const std::string warehouse = data + "/warehouse.db";
+    const int64_t small = sizes_.days * sizes_.small_orders_per_day;
+    const int64_t large = sizes_.days * sizes_.large_orders_per_day;
+    Log(absl::StrCat("generating ", Count(small), " and ", Count(large),
+                     " orders"));
+    RETURN_IF_ERROR(AddOrdersTable(warehouse, "small", sizes_.days,
+                                   sizes_.small_orders_per_day));
+    RETURN_IF_ERROR(AddOrdersTable(warehouse, "large", sizes_.days,
+                                   sizes_.large_orders_per_day));
+    ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
+    const std::vector<std::string> days = Days(sizes_.days);
+    struct Timing {
+      double first = 0;
+      double steady = 0;
+    };
+    auto time_plans = [&](const std::string& table) -> absl::StatusOr<Timing> {
+      const v1::BackfillRequest r =
+          Request(absl::StrCat("revenue_", table), days[days.size() - 61],
+                  days[days.size() - 31], "bench: plan");
+      Timing t;
+      std::vector<double> later;
+      for (int i = 0; i < sizes_.plan_repeats + 1; ++i) {
+        const absl::Time t0 = absl::Now();
+        ASSIGN_OR_RETURN(v1::PlanBackfillResponse plan,
+                         daemon->client().Plan(r));
+        (void)plan;
+        const double s = absl::ToDoubleSeconds(absl::Now() - t0);
+        if (i == 0) {
+          t.first = s;
+        } else {
+          later.push_back(s);
+        }
+      }
+      t.steady = Median(later);
+      return t;
+    };
+    ASSIGN_OR_RETURN(Timing s, time_plans("small"));
+    ASSIGN_OR_RETURN(Timing l, time_plans("large"));
+    daemon->Stop();
+    const double ratio = l.steady / s.steady;
+    rows_.push_back(
+        {absl::StrCat("30-day PlanBackfill over ", Count(large), " / over ",
+                      Count(small), " orders (", sizes_.days, " days)"),
+         "flat (~1x)",
+         absl::StrFormat("%s / %s (median of %d); the first plan, which "
+                         "counts the tables: %s / %s",
+                         Sec(l.steady), Sec(s.steady), sizes_.plan_repeats,
+                         Sec(l.first), Sec(s.first)),
+         absl::StrFormat("%.2fx", ratio), ratio <= 1.5});
+    return absl::OkStatus();
+  }
+
+  bool quick_;
+  Sizes sizes_;
+  std::string bin_dir_;
+  fs::path dir_;
+  std::vector<Row> rows_;
+};
+
+int Main(int argc, char** argv) {
+  bool quick = false;
+  bool keep = false;
+  std::string bin_dir = fs::absolute(argv[0]).parent_path().string();
+  std::string work_dir = fs::temp_directory_path().string();
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--quick") {
+      quick = true;
+    } else if (flag == "--keep") {
+      keep = true;
+    } else if (flag == "--bin-dir" && i + 1 < argc) {
+      bin_dir = argv[++i];
+    } else if (flag == "--work-dir" && i + 1 < argc) {
+      work_dir = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: backfill_perf [--quick] [--bin-dir DIR] "
+                   "[--work-dir DIR] [--keep]\n");
+      return 2;
+    }
+  }
+  const fs::path dir =
+      fs::path(work_dir) / absl::StrCat("backfill_perf_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  const absl::Time start = absl::Now();
+  Suite suite(quick, bin_dir, dir);
+  absl::Status ran = suite.Run();
+  if (!ran.ok()) {
+    std::fprintf(stderr, "backfill_perf: %s (work files kept in %s)\n",
+                 ran.ToString().c_str(), dir.string().c_str());
+    return 1;
+  }
+  suite.Print(absl::Now() - start);
+  if (!keep) fs::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace backfill::bench
+
+int main(int argc, char** argv) { return backfill::bench::Main(argc, argv); }
