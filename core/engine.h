@@ -51,10 +51,39 @@ struct InputRef {
   std::optional<std::string> partition;  // nullopt: the whole table
 };
 
+// Where one StagePartition call spent its time, by phase, as the engine
+// measured it. Engines have no injected Clock: they time their own work
+// with a Stopwatch (core/stopwatch.h), on the monotonic clock. The phases
+// do not overlap, and add up to a little less than the call: waiting for
+// a connection, ending the read transaction and clearing the session's
+// temporary objects count in none of them.
+struct StageTimings {
+  // Computing the partition's rows into the engine's output table (a
+  // temporary table of the call's session): creating the job's view of
+  // the inputs, compiling the transform and running its SQL, the check
+  // that every row falls inside the partition and, for an item with entity
+  // keys, the merge of the other keys' published rows. The partition check
+  // stays in this phase: it is one aggregate over the rows the transform
+  // has just written (never over the inputs), and a row outside fails the
+  // call, so it is part of producing the partition.
+  absl::Duration transform = absl::ZeroDuration();
+  // Hashing rows (core/fingerprint.h): the output fingerprint, over every
+  // output row, and the fingerprint of every input, over every row the
+  // InputRef names. An engine that keeps a pinned input's fingerprint for
+  // the job (SqliteEngine does) charges its rows to the first partition
+  // that reads it and a lookup to the others.
+  absl::Duration fingerprint = absl::ZeroDuration();
+  // The write to staging: the write transaction that replaces the
+  // partition's staged rows with the output table, waiting for the
+  // warehouse's write lock included.
+  absl::Duration stage_write = absl::ZeroDuration();
+};
+
 struct StageResult {
   int64_t rows_written = 0;
   std::string output_fingerprint;
   std::vector<InputFingerprint> inputs;  // one per InputRef, same order
+  StageTimings timings;  // zero when the engine does not measure (a fake)
 };
 
 struct ValidationReport {
@@ -281,6 +310,9 @@ class Engine {
   // reader of staging (dependents in the job, validation, profiles, diff,
   // the output fingerprint, which covers the whole partition) sees the
   // partition it would publish.
+  //
+  // The result says how long each phase took (StageTimings); a call that
+  // fails reports none.
   virtual absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition, const std::vector<InputRef>& inputs) = 0;

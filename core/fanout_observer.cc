@@ -27,6 +27,17 @@ void FanoutObserver::OnPartitionAttempt(bool ok, absl::Duration duration) {
   for (JobObserver* o : observers_) o->OnPartitionAttempt(ok, duration);
 }
 
+void FanoutObserver::OnPartitionStageTimings(const std::string& dataset,
+                                             const StageTimings& timings) {
+  for (JobObserver* o : observers_)
+    o->OnPartitionStageTimings(dataset, timings);
+}
+
+void FanoutObserver::OnJobValidationTime(const std::string& job_id,
+                                         absl::Duration duration) {
+  for (JobObserver* o : observers_) o->OnJobValidationTime(job_id, duration);
+}
+
 void FanoutObserver::OnPartitionCheckpointed(const std::string& dataset,
                                              TaskState state, int64_t rows) {
   for (JobObserver* o : observers_) {

@@ -21,6 +21,10 @@ class FanoutObserver final : public JobObserver {
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;
   void OnPartitionAttempt(bool ok, absl::Duration duration) override;
+  void OnPartitionStageTimings(const std::string& dataset,
+                               const StageTimings& timings) override;
+  void OnJobValidationTime(const std::string& job_id,
+                           absl::Duration duration) override;
   void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
                                int64_t rows) override;
   void OnJobPublished(const std::string& job_id,

@@ -1,8 +1,11 @@
 // JobObserver: events the core reports as jobs and partitions progress and
-// as storage fails and recovers, so that metrics, logs and health
-// (server/) can follow them without the core knowing Prometheus or spdlog.
-// Called from worker and manager threads: implementations must be thread-safe
-// and cheap (no I/O).
+// as storage fails and recovers, and where a job's time goes (the engine's
+// phases of each partition, the validation of the job), so that metrics,
+// logs and health (server/) can follow them without the core knowing
+// Prometheus or spdlog. Every method has an empty default: an observer
+// overrides what it follows, and one that forwards events to another (as
+// FanoutObserver does) must forward every method. Called from worker and
+// manager threads: implementations must be thread-safe and cheap (no I/O).
 
 #ifndef BACKFILL_CORE_JOB_OBSERVER_H_
 #define BACKFILL_CORE_JOB_OBSERVER_H_
@@ -13,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/engine.h"
 #include "core/job.h"
 
 namespace backfill {
@@ -28,6 +32,24 @@ class JobObserver {
 
   // A partition task attempt ended: staged (ok) or failed.
   virtual void OnPartitionAttempt(bool ok, absl::Duration duration) {}
+
+  // Where an attempt that staged a partition of `dataset` (a name from the
+  // catalog) spent its time in the engine, phase by phase, as the engine
+  // measured it (StageTimings in core/engine.h); reported right after its
+  // OnPartitionAttempt(true, ...), whatever the early cutoff decides then.
+  // A failed attempt reports none.
+  virtual void OnPartitionStageTimings(const std::string& dataset,
+                                       const StageTimings& timings) {}
+
+  // A validation of the job's staging ran (core/validate_step.h
+  // ValidateStaging: Engine::ValidateStaged, the profiles and the checks of
+  // every dataset) and took `duration` on the runner's clock, whether it
+  // passed, failed or ended in an error. Every run counts: the one before
+  // publishing, a new one after partitions whose staging was lost are
+  // recomputed, and the integrity check before a resumed or approved
+  // publish.
+  virtual void OnJobValidationTime(const std::string& job_id,
+                                   absl::Duration duration) {}
 
   // A partition task's checkpoint was recorded: `state` is STAGED
   // (recomputed into staging, `rows` rows written there), UNCHANGED

@@ -1020,6 +1020,9 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
       result = RecomputePartition(engine_, planner, *clock_, id, *spec, task);
       if (observer_ != nullptr) {
         observer_->OnPartitionAttempt(result.status.ok(), result.took);
+        if (result.status.ok()) {
+          observer_->OnPartitionStageTimings(spec->name, result.timings);
+        }
       }
       s = result.status;
       if (s.ok()) {
@@ -1245,6 +1248,20 @@ void JobRunner::ReportCheckFailures(const std::vector<CheckResult>& results) {
   }
 }
 
+absl::StatusOr<ValidationOutcome> JobRunner::ValidateTimed(
+    const std::string& id, const JobLayout& layout,
+    const std::vector<PartitionTask>& tasks, const ValidateOptions& options) {
+  const absl::Time start = clock_->Now();
+  absl::StatusOr<ValidationOutcome> outcome =
+      ValidateStaging(engine_, layout, tasks, options);
+  if (observer_ != nullptr) {
+    // A clock set back meanwhile makes it 0, never negative.
+    observer_->OnJobValidationTime(
+        id, std::max(clock_->Now() - start, absl::ZeroDuration()));
+  }
+  return outcome;
+}
+
 absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   *done = false;
   JobLayout layout;
@@ -1260,7 +1277,7 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   ValidateOptions validate_options;
   validate_options.catalog = job->catalog.get();
   ASSIGN_OR_RETURN(ValidationOutcome outcome,
-                   ValidateStaging(engine_, layout, tasks, validate_options));
+                   ValidateTimed(job->job.id, layout, tasks, validate_options));
   CrashPoint("validate");
   int rounds;
   {
@@ -1480,7 +1497,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
       integrity.catalog = job->catalog.get();
       integrity.integrity_only = true;
       ASSIGN_OR_RETURN(ValidationOutcome outcome,
-                       ValidateStaging(engine_, layout, tasks, integrity));
+                       ValidateTimed(job->job.id, layout, tasks, integrity));
       if (overridden) {
         // An operator approved publishing despite these failures; only
         // staging that changed since stops the job.
@@ -2545,7 +2562,7 @@ absl::StatusOr<Job> JobRunner::Approve(const std::string& id,
       integrity.catalog = job->catalog.get();
       integrity.integrity_only = true;
       absl::StatusOr<ValidationOutcome> outcome =
-          ValidateStaging(engine_, layout, tasks, integrity);
+          ValidateTimed(id, layout, tasks, integrity);
       if (!outcome.ok()) {
         s = outcome.status();
       } else if (!outcome->lost.empty()) {

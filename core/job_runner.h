@@ -26,6 +26,11 @@
 // A partition whose staging write finds the warehouse full waits and tries
 // again without spending an attempt.
 //
+// Timing: besides each partition attempt (the clock's time around
+// StagePartition, with the engine's own timings of its phases), every
+// validation of a job's staging is timed with the clock and reported to the
+// observer.
+//
 // Recovery: Start() resumes what the store holds unfinished: queued and
 // running jobs continue from their checkpoints, paused ones stay paused,
 // jobs past validation finish, jobs held for a decision (with staging) stay
@@ -238,6 +243,11 @@ class JobRunner {
   absl::Status ReleaseCutOff(const std::string& id, const DatasetSpec& dataset,
                              const std::string& partition);
   absl::Status ValidateJob(Active* job, bool* done);
+  // ValidateStaging of job `id`, timed with the clock and reported to the
+  // observer (OnJobValidationTime), whatever its outcome.
+  absl::StatusOr<ValidationOutcome> ValidateTimed(
+      const std::string& id, const JobLayout& layout,
+      const std::vector<PartitionTask>& tasks, const ValidateOptions& options);
   // `hold` checks failed (and no `error` one): AWAITING_APPROVAL.
   absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,
                        bool* done);

@@ -23,6 +23,7 @@ RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
     task.output_fingerprint = std::move(staged->output_fingerprint);
     task.inputs = std::move(staged->inputs);
     task.last_error.clear();
+    out.timings = staged->timings;
   } else {
     out.status = staged.status();
     task.last_error = std::string(staged.status().message());

@@ -1,7 +1,8 @@
 // Recompute step (step 3 of the playbook): one attempt at recomputing one
 // partition into staging. The engine runs the transform; this step times
-// it and turns the result into the task's checkpoint (the caller writes it
-// to the state store). Stateless; thread-safe.
+// the attempt with the injected clock, passes on the engine's own timings
+// of its phases, and turns the result into the task's checkpoint (the
+// caller writes it to the state store). Stateless; thread-safe.
 
 #ifndef BACKFILL_CORE_RECOMPUTE_STEP_H_
 #define BACKFILL_CORE_RECOMPUTE_STEP_H_
@@ -25,6 +26,9 @@ struct RecomputeResult {
   PartitionTask task;
   absl::Status status;
   absl::Duration took;
+  // Where the engine spent its time (StageResult::timings) when `status`
+  // is OK; zero otherwise.
+  StageTimings timings;
 };
 
 // Stages `task` (its attempt counted already) of `dataset` for `job_id`.

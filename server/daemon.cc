@@ -170,6 +170,14 @@ class Daemon::LoggingObserver final : public JobObserver {
     }
     next_->OnPartitionAttempt(ok, duration);
   }
+  void OnPartitionStageTimings(const std::string& dataset,
+                               const StageTimings& timings) override {
+    next_->OnPartitionStageTimings(dataset, timings);
+  }
+  void OnJobValidationTime(const std::string& job_id,
+                           absl::Duration duration) override {
+    next_->OnJobValidationTime(job_id, duration);
+  }
   void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
                                int64_t rows) override {
     next_->OnPartitionCheckpointed(dataset, state, rows);

@@ -111,6 +111,11 @@ class StatsCollector final : public prometheus::Collectable {
   const std::atomic<bool>* store_writes_failing_;
 };
 
+// A phase's seconds; nothing negative (a counter only grows).
+double PhaseSeconds(absl::Duration d) {
+  return std::max(0.0, absl::ToDoubleSeconds(d));
+}
+
 const char* StorageLabel(JobObserver::Storage storage) {
   return storage == JobObserver::Storage::kStateStore ? "state_store"
                                                       : "warehouse";
@@ -351,6 +356,25 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
                         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                         1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800});
 
+  // Where the time of partitions and jobs goes. The engine times the
+  // phases of each attempt that staged (StageTimings); the runner times
+  // each validation of a job's staging.
+  auto& phases =
+      prometheus::BuildCounter()
+          .Name("backfill_partition_phase_seconds_total")
+          .Help(
+              "Seconds spent per phase: transform (the transform's SQL into "
+              "the engine's output table), fingerprint (hashing every output "
+              "and input row), stage_write (replacing the partition's staged "
+              "rows), each as the engine timed it in every attempt that "
+              "staged a partition; validate (every validation of a job's "
+              "staging: ValidateStaged, profiles and checks).")
+          .Register(*registry_);
+  phase_transform_ = &phases.Add({{"phase", "transform"}});
+  phase_fingerprint_ = &phases.Add({{"phase", "fingerprint"}});
+  phase_stage_write_ = &phases.Add({{"phase", "stage_write"}});
+  phase_validate_ = &phases.Add({{"phase", "validate"}});
+
   // Costs are counted once per job, when it publishes: a cancelled or
   // failed job, which never publishes, counts in neither, so the ratio of
   // actual to estimated compares the same jobs.
@@ -526,6 +550,18 @@ void Metrics::OnStorageRecovered(Storage storage) {
 void Metrics::OnPartitionAttempt(bool ok, absl::Duration duration) {
   (ok ? attempts_staged_ : attempts_failed_)->Increment();
   partition_duration_->Observe(absl::ToDoubleSeconds(duration));
+}
+
+void Metrics::OnPartitionStageTimings(const std::string& /*dataset*/,
+                                      const StageTimings& timings) {
+  phase_transform_->Increment(PhaseSeconds(timings.transform));
+  phase_fingerprint_->Increment(PhaseSeconds(timings.fingerprint));
+  phase_stage_write_->Increment(PhaseSeconds(timings.stage_write));
+}
+
+void Metrics::OnJobValidationTime(const std::string& /*job_id*/,
+                                  absl::Duration duration) {
+  phase_validate_->Increment(PhaseSeconds(duration));
 }
 
 void Metrics::OnJobFinished(const std::string& /*job_id*/, JobState state,

@@ -2,7 +2,11 @@
 //
 // Two kinds of series:
 //  * Event counters and the partition-duration histogram, fed by the
-//    manager through the JobObserver interface.
+//    manager through the JobObserver interface, among them where the time
+//    of partitions and jobs goes: backfill_partition_phase_seconds_total,
+//    seconds spent per phase (transform, fingerprint and stage_write, as
+//    the engine timed them in each staged attempt; validate, each
+//    validation of a job's staging), every phase at 0 from the start.
 //  * Gauges of jobs and partitions by state and of running-job progress,
 //    computed at scrape time from StoreStats (a stats function, normally
 //    the state store's Stats()), so they never go stale and are right
@@ -131,6 +135,10 @@ class Metrics final : public JobObserver {
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override;
   void OnPartitionAttempt(bool ok, absl::Duration duration) override;
+  void OnPartitionStageTimings(const std::string& dataset,
+                               const StageTimings& timings) override;
+  void OnJobValidationTime(const std::string& job_id,
+                           absl::Duration duration) override;
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override;
   void OnStorageFailing(Storage storage, const std::string& what,
@@ -166,6 +174,11 @@ class Metrics final : public JobObserver {
   prometheus::Counter* attempts_staged_ = nullptr;
   prometheus::Counter* attempts_failed_ = nullptr;
   prometheus::Histogram* partition_duration_ = nullptr;
+  // backfill_partition_phase_seconds_total by phase.
+  prometheus::Counter* phase_transform_ = nullptr;
+  prometheus::Counter* phase_fingerprint_ = nullptr;
+  prometheus::Counter* phase_stage_write_ = nullptr;
+  prometheus::Counter* phase_validate_ = nullptr;
   // Per dataset (labels: dataset, and state for checkpoints).
   prometheus::Family<prometheus::Counter>* checkpointed_ = nullptr;
   prometheus::Family<prometheus::Counter>* published_partitions_ = nullptr;

@@ -28,6 +28,7 @@
 #include "core/fingerprint.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
+#include "core/stopwatch.h"
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
@@ -1155,6 +1156,8 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
   const std::string cols = ColumnList(dataset);
 
   Lease db = Acquire();
+  // Each phase's time (StageTimings), from the leased connection on.
+  Stopwatch phase;
   RETURN_IF_ERROR(Annotate(ResetTemp(db.get()), where));
   StageResult result;
   std::map<std::string, InputFingerprint> new_pin_fingerprints;
@@ -1286,6 +1289,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         RETURN_IF_ERROR(Annotate(keep.Run(), where));
       }
     }
+    result.timings.transform = phase.Lap();
     {
       ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat("SELECT ", cols,
                                                              " FROM ", out)));
@@ -1334,6 +1338,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       }
       result.inputs.push_back(std::move(f));
     }
+    result.timings.fingerprint = phase.Lap();
     for (const std::string& view : views) {
       RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP VIEW temp.", Q(view))));
     }
@@ -1341,6 +1346,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
   }
   {
     // Phase 2: the short write: replace the partition's staged rows.
+    phase.Lap();
     ASSIGN_OR_RETURN(Transaction write, Transaction::Begin(db.get()));
     {
       ASSIGN_OR_RETURN(
@@ -1358,6 +1364,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     RETURN_IF_ERROR(CheckFile());
     CrashPoint("stage.before_commit");
     RETURN_IF_ERROR(Annotate(write.Commit(), where));
+    result.timings.stage_write = phase.Lap();
   }
   RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE ", out)));
 

@@ -73,6 +73,11 @@
 //      table into staging, commit. Only this copy holds the (single) writer
 //      lock; busy_timeout (10 s) makes the others wait for it.
 // A failed check stages nothing: the writer transaction never starts.
+// The call times its phases on the monotonic clock (StageTimings, with a
+// Stopwatch: the engine has no injected clock): `transform` from the
+// leased connection to the temp table complete (views, transform,
+// partition check, entity keys), `fingerprint` the hashing that ends
+// phase 1, `stage_write` phase 2, its wait for the writer lock included.
 //
 // Ownership: the engine owns its connections. JobLayouts handed to PrepareJob
 // are copied, but their DatasetSpec pointers are kept: the Catalog that owns

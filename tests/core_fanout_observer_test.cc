@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "core/fanout_observer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,6 +24,16 @@ class Recorder final : public JobObserver {
   }
   void OnPartitionAttempt(bool ok, absl::Duration) override {
     Add(ok ? "attempt ok" : "attempt failed");
+  }
+  void OnPartitionStageTimings(const std::string& dataset,
+                               const StageTimings& timings) override {
+    Add("timings " + dataset + " " + absl::FormatDuration(timings.transform) +
+        " " + absl::FormatDuration(timings.fingerprint) + " " +
+        absl::FormatDuration(timings.stage_write));
+  }
+  void OnJobValidationTime(const std::string& job_id,
+                           absl::Duration duration) override {
+    Add("validated " + job_id + " " + absl::FormatDuration(duration));
   }
   void OnPartitionCheckpointed(const std::string& dataset, TaskState,
                                int64_t rows) override {
@@ -65,11 +76,17 @@ TEST(FanoutObserverTest, EveryEventReachesEveryObserverInOrder) {
   JobObserver& o = fanout;
   o.OnJobTransition("bf-1", JobState::kQueued, JobState::kRunning, "go");
   o.OnPartitionAttempt(true, absl::Seconds(1));
+  StageTimings timings;
+  timings.transform = absl::Milliseconds(40);
+  timings.fingerprint = absl::Milliseconds(3);
+  timings.stage_write = absl::Milliseconds(5);
+  o.OnPartitionStageTimings("daily", timings);
   o.OnPartitionCheckpointed("daily", TaskState::kStaged, 7);
   JobObserver::PublishedDataset published;
   published.dataset = "daily";
   o.OnJobPublished("bf-1", {published});
   o.OnCheckFailed("daily", "min_rows", CheckSeverity::kError);
+  o.OnJobValidationTime("bf-1", absl::Milliseconds(250));
   o.OnJobFinished("bf-1", JobState::kSucceeded, 1, 1);
   o.OnConsumerConfirmed("daily", "cache", false, absl::Seconds(2));
   o.OnStorageFailing(JobObserver::Storage::kWarehouse, "publish",
@@ -78,10 +95,13 @@ TEST(FanoutObserverTest, EveryEventReachesEveryObserverInOrder) {
   EXPECT_THAT(
       log,
       ElementsAre("a: transition bf-1 go", "b: transition bf-1 go",
-                  "a: attempt ok", "b: attempt ok", "a: checkpointed daily 7",
+                  "a: attempt ok", "b: attempt ok",
+                  "a: timings daily 40ms 3ms 5ms",
+                  "b: timings daily 40ms 3ms 5ms", "a: checkpointed daily 7",
                   "b: checkpointed daily 7", "a: published bf-1 daily",
                   "b: published bf-1 daily", "a: check daily min_rows",
-                  "b: check daily min_rows", "a: finished bf-1",
+                  "b: check daily min_rows", "a: validated bf-1 250ms",
+                  "b: validated bf-1 250ms", "a: finished bf-1",
                   "b: finished bf-1", "a: consumer daily cache down",
                   "b: consumer daily cache down", "a: failing publish",
                   "b: failing publish", "a: recovered", "b: recovered"));

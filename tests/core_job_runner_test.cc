@@ -72,10 +72,14 @@ datasets:
     contract: {columns: {day: TEXT, n: INTEGER}}
 )yaml";
 
-// Records the storage events the runner reports; calls a hook (if set) on
-// each job transition, on the thread that made it.
+// Records the storage events and the timings the runner reports; calls a
+// hook (if set) on each job transition, on the thread that made it.
 class RecordingObserver : public JobObserver {
  public:
+  struct StageTimed {
+    std::string dataset;
+    StageTimings timings;
+  };
   using TransitionHook = std::function<void(const std::string& job_id,
                                             JobState from, JobState to)>;
   void SetTransitionHook(TransitionHook hook) {
@@ -108,9 +112,30 @@ class RecordingObserver : public JobObserver {
     absl::MutexLock lock(&mu_);
     return recovered_[static_cast<int>(s)];
   }
+  void OnPartitionStageTimings(const std::string& dataset,
+                               const StageTimings& timings) override {
+    absl::MutexLock lock(&mu_);
+    stage_timings_.push_back({dataset, timings});
+  }
+  void OnJobValidationTime(const std::string& job_id,
+                           absl::Duration duration) override {
+    absl::MutexLock lock(&mu_);
+    validations_.push_back({job_id, duration});
+  }
+  std::vector<StageTimed> stage_timings() const {
+    absl::MutexLock lock(&mu_);
+    return stage_timings_;
+  }
+  std::vector<std::pair<std::string, absl::Duration>> validations() const {
+    absl::MutexLock lock(&mu_);
+    return validations_;
+  }
 
  private:
   mutable absl::Mutex mu_;
+  std::vector<StageTimed> stage_timings_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, absl::Duration>> validations_
+      ABSL_GUARDED_BY(mu_);
   int failing_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
   int recovered_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
   TransitionHook transition_hook_ ABSL_GUARDED_BY(mu_);
@@ -995,6 +1020,43 @@ TEST_F(JobRunnerTest, MaxParallelPerJobAndPerDataset) {
   WaitState(h2, JobState::kSucceeded);
   EXPECT_LE(peak_job.load(), 2);
   EXPECT_EQ(peak_heavy.load(), 1) << "heavy declares max_parallel: 1";
+}
+
+// The engine's timings of each staged attempt reach the observer as it gave
+// them (none for a failed attempt), and each validation of the job is timed
+// with the runner's clock.
+TEST_F(JobRunnerTest, StageTimingsAndValidationTimeReachTheObserver) {
+  StageTimings timings;
+  timings.transform = absl::Milliseconds(30);
+  timings.fingerprint = absl::Milliseconds(2);
+  timings.stage_write = absl::Milliseconds(5);
+  engine_.SetStageTimings(timings);
+  FailStage("2025-01-02", absl::InternalError("transient"), 1);
+  // Validation takes 2 s of the clock per dataset, plus 1 s per profile.
+  engine_.SetHook([this](const Call& call) {
+    if (call.method == "ValidateStaged") clock_.Advance(absl::Seconds(2));
+    if (call.method == "ProfileStaged") clock_.Advance(absl::Seconds(1));
+    return OnCall(call);
+  });
+  const std::string id = Submit(Request("daily", "2025-01-01", "2025-01-04"));
+  const Job done = WaitState(id, JobState::kSucceeded);
+  ASSERT_EQ(done.counts.published, 3);
+
+  // 4 attempts, 3 of which staged.
+  EXPECT_EQ(StageCount(id, "2025-01-02"), 2);
+  const std::vector<RecordingObserver::StageTimed> staged =
+      observer_.stage_timings();
+  ASSERT_EQ(staged.size(), 3u);
+  for (const RecordingObserver::StageTimed& t : staged) {
+    EXPECT_EQ(t.dataset, "daily");
+    EXPECT_EQ(t.timings.transform, absl::Milliseconds(30));
+    EXPECT_EQ(t.timings.fingerprint, absl::Milliseconds(2));
+    EXPECT_EQ(t.timings.stage_write, absl::Milliseconds(5));
+  }
+  const auto validations = observer_.validations();
+  ASSERT_EQ(validations.size(), 1u);
+  EXPECT_EQ(validations[0].first, id);
+  EXPECT_EQ(validations[0].second, absl::Seconds(3));
 }
 
 TEST_F(JobRunnerTest, StoreWriteFailuresAreRetriedAndTheJobKeepsItsPartitions) {

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/prometheus_text.h"
 
 namespace backfill {
 namespace {
@@ -224,6 +225,48 @@ TEST_F(E2eTest, MetricsPassPromtoolLint) {
     EXPECT_EQ(lint.exit_code, 0) << lint;
     EXPECT_EQ(lint.out + lint.err, "") << lint;
   }
+
+  ExpectCleanSigterm(daemon);
+}
+
+// backfill_partition_phase_seconds_total on the real daemon: every phase at
+// 0 before any job; after a job whose transform is slow on purpose (it
+// counts to 200000 for each partition, over a few dozen input rows), every
+// phase grew, the transform took longer than the fingerprints, and the
+// engine's three phases fit in the partitions' own recompute time.
+TEST_F(E2eTest, PhaseSecondsStartAtZeroAndGrowWithAJob) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/4, /*orders_per_day=*/20, true));
+  Daemon& daemon = NewDaemon();
+  ASSERT_TRUE(daemon.Start());
+  const char* const kPhases[] = {"transform", "fingerprint", "stage_write",
+                                 "validate"};
+  const auto phase = [](const std::vector<testing::PromSample>& samples,
+                        const std::string& name) {
+    return testing::SumOf(samples, "backfill_partition_phase_seconds_total",
+                          {{"phase", name}});
+  };
+  const auto scrape = [&] {
+    const std::string response = HttpGet(daemon.metrics_port(), "/metrics");
+    const size_t header_end = response.find("\r\n\r\n");
+    EXPECT_NE(header_end, std::string::npos) << response;
+    return testing::ParseSamples(
+        header_end == std::string::npos ? "" : response.substr(header_end + 4));
+  };
+  std::vector<testing::PromSample> before = scrape();
+  for (const char* p : kPhases) EXPECT_EQ(phase(before, p), 0) << p;
+
+  SubmitSucceeded(
+      daemon, {"daily_revenue", "--from", "2025-01-01", "--to", "2025-01-05"},
+      "e2e phase seconds");
+  const std::vector<testing::PromSample> after = scrape();
+  for (const char* p : kPhases) EXPECT_GT(phase(after, p), 0) << p;
+  EXPECT_EQ(testing::SumOf(after, "backfill_partition_attempts_total",
+                           {{"result", "staged"}}),
+            4);
+  EXPECT_GT(phase(after, "transform"), phase(after, "fingerprint"));
+  EXPECT_LE(phase(after, "transform") + phase(after, "fingerprint") +
+                phase(after, "stage_write"),
+            testing::SumOf(after, "backfill_partition_duration_seconds_sum"));
 
   ExpectCleanSigterm(daemon);
 }

@@ -383,6 +383,64 @@ TEST(MetricsTest, DownstreamHealthComesFromTheStandingsWhenSet) {
   EXPECT_EQ(SumOf(ParseSamples(text), "backfill_downstream_healthy"), -1);
 }
 
+// backfill_partition_phase_seconds_total: every phase at 0 before anything
+// ran, then the engine's timings of each staged attempt and the time of
+// each validation of a job, in seconds.
+TEST(MetricsTest, PhaseSecondsStartAtZeroAndAddUpTheTimings) {
+  Metrics metrics([] { return StoreStats(); }, "v");
+  std::string text = metrics.Scrape();
+  EXPECT_EQ(DeclaredFamilies(text)["backfill_partition_phase_seconds_total"],
+            "counter");
+  auto samples = ParseSamples(text);
+  for (const char* phase :
+       {"transform", "fingerprint", "stage_write", "validate"}) {
+    EXPECT_EQ(SumOf(samples, "backfill_partition_phase_seconds_total",
+                    {{"phase", phase}}),
+              0)
+        << phase;
+  }
+
+  StageTimings first;
+  first.transform = absl::Milliseconds(1500);
+  first.fingerprint = absl::Milliseconds(120);
+  first.stage_write = absl::Milliseconds(30);
+  StageTimings second;
+  second.transform = absl::Milliseconds(500);
+  second.fingerprint = absl::Milliseconds(80);
+  second.stage_write = absl::Milliseconds(20);
+  metrics.OnPartitionStageTimings("daily_revenue", first);
+  metrics.OnPartitionStageTimings("monthly_revenue", second);
+  metrics.OnJobValidationTime("bf-1", absl::Milliseconds(250));
+  // A negative duration (a clock set back) adds nothing.
+  metrics.OnJobValidationTime("bf-2", absl::Milliseconds(-40));
+  text = metrics.Scrape();
+  samples = ParseSamples(text);
+  EXPECT_DOUBLE_EQ(SumOf(samples, "backfill_partition_phase_seconds_total",
+                         {{"phase", "transform"}}),
+                   2.0);
+  EXPECT_DOUBLE_EQ(SumOf(samples, "backfill_partition_phase_seconds_total",
+                         {{"phase", "fingerprint"}}),
+                   0.2);
+  EXPECT_DOUBLE_EQ(SumOf(samples, "backfill_partition_phase_seconds_total",
+                         {{"phase", "stage_write"}}),
+                   0.05);
+  EXPECT_DOUBLE_EQ(SumOf(samples, "backfill_partition_phase_seconds_total",
+                         {{"phase", "validate"}}),
+                   0.25);
+  // One series per phase; no dataset or job label.
+  int series = 0;
+  for (const auto& sample : samples) {
+    if (sample.name != "backfill_partition_phase_seconds_total") continue;
+    ++series;
+    EXPECT_EQ(sample.labels.size(), 1u);
+  }
+  EXPECT_EQ(series, 4);
+  EXPECT_THAT(text, Not(HasSubstr("bf-")));
+  const std::string out = PromtoolCheck(text);
+  if (out == "<no promtool>") GTEST_SKIP() << "promtool is not installed";
+  EXPECT_EQ(out, "") << text;
+}
+
 Job RunningJob(int64_t pending, int64_t running, int64_t done, int64_t timed,
                double seconds) {
   Job job;

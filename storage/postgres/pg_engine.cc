@@ -18,6 +18,7 @@
 #include "core/fingerprint.h"
 #include "core/partition_layout.h"
 #include "core/status_macros.h"
+#include "core/stopwatch.h"
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "storage/postgres/pg_contract.h"
@@ -824,6 +825,8 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
   }
 
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
+  // Each phase's time (StageTimings), from the leased connection on.
+  Stopwatch phase;
   ASSIGN_OR_RETURN(std::string schema,
                    conn->QuoteIdentifier(JobSchema(job_id)));
   ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
@@ -974,6 +977,7 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
             where));
       }
     }
+    result.timings.transform = phase.Lap();
     ASSIGN_OR_RETURN(
         Fingerprint out,
         HashRows(conn.get(),
@@ -1008,10 +1012,12 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
       f.rows = fp.rows();
       result.inputs.push_back(std::move(f));
     }
+    result.timings.fingerprint = phase.Lap();
     RETURN_IF_ERROR(Annotate(read.Commit(), where));
   }
   {
     // Phase 2: replace the partition's staged rows.
+    phase.Lap();
     PgTransaction write(conn.get());
     RETURN_IF_ERROR(write.Begin());
     // Two stagings of one partition at once (a retry racing the attempt it
@@ -1038,6 +1044,7 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
         where));
     CrashPoint("stage.before_commit");
     RETURN_IF_ERROR(Annotate(write.Commit(), where));
+    result.timings.stage_write = phase.Lap();
   }
   RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
   return result;

@@ -51,6 +51,15 @@
 // definition of partition membership, typed ranges on DATE, TIMESTAMP
 // and TIMESTAMPTZ columns so that indexes serve them.
 //
+// StagePartition runs the transform into a session TEMP table in a
+// read-only REPEATABLE READ transaction, fingerprints the output and the
+// inputs in the same transaction, then replaces the partition's staged
+// rows in a second one. It times these phases on the monotonic clock
+// (StageTimings, with a Stopwatch: the engine has no injected clock):
+// `transform` from the leased connection to the TEMP table complete (the
+// session's views, the transform, the partition check, entity keys),
+// `fingerprint` the hashing, `stage_write` the second transaction.
+//
 // Publish and Rollback are one transaction each, which first checks (FOR
 // SHARE) that the claiming store still owns the warehouse, locks each
 // published table against other writers (SHARE ROW EXCLUSIVE), proves per

@@ -45,6 +45,11 @@ void FakeEngine::SetRowsFor(RowsFor rows_for) {
   rows_for_ = std::move(rows_for);
 }
 
+void FakeEngine::SetStageTimings(const StageTimings& timings) {
+  absl::MutexLock lock(&mu_);
+  stage_timings_ = timings;
+}
+
 void FakeEngine::SetHook(Hook hook) {
   absl::MutexLock lock(&mu_);
   hook_ = std::move(hook);
@@ -587,6 +592,7 @@ absl::StatusOr<StageResult> FakeEngine::StagePartition(
   result.rows_written = rows;
   result.output_fingerprint =
       FingerprintOf(dataset.name, dataset.transform_version, partition, rows);
+  result.timings = stage_timings_;
   return result;
 }
 

@@ -34,7 +34,9 @@
 // reports, like SqliteEngine, only ids of the form "bf-<digits>", sorted.
 // tests/storage_engine_contract_test.cc runs the same cases against both.
 // No transform runs, so StagePartition never finds rows outside the
-// partition or missing columns (make the hook fail the call instead).
+// partition or missing columns (make the hook fail the call instead), and
+// the timings of its phases are what SetStageTimings says (zero unless
+// set).
 // Publish keeps the replaced row counts as the job's rollback copy per
 // dataset; Rollback restores them as SqliteEngine does (marker, copies
 // dropped, a second call restores nothing), with fingerprints
@@ -168,6 +170,8 @@ class FakeEngine : public Engine {
 
   void SetRowsFor(RowsFor rows_for);  // nullptr: 1 row per partition
   void SetHook(Hook hook);            // nullptr: none
+  // What every successful StagePartition reports as StageResult::timings.
+  void SetStageTimings(const StageTimings& timings);
   // ValidateStaged of `dataset` (in any job) reports `failures`.
   void SetValidationFailures(const std::string& dataset,
                              std::vector<std::string> failures);
@@ -306,6 +310,7 @@ class FakeEngine : public Engine {
   mutable absl::Mutex mu_;
   Hook hook_ ABSL_GUARDED_BY(mu_);
   RowsFor rows_for_ ABSL_GUARDED_BY(mu_);
+  StageTimings stage_timings_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> validation_failures_
       ABSL_GUARDED_BY(mu_);
   MeasureFor measure_for_ ABSL_GUARDED_BY(mu_);
