@@ -388,7 +388,7 @@ absl::StatusOr<Statement> Database::Compile(std::string_view sql, bool cache) {
 }
 
 absl::StatusOr<int64_t> Database::QueryInt(std::string_view sql) {
-  absl::StatusOr<Statement> stmt = Prepare(sql);
+  absl::StatusOr<Statement> stmt = PrepareCached(sql);
   if (!stmt.ok()) return stmt.status();
   absl::StatusOr<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
@@ -400,7 +400,7 @@ absl::StatusOr<int64_t> Database::QueryInt(std::string_view sql) {
 }
 
 absl::StatusOr<std::string> Database::QueryText(std::string_view sql) {
-  absl::StatusOr<Statement> stmt = Prepare(sql);
+  absl::StatusOr<Statement> stmt = PrepareCached(sql);
   if (!stmt.ok()) return stmt.status();
   absl::StatusOr<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
@@ -416,7 +416,7 @@ absl::StatusOr<bool> Database::TableExists(std::string_view name,
   std::string sql = absl::StrCat(
       "SELECT 1 FROM ", QuoteIdentifier(schema),
       ".sqlite_master WHERE type IN ('table', 'view') AND name = ?1");
-  absl::StatusOr<Statement> stmt = Prepare(sql);
+  absl::StatusOr<Statement> stmt = PrepareCached(sql);
   if (!stmt.ok()) return stmt.status();
   absl::Status bound = stmt->BindText(1, name);
   if (!bound.ok()) return bound;

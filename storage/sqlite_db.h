@@ -174,7 +174,8 @@ class Database {
   size_t cached_statements() const { return idle_.size(); }
 
   // For a query returning one row with one integer (e.g. a PRAGMA or
-  // COUNT(*)); NOT_FOUND when it returns no row.
+  // COUNT(*)); NOT_FOUND when it returns no row. These three run through
+  // the statement cache.
   absl::StatusOr<int64_t> QueryInt(std::string_view sql);
   absl::StatusOr<std::string> QueryText(std::string_view sql);
 

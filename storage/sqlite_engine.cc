@@ -248,6 +248,13 @@ absl::Status ResetTemp(Database* db) {
   return absl::OkStatus();
 }
 
+// Runs `sql` (one statement without parameters) through the statement
+// cache.
+absl::Status RunCached(Database* db, const std::string& sql) {
+  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(sql));
+  return q.Run();
+}
+
 // Checks what the engine needs of a dataset it writes.
 absl::Status CheckWritable(const DatasetSpec& ds) {
   if (!ds.is_derived()) {
@@ -504,13 +511,30 @@ class SqliteEngine::Lease {
   Database* db_;
 };
 
-SqliteEngine::Lease SqliteEngine::Acquire() {
+SqliteEngine::Lease SqliteEngine::AcquireAsItIs() {
   pool_mu_.LockWhen(absl::Condition(
       +[](std::vector<Database*>* idle) { return !idle->empty(); }, &idle_));
   Database* db = idle_.back();
   idle_.pop_back();
   pool_mu_.Unlock();
   return Lease(this, db);
+}
+
+absl::StatusOr<SqliteEngine::Lease> SqliteEngine::Acquire() {
+  Lease lease = AcquireAsItIs();
+  // StagePartition's views shadow published tables by their names: no
+  // other call may see them.
+  if (!temp_objects_.at(lease.get()).key.empty()) {
+    RETURN_IF_ERROR(DropTempObjects(lease.get()));
+  }
+  return lease;
+}
+
+absl::Status SqliteEngine::DropTempObjects(Database* db) {
+  TempObjects& temp = temp_objects_.at(db);
+  temp.key.clear();
+  temp.transform_body.clear();
+  return ResetTemp(db);
 }
 
 void SqliteEngine::Release(Database* db) {
@@ -521,7 +545,10 @@ void SqliteEngine::Release(Database* db) {
 SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
     : connections_(std::move(conns)) {
   absl::MutexLock lock(&pool_mu_);
-  for (const auto& c : connections_) idle_.push_back(c.get());
+  for (const auto& c : connections_) {
+    idle_.push_back(c.get());
+    temp_objects_[c.get()];
+  }
 }
 
 void SqliteEngine::Interrupt() {
@@ -688,7 +715,7 @@ std::string SqliteEngine::store_id() const {
 
 absl::StatusOr<WarehouseInfo> SqliteEngine::Inspect() {
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   WarehouseInfo info;
@@ -735,7 +762,7 @@ absl::Status SqliteEngine::Claim(const std::string& store_id, bool take_over) {
     return absl::InvalidArgumentError("Claim: empty store id");
   }
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   std::string owner;
   {
@@ -787,7 +814,7 @@ SqliteEngine::FindJob(const std::string& job_id) {
 
 absl::StatusOr<std::map<std::string, int64_t>>
 SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   std::map<std::string, int64_t> out;
   const Grain grain = dataset.grain();
   ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
@@ -846,7 +873,9 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   Database* db = query_db_.get();
   if (db == nullptr) {
     // ":memory:": the one connection there is, query-only for this call.
-    lease.emplace(Acquire());
+    absl::StatusOr<Lease> acquired = Acquire();
+    if (!acquired.ok()) return acquired.status();
+    lease.emplace(*std::move(acquired));
     db = lease->get();
   }
   ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
@@ -946,7 +975,7 @@ void SqliteEngine::SetStatsPolicy(absl::Duration max_age,
 absl::StatusOr<std::map<std::string, int64_t>>
 SqliteEngine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   std::map<std::string, int64_t> out;
   bool contradicted = false;
   {
@@ -982,7 +1011,7 @@ absl::StatusOr<PartitionStats> SqliteEngine::PartitionStatistics(
     policy.max_age = stats_max_age_;
   }
   const absl::Time now = StatsNow();
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   return sqlite::RefreshPartitionStats(db.get(), dataset, policy, now);
 }
 
@@ -996,7 +1025,7 @@ SqliteEngine::CurrentFingerprints(const DatasetSpec& dataset,
   }
   const absl::Time now = StatsNow();
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(sqlite::FingerprintRefresh refresh,
                    sqlite::CurrentPartitionFingerprints(
                        db.get(), dataset, partitions, policy, now));
@@ -1035,7 +1064,7 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
     }
   }
 
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   for (size_t i = 0; i < layout.items.size(); ++i) {
     const DatasetSpec& ds = *layout.items[i].dataset;
@@ -1155,79 +1184,95 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
   const std::string out = absl::StrCat("temp.", Q(kOutTable));
   const std::string cols = ColumnList(dataset);
 
-  Lease db = Acquire();
+  // The connection keeps its temp objects from the last call.
+  Lease db = AcquireAsItIs();
   // Each phase's time (StageTimings), from the leased connection on.
   Stopwatch phase;
-  RETURN_IF_ERROR(Annotate(ResetTemp(db.get()), where));
   StageResult result;
   std::map<std::string, InputFingerprint> new_pin_fingerprints;
-  {
-    // Phase 1: a read transaction; writes only the temp schema.
-    ASSIGN_OR_RETURN(
-        Transaction read,
-        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-    std::vector<std::string> views;
-    std::set<std::string> shadowed;
-    for (const JobLayout::Item& up : layout.items) {
-      const DatasetSpec& u = *up.dataset;
-      if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
-      std::string sql = absl::StrCat(
-          "CREATE TEMP VIEW ", Q(u.table), " AS SELECT ", ColumnList(u),
-          " FROM main.", Q(StageTable(job_id, u.name)));
-      ASSIGN_OR_RETURN(bool published, db->TableExists(u.table));
-      if (published) {
-        const std::string t = Q(u.table);
-        absl::StrAppend(&sql, " UNION ALL SELECT ", ColumnList(u, t + "."),
-                        " FROM main.", t,
-                        " WHERE NOT EXISTS (SELECT 1 FROM main.",
-                        Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
-                        MembershipCondition(u, t + ".", "_bf_p.\"value\"",
-                                            "_bf_p.\"lo\"", "_bf_p.\"hi\""),
-                        ")");
-      }
-      RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
-      views.push_back(u.table);
-    }
-    for (const DatasetSpec* pin : layout.pinned) {
-      if (pin->name == dataset.name || FindItem(layout, pin->name) != nullptr ||
-          !shadowed.insert(pin->table).second) {
-        continue;
-      }
-      RETURN_IF_ERROR(
-          Annotate(db->Exec(absl::StrCat("CREATE TEMP VIEW ", Q(pin->table),
-                                         " AS SELECT * FROM main.",
-                                         Q(PinTable(job_id, pin->name)))),
-                   where));
-      views.push_back(pin->table);
-    }
 
-    // The transform alone: one read-only SELECT with the contract columns.
-    std::string body;
-    {
-      absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
-      if (!transform.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("transform of ", dataset.name,
-                         " does not compile: ", transform.status().message()));
-      }
-      RETURN_IF_ERROR(CheckTransform(dataset, *transform));
-      body = transform->Sql();
+  // The temp objects the transform runs over: a view standing in for each
+  // upstream table the job recomputes (its staged partitions over the
+  // published rest) and for each pinned table, and the output table. They
+  // are the same for every partition of the job's dataset, so a connection
+  // keeps them from one call to the next (no schema change per partition,
+  // and its cached statements stay compiled); they are made again when
+  // anything they are made of differs, and dropped before the connection
+  // serves any other call (Acquire).
+  std::vector<std::string> setup;
+  std::set<std::string> shadowed;
+  for (const JobLayout::Item& up : layout.items) {
+    const DatasetSpec& u = *up.dataset;
+    if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
+    std::string sql = absl::StrCat("CREATE TEMP VIEW ", Q(u.table),
+                                   " AS SELECT ", ColumnList(u), " FROM main.",
+                                   Q(StageTable(job_id, u.name)));
+    ASSIGN_OR_RETURN(bool published, db->TableExists(u.table));
+    if (published) {
+      const std::string t = Q(u.table);
+      absl::StrAppend(&sql, " UNION ALL SELECT ", ColumnList(u, t + "."),
+                      " FROM main.", t,
+                      " WHERE NOT EXISTS (SELECT 1 FROM main.",
+                      Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
+                      MembershipCondition(u, t + ".", "_bf_p.\"value\"",
+                                          "_bf_p.\"lo\"", "_bf_p.\"hi\""),
+                      ")");
     }
+    setup.push_back(std::move(sql));
+  }
+  for (const DatasetSpec* pin : layout.pinned) {
+    if (pin->name == dataset.name || FindItem(layout, pin->name) != nullptr ||
+        !shadowed.insert(pin->table).second) {
+      continue;
+    }
+    setup.push_back(absl::StrCat("CREATE TEMP VIEW ", Q(pin->table),
+                                 " AS SELECT * FROM main.",
+                                 Q(PinTable(job_id, pin->name))));
+  }
+  setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(kOutTable), " (",
+                               ColumnDefs(dataset), ")"));
+  // The transform is part of what the objects are made for: its check and
+  // its text as compiled are kept with them.
+  const std::string setup_key = absl::StrCat(
+      absl::StrJoin(setup, ";\n"), ";\n-- transform\n", dataset.transform);
+  TempObjects& temp = temp_objects_.at(db.get());
+  const bool reused = temp.key == setup_key;
+  if (!reused) {
+    RETURN_IF_ERROR(Annotate(DropTempObjects(db.get()), where));
+    for (const std::string& sql : setup) {
+      RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
+    }
+    // The transform alone: one read-only SELECT with the contract columns.
+    absl::StatusOr<Statement> transform = db->PrepareCached(dataset.transform);
+    if (!transform.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("transform of ", dataset.name,
+                       " does not compile: ", transform.status().message()));
+    }
+    RETURN_IF_ERROR(CheckTransform(dataset, *transform));
+    std::string body = transform->Sql();
     while (!body.empty() &&
            (body.back() == ';' ||
             std::isspace(static_cast<unsigned char>(body.back())))) {
       body.pop_back();
     }
-
-    RETURN_IF_ERROR(
-        Annotate(db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(kOutTable), " (",
-                                       ColumnDefs(dataset), ")")),
-                 where));
+    temp.key = setup_key;
+    temp.transform_body = std::move(body);
+  }
+  const std::string& body = temp.transform_body;
+  {
+    // Phase 1: a read transaction; writes only the temp schema.
+    ASSIGN_OR_RETURN(
+        Transaction read,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+    // Rows an earlier call left when it failed after its transform.
+    RETURN_IF_ERROR(Annotate(
+        RunCached(db.get(), absl::StrCat("DELETE FROM ", out)), where));
     {
-      ASSIGN_OR_RETURN(
-          Statement insert,
-          db->Prepare(absl::StrCat("INSERT INTO ", out, " (", cols, ") SELECT ",
-                                   cols, " FROM (\n", body, "\n)")));
+      ASSIGN_OR_RETURN(Statement insert,
+                       db->PrepareCached(absl::StrCat(
+                           "INSERT INTO ", out, " (", cols, ") SELECT ", cols,
+                           " FROM (\n", body, "\n)")));
       RETURN_IF_ERROR(BindPartition(insert, bounds, partition));
       RETURN_IF_ERROR(BindWindowStart(insert, dataset, partition));
       RETURN_IF_ERROR(
@@ -1250,9 +1295,9 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         absl::StrAppend(&example, ", quote(", Q(dataset.partition->key_column),
                         ")");
       }
-      ASSIGN_OR_RETURN(
-          Statement q,
-          db->Prepare(absl::StrCat("SELECT COUNT(*), ", example, outside)));
+      ASSIGN_OR_RETURN(Statement q,
+                       db->PrepareCached(absl::StrCat("SELECT COUNT(*), ",
+                                                      example, outside)));
       RETURN_IF_ERROR(BindMembership(q, dataset, partition));
       RETURN_IF_ERROR(q.Step().status());
       if (int64_t n = q.ColumnInt(0); n > 0) {
@@ -1279,7 +1324,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       if (published) {
         ASSIGN_OR_RETURN(
             Statement keep,
-            db->Prepare(absl::StrCat(
+            db->PrepareCached(absl::StrCat(
                 "INSERT INTO ", out, " (", cols, ") SELECT ", cols,
                 " FROM main.", Q(dataset.table), " WHERE ",
                 dataset.partition ? MembershipConditionParams(dataset)
@@ -1291,8 +1336,8 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     }
     result.timings.transform = phase.Lap();
     {
-      ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat("SELECT ", cols,
-                                                             " FROM ", out)));
+      ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
+                                        "SELECT ", cols, " FROM ", out)));
       ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
       result.rows_written = fp.rows();
       result.output_fingerprint = fp.ToString();
@@ -1318,7 +1363,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         }
         ASSIGN_OR_RETURN(
             Statement q,
-            db->Prepare(absl::StrCat(
+            db->PrepareCached(absl::StrCat(
                 "SELECT ", ColumnList(u), " FROM ",
                 pinned ? "main." + Q(PinTable(job_id, u.name)) : Q(u.table))));
         ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
@@ -1328,7 +1373,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       } else {
         f.partition = *in.partition;
         ASSIGN_OR_RETURN(Statement q,
-                         db->Prepare(absl::StrCat(
+                         db->PrepareCached(absl::StrCat(
                              "SELECT ", ColumnList(u), " FROM ", Q(u.table),
                              " WHERE ", MembershipConditionParams(u))));
         RETURN_IF_ERROR(BindMembership(q, u, f.partition));
@@ -1339,9 +1384,6 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       result.inputs.push_back(std::move(f));
     }
     result.timings.fingerprint = phase.Lap();
-    for (const std::string& view : views) {
-      RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP VIEW temp.", Q(view))));
-    }
     RETURN_IF_ERROR(Annotate(read.Commit(), where));
   }
   {
@@ -1351,22 +1393,24 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     {
       ASSIGN_OR_RETURN(
           Statement del,
-          db->Prepare(absl::StrCat(
+          db->PrepareCached(absl::StrCat(
               "DELETE FROM main.", Q(stage), " WHERE ",
               dataset.partition ? MembershipConditionParams(dataset) : "1")));
       RETURN_IF_ERROR(BindMembership(del, dataset, partition));
       RETURN_IF_ERROR(Annotate(del.Run(), where));
     }
-    RETURN_IF_ERROR(
-        Annotate(db->Exec(absl::StrCat("INSERT INTO main.", Q(stage), " (",
-                                       cols, ") SELECT ", cols, " FROM ", out)),
-                 where));
+    RETURN_IF_ERROR(Annotate(
+        RunCached(db.get(),
+                  absl::StrCat("INSERT INTO main.", Q(stage), " (", cols,
+                               ") SELECT ", cols, " FROM ", out)),
+        where));
     RETURN_IF_ERROR(CheckFile());
     CrashPoint("stage.before_commit");
     RETURN_IF_ERROR(Annotate(write.Commit(), where));
     result.timings.stage_write = phase.Lap();
   }
-  RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE ", out)));
+  // The output table stays for the next partition, empty.
+  RETURN_IF_ERROR(RunCached(db.get(), absl::StrCat("DELETE FROM ", out)));
 
   if (!new_pin_fingerprints.empty()) {
     absl::MutexLock pins_lock(&job->pins_mu);
@@ -1404,7 +1448,7 @@ absl::Status SqliteEngine::ReleasePartitions(
   const std::string stage = StageTable(job_id, dataset.name);
   const std::string parts = PartsTable(job_id, dataset.name);
   {
-    Lease db = Acquire();
+    ASSIGN_OR_RETURN(Lease db, Acquire());
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
     ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
     if (staged) {
@@ -1442,7 +1486,7 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
     const std::string& job_id, const DatasetSpec& dataset) {
   RETURN_IF_ERROR(CheckFile());
   const std::string stage = Q(StageTable(job_id, dataset.name));
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(bool exists,
                    db->TableExists(StageTable(job_id, dataset.name)));
   if (!exists) {
@@ -1623,7 +1667,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
       absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
   const DiffColumns columns = DiffColumnsOf(dataset);
   const std::string stage = StageTable(job_id, dataset.name);
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
   if (!staged) {
     return absl::FailedPreconditionError(
@@ -1785,7 +1829,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
 
 absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {
   const std::string owner = store_id();
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
                                     "SELECT 1 FROM main.", Q(kPublications),
                                     " WHERE store_id = ?1 AND job_id = ?2")));
@@ -1804,7 +1848,7 @@ absl::Status SqliteEngine::Publish(const JobLayout& layout) {
   const std::string& job_id = layout.job_id;
   const std::string owner = store_id();
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   {
     ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
@@ -1991,7 +2035,7 @@ absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
       absl::StrCat("_bf_pin_", safe, "_"),
       absl::StrCat("_bf_keys_", safe, "_")};
   {
-    Lease db = Acquire();
+    ASSIGN_OR_RETURN(Lease db, Acquire());
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
     RETURN_IF_ERROR(DropTablesWithPrefixes(db.get(), prefixes));
     RETURN_IF_ERROR(txn.Commit());
@@ -2003,7 +2047,7 @@ absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
 
 absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
   std::set<std::string> ids;
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db.get()));
   for (const std::string& name : names) {
     std::optional<std::string> id = JobOfArtifact(name);
@@ -2033,7 +2077,7 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
   const std::string& job_id = layout.job_id;
   const std::string owner = store_id();
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   RollbackResult result;
   auto marked = [&](const char* table) -> absl::StatusOr<bool> {
@@ -2204,7 +2248,7 @@ absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
 
 absl::StatusOr<std::vector<RollbackCopy>> SqliteEngine::ListRollbackCopies() {
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   std::vector<RollbackCopy> out;
@@ -2232,7 +2276,7 @@ absl::Status SqliteEngine::DropRollbackCopies(
     const std::vector<RollbackCopy>& copies) {
   if (copies.empty()) return absl::OkStatus();
   RETURN_IF_ERROR(CheckFile());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   for (const RollbackCopy& copy : copies) {
     RETURN_IF_ERROR(
@@ -2308,7 +2352,7 @@ absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
   const std::string stage = StageTable(job_id, dataset.name);
   const int samples = std::max(0, request.samples);
   RETURN_IF_ERROR(CheckProfileRequest(dataset, request));
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(bool exists, db->TableExists(stage));
   if (!exists) {
     return absl::FailedPreconditionError(
@@ -2454,7 +2498,7 @@ absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
     const ProfileRequest& request) {
   RETURN_IF_ERROR(CheckFile());
   RETURN_IF_ERROR(FindJob(job_id).status());
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   Profile out;
@@ -2531,7 +2575,7 @@ SqliteEngine::RunAssertion(const std::string& job_id,
   std::sort(sorted.begin(), sorted.end());
   const std::string stage = StageTable(job_id, dataset.name);
   const std::string shadow = absl::StrCat("temp.", Q(dataset.table));
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   RETURN_IF_ERROR(ResetTemp(db.get()));
   std::map<std::string, CountWithSamples> out;
   {
@@ -2606,7 +2650,7 @@ absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
                                                   const std::string& sql) {
   RETURN_IF_ERROR(CheckFile());
   ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   // A bound on the query, as the read sandbox bounds predicates: SQLite's
   // progress handler stops it (SQLITE_INTERRUPT) once it ran this long, so
   // a consumer's confirmation never waits on one query without end.
@@ -2682,7 +2726,7 @@ absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
 absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
     const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
     const DatasetSpec* own) {
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   RETURN_IF_ERROR(ResetTemp(db.get()));
   QueryShape shape;
   absl::Status status;
@@ -2727,7 +2771,7 @@ absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
 
 absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
 SqliteEngine::DescribeTable(const DatasetSpec& dataset) {
-  Lease db = Acquire();
+  ASSIGN_OR_RETURN(Lease db, Acquire());
   ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
   if (!exists) return std::optional<std::vector<ColumnSpec>>();
   ASSIGN_OR_RETURN(Statement q,

@@ -276,8 +276,14 @@ class SqliteEngine : public Engine {
   absl::Status CheckFile() const;
   std::string store_id() const;
 
-  Lease Acquire();
+  // A connection of the pool without temp objects (those StagePartition
+  // kept are dropped first).
+  absl::StatusOr<Lease> Acquire();
+  // A connection as it is: StagePartition's, which reuses its temp objects.
+  Lease AcquireAsItIs();
   void Release(sqlite::Database* db);
+  // Drops every temp object of `db` and forgets what StagePartition made.
+  absl::Status DropTempObjects(sqlite::Database* db);
   // The job's snapshot; FAILED_PRECONDITION if it is not prepared. O(log J)
   // in the number of jobs, independent of the job's size.
   absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
@@ -294,6 +300,17 @@ class SqliteEngine : public Engine {
 
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
+
+  // What StagePartition left in a connection's temp schema for the next
+  // call: the SQL the objects were made with (and the transform they were
+  // checked for), "" for none; and the transform's text as compiled. One
+  // entry per connection, made by the constructor; an entry is read and
+  // written only by the thread holding its connection's lease.
+  struct TempObjects {
+    std::string key;
+    std::string transform_body;
+  };
+  std::map<const sqlite::Database*, TempObjects> temp_objects_;
 
   // PartitionsMatching's read-only connection (null for ":memory:"),
   // opened by Open() and never replaced: Interrupt() may reach it from any
