@@ -1635,7 +1635,7 @@ absl::Status ReadSamples(Database* db, const std::string& sql,
                          size_t after, int limit,
                          std::vector<DiffSample>* out) {
   if (limit <= 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Statement q, db->Prepare(sql));
+  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(sql));
   RETURN_IF_ERROR(q.BindInt(1, limit));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -1667,41 +1667,56 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
       absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
   const DiffColumns columns = DiffColumnsOf(dataset);
   const std::string stage = StageTable(job_id, dataset.name);
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  // The connection keeps the two temp tables from one partition to the
+  // next of the dataset (as StagePartition keeps its objects).
+  Lease db = AcquireAsItIs();
   ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
   if (!staged) {
     return absl::FailedPreconditionError(
         absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
   }
-  RETURN_IF_ERROR(ResetTemp(db.get()));
+  // The partition's rows on each side, in TEMP tables typed like the
+  // contract and indexed by the key.
+  const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
+  std::vector<std::string> setup;
+  for (const char* name : names) {
+    setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
+                                 ColumnDefs(dataset), ")"));
+    if (columns.by_key) {
+      setup.push_back(
+          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
+                       " ON ", Q(name), " (", Listed(columns.key, ""), ")"));
+    }
+  }
+  const std::string setup_key =
+      absl::StrCat("-- diff\n", absl::StrJoin(setup, ";\n"));
+  TempObjects& temp = temp_objects_.at(db.get());
+  if (temp.key != setup_key) {
+    RETURN_IF_ERROR(DropTempObjects(db.get()));
+    for (const std::string& sql : setup) RETURN_IF_ERROR(db->Exec(sql));
+    temp.key = setup_key;
+  }
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   ASSIGN_OR_RETURN(bool published, db->TableExists(dataset.table));
 
-  // The partition's rows on each side, in TEMP tables typed like the
-  // contract and indexed by the key.
   const std::string in_partition =
       dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
   const std::string cols = ColumnList(dataset);
   const std::pair<const char*, std::string> sides[] = {
-      {"_bf_diff_after", absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
-                                      " WHERE ", in_partition)},
-      {"_bf_diff_before",
-       published ? absl::StrCat("SELECT ", cols, " FROM main.",
-                                Q(dataset.table), " WHERE ", in_partition)
-                 : std::string()}};
+      {names[0], absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
+                              " WHERE ", in_partition)},
+      {names[1], published
+                     ? absl::StrCat("SELECT ", cols, " FROM main.",
+                                    Q(dataset.table), " WHERE ", in_partition)
+                     : std::string()}};
   for (const auto& [name, select] : sides) {
-    RETURN_IF_ERROR(db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
-                                          ColumnDefs(dataset), ")")));
-    if (columns.by_key) {
-      RETURN_IF_ERROR(db->Exec(
-          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
-                       " ON ", Q(name), " (", Listed(columns.key, ""), ")")));
-    }
+    RETURN_IF_ERROR(
+        RunCached(db.get(), absl::StrCat("DELETE FROM temp.", Q(name))));
     if (select.empty()) continue;
-    ASSIGN_OR_RETURN(Statement copy,
-                     db->Prepare(absl::StrCat("INSERT INTO temp.", Q(name),
-                                              " (", cols, ") ", select)));
+    ASSIGN_OR_RETURN(Statement copy, db->PrepareCached(absl::StrCat(
+                                         "INSERT INTO temp.", Q(name), " (",
+                                         cols, ") ", select)));
     if (dataset.partition) {
       RETURN_IF_ERROR(BindMembership(copy, dataset, partition));
     }
@@ -1722,7 +1737,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     totals.column = m;
     ASSIGN_OR_RETURN(
         Statement q,
-        db->Prepare(absl::StrCat(
+        db->PrepareCached(absl::StrCat(
             "SELECT (SELECT TOTAL(", Q(m), ") FROM temp._bf_diff_before), ",
             "(SELECT TOTAL(", Q(m), ") FROM temp._bf_diff_after)")));
     RETURN_IF_ERROR(q.Step().status());
@@ -1799,7 +1814,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
                      all, ") AS _bf_g");
     ASSIGN_OR_RETURN(
         Statement q,
-        db->Prepare(absl::StrCat(
+        db->PrepareCached(absl::StrCat(
             "SELECT TOTAL(MAX(_bf_na - _bf_nb, 0)), TOTAL(MAX(_bf_nb - _bf_na, "
             "0)), TOTAL(MIN(_bf_na, _bf_nb)) FROM ",
             grouped)));
@@ -1823,7 +1838,11 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
         limit - static_cast<int>(diff.samples.size()), &diff.samples));
   }
   RETURN_IF_ERROR(txn.Commit());
-  RETURN_IF_ERROR(ResetTemp(db.get()));
+  // The tables stay for the next partition, empty.
+  for (const char* name : names) {
+    RETURN_IF_ERROR(
+        RunCached(db.get(), absl::StrCat("DELETE FROM temp.", Q(name))));
+  }
   return diff;
 }
 
