@@ -372,13 +372,9 @@ absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id,
                                 : store_->GetJobProgress(id));
   ASSIGN_OR_RETURN(job.checks, store_->ListCheckResults(id));
   ASSIGN_OR_RETURN(job.consumers, store_->ListConsumerConfirmations(id));
-  ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
-                   store_->GetJobDiff(id, "", /*with_samples=*/false));
-  if (diff.has_value()) {
-    for (const DatasetDiff& d : diff->datasets) {
-      job.diff.push_back(Summarize(d));
-    }
-  }
+  ASSIGN_OR_RETURN(std::optional<std::vector<DiffSummary>> diff,
+                   store_->GetJobDiffSummary(id));
+  if (diff.has_value()) job.diff = *std::move(diff);
   return job;
 }
 

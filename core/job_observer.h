@@ -47,7 +47,9 @@ class JobObserver {
   // passed, failed or ended in an error. Every run counts: the one before
   // publishing, a new one after partitions whose staging was lost are
   // recomputed, and the integrity check before a resumed or approved
-  // publish.
+  // publish. The diff the validation computes against the published rows
+  // (Engine::DiffPartition of every partition) is reported by a call of
+  // its own.
   virtual void OnJobValidationTime(const std::string& job_id,
                                    absl::Duration duration) {}
 

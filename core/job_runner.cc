@@ -1348,7 +1348,17 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
   // restart, and is counted then.
   // The diff before publish, whether the checks passed or not: an operator
   // reads it before approving (or overriding a failure).
-  RETURN_IF_ERROR(RecordDiff(job, layout));
+  {
+    // Part of the validation's time (OnJobValidationTime) as much as the
+    // checks are.
+    const absl::Time start = clock_->Now();
+    absl::Status recorded = RecordDiff(job, layout);
+    if (observer_ != nullptr) {
+      observer_->OnJobValidationTime(
+          job->job.id, std::max(clock_->Now() - start, absl::ZeroDuration()));
+    }
+    RETURN_IF_ERROR(recorded);
+  }
   if (!outcome.failures.empty() || !outcome.lost.empty()) {
     std::vector<std::string> failures = outcome.failures;
     if (!outcome.lost.empty()) {

@@ -213,6 +213,21 @@ class StateStore {
       const std::string& job_id, const std::string& dataset,
       bool with_samples) = 0;
 
+  // The stored diff summed per dataset (Summarize of each dataset of
+  // GetJobDiff), in the diff's dataset order; nullopt when none was stored.
+  // NOT_FOUND for an unknown job. A store may keep the sums, so that
+  // reading a job does not read one row per partition.
+  virtual absl::StatusOr<std::optional<std::vector<DiffSummary>>>
+  GetJobDiffSummary(const std::string& job_id) {
+    absl::StatusOr<std::optional<JobDiff>> diff =
+        GetJobDiff(job_id, "", /*with_samples=*/false);
+    if (!diff.ok()) return diff.status();
+    if (!diff->has_value()) return std::optional<std::vector<DiffSummary>>();
+    std::vector<DiffSummary> out;
+    for (const DatasetDiff& d : (*diff)->datasets) out.push_back(Summarize(d));
+    return std::optional<std::vector<DiffSummary>>(std::move(out));
+  }
+
   // The newest lineage record (publish or rollback, by id) of any partition
   // of `dataset`; nullopt when it has none.
   virtual absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(

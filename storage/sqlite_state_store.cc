@@ -668,7 +668,8 @@ absl::Status SqliteStateStore::AppendAudit(const std::string& job_id,
 }
 
 absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
-                                              bool with_partitions) {
+                                              bool with_partitions,
+                                              bool cached) {
   Job job;
   {
     ASSIGN_OR_RETURN(Statement q,
@@ -738,50 +739,29 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
       dp.partition_reasons.push_back(q.ColumnText(2));
     }
   }
+  TaskAggregates aggregates;
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached("SELECT state, COUNT(*), "
-                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED', "
-                           "'UNCHANGED') THEN input_rows END), "
-                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
-                           "THEN rows_written END) "
-                           "FROM tasks WHERE job_id = ?1 GROUP BY state"));
-    RETURN_IF_ERROR(q.BindText(1, id));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(0)));
-      int64_t n = q.ColumnInt(1);
-      job.counts.total += n;
-      switch (state) {
-        case TaskState::kPending:
-          job.counts.pending += n;
-          break;
-        case TaskState::kRunning:
-          job.counts.running += n;
-          break;
-        case TaskState::kStaged:
-          job.counts.staged += n;
-          break;
-        case TaskState::kPublished:
-          job.counts.published += n;
-          break;
-        case TaskState::kFailed:
-          job.counts.failed += n;
-          break;
-        case TaskState::kCancelled:
-          job.counts.cancelled += n;
-          break;
-        case TaskState::kUnchanged:
-          job.counts.unchanged += n;
-          break;
-        case TaskState::kSkipped:
-          job.counts.skipped += n;
-          break;
+    if (cached) RETURN_IF_ERROR(CheckDataVersion());
+    auto it = cached ? aggregates_.find(id) : aggregates_.end();
+    if (it != aggregates_.end()) {
+      aggregates = it->second;
+    } else {
+      ASSIGN_OR_RETURN(aggregates, ComputeTaskAggregates(id));
+      if (cached) {
+        if (aggregates_.size() >= kMaxCachedAggregates) aggregates_.clear();
+        aggregates_[id] = aggregates;
       }
-      job.actual_cost += q.ColumnDouble(2);
-      job.rows_written += static_cast<int64_t>(q.ColumnDouble(3));
+    }
+    job.counts = aggregates.counts;
+    job.actual_cost = aggregates.actual_cost;
+    job.rows_written = aggregates.rows_written;
+    job.timed_partitions = aggregates.timed_partitions;
+    job.timed_seconds = aggregates.timed_seconds;
+    for (DatasetPlan& dp : job.plan.datasets) {
+      auto d = aggregates.by_dataset.find(dp.dataset);
+      if (d == aggregates.by_dataset.end()) continue;
+      dp.partition_count = d->second.first;
+      dp.actual_cost = d->second.second;
     }
   }
   {
@@ -803,8 +783,119 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   }
   RETURN_IF_ERROR(ReadJobCosts(id, &job));
   RETURN_IF_ERROR(ReadJobKeys(id, &job));
-  RETURN_IF_ERROR(ReadJobTimes(id, &job));
   return job;
+}
+
+absl::StatusOr<SqliteStateStore::TaskAggregates>
+SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
+  TaskAggregates out;
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->PrepareCached("SELECT state, COUNT(*), "
+                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED', "
+                           "'UNCHANGED') THEN input_rows END), "
+                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
+                           "THEN rows_written END) "
+                           "FROM tasks WHERE job_id = ?1 GROUP BY state"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(0)));
+      int64_t n = q.ColumnInt(1);
+      out.counts.total += n;
+      switch (state) {
+        case TaskState::kPending:
+          out.counts.pending += n;
+          break;
+        case TaskState::kRunning:
+          out.counts.running += n;
+          break;
+        case TaskState::kStaged:
+          out.counts.staged += n;
+          break;
+        case TaskState::kPublished:
+          out.counts.published += n;
+          break;
+        case TaskState::kFailed:
+          out.counts.failed += n;
+          break;
+        case TaskState::kCancelled:
+          out.counts.cancelled += n;
+          break;
+        case TaskState::kUnchanged:
+          out.counts.unchanged += n;
+          break;
+        case TaskState::kSkipped:
+          out.counts.skipped += n;
+          break;
+      }
+      out.actual_cost += q.ColumnDouble(2);
+      out.rows_written += static_cast<int64_t>(q.ColumnDouble(3));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->PrepareCached("SELECT dataset, COUNT(*), TOTAL(CASE WHEN state IN "
+                           "('STAGED', 'PUBLISHED', 'UNCHANGED') THEN "
+                           "input_rows END) FROM tasks WHERE job_id = ?1 "
+                           "GROUP BY dataset"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      out.by_dataset[q.ColumnText(0)] = {q.ColumnInt(1), q.ColumnDouble(2)};
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->PrepareCached(
+                         "SELECT COUNT(*), TOTAL(duration_seconds) FROM tasks "
+                         "WHERE job_id = ?1 AND state IN ('STAGED', "
+                         "'PUBLISHED', 'UNCHANGED') AND duration_seconds > 0"));
+    RETURN_IF_ERROR(q.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      out.timed_partitions = q.ColumnInt(0);
+      out.timed_seconds = q.ColumnDouble(1);
+    }
+  }
+  return out;
+}
+
+void SqliteStateStore::ForgetTaskAggregates(const std::string& id) {
+  aggregates_.erase(id);
+}
+
+absl::Status SqliteStateStore::CheckDataVersion() {
+  // Another connection's write to the file may have changed any job.
+  ASSIGN_OR_RETURN(int64_t version, db_->QueryInt("PRAGMA data_version"));
+  if (version != data_version_) {
+    aggregates_.clear();
+    diff_summaries_.clear();
+    data_version_ = version;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::vector<DiffSummary>>>
+SqliteStateStore::GetJobDiffSummary(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckDataVersion());
+  auto it = diff_summaries_.find(job_id);
+  if (it != diff_summaries_.end()) return it->second;
+  ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
+                   ReadJobDiff(job_id, "", /*with_samples=*/false));
+  std::optional<std::vector<DiffSummary>> out;
+  if (diff.has_value()) {
+    out.emplace();
+    for (const DatasetDiff& d : diff->datasets) out->push_back(Summarize(d));
+  }
+  if (diff_summaries_.size() >= kMaxCachedAggregates) diff_summaries_.clear();
+  diff_summaries_[job_id] = out;
+  return out;
 }
 
 absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
@@ -882,6 +973,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
             "INSERT INTO job_datasets (job_id, ordinal, dataset, "
             "reason, cost_backfill, cost_full_reload, "
             "transform_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    ForgetTaskAggregates(id);
     ASSIGN_OR_RETURN(Statement task,
                      db_->PrepareCached(
                          "INSERT INTO tasks (job_id, dataset, \"partition\", "
@@ -963,7 +1055,7 @@ absl::StatusOr<Job> SqliteStateStore::ReadJob(const std::string& id,
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Job job, LoadJob(id, with_partitions));
+  ASSIGN_OR_RETURN(Job job, LoadJob(id, with_partitions, /*cached=*/true));
   RETURN_IF_ERROR(txn.Commit());
   return job;
 }
@@ -1012,7 +1104,8 @@ absl::StatusOr<std::vector<Job>> SqliteStateStore::ListJobs(
   }
   std::vector<Job> jobs;
   for (const std::string& id : ids) {
-    ASSIGN_OR_RETURN(Job job, LoadJob(id, filter.view == JobView::kFull));
+    ASSIGN_OR_RETURN(Job job, LoadJob(id, filter.view == JobView::kFull,
+                                      /*cached=*/true));
     jobs.push_back(std::move(job));
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -1165,6 +1258,7 @@ absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, ": ", s.message()));
   }
+  ForgetTaskAggregates(job_id);
   ASSIGN_OR_RETURN(
       Statement q,
       db_->PrepareCached("UPDATE tasks SET state = 'PENDING', attempts = 0, "
@@ -1266,6 +1360,7 @@ absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
 absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ForgetTaskAggregates(task.job_id);
   ASSIGN_OR_RETURN(
       Statement q,
       db_->PrepareCached(
@@ -1301,6 +1396,7 @@ absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(
   if (from.empty()) return 0;
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  ForgetTaskAggregates(job_id);
   ASSIGN_OR_RETURN(Statement q,
                    db_->PrepareCached(absl::StrCat(
                        "UPDATE tasks SET state = ?1, update_time = "
@@ -1401,6 +1497,7 @@ absl::Status SqliteStateStore::RecordPublication(
     }
   }
   {
+    ForgetTaskAggregates(job_id);
     ASSIGN_OR_RETURN(Statement q,
                      db_->PrepareCached(
                          "UPDATE tasks SET state = ?1, update_time = ?2 WHERE "
@@ -1482,6 +1579,7 @@ absl::Status SqliteStateStore::ApproveJob(const std::string& job_id,
 
 absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
   absl::MutexLock lock(&mu_);
+  diff_summaries_.erase(diff.job_id);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   RETURN_IF_ERROR(StateOf(diff.job_id).status());
   for (const char* table : {"job_diff_partitions", "job_diff_datasets"}) {
@@ -1539,6 +1637,11 @@ absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
 absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::GetJobDiff(
     const std::string& job_id, const std::string& dataset, bool with_samples) {
   absl::MutexLock lock(&mu_);
+  return ReadJobDiff(job_id, dataset, with_samples);
+}
+
+absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::ReadJobDiff(
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   RETURN_IF_ERROR(StateOf(job_id).status());
@@ -1842,35 +1945,6 @@ absl::Status SqliteStateStore::ReadJobCosts(const std::string& id, Job* job) {
       it->second->partitions_from_history = q.ColumnInt(2);
       it->second->cost.max_cost = q.ColumnDouble(3);
     }
-  }
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached("SELECT dataset, COUNT(*), TOTAL(CASE WHEN state IN "
-                         "('STAGED', 'PUBLISHED', 'UNCHANGED') THEN input_rows "
-                         "END) FROM tasks WHERE job_id = ?1 GROUP BY dataset"));
-  RETURN_IF_ERROR(q.BindText(1, id));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    auto it = by_name.find(q.ColumnText(0));
-    if (it == by_name.end()) continue;
-    it->second->partition_count = q.ColumnInt(1);
-    it->second->actual_cost = q.ColumnDouble(2);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SqliteStateStore::ReadJobTimes(const std::string& id, Job* job) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->PrepareCached(
-                       "SELECT COUNT(*), TOTAL(duration_seconds) FROM tasks "
-                       "WHERE job_id = ?1 AND state IN ('STAGED', 'PUBLISHED', "
-                       "'UNCHANGED') AND duration_seconds > 0"));
-  RETURN_IF_ERROR(q.BindText(1, id));
-  ASSIGN_OR_RETURN(bool row, q.Step());
-  if (row) {
-    job->timed_partitions = q.ColumnInt(0);
-    job->timed_seconds = q.ColumnDouble(1);
   }
   return absl::OkStatus();
 }

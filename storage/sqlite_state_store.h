@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -163,6 +164,9 @@ class SqliteStateStore : public StateStore {
       const AuditQuery& query) override;
   absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
       const std::string& dataset, const std::string& partition) override;
+  // Kept per job until ReplaceJobDiff replaces its diff (as aggregates_).
+  absl::StatusOr<std::optional<std::vector<DiffSummary>>> GetJobDiffSummary(
+      const std::string& job_id) override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<sqlite::Database> db);
@@ -173,8 +177,11 @@ class SqliteStateStore : public StateStore {
   // LoadJob in its own read transaction.
   absl::StatusOr<Job> ReadJob(const std::string& id, bool with_partitions)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // `cached`: the aggregates over the job's tasks may come from (and go
+  // to) aggregates_; only for reads of committed data, never inside a write
+  // transaction that may still roll back.
   absl::StatusOr<Job> LoadJob(const std::string& id,
-                              bool with_partitions = true)
+                              bool with_partitions = true, bool cached = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobState> StateOf(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -191,10 +198,6 @@ class SqliteStateStore : public StateStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadJobCosts(const std::string& id, Job* job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job's recompute times (Job::timed_partitions, timed_seconds), in
-  // the caller's transaction.
-  absl::Status ReadJobTimes(const std::string& id, Job* job)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job's entity keys (request.keys, and the key filter of its target's
   // DatasetPlan), likewise.
   absl::Status WriteJobKeys(const std::string& id, const Job& job)
@@ -207,8 +210,46 @@ class SqliteStateStore : public StateStore {
                            const std::string& message, absl::Time at)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // What LoadJob adds up over a job's tasks: its counts by state, actual
+  // cost and rows written, each dataset's partitions and actual cost, and
+  // its recompute times.
+  struct TaskAggregates {
+    PartitionCounts counts;
+    double actual_cost = 0;
+    int64_t rows_written = 0;
+    std::map<std::string, std::pair<int64_t, double>> by_dataset;
+    int64_t timed_partitions = 0;
+    double timed_seconds = 0;
+  };
+  absl::StatusOr<TaskAggregates> ComputeTaskAggregates(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's tasks changed: its aggregates must be counted again.
+  void ForgetTaskAggregates(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
+  // TaskAggregates by job, so that reading a job (GetBackfill, a watch, a
+  // listing) costs the same whatever its number of partitions: every method
+  // that writes a job's tasks forgets the job's entry before it commits,
+  // and a write by another connection to the file (PRAGMA data_version)
+  // forgets them all. At most kMaxCachedAggregates entries (then emptied).
+  static constexpr size_t kMaxCachedAggregates = 10000;
+  absl::flat_hash_map<std::string, TaskAggregates> aggregates_
+      ABSL_GUARDED_BY(mu_);
+  int64_t data_version_ ABSL_GUARDED_BY(mu_) = -1;
+  // GetJobDiffSummary's answers by job, forgotten by ReplaceJobDiff (and
+  // with aggregates_ on a write by another connection).
+  absl::flat_hash_map<std::string, std::optional<std::vector<DiffSummary>>>
+      diff_summaries_ ABSL_GUARDED_BY(mu_);
+  // GetJobDiff with mu_ held (in its own read transaction).
+  absl::StatusOr<std::optional<JobDiff>> ReadJobDiff(const std::string& job_id,
+                                                     const std::string& dataset,
+                                                     bool with_samples)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Empties both caches when another connection wrote to the file since
+  // the last call.
+  absl::Status CheckDataVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace backfill

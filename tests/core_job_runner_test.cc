@@ -1023,8 +1023,8 @@ TEST_F(JobRunnerTest, MaxParallelPerJobAndPerDataset) {
 }
 
 // The engine's timings of each staged attempt reach the observer as it gave
-// them (none for a failed attempt), and each validation of the job is timed
-// with the runner's clock.
+// them (none for a failed attempt), and each validation of the job, and the
+// diff it records, are timed with the runner's clock.
 TEST_F(JobRunnerTest, StageTimingsAndValidationTimeReachTheObserver) {
   StageTimings timings;
   timings.transform = absl::Milliseconds(30);
@@ -1032,10 +1032,14 @@ TEST_F(JobRunnerTest, StageTimingsAndValidationTimeReachTheObserver) {
   timings.stage_write = absl::Milliseconds(5);
   engine_.SetStageTimings(timings);
   FailStage("2025-01-02", absl::InternalError("transient"), 1);
-  // Validation takes 2 s of the clock per dataset, plus 1 s per profile.
+  // Validation takes 2 s of the clock per dataset, plus 1 s per profile;
+  // its diff 500 ms per partition.
   engine_.SetHook([this](const Call& call) {
     if (call.method == "ValidateStaged") clock_.Advance(absl::Seconds(2));
     if (call.method == "ProfileStaged") clock_.Advance(absl::Seconds(1));
+    if (call.method == "DiffPartition") {
+      clock_.Advance(absl::Milliseconds(500));
+    }
     return OnCall(call);
   });
   const std::string id = Submit(Request("daily", "2025-01-01", "2025-01-04"));
@@ -1054,9 +1058,11 @@ TEST_F(JobRunnerTest, StageTimingsAndValidationTimeReachTheObserver) {
     EXPECT_EQ(t.timings.stage_write, absl::Milliseconds(5));
   }
   const auto validations = observer_.validations();
-  ASSERT_EQ(validations.size(), 1u);
+  ASSERT_EQ(validations.size(), 2u);
   EXPECT_EQ(validations[0].first, id);
   EXPECT_EQ(validations[0].second, absl::Seconds(3));
+  EXPECT_EQ(validations[1].first, id);
+  EXPECT_EQ(validations[1].second, absl::Milliseconds(1500));
 }
 
 TEST_F(JobRunnerTest, StoreWriteFailuresAreRetriedAndTheJobKeepsItsPartitions) {
