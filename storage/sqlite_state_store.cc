@@ -869,6 +869,56 @@ void SqliteStateStore::ForgetTaskAggregates(const std::string& id) {
   aggregates_.erase(id);
 }
 
+void SqliteStateStore::AddTaskShare(const std::string& dataset, TaskState state,
+                                    int64_t input_rows, int64_t rows_written,
+                                    double duration, int sign,
+                                    TaskAggregates* out) {
+  PartitionCounts& c = out->counts;
+  int64_t* count = nullptr;
+  switch (state) {
+    case TaskState::kPending:
+      count = &c.pending;
+      break;
+    case TaskState::kRunning:
+      count = &c.running;
+      break;
+    case TaskState::kStaged:
+      count = &c.staged;
+      break;
+    case TaskState::kPublished:
+      count = &c.published;
+      break;
+    case TaskState::kFailed:
+      count = &c.failed;
+      break;
+    case TaskState::kCancelled:
+      count = &c.cancelled;
+      break;
+    case TaskState::kUnchanged:
+      count = &c.unchanged;
+      break;
+    case TaskState::kSkipped:
+      count = &c.skipped;
+      break;
+  }
+  if (count != nullptr) *count += sign;
+  // As ComputeTaskAggregates counts them.
+  const bool read = state == TaskState::kStaged ||
+                    state == TaskState::kPublished ||
+                    state == TaskState::kUnchanged;
+  if (read) {
+    out->actual_cost += sign * static_cast<double>(input_rows);
+    out->by_dataset[dataset].second += sign * static_cast<double>(input_rows);
+    if (duration > 0) {
+      out->timed_partitions += sign;
+      out->timed_seconds += sign * duration;
+    }
+  }
+  if (state == TaskState::kStaged || state == TaskState::kPublished) {
+    out->rows_written += sign * rows_written;
+  }
+}
+
 absl::Status SqliteStateStore::CheckDataVersion() {
   // Another connection's write to the file may have changed any job.
   ASSIGN_OR_RETURN(int64_t version, db_->QueryInt("PRAGMA data_version"));
@@ -1360,6 +1410,29 @@ absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
 absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  // The job's sums, if kept, follow the task: its row's share out, the new
+  // one in, so that a job's progress stays O(1) to read while it runs.
+  std::optional<TaskAggregates> next;
+  if (auto kept = aggregates_.find(task.job_id); kept != aggregates_.end()) {
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(
+                                      "SELECT state, input_rows, rows_written, "
+                                      "duration_seconds FROM tasks WHERE "
+                                      "job_id = ?1 AND dataset = ?2 AND "
+                                      "\"partition\" = ?3"));
+    RETURN_IF_ERROR(q.BindText(1, task.job_id));
+    RETURN_IF_ERROR(q.BindText(2, task.dataset));
+    RETURN_IF_ERROR(q.BindText(3, task.partition));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    absl::StatusOr<TaskState> was = row ? ParseTaskState(q.ColumnText(0))
+                                        : absl::NotFoundError("no such task");
+    if (was.ok()) {
+      next = kept->second;
+      AddTaskShare(task.dataset, *was, q.ColumnInt(1), q.ColumnInt(2),
+                   q.ColumnDouble(3), -1, &*next);
+      AddTaskShare(task.dataset, task.state, InputRows(task.inputs),
+                   task.rows_written, task.duration_seconds, +1, &*next);
+    }
+  }
   ForgetTaskAggregates(task.job_id);
   ASSIGN_OR_RETURN(
       Statement q,
@@ -1387,7 +1460,9 @@ absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
                                             task.partition, " in job ",
                                             task.job_id));
   }
-  return txn.Commit();
+  RETURN_IF_ERROR(txn.Commit());
+  if (next.has_value()) aggregates_[task.job_id] = *std::move(next);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(

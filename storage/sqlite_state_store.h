@@ -223,6 +223,10 @@ class SqliteStateStore : public StateStore {
   };
   absl::StatusOr<TaskAggregates> ComputeTaskAggregates(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds (sign +1) or takes out (-1) one task's share of `out`.
+  static void AddTaskShare(const std::string& dataset, TaskState state,
+                           int64_t input_rows, int64_t rows_written,
+                           double duration, int sign, TaskAggregates* out);
   // The job's tasks changed: its aggregates must be counted again.
   void ForgetTaskAggregates(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -230,8 +234,10 @@ class SqliteStateStore : public StateStore {
   absl::Mutex mu_;
   std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
   // TaskAggregates by job, so that reading a job (GetBackfill, a watch, a
-  // listing) costs the same whatever its number of partitions: every method
-  // that writes a job's tasks forgets the job's entry before it commits,
+  // listing) costs the same whatever its number of partitions: UpdateTask
+  // moves its task's share within the entry (a checkpoint keeps it), every
+  // other method that writes a job's tasks forgets the job's entry before
+  // it commits,
   // and a write by another connection to the file (PRAGMA data_version)
   // forgets them all. At most kMaxCachedAggregates entries (then emptied).
   static constexpr size_t kMaxCachedAggregates = 10000;
