@@ -786,6 +786,33 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
   return job;
 }
 
+namespace {
+
+// The count of `counts` that tasks in `state` add to.
+int64_t* CountOf(TaskState state, PartitionCounts* counts) {
+  switch (state) {
+    case TaskState::kPending:
+      return &counts->pending;
+    case TaskState::kRunning:
+      return &counts->running;
+    case TaskState::kStaged:
+      return &counts->staged;
+    case TaskState::kPublished:
+      return &counts->published;
+    case TaskState::kFailed:
+      return &counts->failed;
+    case TaskState::kCancelled:
+      return &counts->cancelled;
+    case TaskState::kUnchanged:
+      return &counts->unchanged;
+    case TaskState::kSkipped:
+      return &counts->skipped;
+  }
+  return &counts->pending;  // not reached: every state is listed
+}
+
+}  // namespace
+
 absl::StatusOr<SqliteStateStore::TaskAggregates>
 SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
   TaskAggregates out;
@@ -805,32 +832,7 @@ SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
       ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(0)));
       int64_t n = q.ColumnInt(1);
       out.counts.total += n;
-      switch (state) {
-        case TaskState::kPending:
-          out.counts.pending += n;
-          break;
-        case TaskState::kRunning:
-          out.counts.running += n;
-          break;
-        case TaskState::kStaged:
-          out.counts.staged += n;
-          break;
-        case TaskState::kPublished:
-          out.counts.published += n;
-          break;
-        case TaskState::kFailed:
-          out.counts.failed += n;
-          break;
-        case TaskState::kCancelled:
-          out.counts.cancelled += n;
-          break;
-        case TaskState::kUnchanged:
-          out.counts.unchanged += n;
-          break;
-        case TaskState::kSkipped:
-          out.counts.skipped += n;
-          break;
-      }
+      *CountOf(state, &out.counts) += n;
       out.actual_cost += q.ColumnDouble(2);
       out.rows_written += static_cast<int64_t>(q.ColumnDouble(3));
     }
@@ -873,35 +875,7 @@ void SqliteStateStore::AddTaskShare(const std::string& dataset, TaskState state,
                                     int64_t input_rows, int64_t rows_written,
                                     double duration, int sign,
                                     TaskAggregates* out) {
-  PartitionCounts& c = out->counts;
-  int64_t* count = nullptr;
-  switch (state) {
-    case TaskState::kPending:
-      count = &c.pending;
-      break;
-    case TaskState::kRunning:
-      count = &c.running;
-      break;
-    case TaskState::kStaged:
-      count = &c.staged;
-      break;
-    case TaskState::kPublished:
-      count = &c.published;
-      break;
-    case TaskState::kFailed:
-      count = &c.failed;
-      break;
-    case TaskState::kCancelled:
-      count = &c.cancelled;
-      break;
-    case TaskState::kUnchanged:
-      count = &c.unchanged;
-      break;
-    case TaskState::kSkipped:
-      count = &c.skipped;
-      break;
-  }
-  if (count != nullptr) *count += sign;
+  *CountOf(state, &out->counts) += sign;
   // As ComputeTaskAggregates counts them.
   const bool read = state == TaskState::kStaged ||
                     state == TaskState::kPublished ||
