@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -52,6 +53,10 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
   }
   const pid_t pid = fork();
   if (pid == 0) {
+    // Dies with the suite: a suite killed (a timeout, Ctrl-C) leaves no
+    // daemon behind. The suite forks from its main thread only, whose end
+    // is the process's.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(in, 0);
     dup2(out, 1);
     dup2(out, 2);

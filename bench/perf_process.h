@@ -3,7 +3,9 @@
 // whose CPU time and peak memory are read from /proc while it runs.
 //
 // A ChildProcess owns its process: the destructor kills it (SIGKILL) and
-// reaps it if it still runs. Not thread-safe; one thread drives each.
+// reaps it if it still runs, and every child is killed by the kernel when
+// the suite's process ends without that (PR_SET_PDEATHSIG). Not
+// thread-safe; one thread drives each.
 
 #ifndef BACKFILL_BENCH_PERF_PROCESS_H_
 #define BACKFILL_BENCH_PERF_PROCESS_H_
