@@ -20,7 +20,6 @@
 //
 // Usage: backfill_perf [--quick] [--bin-dir DIR] [--work-dir DIR] [--keep]
 
-#include <curl/curl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -49,7 +48,10 @@
 #include "bench/perf_history.h"
 #include "bench/perf_process.h"
 #include "bench/rpc_load.h"
+#include "core/http_client.h"
 #include "core/status_macros.h"
+#include "platform/curl_http_client.h"
+#include "tests/testing/prometheus_text.h"
 
 #ifndef BACKFILL_BENCH_BUILD_TYPE
 #define BACKFILL_BENCH_BUILD_TYPE "unknown"
@@ -117,51 +119,29 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-size_t AppendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
-// GET http://<address>/metrics.
+// GET http://<address>/metrics, through the daemon's own HTTP client.
 absl::StatusOr<std::string> Scrape(const std::string& address) {
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return absl::InternalError("curl_easy_init");
-  std::string body;
-  const std::string url = absl::StrCat("http://", address, "/metrics");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK) {
+  CurlHttpClient http;
+  HttpRequest request;
+  request.url = absl::StrCat("http://", address, "/metrics");
+  request.max_response_bytes = size_t{64} << 20;
+  ASSIGN_OR_RETURN(HttpResponse response, http.Send(request));
+  if (response.status != 200) {
     return absl::UnavailableError(
-        absl::StrCat("GET ", url, ": ", curl_easy_strerror(rc)));
+        absl::StrCat("GET ", request.url, ": HTTP ", response.status));
   }
-  return body;
+  return std::move(response.body);
 }
 
-// The samples of family `name` by their label text, e.g.
-// {"phase=\"transform\"": 1.5}.
-std::map<std::string, double> Samples(const std::string& text,
-                                      const std::string& name) {
+// The values of family `name` by its `phase` label, read with the tests'
+// parser of the exposition format.
+std::map<std::string, double> PhaseSamples(const std::string& text,
+                                           const std::string& name) {
   std::map<std::string, double> out;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::StartsWith(line, name)) continue;
-    absl::string_view rest = line.substr(name.size());
-    std::string labels;
-    if (!rest.empty() && rest[0] == '{') {
-      const size_t close = rest.find('}');
-      if (close == absl::string_view::npos) continue;
-      labels = std::string(rest.substr(1, close - 1));
-      rest = rest.substr(close + 1);
-    } else if (rest.empty() || rest[0] != ' ') {
-      continue;  // a longer name with this prefix
-    }
-    double value = 0;
-    if (absl::SimpleAtod(absl::StripAsciiWhitespace(rest), &value)) {
-      out[labels] = value;
-    }
+  for (const testing::PromSample& sample : testing::ParseSamples(text)) {
+    if (sample.name != name) continue;
+    auto phase = sample.labels.find("phase");
+    if (phase != sample.labels.end()) out[phase->second] = sample.value;
   }
   return out;
 }
@@ -353,11 +333,10 @@ class Suite {
     // Where the first full reload's time went, from the daemon's own
     // counters.
     const std::string family = "backfill_partition_phase_seconds_total";
-    std::map<std::string, double> before = Samples(metrics_before, family);
-    std::map<std::string, double> after = Samples(metrics_after, family);
+    std::map<std::string, double> before = PhaseSamples(metrics_before, family);
+    std::map<std::string, double> after = PhaseSamples(metrics_after, family);
     auto phase = [&](const std::string& name) {
-      const std::string key = absl::StrCat("phase=\"", name, "\"");
-      return after[key] - before[key];
+      return after[name] - before[name];
     };
     const double transform = phase("transform");
     const double fingerprint = phase("fingerprint");
@@ -666,7 +645,6 @@ int Main(int argc, char** argv) {
       fs::path(work_dir) / absl::StrCat("backfill_perf_", getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
   const absl::Time start = absl::Now();
   Suite suite(quick, bin_dir, dir);
   absl::Status ran = suite.Run();
