@@ -1242,8 +1242,10 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     for (const std::string& sql : setup) {
       RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
     }
-    // The transform alone: one read-only SELECT with the contract columns.
-    absl::StatusOr<Statement> transform = db->PrepareCached(dataset.transform);
+    // The transform alone: one read-only SELECT with the contract columns,
+    // compiled (never from the statement cache) against the objects just
+    // made.
+    absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
     if (!transform.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("transform of ", dataset.name,

@@ -225,5 +225,46 @@ TEST_F(SqliteEngineTest, RollbackCopiesAreListedFromTableNames) {
   EXPECT_TRUE(Exists("_bf_prev_other_daily_revenue"));
 }
 
+// StagePartition keeps its temp views and output table on its connection for
+// the next partition. No other call may see them: the view standing in for
+// dim_customers (the job's pinned copy) must not answer a count of the
+// table itself once the table changed.
+TEST_F(SqliteEngineTest, KeptStagingViewsNeverAnswerOtherCalls) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  JobLayout layout =
+      Layout("bf-1", {{&revenue_, {"2025-01-01", "2025-01-02"}}});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  ASSERT_TRUE(StageRevenue("bf-1", "2025-01-01").ok());
+  Exec("INSERT INTO dim_customers VALUES (4, 'APAC')");
+  // One call at a time: each gets the connection the stage used.
+  auto counted = engine_->CountRowsByPartition(customers_);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->at(""), 4);
+  // And the job goes on staging after that call dropped its objects.
+  auto staged = StageRevenue("bf-1", "2025-01-02");
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  EXPECT_EQ(staged->rows_written, 2);  // EU and US on 2025-01-02
+}
+
+// The kept objects are made again when what they are made of differs, and
+// the transform is compiled again with them: a transform that no longer
+// compiles against a new job's inputs says so, as it does on a fresh
+// connection, even right after the same text compiled for another job.
+TEST_F(SqliteEngineTest, ATransformIsCompiledAgainForEachNewSetup) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  JobLayout first = Layout("bf-1", {{&revenue_, {"2025-01-01"}}});
+  ASSERT_TRUE(engine_->PrepareJob(first).ok());
+  ASSERT_TRUE(StageRevenue("bf-1", "2025-01-01").ok());
+  Exec("ALTER TABLE dim_customers RENAME COLUMN region TO area");
+  JobLayout second = Layout("bf-2", {{&revenue_, {"2025-01-01"}}});
+  ASSERT_TRUE(engine_->PrepareJob(second).ok());
+  auto staged = StageRevenue("bf-2", "2025-01-01");
+  ASSERT_FALSE(staged.ok());
+  EXPECT_EQ(staged.status().code(), absl::StatusCode::kFailedPrecondition)
+      << staged.status();
+  EXPECT_THAT(staged.status().message(), HasSubstr("does not compile"));
+  EXPECT_THAT(staged.status().message(), HasSubstr("region"));
+}
+
 }  // namespace
 }  // namespace backfill
