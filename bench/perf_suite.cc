@@ -643,8 +643,14 @@ int Main(int argc, char** argv) {
   }
   const fs::path dir =
       fs::path(work_dir) / absl::StrCat("backfill_perf_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  std::error_code error;
+  fs::remove_all(dir, error);
+  if (!fs::create_directories(dir, error) || error) {
+    std::fprintf(stderr, "backfill_perf: cannot create %s: %s\n",
+                 dir.string().c_str(),
+                 error ? error.message().c_str() : "it exists");
+    return 2;
+  }
   const absl::Time start = absl::Now();
   Suite suite(quick, bin_dir, dir);
   absl::Status ran = suite.Run();

@@ -55,18 +55,18 @@ int Main(int argc, char** argv) {
   app.add_option("--echo-target", echo_target,
                  "backfill_echo_server address, HOST:PORT");
   app.add_option("--clients", clients, "Concurrent clients")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   app.add_option("--seconds", seconds, "Measured seconds per load")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
   app.add_option("--warmup-seconds", warmup_seconds,
                  "Seconds of calls not counted, before each measure")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--payload-bytes", payload_bytes,
                  "Echo payload size; default: one GetBackfill answer's size")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4 << 20));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
