@@ -323,14 +323,17 @@ TEST_F(PgPoolTest, InterruptAllCancelsTheStatementOfEveryLease) {
       results[i] = (*lease)->Exec("SELECT pg_sleep(60)").status();
     });
   }
-  // Until the server runs all three sleeps (a cancel that arrives before
-  // its statement would be lost, as with any client).
+  // Until all three backends wait inside pg_sleep. A backend shows its
+  // statement as 'active' from the moment it parses it, and a cancel that
+  // reaches it while it still reads the rest of the statement's messages is
+  // dropped by the server (as with any client): only the wait event says
+  // the statement runs.
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   int sleeping = 0;
   while (absl::Now() < deadline) {
     auto r = admin_->Exec(
         "SELECT count(*)::text FROM pg_stat_activity WHERE application_name "
-        "= $1 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'",
+        "= $1 AND state = 'active' AND wait_event = 'PgSleep'",
         {app});
     ASSERT_TRUE(r.ok()) << r.status();
     sleeping = std::stoi(*r->rows[0][0]);
