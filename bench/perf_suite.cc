@@ -18,7 +18,11 @@
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
-// Usage: backfill_perf [--quick] [--bin-dir DIR] [--work-dir DIR] [--keep]
+// Usage: backfill_perf [--quick] [--only GROUPS] [--bin-dir DIR]
+//                      [--work-dir DIR] [--keep]
+// --only runs some groups of rows, a comma-separated list of: cost (the
+// first three rows), partitions (the 100,000-partition rows: plan, job,
+// GetBackfill, restart), plan-size (the last row).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -28,8 +32,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -174,16 +180,22 @@ std::string Machine() {
 
 class Suite {
  public:
-  Suite(bool quick, std::string bin_dir, fs::path dir)
+  // The groups of rows --only names.
+  static constexpr const char* kGroups[] = {"cost", "partitions", "plan-size"};
+
+  // `only`: the groups to run (kGroups); empty: all of them.
+  Suite(bool quick, std::set<std::string> only, std::string bin_dir,
+        fs::path dir)
       : quick_(quick),
+        only_(std::move(only)),
         sizes_(quick ? QuickSizes() : Sizes()),
         bin_dir_(std::move(bin_dir)),
         dir_(std::move(dir)) {}
 
   absl::Status Run() {
-    RETURN_IF_ERROR(CostRows());
-    RETURN_IF_ERROR(ManyPartitionRows());
-    RETURN_IF_ERROR(PlanSizeRows());
+    if (Runs("cost")) RETURN_IF_ERROR(CostRows());
+    if (Runs("partitions")) RETURN_IF_ERROR(ManyPartitionRows());
+    if (Runs("plan-size")) RETURN_IF_ERROR(PlanSizeRows());
     return absl::OkStatus();
   }
 
@@ -211,6 +223,10 @@ class Suite {
 
  private:
   static constexpr int kWorkers = 2;
+
+  bool Runs(const std::string& group) const {
+    return only_.empty() || only_.count(group) > 0;
+  }
 
   std::string Bin(const std::string& name) const {
     return absl::StrCat(bin_dir_, "/", name);
@@ -613,6 +629,7 @@ class Suite {
   }
 
   bool quick_;
+  std::set<std::string> only_;
   Sizes sizes_;
   std::string bin_dir_;
   fs::path dir_;
@@ -622,6 +639,7 @@ class Suite {
 int Main(int argc, char** argv) {
   bool quick = false;
   bool keep = false;
+  std::set<std::string> only;
   std::string bin_dir = fs::absolute(argv[0]).parent_path().string();
   std::string work_dir = fs::temp_directory_path().string();
   for (int i = 1; i < argc; ++i) {
@@ -630,13 +648,26 @@ int Main(int argc, char** argv) {
       quick = true;
     } else if (flag == "--keep") {
       keep = true;
+    } else if (flag == "--only" && i + 1 < argc) {
+      for (absl::string_view group : absl::StrSplit(argv[++i], ',')) {
+        if (std::find(std::begin(Suite::kGroups), std::end(Suite::kGroups),
+                      group) == std::end(Suite::kGroups)) {
+          std::fprintf(stderr,
+                       "backfill_perf: --only: no group \"%s\" (the groups "
+                       "are cost, partitions and plan-size)\n",
+                       std::string(group).c_str());
+          return 2;
+        }
+        only.insert(std::string(group));
+      }
     } else if (flag == "--bin-dir" && i + 1 < argc) {
       bin_dir = argv[++i];
     } else if (flag == "--work-dir" && i + 1 < argc) {
       work_dir = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: backfill_perf [--quick] [--bin-dir DIR] "
+                   "usage: backfill_perf [--quick] [--only "
+                   "cost,partitions,plan-size] [--bin-dir DIR] "
                    "[--work-dir DIR] [--keep]\n");
       return 2;
     }
@@ -652,7 +683,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const absl::Time start = absl::Now();
-  Suite suite(quick, bin_dir, dir);
+  Suite suite(quick, std::move(only), bin_dir, dir);
   absl::Status ran = suite.Run();
   if (!ran.ok()) {
     std::fprintf(stderr, "backfill_perf: %s (work files kept in %s)\n",

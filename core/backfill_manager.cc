@@ -367,15 +367,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
 
 absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id,
                                             JobView view) {
-  ASSIGN_OR_RETURN(Job job, view == JobView::kFull
-                                ? store_->GetJob(id)
-                                : store_->GetJobProgress(id));
-  ASSIGN_OR_RETURN(job.checks, store_->ListCheckResults(id));
-  ASSIGN_OR_RETURN(job.consumers, store_->ListConsumerConfirmations(id));
-  ASSIGN_OR_RETURN(std::optional<std::vector<DiffSummary>> diff,
-                   store_->GetJobDiffSummary(id));
-  if (diff.has_value()) job.diff = *std::move(diff);
-  return job;
+  return store_->GetJobForReader(id, view);
 }
 
 absl::StatusOr<Job> BackfillManager::Approve(const std::string& id,

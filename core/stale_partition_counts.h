@@ -10,8 +10,9 @@
 // partitions it recomputed unchanged, or one that leaves it (a rollback).
 // A count of SUCCEEDED jobs would miss one job leaving SUCCEEDED while
 // another reaches it. Each Get() checks that mark (with the last lineage
-// id) with one Stats() read; the first Get() (at start) computes the
-// counts.
+// id) with one Stats() read; the first Get() computes the counts (the
+// daemon makes it on a thread of its own once it serves: over millions of
+// recorded partitions it takes seconds).
 //
 // The catalog may be a LiveCatalog (core/live_catalog.h): counts follow
 // the catalog in force, and a replaced catalog computes them again.

@@ -130,6 +130,30 @@ class StateStore {
   // or sending one string per partition each time.
   virtual absl::StatusOr<Job> GetJobProgress(const std::string& id) = 0;
 
+  // What a reader of the job is shown: GetJob (kFull) or GetJobProgress
+  // (kBasic), with its check results, consumer confirmations and, once it
+  // has one, its diff summary (Job::checks, consumers, diff). A store may
+  // read them in one snapshot and one call (GetBackfill's path); this
+  // default makes the four calls.
+  virtual absl::StatusOr<Job> GetJobForReader(const std::string& id,
+                                              JobView view) {
+    absl::StatusOr<Job> job =
+        view == JobView::kFull ? GetJob(id) : GetJobProgress(id);
+    if (!job.ok()) return job.status();
+    absl::StatusOr<std::vector<CheckResult>> checks = ListCheckResults(id);
+    if (!checks.ok()) return checks.status();
+    job->checks = *std::move(checks);
+    absl::StatusOr<std::vector<ConsumerFinding>> consumers =
+        ListConsumerConfirmations(id);
+    if (!consumers.ok()) return consumers.status();
+    job->consumers = *std::move(consumers);
+    absl::StatusOr<std::optional<std::vector<DiffSummary>>> diff =
+        GetJobDiffSummary(id);
+    if (!diff.ok()) return diff.status();
+    if (diff->has_value()) job->diff = **std::move(diff);
+    return job;
+  }
+
   virtual absl::StatusOr<std::vector<Job>> ListJobs(
       const JobFilter& filter) = 0;
 

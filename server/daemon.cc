@@ -379,13 +379,12 @@ absl::Status Daemon::Init(Catalog catalog) {
       [store_ptr] { return store_ptr->Stats(); }, DaemonVersion());
   reload_metrics_ = std::make_unique<ReloadMetrics>(metrics_->registry());
   reload_metrics_->Loaded(ReloadMetrics::Kind::kPipelines, absl::Now());
-  // Stale partitions per dataset: computed now (at start), then again only
-  // when the recorded history changed (core/stale_partition_counts.h).
+  // Stale partitions per dataset: first computed once the daemon serves
+  // (step 7: it reads every recorded version, seconds over millions of
+  // partitions), then again only when the recorded history changed
+  // (core/stale_partition_counts.h).
   stale_counts_ =
       std::make_unique<StalePartitionCounts>(catalog_.get(), store_.get());
-  if (absl::Status s = stale_counts_->Get().status(); !s.ok()) {
-    spdlog::warn("cannot count stale partitions: {}", LogText(s.ToString()));
-  }
   metrics_->AddCollectable(
       std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
   ConfigureMetrics();
@@ -525,6 +524,13 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   observer_->SetHealth(health);
   listen_address_ = WithPort(options_.listen, port);
+  // The stale-partition counts, off the path to serving: a scrape that
+  // comes first waits for them (the counts' lock), requests do not.
+  stale_counts_warmer_ = std::thread([counts = stale_counts_.get()] {
+    if (absl::Status s = counts->Get().status(); !s.ok()) {
+      spdlog::warn("cannot count stale partitions: {}", LogText(s.ToString()));
+    }
+  });
 
   spdlog::info(
       "backfilld {} started: data dir {}, {} datasets, warehouse {}, {} "
@@ -957,6 +963,8 @@ void Daemon::Shutdown() {
     drained.Notify();
     watchdog.join();
   }
+  // Reads the store: done before the store goes.
+  if (stale_counts_warmer_.joinable()) stale_counts_warmer_.join();
   server_.reset();
   service_.reset();
   manager_.reset();

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -227,6 +228,9 @@ class Daemon {
   // Stale partitions per dataset for the metrics (after store_, before
   // metrics_ is torn down it is no longer read).
   std::unique_ptr<StalePartitionCounts> stale_counts_;
+  // Computes the stale-partition counts once the daemon serves; joined by
+  // Shutdown().
+  std::thread stale_counts_warmer_;
   std::unique_ptr<LoggingObserver> observer_;
   std::unique_ptr<SystemClock> clock_;
   // How confirmation reaches downstream consumers; outlive the manager.

@@ -907,11 +907,21 @@ absl::Status SqliteStateStore::CheckDataVersion() {
 absl::StatusOr<std::optional<std::vector<DiffSummary>>>
 SqliteStateStore::GetJobDiffSummary(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(std::optional<std::vector<DiffSummary>> summary,
+                   LoadJobDiffSummary(job_id));
+  RETURN_IF_ERROR(txn.Commit());
+  return summary;
+}
+
+absl::StatusOr<std::optional<std::vector<DiffSummary>>>
+SqliteStateStore::LoadJobDiffSummary(const std::string& job_id) {
   RETURN_IF_ERROR(CheckDataVersion());
   auto it = diff_summaries_.find(job_id);
   if (it != diff_summaries_.end()) return it->second;
   ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
-                   ReadJobDiff(job_id, "", /*with_samples=*/false));
+                   LoadJobDiff(job_id, "", /*with_samples=*/false));
   std::optional<std::vector<DiffSummary>> out;
   if (diff.has_value()) {
     out.emplace();
@@ -1072,6 +1082,22 @@ absl::StatusOr<Job> SqliteStateStore::GetJob(const std::string& id) {
 
 absl::StatusOr<Job> SqliteStateStore::GetJobProgress(const std::string& id) {
   return ReadJob(id, /*with_partitions=*/false);
+}
+
+absl::StatusOr<Job> SqliteStateStore::GetJobForReader(const std::string& id,
+                                                      JobView view) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(Job job, LoadJob(id, view == JobView::kFull,
+                                    /*cached=*/true));
+  ASSIGN_OR_RETURN(job.checks, LoadCheckResults(id));
+  ASSIGN_OR_RETURN(job.consumers, LoadConsumerConfirmations(id));
+  ASSIGN_OR_RETURN(std::optional<std::vector<DiffSummary>> diff,
+                   LoadJobDiffSummary(id));
+  if (diff.has_value()) job.diff = *std::move(diff);
+  RETURN_IF_ERROR(txn.Commit());
+  return job;
 }
 
 absl::StatusOr<Job> SqliteStateStore::ReadJob(const std::string& id,
@@ -1693,6 +1719,14 @@ absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::ReadJobDiff(
     const std::string& job_id, const std::string& dataset, bool with_samples) {
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
+                   LoadJobDiff(job_id, dataset, with_samples));
+  RETURN_IF_ERROR(txn.Commit());
+  return diff;
+}
+
+absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::LoadJobDiff(
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
   RETURN_IF_ERROR(StateOf(job_id).status());
   JobDiff diff;
   diff.job_id = job_id;
@@ -1751,7 +1785,6 @@ absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::ReadJobDiff(
       d.partitions.push_back(std::move(p));
     }
   }
-  RETURN_IF_ERROR(txn.Commit());
   return diff;
 }
 
@@ -2271,6 +2304,13 @@ absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   RETURN_IF_ERROR(StateOf(job_id).status());
+  ASSIGN_OR_RETURN(std::vector<CheckResult> out, LoadCheckResults(job_id));
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::LoadCheckResults(
+    const std::string& job_id) {
   ASSIGN_OR_RETURN(
       Statement q,
       db_->PrepareCached(
@@ -2299,7 +2339,6 @@ absl::StatusOr<std::vector<CheckResult>> SqliteStateStore::ListCheckResults(
     ASSIGN_OR_RETURN(r.samples, DecodeFields(q.ColumnText(12)));
     out.push_back(std::move(r));
   }
-  RETURN_IF_ERROR(txn.Commit());
   return out;
 }
 
@@ -2343,6 +2382,14 @@ SqliteStateStore::ListConsumerConfirmations(const std::string& job_id) {
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   RETURN_IF_ERROR(StateOf(job_id).status());
+  ASSIGN_OR_RETURN(std::vector<ConsumerFinding> out,
+                   LoadConsumerConfirmations(job_id));
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<ConsumerFinding>>
+SqliteStateStore::LoadConsumerConfirmations(const std::string& job_id) {
   ASSIGN_OR_RETURN(
       Statement q,
       db_->PrepareCached(
@@ -2363,7 +2410,6 @@ SqliteStateStore::ListConsumerConfirmations(const std::string& job_id) {
     c.at = ColumnTime(q, 5);
     out.push_back(std::move(c));
   }
-  RETURN_IF_ERROR(txn.Commit());
   return out;
 }
 

@@ -167,6 +167,9 @@ class SqliteStateStore : public StateStore {
   // Kept per job until ReplaceJobDiff replaces its diff (as aggregates_).
   absl::StatusOr<std::optional<std::vector<DiffSummary>>> GetJobDiffSummary(
       const std::string& job_id) override;
+  // One lock and one read transaction for the four parts.
+  absl::StatusOr<Job> GetJobForReader(const std::string& id,
+                                      JobView view) override;
 
  private:
   explicit SqliteStateStore(std::unique_ptr<sqlite::Database> db);
@@ -253,6 +256,20 @@ class SqliteStateStore : public StateStore {
                                                      const std::string& dataset,
                                                      bool with_samples)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The Load* read in the caller's transaction (which holds mu_):
+  // GetJobDiff, GetJobDiffSummary (through diff_summaries_),
+  // ListCheckResults and ListConsumerConfirmations of a job known to
+  // exist (the first two check that it does).
+  absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const std::string& job_id,
+                                                     const std::string& dataset,
+                                                     bool with_samples)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::optional<std::vector<DiffSummary>>> LoadJobDiffSummary(
+      const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<CheckResult>> LoadCheckResults(
+      const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<ConsumerFinding>> LoadConsumerConfirmations(
+      const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Empties both caches when another connection wrote to the file since
   // the last call.
   absl::Status CheckDataVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

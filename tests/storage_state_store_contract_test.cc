@@ -2028,6 +2028,101 @@ TEST_P(StateStoreContractTest, ADiffRoundTripsAndIsReplacedAsAWhole) {
   EXPECT_THAT((*got)->datasets[0].partitions[0].measures, IsEmpty());
 }
 
+TEST_P(StateStoreContractTest, AReadersJobHasItsResultsInEitherView) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  EXPECT_EQ(store_->GetJobForReader("bf-9", JobView::kBasic).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetJobForReader("bf-9", JobView::kFull).status().code(),
+            absl::StatusCode::kNotFound);
+
+  // Before any result: the job alone.
+  auto fresh = store_->GetJobForReader("bf-1", JobView::kBasic);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_THAT(fresh->checks, IsEmpty());
+  EXPECT_THAT(fresh->consumers, IsEmpty());
+  EXPECT_THAT(fresh->diff, IsEmpty());
+
+  CheckResult check;
+  check.check = "row_change";
+  check.kind = "row_change";
+  check.severity = CheckSeverity::kHold;
+  check.dataset = "daily";
+  check.summary = true;
+  check.partitions_checked = 3;
+  check.partitions_failed = 1;
+  check.observed = "-90.0%";
+  ASSERT_TRUE(store_->ReplaceCheckResults("bf-1", {check}).ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kDownstreamUnhealthy, T(1)));
+  ASSERT_TRUE(store_
+                  ->ReplaceConsumerConfirmations(
+                      "bf-1", {Confirmation("daily", "cache_b", false, T(1))})
+                  .ok());
+  ASSERT_TRUE(store_->ReplaceJobDiff(MakeDiff("bf-1", T(1))).ok());
+
+  // Each view has what the four separate reads give, and no more; the
+  // other job has none of bf-1's results.
+  for (JobView view : {JobView::kBasic, JobView::kFull}) {
+    SCOPED_TRACE(view == JobView::kFull ? "full" : "basic");
+    auto got = store_->GetJobForReader("bf-1", view);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto job = view == JobView::kFull ? store_->GetJob("bf-1")
+                                      : store_->GetJobProgress("bf-1");
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(got->state, job->state);
+    EXPECT_EQ(got->counts.total, job->counts.total);
+    ASSERT_EQ(got->plan.datasets.size(), job->plan.datasets.size());
+    for (size_t i = 0; i < got->plan.datasets.size(); ++i) {
+      EXPECT_EQ(got->plan.datasets[i].partitions,
+                job->plan.datasets[i].partitions);
+    }
+    EXPECT_EQ(got->plan.datasets[0].partitions.empty(),
+              view == JobView::kBasic);
+    ASSERT_EQ(got->checks.size(), 1u);
+    EXPECT_EQ(got->checks[0].observed, "-90.0%");
+    EXPECT_EQ(got->checks[0].partitions_failed, 1);
+    ASSERT_EQ(got->consumers.size(), 1u);
+    EXPECT_EQ(got->consumers[0].consumer, "cache_b");
+    EXPECT_FALSE(got->consumers[0].healthy);
+    auto summary = store_->GetJobDiffSummary("bf-1");
+    ASSERT_TRUE(summary.ok() && summary->has_value());
+    ASSERT_EQ(got->diff.size(), (*summary)->size());
+    ASSERT_EQ(got->diff.size(), 2u);
+    for (size_t i = 0; i < got->diff.size(); ++i) {
+      EXPECT_EQ(got->diff[i].dataset, (**summary)[i].dataset);
+      EXPECT_EQ(got->diff[i].partitions, (**summary)[i].partitions);
+      EXPECT_EQ(got->diff[i].rows_after, (**summary)[i].rows_after);
+      EXPECT_EQ(got->diff[i].changed, (**summary)[i].changed);
+    }
+    auto other = store_->GetJobForReader("bf-2", view);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_THAT(other->checks, IsEmpty());
+    EXPECT_THAT(other->consumers, IsEmpty());
+    EXPECT_THAT(other->diff, IsEmpty());
+  }
+
+  // A replaced diff is what the next read shows (no summary kept from
+  // before).
+  JobDiff again;
+  again.job_id = "bf-1";
+  again.computed_at = T(2);
+  DatasetDiff only;
+  only.dataset = "daily";
+  PartitionDiff p;
+  p.partition = "2025-01-02";
+  p.rows_after = 7;
+  p.added = 7;
+  only.partitions = {p};
+  again.datasets = {only};
+  ASSERT_TRUE(store_->ReplaceJobDiff(again).ok());
+  auto replaced = store_->GetJobForReader("bf-1", JobView::kBasic);
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  ASSERT_EQ(replaced->diff.size(), 1u);
+  EXPECT_EQ(replaced->diff[0].dataset, "daily");
+  EXPECT_EQ(replaced->diff[0].rows_after, 7);
+  EXPECT_EQ(replaced->diff[0].added, 7);
+}
+
 TEST_P(StateStoreContractTest, ApproveJobRecordsTheApprovalWithTheMove) {
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
   ASSERT_TRUE(store_
