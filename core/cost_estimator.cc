@@ -46,8 +46,22 @@ absl::Status CostEstimator::CountInputs(
       std::sort(list.begin(), list.end());
     }
     list.erase(std::unique(list.begin(), list.end()), list.end());
-    ASSIGN_OR_RETURN(auto counted,
-                     engine_->CountRowsInPartitions(*upstream, list));
+    ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(*upstream));
+    int64_t by_stats = 0;
+    for (const std::string& p : list) {
+      auto it = stats->rows.find(p);
+      if (it != stats->rows.end()) by_stats += it->second;
+    }
+    std::map<std::string, int64_t> counted;
+    if (by_stats > kMaxCountedRows) {
+      for (const std::string& p : list) {
+        auto it = stats->rows.find(p);
+        if (it != stats->rows.end()) counted.insert(*it);
+      }
+    } else {
+      ASSIGN_OR_RETURN(counted,
+                       engine_->CountRowsInPartitions(*upstream, list));
+    }
     absl::flat_hash_map<std::string, int64_t>& into = counts_[upstream->name];
     into.reserve(into.size() + list.size());
     for (std::string& p : list) {

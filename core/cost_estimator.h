@@ -7,7 +7,13 @@
 //     now: the sum, over Planner::InputsOf(dataset, partition), of the rows
 //     of each upstream partition read (Engine::CountRowsInPartitions, exact
 //     and costing what those partitions hold) or, for a whole-table input,
-//     the table's rows (Engine::PartitionStatistics);
+//     the table's rows (Engine::PartitionStatistics). Upstream partitions
+//     whose statistics hold more than kMaxCountedRows rows together are not
+//     counted: their rows come from the statistics, as the full-reload
+//     figure's do, so that a plan over a large table costs what its
+//     partitions' number costs, not what their rows cost (the statistics
+//     may miss a change in the middle of a table for up to their maximum
+//     age; an exact count of millions of rows would cost seconds);
 //   - an upstream partition that holds no rows now but that the same plan
 //     computes (a first load, or new days of a pipeline) counts the rows it
 //     is expected to hold once computed: the upstream's mean rows per
@@ -52,6 +58,10 @@ inline constexpr char kEstimateMixed[] = "mixed";
 
 class CostEstimator {
  public:
+  // Above this many rows (by the statistics) in the upstream partitions a
+  // plan reads, they are estimated from the statistics, not counted.
+  static constexpr int64_t kMaxCountedRows = 1'000'000;
+
   // The inputs a task of `dataset` for `partition` reads (Planner::InputsOf).
   using InputsFn = std::function<std::vector<InputRef>(
       const DatasetSpec& dataset, const std::string& partition)>;
@@ -76,7 +86,9 @@ class CostEstimator {
                                       const std::string& partition,
                                       bool from_stats);
   // Makes sure counts_ holds every upstream partition these partitions of
-  // `dataset` read: one CountRowsInPartitions call per upstream.
+  // `dataset` read: one CountRowsInPartitions call per upstream, or its
+  // statistics when they hold more than kMaxCountedRows rows for those
+  // partitions.
   absl::Status CountInputs(const DatasetSpec& dataset,
                            const std::vector<std::string>& partitions);
   // The rows `upstream`'s `partition` adds to a dependent's estimate when it

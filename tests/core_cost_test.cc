@@ -13,6 +13,7 @@
 #include "core/backfill_manager.h"
 #include "core/clock.h"
 #include "core/cost_budget.h"
+#include "core/cost_estimator.h"
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
 #include "gmock/gmock.h"
@@ -128,6 +129,30 @@ TEST_F(CostTest, RowCountsWithoutHistory) {
   // the statistics.
   EXPECT_EQ(engine_.calls("CountRowsByPartition"), 0);
   EXPECT_GE(engine_.calls("CountRowsInPartitions"), 1);
+}
+
+TEST_F(CostTest, ALargeScopeIsEstimatedFromTheStatisticsNotCounted) {
+  // Days 2..4 hold 3 x 400,000 orders by the statistics: more than
+  // kMaxCountedRows, so no partition is counted; the figures are the
+  // statistics' (and the dimension's 50 rows per day).
+  for (int d = 1; d <= 10; ++d) {
+    engine_.SetPublishedRows("orders", Day(d), 400'000);
+  }
+  ASSERT_GT(3 * 400'000, CostEstimator::kMaxCountedRows);
+  Planner planner(&catalog_, &engine_, {}, &store_);
+  auto plan = planner.MakePlan(Daily(2, 5));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const DatasetPlan& dp = plan->datasets[0];
+  EXPECT_DOUBLE_EQ(dp.cost.backfill, 3 * (400'000 + 50));
+  EXPECT_DOUBLE_EQ(dp.cost.full_reload, 10 * (400'000 + 50));
+  EXPECT_EQ(dp.estimate_source, "row_counts");
+  EXPECT_EQ(engine_.calls("CountRowsInPartitions"), 0);
+
+  // Two days (800,000 rows) are counted again.
+  auto small = planner.MakePlan(Daily(2, 4));
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_DOUBLE_EQ(small->datasets[0].cost.backfill, 2 * (400'000 + 50));
+  EXPECT_EQ(engine_.calls("CountRowsInPartitions"), 1);
 }
 
 TEST_F(CostTest, HistoryWinsOverRowCountsPerPartition) {
