@@ -29,6 +29,7 @@ absl::Status NoJob(const std::string& id) {
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 using sqlite::Database;
+using sqlite::OpenOptions;
 using sqlite::Statement;
 using sqlite::Transaction;
 
@@ -577,8 +578,9 @@ absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
 
 int SqliteStateStore::SchemaVersion() { return kSchemaVersion; }
 
-SqliteStateStore::SqliteStateStore(std::unique_ptr<sqlite::Database> db)
-    : db_(std::move(db)) {}
+SqliteStateStore::SqliteStateStore(std::unique_ptr<sqlite::Database> db,
+                                   std::string path)
+    : path_(std::move(path)), db_(std::move(db)) {}
 
 SqliteStateStore::~SqliteStateStore() = default;
 
@@ -612,7 +614,8 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   }
   RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
-  std::unique_ptr<SqliteStateStore> store(new SqliteStateStore(std::move(db)));
+  std::unique_ptr<SqliteStateStore> store(
+      new SqliteStateStore(std::move(db), path));
   {
     absl::MutexLock lock(&store->mu_);
     absl::Status status = store->Migrate();
@@ -622,6 +625,20 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
     }
   }
   return store;
+}
+
+absl::StatusOr<Database*> SqliteStateStore::Reader() {
+  if (path_.empty() || path_ == ":memory:" ||
+      absl::StartsWith(path_, "file:")) {
+    return nullptr;
+  }
+  if (reader_ == nullptr) {
+    OpenOptions options;
+    options.read_only = true;
+    options.create = false;
+    ASSIGN_OR_RETURN(reader_, Database::Open(path_, options));
+  }
+  return reader_.get();
 }
 
 absl::Status SqliteStateStore::Migrate() {
@@ -2088,14 +2105,23 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
       best[partition] = Candidate{seq, std::move(v)};
     }
   };
-  absl::MutexLock lock(&mu_);
+  // A long read (every version of a dataset): on the read connection when
+  // there is one, so that checkpoints do not wait for it.
+  absl::MutexLock reader_lock(&reader_mu_);
+  ASSIGN_OR_RETURN(Database * reader, Reader());
+  std::optional<absl::MutexLock> lock;
+  Database* db = reader;
+  if (db == nullptr) {
+    lock.emplace(&mu_);
+    db = db_.get();
+  }
   ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
+                   Transaction::Begin(db, Transaction::Mode::kDeferred));
   {
     // Publish records of jobs that were not rolled back.
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->PrepareCached(absl::StrCat(
+        db->PrepareCached(absl::StrCat(
             "SELECT l.\"partition\", l.job_id, j.seq, "
             "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
             "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
@@ -2119,9 +2145,9 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
   {
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->PrepareCached("SELECT \"partition\", MAX(published_at) "
-                           "FROM lineage WHERE dataset = ?1 AND action "
-                           "= 'rollback' GROUP BY \"partition\""));
+        db->PrepareCached("SELECT \"partition\", MAX(published_at) "
+                          "FROM lineage WHERE dataset = ?1 AND action "
+                          "= 'rollback' GROUP BY \"partition\""));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -2139,7 +2165,7 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
     }
     ASSIGN_OR_RETURN(
         Statement q,
-        db_->PrepareCached(absl::StrCat(
+        db->PrepareCached(absl::StrCat(
             "SELECT t.\"partition\", t.job_id, j.seq, "
             "COALESCE((SELECT d.transform_version FROM job_datasets d WHERE "
             "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "

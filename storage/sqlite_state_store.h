@@ -40,12 +40,16 @@
 // stored as length-prefixed text ("<len>:<bytes>" per field), which needs no
 // escaping whatever the values contain.
 //
-// Thread-safety: thread-safe. There is ONE connection, guarded by a mutex;
-// writes run under BEGIN IMMEDIATE, multi-statement reads under a deferred
-// transaction (a consistent snapshot). The store's transactions are short and
-// small (the heavy data lives in the warehouse), so one connection is
-// simpler than a writer plus reader pool and still not a bottleneck; it also
-// makes ":memory:" work for tests.
+// Thread-safety: thread-safe. Every write and almost every read goes
+// through ONE connection, guarded by a mutex; writes run under BEGIN
+// IMMEDIATE, multi-statement reads under a deferred transaction (a
+// consistent snapshot). The store's transactions are short and small (the
+// heavy data lives in the warehouse), so one connection is simpler than a
+// writer plus reader pool and still not a bottleneck; it also makes
+// ":memory:" work for tests. The exception is VerifiedVersions, which reads
+// every version of a dataset (seconds over millions of partitions): it runs
+// on a second, read-only connection of its own (a plain file only), so
+// that checkpoints go on meanwhile.
 
 #ifndef BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
 #define BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
@@ -172,7 +176,12 @@ class SqliteStateStore : public StateStore {
                                       JobView view) override;
 
  private:
-  explicit SqliteStateStore(std::unique_ptr<sqlite::Database> db);
+  SqliteStateStore(std::unique_ptr<sqlite::Database> db, std::string path);
+
+  // The read connection (opened at the first call), or null for a store
+  // that is not a plain file (":memory:", a URI): long reads then use db_.
+  absl::StatusOr<sqlite::Database*> Reader()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reader_mu_);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads one job with plan and counts; the caller holds mu_ and, for a
@@ -234,8 +243,15 @@ class SqliteStateStore : public StateStore {
   void ForgetTaskAggregates(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const std::string path_;
   absl::Mutex mu_;
   std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
+  // A second, read-only connection for reads that scan much of the file
+  // (VerifiedVersions, for the stale-partition counts): in WAL mode it
+  // reads the last committed state without holding mu_, so that writers
+  // (checkpoints) do not wait for it. Taken before mu_ when both are.
+  absl::Mutex reader_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<sqlite::Database> reader_ ABSL_GUARDED_BY(reader_mu_);
   // TaskAggregates by job, so that reading a job (GetBackfill, a watch, a
   // listing) costs the same whatever its number of partitions: UpdateTask
   // moves its task's share within the entry (a checkpoint keeps it), every
