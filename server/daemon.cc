@@ -13,6 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -272,6 +274,16 @@ Daemon::Daemon(DaemonOptions options) : options_(std::move(options)) {
 Daemon::~Daemon() { Shutdown(); }
 
 absl::Status Daemon::Init(Catalog catalog) {
+  // How long each step of the start took, logged once serving.
+  absl::Time step_start = absl::Now();
+  const absl::Time init_start = step_start;
+  std::vector<std::string> steps;
+  auto step_done = [&step_start, &steps](const char* what) {
+    const absl::Time now = absl::Now();
+    steps.push_back(absl::StrFormat("%s %.3f s", what,
+                                    absl::ToDoubleSeconds(now - step_start)));
+    step_start = now;
+  };
   if (options_.data_dir.empty()) {
     return absl::InvalidArgumentError("--data-dir is required");
   }
@@ -324,6 +336,7 @@ absl::Status Daemon::Init(Catalog catalog) {
                                      ": ", store.status().message()));
   }
   store_ = *std::move(store);
+  step_done("state store (integrity check, migrations)");
 
   // 3. Warehouse engine (warehouse_factory.h). A warehouse the state store
   //    has published into must exist: it is never silently created again.
@@ -372,6 +385,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   // datasets and recovery must go on); plan and submit refuse the datasets
   // concerned with the same messages.
   ReportPipelineSql(*initial, engine_.get());
+  step_done("warehouse (open, ownership, pipelines' SQL)");
 
   // 4. Metrics. Gauges read the store at scrape time.
   StateStore* store_ptr = store_.get();
@@ -422,6 +436,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   if (absl::Status s = StartOpenLineage(); !s.ok()) return s;
   observer_ = std::make_unique<LoggingObserver>(ObserverAfterLogging());
+
+  step_done("metrics and OpenLineage");
 
   // 5. Manager (not started yet).
   clock_ = std::make_unique<SystemClock>();
@@ -513,6 +529,8 @@ absl::Status Daemon::Init(Catalog catalog) {
     health->SetServingStatus(kServiceName, false);
   }
 
+  step_done("gRPC server");
+
   // 7. Resume the jobs the store holds as unfinished; then serving.
   if (absl::Status s = manager_->Start(); !s.ok()) {
     return absl::Status(
@@ -524,6 +542,10 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   observer_->SetHealth(health);
   listen_address_ = WithPort(options_.listen, port);
+  step_done("resuming jobs");
+  spdlog::info("started in {:.3f} s: {}",
+               absl::ToDoubleSeconds(absl::Now() - init_start),
+               absl::StrJoin(steps, ", "));
   // The stale-partition counts, off the path to serving: a scrape that
   // comes first waits for them (the counts' lock), requests do not.
   stale_counts_warmer_ = std::thread([counts = stale_counts_.get()] {
