@@ -44,6 +44,8 @@ class Admission {
   void SetHeld(const std::string& job_id, bool held);
   void Remove(const std::string& job_id);
   bool Contains(const std::string& job_id) const;
+  // Whether no job is admitted (nothing can overlap).
+  bool Empty() const { return jobs_.empty(); }
   bool IsHeld(const std::string& job_id) const;
   const Scope* ScopeOf(const std::string& job_id) const;
 

@@ -653,6 +653,9 @@ std::vector<Admission::Overlap> JobRunner::Blocking(
     const Plan& plan, const std::string& own_key,
     std::vector<Conflict>* conflicts, size_t max) {
   absl::MutexLock lock(&mu_);
+  // Without admitted jobs nothing overlaps: the plan's scope (a set of all
+  // its partitions) is not built for nothing.
+  if (admission_.Empty()) return {};
   std::vector<Conflict> all;
   std::vector<Admission::Overlap> overlaps =
       admission_.Overlapping(ScopeOf(plan), &all, max);

@@ -1,16 +1,20 @@
 #include "storage/sqlite_state_store.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "core/error_details.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
@@ -2053,7 +2057,11 @@ SqliteStateStore::LastRunInputRows(const std::string& dataset,
                                    const std::vector<std::string>& partitions) {
   std::map<std::string, int64_t> out;
   if (partitions.empty()) return out;
-  const std::set<std::string> wanted(partitions.begin(), partitions.end());
+  const auto [first, last] =
+      std::minmax_element(partitions.begin(), partitions.end());
+  // The partitions asked for, as views of `partitions`; built only once a
+  // row comes back (a plan of partitions that never ran reads none).
+  absl::flat_hash_set<absl::string_view> wanted;
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
@@ -2068,13 +2076,14 @@ SqliteStateStore::LastRunInputRows(const std::string& dataset,
           "t.\"partition\", j.seq "
           "DESC"));
   RETURN_IF_ERROR(q.BindText(1, dataset));
-  RETURN_IF_ERROR(q.BindText(2, *wanted.begin()));
-  RETURN_IF_ERROR(q.BindText(3, *wanted.rbegin()));
+  RETURN_IF_ERROR(q.BindText(2, *first));
+  RETURN_IF_ERROR(q.BindText(3, *last));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
+    if (wanted.empty()) wanted.insert(partitions.begin(), partitions.end());
     std::string partition = q.ColumnText(0);
-    if (wanted.count(partition) == 0) continue;
+    if (!wanted.contains(partition)) continue;
     out.emplace(std::move(partition), q.ColumnInt(1));  // keeps the first
   }
   RETURN_IF_ERROR(txn.Commit());
