@@ -1029,6 +1029,47 @@ TEST_P(StateStoreContractTest, TasksCheckpointAndCosts) {
   EXPECT_EQ(store_->GetJob("bf-1")->counts.cancelled, 2);
 }
 
+TEST_P(StateStoreContractTest, LastRunInputRowsIsTheNewestSuccessfulRun) {
+  // Jobs bf-1..bf-3 each plan daily_revenue 2025-01-01 and 2025-01-02.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  }
+  auto run = [&](const std::string& job, const std::string& partition,
+                 TaskState state, int64_t rows) {
+    PartitionTask t;
+    t.job_id = job;
+    t.dataset = "daily_revenue";
+    t.partition = partition;
+    t.state = state;
+    t.inputs = {{"orders", partition, "f", rows}};
+    t.update_time = T(1);
+    ASSERT_TRUE(store_->UpdateTask(t).ok());
+  };
+  // 01: bf-1 published 10, bf-2 found it unchanged reading 20, bf-3
+  // failed reading 30 (not a successful run). 02: only staged by bf-1.
+  ASSERT_NO_FATAL_FAILURE(run("bf-1", "2025-01-01", TaskState::kPublished, 10));
+  ASSERT_NO_FATAL_FAILURE(run("bf-2", "2025-01-01", TaskState::kUnchanged, 20));
+  ASSERT_NO_FATAL_FAILURE(run("bf-3", "2025-01-01", TaskState::kFailed, 30));
+  ASSERT_NO_FATAL_FAILURE(run("bf-1", "2025-01-02", TaskState::kStaged, 40));
+
+  auto both =
+      store_->LastRunInputRows("daily_revenue", {"2025-01-02", "2025-01-01"});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_THAT(*both, ElementsAre(Pair("2025-01-01", 20)));
+  // Only what was asked for, even where the range between the smallest
+  // and the largest asked covers more.
+  auto around =
+      store_->LastRunInputRows("daily_revenue", {"2024-12-31", "2025-01-02"});
+  ASSERT_TRUE(around.ok()) << around.status();
+  EXPECT_THAT(*around, IsEmpty());
+  auto none = store_->LastRunInputRows("daily_revenue", {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+  auto other = store_->LastRunInputRows("monthly_revenue", {"2025-01-01"});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_THAT(*other, IsEmpty());
+}
+
 TEST_P(StateStoreContractTest, CutoffStatesAreCountedKeptAndNotPublished) {
   // Three tasks: 2025-01-01 and 2025-01-02 of daily_revenue, 2025-01 of
   // monthly_revenue.
