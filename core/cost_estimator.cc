@@ -8,12 +8,9 @@
 
 namespace backfill {
 
-CostEstimator::CostEstimator(const Catalog* catalog, Engine* engine,
-                             StateStore* history, InputsFn inputs_of)
-    : catalog_(catalog),
-      engine_(engine),
-      history_(history),
-      inputs_of_(std::move(inputs_of)) {}
+CostEstimator::CostEstimator(Engine* engine, StateStore* history,
+                             InputsFn inputs_of)
+    : engine_(engine), history_(history), inputs_of_(std::move(inputs_of)) {}
 
 absl::StatusOr<const PartitionStats*> CostEstimator::Stats(
     const DatasetSpec& dataset) {

@@ -30,7 +30,7 @@
 // upstream first (the catalog's topological order).
 //
 // Not thread-safe (it caches per plan); create one per MakePlan call. Does
-// not own the catalog, engine or store, which must outlive it.
+// not own the engine or store, which must outlive it.
 
 #ifndef BACKFILL_CORE_COST_ESTIMATOR_H_
 #define BACKFILL_CORE_COST_ESTIMATOR_H_
@@ -67,8 +67,7 @@ class CostEstimator {
       const DatasetSpec& dataset, const std::string& partition)>;
 
   // `history` may be null: every partition is estimated from row counts.
-  CostEstimator(const Catalog* catalog, Engine* engine, StateStore* history,
-                InputsFn inputs_of);
+  CostEstimator(Engine* engine, StateStore* history, InputsFn inputs_of);
 
   // The engine's statistics of `dataset`, fetched once.
   absl::StatusOr<const PartitionStats*> Stats(const DatasetSpec& dataset);
@@ -98,7 +97,6 @@ class CostEstimator {
                                   const std::string& partition,
                                   int64_t rows_now);
 
-  const Catalog* catalog_;
   Engine* engine_;
   StateStore* history_;
   InputsFn inputs_of_;

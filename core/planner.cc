@@ -445,7 +445,7 @@ absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
     }
   }
   CostEstimator estimator(
-      catalog_, engine_, nullptr,
+      engine_, nullptr,
       [this](const DatasetSpec& d, const std::string& partition) {
         return InputsOf(d, partition);
       });
@@ -515,7 +515,7 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   // which partitions `all` edges and full reloads cover, from the engine's
   // partition statistics.
   CostEstimator estimator(
-      catalog_, engine_, history_,
+      engine_, history_,
       [this](const DatasetSpec& d, const std::string& partition) {
         return InputsOf(d, partition);
       });
