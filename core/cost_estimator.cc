@@ -43,19 +43,18 @@ absl::Status CostEstimator::CountInputs(
       std::sort(list.begin(), list.end());
     }
     list.erase(std::unique(list.begin(), list.end()), list.end());
+    // The statistics' rows of these partitions; counted exactly instead
+    // when they are few enough for a count to be cheap.
     ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(*upstream));
+    std::map<std::string, int64_t> counted;
     int64_t by_stats = 0;
     for (const std::string& p : list) {
       auto it = stats->rows.find(p);
-      if (it != stats->rows.end()) by_stats += it->second;
+      if (it == stats->rows.end()) continue;
+      counted.insert(*it);
+      by_stats += it->second;
     }
-    std::map<std::string, int64_t> counted;
-    if (by_stats > kMaxCountedRows) {
-      for (const std::string& p : list) {
-        auto it = stats->rows.find(p);
-        if (it != stats->rows.end()) counted.insert(*it);
-      }
-    } else {
+    if (by_stats <= kMaxCountedRows) {
       ASSIGN_OR_RETURN(counted,
                        engine_->CountRowsInPartitions(*upstream, list));
     }
