@@ -1982,6 +1982,23 @@ JobDiff MakeDiff(const std::string& job_id, absl::Time at) {
   return diff;
 }
 
+// A diff of one partition of `dataset` that gained `rows` rows.
+JobDiff OnePartitionDiff(const std::string& job_id, absl::Time at,
+                         const std::string& dataset, int64_t rows) {
+  PartitionDiff p;
+  p.partition = "2025-01-02";
+  p.rows_after = rows;
+  p.added = rows;
+  DatasetDiff only;
+  only.dataset = dataset;
+  only.partitions = {p};
+  JobDiff diff;
+  diff.job_id = job_id;
+  diff.computed_at = at;
+  diff.datasets = {only};
+  return diff;
+}
+
 }  // namespace
 
 TEST_P(StateStoreContractTest, ADiffRoundTripsAndIsReplacedAsAWhole) {
@@ -2048,18 +2065,9 @@ TEST_P(StateStoreContractTest, ADiffRoundTripsAndIsReplacedAsAWhole) {
   EXPECT_THAT((*got)->datasets, IsEmpty());
 
   // A new diff replaces everything of the old one.
-  JobDiff again;
-  again.job_id = "bf-1";
-  again.computed_at = T(2);
-  DatasetDiff only;
-  only.dataset = "daily_revenue";
-  PartitionDiff p;
-  p.partition = "2025-01-02";
-  p.rows_after = 1;
-  p.added = 1;
-  only.partitions = {p};
-  again.datasets = {only};
-  ASSERT_TRUE(store_->ReplaceJobDiff(again).ok());
+  ASSERT_TRUE(
+      store_->ReplaceJobDiff(OnePartitionDiff("bf-1", T(2), "daily_revenue", 1))
+          .ok());
   got = store_->GetJobDiff("bf-1", "", true);
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->computed_at, T(2));
@@ -2144,18 +2152,8 @@ TEST_P(StateStoreContractTest, AReadersJobHasItsResultsInEitherView) {
 
   // A replaced diff is what the next read shows (no summary kept from
   // before).
-  JobDiff again;
-  again.job_id = "bf-1";
-  again.computed_at = T(2);
-  DatasetDiff only;
-  only.dataset = "daily";
-  PartitionDiff p;
-  p.partition = "2025-01-02";
-  p.rows_after = 7;
-  p.added = 7;
-  only.partitions = {p};
-  again.datasets = {only};
-  ASSERT_TRUE(store_->ReplaceJobDiff(again).ok());
+  ASSERT_TRUE(
+      store_->ReplaceJobDiff(OnePartitionDiff("bf-1", T(2), "daily", 7)).ok());
   auto replaced = store_->GetJobForReader("bf-1", JobView::kBasic);
   ASSERT_TRUE(replaced.ok()) << replaced.status();
   ASSERT_EQ(replaced->diff.size(), 1u);
