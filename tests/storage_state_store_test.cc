@@ -6,15 +6,19 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -49,6 +53,18 @@ Job MakeJob(const std::string& key = "") {
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// "STATE=n,..." over the states with tasks, in name order.
+std::string CountsText(const std::array<int64_t, kTaskStateCount>& counts) {
+  std::vector<std::string> parts;
+  for (int i = 0; i < kTaskStateCount; ++i) {
+    if (counts[i] == 0) continue;
+    parts.push_back(
+        absl::StrCat(TaskStateName(static_cast<TaskState>(i)), "=", counts[i]));
+  }
+  std::sort(parts.begin(), parts.end());
+  return absl::StrJoin(parts, ",");
 }
 
 class StateStoreTest : public ::testing::Test {
@@ -254,6 +270,10 @@ TEST_F(StateStoreTest, MigratesAFileOfTheSecondVersion) {
   EXPECT_EQ(job->request.max_parallel, 0);
   EXPECT_EQ(job->plan.datasets[0].transform_version, "v7");
   EXPECT_EQ(job->counts.published, 1);
+  // The counts by state are those of the tasks the file held.
+  auto stats = store_->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(CountsText(stats->tasks_by_state), "PUBLISHED=1");
   EXPECT_EQ(job->actual_cost, 40);
   EXPECT_EQ(job->rows_written, 5);
   EXPECT_EQ(job->create_time, T(0));
@@ -280,6 +300,111 @@ TEST_F(StateStoreTest, MigratesAFileOfTheSecondVersion) {
   // Migrated once: the identity stays on the next open.
   Reopen();
   EXPECT_EQ(store_->Info()->store_id, info->store_id);
+}
+
+// The counts by state a scrape reads (Stats) are kept by triggers, not
+// counted: after every kind of write to tasks, in random orders, and after
+// writes that are refused, they equal a plain count of the file's tasks.
+TEST_F(StateStoreTest, TaskCountsByStateEqualAPlainCountAfterEveryWrite) {
+  const std::string kPlainCount =
+      "SELECT COALESCE(group_concat(state || '=' || n, ','), '') FROM "
+      "(SELECT state, COUNT(*) AS n FROM tasks GROUP BY state ORDER BY state)";
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    store_.reset();
+    std::filesystem::remove(path_);
+    std::filesystem::remove(path_ + "-wal");
+    std::filesystem::remove(path_ + "-shm");
+    Reopen();
+    std::mt19937 rng(seed);
+    auto pick = [&rng](int n) {
+      return std::uniform_int_distribution<int>(0, n - 1)(rng);
+    };
+    auto any_state = [&pick] { return static_cast<TaskState>(pick(8)); };
+    std::vector<std::string> jobs;
+    int64_t now = 0;
+    for (int step = 0; step < 300; ++step) {
+      const int op = jobs.empty() ? 0 : pick(7);
+      const std::string job = jobs.empty() ? "" : jobs[pick(jobs.size())];
+      ++now;
+      switch (op) {
+        case 0: {  // a new job of 1 to 6 partitions
+          Job j = MakeJob();
+          j.plan.datasets[0].partitions.clear();
+          for (int p = 0, n = 1 + pick(6); p < n; ++p) {
+            j.plan.datasets[0].partitions.push_back(
+                absl::StrCat("2025-01-0", p + 1));
+          }
+          auto created = store_->CreateJob(j, T(now));
+          ASSERT_TRUE(created.ok()) << created.status();
+          jobs.push_back(created->job.id);
+          break;
+        }
+        case 1:
+        case 2: {  // a checkpoint
+          auto tasks = store_->ListTasks(job);
+          ASSERT_TRUE(tasks.ok()) << tasks.status();
+          PartitionTask t = (*tasks)[pick(tasks->size())];
+          t.state = any_state();
+          t.attempts += 1;
+          ASSERT_TRUE(store_->UpdateTask(t).ok());
+          break;
+        }
+        case 3: {  // a checkpoint of a task that does not exist: refused
+          PartitionTask t;
+          t.job_id = job;
+          t.dataset = "daily_revenue";
+          t.partition = "1999-12-31";
+          t.state = TaskState::kStaged;
+          EXPECT_FALSE(store_->UpdateTask(t).ok());
+          break;
+        }
+        case 4: {  // recovery or cancel: some states to another
+          std::vector<TaskState> from = {any_state(), any_state()};
+          ASSERT_TRUE(
+              store_->UpdateTasksInState(job, from, any_state(), T(now)).ok());
+          break;
+        }
+        case 5: {  // a retry, refused unless the job is FAILED
+          if (pick(2) == 0) {
+            store_
+                ->TransitionJob(job, std::nullopt, JobState::kFailed, "",
+                                T(now))
+                .IgnoreError();
+          }
+          store_
+              ->RetryJob(job, JobState::kFailed, JobState::kQueued, "retry",
+                         T(now))
+              .status()
+              .IgnoreError();
+          break;
+        }
+        case 6: {  // a publication, refused unless the job is PUBLISHING
+          for (JobState s : {JobState::kRunning, JobState::kValidating,
+                             JobState::kPublishing}) {
+            if (pick(4) == 0) break;
+            store_->TransitionJob(job, std::nullopt, s, "", T(now))
+                .IgnoreError();
+          }
+          store_
+              ->RecordPublication(job, {}, JobState::kConfirming, "published",
+                                  T(now))
+              .IgnoreError();
+          break;
+        }
+      }
+      auto stats = store_->Stats();
+      ASSERT_TRUE(stats.ok()) << stats.status();
+      ASSERT_EQ(CountsText(stats->tasks_by_state), QueryText(kPlainCount))
+          << "after step " << step << " (operation " << op << ")";
+    }
+    // And as the file keeps them across a reopen.
+    Reopen();
+    auto stats = store_->Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(CountsText(stats->tasks_by_state), QueryText(kPlainCount));
+    EXPECT_NE(QueryText(kPlainCount), "");
+  }
 }
 
 TEST_F(StateStoreTest, RefusesADamagedFileWithoutWritingIt) {
