@@ -81,13 +81,20 @@ absl::StatusOr<double> CostEstimator::RowsRead(const DatasetSpec& upstream,
   // it has published ones, else its own inputs (rows out <= rows in for a
   // filter or an aggregation).
   ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(upstream));
-  if (!stats->rows.empty()) {
+  if (stats->rows.empty()) return input->second;
+  // Once per upstream: a plan of a dataset's first load asks for every one
+  // of its partitions.
+  auto mean = mean_rows_.find(upstream.name);
+  if (mean == mean_rows_.end()) {
     int64_t published = 0;
     for (const auto& [p, n] : stats->rows) published += n;
-    return static_cast<double>(published) /
-           static_cast<double>(stats->rows.size());
+    mean =
+        mean_rows_
+            .emplace(upstream.name, static_cast<double>(published) /
+                                        static_cast<double>(stats->rows.size()))
+            .first;
   }
-  return input->second;
+  return mean->second;
 }
 
 absl::StatusOr<double> CostEstimator::RowCountCost(const DatasetSpec& dataset,

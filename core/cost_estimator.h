@@ -107,6 +107,9 @@ class CostEstimator {
   // then partition: what an empty planned partition is expected to hold
   // when its dataset has nothing published to average.
   std::map<std::string, absl::flat_hash_map<std::string, double>> planned_;
+  // The mean rows of an upstream's published partitions (its statistics),
+  // by dataset, computed at the first empty planned partition it has.
+  std::map<std::string, double> mean_rows_;
 };
 
 }  // namespace backfill
