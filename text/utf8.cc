@@ -48,6 +48,11 @@ Utf8Char DecodeUtf8(std::string_view text) {
 size_t InvalidUtf8Offset(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
+    // ASCII, most of what is checked, is one byte that is never wrong.
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
     const size_t length = DecodeUtf8(text.substr(i)).length;
     if (length == 0) return i;
     i += length;
