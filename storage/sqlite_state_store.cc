@@ -547,6 +547,25 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   return job;
 }
 
+// A job's tasks are read in the order of the primary key (job_id, dataset,
+// partition): a range scan of the table. Their plan order is their ordinal
+// (0, 1, ... as CreateJob numbers them), but ORDER BY ordinal goes through
+// tasks_by_job_ordinal and searches the table once per task for the other
+// columns, three times as long for a large job. InPlanOrder sorts what was
+// read (usually in plan order already: a plan sorts each dataset's
+// partitions). The ORDER BY below names the key, so the planner keeps to it.
+constexpr char kTasksOfJobInKeyOrder[] = " ORDER BY dataset, \"partition\"";
+
+template <typename T>
+void InPlanOrder(std::vector<T>* items) {
+  auto by_ordinal = [](const T& a, const T& b) {
+    return a.ordinal < b.ordinal;
+  };
+  if (!std::is_sorted(items->begin(), items->end(), by_ordinal)) {
+    std::sort(items->begin(), items->end(), by_ordinal);
+  }
+}
+
 // The columns ReadTaskRow reads, in its order.
 constexpr char kTaskColumns[] =
     "job_id, dataset, \"partition\", state, attempts, last_error, "
@@ -778,19 +797,40 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
     }
   }
   if (with_partitions) {
+    // In the primary key's order, then put in plan order (see
+    // kTasksOfJobInKeyOrder).
+    struct Planned {
+      int64_t ordinal;
+      size_t dataset;
+      std::string partition;
+      std::string reason;
+    };
+    std::vector<Planned> planned;
     ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached("SELECT dataset, \"partition\", reason "
-                                        "FROM tasks WHERE job_id = ?1 ORDER BY "
-                                        "ordinal"));
+                     db_->PrepareCached(absl::StrCat(
+                         "SELECT dataset, \"partition\", reason, ordinal FROM "
+                         "tasks WHERE job_id = ?1",
+                         kTasksOfJobInKeyOrder)));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
       auto it = index.find(q.ColumnText(0));
       if (it == index.end()) continue;  // cannot happen: written together
-      DatasetPlan& dp = job.plan.datasets[it->second];
-      dp.partitions.push_back(q.ColumnText(1));
-      dp.partition_reasons.push_back(q.ColumnText(2));
+      planned.push_back(
+          {q.ColumnInt(3), it->second, q.ColumnText(1), q.ColumnText(2)});
+    }
+    InPlanOrder(&planned);
+    std::vector<size_t> sizes(job.plan.datasets.size());
+    for (const Planned& p : planned) ++sizes[p.dataset];
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      job.plan.datasets[i].partitions.reserve(sizes[i]);
+      job.plan.datasets[i].partition_reasons.reserve(sizes[i]);
+    }
+    for (Planned& p : planned) {
+      DatasetPlan& dp = job.plan.datasets[p.dataset];
+      dp.partitions.push_back(std::move(p.partition));
+      dp.partition_reasons.push_back(std::move(p.reason));
     }
   }
   TaskAggregates aggregates;
@@ -869,53 +909,37 @@ int64_t* CountOf(TaskState state, PartitionCounts* counts) {
 
 absl::StatusOr<SqliteStateStore::TaskAggregates>
 SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
+  // One pass over the job's tasks, grouped by dataset and state; which
+  // states count their input rows, rows written and time is decided here
+  // as AddTaskShare decides it for one task.
   TaskAggregates out;
-  {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached("SELECT state, COUNT(*), "
-                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED', "
-                           "'UNCHANGED') THEN input_rows END), "
-                           "TOTAL(CASE WHEN state IN ('STAGED', 'PUBLISHED') "
-                           "THEN rows_written END) "
-                           "FROM tasks WHERE job_id = ?1 GROUP BY state"));
-    RETURN_IF_ERROR(q.BindText(1, id));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(0)));
-      int64_t n = q.ColumnInt(1);
-      out.counts.total += n;
-      *CountOf(state, &out.counts) += n;
-      out.actual_cost += q.ColumnDouble(2);
-      out.rows_written += static_cast<int64_t>(q.ColumnDouble(3));
-    }
-  }
-  {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached("SELECT dataset, COUNT(*), TOTAL(CASE WHEN state IN "
-                           "('STAGED', 'PUBLISHED', 'UNCHANGED') THEN "
-                           "input_rows END) FROM tasks WHERE job_id = ?1 "
-                           "GROUP BY dataset"));
-    RETURN_IF_ERROR(q.BindText(1, id));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      out.by_dataset[q.ColumnText(0)] = {q.ColumnInt(1), q.ColumnDouble(2)};
-    }
-  }
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached(
-                         "SELECT COUNT(*), TOTAL(duration_seconds) FROM tasks "
-                         "WHERE job_id = ?1 AND state IN ('STAGED', "
-                         "'PUBLISHED', 'UNCHANGED') AND duration_seconds > 0"));
-    RETURN_IF_ERROR(q.BindText(1, id));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db_->PrepareCached("SELECT dataset, state, COUNT(*), TOTAL(input_rows), "
+                         "TOTAL(rows_written), TOTAL(duration_seconds > 0), "
+                         "TOTAL(CASE WHEN duration_seconds > 0 THEN "
+                         "duration_seconds END) FROM tasks WHERE job_id = ?1 "
+                         "GROUP BY dataset, state"));
+  RETURN_IF_ERROR(q.BindText(1, id));
+  while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) {
-      out.timed_partitions = q.ColumnInt(0);
-      out.timed_seconds = q.ColumnDouble(1);
+    if (!row) break;
+    ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(1)));
+    const int64_t n = q.ColumnInt(2);
+    out.counts.total += n;
+    *CountOf(state, &out.counts) += n;
+    std::pair<int64_t, double>& dataset = out.by_dataset[q.ColumnText(0)];
+    dataset.first += n;
+    if (state == TaskState::kStaged || state == TaskState::kPublished ||
+        state == TaskState::kUnchanged) {
+      const double input_rows = q.ColumnDouble(3);
+      out.actual_cost += input_rows;
+      dataset.second += input_rows;
+      out.timed_partitions += static_cast<int64_t>(q.ColumnDouble(5));
+      out.timed_seconds += q.ColumnDouble(6);
+    }
+    if (state == TaskState::kStaged || state == TaskState::kPublished) {
+      out.rows_written += static_cast<int64_t>(q.ColumnDouble(4));
     }
   }
   return out;
@@ -1230,10 +1254,12 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
     return q.ColumnInt(0);
   }());
   if (exists == 0) return NoJob(job_id);
-  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(absl::StrCat(
-                                    "SELECT ", kTaskColumns,
-                                    " FROM tasks WHERE job_id = ?1 ORDER BY "
-                                    "ordinal")));
+  // In the primary key's order, then put in plan order (see
+  // kTasksOfJobInKeyOrder).
+  ASSIGN_OR_RETURN(Statement q,
+                   db_->PrepareCached(absl::StrCat(
+                       "SELECT ", kTaskColumns, " FROM tasks WHERE job_id = ?1",
+                       kTasksOfJobInKeyOrder)));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   std::vector<PartitionTask> tasks;
   while (true) {
@@ -1243,6 +1269,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
     tasks.push_back(std::move(t));
   }
   RETURN_IF_ERROR(txn.Commit());
+  InPlanOrder(&tasks);
   return tasks;
 }
 

@@ -557,6 +557,49 @@ TEST_P(StateStoreContractTest, ListJobsBeforeANumberAndWithoutLists) {
             1);
 }
 
+// A plan's order is its own (datasets upstream first, partitions as
+// planned), not the order of names the store keys its tasks by: a job
+// reads back, and lists its tasks, in the order it was planned.
+TEST_P(StateStoreContractTest, TasksAndPlanReadBackInPlanOrderNotNameOrder) {
+  Job job = MakeJob();
+  job.plan.datasets.resize(2);
+  job.plan.datasets[0].dataset = "zz_upstream";
+  job.plan.datasets[0].partitions = {"2025-03-01", "2025-01-01", "2025-02-01",
+                                     "2024-12-31"};
+  job.plan.datasets[0].partition_reasons = {"r3", "r1", "r2", "r0"};
+  job.plan.datasets[1].dataset = "aa_downstream";
+  job.plan.datasets[1].partitions = {"2025-02", "2025-01"};
+  job.plan.datasets[1].partition_reasons = {"m2", "m1"};
+  job.request.dataset = "zz_upstream";
+  ASSERT_TRUE(store_->CreateJob(job, T(0)).ok());
+  auto read = store_->GetJob("bf-1");
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->plan.datasets.size(), 2u);
+  EXPECT_EQ(read->plan.datasets[0].dataset, "zz_upstream");
+  EXPECT_THAT(
+      read->plan.datasets[0].partitions,
+      ElementsAre("2025-03-01", "2025-01-01", "2025-02-01", "2024-12-31"));
+  EXPECT_THAT(read->plan.datasets[0].partition_reasons,
+              ElementsAre("r3", "r1", "r2", "r0"));
+  EXPECT_EQ(read->plan.datasets[1].dataset, "aa_downstream");
+  EXPECT_THAT(read->plan.datasets[1].partitions,
+              ElementsAre("2025-02", "2025-01"));
+  EXPECT_THAT(read->plan.datasets[1].partition_reasons,
+              ElementsAre("m2", "m1"));
+  auto tasks = store_->ListTasks("bf-1");
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  std::vector<std::string> listed;
+  for (const PartitionTask& t : *tasks) {
+    listed.push_back(absl::StrCat(t.ordinal, " ", t.dataset, "/", t.partition,
+                                  " ", t.reason));
+  }
+  EXPECT_THAT(
+      listed,
+      ElementsAre("0 zz_upstream/2025-03-01 r3", "1 zz_upstream/2025-01-01 r1",
+                  "2 zz_upstream/2025-02-01 r2", "3 zz_upstream/2024-12-31 r0",
+                  "4 aa_downstream/2025-02 m2", "5 aa_downstream/2025-01 m1"));
+}
+
 TEST_P(StateStoreContractTest, ListTaskPageSelectsInPlanOrder) {
   Job job = MakeJob();
   job.plan.datasets[0].partition_reasons = {"requested", "requested too"};
