@@ -18,11 +18,13 @@ Scope ScopeOf(const Plan& plan) {
 
 void Admission::Add(const std::string& job_id, Scope scope, bool held) {
   Remove(job_id);
-  Entry& e = jobs_[job_id];
+  auto it = jobs_.try_emplace(job_id).first;
+  Entry& e = it->second;
   e.order = next_order_++;
   e.scope = std::move(scope);
   e.held = held;
-  for (const auto& key : e.scope) index_[key][e.order] = job_id;
+  index_.reserve(index_.size() + e.scope.size());
+  for (const auto& key : e.scope) index_[key].push_back({e.order, &it->first});
 }
 
 void Admission::SetHeld(const std::string& job_id, bool held) {
@@ -36,8 +38,13 @@ void Admission::Remove(const std::string& job_id) {
   for (const auto& key : it->second.scope) {
     auto slot = index_.find(key);
     if (slot == index_.end()) continue;
-    slot->second.erase(it->second.order);
-    if (slot->second.empty()) index_.erase(slot);
+    Holders& holders = slot->second;
+    const uint64_t order = it->second.order;
+    holders.erase(
+        std::remove_if(holders.begin(), holders.end(),
+                       [order](const auto& h) { return h.first == order; }),
+        holders.end());
+    if (holders.empty()) index_.erase(slot);
   }
   jobs_.erase(it);
 }
@@ -63,8 +70,9 @@ std::map<std::string, Admission::Overlap> Admission::Shared(
   for (const auto& key : scope) {
     auto slot = index_.find(key);
     if (slot == index_.end()) continue;
-    for (const auto& [order, id] : slot->second) {
+    for (const auto& [order, holder] : slot->second) {
       if (order >= before) break;
+      const std::string& id = *holder;
       if (id == self) continue;
       const Entry& other = jobs_.at(id);
       if (other.held != want_held) continue;
@@ -109,7 +117,8 @@ std::vector<Admission::Overlap> Admission::Overlapping(
   for (const auto& key : scope) {
     auto slot = index_.find(key);
     if (slot == index_.end()) continue;
-    for (const auto& [order, id] : slot->second) {
+    for (const auto& [order, holder] : slot->second) {
+      const std::string& id = *holder;
       const Entry& other = jobs_.at(id);
       if (other.held) continue;
       Overlap& o = shared[id];

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "core/job.h"
 #include "core/scope.h"
 
@@ -80,9 +82,12 @@ class Admission {
 
   uint64_t next_order_ = 1;
   std::map<std::string, Entry> jobs_;
-  // (dataset, partition) -> admission order -> job id.
-  std::map<std::pair<std::string, std::string>, std::map<uint64_t, std::string>>
-      index_;
+  // (dataset, partition) -> the jobs that recompute it, as (admission
+  // order, the job's key in jobs_), in admission order: Add appends, as
+  // every job it adds is the newest. Usually one job per pair, kept inline.
+  using Holders =
+      absl::InlinedVector<std::pair<uint64_t, const std::string*>, 1>;
+  absl::flat_hash_map<Scope::Pair, Holders> index_;
 };
 
 }  // namespace backfill
