@@ -338,9 +338,12 @@ absl::Status JobRunner::Start() {
     for (Active* h : held) Supersede(h, RollbackSupersedes(rolled_back));
   }
   SweepOrphans();
-  EnforceRetention().IgnoreError();  // best effort; again after each publish
   absl::MutexLock lock(&mu_);
   started_ = true;
+  // Best effort, and again after each publish; on a worker, as reading
+  // when each job with rollback copies published reads their lineage, which
+  // a start over a long history should not wait for.
+  SubmitLocked([this] { EnforceRetention().IgnoreError(); });
   for (const std::string& id : finishing) {
     SubmitLocked([this, id] { Finish(id); });
   }

@@ -865,6 +865,18 @@ TEST_F(HeldRollbackTest, ARollbackRecoveredAtStartSupersedesTheHeldJobs) {
 // runs after the publish): a rollback or a confirmation asked for in that
 // moment waits for it instead of calling the job a conflict with itself.
 TEST_F(HeldRollbackTest, ARollbackRightAfterSucceededWaitsForTheRunToLetGo) {
+  // Start() enforces retention once on a worker: that call goes first, so
+  // that the hook below holds the retention step after a publish.
+  auto retention_ran = [this] {
+    for (const Call& call : engine_.call_log()) {
+      if (call.method == "ListRollbackCopies") return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 5000 && !retention_ran(); ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(retention_ran());
   for (const char* action : {"confirm", "rollback"}) {
     SCOPED_TRACE(action);
     hold_.Close("retention");
