@@ -41,20 +41,68 @@ bool CharAt(std::string_view s, size_t pos, char c) {
   return pos < s.size() && s[pos] == c;
 }
 
+// The formatters below run once or twice per row a membership condition
+// tests (the SQL function _bf_partition_of), so they write the digits
+// themselves. A year outside 0..9999 (only a civil value normalized past
+// the supported range has one) goes through StrFormat, whose %04d is the
+// definition they follow.
+
+// Writes `v` (0 <= v < 10^width) as `width` decimal digits at `out`.
+void PutDigits(int64_t v, int width, char* out) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
+bool FourDigitYear(absl::civil_year_t y) { return y >= 0 && y <= 9999; }
+
+// "YYYY-MM-DD" of a four-digit year into out[0..9].
+void PutDate(absl::civil_year_t y, int m, int d, char* out) {
+  PutDigits(y, 4, out);
+  out[4] = '-';
+  PutDigits(m, 2, out + 5);
+  out[7] = '-';
+  PutDigits(d, 2, out + 8);
+}
+
 std::string FormatMonth(absl::CivilMonth m) {
-  return absl::StrFormat("%04d-%02d", m.year(), m.month());
+  if (!FourDigitYear(m.year())) {
+    return absl::StrFormat("%04d-%02d", m.year(), m.month());
+  }
+  std::string out(7, '-');
+  PutDigits(m.year(), 4, out.data());
+  PutDigits(m.month(), 2, out.data() + 5);
+  return out;
 }
 std::string FormatDay(absl::CivilDay d) {
-  return absl::StrFormat("%04d-%02d-%02d", d.year(), d.month(), d.day());
+  if (!FourDigitYear(d.year())) {
+    return absl::StrFormat("%04d-%02d-%02d", d.year(), d.month(), d.day());
+  }
+  std::string out(10, '-');
+  PutDate(d.year(), d.month(), d.day(), out.data());
+  return out;
 }
 std::string FormatHour(absl::CivilHour h) {
-  return absl::StrFormat("%04d-%02d-%02dT%02d", h.year(), h.month(), h.day(),
-                         h.hour());
+  if (!FourDigitYear(h.year())) {
+    return absl::StrFormat("%04d-%02d-%02dT%02d", h.year(), h.month(), h.day(),
+                           h.hour());
+  }
+  std::string out(13, 'T');
+  PutDate(h.year(), h.month(), h.day(), out.data());
+  PutDigits(h.hour(), 2, out.data() + 11);
+  return out;
 }
 // The bound form of an hour: "YYYY-MM-DD HH:00:00".
 std::string FormatHourBound(absl::CivilHour h) {
-  return absl::StrFormat("%04d-%02d-%02d %02d:00:00", h.year(), h.month(),
-                         h.day(), h.hour());
+  if (!FourDigitYear(h.year())) {
+    return absl::StrFormat("%04d-%02d-%02d %02d:00:00", h.year(), h.month(),
+                           h.day(), h.hour());
+  }
+  std::string out = "YYYY-MM-DD HH:00:00";
+  PutDate(h.year(), h.month(), h.day(), out.data());
+  PutDigits(h.hour(), 2, out.data() + 11);
+  return out;
 }
 
 // Each parser checks the exact shape, then builds the civil value (which

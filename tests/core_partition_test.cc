@@ -1,8 +1,12 @@
+#include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
 #include "core/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -97,6 +101,56 @@ TEST(ValidatePartitionTest, ErrorEscapesControlCharacters) {
   std::string msg = Message(ValidatePartition(Grain::kDay, "2025\n03"));
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   EXPECT_THAT(msg, HasSubstr("\\n"));
+}
+
+// The partition of a value and the bounds of a partition, over generated
+// hours of every supported year (the first and last years included),
+// against the text printf's fixed-width fields give for the same civil
+// time.
+TEST(PartitionOfValueTest, CanonicalFormsMatchFixedWidthFieldsInEveryYear) {
+  std::mt19937 rng(7);
+  std::vector<absl::CivilHour> hours = {
+      absl::CivilHour(1, 1, 1, 0),      absl::CivilHour(9, 12, 31, 23),
+      absl::CivilHour(999, 6, 30, 9),   absl::CivilHour(1000, 1, 1, 0),
+      absl::CivilHour(2024, 2, 29, 23), absl::CivilHour(9999, 12, 30, 22)};
+  for (int i = 0; i < 2000; ++i) {
+    hours.push_back(absl::CivilHour(1, 1, 1, 0) +
+                    std::uniform_int_distribution<int64_t>(
+                        0, 24 * 365 * int64_t{9998})(rng));
+  }
+  for (const absl::CivilHour& h : hours) {
+    const std::string hour = absl::StrFormat("%04d-%02d-%02dT%02d", h.year(),
+                                             h.month(), h.day(), h.hour());
+    const std::string day =
+        absl::StrFormat("%04d-%02d-%02d", h.year(), h.month(), h.day());
+    const std::string month = absl::StrFormat("%04d-%02d", h.year(), h.month());
+    const std::string value =
+        absl::StrFormat("%04d-%02d-%02d %02d:%02d:07", h.year(), h.month(),
+                        h.day(), h.hour(), static_cast<int>(h.year() % 60));
+    SCOPED_TRACE(value);
+    EXPECT_EQ(PartitionOfValue(Grain::kHour, value).value_or("?"), hour);
+    EXPECT_EQ(PartitionOfValue(Grain::kDay, value).value_or("?"), day);
+    EXPECT_EQ(PartitionOfValue(Grain::kDay, day).value_or("?"), day);
+    // The last month's end would fall in year 10000: refused.
+    const std::string month_or_refused =
+        h.year() == 9999 && h.month() == 12 ? "?" : month;
+    EXPECT_EQ(PartitionOfValue(Grain::kMonth, value).value_or("?"),
+              month_or_refused);
+    EXPECT_EQ(PartitionOfValue(Grain::kMonth, month).value_or("?"),
+              month_or_refused);
+    absl::StatusOr<PartitionBounds> b = BoundsOf(Grain::kHour, hour);
+    ASSERT_TRUE(b.ok()) << b.status();
+    const absl::CivilHour next = h + 1;
+    EXPECT_EQ(b->start, absl::StrFormat("%04d-%02d-%02d %02d:00:00", h.year(),
+                                        h.month(), h.day(), h.hour()));
+    EXPECT_EQ(b->end, absl::StrFormat("%04d-%02d-%02d %02d:00:00", next.year(),
+                                      next.month(), next.day(), next.hour()));
+  }
+  // Not calendar values: refused, not normalized into another partition.
+  for (const char* bad :
+       {"2025-02-29", "2025-13-01", "0000-01-01", "2025-04-31", "2025-00-10"}) {
+    EXPECT_FALSE(PartitionOfValue(Grain::kDay, bad).ok()) << bad;
+  }
 }
 
 TEST(BoundsOfTest, ExactFormats) {
