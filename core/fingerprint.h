@@ -25,6 +25,8 @@ class RowHasher {
   void AddText(std::string_view v);
   void AddBlob(std::string_view v);
   uint64_t Finish() const;
+  // Empties the hasher for the next row, keeping its buffer.
+  void Clear() { buf_.clear(); }
 
  private:
   std::string buf_;

@@ -473,8 +473,10 @@ void Transaction::Rollback() {
   db_ = nullptr;
 }
 
-uint64_t HashCurrentRow(const Statement& q, int columns) {
-  RowHasher h;
+namespace {
+
+uint64_t HashRowInto(const Statement& q, int columns, RowHasher& h) {
+  h.Clear();
   const int n = columns < 0 ? q.ColumnCount() : columns;
   for (int i = 0; i < n; ++i) {
     switch (q.GetColumnType(i)) {
@@ -498,13 +500,21 @@ uint64_t HashCurrentRow(const Statement& q, int columns) {
   return h.Finish();
 }
 
+}  // namespace
+
+uint64_t HashCurrentRow(const Statement& q, int columns) {
+  RowHasher h;
+  return HashRowInto(q, columns, h);
+}
+
 absl::StatusOr<Fingerprint> HashRows(Statement& q) {
   Fingerprint fp;
+  RowHasher h;  // one buffer for every row
   while (true) {
     absl::StatusOr<bool> row = q.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    fp.AddRow(HashCurrentRow(q));
+    fp.AddRow(HashRowInto(q, -1, h));
   }
   return fp;
 }
