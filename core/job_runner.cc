@@ -1542,14 +1542,19 @@ absl::Status JobRunner::PublishJob(Active* job) {
 
   // The warehouse has committed: record it, retrying until it is recorded
   // (or the runner stops; recovery then finds the publication marker).
+  // What the lineage records name: the job's request and approval and each
+  // dataset's transform version (not its plan's partitions, which the
+  // tasks repeat: a copy of them is megabytes for a large job).
   std::map<std::string, std::string> versions;
   Job copy;
   {
     absl::MutexLock lock(&mu_);
-    copy = job->job;
-  }
-  for (const DatasetPlan& dp : copy.plan.datasets) {
-    versions[dp.dataset] = dp.transform_version;
+    copy.id = job->job.id;
+    copy.request = job->job.request;
+    copy.approval = job->job.approval;
+    for (const DatasetPlan& dp : job->job.plan.datasets) {
+      versions[dp.dataset] = dp.transform_version;
+    }
   }
   absl::MutexLock transition(&job->transition_mu);
   JobState from;

@@ -1,5 +1,6 @@
 #include "core/publish_step.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,10 @@ std::vector<LineageRecord> LineageOf(
     const std::map<std::string, std::string>& versions, absl::Time now,
     int64_t* rows) {
   std::vector<LineageRecord> lineage;
+  // Sized once: growing it would hold two copies at the moment it moves.
+  lineage.reserve(std::count_if(
+      tasks.begin(), tasks.end(),
+      [](const PartitionTask& t) { return t.state == TaskState::kStaged; }));
   *rows = 0;
   for (const PartitionTask& t : tasks) {
     if (t.state != TaskState::kStaged) continue;

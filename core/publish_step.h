@@ -17,7 +17,8 @@
 namespace backfill {
 
 // One record per STAGED task; `versions` maps a dataset to the transform
-// version the job computed it with. `*rows` gets the rows published.
+// version the job computed it with. Of `job`, only its id, request and
+// approval are read. `*rows` gets the rows published.
 std::vector<LineageRecord> LineageOf(
     const Job& job, const std::vector<PartitionTask>& tasks,
     const std::map<std::string, std::string>& versions, absl::Time now,
