@@ -38,6 +38,11 @@ Scope ScopeOf(const Plan& plan);
 
 class Admission {
  public:
+  Admission() = default;
+  // index_ points at the keys of jobs_: a copy would point into this one.
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
+
   // Adds a job after every job added so far. `held`: it is held for a
   // decision (blocks nobody). Adding a job that is present re-adds it at
   // the end (a retried job queues behind everything).
