@@ -473,9 +473,10 @@ void Transaction::Rollback() {
   db_ = nullptr;
 }
 
-namespace {
-
-uint64_t HashRowInto(const Statement& q, int columns, RowHasher& h) {
+uint64_t HashCurrentRow(const Statement& q, int columns) {
+  // One buffer per thread for every row it hashes (every caller hashes
+  // rows in a loop: a table, a partition, a query's result).
+  thread_local RowHasher h;
   h.Clear();
   const int n = columns < 0 ? q.ColumnCount() : columns;
   for (int i = 0; i < n; ++i) {
@@ -500,21 +501,13 @@ uint64_t HashRowInto(const Statement& q, int columns, RowHasher& h) {
   return h.Finish();
 }
 
-}  // namespace
-
-uint64_t HashCurrentRow(const Statement& q, int columns) {
-  RowHasher h;
-  return HashRowInto(q, columns, h);
-}
-
 absl::StatusOr<Fingerprint> HashRows(Statement& q) {
   Fingerprint fp;
-  RowHasher h;  // one buffer for every row
   while (true) {
     absl::StatusOr<bool> row = q.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    fp.AddRow(HashRowInto(q, -1, h));
+    fp.AddRow(HashCurrentRow(q));
   }
   return fp;
 }

@@ -905,13 +905,23 @@ int64_t* CountOf(TaskState state, PartitionCounts* counts) {
   return &counts->pending;  // not reached: every state is listed
 }
 
+// Which tasks a job's actual cost and recompute time count (their input
+// rows were read), and which its rows written count.
+bool CountsInputRows(TaskState state) {
+  return state == TaskState::kStaged || state == TaskState::kPublished ||
+         state == TaskState::kUnchanged;
+}
+bool CountsRowsWritten(TaskState state) {
+  return state == TaskState::kStaged || state == TaskState::kPublished;
+}
+
 }  // namespace
 
 absl::StatusOr<SqliteStateStore::TaskAggregates>
 SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
   // One pass over the job's tasks, grouped by dataset and state; which
-  // states count their input rows, rows written and time is decided here
-  // as AddTaskShare decides it for one task.
+  // states count their input rows, rows written and time is decided by
+  // CountsInputRows and CountsRowsWritten, as AddTaskShare does per task.
   TaskAggregates out;
   ASSIGN_OR_RETURN(
       Statement q,
@@ -930,15 +940,14 @@ SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
     *CountOf(state, &out.counts) += n;
     std::pair<int64_t, double>& dataset = out.by_dataset[q.ColumnText(0)];
     dataset.first += n;
-    if (state == TaskState::kStaged || state == TaskState::kPublished ||
-        state == TaskState::kUnchanged) {
+    if (CountsInputRows(state)) {
       const double input_rows = q.ColumnDouble(3);
       out.actual_cost += input_rows;
       dataset.second += input_rows;
       out.timed_partitions += static_cast<int64_t>(q.ColumnDouble(5));
       out.timed_seconds += q.ColumnDouble(6);
     }
-    if (state == TaskState::kStaged || state == TaskState::kPublished) {
+    if (CountsRowsWritten(state)) {
       out.rows_written += static_cast<int64_t>(q.ColumnDouble(4));
     }
   }
@@ -955,10 +964,7 @@ void SqliteStateStore::AddTaskShare(const std::string& dataset, TaskState state,
                                     TaskAggregates* out) {
   *CountOf(state, &out->counts) += sign;
   // As ComputeTaskAggregates counts them.
-  const bool read = state == TaskState::kStaged ||
-                    state == TaskState::kPublished ||
-                    state == TaskState::kUnchanged;
-  if (read) {
+  if (CountsInputRows(state)) {
     out->actual_cost += sign * static_cast<double>(input_rows);
     out->by_dataset[dataset].second += sign * static_cast<double>(input_rows);
     if (duration > 0) {
@@ -966,7 +972,7 @@ void SqliteStateStore::AddTaskShare(const std::string& dataset, TaskState state,
       out->timed_seconds += sign * duration;
     }
   }
-  if (state == TaskState::kStaged || state == TaskState::kPublished) {
+  if (CountsRowsWritten(state)) {
     out->rows_written += sign * rows_written;
   }
 }
