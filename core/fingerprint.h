@@ -34,6 +34,15 @@ class RowHasher {
 
 class Fingerprint {
  public:
+  Fingerprint() = default;
+  // The fingerprint whose row hashes sum to `sum` over `rows` rows (as an
+  // aggregate computed elsewhere reports them).
+  static Fingerprint FromSum(uint64_t sum, int64_t rows) {
+    Fingerprint fp;
+    fp.sum_ = sum;
+    fp.rows_ = rows;
+    return fp;
+  }
   void AddRow(uint64_t row_hash) {
     sum_ += row_hash;
     ++rows_;

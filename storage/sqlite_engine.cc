@@ -33,6 +33,7 @@
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
+#include "storage/sqlite_fingerprint_function.h"
 #include "storage/sqlite_membership.h"
 #include "storage/sqlite_partition_fingerprints.h"
 #include "storage/sqlite_partition_stats.h"
@@ -612,6 +613,7 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
+    RETURN_IF_ERROR(sqlite::RegisterFingerprintFunction(db.get()));
     if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));
     if (i == 0) RETURN_IF_ERROR(sqlite::CreatePartitionStatsTables(db.get()));
     if (i == 0) {
@@ -1337,10 +1339,15 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       }
     }
     result.timings.transform = phase.Lap();
+    // Every fingerprint is computed inside SQLite (one aggregate row per
+    // statement, sqlite_fingerprint_function.h), the same value HashRows
+    // gives over the same SELECT.
     {
-      ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
-                                        "SELECT ", cols, " FROM ", out)));
-      ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
+      ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
+                       sqlite::MakeFingerprintQuery(
+                           db.get(), cols, absl::StrCat("FROM ", out)));
+      ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
+      ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
       result.rows_written = fp.rows();
       result.output_fingerprint = fp.ToString();
     }
@@ -1364,22 +1371,27 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
           }
         }
         ASSIGN_OR_RETURN(
-            Statement q,
-            db->PrepareCached(absl::StrCat(
-                "SELECT ", ColumnList(u), " FROM ",
-                pinned ? "main." + Q(PinTable(job_id, u.name)) : Q(u.table))));
-        ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
+            sqlite::FingerprintQuery fq,
+            sqlite::MakeFingerprintQuery(
+                db.get(), ColumnList(u),
+                absl::StrCat("FROM ",
+                             pinned ? "main." + Q(PinTable(job_id, u.name))
+                                    : Q(u.table))));
+        ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
+        ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
         f.fingerprint = fp.ToString();
         f.rows = fp.rows();
         if (pinned) new_pin_fingerprints[u.name] = f;
       } else {
         f.partition = *in.partition;
-        ASSIGN_OR_RETURN(Statement q,
-                         db->PrepareCached(absl::StrCat(
-                             "SELECT ", ColumnList(u), " FROM ", Q(u.table),
-                             " WHERE ", MembershipConditionParams(u))));
+        ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
+                         sqlite::MakeFingerprintQuery(
+                             db.get(), ColumnList(u),
+                             absl::StrCat("FROM ", Q(u.table), " WHERE ",
+                                          MembershipConditionParams(u))));
+        ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
         RETURN_IF_ERROR(BindMembership(q, u, f.partition));
-        ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
+        ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
         f.fingerprint = fp.ToString();
         f.rows = fp.rows();
       }
