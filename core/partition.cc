@@ -107,7 +107,10 @@ std::string FormatHourBound(absl::CivilHour h) {
 
 // Each parser checks the exact shape, then builds the civil value (which
 // normalizes out-of-range fields, e.g. Feb 30 -> Mar 2) and requires that
-// formatting it back yields the input: only real calendar values pass.
+// its fields are the ones read, which is to say that formatting it back
+// would yield the input (every field has a fixed width and the year is
+// within 1..9999): only real calendar values pass. They run once per row a
+// membership condition tests, so they compare numbers, not formatted text.
 std::optional<absl::CivilMonth> ParseMonthExact(std::string_view s) {
   int y, m;
   if (s.size() != 7 || !ReadDigits(s, 0, 4, &y) || !CharAt(s, 4, '-') ||
@@ -116,7 +119,7 @@ std::optional<absl::CivilMonth> ParseMonthExact(std::string_view s) {
   }
   if (y < kMinYear || y > kMaxYear) return std::nullopt;
   absl::CivilMonth month(y, m);
-  if (FormatMonth(month) != s) return std::nullopt;
+  if (month.year() != y || month.month() != m) return std::nullopt;
   return month;
 }
 
@@ -129,7 +132,9 @@ std::optional<absl::CivilDay> ParseDayExact(std::string_view s) {
   }
   if (y < kMinYear || y > kMaxYear) return std::nullopt;
   absl::CivilDay day(y, m, d);
-  if (FormatDay(day) != s) return std::nullopt;
+  if (day.year() != y || day.month() != m || day.day() != d) {
+    return std::nullopt;
+  }
   return day;
 }
 
@@ -140,9 +145,8 @@ std::optional<absl::CivilHour> ParseHourExact(std::string_view s) {
   }
   std::optional<absl::CivilDay> day = ParseDayExact(s.substr(0, 10));
   if (!day) return std::nullopt;
-  absl::CivilHour hour(day->year(), day->month(), day->day(), h);
-  if (FormatHour(hour) != s) return std::nullopt;
-  return hour;
+  if (h > 23) return std::nullopt;
+  return absl::CivilHour(day->year(), day->month(), day->day(), h);
 }
 
 std::string_view ExpectedFormat(Grain grain) {

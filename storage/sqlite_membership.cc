@@ -81,12 +81,24 @@ void PartitionOfFunction(sqlite3_context* context, int argc,
     TimeKeyPartitionOfFunction(context, argv);
     return;
   }
-  const char* grain_text =
-      reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
-  absl::StatusOr<Grain> grain = ParseGrain(grain_text);
-  if (!grain.ok()) {
-    sqlite3_result_error(context, "_bf_partition_of: unknown grain", -1);
-    return;
+  // The grain is a literal in every statement the engine writes: parsed
+  // once per statement, and kept with it by SQLite for the next rows.
+  const Grain* grain =
+      static_cast<const Grain*>(sqlite3_get_auxdata(context, 0));
+  Grain parsed;
+  if (grain == nullptr) {
+    const char* grain_text =
+        reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+    absl::StatusOr<Grain> g =
+        ParseGrain(grain_text != nullptr ? grain_text : "");
+    if (!g.ok()) {
+      sqlite3_result_error(context, "_bf_partition_of: unknown grain", -1);
+      return;
+    }
+    parsed = *g;
+    grain = &parsed;
+    sqlite3_set_auxdata(context, 0, new Grain(parsed),
+                        [](void* p) { delete static_cast<Grain*>(p); });
   }
   ColumnType type;
   switch (sqlite3_value_type(argv[1])) {
