@@ -425,6 +425,8 @@ absl::StatusOr<bool> Database::TableExists(std::string_view name,
 
 int64_t Database::Changes() const { return sqlite3_changes64(db_); }
 
+int64_t Database::TotalChanges() const { return sqlite3_total_changes64(db_); }
+
 int64_t Database::LastInsertRowId() const {
   return sqlite3_last_insert_rowid(db_);
 }

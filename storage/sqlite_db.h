@@ -185,6 +185,10 @@ class Database {
                                    std::string_view schema = "main");
 
   int64_t Changes() const;
+  // Rows inserted, updated or deleted through this connection since it
+  // was opened (sqlite3_total_changes64); grows with every such write,
+  // committed or not.
+  int64_t TotalChanges() const;
   int64_t LastInsertRowId() const;
   // False while a transaction is open.
   bool InAutocommit() const;

@@ -983,6 +983,7 @@ absl::Status SqliteStateStore::CheckDataVersion() {
   if (version != data_version_) {
     aggregates_.clear();
     diff_summaries_.clear();
+    reader_answers_.clear();
     data_version_ = version;
   }
   return absl::OkStatus();
@@ -1173,14 +1174,33 @@ absl::StatusOr<Job> SqliteStateStore::GetJobForReader(const std::string& id,
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Job job, LoadJob(id, view == JobView::kFull,
-                                    /*cached=*/true));
+  const bool basic = view == JobView::kBasic;
+  if (basic) {
+    RETURN_IF_ERROR(CheckDataVersion());
+    const int64_t changes = db_->TotalChanges();
+    if (changes != reader_answers_changes_) {
+      reader_answers_.clear();
+      reader_answers_changes_ = changes;
+    }
+    auto it = reader_answers_.find(id);
+    if (it != reader_answers_.end()) {
+      RETURN_IF_ERROR(txn.Commit());
+      return it->second;
+    }
+  }
+  ASSIGN_OR_RETURN(Job job, LoadJob(id, !basic, /*cached=*/true));
   ASSIGN_OR_RETURN(job.checks, LoadCheckResults(id));
   ASSIGN_OR_RETURN(job.consumers, LoadConsumerConfirmations(id));
   ASSIGN_OR_RETURN(std::optional<std::vector<DiffSummary>> diff,
                    LoadJobDiffSummary(id));
   if (diff.has_value()) job.diff = *std::move(diff);
   RETURN_IF_ERROR(txn.Commit());
+  if (basic) {
+    if (reader_answers_.size() >= kMaxCachedAggregates) {
+      reader_answers_.clear();
+    }
+    reader_answers_[id] = job;
+  }
   return job;
 }
 

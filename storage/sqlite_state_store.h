@@ -171,7 +171,8 @@ class SqliteStateStore : public StateStore {
   // Kept per job until ReplaceJobDiff replaces its diff (as aggregates_).
   absl::StatusOr<std::optional<std::vector<DiffSummary>>> GetJobDiffSummary(
       const std::string& job_id) override;
-  // One lock and one read transaction for the four parts.
+  // One lock and one read transaction for the four parts; a BASIC answer
+  // is kept until any row of the file changes (reader_answers_).
   absl::StatusOr<Job> GetJobForReader(const std::string& id,
                                       JobView view) override;
 
@@ -263,6 +264,14 @@ class SqliteStateStore : public StateStore {
   absl::flat_hash_map<std::string, TaskAggregates> aggregates_
       ABSL_GUARDED_BY(mu_);
   int64_t data_version_ ABSL_GUARDED_BY(mu_) = -1;
+  // GetJobForReader's BASIC answers by job (GetBackfill's default view,
+  // which dashboards poll), valid while no row of the file has changed:
+  // kept with the connection's count of changed rows (TotalChanges) when
+  // they were read, all forgotten once it moves (any write through this
+  // store, even one rolled back) or another connection writes to the file
+  // (CheckDataVersion). At most kMaxCachedAggregates entries.
+  absl::flat_hash_map<std::string, Job> reader_answers_ ABSL_GUARDED_BY(mu_);
+  int64_t reader_answers_changes_ ABSL_GUARDED_BY(mu_) = -1;
   // GetJobDiffSummary's answers by job, forgotten by ReplaceJobDiff (and
   // with aggregates_ on a write by another connection).
   absl::flat_hash_map<std::string, std::optional<std::vector<DiffSummary>>>

@@ -302,9 +302,35 @@ TEST_F(StateStoreTest, MigratesAFileOfTheSecondVersion) {
   EXPECT_EQ(store_->Info()->store_id, info->store_id);
 }
 
+// What a BASIC reader of a job is shown, as text: every field that view
+// fills.
+std::string ReaderText(const Job& j) {
+  std::string out = absl::StrCat(
+      j.id, " ", JobStateName(j.state), " msg=", j.message,
+      " counts=", j.counts.total, "/", j.counts.pending, "/", j.counts.running,
+      "/", j.counts.staged, "/", j.counts.published, "/", j.counts.failed, "/",
+      j.counts.cancelled, "/", j.counts.unchanged, "/", j.counts.skipped,
+      " cost=", j.actual_cost, " rows=", j.rows_written,
+      " timed=", j.timed_partitions, "/", j.timed_seconds,
+      " times=", absl::FormatTime(j.create_time), ",",
+      absl::FormatTime(j.update_time), ",", absl::FormatTime(j.start_time), ",",
+      absl::FormatTime(j.end_time),
+      " approval=", j.approval ? j.approval->approved_by : "-",
+      " rollback=", j.rollback.has_value(), " checks=", j.checks.size(),
+      " consumers=", j.consumers.size(), " diff=", j.diff.size());
+  for (const DatasetPlan& dp : j.plan.datasets) {
+    absl::StrAppend(&out, " [", dp.dataset, " ", dp.partition_count, " ",
+                    dp.actual_cost, " partitions=", dp.partitions.size(), "]");
+  }
+  return out;
+}
+
 // The counts by state a scrape reads (Stats) are kept by triggers, not
 // counted: after every kind of write to tasks, in random orders, and after
 // writes that are refused, they equal a plain count of the file's tasks.
+// Alongside, what GetJobForReader shows a BASIC reader of every job (an
+// answer the store keeps until a row changes) equals what a store opened
+// afresh on the file reads, also after writes by another connection.
 TEST_F(StateStoreTest, TaskCountsByStateEqualAPlainCountAfterEveryWrite) {
   const std::string kPlainCount =
       "SELECT COALESCE(group_concat(state || '=' || n, ','), '') FROM "
@@ -324,7 +350,7 @@ TEST_F(StateStoreTest, TaskCountsByStateEqualAPlainCountAfterEveryWrite) {
     std::vector<std::string> jobs;
     int64_t now = 0;
     for (int step = 0; step < 300; ++step) {
-      const int op = jobs.empty() ? 0 : pick(7);
+      const int op = jobs.empty() ? 0 : pick(8);
       const std::string job = jobs.empty() ? "" : jobs[pick(jobs.size())];
       ++now;
       switch (op) {
@@ -392,11 +418,26 @@ TEST_F(StateStoreTest, TaskCountsByStateEqualAPlainCountAfterEveryWrite) {
               .IgnoreError();
           break;
         }
+        case 7: {  // another connection writes to the file
+          Exec(absl::StrCat("UPDATE jobs SET message = 'by hand ", step,
+                            "' WHERE id = '", job, "'"));
+          break;
+        }
       }
       auto stats = store_->Stats();
       ASSERT_TRUE(stats.ok()) << stats.status();
       ASSERT_EQ(CountsText(stats->tasks_by_state), QueryText(kPlainCount))
           << "after step " << step << " (operation " << op << ")";
+      auto fresh = SqliteStateStore::Open(path_);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      for (const std::string& id : jobs) {
+        auto shown = store_->GetJobForReader(id, JobView::kBasic);
+        auto truth = (*fresh)->GetJobForReader(id, JobView::kBasic);
+        ASSERT_TRUE(shown.ok()) << shown.status();
+        ASSERT_TRUE(truth.ok()) << truth.status();
+        ASSERT_EQ(ReaderText(*shown), ReaderText(*truth))
+            << "after step " << step << " (operation " << op << ")";
+      }
     }
     // And as the file keeps them across a reopen.
     Reopen();
