@@ -14,6 +14,9 @@ absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
     DatasetDiff dataset;
     dataset.dataset = item.dataset->name;
     dataset.columns = DiffColumnsOf(*item.dataset);
+    // One diff per partition: sized once (a large job's diffs are tens of
+    // megabytes; grown by doubling they would briefly take twice that).
+    dataset.partitions.reserve(item.partitions.size());
     for (const std::string& partition : item.partitions) {
       absl::StatusOr<PartitionDiff> diff = engine->DiffPartition(
           layout.job_id, *item.dataset, partition, kDiffStoredSamples);

@@ -1344,6 +1344,10 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     *done = true;
     return absl::OkStatus();
   }
+  // Only the counts of the early cutoff are read from the tasks from here
+  // on: the copy goes before the diff, which is as large.
+  const CutoffCounts cut = CountCutOff(tasks);
+  std::vector<PartitionTask>().swap(tasks);
   // The results replace those of an earlier validation (idempotent), and
   // are recorded before the state that follows from them.
   RETURN_IF_ERROR(Persist(Storage::kStateStore, "recording check results", [&] {
@@ -1429,7 +1433,6 @@ absl::Status JobRunner::ValidateJob(Active* job, bool* done) {
     total += static_cast<int64_t>(item.partitions.size());
   }
   const size_t datasets = layout.items.size();
-  const CutoffCounts cut = CountCutOff(tasks);
   absl::Status moved = Move(
       job, JobState::kPublishing,
       absl::StrCat(
@@ -1563,19 +1566,21 @@ absl::Status JobRunner::PublishJob(Active* job) {
     from = job->state;
   }
   std::string message;
-  std::vector<LineageRecord> recorded;
+  PublishedCounts replaced;
   absl::Status s = Persist(
       Storage::kStateStore, absl::StrCat("recording the publication of ", id),
       [&]() -> absl::Status {
         // Lineage from the checkpoints (the store's copy is authoritative
-        // after a restart).
+        // after a restart). The tasks go into the lineage (LineageOf
+        // empties them), which goes once recorded: a large job's tasks and
+        // lineage are never held twice.
         ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks,
                          store_->ListTasks(id));
+        const CutoffCounts cut = CountCutOff(tasks);
         int64_t rows = 0;
         const absl::Time now = clock_->Now();
         std::vector<LineageRecord> lineage =
-            LineageOf(copy, tasks, versions, now, &rows);
-        const CutoffCounts cut = CountCutOff(tasks);
+            LineageOf(copy, std::move(tasks), versions, now, &rows);
         message = lineage.empty() && (cut.unchanged > 0 || cut.skipped > 0)
                       ? NothingChangedMessage(cut)
                       : absl::StrCat(
@@ -1585,7 +1590,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
                             " (", rows, " rows) atomically", CutoffNote(cut));
         RETURN_IF_ERROR(store_->RecordPublication(
             id, lineage, JobState::kConfirming, message, now));
-        recorded = std::move(lineage);
+        replaced = CountPublished(lineage);
         return absl::OkStatus();
       });
   if (!s.ok()) {
@@ -1601,13 +1606,30 @@ absl::Status JobRunner::PublishJob(Active* job) {
   }
   if (observer_ != nullptr) {
     observer_->OnJobTransition(id, from, JobState::kConfirming, message);
-    if (from == JobState::kPublishing) ReportPublished(id, recorded);
+    if (from == JobState::kPublishing) ReportPublished(id, replaced);
   }
   return absl::OkStatus();
 }
 
+JobRunner::PublishedCounts JobRunner::CountPublished(
+    const std::vector<LineageRecord>& lineage) {
+  PublishedCounts out;
+  for (const LineageRecord& record : lineage) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& d) {
+      return d.first == record.dataset;
+    });
+    if (it == out.end()) {
+      out.push_back({record.dataset, {0, 0}});
+      it = out.end() - 1;
+    }
+    ++it->second.first;
+    it->second.second += record.row_count;
+  }
+  return out;
+}
+
 void JobRunner::ReportPublished(const std::string& id,
-                                const std::vector<LineageRecord>& lineage) {
+                                const PublishedCounts& published) {
   // Costs per dataset as the store reads them (actual input rows of the
   // recomputed tasks); a failed read reports the publish without them.
   absl::StatusOr<Job> job = store_->GetJobProgress(id);
@@ -1622,18 +1644,18 @@ void JobRunner::ReportPublished(const std::string& id,
       datasets.push_back(std::move(d));
     }
   }
-  for (const LineageRecord& record : lineage) {
+  for (const auto& [dataset, counts] : published) {
     auto it = std::find_if(datasets.begin(), datasets.end(),
                            [&](const JobObserver::PublishedDataset& d) {
-                             return d.dataset == record.dataset;
+                             return d.dataset == dataset;
                            });
     if (it == datasets.end()) {
       datasets.push_back(JobObserver::PublishedDataset());
-      datasets.back().dataset = record.dataset;
+      datasets.back().dataset = dataset;
       it = datasets.end() - 1;
     }
-    ++it->partitions;
-    it->rows += record.row_count;
+    it->partitions += counts.first;
+    it->rows += counts.second;
   }
   observer_->OnJobPublished(id, datasets);
 }

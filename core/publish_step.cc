@@ -9,7 +9,7 @@
 namespace backfill {
 
 std::vector<LineageRecord> LineageOf(
-    const Job& job, const std::vector<PartitionTask>& tasks,
+    const Job& job, std::vector<PartitionTask>&& tasks,
     const std::map<std::string, std::string>& versions, absl::Time now,
     int64_t* rows) {
   std::vector<LineageRecord> lineage;
@@ -18,19 +18,19 @@ std::vector<LineageRecord> LineageOf(
       tasks.begin(), tasks.end(),
       [](const PartitionTask& t) { return t.state == TaskState::kStaged; }));
   *rows = 0;
-  for (const PartitionTask& t : tasks) {
+  for (PartitionTask& t : tasks) {
     if (t.state != TaskState::kStaged) continue;
     LineageRecord r;
-    r.dataset = t.dataset;
-    r.partition = t.partition;
+    r.dataset = std::move(t.dataset);
+    r.partition = std::move(t.partition);
     r.job_id = job.id;
-    auto v = versions.find(t.dataset);
+    auto v = versions.find(r.dataset);
     if (v != versions.end()) r.transform_version = v->second;
-    r.inputs = t.inputs;
-    r.output_fingerprint = t.output_fingerprint;
+    r.inputs = std::move(t.inputs);
+    r.output_fingerprint = std::move(t.output_fingerprint);
     r.row_count = t.rows_written;
     r.reason = job.request.reason;
-    if (!job.request.keys.empty() && t.dataset == job.request.dataset) {
+    if (!job.request.keys.empty() && r.dataset == job.request.dataset) {
       // The record is the whole partition's, but the job recomputed only
       // these keys' rows of it: say so where `why` shows it.
       absl::StrAppend(&r.reason, " (recomputed only the rows of entity keys ",
@@ -43,6 +43,7 @@ std::vector<LineageRecord> LineageOf(
     *rows += t.rows_written;
     lineage.push_back(std::move(r));
   }
+  std::vector<PartitionTask>().swap(tasks);
   return lineage;
 }
 

@@ -18,9 +18,11 @@ namespace backfill {
 
 // One record per STAGED task; `versions` maps a dataset to the transform
 // version the job computed it with. Of `job`, only its id, request and
-// approval are read. `*rows` gets the rows published.
+// approval are read. `*rows` gets the rows published. The tasks are
+// consumed: each record takes its task's fingerprints, and `tasks` is left
+// empty, so that a large job's tasks and lineage are not held twice.
 std::vector<LineageRecord> LineageOf(
-    const Job& job, const std::vector<PartitionTask>& tasks,
+    const Job& job, std::vector<PartitionTask>&& tasks,
     const std::map<std::string, std::string>& versions, absl::Time now,
     int64_t* rows);
 

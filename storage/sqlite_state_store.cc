@@ -1271,15 +1271,22 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(int64_t exists, [&]() -> absl::StatusOr<int64_t> {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached("SELECT COUNT(*) FROM jobs "
-                                        "WHERE id = ?1"));
-    RETURN_IF_ERROR(q.BindText(1, job_id));
-    RETURN_IF_ERROR(q.Step().status());
-    return q.ColumnInt(0);
-  }());
-  if (exists == 0) return NoJob(job_id);
+  // The job's number of tasks (no row: no such job), so that the list is
+  // allocated once at its size: a large job's list is tens of megabytes,
+  // and grown by doubling it would hold up to twice that.
+  ASSIGN_OR_RETURN(
+      std::optional<int64_t> count,
+      [&]() -> absl::StatusOr<std::optional<int64_t>> {
+        ASSIGN_OR_RETURN(
+            Statement q,
+            db_->PrepareCached("SELECT (SELECT COUNT(*) FROM tasks WHERE "
+                               "job_id = ?1) FROM jobs WHERE id = ?1"));
+        RETURN_IF_ERROR(q.BindText(1, job_id));
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return std::nullopt;
+        return q.ColumnInt(0);
+      }());
+  if (!count.has_value()) return NoJob(job_id);
   // In the primary key's order, then put in plan order (see
   // kTasksOfJobInKeyOrder).
   ASSIGN_OR_RETURN(Statement q,
@@ -1288,6 +1295,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
                        kTasksOfJobInKeyOrder)));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   std::vector<PartitionTask> tasks;
+  tasks.reserve(static_cast<size_t>(*count));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
