@@ -1644,18 +1644,19 @@ void JobRunner::ReportPublished(const std::string& id,
       datasets.push_back(std::move(d));
     }
   }
-  for (const auto& [dataset, counts] : published) {
+  for (const auto& entry : published) {
+    const std::string& name = entry.first;
     auto it = std::find_if(datasets.begin(), datasets.end(),
-                           [&](const JobObserver::PublishedDataset& d) {
-                             return d.dataset == dataset;
+                           [&name](const JobObserver::PublishedDataset& d) {
+                             return d.dataset == name;
                            });
     if (it == datasets.end()) {
       datasets.push_back(JobObserver::PublishedDataset());
-      datasets.back().dataset = dataset;
+      datasets.back().dataset = name;
       it = datasets.end() - 1;
     }
-    it->partitions += counts.first;
-    it->rows += counts.second;
+    it->partitions += entry.second.first;
+    it->rows += entry.second.second;
   }
   observer_->OnJobPublished(id, datasets);
 }
