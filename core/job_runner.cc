@@ -97,6 +97,32 @@ std::string RollbackSupersedes(const std::string& rolled_back) {
                       ", which restored some of the same partitions");
 }
 
+// The entry of `dataset` in `datasets`, added (empty) at the end if
+// missing.
+JobObserver::PublishedDataset& DatasetEntry(
+    std::vector<JobObserver::PublishedDataset>* datasets,
+    const std::string& dataset) {
+  for (JobObserver::PublishedDataset& d : *datasets) {
+    if (d.dataset == dataset) return d;
+  }
+  datasets->emplace_back();
+  datasets->back().dataset = dataset;
+  return datasets->back();
+}
+
+// What a publish replaced, from its lineage: partitions and rows by dataset,
+// in the order the lineage names them.
+std::vector<JobObserver::PublishedDataset> PublishedPerDataset(
+    const std::vector<LineageRecord>& lineage) {
+  std::vector<JobObserver::PublishedDataset> out;
+  for (const LineageRecord& record : lineage) {
+    JobObserver::PublishedDataset& d = DatasetEntry(&out, record.dataset);
+    ++d.partitions;
+    d.rows += record.row_count;
+  }
+  return out;
+}
+
 }  // namespace
 
 struct JobRunner::Active {
@@ -1566,7 +1592,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
     from = job->state;
   }
   std::string message;
-  PublishedCounts replaced;
+  std::vector<JobObserver::PublishedDataset> replaced;
   absl::Status s = Persist(
       Storage::kStateStore, absl::StrCat("recording the publication of ", id),
       [&]() -> absl::Status {
@@ -1590,7 +1616,7 @@ absl::Status JobRunner::PublishJob(Active* job) {
                             " (", rows, " rows) atomically", CutoffNote(cut));
         RETURN_IF_ERROR(store_->RecordPublication(
             id, lineage, JobState::kConfirming, message, now));
-        replaced = CountPublished(lineage);
+        replaced = PublishedPerDataset(lineage);
         return absl::OkStatus();
       });
   if (!s.ok()) {
@@ -1611,52 +1637,25 @@ absl::Status JobRunner::PublishJob(Active* job) {
   return absl::OkStatus();
 }
 
-JobRunner::PublishedCounts JobRunner::CountPublished(
-    const std::vector<LineageRecord>& lineage) {
-  PublishedCounts out;
-  for (const LineageRecord& record : lineage) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& d) {
-      return d.first == record.dataset;
-    });
-    if (it == out.end()) {
-      out.push_back({record.dataset, {0, 0}});
-      it = out.end() - 1;
-    }
-    ++it->second.first;
-    it->second.second += record.row_count;
-  }
-  return out;
-}
-
-void JobRunner::ReportPublished(const std::string& id,
-                                const PublishedCounts& published) {
+void JobRunner::ReportPublished(
+    const std::string& id,
+    const std::vector<JobObserver::PublishedDataset>& published) {
   // Costs per dataset as the store reads them (actual input rows of the
   // recomputed tasks); a failed read reports the publish without them.
   absl::StatusOr<Job> job = store_->GetJobProgress(id);
   std::vector<JobObserver::PublishedDataset> datasets;
   if (job.ok()) {
     for (const DatasetPlan& dp : job->plan.datasets) {
-      JobObserver::PublishedDataset d;
-      d.dataset = dp.dataset;
+      JobObserver::PublishedDataset& d = DatasetEntry(&datasets, dp.dataset);
       d.estimated_cost = dp.cost.backfill;
       d.full_reload_cost = dp.cost.full_reload;
       d.actual_cost = dp.actual_cost;
-      datasets.push_back(std::move(d));
     }
   }
-  for (const auto& entry : published) {
-    const std::string& name = entry.first;
-    auto it = std::find_if(datasets.begin(), datasets.end(),
-                           [&name](const JobObserver::PublishedDataset& d) {
-                             return d.dataset == name;
-                           });
-    if (it == datasets.end()) {
-      datasets.push_back(JobObserver::PublishedDataset());
-      datasets.back().dataset = name;
-      it = datasets.end() - 1;
-    }
-    it->partitions += entry.second.first;
-    it->rows += entry.second.second;
+  for (const JobObserver::PublishedDataset& p : published) {
+    JobObserver::PublishedDataset& d = DatasetEntry(&datasets, p.dataset);
+    d.partitions += p.partitions;
+    d.rows += p.rows;
   }
   observer_->OnJobPublished(id, datasets);
 }

@@ -252,15 +252,12 @@ class JobRunner {
   absl::Status HoldJob(Active* job, const ValidationOutcome& outcome,
                        bool* done);
   absl::Status PublishJob(Active* job);
-  // What the publish of a job replaced: partitions and rows by dataset, in
-  // the order the lineage names them.
-  using PublishedCounts =
-      std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>>;
-  static PublishedCounts CountPublished(
-      const std::vector<LineageRecord>& lineage);
-  // Tells the observer what the publish of `id` did per dataset
-  // (`published`) and what each dataset cost.
-  void ReportPublished(const std::string& id, const PublishedCounts& published);
+  // Tells the observer what the publish of `id` replaced (`published`:
+  // partitions and rows by dataset, from PublishedPerDataset) and what each
+  // dataset cost.
+  void ReportPublished(
+      const std::string& id,
+      const std::vector<JobObserver::PublishedDataset>& published);
   // Tells the observer about each failing check of a validation.
   void ReportCheckFailures(const std::vector<CheckResult>& results);
   // Computes the diff of the job's staging and stores it with the job.

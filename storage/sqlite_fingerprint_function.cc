@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -133,17 +132,14 @@ absl::StatusOr<FingerprintQuery> MakeFingerprintQuery(Database* db,
   std::string list(columns);
   if (absl::StripAsciiWhitespace(Sv(columns)) == "*") {
     // Each column by its name, provided the name selects that very column
-    // again: a result column computed by a view has no origin, and a name
-    // that resolved to nothing would be taken for a string literal.
+    // again (checked below): a result column computed by a view has no
+    // origin, a name that resolved to nothing would be taken for a string
+    // literal, and of two columns of one name the second would read the
+    // first.
     std::vector<std::string> names;
-    absl::flat_hash_set<std::string> seen;
     for (int i = 0; i < n; ++i) {
-      std::optional<ColumnOrigin> origin = OriginOf(select, i);
-      std::string name = select.ColumnName(i);
-      if (!origin || !seen.insert(absl::AsciiStrToLower(name)).second) {
-        return out;
-      }
-      names.push_back(QuoteIdentifier(name));
+      if (!OriginOf(select, i)) return out;
+      names.push_back(QuoteIdentifier(select.ColumnName(i)));
     }
     list = absl::StrJoin(names, ", ");
     ASSIGN_OR_RETURN(Statement named,

@@ -130,11 +130,24 @@ class RecordingObserver : public JobObserver {
     absl::MutexLock lock(&mu_);
     return validations_;
   }
+  void OnJobPublished(const std::string& job_id,
+                      const std::vector<PublishedDataset>& datasets) override {
+    absl::MutexLock lock(&mu_);
+    published_[job_id] = datasets;
+  }
+  std::vector<PublishedDataset> published(const std::string& job_id) const {
+    absl::MutexLock lock(&mu_);
+    auto it = published_.find(job_id);
+    return it == published_.end() ? std::vector<PublishedDataset>()
+                                  : it->second;
+  }
 
  private:
   mutable absl::Mutex mu_;
   std::vector<StageTimed> stage_timings_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, absl::Duration>> validations_
+      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<PublishedDataset>> published_
       ABSL_GUARDED_BY(mu_);
   int failing_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
   int recovered_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
@@ -503,6 +516,31 @@ TEST_F(JobRunnerTest, ASubmitWhoseCallerLeftCreatesNoJob) {
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_TRUE(created->created);
   WaitState(created->job.id, JobState::kSucceeded);
+}
+
+// What a publish reports per dataset (the published partitions and rows
+// the metrics count) is what the job staged: the test's own sums of the
+// rows the engine wrote, for the target and its dependent.
+TEST_F(JobRunnerTest, APublishReportsEachDatasetsPartitionsAndRows) {
+  auto day_of = [](const std::string& partition) {
+    return std::stoi(partition.substr(8, 2));
+  };
+  engine_.SetRowsFor(
+      [&](const std::string& dataset, const std::string& partition) -> int64_t {
+        return (dataset == "rollup" ? 100 : 0) + day_of(partition);
+      });
+  BackfillRequest request = Request("daily", "2025-01-01", "2025-01-06");
+  request.exclude_downstream = false;  // and rollup, which reads daily
+  const std::string id = Submit(request);
+  WaitState(id, JobState::kSucceeded);
+  std::map<std::string, std::pair<int64_t, int64_t>> got;
+  for (const JobObserver::PublishedDataset& d : observer_.published(id)) {
+    got[d.dataset] = {d.partitions, d.rows};
+  }
+  const std::map<std::string, std::pair<int64_t, int64_t>> want = {
+      {"daily", {5, 1 + 2 + 3 + 4 + 5}},
+      {"rollup", {5, 101 + 102 + 103 + 104 + 105}}};
+  EXPECT_EQ(got, want);
 }
 
 TEST_F(JobRunnerTest, PauseKeepsThePartitionsAndResumeContinues) {
