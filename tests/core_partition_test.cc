@@ -88,6 +88,50 @@ TEST(ValidatePartitionTest, RejectsMalformedMonths) {
   }
 }
 
+// Every field combination around the calendar's edges, against the
+// Gregorian rule written out here: a day is valid when its month is 1..12
+// and its day within that month's length; an hour when its day is and the
+// hour is 0..23; the last value of each grain is refused (its end bound
+// falls in year 10000). A valid value is its own partition.
+TEST(ValidatePartitionTest, CalendarEdgesFollowTheGregorianRule) {
+  auto leap = [](int y) {
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  };
+  auto days_in = [&](int y, int m) {
+    static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : kDays[m - 1];
+  };
+  for (int y : {1, 4, 100, 400, 1900, 2000, 2023, 2024, 2025, 9998, 9999}) {
+    for (int m = 0; m <= 13; ++m) {
+      const std::string month = absl::StrFormat("%04d-%02d", y, m);
+      const bool month_ok = m >= 1 && m <= 12 && month != "9999-12";
+      EXPECT_EQ(ValidatePartition(Grain::kMonth, month).ok(), month_ok)
+          << month;
+      for (int d = 0; d <= 32; ++d) {
+        const std::string day = absl::StrFormat("%s-%02d", month, d);
+        const bool day_real = m >= 1 && m <= 12 && d >= 1 && d <= days_in(y, m);
+        const bool day_ok = day_real && day != "9999-12-31";
+        EXPECT_EQ(ValidatePartition(Grain::kDay, day).ok(), day_ok) << day;
+        if (day_ok) {
+          absl::StatusOr<std::string> p = PartitionOfValue(Grain::kDay, day);
+          EXPECT_TRUE(p.ok() && *p == day) << day;
+        }
+        for (int h : {0, 23, 24, 99}) {
+          const std::string hour = absl::StrFormat("%sT%02d", day, h);
+          const bool hour_ok = day_real && h <= 23 && hour != "9999-12-31T23";
+          EXPECT_EQ(ValidatePartition(Grain::kHour, hour).ok(), hour_ok)
+              << hour;
+          if (hour_ok) {
+            absl::StatusOr<std::string> p =
+                PartitionOfValue(Grain::kHour, hour);
+            EXPECT_TRUE(p.ok() && *p == hour) << hour;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ValidatePartitionTest, KeysAndUnpartitioned) {
   EXPECT_FALSE(ValidatePartition(Grain::kKey, "").ok());
   EXPECT_FALSE(ValidatePartition(Grain::kKey, "a\nb").ok());
