@@ -548,7 +548,8 @@ SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
   absl::MutexLock lock(&pool_mu_);
   for (const auto& c : connections_) {
     idle_.push_back(c.get());
-    temp_objects_[c.get()];
+    temp_objects_[c.get()].fingerprint_queries =
+        std::make_unique<sqlite::FingerprintQueryCache>();
   }
 }
 
@@ -1344,7 +1345,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     // gives over the same SELECT.
     {
       ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
-                       sqlite::MakeFingerprintQuery(
+                       temp.fingerprint_queries->Get(
                            db.get(), cols, absl::StrCat("FROM ", out)));
       ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
       ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
@@ -1372,7 +1373,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         }
         ASSIGN_OR_RETURN(
             sqlite::FingerprintQuery fq,
-            sqlite::MakeFingerprintQuery(
+            temp.fingerprint_queries->Get(
                 db.get(), ColumnList(u),
                 absl::StrCat("FROM ",
                              pinned ? "main." + Q(PinTable(job_id, u.name))
@@ -1385,7 +1386,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       } else {
         f.partition = *in.partition;
         ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
-                         sqlite::MakeFingerprintQuery(
+                         temp.fingerprint_queries->Get(
                              db.get(), ColumnList(u),
                              absl::StrCat("FROM ", Q(u.table), " WHERE ",
                                           MembershipConditionParams(u))));

@@ -115,7 +115,8 @@ namespace backfill {
 
 namespace sqlite {
 class Database;
-}
+class FingerprintQueryCache;
+}  // namespace sqlite
 
 class SqliteEngine : public Engine {
  public:
@@ -309,6 +310,8 @@ class SqliteEngine : public Engine {
   struct TempObjects {
     std::string key;
     std::string transform_body;
+    // The fingerprint statements StagePartition runs on the connection.
+    std::unique_ptr<sqlite::FingerprintQueryCache> fingerprint_queries;
   };
   std::map<const sqlite::Database*, TempObjects> temp_objects_;
 

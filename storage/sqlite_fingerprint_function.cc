@@ -155,4 +155,34 @@ absl::StatusOr<FingerprintQuery> MakeFingerprintQuery(Database* db,
   return out;
 }
 
+absl::StatusOr<FingerprintQuery> FingerprintQueryCache::Get(
+    Database* db, std::string_view columns, std::string_view rest) {
+  std::pair<int64_t, int64_t> schema;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db->PrepareCached("PRAGMA main.schema_version"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::InternalError("no main.schema_version");
+    schema.first = q.ColumnInt(0);
+  }
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db->PrepareCached("PRAGMA temp.schema_version"));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::InternalError("no temp.schema_version");
+    schema.second = q.ColumnInt(0);
+  }
+  if (schema != schema_ || entries_.size() >= kMaxEntries) {
+    entries_.clear();
+    schema_ = schema;
+  }
+  std::pair<std::string, std::string> key(columns, rest);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) return it->second;
+  ASSIGN_OR_RETURN(FingerprintQuery made,
+                   MakeFingerprintQuery(db, columns, rest));
+  entries_.emplace(std::move(key), made);
+  return made;
+}
+
 }  // namespace backfill::sqlite

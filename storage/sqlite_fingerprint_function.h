@@ -20,15 +20,27 @@
 // cannot be named column by column (a view's computed column, two columns
 // of one name).
 //
+// FingerprintQueryCache keeps MakeFingerprintQuery's answers for one
+// connection, so that a statement run per partition is not compiled (twice,
+// for "*") per partition only to learn its columns. An answer stands while
+// the connection's main and temp schemas are as they were when it was made
+// (their schema_version, read within the caller's transaction): any schema
+// change, by this connection or another, makes every answer be made again.
+//
 // Free functions; thread-safe as far as each call uses its own connection.
-// The SQL function holds no state between statements.
+// The SQL function holds no state between statements. A
+// FingerprintQueryCache is not thread-safe: it belongs to one connection
+// and is used by whoever holds that connection.
 
 #ifndef BACKFILL_STORAGE_SQLITE_FINGERPRINT_FUNCTION_H_
 #define BACKFILL_STORAGE_SQLITE_FINGERPRINT_FUNCTION_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/fingerprint.h"
@@ -66,6 +78,28 @@ struct FingerprintQuery {
 absl::StatusOr<FingerprintQuery> MakeFingerprintQuery(Database* db,
                                                       std::string_view columns,
                                                       std::string_view rest);
+
+// MakeFingerprintQuery's answers on one connection (see the top of this
+// file).
+class FingerprintQueryCache {
+ public:
+  // The most answers kept; past it the cache starts again empty.
+  static constexpr size_t kMaxEntries = 64;
+
+  // MakeFingerprintQuery(db, columns, rest), from the cache while `db`'s
+  // schemas are unchanged since the answer was made. `db` must be the same
+  // connection on every call.
+  absl::StatusOr<FingerprintQuery> Get(Database* db, std::string_view columns,
+                                       std::string_view rest);
+
+  size_t size() const { return entries_.size(); }
+
+ private:
+  // (main, temp) schema_version when the entries were made.
+  std::pair<int64_t, int64_t> schema_{-1, -1};
+  absl::flat_hash_map<std::pair<std::string, std::string>, FingerprintQuery>
+      entries_;
+};
 
 }  // namespace backfill::sqlite
 

@@ -217,5 +217,63 @@ TEST_F(FingerprintFunctionTest, WiderRowsThanTheAggregateTakesStillHash) {
   EXPECT_EQ(ViaRows("*", "FROM w").substr(16), ":1");
 }
 
+// The cache answers what MakeFingerprintQuery would answer now: a column
+// added by another connection, a temp view that comes to shadow the table
+// and goes again, each changes the rows hashed at once.
+TEST_F(FingerprintFunctionTest, CachedQueriesFollowEverySchemaChange) {
+  Exec(
+      "CREATE TABLE t (a INTEGER, b TEXT);"
+      "INSERT INTO t VALUES (1, 'x'), (2, 'y');");
+  sqlite::FingerprintQueryCache cache;
+  auto via_cache = [&](const std::string& columns, const std::string& rest) {
+    // As the engine runs it: the lookup and the query in one transaction.
+    EXPECT_TRUE(db_->Exec("BEGIN").ok());
+    absl::StatusOr<sqlite::FingerprintQuery> fq =
+        cache.Get(db_.get(), columns, rest);
+    EXPECT_TRUE(fq.ok()) << fq.status();
+    std::string out;
+    if (fq.ok()) {
+      absl::StatusOr<sqlite::Statement> q = db_->Prepare(fq->sql);
+      EXPECT_TRUE(q.ok()) << q.status() << "\n" << fq->sql;
+      if (q.ok()) {
+        absl::StatusOr<Fingerprint> fp = fq->Run(*q);
+        EXPECT_TRUE(fp.ok()) << fp.status();
+        if (fp.ok()) out = fp->ToString();
+      }
+    }
+    EXPECT_TRUE(db_->Exec("COMMIT").ok());
+    return out;
+  };
+  EXPECT_EQ(via_cache("*", "FROM t"), ViaRows("*", "FROM t"));
+  EXPECT_EQ(via_cache("*", "FROM t"), ViaRows("a, b", "FROM t"));
+  EXPECT_EQ(via_cache("\"a\"", "FROM t"), ViaRows("a", "FROM t"));
+  EXPECT_EQ(cache.size(), 2u);
+
+  // Another connection adds a column and fills it.
+  {
+    absl::StatusOr<std::unique_ptr<sqlite::Database>> other =
+        sqlite::Database::Open(path_);
+    ASSERT_TRUE(other.ok()) << other.status();
+    ASSERT_TRUE(
+        (*other)->Exec("ALTER TABLE t ADD COLUMN c INTEGER DEFAULT 7").ok());
+  }
+  EXPECT_EQ(via_cache("*", "FROM t"), ViaRows("a, b, c", "FROM t"));
+  EXPECT_NE(via_cache("*", "FROM t"), ViaRows("a, b", "FROM t"));
+
+  // A temp view shadows the table, then goes.
+  Exec("CREATE TEMP VIEW t AS SELECT a, b FROM main.t WHERE a = 1");
+  EXPECT_EQ(via_cache("*", "FROM t"),
+            ViaRows("a, b", "FROM main.t WHERE a = 1"));
+  Exec("DROP VIEW temp.t");
+  EXPECT_EQ(via_cache("*", "FROM t"), ViaRows("a, b, c", "FROM main.t"));
+
+  // Past its bound it starts again, with the same answers.
+  for (size_t i = 0; i <= sqlite::FingerprintQueryCache::kMaxEntries; ++i) {
+    EXPECT_EQ(via_cache("*", absl::StrCat("FROM t WHERE a > ", i)),
+              ViaRows("*", absl::StrCat("FROM t WHERE a > ", i)));
+    EXPECT_LE(cache.size(), sqlite::FingerprintQueryCache::kMaxEntries);
+  }
+}
+
 }  // namespace
 }  // namespace backfill
