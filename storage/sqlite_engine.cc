@@ -38,6 +38,7 @@
 #include "storage/sqlite_partition_fingerprints.h"
 #include "storage/sqlite_partition_stats.h"
 #include "storage/sqlite_sandbox.h"
+#include "storage/sqlite_wal_checkpointer.h"
 
 namespace backfill {
 namespace {
@@ -624,6 +625,13 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
   }
   std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
   engine->path_ = memory ? std::string() : warehouse_path;
+  if (!memory) {
+    ASSIGN_OR_RETURN(engine->checkpointer_,
+                     sqlite::WalCheckpointer::Start(warehouse_path));
+    for (const auto& c : engine->connections_) {
+      engine->checkpointer_->Attach(c.get());
+    }
+  }
   if (!memory) {
     // For client predicates (PartitionsMatching): cannot write, whatever
     // the statement.

@@ -116,6 +116,7 @@ namespace backfill {
 namespace sqlite {
 class Database;
 class FingerprintQueryCache;
+class WalCheckpointer;
 }  // namespace sqlite
 
 class SqliteEngine : public Engine {
@@ -290,6 +291,10 @@ class SqliteEngine : public Engine {
   absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
       const std::string& job_id);
 
+  // Checkpoints of the warehouse's log, off the committing threads (null
+  // for ":memory:"). Declared before the connections, which it must
+  // outlive.
+  std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
   std::vector<std::unique_ptr<sqlite::Database>> connections_;
   // The file opened ("" for ":memory:") and its identity.
   std::string path_;

@@ -19,6 +19,7 @@
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
 #include "storage/sqlite_db.h"
+#include "storage/sqlite_wal_checkpointer.h"
 
 namespace backfill {
 namespace {
@@ -670,8 +671,14 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   }
   RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+  std::unique_ptr<sqlite::WalCheckpointer> checkpointer;
+  if (path != ":memory:" && !path.empty() && !absl::StartsWith(path, "file:")) {
+    ASSIGN_OR_RETURN(checkpointer, sqlite::WalCheckpointer::Start(path));
+    checkpointer->Attach(db.get());
+  }
   std::unique_ptr<SqliteStateStore> store(
       new SqliteStateStore(std::move(db), path));
+  store->checkpointer_ = std::move(checkpointer);
   {
     absl::MutexLock lock(&store->mu_);
     absl::Status status = store->Migrate();

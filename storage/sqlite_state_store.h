@@ -71,7 +71,8 @@ namespace backfill {
 
 namespace sqlite {
 class Database;
-}
+class WalCheckpointer;
+}  // namespace sqlite
 
 class SqliteStateStore : public StateStore {
  public:
@@ -245,6 +246,10 @@ class SqliteStateStore : public StateStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
+  // Checkpoints of the file's log, off the committing threads (null for
+  // ":memory:" and URIs). Declared before the connections, which it must
+  // outlive.
+  std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
   absl::Mutex mu_;
   std::unique_ptr<sqlite::Database> db_ ABSL_GUARDED_BY(mu_);
   // A second, read-only connection for reads that scan much of the file
