@@ -327,6 +327,7 @@ void Database::SetStatementCacheEnabled(bool enabled) {
 }
 
 absl::Status Database::SetBusyTimeout(absl::Duration timeout) {
+  busy_timeout_ = timeout;
   int rc = sqlite3_busy_timeout(
       db_, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
   if (rc != SQLITE_OK) return ErrorStatus(db_, rc, "busy_timeout", "");
@@ -438,17 +439,40 @@ void Database::Interrupt() { sqlite3_interrupt(db_); }
 // ---------------------------------------------------------------------------
 // Transaction
 
+bool WriterLock::Acquire(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  const bool free =
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](bool* held) { return !*held; }, &held_),
+                           timeout);
+  if (free) held_ = true;
+  return free;
+}
+
+void WriterLock::Release() {
+  absl::MutexLock lock(&mu_);
+  held_ = false;
+}
+
 absl::StatusOr<Transaction> Transaction::Begin(Database* db, Mode mode) {
+  WriterLock* writer = nullptr;
+  if (mode == Mode::kImmediate && db->writer_lock() != nullptr &&
+      db->writer_lock()->Acquire(db->busy_timeout())) {
+    writer = db->writer_lock();
+  }
   absl::StatusOr<Statement> begin =
       db->PrepareCached(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN");
-  if (!begin.ok()) return begin.status();
-  absl::Status status = begin->Run();
-  if (!status.ok()) return status;
-  return Transaction(db);
+  absl::Status status = begin.ok() ? begin->Run() : begin.status();
+  if (!status.ok()) {
+    if (writer != nullptr) writer->Release();
+    return status;
+  }
+  return Transaction(db, writer);
 }
 
 Transaction::Transaction(Transaction&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      writer_(std::exchange(other.writer_, nullptr)) {}
 
 Transaction::~Transaction() { Rollback(); }
 
@@ -464,6 +488,7 @@ absl::Status Transaction::Commit() {
     return status;
   }
   db_ = nullptr;
+  Ended();
   return absl::OkStatus();
 }
 
@@ -473,6 +498,11 @@ void Transaction::Rollback() {
   // then there is nothing to undo.
   if (!db_->InAutocommit()) db_->Exec("ROLLBACK").IgnoreError();
   db_ = nullptr;
+  Ended();
+}
+
+void Transaction::Ended() {
+  if (writer_ != nullptr) std::exchange(writer_, nullptr)->Release();
 }
 
 uint64_t HashCurrentRow(const Statement& q, int columns) {

@@ -8,6 +8,15 @@
 //               its Database.
 //   Transaction a scope guard: BEGIN [IMMEDIATE] on Begin(), ROLLBACK on
 //               destruction unless Commit() succeeded.
+//   WriterLock  shared by the connections of one process to one file
+//               (Database::ShareWriterLock): BEGIN IMMEDIATE takes it first
+//               and the transaction holds it until it ends, so that the
+//               process's writers queue for one another instead of polling
+//               SQLite's write lock with the busy handler, whose shortest
+//               sleep (1 ms) is many times a short write. A writer that
+//               cannot have it within the busy timeout goes on without it:
+//               SQLite's own lock still decides, against other processes
+//               too.
 //
 // Statement cache: preparing (parsing and planning) a statement costs more
 // than running most of the short statements the state store and the engine
@@ -45,9 +54,11 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/fingerprint.h"
 
@@ -136,6 +147,17 @@ class Statement {
   Database* cache_ = nullptr;  // where it goes back to; nullptr: finalized
 };
 
+class WriterLock {
+ public:
+  // True when taken within `timeout`.
+  bool Acquire(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  void Release() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Mutex mu_;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 struct OpenOptions {
   bool read_only = false;
   bool create = true;  // create the file if missing (read-write only)
@@ -153,6 +175,14 @@ class Database {
   ~Database();
 
   absl::Status SetBusyTimeout(absl::Duration timeout);
+  absl::Duration busy_timeout() const { return busy_timeout_; }
+
+  // Makes BEGIN IMMEDIATE on this connection take `lock` first (see
+  // WriterLock at the top of this file). Not while a transaction is open.
+  void ShareWriterLock(std::shared_ptr<WriterLock> lock) {
+    writer_lock_ = std::move(lock);
+  }
+  WriterLock* writer_lock() const { return writer_lock_.get(); }
 
   // Runs one or more statements that take no parameters.
   absl::Status Exec(std::string_view sql);
@@ -210,6 +240,8 @@ class Database {
 
   sqlite3* db_;
   std::string path_;
+  absl::Duration busy_timeout_;
+  std::shared_ptr<WriterLock> writer_lock_;
   bool cache_enabled_ = true;
   // Idle statements, most recently returned first, and an index by text.
   std::list<std::pair<std::string, sqlite3_stmt*>> lru_;
@@ -240,8 +272,11 @@ class Transaction {
   void Rollback();
 
  private:
-  explicit Transaction(Database* db) : db_(db) {}
-  Database* db_;  // nullptr once committed or rolled back
+  Transaction(Database* db, WriterLock* writer) : db_(db), writer_(writer) {}
+  // Ends the transaction's hold of the writer lock, if it has it.
+  void Ended();
+  Database* db_;                  // nullptr once committed or rolled back
+  WriterLock* writer_ = nullptr;  // held until the transaction ends
 };
 
 // The hash (core/fingerprint.h's RowHasher) of the row `q` is on: its first

@@ -598,6 +598,8 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     }
   }
   std::vector<std::unique_ptr<Database>> conns;
+  // The pool's writers queue for one another in the process (sqlite_db.h).
+  auto writer = std::make_shared<sqlite::WriterLock>();
   for (int i = 0; i < connections; ++i) {
     sqlite::OpenOptions options;
     options.busy_timeout = absl::Seconds(10);
@@ -614,6 +616,7 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
       }
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+    db->ShareWriterLock(writer);
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     RETURN_IF_ERROR(sqlite::RegisterFingerprintFunction(db.get()));
     if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));

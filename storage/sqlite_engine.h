@@ -71,7 +71,9 @@
 //      warehouse, so many workers run transforms concurrently (WAL readers).
 //   2. BEGIN IMMEDIATE: delete the partition's staged rows, copy the temp
 //      table into staging, commit. Only this copy holds the (single) writer
-//      lock; busy_timeout (10 s) makes the others wait for it.
+//      lock. The pool's connections share a sqlite::WriterLock, so the
+//      engine's own writers queue for it in the process; busy_timeout
+//      (10 s) makes them wait for other processes' writers.
 // A failed check stages nothing: the writer transaction never starts.
 // The call times its phases on the monotonic clock (StageTimings, with a
 // Stopwatch: the engine has no injected clock): `transform` from the

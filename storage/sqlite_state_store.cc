@@ -690,18 +690,19 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   return store;
 }
 
-absl::StatusOr<Database*> SqliteStateStore::Reader() {
+absl::StatusOr<Database*> SqliteStateStore::OpenReader(
+    std::unique_ptr<Database>* slot) {
   if (path_.empty() || path_ == ":memory:" ||
       absl::StartsWith(path_, "file:")) {
     return nullptr;
   }
-  if (reader_ == nullptr) {
+  if (*slot == nullptr) {
     OpenOptions options;
     options.read_only = true;
     options.create = false;
-    ASSIGN_OR_RETURN(reader_, Database::Open(path_, options));
+    ASSIGN_OR_RETURN(*slot, Database::Open(path_, options));
   }
-  return reader_.get();
+  return slot->get();
 }
 
 absl::Status SqliteStateStore::Migrate() {
@@ -1912,8 +1913,17 @@ absl::StatusOr<std::optional<JobDiff>> SqliteStateStore::LoadJobDiff(
 
 absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
     const std::string& dataset, const std::string& partition) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(absl::StrCat(
+  // Read per partition while a job runs: on the point-read connection when
+  // there is one, so that it neither waits for writers nor makes them wait.
+  absl::MutexLock reader_lock(&point_reader_mu_);
+  ASSIGN_OR_RETURN(Database * reader, OpenReader(&point_reader_));
+  std::optional<absl::MutexLock> lock;
+  Database* db = reader;
+  if (db == nullptr) {
+    lock.emplace(&mu_);
+    db = db_.get();
+  }
+  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
                                     "SELECT ", kLineageColumns,
                                     " FROM lineage WHERE dataset = ?1 AND "
                                     "\"partition\" = ?2 ORDER BY id DESC")));
@@ -2218,7 +2228,7 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
   // A long read (every version of a dataset): on the read connection when
   // there is one, so that checkpoints do not wait for it.
   absl::MutexLock reader_lock(&reader_mu_);
-  ASSIGN_OR_RETURN(Database * reader, Reader());
+  ASSIGN_OR_RETURN(Database * reader, OpenReader(&reader_));
   std::optional<absl::MutexLock> lock;
   Database* db = reader;
   if (db == nullptr) {

@@ -180,10 +180,11 @@ class SqliteStateStore : public StateStore {
  private:
   SqliteStateStore(std::unique_ptr<sqlite::Database> db, std::string path);
 
-  // The read connection (opened at the first call), or null for a store
-  // that is not a plain file (":memory:", a URI): long reads then use db_.
-  absl::StatusOr<sqlite::Database*> Reader()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reader_mu_);
+  // The read connection in `slot` (opened at the first call), or null for
+  // a store that is not a plain file (":memory:", a URI): reads then use
+  // db_. The caller holds the slot's mutex.
+  absl::StatusOr<sqlite::Database*> OpenReader(
+      std::unique_ptr<sqlite::Database>* slot);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads one job with plan and counts; the caller holds mu_ and, for a
@@ -258,6 +259,12 @@ class SqliteStateStore : public StateStore {
   // (checkpoints) do not wait for it. Taken before mu_ when both are.
   absl::Mutex reader_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::unique_ptr<sqlite::Database> reader_ ABSL_GUARDED_BY(reader_mu_);
+  // A third connection, read-only, for the short reads made per partition
+  // of a running job (GetLineage), which then wait neither for writers nor
+  // for the long reads. Taken before mu_ when both are.
+  absl::Mutex point_reader_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<sqlite::Database> point_reader_
+      ABSL_GUARDED_BY(point_reader_mu_);
   // TaskAggregates by job, so that reading a job (GetBackfill, a watch, a
   // listing) costs the same whatever its number of partitions: UpdateTask
   // moves its task's share within the entry (a checkpoint keeps it), every
