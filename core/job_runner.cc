@@ -148,7 +148,10 @@ struct JobRunner::Active {
   bool preparing = false;
   bool validated = false;  // staging passed validation in this process
   int busy = 0;            // closures in flight for the job
-  int running_tasks = 0;
+  int running_tasks = 0;   // partitions dispatched and not yet returned
+  // The average time to stage one of its partitions (seconds; negative:
+  // none staged yet in this process), for BatchSizeLocked.
+  double stage_seconds = -1;
   int restage_rounds = 0;
   // Confirming again (Confirm): it ended before, and was counted then.
   bool reconfirming = false;
@@ -779,25 +782,61 @@ void JobRunner::DispatchLocked() {
       }
     }
     if (best == nullptr) return;
-    std::optional<size_t> index = best->graph->Pop([&](size_t i) {
-      const DatasetSpec* spec = best->spec_of[i];
-      return spec == nullptr || spec->max_parallel == 0 ||
-             dataset_running_[spec->name] < spec->max_parallel;
-    });
-    if (!index) {
+    // A worker takes a batch of the job's ready partitions when they are
+    // short (BatchSizeLocked): their starts and their checkpoints are then
+    // one store write each.
+    const size_t batch = BatchSizeLocked(*best);
+    const int limit = best->job.request.max_parallel;
+    std::vector<size_t> indices;
+    while (indices.size() < batch &&
+           (limit <= 0 || best->running_tasks < limit)) {
+      std::optional<size_t> index = best->graph->Pop([&](size_t i) {
+        const DatasetSpec* spec = best->spec_of[i];
+        return spec == nullptr || spec->max_parallel == 0 ||
+               dataset_running_[spec->name] < spec->max_parallel;
+      });
+      if (!index) break;
+      const size_t i = *index;
+      best->tasks[i].state = TaskState::kRunning;
+      ++best->running_tasks;
+      ++dataset_running_[best->tasks[i].dataset];
+      indices.push_back(i);
+    }
+    if (indices.empty()) {
       exhausted.insert(best);
       continue;
     }
     const std::string id = best->job.id;
-    const size_t i = *index;
-    best->tasks[i].state = TaskState::kRunning;
-    ++best->running_tasks;
     ++best->busy;
     ++in_flight_;
-    ++dataset_running_[best->tasks[i].dataset];
     best->last_dispatch = ++dispatch_seq_;
-    SubmitLocked([this, id, i] { RunTask(id, i); });
+    SubmitLocked(
+        [this, id, indices = std::move(indices)] { RunTasks(id, indices); });
   }
+}
+
+size_t JobRunner::BatchSizeLocked(const Active& job) const {
+  // One partition at a time until the job's partitions are known to be
+  // short; then as many as take about kBatchTime, at most kMaxBatch, and
+  // never more than an equal share of the ready ones per worker (a batch
+  // must not leave another worker idle).
+  if (job.stage_seconds < 0) return 1;
+  const double time = absl::ToDoubleSeconds(kBatchTime);
+  const double fit = job.stage_seconds > 0 ? time / job.stage_seconds
+                                           : static_cast<double>(kMaxBatch);
+  const size_t share =
+      job.graph->ready() / static_cast<size_t>(std::max(1, options_.workers));
+  return std::max<size_t>(
+      1, std::min({static_cast<size_t>(fit), kMaxBatch, share}));
+}
+
+void JobRunner::NoteStageTimeLocked(Active* job, absl::Duration took) {
+  const double seconds = absl::ToDoubleSeconds(took);
+  // An average that follows the job's recent partitions (one in eight).
+  job->stage_seconds =
+      job->stage_seconds < 0
+          ? seconds
+          : job->stage_seconds + (seconds - job->stage_seconds) / 8;
 }
 
 bool JobRunner::TakeSettleLocked(Active* job) {
@@ -968,45 +1007,61 @@ void JobRunner::FailJob(Active* job, const std::string& failure) {
   Move(job, JobState::kFailed, failure, Phase::kFailing).IgnoreError();
 }
 
-void JobRunner::RunTask(const std::string& id, size_t index) {
+void JobRunner::RunTasks(const std::string& id,
+                         const std::vector<size_t>& indices) {
+  // One partition of the batch, from its dispatch to its end.
+  struct Item {
+    size_t index = 0;
+    PartitionTask task;
+    const DatasetSpec* spec = nullptr;  // null: the job stopped running
+    // Early cutoff: whether the task reads only unchanged or skipped
+    // tasks of the job, and what else MaySkip needs.
+    bool may_skip = false;
+    std::string version;
+    std::vector<InputFingerprint> now_inputs;
+    bool ran = false;  // RecomputePartition ran: `result` holds the task
+    bool done = false, failed = false, interrupted = false;
+    TaskGraph::Outcome outcome = TaskGraph::Outcome::kChanged;
+    absl::Status status;
+    RecomputeResult result;
+  };
   Active* job;
-  PartitionTask task;
-  const DatasetSpec* spec = nullptr;
-  // Early cutoff: whether the task reads only unchanged or skipped tasks of
-  // the job, and what else MaySkip needs.
-  bool may_skip = false;
-  std::string requested, version;
-  std::vector<InputFingerprint> now_inputs;
+  std::string requested;
+  std::vector<Item> items(indices.size());
   {
     absl::MutexLock lock(&mu_);
     job = FindLocked(id);
-    if (job->phase == Phase::kRunning) {
-      task = job->tasks[index];
-      spec = job->spec_of[index];
-      requested = job->job.request.dataset;
-      may_skip = spec != nullptr && task.dataset != requested &&
-                 job->graph->ReadsOnlyUnchanged(index);
-      if (may_skip) {
+    requested = job->job.request.dataset;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      Item& it = items[k];
+      it.index = indices[k];
+      if (job->phase != Phase::kRunning) continue;
+      it.task = job->tasks[it.index];
+      it.spec = job->spec_of[it.index];
+      it.may_skip = it.spec != nullptr && it.task.dataset != requested &&
+                    job->graph->ReadsOnlyUnchanged(it.index);
+      if (it.may_skip) {
         for (const DatasetPlan& dp : job->job.plan.datasets) {
-          if (dp.dataset == task.dataset) version = dp.transform_version;
+          if (dp.dataset == it.task.dataset) it.version = dp.transform_version;
         }
-        for (size_t u : job->graph->IdentityInputs(index)) {
+        for (size_t u : job->graph->IdentityInputs(it.index)) {
           const PartitionTask& in = job->tasks[u];
-          now_inputs.push_back({in.dataset, in.partition, in.output_fingerprint,
-                                in.rows_written});
+          it.now_inputs.push_back({in.dataset, in.partition,
+                                   in.output_fingerprint, in.rows_written});
         }
       }
     }
   }
-  bool done = false, failed = false, interrupted = false;
-  TaskGraph::Outcome outcome = TaskGraph::Outcome::kChanged;
-  if (may_skip) {
+  for (Item& it : items) {
+    if (!it.may_skip) continue;
     // Skipped, never run, when its own partition is as the job would make
     // it (early_cutoff.h). Anything that fails here runs it instead.
+    const PartitionTask& task = it.task;
     absl::StatusOr<std::optional<LineageRecord>> latest =
         LatestLineage(task.dataset, task.partition);
     if (latest.ok() && latest->has_value() &&
-        MaySkip(task.dataset, requested, version, &**latest, now_inputs)) {
+        MaySkip(task.dataset, requested, it.version, &**latest,
+                it.now_inputs)) {
       PartitionTask skipped = task;
       skipped.state = TaskState::kSkipped;
       skipped.rows_written = 0;
@@ -1021,75 +1076,46 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
                   absl::StrCat("recording that ", task.dataset, "/",
                                task.partition, " of ", id, " is skipped"),
                   [&] { return store_->UpdateTask(skipped); });
-      if (s.ok()) s = ReleaseCutOff(id, *spec, task.partition);
+      if (s.ok()) s = ReleaseCutOff(id, *it.spec, task.partition);
       if (s.ok()) {
-        task = std::move(skipped);
-        done = true;
-        outcome = TaskGraph::Outcome::kSkipped;
+        it.task = std::move(skipped);
+        it.done = true;
+        it.outcome = TaskGraph::Outcome::kSkipped;
         if (observer_ != nullptr) {
-          observer_->OnPartitionCheckpointed(task.dataset, task.state, 0);
+          observer_->OnPartitionCheckpointed(it.task.dataset, it.task.state, 0);
         }
       } else if (Stopping()) {
         // Interrupted: a restart decides again (or releases what the
         // store recorded skipped).
-        interrupted = true;
+        it.interrupted = true;
       }
     }
   }
-  if (spec != nullptr && !done && !interrupted) {
-    task.state = TaskState::kRunning;
-    ++task.attempts;
-    task.update_time = clock_->Now();
-    absl::Status s =
-        Persist(Storage::kStateStore,
-                absl::StrCat("recording the start of ", task.dataset, "/",
-                             task.partition, " of ", id),
-                [&] { return store_->UpdateTask(task); });
-    RecomputeResult result;
-    if (s.ok()) {
-      // What the task reads, by the upstream edges of the job's catalog.
-      const Planner planner(job->catalog.get(), engine_);
-      result = RecomputePartition(engine_, planner, *clock_, id, *spec, task);
-      if (observer_ != nullptr) {
-        observer_->OnPartitionAttempt(result.status.ok(), result.took);
-        if (result.status.ok()) {
-          observer_->OnPartitionStageTimings(spec->name, result.timings);
-        }
-      }
-      s = result.status;
-      if (s.ok()) {
-        CrashPoint("stage.before_checkpoint");
-        // Early cutoff: rows identical to the published version are not
-        // republished (the checkpoint records UNCHANGED, then the engine
-        // lets go of the partition).
-        absl::StatusOr<std::optional<LineageRecord>> latest =
-            LatestLineage(task.dataset, task.partition);
-        if (!latest.ok()) {
-          s = latest.status();
-        } else if (SameAsPublished(result.task.output_fingerprint,
-                                   latest->has_value() ? &**latest : nullptr)) {
-          result.task.state = TaskState::kUnchanged;
-          outcome = TaskGraph::Outcome::kUnchanged;
-        }
-      }
-      if (s.ok()) {
-        s = Persist(Storage::kStateStore,
-                    absl::StrCat("checkpointing ", task.dataset, "/",
-                                 task.partition, " of ", id),
-                    [&] { return store_->UpdateTask(result.task); });
-      }
-      if (s.ok() && outcome == TaskGraph::Outcome::kUnchanged) {
-        s = ReleaseCutOff(id, *spec, task.partition);
+
+  // Each partition in turn. Its start is recorded in the same write as the
+  // checkpoint of the partition staged before it, so a batch costs the
+  // store one write per partition (not two), and no checkpoint waits for
+  // a later partition's staging.
+  Item* carried = nullptr;  // staged; its checkpoint not yet written
+  auto end_of = [&](Item& it) {
+    // After its checkpoint was written (it.status) or failed to be.
+    RecomputeResult& result = it.result;
+    absl::Status s = it.status;
+    if (it.ran) {
+      // Staged (or its staging failed): the result holds the task.
+      if (s.ok() && it.outcome == TaskGraph::Outcome::kUnchanged) {
+        s = ReleaseCutOff(id, *it.spec, it.task.partition);
       }
       if (!s.ok() && result.task.state == TaskState::kUnchanged) {
         // Not let go of after all: what follows records it again.
         result.task.state = TaskState::kStaged;
-        outcome = TaskGraph::Outcome::kChanged;
+        it.outcome = TaskGraph::Outcome::kChanged;
       }
-      task = result.task;
+      it.task = result.task;
     }
+    PartitionTask& task = it.task;
     if (s.ok()) {
-      done = true;
+      it.done = true;
       if (observer_ != nullptr) {
         observer_->OnPartitionCheckpointed(
             task.dataset, task.state,
@@ -1125,7 +1151,7 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
         if (!Stopping())
           clock_->SleepFor(options_.retry_backoff * task.attempts);
       } else {
-        failed = true;
+        it.failed = true;
         FailJob(job,
                 absl::StrCat("partition ", task.partition, " of ", task.dataset,
                              " failed after ",
@@ -1133,28 +1159,114 @@ void JobRunner::RunTask(const std::string& id, size_t index) {
                              ", nothing was published: ", task.last_error));
       }
     }
+  };
+  // Writes the carried checkpoint, with the start of `next` if given.
+  auto write = [&](Item* next) {
+    std::vector<PartitionTask> rows;
+    std::string what;
+    if (carried != nullptr) {
+      rows.push_back(carried->result.task);
+      what = absl::StrCat("checkpointing ", carried->task.dataset, "/",
+                          carried->task.partition, " of ", id);
+    }
+    if (next != nullptr) {
+      rows.push_back(next->task);
+      absl::StrAppend(&what, what.empty() ? "" : " and ",
+                      "recording the start of ", next->task.dataset, "/",
+                      next->task.partition, " of ", id);
+    }
+    const absl::Status s = Persist(Storage::kStateStore, what,
+                                   [&] { return store_->UpdateTasks(rows); });
+    if (carried != nullptr) {
+      carried->status = s;
+      end_of(*std::exchange(carried, nullptr));
+    }
+    if (next != nullptr) next->status = s;
+  };
+  bool first = true;
+  for (Item& it : items) {
+    if (it.spec == nullptr || it.done || it.interrupted) continue;
+    // Partitions not yet started are handed back when the runner stops or
+    // the job no longer runs (paused, failing, cancelled).
+    if (!first) {
+      bool running;
+      {
+        absl::MutexLock lock(&mu_);
+        running = job->phase == Phase::kRunning;
+      }
+      if (Stopping() || !running) {
+        it.spec = nullptr;
+        continue;
+      }
+    }
+    first = false;
+    it.task.state = TaskState::kRunning;
+    ++it.task.attempts;
+    it.task.update_time = clock_->Now();
+    write(&it);
+    if (!it.status.ok()) {
+      end_of(it);
+      continue;
+    }
+    // What the task reads, by the upstream edges of the job's catalog.
+    const Planner planner(job->catalog.get(), engine_);
+    it.result =
+        RecomputePartition(engine_, planner, *clock_, id, *it.spec, it.task);
+    it.ran = true;
+    RecomputeResult& result = it.result;
+    if (observer_ != nullptr) {
+      observer_->OnPartitionAttempt(result.status.ok(), result.took);
+      if (result.status.ok()) {
+        observer_->OnPartitionStageTimings(it.spec->name, result.timings);
+      }
+    }
+    it.status = result.status;
+    if (it.status.ok()) {
+      CrashPoint("stage.before_checkpoint");
+      // Early cutoff: rows identical to the published version are not
+      // republished (the checkpoint records UNCHANGED, then the engine
+      // lets go of the partition).
+      absl::StatusOr<std::optional<LineageRecord>> latest =
+          LatestLineage(it.task.dataset, it.task.partition);
+      if (!latest.ok()) {
+        it.status = latest.status();
+      } else if (SameAsPublished(result.task.output_fingerprint,
+                                 latest->has_value() ? &**latest : nullptr)) {
+        result.task.state = TaskState::kUnchanged;
+        it.outcome = TaskGraph::Outcome::kUnchanged;
+      }
+    }
+    if (it.status.ok()) {
+      carried = &it;
+    } else {
+      end_of(it);
+    }
   }
+  if (carried != nullptr) write(nullptr);
 
   bool settle;
   {
     absl::MutexLock lock(&mu_);
-    if (spec != nullptr) {
-      job->tasks[index] = task;
-    } else {
-      job->tasks[index].state = TaskState::kPending;  // never ran
-    }
     TaskGraph& graph = *job->graph;
-    if (done) {
-      graph.Done(index, outcome);
-    } else if (failed) {
-      graph.Fail(index);
-    } else {
-      graph.Return(index);
+    for (Item& it : items) {
+      if (it.spec != nullptr) {
+        job->tasks[it.index] = it.task;
+      } else {
+        job->tasks[it.index].state = TaskState::kPending;  // never ran
+      }
+      if (it.done) {
+        graph.Done(it.index, it.outcome);
+        if (it.ran) NoteStageTimeLocked(job, it.result.took);
+      } else if (it.failed) {
+        graph.Fail(it.index);
+      } else {
+        graph.Return(it.index);
+      }
+      --job->running_tasks;
+      --dataset_running_[job->tasks[it.index].dataset];
     }
     if (job->phase != Phase::kRunning) graph.ClearReady();
-    --job->running_tasks;
     --in_flight_;
-    --dataset_running_[job->tasks[index].dataset];
     StartFinishingIfDoneLocked(job);
     settle = ReleaseAndTakeSettleLocked(job);
     NotifyLocked(id);

@@ -223,7 +223,20 @@ class JobRunner {
 
   // --- Steps, run on pool threads without mu_ ---
   void Prepare(const std::string& id);
-  void RunTask(const std::string& id, size_t index);
+  // Runs a batch of the job's partitions (DispatchLocked): records their
+  // starts in one write, stages each, records the checkpoints of those
+  // staged in one write, then hands each back to the graph. A partition is
+  // done only once its checkpoint is committed, as when it runs alone.
+  void RunTasks(const std::string& id, const std::vector<size_t>& indices);
+  // How many ready partitions of `job` one worker takes at once.
+  size_t BatchSizeLocked(const Active& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds a partition's staging time to the job's average.
+  void NoteStageTimeLocked(Active* job, absl::Duration took)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A batch is sized to take about kBatchTime, at most kMaxBatch.
+  static constexpr absl::Duration kBatchTime = absl::Milliseconds(5);
+  static constexpr size_t kMaxBatch = 32;
   void Finish(const std::string& id);
   // Validate / publish / confirm for Finish; OK when the job moved on as it
   // should (or was left for recovery: CANCELLED status).
@@ -381,7 +394,7 @@ class JobRunner {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<Active>> jobs_ ABSL_GUARDED_BY(mu_);
   Admission admission_ ABSL_GUARDED_BY(mu_);
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // partition tasks running
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // batches of partitions running
   std::map<std::string, int> dataset_running_ ABSL_GUARDED_BY(mu_);
   uint64_t dispatch_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);

@@ -189,6 +189,10 @@ class StateStore {
   // Writes one task's state, attempts, error, rows, fingerprints, inputs
   // and duration (the checkpoint). NOT_FOUND if the task does not exist.
   virtual absl::Status UpdateTask(const PartitionTask& task) = 0;
+  // UpdateTask of each of `tasks`, in one transaction: all are written or
+  // none (NOT_FOUND if one does not exist). Many checkpoints then cost the
+  // store one commit.
+  virtual absl::Status UpdateTasks(const std::vector<PartitionTask>& tasks) = 0;
 
   // Moves the job from `expected_from` to `to` (as TransitionJob) and, in
   // the same transaction, makes every FAILED, CANCELLED or RUNNING task

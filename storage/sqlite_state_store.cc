@@ -1533,58 +1533,94 @@ absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
 absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
-  // The job's sums, if kept, follow the task: its row's share out, the new
-  // one in, so that a job's progress stays O(1) to read while it runs.
-  std::optional<TaskAggregates> next;
-  if (auto kept = aggregates_.find(task.job_id); kept != aggregates_.end()) {
-    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(
-                                      "SELECT state, input_rows, rows_written, "
-                                      "duration_seconds FROM tasks WHERE "
-                                      "job_id = ?1 AND dataset = ?2 AND "
-                                      "\"partition\" = ?3"));
+  std::map<std::string, std::optional<TaskAggregates>> next;
+  RETURN_IF_ERROR(WriteTasks(absl::MakeConstSpan(&task, 1), &next));
+  RETURN_IF_ERROR(txn.Commit());
+  for (auto& [job, sums] : next) {
+    if (sums.has_value()) aggregates_[job] = *std::move(sums);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::UpdateTasks(
+    const std::vector<PartitionTask>& tasks) {
+  if (tasks.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
+  std::map<std::string, std::optional<TaskAggregates>> next;
+  RETURN_IF_ERROR(WriteTasks(tasks, &next));
+  RETURN_IF_ERROR(txn.Commit());
+  for (auto& [job, sums] : next) {
+    if (sums.has_value()) aggregates_[job] = *std::move(sums);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStateStore::WriteTasks(
+    absl::Span<const PartitionTask> tasks,
+    std::map<std::string, std::optional<TaskAggregates>>* next) {
+  for (const PartitionTask& task : tasks) {
+    // The job's sums, if kept, follow its tasks: each row's share out, the
+    // new one in, so that a job's progress stays O(1) to read while it
+    // runs. They are kept again only once the transaction commits.
+    auto [sums, first] = next->try_emplace(task.job_id);
+    if (first) {
+      if (auto kept = aggregates_.find(task.job_id);
+          kept != aggregates_.end()) {
+        sums->second = kept->second;
+      }
+      ForgetTaskAggregates(task.job_id);
+    }
+    if (sums->second.has_value()) {
+      ASSIGN_OR_RETURN(
+          Statement q,
+          db_->PrepareCached("SELECT state, input_rows, rows_written, "
+                             "duration_seconds FROM tasks WHERE "
+                             "job_id = ?1 AND dataset = ?2 AND "
+                             "\"partition\" = ?3"));
+      RETURN_IF_ERROR(q.BindText(1, task.job_id));
+      RETURN_IF_ERROR(q.BindText(2, task.dataset));
+      RETURN_IF_ERROR(q.BindText(3, task.partition));
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      absl::StatusOr<TaskState> was = row ? ParseTaskState(q.ColumnText(0))
+                                          : absl::NotFoundError("no such task");
+      if (was.ok()) {
+        AddTaskShare(task.dataset, *was, q.ColumnInt(1), q.ColumnInt(2),
+                     q.ColumnDouble(3), -1, &*sums->second);
+        AddTaskShare(task.dataset, task.state, InputRows(task.inputs),
+                     task.rows_written, task.duration_seconds, +1,
+                     &*sums->second);
+      } else {
+        sums->second.reset();
+      }
+    }
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db_->PrepareCached(
+            "UPDATE tasks SET state = ?4, attempts = ?5, last_error = "
+            "?6, rows_written = ?7, output_fingerprint = ?8, inputs = "
+            "?9, input_rows = ?10, duration_seconds = ?11, "
+            "update_time = ?12 WHERE job_id = ?1 AND dataset = ?2 AND "
+            "\"partition\" = ?3"));
     RETURN_IF_ERROR(q.BindText(1, task.job_id));
     RETURN_IF_ERROR(q.BindText(2, task.dataset));
     RETURN_IF_ERROR(q.BindText(3, task.partition));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    absl::StatusOr<TaskState> was = row ? ParseTaskState(q.ColumnText(0))
-                                        : absl::NotFoundError("no such task");
-    if (was.ok()) {
-      next = kept->second;
-      AddTaskShare(task.dataset, *was, q.ColumnInt(1), q.ColumnInt(2),
-                   q.ColumnDouble(3), -1, &*next);
-      AddTaskShare(task.dataset, task.state, InputRows(task.inputs),
-                   task.rows_written, task.duration_seconds, +1, &*next);
+    RETURN_IF_ERROR(q.BindText(4, TaskStateText(task.state)));
+    RETURN_IF_ERROR(q.BindInt(5, task.attempts));
+    RETURN_IF_ERROR(q.BindText(6, task.last_error));
+    RETURN_IF_ERROR(q.BindInt(7, task.rows_written));
+    RETURN_IF_ERROR(q.BindText(8, task.output_fingerprint));
+    RETURN_IF_ERROR(q.BindText(9, EncodeInputs(task.inputs)));
+    RETURN_IF_ERROR(q.BindInt(10, InputRows(task.inputs)));
+    RETURN_IF_ERROR(q.BindDouble(11, task.duration_seconds));
+    RETURN_IF_ERROR(BindTime(q, 12, task.update_time));
+    RETURN_IF_ERROR(q.Run());
+    if (db_->Changes() == 0) {
+      return absl::NotFoundError(absl::StrCat("no task ", task.dataset, "/",
+                                              task.partition, " in job ",
+                                              task.job_id));
     }
   }
-  ForgetTaskAggregates(task.job_id);
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached(
-          "UPDATE tasks SET state = ?4, attempts = ?5, last_error = "
-          "?6, rows_written = ?7, output_fingerprint = ?8, inputs = "
-          "?9, input_rows = ?10, duration_seconds = ?11, "
-          "update_time = ?12 WHERE job_id = ?1 AND dataset = ?2 AND "
-          "\"partition\" = ?3"));
-  RETURN_IF_ERROR(q.BindText(1, task.job_id));
-  RETURN_IF_ERROR(q.BindText(2, task.dataset));
-  RETURN_IF_ERROR(q.BindText(3, task.partition));
-  RETURN_IF_ERROR(q.BindText(4, TaskStateText(task.state)));
-  RETURN_IF_ERROR(q.BindInt(5, task.attempts));
-  RETURN_IF_ERROR(q.BindText(6, task.last_error));
-  RETURN_IF_ERROR(q.BindInt(7, task.rows_written));
-  RETURN_IF_ERROR(q.BindText(8, task.output_fingerprint));
-  RETURN_IF_ERROR(q.BindText(9, EncodeInputs(task.inputs)));
-  RETURN_IF_ERROR(q.BindInt(10, InputRows(task.inputs)));
-  RETURN_IF_ERROR(q.BindDouble(11, task.duration_seconds));
-  RETURN_IF_ERROR(BindTime(q, 12, task.update_time));
-  RETURN_IF_ERROR(q.Run());
-  if (db_->Changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("no task ", task.dataset, "/",
-                                            task.partition, " in job ",
-                                            task.job_id));
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  if (next.has_value()) aggregates_[task.job_id] = *std::move(next);
   return absl::OkStatus();
 }
 

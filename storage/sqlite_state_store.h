@@ -65,6 +65,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/state_store.h"
 
 namespace backfill {
@@ -113,6 +114,7 @@ class SqliteStateStore : public StateStore {
                              const std::string& message,
                              absl::Time now) override;
   absl::Status UpdateTask(const PartitionTask& task) override;
+  absl::Status UpdateTasks(const std::vector<PartitionTask>& tasks) override;
   absl::StatusOr<int64_t> UpdateTasksInState(const std::string& job_id,
                                              const std::vector<TaskState>& from,
                                              TaskState to,
@@ -242,6 +244,12 @@ class SqliteStateStore : public StateStore {
   static void AddTaskShare(const std::string& dataset, TaskState state,
                            int64_t input_rows, int64_t rows_written,
                            double duration, int sign, TaskAggregates* out);
+  // UpdateTasks' work inside the caller's transaction: the tasks' rows and
+  // the sums of their jobs in `next` (by job; nullopt: not kept).
+  absl::Status WriteTasks(
+      absl::Span<const PartitionTask> tasks,
+      std::map<std::string, std::optional<TaskAggregates>>* next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's tasks changed: its aggregates must be counted again.
   void ForgetTaskAggregates(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

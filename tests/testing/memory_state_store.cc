@@ -722,26 +722,46 @@ absl::Status InMemoryStateStore::SetJobMessage(const std::string& job_id,
 absl::Status InMemoryStateStore::UpdateTask(const PartitionTask& task) {
   if (absl::Status s = BeginWrite("UpdateTask"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  JobRow* row = FindLocked(task.job_id);
-  PartitionTask* found = nullptr;
-  if (row != nullptr) {
-    auto it = row->task_index.find({task.dataset, task.partition});
-    if (it != row->task_index.end()) found = &row->tasks[it->second];
+  return WriteTasksLocked(absl::MakeConstSpan(&task, 1));
+}
+
+absl::Status InMemoryStateStore::UpdateTasks(
+    const std::vector<PartitionTask>& tasks) {
+  if (absl::Status s = BeginWrite("UpdateTasks"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  return WriteTasksLocked(tasks);
+}
+
+absl::Status InMemoryStateStore::WriteTasksLocked(
+    absl::Span<const PartitionTask> tasks) {
+  // All or nothing: every task is found before any is written.
+  std::vector<PartitionTask*> found;
+  for (const PartitionTask& task : tasks) {
+    JobRow* row = FindLocked(task.job_id);
+    PartitionTask* t = nullptr;
+    if (row != nullptr) {
+      auto it = row->task_index.find({task.dataset, task.partition});
+      if (it != row->task_index.end()) t = &row->tasks[it->second];
+    }
+    if (t == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no task ", task.dataset, "/",
+                                              task.partition, " in job ",
+                                              task.job_id));
+    }
+    found.push_back(t);
   }
-  if (found == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no task ", task.dataset, "/",
-                                            task.partition, " in job ",
-                                            task.job_id));
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const PartitionTask& task = tasks[i];
+    PartitionTask& t = *found[i];
+    t.state = task.state;
+    t.attempts = task.attempts;
+    t.last_error = task.last_error;
+    t.rows_written = task.rows_written;
+    t.output_fingerprint = task.output_fingerprint;
+    t.inputs = task.inputs;
+    t.duration_seconds = task.duration_seconds;
+    t.update_time = Stored(task.update_time);
   }
-  PartitionTask& t = *found;
-  t.state = task.state;
-  t.attempts = task.attempts;
-  t.last_error = task.last_error;
-  t.rows_written = task.rows_written;
-  t.output_fingerprint = task.output_fingerprint;
-  t.inputs = task.inputs;
-  t.duration_seconds = task.duration_seconds;
-  t.update_time = Stored(task.update_time);
   return absl::OkStatus();
 }
 

@@ -50,6 +50,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "core/state_store.h"
 
 namespace backfill::testing {
@@ -96,6 +97,7 @@ class InMemoryStateStore : public StateStore {
                              const std::string& message,
                              absl::Time now) override;
   absl::Status UpdateTask(const PartitionTask& task) override;
+  absl::Status UpdateTasks(const std::vector<PartitionTask>& tasks) override;
   absl::StatusOr<int64_t> UpdateTasksInState(const std::string& job_id,
                                              const std::vector<TaskState>& from,
                                              TaskState to,
@@ -184,6 +186,9 @@ class InMemoryStateStore : public StateStore {
   absl::Status BeginWrite(const std::string& method) ABSL_LOCKS_EXCLUDED(mu_);
 
   JobRow* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // UpdateTask(s): all of `tasks` written, or none when one is missing.
+  absl::Status WriteTasksLocked(absl::Span<const PartitionTask> tasks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job LoadLocked(const JobRow& row, bool with_partitions) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteTransitionLocked(JobRow* row, JobState from, JobState to,
