@@ -218,6 +218,11 @@ absl::Status JobRunner::Start() {
   }
   // One thread more than task slots, so that preparing or publishing a job
   // never waits behind a full set of partition tasks.
+  task_writer_ = std::make_unique<TaskWriter>(
+      store_, [this](const std::string& what,
+                     const std::function<absl::Status()>& write) {
+        return Persist(Storage::kStateStore, what, write);
+      });
   pool_ = std::make_unique<WorkerPool>(std::max(1, options_.workers) + 1);
   // Rollbacks the warehouse committed before a crash are recorded before
   // any job can publish over their partitions.
@@ -815,6 +820,20 @@ void JobRunner::DispatchLocked() {
   }
 }
 
+bool JobRunner::OtherJobWaitsLocked(const Active& job) const {
+  for (const auto& [id, ptr] : jobs_) {
+    const Active* other = ptr.get();
+    if (other == &job || other->phase != Phase::kRunning || !other->prepared ||
+        !other->graph || other->graph->ready() == 0) {
+      continue;
+    }
+    const int limit = other->job.request.max_parallel;
+    if (limit > 0 && other->running_tasks >= limit) continue;
+    if (other->job.request.priority >= job.job.request.priority) return true;
+  }
+  return false;
+}
+
 size_t JobRunner::BatchSizeLocked(const Active& job) const {
   // One partition at a time until the job's partitions are known to be
   // short; then as many as take about kBatchTime, at most kMaxBatch, and
@@ -1092,11 +1111,11 @@ void JobRunner::RunTasks(const std::string& id,
     }
   }
 
-  // Each partition in turn. Its start is recorded in the same write as the
-  // checkpoint of the partition staged before it, so a batch costs the
-  // store one write per partition (not two), and no checkpoint waits for
-  // a later partition's staging.
-  Item* carried = nullptr;  // staged; its checkpoint not yet written
+  // Each partition in turn; its start and its checkpoint go to the task
+  // writer (task_writer.h), which commits them with whatever else is queued
+  // while this worker stages the next partitions. The batch then waits once
+  // for its checkpoints: a partition is done only once its checkpoint is
+  // committed.
   auto end_of = [&](Item& it) {
     // After its checkpoint was written (it.status) or failed to be.
     RecomputeResult& result = it.result;
@@ -1160,41 +1179,34 @@ void JobRunner::RunTasks(const std::string& id,
       }
     }
   };
-  // Writes the carried checkpoint, with the start of `next` if given.
-  auto write = [&](Item* next) {
-    std::vector<PartitionTask> rows;
-    std::string what;
-    if (carried != nullptr) {
-      rows.push_back(carried->result.task);
-      what = absl::StrCat("checkpointing ", carried->task.dataset, "/",
-                          carried->task.partition, " of ", id);
+  absl::Mutex wait_mu;
+  int unwritten = 0;  // starts and checkpoints queued, not yet written
+  auto queue = [&](const PartitionTask& row, Item* checkpointed) {
+    {
+      absl::MutexLock lock(&wait_mu);
+      ++unwritten;
     }
-    if (next != nullptr) {
-      rows.push_back(next->task);
-      absl::StrAppend(&what, what.empty() ? "" : " and ",
-                      "recording the start of ", next->task.dataset, "/",
-                      next->task.partition, " of ", id);
-    }
-    const absl::Status s = Persist(Storage::kStateStore, what,
-                                   [&] { return store_->UpdateTasks(rows); });
-    if (carried != nullptr) {
-      carried->status = s;
-      end_of(*std::exchange(carried, nullptr));
-    }
-    if (next != nullptr) next->status = s;
+    task_writer_->Write(
+        {row}, [&wait_mu, &unwritten, checkpointed](const absl::Status& s) {
+          absl::MutexLock lock(&wait_mu);
+          if (checkpointed != nullptr) checkpointed->status = s;
+          --unwritten;
+        });
   };
   bool first = true;
   for (Item& it : items) {
     if (it.spec == nullptr || it.done || it.interrupted) continue;
-    // Partitions not yet started are handed back when the runner stops or
-    // the job no longer runs (paused, failing, cancelled).
+    // Partitions not yet started are handed back when the runner stops, the
+    // job no longer runs (paused, failing, cancelled), or another job waits
+    // for a worker: batches never delay another job's turn by more than one
+    // partition.
     if (!first) {
-      bool running;
+      bool go_on;
       {
         absl::MutexLock lock(&mu_);
-        running = job->phase == Phase::kRunning;
+        go_on = job->phase == Phase::kRunning && !OtherJobWaitsLocked(*job);
       }
-      if (Stopping() || !running) {
+      if (Stopping() || !go_on) {
         it.spec = nullptr;
         continue;
       }
@@ -1203,11 +1215,11 @@ void JobRunner::RunTasks(const std::string& id,
     it.task.state = TaskState::kRunning;
     ++it.task.attempts;
     it.task.update_time = clock_->Now();
-    write(&it);
-    if (!it.status.ok()) {
-      end_of(it);
-      continue;
-    }
+    // The start is not waited for before staging: a checkpoint queued after
+    // it supersedes it, and a crash before it is written only leaves the
+    // attempt uncounted. (The batch waits for it at its end, so that what
+    // it writes about a failed partition comes after.)
+    queue(it.task, nullptr);
     // What the task reads, by the upstream edges of the job's catalog.
     const Planner planner(job->catalog.get(), engine_);
     it.result =
@@ -1220,8 +1232,8 @@ void JobRunner::RunTasks(const std::string& id,
         observer_->OnPartitionStageTimings(it.spec->name, result.timings);
       }
     }
-    it.status = result.status;
-    if (it.status.ok()) {
+    absl::Status s = result.status;
+    if (s.ok()) {
       CrashPoint("stage.before_checkpoint");
       // Early cutoff: rows identical to the published version are not
       // republished (the checkpoint records UNCHANGED, then the engine
@@ -1229,20 +1241,27 @@ void JobRunner::RunTasks(const std::string& id,
       absl::StatusOr<std::optional<LineageRecord>> latest =
           LatestLineage(it.task.dataset, it.task.partition);
       if (!latest.ok()) {
-        it.status = latest.status();
+        s = latest.status();
       } else if (SameAsPublished(result.task.output_fingerprint,
                                  latest->has_value() ? &**latest : nullptr)) {
         result.task.state = TaskState::kUnchanged;
         it.outcome = TaskGraph::Outcome::kUnchanged;
       }
     }
-    if (it.status.ok()) {
-      carried = &it;
+    if (s.ok()) {
+      queue(result.task, &it);
     } else {
-      end_of(it);
+      it.status = s;
     }
   }
-  if (carried != nullptr) write(nullptr);
+  {
+    absl::MutexLock lock(&wait_mu);
+    wait_mu.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &unwritten));
+  }
+  for (Item& it : items) {
+    if (it.ran) end_of(it);
+  }
 
   bool settle;
   {

@@ -76,6 +76,7 @@
 #include "core/rollback_step.h"
 #include "core/state_store.h"
 #include "core/task_graph.h"
+#include "core/task_writer.h"
 #include "core/validate_step.h"
 #include "core/worker_pool.h"
 
@@ -228,6 +229,11 @@ class JobRunner {
   // staged in one write, then hands each back to the graph. A partition is
   // done only once its checkpoint is committed, as when it runs alone.
   void RunTasks(const std::string& id, const std::vector<size_t>& indices);
+  // True when another job has partitions ready and would get a worker
+  // before `job` (or take turns with it): a batch then hands back what it
+  // has not started.
+  bool OtherJobWaitsLocked(const Active& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How many ready partitions of `job` one worker takes at once.
   size_t BatchSizeLocked(const Active& job) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -402,6 +408,9 @@ class JobRunner {
   std::set<std::string> rolling_back_ ABSL_GUARDED_BY(mu_);
   uint64_t next_version_ ABSL_GUARDED_BY(mu_) = 2;
 
+  // Starts and checkpoints of partitions, group-committed (created by
+  // Start; declared before pool_, whose closures wait for it).
+  std::unique_ptr<TaskWriter> task_writer_;
   std::unique_ptr<WorkerPool> pool_;
 };
 

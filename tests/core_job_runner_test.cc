@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/backfill_manager.h"
@@ -1113,6 +1114,50 @@ TEST_F(JobRunnerTest, StageTimingsAndValidationTimeReachTheObserver) {
   EXPECT_EQ(validations[0].second, absl::Seconds(3));
   EXPECT_EQ(validations[1].first, id);
   EXPECT_EQ(validations[1].second, absl::Milliseconds(1500));
+}
+
+// Short partitions are run in batches whose starts and checkpoints are
+// group-committed: while one commit is held, the workers go on staging,
+// and the next commit takes everything they queued meanwhile. No partition
+// is counted done before its checkpoint is written, each is attempted once,
+// and the job publishes all of them.
+TEST_F(JobRunnerTest, ShortPartitionsShareCommitsAndEachIsDoneOnceWritten) {
+  // Once the job's partitions are known to be short (100 staged), one
+  // commit is held.
+  std::atomic<int> staged{0};
+  absl::Notification held, release;
+  std::atomic<bool> hold{true};
+  store_.SetWriteHook([&](const std::string& method) {
+    if (method == "UpdateTasks" && staged.load() >= 100 &&
+        hold.exchange(false)) {
+      held.Notify();
+      release.WaitForNotification();
+    }
+    return absl::OkStatus();
+  });
+  engine_.SetHook([&](const Call& call) {
+    if (call.method == "StagePartition") ++staged;
+    return absl::OkStatus();
+  });
+  // The manual clock does not move while staging: every partition is
+  // "short", so the workers take batches.
+  const std::string a = Submit(Request("daily", "2020-01-01", "2025-06-23"));
+  ASSERT_EQ(Get(a).counts.total, 2000);
+  held.WaitForNotification();
+  // While the commit is held, nothing staged since is counted.
+  const int64_t counted = Get(a).counts.staged;
+  EXPECT_LE(counted, staged.load());
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(Get(a).counts.staged, counted);
+  release.Notify();
+  Job done = WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(done.counts.published, 2000);
+  // A start and a checkpoint per partition, in fewer commits.
+  EXPECT_LT(store_.write_calls("UpdateTasks"), 2 * 2000);
+  EXPECT_EQ(store_.write_calls("UpdateTask"), 0);
+  for (const PartitionTask& t : *store_.ListTasks(a)) {
+    EXPECT_EQ(t.attempts, 1) << t.partition;
+  }
 }
 
 TEST_F(JobRunnerTest, StoreWriteFailuresAreRetriedAndTheJobKeepsItsPartitions) {

@@ -1,0 +1,85 @@
+// TaskWriter: writes partition tasks (starts and checkpoints) to the state
+// store from a thread of its own, committing everything queued by every
+// worker since its last commit in one transaction (group commit).
+//
+// A worker that stages a batch of short partitions queues each start and
+// each checkpoint as it comes and goes on staging: a checkpoint is
+// committed as soon as the writer gets to it, never held back by the
+// staging of a later partition, and many partitions' rows cost the store
+// one commit. The worker waits once, at the end of its batch, until each
+// of its writes is committed (or failed); only then does it count a
+// partition done, so a partition is reported checkpointed only once its
+// checkpoint is durable, as when each was written alone.
+//
+// Writes are applied in the order they were queued. A commit is retried
+// by `persist` (the runner's retry of transient storage failures); if it
+// still fails and held several writes, each write is tried again alone,
+// so that one bad row fails only its own write.
+//
+// Ownership: the writer owns its thread; the store must outlive it.
+// Thread-safety: thread-safe. `done` callbacks run on the writer's thread,
+// without the writer's lock held.
+
+#ifndef BACKFILL_CORE_TASK_WRITER_H_
+#define BACKFILL_CORE_TASK_WRITER_H_
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "core/job.h"
+#include "core/state_store.h"
+
+namespace backfill {
+
+class TaskWriter {
+ public:
+  // Runs `write` (retrying it while storage fails, as the caller decides)
+  // and returns its final status; `what` names it for messages.
+  using Persist = std::function<absl::Status(
+      const std::string& what, const std::function<absl::Status()>& write)>;
+  // Called once a write is committed (OK) or has failed for good.
+  using Done = std::function<void(const absl::Status&)>;
+
+  TaskWriter(StateStore* store, Persist persist);
+  // Writes what is queued, then stops the thread.
+  ~TaskWriter();
+
+  TaskWriter(const TaskWriter&) = delete;
+  TaskWriter& operator=(const TaskWriter&) = delete;
+
+  // Queues `rows` (StateStore::UpdateTasks) after every write queued
+  // before; `done` (may be null) runs once they are written or failed.
+  void Write(std::vector<PartitionTask> rows, Done done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Commits so far, and writes they held (for tests).
+  int64_t commits() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t writes() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Queued {
+    std::vector<PartitionTask> rows;
+    Done done;
+  };
+  void Loop();
+
+  StateStore* const store_;
+  const Persist persist_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+}  // namespace backfill
+
+#endif  // BACKFILL_CORE_TASK_WRITER_H_
