@@ -1531,20 +1531,17 @@ absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
 }
 
 absl::Status SqliteStateStore::UpdateTask(const PartitionTask& task) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
-  std::map<std::string, std::optional<TaskAggregates>> next;
-  RETURN_IF_ERROR(WriteTasks(absl::MakeConstSpan(&task, 1), &next));
-  RETURN_IF_ERROR(txn.Commit());
-  for (auto& [job, sums] : next) {
-    if (sums.has_value()) aggregates_[job] = *std::move(sums);
-  }
-  return absl::OkStatus();
+  return CommitTasks(absl::MakeConstSpan(&task, 1));
 }
 
 absl::Status SqliteStateStore::UpdateTasks(
     const std::vector<PartitionTask>& tasks) {
   if (tasks.empty()) return absl::OkStatus();
+  return CommitTasks(tasks);
+}
+
+absl::Status SqliteStateStore::CommitTasks(
+    absl::Span<const PartitionTask> tasks) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   std::map<std::string, std::optional<TaskAggregates>> next;

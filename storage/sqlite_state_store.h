@@ -244,6 +244,9 @@ class SqliteStateStore : public StateStore {
   static void AddTaskShare(const std::string& dataset, TaskState state,
                            int64_t input_rows, int64_t rows_written,
                            double duration, int sign, TaskAggregates* out);
+  // UpdateTask(s): one transaction writing `tasks`.
+  absl::Status CommitTasks(absl::Span<const PartitionTask> tasks)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // UpdateTasks' work inside the caller's transaction: the tasks' rows and
   // the sums of their jobs in `next` (by job; nullopt: not kept).
   absl::Status WriteTasks(

@@ -4,6 +4,7 @@
 // a transient failure is retried through the given persist function; and
 // what is queued when the writer is destroyed is still written.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,20 @@ class TaskWriterTest : public ::testing::Test {
     return TaskState::kCancelled;
   }
 
+  // The first commit tells `in_commit` and waits for `release`.
+  void HoldFirstCommit(absl::Notification* in_commit,
+                       absl::Notification* release) {
+    auto first = std::make_shared<bool>(true);
+    store_.SetWriteHook([=](const std::string& method) {
+      if (method == "UpdateTasks" && *first) {
+        *first = false;
+        in_commit->Notify();
+        release->WaitForNotification();
+      }
+      return absl::OkStatus();
+    });
+  }
+
   // Persist without retries.
   static absl::Status Once(const std::string&,
                            const std::function<absl::Status()>& write) {
@@ -74,15 +89,7 @@ class TaskWriterTest : public ::testing::Test {
 
 TEST_F(TaskWriterTest, WritesQueuedDuringACommitGoInTheNextOneInOrder) {
   absl::Notification in_commit, release;
-  bool first = true;
-  store_.SetWriteHook([&](const std::string& method) {
-    if (method == "UpdateTasks" && first) {
-      first = false;
-      in_commit.Notify();
-      release.WaitForNotification();
-    }
-    return absl::OkStatus();
-  });
+  HoldFirstCommit(&in_commit, &release);
   absl::Mutex mu;
   std::vector<std::string> done;
   auto note = [&](const std::string& name) {
@@ -110,15 +117,7 @@ TEST_F(TaskWriterTest, WritesQueuedDuringACommitGoInTheNextOneInOrder) {
 
 TEST_F(TaskWriterTest, AWriteThatCannotBeAppliedFailsAlone) {
   absl::Notification in_commit, release;
-  bool first = true;
-  store_.SetWriteHook([&](const std::string& method) {
-    if (method == "UpdateTasks" && first) {
-      first = false;
-      in_commit.Notify();
-      release.WaitForNotification();
-    }
-    return absl::OkStatus();
-  });
+  HoldFirstCommit(&in_commit, &release);
   absl::Mutex mu;
   std::vector<absl::StatusCode> codes(4, absl::StatusCode::kUnknown);
   auto note = [&](int i) {
