@@ -1155,7 +1155,10 @@ TEST_F(JobRunnerTest, ShortPartitionsShareCommitsAndEachIsDoneOnceWritten) {
   // A start and a checkpoint per partition, in fewer commits.
   EXPECT_LT(store_.write_calls("UpdateTasks"), 2 * 2000);
   EXPECT_EQ(store_.write_calls("UpdateTask"), 0);
-  for (const PartitionTask& t : *store_.ListTasks(a)) {
+  absl::StatusOr<std::vector<PartitionTask>> tasks = store_.ListTasks(a);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 2000u);
+  for (const PartitionTask& t : *tasks) {
     EXPECT_EQ(t.attempts, 1) << t.partition;
   }
 }
