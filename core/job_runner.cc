@@ -1,6 +1,7 @@
 #include "core/job_runner.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -1179,19 +1180,24 @@ void JobRunner::RunTasks(const std::string& id,
       }
     }
   };
-  absl::Mutex wait_mu;
-  int unwritten = 0;  // starts and checkpoints queued, not yet written
+  // The writes queued and not yet written. Shared with the writer's
+  // callbacks, so that it outlives the last one's unlock.
+  struct Unwritten {
+    absl::Mutex mu;
+    int n ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto unwritten = std::make_shared<Unwritten>();
   auto queue = [&](const PartitionTask& row, Item* checkpointed) {
     {
-      absl::MutexLock lock(&wait_mu);
-      ++unwritten;
+      absl::MutexLock lock(&unwritten->mu);
+      ++unwritten->n;
     }
-    task_writer_->Write(
-        {row}, [&wait_mu, &unwritten, checkpointed](const absl::Status& s) {
-          absl::MutexLock lock(&wait_mu);
-          if (checkpointed != nullptr) checkpointed->status = s;
-          --unwritten;
-        });
+    task_writer_->Write({row},
+                        [unwritten, checkpointed](const absl::Status& s) {
+                          absl::MutexLock lock(&unwritten->mu);
+                          if (checkpointed != nullptr) checkpointed->status = s;
+                          --unwritten->n;
+                        });
   };
   bool first = true;
   for (Item& it : items) {
@@ -1255,9 +1261,11 @@ void JobRunner::RunTasks(const std::string& id,
     }
   }
   {
-    absl::MutexLock lock(&wait_mu);
-    wait_mu.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &unwritten));
+    absl::MutexLock lock(&unwritten->mu);
+    unwritten->mu.Await(absl::Condition(
+        +[](Unwritten* u)
+             ABSL_EXCLUSIVE_LOCKS_REQUIRED(u->mu) { return u->n == 0; },
+        unwritten.get()));
   }
   for (Item& it : items) {
     if (it.ran) end_of(it);
