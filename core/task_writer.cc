@@ -24,16 +24,6 @@ void TaskWriter::Write(std::vector<PartitionTask> rows, Done done) {
   queue_.push_back({std::move(rows), std::move(done)});
 }
 
-int64_t TaskWriter::commits() const {
-  absl::MutexLock lock(&mu_);
-  return commits_;
-}
-
-int64_t TaskWriter::writes() const {
-  absl::MutexLock lock(&mu_);
-  return writes_;
-}
-
 void TaskWriter::Loop() {
   while (true) {
     std::deque<Queued> taken;
@@ -65,11 +55,6 @@ void TaskWriter::Loop() {
                 taken[i].rows.size() == 1 ? " partition" : " partitions"),
             [&] { return store_->UpdateTasks(taken[i].rows); });
       }
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      ++commits_;
-      writes_ += static_cast<int64_t>(taken.size());
     }
     for (size_t i = 0; i < taken.size(); ++i) {
       if (taken[i].done) taken[i].done(results[i]);

@@ -58,10 +58,6 @@ class TaskWriter {
   void Write(std::vector<PartitionTask> rows, Done done)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Commits so far, and writes they held (for tests).
-  int64_t commits() const ABSL_LOCKS_EXCLUDED(mu_);
-  int64_t writes() const ABSL_LOCKS_EXCLUDED(mu_);
-
  private:
   struct Queued {
     std::vector<PartitionTask> rows;
@@ -72,11 +68,9 @@ class TaskWriter {
   StateStore* const store_;
   const Persist persist_;
 
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 
