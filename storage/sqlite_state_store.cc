@@ -671,6 +671,11 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   }
   RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+  // SQLite's temporary files (the statement journals that the tasks
+  // table's triggers and foreign key make each INSERT keep, sorts) in
+  // memory: with them on disk, creating a job of 100,000 partitions took
+  // twice as long (2.2 s against 1.0 s here), most of it in their writes.
+  RETURN_IF_ERROR(db->Exec("PRAGMA temp_store=MEMORY"));
   std::unique_ptr<sqlite::WalCheckpointer> checkpointer;
   if (path != ":memory:" && !path.empty() && !absl::StartsWith(path, "file:")) {
     ASSIGN_OR_RETURN(checkpointer, sqlite::WalCheckpointer::Start(path));
