@@ -1,6 +1,6 @@
 // Diff step (part of step 4 of the playbook, validation): compares a job's
 // staged rows with the published ones, per (dataset, partition), through the
-// engine's DiffPartition, so that the diff can be stored with the job and
+// engine's DiffPartitions, so that the diff can be stored with the job and
 // read before anything is published. Stateless; thread-safe.
 
 #ifndef BACKFILL_CORE_DIFF_STEP_H_

@@ -45,6 +45,18 @@ absl::StatusOr<std::map<std::string, int64_t>> Engine::CountRowsInPartitions(
   return out;
 }
 
+absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>>
+Engine::DiffPartitions(const std::string& job_id, const DatasetSpec& dataset,
+                       absl::Span<const std::string> partitions,
+                       int sample_limit) {
+  std::vector<absl::StatusOr<PartitionDiff>> out;
+  out.reserve(partitions.size());
+  for (const std::string& partition : partitions) {
+    out.push_back(DiffPartition(job_id, dataset, partition, sample_limit));
+  }
+  return out;
+}
+
 absl::StatusOr<PartitionStats> Engine::PartitionStatistics(
     const DatasetSpec& dataset) {
   ASSIGN_OR_RETURN(auto all, CountRowsByPartition(dataset));

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "core/catalog.h"
 #include "core/diff.h"
 #include "core/job.h"
@@ -345,6 +346,17 @@ class Engine {
   virtual absl::StatusOr<PartitionDiff> DiffPartition(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition, int sample_limit) = 0;
+
+  // DiffPartition of each of `partitions` of one dataset, in order: answer
+  // i is what DiffPartition(job_id, dataset, partitions[i], sample_limit)
+  // answers. An engine may compare many partitions per transaction and
+  // share their set-up (the default calls DiffPartition for each); a
+  // partition's own failure is its answer, and the call fails as a whole
+  // only when no partition could be compared (nothing staged, the
+  // warehouse unreadable).
+  virtual absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>>
+  DiffPartitions(const std::string& job_id, const DatasetSpec& dataset,
+                 absl::Span<const std::string> partitions, int sample_limit);
 
   // True once Publish of this job has committed (by the claiming store).
   virtual absl::StatusOr<bool> IsPublished(const std::string& job_id) = 0;

@@ -1683,49 +1683,16 @@ absl::Status ReadSamples(Database* db, const std::string& sql,
 
 }  // namespace
 
-absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const std::string& partition, int sample_limit) {
-  RETURN_IF_ERROR(CheckFile());
-  RETURN_IF_ERROR(CheckWritable(dataset));
-  RETURN_IF_ERROR(Annotate(
-      ValidatePartition(dataset.layout(), partition),
-      absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
-  const DiffColumns columns = DiffColumnsOf(dataset);
-  const std::string stage = StageTable(job_id, dataset.name);
-  // The connection keeps the two temp tables from one partition to the
-  // next of the dataset (as StagePartition keeps its objects).
-  Lease db = AcquireAsItIs();
-  ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
-  if (!staged) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
-  }
-  // The partition's rows on each side, in TEMP tables typed like the
-  // contract and indexed by the key.
-  const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
-  std::vector<std::string> setup;
-  for (const char* name : names) {
-    setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
-                                 ColumnDefs(dataset), ")"));
-    if (columns.by_key) {
-      setup.push_back(
-          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
-                       " ON ", Q(name), " (", Listed(columns.key, ""), ")"));
-    }
-  }
-  const std::string setup_key =
-      absl::StrCat("-- diff\n", absl::StrJoin(setup, ";\n"));
-  TempObjects& temp = temp_objects_.at(db.get());
-  if (temp.key != setup_key) {
-    RETURN_IF_ERROR(DropTempObjects(db.get()));
-    for (const std::string& sql : setup) RETURN_IF_ERROR(db->Exec(sql));
-    temp.key = setup_key;
-  }
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(bool published, db->TableExists(dataset.table));
+namespace {
 
+// The diff of one partition on `db`, inside the caller's read transaction,
+// with the TEMP tables _bf_diff_after and _bf_diff_before made for the
+// dataset (SqliteEngine::DiffPartitions).
+absl::StatusOr<PartitionDiff> DiffOnePartition(
+    Database* db, const DatasetSpec& dataset, const DiffColumns& columns,
+    const std::string& stage, bool published, const std::string& partition,
+    int sample_limit) {
+  const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
   const std::string in_partition =
       dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
   const std::string cols = ColumnList(dataset);
@@ -1737,8 +1704,7 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
                                     Q(dataset.table), " WHERE ", in_partition)
                      : std::string()}};
   for (const auto& [name, select] : sides) {
-    RETURN_IF_ERROR(
-        RunCached(db.get(), absl::StrCat("DELETE FROM temp.", Q(name))));
+    RETURN_IF_ERROR(RunCached(db, absl::StrCat("DELETE FROM temp.", Q(name))));
     if (select.empty()) continue;
     ASSIGN_OR_RETURN(Statement copy, db->PrepareCached(absl::StrCat(
                                          "INSERT INTO temp.", Q(name), " (",
@@ -1803,17 +1769,17 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     }
     absl::StrAppend(&changed_sql, both, " WHERE ", differs, " ORDER BY ",
                     Listed(columns.key, "_bf_a"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(db.get(), changed_sql, DiffChange::kChanged, k,
-                                v, v, limit, &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(db, changed_sql, DiffChange::kChanged, k, v, v,
+                                limit, &diff.samples));
     std::string added_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
     if (v > 0)
       absl::StrAppend(&added_sql, ", ", Quoted(columns.values, "_bf_a"));
     absl::StrAppend(&added_sql, only_after, " ORDER BY ",
                     Listed(columns.key, "_bf_a"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(
-        db.get(), added_sql, DiffChange::kAdded, k, 0, v,
-        limit - static_cast<int>(diff.samples.size()), &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(db, added_sql, DiffChange::kAdded, k, 0, v,
+                                limit - static_cast<int>(diff.samples.size()),
+                                &diff.samples));
     std::string removed_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_b"));
     if (v > 0) {
@@ -1821,9 +1787,9 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     }
     absl::StrAppend(&removed_sql, only_before, " ORDER BY ",
                     Listed(columns.key, "_bf_b"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(
-        db.get(), removed_sql, DiffChange::kRemoved, k, v, 0,
-        limit - static_cast<int>(diff.samples.size()), &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(db, removed_sql, DiffChange::kRemoved, k, v, 0,
+                                limit - static_cast<int>(diff.samples.size()),
+                                &diff.samples));
   } else {
     // Whole rows as multisets: per distinct row, how often each side has it.
     const std::string all = Listed(columns.values, "");
@@ -1850,26 +1816,122 @@ absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     diff.unchanged = static_cast<int64_t>(q.ColumnDouble(2));
     const size_t v = columns.values.size();
     RETURN_IF_ERROR(ReadSamples(
-        db.get(),
+        db,
         absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
                      grouped, " WHERE _bf_na > _bf_nb ORDER BY ",
                      Listed(columns.values, "_bf_g"), " LIMIT ?1"),
         DiffChange::kAdded, 0, 0, v, limit, &diff.samples));
     RETURN_IF_ERROR(ReadSamples(
-        db.get(),
+        db,
         absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
                      grouped, " WHERE _bf_nb > _bf_na ORDER BY ",
                      Listed(columns.values, "_bf_g"), " LIMIT ?1"),
         DiffChange::kRemoved, 0, v, 0,
         limit - static_cast<int>(diff.samples.size()), &diff.samples));
   }
-  RETURN_IF_ERROR(txn.Commit());
+  return diff;
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, int sample_limit) {
+  RETURN_IF_ERROR(Annotate(
+      ValidatePartition(dataset.layout(), partition),
+      absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
+  ASSIGN_OR_RETURN(
+      std::vector<absl::StatusOr<PartitionDiff>> diffs,
+      DiffPartitions(job_id, dataset, absl::MakeConstSpan(&partition, 1),
+                     sample_limit));
+  return std::move(diffs.front());
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>>
+SqliteEngine::DiffPartitions(const std::string& job_id,
+                             const DatasetSpec& dataset,
+                             absl::Span<const std::string> partitions,
+                             int sample_limit) {
+  RETURN_IF_ERROR(CheckFile());
+  RETURN_IF_ERROR(CheckWritable(dataset));
+  const DiffColumns columns = DiffColumnsOf(dataset);
+  const std::string stage = StageTable(job_id, dataset.name);
+  // The connection keeps the two temp tables from one partition to the
+  // next of the dataset (as StagePartition keeps its objects).
+  Lease db = AcquireAsItIs();
+  ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
+  if (!staged) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  // The partition's rows on each side, in TEMP tables typed like the
+  // contract and indexed by the key.
+  const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
+  std::vector<std::string> setup;
+  for (const char* name : names) {
+    setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
+                                 ColumnDefs(dataset), ")"));
+    if (columns.by_key) {
+      setup.push_back(
+          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
+                       " ON ", Q(name), " (", Listed(columns.key, ""), ")"));
+    }
+  }
+  const std::string setup_key =
+      absl::StrCat("-- diff\n", absl::StrJoin(setup, ";\n"));
+  TempObjects& temp = temp_objects_.at(db.get());
+  if (temp.key != setup_key) {
+    RETURN_IF_ERROR(DropTempObjects(db.get()));
+    for (const std::string& sql : setup) RETURN_IF_ERROR(db->Exec(sql));
+    temp.key = setup_key;
+  }
+  // Partitions share a read transaction (a snapshot, and one pair of WAL
+  // read-lock calls) up to kDiffsPerTransaction of them, so that a long
+  // job's diff does not hold one snapshot (and the log's checkpoints back)
+  // from its first partition to its last. A partition whose comparison
+  // fails ends the transaction it ran in: the next one starts afresh.
+  constexpr size_t kDiffsPerTransaction = 256;
+  std::vector<absl::StatusOr<PartitionDiff>> out;
+  out.reserve(partitions.size());
+  std::optional<Transaction> txn;
+  size_t in_txn = 0;
+  bool published = false;
+  for (const std::string& partition : partitions) {
+    absl::Status valid = Annotate(
+        ValidatePartition(dataset.layout(), partition),
+        absl::StrCat("dataset ", dataset.name, " partition '", partition, "'"));
+    if (!valid.ok()) {
+      out.push_back(std::move(valid));
+      continue;
+    }
+    if (txn.has_value() && in_txn == kDiffsPerTransaction) {
+      RETURN_IF_ERROR(txn->Commit());
+      txn.reset();
+    }
+    if (!txn.has_value()) {
+      ASSIGN_OR_RETURN(
+          Transaction begun,
+          Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+      txn.emplace(std::move(begun));
+      in_txn = 0;
+      ASSIGN_OR_RETURN(published, db->TableExists(dataset.table));
+    }
+    ++in_txn;
+    absl::StatusOr<PartitionDiff> diff = DiffOnePartition(
+        db.get(), dataset, columns, stage, published, partition, sample_limit);
+    if (!diff.ok()) {
+      txn->Rollback();
+      txn.reset();
+    }
+    out.push_back(std::move(diff));
+  }
+  if (txn.has_value()) RETURN_IF_ERROR(txn->Commit());
   // The tables stay for the next partition, empty.
   for (const char* name : names) {
     RETURN_IF_ERROR(
         RunCached(db.get(), absl::StrCat("DELETE FROM temp.", Q(name))));
   }
-  return diff;
+  return out;
 }
 
 absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {

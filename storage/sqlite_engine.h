@@ -172,6 +172,11 @@ class SqliteEngine : public Engine {
                                               const DatasetSpec& dataset,
                                               const std::string& partition,
                                               int sample_limit) override;
+  // Shares the connection, its TEMP tables and a read transaction among
+  // up to 256 partitions at a time.
+  absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>> DiffPartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      absl::Span<const std::string> partitions, int sample_limit) override;
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;

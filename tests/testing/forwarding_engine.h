@@ -59,6 +59,11 @@ class ForwardingEngine : public Engine {
                                               int sample_limit) override {
     return inner_->DiffPartition(job_id, dataset, partition, sample_limit);
   }
+  absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>> DiffPartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      absl::Span<const std::string> partitions, int sample_limit) override {
+    return inner_->DiffPartitions(job_id, dataset, partitions, sample_limit);
+  }
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override {
     return inner_->IsPublished(job_id);
   }
