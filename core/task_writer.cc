@@ -1,10 +1,22 @@
 #include "core/task_writer.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace backfill {
+namespace {
+
+// The task a row is (its job, dataset and partition), unambiguously.
+std::string RowKey(const PartitionTask& t) {
+  return absl::StrCat(t.job_id.size(), ":", t.job_id, t.dataset.size(), ":",
+                      t.dataset, t.partition);
+}
+
+}  // namespace
 
 TaskWriter::TaskWriter(StateStore* store, Persist persist)
     : store_(store), persist_(std::move(persist)) {
@@ -37,9 +49,20 @@ void TaskWriter::Loop() {
       if (queue_.empty()) return;  // stopping, nothing left
       taken.swap(queue_);
     }
+    // A row is written whole, so of the writes of one task in this commit
+    // only the last counts: a partition's start and checkpoint queued
+    // while the previous commit ran cost one row, not two.
     std::vector<PartitionTask> rows;
+    absl::flat_hash_map<std::string, size_t> row_of;
     for (Queued& q : taken) {
-      for (PartitionTask& t : q.rows) rows.push_back(t);
+      for (PartitionTask& t : q.rows) {
+        auto [it, fresh] = row_of.try_emplace(RowKey(t), rows.size());
+        if (fresh) {
+          rows.push_back(t);
+        } else {
+          rows[it->second] = t;
+        }
+      }
     }
     absl::Status s = persist_(
         absl::StrCat("writing the starts and checkpoints of ", rows.size(),

@@ -11,7 +11,10 @@
 // partition done, so a partition is reported checkpointed only once its
 // checkpoint is durable, as when each was written alone.
 //
-// Writes are applied in the order they were queued. A commit is retried
+// Writes are applied in the order they were queued; rows are written
+// whole, so when one commit holds several writes of the same task (a
+// partition's start and its checkpoint, queued while the previous commit
+// ran) only the last is written, with the same result. A commit is retried
 // by `persist` (the runner's retry of transient storage failures); if it
 // still fails and held several writes, each write is tried again alone,
 // so that one bad row fails only its own write.

@@ -1,9 +1,11 @@
 // TaskWriter (core/task_writer.h) over the in-memory state store: writes
 // queued while a commit runs are committed together in the next one, in
-// the order they were queued; a write that cannot be applied fails alone;
+// the order they were queued, a task written twice in one commit as its
+// last row; a write that cannot be applied fails alone;
 // a transient failure is retried through the given persist function; and
 // what is queued when the writer is destroyed is still written.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,8 +100,16 @@ TEST_F(TaskWriterTest, WritesQueuedDuringACommitGoInTheNextOneInOrder) {
       done.push_back(name + (s.ok() ? "" : " failed"));
     };
   };
+  std::vector<std::string> commits;  // what each commit wrote
   {
-    TaskWriter writer(&store_, &TaskWriterTest::Once);
+    TaskWriter writer(&store_, [&](const std::string& what,
+                                   const std::function<absl::Status()>& write) {
+      {
+        absl::MutexLock lock(&mu);
+        commits.push_back(what);
+      }
+      return write();
+    });
     writer.Write({Task("2025-01-01", TaskState::kRunning)}, note("a"));
     in_commit.WaitForNotification();
     // While `a` commits: a start and its checkpoint, and another row.
@@ -110,6 +120,11 @@ TEST_F(TaskWriterTest, WritesQueuedDuringACommitGoInTheNextOneInOrder) {
   }  // the destructor writes what is queued
   EXPECT_EQ(done, (std::vector<std::string>{"a", "b", "c", "d"}));
   EXPECT_EQ(store_.write_calls("UpdateTasks"), 2);
+  // b and c are one task's rows: the second commit writes c's alone.
+  EXPECT_EQ(commits,
+            (std::vector<std::string>{
+                "writing the starts and checkpoints of 1 partition",
+                "writing the starts and checkpoints of 2 partitions"}));
   EXPECT_EQ(StateOf("2025-01-01"), TaskState::kRunning);
   EXPECT_EQ(StateOf("2025-01-02"), TaskState::kStaged);  // c after b
   EXPECT_EQ(StateOf("2025-01-03"), TaskState::kStaged);
