@@ -977,7 +977,39 @@ TEST_F(JobRunnerTest, CancelAWaitingJob) {
   gate_.OpenAll();
   WaitState(a, JobState::kSucceeded);
   EXPECT_EQ(StageCount(b, "2025-01-02"), 0);
-  EXPECT_EQ(Get(b).counts.cancelled, 1);
+  // Its partition is settled by the cancel itself, or, when a step of the
+  // job was in flight (the write of its "waiting for" message), by that
+  // step as it ends.
+  EXPECT_TRUE(WaitUntil([&] { return Get(b).counts.cancelled == 1; }))
+      << Get(b).counts.cancelled;
+}
+
+TEST_F(JobRunnerTest, ACancelDuringAStepOfAWaitingJobIsSettledWhenItEnds) {
+  // The write of the waiting job's "waiting for" message is held while the
+  // cancel comes: the cancel is recorded at once, and the step settles the
+  // job's partitions as it ends.
+  absl::Notification in_step, release;
+  store_.SetWriteHook([&](const std::string& method) {
+    if (method == "SetJobMessage" && !in_step.HasBeenNotified()) {
+      in_step.Notify();
+      release.WaitForNotification();
+    }
+    return absl::OkStatus();
+  });
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-05"));
+  const std::string b = Submit(Request("daily", "2025-01-02", "2025-01-03"));
+  in_step.WaitForNotification();
+  auto cancelled = manager_->Cancel(b, "wrong");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  EXPECT_EQ(Get(b).counts.cancelled, 0);  // not yet: the step holds it
+  release.Notify();
+  EXPECT_TRUE(WaitUntil([&] { return Get(b).counts.cancelled == 1; }));
+  gate_.OpenAll();
+  WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(StageCount(b, "2025-01-02"), 0);
+  EXPECT_EQ(Get(b).state, JobState::kCancelled);
 }
 
 // Partitions take a millisecond each (real time), so that the order of the
