@@ -1724,9 +1724,18 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
                    db->QueryInt("SELECT COUNT(*) FROM temp._bf_diff_before"));
   ASSIGN_OR_RETURN(diff.rows_after,
                    db->QueryInt("SELECT COUNT(*) FROM temp._bf_diff_after"));
+  // One side empty (a first load, a partition emptied): every row of the
+  // other side is added or removed, nothing is changed or unchanged, and
+  // the statements that would compare the sides are not run. Nor is a
+  // sample query for a kind of difference there is none of.
+  const bool one_sided = diff.rows_before == 0 || diff.rows_after == 0;
   for (const std::string& m : columns.measures) {
     MeasureTotals totals;
     totals.column = m;
+    if (diff.rows_before == 0 && diff.rows_after == 0) {
+      diff.measures.push_back(std::move(totals));
+      continue;
+    }
     ASSIGN_OR_RETURN(
         Statement q,
         db->PrepareCached(absl::StrCat(
@@ -1750,16 +1759,23 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
                      " WHERE ", key_match, ")");
     const std::string both =
         absl::StrCat(" FROM ", a, " JOIN ", b, " ON ", key_match);
-    ASSIGN_OR_RETURN(diff.added,
-                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", only_after)));
-    ASSIGN_OR_RETURN(diff.removed, db->QueryInt(absl::StrCat("SELECT COUNT(*)",
-                                                             only_before)));
-    ASSIGN_OR_RETURN(diff.changed,
-                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", both,
-                                               " WHERE ", differs)));
-    ASSIGN_OR_RETURN(int64_t matched,
-                     db->QueryInt(absl::StrCat("SELECT COUNT(*)", both)));
-    diff.unchanged = matched - diff.changed;
+    if (one_sided) {
+      diff.added = diff.rows_after;
+      diff.removed = diff.rows_before;
+      diff.changed = 0;
+      diff.unchanged = 0;
+    } else {
+      ASSIGN_OR_RETURN(diff.added, db->QueryInt(absl::StrCat("SELECT COUNT(*)",
+                                                             only_after)));
+      ASSIGN_OR_RETURN(diff.removed, db->QueryInt(absl::StrCat(
+                                         "SELECT COUNT(*)", only_before)));
+      ASSIGN_OR_RETURN(diff.changed,
+                       db->QueryInt(absl::StrCat("SELECT COUNT(*)", both,
+                                                 " WHERE ", differs)));
+      ASSIGN_OR_RETURN(int64_t matched,
+                       db->QueryInt(absl::StrCat("SELECT COUNT(*)", both)));
+      diff.unchanged = matched - diff.changed;
+    }
     const size_t k = columns.key.size(), v = columns.values.size();
     std::string changed_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
@@ -1770,16 +1786,17 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
     absl::StrAppend(&changed_sql, both, " WHERE ", differs, " ORDER BY ",
                     Listed(columns.key, "_bf_a"), " LIMIT ?1");
     RETURN_IF_ERROR(ReadSamples(db, changed_sql, DiffChange::kChanged, k, v, v,
-                                limit, &diff.samples));
+                                diff.changed > 0 ? limit : 0, &diff.samples));
     std::string added_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
     if (v > 0)
       absl::StrAppend(&added_sql, ", ", Quoted(columns.values, "_bf_a"));
     absl::StrAppend(&added_sql, only_after, " ORDER BY ",
                     Listed(columns.key, "_bf_a"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(db, added_sql, DiffChange::kAdded, k, 0, v,
-                                limit - static_cast<int>(diff.samples.size()),
-                                &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(
+        db, added_sql, DiffChange::kAdded, k, 0, v,
+        diff.added > 0 ? limit - static_cast<int>(diff.samples.size()) : 0,
+        &diff.samples));
     std::string removed_sql =
         absl::StrCat("SELECT ", Quoted(columns.key, "_bf_b"));
     if (v > 0) {
@@ -1787,9 +1804,10 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
     }
     absl::StrAppend(&removed_sql, only_before, " ORDER BY ",
                     Listed(columns.key, "_bf_b"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(db, removed_sql, DiffChange::kRemoved, k, v, 0,
-                                limit - static_cast<int>(diff.samples.size()),
-                                &diff.samples));
+    RETURN_IF_ERROR(ReadSamples(
+        db, removed_sql, DiffChange::kRemoved, k, v, 0,
+        diff.removed > 0 ? limit - static_cast<int>(diff.samples.size()) : 0,
+        &diff.samples));
   } else {
     // Whole rows as multisets: per distinct row, how often each side has it.
     const std::string all = Listed(columns.values, "");
@@ -1804,30 +1822,38 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
                      ", 0 FROM "
                      "temp._bf_diff_before) GROUP BY ",
                      all, ") AS _bf_g");
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->PrepareCached(absl::StrCat(
-            "SELECT TOTAL(MAX(_bf_na - _bf_nb, 0)), TOTAL(MAX(_bf_nb - _bf_na, "
-            "0)), TOTAL(MIN(_bf_na, _bf_nb)) FROM ",
-            grouped)));
-    RETURN_IF_ERROR(q.Step().status());
-    diff.added = static_cast<int64_t>(q.ColumnDouble(0));
-    diff.removed = static_cast<int64_t>(q.ColumnDouble(1));
-    diff.unchanged = static_cast<int64_t>(q.ColumnDouble(2));
+    if (one_sided) {
+      diff.added = diff.rows_after;
+      diff.removed = diff.rows_before;
+      diff.unchanged = 0;
+    } else {
+      ASSIGN_OR_RETURN(Statement q,
+                       db->PrepareCached(absl::StrCat(
+                           "SELECT TOTAL(MAX(_bf_na - _bf_nb, 0)), "
+                           "TOTAL(MAX(_bf_nb - _bf_na, 0)), TOTAL(MIN(_bf_na, "
+                           "_bf_nb)) FROM ",
+                           grouped)));
+      RETURN_IF_ERROR(q.Step().status());
+      diff.added = static_cast<int64_t>(q.ColumnDouble(0));
+      diff.removed = static_cast<int64_t>(q.ColumnDouble(1));
+      diff.unchanged = static_cast<int64_t>(q.ColumnDouble(2));
+    }
     const size_t v = columns.values.size();
     RETURN_IF_ERROR(ReadSamples(
         db,
         absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
                      grouped, " WHERE _bf_na > _bf_nb ORDER BY ",
                      Listed(columns.values, "_bf_g"), " LIMIT ?1"),
-        DiffChange::kAdded, 0, 0, v, limit, &diff.samples));
+        DiffChange::kAdded, 0, 0, v, diff.added > 0 ? limit : 0,
+        &diff.samples));
     RETURN_IF_ERROR(ReadSamples(
         db,
         absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
                      grouped, " WHERE _bf_nb > _bf_na ORDER BY ",
                      Listed(columns.values, "_bf_g"), " LIMIT ?1"),
         DiffChange::kRemoved, 0, v, 0,
-        limit - static_cast<int>(diff.samples.size()), &diff.samples));
+        diff.removed > 0 ? limit - static_cast<int>(diff.samples.size()) : 0,
+        &diff.samples));
   }
   return diff;
 }

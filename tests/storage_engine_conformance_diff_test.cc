@@ -395,8 +395,8 @@ TEST_P(EngineDiffConformanceTest, WithoutAPrimaryKeyRowsCompareAsMultisets) {
 TEST_P(EngineDiffConformanceTest,
        ManyPartitionsInOneCallEachMatchPlainSqlInTheirPlace) {
   // More days than one read transaction of a batch takes (256 on SQLite),
-  // days with rows on one side only or none, and a malformed partition
-  // among them: each answer is that partition's own.
+  // days with rows on one side only (either side) or none, and a
+  // malformed partition among them: each answer is that partition's own.
   CreateTables(/*published=*/true);
   std::mt19937 rng(20251203);
   const absl::CivilDay first(2024, 12, 1);
@@ -405,14 +405,20 @@ TEST_P(EngineDiffConformanceTest,
   for (int d = 0; d < 300; ++d) {
     const std::string day = absl::FormatCivilTime(first + d);
     days.push_back(day);
-    const int kind = static_cast<int>(rng() % 5);  // 0: none; 1: after only
+    // 0: no rows; 1: staged rows only (a first load); 2: published rows
+    // only (the partition is emptied); else both sides.
+    const int kind = static_cast<int>(rng() % 6);
     for (int id = 0; id < 3; ++id) {
       auto row = [&] {
         return absl::StrCat("('", day, "', ", id, ", ", (rng() % 8) / 4.0, ", ",
                             rng() % 3, ", 'l", rng() % 2, "')");
       };
-      if (kind >= 2 && rng() % 4 != 0) published_rows.push_back(row());
-      if (kind >= 1 && rng() % 4 != 0) next_rows.push_back(row());
+      if (kind == 2 || (kind >= 3 && rng() % 4 != 0)) {
+        published_rows.push_back(row());
+      }
+      if (kind == 1 || (kind >= 3 && rng() % 4 != 0)) {
+        next_rows.push_back(row());
+      }
     }
   }
   for (const auto& [table, rows] :
@@ -432,7 +438,8 @@ TEST_P(EngineDiffConformanceTest,
   auto diffs = engine()->DiffPartitions(kJob, facts_, asked, 2);
   ASSERT_TRUE(diffs.ok()) << diffs.status();
   ASSERT_EQ(diffs->size(), asked.size());
-  int64_t changed = 0, added = 0, removed = 0, empty = 0;
+  int64_t changed = 0, added = 0, removed = 0, empty = 0, first_loads = 0,
+          emptied = 0;
   for (size_t i = 0; i < asked.size(); ++i) {
     SCOPED_TRACE(asked[i]);
     const absl::StatusOr<PartitionDiff>& diff = (*diffs)[i];
@@ -450,12 +457,68 @@ TEST_P(EngineDiffConformanceTest,
     added += e.added;
     removed += e.removed;
     if (e.before + e.after == 0) ++empty;
+    if (e.before == 0 && e.after > 0) ++first_loads;
+    if (e.before > 0 && e.after == 0) ++emptied;
   }
   // The data exercised every kind of difference and empty days.
   EXPECT_GT(changed, 0);
   EXPECT_GT(added, 0);
   EXPECT_GT(removed, 0);
   EXPECT_GT(empty, 0);
+  EXPECT_GT(first_loads, 0);
+  EXPECT_GT(emptied, 0);
+}
+
+TEST_P(EngineDiffConformanceTest, WithoutAPrimaryKeyOneSidedPartitionsCount) {
+  // A first load and an emptied partition of a dataset without a key: every
+  // row of the one side, duplicates included, is added or removed; its
+  // distinct rows are the samples.
+  facts_.primary_key.clear();
+  CreateTables(/*published=*/true);
+  Exec(
+      "INSERT INTO facts_next VALUES ('2025-06-01', 1, 1, 1, 'x'), "
+      "('2025-06-01', 1, 1, 1, 'x'), ('2025-06-01', 2, NULL, 2, NULL);"
+      "INSERT INTO facts VALUES ('2025-06-02', 3, 3, 3, 'y'), "
+      "('2025-06-02', 4, 4, 4, 'z');");
+  ASSERT_NO_FATAL_FAILURE(Stage({"2025-06-01", "2025-06-02"}));
+  const std::vector<std::string> days = {"2025-06-01", "2025-06-02"};
+  auto diffs = engine()->DiffPartitions(kJob, facts_, days, 10);
+  ASSERT_TRUE(diffs.ok()) << diffs.status();
+  ASSERT_EQ(diffs->size(), 2u);
+  for (size_t i = 0; i < days.size(); ++i) {
+    SCOPED_TRACE(days[i]);
+    ASSERT_TRUE((*diffs)[i].ok()) << (*diffs)[i].status();
+    const PartitionDiff& d = *(*diffs)[i];
+    const int64_t after = Int(absl::StrCat(
+        "SELECT COUNT(*) FROM facts_next WHERE ds = '", days[i], "'"));
+    const int64_t before = Int(
+        absl::StrCat("SELECT COUNT(*) FROM facts WHERE ds = '", days[i], "'"));
+    EXPECT_EQ(d.rows_after, after);
+    EXPECT_EQ(d.rows_before, before);
+    EXPECT_EQ(d.added, after);
+    EXPECT_EQ(d.removed, before);
+    EXPECT_EQ(d.changed + d.unchanged, 0);
+    // A sample shows a distinct row (however often it occurs).
+    const int64_t distinct =
+        Int(absl::StrCat("SELECT COUNT(*) FROM (SELECT DISTINCT * FROM ",
+                         after > 0 ? "facts_next" : "facts", " WHERE ds = '",
+                         days[i], "') AS t"));
+    EXPECT_EQ(d.samples.size(), static_cast<size_t>(distinct));
+    for (const DiffSample& sample : d.samples) {
+      EXPECT_EQ(sample.change,
+                after > 0 ? DiffChange::kAdded : DiffChange::kRemoved);
+    }
+    for (const MeasureTotals& m : d.measures) {
+      const double total_after = Double(
+          absl::StrCat("SELECT COALESCE(SUM(", m.column,
+                       "), 0) FROM facts_next WHERE ds = '", days[i], "'"));
+      const double total_before =
+          Double(absl::StrCat("SELECT COALESCE(SUM(", m.column,
+                              "), 0) FROM facts WHERE ds = '", days[i], "'"));
+      EXPECT_NEAR(m.after, total_after, kTolerance) << m.column;
+      EXPECT_NEAR(m.before, total_before, kTolerance) << m.column;
+    }
+  }
 }
 
 TEST_P(EngineDiffConformanceTest, NothingStagedIsAFailedPrecondition) {
