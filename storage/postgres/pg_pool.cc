@@ -294,7 +294,17 @@ absl::StatusOr<PgPool::Lease> PgPool::AcquireWithDeadline(absl::Time deadline) {
 void PgPool::Give(int slot, PgConnection* conn, bool discard) {
   // A transaction its holder left open must not reach the next holder.
   // (PostgreSQL answers ROLLBACK outside a transaction with a warning.)
-  const bool drop = discard || !conn->Healthy() || !conn->Exec("ROLLBACK").ok();
+  // A failed ROLLBACK on a connection still up is tried once more: a cancel
+  // (InterruptAll) can reach the backend twice, since the postmaster signals
+  // the backend and then its process group, and the second signal may
+  // cancel this ROLLBACK after the first cancelled the holder's statement.
+  // Repeating a ROLLBACK is harmless; a second failure gives the connection
+  // up.
+  auto rolled_back = [conn] {
+    return conn->Exec("ROLLBACK").ok() ||
+           (conn->Healthy() && conn->Exec("ROLLBACK").ok());
+  };
+  const bool drop = discard || !conn->Healthy() || !rolled_back();
   std::unique_ptr<PgConnection> closing;  // closed outside mu_
   {
     absl::MutexLock lock(&mu_);

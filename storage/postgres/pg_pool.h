@@ -30,7 +30,8 @@
 // Session state. Every new connection gets the same session: TimeZone UTC
 // (PgConnection::Connect), the pool's `application_name` and
 // `statement_timeout`. A returned connection is rolled back (a transaction
-// left open by its holder is not inherited by the next one) but its
+// left open by its holder is not inherited by the next one; a ROLLBACK that
+// fails is tried once more, then the connection is replaced) but its
 // session settings are not reset: a holder that changes one (SET ...,
 // SetStatementTimeout) restores it before giving the lease back, or calls
 // Lease::Discard() so that the connection is closed instead of reused.
