@@ -1863,9 +1863,6 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
 absl::StatusOr<PartitionDiff> SqliteEngine::DiffPartition(
     const std::string& job_id, const DatasetSpec& dataset,
     const std::string& partition, int sample_limit) {
-  RETURN_IF_ERROR(Annotate(
-      ValidatePartition(dataset.layout(), partition),
-      absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
   ASSIGN_OR_RETURN(
       std::vector<absl::StatusOr<PartitionDiff>> diffs,
       DiffPartitions(job_id, dataset, absl::MakeConstSpan(&partition, 1),
