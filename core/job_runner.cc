@@ -150,6 +150,11 @@ struct JobRunner::Active {
   bool validated = false;  // staging passed validation in this process
   int busy = 0;            // closures in flight for the job
   int running_tasks = 0;   // partitions dispatched and not yet returned
+  // Of those, the partitions batches hold and have not started, and
+  // whether the batches are asked to hand them back (a free worker would
+  // otherwise go to a job of lower priority; DispatchLocked).
+  size_t unstarted = 0;
+  bool hand_back = false;
   // The average time to stage one of its partitions (seconds; negative:
   // none staged yet in this process), for BatchSizeLocked.
   double stage_seconds = -1;
@@ -765,11 +770,37 @@ void JobRunner::DispatchLocked() {
   if (stopping_) return;
   std::set<Active*> exhausted;
   while (in_flight_ < options_.workers) {
+    // Partitions a batch holds unstarted are not ready for another worker.
+    // A free worker does not take a job of lower priority than one with
+    // such partitions: it asks those batches to hand them back instead, and
+    // takes them when they are (their batches end).
+    std::optional<int> held_priority;
+    std::vector<Active*> holders;  // the jobs of that priority holding them
+    for (auto& [id, ptr] : jobs_) {
+      Active* job = ptr.get();
+      if (job->phase != Phase::kRunning || job->unstarted == 0) continue;
+      // Not when its own limit keeps them from another worker anyway.
+      const int limit = job->job.request.max_parallel;
+      if (limit > 0 &&
+          job->running_tasks - static_cast<int>(job->unstarted) >= limit) {
+        continue;
+      }
+      const int p = job->job.request.priority;
+      if (held_priority && p < *held_priority) continue;
+      if (!held_priority || p > *held_priority) holders.clear();
+      held_priority = p;
+      holders.push_back(job);
+    }
     Active* best = nullptr;
+    bool held_back = false;
     for (auto& [id, ptr] : jobs_) {
       Active* job = ptr.get();
       if (job->phase != Phase::kRunning || !job->prepared || !job->graph ||
           job->graph->ready() == 0 || exhausted.count(job)) {
+        continue;
+      }
+      if (held_priority && job->job.request.priority < *held_priority) {
+        held_back = true;
         continue;
       }
       const int limit = job->job.request.max_parallel;
@@ -787,7 +818,12 @@ void JobRunner::DispatchLocked() {
         best = job;
       }
     }
-    if (best == nullptr) return;
+    if (best == nullptr) {
+      if (held_back) {
+        for (Active* job : holders) job->hand_back = true;
+      }
+      return;
+    }
     // A worker takes a batch of the job's ready partitions when they are
     // short (BatchSizeLocked): their starts and their checkpoints are then
     // one store write each.
@@ -813,6 +849,7 @@ void JobRunner::DispatchLocked() {
       continue;
     }
     const std::string id = best->job.id;
+    best->unstarted += indices.size() - 1;  // the first starts at once
     ++best->busy;
     ++in_flight_;
     best->last_dispatch = ++dispatch_seq_;
@@ -1200,22 +1237,25 @@ void JobRunner::RunTasks(const std::string& id,
                         });
   };
   bool first = true;
-  for (Item& it : items) {
-    if (it.spec == nullptr || it.done || it.interrupted) continue;
+  for (size_t k = 0; k < items.size(); ++k) {
+    Item& it = items[k];
     // Partitions not yet started are handed back when the runner stops, the
-    // job no longer runs (paused, failing, cancelled), or another job waits
-    // for a worker: batches never delay another job's turn by more than one
-    // partition.
-    if (!first) {
-      bool go_on;
-      {
-        absl::MutexLock lock(&mu_);
-        go_on = job->phase == Phase::kRunning && !OtherJobWaitsLocked(*job);
-      }
-      if (Stopping() || !go_on) {
-        it.spec = nullptr;
-        continue;
-      }
+    // job no longer runs (paused, failing, cancelled), another job waits
+    // for a worker, or a free worker is kept for this job's own partitions
+    // (hand_back): batches never delay another job's turn by more than one
+    // partition, nor keep partitions of a job from a free worker when it
+    // would otherwise go to a job of lower priority.
+    bool go_on = true;
+    if (k > 0) {
+      absl::MutexLock lock(&mu_);
+      if (--job->unstarted == 0) job->hand_back = false;
+      go_on = job->phase == Phase::kRunning && !job->hand_back &&
+              !OtherJobWaitsLocked(*job);
+    }
+    if (it.spec == nullptr || it.done || it.interrupted) continue;
+    if (!first && (Stopping() || !go_on)) {
+      it.spec = nullptr;
+      continue;
     }
     first = false;
     it.task.state = TaskState::kRunning;

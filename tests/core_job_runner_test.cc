@@ -1076,6 +1076,34 @@ TEST_F(FairnessTest, AHigherPriorityJobGetsTheWorkersFirst) {
   ASSERT_TRUE(manager_->Cancel(big, "enough").ok());
 }
 
+TEST_F(FairnessTest, AFreeWorkerTakesTheUrgentPartitionsABatchHoldsBack) {
+  // One partition of the urgent job takes 100 ms: the batch it is in holds
+  // the partitions after it while the other worker runs out of the urgent
+  // job's ready ones. That worker must not go to the big job meanwhile: the
+  // batch hands back what it has not started, and the urgent job keeps
+  // both workers to its end.
+  engine_.SetHook([this](const Call& call) {
+    if (call.method == "StagePartition") {
+      {
+        absl::MutexLock lock(&mu_);
+        dispatched_.push_back(call.job_id);
+      }
+      absl::SleepFor(absl::Milliseconds(
+          call.dataset == "other" && call.partition == "2025-01-12" ? 100 : 1));
+    }
+    return absl::OkStatus();
+  });
+  const std::string big = Submit(Request("daily", "2000-01-01", "2027-05-19"));
+  WaitStaged(big, 5);
+  BackfillRequest urgent = Request("other", "2025-01-01", "2025-01-31");
+  urgent.priority = 10;
+  const std::string small = Submit(urgent);
+  WaitState(small, JobState::kSucceeded);
+  EXPECT_EQ(Staged(small), 30);
+  EXPECT_LE(OthersDuring(small, big), 1);
+  ASSERT_TRUE(manager_->Cancel(big, "enough").ok());
+}
+
 TEST_F(JobRunnerTest, MaxParallelPerJobAndPerDataset) {
   manager_->Shutdown();
   manager_.reset();
