@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {
 namespace {
@@ -785,6 +786,7 @@ void Fault::Merge(const Fault& other) {
 absl::Status FaultVfs::Install() {
   absl::MutexLock lock(&g_install_mu);
   if (g_installed.load(std::memory_order_acquire)) return absl::OkStatus();
+  sqlite::ConfigureLibrary();
   int rc = sqlite3_initialize();
   if (rc != SQLITE_OK) {
     return absl::InternalError(

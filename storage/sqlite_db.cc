@@ -5,6 +5,7 @@
 #include <cctype>
 #include <utility>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/fingerprint.h"
@@ -263,11 +264,21 @@ std::string Statement::Sql() const {
   return sql != nullptr ? sql : "";
 }
 
+void ConfigureLibrary() {
+  static absl::once_flag once;
+  absl::call_once(once, [] {
+    // SQLITE_MISUSE when SQLite was initialized before (by code that used
+    // it directly): its defaults then stay, which is correct, only slower.
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  });
+}
+
 // ---------------------------------------------------------------------------
 // Database
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     const std::string& path, const OpenOptions& options) {
+  ConfigureLibrary();
   int flags = SQLITE_OPEN_NOMUTEX;
   if (options.read_only) {
     flags |= SQLITE_OPEN_READONLY;

@@ -69,6 +69,14 @@ namespace backfill::sqlite {
 
 class Database;
 
+// Sets SQLite's process-wide options, once, before SQLite initializes (the
+// first Database::Open or FaultVfs::Install calls it; it does nothing after
+// that). It turns off SQLite's count of its own memory use (nothing here
+// reads it): that count takes one mutex, shared by every connection of the
+// process, on each of SQLite's allocations, which the workers, the state
+// store's writer and the readers otherwise contend for. Thread-safe.
+void ConfigureLibrary();
+
 // `"name"` with embedded double quotes doubled: safe to splice into SQL as an
 // identifier whatever `name` contains.
 std::string QuoteIdentifier(std::string_view name);
