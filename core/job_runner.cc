@@ -1109,13 +1109,35 @@ void JobRunner::RunTasks(const std::string& id,
       }
     }
   }
-  for (Item& it : items) {
+  // The newest lineage of each partition of the batch, read at once. It
+  // holds to the batch's end: a partition's lineage changes only by a
+  // publish or a rollback of a job that holds it, and this job does (see
+  // Admission). When that read fails, each partition reads its own.
+  std::optional<std::vector<std::optional<LineageRecord>>> newest;
+  {
+    std::vector<std::pair<std::string, std::string>> keys;
+    keys.reserve(items.size());
+    for (const Item& it : items) {
+      keys.emplace_back(it.task.dataset, it.task.partition);
+    }
+    if (items.size() > 1 && items.front().spec != nullptr) {
+      absl::StatusOr<std::vector<std::optional<LineageRecord>>> read =
+          store_->NewestLineages(keys);
+      if (read.ok() && read->size() == items.size()) newest = *std::move(read);
+    }
+  }
+  auto latest_of =
+      [&](size_t k) -> absl::StatusOr<std::optional<LineageRecord>> {
+    if (newest) return (*newest)[k];
+    return LatestLineage(items[k].task.dataset, items[k].task.partition);
+  };
+  for (size_t k = 0; k < items.size(); ++k) {
+    Item& it = items[k];
     if (!it.may_skip) continue;
     // Skipped, never run, when its own partition is as the job would make
     // it (early_cutoff.h). Anything that fails here runs it instead.
     const PartitionTask& task = it.task;
-    absl::StatusOr<std::optional<LineageRecord>> latest =
-        LatestLineage(task.dataset, task.partition);
+    absl::StatusOr<std::optional<LineageRecord>> latest = latest_of(k);
     if (latest.ok() && latest->has_value() &&
         MaySkip(task.dataset, requested, it.version, &**latest,
                 it.now_inputs)) {
@@ -1284,8 +1306,7 @@ void JobRunner::RunTasks(const std::string& id,
       // Early cutoff: rows identical to the published version are not
       // republished (the checkpoint records UNCHANGED, then the engine
       // lets go of the partition).
-      absl::StatusOr<std::optional<LineageRecord>> latest =
-          LatestLineage(it.task.dataset, it.task.partition);
+      absl::StatusOr<std::optional<LineageRecord>> latest = latest_of(k);
       if (!latest.ok()) {
         s = latest.status();
       } else if (SameAsPublished(result.task.output_fingerprint,

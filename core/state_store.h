@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -265,6 +266,23 @@ class StateStore {
   // reverse order they were recorded (LineageRecord::id), not by clock.
   virtual absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) = 0;
+
+  // The newest lineage record of each (dataset, partition) of `keys`, in
+  // their order (nullopt: it has none): GetLineage's first record, for the
+  // partitions of a batch at once. The default asks GetLineage for each.
+  virtual absl::StatusOr<std::vector<std::optional<LineageRecord>>>
+  NewestLineages(const std::vector<std::pair<std::string, std::string>>& keys) {
+    std::vector<std::optional<LineageRecord>> out;
+    out.reserve(keys.size());
+    for (const auto& key : keys) {
+      absl::StatusOr<std::vector<LineageRecord>> lineage =
+          GetLineage(key.first, key.second);
+      if (!lineage.ok()) return lineage.status();
+      out.emplace_back();
+      if (!lineage->empty()) out.back() = std::move(lineage->front());
+    }
+    return out;
+  }
 
   // The rollback's bookkeeping, atomically: moves `job_id` and every job
   // of `info.also_rolled_back` (later jobs rolled back with it) to

@@ -1970,6 +1970,39 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   return ReadLineage(q);
 }
 
+absl::StatusOr<std::vector<std::optional<LineageRecord>>>
+SqliteStateStore::NewestLineages(
+    const std::vector<std::pair<std::string, std::string>>& keys) {
+  // As GetLineage, for a batch of partitions in one read transaction.
+  absl::MutexLock reader_lock(&point_reader_mu_);
+  ASSIGN_OR_RETURN(Database * reader, OpenReader(&point_reader_));
+  std::optional<absl::MutexLock> lock;
+  Database* db = reader;
+  if (db == nullptr) {
+    lock.emplace(&mu_);
+    db = db_.get();
+  }
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db, Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
+                                    "SELECT ", kLineageColumns,
+                                    " FROM lineage WHERE dataset = ?1 AND "
+                                    "\"partition\" = ?2 ORDER BY id DESC "
+                                    "LIMIT 1")));
+  std::vector<std::optional<LineageRecord>> out;
+  out.reserve(keys.size());
+  for (const auto& [dataset, partition] : keys) {
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, dataset));
+    RETURN_IF_ERROR(q.BindText(2, partition));
+    ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q));
+    out.emplace_back();
+    if (!records.empty()) out.back() = std::move(records.front());
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
 absl::StatusOr<std::optional<LineageRecord>> SqliteStateStore::NewestLineageOf(
     const std::string& dataset) {
   absl::MutexLock lock(&mu_);

@@ -132,6 +132,8 @@ class SqliteStateStore : public StateStore {
                                                     bool with_samples) override;
   absl::StatusOr<std::vector<LineageRecord>> GetLineage(
       const std::string& dataset, const std::string& partition) override;
+  absl::StatusOr<std::vector<std::optional<LineageRecord>>> NewestLineages(
+      const std::vector<std::pair<std::string, std::string>>& keys) override;
   absl::StatusOr<std::optional<LineageRecord>> NewestLineageOf(
       const std::string& dataset) override;
   absl::Status RecordRollback(const std::string& job_id,

@@ -1353,6 +1353,61 @@ TEST_P(StateStoreContractTest, LineageIsNewestRecordedFirstWhateverTheClock) {
   EXPECT_GT((*lineage)[1].id, (*lineage)[2].id);
 }
 
+TEST_P(StateStoreContractTest, NewestLineagesAreEachPartitionsNewestRecord) {
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+    ASSERT_NO_FATAL_FAILURE(
+        Reach(absl::StrCat("bf-", i), JobState::kPublishing, T(0)));
+  }
+  // 2025-01-01: bf-1 then bf-2 (with an earlier time); 2025-01-02: bf-3
+  // only; 2025-01-03 and the other dataset's 2025-01-01: none.
+  LineageRecord first = MakeLineage("daily_revenue", "2025-01-01", T(50));
+  ASSERT_TRUE(
+      store_
+          ->RecordPublication("bf-1", {first}, JobState::kConfirming, "", T(1))
+          .ok());
+  first.published_at = T(5);
+  ASSERT_TRUE(
+      store_
+          ->RecordPublication("bf-2", {first}, JobState::kConfirming, "", T(2))
+          .ok());
+  LineageRecord second = MakeLineage("daily_revenue", "2025-01-02", T(60));
+  ASSERT_TRUE(
+      store_
+          ->RecordPublication("bf-3", {second}, JobState::kConfirming, "", T(3))
+          .ok());
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"daily_revenue", "2025-01-03"}, {"daily_revenue", "2025-01-01"},
+      {"other", "2025-01-01"},         {"daily_revenue", "2025-01-02"},
+      {"daily_revenue", "2025-01-01"},
+  };
+  auto newest = store_->NewestLineages(keys);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  ASSERT_EQ(newest->size(), keys.size());
+  std::vector<std::string> got;
+  for (const std::optional<LineageRecord>& r : *newest) {
+    got.push_back(
+        r ? absl::StrCat(r->dataset, "/", r->partition, "@", r->job_id) : "-");
+  }
+  EXPECT_THAT(got, ElementsAre("-", "daily_revenue/2025-01-01@bf-2", "-",
+                               "daily_revenue/2025-01-02@bf-3",
+                               "daily_revenue/2025-01-01@bf-2"));
+  // Each as GetLineage's first record.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto lineage = store_->GetLineage(keys[i].first, keys[i].second);
+    ASSERT_TRUE(lineage.ok()) << lineage.status();
+    ASSERT_EQ(lineage->empty(), !(*newest)[i].has_value()) << i;
+    if (lineage->empty()) continue;
+    EXPECT_EQ(lineage->front().id, (*newest)[i]->id) << i;
+    EXPECT_EQ(lineage->front().output_fingerprint,
+              (*newest)[i]->output_fingerprint)
+        << i;
+  }
+  auto none = store_->NewestLineages({});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_P(StateStoreContractTest, RecordPublicationOnlyMovesAPublishingJob) {
   LineageRecord rec = MakeLineage("daily_revenue", "2025-01-01", T(3));
   for (JobState state :
