@@ -150,11 +150,11 @@ struct JobRunner::Active {
   bool validated = false;  // staging passed validation in this process
   int busy = 0;            // closures in flight for the job
   int running_tasks = 0;   // partitions dispatched and not yet returned
-  // Of those, the partitions batches hold and have not started, and
-  // whether the batches are asked to hand them back (a free worker would
-  // otherwise go to a job of lower priority; DispatchLocked).
-  size_t unstarted = 0;
-  bool hand_back = false;
+  // Of those, the partitions batches hold and have not started yet, each
+  // with the batch (RunTasks' `batch`) that holds it now: a free worker
+  // may take them over (DispatchLocked), and a batch starts only those
+  // still its own.
+  std::map<size_t, uint64_t> held;
   // The average time to stage one of its partitions (seconds; negative:
   // none staged yet in this process), for BatchSizeLocked.
   double stage_seconds = -1;
@@ -770,37 +770,11 @@ void JobRunner::DispatchLocked() {
   if (stopping_) return;
   std::set<Active*> exhausted;
   while (in_flight_ < options_.workers) {
-    // Partitions a batch holds unstarted are not ready for another worker.
-    // A free worker does not take a job of lower priority than one with
-    // such partitions: it asks those batches to hand them back instead, and
-    // takes them when they are (their batches end).
-    std::optional<int> held_priority;
-    std::vector<Active*> holders;  // the jobs of that priority holding them
-    for (auto& [id, ptr] : jobs_) {
-      Active* job = ptr.get();
-      if (job->phase != Phase::kRunning || job->unstarted == 0) continue;
-      // Not when its own limit keeps them from another worker anyway.
-      const int limit = job->job.request.max_parallel;
-      if (limit > 0 &&
-          job->running_tasks - static_cast<int>(job->unstarted) >= limit) {
-        continue;
-      }
-      const int p = job->job.request.priority;
-      if (held_priority && p < *held_priority) continue;
-      if (!held_priority || p > *held_priority) holders.clear();
-      held_priority = p;
-      holders.push_back(job);
-    }
     Active* best = nullptr;
-    bool held_back = false;
     for (auto& [id, ptr] : jobs_) {
       Active* job = ptr.get();
       if (job->phase != Phase::kRunning || !job->prepared || !job->graph ||
           job->graph->ready() == 0 || exhausted.count(job)) {
-        continue;
-      }
-      if (held_priority && job->job.request.priority < *held_priority) {
-        held_back = true;
         continue;
       }
       const int limit = job->job.request.max_parallel;
@@ -818,12 +792,41 @@ void JobRunner::DispatchLocked() {
         best = job;
       }
     }
-    if (best == nullptr) {
-      if (held_back) {
-        for (Active* job : holders) job->hand_back = true;
+    // Partitions a batch holds and has not started are not ready for
+    // anyone else, and would wait for that batch's current partition, a
+    // long one perhaps. A free worker takes them over (the later half of
+    // them) when no job has ready partitions or the batch's job has a
+    // higher priority than the one that has: so a batch never keeps its
+    // job's partitions from a free worker that would otherwise idle or go
+    // to a job of lower priority. The partitions were counted as running
+    // when the batch took them, so no limit changes.
+    Active* holder = nullptr;
+    for (auto& [id, ptr] : jobs_) {
+      Active* job = ptr.get();
+      if (job->phase != Phase::kRunning || job->held.empty()) continue;
+      if (holder == nullptr ||
+          job->job.request.priority > holder->job.request.priority ||
+          (job->job.request.priority == holder->job.request.priority &&
+           job->held.size() > holder->held.size())) {
+        holder = job;
       }
-      return;
     }
+    if (holder != nullptr &&
+        (best == nullptr ||
+         holder->job.request.priority > best->job.request.priority)) {
+      const size_t take = std::min(kMaxBatch, (holder->held.size() + 1) / 2);
+      std::vector<size_t> indices;
+      for (auto it = std::prev(holder->held.end()); indices.size() < take;
+           --it) {
+        indices.push_back(it->first);
+        if (it == holder->held.begin()) break;
+      }
+      std::reverse(indices.begin(), indices.end());
+      for (size_t i : indices) holder->held.erase(i);
+      StartBatchLocked(holder, std::move(indices));
+      continue;
+    }
+    if (best == nullptr) return;
     // A worker takes a batch of the job's ready partitions when they are
     // short (BatchSizeLocked): their starts and their checkpoints are then
     // one store write each.
@@ -848,14 +851,22 @@ void JobRunner::DispatchLocked() {
       exhausted.insert(best);
       continue;
     }
-    const std::string id = best->job.id;
-    best->unstarted += indices.size() - 1;  // the first starts at once
-    ++best->busy;
-    ++in_flight_;
-    best->last_dispatch = ++dispatch_seq_;
-    SubmitLocked(
-        [this, id, indices = std::move(indices)] { RunTasks(id, indices); });
+    StartBatchLocked(best, std::move(indices));
   }
+}
+
+void JobRunner::StartBatchLocked(Active* job, std::vector<size_t> indices) {
+  const std::string id = job->job.id;
+  const uint64_t batch = ++dispatch_seq_;
+  // The first starts at once; the others are held until the batch gets to
+  // them, or a free worker takes them over.
+  for (size_t k = 1; k < indices.size(); ++k) job->held[indices[k]] = batch;
+  ++job->busy;
+  ++in_flight_;
+  job->last_dispatch = batch;
+  SubmitLocked([this, id, batch, indices = std::move(indices)] {
+    RunTasks(id, batch, indices);
+  });
 }
 
 bool JobRunner::OtherJobWaitsLocked(const Active& job) const {
@@ -1064,7 +1075,7 @@ void JobRunner::FailJob(Active* job, const std::string& failure) {
   Move(job, JobState::kFailed, failure, Phase::kFailing).IgnoreError();
 }
 
-void JobRunner::RunTasks(const std::string& id,
+void JobRunner::RunTasks(const std::string& id, uint64_t batch,
                          const std::vector<size_t>& indices) {
   // One partition of the batch, from its dispatch to its end.
   struct Item {
@@ -1078,6 +1089,9 @@ void JobRunner::RunTasks(const std::string& id,
     std::vector<InputFingerprint> now_inputs;
     bool ran = false;  // RecomputePartition ran: `result` holds the task
     bool done = false, failed = false, interrupted = false;
+    // The batch started it (the first always), or another took it over
+    // before it did (Active::held): a taken one is no longer this batch's.
+    bool claimed = false, taken = false;
     TaskGraph::Outcome outcome = TaskGraph::Outcome::kChanged;
     absl::Status status;
     RecomputeResult result;
@@ -1085,6 +1099,20 @@ void JobRunner::RunTasks(const std::string& id,
   Active* job;
   std::string requested;
   std::vector<Item> items(indices.size());
+  if (!items.empty()) items.front().claimed = true;
+  // Whether the batch still holds `it` (and now starts it): false when
+  // another batch took it over. Under mu_.
+  auto claim = [&](Item& it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (it.claimed || it.taken) return it.claimed;
+    auto h = job->held.find(it.index);
+    if (h == job->held.end() || h->second != batch) {
+      it.taken = true;
+      return false;
+    }
+    job->held.erase(h);
+    it.claimed = true;
+    return true;
+  };
   {
     absl::MutexLock lock(&mu_);
     job = FindLocked(id);
@@ -1134,6 +1162,10 @@ void JobRunner::RunTasks(const std::string& id,
   for (size_t k = 0; k < items.size(); ++k) {
     Item& it = items[k];
     if (!it.may_skip) continue;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!claim(it)) continue;
+    }
     // Skipped, never run, when its own partition is as the job would make
     // it (early_cutoff.h). Anything that fails here runs it instead.
     const PartitionTask& task = it.task;
@@ -1262,17 +1294,14 @@ void JobRunner::RunTasks(const std::string& id,
   for (size_t k = 0; k < items.size(); ++k) {
     Item& it = items[k];
     // Partitions not yet started are handed back when the runner stops, the
-    // job no longer runs (paused, failing, cancelled), another job waits
-    // for a worker, or a free worker is kept for this job's own partitions
-    // (hand_back): batches never delay another job's turn by more than one
-    // partition, nor keep partitions of a job from a free worker when it
-    // would otherwise go to a job of lower priority.
+    // job no longer runs (paused, failing, cancelled) or another job waits
+    // for a worker: batches never delay another job's turn by more than one
+    // partition. Those another worker took over are left to it.
     bool go_on = true;
     if (k > 0) {
       absl::MutexLock lock(&mu_);
-      if (--job->unstarted == 0) job->hand_back = false;
-      go_on = job->phase == Phase::kRunning && !job->hand_back &&
-              !OtherJobWaitsLocked(*job);
+      if (!claim(it)) continue;
+      go_on = job->phase == Phase::kRunning && !OtherJobWaitsLocked(*job);
     }
     if (it.spec == nullptr || it.done || it.interrupted) continue;
     if (!first && (Stopping() || !go_on)) {
@@ -1337,6 +1366,7 @@ void JobRunner::RunTasks(const std::string& id,
     absl::MutexLock lock(&mu_);
     TaskGraph& graph = *job->graph;
     for (Item& it : items) {
+      if (it.taken) continue;  // the batch that took it over ends it
       if (it.spec != nullptr) {
         job->tasks[it.index] = it.task;
       } else {

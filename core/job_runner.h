@@ -224,11 +224,15 @@ class JobRunner {
 
   // --- Steps, run on pool threads without mu_ ---
   void Prepare(const std::string& id);
-  // Runs a batch of the job's partitions (DispatchLocked): records their
-  // starts in one write, stages each, records the checkpoints of those
-  // staged in one write, then hands each back to the graph. A partition is
-  // done only once its checkpoint is committed, as when it runs alone.
-  void RunTasks(const std::string& id, const std::vector<size_t>& indices);
+  // Runs batch number `batch` of the job's partitions (StartBatchLocked):
+  // stages each in turn, its start and checkpoint queued to the task
+  // writer, then waits for those writes and hands each partition back to
+  // the graph. A partition is done only once its checkpoint is committed,
+  // as when it runs alone. Of the partitions after the first it starts
+  // only those it still holds (Active::held); those another batch took
+  // over are that batch's.
+  void RunTasks(const std::string& id, uint64_t batch,
+                const std::vector<size_t>& indices);
   // True when another job has partitions ready and would get a worker
   // before `job` (or take turns with it): a batch then hands back what it
   // has not started.
@@ -322,7 +326,16 @@ class JobRunner {
   Active* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts waiting jobs that are free to start, then dispatches tasks.
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives free workers batches: of the best job's ready partitions, or of
+  // partitions another batch holds and has not started when no job has
+  // ready ones or the holder's job has the higher priority.
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands `indices` (taken from the job's graph, or from another batch's
+  // held partitions) to a worker as a new batch: the first starts at once,
+  // the others are held (Active::held) until the batch gets to them or a
+  // free worker takes them over.
+  void StartBatchLocked(Active* job, std::vector<size_t> indices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True (once) when a failing or cancelled job has drained: the caller
   // then runs Settle outside the lock.
   bool TakeSettleLocked(Active* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1079,8 +1079,8 @@ TEST_F(FairnessTest, AHigherPriorityJobGetsTheWorkersFirst) {
 TEST_F(FairnessTest, AFreeWorkerTakesTheUrgentPartitionsABatchHoldsBack) {
   // One partition of the urgent job takes 100 ms: the batch it is in holds
   // the partitions after it while the other worker runs out of the urgent
-  // job's ready ones. That worker must not go to the big job meanwhile: the
-  // batch hands back what it has not started, and the urgent job keeps
+  // job's ready ones. That worker must not go to the big job meanwhile: it
+  // takes over what the batch has not started, and the urgent job keeps
   // both workers to its end.
   engine_.SetHook([this](const Call& call) {
     if (call.method == "StagePartition") {
@@ -1102,6 +1102,33 @@ TEST_F(FairnessTest, AFreeWorkerTakesTheUrgentPartitionsABatchHoldsBack) {
   EXPECT_EQ(Staged(small), 30);
   EXPECT_LE(OthersDuring(small, big), 1);
   ASSERT_TRUE(manager_->Cancel(big, "enough").ok());
+}
+
+TEST_F(FairnessTest, APartitionThatTakesLongHoldsBackNoneOfItsBatch) {
+  // Partitions of a millisecond, batched; one of them takes 200 ms. The
+  // partitions its batch took after it are taken over by the other worker,
+  // so every other partition is staged before it ends.
+  std::atomic<int> staged_before_long_ended{-1};
+  engine_.SetHook([&](const Call& call) {
+    if (call.method != "StagePartition") return absl::OkStatus();
+    {
+      absl::MutexLock lock(&mu_);
+      dispatched_.push_back(call.partition);
+    }
+    if (call.partition != "2025-03-01") {
+      absl::SleepFor(absl::Milliseconds(1));
+      return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+    absl::MutexLock lock(&mu_);
+    staged_before_long_ended = static_cast<int>(dispatched_.size());
+    return absl::OkStatus();
+  });
+  const std::string id = Submit(Request("daily", "2025-01-01", "2025-04-11"));
+  const Job done = WaitState(id, JobState::kSucceeded);
+  ASSERT_EQ(done.counts.published, 100);
+  // All 100 had started when the long one ended: none waited behind it.
+  EXPECT_EQ(staged_before_long_ended.load(), 100);
 }
 
 TEST_F(JobRunnerTest, MaxParallelPerJobAndPerDataset) {
