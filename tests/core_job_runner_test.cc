@@ -554,10 +554,13 @@ TEST_F(JobRunnerTest, PauseKeepsThePartitionsAndResumeContinues) {
   ASSERT_TRUE(paused.ok()) << paused.status();
   EXPECT_EQ(paused->state, JobState::kPaused);
   EXPECT_THAT(paused->message, HasSubstr("paused: maintenance window"));
-  // Running partitions finish and checkpoint; nothing new starts.
+  // Running partitions finish and checkpoint; nothing new starts. (A
+  // partition's start is not waited for before it stages, so the store may
+  // never have shown it running: its checkpoint is what says it ended.)
   gate_.OpenAll();
-  const Job settled =
-      WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
+  const Job settled = WaitFor(a, [](const Job& j) {
+    return j.counts.staged >= 2 && j.counts.running == 0;
+  });
   const int64_t staged = settled.counts.staged;
   EXPECT_EQ(staged, 2);
   absl::SleepFor(absl::Milliseconds(50));
@@ -592,7 +595,9 @@ TEST_F(JobRunnerTest, APausedJobIsStillPausedAfterARestart) {
   ASSERT_TRUE(engine_.WaitForCalls("StagePartition", 2, absl::Seconds(30)));
   ASSERT_TRUE(manager_->Pause(a, "hold").ok());
   gate_.OpenAll();
-  WaitFor(a, [](const Job& j) { return j.counts.running == 0; });
+  WaitFor(a, [](const Job& j) {
+    return j.counts.staged == 2 && j.counts.running == 0;
+  });
   Restart();
   absl::SleepFor(absl::Milliseconds(50));
   EXPECT_EQ(Get(a).state, JobState::kPaused);
