@@ -710,6 +710,14 @@ absl::StatusOr<Database*> SqliteStateStore::OpenReader(
   return slot->get();
 }
 
+absl::StatusOr<Database*> SqliteStateStore::ReaderOrMain(
+    std::unique_ptr<Database>* slot, std::optional<absl::MutexLock>* lock) {
+  ASSIGN_OR_RETURN(Database * reader, OpenReader(slot));
+  if (reader != nullptr) return reader;
+  lock->emplace(&mu_);
+  return db_.get();
+}
+
 absl::Status SqliteStateStore::Migrate() {
   ASSIGN_OR_RETURN(int64_t version, db_->QueryInt("PRAGMA user_version"));
   if (version > kSchemaVersion) {
@@ -1954,13 +1962,8 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   // Read per partition while a job runs: on the point-read connection when
   // there is one, so that it neither waits for writers nor makes them wait.
   absl::MutexLock reader_lock(&point_reader_mu_);
-  ASSIGN_OR_RETURN(Database * reader, OpenReader(&point_reader_));
   std::optional<absl::MutexLock> lock;
-  Database* db = reader;
-  if (db == nullptr) {
-    lock.emplace(&mu_);
-    db = db_.get();
-  }
+  ASSIGN_OR_RETURN(Database * db, ReaderOrMain(&point_reader_, &lock));
   ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
                                     "SELECT ", kLineageColumns,
                                     " FROM lineage WHERE dataset = ?1 AND "
@@ -1975,13 +1978,8 @@ SqliteStateStore::NewestLineages(
     const std::vector<std::pair<std::string, std::string>>& keys) {
   // As GetLineage, for a batch of partitions in one read transaction.
   absl::MutexLock reader_lock(&point_reader_mu_);
-  ASSIGN_OR_RETURN(Database * reader, OpenReader(&point_reader_));
   std::optional<absl::MutexLock> lock;
-  Database* db = reader;
-  if (db == nullptr) {
-    lock.emplace(&mu_);
-    db = db_.get();
-  }
+  ASSIGN_OR_RETURN(Database * db, ReaderOrMain(&point_reader_, &lock));
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db, Transaction::Mode::kDeferred));
   ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
@@ -2299,13 +2297,8 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
   // A long read (every version of a dataset): on the read connection when
   // there is one, so that checkpoints do not wait for it.
   absl::MutexLock reader_lock(&reader_mu_);
-  ASSIGN_OR_RETURN(Database * reader, OpenReader(&reader_));
   std::optional<absl::MutexLock> lock;
-  Database* db = reader;
-  if (db == nullptr) {
-    lock.emplace(&mu_);
-    db = db_.get();
-  }
+  ASSIGN_OR_RETURN(Database * db, ReaderOrMain(&reader_, &lock));
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db, Transaction::Mode::kDeferred));
   {

@@ -189,6 +189,12 @@ class SqliteStateStore : public StateStore {
   // db_. The caller holds the slot's mutex.
   absl::StatusOr<sqlite::Database*> OpenReader(
       std::unique_ptr<sqlite::Database>* slot);
+  // The read connection in `slot` if there is one; otherwise db_, with
+  // `lock` now holding mu_ for the caller. The caller holds the slot's
+  // mutex.
+  absl::StatusOr<sqlite::Database*> ReaderOrMain(
+      std::unique_ptr<sqlite::Database>* slot,
+      std::optional<absl::MutexLock>* lock);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads one job with plan and counts; the caller holds mu_ and, for a

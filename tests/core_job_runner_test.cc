@@ -1024,16 +1024,38 @@ class FairnessTest : public JobRunnerTest {
   void SetUp() override {
     JobRunnerTest::SetUp();
     engine_.SetHook([this](const Call& call) {
-      if (call.method == "StagePartition") {
-        {
-          absl::MutexLock lock(&mu_);
-          dispatched_.push_back(call.job_id);
-        }
+      if (call.method != "StagePartition") return absl::OkStatus();
+      bool held;
+      {
+        absl::MutexLock lock(&mu_);
+        dispatched_.push_back(call.job_id);
+        held = call.partition == held_partition_;
+      }
+      if (!held) {
+        absl::SleepFor(absl::Milliseconds(1));
+        return absl::OkStatus();
+      }
+      // The held partition stays in the engine until `release_at_`
+      // partitions of its job have started (bounded: a failure shows as a
+      // count, not a hang).
+      const absl::Time deadline = absl::Now() + absl::Seconds(10);
+      while (Staged(call.job_id) < release_at_ && absl::Now() < deadline) {
         absl::SleepFor(absl::Milliseconds(1));
       }
+      started_when_released_ = Staged(call.job_id);
       return absl::OkStatus();
     });
   }
+  // Holds `partition` in the engine until `n` partitions of its job have
+  // started (the hook above). Call before submitting.
+  void Hold(const std::string& partition, int n) {
+    absl::MutexLock lock(&mu_);
+    held_partition_ = partition;
+    release_at_ = n;
+  }
+  std::string held_partition_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> release_at_{0};
+  std::atomic<int> started_when_released_{-1};
   // Partitions of `other` the engine staged between the first and the last
   // of `job`'s.
   int OthersDuring(const std::string& job, const std::string& other) {
@@ -1082,22 +1104,12 @@ TEST_F(FairnessTest, AHigherPriorityJobGetsTheWorkersFirst) {
 }
 
 TEST_F(FairnessTest, AFreeWorkerTakesTheUrgentPartitionsABatchHoldsBack) {
-  // One partition of the urgent job takes 100 ms: the batch it is in holds
-  // the partitions after it while the other worker runs out of the urgent
-  // job's ready ones. That worker must not go to the big job meanwhile: it
-  // takes over what the batch has not started, and the urgent job keeps
-  // both workers to its end.
-  engine_.SetHook([this](const Call& call) {
-    if (call.method == "StagePartition") {
-      {
-        absl::MutexLock lock(&mu_);
-        dispatched_.push_back(call.job_id);
-      }
-      absl::SleepFor(absl::Milliseconds(
-          call.dataset == "other" && call.partition == "2025-01-12" ? 100 : 1));
-    }
-    return absl::OkStatus();
-  });
+  // One partition of the urgent job stays in the engine until all 30 have
+  // started: the batch it is in holds the partitions after it while the
+  // other worker runs out of the urgent job's ready ones. That worker must
+  // not go to the big job meanwhile: it takes over what the batch has not
+  // started, and the urgent job keeps both workers to its end.
+  Hold("2025-01-12", 30);
   const std::string big = Submit(Request("daily", "2000-01-01", "2027-05-19"));
   WaitStaged(big, 5);
   BackfillRequest urgent = Request("other", "2025-01-01", "2025-01-31");
@@ -1105,35 +1117,21 @@ TEST_F(FairnessTest, AFreeWorkerTakesTheUrgentPartitionsABatchHoldsBack) {
   const std::string small = Submit(urgent);
   WaitState(small, JobState::kSucceeded);
   EXPECT_EQ(Staged(small), 30);
+  EXPECT_EQ(started_when_released_.load(), 30);
   EXPECT_LE(OthersDuring(small, big), 1);
   ASSERT_TRUE(manager_->Cancel(big, "enough").ok());
 }
 
 TEST_F(FairnessTest, APartitionThatTakesLongHoldsBackNoneOfItsBatch) {
-  // Partitions of a millisecond, batched; one of them takes 200 ms. The
-  // partitions its batch took after it are taken over by the other worker,
-  // so every other partition is staged before it ends.
-  std::atomic<int> staged_before_long_ended{-1};
-  engine_.SetHook([&](const Call& call) {
-    if (call.method != "StagePartition") return absl::OkStatus();
-    {
-      absl::MutexLock lock(&mu_);
-      dispatched_.push_back(call.partition);
-    }
-    if (call.partition != "2025-03-01") {
-      absl::SleepFor(absl::Milliseconds(1));
-      return absl::OkStatus();
-    }
-    absl::SleepFor(absl::Milliseconds(200));
-    absl::MutexLock lock(&mu_);
-    staged_before_long_ended = static_cast<int>(dispatched_.size());
-    return absl::OkStatus();
-  });
+  // Partitions of a millisecond, batched; one of them stays in the engine
+  // until all 100 have started. The partitions its batch took after it are
+  // taken over by the other worker, so none waits behind it (without that
+  // they would, and it would be let go after 10 s with fewer started).
+  Hold("2025-03-01", 100);
   const std::string id = Submit(Request("daily", "2025-01-01", "2025-04-11"));
   const Job done = WaitState(id, JobState::kSucceeded);
   ASSERT_EQ(done.counts.published, 100);
-  // All 100 had started when the long one ended: none waited behind it.
-  EXPECT_EQ(staged_before_long_ended.load(), 100);
+  EXPECT_EQ(started_when_released_.load(), 100);
 }
 
 TEST_F(JobRunnerTest, MaxParallelPerJobAndPerDataset) {
