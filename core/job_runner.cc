@@ -2175,12 +2175,15 @@ absl::StatusOr<Job> JobRunner::Cancel(const std::string& id,
   bool settle = false;
   {
     absl::MutexLock lock(&mu_);
+    // Found again: once CANCELLED is recorded, a step of the job that was in
+    // flight may have ended meanwhile, settled the job and forgotten it.
+    job = FindLocked(id);
     if (!moved.ok()) {
       // Not recorded: the job goes on as before.
-      RestorePhaseLocked(job, before);
+      if (job != nullptr) RestorePhaseLocked(job, before);
       PumpLocked();
     } else {
-      settle = TakeSettleLocked(job);
+      settle = job != nullptr && TakeSettleLocked(job);
     }
   }
   if (!moved.ok()) return moved;

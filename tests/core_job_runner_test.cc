@@ -1017,6 +1017,40 @@ TEST_F(JobRunnerTest, ACancelDuringAStepOfAWaitingJobIsSettledWhenItEnds) {
   EXPECT_EQ(Get(b).state, JobState::kCancelled);
 }
 
+TEST_F(JobRunnerTest, AStepThatSettlesACancelWhileItIsRecordedIsNotRaced) {
+  // The waiting job's step (its "waiting for" message) is held until the
+  // cancel has recorded CANCELLED; it then ends, settles the job and lets
+  // the runner forget it before Cancel goes on. Cancel must not use the
+  // job after that (an ASan build reports any use).
+  absl::Notification in_step, release, settled;
+  store_.SetWriteHook([&](const std::string& method) {
+    if (method == "SetJobMessage" && !in_step.HasBeenNotified()) {
+      in_step.Notify();
+      release.WaitForNotification();
+    }
+    return absl::OkStatus();
+  });
+  gate_.Close("bf-1");
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-05"));
+  const std::string b = Submit(Request("daily", "2025-01-02", "2025-01-03"));
+  in_step.WaitForNotification();
+  observer_.SetTransitionHook(
+      [&](const std::string& id, JobState, JobState to) {
+        if (id != b || to != JobState::kCancelled) return;
+        release.Notify();
+        // Until the step has settled the job (bounded).
+        WaitUntil([&] { return Get(b).counts.cancelled == 1; });
+      });
+  auto cancelled = manager_->Cancel(b, "wrong");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  EXPECT_EQ(Get(b).counts.cancelled, 1);
+  observer_.SetTransitionHook(nullptr);
+  gate_.OpenAll();
+  WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(StageCount(b, "2025-01-02"), 0);
+}
+
 // Partitions take a millisecond each (real time), so that the order of the
 // engine's calls follows the runner's choices rather than thread wake-ups.
 class FairnessTest : public JobRunnerTest {
