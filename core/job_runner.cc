@@ -2239,7 +2239,10 @@ absl::StatusOr<Job> JobRunner::Pause(const std::string& id,
       Phase::kPaused);
   {
     absl::MutexLock lock(&mu_);
-    if (!moved.ok() && job->phase == Phase::kPaused) {
+    // Found again: a cancel that overtook the pause may have settled and
+    // forgotten the job meanwhile.
+    job = FindLocked(id);
+    if (!moved.ok() && job != nullptr && job->phase == Phase::kPaused) {
       RestorePhaseLocked(job, before);
     }
     PumpLocked();
@@ -2276,7 +2279,10 @@ absl::StatusOr<Job> JobRunner::Resume(const std::string& id,
            Phase::kPaused));
   {
     absl::MutexLock lock(&mu_);
-    if (job->phase == Phase::kPaused) {
+    // Found again: a cancel right after the resume may have settled and
+    // forgotten the job meanwhile.
+    job = FindLocked(id);
+    if (job != nullptr && job->phase == Phase::kPaused) {
       job->phase = Phase::kWaiting;
       job->waiting_message.clear();
     }
