@@ -983,6 +983,9 @@ void JobRunner::EndCancelled(Active* job) {
     estimate = job->job.plan.cost.backfill;
   }
   ReportFinished(id, JobState::kCancelled, estimate);
+  // A transition still in flight on the job (the one that recorded the
+  // cancel, when a step in flight settled it) ends before it is forgotten.
+  { absl::MutexLock transition(&job->transition_mu); }
   absl::MutexLock lock(&mu_);
   EndLocked(job, Phase::kDone);
   ReleaseLocked(job);
