@@ -1145,17 +1145,15 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
   // publish or a rollback of a job that holds it, and this job does (see
   // Admission). When that read fails, each partition reads its own.
   std::optional<std::vector<std::optional<LineageRecord>>> newest;
-  {
+  if (items.size() > 1 && items.front().spec != nullptr) {
     std::vector<std::pair<std::string, std::string>> keys;
     keys.reserve(items.size());
     for (const Item& it : items) {
       keys.emplace_back(it.task.dataset, it.task.partition);
     }
-    if (items.size() > 1 && items.front().spec != nullptr) {
-      absl::StatusOr<std::vector<std::optional<LineageRecord>>> read =
-          store_->NewestLineages(keys);
-      if (read.ok() && read->size() == items.size()) newest = *std::move(read);
-    }
+    absl::StatusOr<std::vector<std::optional<LineageRecord>>> read =
+        store_->NewestLineages(keys);
+    if (read.ok() && read->size() == items.size()) newest = *std::move(read);
   }
   auto latest_of =
       [&](size_t k) -> absl::StatusOr<std::optional<LineageRecord>> {

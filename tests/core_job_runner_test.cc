@@ -307,6 +307,19 @@ class JobRunnerTest : public ::testing::Test {
   Job WaitState(const std::string& id, JobState state) {
     return WaitFor(id, [state](const Job& j) { return j.state == state; });
   }
+  // Holds the first write of a waiting job's "waiting for" message (a step
+  // of that job in flight): `in_step` is notified when it begins, and it
+  // goes on once `release` is.
+  void HoldTheFirstWaitingMessage(absl::Notification* in_step,
+                                  absl::Notification* release) {
+    store_.SetWriteHook([in_step, release](const std::string& method) {
+      if (method == "SetJobMessage" && !in_step->HasBeenNotified()) {
+        in_step->Notify();
+        release->WaitForNotification();
+      }
+      return absl::OkStatus();
+    });
+  }
   Job WaitStaged(const std::string& id, int64_t n) {
     return WaitFor(id, [n](const Job& j) { return j.counts.staged >= n; });
   }
@@ -994,13 +1007,7 @@ TEST_F(JobRunnerTest, ACancelDuringAStepOfAWaitingJobIsSettledWhenItEnds) {
   // cancel comes: the cancel is recorded at once, and the step settles the
   // job's partitions as it ends.
   absl::Notification in_step, release;
-  store_.SetWriteHook([&](const std::string& method) {
-    if (method == "SetJobMessage" && !in_step.HasBeenNotified()) {
-      in_step.Notify();
-      release.WaitForNotification();
-    }
-    return absl::OkStatus();
-  });
+  HoldTheFirstWaitingMessage(&in_step, &release);
   gate_.Close("bf-1");
   const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-05"));
   const std::string b = Submit(Request("daily", "2025-01-02", "2025-01-03"));
@@ -1022,14 +1029,8 @@ TEST_F(JobRunnerTest, AStepThatSettlesACancelWhileItIsRecordedIsNotRaced) {
   // cancel has recorded CANCELLED; it then ends, settles the job and lets
   // the runner forget it before Cancel goes on. Cancel must not use the
   // job after that (an ASan build reports any use).
-  absl::Notification in_step, release, settled;
-  store_.SetWriteHook([&](const std::string& method) {
-    if (method == "SetJobMessage" && !in_step.HasBeenNotified()) {
-      in_step.Notify();
-      release.WaitForNotification();
-    }
-    return absl::OkStatus();
-  });
+  absl::Notification in_step, release;
+  HoldTheFirstWaitingMessage(&in_step, &release);
   gate_.Close("bf-1");
   const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-05"));
   const std::string b = Submit(Request("daily", "2025-01-02", "2025-01-03"));
