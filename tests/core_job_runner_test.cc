@@ -1307,7 +1307,10 @@ TEST_F(JobRunnerTest, StoreWriteFailuresAreRetriedAndTheJobKeepsItsPartitions) {
   Job done = WaitState(a, JobState::kSucceeded);
   EXPECT_EQ(done.counts.published, 10);
   EXPECT_GE(observer_.failing(JobObserver::Storage::kStateStore), 1);
-  EXPECT_GE(observer_.recovered(JobObserver::Storage::kStateStore), 1);
+  // The recovery is reported just after the write that made the state seen.
+  EXPECT_TRUE(WaitUntil([&] {
+    return observer_.recovered(JobObserver::Storage::kStateStore) >= 1;
+  }));
   // The backoff grew and is capped.
   EXPECT_GE(clock_.slept(), absl::Seconds(10));
 }
@@ -1347,7 +1350,10 @@ TEST_F(JobRunnerTest, AFailureThatCannotBeRecordedKeepsTheJobUntilItIs) {
   EXPECT_GE(sleeps.load(), 50);
   EXPECT_TRUE(held_while_failing.load());
   EXPECT_GE(observer_.failing(JobObserver::Storage::kStateStore), 1);
-  EXPECT_GE(observer_.recovered(JobObserver::Storage::kStateStore), 1);
+  // The recovery is reported just after the write that made the state seen.
+  EXPECT_TRUE(WaitUntil([&] {
+    return observer_.recovered(JobObserver::Storage::kStateStore) >= 1;
+  }));
 }
 
 TEST_F(JobRunnerTest, AFullWarehouseDoesNotSpendAttempts) {
