@@ -616,6 +616,11 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
       }
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+    // The temp schema is scratch space (StagePartition's output table, the
+    // diff's tables): every use empties what it reads before it writes, so
+    // it needs no rollback journal, and a staging transaction then creates
+    // and deletes no journal file. Its pages still spill to a temp file.
+    RETURN_IF_ERROR(db->Exec("PRAGMA temp.journal_mode=OFF"));
     db->ShareWriterLock(writer);
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     RETURN_IF_ERROR(sqlite::RegisterFingerprintFunction(db.get()));

@@ -248,6 +248,36 @@ TEST_P(EngineConformanceTest,
   EXPECT_EQ(Count(warehouse().StagingTable("bf-1", "daily_revenue")), 0);
 }
 
+// A partition rejected after its transform ran leaves none of its rows to
+// the next partition staged with the same transform (the engine's scratch
+// space is reused from one partition to the next).
+TEST_P(EngineConformanceTest, ARejectedPartitionLeavesNothingToTheNext) {
+  revenue_.transform =
+      "SELECT o.order_date AS ds, 'all' AS region, SUM(o.amount) AS revenue, "
+      "COUNT(*) AS orders FROM raw_orders o WHERE o.order_date >= :partition "
+      "GROUP BY 1";
+  ASSERT_TRUE(engine()
+                  ->PrepareJob(Layout(
+                      "bf-1", {{&revenue_, {"2025-01-01", "2025-01-03"}}}))
+                  .ok());
+  for (int round = 0; round < 3; ++round) {
+    auto rejected = StageRevenue("bf-1", "2025-01-01");
+    ASSERT_FALSE(rejected.ok());
+    EXPECT_THAT(rejected.status().message(),
+                HasSubstr("2 rows of daily_revenue fall outside partition"));
+    auto staged = StageRevenue("bf-1", "2025-01-03");
+    ASSERT_TRUE(staged.ok()) << staged.status();
+    EXPECT_EQ(staged->rows_written, 1);
+    const std::string stage = warehouse().StagingTable("bf-1", "daily_revenue");
+    EXPECT_EQ(
+        RevenueRows(stage),
+        Rows(absl::StrCat("SELECT order_date, 'all', ", Cents("SUM(amount)"),
+                          ", COUNT(*) FROM raw_orders WHERE order_date = "
+                          "'2025-01-03' GROUP BY 1")))
+        << "round " << round;
+  }
+}
+
 TEST_P(EngineConformanceTest, MissingContractColumnIsNamed) {
   revenue_.transform =
       "SELECT order_date AS ds, 'x' AS region, SUM(amount) AS revenue "
