@@ -19,8 +19,13 @@ namespace backfill {
 // PartitionDiff::error (the job goes on: the diff informs, the checks
 // decide); a failure of the warehouse's storage that may pass (disk full,
 // I/O error: RESOURCE_EXHAUSTED, UNAVAILABLE) is returned, to be retried.
+//
+// The partitions are compared in chunks; up to `parallelism` chunks at a
+// time, each on a thread of its own (the calling thread is one of them), so
+// that a large job's diff takes the engine's parallelism rather than one
+// connection's. The result does not depend on `parallelism`.
 absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
-                                    absl::Time now);
+                                    absl::Time now, int parallelism = 1);
 
 }  // namespace backfill
 

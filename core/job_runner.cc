@@ -2749,7 +2749,8 @@ absl::Status JobRunner::RecordDiff(Active* job, const JobLayout& layout) {
   RETURN_IF_ERROR(Persist(
       Storage::kWarehouse, absl::StrCat("computing the diff of ", id),
       [&]() -> absl::Status {
-        ASSIGN_OR_RETURN(diff, DiffStaging(engine_, layout, clock_->Now()));
+        ASSIGN_OR_RETURN(diff, DiffStaging(engine_, layout, clock_->Now(),
+                                           options_.workers));
         return absl::OkStatus();
       }));
   return Persist(Storage::kStateStore,

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/thread_name.h"
 
 namespace backfill {
 namespace {
@@ -20,7 +21,10 @@ std::string RowKey(const PartitionTask& t) {
 
 TaskWriter::TaskWriter(StateStore* store, Persist persist)
     : store_(store), persist_(std::move(persist)) {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("bf-task-writer");
+    Loop();
+  });
 }
 
 TaskWriter::~TaskWriter() {

@@ -2,13 +2,19 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "core/thread_name.h"
+
 namespace backfill {
 
-WorkerPool::WorkerPool(int threads) {
+WorkerPool::WorkerPool(int threads, const std::string& name) {
   if (threads < 1) threads = 1;
   threads_.reserve(threads);
   for (int i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] { Loop(); });
+    threads_.emplace_back([this, n = absl::StrCat(name, "-", i + 1)] {
+      NameThisThread(n);
+      Loop();
+    });
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,7 +18,8 @@ namespace backfill {
 
 class WorkerPool {
  public:
-  explicit WorkerPool(int threads);
+  // Its threads are named `name`-1, `name`-2, ... (thread_name.h).
+  explicit WorkerPool(int threads, const std::string& name = "bf-worker");
   ~WorkerPool();
 
   WorkerPool(const WorkerPool&) = delete;

@@ -29,6 +29,7 @@
 #include "core/stale_partition_counts.h"
 #include "core/static_check.h"
 #include "core/status_macros.h"
+#include "core/thread_name.h"
 #include "core/warehouse_ownership.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -549,6 +550,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   // The stale-partition counts, off the path to serving: a scrape that
   // comes first waits for them (the counts' lock), requests do not.
   stale_counts_warmer_ = std::thread([counts = stale_counts_.get()] {
+    NameThisThread("bf-stale-count");
     if (absl::Status s = counts->Get().status(); !s.ok()) {
       spdlog::warn("cannot count stale partitions: {}", LogText(s.ToString()));
     }

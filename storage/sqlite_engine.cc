@@ -634,8 +634,10 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
   std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
   engine->path_ = memory ? std::string() : warehouse_path;
   if (!memory) {
+    sqlite::WalCheckpointer::Options options;
+    options.thread_name = "bf-wh-ckpt";
     ASSIGN_OR_RETURN(engine->checkpointer_,
-                     sqlite::WalCheckpointer::Start(warehouse_path));
+                     sqlite::WalCheckpointer::Start(warehouse_path, options));
     for (const auto& c : engine->connections_) {
       engine->checkpointer_->Attach(c.get());
     }

@@ -678,7 +678,10 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   RETURN_IF_ERROR(db->Exec("PRAGMA temp_store=MEMORY"));
   std::unique_ptr<sqlite::WalCheckpointer> checkpointer;
   if (path != ":memory:" && !path.empty() && !absl::StartsWith(path, "file:")) {
-    ASSIGN_OR_RETURN(checkpointer, sqlite::WalCheckpointer::Start(path));
+    sqlite::WalCheckpointer::Options options;
+    options.thread_name = "bf-state-ckpt";
+    ASSIGN_OR_RETURN(checkpointer,
+                     sqlite::WalCheckpointer::Start(path, options));
     checkpointer->Attach(db.get());
   }
   std::unique_ptr<SqliteStateStore> store(

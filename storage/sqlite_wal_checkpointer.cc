@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace backfill::sqlite {
@@ -26,7 +27,10 @@ absl::StatusOr<std::unique_ptr<WalCheckpointer>> WalCheckpointer::Start(
   RETURN_IF_ERROR(db->QueryInt("SELECT COUNT(*) FROM sqlite_schema").status());
   std::unique_ptr<WalCheckpointer> out(
       new WalCheckpointer(std::move(db), options));
-  out->thread_ = std::thread([c = out.get()] { c->Loop(); });
+  out->thread_ = std::thread([c = out.get(), name = options.thread_name] {
+    NameThisThread(name);
+    c->Loop();
+  });
   return out;
 }
 

@@ -51,6 +51,8 @@ class WalCheckpointer {
     int64_t pages = 1000;
     // Frames at which the committing connection checkpoints itself.
     int64_t inline_pages = 16000;
+    // The thread's name (thread_name.h).
+    std::string thread_name = "bf-checkpoint";
   };
 
   // Opens a connection of its own to `path` (a file already in WAL mode)
