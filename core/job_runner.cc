@@ -1353,6 +1353,8 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
   }
   {
     absl::MutexLock lock(&unwritten->mu);
+    // Waited for: the writer commits them without gathering more.
+    if (unwritten->n > 0) task_writer_->Hurry();
     unwritten->mu.Await(absl::Condition(
         +[](Unwritten* u)
              ABSL_EXCLUSIVE_LOCKS_REQUIRED(u->mu) { return u->n == 0; },

@@ -19,8 +19,8 @@ std::string RowKey(const PartitionTask& t) {
 
 }  // namespace
 
-TaskWriter::TaskWriter(StateStore* store, Persist persist)
-    : store_(store), persist_(std::move(persist)) {
+TaskWriter::TaskWriter(StateStore* store, Persist persist, Options options)
+    : store_(store), persist_(std::move(persist)), options_(options) {
   thread_ = std::thread([this] {
     NameThisThread("bf-task-writer");
     Loop();
@@ -37,7 +37,13 @@ TaskWriter::~TaskWriter() {
 
 void TaskWriter::Write(std::vector<PartitionTask> rows, Done done) {
   absl::MutexLock lock(&mu_);
+  queued_rows_ += rows.size();
   queue_.push_back({std::move(rows), std::move(done)});
+}
+
+void TaskWriter::Hurry() {
+  absl::MutexLock lock(&mu_);
+  hurry_ = true;
 }
 
 void TaskWriter::Loop() {
@@ -51,6 +57,18 @@ void TaskWriter::Loop() {
           },
           this));
       if (queue_.empty()) return;  // stopping, nothing left
+      // Gathers more rows for this commit, unless enough are queued or
+      // someone waits for them.
+      mu_.AwaitWithTimeout(
+          absl::Condition(
+              +[](TaskWriter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) {
+                return w->queued_rows_ >= w->options_.group_rows || w->hurry_ ||
+                       w->stopping_;
+              },
+              this),
+          options_.gather);
+      hurry_ = false;
+      queued_rows_ = 0;
       taken.swap(queue_);
     }
     // A row is written whole, so of the writes of one task in this commit

@@ -3,13 +3,19 @@
 // worker since its last commit in one transaction (group commit).
 //
 // A worker that stages a batch of short partitions queues each start and
-// each checkpoint as it comes and goes on staging: a checkpoint is
-// committed as soon as the writer gets to it, never held back by the
-// staging of a later partition, and many partitions' rows cost the store
-// one commit. The worker waits once, at the end of its batch, until each
-// of its writes is committed (or failed); only then does it count a
-// partition done, so a partition is reported checkpointed only once its
-// checkpoint is durable, as when each was written alone.
+// each checkpoint as it comes and goes on staging, and many partitions'
+// rows cost the store one commit. Once something is queued, the writer
+// gathers more for at most `Options::gather` (2 ms) or until
+// `Options::group_rows` rows are queued, whichever comes first, and not at
+// all once a worker waits for its writes (Hurry): a commit's cost is
+// mostly per commit (its pages written to the log, then checkpointed), so
+// a few rows per commit would spend most of the writer's time, and of the
+// checkpointer's, on the same pages. A checkpoint is thus held back by at
+// most the gather time, never by the staging of a later partition. The
+// worker waits once, at the end of its batch, until each of its writes is
+// committed (or failed); only then does it count a partition done, so a
+// partition is reported checkpointed only once its checkpoint is durable,
+// as when each was written alone.
 //
 // Writes are applied in the order they were queued; rows are written
 // whole, so when one commit holds several writes of the same task (a
@@ -35,6 +41,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/job.h"
 #include "core/state_store.h"
 
@@ -49,7 +56,16 @@ class TaskWriter {
   // Called once a write is committed (OK) or has failed for good.
   using Done = std::function<void(const absl::Status&)>;
 
-  TaskWriter(StateStore* store, Persist persist);
+  struct Options {
+    // Rows queued at which a commit starts without gathering more.
+    size_t group_rows = 64;
+    // How long the writer gathers rows after the first is queued.
+    absl::Duration gather = absl::Milliseconds(2);
+  };
+
+  TaskWriter(StateStore* store, Persist persist, Options options);
+  TaskWriter(StateStore* store, Persist persist)
+      : TaskWriter(store, std::move(persist), Options()) {}
   // Writes what is queued, then stops the thread.
   ~TaskWriter();
 
@@ -61,6 +77,10 @@ class TaskWriter {
   void Write(std::vector<PartitionTask> rows, Done done)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Someone waits for what is queued: the next commit starts without
+  // gathering more rows. Call it after queueing what you will wait for.
+  void Hurry() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Queued {
     std::vector<PartitionTask> rows;
@@ -70,9 +90,12 @@ class TaskWriter {
 
   StateStore* const store_;
   const Persist persist_;
+  const Options options_;
 
   absl::Mutex mu_;
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  bool hurry_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -2,8 +2,10 @@
 // queued while a commit runs are committed together in the next one, in
 // the order they were queued, a task written twice in one commit as its
 // last row; a write that cannot be applied fails alone;
-// a transient failure is retried through the given persist function; and
-// what is queued when the writer is destroyed is still written.
+// a transient failure is retried through the given persist function; rows
+// queued while the writer gathers share a commit, which a waiting worker or
+// the gathering's time limit starts; and what is queued when the writer is
+// destroyed is still written.
 
 #include <functional>
 #include <memory>
@@ -188,6 +190,66 @@ TEST_F(TaskWriterTest, ATransientFailureIsRetriedByPersist) {
   }
   EXPECT_TRUE(result.ok()) << result;
   EXPECT_EQ(attempts, 3);
+  EXPECT_EQ(StateOf("2025-01-01"), TaskState::kStaged);
+}
+
+TEST_F(TaskWriterTest, RowsQueuedWhileItGathersShareOneCommit) {
+  TaskWriter::Options options;
+  options.group_rows = 3;
+  options.gather = absl::InfiniteDuration();  // until three rows
+  std::vector<std::string> commits;
+  absl::Notification written;
+  {
+    TaskWriter writer(
+        &store_,
+        [&](const std::string& what,
+            const std::function<absl::Status()>& write) {
+          commits.push_back(what);
+          return write();
+        },
+        options);
+    writer.Write({Task("2025-01-01", TaskState::kRunning)}, nullptr);
+    writer.Write({Task("2025-01-02", TaskState::kRunning)}, nullptr);
+    writer.Write({Task("2025-01-03", TaskState::kStaged)},
+                 [&](const absl::Status&) { written.Notify(); });
+    // The third row ends the gathering, not the destructor.
+    ASSERT_TRUE(written.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  }
+  EXPECT_EQ(store_.write_calls("UpdateTasks"), 1);
+  EXPECT_EQ(commits,
+            (std::vector<std::string>{
+                "writing the starts and checkpoints of 3 partitions"}));
+  EXPECT_EQ(StateOf("2025-01-03"), TaskState::kStaged);
+}
+
+TEST_F(TaskWriterTest, AWaitingWorkerEndsTheGathering) {
+  TaskWriter::Options options;
+  options.group_rows = 1000;
+  options.gather = absl::InfiniteDuration();
+  TaskWriter writer(&store_, &TaskWriterTest::Once, options);
+  absl::Notification written;
+  writer.Write({Task("2025-01-02", TaskState::kStaged)},
+               [&](const absl::Status& s) {
+                 EXPECT_TRUE(s.ok()) << s;
+                 written.Notify();
+               });
+  writer.Hurry();
+  ASSERT_TRUE(written.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(StateOf("2025-01-02"), TaskState::kStaged);
+  // A hurry is spent by the commit it started: the next rows gather again
+  // (here: until the destructor writes them).
+  writer.Write({Task("2025-01-03", TaskState::kStaged)}, nullptr);
+}
+
+TEST_F(TaskWriterTest, TheGatheringEndsAfterItsTime) {
+  TaskWriter::Options options;
+  options.group_rows = 1000;
+  options.gather = absl::Milliseconds(1);
+  TaskWriter writer(&store_, &TaskWriterTest::Once, options);
+  absl::Notification written;
+  writer.Write({Task("2025-01-01", TaskState::kStaged)},
+               [&](const absl::Status&) { written.Notify(); });
+  ASSERT_TRUE(written.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(StateOf("2025-01-01"), TaskState::kStaged);
 }
 
