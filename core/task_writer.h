@@ -59,7 +59,8 @@ class TaskWriter {
   struct Options {
     // Rows queued at which a commit starts without gathering more.
     size_t group_rows = 64;
-    // How long the writer gathers rows after the first is queued.
+    // How long the writer gathers rows for a commit, from when it takes up
+    // a non-empty queue (at once if idle, else after its commit).
     absl::Duration gather = absl::Milliseconds(2);
   };
 
