@@ -617,10 +617,14 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
     // The temp schema is scratch space (StagePartition's output table, the
-    // diff's tables): every use empties what it reads before it writes, so
-    // it needs no rollback journal, and a staging transaction then creates
-    // and deletes no journal file. Its pages still spill to a temp file.
-    RETURN_IF_ERROR(db->Exec("PRAGMA temp.journal_mode=OFF"));
+    // diff's tables), lost with the connection anyway: its rollback journal
+    // is kept in memory, so a staging transaction creates and deletes no
+    // journal file. (Not OFF: a rollback without a journal leaves the
+    // pages already spilled to the temp file as they were written.) Its
+    // pages still spill to a temp file, so a large partition's output need
+    // not fit in memory; the journal holds only the pages a transaction
+    // changes that existed before it, and every use empties the tables.
+    RETURN_IF_ERROR(db->Exec("PRAGMA temp.journal_mode=MEMORY"));
     db->ShareWriterLock(writer);
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     RETURN_IF_ERROR(sqlite::RegisterFingerprintFunction(db.get()));

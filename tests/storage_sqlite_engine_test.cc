@@ -266,5 +266,41 @@ TEST_F(SqliteEngineTest, ATransformIsCompiledAgainForEachNewSetup) {
   EXPECT_THAT(staged.status().message(), HasSubstr("region"));
 }
 
+// A partition whose output outgrows SQLite's page cache (so that its
+// session table spills to a file mid-transaction) and is then rejected
+// leaves that connection's session tables sound: the next partition stages
+// exactly its own rows, round after round.
+TEST_F(SqliteEngineTest, ALargeRejectedOutputLeavesTheSessionTablesSound) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  constexpr int kRows = 100000;  // about 5 MB: more than the 2 MB cache
+  revenue_.transform = absl::StrCat(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
+      "i < ",
+      kRows, ") SELECT CASE WHEN :partition = '2025-01-01' AND i = ", kRows,
+      " THEN '2025-01-02' ELSE :partition END AS ds, printf('region-%08d-"
+      "padding-padding', i) AS region, i * 1.0 AS revenue, i AS orders FROM n");
+  JobLayout layout =
+      Layout("bf-1", {{&revenue_, {"2025-01-01", "2025-01-03"}}});
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  const std::string stage = absl::StrCat(
+      "\"", SqliteEngine::StageTable("bf-1", "daily_revenue"), "\"");
+  for (int round = 0; round < 3; ++round) {
+    auto rejected = StageRevenue("bf-1", "2025-01-01");
+    ASSERT_FALSE(rejected.ok());
+    EXPECT_THAT(rejected.status().message(),
+                HasSubstr("1 rows of daily_revenue fall outside partition"));
+    auto staged = StageRevenue("bf-1", "2025-01-03");
+    ASSERT_TRUE(staged.ok()) << staged.status();
+    EXPECT_EQ(staged->rows_written, kRows);
+    EXPECT_EQ(Rows(absl::StrCat("SELECT ds, COUNT(*), SUM(orders), "
+                                "COUNT(DISTINCT region) FROM ",
+                                stage, " GROUP BY ds")),
+              (std::vector<std::string>{absl::StrCat(
+                  "2025-01-03|", kRows, "|",
+                  static_cast<int64_t>(kRows) * (kRows + 1) / 2, "|", kRows)}))
+        << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace backfill
