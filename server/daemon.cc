@@ -36,6 +36,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "openlineage/emitter.h"
 #include "platform/curl_http_client.h"
+#include "platform/heap_trimmer.h"
 #include "platform/posix_command_runner.h"
 #include "platform/service_notifier.h"
 #include "platform/systemd_notifier.h"
@@ -436,7 +437,11 @@ absl::Status Daemon::Init(Catalog catalog) {
         options_.metrics_listen.empty() ? "\"\"" : options_.metrics_listen);
   }
   if (absl::Status s = StartOpenLineage(); !s.ok()) return s;
-  observer_ = std::make_unique<LoggingObserver>(ObserverAfterLogging());
+  heap_trimmer_ = std::make_unique<HeapTrimmer>();
+  std::vector<JobObserver*> observers = {metrics_.get(), heap_trimmer_.get()};
+  if (lineage_ != nullptr) observers.push_back(lineage_.get());
+  fanout_ = std::make_unique<FanoutObserver>(std::move(observers));
+  observer_ = std::make_unique<LoggingObserver>(fanout_.get());
 
   step_done("metrics and OpenLineage");
 
@@ -733,8 +738,6 @@ absl::Status Daemon::StartOpenLineage() {
     return absl::Status(
         s.code(), absl::StrCat("cannot start OpenLineage: ", s.message()));
   }
-  fanout_ = std::make_unique<FanoutObserver>(
-      std::vector<JobObserver*>{metrics_.get(), lineage_.get()});
   spdlog::info(
       "OpenLineage: sending RunEvents to {}, namespace {}, datasets in {}",
       LogText(openlineage::LineageEndpoint(options_.openlineage_url)
@@ -742,11 +745,6 @@ absl::Status Daemon::StartOpenLineage() {
       LogText(options_.openlineage_namespace),
       LogText(lineage_options.dataset_namespace));
   return absl::OkStatus();
-}
-
-JobObserver* Daemon::ObserverAfterLogging() {
-  if (fanout_ != nullptr) return fanout_.get();
-  return metrics_.get();
 }
 
 void Daemon::StopOpenLineage() {
@@ -993,6 +991,7 @@ void Daemon::Shutdown() {
   service_.reset();
   manager_.reset();
   StopOpenLineage();
+  heap_trimmer_.reset();
   clock_.reset();
   if (metrics_ != nullptr) metrics_->StopListening();
   engine_.reset();

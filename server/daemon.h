@@ -49,6 +49,7 @@ class SystemClock;
 class JobObserver;
 class DataDirLock;
 class FanoutObserver;
+class HeapTrimmer;
 class HttpClient;
 class OpenLineageMetrics;
 class ReloadMetrics;
@@ -187,10 +188,8 @@ class Daemon {
   explicit Daemon(DaemonOptions options);
   absl::Status Init(Catalog catalog);
   // Builds and starts the OpenLineage emitter when --openlineage-url is
-  // given (the observers after logging: metrics, then the emitter).
+  // given.
   absl::Status StartOpenLineage();
-  // The observer LoggingObserver passes events on to.
-  JobObserver* ObserverAfterLogging();
   // Drains and destroys the emitter (after the manager stopped).
   void StopOpenLineage();
   // Declares the catalog's datasets to the metrics and where they read the
@@ -224,6 +223,10 @@ class Daemon {
   std::unique_ptr<SystemClock> lineage_clock_;
   std::unique_ptr<OpenLineageMetrics> lineage_metrics_;
   std::unique_ptr<openlineage::OpenLineageEmitter> lineage_;
+  // Returns the heap's free memory to the system as jobs change phase.
+  std::unique_ptr<HeapTrimmer> heap_trimmer_;
+  // The observers after logging: metrics, the heap trimmer, then the
+  // emitter (if any).
   std::unique_ptr<FanoutObserver> fanout_;
   // Stale partitions per dataset for the metrics (after store_, before
   // metrics_ is torn down it is no longer read).
