@@ -6,12 +6,15 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "core/progress.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
@@ -22,6 +25,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/grpc_metrics.h"
+#include "server/listener_wake.h"
 #include "server/log_text.h"
 #include "server/process_collector.h"
 #include "spdlog/spdlog.h"
@@ -480,6 +484,7 @@ absl::Status Metrics::Listen(const std::string& address,
                             "/metrics");
     }
     exposer_ = std::move(exposer);
+    listen_host_ = address.substr(0, address.rfind(':'));
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(
         "cannot serve metrics on --metrics-listen ", address, ": ", e.what()));
@@ -493,7 +498,24 @@ int Metrics::port() const {
   return ports.empty() ? 0 : ports.front();
 }
 
-void Metrics::StopListening() { exposer_.reset(); }
+void Metrics::StopListening() {
+  if (!exposer_) return;
+  // The exposer's listening thread sees the stop only when its poll() of
+  // the listening socket returns, every 2 s when no scrape comes: a
+  // connection now and then during the stop makes it return at once (the
+  // first may come before the stop is flagged, hence the loop).
+  const std::string host = WakeHost(listen_host_);
+  const int port = this->port();
+  absl::Notification stopped;
+  std::thread waker([&] {
+    do {
+      WakeListener(host, port);
+    } while (!stopped.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  });
+  exposer_.reset();
+  stopped.Notify();
+  waker.join();
+}
 
 prometheus::Registry& Metrics::registry() { return *registry_; }
 void Metrics::AddCollectable(

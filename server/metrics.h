@@ -91,7 +91,8 @@ class Metrics final : public JobObserver {
                       BasicAuthCheck basic_auth = {});
   // The bound port after Listen(), else 0.
   int port() const;
-  // Stops serving /metrics. Idempotent.
+  // Stops serving /metrics, at once (it wakes the server's listening thread
+  // rather than wait for its poll; server/listener_wake.h). Idempotent.
   void StopListening();
 
   // The exposition text of a scrape, as /metrics serves it.
@@ -164,6 +165,8 @@ class Metrics final : public JobObserver {
   std::shared_ptr<DownstreamCollector> downstream_collector_;
   std::unique_ptr<GrpcServerMetrics> grpc_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  // The HOST of Listen()'s address, for WakeListener when stopping.
+  std::string listen_host_;
   std::vector<std::shared_ptr<prometheus::Collectable>> added_collectables_;
 
   // Children of the registry's families (owned by the registry).
