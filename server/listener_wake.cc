@@ -1,6 +1,5 @@
 #include "server/listener_wake.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -38,29 +37,29 @@ bool WakeListener(const std::string& host, int port) {
   if (getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
     return false;
   }
-  bool started = false;
+  bool established_any = false;
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     const int fd =
         socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                a->ai_protocol);
     if (fd < 0) continue;
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      started = true;
-    } else if (errno == EINPROGRESS) {
-      // Until the listener has the connection in its queue, which is what
-      // wakes its poll(); a listener that is gone answers at once.
+    bool established = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!established && errno == EINPROGRESS) {
+      // Wait (briefly) for the connection to be established: then it is in
+      // the listener's queue, which is what wakes its poll(). A refused one
+      // polls writable too, with its error set.
       pollfd p{fd, POLLOUT, 0};
-      // A refused connection polls writable too, with an error set.
       int error = -1;
       socklen_t len = sizeof error;
-      started = poll(&p, 1, kConnectWaitMs) > 0 && (p.revents & POLLOUT) &&
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 &&
-                error == 0;
+      established =
+          poll(&p, 1, kConnectWaitMs) > 0 && (p.revents & POLLOUT) != 0 &&
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
     }
     close(fd);
+    established_any = established_any || established;
   }
   freeaddrinfo(found);
-  return started;
+  return established_any;
 }
 
 }  // namespace backfill
