@@ -16,8 +16,8 @@ constexpr int kConnectWaitMs = 100;
 
 }  // namespace
 
-std::string WakeHost(const std::string& listen_host) {
-  std::string host = listen_host;
+std::string WakeHost(const std::string& listen_address) {
+  std::string host = listen_address.substr(0, listen_address.rfind(':'));
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }

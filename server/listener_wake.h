@@ -18,11 +18,10 @@
 
 namespace backfill {
 
-// The host to connect to for a server listening on `listen_host` (the HOST
-// of a "HOST:PORT" listen address, IPv6 in brackets or not): the loopback
-// address of the same family for a wildcard ("", "0.0.0.0", "::", "*"),
-// else the host itself.
-std::string WakeHost(const std::string& listen_host);
+// The host to connect to for a server listening on `listen_address`
+// ("HOST:PORT", an IPv6 HOST in brackets): the loopback address of the same
+// family for a wildcard HOST ("", "0.0.0.0", "*", "[::]"), else the HOST.
+std::string WakeHost(const std::string& listen_address);
 
 // Connects to `host`:`port` (every address the host resolves to) and closes
 // each connection once established; returns whether any was. Waits at most

@@ -484,7 +484,7 @@ absl::Status Metrics::Listen(const std::string& address,
                             "/metrics");
     }
     exposer_ = std::move(exposer);
-    listen_host_ = address.substr(0, address.rfind(':'));
+    listen_address_ = address;
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(
         "cannot serve metrics on --metrics-listen ", address, ": ", e.what()));
@@ -504,7 +504,7 @@ void Metrics::StopListening() {
   // the listening socket returns, every 2 s when no scrape comes: a
   // connection now and then during the stop makes it return at once (the
   // first may come before the stop is flagged, hence the loop).
-  const std::string host = WakeHost(listen_host_);
+  const std::string host = WakeHost(listen_address_);
   const int port = this->port();
   absl::Notification stopped;
   std::thread waker([&] {

@@ -165,8 +165,8 @@ class Metrics final : public JobObserver {
   std::shared_ptr<DownstreamCollector> downstream_collector_;
   std::unique_ptr<GrpcServerMetrics> grpc_;
   std::unique_ptr<prometheus::Exposer> exposer_;
-  // The HOST of Listen()'s address, for WakeListener when stopping.
-  std::string listen_host_;
+  // Listen()'s address, for WakeListener when stopping.
+  std::string listen_address_;
   std::vector<std::shared_ptr<prometheus::Collectable>> added_collectables_;
 
   // Children of the registry's families (owned by the registry).

@@ -76,16 +76,15 @@ TEST(ListenerWakeTest, BadPortsAndHostsAreRefused) {
 }
 
 TEST(ListenerWakeTest, WildcardsMapToLoopbackOfTheirFamily) {
-  EXPECT_EQ(WakeHost(""), "127.0.0.1");
-  EXPECT_EQ(WakeHost("0.0.0.0"), "127.0.0.1");
-  EXPECT_EQ(WakeHost("*"), "127.0.0.1");
-  EXPECT_EQ(WakeHost("::"), "::1");
-  EXPECT_EQ(WakeHost("[::]"), "::1");
-  EXPECT_EQ(WakeHost("[::1]"), "::1");
-  EXPECT_EQ(WakeHost("[fe80::1]"), "fe80::1");
-  EXPECT_EQ(WakeHost("127.0.0.1"), "127.0.0.1");
-  EXPECT_EQ(WakeHost("10.1.2.3"), "10.1.2.3");
-  EXPECT_EQ(WakeHost("metrics.example"), "metrics.example");
+  EXPECT_EQ(WakeHost(":9464"), "127.0.0.1");
+  EXPECT_EQ(WakeHost("0.0.0.0:9464"), "127.0.0.1");
+  EXPECT_EQ(WakeHost("*:9464"), "127.0.0.1");
+  EXPECT_EQ(WakeHost("[::]:9464"), "::1");
+  EXPECT_EQ(WakeHost("[::1]:9464"), "::1");
+  EXPECT_EQ(WakeHost("[fe80::1]:0"), "fe80::1");
+  EXPECT_EQ(WakeHost("127.0.0.1:0"), "127.0.0.1");
+  EXPECT_EQ(WakeHost("10.1.2.3:9464"), "10.1.2.3");
+  EXPECT_EQ(WakeHost("metrics.example:9464"), "metrics.example");
 }
 
 }  // namespace
