@@ -223,6 +223,15 @@ absl::Status PredicateRefused(std::string_view predicate, std::string_view why,
       " (and ", Sv(also), ")"));
 }
 
+absl::Status PredicateTooBig(std::string_view predicate, int64_t max_bytes,
+                             std::string_view where) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "affected_by: predicate ", QuotePredicate(predicate), " over ", Sv(where),
+      " made a value larger than ", max_bytes,
+      " bytes and was stopped: a predicate may not build strings or blobs "
+      "that large"));
+}
+
 absl::Status PredicateInterrupted(std::string_view predicate) {
   return absl::UnavailableError(absl::StrCat(
       "affected_by: evaluating predicate ", QuotePredicate(predicate),

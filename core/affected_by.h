@@ -20,6 +20,7 @@
 #define BACKFILL_CORE_AFFECTED_BY_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
@@ -78,6 +79,10 @@ absl::Status PredicateRanTooLong(std::string_view predicate,
 absl::Status PredicateRefused(std::string_view predicate, std::string_view why,
                               std::string_view where, std::string_view also);
 absl::Status PredicateInterrupted(std::string_view predicate);
+// A predicate that made a string or blob over the engine's bound of
+// `max_bytes` (INVALID_ARGUMENT: it is refused, not retried).
+absl::Status PredicateTooBig(std::string_view predicate, int64_t max_bytes,
+                             std::string_view where);
 
 }  // namespace backfill
 

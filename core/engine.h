@@ -475,6 +475,13 @@ class Engine {
   // Makes the calls in progress fail soon (for a shutdown that cannot wait
   // for a long transform). May be called from any thread.
   virtual void Interrupt() {}
+
+  // Whether the warehouse's storage can still be used, found cheaply (no
+  // query, no lock a call holds): OK, or FAILED_PRECONDITION saying what
+  // happened to it (a file removed, replaced or truncated under the
+  // running daemon) and what to do. An engine with nothing to look at
+  // says OK. May be called from any thread.
+  virtual absl::Status Probe() { return absl::OkStatus(); }
 };
 
 }  // namespace backfill

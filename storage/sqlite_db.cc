@@ -297,6 +297,13 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     return status;
   }
   sqlite3_extended_result_codes(db, 1);
+  // fts3_tokenizer() with two arguments installs a tokenizer from a raw
+  // pointer, and with one returns a pointer of the library's: neither has a
+  // use here, and Debian's SQLite enables it at build time. Defensive mode
+  // keeps SQL from corrupting the file on purpose (writable_schema and
+  // friends).
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   std::unique_ptr<Database> out(new Database(db, path));
   absl::Status status = out->SetBusyTimeout(options.busy_timeout);
   if (!status.ok()) return status;

@@ -1,7 +1,9 @@
 #include "storage/sqlite_engine.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -733,6 +735,51 @@ absl::Status SqliteEngine::CheckFile() const {
   return absl::OkStatus();
 }
 
+absl::Status SqliteEngine::Probe() {
+  if (path_.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckFile());
+  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the warehouse file ", path_, " cannot be opened (",
+                     std::strerror(errno), ")"));
+  }
+  unsigned char header[100];
+  const ssize_t got = pread(fd, header, sizeof(header), 0);
+  struct stat st;
+  const int stat_rc = fstat(fd, &st);
+  close(fd);
+  const std::string restore =
+      "; stop backfilld, restore the warehouse from a backup "
+      "(docs/operations.md) "
+      "and start it again";
+  if (got != static_cast<ssize_t>(sizeof(header)) || stat_rc != 0 ||
+      std::memcmp(header, "SQLite format 3", 16) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the warehouse file ", path_,
+        " was truncated or overwritten while backfilld was running (",
+        stat_rc == 0 ? absl::StrCat(st.st_size, " bytes, ") : std::string(),
+        "no SQLite header)", restore));
+  }
+  auto be32 = [&](int at) {
+    return (uint32_t{header[at]} << 24) | (uint32_t{header[at + 1]} << 16) |
+           (uint32_t{header[at + 2]} << 8) | uint32_t{header[at + 3]};
+  };
+  int64_t page_size = (int64_t{header[16]} << 8) | header[17];
+  if (page_size == 1) page_size = 65536;
+  // The page count in the header holds when the change counter it was
+  // written with is the current one.
+  const int64_t pages = be32(28);
+  if (be32(24) == be32(92) && st.st_size < pages * page_size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the warehouse file ", path_,
+                     " was truncated while backfilld was running (", st.st_size,
+                     " bytes; its header counts ", pages, " pages of ",
+                     page_size, ")", restore));
+  }
+  return absl::OkStatus();
+}
+
 std::string SqliteEngine::store_id() const {
   absl::MutexLock lock(&store_mu_);
   return store_id_;
@@ -937,15 +984,22 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   const std::string where =
       absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
   const absl::Duration timeout = predicate_timeout_;
-  sqlite::ReadSandbox sandbox(db, dataset.table, timeout);
+  // The engine's part of the statement maps rows to partitions with its
+  // own function.
+  sqlite::ReadSandbox sandbox(db, dataset.table, timeout,
+                              {sqlite::kPartitionFunction});
   // Every failure of the statement, as the client should read it.
   auto failed = [&](const absl::Status& status) -> absl::Status {
     if (sandbox.timed_out()) {
       return PredicateRanTooLong(predicate, timeout, where);
     }
+    if (sandbox.LastErrorTooBig()) {
+      return PredicateTooBig(predicate, sqlite::kPredicateMaxValueBytes, where);
+    }
     if (!sandbox.refused().empty()) {
       return PredicateRefused(predicate, sandbox.refused(), where,
-                              "call SQL functions");
+                              "call SQLite's functions of the allow-list in "
+                              "docs/pipeline-spec.md");
     }
     if (sandbox.LastErrorInterrupted()) return PredicateInterrupted(predicate);
     if (status.code() == absl::StatusCode::kInternal ||
@@ -1226,9 +1280,13 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
   // serves any other call (Acquire).
   std::vector<std::string> setup;
   std::set<std::string> shadowed;
+  // What the views read: the transform may read it through them.
+  std::set<std::string> view_reads;
   for (const JobLayout::Item& up : layout.items) {
     const DatasetSpec& u = *up.dataset;
     if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
+    view_reads.insert(
+        {StageTable(job_id, u.name), u.table, PartsTable(job_id, u.name)});
     std::string sql = absl::StrCat("CREATE TEMP VIEW ", Q(u.table),
                                    " AS SELECT ", ColumnList(u), " FROM main.",
                                    Q(StageTable(job_id, u.name)));
@@ -1253,6 +1311,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     setup.push_back(absl::StrCat("CREATE TEMP VIEW ", Q(pin->table),
                                  " AS SELECT * FROM main.",
                                  Q(PinTable(job_id, pin->name))));
+    view_reads.insert(PinTable(job_id, pin->name));
   }
   setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(kOutTable), " (",
                                ColumnDefs(dataset), ")"));
@@ -1269,7 +1328,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     }
     // The transform alone: one read-only SELECT with the contract columns,
     // compiled (never from the statement cache) against the objects just
-    // made.
+    // made. The INSERT below runs the text compiled here.
     absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
     if (!transform.ok()) {
       return absl::FailedPreconditionError(
@@ -1277,6 +1336,36 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
                        " does not compile: ", transform.status().message()));
     }
     RETURN_IF_ERROR(CheckTransform(dataset, *transform));
+    // Compiled again in a sandbox: it may read its declared upstream
+    // datasets only (through the job's views where the job recomputes or
+    // pins them: the view, and the job's own tables the view reads) and
+    // call the functions of the allow-list.
+    sqlite::Sandbox::Options allowed;
+    allowed.tables = view_reads;
+    allowed.temp_tables = true;  // the job's views
+    allowed.recursive = true;
+    allowed.extra_functions = {sqlite::kPartitionFunction};  // in the views
+    std::vector<std::string> upstream;
+    for (const InputRef& in : inputs) {
+      if (allowed.tables.insert(in.dataset->table).second) {
+        upstream.push_back(
+            absl::StrCat(in.dataset->name, " (table ", in.dataset->table, ")"));
+      }
+    }
+    std::string refused;
+    {
+      sqlite::Sandbox sandbox(db.get(), std::move(allowed));
+      refused = db->Prepare(dataset.transform).ok() ? "" : sandbox.refused();
+    }
+    if (!refused.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transform of ", dataset.name, " is refused: it ", refused,
+          "; a transform may read only its declared upstream datasets (",
+          upstream.empty() ? std::string("none")
+                           : absl::StrJoin(upstream, ", "),
+          ") and call SQLite's functions of the allow-list in "
+          "docs/pipeline-spec.md"));
+    }
     std::string body = transform->Sql();
     while (!body.empty() &&
            (body.back() == ';' ||

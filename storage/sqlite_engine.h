@@ -226,6 +226,9 @@ class SqliteEngine : public Engine {
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;
   void Interrupt() override;
+  // The warehouse file is there, the one opened, and not shorter than its
+  // header says (nor without one).
+  absl::Status Probe() override;
 
   // How long PartitionsMatching lets a predicate run (default 20 s).
   void SetPredicateTimeout(absl::Duration timeout);

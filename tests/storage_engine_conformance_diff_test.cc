@@ -57,6 +57,11 @@ class EngineDiffConformanceTest : public testing::ConformanceTest {
                       {"qty", "INTEGER"},
                       {"label", "TEXT"}};
     facts_.primary_key = {"ds", "id"};
+    next_.name = "facts_next";
+    next_.kind = DatasetKind::kSource;
+    next_.table = "facts_next";
+    next_.partition = PartitionSpec{"ds", Grain::kDay, {}};
+    facts_.upstream = {{"facts_next", Mapping::kIdentity}};
   }
 
   // `facts` (the published table, when `published`) and `facts_next` (the
@@ -81,7 +86,8 @@ class EngineDiffConformanceTest : public testing::ConformanceTest {
     layout.items = {{&facts_, days}};
     ASSERT_TRUE(engine()->PrepareJob(layout).ok());
     for (const std::string& day : days) {
-      auto staged = engine()->StagePartition(kJob, facts_, day, {});
+      auto staged =
+          engine()->StagePartition(kJob, facts_, day, {{&next_, day}});
       ASSERT_TRUE(staged.ok()) << day << ": " << staged.status();
       ASSERT_EQ(staged->rows_written,
                 Int(absl::StrCat("SELECT COUNT(*) FROM facts_next WHERE ds = '",
@@ -168,6 +174,7 @@ class EngineDiffConformanceTest : public testing::ConformanceTest {
   }
 
   DatasetSpec facts_;
+  DatasetSpec next_;  // facts_next, its upstream
 };
 
 INSTANTIATE_TEST_SUITE_P(Warehouses, EngineDiffConformanceTest,

@@ -300,6 +300,51 @@ TEST_P(EngineConformanceTest, MissingContractColumnIsNamed) {
   EXPECT_EQ(Count(Quote("raw_orders")), 7);
 }
 
+// A transform reads its declared upstream datasets and calls the
+// functions of the allow-list; a table it did not declare, or a function
+// off the list, is refused before it runs, and nothing is staged.
+TEST_P(EngineConformanceTest, ATransformReadsOnlyWhatItDeclares) {
+  Exec("CREATE TABLE secrets (ds TEXT, region TEXT)");
+  Exec("INSERT INTO secrets VALUES ('2025-01-01', 'x')");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"SELECT ds, region, 0.0 AS revenue, 0 AS orders FROM secrets WHERE "
+       "ds = :partition",
+       "secrets"},
+      {"SELECT o.order_date AS ds, c.region AS region, SUM(o.amount) AS "
+       "revenue, COUNT(*) AS orders FROM raw_orders o JOIN dim_customers c "
+       "ON c.customer_id = o.customer_id WHERE o.order_date = :partition "
+       "AND c.region NOT IN (SELECT region FROM secrets) GROUP BY 1, 2",
+       "secrets"},
+      {"SELECT order_date AS ds, 'r' AS region, SUM(amount) * random() AS "
+       "revenue, COUNT(*) AS orders FROM raw_orders WHERE order_date = "
+       ":partition GROUP BY 1",
+       "random, which is not on the allow-list"},
+  };
+  int n = 0;
+  for (const auto& [transform, what] : cases) {
+    SCOPED_TRACE(transform);
+    const std::string job = absl::StrCat("bf-", ++n);
+    revenue_.transform = transform;
+    ASSERT_TRUE(
+        engine()->PrepareJob(Layout(job, {{&revenue_, {"2025-01-01"}}})).ok());
+    auto staged = StageRevenue(job, "2025-01-01");
+    ASSERT_EQ(staged.status().code(), absl::StatusCode::kFailedPrecondition)
+        << staged.status();
+    EXPECT_THAT(staged.status().message(),
+                HasSubstr("transform of daily_revenue is refused: it "));
+    EXPECT_THAT(staged.status().message(), HasSubstr(what));
+    EXPECT_THAT(staged.status().message(),
+                HasSubstr("orders (table raw_orders), customers (table "
+                          "dim_customers)"));
+    ASSERT_TRUE(engine()->DropStaging(job).ok());
+  }
+  // The declared upstreams, and only them, stage as before.
+  revenue_.transform = kDailyRevenueSql;
+  RunRevenueJob("bf-ok", {"2025-01-01"});
+  EXPECT_EQ(RevenueRows(Quote("daily_revenue")),
+            ExpectedDailyRevenue("'2025-01-01'"));
+}
+
 TEST_P(EngineConformanceTest, PublishIsAtomicAcrossDatasets) {
   RunRevenueJob("bf-1", {"2025-01-01", "2025-01-02"});
   auto before = Rows("SELECT * FROM daily_revenue ORDER BY 1, 2");
@@ -481,7 +526,7 @@ TEST_P(EngineConformanceTest, IdentifiersAreAlwaysQuoted) {
   JobLayout layout = Layout("bf-1", {{&weird, {"2025-01-01", "2025-01-03"}}});
   ASSERT_TRUE(engine()->PrepareJob(layout).ok());
   for (const char* day : {"2025-01-01", "2025-01-03"}) {
-    auto r = engine()->StagePartition("bf-1", weird, day, {});
+    auto r = engine()->StagePartition("bf-1", weird, day, {{&orders_, day}});
     ASSERT_TRUE(r.ok()) << r.status();
   }
   EXPECT_THAT(engine()->ValidateStaged("bf-1", weird)->failures, IsEmpty());
@@ -516,11 +561,16 @@ TEST_P(EngineConformanceTest, PartitionValuesAreValidatedOrBound) {
   const std::string evil_key = "x'); DROP TABLE raw_orders; --";
   JobLayout layout = Layout("bf-2", {{&by_key, {evil_key, "plain"}}});
   ASSERT_TRUE(engine()->PrepareJob(layout).ok());
-  ASSERT_TRUE(engine()->StagePartition("bf-2", by_key, evil_key, {}).ok());
-  ASSERT_TRUE(engine()->StagePartition("bf-2", by_key, "plain", {}).ok());
-  EXPECT_EQ(
-      engine()->StagePartition("bf-2", by_key, "other", {}).status().code(),
-      absl::StatusCode::kInvalidArgument);
+  const std::vector<InputRef> all_orders = {{&orders_, std::nullopt}};
+  ASSERT_TRUE(
+      engine()->StagePartition("bf-2", by_key, evil_key, all_orders).ok());
+  ASSERT_TRUE(
+      engine()->StagePartition("bf-2", by_key, "plain", all_orders).ok());
+  EXPECT_EQ(engine()
+                ->StagePartition("bf-2", by_key, "other", all_orders)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(engine()->Publish(layout).ok());
   EXPECT_THAT(Rows("SELECT k, n FROM by_key ORDER BY k"),
               ElementsAre("plain|7", evil_key + "|7"));

@@ -119,8 +119,8 @@ class TimeKeyConformanceTest : public testing::ConformanceTest {
     ASSERT_TRUE(engine()->PrepareJob(layout).ok());
     for (const JobLayout::Item& item : layout.items) {
       for (const std::string& p : item.partitions) {
-        auto staged =
-            engine()->StagePartition(layout.job_id, *item.dataset, p, {});
+        auto staged = engine()->StagePartition(layout.job_id, *item.dataset, p,
+                                               {{&src_, p}});
         ASSERT_TRUE(staged.ok()) << p << ": " << staged.status();
       }
     }
@@ -292,7 +292,8 @@ TEST_P(TimeKeyConformanceTest, ARowOfAnotherKeyIsRefusedAtStaging) {
   layout.job_id = "bf-3";
   layout.items.push_back({&bad, {"2024-02-28|eu"}});
   ASSERT_TRUE(engine()->PrepareJob(layout).ok());
-  auto staged = engine()->StagePartition("bf-3", bad, "2024-02-28|eu", {});
+  auto staged = engine()->StagePartition("bf-3", bad, "2024-02-28|eu",
+                                         {{&src_, "2024-02-28|eu"}});
   ASSERT_FALSE(staged.ok());
   EXPECT_EQ(staged.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(staged.status().message()),

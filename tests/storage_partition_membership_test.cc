@@ -537,13 +537,14 @@ class MembershipEngineTest : public ::testing::TestWithParam<Grain> {
     EXPECT_TRUE(v.ok()) << v.status() << " in " << sql;
     return v.ok() ? *v : -1;
   }
-  // Stages every partition of `layout` and publishes the job.
-  void RunJob(const JobLayout& layout) {
+  // Stages every partition of `layout`, each reading the whole of
+  // `source`, and publishes the job.
+  void RunJob(const JobLayout& layout, const DatasetSpec& source) {
     ASSERT_TRUE(engine_->PrepareJob(layout).ok());
     for (const JobLayout::Item& item : layout.items) {
       for (const std::string& p : item.partitions) {
-        auto staged =
-            engine_->StagePartition(layout.job_id, *item.dataset, p, {});
+        auto staged = engine_->StagePartition(layout.job_id, *item.dataset, p,
+                                              {{&source, std::nullopt}});
         ASSERT_TRUE(staged.ok()) << p << ": " << staged.status();
       }
     }
@@ -617,6 +618,10 @@ TEST_P(MembershipEngineTest, BackfillChangesExactlyItsPartitions) {
   d.table = "d";
   d.partition = PartitionSpec{"v", grain, {}};
   d.transform = "SELECT v, id, tag FROM src WHERE part = :partition";
+  DatasetSpec src;
+  src.name = "src";
+  src.kind = DatasetKind::kSource;
+  src.table = "src";
   d.columns = {{"v", "TEXT"}, {"id", "INTEGER"}, {"tag", "INTEGER"}};
   d.primary_key = {"id"};
 
@@ -638,7 +643,7 @@ TEST_P(MembershipEngineTest, BackfillChangesExactlyItsPartitions) {
   JobLayout load;
   load.job_id = "bf-1";
   load.items.push_back({&d, partitions});
-  RunJob(load);
+  RunJob(load, src);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM (SELECT v, id, tag FROM src WHERE part "
                 "IS NOT NULL EXCEPT SELECT v, id, tag FROM d)"),
             0);
@@ -682,7 +687,7 @@ TEST_P(MembershipEngineTest, BackfillChangesExactlyItsPartitions) {
   scoped.job_id = "bf-2";
   scoped.items.push_back(
       {&d, std::vector<std::string>(chosen.begin(), chosen.end())});
-  RunJob(scoped);
+  RunJob(scoped, src);
 
   const std::string in_chosen =
       absl::StrCat("part IN ('", absl::StrJoin(chosen, "', '"), "')");
@@ -734,6 +739,10 @@ TEST_P(MembershipEngineTest, TransformWritingThePartitionValue) {
   d.transform =
       "SELECT :partition AS p, n AS n FROM version UNION ALL "
       "SELECT :partition, n + 100 FROM version";
+  DatasetSpec version;
+  version.name = "version";
+  version.kind = DatasetKind::kSource;
+  version.table = "version";
   d.columns = {{"p", "TEXT"}, {"n", "INTEGER"}};
   auto engine = SqliteEngine::Open(path_, 2);
   ASSERT_TRUE(engine.ok());
@@ -742,7 +751,7 @@ TEST_P(MembershipEngineTest, TransformWritingThePartitionValue) {
   JobLayout load;
   load.job_id = "bf-1";
   load.items.push_back({&d, *partitions});
-  RunJob(load);
+  RunJob(load, version);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM agg"),
             2 * static_cast<int64_t>(partitions->size()));
 
@@ -751,7 +760,7 @@ TEST_P(MembershipEngineTest, TransformWritingThePartitionValue) {
   JobLayout scoped;
   scoped.job_id = "bf-2";
   scoped.items.push_back({&d, {one}});
-  RunJob(scoped);
+  RunJob(scoped, version);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM agg"),
             2 * static_cast<int64_t>(partitions->size()));
   auto q = db_->Prepare(

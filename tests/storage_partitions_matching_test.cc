@@ -460,6 +460,128 @@ TEST_F(PartitionsMatchingTest, SandboxDeniesWritesPragmaAndAttach) {
   Exec("CREATE TABLE after_sandbox (a)");
 }
 
+// Functions are decided by an allow-list: those off it are refused before
+// anything runs, whatever they would do (plant or leak a pointer, make a
+// blob of any size, read the library's state).
+TEST_F(PartitionsMatchingTest, FunctionsOffTheAllowListAreRefused) {
+  const std::string before = Dump();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fts3_tokenizer('simple', x'4141414141414141') IS NOT NULL",
+       "fts3_tokenizer"},
+      {"substr(hex(fts3_tokenizer('simple')),1,1)='6'", "fts3_tokenizer"},
+      {"length(hex(zeroblob(450000000))) > 0", "zeroblob"},
+      {"length(randomblob(10)) > 0", "randomblob"},
+      {"load_extension('x') IS NULL", "load_extension"},
+      {"sqlite_version() > '3'", "sqlite_version"},
+      {"sqlite_compileoption_used('ENABLE_FTS3_TOKENIZER')",
+       "sqlite_compileoption_used"},
+      {"changes() >= 0", "changes"},
+      {"random() > 0", "random"},
+      {"rtreecheck('raw_orders') IS NOT NULL", "rtreecheck"},
+      {"LOWER(Fts3_Tokenizer('simple')) IS NOT NULL", "fts3_tokenizer"},
+  };
+  for (const auto& [predicate, function] : cases) {
+    SCOPED_TRACE(predicate);
+    auto got = engine_->PartitionsMatching(orders_, predicate, 1000);
+    ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
+        << got.status();
+    EXPECT_THAT(got.status().message(),
+                HasSubstr(absl::StrCat("is refused: it calls ", function,
+                                       ", which is not on the allow-list")));
+  }
+  EXPECT_EQ(Dump(), before);
+}
+
+TEST_F(PartitionsMatchingTest, AllowedFunctionsAndOperatorsStillWork) {
+  // Each predicate against the same condition written in plain SQL.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"lower(region) = 'eu' AND refund > 0", "region = 'EU' AND refund > 0"},
+      {"region LIKE 'ap%' AND abs(-refund) > 0",
+       "region = 'APAC' AND refund > 0"},
+      {"region GLOB 'U*' AND coalesce(refund, 0) > 0",
+       "region = 'US' AND refund > 0"},
+      {"json_extract(json_object('r', refund), '$.r') > 0", "refund > 0"},
+      {"json_object('r', refund) ->> '$.r' > 0", "refund > 0"},
+      {"strftime('%d', substr(order_date, 1, 10)) = '05' AND refund > 0",
+       "substr(order_date, 9, 2) = '05' AND refund > 0"},
+      {"EXISTS (SELECT 1 FROM json_each(json_array(refund)) WHERE value > 0)",
+       "refund > 0"},
+      {"length(printf('%08d', order_id)) = 8 AND refund > 0", "refund > 0"},
+  };
+  for (const auto& [predicate, plain] : cases) {
+    SCOPED_TRACE(predicate);
+    auto got = engine_->PartitionsMatching(orders_, predicate, 1000);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, ExpectedDays(plain));
+  }
+}
+
+TEST_F(PartitionsMatchingTest, AValueLargerThanTheBoundStopsThePredicate) {
+  const std::string before = Dump();
+  // replace() is on the allow-list; what it makes is bounded (4 MiB).
+  auto got = engine_->PartitionsMatching(
+      orders_, "length(replace(printf('%.*c', 3000000, 'x'), 'x', 'xx')) > 0",
+      1000);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
+      << got.status();
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("made a value larger than 4194304 bytes"));
+  // printf() makes NULL rather than a string over the bound.
+  auto null = engine_->PartitionsMatching(
+      orders_, "printf('%.*c', 100000000, 'x') IS NULL AND refund > 0", 1000);
+  ASSERT_TRUE(null.ok()) << null.status();
+  EXPECT_EQ(*null, ExpectedDays("refund > 0"));
+  // Under the bound it runs.
+  auto fine = engine_->PartitionsMatching(
+      orders_,
+      "length(replace(printf('%.*c', 1000, 'x'), 'x', 'xx')) = 2000 AND "
+      "refund > 0",
+      1000);
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ(*fine, ExpectedDays("refund > 0"));
+  EXPECT_EQ(Dump(), before);
+}
+
+// Every connection the storage opens keeps fts3_tokenizer from taking or
+// giving a pointer, sandbox or not: the pointer planted here would crash
+// the next use of an FTS table.
+TEST_F(PartitionsMatchingTest, NoConnectionPlantsATokenizerPointer) {
+  Exec("CREATE VIRTUAL TABLE docs_fts USING fts4(body)");
+  Exec("INSERT INTO docs_fts (body) VALUES ('late refund'), ('on time')");
+  auto planted =
+      db_->Exec("SELECT fts3_tokenizer('simple', x'4141414141414141')");
+  EXPECT_FALSE(planted.ok());
+  auto hits = db_->QueryInt(
+      "SELECT COUNT(*) FROM docs_fts WHERE docs_fts MATCH 'refund'");
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(*hits, 1);
+  // And through the engine: the FTS table as a dataset, after the same
+  // attempt as a predicate.
+  DatasetSpec docs;
+  docs.name = "docs";
+  docs.kind = DatasetKind::kSource;
+  docs.table = "docs_fts";
+  auto refused = engine_->PartitionsMatching(
+      docs, "fts3_tokenizer('simple', x'4141414141414141') IS NOT NULL", 10);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  auto counted = engine_->CountRowsByPartition(docs);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->at(""), 2);
+}
+
+TEST_F(PartitionsMatchingTest, TheSandboxBoundsValuesAndTakesItsBoundAway) {
+  {
+    sqlite::ReadSandbox sandbox(db_.get(), "raw_orders", absl::Seconds(30));
+    auto q = db_->QueryInt(
+        "SELECT length(replace(printf('%.*c', 3000000, 'x'), 'x', 'xx'))");
+    EXPECT_FALSE(q.ok());
+    EXPECT_TRUE(sandbox.LastErrorTooBig());
+  }
+  auto big = db_->QueryInt("SELECT length(zeroblob(50000000))");
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(*big, 50000000);
+}
+
 TEST(PartitionsMatchingMemoryTest, InMemoryWarehouseIsQueryOnlyForTheCall) {
   auto opened = SqliteEngine::Open(":memory:", 1);
   ASSERT_TRUE(opened.ok()) << opened.status();

@@ -5,6 +5,8 @@
 // must do is in the engine conformance suites
 // (storage_engine_conformance_*_test.cc).
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -264,6 +266,139 @@ TEST_F(SqliteEngineTest, ATransformIsCompiledAgainForEachNewSetup) {
       << staged.status();
   EXPECT_THAT(staged.status().message(), HasSubstr("does not compile"));
   EXPECT_THAT(staged.status().message(), HasSubstr("region"));
+}
+
+// A transform reads its declared upstream datasets and calls the functions
+// of the allow-list; anything else is refused before it runs, naming what
+// it did and what it may read, and nothing is staged.
+TEST_F(SqliteEngineTest, ATransformReadsOnlyItsUpstreamsAndAllowedFunctions) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  Exec("CREATE TABLE secrets (ds TEXT, region TEXT)");
+  Exec("INSERT INTO secrets VALUES ('2025-01-01', 'x')");
+  struct Case {
+    std::string transform;
+    std::string refused;
+  };
+  const std::vector<Case> cases = {
+      {"SELECT ds, region, 0.0 AS revenue, 0 AS orders FROM secrets WHERE "
+       "ds = :partition",
+       "reads table secrets"},
+      {"SELECT :partition AS ds, job_id AS region, 0.0 AS revenue, 0 AS "
+       "orders FROM _bf_publications",
+       "reads table _bf_publications"},
+      {"SELECT :partition AS ds, name AS region, 0.0 AS revenue, 0 AS "
+       "orders FROM sqlite_schema",
+       "reads table sqlite_master"},
+      {"SELECT :partition AS ds, hex(fts3_tokenizer('simple')) AS region, "
+       "0.0 AS revenue, 0 AS orders",
+       "calls fts3_tokenizer, which is not on the allow-list"},
+      {"SELECT :partition AS ds, 'r' AS region, 0.0 AS revenue, "
+       "length(zeroblob(10)) AS orders",
+       "calls zeroblob"},
+      {"SELECT :partition AS ds, sqlite_version() AS region, 0.0 AS revenue, "
+       "0 AS orders",
+       "calls sqlite_version"},
+      // A common table expression named like an upstream, or a job view.
+      {"WITH raw_orders AS (SELECT job_id FROM _bf_publications) SELECT "
+       ":partition AS ds, job_id AS region, 0.0 AS revenue, 0 AS orders "
+       "FROM raw_orders",
+       "reads table _bf_publications"},
+      {"WITH dim_customers AS (SELECT name FROM sqlite_schema) SELECT "
+       ":partition AS ds, name AS region, 0.0 AS revenue, 0 AS orders FROM "
+       "dim_customers",
+       "reads table sqlite_master"},
+      // Virtual table modules that read the file or the schema.
+      {"SELECT :partition AS ds, name AS region, 0.0 AS revenue, 0 AS "
+       "orders FROM dbstat",
+       "reads table dbstat"},
+      {"SELECT :partition AS ds, name AS region, 0.0 AS revenue, 0 AS "
+       "orders FROM pragma_table_list",
+       ""},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.transform);
+    const std::string job = absl::StrCat("bf-", ++n);
+    revenue_.transform = c.transform;
+    ASSERT_TRUE(
+        engine_->PrepareJob(Layout(job, {{&revenue_, {"2025-01-01"}}})).ok());
+    auto staged = StageRevenue(job, "2025-01-01");
+    ASSERT_EQ(staged.status().code(), absl::StatusCode::kFailedPrecondition)
+        << staged.status();
+    EXPECT_THAT(staged.status().message(),
+                HasSubstr(absl::StrCat("transform of daily_revenue is refused: "
+                                       "it ",
+                                       c.refused)));
+    EXPECT_THAT(staged.status().message(),
+                HasSubstr("may read only its declared upstream datasets "
+                          "(orders (table raw_orders), customers (table "
+                          "dim_customers))"));
+    EXPECT_EQ(Rows(absl::StrCat("SELECT COUNT(*) FROM \"",
+                                SqliteEngine::StageTable(job, "daily_revenue"),
+                                "\"")),
+              std::vector<std::string>{"0"});
+  }
+  // What it may do: its upstreams (the pinned one through the job's
+  // snapshot), functions of the allow-list, json_each, recursion.
+  revenue_.transform = R"sql(
+    WITH RECURSIVE one(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM one
+                              WHERE i < 1)
+    SELECT o.order_date AS ds, upper(c.region) AS region,
+           round(SUM(o.amount - o.refund), 2) AS revenue,
+           COUNT(*) * (SELECT MAX(i) FROM one) AS orders
+    FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
+    WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
+      AND EXISTS (SELECT 1 FROM json_each(json_array(1)))
+    GROUP BY 1, 2
+  )sql";
+  ASSERT_TRUE(
+      engine_->PrepareJob(Layout("bf-ok", {{&revenue_, {"2025-01-01"}}})).ok());
+  auto staged = StageRevenue("bf-ok", "2025-01-01");
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  EXPECT_EQ(
+      Rows(absl::StrCat("SELECT ds, region, revenue, orders FROM \"",
+                        SqliteEngine::StageTable("bf-ok", "daily_revenue"),
+                        "\" ORDER BY region")),
+      Rows("SELECT o.order_date, upper(c.region), "
+           "round(SUM(o.amount - o.refund), 2), COUNT(*) FROM "
+           "raw_orders o JOIN dim_customers c USING (customer_id) "
+           "WHERE o.order_date = '2025-01-01' GROUP BY 1, 2 ORDER BY "
+           "2"));
+}
+
+// Probe: the warehouse file removed, replaced or truncated under the
+// engine is seen without a write meeting it.
+TEST_F(SqliteEngineTest, ProbeSeesTheFileRemovedReplacedOrTruncated) {
+  ASSERT_TRUE(engine_->Claim("store-a", false).ok());
+  ASSERT_TRUE(engine_->Probe().ok()) << engine_->Probe();
+  // Truncated to half its pages, then to nothing.
+  const std::string copy = path_ + ".copy";
+  std::filesystem::copy_file(path_, copy);
+  const auto size = std::filesystem::file_size(path_);
+  ASSERT_GT(size, 4096u);
+  std::filesystem::resize_file(path_, size / 2);
+  absl::Status half = engine_->Probe();
+  EXPECT_EQ(half.code(), absl::StatusCode::kFailedPrecondition) << half;
+  EXPECT_THAT(half.message(), HasSubstr("was truncated while backfilld"));
+  std::filesystem::resize_file(path_, 0);
+  absl::Status empty = engine_->Probe();
+  EXPECT_EQ(empty.code(), absl::StatusCode::kFailedPrecondition) << empty;
+  EXPECT_THAT(empty.message(), HasSubstr("(0 bytes, no SQLite header)"));
+  // Put back as it was (same file): usable again.
+  {
+    std::ifstream in(copy, std::ios::binary);
+    std::ofstream out(path_, std::ios::binary | std::ios::in);
+    out << in.rdbuf();
+  }
+  EXPECT_TRUE(engine_->Probe().ok()) << engine_->Probe();
+  // Replaced by another file, then removed.
+  std::filesystem::rename(copy, path_);
+  absl::Status replaced = engine_->Probe();
+  EXPECT_THAT(replaced.message(), HasSubstr("was replaced by another file"));
+  std::filesystem::remove(path_);
+  absl::Status removed = engine_->Probe();
+  EXPECT_EQ(removed.code(), absl::StatusCode::kFailedPrecondition) << removed;
+  EXPECT_THAT(removed.message(), HasSubstr("was removed"));
 }
 
 // A partition whose output outgrows SQLite's page cache (so that its

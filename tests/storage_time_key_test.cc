@@ -123,8 +123,8 @@ class TimeKeyEngineTest : public testing::WarehouseTest {
     ASSERT_TRUE(engine_->PrepareJob(layout).ok());
     for (const JobLayout::Item& item : layout.items) {
       for (const std::string& p : item.partitions) {
-        auto staged =
-            engine_->StagePartition(layout.job_id, *item.dataset, p, {});
+        auto staged = engine_->StagePartition(layout.job_id, *item.dataset, p,
+                                              {{&src_, p}});
         ASSERT_TRUE(staged.ok()) << p << ": " << staged.status();
       }
     }

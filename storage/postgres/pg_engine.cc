@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <set>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "core/stopwatch.h"
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
+#include "storage/postgres/pg_allow_list.h"
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_markers.h"
 #include "storage/postgres/pg_membership.h"
@@ -229,6 +231,10 @@ absl::Status PostgresEngine::DropStaging(const std::string& job_id) {
       absl::StrCat("dropping the staging of job ", job_id)));
   absl::MutexLock lock(&jobs_mu_);
   jobs_.erase(job_id);  // not prepared any more
+  for (auto it = transforms_checked_.lower_bound({job_id, ""});
+       it != transforms_checked_.end() && it->first == job_id;) {
+    it = transforms_checked_.erase(it);
+  }
   return absl::OkStatus();
 }
 
@@ -741,6 +747,14 @@ absl::StatusOr<std::string> PostgresEngine::OverlaySql(
   return view;
 }
 
+namespace {
+// Defined with PartitionsMatching below.
+absl::StatusOr<std::string> RefusedByPlan(
+    PgConnection* conn, const PgValue& plan_json,
+    const std::function<bool(const std::string&, const std::string&)>& may_read,
+    const std::set<std::string>& engine_functions);
+}  // namespace
+
 absl::StatusOr<StageResult> PostgresEngine::StagePartition(
     const std::string& job_id, const DatasetSpec& dataset,
     const std::string& partition, const std::vector<InputRef>& inputs) {
@@ -909,6 +923,53 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
               " does not output contract column ", c.name,
               " (it outputs: ", absl::StrJoin(shape->columns, ", "), ")"));
         }
+      }
+      // What the transform reads and calls, from its plan, once per job
+      // and dataset: its declared upstream datasets (the job's views of
+      // them resolve to its own staging) and the functions of the
+      // allow-list.
+      bool checked;
+      {
+        absl::MutexLock lock(&jobs_mu_);
+        checked = transforms_checked_.count({job_id, dataset.name}) > 0;
+      }
+      if (!checked) {
+        ASSIGN_OR_RETURN(
+            PgResult plan,
+            conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ",
+                                    positional->text),
+                       params));
+        if (plan.rows.empty() || !plan.rows[0][0]) {
+          return absl::InternalError("EXPLAIN returned no plan");
+        }
+        std::set<std::string> tables;
+        std::vector<std::string> upstream;
+        for (const InputRef& in : inputs) {
+          if (tables.insert(in.dataset->table).second) {
+            upstream.push_back(absl::StrCat(in.dataset->name, " (table ",
+                                            in.dataset->table, ")"));
+          }
+        }
+        const std::string own_schema = JobSchema(job_id);
+        ASSIGN_OR_RETURN(
+            std::string why,
+            RefusedByPlan(conn.get(), plan.rows[0][0],
+                          [&](const std::string& s, const std::string& t) {
+                            return s == own_schema ||
+                                   (s == base_ && tables.count(t));
+                          },
+                          {kPartitionFunction}));
+        if (!why.empty()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "transform of ", dataset.name, " is refused: it ", why,
+              "; a transform may read only its declared upstream datasets (",
+              upstream.empty() ? std::string("none")
+                               : absl::StrJoin(upstream, ", "),
+              ") and call PostgreSQL's functions of the allow-list in "
+              "docs/pipeline-spec.md"));
+        }
+        absl::MutexLock lock(&jobs_mu_);
+        transforms_checked_.insert({job_id, dataset.name});
       }
     }
     absl::Status ran =
@@ -1746,29 +1807,83 @@ absl::StatusOr<SqlValue> PostgresEngine::QueryValue(
 
 namespace {
 
-// Built-in functions a predicate may not call although PostgreSQL has them:
-// those that run queries of their own, read files or the server's state,
-// or take locks that outlive the transaction.
-bool ReadsOnlyItsArguments(const std::string& name) {
-  static const char* const kPrefixes[] = {"query_to_xml",    "table_to_xml",
-                                          "cursor_to_xml",   "schema_to_xml",
-                                          "database_to_xml", "pg_read_",
-                                          "pg_ls_",          "pg_stat_file",
-                                          "pg_advisory",     "pg_try_advisory",
-                                          "pg_terminate",    "pg_cancel",
-                                          "pg_reload",       "pg_rotate",
-                                          "pg_promote",      "pg_switch",
-                                          "pg_logical",      "pg_replication",
-                                          "pg_create",       "pg_drop",
-                                          "pg_backup",       "lo_",
-                                          "dblink",          "set_config",
-                                          "txid_",           "pg_notify",
-                                          "pg_import",       "pg_export",
-                                          "pg_log",          "pg_sleep"};
-  for (const char* prefix : kPrefixes) {
-    if (absl::StartsWith(name, prefix)) return false;
+// What a plan printed by EXPLAIN (VERBOSE, FORMAT JSON) reads and calls,
+// checked against what SQL text the engine did not write may: relations
+// for which `may_read(schema, table)` is true, and built-in functions of
+// the allow-list (pg_allow_list.h); no function or operator of the
+// database's own (user-defined: oid 16384 and up) whatever its name, but
+// for `engine_functions`, the engine's own that its views call. Empty when
+// the plan passes, else what it does in words ("reads table x.y").
+absl::StatusOr<std::string> RefusedByPlan(
+    PgConnection* conn, const PgValue& plan_json,
+    const std::function<bool(const std::string&, const std::string&)>& may_read,
+    const std::set<std::string>& engine_functions) {
+  // A node's schema sits beside its relation name; read them together.
+  ASSIGN_OR_RETURN(
+      PgResult scanned,
+      conn->Exec("SELECT DISTINCT n ->> 'Schema', n ->> 'Relation Name' "
+                 "FROM jsonb_path_query($1::jsonb, "
+                 "'strict $.** ? (exists (@.\"Relation Name\"))') AS n",
+                 {plan_json}));
+  for (const std::vector<PgValue>& row : scanned.rows) {
+    if (!may_read(row[0].value_or(""), row[1].value_or(""))) {
+      return absl::StrCat("reads table ", row[0].value_or("?"), ".",
+                          row[1].value_or("?"));
+    }
   }
-  return true;
+  // Functions it calls: names before '(' in the expressions PostgreSQL
+  // printed, with literals and type modifiers taken out first. PostgreSQL
+  // quotes a name that is not all lower case: a quoted name is looked up
+  // as it is written. Operators: the runs of operator characters that name
+  // only operators of the database's own (a symbol PostgreSQL also has
+  // built in, such as =, cannot be told apart in the printed plan).
+  ASSIGN_OR_RETURN(PgResult calls, conn->Exec(
+                                       R"sql(
+WITH e AS (
+  SELECT regexp_replace(
+           regexp_replace(v #>> '{}', '''([^'']|'''')*''', '''''', 'g'),
+           '::[a-z ]+\([0-9, ]*\)', '', 'g') AS text
+  FROM jsonb_path_query($1::jsonb, 'strict $.** ? (@.type() == "string")') AS v
+), n AS (
+  SELECT DISTINCT coalesce(lower(m[1]), replace(m[2], '""', '"')) AS name
+  FROM e, regexp_matches(e.text, '(?:([A-Za-z_][A-Za-z0-9_$]*)|"((?:[^"]|"")+)")\s*\(', 'g') AS m
+), o AS (
+  SELECT DISTINCT m[1] AS name
+  FROM e, regexp_matches(e.text, '([-+*/<>=~!@#%^&|`?]+)', 'g') AS m
+)
+SELECT name,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name AND p.oid >= 16384),
+       false
+FROM n
+UNION ALL
+SELECT name, true, true, true FROM o
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_operator p
+              WHERE p.oprname = o.name AND p.oid >= 16384)
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_operator p
+                  WHERE p.oprname = o.name AND p.oid < 16384)
+ORDER BY 1)sql",
+                                       {plan_json}));
+  for (const std::vector<PgValue>& row : calls.rows) {
+    const std::string name = row[0].value_or("");
+    if (row[3].value_or("f") == "t") {
+      return absl::StrCat("uses operator ", name,
+                          ", which is not built into PostgreSQL");
+    }
+    if (IsPgKeyword(name) || name == "normalize" || name == "collation" ||
+        engine_functions.count(name) > 0) {
+      continue;
+    }
+    if (row[2].value_or("f") == "t") {
+      return absl::StrCat("calls function ", name,
+                          ", which is not built into PostgreSQL");
+    }
+    if (row[1].value_or("f") == "t" && !IsAllowedPgFunction(name)) {
+      return absl::StrCat("calls function ", name,
+                          ", which is not on the allow-list of functions");
+    }
+  }
+  return std::string();
 }
 
 }  // namespace
@@ -1811,6 +1926,19 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
         ", which a predicate may not; write strings as '...' (a quote "
         "inside doubled: '')"));
   }
+  // Its calls, before the server plans it (planning folds immutable calls
+  // on constants).
+  absl::StatusOr<std::string> call = FirstRefusedCall(predicate);
+  if (!call.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("affected_by: predicate ", quoted,
+                     " is refused: ", call.status().message()));
+  }
+  if (!call->empty()) {
+    return PredicateRefused(predicate, *call, where,
+                            "call PostgreSQL's functions of the allow-list in "
+                            "docs/pipeline-spec.md");
+  }
   absl::Duration timeout;
   {
     absl::MutexLock lock(&predicate_mu_);
@@ -1831,6 +1959,8 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
                      "SET LOCAL statement_timeout = ",
                      std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout))))
           .status());
+  // Sorts and hashes of one predicate spill to disk beyond this.
+  RETURN_IF_ERROR(conn->Exec("SET LOCAL work_mem = '4MB'").status());
 
   // Every failure of a statement that carries the predicate, as the client
   // should read it.
@@ -1858,7 +1988,8 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   };
   auto refused = [&](const std::string& why) {
     return PredicateRefused(predicate, why, where,
-                            "call PostgreSQL's built-in functions");
+                            "call PostgreSQL's functions of the allow-list in "
+                            "docs/pipeline-spec.md");
   };
 
   // The predicate alone, planned (never run): what it reads and calls.
@@ -1885,56 +2016,14 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
     return absl::InternalError("EXPLAIN returned no plan");
   }
   const PgValue& plan_json = plan->rows[0][0];
-  // A node's schema sits beside its relation name; read them together.
   ASSIGN_OR_RETURN(
-      PgResult scanned,
-      conn->Exec("SELECT DISTINCT n ->> 'Schema', n ->> 'Relation Name' "
-                 "FROM jsonb_path_query($1::jsonb, "
-                 "'strict $.** ? (exists (@.\"Relation Name\"))') AS n",
-                 {plan_json}));
-  for (const std::vector<PgValue>& row : scanned.rows) {
-    if (row[0].value_or("") != base_ || row[1].value_or("") != dataset.table) {
-      return refused(absl::StrCat("reads table ", row[0].value_or("?"), ".",
-                                  row[1].value_or("?")));
-    }
-  }
-  // Functions it calls: names before '(' in the expressions PostgreSQL
-  // printed, with literals and type modifiers taken out first. PostgreSQL
-  // quotes a name that is not all lower case: a quoted name is looked up
-  // as it is written.
-  ASSIGN_OR_RETURN(PgResult calls, conn->Exec(
-                                       R"sql(
-WITH e AS (
-  SELECT regexp_replace(
-           regexp_replace(v #>> '{}', '''([^'']|'''')*''', '''''', 'g'),
-           '::[a-z ]+\([0-9, ]*\)', '', 'g') AS text
-  FROM jsonb_path_query($1::jsonb, 'strict $.** ? (@.type() == "string")') AS v
-), n AS (
-  SELECT DISTINCT coalesce(lower(m[1]), replace(m[2], '""', '"')) AS name
-  FROM e, regexp_matches(e.text, '(?:([A-Za-z_][A-Za-z0-9_$]*)|"((?:[^"]|"")+)")\s*\(', 'g') AS m
-)
-SELECT name,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name),
-       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name AND p.oid >= 16384)
-FROM n ORDER BY name)sql",
-                                       {plan_json}));
-  static const std::set<std::string> kSyntax = {
-      "any",     "all",       "some",  "coalesce",  "nullif",  "greatest",
-      "least",   "row",       "array", "exists",    "in",      "values",
-      "and",     "or",        "not",   "case",      "extract", "position",
-      "overlay", "substring", "trim",  "collation", "is",      "normalize"};
-  for (const std::vector<PgValue>& row : calls.rows) {
-    const std::string name = row[0].value_or("");
-    if (kSyntax.count(name) > 0) continue;
-    if (row[2].value_or("f") == "t") {
-      return refused(absl::StrCat("calls function ", name,
-                                  ", which is not built into PostgreSQL"));
-    }
-    if (row[1].value_or("f") == "t" && !ReadsOnlyItsArguments(name)) {
-      return refused(absl::StrCat("calls function ", name,
-                                  ", which reads more than its arguments"));
-    }
-  }
+      std::string why,
+      RefusedByPlan(conn.get(), plan_json,
+                    [&](const std::string& schema, const std::string& table) {
+                      return schema == base_ && table == dataset.table;
+                    },
+                    {}));
+  if (!why.empty()) return refused(why);
 
   const Grain grain = dataset.grain();
   std::string sql;

@@ -85,6 +85,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -282,6 +283,9 @@ class PostgresEngine : public Engine {
 
   absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
+      ABSL_GUARDED_BY(jobs_mu_);
+  // (job, dataset) whose transform's plan passed the allow-lists.
+  std::set<std::pair<std::string, std::string>> transforms_checked_
       ABSL_GUARDED_BY(jobs_mu_);
 };
 
