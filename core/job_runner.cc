@@ -598,17 +598,14 @@ void JobRunner::ReportFinished(const std::string& id, JobState state,
 absl::Status JobRunner::Persist(Storage storage, const std::string& what,
                                 const std::function<absl::Status()>& write) {
   absl::Duration backoff = options_.retry_backoff;
-  bool failed = false;
   while (true) {
     absl::Status s = write();
     if (s.ok()) {
-      if (failed && observer_ != nullptr)
-        observer_->OnStorageRecovered(storage);
+      storage_alarm_.Succeeded(storage);
       return s;
     }
     if (!Transient(s)) return s;
-    failed = true;
-    if (observer_ != nullptr) observer_->OnStorageFailing(storage, what, s);
+    storage_alarm_.Failed(storage, what, s);
     if (Stopping()) {
       return absl::CancelledError(
           absl::StrCat("stopping while ", what, " failed: ", s.message()));
@@ -1242,12 +1239,10 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
     } else if (Transient(s)) {
       // The warehouse's storage failed (a full disk, an I/O error): not the
       // partition's fault; wait and try again without spending an attempt.
-      if (observer_ != nullptr) {
-        observer_->OnStorageFailing(Storage::kWarehouse,
-                                    absl::StrCat("staging ", task.dataset, "/",
-                                                 task.partition, " of ", id),
-                                    s);
-      }
+      storage_alarm_.Failed(Storage::kWarehouse,
+                            absl::StrCat("staging ", task.dataset, "/",
+                                         task.partition, " of ", id),
+                            s);
       task.state = TaskState::kPending;
       --task.attempts;
       task.last_error = std::string(s.message());
@@ -1331,6 +1326,8 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
       }
     }
     absl::Status s = result.status;
+    // A staged partition is a warehouse write that worked.
+    if (s.ok()) storage_alarm_.Succeeded(Storage::kWarehouse);
     if (s.ok()) {
       CrashPoint("stage.before_checkpoint");
       // Early cutoff: rows identical to the published version are not

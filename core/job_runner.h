@@ -75,6 +75,7 @@
 #include "core/planner.h"
 #include "core/rollback_step.h"
 #include "core/state_store.h"
+#include "core/storage_alarm.h"
 #include "core/task_graph.h"
 #include "core/task_writer.h"
 #include "core/validate_step.h"
@@ -406,6 +407,9 @@ class JobRunner {
   const Clock* const clock_;
   JobObserver* const observer_;
   const RunnerOptions options_;
+  // Every durable write's outcome goes through it: failures, and the
+  // recovery after them.
+  StorageAlarm storage_alarm_{observer_};
 
   absl::Mutex mu_;
   absl::CondVar changed_;

@@ -49,6 +49,7 @@
 #include "server/openlineage_metrics.h"
 #include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
+#include "server/storage_watch.h"
 #include "server/tls_files.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
@@ -81,6 +82,9 @@ void ReportPipelineSql(const Catalog& catalog, Engine* engine) {
 namespace fs = std::filesystem;
 
 constexpr char kServiceName[] = "backfill.v1.BackfillService";
+// How often the storage watch looks at the warehouse file (a stat and a
+// read of its first 100 bytes); damage is reported after two looks.
+constexpr absl::Duration kStorageWatchInterval = absl::Seconds(1);
 
 // Checks that `address` is HOST:PORT (a bare port would make gRPC or the
 // metrics endpoint listen on every interface).
@@ -160,6 +164,19 @@ class Daemon::LoggingObserver final : public JobObserver {
     }
     next_->OnStorageRecovered(storage);
   }
+  // What the storage watch found (server/storage_watch.h): OK, or why the
+  // storage cannot be used at all. Health is NOT_SERVING while it cannot.
+  void SetStorageUsable(Storage storage, const absl::Status& status) {
+    if (status.ok()) {
+      spdlog::info("{} can be used again", StorageName(storage));
+    } else {
+      spdlog::error("{} cannot be used: {}", StorageName(storage),
+                    LogText(std::string(status.message())));
+    }
+    absl::MutexLock lock(&mu_);
+    unusable_[static_cast<int>(storage)] = !status.ok();
+    UpdateHealthLocked();
+  }
 
   void OnJobTransition(const std::string& job_id, JobState from, JobState to,
                        const std::string& message) override {
@@ -213,7 +230,8 @@ class Daemon::LoggingObserver final : public JobObserver {
   }
   void UpdateHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (health_ == nullptr) return;
-    const bool serving = !failing_[0] && !failing_[1];
+    const bool serving =
+        !failing_[0] && !failing_[1] && !unusable_[0] && !unusable_[1];
     health_->SetServingStatus("", serving);
     health_->SetServingStatus(kServiceName, serving);
   }
@@ -222,6 +240,7 @@ class Daemon::LoggingObserver final : public JobObserver {
   absl::Mutex mu_;
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool failing_[2] ABSL_GUARDED_BY(mu_) = {false, false};
+  bool unusable_[2] ABSL_GUARDED_BY(mu_) = {false, false};
 };
 
 absl::StatusOr<Catalog> Daemon::LoadCatalog(const DaemonOptions& options) {
@@ -547,6 +566,18 @@ absl::Status Daemon::Init(Catalog catalog) {
     health->SetServingStatus(kServiceName, true);
   }
   observer_->SetHealth(health);
+  // What no write has met yet: the warehouse file removed, replaced or
+  // truncated under the daemon.
+  storage_watch_ = std::make_unique<StorageWatch>(
+      std::vector<StorageWatch::Probe>{
+          {"warehouse", [engine = engine_.get()] { return engine->Probe(); }}},
+      [this](const std::string& /*name*/, const absl::Status& status) {
+        observer_->SetStorageUsable(JobObserver::Storage::kWarehouse, status);
+        metrics_->SetStorageUnusable(JobObserver::Storage::kWarehouse,
+                                     !status.ok());
+      },
+      kStorageWatchInterval);
+  storage_watch_->Start();
   listen_address_ = WithPort(options_.listen, port);
   step_done("resuming jobs");
   spdlog::info("started in {:.3f} s: {}",
@@ -954,6 +985,7 @@ void Daemon::Shutdown() {
   if (!listen_address_.empty()) {
     notifier_->Stopping("draining: running partitions finish and checkpoint");
   }
+  if (storage_watch_ != nullptr) storage_watch_->Stop();
   if (observer_ != nullptr) observer_->SetHealth(nullptr);
   if (server_ != nullptr) {
     spdlog::info("shutting down: stopping the gRPC server");

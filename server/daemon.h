@@ -45,6 +45,7 @@ class Engine;
 class Metrics;
 class StateStore;
 class StalePartitionCounts;
+class StorageWatch;
 class SystemClock;
 class JobObserver;
 class DataDirLock;
@@ -225,6 +226,7 @@ class Daemon {
   std::unique_ptr<openlineage::OpenLineageEmitter> lineage_;
   // Returns the heap's free memory to the system as jobs change phase.
   std::unique_ptr<HeapTrimmer> heap_trimmer_;
+  std::unique_ptr<StorageWatch> storage_watch_;
   // The observers after logging: metrics, the heap trimmer, then the
   // emitter (if any).
   std::unique_ptr<FanoutObserver> fanout_;

@@ -307,8 +307,9 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
           .Name("backfill_storage_failing")
           .Help(
               "1 while writes to the storage fail (disk full, I/O error) and "
-              "are being retried, else 0; storage is state_store or "
-              "warehouse.")
+              "are being retried, or the storage cannot be used at all (its "
+              "file removed, replaced or truncated), else 0; storage is "
+              "state_store or warehouse.")
           .Register(*registry_);
   auto& errors = prometheus::BuildCounter()
                      .Name("backfill_storage_write_errors_total")
@@ -558,15 +559,26 @@ void Metrics::OnJobTransition(const std::string& /*job_id*/, JobState from,
 void Metrics::OnStorageFailing(Storage storage, const std::string& /*what*/,
                                const absl::Status& /*status*/) {
   const int i = static_cast<int>(storage);
-  storage_failing_[i]->Set(1);
   storage_errors_[i]->Increment();
   if (storage == Storage::kStateStore) store_writes_failing_ = true;
+  absl::MutexLock lock(&storage_mu_);
+  writes_failing_[i] = true;
+  storage_failing_[i]->Set(1);
 }
 
 void Metrics::OnStorageRecovered(Storage storage) {
   const int i = static_cast<int>(storage);
-  storage_failing_[i]->Set(0);
   if (storage == Storage::kStateStore) store_writes_failing_ = false;
+  absl::MutexLock lock(&storage_mu_);
+  writes_failing_[i] = false;
+  storage_failing_[i]->Set(unusable_[i] ? 1 : 0);
+}
+
+void Metrics::SetStorageUnusable(Storage storage, bool unusable) {
+  const int i = static_cast<int>(storage);
+  absl::MutexLock lock(&storage_mu_);
+  unusable_[i] = unusable;
+  storage_failing_[i]->Set(unusable || writes_failing_[i] ? 1 : 0);
 }
 
 void Metrics::OnPartitionAttempt(bool ok, absl::Duration duration) {

@@ -145,6 +145,10 @@ class Metrics final : public JobObserver {
   void OnStorageFailing(Storage storage, const std::string& what,
                         const absl::Status& status) override;
   void OnStorageRecovered(Storage storage) override;
+  // The storage watch found `storage` unusable (its file removed, replaced
+  // or truncated), or usable again. backfill_storage_failing is 1 while
+  // its writes fail or it is unusable.
+  void SetStorageUnusable(Storage storage, bool unusable);
   void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
                                int64_t rows) override;
   void OnJobPublished(const std::string& job_id,
@@ -197,6 +201,10 @@ class Metrics final : public JobObserver {
   std::set<std::string> datasets_ ABSL_GUARDED_BY(datasets_mu_);
   std::string DatasetLabel(const std::string& dataset) const;
   std::array<prometheus::Gauge*, 2> storage_failing_{};  // index: Storage
+  // What backfill_storage_failing is made of, by Storage.
+  absl::Mutex storage_mu_;
+  std::array<bool, 2> writes_failing_ ABSL_GUARDED_BY(storage_mu_) = {};
+  std::array<bool, 2> unusable_ ABSL_GUARDED_BY(storage_mu_) = {};
   std::array<prometheus::Counter*, 2> storage_errors_{};
 };
 

@@ -100,10 +100,17 @@ class RecordingObserver : public JobObserver {
                         const absl::Status& status) override {
     absl::MutexLock lock(&mu_);
     ++failing_[static_cast<int>(storage)];
+    healthy_[static_cast<int>(storage)] = false;
   }
   void OnStorageRecovered(Storage storage) override {
     absl::MutexLock lock(&mu_);
     ++recovered_[static_cast<int>(storage)];
+    healthy_[static_cast<int>(storage)] = true;
+  }
+  // True unless the last event of `s` was a failure.
+  bool healthy(Storage s) const {
+    absl::MutexLock lock(&mu_);
+    return healthy_[static_cast<int>(s)];
   }
   int failing(Storage s) const {
     absl::MutexLock lock(&mu_);
@@ -152,6 +159,7 @@ class RecordingObserver : public JobObserver {
       ABSL_GUARDED_BY(mu_);
   int failing_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
   int recovered_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
+  bool healthy_[2] ABSL_GUARDED_BY(mu_) = {true, true};
   TransitionHook transition_hook_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -1363,6 +1371,32 @@ TEST_F(JobRunnerTest, AFullWarehouseDoesNotSpendAttempts) {
   Job done = WaitState(a, JobState::kSucceeded);
   EXPECT_EQ(StageCount(a, "2025-01-02"), 8);
   EXPECT_GE(observer_.failing(JobObserver::Storage::kWarehouse), 7);
+  // The staging that worked again reported the recovery (once per spell:
+  // another partition staged between two failures ends one), and the last
+  // word is a recovery.
+  EXPECT_GE(observer_.recovered(JobObserver::Storage::kWarehouse), 1);
+  EXPECT_LE(observer_.recovered(JobObserver::Storage::kWarehouse),
+            observer_.failing(JobObserver::Storage::kWarehouse));
+  EXPECT_TRUE(observer_.healthy(JobObserver::Storage::kWarehouse));
+  EXPECT_EQ(observer_.recovered(JobObserver::Storage::kStateStore), 0);
+}
+
+TEST_F(JobRunnerTest, AWarehouseThatFailsAgainAfterItsRecoveryIsReportedAgain) {
+  // Two spells of a full disk, on two partitions, one after the other.
+  FailStage("2025-01-02",
+            absl::ResourceExhaustedError("database or disk is full"), 2);
+  const std::string a = Submit(Request("daily", "2025-01-01", "2025-01-04"));
+  WaitState(a, JobState::kSucceeded);
+  EXPECT_TRUE(observer_.healthy(JobObserver::Storage::kWarehouse));
+  const int first = observer_.recovered(JobObserver::Storage::kWarehouse);
+  EXPECT_GE(first, 1);
+  FailStage("2025-01-05",
+            absl::ResourceExhaustedError("database or disk is full"), 3);
+  const std::string b = Submit(Request("daily", "2025-01-05", "2025-01-07"));
+  WaitState(b, JobState::kSucceeded);
+  EXPECT_GE(observer_.failing(JobObserver::Storage::kWarehouse), 5);
+  EXPECT_GT(observer_.recovered(JobObserver::Storage::kWarehouse), first);
+  EXPECT_TRUE(observer_.healthy(JobObserver::Storage::kWarehouse));
 }
 
 TEST_F(JobRunnerTest, DependentsWaitForTheirUpstreamPartitions) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/sha256_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
@@ -223,6 +224,77 @@ TEST_F(AffectedByE2eTest, BadPredicatesAreRefusedAndCreateNothing) {
   ASSERT_EQ(list.exit_code, 0) << list;
   EXPECT_EQ(CountJobs(list.out), 0) << list.out;
   EXPECT_EQ(DaysWhere("1"), days_before);
+  ExpectCleanSigterm(daemon);
+}
+
+// A viewer may plan, and so send predicates: none of them may plant or
+// leak a pointer through fts3_tokenizer, or make a value of any size. An
+// FTS4 table as a source still plans afterwards, and the daemon stops
+// cleanly: it never crashed.
+TEST_F(AffectedByE2eTest, AViewerCannotCrashTheDaemonOrReadItsMemory) {
+  {
+    Sqlite db(warehouse_);
+    ASSERT_TRUE(
+        db.Exec("CREATE VIRTUAL TABLE docs_fts USING fts4(body);"
+                "INSERT INTO docs_fts VALUES ('late refund'), "
+                "('on time');"))
+        << db.error();
+  }
+  WriteFile(pipelines_dir_ + "/docs.yaml",
+            "datasets:\n"
+            "  - name: docs\n"
+            "    kind: source\n"
+            "    table: docs_fts\n"
+            "  - name: doc_count\n"
+            "    kind: derived\n"
+            "    table: doc_count\n"
+            "    upstream: [{dataset: docs, mapping: all}]\n"
+            "    transform: \"SELECT COUNT(*) AS n FROM docs_fts WHERE "
+            "docs_fts MATCH 'refund'\"\n"
+            "    contract: {columns: {n: INTEGER}}\n");
+  const std::string tokens = root_ + "/tokens.yaml";
+  constexpr char kViewer[] = "vera-viewer-token-0123456789";
+  constexpr char kOperator[] = "olivia-operator-token-0123456789";
+  WriteFile(tokens, absl::StrCat("tokens:\n  - {principal: vera, roles: "
+                                 "[viewer], sha256: ",
+                                 HexDigest(Sha256Of(kViewer)),
+                                 "}\n  - {principal: olivia, roles: "
+                                 "[operator], sha256: ",
+                                 HexDigest(Sha256Of(kOperator)), "}\n"));
+  Daemon& daemon = NewDaemon();
+  daemon.set_extra_args({"--auth-tokens", tokens});
+  daemon.set_ctl_token(kViewer);
+  ASSERT_TRUE(daemon.Start());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"orders: fts3_tokenizer('simple', x'4141414141414141') IS NOT NULL",
+       "calls fts3_tokenizer, which is not on the allow-list"},
+      {"orders: substr(hex(fts3_tokenizer('simple')),1,1)='6'",
+       "calls fts3_tokenizer, which is not on the allow-list"},
+      {"orders: length(hex(zeroblob(450000000))) > 0",
+       "calls zeroblob, which is not on the allow-list"},
+      {"orders: length(replace(printf('%.*c', 4000000, 'x'), 'x', 'xx')) > 0",
+       "made a value larger than"},
+  };
+  for (const auto& [affected_by, says] : cases) {
+    SCOPED_TRACE(affected_by);
+    RunResult r =
+        daemon.Ctl({"plan", "daily_revenue", "--affected-by", affected_by});
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT")) << r;
+    EXPECT_THAT(r.err, HasSubstr(says)) << r;
+  }
+  // The FTS table answers as before: planned (its rows counted) by a
+  // viewer, then computed by an operator.
+  RunResult plan = daemon.Ctl({"plan", "doc_count"});
+  EXPECT_EQ(plan.exit_code, 0) << plan;
+  daemon.set_ctl_token(kOperator);
+  RunResult run = daemon.CtlJson(
+      {"submit", "doc_count", "--reason", "count", "--wait"}, seconds(120));
+  EXPECT_EQ(run.exit_code, 0) << run;
+  Sqlite db(warehouse_, /*read_only=*/true);
+  auto n = db.Query("SELECT n FROM doc_count");
+  ASSERT_TRUE(n.has_value()) << db.error();
+  EXPECT_EQ(*n, (Rows{{"1"}}));
   ExpectCleanSigterm(daemon);
 }
 

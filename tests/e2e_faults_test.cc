@@ -22,15 +22,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/raw_grpc.h"
 
 namespace backfill {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
 namespace fs = std::filesystem;
+using ::backfill::testing::HealthStatus;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+
+constexpr char kService[] = "backfill.v1.BackfillService";
 
 class FaultsTest : public E2eTest {
  protected:
@@ -291,11 +295,32 @@ TEST_F(FaultsTest, AFullWarehouseDiskWaitsWithoutSpendingAttempts) {
   std::this_thread::sleep_for(seconds(2));
   RunResult status = daemon.CtlJson({"status", job}, seconds(30));
   EXPECT_FALSE(IsTerminalState(JsonString(status.out, "state"))) << status;
+  EXPECT_EQ(HealthStatus(daemon.address(), kService), "NOT_SERVING");
   SetFaults("");
   const std::string done = WaitTerminal(daemon, job, seconds(180));
   EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_SUCCEEDED") << done;
   EXPECT_EQ(PublishedRevenue(warehouse_, "0000", "9999"),
             ExpectedRevenue(warehouse_, "2025-01-01", "2025-01-11"));
+  // Every failure signal has its recovery: the gauge, the log and health.
+  WaitForMetric(daemon, "backfill_storage_failing{storage=\"warehouse\"} 0");
+  EXPECT_THAT(ReadFile(daemon.log()), HasSubstr("warehouse writes work again"));
+  EXPECT_EQ(HealthStatus(daemon.address(), kService), "SERVING");
+  ExpectCleanSigterm(daemon);
+}
+
+TEST_F(FaultsTest, AWarehouseFileRemovedUnderTheDaemonIsNotServing) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, 10, /*slow=*/false));
+  Daemon& daemon = NewDaemon();
+  ASSERT_TRUE(daemon.Start());
+  EXPECT_EQ(HealthStatus(daemon.address(), kService), "SERVING");
+  RemoveDb(warehouse_);
+  WaitForMetric(daemon, "backfill_storage_failing{storage=\"warehouse\"} 1");
+  EXPECT_EQ(HealthStatus(daemon.address(), kService), "NOT_SERVING");
+  EXPECT_THAT(
+      ReadFile(daemon.log()),
+      HasSubstr("warehouse cannot be used: the warehouse file " + warehouse_ +
+                " was removed while backfilld was "
+                "running"));
   ExpectCleanSigterm(daemon);
 }
 

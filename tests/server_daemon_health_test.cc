@@ -164,6 +164,46 @@ TEST_F(DaemonHealthTest, NotServingWhileTheStateStoreCannotBeWritten) {
       absl::Seconds(120)));
 }
 
+// A full warehouse disk makes health NOT_SERVING while staging waits; the
+// first partition staged after it makes health SERVING again.
+TEST_F(DaemonHealthTest, ServingAgainOnceTheWarehouseCanBeWrittenAgain) {
+  ASSERT_TRUE(sqlite::FaultVfs::Install().ok());
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*spin=*/20000));
+  const std::string id = SubmitAndWaitStaged("warehouse disk full");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(
+      sqlite::FaultVfs::Set("warehouse.db", sqlite::Fault::DiskFull()).ok());
+  EXPECT_TRUE(Eventually([&] {
+    return HealthStatus(target_, kService) == "NOT_SERVING";
+  })) << HealthStatus(target_, kService);
+  sqlite::FaultVfs::ClearAll();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        absl::StatusOr<v1::Backfill> job = client_->Get(id);
+        return job.ok() && job->state() == v1::BACKFILL_STATE_SUCCEEDED;
+      },
+      absl::Seconds(120)));
+  EXPECT_TRUE(Eventually([&] {
+    return HealthStatus(target_, kService) == "SERVING";
+  })) << HealthStatus(target_, kService);
+  EXPECT_EQ(HealthStatus(target_, ""), "SERVING");
+}
+
+// The warehouse file removed or truncated under the daemon: health says
+// NOT_SERVING although no write met it yet.
+TEST_F(DaemonHealthTest, NotServingOnceTheWarehouseFileIsTruncatedOrRemoved) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*spin=*/1));
+  EXPECT_EQ(HealthStatus(target_, kService), "SERVING");
+  const fs::path warehouse = fs::path(dir_) / "warehouse.db";
+  fs::resize_file(warehouse, 0);
+  EXPECT_TRUE(Eventually([&] {
+    return HealthStatus(target_, kService) == "NOT_SERVING";
+  })) << HealthStatus(target_, kService);
+  fs::remove(warehouse);
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(HealthStatus(target_, kService), "NOT_SERVING");
+}
+
 TEST_F(DaemonHealthTest, ShutdownStopsServingFirstAndDrainsToACheckpoint) {
   DaemonOptions options;
   options.shutdown_grace = absl::Milliseconds(200);
