@@ -250,7 +250,7 @@ TEST_F(AffectedByE2eTest, AViewerCannotCrashTheDaemonOrReadItsMemory) {
             "    table: doc_count\n"
             "    upstream: [{dataset: docs, mapping: all}]\n"
             "    transform: \"SELECT COUNT(*) AS n FROM docs_fts WHERE "
-            "docs_fts MATCH 'refund'\"\n"
+            "body LIKE '%refund%'\"\n"
             "    contract: {columns: {n: INTEGER}}\n");
   const std::string tokens = root_ + "/tokens.yaml";
   constexpr char kViewer[] = "vera-viewer-token-0123456789";
