@@ -1,16 +1,22 @@
 // Tests of what only the SQLite state store has: the file survives a
 // reopen, schema migrations and the refusal of a newer schema, the integrity
-// check that refuses a damaged file, WAL mode and the encoding of lists in
+// check that refuses a damaged file, the refusal of a file the process may
+// not write, WAL mode and the encoding of lists in
 // columns. The behaviour every StateStore shares is tested against this store
 // and the in-memory one in storage_state_store_contract_test.cc.
 
+#include <grp.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -23,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
+#include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 
 namespace backfill {
@@ -520,6 +527,104 @@ TEST_F(StateStoreTest, AMalformedListReadsAsDataLoss) {
   Exec("UPDATE jobs SET partitions = 'x:y' WHERE id = 'bf-1'");
   EXPECT_EQ(store_->GetJob("bf-1").status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+// Runs `open` in a child process as a user that is not root (uid and gid
+// 65534 when this process is root, which may write any file; itself
+// otherwise) and returns "<code>: <message>" of its status.
+std::string OpenAsNonRoot(const std::string& dir,
+                          const std::function<absl::Status()>& open) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 ||
+                           setuid(65534) != 0)) {
+      _exit(2);
+    }
+    const absl::Status s = open();
+    const std::string text =
+        absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message());
+    (void)!write(fds[1], text.data(), text.size());
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::StrCat("child failed (status ", status, ")");
+  }
+  (void)dir;
+  return out;
+}
+
+// Gives `path` to the user OpenAsNonRoot runs as, with `mode`.
+void Give(const std::string& path, mode_t mode) {
+  if (geteuid() == 0) ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0) << path;
+  ASSERT_EQ(chmod(path.c_str(), mode), 0) << path;
+}
+
+TEST_F(StateStoreTest, AFileTheUserCannotWriteIsRefusedAtOpen) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  store_.reset();
+  auto warehouse = SqliteEngine::Open(dir_ + "/warehouse.db", 1);
+  ASSERT_TRUE(warehouse.ok()) << warehouse.status();
+  warehouse->reset();
+  const std::string wal = path_ + "-wal";
+  const std::string shm = path_ + "-shm";
+  auto open_store = [&] { return SqliteStateStore::Open(path_).status(); };
+  auto open_warehouse = [&] {
+    return SqliteEngine::Open(dir_ + "/warehouse.db", 1, false).status();
+  };
+  ASSERT_NO_FATAL_FAILURE(Give(dir_, 0755));
+  ASSERT_NO_FATAL_FAILURE(Give(path_, 0644));
+  ASSERT_NO_FATAL_FAILURE(Give(dir_ + "/warehouse.db", 0644));
+  // The user can open both as they are (so what follows is the mode's
+  // doing).
+  EXPECT_EQ(OpenAsNonRoot(dir_, open_store), "OK: ");
+  EXPECT_EQ(OpenAsNonRoot(dir_, open_warehouse), "OK: ");
+  for (const std::string& leftover : {wal, shm}) {
+    if (std::filesystem::exists(leftover)) std::filesystem::remove(leftover);
+  }
+
+  // Each file read-only (0444).
+  ASSERT_NO_FATAL_FAILURE(Give(path_, 0444));
+  std::string refused = OpenAsNonRoot(dir_, open_store);
+  EXPECT_THAT(refused, HasSubstr("FAILED_PRECONDITION: "));
+  EXPECT_THAT(refused, HasSubstr(path_ + " is not writable by this process"));
+  EXPECT_THAT(refused, HasSubstr("mode 0444"));
+  EXPECT_THAT(refused, HasSubstr("give that user write permission on it"));
+  ASSERT_NO_FATAL_FAILURE(Give(path_, 0644));
+  ASSERT_NO_FATAL_FAILURE(Give(dir_ + "/warehouse.db", 0444));
+  refused = OpenAsNonRoot(dir_, open_warehouse);
+  EXPECT_THAT(refused, HasSubstr("FAILED_PRECONDITION: "));
+  EXPECT_THAT(refused, HasSubstr(dir_ + "/warehouse.db is not writable"));
+  ASSERT_NO_FATAL_FAILURE(Give(dir_ + "/warehouse.db", 0644));
+
+  // A -wal or -shm file left read-only beside the database.
+  for (const std::string& side : {wal, shm}) {
+    { std::ofstream touch(side); }
+    ASSERT_NO_FATAL_FAILURE(Give(side, 0444));
+    refused = OpenAsNonRoot(dir_, open_store);
+    EXPECT_THAT(refused, HasSubstr("FAILED_PRECONDITION: "));
+    EXPECT_THAT(refused, HasSubstr(side + " is not writable")) << side;
+    std::filesystem::remove(side);
+  }
+
+  // The directory, in which SQLite creates the -wal and -shm files.
+  ASSERT_NO_FATAL_FAILURE(Give(dir_, 0555));
+  refused = OpenAsNonRoot(dir_, open_store);
+  EXPECT_THAT(refused, HasSubstr("FAILED_PRECONDITION: "));
+  EXPECT_THAT(refused, HasSubstr("the directory " + dir_));
+  EXPECT_THAT(refused, HasSubstr("-wal and -shm"));
+  ASSERT_NO_FATAL_FAILURE(Give(dir_, 0755));
+  EXPECT_FALSE(std::filesystem::exists(wal));
 }
 
 TEST(StateStoreMemoryTest, InMemoryWorks) {
