@@ -596,6 +596,14 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
                                               " does not exist (",
                                               std::strerror(errno), ")"));
     }
+    // SQLite takes an empty file for an empty database and would write its
+    // own tables into it: a file that must hold a warehouse and holds
+    // nothing is as missing as no file, and is left as it is.
+    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("warehouse ", warehouse_path,
+                       " is an empty file (0 bytes): it holds no database"));
+    }
   }
   std::vector<std::unique_ptr<Database>> conns;
   // The pool's writers queue for one another in the process (sqlite_db.h).
