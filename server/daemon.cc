@@ -380,10 +380,12 @@ absl::Status Daemon::Init(Catalog catalog) {
   const std::string warehouse_path =
       opened.ok() ? opened->name : WarehouseName(warehouse, options_.data_dir);
   if (!opened.ok() && opened.status().code() == absl::StatusCode::kNotFound) {
+    // The engine's message says what is there instead ("warehouse X does
+    // not exist (...)", "... is an empty file (0 bytes) ...").
     return absl::FailedPreconditionError(absl::StrCat(
-        "warehouse ", warehouse_path, " does not exist, but state store ",
-        state_path, " records ", published->size(),
-        " jobs published into it (the last ", published->back(),
+        opened.status().message(), ", but state store ", state_path,
+        " records ", published->size(), " jobs published into it (the last ",
+        published->back(),
         "): check --data-dir and the pipelines' warehouse path, or restore "
         "the warehouse. backfilld does not create an empty warehouse in its "
         "place; to start over with one, start once with --adopt-warehouse"));

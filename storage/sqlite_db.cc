@@ -1,13 +1,21 @@
 #include "storage/sqlite_db.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "absl/base/call_once.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/fingerprint.h"
 
 namespace backfill::sqlite {
@@ -61,7 +69,58 @@ bool OnlyTrivia(sqlite3* db, const char* sql) {
   return true;
 }
 
+// "mode 0444, owner uid 0 gid 0" of `path`, or "" when it cannot be read.
+std::string ModeText(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  return absl::StrFormat("mode %04o, owner uid %d gid %d", st.st_mode & 07777,
+                         st.st_uid, st.st_gid);
+}
+
+// True when this process (its effective ids) may write `path`.
+bool Writable(const std::string& path) {
+  return faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) == 0;
+}
+
 }  // namespace
+
+std::string NotWritableReason(const std::string& path) {
+  if (path.empty() || path == ":memory:" || absl::StartsWith(path, "file:")) {
+    return "";
+  }
+  const std::string who =
+      absl::StrFormat("uid %d gid %d", geteuid(), getegid());
+  std::error_code ec;
+  const std::filesystem::path file(path);
+  const bool exists = std::filesystem::exists(file, ec);
+  if (exists && !Writable(path)) {
+    return absl::StrCat(path, " is not writable by this process (", who,
+                        "; the file has ", ModeText(path),
+                        "): give that user write permission on it");
+  }
+  // In WAL mode SQLite creates, writes and removes the -wal and -shm files
+  // beside the database: the directory must let it.
+  std::filesystem::path dir = file.parent_path();
+  if (dir.empty()) dir = ".";
+  if (faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+    return absl::StrCat(
+        "the directory ", dir.string(), " of ", path,
+        " is not writable by this process (", who, "; the directory has ",
+        ModeText(dir.string()),
+        "), and SQLite must create the file's -wal and -shm files in it: "
+        "give that user write permission on the directory");
+  }
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string side = path + suffix;
+    if (std::filesystem::exists(side, ec) && !Writable(side)) {
+      return absl::StrCat(side, " is not writable by this process (", who,
+                          "; the file has ", ModeText(side),
+                          "): give that user write permission on it (or, "
+                          "with no process using the database, remove it)");
+    }
+  }
+  return "";
+}
 
 std::string QuoteIdentifier(std::string_view name) {
   std::string out = "\"";
@@ -286,6 +345,14 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     flags |= SQLITE_OPEN_READWRITE;
     if (options.create) flags |= SQLITE_OPEN_CREATE;
   }
+  if (!options.read_only) {
+    // SQLite opens a file it may not write read-only without a word, and
+    // every write then fails: refuse the connection instead, saying why.
+    if (std::string why = NotWritableReason(path); !why.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sqlite: cannot open ", path, " for writing: ", why));
+    }
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -297,6 +364,14 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
     return status;
   }
   sqlite3_extended_result_codes(db, 1);
+  if (!options.read_only && sqlite3_db_readonly(db, "main") == 1) {
+    // Whatever the check above did not foresee (a read-only mount).
+    sqlite3_close_v2(db);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sqlite: cannot open ", path,
+        " for writing: SQLite opened it read-only (a read-only file system, "
+        "or a file this process may not write)"));
+  }
   // fts3_tokenizer() with two arguments installs a tokenizer from a raw
   // pointer, and with one returns a pointer of the library's: neither has a
   // use here, and Debian's SQLite enables it at build time. Defensive mode

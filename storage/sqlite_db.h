@@ -85,6 +85,14 @@ std::string QuoteIdentifier(std::string_view name);
 // for error messages.
 std::string SqlHead(std::string_view sql);
 
+// Why this process could not write the database file at `path` and the
+// files SQLite keeps beside it in WAL mode ("" when it can, and for
+// ":memory:" and URIs): the file itself, its directory (where the -wal
+// and -shm files are created) or an existing -wal or -shm file is not
+// writable by the process's effective user. Each reason names the file,
+// its mode and owner, the process's ids and what to change.
+std::string NotWritableReason(const std::string& path);
+
 // Column types as reported by sqlite3_column_type.
 enum class ColumnType { kInteger, kReal, kText, kBlob, kNull };
 
@@ -167,6 +175,9 @@ class WriterLock {
 };
 
 struct OpenOptions {
+  // A read-write connection (false) is refused (FAILED_PRECONDITION, with
+  // NotWritableReason) when the process could not write the file, rather
+  // than opened read-only as SQLite would, to fail at the first write.
   bool read_only = false;
   bool create = true;  // create the file if missing (read-write only)
   absl::Duration busy_timeout = absl::Seconds(10);

@@ -598,6 +598,14 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
                                               " does not exist (",
                                               std::strerror(errno), ")"));
     }
+    // SQLite takes an empty file for an empty database and would write its
+    // own tables into it: a file that must hold a warehouse and holds
+    // nothing is as missing as no file, and is left as it is.
+    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("warehouse ", warehouse_path,
+                       " is an empty file (0 bytes): it holds no database"));
+    }
   }
   std::vector<std::unique_ptr<Database>> conns;
   // The pool's writers queue for one another in the process (sqlite_db.h).
@@ -609,12 +617,22 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
                      Database::Open(warehouse_path, options));
     if (i == 0 && !memory) {
+      ASSIGN_OR_RETURN(std::string was, db->QueryText("PRAGMA journal_mode"));
       ASSIGN_OR_RETURN(std::string mode,
                        db->QueryText("PRAGMA journal_mode=WAL"));
       if (mode != "wal") {
         return absl::FailedPreconditionError(
             absl::StrCat("warehouse ", warehouse_path,
                          ": cannot switch to WAL mode (got ", mode, ")"));
+      }
+      if (was != "wal") {
+        // WAL mode stays with the file: other programs reading it, and
+        // copies of it, must know (docs/operations.md, "Backups").
+        spdlog::info(
+            "warehouse {} switched from journal mode {} to WAL: recent "
+            "commits live in {}-wal until checkpointed, so copy the file "
+            "with sqlite3 .backup or VACUUM INTO, not cp",
+            warehouse_path, was, warehouse_path);
       }
     }
     RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));

@@ -126,7 +126,9 @@ class SqliteEngine : public Engine {
   // Opens the warehouse file at `warehouse_path` with `connections` pooled
   // connections (at least 1; ":memory:" forces 1, since every in-memory
   // connection is a separate database). A missing file is created, unless
-  // `create_if_missing` is false (then NOT_FOUND).
+  // `create_if_missing` is false (then NOT_FOUND, as for an empty file of 0
+  // bytes, which is left unwritten). The file is switched to WAL mode (and
+  // stays in it), which is logged when it was in another mode.
   static absl::StatusOr<std::unique_ptr<SqliteEngine>> Open(
       const std::string& warehouse_path, int connections,
       bool create_if_missing = true);

@@ -23,13 +23,10 @@ struct FingerprintSum {
   uint64_t sum;
 };
 
-void FingerprintStep(sqlite3_context* context, int argc, sqlite3_value** argv) {
-  auto* acc = static_cast<FingerprintSum*>(
-      sqlite3_aggregate_context(context, sizeof(FingerprintSum)));
-  if (acc == nullptr) {
-    sqlite3_result_error_nomem(context);
-    return;
-  }
+// The hash of the row of values `argv` (as HashCurrentRow hashes a
+// statement's row of the same values) in `*hash`; false when SQLite ran out
+// of memory reading a value.
+bool HashValues(int argc, sqlite3_value** argv, uint64_t* hash) {
   // One buffer per thread for every row (as HashCurrentRow).
   thread_local RowHasher h;
   h.Clear();
@@ -47,10 +44,7 @@ void FingerprintStep(sqlite3_context* context, int argc, sqlite3_value** argv) {
         break;
       case SQLITE_TEXT: {
         const unsigned char* text = sqlite3_value_text(v);
-        if (text == nullptr) {
-          sqlite3_result_error_nomem(context);
-          return;
-        }
+        if (text == nullptr) return false;
         h.AddText(std::string_view(reinterpret_cast<const char*>(text),
                                    sqlite3_value_bytes(v)));
         break;
@@ -65,7 +59,28 @@ void FingerprintStep(sqlite3_context* context, int argc, sqlite3_value** argv) {
       }
     }
   }
-  acc->sum += h.Finish();
+  *hash = h.Finish();
+  return true;
+}
+
+void FingerprintStep(sqlite3_context* context, int argc, sqlite3_value** argv) {
+  auto* acc = static_cast<FingerprintSum*>(
+      sqlite3_aggregate_context(context, sizeof(FingerprintSum)));
+  uint64_t hash = 0;
+  if (acc == nullptr || !HashValues(argc, argv, &hash)) {
+    sqlite3_result_error_nomem(context);
+    return;
+  }
+  acc->sum += hash;
+}
+
+void RowHash(sqlite3_context* context, int argc, sqlite3_value** argv) {
+  uint64_t hash = 0;
+  if (!HashValues(argc, argv, &hash)) {
+    sqlite3_result_error_nomem(context);
+    return;
+  }
+  sqlite3_result_int64(context, static_cast<sqlite3_int64>(hash));
 }
 
 void FingerprintFinal(sqlite3_context* context) {
@@ -103,6 +118,19 @@ absl::Status RegisterFingerprintFunction(Database* db) {
   if (rc != SQLITE_OK) {
     return absl::InternalError(absl::StrCat("sqlite: cannot register ",
                                             kFingerprintFunction, ": ",
+                                            sqlite3_errstr(rc)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RegisterRowHashFunction(Database* db) {
+  const int rc = sqlite3_create_function_v2(
+      db->raw(), kRowHashFunction, -1,
+      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr, &RowHash,
+      nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("sqlite: cannot register ",
+                                            kRowHashFunction, ": ",
                                             sqlite3_errstr(rc)));
   }
   return absl::OkStatus();

@@ -28,7 +28,7 @@
 // change, by this connection or another, makes every answer be made again.
 //
 // Free functions; thread-safe as far as each call uses its own connection.
-// The SQL function holds no state between statements. A
+// The SQL functions hold no state between statements. A
 // FingerprintQueryCache is not thread-safe: it belongs to one connection
 // and is used by whoever holds that connection.
 
@@ -58,6 +58,18 @@ inline constexpr int kMaxFingerprintColumns = 100;
 
 // Registers _bf_fingerprint on `db` (deterministic).
 absl::Status RegisterFingerprintFunction(Database* db);
+
+// The scalar companion of the aggregate:
+//
+//   _bf_row_hash(v1, ..., vn) -> INTEGER
+//
+// is the hash of the one row of its values (HashCurrentRow's, as a signed
+// 64-bit integer). The state store keeps it beside each record as the
+// record's checksum (state_record_checksums.h).
+inline constexpr char kRowHashFunction[] = "_bf_row_hash";
+
+// Registers _bf_row_hash on `db` (deterministic, innocuous).
+absl::Status RegisterRowHashFunction(Database* db);
 
 // A statement that fingerprints the rows of "SELECT <columns> <rest>".
 struct FingerprintQuery {

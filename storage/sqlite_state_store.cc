@@ -19,10 +19,21 @@
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
 #include "storage/sqlite_db.h"
+#include "storage/sqlite_fingerprint_function.h"
 #include "storage/sqlite_wal_checkpointer.h"
+#include "storage/state_record_checksums.h"
 
 namespace backfill {
 namespace {
+
+namespace sr = state_records;
+
+// SQL built once from the record checksums' tables (a statement's text is
+// its key in the statement cache, so it must not change between calls).
+const std::string& Once(std::string sql) {
+  // Leaked on purpose: statements are prepared until the process ends.
+  return *new std::string(std::move(sql));
+}
 
 // NOT_FOUND for a job id the store does not hold.
 absl::Status NoJob(const std::string& id) {
@@ -346,8 +357,40 @@ END;
 DROP INDEX tasks_by_state;
 CREATE INDEX tasks_unchanged ON tasks (dataset) WHERE state = 'UNCHANGED';
 )sql",
+    // 16: a checksum in each record of jobs, job_datasets, tasks and
+    // lineage (storage/state_record_checksums.h), which every read checks
+    // and the start check reads: damage to what a record holds (in columns
+    // no index covers, or in its overflow pages) passes SQLite's
+    // integrity_check. The records already written get theirs here.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_datasets ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE lineage ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs SET checksum = _bf_row_hash("id", "seq", "state", "dataset",
+  "range_from", "range_to", "partitions", "reason", "ticket",
+  "requested_by", "exclude_downstream", "idempotency_key",
+  "request_fingerprint", "message", "create_time", "update_time",
+  "start_time", "end_time", "cost_backfill", "cost_full_reload", "priority",
+  "max_parallel", "affected_by", "max_cost", "auto_detect");
+UPDATE job_datasets SET checksum = _bf_row_hash("job_id", "ordinal",
+  "dataset", "reason", "cost_backfill", "cost_full_reload",
+  "transform_version", "estimate_source", "partitions_from_history",
+  "max_cost");
+UPDATE tasks SET checksum = _bf_row_hash("job_id", "dataset", "partition",
+  "ordinal", "state", "attempts", "last_error", "rows_written",
+  "output_fingerprint", "inputs", "input_rows", "duration_seconds",
+  "update_time", "reason");
+UPDATE lineage SET checksum = _bf_row_hash("dataset", "partition", "job_id",
+  "transform_version", "inputs", "output_fingerprint", "row_count",
+  "reason", "ticket", "requested_by", "published_at", "approved_from",
+  "approved_by", "approval_reason", "approval_override", "approved_at",
+  "action");
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
+// The first schema version whose records carry checksums (migration 16).
+constexpr int64_t kFirstChecksummedVersion = 16;
 
 constexpr const char* kJobColumns =
     "id, state, dataset, range_from, range_to, partitions, reason, ticket, "
@@ -573,7 +616,22 @@ constexpr char kTaskColumns[] =
     "rows_written, output_fingerprint, inputs, duration_seconds, "
     "update_time, ordinal, reason";
 
-absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q) {
+// kTaskColumns and whether the record is intact (column 13).
+const std::string& TaskColumnsChecked() {
+  static const std::string& sql =
+      Once(absl::StrCat(kTaskColumns, ", ", sr::IntactSql(sr::Tasks())));
+  return sql;
+}
+
+// A row of TaskColumnsChecked(); DATA_LOSS naming the task when its record
+// fails its checksum.
+absl::StatusOr<PartitionTask> ReadTaskRow(const Statement& q,
+                                          const std::string& path) {
+  if (q.ColumnInt(13) != 1) {
+    return sr::Damaged(
+        sr::TaskRecord(q.ColumnText(0), q.ColumnText(1), q.ColumnText(2)),
+        path);
+  }
   PartitionTask t;
   t.job_id = q.ColumnText(0);
   t.dataset = q.ColumnText(1);
@@ -597,12 +655,30 @@ constexpr char kLineageColumns[] =
     "published_at, action, approved_from, approved_by, approval_reason, "
     "approval_override, approved_at, id";
 
-// Every row of `q`, which selects kLineageColumns.
-absl::StatusOr<std::vector<LineageRecord>> ReadLineage(Statement& q) {
+// kLineageColumns of the table aliased `alias` ("" for none), and whether
+// the record is intact (column 18).
+std::string LineageColumns(std::string_view alias) {
+  std::vector<std::string> columns = absl::StrSplit(kLineageColumns, ", ");
+  if (!alias.empty()) {
+    for (std::string& c : columns) c = absl::StrCat(Sv(alias), ".", c);
+  }
+  columns.push_back(sr::IntactSql(sr::Lineage(), alias));
+  return absl::StrJoin(columns, ", ");
+}
+
+// Every row of `q`, which selects LineageColumns; DATA_LOSS naming the
+// first record that fails its checksum.
+absl::StatusOr<std::vector<LineageRecord>> ReadLineage(
+    Statement& q, const std::string& path) {
   std::vector<LineageRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
+    if (q.ColumnInt(18) != 1) {
+      return sr::Damaged(sr::LineageRecordName(q.ColumnText(2), q.ColumnText(0),
+                                               q.ColumnText(1)),
+                         path);
+    }
     LineageRecord rec;
     rec.dataset = q.ColumnText(0);
     rec.partition = q.ColumnText(1);
@@ -644,21 +720,42 @@ SqliteStateStore::~SqliteStateStore() = default;
 absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
     const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+  RETURN_IF_ERROR(sqlite::RegisterRowHashFunction(db.get()));
   // A damaged file is refused before anything writes to it.
+  auto damaged = [&path](std::string what) {
+    absl::StrReplaceAll({{"\n", "; "}}, &what);
+    return absl::DataLossError(absl::StrCat(
+        "state store ", path, " is damaged (", what,
+        "); backfilld does not write to it. Restore it from a backup "
+        "(stop backfilld, replace the file and remove its -wal and -shm "
+        "files), or move it away and start once with --adopt-warehouse to "
+        "continue with an empty state store (the job history and lineage "
+        "it held are then lost)"));
+  };
   {
     absl::StatusOr<std::string> check = db->QueryText("PRAGMA quick_check");
     if (!check.ok() || *check != "ok") {
-      std::string what = check.ok() ? absl::StrCat("quick_check: ", *check)
-                                    : std::string(check.status().message());
-      absl::StrReplaceAll({{"\n", "; "}}, &what);
-      return absl::DataLossError(absl::StrCat(
-          "state store ", path, " is damaged (", what,
-          "); backfilld does not write to it. Restore it from a backup "
-          "(stop backfilld, replace the file and remove its -wal and -shm "
-          "files), or move it away and start once with --adopt-warehouse to "
-          "continue with an empty state store (the job history and lineage "
-          "it held are then lost)"));
+      return damaged(check.ok() ? absl::StrCat("quick_check: ", *check)
+                                : std::string(check.status().message()));
     }
+  }
+  // What quick_check does not read: the records' own checksums (a file of
+  // a schema older than them has none yet; the migration adds them).
+  ASSIGN_OR_RETURN(int64_t file_version, db->QueryInt("PRAGMA user_version"));
+  if (file_version >= kFirstChecksummedVersion &&
+      file_version <= kSchemaVersion) {
+    ASSIGN_OR_RETURN(
+        Transaction txn,
+        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
+    absl::StatusOr<std::string> failed = state_records::VerifyAll(db.get());
+    if (!failed.ok() && failed.status().code() != absl::StatusCode::kDataLoss) {
+      return failed.status();
+    }
+    if (!failed.ok() || !failed->empty()) {
+      return damaged(failed.ok() ? *failed
+                                 : std::string(failed.status().message()));
+    }
+    RETURN_IF_ERROR(txn.Commit());
   }
   if (path != ":memory:" && !path.empty()) {
     ASSIGN_OR_RETURN(std::string mode,
@@ -709,6 +806,7 @@ absl::StatusOr<Database*> SqliteStateStore::OpenReader(
     options.read_only = true;
     options.create = false;
     ASSIGN_OR_RETURN(*slot, Database::Open(path_, options));
+    RETURN_IF_ERROR(sqlite::RegisterRowHashFunction(slot->get()));
   }
   return slot->get();
 }
@@ -769,26 +867,31 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
                                               bool cached) {
   Job job;
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached(absl::StrCat(
-                         "SELECT ", kJobColumns, " FROM jobs WHERE id = ?1")));
+    static const std::string& kSql = Once(
+        absl::StrCat("SELECT ", kJobColumns, ", ", sr::IntactSql(sr::Jobs()),
+                     " FROM jobs WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return NoJob(id);
+    if (q.ColumnInt(23) != 1) return sr::Damaged(sr::JobRecord(id), path_);
     ASSIGN_OR_RETURN(job, ReadJobRow(q));
   }
   std::map<std::string, size_t> index;
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "SELECT dataset, reason, cost_backfill, cost_full_reload, "
-            "transform_version FROM job_datasets WHERE job_id = ?1 "
-            "ORDER BY ordinal"));
+    static const std::string& kSql = Once(
+        absl::StrCat("SELECT dataset, reason, cost_backfill, cost_full_reload, "
+                     "transform_version, ",
+                     sr::IntactSql(sr::JobDatasets()),
+                     " FROM job_datasets WHERE job_id = ?1 ORDER BY ordinal"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
+      if (q.ColumnInt(5) != 1) {
+        return sr::Damaged(sr::PlanRecord(id, q.ColumnText(0)), path_);
+      }
       DatasetPlan dp;
       dp.dataset = q.ColumnText(0);
       dp.reason = q.ColumnText(1);
@@ -830,15 +933,19 @@ absl::StatusOr<Job> SqliteStateStore::LoadJob(const std::string& id,
       std::string reason;
     };
     std::vector<Planned> planned;
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached(absl::StrCat(
-                         "SELECT dataset, \"partition\", reason, ordinal FROM "
-                         "tasks WHERE job_id = ?1",
-                         kTasksOfJobInKeyOrder)));
+    static const std::string& kSql = Once(
+        absl::StrCat("SELECT dataset, \"partition\", reason, ordinal, ",
+                     sr::IntactSql(sr::Tasks()),
+                     " FROM tasks WHERE job_id = ?1", kTasksOfJobInKeyOrder));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
     RETURN_IF_ERROR(q.BindText(1, id));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
+      if (q.ColumnInt(4) != 1) {
+        return sr::Damaged(sr::TaskRecord(id, q.ColumnText(0), q.ColumnText(1)),
+                           path_);
+      }
       auto it = index.find(q.ColumnText(0));
       if (it == index.end()) continue;  // cannot happen: written together
       planned.push_back(
@@ -947,17 +1054,25 @@ SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
   // states count their input rows, rows written and time is decided by
   // CountsInputRows and CountsRowsWritten, as AddTaskShare does per task.
   TaskAggregates out;
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached("SELECT dataset, state, COUNT(*), TOTAL(input_rows), "
-                         "TOTAL(rows_written), TOTAL(duration_seconds > 0), "
-                         "TOTAL(CASE WHEN duration_seconds > 0 THEN "
-                         "duration_seconds END) FROM tasks WHERE job_id = ?1 "
-                         "GROUP BY dataset, state"));
+  // With the count of the tasks whose records fail their checksums: the
+  // sums would be wrong.
+  static const std::string& kSql = Once(absl::StrCat(
+      "SELECT dataset, state, COUNT(*), TOTAL(input_rows), "
+      "TOTAL(rows_written), TOTAL(duration_seconds > 0), "
+      "TOTAL(CASE WHEN duration_seconds > 0 THEN duration_seconds END), "
+      "TOTAL(",
+      sr::DamagedSql(sr::Tasks()),
+      ") FROM tasks WHERE job_id = ?1 GROUP BY dataset, state"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
   RETURN_IF_ERROR(q.BindText(1, id));
+  bool damaged = false;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
+    if (q.ColumnDouble(7) > 0) {
+      damaged = true;
+      break;
+    }
     ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(1)));
     const int64_t n = q.ColumnInt(2);
     out.counts.total += n;
@@ -974,6 +1089,20 @@ SqliteStateStore::ComputeTaskAggregates(const std::string& id) {
     if (CountsRowsWritten(state)) {
       out.rows_written += static_cast<int64_t>(q.ColumnDouble(4));
     }
+  }
+  if (damaged) {
+    static const std::string& kWhich = Once(
+        absl::StrCat("SELECT dataset, \"partition\" FROM tasks WHERE job_id = "
+                     "?1 AND ",
+                     sr::DamagedSql(sr::Tasks()), " LIMIT 1"));
+    ASSIGN_OR_RETURN(Statement which, db_->PrepareCached(kWhich));
+    RETURN_IF_ERROR(which.BindText(1, id));
+    ASSIGN_OR_RETURN(bool row, which.Step());
+    if (row) {
+      return sr::Damaged(
+          sr::TaskRecord(id, which.ColumnText(0), which.ColumnText(1)), path_);
+    }
+    return sr::Damaged(absl::StrCat("a task record of job ", id), path_);
   }
   return out;
 }
@@ -1071,17 +1200,42 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
   }
   const std::string id = absl::StrCat("bf-", seq);
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "INSERT INTO jobs (id, seq, state, dataset, range_from, range_to, "
-            "partitions, reason, ticket, requested_by, exclude_downstream, "
-            "idempotency_key, request_fingerprint, message, create_time, "
-            "update_time, start_time, end_time, cost_backfill, "
-            "cost_full_reload, priority, max_parallel, affected_by, "
-            "auto_detect) VALUES "
-            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-            "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20, ?21)"));
+    static const std::string& kInsert = Once(absl::StrCat(
+        "INSERT INTO jobs (id, seq, state, dataset, range_from, range_to, "
+        "partitions, reason, ticket, requested_by, exclude_downstream, "
+        "idempotency_key, request_fingerprint, message, create_time, "
+        "update_time, start_time, end_time, cost_backfill, "
+        "cost_full_reload, priority, max_parallel, affected_by, "
+        "auto_detect, checksum) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+        "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20, ?21, ",
+        sr::InsertSql(sr::Jobs(), {{"id", "?1"},
+                                   {"seq", "?2"},
+                                   {"state", "?3"},
+                                   {"dataset", "?4"},
+                                   {"range_from", "?5"},
+                                   {"range_to", "?6"},
+                                   {"partitions", "?7"},
+                                   {"reason", "?8"},
+                                   {"ticket", "?9"},
+                                   {"requested_by", "?10"},
+                                   {"exclude_downstream", "?11"},
+                                   {"idempotency_key", "?12"},
+                                   {"request_fingerprint", "?13"},
+                                   {"message", "?14"},
+                                   {"create_time", "?15"},
+                                   {"update_time", "?15"},
+                                   {"start_time", "NULL"},
+                                   {"end_time", "NULL"},
+                                   {"cost_backfill", "?16"},
+                                   {"cost_full_reload", "?17"},
+                                   {"priority", "?18"},
+                                   {"max_parallel", "?19"},
+                                   {"affected_by", "?20"},
+                                   {"max_cost", "0.0"},
+                                   {"auto_detect", "?21"}}),
+        ")"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kInsert));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindInt(2, seq));
     RETURN_IF_ERROR(q.BindText(3, JobStateText(JobState::kQueued)));
@@ -1110,18 +1264,42 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
     RETURN_IF_ERROR(q.Run());
   }
   {
-    ASSIGN_OR_RETURN(
-        Statement ds,
-        db_->PrepareCached(
-            "INSERT INTO job_datasets (job_id, ordinal, dataset, "
-            "reason, cost_backfill, cost_full_reload, "
-            "transform_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    static const std::string& kInsertDataset = Once(absl::StrCat(
+        "INSERT INTO job_datasets (job_id, ordinal, dataset, reason, "
+        "cost_backfill, cost_full_reload, transform_version, checksum) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ",
+        sr::InsertSql(sr::JobDatasets(), {{"job_id", "?1"},
+                                          {"ordinal", "?2"},
+                                          {"dataset", "?3"},
+                                          {"reason", "?4"},
+                                          {"cost_backfill", "?5"},
+                                          {"cost_full_reload", "?6"},
+                                          {"transform_version", "?7"},
+                                          {"estimate_source", "''"},
+                                          {"partitions_from_history", "0"},
+                                          {"max_cost", "0.0"}}),
+        ")"));
+    ASSIGN_OR_RETURN(Statement ds, db_->PrepareCached(kInsertDataset));
     ForgetTaskAggregates(id);
-    ASSIGN_OR_RETURN(Statement task,
-                     db_->PrepareCached(
-                         "INSERT INTO tasks (job_id, dataset, \"partition\", "
-                         "ordinal, state, update_time, reason) VALUES (?1, ?2, "
-                         "?3, ?4, ?5, ?6, ?7)"));
+    static const std::string& kInsertTask = Once(absl::StrCat(
+        "INSERT INTO tasks (job_id, dataset, \"partition\", ordinal, state, "
+        "update_time, reason, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ",
+        sr::InsertSql(sr::Tasks(), {{"job_id", "?1"},
+                                    {"dataset", "?2"},
+                                    {"partition", "?3"},
+                                    {"ordinal", "?4"},
+                                    {"state", "?5"},
+                                    {"attempts", "0"},
+                                    {"last_error", "''"},
+                                    {"rows_written", "0"},
+                                    {"output_fingerprint", "''"},
+                                    {"inputs", "''"},
+                                    {"input_rows", "0"},
+                                    {"duration_seconds", "0.0"},
+                                    {"update_time", "?6"},
+                                    {"reason", "?7"}}),
+        ")"));
+    ASSIGN_OR_RETURN(Statement task, db_->PrepareCached(kInsertTask));
     int64_t ordinal = 0;
     for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
       const DatasetPlan& dp = job.plan.datasets[i];
@@ -1313,17 +1491,17 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTasks(
   if (!count.has_value()) return NoJob(job_id);
   // In the primary key's order, then put in plan order (see
   // kTasksOfJobInKeyOrder).
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->PrepareCached(absl::StrCat(
-                       "SELECT ", kTaskColumns, " FROM tasks WHERE job_id = ?1",
-                       kTasksOfJobInKeyOrder)));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(absl::StrCat(
+                                    "SELECT ", TaskColumnsChecked(),
+                                    " FROM tasks WHERE job_id = ?1",
+                                    kTasksOfJobInKeyOrder)));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   std::vector<PartitionTask> tasks;
   tasks.reserve(static_cast<size_t>(*count));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    ASSIGN_OR_RETURN(PartitionTask t, ReadTaskRow(q));
+    ASSIGN_OR_RETURN(PartitionTask t, ReadTaskRow(q, path_));
     tasks.push_back(std::move(t));
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -1346,7 +1524,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTaskPage(
     }
   }
   // The (job_id, ordinal) index serves the order and the start.
-  std::string sql = absl::StrCat("SELECT ", kTaskColumns,
+  std::string sql = absl::StrCat("SELECT ", TaskColumnsChecked(),
                                  " FROM tasks WHERE job_id = ?1 AND "
                                  "ordinal > ?2 AND (?3 = '' OR dataset = ?3)");
   if (!query.states.empty()) {
@@ -1367,7 +1545,7 @@ absl::StatusOr<std::vector<PartitionTask>> SqliteStateStore::ListTaskPage(
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    ASSIGN_OR_RETURN(PartitionTask t, ReadTaskRow(q));
+    ASSIGN_OR_RETURN(PartitionTask t, ReadTaskRow(q, path_));
     tasks.push_back(std::move(t));
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -1379,15 +1557,7 @@ absl::Status SqliteStateStore::TransitionJob(
     JobState to, const std::string& message, absl::Time now) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
-  JobState from;
-  {
-    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(
-                                      "SELECT state FROM jobs WHERE id = ?1"));
-    RETURN_IF_ERROR(q.BindText(1, job_id));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return NoJob(job_id);
-    ASSIGN_OR_RETURN(from, ParseJobState(q.ColumnText(0)));
-  }
+  ASSIGN_OR_RETURN(JobState from, StateOf(job_id));
   if (expected_from.has_value() && *expected_from != from) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " is ", Sv(JobStateName(from)), ", not ",
@@ -1407,15 +1577,22 @@ absl::Status SqliteStateStore::WriteTransition(const std::string& job_id,
                                                const std::string& message,
                                                absl::Time now) {
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "UPDATE jobs SET state = ?2, message = ?3, update_time = ?4, "
-            "start_time = CASE WHEN ?5 AND start_time IS NULL THEN ?4 "
-            "ELSE start_time END, "
-            "end_time = CASE WHEN ?6 THEN ?4 WHEN ?7 THEN NULL "
-            "ELSE end_time END "
-            "WHERE id = ?1"));
+    constexpr char kStart[] =
+        "CASE WHEN ?5 AND start_time IS NULL THEN ?4 ELSE start_time END";
+    constexpr char kEnd[] =
+        "CASE WHEN ?6 THEN ?4 WHEN ?7 THEN NULL "
+        "ELSE end_time END";
+    static const std::string& kUpdate = Once(absl::StrCat(
+        "UPDATE jobs SET state = ?2, message = ?3, update_time = ?4, "
+        "start_time = ",
+        kStart, ", end_time = ", kEnd, ", ",
+        sr::ResealSql(sr::Jobs(), {{"state", "?2"},
+                                   {"message", "?3"},
+                                   {"update_time", "?4"},
+                                   {"start_time", kStart},
+                                   {"end_time", kEnd}}),
+        " WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kUpdate));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindText(2, JobStateText(to)));
     RETURN_IF_ERROR(q.BindText(3, message));
@@ -1448,11 +1625,13 @@ absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
         absl::StrCat("job ", job_id, ": ", s.message()));
   }
   ForgetTaskAggregates(job_id);
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached("UPDATE tasks SET state = 'PENDING', attempts = 0, "
-                         "update_time = ?2 WHERE job_id = ?1 AND state IN "
-                         "('FAILED', 'CANCELLED', 'RUNNING')"));
+  static const std::string& kReset = Once(absl::StrCat(
+      "UPDATE tasks SET state = 'PENDING', attempts = 0, update_time = ?2, ",
+      sr::ResealSql(
+          sr::Tasks(),
+          {{"state", "'PENDING'"}, {"attempts", "0"}, {"update_time", "?2"}}),
+      " WHERE job_id = ?1 AND state IN ('FAILED', 'CANCELLED', 'RUNNING')"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kReset));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   RETURN_IF_ERROR(BindTime(q, 2, now));
   RETURN_IF_ERROR(q.Run());
@@ -1463,11 +1642,13 @@ absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
 }
 
 absl::StatusOr<JobState> SqliteStateStore::StateOf(const std::string& job_id) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->PrepareCached("SELECT state FROM jobs WHERE id = ?1"));
+  static const std::string& kSql = Once(absl::StrCat(
+      "SELECT state, ", sr::IntactSql(sr::Jobs()), " FROM jobs WHERE id = ?1"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return NoJob(job_id);
+  if (q.ColumnInt(1) != 1) return sr::Damaged(sr::JobRecord(job_id), path_);
   return ParseJobState(q.ColumnText(0));
 }
 
@@ -1535,10 +1716,11 @@ absl::Status SqliteStateStore::SetJobMessage(const std::string& job_id,
         absl::StrCat("job ", job_id, " is ", Sv(JobStateName(state)), ", not ",
                      Sv(JobStateName(expected_state))));
   }
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached("UPDATE jobs SET message = ?2, update_time = "
-                         "?3 WHERE id = ?1"));
+  static const std::string& kUpdate = Once(absl::StrCat(
+      "UPDATE jobs SET message = ?2, update_time = ?3, ",
+      sr::ResealSql(sr::Jobs(), {{"message", "?2"}, {"update_time", "?3"}}),
+      " WHERE id = ?1"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kUpdate));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   RETURN_IF_ERROR(q.BindText(2, message));
   RETURN_IF_ERROR(BindTime(q, 3, now));
@@ -1585,16 +1767,20 @@ absl::Status SqliteStateStore::WriteTasks(
       ForgetTaskAggregates(task.job_id);
     }
     if (sums->second.has_value()) {
-      ASSIGN_OR_RETURN(
-          Statement q,
-          db_->PrepareCached("SELECT state, input_rows, rows_written, "
-                             "duration_seconds FROM tasks WHERE "
-                             "job_id = ?1 AND dataset = ?2 AND "
-                             "\"partition\" = ?3"));
+      static const std::string& kSql = Once(absl::StrCat(
+          "SELECT state, input_rows, rows_written, duration_seconds, ",
+          sr::IntactSql(sr::Tasks()),
+          " FROM tasks WHERE job_id = ?1 AND dataset = ?2 AND \"partition\" "
+          "= ?3"));
+      ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
       RETURN_IF_ERROR(q.BindText(1, task.job_id));
       RETURN_IF_ERROR(q.BindText(2, task.dataset));
       RETURN_IF_ERROR(q.BindText(3, task.partition));
       ASSIGN_OR_RETURN(bool row, q.Step());
+      if (row && q.ColumnInt(4) != 1) {
+        return sr::Damaged(
+            sr::TaskRecord(task.job_id, task.dataset, task.partition), path_);
+      }
       absl::StatusOr<TaskState> was = row ? ParseTaskState(q.ColumnText(0))
                                           : absl::NotFoundError("no such task");
       if (was.ok()) {
@@ -1607,14 +1793,21 @@ absl::Status SqliteStateStore::WriteTasks(
         sums->second.reset();
       }
     }
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "UPDATE tasks SET state = ?4, attempts = ?5, last_error = "
-            "?6, rows_written = ?7, output_fingerprint = ?8, inputs = "
-            "?9, input_rows = ?10, duration_seconds = ?11, "
-            "update_time = ?12 WHERE job_id = ?1 AND dataset = ?2 AND "
-            "\"partition\" = ?3"));
+    static const std::string& kUpdate = Once(absl::StrCat(
+        "UPDATE tasks SET state = ?4, attempts = ?5, last_error = ?6, "
+        "rows_written = ?7, output_fingerprint = ?8, inputs = ?9, "
+        "input_rows = ?10, duration_seconds = ?11, update_time = ?12, ",
+        sr::ResealSql(sr::Tasks(), {{"state", "?4"},
+                                    {"attempts", "?5"},
+                                    {"last_error", "?6"},
+                                    {"rows_written", "?7"},
+                                    {"output_fingerprint", "?8"},
+                                    {"inputs", "?9"},
+                                    {"input_rows", "?10"},
+                                    {"duration_seconds", "?11"},
+                                    {"update_time", "?12"}}),
+        " WHERE job_id = ?1 AND dataset = ?2 AND \"partition\" = ?3"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kUpdate));
     RETURN_IF_ERROR(q.BindText(1, task.job_id));
     RETURN_IF_ERROR(q.BindText(2, task.dataset));
     RETURN_IF_ERROR(q.BindText(3, task.partition));
@@ -1644,11 +1837,12 @@ absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   ForgetTaskAggregates(job_id);
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->PrepareCached(absl::StrCat(
-                       "UPDATE tasks SET state = ?1, update_time = "
-                       "?2 WHERE job_id = ?3 AND state IN (",
-                       Placeholders(4, from.size()), ")")));
+  static const std::string& kSet = Once(absl::StrCat(
+      "UPDATE tasks SET state = ?1, update_time = ?2, ",
+      sr::ResealSql(sr::Tasks(), {{"state", "?1"}, {"update_time", "?2"}})));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(absl::StrCat(
+                                    kSet, " WHERE job_id = ?3 AND state IN (",
+                                    Placeholders(4, from.size()), ")")));
   RETURN_IF_ERROR(q.BindText(1, TaskStateText(to)));
   RETURN_IF_ERROR(BindTime(q, 2, now));
   RETURN_IF_ERROR(q.BindText(3, job_id));
@@ -1667,15 +1861,7 @@ absl::Status SqliteStateStore::RecordPublication(
     JobState to, const std::string& message, absl::Time now) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
-  JobState from;
-  {
-    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(
-                                      "SELECT state FROM jobs WHERE id = ?1"));
-    RETURN_IF_ERROR(q.BindText(1, job_id));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return NoJob(job_id);
-    ASSIGN_OR_RETURN(from, ParseJobState(q.ColumnText(0)));
-  }
+  ASSIGN_OR_RETURN(JobState from, StateOf(job_id));
   int64_t recorded = 0;
   {
     ASSIGN_OR_RETURN(
@@ -1701,16 +1887,32 @@ absl::Status SqliteStateStore::RecordPublication(
         absl::StrCat("job ", job_id, ": ", s.message()));
   }
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "INSERT INTO lineage (dataset, \"partition\", job_id, "
-            "transform_version, inputs, output_fingerprint, "
-            "row_count, reason, ticket, requested_by, published_at, "
-            "approved_from, approved_by, approval_reason, "
-            "approval_override, approved_at) VALUES (?1, ?2, ?3, "
-            "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-            "?16)"));
+    static const std::string& kInsert = Once(absl::StrCat(
+        "INSERT INTO lineage (dataset, \"partition\", job_id, "
+        "transform_version, inputs, output_fingerprint, row_count, reason, "
+        "ticket, requested_by, published_at, approved_from, approved_by, "
+        "approval_reason, approval_override, approved_at, checksum) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+        "?16, ",
+        sr::InsertSql(sr::Lineage(), {{"dataset", "?1"},
+                                      {"partition", "?2"},
+                                      {"job_id", "?3"},
+                                      {"transform_version", "?4"},
+                                      {"inputs", "?5"},
+                                      {"output_fingerprint", "?6"},
+                                      {"row_count", "?7"},
+                                      {"reason", "?8"},
+                                      {"ticket", "?9"},
+                                      {"requested_by", "?10"},
+                                      {"published_at", "?11"},
+                                      {"approved_from", "?12"},
+                                      {"approved_by", "?13"},
+                                      {"approval_reason", "?14"},
+                                      {"approval_override", "?15"},
+                                      {"approved_at", "?16"},
+                                      {"action", "'publish'"}}),
+        ")"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kInsert));
     for (const LineageRecord& rec : lineage) {
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, rec.dataset));
@@ -1745,10 +1947,11 @@ absl::Status SqliteStateStore::RecordPublication(
   }
   {
     ForgetTaskAggregates(job_id);
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached(
-                         "UPDATE tasks SET state = ?1, update_time = ?2 WHERE "
-                         "job_id = ?3 AND state = ?4"));
+    static const std::string& kPublish = Once(absl::StrCat(
+        "UPDATE tasks SET state = ?1, update_time = ?2, ",
+        sr::ResealSql(sr::Tasks(), {{"state", "?1"}, {"update_time", "?2"}}),
+        " WHERE job_id = ?3 AND state = ?4"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kPublish));
     RETURN_IF_ERROR(q.BindText(1, TaskStateText(TaskState::kPublished)));
     RETURN_IF_ERROR(BindTime(q, 2, now));
     RETURN_IF_ERROR(q.BindText(3, job_id));
@@ -1756,12 +1959,17 @@ absl::Status SqliteStateStore::RecordPublication(
     RETURN_IF_ERROR(q.Run());
   }
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "UPDATE jobs SET state = ?2, message = ?3, update_time = "
-            "?4, end_time = CASE WHEN ?5 THEN ?4 ELSE end_time END "
-            "WHERE id = ?1"));
+    constexpr char kEnd[] = "CASE WHEN ?5 THEN ?4 ELSE end_time END";
+    static const std::string& kUpdate = Once(absl::StrCat(
+        "UPDATE jobs SET state = ?2, message = ?3, update_time = ?4, "
+        "end_time = ",
+        kEnd, ", ",
+        sr::ResealSql(sr::Jobs(), {{"state", "?2"},
+                                   {"message", "?3"},
+                                   {"update_time", "?4"},
+                                   {"end_time", kEnd}}),
+        " WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kUpdate));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindText(2, JobStateText(to)));
     RETURN_IF_ERROR(q.BindText(3, message));
@@ -1967,13 +2175,14 @@ absl::StatusOr<std::vector<LineageRecord>> SqliteStateStore::GetLineage(
   absl::MutexLock reader_lock(&point_reader_mu_);
   std::optional<absl::MutexLock> lock;
   ASSIGN_OR_RETURN(Database * db, ReaderOrMain(&point_reader_, &lock));
-  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
-                                    "SELECT ", kLineageColumns,
-                                    " FROM lineage WHERE dataset = ?1 AND "
-                                    "\"partition\" = ?2 ORDER BY id DESC")));
+  static const std::string& kSql = Once(absl::StrCat(
+      "SELECT ", LineageColumns(""),
+      " FROM lineage WHERE dataset = ?1 AND \"partition\" = ?2 ORDER BY id "
+      "DESC"));
+  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(kSql));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, partition));
-  return ReadLineage(q);
+  return ReadLineage(q, path_);
 }
 
 absl::StatusOr<std::vector<std::optional<LineageRecord>>>
@@ -1985,18 +2194,18 @@ SqliteStateStore::NewestLineages(
   ASSIGN_OR_RETURN(Database * db, ReaderOrMain(&point_reader_, &lock));
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db, Transaction::Mode::kDeferred));
-  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(absl::StrCat(
-                                    "SELECT ", kLineageColumns,
-                                    " FROM lineage WHERE dataset = ?1 AND "
-                                    "\"partition\" = ?2 ORDER BY id DESC "
-                                    "LIMIT 1")));
+  static const std::string& kSql = Once(absl::StrCat(
+      "SELECT ", LineageColumns(""),
+      " FROM lineage WHERE dataset = ?1 AND \"partition\" = ?2 ORDER BY id "
+      "DESC LIMIT 1"));
+  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(kSql));
   std::vector<std::optional<LineageRecord>> out;
   out.reserve(keys.size());
   for (const auto& [dataset, partition] : keys) {
     RETURN_IF_ERROR(q.Reset());
     RETURN_IF_ERROR(q.BindText(1, dataset));
     RETURN_IF_ERROR(q.BindText(2, partition));
-    ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q));
+    ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q, path_));
     out.emplace_back();
     if (!records.empty()) out.back() = std::move(records.front());
   }
@@ -2007,13 +2216,12 @@ SqliteStateStore::NewestLineages(
 absl::StatusOr<std::optional<LineageRecord>> SqliteStateStore::NewestLineageOf(
     const std::string& dataset) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Statement q,
-                   db_->PrepareCached(absl::StrCat(
-                       "SELECT ", kLineageColumns,
-                       " FROM lineage WHERE dataset = ?1 ORDER BY id DESC "
-                       "LIMIT 1")));
+  static const std::string& kSql = Once(absl::StrCat(
+      "SELECT ", LineageColumns(""),
+      " FROM lineage WHERE dataset = ?1 ORDER BY id DESC LIMIT 1"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
   RETURN_IF_ERROR(q.BindText(1, dataset));
-  ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q));
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> records, ReadLineage(q, path_));
   if (records.empty()) return std::optional<LineageRecord>();
   return std::optional<LineageRecord>(std::move(records.front()));
 }
@@ -2041,14 +2249,30 @@ absl::Status SqliteStateStore::RecordRollback(
     }
   }
   {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db_->PrepareCached(
-            "INSERT INTO lineage (dataset, \"partition\", job_id, "
-            "transform_version, inputs, output_fingerprint, "
-            "row_count, reason, ticket, requested_by, published_at, "
-            "action) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-            "?10, ?11, 'rollback')"));
+    static const std::string& kInsert = Once(absl::StrCat(
+        "INSERT INTO lineage (dataset, \"partition\", job_id, "
+        "transform_version, inputs, output_fingerprint, row_count, reason, "
+        "ticket, requested_by, published_at, action, checksum) VALUES (?1, "
+        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'rollback', ",
+        sr::InsertSql(sr::Lineage(), {{"dataset", "?1"},
+                                      {"partition", "?2"},
+                                      {"job_id", "?3"},
+                                      {"transform_version", "?4"},
+                                      {"inputs", "?5"},
+                                      {"output_fingerprint", "?6"},
+                                      {"row_count", "?7"},
+                                      {"reason", "?8"},
+                                      {"ticket", "?9"},
+                                      {"requested_by", "?10"},
+                                      {"published_at", "?11"},
+                                      {"approved_from", "NULL"},
+                                      {"approved_by", "''"},
+                                      {"approval_reason", "''"},
+                                      {"approval_override", "0"},
+                                      {"approved_at", "NULL"},
+                                      {"action", "'rollback'"}}),
+        ")"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kInsert));
     for (const LineageRecord& rec : lineage) {
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, rec.dataset));
@@ -2101,17 +2325,16 @@ SqliteStateStore::GetLineageOverlapping(const std::string& job_id) {
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   RETURN_IF_ERROR(StateOf(job_id).status());
-  std::vector<std::string> columns = absl::StrSplit(kLineageColumns, ", ");
-  for (std::string& c : columns) c = absl::StrCat("l.", c);
+  static const std::string& kColumns = Once(LineageColumns("l"));
   ASSIGN_OR_RETURN(
       Statement q,
       db_->PrepareCached(absl::StrCat(
-          "SELECT ", absl::StrJoin(columns, ", "),
+          "SELECT ", kColumns,
           " FROM lineage m JOIN lineage l ON l.dataset = m.dataset AND "
           "l.\"partition\" = m.\"partition\" WHERE m.job_id = ?1 AND "
           "m.action = 'publish' ORDER BY l.id")));
   RETURN_IF_ERROR(q.BindText(1, job_id));
-  ASSIGN_OR_RETURN(std::vector<LineageRecord> out, ReadLineage(q));
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> out, ReadLineage(q, path_));
   RETURN_IF_ERROR(txn.Commit());
   return out;
 }
@@ -2139,18 +2362,22 @@ SqliteStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
 absl::Status SqliteStateStore::WriteJobCosts(const std::string& id,
                                              const Job& job) {
   {
-    ASSIGN_OR_RETURN(Statement q,
-                     db_->PrepareCached("UPDATE jobs SET max_cost = ?2 "
-                                        "WHERE id = ?1"));
+    static const std::string& kUpdate = Once(absl::StrCat(
+        "UPDATE jobs SET max_cost = ?2, ",
+        sr::ResealSql(sr::Jobs(), {{"max_cost", "?2"}}), " WHERE id = ?1"));
+    ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kUpdate));
     RETURN_IF_ERROR(q.BindText(1, id));
     RETURN_IF_ERROR(q.BindDouble(2, job.request.max_cost));
     RETURN_IF_ERROR(q.Run());
   }
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached("UPDATE job_datasets SET estimate_source = ?3, "
-                         "partitions_from_history = ?4, max_cost = ?5 "
-                         "WHERE job_id = ?1 AND ordinal = ?2"));
+  static const std::string& kUpdate = Once(absl::StrCat(
+      "UPDATE job_datasets SET estimate_source = ?3, "
+      "partitions_from_history = ?4, max_cost = ?5, ",
+      sr::ResealSql(sr::JobDatasets(), {{"estimate_source", "?3"},
+                                        {"partitions_from_history", "?4"},
+                                        {"max_cost", "?5"}}),
+      " WHERE job_id = ?1 AND ordinal = ?2"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kUpdate));
   for (size_t i = 0; i < job.plan.datasets.size(); ++i) {
     const DatasetPlan& dp = job.plan.datasets[i];
     RETURN_IF_ERROR(q.Reset());
@@ -2249,15 +2476,14 @@ SqliteStateStore::LastRunInputRows(const std::string& dataset,
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db_.get(), Transaction::Mode::kDeferred));
   // Newest job first per partition: the first row of each partition wins.
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db_->PrepareCached(
-          "SELECT t.\"partition\", t.input_rows FROM tasks t "
-          "JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 AND "
-          "t.\"partition\" >= ?2 AND t.\"partition\" <= ?3 AND "
-          "t.state IN ('PUBLISHED', 'UNCHANGED') ORDER BY "
-          "t.\"partition\", j.seq "
-          "DESC"));
+  static const std::string& kSql = Once(absl::StrCat(
+      "SELECT t.\"partition\", t.input_rows, t.job_id, ",
+      sr::IntactSql(sr::Tasks(), "t"),
+      " FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 AND "
+      "t.\"partition\" >= ?2 AND t.\"partition\" <= ?3 AND "
+      "t.state IN ('PUBLISHED', 'UNCHANGED') ORDER BY t.\"partition\", j.seq "
+      "DESC"));
+  ASSIGN_OR_RETURN(Statement q, db_->PrepareCached(kSql));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, *first));
   RETURN_IF_ERROR(q.BindText(3, *last));
@@ -2267,6 +2493,10 @@ SqliteStateStore::LastRunInputRows(const std::string& dataset,
     if (wanted.empty()) wanted.insert(partitions.begin(), partitions.end());
     std::string partition = q.ColumnText(0);
     if (!wanted.contains(partition)) continue;
+    if (q.ColumnInt(3) != 1) {
+      return sr::Damaged(sr::TaskRecord(q.ColumnText(2), dataset, partition),
+                         path_);
+    }
     out.emplace(std::move(partition), q.ColumnInt(1));  // keeps the first
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -2306,14 +2536,14 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
                    Transaction::Begin(db, Transaction::Mode::kDeferred));
   {
     // Publish records of jobs that were not rolled back.
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->PrepareCached(absl::StrCat(
-            "SELECT l.\"partition\", l.job_id, j.seq, "
-            "l.transform_version, l.inputs FROM lineage l JOIN jobs j "
-            "ON j.id = l.job_id WHERE l.dataset = ?1 AND l.action = "
-            "'publish' AND j.state <> 'ROLLED_BACK' AND NOT ",
-            kKeyedOnTarget)));
+    static const std::string& kSql = Once(absl::StrCat(
+        "SELECT l.\"partition\", l.job_id, j.seq, l.transform_version, "
+        "l.inputs, ",
+        sr::IntactSql(sr::Lineage(), "l"),
+        " FROM lineage l JOIN jobs j ON j.id = l.job_id WHERE l.dataset = ?1 "
+        "AND l.action = 'publish' AND j.state <> 'ROLLED_BACK' AND NOT ",
+        kKeyedOnTarget));
+    ASSIGN_OR_RETURN(Statement q, db->PrepareCached(kSql));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
@@ -2322,6 +2552,10 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
       v.partition = q.ColumnText(0);
       if (!keep(v.partition)) continue;
       v.job_id = q.ColumnText(1);
+      if (q.ColumnInt(5) != 1) {
+        return sr::Damaged(
+            sr::LineageRecordName(v.job_id, dataset, v.partition), path_);
+      }
       v.transform_version = q.ColumnText(3);
       ASSIGN_OR_RETURN(v.inputs, DecodeInputs(q.ColumnText(4)));
       offer(q.ColumnInt(2), std::move(v));
@@ -2356,8 +2590,9 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
             "SELECT t.\"partition\", t.job_id, j.seq, "
             "COALESCE((SELECT d.transform_version FROM job_datasets d WHERE "
             "d.job_id = t.job_id AND d.dataset = t.dataset ORDER BY "
-            "d.ordinal DESC LIMIT 1), ''), t.inputs, COALESCE(j.end_time, 0) "
-            "FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 "
+            "d.ordinal DESC LIMIT 1), ''), t.inputs, COALESCE(j.end_time, 0), ",
+            sr::IntactSql(sr::Tasks(), "t"),
+            " FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.dataset = ?1 "
             "AND t.state = 'UNCHANGED' AND j.state IN (",
             Placeholders(2, vouching.size()), ") AND NOT ", kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
@@ -2374,6 +2609,10 @@ SqliteStateStore::VerifiedVersions(const std::string& dataset,
       auto rb = rolled_back_at.find(v.partition);
       if (rb != rolled_back_at.end() && rb->second >= q.ColumnInt(5)) continue;
       v.job_id = q.ColumnText(1);
+      if (q.ColumnInt(6) != 1) {
+        return sr::Damaged(sr::TaskRecord(v.job_id, dataset, v.partition),
+                           path_);
+      }
       v.unchanged = true;
       v.transform_version = q.ColumnText(3);
       ASSIGN_OR_RETURN(v.inputs, DecodeInputs(q.ColumnText(4)));

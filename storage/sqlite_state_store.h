@@ -14,8 +14,18 @@
 // state store that was replaced or recreated is never mistaken for the one
 // that published.
 //
-// Integrity: Open() runs PRAGMA quick_check before anything else and
+// Integrity: Open() runs PRAGMA quick_check before anything else, then
+// reads every record of jobs, job_datasets, tasks and lineage against the
+// checksum each carries (state_record_checksums.h), which catches what
+// SQLite's checks do not read (a record's values, its overflow pages); it
 // refuses (DATA_LOSS, with what to do) a damaged file without writing it.
+// Every read of those records checks their checksums again: a record
+// damaged since is DATA_LOSS naming it ("job bf-17's record in ... fails
+// its checksum"), never wrong values. Writes keep the checksums (writing
+// those tables by hand, with another program, makes their records fail).
+// A file that this process could not write (the file, its directory, or
+// its -wal or -shm file) is refused by Open() too (FAILED_PRECONDITION,
+// saying which and why), rather than opened read-only.
 //
 // Schema: versioned by PRAGMA user_version. Open() applies every migration
 // step newer than the file's version, each in its own transaction, and

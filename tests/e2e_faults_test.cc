@@ -177,12 +177,18 @@ TEST_F(FaultsTest, AMissingWarehouseIsNotRecreated) {
   EXPECT_TRUE(HasStartupError(log, "records 1 jobs published into it")) << log;
   EXPECT_FALSE(fs::exists(warehouse_));
 
-  // An empty file in its place is no better.
+  // An empty file in its place is no better, and is refused as it is,
+  // before anything is written into it.
   { Sqlite empty(warehouse_); }
   ASSERT_TRUE(fs::exists(warehouse_));
+  ASSERT_EQ(fs::file_size(warehouse_), 0u);
   const std::string replaced = ExpectRefusal();
-  EXPECT_TRUE(HasStartupError(replaced, "holds no publication of 1 of them"))
+  EXPECT_TRUE(HasStartupError(replaced, "is an empty file (0 bytes)"))
       << replaced;
+  EXPECT_TRUE(HasStartupError(replaced, "records 1 jobs published into it"))
+      << replaced;
+  EXPECT_EQ(fs::file_size(warehouse_), 0u);
+  EXPECT_FALSE(fs::exists(warehouse_ + "-wal"));
 }
 
 TEST_F(FaultsTest, AWarehouseRemovedWhileRunningFailsTheJob) {

@@ -1,9 +1,12 @@
 // What only SqliteEngine does, on a temporary warehouse with a small
 // orders / customers / daily_revenue fixture built with plain SQL: column
 // types as SQLite takes them, a NULL in a primary key column, and job ids
-// and rollback copies read back from the names of its tables. What every engine
+// and rollback copies read back from the names of its tables, an empty file
+// that must hold a warehouse left unwritten. What every engine
 // must do is in the engine conformance suites
 // (storage_engine_conformance_*_test.cc).
+
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -435,6 +438,34 @@ TEST_F(SqliteEngineTest, ALargeRejectedOutputLeavesTheSessionTablesSound) {
                   static_cast<int64_t>(kRows) * (kRows + 1) / 2, "|", kRows)}))
         << "round " << round;
   }
+}
+
+// A warehouse that must exist (the state store has published into it) is
+// refused when its file is empty, as when there is none, and the file is
+// left as it was: no tables, no switch to WAL, no -wal or -shm beside it.
+TEST(SqliteEngineOpenTest, AnEmptyFileThatMustHoldAWarehouseIsLeftUnwritten) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrCat("sqlite_engine_empty_", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "warehouse.db").string();
+  { std::ofstream touch(file); }
+  auto engine = SqliteEngine::Open(file, 2, /*create_if_missing=*/false);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kNotFound)
+      << engine.status();
+  EXPECT_THAT(engine.status().message(),
+              HasSubstr(file + " is an empty file (0 bytes)"));
+  EXPECT_EQ(std::filesystem::file_size(file), 0u);
+  EXPECT_FALSE(std::filesystem::exists(file + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(file + "-shm"));
+  // One that may be created is: an empty file is an empty database.
+  engine = SqliteEngine::Open(file, 1, /*create_if_missing=*/true);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  engine->reset();
+  EXPECT_GT(std::filesystem::file_size(file), 0u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
