@@ -1,10 +1,10 @@
 // The daemon's limits, each refused with RESOURCE_EXHAUSTED and changing
-// nothing: a request larger than --max-message-bytes, one WatchBackfill
-// stream more than --max-watch-streams-per-principal (and a slot given back
-// when a stream ends), and a submit while --max-queued-jobs jobs are
-// QUEUED (a repeat of an existing job is still answered). A real Daemon
-// (gRPC server, manager, SQLite store and warehouse) on a temporary
-// directory.
+// nothing: a request larger than --max-message-bytes (counted so in the
+// gRPC metrics), one WatchBackfill stream more than
+// --max-watch-streams-per-principal (and a slot given back when a stream
+// ends), and a submit while --max-queued-jobs jobs are QUEUED (a repeat of
+// an existing job is still answered). A real Daemon (gRPC
+// server, manager, SQLite store and warehouse) on a temporary directory.
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -24,15 +24,19 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "platform/curl_http_client.h"
 #include "server/backfill_service_impl.h"
 #include "server/daemon.h"
 #include "tests/revenue_pipeline.h"
+#include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
 
 namespace backfill {
 namespace {
 
 namespace fs = std::filesystem;
+using ::backfill::testing::ParseSamples;
+using ::backfill::testing::SumOf;
 using ::testing::HasSubstr;
 
 constexpr char kSubmit[] = "/backfill.v1.BackfillService/SubmitBackfill";
@@ -109,7 +113,10 @@ class DaemonLimitsTest : public ::testing::Test {
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     options.data_dir = dir_;
     options.listen = "127.0.0.1:0";
-    options.metrics_listen = "none";
+    // No /metrics unless the test asks for it.
+    if (options.metrics_listen == DaemonOptions().metrics_listen) {
+      options.metrics_listen = "none";
+    }
     options.workers = 1;
     absl::StatusOr<std::unique_ptr<Daemon>> daemon =
         Daemon::Start(options, *std::move(catalog));
@@ -142,6 +149,16 @@ class DaemonLimitsTest : public ::testing::Test {
     absl::StatusOr<v1::Backfill> paused = client_->Pause(id, "held open");
     EXPECT_TRUE(paused.ok()) << paused.status();
     return id;
+  }
+
+  // The daemon's /metrics, read over HTTP.
+  std::string Scrape() {
+    HttpRequest request;
+    request.url =
+        absl::StrCat("http://127.0.0.1:", daemon_->metrics_port(), "/metrics");
+    absl::StatusOr<HttpResponse> response = http_.Send(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? response->body : "";
   }
 
   // How many jobs the daemon has.
@@ -177,11 +194,13 @@ class DaemonLimitsTest : public ::testing::Test {
   std::unique_ptr<BackfillClient> client_;
   std::unique_ptr<v1::BackfillService::Stub> stub_;
   std::vector<WatchStream> streams_;
+  CurlHttpClient http_;
 };
 
 TEST_F(DaemonLimitsTest, ARequestLargerThanMaxMessageBytesIsRefused) {
   DaemonOptions options;
   options.max_message_bytes = 64 << 10;
+  options.metrics_listen = "127.0.0.1:0";
   ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
 
   v1::SubmitBackfillRequest large;
@@ -206,6 +225,18 @@ TEST_F(DaemonLimitsTest, ARequestLargerThanMaxMessageBytesIsRefused) {
                                       small.SerializeAsString(), &response);
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(JobCount(), 1);
+
+  // The metrics count each call with the code its client received.
+  const auto submits = [&](const std::string& code) {
+    return SumOf(ParseSamples(Scrape()), "grpc_server_handled_total",
+                 {{"grpc_method", "SubmitBackfill"}, {"grpc_code", code}});
+  };
+  EXPECT_TRUE(Eventually([&] {
+    return submits("RESOURCE_EXHAUSTED") == 1 && submits("OK") == 1;
+  })) << Scrape();
+  // No series of another code (SumOf: -1).
+  EXPECT_EQ(submits("INVALID_ARGUMENT"), -1) << Scrape();
+  EXPECT_EQ(submits("CANCELLED"), -1) << Scrape();
 }
 
 TEST_F(DaemonLimitsTest, OneWatchStreamMoreThanTheLimitIsRefusedUntilOneEnds) {
