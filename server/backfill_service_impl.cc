@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,6 +17,7 @@
 #include "core/access_policy.h"
 #include "core/error_details.h"
 #include "core/page_token.h"
+#include "core/partition.h"
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
@@ -439,8 +439,8 @@ grpc::Status BackfillServiceImpl::GetDataset(
   if (spec == nullptr) {
     return ToGrpcStatus(WithReason(
         absl::NotFoundError(absl::StrCat(
-            "no dataset \"", absl::CHexEscape(request->name()),
-            "\" is declared in the pipelines (`ListDatasets` lists them)")),
+            "no dataset ", QuoteValue(request->name()),
+            " is declared in the pipelines (`ListDatasets` lists them)")),
         "DATASET_NOT_FOUND", {{"dataset", request->name()}}));
   }
   *response = DatasetToProto(*spec, *catalog);

@@ -5,11 +5,11 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/error_details.h"
+#include "core/partition.h"
 #include "core/progress.h"
 #include "server/vocabulary_convert.h"
 #include "server/wire_text.h"
@@ -562,8 +562,7 @@ absl::Status ValidateJobId(const std::string& id, absl::string_view field) {
   if (!ok) {
     return InvalidFieldError(
         field, "BACKFILL_ID_MALFORMED",
-        absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
-                     "\" in `", field,
+        absl::StrCat("malformed backfill id ", QuoteValue(id), " in `", field,
                      "`: expected \"bf-<number>\", e.g. \"bf-12\""));
   }
   return absl::OkStatus();

@@ -3,7 +3,9 @@
 // gRPC metrics), one WatchBackfill stream more than
 // --max-watch-streams-per-principal (and a slot given back when a stream
 // ends), and a submit while --max-queued-jobs jobs are QUEUED (a repeat of
-// an existing job is still answered). A real Daemon (gRPC
+// an existing job is still answered). And the limit on the size of an
+// error: refusals that would list many jobs or quote a long value reach a
+// client with gRPC's default limits as themselves. A real Daemon (gRPC
 // server, manager, SQLite store and warehouse) on a temporary directory.
 
 #include <sqlite3.h>
@@ -27,6 +29,7 @@
 #include "platform/curl_http_client.h"
 #include "server/backfill_service_impl.h"
 #include "server/daemon.h"
+#include "server/grpc_status.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
@@ -36,8 +39,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::backfill::testing::ParseSamples;
+using ::backfill::testing::Refusal;
 using ::backfill::testing::SumOf;
+using ::backfill::testing::WireError;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kSubmit[] = "/backfill.v1.BackfillService/SubmitBackfill";
 
@@ -339,6 +345,65 @@ TEST_F(DaemonLimitsTest, ASubmitIsRefusedWhileMaxQueuedJobsAreQueued) {
   EXPECT_FALSE(repeat->created());
   EXPECT_EQ(repeat->backfill().id(), queued->backfill().id());
   EXPECT_EQ(JobCount(), 2);
+}
+
+// A refusal reaches a client with gRPC's default limits (8 KiB of
+// metadata) as itself, not as RESOURCE_EXHAUSTED "received initial metadata
+// size exceeds limit", however many jobs it concerns or however long a
+// value the request held: its message and details stay within
+// kMaxErrorBytes, and the message names the first jobs and counts the rest.
+TEST_F(DaemonLimitsTest, RefusalsStayWithinAClientsDefaultMetadataLimit) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(DaemonOptions()));
+  // A paused job and 80 jobs queued behind it: a submit with `no_wait`
+  // would wait for all 81.
+  std::vector<std::string> holders = {SubmitPaused("")};
+  ASSERT_FALSE(holders[0].empty());
+  constexpr int kQueued = 80;
+  for (int i = 0; i < kQueued; ++i) {
+    absl::StatusOr<v1::SubmitBackfillResponse> queued =
+        client_->Submit(February(absl::StrCat("queued ", i)), "");
+    ASSERT_TRUE(queued.ok()) << queued.status();
+    ASSERT_EQ(queued->backfill().state(), v1::BACKFILL_STATE_QUEUED);
+    holders.push_back(queued->backfill().id());
+  }
+
+  v1::SubmitBackfillRequest no_wait;
+  *no_wait.mutable_request() = February("no wait");
+  no_wait.set_no_wait(true);
+  const WireError held = Refusal(target_, "SubmitBackfill", no_wait);
+  EXPECT_EQ(held.code, grpc::StatusCode::FAILED_PRECONDITION) << held.message;
+  EXPECT_EQ(held.info.reason(), "PARTITIONS_HELD");
+  EXPECT_LE(held.message.size() + held.details_bytes, kMaxErrorBytes);
+  EXPECT_THAT(held.message,
+              HasSubstr(absl::StrCat("held by paused job ", holders[0], " (")));
+  EXPECT_THAT(held.message, HasSubstr(absl::StrCat(", ", holders[4], " (")));
+  EXPECT_THAT(held.message, Not(HasSubstr(absl::StrCat(holders[5], " ("))));
+  EXPECT_THAT(held.message, HasSubstr(absl::StrCat(
+                                ", ... and ", kQueued + 1 - 5, " more jobs;")));
+  const auto metadata = [&](const std::string& key) {
+    auto found = held.info.metadata().find(key);
+    return found == held.info.metadata().end() ? std::string("<none>")
+                                               : found->second;
+  };
+  EXPECT_EQ(metadata("backfill_ids"),
+            absl::StrCat(holders[0], ",", holders[1], ",", holders[2], ",",
+                         holders[3], ",", holders[4]));
+  EXPECT_EQ(metadata("backfill_count"), absl::StrCat(kQueued + 1));
+  EXPECT_THAT(held.fields, ::testing::ElementsAre("no_wait"));
+  EXPECT_EQ(JobCount(), kQueued + 1);
+
+  // An id of 10 KB is quoted cut, not echoed.
+  v1::GetBackfillRequest get;
+  get.set_id(absl::StrCat("bf-", std::string(10000, '7')));
+  const WireError malformed = Refusal(target_, "GetBackfill", get);
+  EXPECT_EQ(malformed.code, grpc::StatusCode::INVALID_ARGUMENT)
+      << malformed.message;
+  EXPECT_EQ(malformed.info.reason(), "BACKFILL_ID_MALFORMED");
+  EXPECT_LE(malformed.message.size() + malformed.details_bytes, kMaxErrorBytes);
+  EXPECT_THAT(malformed.message,
+              HasSubstr(absl::StrCat("malformed backfill id \"bf-",
+                                     std::string(61, '7'), "...\" in `id`")));
+  EXPECT_THAT(malformed.fields, ::testing::ElementsAre("id"));
 }
 
 TEST(DaemonLimitOptionsTest, OutOfRangeValuesAreRefusedNamingTheFlag) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +47,8 @@ namespace {
 
 using ::backfill::testing::HealthCheck;
 using ::backfill::testing::RawCall;
+using ::backfill::testing::Refusal;
+using ::backfill::testing::WireError;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -1202,52 +1205,6 @@ TEST_F(ServerServiceTest, ListAuditEventsValidatesItsRequest) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->events_size(), 0);
   EXPECT_EQ(none->next_page_token(), "");
-}
-
-// What a client reads from a refused call, decoded here straight from the
-// grpc-status-details-bin bytes (not with the client library): the
-// google.rpc.Status repeats the code and the message, an ErrorInfo gives the
-// reason in the domain "backfilld", and a BadRequest names the refused
-// fields by their path in the request.
-struct WireError {
-  grpc::StatusCode code = grpc::StatusCode::OK;
-  std::string message;
-  google::rpc::Status rpc;
-  google::rpc::ErrorInfo info;
-  int info_count = 0;
-  std::vector<std::string> fields;  // BadRequest's violations, in order
-};
-
-WireError Refusal(const std::string& target, const std::string& method,
-                  const google::protobuf::Message& request) {
-  WireError out;
-  std::string response;
-  grpc::Status status =
-      RawCall(target, absl::StrCat("/backfill.v1.BackfillService/", method),
-              request.SerializeAsString(), &response);
-  out.code = status.error_code();
-  out.message = status.error_message();
-  EXPECT_FALSE(status.ok()) << method;
-  EXPECT_TRUE(out.rpc.ParseFromString(status.error_details()))
-      << method << ": no google.rpc.Status in grpc-status-details-bin";
-  EXPECT_EQ(out.rpc.code(), static_cast<int>(status.error_code()));
-  EXPECT_EQ(out.rpc.message(), status.error_message());
-  for (const google::protobuf::Any& detail : out.rpc.details()) {
-    google::rpc::BadRequest bad_request;
-    if (detail.UnpackTo(&out.info)) {
-      ++out.info_count;
-    } else if (detail.UnpackTo(&bad_request)) {
-      for (const auto& v : bad_request.field_violations()) {
-        EXPECT_FALSE(v.description().empty()) << v.field();
-        out.fields.push_back(v.field());
-      }
-    } else {
-      ADD_FAILURE() << method << ": unexpected detail " << detail.type_url();
-    }
-  }
-  EXPECT_EQ(out.info_count, 1) << method << ": " << out.rpc.DebugString();
-  EXPECT_EQ(out.info.domain(), "backfilld");
-  return out;
 }
 
 // Whether `path` ("request.partitions[1]") names a field of `type`.
