@@ -485,15 +485,10 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
                      " is out of range: use 0..", kDiffStoredSamples,
                      " (default ", kDefaultDiffSamples, ")"));
   }
-  const int page_size = request->page_size();
-  if (page_size < 0 || page_size > kMaxDiffPageSize) {
-    return InvalidField(
-        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
-        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
-                     kMaxDiffPageSize, " (0 means ", kDefaultDiffPageSize,
-                     ")"));
-  }
-  diff.limit = page_size == 0 ? kDefaultDiffPageSize : page_size;
+  absl::StatusOr<int> page_size = PageSizeFromProto(
+      request->page_size(), kDefaultDiffPageSize, kMaxDiffPageSize);
+  if (!page_size.ok()) return ToGrpcStatus(page_size.status());
+  diff.limit = *page_size;
   // The token holds the offset of the page's first partition (a diff
   // never changes once computed).
   const uint64_t filters =

@@ -568,4 +568,17 @@ absl::Status ValidateJobId(const std::string& id, absl::string_view field) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> PageSizeFromProto(int page_size, int default_size,
+                                      int max_size) {
+  if (page_size < 0) {
+    return InvalidFieldError(
+        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
+        absl::StrCat("`page_size` ", page_size, " is negative: use 1..",
+                     max_size, " (0 means ", default_size, "; a larger one ",
+                     max_size, ")"));
+  }
+  if (page_size == 0) return default_size;
+  return std::min(page_size, max_size);
+}
+
 }  // namespace backfill

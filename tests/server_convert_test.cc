@@ -1,6 +1,8 @@
 // Unit tests of server/proto_convert: domain <-> backfill.v1 conversions,
 // and the gRPC form of errors (server/grpc_status).
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "server/governance_convert.h"
 #include "server/grpc_status.h"
+#include "server/listing_convert.h"
 #include "server/proto_convert.h"
 
 namespace backfill {
@@ -280,6 +283,64 @@ TEST(ProtoConvertTest, AnErrorWithinTheBoundIsSentWhole) {
   ASSERT_EQ(bad_request.field_violations_size(), 1);
   EXPECT_EQ(bad_request.field_violations(0).description(),
             std::string(300, 'd'));
+}
+
+// AIP-158: a page_size over the maximum is served as the maximum, 0 is the
+// default, a negative one is refused naming the field.
+TEST(ProtoConvertTest, PageSizesOverTheMaximumAreServedAsTheMaximum) {
+  const int kInt32Max = std::numeric_limits<int32_t>::max();
+  const struct {
+    int asked;
+    int jobs;        // ListBackfills: default 50, at most 1000
+    int partitions;  // ListPartitions: default 100, at most 1000
+    int events;      // ListAuditEvents: default 100, at most 1000
+  } cases[] = {{0, 50, 100, 100},
+               {1, 1, 1, 1},
+               {7, 7, 7, 7},
+               {1000, 1000, 1000, 1000},
+               {1001, 1000, 1000, 1000},
+               {1 << 20, 1000, 1000, 1000},
+               {kInt32Max, 1000, 1000, 1000}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.asked);
+    v1::ListBackfillsRequest jobs;
+    jobs.set_page_size(c.asked);
+    absl::StatusOr<JobPageQuery> job_query = JobPageQueryFromProto(jobs);
+    ASSERT_TRUE(job_query.ok()) << job_query.status();
+    EXPECT_EQ(job_query->page_size, c.jobs);
+    v1::ListPartitionsRequest partitions;
+    partitions.set_backfill_id("bf-1");
+    partitions.set_page_size(c.asked);
+    absl::StatusOr<PartitionPageQuery> partition_query =
+        PartitionPageQueryFromProto(partitions);
+    ASSERT_TRUE(partition_query.ok()) << partition_query.status();
+    EXPECT_EQ(partition_query->page_size, c.partitions);
+    v1::ListAuditEventsRequest events;
+    events.set_page_size(c.asked);
+    absl::StatusOr<AuditQuery> audit_query = AuditQueryFromProto(events);
+    ASSERT_TRUE(audit_query.ok()) << audit_query.status();
+    EXPECT_EQ(audit_query->limit, c.events);
+  }
+  for (int negative : {-1, std::numeric_limits<int32_t>::min()}) {
+    SCOPED_TRACE(negative);
+    v1::ListBackfillsRequest jobs;
+    jobs.set_page_size(negative);
+    v1::ListPartitionsRequest partitions;
+    partitions.set_backfill_id("bf-1");
+    partitions.set_page_size(negative);
+    v1::ListAuditEventsRequest events;
+    events.set_page_size(negative);
+    for (const absl::Status& s :
+         {JobPageQueryFromProto(jobs).status(),
+          PartitionPageQueryFromProto(partitions).status(),
+          AuditQueryFromProto(events).status()}) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      const ErrorDetails details = DetailsOf(s);
+      EXPECT_EQ(details.reason, "PAGE_SIZE_OUT_OF_RANGE");
+      ASSERT_EQ(details.field_violations.size(), 1u);
+      EXPECT_EQ(details.field_violations[0].field, "page_size");
+    }
+  }
 }
 
 // Stored text can hold bytes that are not UTF-8 (a Latin-1 warehouse

@@ -494,9 +494,6 @@ TEST_F(ServerServiceTest, BadRequestsAreRejectedAndChangeNothing) {
   EXPECT_EQ(watch_unknown.code(), absl::StatusCode::kNotFound) << watch_unknown;
 
   v1::ListBackfillsRequest list;
-  list.set_page_size(1001);
-  EXPECT_EQ(client_->List(list).status().code(),
-            absl::StatusCode::kInvalidArgument);
   list.set_page_size(-1);
   EXPECT_EQ(client_->List(list).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -661,8 +658,18 @@ TEST_F(ServerServiceTest, DiffPagesThroughPartitionsAndApproveIsValidated) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(diff_code([](auto* r) { r->set_sample_rows(-1); }),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(diff_code([](auto* r) { r->set_page_size(1001); }),
+  EXPECT_EQ(diff_code([](auto* r) { r->set_page_size(-1); }),
             absl::StatusCode::kInvalidArgument);
+  // Over the maximum (1000): served as the maximum, every partition here.
+  for (int over : {1001, std::numeric_limits<int32_t>::max()}) {
+    v1::DiffBackfillRequest r;
+    r.set_id(id);
+    r.set_page_size(over);
+    absl::StatusOr<v1::DiffBackfillResponse> all = client_->Diff(r);
+    ASSERT_TRUE(all.ok()) << over << ": " << all.status();
+    EXPECT_EQ(all->partitions_size(), 5) << over;
+    EXPECT_EQ(all->next_page_token(), "") << over;
+  }
   EXPECT_EQ(diff_code([](auto* r) { r->set_page_token("abc"); }),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(diff_code([](auto* r) { r->set_page_token("0"); }),
@@ -1181,11 +1188,12 @@ TEST_F(ServerServiceTest, ListAuditEventsValidatesItsRequest) {
   r.set_backfill_id("job-1");
   refused(r, "backfill_id");
   r = v1::ListAuditEventsRequest();
-  r.set_page_size(1001);
-  refused(r, "page_size");
-  r = v1::ListAuditEventsRequest();
   r.set_page_size(-1);
   refused(r, "page_size");
+  // Over the maximum: served as the maximum.
+  r = v1::ListAuditEventsRequest();
+  r.set_page_size(1001);
+  EXPECT_TRUE(client_->ListAuditEvents(r).ok());
   r = v1::ListAuditEventsRequest();
   r.set_page_token("abc");
   refused(r, "page_token");
