@@ -204,8 +204,7 @@ TEST_F(E2eTest, RejectsBadInputWithoutCreatingJobs) {
 // accepts by default still reach backfillctl as themselves, not as
 // RESOURCE_EXHAUSTED about the size of its metadata: `status` of a 10 KB
 // id, and a `--no-wait` submit behind a paused job and 70 jobs queued
-// behind it (whose refusal named all 71, about 8.7 KiB, before it was
-// bounded).
+// behind it (enough for a refusal naming all 71 to exceed the limit).
 TEST_F(E2eTest, RefusalsTooLargeForAClientsTrailersArriveBounded) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/31, /*orders_per_day=*/5, true));
   Daemon& daemon = NewDaemon(/*workers=*/1);
