@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/error_details.h"
 #include "core/partition_layout.h"
 
 namespace backfill {
@@ -43,13 +44,7 @@ std::string QuotePredicate(std::string_view predicate) {
   if (predicate.size() <= kQuotedBytes) {
     return absl::StrCat("\"", Sv(predicate), "\"");
   }
-  size_t cut = kQuotedBytes;
-  // Back up over UTF-8 continuation bytes (10xxxxxx) to a character start.
-  while (cut > 0 &&
-         (static_cast<unsigned char>(predicate[cut]) & 0xC0) == 0x80) {
-    --cut;
-  }
-  return absl::StrCat("\"", Sv(predicate.substr(0, cut)), "...\"");
+  return absl::StrCat("\"", Utf8Prefix(Sv(predicate), kQuotedBytes), "...\"");
 }
 
 absl::Status CheckPredicate(std::string_view predicate) {

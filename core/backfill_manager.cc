@@ -331,19 +331,20 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   } else {
     const std::string who = runner_.Describe(blockers);
     if (options.no_wait) {
+      // The ids of the jobs the message names (the earliest), and how many
+      // there are in all.
+      std::vector<std::string> named;
+      for (size_t i = 0; i < blockers.size() && i < kMaxJobsDescribed; ++i) {
+        named.push_back(blockers[i].job_id);
+      }
       return WithFieldViolation(
-          WithReason(
-              absl::FailedPreconditionError(absl::StrCat(
-                  "some planned partitions are held by ", who,
-                  "; without `no_wait` the job would queue behind them and "
-                  "start when they finish")),
-              "PARTITIONS_HELD",
-              {{"backfill_ids",
-                absl::StrJoin(
-                    blockers, ",",
-                    [](std::string* out, const Admission::Overlap& overlap) {
-                      out->append(overlap.job_id);
-                    })}}),
+          WithReason(absl::FailedPreconditionError(absl::StrCat(
+                         "some planned partitions are held by ", who,
+                         "; without `no_wait` the job would queue behind "
+                         "them and start when they finish")),
+                     "PARTITIONS_HELD",
+                     {{"backfill_ids", absl::StrJoin(named, ",")},
+                      {"backfill_count", absl::StrCat(blockers.size())}}),
           "no_wait", absl::StrCat("the planned partitions are held by ", who));
     }
     job.message = absl::StrCat("waiting for ", who,

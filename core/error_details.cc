@@ -105,6 +105,16 @@ ErrorDetails DetailsOf(const absl::Status& status) {
   return details;
 }
 
+absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes;
+  // Back up over UTF-8 continuation bytes (10xxxxxx) to a character start.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return text.substr(0, cut);
+}
+
 absl::Status PrefixFieldPaths(absl::Status status, absl::string_view prefix,
                               const std::vector<absl::string_view>& top_level) {
   if (status.ok()) return status;

@@ -24,6 +24,7 @@
 #ifndef BACKFILL_CORE_ERROR_DETAILS_H_
 #define BACKFILL_CORE_ERROR_DETAILS_H_
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ absl::Status InvalidFieldError(absl::string_view field,
 // Everything attached to `status` (nothing for OK or a status without
 // details).
 ErrorDetails DetailsOf(const absl::Status& status);
+
+// The longest prefix of `text` of at most `max_bytes` bytes that does not
+// end inside a UTF-8 character (all of `text` when it fits).
+absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes);
 
 // `status` with every field violation's path prefixed by `prefix` and a dot
 // ("reason" -> "request.reason"), except the paths in `top_level` (fields

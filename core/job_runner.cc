@@ -652,7 +652,8 @@ absl::Status JobRunner::Move(Active* job, JobState to,
 std::string JobRunner::DescribeLocked(
     const std::vector<Admission::Overlap>& overlaps) {
   std::vector<std::string> parts;
-  for (const Admission::Overlap& o : overlaps) {
+  for (size_t i = 0; i < overlaps.size() && i < kMaxJobsDescribed; ++i) {
+    const Admission::Overlap& o = overlaps[i];
     const Active* other = FindLocked(o.job_id);
     const char* state = other ? JobStateName(other->state)
                         : rolling_back_.count(o.job_id) ? "rolling back"
@@ -663,7 +664,14 @@ std::string JobRunner::DescribeLocked(
         o.job_id, " (", state, ", ",
         Plural(o.partitions, "shared partition", "shared partitions"), ")"));
   }
-  return absl::StrJoin(parts, ", ");
+  std::string described = absl::StrJoin(parts, ", ");
+  if (overlaps.size() > kMaxJobsDescribed) {
+    absl::StrAppend(
+        &described, ", ... and ",
+        Plural(static_cast<int64_t>(overlaps.size() - kMaxJobsDescribed),
+               "more job", "more jobs"));
+  }
+  return described;
 }
 
 std::string JobRunner::Describe(

@@ -83,6 +83,10 @@
 
 namespace backfill {
 
+// The most jobs a message names when it lists the jobs that hold
+// partitions (JobRunner::Describe); the others are counted.
+inline constexpr size_t kMaxJobsDescribed = 5;
+
 struct RunnerOptions {
   int workers = 2;       // partitions recomputed at once, over all jobs
   int max_attempts = 3;  // per partition task (failures of the warehouse's
@@ -134,7 +138,10 @@ class JobRunner {
                                            const std::string& own_key,
                                            std::vector<Conflict>* conflicts,
                                            size_t max);
-  // "bf-3 (RUNNING, 12 shared partitions)" for messages.
+  // "bf-3 (RUNNING, 12 shared partitions)" for messages: the first
+  // kMaxJobsDescribed jobs, then how many more there are ("bf-1 (...), ...,
+  // bf-5 (...), ... and 77 more jobs"), so that a message stays short however
+  // many jobs overlap.
   std::string Describe(const std::vector<Admission::Overlap>& overlaps);
 
   // The operators' decisions. Each returns the job as stored afterwards.

@@ -110,6 +110,16 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
     if (!range.ok()) return NameRangeFields(ds, r, range.status());
     return *std::move(range);
   }
+  // The list as sent is what is limited: a repeated partition counts each
+  // time, so that a request's size, not what it reduces to, is bounded.
+  if (r.partitions.size() > max_partitions) {
+    return InvalidFieldError(
+        "partitions", "PLAN_TOO_LARGE",
+        absl::StrCat("`partitions` holds ", r.partitions.size(),
+                     " items; at most ", max_partitions,
+                     " per backfill, counting every item as sent (a repeated "
+                     "partition counts each time)"));
+  }
   std::set<std::string> unique;
   for (size_t i = 0; i < r.partitions.size(); ++i) {
     absl::Status valid = ValidateDatasetPartition(ds, r.partitions[i]);
@@ -119,12 +129,6 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
           absl::StrCat("partitions[", i, "]"), valid.message());
     }
     unique.insert(r.partitions[i]);
-  }
-  if (unique.size() > max_partitions) {
-    return InvalidFieldError(
-        "partitions", "PLAN_TOO_LARGE",
-        absl::StrCat(unique.size(), " partitions requested; at most ",
-                     max_partitions, " per backfill"));
   }
   out.assign(unique.begin(), unique.end());
   return out;

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,6 +17,7 @@
 #include "core/access_policy.h"
 #include "core/error_details.h"
 #include "core/page_token.h"
+#include "core/partition.h"
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
@@ -439,8 +439,8 @@ grpc::Status BackfillServiceImpl::GetDataset(
   if (spec == nullptr) {
     return ToGrpcStatus(WithReason(
         absl::NotFoundError(absl::StrCat(
-            "no dataset \"", absl::CHexEscape(request->name()),
-            "\" is declared in the pipelines (`ListDatasets` lists them)")),
+            "no dataset ", QuoteValue(request->name()),
+            " is declared in the pipelines (`ListDatasets` lists them)")),
         "DATASET_NOT_FOUND", {{"dataset", request->name()}}));
   }
   *response = DatasetToProto(*spec, *catalog);
@@ -485,15 +485,10 @@ grpc::Status BackfillServiceImpl::DiffBackfill(
                      " is out of range: use 0..", kDiffStoredSamples,
                      " (default ", kDefaultDiffSamples, ")"));
   }
-  const int page_size = request->page_size();
-  if (page_size < 0 || page_size > kMaxDiffPageSize) {
-    return InvalidField(
-        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
-        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
-                     kMaxDiffPageSize, " (0 means ", kDefaultDiffPageSize,
-                     ")"));
-  }
-  diff.limit = page_size == 0 ? kDefaultDiffPageSize : page_size;
+  absl::StatusOr<int> page_size = PageSizeFromProto(
+      request->page_size(), kDefaultDiffPageSize, kMaxDiffPageSize);
+  if (!page_size.ok()) return ToGrpcStatus(page_size.status());
+  diff.limit = *page_size;
   // The token holds the offset of the page's first partition (a diff
   // never changes once computed).
   const uint64_t filters =

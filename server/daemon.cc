@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -493,12 +494,8 @@ absl::Status Daemon::Init(Catalog catalog) {
     spdlog::info("authentication on: {} token(s) from {}", tokens->size(),
                  options_.auth_tokens_file);
     reload_metrics_->Loaded(ReloadMetrics::Kind::kTokens, absl::Now());
-  } else {
-    spdlog::warn(
-        "authentication off (no --auth-tokens): whoever reaches {} may call "
-        "every method",
-        options_.listen);
   }
+  const bool authenticated = tokens != nullptr;
   auth_ = std::make_unique<CallAuth>(std::move(tokens), &metrics_->registry(),
                                      !options_.tls_client_ca_file.empty());
   ServiceLimits limits;
@@ -517,6 +514,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   int port = 0;
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
+  std::optional<std::string> tls_note;  // set with TLS on
   if (!options_.tls_cert_file.empty()) {
     absl::StatusOr<TlsFiles> tls =
         LoadTlsFiles(options_.tls_cert_file, options_.tls_key_file,
@@ -529,10 +527,9 @@ absl::Status Daemon::Init(Catalog catalog) {
     ssl.pem_root_certs = tls->client_ca;
     ssl.pem_key_cert_pairs.push_back({tls->private_key, tls->cert_chain});
     credentials = grpc::SslServerCredentials(ssl);
-    spdlog::info("TLS on {}{}", options_.listen,
-                 tls->client_ca.empty()
-                     ? ""
-                     : ", client certificates required and verified");
+    tls_note = tls->client_ca.empty()
+                   ? ""
+                   : ", client certificates required and verified";
   }
   builder.AddListeningPort(options_.listen, credentials, &port);
   builder.RegisterService(service_.get());
@@ -549,6 +546,16 @@ absl::Status Daemon::Init(Catalog catalog) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on --listen ", options_.listen,
         " (address in use, not local, or malformed; use HOST:PORT)"));
+  }
+  // Said of the address bound: with port 0 in --listen, the port the
+  // system chose.
+  const std::string bound = WithPort(options_.listen, port);
+  if (tls_note.has_value()) spdlog::info("TLS on {}{}", bound, *tls_note);
+  if (!authenticated) {
+    spdlog::warn(
+        "authentication off (no --auth-tokens): whoever reaches {} may call "
+        "every method",
+        bound);
   }
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   if (health != nullptr) {
@@ -580,7 +587,7 @@ absl::Status Daemon::Init(Catalog catalog) {
       },
       kStorageWatchInterval);
   storage_watch_->Start();
-  listen_address_ = WithPort(options_.listen, port);
+  listen_address_ = bound;
   step_done("resuming jobs");
   spdlog::info("started in {:.3f} s: {}",
                absl::ToDoubleSeconds(absl::Now() - init_start),

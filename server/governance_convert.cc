@@ -123,15 +123,10 @@ absl::StatusOr<AuditQuery> AuditQueryFromProto(
     query.since = absl::FromUnixSeconds(since.seconds()) +
                   absl::Nanoseconds(since.nanos());
   }
-  const int page_size = request.page_size();
-  if (page_size < 0 || page_size > kMaxAuditPageSize) {
-    return InvalidFieldError(
-        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
-        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
-                     kMaxAuditPageSize, " (0 means ", kDefaultAuditPageSize,
-                     ")"));
-  }
-  query.limit = page_size == 0 ? kDefaultAuditPageSize : page_size;
+  absl::StatusOr<int> page_size = PageSizeFromProto(
+      request.page_size(), kDefaultAuditPageSize, kMaxAuditPageSize);
+  if (!page_size.ok()) return page_size.status();
+  query.limit = *page_size;
   // The token holds the seq of the previous page's last event.
   if (!request.page_token().empty()) {
     absl::StatusOr<int64_t> after = DecodePageToken(

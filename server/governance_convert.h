@@ -30,7 +30,8 @@ v1::AuditEvent AuditEventToProto(const AuditEvent& event);
 // The store query a ListAuditEventsRequest asks for. INVALID_ARGUMENT,
 // naming the field, for a backfill_id that is not "bf-<number>", a `since`
 // outside 0001-01-01..9999-12-31 or with nanos outside 0..999999999, a
-// page_size outside 0..1000, or a page_token no page returned.
+// negative page_size (one over kMaxAuditPageSize is served as
+// kMaxAuditPageSize), or a page_token no page returned.
 absl::StatusOr<AuditQuery> AuditQueryFromProto(
     const v1::ListAuditEventsRequest& request);
 

@@ -11,29 +11,14 @@
 #include "server/proto_convert.h"
 
 namespace backfill {
-namespace {
-
-absl::Status CheckPageSize(int page_size, int max, int default_size) {
-  if (page_size < 0 || page_size > max) {
-    return InvalidFieldError(
-        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
-        absl::StrCat("`page_size` ", page_size, " is out of range: use 1..",
-                     max, " (0 means ", default_size, ")"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<JobPageQuery> JobPageQueryFromProto(
     const v1::ListBackfillsRequest& request) {
   JobPageQuery query;
-  const int page_size = request.page_size();
-  if (absl::Status s = CheckPageSize(page_size, kMaxPageSize, kDefaultPageSize);
-      !s.ok()) {
-    return s;
-  }
-  query.page_size = page_size == 0 ? kDefaultPageSize : page_size;
+  absl::StatusOr<int> page_size =
+      PageSizeFromProto(request.page_size(), kDefaultPageSize, kMaxPageSize);
+  if (!page_size.ok()) return page_size.status();
+  query.page_size = *page_size;
   for (int state : request.states()) {
     std::optional<JobState> parsed =
         StateFromProto(static_cast<v1::BackfillState>(state));
@@ -98,13 +83,10 @@ absl::StatusOr<PartitionPageQuery> PartitionPageQueryFromProto(
     }
     query.states.push_back(*parsed);
   }
-  const int page_size = request.page_size();
-  if (absl::Status s = CheckPageSize(page_size, kMaxPartitionPageSize,
-                                     kDefaultPartitionPageSize);
-      !s.ok()) {
-    return s;
-  }
-  query.page_size = page_size == 0 ? kDefaultPartitionPageSize : page_size;
+  absl::StatusOr<int> page_size = PageSizeFromProto(
+      request.page_size(), kDefaultPartitionPageSize, kMaxPartitionPageSize);
+  if (!page_size.ok()) return page_size.status();
+  query.page_size = *page_size;
   query.page_token = request.page_token();
   return query;
 }

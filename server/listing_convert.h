@@ -33,9 +33,10 @@ inline constexpr int kMaxPartitionPageSize = 1000;
 inline constexpr size_t kMaxListPageBytes = 2 << 20;
 
 // The query a ListBackfillsRequest asks for. INVALID_ARGUMENT, naming the
-// field, for a page_size outside 0..1000, a state that is UNSPECIFIED or
-// unknown, or a view that is no BackfillView. UNSPECIFIED view: BASIC. The
-// page token is checked when the page is read (core/job_listing.h).
+// field, for a negative page_size, a state that is UNSPECIFIED or unknown,
+// or a view that is no BackfillView. A page_size over kMaxPageSize is served
+// as kMaxPageSize (AIP-158); UNSPECIFIED view: BASIC. The page token is
+// checked when the page is read (core/job_listing.h).
 absl::StatusOr<JobPageQuery> JobPageQueryFromProto(
     const v1::ListBackfillsRequest& request);
 
@@ -48,8 +49,9 @@ v1::ListBackfillsResponse JobPageToProto(const JobPage& page,
                                          size_t max_bytes = kMaxListPageBytes);
 
 // The query a ListPartitionsRequest asks for. INVALID_ARGUMENT, naming the
-// field, for a backfill_id that is not "bf-<number>", a page_size outside
-// 0..1000 or a state that is UNSPECIFIED or unknown.
+// field, for a backfill_id that is not "bf-<number>", a negative page_size
+// or a state that is UNSPECIFIED or unknown. A page_size over
+// kMaxPartitionPageSize is served as kMaxPartitionPageSize.
 absl::StatusOr<PartitionPageQuery> PartitionPageQueryFromProto(
     const v1::ListPartitionsRequest& request);
 

@@ -5,11 +5,11 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/error_details.h"
+#include "core/partition.h"
 #include "core/progress.h"
 #include "server/vocabulary_convert.h"
 #include "server/wire_text.h"
@@ -562,11 +562,23 @@ absl::Status ValidateJobId(const std::string& id, absl::string_view field) {
   if (!ok) {
     return InvalidFieldError(
         field, "BACKFILL_ID_MALFORMED",
-        absl::StrCat("malformed backfill id \"", absl::CHexEscape(id),
-                     "\" in `", field,
+        absl::StrCat("malformed backfill id ", QuoteValue(id), " in `", field,
                      "`: expected \"bf-<number>\", e.g. \"bf-12\""));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> PageSizeFromProto(int page_size, int default_size,
+                                      int max_size) {
+  if (page_size < 0) {
+    return InvalidFieldError(
+        "page_size", "PAGE_SIZE_OUT_OF_RANGE",
+        absl::StrCat("`page_size` ", page_size, " is negative: use 1..",
+                     max_size, " (0 means ", default_size, "; a larger one ",
+                     max_size, ")"));
+  }
+  if (page_size == 0) return default_size;
+  return std::min(page_size, max_size);
 }
 
 }  // namespace backfill

@@ -105,6 +105,12 @@ v1::Dataset DatasetToProto(const DatasetSpec& spec, const Catalog& catalog);
 absl::Status ValidateJobId(const std::string& id,
                            absl::string_view field = "id");
 
+// The page size a list request's `page_size` asks for, as AIP-158 reads it:
+// 0 is `default_size`, a size above `max_size` is served as `max_size`.
+// INVALID_ARGUMENT naming `page_size` when it is negative.
+absl::StatusOr<int> PageSizeFromProto(int page_size, int default_size,
+                                      int max_size);
+
 }  // namespace backfill
 
 #endif  // BACKFILL_SERVER_PROTO_CONVERT_H_

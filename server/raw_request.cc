@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/error_details.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "text/utf8.h"
@@ -107,9 +109,26 @@ std::string Flatten(const grpc::ByteBuffer& raw) {
 }
 
 grpc::Status NoRequest(grpc::ServerContext* context) {
+  // gRPC ends a call whose request is over the receive limit itself (the
+  // client gets RESOURCE_EXHAUSTED "Received message larger than max"), and
+  // the read here just finds no message; the call shows as cancelled at
+  // once or a moment later. Waited for briefly, so that the status this
+  // returns, which the metrics count (server/grpc_metrics.h), is the one the
+  // client got rather than a guess made too early.
+  const absl::Time until = absl::Now() + absl::Milliseconds(100);
+  while (!context->IsCancelled() && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
   if (context->IsCancelled()) {
-    return grpc::Status(grpc::StatusCode::CANCELLED,
-                        "the call was cancelled before its request arrived");
+    if (absl::Now() >= absl::FromChrono(context->deadline())) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          "the call's deadline passed before its request "
+                          "arrived");
+    }
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "the request was refused before it was read: larger than the "
+        "server's receive limit (backfilld --max-message-bytes)");
   }
   return ToGrpcStatus(
       WithReason(absl::InvalidArgumentError(

@@ -106,7 +106,13 @@ namespace raw_request_internal {
 // The bytes of `raw` in one string.
 std::string Flatten(const grpc::ByteBuffer& raw);
 
-// INVALID_ARGUMENT or CANCELLED: the call carried no request message.
+// The status of a call whose request could not be read: RESOURCE_EXHAUSTED
+// when gRPC ended the call (as it does for a request over the receive
+// limit, which is what its client is told; a client that cancelled before
+// its request arrived counts here too), DEADLINE_EXCEEDED when it ended
+// past its deadline, INVALID_ARGUMENT (REQUEST_MISSING) when the call
+// carried no request message. Waits up to 100 ms for the end of the call
+// to show.
 grpc::Status NoRequest(grpc::ServerContext* context);
 
 }  // namespace raw_request_internal

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/error_details.h"
 #include "core/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -248,6 +249,38 @@ TEST_F(PlannerTest, EnforcesPartitionLimit) {
   auto plan = planner.MakePlan(Range("2025-01-01", "2025-01-04"));
   ASSERT_FALSE(plan.ok());  // 3 + 3 dependents > 5
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("at most 5"));
+}
+
+// The limit applies to the list as sent: repeating one partition does not
+// get a request past it, however few partitions it reduces to.
+TEST_F(PlannerTest, PartitionLimitCountsTheItemsAsSentDuplicatesIncluded) {
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.exclude_downstream = true;
+  r.partitions.assign(5, "2025-01-01");
+  Planner planner(&catalog_, &engine_, PlannerLimits{5});
+  auto at_limit = planner.MakePlan(r);
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status();
+  EXPECT_THAT(at_limit->datasets[0].partitions, ElementsAre("2025-01-01"));
+
+  r.partitions.push_back("2025-01-01");
+  auto over = planner.MakePlan(r);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr("`partitions` holds 6 items; at most 5"));
+  const ErrorDetails details = DetailsOf(over.status());
+  EXPECT_EQ(details.reason, "PLAN_TOO_LARGE");
+  ASSERT_EQ(details.field_violations.size(), 1u);
+  EXPECT_EQ(details.field_violations[0].field, "partitions");
+
+  // The default limit (100,000) against 150,000 copies of one partition.
+  r.partitions.assign(150000, "2025-01-01");
+  auto copies = Planner(&catalog_, &engine_).MakePlan(r);
+  ASSERT_FALSE(copies.ok());
+  EXPECT_EQ(copies.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(copies.status().message()),
+              HasSubstr("`partitions` holds 150000 items; at most 100000"));
 }
 
 TEST_F(PlannerTest, InputsFollowMappings) {

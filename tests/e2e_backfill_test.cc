@@ -11,6 +11,7 @@
 
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // (a) A backfill through the CLI publishes exactly what the transform
 // computes from the raw tables; (e) SIGTERM then exits 0.
@@ -196,6 +198,56 @@ TEST_F(E2eTest, RejectsBadInputWithoutCreatingJobs) {
   EXPECT_EQ(CountJobs(after.out), jobs_before) << after.out;
 
   ExpectCleanSigterm(daemon);
+}
+
+// Refusals that would be too large for the 8 KiB of trailers a gRPC client
+// accepts by default still reach backfillctl as themselves, not as
+// RESOURCE_EXHAUSTED about the size of its metadata: `status` of a 10 KB
+// id, and a `--no-wait` submit behind a paused job and 70 jobs queued
+// behind it (enough for a refusal naming all 71 to exceed the limit).
+TEST_F(E2eTest, RefusalsTooLargeForAClientsTrailersArriveBounded) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/31, /*orders_per_day=*/5, true));
+  Daemon& daemon = NewDaemon(/*workers=*/1);
+  ASSERT_TRUE(daemon.Start());
+  const std::vector<std::string> january = {
+      "submit", "daily_revenue", "--from", "2025-01-01", "--to", "2025-02-01"};
+  const auto submit = [&](const std::string& reason) {
+    std::vector<std::string> args = january;
+    args.insert(args.end(), {"--reason", reason});
+    RunResult r = daemon.Ctl(args, seconds(60));
+    EXPECT_EQ(r.exit_code, 0) << r;
+    std::smatch id;
+    EXPECT_TRUE(std::regex_search(r.out, id,
+                                  std::regex("submitted backfill (bf-[0-9]+)")))
+        << r;
+    return id.size() > 1 ? id[1].str() : "";
+  };
+  const std::string held = submit("held");
+  ASSERT_FALSE(held.empty());
+  RunResult paused = daemon.Ctl({"pause", held, "--reason", "e2e"});
+  ASSERT_EQ(paused.exit_code, 0) << paused;
+  constexpr int kQueued = 70;
+  for (int i = 0; i < kQueued; ++i) {
+    ASSERT_FALSE(submit(absl::StrCat("queued ", i)).empty());
+  }
+
+  std::vector<std::string> no_wait = january;
+  no_wait.insert(no_wait.end(), {"--no-wait", "--reason", "x"});
+  RunResult refused = daemon.Ctl(no_wait, seconds(60));
+  EXPECT_EQ(refused.exit_code, 1) << refused;
+  EXPECT_THAT(refused.err, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(refused.err,
+              HasSubstr(absl::StrCat("paused job ", held, " (PAUSED")));
+  EXPECT_THAT(refused.err, HasSubstr(absl::StrCat(", ... and ", kQueued + 1 - 5,
+                                                  " more jobs")));
+  EXPECT_THAT(refused.err, Not(HasSubstr("RESOURCE_EXHAUSTED")));
+
+  const std::string long_id = absl::StrCat("bf-", std::string(10000, '1'));
+  RunResult status = daemon.Ctl({"status", long_id}, seconds(60));
+  EXPECT_EQ(status.exit_code, 1) << status;
+  EXPECT_THAT(status.err, HasSubstr("INVALID_ARGUMENT: malformed backfill id"));
+  EXPECT_LT(status.err.size(), 1024u) << status;
+  EXPECT_THAT(status.err, Not(HasSubstr("RESOURCE_EXHAUSTED")));
 }
 
 // (d) /metrics serves backfill_ metrics in a format promtool accepts.

@@ -1,10 +1,21 @@
-// Unit tests of server/proto_convert: domain <-> backfill.v1 conversions.
+// Unit tests of server/proto_convert: domain <-> backfill.v1 conversions,
+// and the gRPC form of errors (server/grpc_status).
 
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error_details.h"
 #include "core/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
 #include "server/governance_convert.h"
+#include "server/grpc_status.h"
+#include "server/listing_convert.h"
 #include "server/proto_convert.h"
 
 namespace backfill {
@@ -188,6 +199,148 @@ TEST(ProtoConvertTest, StatusKeepsCodeAndMessage) {
   EXPECT_EQ(s.error_message(), "no job bf-9");
   EXPECT_EQ(ToGrpcStatus(absl::FailedPreconditionError("x")).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// Whatever an error holds, it fits a client's trailer: the message and the
+// details together take at most kMaxErrorBytes. The code and the reason are
+// kept; the message is cut at a character boundary and says its size; what
+// is kept of the details is a prefix of what was attached.
+TEST(ProtoConvertTest, AnErrorTooLargeForATrailerIsCutKeepingCodeAndReason) {
+  // "é" takes bytes 639 and 640: a cut after 640 bytes keeps 639.
+  const std::string message =
+      std::string(639, 'a') + "\xc3\xa9" + std::string(5000, 'b');
+  const std::string ids(3000, 'x');
+  absl::Status status =
+      WithReason(absl::FailedPreconditionError(message), "PARTITIONS_HELD",
+                 {{"backfill_ids", ids}, {"limit", "5"}});
+  std::vector<std::string> descriptions;
+  for (int i = 0; i < 20; ++i) {
+    descriptions.push_back(std::string(500, static_cast<char>('c' + i)));
+    status = WithFieldViolation(status, absl::StrCat("partitions[", i, "]"),
+                                descriptions.back());
+  }
+
+  const grpc::Status sent = ToGrpcStatus(status);
+  EXPECT_EQ(sent.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_LE(sent.error_message().size() + sent.error_details().size(),
+            kMaxErrorBytes);
+  EXPECT_EQ(sent.error_message(),
+            std::string(639, 'a') + "... (cut: 5641 bytes in all)");
+  google::rpc::Status rpc;
+  ASSERT_TRUE(rpc.ParseFromString(sent.error_details()));
+  EXPECT_EQ(rpc.code(),
+            static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  EXPECT_EQ(rpc.message(), sent.error_message());
+  int infos = 0;
+  for (const google::protobuf::Any& detail : rpc.details()) {
+    google::rpc::ErrorInfo info;
+    google::rpc::BadRequest bad_request;
+    if (detail.UnpackTo(&info)) {
+      ++infos;
+      EXPECT_EQ(info.reason(), "PARTITIONS_HELD");
+      EXPECT_EQ(info.domain(), "backfilld");
+      for (const auto& [key, value] : info.metadata()) {
+        EXPECT_LE(value.size(), kMaxErrorDetailBytes + 3) << key;
+        if (key == "backfill_ids") {
+          EXPECT_EQ(value, std::string(kMaxErrorDetailBytes, 'x') + "...");
+        } else {
+          EXPECT_EQ(key, "limit");
+          EXPECT_EQ(value, "5");
+        }
+      }
+    } else if (detail.UnpackTo(&bad_request)) {
+      // The first violations, in order, each cut.
+      ASSERT_LE(bad_request.field_violations_size(), 20);
+      for (int i = 0; i < bad_request.field_violations_size(); ++i) {
+        const auto& v = bad_request.field_violations(i);
+        EXPECT_EQ(v.field(), absl::StrCat("partitions[", i, "]"));
+        EXPECT_EQ(v.description(),
+                  descriptions[i].substr(0, kMaxErrorDetailBytes) + "...");
+      }
+    } else {
+      ADD_FAILURE() << "unexpected detail " << detail.type_url();
+    }
+  }
+  EXPECT_EQ(infos, 1);
+}
+
+TEST(ProtoConvertTest, AnErrorWithinTheBoundIsSentWhole) {
+  const std::string message(600, 'm');
+  const absl::Status with_message =
+      WithReason(WithFieldViolation(absl::InvalidArgumentError(message),
+                                    "request.reason", std::string(300, 'd')),
+                 "FIELD_TOO_LONG", {{"limit", std::string(100, '9')}});
+  const grpc::Status sent = ToGrpcStatus(with_message);
+  EXPECT_EQ(sent.error_message(), message);
+  google::rpc::Status rpc;
+  ASSERT_TRUE(rpc.ParseFromString(sent.error_details()));
+  ASSERT_EQ(rpc.details_size(), 2);
+  google::rpc::ErrorInfo info;
+  ASSERT_TRUE(rpc.details(0).UnpackTo(&info));
+  EXPECT_EQ(info.metadata().at("limit"), std::string(100, '9'));
+  google::rpc::BadRequest bad_request;
+  ASSERT_TRUE(rpc.details(1).UnpackTo(&bad_request));
+  ASSERT_EQ(bad_request.field_violations_size(), 1);
+  EXPECT_EQ(bad_request.field_violations(0).description(),
+            std::string(300, 'd'));
+}
+
+// AIP-158: a page_size over the maximum is served as the maximum, 0 is the
+// default, a negative one is refused naming the field.
+TEST(ProtoConvertTest, PageSizesOverTheMaximumAreServedAsTheMaximum) {
+  const int kInt32Max = std::numeric_limits<int32_t>::max();
+  const struct {
+    int asked;
+    int jobs;        // ListBackfills: default 50, at most 1000
+    int partitions;  // ListPartitions: default 100, at most 1000
+    int events;      // ListAuditEvents: default 100, at most 1000
+  } cases[] = {{0, 50, 100, 100},
+               {1, 1, 1, 1},
+               {7, 7, 7, 7},
+               {1000, 1000, 1000, 1000},
+               {1001, 1000, 1000, 1000},
+               {1 << 20, 1000, 1000, 1000},
+               {kInt32Max, 1000, 1000, 1000}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.asked);
+    v1::ListBackfillsRequest jobs;
+    jobs.set_page_size(c.asked);
+    absl::StatusOr<JobPageQuery> job_query = JobPageQueryFromProto(jobs);
+    ASSERT_TRUE(job_query.ok()) << job_query.status();
+    EXPECT_EQ(job_query->page_size, c.jobs);
+    v1::ListPartitionsRequest partitions;
+    partitions.set_backfill_id("bf-1");
+    partitions.set_page_size(c.asked);
+    absl::StatusOr<PartitionPageQuery> partition_query =
+        PartitionPageQueryFromProto(partitions);
+    ASSERT_TRUE(partition_query.ok()) << partition_query.status();
+    EXPECT_EQ(partition_query->page_size, c.partitions);
+    v1::ListAuditEventsRequest events;
+    events.set_page_size(c.asked);
+    absl::StatusOr<AuditQuery> audit_query = AuditQueryFromProto(events);
+    ASSERT_TRUE(audit_query.ok()) << audit_query.status();
+    EXPECT_EQ(audit_query->limit, c.events);
+  }
+  for (int negative : {-1, std::numeric_limits<int32_t>::min()}) {
+    SCOPED_TRACE(negative);
+    v1::ListBackfillsRequest jobs;
+    jobs.set_page_size(negative);
+    v1::ListPartitionsRequest partitions;
+    partitions.set_backfill_id("bf-1");
+    partitions.set_page_size(negative);
+    v1::ListAuditEventsRequest events;
+    events.set_page_size(negative);
+    for (const absl::Status& s :
+         {JobPageQueryFromProto(jobs).status(),
+          PartitionPageQueryFromProto(partitions).status(),
+          AuditQueryFromProto(events).status()}) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      const ErrorDetails details = DetailsOf(s);
+      EXPECT_EQ(details.reason, "PAGE_SIZE_OUT_OF_RANGE");
+      ASSERT_EQ(details.field_violations.size(), 1u);
+      EXPECT_EQ(details.field_violations[0].field, "page_size");
+    }
+  }
 }
 
 // Stored text can hold bytes that are not UTF-8 (a Latin-1 warehouse

@@ -1,7 +1,8 @@
-// The daemon's log with a client's text in it: a real Daemon (gRPC server,
-// manager, SQLite store and warehouse on a temporary directory) whose log is
-// captured, and a job cancelled with a reason that tries to forge log lines.
-// Whatever the reason holds, the job's log record stays one line.
+// The daemon's log: a real Daemon (gRPC server, manager, SQLite store and
+// warehouse on a temporary directory) whose log is captured. A job cancelled
+// with a reason that tries to forge log lines: whatever the reason holds,
+// the job's log record stays one line. The warning of a daemon without
+// authentication names the port it listens on, not the 0 it was given.
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -167,6 +170,38 @@ TEST_F(DaemonLogTest, ACancelReasonCannotForgeALogLine) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// Without --auth-tokens the daemon warns who may call it, naming the
+// address it listens on: with port 0 in --listen, the port the system
+// chose, the one clients must use.
+TEST_F(DaemonLogTest, TheAuthenticationWarningNamesTheBoundPort) {
+  absl::StatusOr<Catalog> catalog =
+      LoadPipelineTexts({{"pipeline.yaml", fixtures::RevenuePipelineYaml()}});
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  DaemonOptions options;
+  options.data_dir = dir_;
+  options.listen = "127.0.0.1:0";
+  options.metrics_listen = "none";
+  options.workers = 1;
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
+      Daemon::Start(options, *std::move(catalog));
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  daemon_ = *std::move(daemon);
+  const std::string bound = daemon_->listen_address();
+  ASSERT_NE(bound, "127.0.0.1:0");
+  ASSERT_TRUE(absl::StartsWith(bound, "127.0.0.1:")) << bound;
+
+  std::vector<std::string> warnings;
+  for (const std::string& line : LogLines()) {
+    if (absl::StrContains(line, "authentication off")) warnings.push_back(line);
+  }
+  ASSERT_EQ(warnings.size(), 1u) << absl::StrJoin(LogLines(), "\n");
+  EXPECT_THAT(warnings[0],
+              HasSubstr(absl::StrCat("[warning] authentication off (no "
+                                     "--auth-tokens): whoever reaches ",
+                                     bound, " may call every method")));
+  EXPECT_FALSE(LogHas("127.0.0.1:0 "));
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // The daemon's limits, each refused with RESOURCE_EXHAUSTED and changing
-// nothing: a request larger than --max-message-bytes, one WatchBackfill
-// stream more than --max-watch-streams-per-principal (and a slot given back
-// when a stream ends), and a submit while --max-queued-jobs jobs are
-// QUEUED (a repeat of an existing job is still answered). A real Daemon
-// (gRPC server, manager, SQLite store and warehouse) on a temporary
-// directory.
+// nothing: a request larger than --max-message-bytes (counted so in the
+// gRPC metrics), one WatchBackfill stream more than
+// --max-watch-streams-per-principal (and a slot given back when a stream
+// ends), and a submit while --max-queued-jobs jobs are QUEUED (a repeat of
+// an existing job is still answered). And the limit on the size of an
+// error: refusals that would list many jobs or quote a long value reach a
+// client with gRPC's default limits as themselves. A real Daemon (gRPC
+// server, manager, SQLite store and warehouse) on a temporary directory.
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -24,16 +26,24 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "platform/curl_http_client.h"
 #include "server/backfill_service_impl.h"
 #include "server/daemon.h"
+#include "server/grpc_status.h"
 #include "tests/revenue_pipeline.h"
+#include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
 
 namespace backfill {
 namespace {
 
 namespace fs = std::filesystem;
+using ::backfill::testing::ParseSamples;
+using ::backfill::testing::Refusal;
+using ::backfill::testing::SumOf;
+using ::backfill::testing::WireError;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kSubmit[] = "/backfill.v1.BackfillService/SubmitBackfill";
 
@@ -109,7 +119,10 @@ class DaemonLimitsTest : public ::testing::Test {
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     options.data_dir = dir_;
     options.listen = "127.0.0.1:0";
-    options.metrics_listen = "none";
+    // No /metrics unless the test asks for it.
+    if (options.metrics_listen == DaemonOptions().metrics_listen) {
+      options.metrics_listen = "none";
+    }
     options.workers = 1;
     absl::StatusOr<std::unique_ptr<Daemon>> daemon =
         Daemon::Start(options, *std::move(catalog));
@@ -142,6 +155,16 @@ class DaemonLimitsTest : public ::testing::Test {
     absl::StatusOr<v1::Backfill> paused = client_->Pause(id, "held open");
     EXPECT_TRUE(paused.ok()) << paused.status();
     return id;
+  }
+
+  // The daemon's /metrics, read over HTTP.
+  std::string Scrape() {
+    HttpRequest request;
+    request.url =
+        absl::StrCat("http://127.0.0.1:", daemon_->metrics_port(), "/metrics");
+    absl::StatusOr<HttpResponse> response = http_.Send(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? response->body : "";
   }
 
   // How many jobs the daemon has.
@@ -177,11 +200,13 @@ class DaemonLimitsTest : public ::testing::Test {
   std::unique_ptr<BackfillClient> client_;
   std::unique_ptr<v1::BackfillService::Stub> stub_;
   std::vector<WatchStream> streams_;
+  CurlHttpClient http_;
 };
 
 TEST_F(DaemonLimitsTest, ARequestLargerThanMaxMessageBytesIsRefused) {
   DaemonOptions options;
   options.max_message_bytes = 64 << 10;
+  options.metrics_listen = "127.0.0.1:0";
   ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
 
   v1::SubmitBackfillRequest large;
@@ -206,6 +231,18 @@ TEST_F(DaemonLimitsTest, ARequestLargerThanMaxMessageBytesIsRefused) {
                                       small.SerializeAsString(), &response);
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(JobCount(), 1);
+
+  // The metrics count each call with the code its client received.
+  const auto submits = [&](const std::string& code) {
+    return SumOf(ParseSamples(Scrape()), "grpc_server_handled_total",
+                 {{"grpc_method", "SubmitBackfill"}, {"grpc_code", code}});
+  };
+  EXPECT_TRUE(Eventually([&] {
+    return submits("RESOURCE_EXHAUSTED") == 1 && submits("OK") == 1;
+  })) << Scrape();
+  // No series of another code (SumOf: -1).
+  EXPECT_EQ(submits("INVALID_ARGUMENT"), -1) << Scrape();
+  EXPECT_EQ(submits("CANCELLED"), -1) << Scrape();
 }
 
 TEST_F(DaemonLimitsTest, OneWatchStreamMoreThanTheLimitIsRefusedUntilOneEnds) {
@@ -308,6 +345,65 @@ TEST_F(DaemonLimitsTest, ASubmitIsRefusedWhileMaxQueuedJobsAreQueued) {
   EXPECT_FALSE(repeat->created());
   EXPECT_EQ(repeat->backfill().id(), queued->backfill().id());
   EXPECT_EQ(JobCount(), 2);
+}
+
+// A refusal reaches a client with gRPC's default limits (8 KiB of
+// metadata) as itself, not as RESOURCE_EXHAUSTED "received initial metadata
+// size exceeds limit", however many jobs it concerns or however long a
+// value the request held: its message and details stay within
+// kMaxErrorBytes, and the message names the first jobs and counts the rest.
+TEST_F(DaemonLimitsTest, RefusalsStayWithinAClientsDefaultMetadataLimit) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(DaemonOptions()));
+  // A paused job and 80 jobs queued behind it: a submit with `no_wait`
+  // would wait for all 81.
+  std::vector<std::string> holders = {SubmitPaused("")};
+  ASSERT_FALSE(holders[0].empty());
+  constexpr int kQueued = 80;
+  for (int i = 0; i < kQueued; ++i) {
+    absl::StatusOr<v1::SubmitBackfillResponse> queued =
+        client_->Submit(February(absl::StrCat("queued ", i)), "");
+    ASSERT_TRUE(queued.ok()) << queued.status();
+    ASSERT_EQ(queued->backfill().state(), v1::BACKFILL_STATE_QUEUED);
+    holders.push_back(queued->backfill().id());
+  }
+
+  v1::SubmitBackfillRequest no_wait;
+  *no_wait.mutable_request() = February("no wait");
+  no_wait.set_no_wait(true);
+  const WireError held = Refusal(target_, "SubmitBackfill", no_wait);
+  EXPECT_EQ(held.code, grpc::StatusCode::FAILED_PRECONDITION) << held.message;
+  EXPECT_EQ(held.info.reason(), "PARTITIONS_HELD");
+  EXPECT_LE(held.message.size() + held.details_bytes, kMaxErrorBytes);
+  EXPECT_THAT(held.message,
+              HasSubstr(absl::StrCat("held by paused job ", holders[0], " (")));
+  EXPECT_THAT(held.message, HasSubstr(absl::StrCat(", ", holders[4], " (")));
+  EXPECT_THAT(held.message, Not(HasSubstr(absl::StrCat(holders[5], " ("))));
+  EXPECT_THAT(held.message, HasSubstr(absl::StrCat(
+                                ", ... and ", kQueued + 1 - 5, " more jobs;")));
+  const auto metadata = [&](const std::string& key) {
+    auto found = held.info.metadata().find(key);
+    return found == held.info.metadata().end() ? std::string("<none>")
+                                               : found->second;
+  };
+  EXPECT_EQ(metadata("backfill_ids"),
+            absl::StrCat(holders[0], ",", holders[1], ",", holders[2], ",",
+                         holders[3], ",", holders[4]));
+  EXPECT_EQ(metadata("backfill_count"), absl::StrCat(kQueued + 1));
+  EXPECT_THAT(held.fields, ::testing::ElementsAre("no_wait"));
+  EXPECT_EQ(JobCount(), kQueued + 1);
+
+  // An id of 10 KB is quoted cut, not echoed.
+  v1::GetBackfillRequest get;
+  get.set_id(absl::StrCat("bf-", std::string(10000, '7')));
+  const WireError malformed = Refusal(target_, "GetBackfill", get);
+  EXPECT_EQ(malformed.code, grpc::StatusCode::INVALID_ARGUMENT)
+      << malformed.message;
+  EXPECT_EQ(malformed.info.reason(), "BACKFILL_ID_MALFORMED");
+  EXPECT_LE(malformed.message.size() + malformed.details_bytes, kMaxErrorBytes);
+  EXPECT_THAT(malformed.message,
+              HasSubstr(absl::StrCat("malformed backfill id \"bf-",
+                                     std::string(61, '7'), "...\" in `id`")));
+  EXPECT_THAT(malformed.fields, ::testing::ElementsAre("id"));
 }
 
 TEST(DaemonLimitOptionsTest, OutOfRangeValuesAreRefusedNamingTheFlag) {

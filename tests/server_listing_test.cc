@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -408,12 +409,21 @@ TEST_F(ServerListingTest, TamperedTokensAreRefusedAndChangeNothing) {
 TEST_F(ServerListingTest, PageSizeBounds) {
   for (int i = 0; i < 52; ++i) Submit("daily_revenue", 1 + i % kDays);
   v1::ListBackfillsRequest request;
-  for (int bad : {-1, 1001, 1 << 30}) {
+  for (int bad : {-1, std::numeric_limits<int32_t>::min()}) {
     request.set_page_size(bad);
     absl::Status status = client_->List(request).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_THAT(status.message(), HasSubstr("page_size"));
-    EXPECT_THAT(status.message(), HasSubstr("1..1000 (0 means 50)"));
+    EXPECT_THAT(status.message(),
+                HasSubstr(absl::StrCat("`page_size` ", bad, " is negative")));
+    EXPECT_THAT(status.message(), HasSubstr("1..1000 (0 means 50"));
+  }
+  // Over the maximum: served as the maximum (AIP-158), so every job.
+  for (int over : {1001, 1 << 30, std::numeric_limits<int32_t>::max()}) {
+    request.set_page_size(over);
+    absl::StatusOr<v1::ListBackfillsResponse> all = client_->List(request);
+    ASSERT_TRUE(all.ok()) << over << ": " << all.status();
+    EXPECT_EQ(all->backfills_size(), 52) << over;
+    EXPECT_EQ(all->next_page_token(), "") << over;
   }
   request.set_page_size(0);  // the default, 50
   absl::StatusOr<v1::ListBackfillsResponse> page = client_->List(request);
@@ -867,10 +877,16 @@ TEST_F(ServerListPartitionsTest, BadRequestsAreRefusedAndChangeNothing) {
   request.set_states(0, static_cast<v1::PartitionState>(42));
   expect_invalid(request, "states");
   request.clear_states();
-  for (int bad : {-1, 1001}) {
-    request.set_page_size(bad);
-    expect_invalid(request, "1..1000 (0 means 100)");
-  }
+  request.set_page_size(-1);
+  expect_invalid(request,
+                 "`page_size` -1 is negative: use 1..1000 (0 means 100");
+  // Over the maximum: served as the maximum, so every partition at once.
+  request.set_page_size(1001);
+  absl::StatusOr<v1::ListPartitionsResponse> all =
+      client_->ListPartitions(request);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->partitions_size(), static_cast<int>(before.size()));
+  EXPECT_EQ(all->next_page_token(), "");
   request.set_page_size(1);
   request.set_page_token("garbage");
   expect_invalid(request, "page_token");

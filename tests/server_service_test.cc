@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +47,8 @@ namespace {
 
 using ::backfill::testing::HealthCheck;
 using ::backfill::testing::RawCall;
+using ::backfill::testing::Refusal;
+using ::backfill::testing::WireError;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -491,9 +494,6 @@ TEST_F(ServerServiceTest, BadRequestsAreRejectedAndChangeNothing) {
   EXPECT_EQ(watch_unknown.code(), absl::StatusCode::kNotFound) << watch_unknown;
 
   v1::ListBackfillsRequest list;
-  list.set_page_size(1001);
-  EXPECT_EQ(client_->List(list).status().code(),
-            absl::StatusCode::kInvalidArgument);
   list.set_page_size(-1);
   EXPECT_EQ(client_->List(list).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -658,8 +658,18 @@ TEST_F(ServerServiceTest, DiffPagesThroughPartitionsAndApproveIsValidated) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(diff_code([](auto* r) { r->set_sample_rows(-1); }),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(diff_code([](auto* r) { r->set_page_size(1001); }),
+  EXPECT_EQ(diff_code([](auto* r) { r->set_page_size(-1); }),
             absl::StatusCode::kInvalidArgument);
+  // Over the maximum (1000): served as the maximum, every partition here.
+  for (int over : {1001, std::numeric_limits<int32_t>::max()}) {
+    v1::DiffBackfillRequest r;
+    r.set_id(id);
+    r.set_page_size(over);
+    absl::StatusOr<v1::DiffBackfillResponse> all = client_->Diff(r);
+    ASSERT_TRUE(all.ok()) << over << ": " << all.status();
+    EXPECT_EQ(all->partitions_size(), 5) << over;
+    EXPECT_EQ(all->next_page_token(), "") << over;
+  }
   EXPECT_EQ(diff_code([](auto* r) { r->set_page_token("abc"); }),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(diff_code([](auto* r) { r->set_page_token("0"); }),
@@ -1178,11 +1188,12 @@ TEST_F(ServerServiceTest, ListAuditEventsValidatesItsRequest) {
   r.set_backfill_id("job-1");
   refused(r, "backfill_id");
   r = v1::ListAuditEventsRequest();
-  r.set_page_size(1001);
-  refused(r, "page_size");
-  r = v1::ListAuditEventsRequest();
   r.set_page_size(-1);
   refused(r, "page_size");
+  // Over the maximum: served as the maximum.
+  r = v1::ListAuditEventsRequest();
+  r.set_page_size(1001);
+  EXPECT_TRUE(client_->ListAuditEvents(r).ok());
   r = v1::ListAuditEventsRequest();
   r.set_page_token("abc");
   refused(r, "page_token");
@@ -1202,52 +1213,6 @@ TEST_F(ServerServiceTest, ListAuditEventsValidatesItsRequest) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->events_size(), 0);
   EXPECT_EQ(none->next_page_token(), "");
-}
-
-// What a client reads from a refused call, decoded here straight from the
-// grpc-status-details-bin bytes (not with the client library): the
-// google.rpc.Status repeats the code and the message, an ErrorInfo gives the
-// reason in the domain "backfilld", and a BadRequest names the refused
-// fields by their path in the request.
-struct WireError {
-  grpc::StatusCode code = grpc::StatusCode::OK;
-  std::string message;
-  google::rpc::Status rpc;
-  google::rpc::ErrorInfo info;
-  int info_count = 0;
-  std::vector<std::string> fields;  // BadRequest's violations, in order
-};
-
-WireError Refusal(const std::string& target, const std::string& method,
-                  const google::protobuf::Message& request) {
-  WireError out;
-  std::string response;
-  grpc::Status status =
-      RawCall(target, absl::StrCat("/backfill.v1.BackfillService/", method),
-              request.SerializeAsString(), &response);
-  out.code = status.error_code();
-  out.message = status.error_message();
-  EXPECT_FALSE(status.ok()) << method;
-  EXPECT_TRUE(out.rpc.ParseFromString(status.error_details()))
-      << method << ": no google.rpc.Status in grpc-status-details-bin";
-  EXPECT_EQ(out.rpc.code(), static_cast<int>(status.error_code()));
-  EXPECT_EQ(out.rpc.message(), status.error_message());
-  for (const google::protobuf::Any& detail : out.rpc.details()) {
-    google::rpc::BadRequest bad_request;
-    if (detail.UnpackTo(&out.info)) {
-      ++out.info_count;
-    } else if (detail.UnpackTo(&bad_request)) {
-      for (const auto& v : bad_request.field_violations()) {
-        EXPECT_FALSE(v.description().empty()) << v.field();
-        out.fields.push_back(v.field());
-      }
-    } else {
-      ADD_FAILURE() << method << ": unexpected detail " << detail.type_url();
-    }
-  }
-  EXPECT_EQ(out.info_count, 1) << method << ": " << out.rpc.DebugString();
-  EXPECT_EQ(out.info.domain(), "backfilld");
-  return out;
 }
 
 // Whether `path` ("request.partitions[1]") names a field of `type`.

@@ -1,20 +1,27 @@
 // Raw gRPC calls for tests: a unary call whose request is given as bytes,
-// through a generic stub, as a client that checks nothing would send it,
-// and grpc.health.v1.Health/Check encoded by hand (Debian ships no
-// generated health proto). Header-only; each call makes its own channel.
+// through a generic stub, as a client that checks nothing would send it;
+// the details of a refusal decoded from its trailer; and
+// grpc.health.v1.Health/Check encoded by hand (Debian ships no generated
+// health proto). Header-only; each call makes its own channel.
 
 #ifndef BACKFILL_TESTS_TESTING_RAW_GRPC_H_
 #define BACKFILL_TESTS_TESTING_RAW_GRPC_H_
 
+#include <cstddef>
 #include <future>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 
 namespace backfill::testing {
 
@@ -85,6 +92,57 @@ inline std::string HealthStatus(const std::string& target,
     default:
       return "UNKNOWN";
   }
+}
+
+// What a client reads from a refused call, decoded straight from the
+// grpc-status-details-bin bytes (not with the client library): the
+// google.rpc.Status repeats the code and the message, an ErrorInfo gives the
+// reason in the domain "backfilld", and a BadRequest names the refused
+// fields by their path in the request.
+struct WireError {
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;
+  size_t details_bytes = 0;  // of grpc-status-details-bin, as received
+  google::rpc::Status rpc;
+  google::rpc::ErrorInfo info;
+  int info_count = 0;
+  std::vector<std::string> fields;  // BadRequest's violations, in order
+};
+
+// A call of `method` of backfill.v1.BackfillService with `request`
+// through RawCall (a channel with gRPC's default limits) that must be
+// refused; what its refusal holds.
+inline WireError Refusal(const std::string& target, const std::string& method,
+                         const google::protobuf::Message& request) {
+  WireError out;
+  std::string response;
+  grpc::Status status =
+      RawCall(target, absl::StrCat("/backfill.v1.BackfillService/", method),
+              request.SerializeAsString(), &response);
+  out.code = status.error_code();
+  out.message = status.error_message();
+  out.details_bytes = status.error_details().size();
+  EXPECT_FALSE(status.ok()) << method;
+  EXPECT_TRUE(out.rpc.ParseFromString(status.error_details()))
+      << method << ": no google.rpc.Status in grpc-status-details-bin";
+  EXPECT_EQ(out.rpc.code(), static_cast<int>(status.error_code()));
+  EXPECT_EQ(out.rpc.message(), status.error_message());
+  for (const google::protobuf::Any& detail : out.rpc.details()) {
+    google::rpc::BadRequest bad_request;
+    if (detail.UnpackTo(&out.info)) {
+      ++out.info_count;
+    } else if (detail.UnpackTo(&bad_request)) {
+      for (const auto& v : bad_request.field_violations()) {
+        EXPECT_FALSE(v.description().empty()) << v.field();
+        out.fields.push_back(v.field());
+      }
+    } else {
+      ADD_FAILURE() << method << ": unexpected detail " << detail.type_url();
+    }
+  }
+  EXPECT_EQ(out.info_count, 1) << method << ": " << out.rpc.DebugString();
+  EXPECT_EQ(out.info.domain(), "backfilld");
+  return out;
 }
 
 }  // namespace backfill::testing
