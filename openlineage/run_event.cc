@@ -100,7 +100,7 @@ Struct* AddDataset(ListValue* list, const EventConfig& config,
                    const std::string& dataset) {
   Struct* entry = Append(list);
   SetString(entry, "namespace", config.dataset_namespace);
-  SetString(entry, "name", table);
+  SetString(entry, "name", absl::StrCat(config.dataset_name_prefix, table));
   Struct* symlinks = AddFacet(SetStruct(entry, "facets"), "symlinks", producer,
                               kSymlinksSchemaUrl);
   Struct* identifier = Append(SetList(symlinks, "identifiers"));

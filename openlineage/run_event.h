@@ -158,8 +158,13 @@ bool MaySendEvents(JobState from, JobState to);
 struct EventConfig {
   std::string job_namespace = "backfilld";
   // The warehouse as an OpenLineage dataset namespace, e.g.
-  // "sqlite://db1.example/srv/backfill/warehouse.db" (WarehouseNamespace).
+  // "sqlite://db1.example/srv/backfill/warehouse.db" (WarehouseNamespace)
+  // or "postgres://db.internal:5432".
   std::string dataset_namespace;
+  // What precedes a table's name in its dataset name: "" for SQLite (the
+  // table alone), "{database}.{schema}." for PostgreSQL, as OpenLineage's
+  // naming spec asks (PostgresNamePrefix, emitter.h).
+  std::string dataset_name_prefix;
   std::string store_id;  // the state store's id (StoreInfo::store_id)
   std::string version;   // backfilld's version, in the producer URI
 };

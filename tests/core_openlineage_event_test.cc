@@ -2,7 +2,8 @@
 // against UUIDs computed independently with Python's uuid module, the
 // outcome of each job state change, and whole events compared, as parsed
 // JSON, with events written out by hand from the OpenLineage 2-0-2 spec
-// (facets from their own specs).
+// (facets from their own specs; PostgreSQL tables named by its naming
+// spec).
 
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "openlineage/emitter.h"
 #include "openlineage/run_event.h"
 #include "openlineage/uuid.h"
 #include "tests/revenue_pipeline.h"
@@ -667,6 +669,63 @@ TEST_F(OpenLineageEventsTest, OnlyFailEventsCarryAnErrorMessage) {
       EXPECT_EQ(RunFacetsOf(json).fields().count("errorMessage"), 0u) << json;
     }
   }
+}
+
+TEST_F(OpenLineageEventsTest, PostgresTablesAreNamedDatabaseSchemaTable) {
+  config_.dataset_namespace = "postgres://db.internal:5432";
+  config_.dataset_name_prefix = PostgresNamePrefix("analytics", "mart");
+  absl::StatusOr<std::vector<std::string>> events =
+      BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kRunning, "",
+                     Outcome{EventType::kStart, EventType::kStart}, at_);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);
+  // "NAMESPACE NAME" of a dataset list, and the names its symlinks give.
+  auto names = [](const google::protobuf::Struct& event, const char* list) {
+    std::vector<std::string> out;
+    for (const auto& entry : event.fields().at(list).list_value().values()) {
+      const auto& fields = entry.struct_value().fields();
+      out.push_back(fields.at("namespace").string_value() + " " +
+                    fields.at("name").string_value() + " -> " +
+                    fields.at("facets")
+                        .struct_value()
+                        .fields()
+                        .at("symlinks")
+                        .struct_value()
+                        .fields()
+                        .at("identifiers")
+                        .list_value()
+                        .values(0)
+                        .struct_value()
+                        .fields()
+                        .at("name")
+                        .string_value());
+    }
+    return out;
+  };
+  const google::protobuf::Struct revenue = ParseJson((*events)[1]);
+  EXPECT_THAT(
+      names(revenue, "inputs"),
+      ::testing::ElementsAre(
+          "postgres://db.internal:5432 analytics.mart.raw_orders -> orders",
+          "postgres://db.internal:5432 analytics.mart.dim_customers -> "
+          "customers"));
+  EXPECT_THAT(names(revenue, "outputs"),
+              ::testing::ElementsAre("postgres://db.internal:5432 "
+                                     "analytics.mart.daily_revenue -> "
+                                     "daily_revenue"));
+  const google::protobuf::Struct total = ParseJson((*events)[2]);
+  EXPECT_THAT(names(total, "outputs"),
+              ::testing::ElementsAre("postgres://db.internal:5432 "
+                                     "analytics.mart.daily_total -> "
+                                     "daily_total"));
+  // A rollback names the restored table alike.
+  absl::StatusOr<std::vector<std::string>> rollback =
+      BuildRollbackEvents(config_, catalog_, job_, "rolled back", at_);
+  ASSERT_TRUE(rollback.ok()) << rollback.status();
+  EXPECT_THAT(names(ParseJson((*rollback)[1]), "outputs"),
+              ::testing::ElementsAre("postgres://db.internal:5432 "
+                                     "analytics.mart.daily_revenue -> "
+                                     "daily_revenue"));
 }
 
 TEST_F(OpenLineageEventsTest, TextIsEscapedAsJson) {
