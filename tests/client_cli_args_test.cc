@@ -4,8 +4,8 @@
 // Also of backfillctl's command line (cli_command_line.h): every
 // subcommand's --help has examples that its parser accepts, the shell
 // completion (cli_completion.h) offers every subcommand and flag the help
-// lists and works in bash, and --version names the project's version, the
-// commit and the API package.
+// lists and the choices of `completion SHELL`, and works in bash; and
+// --version names the project's version, the commit and the API package.
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -328,6 +329,39 @@ TEST_F(BashCompletionTest, CompletesSubcommandsAndTheirFlags) {
   EXPECT_THAT(Complete({"backfillctl", "--tls-ca", ""}), ElementsAre());
   // submit's own flags are not offered to plan.
   EXPECT_THAT(Complete({"backfillctl", "plan", "--reas"}), ElementsAre());
+}
+
+TEST_F(BashCompletionTest, CompletesTheShellsOfCompletion) {
+  using ::testing::ElementsAre;
+  using ::testing::UnorderedElementsAre;
+  EXPECT_THAT(Complete({"backfillctl", "completion", ""}),
+              UnorderedElementsAre("bash", "zsh"));
+  EXPECT_THAT(Complete({"backfillctl", "completion", "z"}), ElementsAre("zsh"));
+  EXPECT_THAT(Complete({"backfillctl", "--server", "h:1", "completion", "b"}),
+              ElementsAre("bash"));
+  EXPECT_THAT(Complete({"backfillctl", "--json", "completion", ""}),
+              UnorderedElementsAre("bash", "zsh"));
+  // Only the shell is a choice: after it, and at other subcommands'
+  // positionals, nothing is offered (bash falls back to file names).
+  EXPECT_THAT(Complete({"backfillctl", "completion", "bash", ""}),
+              ElementsAre());
+  EXPECT_THAT(Complete({"backfillctl", "status", ""}), ElementsAre());
+  EXPECT_THAT(Complete({"backfillctl", "completion", "--he"}),
+              ::testing::Contains("--help"));
+}
+
+TEST(CompletionTest, ZshCompletesTheShellsOfCompletion) {
+  const std::string zsh = ZshCompletion(NewCommandLine()->app);
+  const size_t branch = zsh.find("        completion)\n");
+  ASSERT_NE(branch, std::string::npos);
+  const std::string words = zsh.substr(branch, zsh.find(";;", branch) - branch);
+  EXPECT_THAT(words, ::testing::HasSubstr(" '1:SHELL:(bash zsh)' "));
+  // No other subcommand has a positional of choices.
+  const std::regex choice_spec(R"('[0-9]+:[A-Z_]+:\()");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(zsh.begin(), zsh.end(), choice_spec),
+                    std::sregex_iterator()),
+      1);
 }
 
 // The project's version as CMakeLists.txt declares it.
