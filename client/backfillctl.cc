@@ -37,6 +37,7 @@
 #include "client/cli_command_line.h"
 #include "client/cli_completion.h"
 #include "client/cli_format.h"
+#include "client/cli_suggest.h"
 #include "client/cli_terms.h"
 #include "client/governance_format.h"
 #include "client/rpc_error.h"
@@ -782,18 +783,25 @@ int Main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
       return app.exit(e);  // --help
     }
-    if (app.get_subcommands().empty()) {
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    const std::string hint =
+        cli::DidYouMean(app, parsed.empty() ? nullptr : parsed.front(),
+                        std::vector<std::string>(argv + 1, argv + argc));
+    const std::string and_hint = hint.empty() ? "" : absl::StrCat("; ", hint);
+    if (parsed.empty()) {
       std::string word = FirstPositional(argc, argv);
       if (!word.empty()) {
-        return Fail(kExitUsage, absl::StrCat("unknown subcommand \"", word,
-                                             "\" (see backfillctl --help)"));
+        return Fail(kExitUsage,
+                    absl::StrCat("unknown subcommand \"", word, "\"", and_hint,
+                                 " (see backfillctl --help)"));
       }
     }
     std::string help = "backfillctl";
-    for (const CLI::App* command : app.get_subcommands()) {
+    for (const CLI::App* command : parsed) {
       absl::StrAppend(&help, " ", command->get_name());
     }
-    return Fail(kExitUsage, absl::StrCat(e.what(), " (see ", help, " --help)"));
+    return Fail(kExitUsage,
+                absl::StrCat(e.what(), and_hint, " (see ", help, " --help)"));
   }
 
   if (line->completion->parsed()) {

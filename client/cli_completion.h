@@ -1,8 +1,10 @@
 // Shell completion scripts of backfillctl, generated from its CLI11 App
 // (cli_command_line.h): the subcommands, their flags and the global flags
 // are read from the App the parser uses, so the completion knows exactly
-// what the parser accepts. After a flag that takes a value the shell's
-// default (file name) completion applies.
+// what the parser accepts. A positional that takes one of a few values
+// (CLI::IsMember: `completion SHELL`) completes with them. After a flag
+// that takes a value, or at any other positional, the shell's default
+// (file name) completion applies.
 //
 // Pure functions of the App: they own nothing, keep no state and are
 // thread-safe as long as the App is not modified meanwhile.

@@ -77,6 +77,11 @@ std::string WarehouseNamespace(const std::string& host,
                       absolute_path);
 }
 
+std::string PostgresNamePrefix(const std::string& database,
+                               const std::string& schema) {
+  return absl::StrCat(database, ".", schema, ".");
+}
+
 absl::Status ValidateNamespace(const std::string& name_space) {
   bool ok = !name_space.empty() && name_space.size() <= 256;
   for (char c : name_space) {
@@ -147,6 +152,7 @@ absl::Status OpenLineageEmitter::Start() {
   endpoint_ = *std::move(endpoint);
   config_.job_namespace = options_.job_namespace;
   config_.dataset_namespace = options_.dataset_namespace;
+  config_.dataset_name_prefix = options_.dataset_name_prefix;
   config_.store_id = info->store_id;
   config_.version = options_.version;
   started_at_ = clock_->Now();

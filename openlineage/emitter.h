@@ -77,6 +77,13 @@ absl::StatusOr<std::string> LineageEndpoint(const std::string& url);
 std::string WarehouseNamespace(const std::string& host,
                                const std::string& absolute_path);
 
+// The dataset name prefix of the PostgreSQL warehouse's tables, which live
+// in `schema` of `database`: "{database}.{schema}.", so that a table is
+// named "{database}.{schema}.{table}" in the namespace
+// "postgres://{host}:{port}", as OpenLineage's naming spec asks.
+std::string PostgresNamePrefix(const std::string& database,
+                               const std::string& schema);
+
 // Validates --openlineage-namespace: 1 to 256 printable ASCII characters
 // without spaces. INVALID_ARGUMENT naming the flag otherwise.
 absl::Status ValidateNamespace(const std::string& name_space);
@@ -84,9 +91,10 @@ absl::Status ValidateNamespace(const std::string& name_space);
 struct EmitterOptions {
   std::string url;  // --openlineage-url (validated by LineageEndpoint)
   std::string job_namespace = "backfilld";
-  std::string dataset_namespace;  // see EventConfig
-  std::string version;            // backfilld's version
-  size_t queue_capacity = 1000;   // job state changes
+  std::string dataset_namespace;    // see EventConfig
+  std::string dataset_name_prefix;  // see EventConfig
+  std::string version;              // backfilld's version
+  size_t queue_capacity = 1000;     // job state changes
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
   absl::Duration connect_timeout = absl::Seconds(3);

@@ -67,6 +67,21 @@ void AddBackfillFacet(Struct* facets, const EventConfig& config,
   SetString(facet, "message", message);
 }
 
+// The standard errorMessage facet of a FAIL event: the change's message,
+// or the state the run failed with when the change has none (the facet
+// requires a message).
+void AddErrorMessage(Struct* facets, const std::string& producer,
+                     EventType type, JobState to, const std::string& message) {
+  if (type != EventType::kFail) return;
+  Struct* facet =
+      AddFacet(facets, "errorMessage", producer, kErrorMessageSchemaUrl);
+  SetString(facet, "message",
+            message.empty()
+                ? absl::StrCat("the backfill ended ", JobStateName(to))
+                : message);
+  SetString(facet, "programmingLanguage", kProgrammingLanguage);
+}
+
 void AddParent(Struct* facets, const EventConfig& config,
                const std::string& producer, const std::string& run_id,
                const std::string& job_name) {
@@ -85,7 +100,7 @@ Struct* AddDataset(ListValue* list, const EventConfig& config,
                    const std::string& dataset) {
   Struct* entry = Append(list);
   SetString(entry, "namespace", config.dataset_namespace);
-  SetString(entry, "name", table);
+  SetString(entry, "name", absl::StrCat(config.dataset_name_prefix, table));
   Struct* symlinks = AddFacet(SetStruct(entry, "facets"), "symlinks", producer,
                               kSymlinksSchemaUrl);
   Struct* identifier = Append(SetList(symlinks, "identifiers"));
@@ -330,6 +345,7 @@ absl::StatusOr<std::vector<std::string>> BuildRunEvents(
       }
     }
     AddBackfillFacet(facets, config, producer, job, to, message);
+    AddErrorMessage(facets, producer, outcome.job, to, message);
     absl::StatusOr<std::string> json = ToJson(event);
     if (!json.ok()) return json.status();
     events.push_back(*std::move(json));
@@ -343,6 +359,7 @@ absl::StatusOr<std::vector<std::string>> BuildRunEvents(
     AddNominalTime(facets, producer, range_of(plan));
     AddParent(facets, config, producer, job_run_id, kJobName);
     AddBackfillFacet(facets, config, producer, job, to, message);
+    AddErrorMessage(facets, producer, outcome.datasets, to, message);
 
     if (const DatasetSpec* spec = catalog.Find(plan.dataset)) {
       ListValue* inputs = SetList(&event, "inputs");

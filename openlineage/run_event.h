@@ -18,7 +18,8 @@
 // Every run carries the `nominalTime` facet (the first partition's start
 // to the last one's end, for time-partitioned datasets; the job's run: its
 // target's) and the custom `backfilld_backfill` facet (job id, state,
-// reason, ticket, requested_by, message). The store id makes run ids
+// reason, ticket, requested_by, message); a FAIL event also the standard
+// `errorMessage` facet (the change's message). The store id makes run ids
 // unique across daemons; job id and dataset make them stable across
 // restarts, so a terminal event sent after a restart closes the run its
 // START opened.
@@ -57,6 +58,11 @@ inline constexpr char kOutputStatisticsSchemaUrl[] =
 inline constexpr char kSymlinksSchemaUrl[] =
     "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json"
     "#/$defs/SymlinksDatasetFacet";
+inline constexpr char kErrorMessageSchemaUrl[] =
+    "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json"
+    "#/$defs/ErrorMessageRunFacet";
+// The errorMessage facet's programmingLanguage: backfilld's.
+inline constexpr char kProgrammingLanguage[] = "C++";
 // The type of the symlink naming a dataset by its backfilld name.
 inline constexpr char kSymlinkType[] = "DATASET";
 // The custom run facet's key ({prefix}_{name}, as the spec asks of custom
@@ -152,8 +158,13 @@ bool MaySendEvents(JobState from, JobState to);
 struct EventConfig {
   std::string job_namespace = "backfilld";
   // The warehouse as an OpenLineage dataset namespace, e.g.
-  // "sqlite://db1.example/srv/backfill/warehouse.db" (WarehouseNamespace).
+  // "sqlite://db1.example/srv/backfill/warehouse.db" (WarehouseNamespace)
+  // or "postgres://db.internal:5432".
   std::string dataset_namespace;
+  // What precedes a table's name in its dataset name: "" for SQLite (the
+  // table alone), "{database}.{schema}." for PostgreSQL, as OpenLineage's
+  // naming spec asks (PostgresNamePrefix, emitter.h).
+  std::string dataset_name_prefix;
   std::string store_id;  // the state store's id (StoreInfo::store_id)
   std::string version;   // backfilld's version, in the producer URI
 };

@@ -398,6 +398,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   }
   engine_ = std::move(opened->engine);
   warehouse_lineage_location_ = opened->lineage_location;
+  warehouse_lineage_name_prefix_ = opened->lineage_name_prefix;
   absl::StatusOr<OwnershipResult> ownership = CheckAndClaimWarehouse(
       store_.get(), engine_.get(), options_.adopt_warehouse, state_path,
       warehouse_path);
@@ -758,7 +759,8 @@ absl::Status Daemon::StartOpenLineage() {
   // The warehouse's dataset namespace. SQLite: sqlite://, this host's name
   // and the file's absolute path, so that two daemons' warehouses at the
   // same path on different hosts are different datasets. PostgreSQL:
-  // postgres://HOST:PORT, the server's own address.
+  // postgres://HOST:PORT, the server's own address, and tables named
+  // DATABASE.SCHEMA.TABLE (OpenLineage's naming spec).
   if (catalog_->Get()->warehouse().engine == "sqlite") {
     char host[256] = {};
     const bool has_host = gethostname(host, sizeof host - 1) == 0;
@@ -766,6 +768,7 @@ absl::Status Daemon::StartOpenLineage() {
         has_host ? host : "", warehouse_lineage_location_);
   } else {
     lineage_options.dataset_namespace = warehouse_lineage_location_;
+    lineage_options.dataset_name_prefix = warehouse_lineage_name_prefix_;
   }
   lineage_options.version = DaemonVersion();
   lineage_http_ = std::make_unique<CurlHttpClient>();

@@ -214,9 +214,11 @@ class Daemon {
   std::unique_ptr<LiveCatalog> catalog_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
-  // Where OpenLineage's dataset namespace says the warehouse is
-  // (OpenedWarehouse::lineage_location).
+  // Where OpenLineage's dataset namespace says the warehouse is, and what
+  // precedes its tables' names (OpenedWarehouse::lineage_location and
+  // lineage_name_prefix).
   std::string warehouse_lineage_location_;
+  std::string warehouse_lineage_name_prefix_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<ReloadMetrics> reload_metrics_;
   // OpenLineage (--openlineage-url), all null without it.

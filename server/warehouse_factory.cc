@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "openlineage/emitter.h"
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/pg_engine.h"
 #include "storage/sqlite_engine.h"
@@ -73,6 +74,8 @@ absl::StatusOr<OpenedWarehouse> OpenWarehouse(
         postgres::PostgresEngine::Open(spec.dsn, options.connections);
     if (!engine.ok()) return engine.status();
     (*engine)->SetStatsPolicy(options.stats_max_age);
+    out.lineage_name_prefix = openlineage::PostgresNamePrefix(
+        (*engine)->database(), (*engine)->base_schema());
     out.engine = *std::move(engine);
     return out;
   }

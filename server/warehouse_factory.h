@@ -38,6 +38,10 @@ struct OpenedWarehouse {
   // path for SQLite (with the host prefixed by the caller), or
   // "postgres://HOST:PORT" for PostgreSQL.
   std::string lineage_location;
+  // What precedes a table's name in its OpenLineage dataset name: "" for
+  // SQLite, "{database}.{schema}." for PostgreSQL (the database and schema
+  // the engine's connections resolve tables in).
+  std::string lineage_name_prefix;
   bool is_file = true;  // SQLite: `name` is a path
 };
 

@@ -3,7 +3,8 @@
 // items and text arguments are sent exactly as typed or refused before any
 // RPC, with a usage error (exit 2) naming the flag; every submit carries an
 // idempotency key and is retried with it; pause, resume and retry send
-// their RPCs; text from the server is escaped on the terminal.
+// their RPCs; text from the server is escaped on the terminal; a mistyped
+// flag or subcommand gets the closest one suggested.
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -788,6 +789,23 @@ TEST_F(BackfillctlTest, OutOfRangePriorityAndMaxParallelAreUsageErrors) {
   RunResult run = Run(Plus(kSubmit, {"--priority", "high"}));
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_THAT(run.err, HasSubstr("--priority"));
+  EXPECT_THAT(service_.submits(), IsEmpty());
+}
+
+TEST_F(BackfillctlTest, ATypoGetsTheClosestFlagOrSubcommandSuggested) {
+  RunResult run = Run(Plus(kSubmit, {"--wiat"}));
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("--wiat; did you mean --wait? (see "
+                                 "backfillctl submit --help)"));
+  run = Run({"stauts", "bf-7"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_EQ(run.err,
+            "backfillctl: unknown subcommand \"stauts\"; did you mean status? "
+            "(see backfillctl --help)\n");
+  // Nothing close: no suggestion.
+  run = Run({"status", "bf-7", "--bogus"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, Not(HasSubstr("did you mean")));
   EXPECT_THAT(service_.submits(), IsEmpty());
 }
 

@@ -4,8 +4,10 @@
 // Also of backfillctl's command line (cli_command_line.h): every
 // subcommand's --help has examples that its parser accepts, the shell
 // completion (cli_completion.h) offers every subcommand and flag the help
-// lists and works in bash, and --version names the project's version, the
-// commit and the API package.
+// lists and the choices of `completion SHELL`, and works in bash; a typo
+// of a flag or subcommand gets the closest one suggested (cli_suggest.h);
+// and --version names the project's version, the commit and the API
+// package.
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -30,6 +33,7 @@
 #include "client/cli_args.h"
 #include "client/cli_command_line.h"
 #include "client/cli_completion.h"
+#include "client/cli_suggest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -328,6 +332,124 @@ TEST_F(BashCompletionTest, CompletesSubcommandsAndTheirFlags) {
   EXPECT_THAT(Complete({"backfillctl", "--tls-ca", ""}), ElementsAre());
   // submit's own flags are not offered to plan.
   EXPECT_THAT(Complete({"backfillctl", "plan", "--reas"}), ElementsAre());
+}
+
+TEST_F(BashCompletionTest, CompletesTheShellsOfCompletion) {
+  using ::testing::ElementsAre;
+  using ::testing::UnorderedElementsAre;
+  EXPECT_THAT(Complete({"backfillctl", "completion", ""}),
+              UnorderedElementsAre("bash", "zsh"));
+  EXPECT_THAT(Complete({"backfillctl", "completion", "z"}), ElementsAre("zsh"));
+  EXPECT_THAT(Complete({"backfillctl", "--server", "h:1", "completion", "b"}),
+              ElementsAre("bash"));
+  EXPECT_THAT(Complete({"backfillctl", "--json", "completion", ""}),
+              UnorderedElementsAre("bash", "zsh"));
+  // Only the shell is a choice: after it, and at other subcommands'
+  // positionals, nothing is offered (bash falls back to file names).
+  EXPECT_THAT(Complete({"backfillctl", "completion", "bash", ""}),
+              ElementsAre());
+  EXPECT_THAT(Complete({"backfillctl", "status", ""}), ElementsAre());
+  EXPECT_THAT(Complete({"backfillctl", "completion", "--he"}),
+              ::testing::Contains("--help"));
+}
+
+TEST(CompletionTest, ZshCompletesTheShellsOfCompletion) {
+  const std::string zsh = ZshCompletion(NewCommandLine()->app);
+  const size_t branch = zsh.find("        completion)\n");
+  ASSERT_NE(branch, std::string::npos);
+  const std::string words = zsh.substr(branch, zsh.find(";;", branch) - branch);
+  EXPECT_THAT(words, ::testing::HasSubstr(" '1:SHELL:(bash zsh)' "));
+  // No other subcommand has a positional of choices.
+  const std::regex choice_spec(R"('[0-9]+:[A-Z_]+:\()");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(zsh.begin(), zsh.end(), choice_spec),
+                    std::sregex_iterator()),
+      1);
+}
+
+TEST(SuggestTest, EditDistanceCountsSwapsAsOneEdit) {
+  EXPECT_EQ(EditDistance("wait", "wait"), 0);
+  EXPECT_EQ(EditDistance("wiat", "wait"), 1);  // a swap
+  EXPECT_EQ(EditDistance("wat", "wait"), 1);
+  EXPECT_EQ(EditDistance("waits", "wait"), 1);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
+  EXPECT_EQ(EditDistance("", "abc"), 3);
+  EXPECT_EQ(EditDistance("abc", ""), 3);
+  // Optimal string alignment: a swapped pair is not edited again.
+  EXPECT_EQ(EditDistance("ca", "abc"), 3);
+}
+
+TEST(SuggestTest, ClosestNameOnlyWithinATypo) {
+  const std::vector<std::string> flags = {"--wait",   "--no-wait", "--reason",
+                                          "--ticket", "--from",    "--to"};
+  EXPECT_EQ(ClosestName("--wiat", flags), "--wait");
+  EXPECT_EQ(ClosestName("--no-wiat", flags), "--no-wait");
+  EXPECT_EQ(ClosestName("--reson", flags), "--reason");
+  EXPECT_EQ(ClosestName("--form", flags), "--from");
+  EXPECT_EQ(ClosestName("--tciket", flags), "--ticket");
+  EXPECT_EQ(ClosestName("--rsaeon", flags), "--reason");  // 2 edits
+  // Too far to be a typo of anything.
+  EXPECT_EQ(ClosestName("--bogus", flags), std::nullopt);
+  EXPECT_EQ(ClosestName("--rezzzn", flags), std::nullopt);  // 3 edits
+  // Short words allow one edit only.
+  EXPECT_EQ(ClosestName("--ot", flags), "--to");
+  EXPECT_EQ(ClosestName("--xy", flags), std::nullopt);
+  EXPECT_EQ(ClosestName("--", flags), std::nullopt);
+  EXPECT_EQ(ClosestName("stauts", {"status", "list"}), "status");
+  // A tie goes to the first name.
+  EXPECT_EQ(ClosestName("--wat", {"--what", "--wait"}), "--what");
+}
+
+TEST(SuggestTest, DidYouMeanTheClosestFlagOfTheSubcommand) {
+  std::unique_ptr<CommandLine> line = NewCommandLine();
+  const CLI::App& app = line->app;
+  EXPECT_EQ(DidYouMean(app, line->submit,
+                       {"submit", "daily_revenue", "--reason", "r", "--wiat"}),
+            "did you mean --wait?");
+  EXPECT_EQ(DidYouMean(app, line->submit, {"submit", "d", "--wiat=true"}),
+            "did you mean --wait?");
+  // A global flag after the subcommand.
+  EXPECT_EQ(DidYouMean(app, line->status, {"status", "bf-1", "--jsno"}),
+            "did you mean --json?");
+  // Another subcommand's flag is no suggestion.
+  EXPECT_EQ(DidYouMean(app, line->plan, {"plan", "d", "--wiat"}), "");
+  // A flag's value is not read as a flag.
+  EXPECT_EQ(DidYouMean(app, line->submit,
+                       {"submit", "d", "--reason", "--wiat", "--tciket", "T"}),
+            "did you mean --ticket?");
+  EXPECT_EQ(DidYouMean(app, line->submit, {"submit", "d", "--bogus"}), "");
+  // Before the subcommand: the global flags, then the subcommand.
+  EXPECT_EQ(DidYouMean(app, nullptr, {"--sever", "h:1", "list"}),
+            "did you mean --server?");
+  EXPECT_EQ(DidYouMean(app, nullptr, {"--server", "h:1", "stauts", "bf-1"}),
+            "did you mean status?");
+  EXPECT_EQ(DidYouMean(app, nullptr, {"restart"}), "");
+}
+
+TEST(SuggestTest, EverySwappedFlagSuggestsItself) {
+  // Two adjacent letters of every long flag of every subcommand swapped:
+  // the flag itself is suggested, never another one.
+  std::unique_ptr<CommandLine> line = NewCommandLine();
+  int checked = 0;
+  for (const CLI::App* command :
+       line->app.get_subcommands([](const CLI::App*) { return true; })) {
+    for (const CLI::App* owner :
+         std::vector<const CLI::App*>{command, &line->app}) {
+      for (const CLI::Option* option : owner->get_options()) {
+        for (const std::string& name : option->get_lnames()) {
+          if (name.size() < 3) continue;
+          std::string typo = "--" + name;
+          std::swap(typo[3], typo[4]);
+          if (typo == "--" + name) continue;  // the same letter twice
+          EXPECT_EQ(DidYouMean(line->app, command, {command->get_name(), typo}),
+                    absl::StrCat("did you mean --", name, "?"))
+              << command->get_name() << " " << typo;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
 }
 
 // The project's version as CMakeLists.txt declares it.

@@ -282,6 +282,28 @@ TEST_F(OpenLineageEmitterTest, PostsEachRunsEventAsJsonToTheEndpoint) {
   EXPECT_EQ(clock_.sleeps(), 0);
 }
 
+TEST_F(OpenLineageEmitterTest, DatasetsAreNamedInTheWarehousesNamespace) {
+  options_.dataset_namespace = "postgres://db.internal:5432";
+  options_.dataset_name_prefix = "analytics.public.";
+  const std::string job = NewJob();
+  auto emitter = NewEmitter();
+  ASSERT_TRUE(emitter->Start().ok());
+  Move(*emitter, job, JobState::kRunning);
+  emitter->Shutdown();
+  const std::vector<HttpRequest> requests = http_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  const google::protobuf::Struct dataset_run = ParseJson(requests[1].body);
+  const auto& output = dataset_run.fields()
+                           .at("outputs")
+                           .list_value()
+                           .values(0)
+                           .struct_value()
+                           .fields();
+  EXPECT_EQ(output.at("namespace").string_value(),
+            "postgres://db.internal:5432");
+  EXPECT_EQ(output.at("name").string_value(), "analytics.public.daily_revenue");
+}
+
 TEST_F(OpenLineageEmitterTest, RetriesServerErrorsWithDoublingBackoff) {
   const std::string job = NewJob();
   http_.Script({Status(503), absl::UnavailableError("connection refused"),

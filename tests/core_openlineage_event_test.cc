@@ -1,7 +1,9 @@
 // OpenLineage RunEvents of a job (openlineage/run_event.h): run ids checked
 // against UUIDs computed independently with Python's uuid module, the
 // outcome of each job state change, and whole events compared, as parsed
-// JSON, with events written out by hand from the OpenLineage 2-0-2 spec.
+// JSON, with events written out by hand from the OpenLineage 2-0-2 spec
+// (facets from their own specs; PostgreSQL tables named by its naming
+// spec).
 
 #include <fstream>
 #include <sstream>
@@ -15,6 +17,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "openlineage/emitter.h"
 #include "openlineage/run_event.h"
 #include "openlineage/uuid.h"
 #include "tests/revenue_pipeline.h"
@@ -570,6 +573,159 @@ TEST_F(OpenLineageEventsTest, RollbackIsARunOfItsOwnWithTheUndoneRunAsParent) {
                                    R"json(}
     ]
   })json");
+}
+
+// The run facets of an event, as parsed JSON.
+google::protobuf::Struct RunFacetsOf(const std::string& json) {
+  const google::protobuf::Struct e = ParseJson(json);
+  return e.fields()
+      .at("run")
+      .struct_value()
+      .fields()
+      .at("facets")
+      .struct_value();
+}
+
+// The standard errorMessage run facet, as written by hand from the spec's
+// ErrorMessageRunFacet 1-0-1 (message and programmingLanguage required).
+std::string ErrorMessageFacet(const std::string& message) {
+  return R"json({
+      "_producer": "urn:backfilld:0.1.0",
+      "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet",
+      "message": ")json" +
+         message + R"json(",
+      "programmingLanguage": "C++"})json";
+}
+
+std::string JsonOf(const google::protobuf::Value& value) {
+  std::string json;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(value, &json).ok());
+  return json;
+}
+
+TEST_F(OpenLineageEventsTest, FailEventsCarryTheStandardErrorMessageFacet) {
+  const std::string reason =
+      "partition 2025-03-02 of daily_revenue: no such column: amount";
+  for (JobState to : {JobState::kFailed, JobState::kValidationFailed}) {
+    absl::StatusOr<std::vector<std::string>> events =
+        BuildRunEvents(config_, catalog_, job_, tasks_, to, reason,
+                       *OutcomeOf(JobState::kRunning, to,
+                                  RunHistory{RunHistory::Phase::kOpen, false}),
+                       at_);
+    ASSERT_TRUE(events.ok()) << events.status();
+    ASSERT_EQ(events->size(), 4u);
+    for (const std::string& json : *events) {
+      const google::protobuf::Struct facets = RunFacetsOf(json);
+      ASSERT_EQ(facets.fields().count("errorMessage"), 1u) << json;
+      ExpectSameJson(JsonOf(facets.fields().at("errorMessage")),
+                     ErrorMessageFacet(reason));
+      // The custom facet keeps the reason too.
+      EXPECT_EQ(facets.fields()
+                    .at("backfilld_backfill")
+                    .struct_value()
+                    .fields()
+                    .at("message")
+                    .string_value(),
+                reason);
+    }
+  }
+  // A failure recorded without a message still says what happened (the
+  // facet requires a message).
+  absl::StatusOr<std::vector<std::string>> silent =
+      BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kFailed, "",
+                     Outcome{EventType::kFail, EventType::kFail}, at_);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  ExpectSameJson(JsonOf(RunFacetsOf((*silent)[0]).fields().at("errorMessage")),
+                 ErrorMessageFacet("the backfill ended FAILED"));
+}
+
+TEST_F(OpenLineageEventsTest, OnlyFailEventsCarryAnErrorMessage) {
+  // DOWNSTREAM_UNHEALTHY fails the job's run; the datasets' runs complete.
+  absl::StatusOr<std::vector<std::string>> unhealthy = BuildRunEvents(
+      config_, catalog_, job_, tasks_, JobState::kDownstreamUnhealthy,
+      "amount_cache serves 10 for 2025-03-01, expected 12",
+      *OutcomeOf(JobState::kConfirming, JobState::kDownstreamUnhealthy,
+                 RunHistory{RunHistory::Phase::kOpen, false}),
+      at_);
+  ASSERT_TRUE(unhealthy.ok()) << unhealthy.status();
+  ASSERT_EQ(unhealthy->size(), 4u);
+  ASSERT_EQ(RunFacetsOf((*unhealthy)[0]).fields().count("errorMessage"), 1u)
+      << (*unhealthy)[0];
+  ExpectSameJson(
+      JsonOf(RunFacetsOf((*unhealthy)[0]).fields().at("errorMessage")),
+      ErrorMessageFacet("amount_cache serves 10 for 2025-03-01, expected 12"));
+  for (size_t i = 1; i < unhealthy->size(); ++i) {
+    EXPECT_EQ(RunFacetsOf((*unhealthy)[i]).fields().count("errorMessage"), 0u)
+        << (*unhealthy)[i];
+  }
+  for (EventType type :
+       {EventType::kStart, EventType::kRunning, EventType::kComplete,
+        EventType::kAbort, EventType::kOther}) {
+    absl::StatusOr<std::vector<std::string>> events =
+        BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kCancelled,
+                       "cancelled by otto", Outcome{type, type}, at_);
+    ASSERT_TRUE(events.ok()) << events.status();
+    for (const std::string& json : *events) {
+      EXPECT_EQ(RunFacetsOf(json).fields().count("errorMessage"), 0u) << json;
+    }
+  }
+}
+
+TEST_F(OpenLineageEventsTest, PostgresTablesAreNamedDatabaseSchemaTable) {
+  config_.dataset_namespace = "postgres://db.internal:5432";
+  config_.dataset_name_prefix = PostgresNamePrefix("analytics", "mart");
+  absl::StatusOr<std::vector<std::string>> events =
+      BuildRunEvents(config_, catalog_, job_, tasks_, JobState::kRunning, "",
+                     Outcome{EventType::kStart, EventType::kStart}, at_);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);
+  // "NAMESPACE NAME" of a dataset list, and the names its symlinks give.
+  auto names = [](const google::protobuf::Struct& event, const char* list) {
+    std::vector<std::string> out;
+    for (const auto& entry : event.fields().at(list).list_value().values()) {
+      const auto& fields = entry.struct_value().fields();
+      out.push_back(fields.at("namespace").string_value() + " " +
+                    fields.at("name").string_value() + " -> " +
+                    fields.at("facets")
+                        .struct_value()
+                        .fields()
+                        .at("symlinks")
+                        .struct_value()
+                        .fields()
+                        .at("identifiers")
+                        .list_value()
+                        .values(0)
+                        .struct_value()
+                        .fields()
+                        .at("name")
+                        .string_value());
+    }
+    return out;
+  };
+  const google::protobuf::Struct revenue = ParseJson((*events)[1]);
+  EXPECT_THAT(
+      names(revenue, "inputs"),
+      ::testing::ElementsAre(
+          "postgres://db.internal:5432 analytics.mart.raw_orders -> orders",
+          "postgres://db.internal:5432 analytics.mart.dim_customers -> "
+          "customers"));
+  EXPECT_THAT(names(revenue, "outputs"),
+              ::testing::ElementsAre("postgres://db.internal:5432 "
+                                     "analytics.mart.daily_revenue -> "
+                                     "daily_revenue"));
+  const google::protobuf::Struct total = ParseJson((*events)[2]);
+  EXPECT_THAT(names(total, "outputs"),
+              ::testing::ElementsAre("postgres://db.internal:5432 "
+                                     "analytics.mart.daily_total -> "
+                                     "daily_total"));
+  // A rollback names the restored table alike.
+  absl::StatusOr<std::vector<std::string>> rollback =
+      BuildRollbackEvents(config_, catalog_, job_, "rolled back", at_);
+  ASSERT_TRUE(rollback.ok()) << rollback.status();
+  EXPECT_THAT(names(ParseJson((*rollback)[1]), "outputs"),
+              ::testing::ElementsAre("postgres://db.internal:5432 "
+                                     "analytics.mart.daily_revenue -> "
+                                     "daily_revenue"));
 }
 
 TEST_F(OpenLineageEventsTest, TextIsEscapedAsJson) {

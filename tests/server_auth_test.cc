@@ -3,11 +3,13 @@
 // backfill.v1.BackfillService, checked against a table of who may call what
 // written here by hand, not read from core/access_policy; credentials
 // checked before the request is parsed; malformed authorization metadata;
-// refusals counted by method and code; and the authenticated principal
+// refusals counted by method and code; the authenticated principal
 // recorded as who submitted, cancelled and approved (a name the client
-// gives kept only as "on behalf of"). A real SqliteStateStore and
-// SqliteEngine on a temporary directory, a real BackfillManager, the
-// service on a gRPC server at 127.0.0.1:0 with a CallAuth from a token file.
+// gives kept only as "on behalf of"); and docs/security.md's role table
+// against the service's methods and the access policy. A real
+// SqliteStateStore and SqliteEngine on a temporary directory, a real
+// BackfillManager, the service on a gRPC server at 127.0.0.1:0 with a
+// CallAuth from a token file.
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -20,11 +22,15 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/backfill_client.h"
+#include "core/access_policy.h"
 #include "core/backfill_manager.h"
 #include "core/bearer_tokens.h"
 #include "core/clock.h"
@@ -606,6 +612,72 @@ TEST(TlsFilesTest, SaysWhichFileIsWrong) {
   options.auth_tokens_file = tokens;
   EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
   fs::remove_all(dir);
+}
+
+// The role docs/security.md gives each method: the row of its "Roles"
+// table ("| `viewer` | `PlanBackfill`, ... |") whose second cell names the
+// method in backquotes. Names in more than one row are in `twice`.
+std::map<std::string, std::string> DocumentedRoles(
+    std::set<std::string>* twice) {
+  std::ifstream in(std::string(BACKFILL_SOURCE_DIR) + "/docs/security.md");
+  std::map<std::string, std::string> roles;
+  std::string line;
+  bool in_section = false;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "## ")) in_section = line == "## Roles";
+    if (!in_section || !absl::StartsWith(line, "| `")) continue;
+    const std::vector<std::string> cells = absl::StrSplit(line, '|');
+    if (cells.size() < 3) continue;
+    const std::string role(
+        absl::StripAsciiWhitespace(absl::StrReplaceAll(cells[1], {{"`", ""}})));
+    // The backquoted words of the second cell that name a method (an
+    // upper-case initial; `backfillctl plan` and the like are commands).
+    const std::vector<std::string> quoted = absl::StrSplit(cells[2], '`');
+    for (size_t i = 1; i < quoted.size(); i += 2) {
+      const std::string& word = quoted[i];
+      if (word.empty() || !absl::ascii_isupper(word[0])) continue;
+      if (!roles.emplace(word, role).second) twice->insert(word);
+    }
+  }
+  return roles;
+}
+
+TEST(AccessPolicyDocsTest, EveryMethodIsInTheRoleTableWithTheRoleEnforced) {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          kService);
+  ASSERT_NE(service, nullptr);
+  std::set<std::string> twice;
+  const std::map<std::string, std::string> documented = DocumentedRoles(&twice);
+  ASSERT_FALSE(documented.empty()) << "no role table in docs/security.md";
+  EXPECT_THAT(twice, ::testing::IsEmpty());
+  std::set<std::string> methods;
+  for (int m = 0; m < service->method_count(); ++m) {
+    const std::string method = service->method(m)->name();
+    methods.insert(method);
+    // What CallAuth enforces: the method's role, admin for one the policy
+    // does not name.
+    const std::string enforced(
+        RoleName(RequiredRole(method).value_or(Role::kAdmin)));
+    const auto it = documented.find(method);
+    if (enforced == "admin") {
+      EXPECT_EQ(it, documented.end())
+          << method << " is open to admins only, but docs/security.md lists "
+          << "it for " << it->second;
+      continue;
+    }
+    ASSERT_NE(it, documented.end())
+        << method << " is missing from docs/security.md's role table (the "
+        << "code requires the " << enforced << " role)";
+    EXPECT_EQ(it->second, enforced)
+        << method << ": docs/security.md says " << it->second
+        << ", the code requires " << enforced;
+  }
+  for (const auto& [name, role] : documented) {
+    EXPECT_TRUE(methods.count(name) > 0)
+        << "docs/security.md lists " << name << " (" << role
+        << "), which is no method of " << kService;
+  }
 }
 
 TEST(BearerTokenOfTest, ReadsTheTokenOfABearerHeader) {

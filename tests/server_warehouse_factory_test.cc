@@ -1,8 +1,9 @@
 // OpenWarehouse, the engine factory of the composition root: what it
 // refuses before it connects anywhere (a PostgreSQL connection string that
 // holds a password or does not parse, an unknown engine), that a refusal
-// never repeats the password, and that a missing SQLite file is NOT_FOUND
-// and stays missing when it may not be created.
+// never repeats the password, that a missing SQLite file is NOT_FOUND
+// and stays missing when it may not be created, and how OpenLineage names
+// each warehouse's tables (on a real PostgreSQL server for PostgreSQL).
 
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/warehouse_factory.h"
+#include "storage/postgres/pg_connection.h"
+#include "tests/testing/postgres_test_server.h"
 
 namespace backfill {
 namespace {
@@ -89,8 +92,37 @@ TEST(WarehouseFactoryTest, AMissingSqliteFileIsNotFoundAndNotCreated) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   EXPECT_EQ(opened->name, (dir / "warehouse.db").string());
   EXPECT_NE(opened->engine, nullptr);
+  // OpenLineage: the file's path (the daemon adds the host); tables by
+  // their bare names.
+  EXPECT_EQ(opened->lineage_location, (dir / "warehouse.db").string());
+  EXPECT_EQ(opened->lineage_name_prefix, "");
   opened->engine.reset();
   std::filesystem::remove_all(dir);
+}
+
+// OpenLineage's naming spec for PostgreSQL: namespace
+// postgres://HOST:PORT, datasets DATABASE.SCHEMA.TABLE, with the database
+// and the schema the connections resolve tables in (here a schema the dsn
+// puts first on the search_path, not `public`).
+TEST(WarehouseFactoryTest, PostgresTablesAreNamedByDatabaseAndSchema) {
+  auto server = testing::PostgresTestServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  {
+    auto admin = postgres::PgConnection::Connect((*server)->Dsn());
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    ASSERT_TRUE((*admin)->Exec("CREATE DATABASE sales").ok());
+    auto sales = postgres::PgConnection::Connect((*server)->Dsn("sales"));
+    ASSERT_TRUE(sales.ok()) << sales.status();
+    ASSERT_TRUE((*sales)->Exec("CREATE SCHEMA mart").ok());
+  }
+  absl::StatusOr<OpenedWarehouse> opened = OpenWarehouse(
+      Postgres((*server)->Dsn("sales") + " options='-c search_path=mart'"),
+      WarehouseOpenOptions{});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(opened->lineage_location,
+            absl::StrCat("postgres://127.0.0.1:", (*server)->port()));
+  EXPECT_EQ(opened->lineage_name_prefix, "sales.mart.");
+  opened->engine.reset();
 }
 
 }  // namespace

@@ -127,10 +127,13 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool,
                    PgPool::Open(dsn, connections, options));
   std::string base;
+  std::string database;
   bool default_byte_ordered = false;
   {
     ASSIGN_OR_RETURN(PgPool::Lease conn, pool->Acquire());
-    ASSIGN_OR_RETURN(PgResult schema, conn->Exec("SELECT current_schema()"));
+    ASSIGN_OR_RETURN(PgResult schema,
+                     conn->Exec("SELECT current_schema(), current_database()"));
+    if (!schema.rows.empty()) database = schema.rows[0][1].value_or("");
     if (schema.rows.empty() || !schema.rows[0][0]) {
       return absl::FailedPreconditionError(
           "the PostgreSQL warehouse's search_path names no schema that "
@@ -170,6 +173,7 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
   auto engine = std::unique_ptr<PostgresEngine>(
       new PostgresEngine(std::move(pool), std::move(base)));
   engine->default_byte_ordered_ = default_byte_ordered;
+  engine->database_ = std::move(database);
   return engine;
 }
 

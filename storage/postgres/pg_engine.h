@@ -111,6 +111,9 @@ class PostgresEngine : public Engine {
 
   // The schema published tables live in.
   const std::string& base_schema() const { return base_; }
+  // The database the connections use (current_database(), which the dsn
+  // may leave to libpq's default).
+  const std::string& database() const { return database_; }
 
   // The schema of a job's staging ("_bf_bf_12" for "bf-12"), unquoted.
   static std::string JobSchema(const std::string& job_id);
@@ -254,6 +257,7 @@ class PostgresEngine : public Engine {
 
   std::unique_ptr<PgPool> pool_;
   const std::string base_;  // unquoted
+  std::string database_;    // set by Open
   // The database's default collation orders text by bytes (set by Open).
   bool default_byte_ordered_ = false;
   // By published table: whether its time partition column orders by bytes
