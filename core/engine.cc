@@ -1,11 +1,32 @@
 #include "core/engine.h"
 
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 
 namespace backfill {
+
+absl::Status TransformRefused(const DatasetSpec& dataset, std::string_view why,
+                              const std::vector<InputRef>& inputs,
+                              std::string_view engine) {
+  std::vector<std::string> upstream;
+  std::set<std::string> seen;
+  for (const InputRef& in : inputs) {
+    if (seen.insert(in.dataset->name).second) {
+      upstream.push_back(
+          absl::StrCat(in.dataset->name, " (table ", in.dataset->table, ")"));
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "transform of ", dataset.name, " is refused: it ", std::string(why),
+      "; a transform may read only its declared upstream datasets (",
+      upstream.empty() ? std::string("none") : absl::StrJoin(upstream, ", "),
+      ") and call ", std::string(engine),
+      "'s functions of the allow-list in docs/pipeline-spec.md"));
+}
 
 absl::Status CheckProfileRequest(const DatasetSpec& dataset,
                                  const ProfileRequest& request) {

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -171,6 +172,14 @@ struct ProfileRequest {
 // that does not (for Engine::ProfileStaged).
 absl::Status CheckProfileRequest(const DatasetSpec& dataset,
                                  const ProfileRequest& request);
+
+// A transform that reads or calls what it may not (`why`: "reads table
+// x", "calls f, which is not on the allow-list of functions"): what it may
+// read, by its upstream `inputs`, and whose functions (`engine`: "SQLite")
+// it may call (FAILED_PRECONDITION, for Engine::StagePartition).
+absl::Status TransformRefused(const DatasetSpec& dataset, std::string_view why,
+                              const std::vector<InputRef>& inputs,
+                              std::string_view engine);
 
 // The profile of one partition's rows.
 struct PartitionProfile {

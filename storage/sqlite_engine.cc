@@ -1,9 +1,7 @@
 #include "storage/sqlite_engine.h"
 
-#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -756,27 +754,33 @@ absl::Status SqliteEngine::CheckFile() const {
 absl::Status SqliteEngine::Probe() {
   if (path_.empty()) return absl::OkStatus();
   RETURN_IF_ERROR(CheckFile());
-  const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the warehouse file ", path_, " cannot be opened (",
-                     std::strerror(errno), ")"));
+  // The header is read through SQLite's own handle of the file (the
+  // predicates' connection, when no predicate runs): opening and closing
+  // another descriptor of the file would drop the process's POSIX locks on
+  // it, which SQLite's locking depends on.
+  if (!query_mu_.TryLock()) return absl::OkStatus();
+  unsigned char header[100] = {};
+  sqlite3_int64 size = -1;
+  int read_rc = SQLITE_ERROR;
+  {
+    sqlite3_file* file = nullptr;
+    if (sqlite3_file_control(query_db_->raw(), "main",
+                             SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK &&
+        file != nullptr && file->pMethods != nullptr) {
+      read_rc = file->pMethods->xRead(file, header, sizeof(header), 0);
+      if (file->pMethods->xFileSize(file, &size) != SQLITE_OK) size = -1;
+    }
   }
-  unsigned char header[100];
-  const ssize_t got = pread(fd, header, sizeof(header), 0);
-  struct stat st;
-  const int stat_rc = fstat(fd, &st);
-  close(fd);
+  query_mu_.Unlock();
   const std::string restore =
       "; stop backfilld, restore the warehouse from a backup "
-      "(docs/operations.md) "
-      "and start it again";
-  if (got != static_cast<ssize_t>(sizeof(header)) || stat_rc != 0 ||
+      "(docs/operations.md) and start it again";
+  if (read_rc != SQLITE_OK || size < 100 ||
       std::memcmp(header, "SQLite format 3", 16) != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the warehouse file ", path_,
         " was truncated or overwritten while backfilld was running (",
-        stat_rc == 0 ? absl::StrCat(st.st_size, " bytes, ") : std::string(),
+        size >= 0 ? absl::StrCat(size, " bytes, ") : std::string(),
         "no SQLite header)", restore));
   }
   auto be32 = [&](int at) {
@@ -788,10 +792,10 @@ absl::Status SqliteEngine::Probe() {
   // The page count in the header holds when the change counter it was
   // written with is the current one.
   const int64_t pages = be32(28);
-  if (be32(24) == be32(92) && st.st_size < pages * page_size) {
+  if (be32(24) == be32(92) && size < pages * page_size) {
     return absl::FailedPreconditionError(
         absl::StrCat("the warehouse file ", path_,
-                     " was truncated while backfilld was running (", st.st_size,
+                     " was truncated while backfilld was running (", size,
                      " bytes; its header counts ", pages, " pages of ",
                      page_size, ")", restore));
   }
@@ -1363,26 +1367,14 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     allowed.temp_tables = true;  // the job's views
     allowed.recursive = true;
     allowed.extra_functions = {sqlite::kPartitionFunction};  // in the views
-    std::vector<std::string> upstream;
-    for (const InputRef& in : inputs) {
-      if (allowed.tables.insert(in.dataset->table).second) {
-        upstream.push_back(
-            absl::StrCat(in.dataset->name, " (table ", in.dataset->table, ")"));
-      }
-    }
+    for (const InputRef& in : inputs) allowed.tables.insert(in.dataset->table);
     std::string refused;
     {
       sqlite::Sandbox sandbox(db.get(), std::move(allowed));
       refused = db->Prepare(dataset.transform).ok() ? "" : sandbox.refused();
     }
     if (!refused.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transform of ", dataset.name, " is refused: it ", refused,
-          "; a transform may read only its declared upstream datasets (",
-          upstream.empty() ? std::string("none")
-                           : absl::StrJoin(upstream, ", "),
-          ") and call SQLite's functions of the allow-list in "
-          "docs/pipeline-spec.md"));
+      return TransformRefused(dataset, refused, inputs, "SQLite");
     }
     std::string body = transform->Sql();
     while (!body.empty() &&

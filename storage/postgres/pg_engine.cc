@@ -947,13 +947,7 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
           return absl::InternalError("EXPLAIN returned no plan");
         }
         std::set<std::string> tables;
-        std::vector<std::string> upstream;
-        for (const InputRef& in : inputs) {
-          if (tables.insert(in.dataset->table).second) {
-            upstream.push_back(absl::StrCat(in.dataset->name, " (table ",
-                                            in.dataset->table, ")"));
-          }
-        }
+        for (const InputRef& in : inputs) tables.insert(in.dataset->table);
         const std::string own_schema = JobSchema(job_id);
         ASSIGN_OR_RETURN(
             std::string why,
@@ -964,13 +958,7 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
                           },
                           {kPartitionFunction}));
         if (!why.empty()) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "transform of ", dataset.name, " is refused: it ", why,
-              "; a transform may read only its declared upstream datasets (",
-              upstream.empty() ? std::string("none")
-                               : absl::StrJoin(upstream, ", "),
-              ") and call PostgreSQL's functions of the allow-list in "
-              "docs/pipeline-spec.md"));
+          return TransformRefused(dataset, why, inputs, "PostgreSQL");
         }
         absl::MutexLock lock(&jobs_mu_);
         transforms_checked_.insert({job_id, dataset.name});
