@@ -314,6 +314,39 @@ TEST_F(FaultsTest, AFullWarehouseDiskWaitsWithoutSpendingAttempts) {
   ExpectCleanSigterm(daemon);
 }
 
+// The disk fills while partitions stage (not before: a write the job
+// retries as a whole reported its own recovery even before): health is
+// NOT_SERVING while staging waits and SERVING again once a partition
+// stages, with the gauge and the log.
+TEST_F(FaultsTest, AFullWarehouseDiskDuringStagingRecoversHealth) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/20, 60, /*slow=*/true));
+  Daemon& daemon = FaultableDaemon(/*workers=*/1);
+  ASSERT_TRUE(daemon.Start());
+  RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
+                                "2025-01-01", "--to", "2025-01-21", "--reason",
+                                "disk fills while staging", "--no-downstream"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::string job = JsonString(r.out, "id");
+  const auto deadline = Clock::now() + seconds(60);
+  while (Clock::now() < deadline) {
+    RunResult s = daemon.CtlJson({"status", job}, seconds(30));
+    if (JsonInt(s.out, "staged") >= 2) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  SetFaults("warehouse.db full\n");
+  WaitForMetric(daemon, "backfill_storage_failing{storage=\"warehouse\"} 1");
+  EXPECT_EQ(HealthStatus(daemon.address(), kService), "NOT_SERVING");
+  SetFaults("");
+  const std::string done = WaitTerminal(daemon, job, seconds(180));
+  EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_SUCCEEDED") << done;
+  WaitForMetric(daemon, "backfill_storage_failing{storage=\"warehouse\"} 0");
+  EXPECT_THAT(ReadFile(daemon.log()), HasSubstr("warehouse writes work again"));
+  EXPECT_EQ(HealthStatus(daemon.address(), kService), "SERVING");
+  EXPECT_EQ(PublishedRevenue(warehouse_, "0000", "9999"),
+            ExpectedRevenue(warehouse_, "2025-01-01", "2025-01-21"));
+  ExpectCleanSigterm(daemon);
+}
+
 TEST_F(FaultsTest, AWarehouseFileRemovedUnderTheDaemonIsNotServing) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, 10, /*slow=*/false));
   Daemon& daemon = NewDaemon();
