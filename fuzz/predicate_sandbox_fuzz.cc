@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -104,12 +106,11 @@ World* MakeWorld() {
   sqlite3_finalize(list);
   FUZZ_CHECK(!off.empty());
   for (const auto& [name, narg] : off) {
-    // The name lives as long as the process (the world is never freed).
-    const char* kept = (new std::string(name))->c_str();
+    // The spy's copy of its name belongs to the connection.
     FUZZ_CHECK(sqlite3_create_function_v2(d->raw(), name.c_str(), narg,
-                                          SQLITE_UTF8, const_cast<char*>(kept),
+                                          SQLITE_UTF8, strdup(name.c_str()),
                                           &Spy, nullptr, nullptr,
-                                          nullptr) == SQLITE_OK);
+                                          &free) == SQLITE_OK);
   }
   return world;
 }
