@@ -104,6 +104,25 @@ class FaultsTest : public E2eTest {
     return daemon;
   }
 
+  // Submits daily_revenue for [from, to) without dependents and waits
+  // (bounded) until two of its partitions are staged; the job id.
+  std::string SubmitAndWaitStaged(Daemon& daemon, const std::string& from,
+                                  const std::string& to,
+                                  const std::string& reason) {
+    RunResult r =
+        daemon.CtlJson({"submit", "daily_revenue", "--from", from, "--to", to,
+                        "--reason", reason, "--no-downstream"});
+    EXPECT_EQ(r.exit_code, 0) << r;
+    const std::string job = JsonString(r.out, "id");
+    const auto deadline = Clock::now() + seconds(60);
+    while (Clock::now() < deadline) {
+      RunResult s = daemon.CtlJson({"status", job}, seconds(30));
+      if (JsonInt(s.out, "staged") >= 2) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return job;
+  }
+
   std::string faults_;
 };
 
@@ -242,17 +261,9 @@ TEST_F(FaultsTest, AFullDiskKeepsTheJobAndItsPartitionsThenItContinues) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/40, 100, /*slow=*/true));
   Daemon& daemon = FaultableDaemon(/*workers=*/1);
   ASSERT_TRUE(daemon.Start());
-  RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
-                                "2025-01-01", "--to", "2025-02-10", "--reason",
-                                "disk full", "--no-downstream"});
-  ASSERT_EQ(r.exit_code, 0) << r;
-  const std::string job = JsonString(r.out, "id");
-  const auto deadline = Clock::now() + seconds(60);
-  while (Clock::now() < deadline) {
-    RunResult s = daemon.CtlJson({"status", job}, seconds(30));
-    if (JsonInt(s.out, "staged") >= 2) break;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  const std::string job =
+      SubmitAndWaitStaged(daemon, "2025-01-01", "2025-02-10", "disk full");
+  ASSERT_FALSE(job.empty());
 
   // The state store's disk fills up: nothing can be recorded.
   SetFaults("state.db full\n");
@@ -322,17 +333,9 @@ TEST_F(FaultsTest, AFullWarehouseDiskDuringStagingRecoversHealth) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/20, 60, /*slow=*/true));
   Daemon& daemon = FaultableDaemon(/*workers=*/1);
   ASSERT_TRUE(daemon.Start());
-  RunResult r = daemon.CtlJson({"submit", "daily_revenue", "--from",
-                                "2025-01-01", "--to", "2025-01-21", "--reason",
-                                "disk fills while staging", "--no-downstream"});
-  ASSERT_EQ(r.exit_code, 0) << r;
-  const std::string job = JsonString(r.out, "id");
-  const auto deadline = Clock::now() + seconds(60);
-  while (Clock::now() < deadline) {
-    RunResult s = daemon.CtlJson({"status", job}, seconds(30));
-    if (JsonInt(s.out, "staged") >= 2) break;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  const std::string job = SubmitAndWaitStaged(
+      daemon, "2025-01-01", "2025-01-21", "disk fills while staging");
+  ASSERT_FALSE(job.empty());
   SetFaults("warehouse.db full\n");
   WaitForMetric(daemon, "backfill_storage_failing{storage=\"warehouse\"} 1");
   EXPECT_EQ(HealthStatus(daemon.address(), kService), "NOT_SERVING");
