@@ -2,7 +2,7 @@
 # The performance suite: builds backfilld and the suite in Release into
 # build-release/ and runs build-release/bin/backfill_perf, which prints one
 # markdown table of every performance goal with the figures it was measured
-# from (see README.md, "Performance"). Takes about 5 minutes and ~12 GB of
+# from (see docs/performance.md). Takes about 5 minutes and ~12 GB of
 # temporary disk at full size on a 2-core machine.
 # Usage: scripts/bench.sh [--quick] [backfill_perf options...]
 #   --quick       small data: proves the suite runs, measures nothing
