@@ -1,4 +1,4 @@
-// Tests of the diff step (core/diff_step.h) on the fake engine: every
+// Tests of the diff step (core/run/diff_step.h) on the fake engine: every
 // partition's diff lands in its own place, in layout order, whatever the
 // number of chunks compared at a time; a partition's own failure is kept
 // with it, and a storage failure that may pass fails the step.
@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
-#include "core/diff_step.h"
+#include "core/run/diff_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"

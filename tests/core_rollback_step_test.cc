@@ -1,4 +1,4 @@
-// Tests of the rollback step (core/rollback_step.h): which later jobs
+// Tests of the rollback step (core/run/rollback_step.h): which later jobs
 // forbid a rollback or go along with --force, and the lineage a rollback
 // leaves, on hand-built lineage histories.
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/rollback_step.h"
+#include "core/run/rollback_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -4,8 +4,8 @@
 // of its phases, and turns the result into the task's checkpoint (the
 // caller writes it to the state store). Stateless; thread-safe.
 
-#ifndef BACKFILL_CORE_RECOMPUTE_STEP_H_
-#define BACKFILL_CORE_RECOMPUTE_STEP_H_
+#ifndef BACKFILL_CORE_RUN_RECOMPUTE_STEP_H_
+#define BACKFILL_CORE_RUN_RECOMPUTE_STEP_H_
 
 #include <string>
 
@@ -40,4 +40,4 @@ RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_RECOMPUTE_STEP_H_
+#endif  // BACKFILL_CORE_RUN_RECOMPUTE_STEP_H_

@@ -16,8 +16,8 @@
 // job's rollback copy is exactly the state before the job and nothing
 // outside the job's partitions changes.
 
-#ifndef BACKFILL_CORE_ROLLBACK_STEP_H_
-#define BACKFILL_CORE_ROLLBACK_STEP_H_
+#ifndef BACKFILL_CORE_RUN_ROLLBACK_STEP_H_
+#define BACKFILL_CORE_RUN_ROLLBACK_STEP_H_
 
 #include <functional>
 #include <string>
@@ -63,4 +63,4 @@ std::vector<LineageRecord> RollbackLineage(
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_ROLLBACK_STEP_H_
+#endif  // BACKFILL_CORE_RUN_ROLLBACK_STEP_H_

@@ -4,8 +4,8 @@
 // runner calls it, then records this lineage in the state store, retrying
 // until it is recorded. Stateless; thread-safe.
 
-#ifndef BACKFILL_CORE_PUBLISH_STEP_H_
-#define BACKFILL_CORE_PUBLISH_STEP_H_
+#ifndef BACKFILL_CORE_RUN_PUBLISH_STEP_H_
+#define BACKFILL_CORE_RUN_PUBLISH_STEP_H_
 
 #include <map>
 #include <string>
@@ -28,4 +28,4 @@ std::vector<LineageRecord> LineageOf(
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_PUBLISH_STEP_H_
+#endif  // BACKFILL_CORE_RUN_PUBLISH_STEP_H_

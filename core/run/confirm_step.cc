@@ -1,4 +1,4 @@
-#include "core/confirm_step.h"
+#include "core/run/confirm_step.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

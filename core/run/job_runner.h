@@ -46,8 +46,8 @@
 // live catalog, store, engine, clock or observer, which must outlive it.
 // Thread-safe: every public method may be called from any thread.
 
-#ifndef BACKFILL_CORE_JOB_RUNNER_H_
-#define BACKFILL_CORE_JOB_RUNNER_H_
+#ifndef BACKFILL_CORE_RUN_JOB_RUNNER_H_
+#define BACKFILL_CORE_RUN_JOB_RUNNER_H_
 
 #include <cstdint>
 #include <functional>
@@ -63,7 +63,6 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/admission.h"
 #include "core/catalog.h"
 #include "core/clock.h"
 #include "core/command_runner.h"
@@ -73,12 +72,13 @@
 #include "core/job_observer.h"
 #include "core/live_catalog.h"
 #include "core/planner.h"
-#include "core/rollback_step.h"
+#include "core/run/admission.h"
+#include "core/run/rollback_step.h"
+#include "core/run/validate_step.h"
 #include "core/state_store.h"
 #include "core/storage_alarm.h"
 #include "core/task_graph.h"
 #include "core/task_writer.h"
-#include "core/validate_step.h"
 #include "core/worker_pool.h"
 
 namespace backfill {
@@ -440,4 +440,4 @@ class JobRunner {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_JOB_RUNNER_H_
+#endif  // BACKFILL_CORE_RUN_JOB_RUNNER_H_

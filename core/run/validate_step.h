@@ -6,8 +6,8 @@
 // per partition, exactly the rows each partition's checkpoint recorded
 // (lost staging is recomputed by the runner). Stateless; thread-safe.
 
-#ifndef BACKFILL_CORE_VALIDATE_STEP_H_
-#define BACKFILL_CORE_VALIDATE_STEP_H_
+#ifndef BACKFILL_CORE_RUN_VALIDATE_STEP_H_
+#define BACKFILL_CORE_RUN_VALIDATE_STEP_H_
 
 #include <cstddef>
 #include <string>
@@ -67,4 +67,4 @@ std::vector<std::string> DescribeFailures(
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_VALIDATE_STEP_H_
+#endif  // BACKFILL_CORE_RUN_VALIDATE_STEP_H_

@@ -11,8 +11,8 @@
 // Thread-safe: every public method may be called from any thread (the gRPC
 // handlers call it concurrently).
 
-#ifndef BACKFILL_CORE_BACKFILL_MANAGER_H_
-#define BACKFILL_CORE_BACKFILL_MANAGER_H_
+#ifndef BACKFILL_CORE_RUN_BACKFILL_MANAGER_H_
+#define BACKFILL_CORE_RUN_BACKFILL_MANAGER_H_
 
 #include <cstdint>
 #include <functional>
@@ -31,10 +31,10 @@
 #include "core/job.h"
 #include "core/job_listing.h"
 #include "core/job_observer.h"
-#include "core/job_runner.h"
 #include "core/live_catalog.h"
 #include "core/partition_history.h"
 #include "core/planner.h"
+#include "core/run/job_runner.h"
 #include "core/state_store.h"
 
 namespace backfill {
@@ -227,4 +227,4 @@ class BackfillManager {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_BACKFILL_MANAGER_H_
+#endif  // BACKFILL_CORE_RUN_BACKFILL_MANAGER_H_

@@ -1,4 +1,4 @@
-#include "core/rollback_step.h"
+#include "core/run/rollback_step.h"
 
 #include <algorithm>
 #include <map>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/admission.h"
+#include "core/run/admission.h"
 
 namespace backfill {
 namespace {

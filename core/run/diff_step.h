@@ -3,8 +3,8 @@
 // engine's DiffPartitions, so that the diff can be stored with the job and
 // read before anything is published. Stateless; thread-safe.
 
-#ifndef BACKFILL_CORE_DIFF_STEP_H_
-#define BACKFILL_CORE_DIFF_STEP_H_
+#ifndef BACKFILL_CORE_RUN_DIFF_STEP_H_
+#define BACKFILL_CORE_RUN_DIFF_STEP_H_
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -29,4 +29,4 @@ absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_DIFF_STEP_H_
+#endif  // BACKFILL_CORE_RUN_DIFF_STEP_H_

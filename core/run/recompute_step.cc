@@ -1,4 +1,4 @@
-#include "core/recompute_step.h"
+#include "core/run/recompute_step.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "core/backfill_manager.h"
+#include "core/run/backfill_manager.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "core/job_runner.h"
+#include "core/run/job_runner.h"
 
 #include <algorithm>
 #include <memory>
@@ -10,16 +10,16 @@
 #include "absl/strings/str_join.h"
 #include "core/approval.h"
 #include "core/audit_log.h"
-#include "core/confirm_step.h"
 #include "core/crash_point.h"
-#include "core/diff_step.h"
 #include "core/early_cutoff.h"
 #include "core/job_state_machine.h"
-#include "core/publish_step.h"
-#include "core/recompute_step.h"
 #include "core/retention.h"
+#include "core/run/confirm_step.h"
+#include "core/run/diff_step.h"
+#include "core/run/publish_step.h"
+#include "core/run/recompute_step.h"
+#include "core/run/validate_step.h"
 #include "core/status_macros.h"
-#include "core/validate_step.h"
 
 namespace backfill {
 namespace {

@@ -14,8 +14,8 @@
 // warehouse value could not be read (its health is unknown).
 // Stateless; thread-safe as its collaborators are.
 
-#ifndef BACKFILL_CORE_CONFIRM_STEP_H_
-#define BACKFILL_CORE_CONFIRM_STEP_H_
+#ifndef BACKFILL_CORE_RUN_CONFIRM_STEP_H_
+#define BACKFILL_CORE_RUN_CONFIRM_STEP_H_
 
 #include <functional>
 #include <string>
@@ -59,4 +59,4 @@ absl::StatusOr<ConfirmOutcome> ConfirmDownstream(const JobLayout& layout,
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_CONFIRM_STEP_H_
+#endif  // BACKFILL_CORE_RUN_CONFIRM_STEP_H_

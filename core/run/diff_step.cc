@@ -1,4 +1,4 @@
-#include "core/diff_step.h"
+#include "core/run/diff_step.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "core/validate_step.h"
+#include "core/run/validate_step.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "core/publish_step.h"
+#include "core/run/publish_step.h"
 
 #include <algorithm>
 #include <utility>
