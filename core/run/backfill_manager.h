@@ -22,7 +22,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/audit_log.h"
 #include "core/catalog.h"
@@ -217,12 +216,7 @@ class BackfillManager {
   Engine* const engine_;
   const Clock* const clock_;
   const PlannerLimits planner_limits_;
-  const int64_t max_queued_jobs_;
-  const std::string max_queued_jobs_source_;
   JobRunner runner_;
-  // Serializes admission decisions (the overlap check of a no-wait submit,
-  // the job's creation and its admission; retries).
-  absl::Mutex admission_mu_;
 };
 
 }  // namespace backfill

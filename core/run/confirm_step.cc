@@ -1,7 +1,12 @@
 #include "core/run/confirm_step.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/crash_point.h"
+#include "core/early_cutoff.h"
+#include "core/status_macros.h"
 
 namespace backfill {
 
@@ -97,6 +102,126 @@ absl::StatusOr<ConfirmOutcome> ConfirmDownstream(
     }
   }
   return out;
+}
+
+absl::StatusOr<bool> ConfirmJob(const StepContext& ctx, ActiveJob* job) {
+  CrashPoint("confirm");
+  const std::string& id = job->job.id;
+  JobLayout layout;
+  CutoffCounts cut;
+  std::vector<std::string> unprobed;
+  {
+    absl::MutexLock lock(ctx.jobs()->mu());
+    layout = WithoutCutOff(job->layout, job->tasks);
+    cut = CountCutOff(job->tasks);
+    unprobed = UnprobedConsumers(job->layout, layout);
+  }
+  ConfirmContext context;
+  context.engine = ctx.engine();
+  context.http = ctx.options().http;
+  context.commands = ctx.options().commands;
+  context.clock = ctx.clock();
+  context.observer = ctx.observer();
+  context.stopping = [&ctx] { return ctx.Stopping(); };
+  absl::StatusOr<ConfirmOutcome> outcome = ConfirmDownstream(layout, context);
+  if (outcome.ok() && (cut.unchanged > 0 || cut.skipped > 0)) {
+    // Early cutoff: say what was not republished, or that nothing was,
+    // and which declared consumers were therefore not probed.
+    if (layout.items.empty()) {
+      outcome->message = NothingChangedMessage(cut);
+    } else if (outcome->results.empty() && !unprobed.empty()) {
+      outcome->message = "published; no consumer was probed";
+      absl::StrAppend(&outcome->message, CutoffNote(cut));
+    } else {
+      absl::StrAppend(&outcome->message, CutoffNote(cut));
+    }
+    if (!layout.items.empty() && !unprobed.empty()) {
+      absl::StrAppend(&outcome->message,
+                      "; not probed, as nothing they read "
+                      "was republished: ",
+                      absl::StrJoin(unprobed, ", "));
+    }
+  }
+  if (!outcome.ok()) return outcome.status();
+  // What each consumer was found doing, recorded before the state that
+  // follows from it (the health gauge reads both).
+  std::vector<ConsumerFinding> found;
+  found.reserve(outcome->results.size());
+  const absl::Time now = ctx.clock()->Now();
+  for (const ConsumerResult& r : outcome->results) {
+    // A warehouse that could not be read says nothing of the consumer.
+    if (r.warehouse_error) continue;
+    ConsumerFinding c;
+    c.dataset = r.dataset;
+    c.consumer = r.consumer;
+    c.healthy = r.healthy;
+    c.message = r.message;
+    c.latency = r.latency;
+    c.at = now;
+    found.push_back(std::move(c));
+  }
+  RETURN_IF_ERROR(ctx.Persist(
+      JobObserver::Storage::kStateStore, "recording consumer confirmations",
+      [&] { return ctx.store()->ReplaceConsumerConfirmations(id, found); }));
+  // Published: from here the job only goes forward. Leftover staging is
+  // harmless and swept at the next start.
+  ctx.engine()->DropStaging(id).IgnoreError();
+  RETURN_IF_ERROR(ctx.Move(
+      job,
+      outcome->healthy ? JobState::kSucceeded : JobState::kDownstreamUnhealthy,
+      outcome->message, JobPhase::kFinishing));
+  double estimate;
+  JobState end;
+  bool again;
+  {
+    absl::MutexLock lock(ctx.jobs()->mu());
+    estimate = job->job.plan.cost.backfill;
+    end = job->state;
+    again = job->reconfirming;
+  }
+  if (!again) ctx.ReportFinished(id, end, estimate);
+  return !again;
+}
+
+absl::Status CheckConfirmable(const Job& stored, const Catalog& catalog) {
+  const std::string& id = stored.id;
+  if (stored.state != JobState::kSucceeded &&
+      stored.state != JobState::kDownstreamUnhealthy) {
+    std::string why;
+    switch (stored.state) {
+      case JobState::kRolledBack:
+        why =
+            ": its publication was rolled back, so its consumers have "
+            "nothing of it to serve";
+        break;
+      case JobState::kConfirming:
+        why = ": it is confirming its consumers now; watch it";
+        break;
+      case JobState::kFailed:
+      case JobState::kCancelled:
+      case JobState::kValidationFailed:
+        why = ": nothing of it was published, so there is nothing to confirm";
+        break;
+      default:
+        why =
+            ": it has not published yet; it confirms its consumers itself "
+            "once it has";
+        break;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(stored.state), why,
+                     ". Only a SUCCEEDED or DOWNSTREAM_UNHEALTHY job can be "
+                     "confirmed again"));
+  }
+  // A confirmation that could not load the job would leave it CONFIRMING:
+  // refused up front instead.
+  bool complete = true;
+  absl::StatusOr<JobLayout> layout = LayoutOf(catalog, stored, &complete);
+  if (!layout.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " cannot be confirmed: ", layout.status().message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace backfill

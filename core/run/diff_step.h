@@ -1,7 +1,8 @@
 // Diff step (part of step 4 of the playbook, validation): compares a job's
 // staged rows with the published ones, per (dataset, partition), through the
-// engine's DiffPartitions, so that the diff can be stored with the job and
-// read before anything is published. Stateless; thread-safe.
+// engine's DiffPartitions (DiffStaging), and stores the diff with the job
+// (RecordDiff), to be read before anything is published. Stateless;
+// thread-safe.
 
 #ifndef BACKFILL_CORE_RUN_DIFF_STEP_H_
 #define BACKFILL_CORE_RUN_DIFF_STEP_H_
@@ -10,6 +11,7 @@
 #include "absl/time/time.h"
 #include "core/diff.h"
 #include "core/engine.h"
+#include "core/run/step_context.h"
 
 namespace backfill {
 
@@ -26,6 +28,12 @@ namespace backfill {
 // connection's. The result does not depend on `parallelism`.
 absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
                                     absl::Time now, int parallelism = 1);
+
+// DiffStaging of job `id`'s `layout` (as many chunks at a time as the
+// runner has workers) stored with the job (StateStore::ReplaceJobDiff),
+// replacing an earlier one; both retried while storage fails.
+absl::Status RecordDiff(const StepContext& ctx, const std::string& id,
+                        const JobLayout& layout);
 
 }  // namespace backfill
 

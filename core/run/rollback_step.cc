@@ -8,7 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/crash_point.h"
+#include "core/early_cutoff.h"
+#include "core/retention.h"
+#include "core/run/active_job.h"
 #include "core/run/admission.h"
+#include "core/run/plural.h"
+#include "core/status_macros.h"
 
 namespace backfill {
 namespace {
@@ -46,8 +52,14 @@ int PublishIndex(const std::vector<const LineageRecord*>& records,
   return -1;
 }
 
-std::string Plural(int64_t n, const char* one, const char* many) {
-  return absl::StrCat(n, " ", n == 1 ? one : many);
+// Why a job whose partitions all came out unchanged or skipped cannot be
+// rolled back.
+std::string PublishedNothing(const std::string& id) {
+  return absl::StrCat(
+      "job ", id,
+      " published nothing: every partition it recomputed was identical to "
+      "the published version or skipped (early cutoff), so there is nothing "
+      "to roll back");
 }
 
 }  // namespace
@@ -194,6 +206,229 @@ std::vector<LineageRecord> RollbackLineage(
   }
   for (const RestoredPartition& p : restored) out.push_back(record(job.id, p));
   return out;
+}
+
+absl::Status CheckRollbackable(const StepContext& ctx, const Job& job) {
+  const std::string& id = job.id;
+  if (job.state != JobState::kSucceeded &&
+      job.state != JobState::kDownstreamUnhealthy) {
+    std::string why;
+    switch (job.state) {
+      case JobState::kFailed:
+      case JobState::kCancelled:
+      case JobState::kValidationFailed:
+        why =
+            ": nothing of it was published, so there is nothing to roll "
+            "back";
+        break;
+      default:
+        why =
+            ": it has not published (yet); cancel it instead if it must "
+            "not publish";
+        break;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(job.state), why,
+                     ". Only a SUCCEEDED or DOWNSTREAM_UNHEALTHY job can be "
+                     "rolled back"));
+  }
+  // What the job did is final, unlike another job's partitions: a job that
+  // published nothing is told so, not asked to wait and try again.
+  ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks,
+                   ctx.store()->ListTasks(id));
+  if (!tasks.empty() &&
+      std::all_of(tasks.begin(), tasks.end(),
+                  [](const PartitionTask& t) { return IsCutOff(t.state); })) {
+    return absl::FailedPreconditionError(PublishedNothing(id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Job> RollBack(const StepContext& ctx, const LiveCatalog& catalog,
+                             const Job& job, const RollbackRequest& request,
+                             const std::vector<std::string>* with_ids,
+                             const std::function<void()>& restored_rows) {
+  using Storage = JobObserver::Storage;
+  const std::string& id = job.id;
+  StateStore* const store = ctx.store();
+  Engine* const engine = ctx.engine();
+  // The layout points into this snapshot: held until the rollback ends.
+  const std::shared_ptr<const Catalog> snapshot = catalog.Get();
+  bool complete = true;
+  ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(*snapshot, job, &complete));
+  if (!complete) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id,
+        " cannot be rolled back: a dataset of it is no longer declared in "
+        "the loaded pipelines, and a rollback restores every dataset of the "
+        "job together"));
+  }
+  layout.pinned.clear();
+  {
+    // Only what the job published is restored: the partitions the early
+    // cutoff let go of were never replaced by it.
+    ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store->ListTasks(id));
+    layout = WithoutCutOff(layout, tasks);
+    if (layout.items.empty()) {
+      return absl::FailedPreconditionError(PublishedNothing(id));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<LineageRecord> history,
+                   store->GetLineageOverlapping(id));
+  const JobLookup lookup = [store](const std::string& other) {
+    return store->GetJob(other);
+  };
+  if (with_ids == nullptr) {
+    // The copies the restore needs must still exist (unless the warehouse
+    // rolled the job back before and recovery has not recorded it). Checked
+    // first: an expired copy is final, later jobs are not.
+    WarehouseInfo info;
+    RETURN_IF_ERROR(ctx.Persist(Storage::kWarehouse, "reading rollback markers",
+                                [&]() -> absl::Status {
+                                  ASSIGN_OR_RETURN(info, engine->Inspect());
+                                  return absl::OkStatus();
+                                }));
+    if (!info.rollbacks.count(id)) {
+      std::vector<RollbackCopy> copies;
+      RETURN_IF_ERROR(
+          ctx.Persist(Storage::kWarehouse, "listing rollback copies",
+                      [&]() -> absl::Status {
+                        ASSIGN_OR_RETURN(copies, engine->ListRollbackCopies());
+                        return absl::OkStatus();
+                      }));
+      std::set<std::pair<std::string, std::string>> present;
+      for (const RollbackCopy& c : copies) {
+        present.insert({c.job_id, c.dataset});
+      }
+      for (const JobLayout::Item& item : layout.items) {
+        if (present.count({id, item.dataset->name})) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " can no longer be rolled back: its rollback copy of ",
+            item.dataset->name,
+            " (the rows it replaced there) expired under "
+            "the retention policy of ",
+            item.dataset->name, ", which ",
+            DescribeRetention(item.dataset->retention),
+            ", and was dropped. Restore the data with a new backfill"));
+      }
+    }
+  }
+  std::vector<Job> with_jobs;
+  if (with_ids == nullptr) {
+    ASSIGN_OR_RETURN(with_jobs, LaterJobs(job, history, request.force, lookup));
+  } else {
+    for (const std::string& other : *with_ids) {
+      ASSIGN_OR_RETURN(Job j, store->GetJob(other));
+      with_jobs.push_back(std::move(j));
+    }
+  }
+  RollbackSpec spec;
+  spec.layout = layout;
+  spec.marker.requested_by = request.requested_by;
+  spec.marker.reason = request.reason;
+  spec.marker.forced = !with_jobs.empty();
+  for (const Job& j : with_jobs) spec.marker.with_jobs.push_back(j.id);
+  RollbackResult restored;
+  RETURN_IF_ERROR(
+      ctx.Persist(Storage::kWarehouse, absl::StrCat("rolling back job ", id),
+                  [&]() -> absl::Status {
+                    ASSIGN_OR_RETURN(restored, engine->Rollback(spec));
+                    return absl::OkStatus();
+                  }));
+  if (restored_rows) restored_rows();
+  CrashPoint("rollback.before_record");
+
+  RollbackInfo info;
+  info.requested_by = request.requested_by;
+  info.reason = request.reason;
+  info.at = ctx.clock()->Now();
+  info.forced = spec.marker.forced;
+  info.also_rolled_back = spec.marker.with_jobs;
+  info.partitions = static_cast<int64_t>(restored.partitions.size());
+  info.rows = restored.rows;
+  std::vector<LineageRecord> lineage = RollbackLineage(
+      job, with_jobs, history, restored.partitions, info, info.at);
+  const std::string who = request.requested_by.empty()
+                              ? ""
+                              : absl::StrCat(" by ", request.requested_by);
+  const std::string message = absl::StrCat(
+      "rolled back", who, ": ", request.reason, "; restored ",
+      Plural(info.partitions, "partition", "partitions"), " (",
+      Plural(info.rows, "row", "rows"), ") of ",
+      Plural(static_cast<int64_t>(layout.items.size()), "dataset", "datasets"),
+      " to their state before ", id,
+      info.also_rolled_back.empty()
+          ? std::string()
+          : absl::StrCat(", together with the later ",
+                         info.also_rolled_back.size() == 1 ? "job " : "jobs ",
+                         absl::StrJoin(info.also_rolled_back, ", "),
+                         " (`force`)"));
+  const std::string also_message =
+      absl::StrCat("rolled back together with ", id, " (`force`)", who, ": ",
+                   request.reason);
+  RETURN_IF_ERROR(
+      ctx.Persist(Storage::kStateStore,
+                  absl::StrCat("recording the rollback of ", id), [&] {
+                    return store->RecordRollback(id, info, lineage, message,
+                                                 also_message, info.at);
+                  }));
+  if (JobObserver* observer = ctx.observer(); observer != nullptr) {
+    for (const Job& other : with_jobs) {
+      observer->OnJobTransition(other.id, other.state, JobState::kRolledBack,
+                                also_message);
+    }
+    observer->OnJobTransition(id, job.state, JobState::kRolledBack, message);
+    // Counted as finished ROLLED_BACK; their costs were counted when they
+    // succeeded.
+    for (const Job& other : with_jobs) {
+      observer->OnJobFinished(other.id, JobState::kRolledBack, 0, 0);
+    }
+    observer->OnJobFinished(id, JobState::kRolledBack, 0, 0);
+  }
+  {
+    absl::MutexLock lock(ctx.jobs()->mu());
+    for (const Job& other : with_jobs) ctx.jobs()->NotifyLocked(other.id);
+    ctx.jobs()->NotifyLocked(id);
+  }
+  return store->GetJob(id);
+}
+
+absl::Status RecoverRollbacks(const StepContext& ctx,
+                              const LiveCatalog& catalog,
+                              std::vector<std::string>* recovered) {
+  ASSIGN_OR_RETURN(StoreInfo store, ctx.store()->Info());
+  ASSIGN_OR_RETURN(WarehouseInfo warehouse, ctx.engine()->Inspect());
+  for (const auto& [id, marker] : warehouse.rollbacks) {
+    if (marker.store_id != store.store_id) continue;
+    absl::StatusOr<Job> job = ctx.store()->GetJob(id);
+    if (!job.ok() && job.status().code() == absl::StatusCode::kNotFound) {
+      continue;
+    }
+    if (!job.ok()) return job.status();
+    if (job->state != JobState::kSucceeded &&
+        job->state != JobState::kDownstreamUnhealthy) {
+      continue;  // recorded (ROLLED_BACK)
+    }
+    RollbackRequest request;
+    request.reason = marker.reason;
+    request.requested_by = marker.requested_by;
+    request.force = marker.forced;
+    absl::StatusOr<Job> done =
+        RollBack(ctx, catalog, *job, request, &marker.with_jobs, nullptr);
+    if (!done.ok()) {
+      return absl::Status(done.status().code(),
+                          absl::StrCat("cannot record the rollback of job ", id,
+                                       ", which the warehouse committed: ",
+                                       done.status().message()));
+    }
+    recovered->push_back(id);
+  }
+  return absl::OkStatus();
+}
+
+std::string SupersededByRollback(const std::string& rolled_back) {
+  return absl::StrCat("the rollback of ", rolled_back,
+                      ", which restored some of the same partitions");
 }
 
 }  // namespace backfill

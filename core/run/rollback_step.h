@@ -1,8 +1,27 @@
-// Rollback step: whether a published job can be rolled back, which later
-// jobs a forced rollback takes along, and the lineage a rollback leaves.
-// Pure functions over the job, the lineage history of its partitions and
-// the later jobs; the job runner makes the engine and state store calls
-// (Engine::Rollback, StateStore::RecordRollback). Stateless; thread-safe.
+// Rollback step: a published job's partitions restored to what its
+// publish replaced, in every dataset of the job in one warehouse
+// transaction, and recorded: the job (and the later jobs a forced rollback
+// takes along) ends ROLLED_BACK, lineage gets a rollback version per
+// partition.
+//
+//   CheckRollbackable  whether the job's state and what it published allow
+//       it at all (a job that published nothing is told so).
+//   RollBack  the warehouse's restore (Engine::Rollback, which writes a
+//       rollback marker in the same transaction) and its record
+//       (StateStore::RecordRollback); refused while a rollback copy it
+//       needs expired under its dataset's retention policy.
+//   RecoverRollbacks  at start: records the rollbacks the warehouse
+//       committed but the store did not (a crash in between), from their
+//       markers; nothing is restored again.
+//   LaterJobs, RollbackLineage  pure functions over the job, the lineage
+//       history of its partitions and the later jobs: which later jobs
+//       forbid it or go along, and the lineage it leaves.
+//
+// Jobs held for a decision over the restored partitions computed against
+// the rows a rollback withdraws: once the warehouse restored them, they are
+// superseded (SupersededByRollback names it); the operator's command
+// (job_commands.h) holds the job's partitions and supersedes them.
+// Stateless; thread-safe as the StepContext is.
 //
 // The current version of a (dataset, partition) is read from its lineage,
 // in the order recorded: a rollback record of job X undoes X's publish of
@@ -26,6 +45,8 @@
 #include "absl/status/statusor.h"
 #include "core/engine.h"
 #include "core/job.h"
+#include "core/live_catalog.h"
+#include "core/run/step_context.h"
 
 namespace backfill {
 
@@ -60,6 +81,35 @@ std::vector<LineageRecord> RollbackLineage(
     const std::vector<LineageRecord>& history,
     const std::vector<RestoredPartition>& restored, const RollbackInfo& info,
     absl::Time now);
+
+// OK when `job` may be rolled back as far as its own record goes: it is
+// SUCCEEDED or DOWNSTREAM_UNHEALTHY and published some partition (not all
+// of them were cut off early); FAILED_PRECONDITION saying why otherwise.
+// (A ROLLED_BACK job is refused too: the caller returns it as it is.)
+absl::Status CheckRollbackable(const StepContext& ctx, const Job& job);
+
+// Restores and records the rollback of `job` under the catalog in force
+// (`catalog`). `with_ids`: null to decide which later jobs go along
+// (LaterJobs, with `request.force`); else those of the warehouse's marker
+// (recovery). `restored_rows` (if set) runs once the warehouse restored the
+// rows, before the state store records the rollback. Returns the job as
+// stored afterwards; every job it rolled back is announced (NotifyLocked).
+absl::StatusOr<Job> RollBack(const StepContext& ctx, const LiveCatalog& catalog,
+                             const Job& job, const RollbackRequest& request,
+                             const std::vector<std::string>* with_ids,
+                             const std::function<void()>& restored_rows);
+
+// Records the rollbacks the warehouse committed but the store did not
+// (their markers name this store and their jobs are still SUCCEEDED or
+// DOWNSTREAM_UNHEALTHY). `recovered` gets the ids of the jobs whose
+// rollback it recorded.
+absl::Status RecoverRollbacks(const StepContext& ctx,
+                              const LiveCatalog& catalog,
+                              std::vector<std::string>* recovered);
+
+// How a job held for a decision names the rollback of `rolled_back` that
+// superseded it.
+std::string SupersededByRollback(const std::string& rolled_back);
 
 }  // namespace backfill
 
