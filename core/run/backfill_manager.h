@@ -1,7 +1,9 @@
 // BackfillManager: the domain core's front door, a thin facade. It checks
-// and plans requests (Planner), creates jobs in the state store (idempotent
-// per key) and hands them to the JobRunner, which runs them through the
-// playbook and carries out pause, resume, retry, cancel and rollback.
+// and plans requests (Planner) and hands the job to the JobRunner's
+// admission (job_commands.h AdmitNew), which creates it in the state store
+// (idempotent per key) and admits it; the runner runs it through the
+// playbook, and its commands carry out pause, resume, retry, cancel,
+// approve, confirm and rollback.
 //
 // It owns the runner (and through it the worker pool). It does not own the
 // catalog, store, engine, clock or observer; they must outlive it. The
@@ -149,7 +151,8 @@ class BackfillManager {
   // for a dataset not in its plan or a bad page token.
   absl::StatusOr<PartitionPage> ListPartitions(const PartitionPageQuery& query);
 
-  // See JobRunner. `reason` is free text recorded with the change.
+  // See JobCommands (job_commands.h). `reason` is free text recorded with
+  // the change.
   // `actor`: who decided, named in the audit log ("" when unknown).
   absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason,
                              const std::string& actor = "");
@@ -160,17 +163,17 @@ class BackfillManager {
   absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason,
                             const std::string& actor = "");
 
-  // Rolls a published job back (JobRunner::Rollback). INVALID_ARGUMENT
+  // Rolls a published job back (JobCommands::Rollback). INVALID_ARGUMENT
   // without a reason; NOT_FOUND for an unknown id.
   absl::StatusOr<Job> Rollback(const std::string& id,
                                const RollbackRequest& request);
 
-  // See JobRunner::Approve. INVALID_ARGUMENT without a reason or with text
+  // See JobCommands::Approve. INVALID_ARGUMENT without a reason or with text
   // fields too long or holding control characters.
   absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);
 
   // Confirms the downstream consumers of a SUCCEEDED or
-  // DOWNSTREAM_UNHEALTHY job again (JobRunner::Confirm); returns the job,
+  // DOWNSTREAM_UNHEALTHY job again (JobCommands::Confirm); returns the job,
   // CONFIRMING. NOT_FOUND for an unknown id; FAILED_PRECONDITION, saying
   // why, in any other state.
   absl::StatusOr<Job> Confirm(const std::string& id,

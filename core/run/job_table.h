@@ -1,11 +1,12 @@
 // JobTable: the jobs the runner holds in memory (ActiveJob, active_job.h),
 // in admission order over their partitions (Admission, admission.h), with
-// the one lock that guards them all and the runner's own counters: never
-// held across I/O. Every change of a job is announced here (NotifyLocked),
-// to whoever waits for it (WaitForChange) and to the waits of the runner's
-// decisions. It also answers what holds partitions: the jobs a plan would
-// wait for (Blocking), described for messages (Describe), and the held jobs
-// a starting job or a rollback supersedes (ReserveHeldOverlapsLocked).
+// the one lock that guards them all (and the runner's dispatch counters):
+// never held across I/O. Every change of a job is announced here
+// (NotifyLocked), to whoever waits for it (WaitForChange) and to the waits of
+// the runner's decisions. It also answers what holds partitions: the jobs a
+// plan would wait for (Blocking), described for messages (Describe), and the
+// held jobs a starting job or a rollback supersedes
+// (ReserveHeldOverlapsLocked).
 //
 // A job stays in the table from its admission until it ended and no
 // closure uses it (ReleaseLocked forgets it then); jobs being rolled back
