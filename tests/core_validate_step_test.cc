@@ -30,29 +30,7 @@ class ValidateStepTest : public testing::StepFixture {
   // partition staged with one row and checkpointed.
   ActiveJob* Staged(const std::string& dataset, const std::string& from,
                     const std::string& to) {
-    const Job created = CreateJob(Request(dataset, from, to));
-    MoveTo(created.id, {JobState::kRunning});
-    ActiveJob* job = Hold(Stored(created.id), JobPhase::kRunning);
-    absl::MutexLock lock(jobs_.mu());
-    job->graph->Requeue();
-    while (std::optional<size_t> i = job->graph->Pop()) {
-      PartitionTask& t = job->tasks[*i];
-      t.state = TaskState::kStaged;
-      t.rows_written = 1;
-      t.attempts = 1;
-      t.output_fingerprint = "fp:" + t.partition;
-      engine_.SetStagedRows(created.id, t.dataset, t.partition, 1);
-      EXPECT_TRUE(store_.UpdateTask(t).ok());
-      job->graph->Done(*i);
-    }
-    job->phase = JobPhase::kFinishing;
-    EXPECT_TRUE(store_
-                    .TransitionJob(created.id, JobState::kRunning,
-                                   JobState::kValidating, "validating",
-                                   clock_.Now())
-                    .ok());
-    job->state = JobState::kValidating;
-    return job;
+    return StagedJob(Request(dataset, from, to), {JobState::kValidating});
   }
 
   absl::Status Validate(ActiveJob* job, bool* done) {

@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -237,6 +238,35 @@ class StepFixture : public ::testing::Test {
       absl::MutexLock lock(jobs_.mu());
       job->prepared = true;
     }
+    return job;
+  }
+
+  // A job of `request` whose partitions are all staged (one row each, in
+  // the engine) and checkpointed (in the store and in memory), moved in
+  // the store through RUNNING to `states` (VALIDATING, ...), in kFinishing.
+  ActiveJob* StagedJob(const BackfillRequest& request,
+                       const std::vector<JobState>& states) {
+    const Job created = CreateJob(request);
+    MoveTo(created.id, {JobState::kRunning});
+    ActiveJob* job = Hold(Stored(created.id), JobPhase::kRunning);
+    {
+      absl::MutexLock lock(jobs_.mu());
+      job->graph->Requeue();
+      while (std::optional<size_t> i = job->graph->Pop()) {
+        PartitionTask& t = job->tasks[*i];
+        t.state = TaskState::kStaged;
+        t.rows_written = 1;
+        t.attempts = 1;
+        t.output_fingerprint = "fp:" + t.partition;
+        engine_.SetStagedRows(created.id, t.dataset, t.partition, 1);
+        EXPECT_TRUE(store_.UpdateTask(t).ok());
+        job->graph->Done(*i);
+      }
+    }
+    MoveTo(created.id, states);
+    absl::MutexLock lock(jobs_.mu());
+    job->phase = JobPhase::kFinishing;
+    job->state = states.empty() ? JobState::kRunning : states.back();
     return job;
   }
 
