@@ -389,7 +389,7 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
     }
   }
   // Whether the batch still holds `run`: false when another batch took it
-  // over (Active::held says which batch holds it now).
+  // over (ActiveJob::held says which batch holds it now).
   const ClaimPartition claim = [&](PartitionRun* run, bool* go_on) {
     absl::MutexLock lock(jobs_.mu());
     if (!run->claimed && !run->taken) {
