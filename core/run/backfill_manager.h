@@ -217,7 +217,6 @@ class BackfillManager {
   const LiveCatalog* const catalog_;
   StateStore* const store_;
   Engine* const engine_;
-  const Clock* const clock_;
   const PlannerLimits planner_limits_;
   JobRunner runner_;
 };

@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -104,9 +105,11 @@ class JobRunner : private JobScheduler {
 
  private:
   // --- JobScheduler; under the table's lock where named ...Locked ---
-  void PumpLocked() override;
-  void StartFinishingIfDoneLocked(ActiveJob* job) override;
-  void FinishLocked(const std::string& id) override;
+  void PumpLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
+  void StartFinishingIfDoneLocked(ActiveJob* job) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
+  void FinishLocked(const std::string& id) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   void Settle(ActiveJob* job) override;
   void Supersede(ActiveJob* held, const std::string& by) override;
 
@@ -133,21 +136,25 @@ class JobRunner : private JobScheduler {
   // Gives free workers batches: of the best job's ready partitions, or of
   // partitions another batch holds and has not started when no job has
   // ready ones or the holder's job has the higher priority.
-  void DispatchLocked();
+  void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   // Hands `indices` (taken from the job's graph, or from another batch's
   // held partitions) to a worker as a new batch: the first starts at once,
   // the others are held (ActiveJob::held) until the batch gets to them or a
   // free worker takes them over.
-  void StartBatchLocked(ActiveJob* job, std::vector<size_t> indices);
+  void StartBatchLocked(ActiveJob* job, std::vector<size_t> indices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   // True when another job has partitions ready and would get a worker
   // before `job` (or take turns with it): a batch then hands back what it
   // has not started.
-  bool OtherJobWaitsLocked(const ActiveJob& job) const;
+  bool OtherJobWaitsLocked(const ActiveJob& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   // How many ready partitions of `job` one worker takes at once.
-  size_t BatchSizeLocked(const ActiveJob& job) const;
+  size_t BatchSizeLocked(const ActiveJob& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   // Adds a partition's staging time to the job's average.
   static void NoteStageTime(ActiveJob* job, absl::Duration took);
-  void SubmitLocked(std::function<void()> fn);
+  void SubmitLocked(std::function<void()> fn)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
 
   // A batch is sized to take about kBatchTime, at most kMaxBatch.
   static constexpr absl::Duration kBatchTime = absl::Milliseconds(5);
@@ -158,10 +165,10 @@ class JobRunner : private JobScheduler {
   const StepContext ctx_;
   JobCommands commands_;
 
-  // Guarded by the table's lock (jobs_.mu()).
-  int in_flight_ = 0;  // batches of partitions running
-  std::map<std::string, int> dataset_running_;
-  uint64_t dispatch_seq_ = 0;
+  // Guarded by the table's lock.
+  int in_flight_ ABSL_GUARDED_BY(jobs_.mu()) = 0;  // batches running
+  std::map<std::string, int> dataset_running_ ABSL_GUARDED_BY(jobs_.mu());
+  uint64_t dispatch_seq_ ABSL_GUARDED_BY(jobs_.mu()) = 0;
 
   // Starts and checkpoints of partitions, group-committed (created by
   // Start; declared before pool_, whose closures wait for it).

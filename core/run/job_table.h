@@ -51,7 +51,7 @@ class JobTable {
   JobTable(const JobTable&) = delete;
   JobTable& operator=(const JobTable&) = delete;
 
-  absl::Mutex* mu() ABSL_LOCK_RETURNED(mu_) { return &mu_; }
+  absl::Mutex* mu() const ABSL_LOCK_RETURNED(mu_) { return &mu_; }
 
   // --- Running: started by the runner's Start, stopped once ---
   void SetStartedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -157,7 +157,7 @@ class JobTable {
  private:
   StateStore* const store_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::CondVar changed_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
