@@ -24,12 +24,7 @@ class ConfirmStepTest : public testing::StepFixture {
  protected:
   // A published (CONFIRMING) job of daily over [from, to).
   ActiveJob* Confirming(const std::string& from, const std::string& to) {
-    ActiveJob* job = StagedJob(Request("daily", from, to),
-                               {JobState::kValidating, JobState::kPublishing});
-    {
-      absl::MutexLock lock(jobs_.mu());
-      job->validated = true;
-    }
+    ActiveJob* job = PublishingJob(Request("daily", from, to));
     EXPECT_TRUE(PublishJob(ctx(), job).ok());
     return job;
   }

@@ -26,11 +26,7 @@ class PublishStepTest : public testing::StepFixture {
  protected:
   // A validated PUBLISHING job of daily over [from, to).
   ActiveJob* Publishing(const std::string& from, const std::string& to) {
-    ActiveJob* job = StagedJob(Request("daily", from, to),
-                               {JobState::kValidating, JobState::kPublishing});
-    absl::MutexLock lock(jobs_.mu());
-    job->validated = true;
-    return job;
+    return PublishingJob(Request("daily", from, to));
   }
 
   int64_t Published(const std::string& job_id) {

@@ -174,12 +174,7 @@ class RollbackRecordTest : public testing::StepFixture {
   // A SUCCEEDED job of daily over [from, to), published over what the
   // warehouse held.
   Job Succeeded(const std::string& from, const std::string& to) {
-    ActiveJob* job = StagedJob(Request("daily", from, to),
-                               {JobState::kValidating, JobState::kPublishing});
-    {
-      absl::MutexLock lock(jobs_.mu());
-      job->validated = true;
-    }
+    ActiveJob* job = PublishingJob(Request("daily", from, to));
     EXPECT_TRUE(PublishJob(ctx(), job).ok());
     EXPECT_TRUE(ConfirmJob(ctx(), job).ok());
     return Stored(job->job.id);

@@ -270,6 +270,15 @@ class StepFixture : public ::testing::Test {
     return job;
   }
 
+  // A validated PUBLISHING job of `request` (StagedJob).
+  ActiveJob* PublishingJob(const BackfillRequest& request) {
+    ActiveJob* job =
+        StagedJob(request, {JobState::kValidating, JobState::kPublishing});
+    absl::MutexLock lock(jobs_.mu());
+    job->validated = true;
+    return job;
+  }
+
   Job Stored(const std::string& id) {
     absl::StatusOr<Job> job = store_.GetJob(id);
     EXPECT_TRUE(job.ok()) << job.status();
