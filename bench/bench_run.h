@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
-#include "core/backfill_manager.h"
 #include "core/clock.h"
+#include "core/run/backfill_manager.h"
 #include "storage/sqlite_state_store.h"
 
 namespace backfill::bench {

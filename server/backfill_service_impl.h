@@ -31,7 +31,7 @@
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "core/access_policy.h"
-#include "core/backfill_manager.h"
+#include "core/run/backfill_manager.h"
 #include "core/stream_slots.h"
 #include "server/call_auth.h"
 #include "server/listing_convert.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/admission.h"
+#include "core/run/admission.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

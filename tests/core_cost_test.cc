@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/backfill_manager.h"
 #include "core/clock.h"
 #include "core/cost_budget.h"
 #include "core/cost_estimator.h"
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
+#include "core/run/backfill_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"

@@ -1,7 +1,8 @@
-// Tests of the diff step (core/diff_step.h) on the fake engine: every
+// Tests of the diff step (core/run/diff_step.h) on the fake engine: every
 // partition's diff lands in its own place, in layout order, whatever the
 // number of chunks compared at a time; a partition's own failure is kept
-// with it, and a storage failure that may pass fails the step.
+// with it, and a storage failure that may pass fails the step; recorded
+// with the job (RecordDiff), such a failure is retried until it passes.
 
 #include <string>
 #include <vector>
@@ -9,10 +10,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
-#include "core/diff_step.h"
+#include "core/run/diff_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"
+#include "tests/testing/step_fixture.h"
 
 namespace backfill {
 namespace {
@@ -122,6 +124,37 @@ TEST_F(DiffStepTest, AStorageFailureThatMayPassFailsTheStep) {
     EXPECT_EQ(diff.status().code(), code);
     EXPECT_THAT(diff.status().message(), HasSubstr("disk is full"));
   }
+}
+
+class RecordDiffTest : public testing::StepFixture {};
+
+TEST_F(RecordDiffTest, AStorageFailureThatMayPassIsRetriedThenTheDiffStored) {
+  engine_.SetPublishedRows("daily", "2025-01-01", 3);
+  const Job created = CreateJob(Request("daily", "2025-01-01", "2025-01-03"));
+  ActiveJob* job = Hold(created, JobPhase::kFinishing);
+  engine_.SetStagedRows(created.id, "daily", "2025-01-01", 5);
+  engine_.SetStagedRows(created.id, "daily", "2025-01-02", 1);
+  int failures = 2;
+  engine_.SetHook([&failures](const FakeEngine::Call& call) {
+    if (call.method == "DiffPartition" && failures > 0) {
+      --failures;
+      return absl::ResourceExhaustedError("database or disk is full");
+    }
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(RecordDiff(ctx(), created.id, job->layout).ok());
+  EXPECT_EQ(failures, 0);
+  EXPECT_GE(observer_.failing(JobObserver::Storage::kWarehouse), 1);
+  absl::StatusOr<std::optional<JobDiff>> diff =
+      store_.GetJobDiff(created.id, "", false);
+  ASSERT_TRUE(diff.ok() && diff->has_value());
+  ASSERT_EQ((*diff)->datasets.size(), 1u);
+  const std::vector<PartitionDiff>& partitions =
+      (*diff)->datasets[0].partitions;
+  ASSERT_EQ(partitions.size(), 2u);
+  EXPECT_EQ(partitions[0].partition, "2025-01-01");
+  EXPECT_EQ(partitions[0].added, 2);  // 3 published, 5 staged
+  EXPECT_EQ(partitions[1].added, 1);
 }
 
 }  // namespace

@@ -1,15 +1,21 @@
-// Tests of the rollback step (core/rollback_step.h): which later jobs
+// Tests of the rollback step (core/run/rollback_step.h): which later jobs
 // forbid a rollback or go along with --force, and the lineage a rollback
-// leaves, on hand-built lineage histories.
+// leaves, on hand-built lineage histories; then, on the fake engine and the
+// in-memory store, which jobs may be rolled back at all, a rollback's
+// restore and record, one refused for an expired rollback copy, and the
+// record of a rollback the warehouse committed before a crash.
 
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/rollback_step.h"
+#include "core/run/confirm_step.h"
+#include "core/run/publish_step.h"
+#include "core/run/rollback_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/step_fixture.h"
 
 namespace backfill {
 namespace {
@@ -156,6 +162,124 @@ TEST_F(RollbackStepTest, LineageRecordsTheRestoredVersion) {
     EXPECT_EQ(r.requested_by, "ann");
     EXPECT_EQ(r.published_at, absl::FromUnixSeconds(5));
   }
+}
+
+class RollbackRecordTest : public testing::StepFixture {
+ protected:
+  void SetUp() override {
+    // Markers name the store that claimed the warehouse.
+    ASSERT_TRUE(engine_.Claim(store_.Info()->store_id, false).ok());
+  }
+
+  // A SUCCEEDED job of daily over [from, to), published over what the
+  // warehouse held.
+  Job Succeeded(const std::string& from, const std::string& to) {
+    ActiveJob* job = PublishingJob(Request("daily", from, to));
+    EXPECT_TRUE(PublishJob(ctx(), job).ok());
+    EXPECT_TRUE(ConfirmJob(ctx(), job).ok());
+    return Stored(job->job.id);
+  }
+
+  RollbackRequest Because(const std::string& reason) {
+    RollbackRequest request;
+    request.reason = reason;
+    request.requested_by = "ops";
+    return request;
+  }
+};
+
+TEST_F(RollbackRecordTest, OnlyAJobThatPublishedSomethingMayBeRolledBack) {
+  const Job queued = CreateJob(Request("daily", "2025-01-01", "2025-01-02"));
+  absl::Status s = CheckRollbackable(ctx(), queued);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("it has not published (yet)"));
+
+  const Job failed = CreateJob(Request("daily", "2025-01-01", "2025-01-02"));
+  MoveTo(failed.id, {JobState::kRunning, JobState::kFailed});
+  s = CheckRollbackable(ctx(), Stored(failed.id));
+  EXPECT_THAT(s.message(), HasSubstr("nothing of it was published"));
+
+  const Job done = Succeeded("2025-01-01", "2025-01-02");
+  EXPECT_TRUE(CheckRollbackable(ctx(), done).ok());
+  // Every partition came out unchanged: it published nothing.
+  for (PartitionTask t : Tasks(done.id)) {
+    t.state = TaskState::kUnchanged;
+    ASSERT_TRUE(store_.UpdateTask(t).ok());
+  }
+  s = CheckRollbackable(ctx(), done);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("published nothing"));
+}
+
+TEST_F(RollbackRecordTest, ARollbackRestoresTheRowsThenRecordsIt) {
+  engine_.SetPublishedRows("daily", "2025-01-01", 7);
+  const Job done = Succeeded("2025-01-01", "2025-01-02");
+  ASSERT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 1);
+  JobState while_restored = JobState::kQueued;
+  absl::StatusOr<Job> rolled =
+      RollBack(ctx(), *live_, done, Because("bad numbers"), nullptr,
+               [&] { while_restored = Stored(done.id).state; });
+  ASSERT_TRUE(rolled.ok()) << rolled.status();
+  // The rows were back before the store recorded the rollback.
+  EXPECT_EQ(while_restored, JobState::kSucceeded);
+  EXPECT_EQ(rolled->state, JobState::kRolledBack);
+  EXPECT_THAT(rolled->message,
+              HasSubstr("rolled back by ops: bad numbers; restored 1 "
+                        "partition (7 rows) of 1 dataset to their state "
+                        "before " +
+                        done.id));
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 7);
+  absl::StatusOr<std::vector<LineageRecord>> lineage =
+      store_.GetLineage("daily", "2025-01-01");
+  ASSERT_TRUE(lineage.ok());
+  EXPECT_EQ(lineage->front().action, LineageAction::kRollback);
+  EXPECT_EQ(lineage->front().row_count, 7);
+  ASSERT_FALSE(observer_.finished().empty());
+  EXPECT_EQ(observer_.finished().back().second, JobState::kRolledBack);
+}
+
+TEST_F(RollbackRecordTest, ARollbackWhoseCopyExpiredIsRefused) {
+  const Job first = Succeeded("2025-01-01", "2025-01-02");
+  clock_.Advance(absl::Hours(1));
+  Succeeded("2025-01-01", "2025-01-02");
+  // daily keeps one rollback copy: the first job's goes.
+  ASSERT_EQ(EnforceRetention(ctx(), *live_).value(), 1);
+  absl::StatusOr<Job> rolled =
+      RollBack(ctx(), *live_, first, Because("bad"), nullptr, nullptr);
+  EXPECT_EQ(rolled.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(rolled.status().message(),
+              HasSubstr("can no longer be rolled back: its rollback copy of "
+                        "daily"));
+  EXPECT_EQ(Stored(first.id).state, JobState::kSucceeded);
+}
+
+TEST_F(RollbackRecordTest, ARollbackTheWarehouseCommittedIsRecordedAtStart) {
+  engine_.SetPublishedRows("daily", "2025-01-01", 7);
+  const Job done = Succeeded("2025-01-01", "2025-01-02");
+  // The warehouse restored the rows; the process died before the store
+  // recorded it.
+  RollbackSpec spec;
+  bool complete = true;
+  spec.layout = LayoutOf(*catalog_, done, &complete).value();
+  spec.layout.pinned.clear();
+  spec.marker.reason = "bad numbers";
+  spec.marker.requested_by = "ops";
+  ASSERT_TRUE(engine_.Rollback(spec).ok());
+  ASSERT_EQ(Stored(done.id).state, JobState::kSucceeded);
+
+  std::vector<std::string> recovered;
+  ASSERT_TRUE(RecoverRollbacks(ctx(), *live_, &recovered).ok());
+  EXPECT_THAT(recovered, ElementsAre(done.id));
+  const Job stored = Stored(done.id);
+  EXPECT_EQ(stored.state, JobState::kRolledBack);
+  EXPECT_THAT(stored.message, HasSubstr("rolled back by ops: bad numbers"));
+  // The warehouse's marker makes the restore a no-op the second time.
+  EXPECT_EQ(engine_.PublishedRows("daily", "2025-01-01"), 7);
+
+  // Recorded once: a second start finds nothing to record.
+  recovered.clear();
+  ASSERT_TRUE(RecoverRollbacks(ctx(), *live_, &recovered).ok());
+  EXPECT_THAT(recovered, IsEmpty());
 }
 
 }  // namespace

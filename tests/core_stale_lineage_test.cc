@@ -14,10 +14,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/backfill_manager.h"
 #include "core/clock.h"
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
+#include "core/run/backfill_manager.h"
 #include "core/stale_lineage.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

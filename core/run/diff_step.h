@@ -1,15 +1,17 @@
 // Diff step (part of step 4 of the playbook, validation): compares a job's
 // staged rows with the published ones, per (dataset, partition), through the
-// engine's DiffPartitions, so that the diff can be stored with the job and
-// read before anything is published. Stateless; thread-safe.
+// engine's DiffPartitions (DiffStaging), and stores the diff with the job
+// (RecordDiff), to be read before anything is published. Stateless;
+// thread-safe.
 
-#ifndef BACKFILL_CORE_DIFF_STEP_H_
-#define BACKFILL_CORE_DIFF_STEP_H_
+#ifndef BACKFILL_CORE_RUN_DIFF_STEP_H_
+#define BACKFILL_CORE_RUN_DIFF_STEP_H_
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/diff.h"
 #include "core/engine.h"
+#include "core/run/step_context.h"
 
 namespace backfill {
 
@@ -27,6 +29,12 @@ namespace backfill {
 absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
                                     absl::Time now, int parallelism = 1);
 
+// DiffStaging of job `id`'s `layout` (as many chunks at a time as the
+// runner has workers) stored with the job (StateStore::ReplaceJobDiff),
+// replacing an earlier one; both retried while storage fails.
+absl::Status RecordDiff(const StepContext& ctx, const std::string& id,
+                        const JobLayout& layout);
+
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_DIFF_STEP_H_
+#endif  // BACKFILL_CORE_RUN_DIFF_STEP_H_

@@ -15,8 +15,8 @@
 // added like a job while it runs (it holds its job's partitions) and
 // supersedes the held jobs it overlaps once it restored its rows.
 
-#ifndef BACKFILL_CORE_ADMISSION_H_
-#define BACKFILL_CORE_ADMISSION_H_
+#ifndef BACKFILL_CORE_RUN_ADMISSION_H_
+#define BACKFILL_CORE_RUN_ADMISSION_H_
 
 #include <cstdint>
 #include <map>
@@ -97,4 +97,4 @@ class Admission {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_ADMISSION_H_
+#endif  // BACKFILL_CORE_RUN_ADMISSION_H_

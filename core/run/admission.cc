@@ -1,4 +1,4 @@
-#include "core/admission.h"
+#include "core/run/admission.h"
 
 #include <algorithm>
 #include <limits>

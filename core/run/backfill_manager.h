@@ -1,7 +1,9 @@
 // BackfillManager: the domain core's front door, a thin facade. It checks
-// and plans requests (Planner), creates jobs in the state store (idempotent
-// per key) and hands them to the JobRunner, which runs them through the
-// playbook and carries out pause, resume, retry, cancel and rollback.
+// and plans requests (Planner) and hands the job to the JobRunner's
+// admission (job_commands.h AdmitNew), which creates it in the state store
+// (idempotent per key) and admits it; the runner runs it through the
+// playbook, and its commands carry out pause, resume, retry, cancel,
+// approve, confirm and rollback.
 //
 // It owns the runner (and through it the worker pool). It does not own the
 // catalog, store, engine, clock or observer; they must outlive it. The
@@ -11,8 +13,8 @@
 // Thread-safe: every public method may be called from any thread (the gRPC
 // handlers call it concurrently).
 
-#ifndef BACKFILL_CORE_BACKFILL_MANAGER_H_
-#define BACKFILL_CORE_BACKFILL_MANAGER_H_
+#ifndef BACKFILL_CORE_RUN_BACKFILL_MANAGER_H_
+#define BACKFILL_CORE_RUN_BACKFILL_MANAGER_H_
 
 #include <cstdint>
 #include <functional>
@@ -22,7 +24,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/audit_log.h"
 #include "core/catalog.h"
@@ -31,10 +32,10 @@
 #include "core/job.h"
 #include "core/job_listing.h"
 #include "core/job_observer.h"
-#include "core/job_runner.h"
 #include "core/live_catalog.h"
 #include "core/partition_history.h"
 #include "core/planner.h"
+#include "core/run/job_runner.h"
 #include "core/state_store.h"
 
 namespace backfill {
@@ -150,7 +151,8 @@ class BackfillManager {
   // for a dataset not in its plan or a bad page token.
   absl::StatusOr<PartitionPage> ListPartitions(const PartitionPageQuery& query);
 
-  // See JobRunner. `reason` is free text recorded with the change.
+  // See JobCommands (job_commands.h). `reason` is free text recorded with
+  // the change.
   // `actor`: who decided, named in the audit log ("" when unknown).
   absl::StatusOr<Job> Cancel(const std::string& id, const std::string& reason,
                              const std::string& actor = "");
@@ -161,17 +163,17 @@ class BackfillManager {
   absl::StatusOr<Job> Retry(const std::string& id, const std::string& reason,
                             const std::string& actor = "");
 
-  // Rolls a published job back (JobRunner::Rollback). INVALID_ARGUMENT
+  // Rolls a published job back (JobCommands::Rollback). INVALID_ARGUMENT
   // without a reason; NOT_FOUND for an unknown id.
   absl::StatusOr<Job> Rollback(const std::string& id,
                                const RollbackRequest& request);
 
-  // See JobRunner::Approve. INVALID_ARGUMENT without a reason or with text
+  // See JobCommands::Approve. INVALID_ARGUMENT without a reason or with text
   // fields too long or holding control characters.
   absl::StatusOr<Job> Approve(const std::string& id, const Approval& approval);
 
   // Confirms the downstream consumers of a SUCCEEDED or
-  // DOWNSTREAM_UNHEALTHY job again (JobRunner::Confirm); returns the job,
+  // DOWNSTREAM_UNHEALTHY job again (JobCommands::Confirm); returns the job,
   // CONFIRMING. NOT_FOUND for an unknown id; FAILED_PRECONDITION, saying
   // why, in any other state.
   absl::StatusOr<Job> Confirm(const std::string& id,
@@ -215,16 +217,10 @@ class BackfillManager {
   const LiveCatalog* const catalog_;
   StateStore* const store_;
   Engine* const engine_;
-  const Clock* const clock_;
   const PlannerLimits planner_limits_;
-  const int64_t max_queued_jobs_;
-  const std::string max_queued_jobs_source_;
   JobRunner runner_;
-  // Serializes admission decisions (the overlap check of a no-wait submit,
-  // the job's creation and its admission; retries).
-  absl::Mutex admission_mu_;
 };
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_BACKFILL_MANAGER_H_
+#endif  // BACKFILL_CORE_RUN_BACKFILL_MANAGER_H_

@@ -1,4 +1,4 @@
-#include "core/diff_step.h"
+#include "core/run/diff_step.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "core/status_macros.h"
 #include "core/thread_name.h"
 
 namespace backfill {
@@ -16,13 +18,6 @@ namespace {
 
 // Partitions per DiffPartitions call.
 constexpr size_t kDiffChunk = 1024;
-
-// A failure of the warehouse's storage that may pass by itself (disk full,
-// I/O error): the step is retried, not the partition marked.
-bool MayPass(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kResourceExhausted ||
-         status.code() == absl::StatusCode::kUnavailable;
-}
 
 // One DiffPartitions call's share: a chunk of one item's partitions.
 struct Chunk {
@@ -78,6 +73,8 @@ absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
                        : absl::StatusOr<PartitionDiff>(diffs.status());
         PartitionDiff& slot = dataset.partitions[chunks[c].at + i];
         if (!diff.ok()) {
+          // A failure of the warehouse's storage that may pass by itself:
+          // the step is retried, not the partition marked.
           if (MayPass(diff.status())) {
             absl::MutexLock lock(&mu);
             if (failed.ok()) failed = diff.status();
@@ -110,6 +107,22 @@ absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
   absl::MutexLock lock(&mu);
   if (!failed.ok()) return failed;
   return out;
+}
+
+absl::Status RecordDiff(const StepContext& ctx, const std::string& id,
+                        const JobLayout& layout) {
+  JobDiff diff;
+  RETURN_IF_ERROR(ctx.Persist(
+      JobObserver::Storage::kWarehouse,
+      absl::StrCat("computing the diff of ", id), [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(diff,
+                         DiffStaging(ctx.engine(), layout, ctx.clock()->Now(),
+                                     ctx.options().workers));
+        return absl::OkStatus();
+      }));
+  return ctx.Persist(JobObserver::Storage::kStateStore,
+                     absl::StrCat("recording the diff of ", id),
+                     [&] { return ctx.store()->ReplaceJobDiff(diff); });
 }
 
 }  // namespace backfill

@@ -12,10 +12,19 @@
 // served for them is still right. Each consumer is reported to the
 // observer (OnConsumerConfirmed) as it is decided, except one whose
 // warehouse value could not be read (its health is unknown).
-// Stateless; thread-safe as its collaborators are.
+//
+//   ConfirmDownstream  the consumers of a layout, confirmed side by side.
+//   ConfirmJob  a CONFIRMING job: its consumers confirmed, what each was
+//       found doing recorded, its staging dropped, and the job moved to
+//       SUCCEEDED or DOWNSTREAM_UNHEALTHY.
+//   CheckConfirmable  whether an operator may have a job's consumers
+//       confirmed again (ConfirmBackfill).
+//
+// Stateless; thread-safe as its collaborators are. ConfirmJob takes the
+// table's lock itself.
 
-#ifndef BACKFILL_CORE_CONFIRM_STEP_H_
-#define BACKFILL_CORE_CONFIRM_STEP_H_
+#ifndef BACKFILL_CORE_RUN_CONFIRM_STEP_H_
+#define BACKFILL_CORE_RUN_CONFIRM_STEP_H_
 
 #include <functional>
 #include <string>
@@ -28,6 +37,8 @@
 #include "core/engine.h"
 #include "core/http_client.h"
 #include "core/job_observer.h"
+#include "core/run/active_job.h"
+#include "core/run/step_context.h"
 
 namespace backfill {
 
@@ -57,6 +68,18 @@ struct ConfirmContext {
 absl::StatusOr<ConfirmOutcome> ConfirmDownstream(const JobLayout& layout,
                                                  const ConfirmContext& context);
 
+// Confirms a CONFIRMING job (see above) and moves it to its end, which is
+// reported to the observer unless the job ended before (a confirmation
+// asked for again). Returns whether it was reported: the job's first end.
+// CANCELLED when the runner stopped meanwhile (recovery confirms it
+// again); another error leaves it CONFIRMING for the caller to fail.
+absl::StatusOr<bool> ConfirmJob(const StepContext& ctx, ActiveJob* job);
+
+// OK when job `stored` may be confirmed again under `catalog`: it is
+// SUCCEEDED or DOWNSTREAM_UNHEALTHY and its layout still loads;
+// FAILED_PRECONDITION saying why not otherwise.
+absl::Status CheckConfirmable(const Job& stored, const Catalog& catalog);
+
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_CONFIRM_STEP_H_
+#endif  // BACKFILL_CORE_RUN_CONFIRM_STEP_H_

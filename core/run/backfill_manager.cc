@@ -1,4 +1,4 @@
-#include "core/backfill_manager.h"
+#include "core/run/backfill_manager.h"
 
 #include <algorithm>
 #include <optional>
@@ -178,6 +178,8 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   r.max_attempts = o.max_attempts;
   r.retry_backoff = o.retry_backoff;
   r.max_backoff = o.max_backoff;
+  r.max_queued_jobs = std::max<int64_t>(1, o.max_queued_jobs);
+  r.max_queued_jobs_source = o.max_queued_jobs_source;
   r.http = o.http;
   r.commands = o.commands;
   return r;
@@ -191,10 +193,7 @@ BackfillManager::BackfillManager(const LiveCatalog* catalog, StateStore* store,
     : catalog_(catalog),
       store_(store),
       engine_(engine),
-      clock_(clock),
       planner_limits_(options.planner),
-      max_queued_jobs_(std::max<int64_t>(1, options.max_queued_jobs)),
-      max_queued_jobs_source_(options.max_queued_jobs_source),
       runner_(catalog, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
 
@@ -205,10 +204,7 @@ BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
       catalog_(owned_catalog_.get()),
       store_(store),
       engine_(engine),
-      clock_(clock),
       planner_limits_(options.planner),
-      max_queued_jobs_(std::max<int64_t>(1, options.max_queued_jobs)),
-      max_queued_jobs_source_(options.max_queued_jobs_source),
       runner_(catalog_, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
 
@@ -242,7 +238,7 @@ absl::StatusOr<Plan> BackfillManager::PlanBackfill(
   const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   ASSIGN_OR_RETURN(Plan plan, PlannerFor(catalog.get()).MakePlan(request));
   RETURN_IF_ERROR(CheckSql(*catalog, plan));
-  runner_.Blocking(plan, "", &plan.conflicts, kMaxConflictsShown);
+  runner_.commands().Blocking(plan, &plan.conflicts, kMaxConflictsShown);
   return plan;
 }
 
@@ -289,31 +285,8 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
                       "COST_BUDGET_EXCEEDED");
   }
 
-  absl::MutexLock admission(&admission_mu_);
-  RETURN_IF_ERROR(runner_.Accepting());
-  {
-    // Looked up again under the admission lock: a concurrent submit with
-    // the same key may have created it meanwhile.
-    ASSIGN_OR_RETURN(std::optional<SubmitResult> found, existing());
-    if (found.has_value()) return *std::move(found);
-  }
-  // Bounded queue: jobs waiting to start cost memory and admission work,
-  // and a client in a submit loop must be told, not queued without end.
-  if (const int64_t queued = runner_.QueuedJobs(); queued >= max_queued_jobs_) {
-    return WithReason(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "too many queued jobs: ", queued,
-            queued == 1 ? " job is" : " jobs are",
-            " QUEUED (waiting to start), the limit set by ",
-            max_queued_jobs_source_, " is ", max_queued_jobs_,
-            "; nothing was submitted: submit again once some have started "
-            "(with the same `idempotency_key` a repeated submit never creates "
-            "a second job), or raise the limit")),
-        "QUEUED_JOBS_EXHAUSTED", {{"limit", absl::StrCat(max_queued_jobs_)}});
-  }
-  std::vector<Admission::Overlap> blockers =
-      runner_.Blocking(plan, options.idempotency_key, nullptr, 0);
-  Job job;
+  NewJob new_job;
+  Job& job = new_job.job;
   job.state = JobState::kQueued;
   job.request = request;
   for (const DatasetPlan& dp : plan.datasets) {
@@ -324,46 +297,19 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   job.idempotency_key = options.idempotency_key;
   job.request_fingerprint = fingerprint;
   job.plan = std::move(plan);
-  if (blockers.empty()) {
-    job.message =
-        absl::StrCat("queued: ", job.plan.total_partitions(), " partitions in ",
-                     job.plan.datasets.size(), " dataset(s)");
-  } else {
-    const std::string who = runner_.Describe(blockers);
-    if (options.no_wait) {
-      // The ids of the jobs the message names (the earliest), and how many
-      // there are in all.
-      std::vector<std::string> named;
-      for (size_t i = 0; i < blockers.size() && i < kMaxJobsDescribed; ++i) {
-        named.push_back(blockers[i].job_id);
-      }
-      return WithFieldViolation(
-          WithReason(absl::FailedPreconditionError(absl::StrCat(
-                         "some planned partitions are held by ", who,
-                         "; without `no_wait` the job would queue behind "
-                         "them and start when they finish")),
-                     "PARTITIONS_HELD",
-                     {{"backfill_ids", absl::StrJoin(named, ",")},
-                      {"backfill_count", absl::StrCat(blockers.size())}}),
-          "no_wait", absl::StrCat("the planned partitions are held by ", who));
-    }
-    job.message = absl::StrCat("waiting for ", who,
-                               " to finish: per partition, jobs run in the "
-                               "order they were submitted");
+  new_job.catalog = catalog;
+  new_job.no_wait = options.no_wait;
+  new_job.submitted_by = SubmittedBy(job.request);
+  new_job.abandoned = abandoned;
+  // One admission decision: whether it may be created now, whom it waits
+  // for, its creation and its admission (job_commands.h).
+  ASSIGN_OR_RETURN(CreateJobResult admitted,
+                   runner_.commands().AdmitNew(std::move(new_job)));
+  if (!admitted.created && admitted.job.request_fingerprint != fingerprint) {
+    return KeyReused(options.idempotency_key, admitted.job.id,
+                     admitted.job.request);
   }
-  absl::StrAppend(&job.message, "; ", SubmittedBy(job.request));
-  RETURN_IF_ERROR(abandoned());
-  ASSIGN_OR_RETURN(CreateJobResult created,
-                   store_->CreateJob(job, clock_->Now()));
-  if (!created.created) {
-    if (created.job.request_fingerprint != job.request_fingerprint) {
-      return KeyReused(options.idempotency_key, created.job.id,
-                       created.job.request);
-    }
-    return SubmitResult{std::move(created.job), false};
-  }
-  runner_.Admit(created.job, catalog);
-  return SubmitResult{std::move(created.job), true};
+  return SubmitResult{std::move(admitted.job), admitted.created};
 }
 
 absl::StatusOr<Job> BackfillManager::GetJob(const std::string& id,
@@ -376,8 +322,7 @@ absl::StatusOr<Job> BackfillManager::Approve(const std::string& id,
   RETURN_IF_ERROR(CheckField("reason", approval.reason, kMaxReason));
   RETURN_IF_ERROR(
       CheckField("approved_by", approval.approved_by, kMaxShortField));
-  absl::MutexLock admission(&admission_mu_);
-  return WithStateReason(runner_.Approve(id, approval), id);
+  return WithStateReason(runner_.commands().Approve(id, approval), id);
 }
 
 absl::StatusOr<DiffPage> BackfillManager::Diff(const DiffRequest& request) {
@@ -465,7 +410,7 @@ absl::StatusOr<Job> BackfillManager::Cancel(const std::string& id,
                                             const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return WithStateReason(runner_.Cancel(id, reason, actor), id);
+  return WithStateReason(runner_.commands().Cancel(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Pause(const std::string& id,
@@ -473,7 +418,7 @@ absl::StatusOr<Job> BackfillManager::Pause(const std::string& id,
                                            const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return WithStateReason(runner_.Pause(id, reason, actor), id);
+  return WithStateReason(runner_.commands().Pause(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Resume(const std::string& id,
@@ -481,7 +426,7 @@ absl::StatusOr<Job> BackfillManager::Resume(const std::string& id,
                                             const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return WithStateReason(runner_.Resume(id, reason, actor), id);
+  return WithStateReason(runner_.commands().Resume(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Retry(const std::string& id,
@@ -489,8 +434,7 @@ absl::StatusOr<Job> BackfillManager::Retry(const std::string& id,
                                            const std::string& actor) {
   RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  absl::MutexLock admission(&admission_mu_);
-  return WithStateReason(runner_.Retry(id, reason, actor), id);
+  return WithStateReason(runner_.commands().Retry(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
@@ -505,18 +449,13 @@ absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
   RETURN_IF_ERROR(CheckField("reason", request.reason, kMaxReason));
   RETURN_IF_ERROR(
       CheckField("requested_by", request.requested_by, kMaxShortField));
-  // Not under admission_mu_: a rollback may take long, and it holds its
-  // partitions in the runner's admission itself.
-  return WithStateReason(runner_.Rollback(id, request), id);
+  return WithStateReason(runner_.commands().Rollback(id, request), id);
 }
 
 absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id,
                                              const std::string& actor) {
-  // Serialized with submits: the overlap check and the admission of the
-  // confirmation are one decision.
-  absl::MutexLock admission(&admission_mu_);
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return WithStateReason(runner_.Confirm(id, "", actor), id);
+  return WithStateReason(runner_.commands().Confirm(id, "", actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,
