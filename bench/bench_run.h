@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
-#include "core/clock.h"
+#include "core/base/clock.h"
 #include "storage/sqlite_state_store.h"
 
 namespace backfill::bench {

@@ -27,8 +27,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "core/job.h"
-#include "core/scope.h"
+#include "core/model/job.h"
+#include "core/plan/scope.h"
 
 namespace backfill {
 

@@ -9,12 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/affected_by.h"
-#include "core/entity_keys.h"
-#include "core/error_details.h"
-#include "core/fingerprint.h"
-#include "core/static_check.h"
-#include "core/status_macros.h"
+#include "core/base/error_details.h"
+#include "core/base/status_macros.h"
+#include "core/model/entity_keys.h"
+#include "core/model/fingerprint.h"
+#include "core/plan/affected_by.h"
+#include "core/plan/static_check.h"
 
 namespace backfill {
 namespace {

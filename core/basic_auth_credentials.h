@@ -27,7 +27,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "core/sha256_digest.h"
+#include "core/base/sha256_digest.h"
 
 namespace backfill {
 

@@ -6,8 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
-#include "core/text_file.h"
+#include "core/base/status_macros.h"
+#include "core/base/text_file.h"
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {

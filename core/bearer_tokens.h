@@ -39,7 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/access_policy.h"
-#include "core/sha256_digest.h"
+#include "core/base/sha256_digest.h"
 
 namespace backfill {
 

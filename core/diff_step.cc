@@ -9,7 +9,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "core/thread_name.h"
+#include "core/base/thread_name.h"
 
 namespace backfill {
 namespace {

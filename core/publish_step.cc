@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/entity_keys.h"
+#include "core/model/entity_keys.h"
 
 namespace backfill {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/job.h"
+#include "core/model/job.h"
 
 namespace backfill {
 

@@ -11,11 +11,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/clock.h"
-#include "core/engine.h"
-#include "core/job.h"
-#include "core/planner.h"
+#include "core/base/clock.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
+#include "core/plan/planner.h"
+#include "core/ports/engine.h"
 
 namespace backfill {
 

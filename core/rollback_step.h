@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/engine.h"
-#include "core/job.h"
+#include "core/model/job.h"
+#include "core/ports/engine.h"
 
 namespace backfill {
 

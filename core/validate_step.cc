@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/status_macros.h"
 #include "core/checks/check_set.h"
-#include "core/early_cutoff.h"
-#include "core/status_macros.h"
+#include "core/plan/early_cutoff.h"
 
 namespace backfill {
 

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/error_details.h"
+#include "core/base/error_details.h"
 #include "grpc/grpc_security_constants.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"

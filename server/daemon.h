@@ -8,8 +8,8 @@
 //
 // Reload() (main() calls it on SIGHUP) loads the pipelines, the token file
 // and the /metrics basic auth file again; each goes into force only when it
-// loads and checks in full, else the one in force stays (core/live_catalog.h:
-// jobs keep the catalog they were planned with).
+// loads and checks in full, else the one in force stays
+// (core/model/live_catalog.h: jobs keep the catalog they were planned with).
 //
 // The Daemon owns everything it builds. Thread-safe: Wait(), Reload() and
 // Shutdown() may be called from any thread; Shutdown() is idempotent.
@@ -26,10 +26,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/command_runner.h"
-#include "core/http_client.h"
-#include "core/live_catalog.h"
+#include "core/model/catalog.h"
+#include "core/model/live_catalog.h"
+#include "core/ports/command_runner.h"
+#include "core/ports/http_client.h"
 
 namespace grpc {
 class Server;
@@ -74,7 +74,7 @@ struct DaemonOptions {
   // again (storage/sqlite_partition_stats.h); zero: on every plan.
   absl::Duration stats_max_age = absl::Hours(1);
   // Let this state store take over the warehouse as it is, when the two do
-  // not belong together (see core/warehouse_ownership.h).
+  // not belong together (see core/governance/warehouse_ownership.h).
   bool adopt_warehouse = false;
   // --openlineage-url: where OpenLineage RunEvents are POSTed
   // (URL/api/v1/lineage, or URL when it ends in it); "": none are sent.

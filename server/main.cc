@@ -27,7 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/crash_point.h"
+#include "core/run/crash_point.h"
 #include "server/daemon.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"

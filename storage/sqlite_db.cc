@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 
 namespace backfill::sqlite {
 namespace {

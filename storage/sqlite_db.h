@@ -60,7 +60,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 
 struct sqlite3;
 struct sqlite3_stmt;

@@ -11,7 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 
 namespace backfill::sqlite {
 namespace {

@@ -43,7 +43,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {

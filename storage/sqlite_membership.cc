@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/partition_layout.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/model/partition_layout.h"
 
 namespace backfill::sqlite {
 namespace {

@@ -44,8 +44,8 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "core/catalog.h"
-#include "core/partition.h"
+#include "core/model/catalog.h"
+#include "core/model/partition.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {

@@ -55,8 +55,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/job.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_partition_stats.h"
 

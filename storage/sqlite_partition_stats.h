@@ -54,8 +54,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/engine.h"
+#include "core/model/catalog.h"
+#include "core/ports/engine.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"

@@ -19,7 +19,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"

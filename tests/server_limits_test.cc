@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "client/backfill_client.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

@@ -20,7 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_engine.h"

@@ -49,7 +49,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "storage/postgres/pg_connection.h"
 
 namespace backfill::postgres {

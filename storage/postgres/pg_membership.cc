@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/civil_time.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 
 namespace backfill::postgres {
 namespace {

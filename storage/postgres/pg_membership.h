@@ -66,9 +66,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
-#include "core/partition.h"
-#include "core/partition_layout.h"
+#include "core/model/catalog.h"
+#include "core/model/partition.h"
+#include "core/model/partition_layout.h"
 #include "storage/postgres/pg_connection.h"
 
 namespace backfill::postgres {

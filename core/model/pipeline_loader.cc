@@ -1,0 +1,1302 @@
+#include "core/model/pipeline_loader.h"
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/base/status_macros.h"
+#include "core/model/catalog.h"
+#include "core/model/consumer_spec.h"
+#include "core/model/fingerprint.h"
+#include "core/model/partition.h"
+#include "core/model/partition_mapping.h"
+
+namespace backfill {
+namespace {
+
+// The installed Abseil's string_view is its own type (not std::string_view),
+// so std::string_view arguments to StrCat and friends need a conversion.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+bool IsIdentChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+         (c >= '0' && c <= '9');
+}
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+         c == '\v';
+}
+
+// One pass over SQL text that understands '...' literals, "...", `...` and
+// [...] quoted identifiers, -- line comments and /* */ block comments.
+struct SqlScan {
+  // Comments removed, whitespace runs outside literals collapsed to one
+  // space, trimmed; literals verbatim.
+  std::string normalized;
+  // Like `normalized` but with the contents of literals and quoted
+  // identifiers removed: only code, for checks.
+  std::string skeleton;
+  // Offset in the input of the first ';' outside literals and comments.
+  std::optional<size_t> first_semicolon;
+  // Whether anything but whitespace, comments and ';' follows it.
+  bool text_after_semicolon = false;
+  // Offset just past the last significant character.
+  size_t significant_end = 0;
+  // Offset just past the last significant character before the first ';'
+  // (of the whole text when there is none): where the statement ends.
+  size_t statement_end = 0;
+  std::string error;  // unterminated literal or comment
+};
+
+SqlScan ScanSql(std::string_view sql) {
+  SqlScan scan;
+  bool pending_space = false;
+  auto emit = [&](char c, bool in_literal) {
+    if (pending_space && !scan.normalized.empty()) {
+      scan.normalized.push_back(' ');
+      scan.skeleton.push_back(' ');
+    }
+    pending_space = false;
+    scan.normalized.push_back(c);
+    if (!in_literal) scan.skeleton.push_back(c);
+  };
+  size_t i = 0;
+  while (i < sql.size()) {
+    const char c = sql[i];
+    if (IsSpace(c)) {
+      pending_space = true;
+      ++i;
+      continue;
+    }
+    if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+      pending_space = true;
+      continue;
+    }
+    if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      size_t end = sql.find("*/", i + 2);
+      if (end == std::string_view::npos) {
+        scan.error = "unterminated /* comment";
+        return scan;
+      }
+      i = end + 2;
+      pending_space = true;
+      continue;
+    }
+    if (scan.first_semicolon && c != ';') scan.text_after_semicolon = true;
+    if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      const char quote = c == '[' ? ']' : c;
+      emit(c, false);
+      ++i;
+      bool closed = false;
+      while (i < sql.size()) {
+        if (sql[i] == quote) {
+          if (quote != ']' && i + 1 < sql.size() &&
+              sql[i + 1] == quote) {  // doubled quote
+            emit(quote, true);
+            emit(quote, true);
+            i += 2;
+            continue;
+          }
+          closed = true;
+          break;
+        }
+        emit(sql[i], true);
+        ++i;
+      }
+      if (!closed) {
+        scan.error = quote == '\'' ? "unterminated string literal"
+                                   : "unterminated quoted identifier";
+        return scan;
+      }
+      emit(quote, false);
+      ++i;
+      scan.significant_end = i;
+      continue;
+    }
+    if (c == ';' && !scan.first_semicolon) {
+      scan.first_semicolon = i;
+      scan.statement_end = scan.significant_end;
+    }
+    emit(c, false);
+    ++i;
+    scan.significant_end = i;
+  }
+  if (!scan.first_semicolon) scan.statement_end = scan.significant_end;
+  return scan;
+}
+
+std::string StripTrailingSemicolons(std::string s) {
+  while (!s.empty() && (s.back() == ';' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+constexpr char kDatasetKeys[] =
+    "name, kind, table, partition, upstream, transform, version, contract, "
+    "max_parallel, require_approval, checks, description, retention, "
+    "max_cost, entity_key, consumers";
+
+// The keys each kind of check takes (besides kind, name and severity) and
+// which of them are required.
+struct CheckKeyRow {
+  CheckKind kind;
+  std::vector<std::string> keys;
+  std::vector<std::string> required;
+};
+const std::vector<CheckKeyRow>& CheckKeyTable() {
+  static const auto* table = new std::vector<CheckKeyRow>{
+      {CheckKind::kRowChange, {"max_change"}, {"max_change"}},
+      {CheckKind::kMinRows, {"min"}, {"min"}},
+      {CheckKind::kMeasureChange,
+       {"column", "max_change"},
+       {"column", "max_change"}},
+      {CheckKind::kReferences,
+       {"column", "dataset", "key", "max_orphans"},
+       {"column", "dataset", "key"}},
+      {CheckKind::kNotNull, {"columns"}, {"columns"}},
+      {CheckKind::kAssert, {"sql"}, {"name", "sql"}},
+  };
+  return *table;
+}
+
+// "20%" or "12.5%" -> 0.2 / 0.125. A bare number is refused: "20" could
+// mean 20% or 2000%.
+std::optional<double> ParsePercent(std::string_view text) {
+  if (text.size() < 2 || text.back() != '%') return std::nullopt;
+  std::string number(text.substr(0, text.size() - 1));
+  absl::StripAsciiWhitespace(&number);
+  if (number.empty() || number.size() > 16) return std::nullopt;
+  int dots = 0;
+  for (char c : number) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return std::nullopt;
+    }
+  }
+  if (dots > 1 || number.front() == '.' || number.back() == '.') {
+    return std::nullopt;
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(number, &value)) return std::nullopt;
+  if (value < 0 || value > 1000000) return std::nullopt;
+  return value / 100.0;
+}
+
+int LineOf(const YAML::Node& node, int fallback) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null() || mark.line < 0) return fallback;
+  return mark.line + 1;
+}
+
+// Where each YAML document of a stream starts (events of yaml-cpp's
+// parser; everything but the start of a document is ignored).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts_.push_back(mark);
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  const std::vector<YAML::Mark>& starts() const { return starts_; }
+
+ private:
+  std::vector<YAML::Mark> starts_;
+};
+
+// The starts of the documents of `text`. Not YAML::LoadAll: on some
+// malformed streams (a lone ",") the yaml-cpp of Debian 12 (0.7.0) returns
+// an empty document, then another at the same place, forever, allocating
+// as it goes, and LoadAll never returns. A document that starts where the
+// one before it did is that case: INVALID_ARGUMENT (with `file`). Throws
+// what yaml-cpp's parser throws.
+absl::StatusOr<std::vector<YAML::Mark>> YamlDocumentStarts(
+    const std::string& file, const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts documents;
+  while (parser.HandleNextDocument(documents)) {
+    const std::vector<YAML::Mark>& starts = documents.starts();
+    const size_t n = starts.size();
+    if (n >= 2 && starts[n - 1].pos == starts[n - 2].pos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ":", starts[n - 1].line + 1,
+          ": invalid YAML: no node can be read at line ",
+          starts[n - 1].line + 1, ", column ", starts[n - 1].column + 1));
+    }
+  }
+  return documents.starts();
+}
+
+class FileParser {
+ public:
+  explicit FileParser(std::string file) : file_(std::move(file)) {}
+
+  // Parses one file's text; appends its datasets and, if it has one, sets
+  // `*warehouse` and `*warehouse_line`.
+  absl::Status Parse(const std::string& text, std::vector<DatasetSpec>* out,
+                     std::optional<WarehouseSpec>* warehouse,
+                     int* warehouse_line) {
+    absl::StatusOr<std::vector<YAML::Mark>> docs =
+        YamlDocumentStarts(file_, text);
+    if (!docs.ok()) return docs.status();
+    if (docs->size() > 1) {
+      return ErrorAt((*docs)[1].line + 1,
+                     absl::StrCat("the file has ", docs->size(),
+                                  " YAML documents; expected one"));
+    }
+    // The one document (YAML::Load reads the first).
+    const YAML::Node root = docs->empty() ? YAML::Node() : YAML::Load(text);
+    if (root.IsNull()) {
+      return ErrorAt(1,
+                     "the file is empty; expected a map with a `datasets:` "
+                     "list");
+    }
+    if (!root.IsMap()) {
+      return Error(root, 1,
+                   "expected a map with the keys `warehouse` and `datasets` "
+                   "at the top level");
+    }
+    absl::Status s = CheckKeys(root, {"warehouse", "datasets"},
+                               "at the top level", "warehouse, datasets");
+    if (!s.ok()) return s;
+
+    if (const YAML::Node w = root["warehouse"]; w) {
+      absl::StatusOr<WarehouseSpec> spec = ParseWarehouse(w);
+      if (!spec.ok()) return spec.status();
+      *warehouse = *std::move(spec);
+      *warehouse_line = LineOf(w, 1);
+    }
+    const YAML::Node ds = root["datasets"];
+    if (!ds) {
+      if (*warehouse) return absl::OkStatus();
+      return Error(root, 1, "missing `datasets:` list");
+    }
+    if (ds.IsNull()) return absl::OkStatus();  // `datasets:` with nothing
+    if (!ds.IsSequence()) {
+      return Error(ds, 1, "`datasets` must be a list of datasets");
+    }
+    for (const YAML::Node& d : ds) {
+      absl::StatusOr<DatasetSpec> spec = ParseDataset(d);
+      if (!spec.ok()) return spec.status();
+      out->push_back(*std::move(spec));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status ErrorAt(int line, std::string_view reason) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_, ":", line, ": ", Sv(reason)));
+  }
+  absl::Status Error(const YAML::Node& node, int fallback_line,
+                     std::string_view reason) const {
+    return ErrorAt(LineOf(node, fallback_line), reason);
+  }
+
+  // Every key of `map` must be a scalar in `allowed`, at most once.
+  absl::Status CheckKeys(const YAML::Node& map,
+                         const std::set<std::string>& allowed,
+                         std::string_view where,
+                         std::string_view expected) const {
+    std::set<std::string> seen;
+    for (const auto& kv : map) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) {
+        return Error(key, LineOf(map, 1),
+                     absl::StrCat("keys must be names ", Sv(where)));
+      }
+      const std::string& name = key.Scalar();
+      if (allowed.count(name) == 0) {
+        return Error(key, LineOf(map, 1),
+                     absl::StrCat("unknown key \"", name, "\" ", Sv(where),
+                                  "; expected one of: ", Sv(expected)));
+      }
+      if (!seen.insert(name).second) {
+        return Error(key, LineOf(map, 1),
+                     absl::StrCat("duplicate key \"", name, "\" ", Sv(where)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A required or optional scalar value.
+  absl::StatusOr<std::optional<std::string>> Scalar(const YAML::Node& map,
+                                                    const char* key,
+                                                    std::string_view where,
+                                                    bool required) const {
+    const YAML::Node v = map[key];
+    if (!v || v.IsNull()) {
+      if (required) {
+        return Error(v ? v : map, LineOf(map, 1),
+                     absl::StrCat("missing `", key, ":` ", Sv(where)));
+      }
+      return std::optional<std::string>();
+    }
+    if (!v.IsScalar()) {
+      return Error(v, LineOf(map, 1),
+                   absl::StrCat("`", key, "` ", Sv(where),
+                                " must be a single value, not a list or map"));
+    }
+    return std::optional<std::string>(v.Scalar());
+  }
+
+  absl::StatusOr<WarehouseSpec> ParseWarehouse(const YAML::Node& w) const {
+    if (!w.IsMap()) {
+      return Error(w, 1,
+                   "`warehouse` must be a map: {engine: sqlite, path: FILE} "
+                   "or {engine: postgres, dsn: \"host=... dbname=...\"}");
+    }
+    absl::Status s = CheckKeys(w, {"engine", "path", "dsn"}, "in warehouse",
+                               "engine, path, dsn");
+    if (!s.ok()) return s;
+    WarehouseSpec spec;
+    absl::StatusOr<std::optional<std::string>> engine =
+        Scalar(w, "engine", "in warehouse", false);
+    if (!engine.ok()) return engine.status();
+    if (*engine) {
+      if (**engine != "sqlite" && **engine != "postgres") {
+        return Error(w["engine"], LineOf(w, 1),
+                     absl::StrCat("warehouse engine \"", **engine,
+                                  "\" is not supported; supported: sqlite, "
+                                  "postgres"));
+      }
+      spec.engine = **engine;
+    }
+    absl::StatusOr<std::optional<std::string>> path =
+        Scalar(w, "path", "in warehouse", false);
+    if (!path.ok()) return path.status();
+    absl::StatusOr<std::optional<std::string>> dsn =
+        Scalar(w, "dsn", "in warehouse", false);
+    if (!dsn.ok()) return dsn.status();
+    if (spec.engine == "sqlite") {
+      if (*dsn) {
+        return Error(w["dsn"], LineOf(w, 1),
+                     "`dsn` is for engine postgres; a sqlite warehouse is a "
+                     "file: give `path`");
+      }
+      if (*path) {
+        if ((*path)->empty()) {
+          return Error(w["path"], LineOf(w, 1),
+                       "warehouse path must not be empty");
+        }
+        spec.path = **path;
+      }
+      return spec;
+    }
+    if (*path) {
+      return Error(w["path"], LineOf(w, 1),
+                   "`path` is for engine sqlite; a postgres warehouse is "
+                   "reached by `dsn`");
+    }
+    if (!*dsn || absl::StripAsciiWhitespace(**dsn).empty()) {
+      return Error(w, 1,
+                   "engine postgres needs `dsn`, a libpq connection string "
+                   "such as \"host=db.internal port=5432 dbname=analytics "
+                   "user=backfill\"");
+    }
+    spec.path.clear();
+    spec.dsn = **dsn;
+    return spec;
+  }
+
+  absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& d) const {
+    if (!d.IsMap()) {
+      return Error(d, 1,
+                   "each entry of `datasets` must be a map with at least "
+                   "`name` and `kind`");
+    }
+    DatasetSpec spec;
+    spec.file = file_;
+    spec.line = LineOf(d, 1);
+
+    // The name first, so that later errors can say which dataset.
+    std::string where = "in a dataset";
+    if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
+      where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
+    }
+    absl::Status s = CheckKeys(
+        d,
+        {"name", "kind", "table", "partition", "upstream", "transform",
+         "version", "contract", "max_parallel", "require_approval", "checks",
+         "description", "retention", "max_cost", "entity_key", "consumers"},
+        where, kDatasetKeys);
+    if (!s.ok()) return s;
+
+    absl::StatusOr<std::optional<std::string>> name =
+        Scalar(d, "name", where, true);
+    if (!name.ok()) return name.status();
+    spec.name = **name;
+
+    absl::StatusOr<std::optional<std::string>> kind =
+        Scalar(d, "kind", where, true);
+    if (!kind.ok()) return kind.status();
+    if (**kind == "source") {
+      spec.kind = DatasetKind::kSource;
+    } else if (**kind == "derived") {
+      spec.kind = DatasetKind::kDerived;
+    } else {
+      return Error(d["kind"], spec.line,
+                   absl::StrCat("kind \"", **kind, "\" ", where,
+                                " is not valid; expected source or derived"));
+    }
+
+    absl::StatusOr<std::optional<std::string>> table =
+        Scalar(d, "table", where, false);
+    if (!table.ok()) return table.status();
+    spec.table = table->value_or(spec.name);
+
+    if (const YAML::Node p = d["partition"]; p && !p.IsNull()) {
+      absl::StatusOr<PartitionSpec> part = ParsePartition(p, where);
+      if (!part.ok()) return part.status();
+      spec.partition = *std::move(part);
+    }
+
+    if (const YAML::Node u = d["upstream"]; u && !u.IsNull()) {
+      if (!u.IsSequence()) {
+        return Error(u, spec.line,
+                     absl::StrCat("`upstream` ", where,
+                                  " must be a list of {dataset, mapping}"));
+      }
+      for (const YAML::Node& e : u) {
+        absl::StatusOr<UpstreamEdge> edge = ParseUpstream(e, where);
+        if (!edge.ok()) return edge.status();
+        spec.upstream.push_back(*std::move(edge));
+      }
+    }
+
+    absl::StatusOr<std::optional<std::string>> transform =
+        Scalar(d, "transform", where, false);
+    if (!transform.ok()) return transform.status();
+    if (*transform) {
+      // The upstream and the partition are parsed; entity_key further down.
+      ExtraParameters extra = ExtraParametersOf(spec);
+      extra.keys = d["entity_key"].IsDefined();
+      absl::StatusOr<std::string> sql = CanonicalTransform(**transform, extra);
+      if (!sql.ok()) {
+        return Error(
+            d["transform"], spec.line,
+            absl::StrCat("transform ", where, ": ", sql.status().message()));
+      }
+      spec.transform = *std::move(sql);
+      spec.transform_line = LineOf(d["transform"], spec.line);
+    }
+
+    absl::StatusOr<std::optional<std::string>> version =
+        Scalar(d, "version", where, false);
+    if (!version.ok()) return version.status();
+    if (*version) {
+      if ((*version)->empty()) {
+        return Error(d["version"], spec.line,
+                     absl::StrCat("`version` ", where, " must not be empty"));
+      }
+      spec.transform_version = **version;
+    } else if (!spec.transform.empty()) {
+      spec.transform_version = TransformVersion(spec.transform);
+    }
+
+    if (const YAML::Node c = d["contract"]; c && !c.IsNull()) {
+      s = ParseContract(c, where, &spec);
+      if (!s.ok()) return s;
+    }
+
+    absl::StatusOr<std::optional<std::string>> max_parallel =
+        Scalar(d, "max_parallel", where, false);
+    if (!max_parallel.ok()) return max_parallel.status();
+    if (*max_parallel) {
+      int n = 0;
+      if (!absl::SimpleAtoi(**max_parallel, &n) || n < 1 || n > 100000) {
+        return Error(
+            d["max_parallel"], spec.line,
+            absl::StrCat("`max_parallel` ", where, " is \"", **max_parallel,
+                         "\"; expected a whole number from 1 to "
+                         "100000"));
+      }
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(d["max_parallel"], spec.line,
+                     absl::StrCat("`max_parallel` ", where,
+                                  " is only allowed on derived datasets"));
+      }
+      spec.max_parallel = n;
+    }
+
+    if (const YAML::Node r = d["retention"]; r && !r.IsNull()) {
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(r, spec.line,
+                     absl::StrCat("`retention` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source has no rollback copies)"));
+      }
+      absl::StatusOr<RetentionPolicy> retention = ParseRetention(r, where);
+      if (!retention.ok()) return retention.status();
+      spec.retention = *retention;
+    }
+    absl::StatusOr<std::optional<std::string>> require_approval =
+        Scalar(d, "require_approval", where, false);
+    if (!require_approval.ok()) return require_approval.status();
+    if (*require_approval) {
+      const std::string& v = **require_approval;
+      if (v == "true" || v == "True" || v == "TRUE") {
+        spec.require_approval = true;
+      } else if (v == "false" || v == "False" || v == "FALSE") {
+        spec.require_approval = false;
+      } else {
+        return Error(d["require_approval"], spec.line,
+                     absl::StrCat("`require_approval` ", where, " is \"", v,
+                                  "\"; expected true or false"));
+      }
+      if (spec.require_approval && spec.kind != DatasetKind::kDerived) {
+        return Error(d["require_approval"], spec.line,
+                     absl::StrCat("`require_approval` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never published by a backfill)"));
+      }
+    }
+    absl::StatusOr<std::optional<std::string>> max_cost =
+        Scalar(d, "max_cost", where, false);
+    if (!max_cost.ok()) return max_cost.status();
+    if (*max_cost) {
+      double v = 0;
+      if (!absl::SimpleAtod(**max_cost, &v) || !std::isfinite(v) || v <= 0) {
+        return Error(d["max_cost"], spec.line,
+                     absl::StrCat("`max_cost` ", where, " is \"", **max_cost,
+                                  "\"; expected a positive number of input "
+                                  "rows (e.g. 1000000)"));
+      }
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(d["max_cost"], spec.line,
+                     absl::StrCat("`max_cost` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never recomputed)"));
+      }
+      spec.max_cost = v;
+    }
+    absl::StatusOr<std::optional<std::string>> entity_key =
+        Scalar(d, "entity_key", where, false);
+    if (!entity_key.ok()) return entity_key.status();
+    if (*entity_key) {
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(d["entity_key"], spec.line,
+                     absl::StrCat("`entity_key` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never recomputed)"));
+      }
+      std::vector<std::string> names;
+      bool found = false;
+      for (const ColumnSpec& c : spec.columns) {
+        names.push_back(c.name);
+        found = found || c.name == **entity_key;
+      }
+      if (!found) {
+        return Error(
+            d["entity_key"], spec.line,
+            absl::StrCat("`entity_key` ", where, " is \"", **entity_key,
+                         "\", which is not a contract column; contract "
+                         "columns: ",
+                         names.empty() ? "(none declared)"
+                                       : absl::StrJoin(names, ", ")));
+      }
+      if (spec.partition && (spec.partition->column == **entity_key ||
+                             spec.partition->key_column == **entity_key)) {
+        return Error(
+            d["entity_key"], spec.line,
+            absl::StrCat("`entity_key` ", where, " is \"", **entity_key, "\", ",
+                         spec.partition->column == **entity_key
+                             ? "the partition column"
+                             : "the partition's key column",
+                         "; name the column that identifies an entity "
+                         "within a partition"));
+      }
+      spec.entity_key = **entity_key;
+    }
+    if (const YAML::Node checks = d["checks"]; checks && !checks.IsNull()) {
+      if (!checks.IsSequence()) {
+        return Error(checks, spec.line,
+                     absl::StrCat("`checks` ", where,
+                                  " must be a list of checks, each a map "
+                                  "with a `kind`"));
+      }
+      for (const YAML::Node& c : checks) {
+        absl::StatusOr<CheckSpec> check = ParseCheck(c, where);
+        if (!check.ok()) return check.status();
+        spec.checks.push_back(*std::move(check));
+      }
+    }
+
+    if (const YAML::Node consumers = d["consumers"];
+        consumers && !consumers.IsNull()) {
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(consumers, spec.line,
+                     absl::StrCat("`consumers` ", where,
+                                  " is only allowed on derived datasets (a "
+                                  "source is never published by a backfill, "
+                                  "so there is nothing to confirm)"));
+      }
+      ASSIGN_OR_RETURN(
+          spec.consumers,
+          ParseConsumers(consumers, file_, where, spec.two_dimensional(),
+                         spec.partition.has_value()));
+    }
+
+    if (const YAML::Node desc = d["description"];
+        desc && !desc.IsNull() && !desc.IsScalar()) {
+      return Error(desc, spec.line,
+                   absl::StrCat("`description` ", where, " must be text"));
+    }
+    return spec;
+  }
+
+  // `retention: {versions: N, max_age: D}`: at least one of the two; D is
+  // a whole number with a unit s, m, h or d ("30d").
+  absl::StatusOr<RetentionPolicy> ParseRetention(
+      const YAML::Node& r, const std::string& where) const {
+    const std::string in =
+        absl::StrCat("in the retention of ", where.substr(3));
+    if (!r.IsMap()) {
+      return Error(r, 1,
+                   absl::StrCat("`retention` ", where,
+                                " must be a map {versions: N, max_age: D}"));
+    }
+    absl::Status s =
+        CheckKeys(r, {"versions", "max_age"}, in, "versions, max_age");
+    if (!s.ok()) return s;
+    RetentionPolicy policy;
+    policy.declared = true;
+    absl::StatusOr<std::optional<std::string>> versions =
+        Scalar(r, "versions", in, false);
+    if (!versions.ok()) return versions.status();
+    absl::StatusOr<std::optional<std::string>> max_age =
+        Scalar(r, "max_age", in, false);
+    if (!max_age.ok()) return max_age.status();
+    if (!*versions && !*max_age) {
+      return Error(r, LineOf(r, 1),
+                   absl::StrCat("`retention` ", where,
+                                " needs `versions:`, `max_age:` or both"));
+    }
+    if (*versions) {
+      int n = 0;
+      if (!absl::SimpleAtoi(**versions, &n) || n < 1 || n > 100000) {
+        return Error(r["versions"], LineOf(r, 1),
+                     absl::StrCat("`versions` ", in, " is \"", **versions,
+                                  "\"; expected a whole number from 1 to "
+                                  "100000 (rollback copies kept per dataset)"));
+      }
+      policy.versions = n;
+    }
+    if (*max_age) {
+      const std::string& text = **max_age;
+      int64_t n = 0;
+      absl::Duration unit;
+      bool ok = text.size() >= 2;
+      if (ok) {
+        switch (text.back()) {
+          case 's':
+            unit = absl::Seconds(1);
+            break;
+          case 'm':
+            unit = absl::Minutes(1);
+            break;
+          case 'h':
+            unit = absl::Hours(1);
+            break;
+          case 'd':
+            unit = absl::Hours(24);
+            break;
+          default:
+            ok = false;
+        }
+      }
+      const std::string digits = ok ? text.substr(0, text.size() - 1) : "";
+      ok = ok && !digits.empty() &&
+           std::all_of(digits.begin(), digits.end(),
+                       [](char c) { return c >= '0' && c <= '9'; }) &&
+           absl::SimpleAtoi(digits, &n) && n >= 1 &&
+           n <= int64_t{36500} * 24 * 3600;
+      if (!ok) {
+        return Error(r["max_age"], LineOf(r, 1),
+                     absl::StrCat("`max_age` ", in, " is \"", text,
+                                  "\"; expected a whole number of seconds, "
+                                  "minutes, hours or days such as 30d, 12h, "
+                                  "90m or 3600s"));
+      }
+      policy.max_age = unit * n;
+      if (policy.max_age > absl::Hours(24 * 36500)) {
+        return Error(r["max_age"], LineOf(r, 1),
+                     absl::StrCat("`max_age` ", in, " is \"", text,
+                                  "\"; at most 36500d"));
+      }
+    }
+    return policy;
+  }
+
+  absl::StatusOr<CheckSpec> ParseCheck(const YAML::Node& c,
+                                       const std::string& where) const {
+    const std::string cwhere = absl::StrCat("in a check of ", where.substr(3));
+    if (!c.IsMap()) {
+      return Error(c, 1,
+                   absl::StrCat("each entry of `checks` ", where,
+                                " must be a map with a `kind`, e.g. {kind: "
+                                "min_rows, min: 1}"));
+    }
+    CheckSpec spec;
+    spec.line = LineOf(c, 1);
+    absl::StatusOr<std::optional<std::string>> kind =
+        Scalar(c, "kind", cwhere, true);
+    if (!kind.ok()) return kind.status();
+    absl::StatusOr<CheckKind> k = ParseCheckKind(**kind);
+    if (!k.ok()) {
+      return Error(c["kind"], spec.line,
+                   absl::StrCat(k.status().message(), " ", cwhere));
+    }
+    spec.kind = *k;
+    const std::string kname = CheckKindName(spec.kind);
+    const std::string kwhere =
+        absl::StrCat("in the ", kname, " check of ", where.substr(3));
+    const CheckKeyRow* keys = nullptr;
+    for (const CheckKeyRow& row : CheckKeyTable()) {
+      if (row.kind == spec.kind) keys = &row;
+    }
+    std::set<std::string> allowed = {"kind", "name", "severity"};
+    allowed.insert(keys->keys.begin(), keys->keys.end());
+    RETURN_IF_ERROR(CheckKeys(
+        c, allowed, kwhere,
+        absl::StrCat("kind, name, severity, ", absl::StrJoin(keys->keys, ", "),
+                     " (a ", kname, " check takes ",
+                     absl::StrJoin(keys->keys, ", "), ")")));
+    for (const std::string& required : keys->required) {
+      const YAML::Node v = c[required];
+      if (!v || v.IsNull()) {
+        return Error(c, spec.line,
+                     absl::StrCat("missing `", required, ":` ", kwhere));
+      }
+    }
+    auto text = [&](const char* key) -> absl::StatusOr<std::string> {
+      absl::StatusOr<std::optional<std::string>> v =
+          Scalar(c, key, kwhere, false);
+      if (!v.ok()) return v.status();
+      return v->value_or("");
+    };
+    auto whole = [&](const char* key, int64_t* out) -> absl::Status {
+      ASSIGN_OR_RETURN(std::string v, text(key));
+      if (v.empty()) return absl::OkStatus();
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 1000000000000) {
+        return Error(c[key], spec.line,
+                     absl::StrCat("`", key, "` ", kwhere, " is \"", v,
+                                  "\"; expected a whole number from 0 to "
+                                  "1000000000000"));
+      }
+      *out = n;
+      return absl::OkStatus();
+    };
+    ASSIGN_OR_RETURN(spec.name, text("name"));
+    if (c["name"] && !IsCheckName(spec.name)) {
+      return Error(c["name"], spec.line,
+                   absl::StrCat("check name \"", spec.name, "\" ", kwhere,
+                                " must be an identifier "
+                                "([A-Za-z_][A-Za-z0-9_]*, at most 128 "
+                                "characters)"));
+    }
+    ASSIGN_OR_RETURN(std::string severity, text("severity"));
+    if (!severity.empty()) {
+      absl::StatusOr<CheckSeverity> sev = ParseCheckSeverity(severity);
+      if (!sev.ok()) {
+        return Error(c["severity"], spec.line,
+                     absl::StrCat(sev.status().message(), " ", kwhere));
+      }
+      spec.severity = *sev;
+    }
+    ASSIGN_OR_RETURN(spec.max_change_text, text("max_change"));
+    if (!spec.max_change_text.empty()) {
+      std::optional<double> pct = ParsePercent(spec.max_change_text);
+      if (!pct) {
+        return Error(c["max_change"], spec.line,
+                     absl::StrCat("`max_change` ", kwhere, " is \"",
+                                  spec.max_change_text,
+                                  "\"; expected a percentage from 0% to "
+                                  "1000000%, such as 20% or 12.5% (a bare "
+                                  "number is ambiguous and not accepted)"));
+      }
+      spec.max_change = *pct;
+    }
+    RETURN_IF_ERROR(whole("min", &spec.min));
+    RETURN_IF_ERROR(whole("max_orphans", &spec.max_orphans));
+    ASSIGN_OR_RETURN(spec.column, text("column"));
+    ASSIGN_OR_RETURN(spec.dataset, text("dataset"));
+    ASSIGN_OR_RETURN(spec.key, text("key"));
+    if (const YAML::Node cols = c["columns"]; cols && !cols.IsNull()) {
+      if (!cols.IsSequence() || cols.size() == 0) {
+        return Error(cols, spec.line,
+                     absl::StrCat("`columns` ", kwhere,
+                                  " must be a non-empty list of contract "
+                                  "columns, e.g. [region]"));
+      }
+      for (const YAML::Node& col : cols) {
+        if (!col.IsScalar()) {
+          return Error(col, spec.line,
+                       absl::StrCat("each of `columns` ", kwhere,
+                                    " must be a column name"));
+        }
+        spec.columns.push_back(col.Scalar());
+      }
+    }
+    ASSIGN_OR_RETURN(std::string sql, text("sql"));
+    if (spec.kind == CheckKind::kAssert) {
+      absl::StatusOr<std::string> canonical = CanonicalTransform(sql);
+      if (!canonical.ok()) {
+        return Error(
+            c["sql"], spec.line,
+            absl::StrCat("`sql` ", kwhere, ": ", canonical.status().message()));
+      }
+      spec.sql = *std::move(canonical);
+    }
+    return spec;
+  }
+
+  static bool IsCheckName(std::string_view s) {
+    if (s.empty() || s.size() > 128) return false;
+    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') ||
+          s[0] == '_')) {
+      return false;
+    }
+    for (char ch : s) {
+      if (!IsIdentChar(ch)) return false;
+    }
+    return true;
+  }
+
+  absl::StatusOr<PartitionSpec> ParsePartition(const YAML::Node& p,
+                                               const std::string& where) const {
+    if (!p.IsMap()) {
+      return Error(p, 1,
+                   absl::StrCat("`partition` ", where,
+                                " must be a map {column, grain[, keys]}"));
+    }
+    const std::string pwhere =
+        absl::StrCat("in the partition of ", where.substr(3));
+    absl::Status s = CheckKeys(p, {"column", "grain", "keys", "key_column"},
+                               pwhere, "column, grain, keys, key_column");
+    if (!s.ok()) return s;
+    PartitionSpec spec;
+    absl::StatusOr<std::optional<std::string>> column =
+        Scalar(p, "column", pwhere, true);
+    if (!column.ok()) return column.status();
+    spec.column = **column;
+    absl::StatusOr<std::optional<std::string>> grain =
+        Scalar(p, "grain", pwhere, true);
+    if (!grain.ok()) return grain.status();
+    absl::StatusOr<Grain> g = ParseGrain(**grain);
+    if (!g.ok()) {
+      return Error(p["grain"], LineOf(p, 1),
+                   absl::StrCat(g.status().message(), " ", pwhere));
+    }
+    spec.grain = *g;
+    if (const YAML::Node keys = p["keys"]; keys && !keys.IsNull()) {
+      if (!keys.IsSequence()) {
+        return Error(keys, LineOf(p, 1),
+                     absl::StrCat("`keys` ", pwhere, " must be a list"));
+      }
+      for (const YAML::Node& k : keys) {
+        if (!k.IsScalar()) {
+          return Error(k, LineOf(keys, 1),
+                       absl::StrCat("each of `keys` ", pwhere,
+                                    " must be a single value"));
+        }
+        spec.keys.push_back(k.Scalar());
+      }
+    }
+    if (const YAML::Node kc = p["key_column"]; kc && !kc.IsNull()) {
+      absl::StatusOr<std::optional<std::string>> key_column =
+          Scalar(p, "key_column", pwhere, true);
+      if (!key_column.ok()) return key_column.status();
+      spec.key_column = **key_column;
+      if (!IsTimeGrain(spec.grain)) {
+        return Error(kc, LineOf(p, 1),
+                     absl::StrCat("`key_column:` ", pwhere,
+                                  " needs a time grain (hour, day or month) "
+                                  "for a time x key partition, not grain ",
+                                  GrainName(spec.grain)));
+      }
+      if (spec.keys.empty()) {
+        return Error(kc, LineOf(p, 1),
+                     absl::StrCat("`key_column:` ", pwhere,
+                                  " needs a non-empty `keys:` list (the "
+                                  "declared keys of the key dimension)"));
+      }
+      for (size_t i = 0; i < spec.keys.size(); ++i) {
+        absl::Status valid = ValidateDimensionKey(spec.keys[i]);
+        if (!valid.ok()) {
+          return Error(p["keys"][i], LineOf(p["keys"], LineOf(p, 1)),
+                       absl::StrCat("`keys:` ", pwhere, ": ", valid.message()));
+        }
+      }
+      return spec;
+    }
+    if (spec.grain == Grain::kKey && spec.keys.empty()) {
+      return Error(p, 1,
+                   absl::StrCat("grain key ", pwhere,
+                                " needs a non-empty `keys:` list"));
+    }
+    if (spec.grain != Grain::kKey && !spec.keys.empty()) {
+      return Error(p["keys"], LineOf(p, 1),
+                   absl::StrCat("`keys:` ", pwhere,
+                                " is only allowed with grain key, or with a "
+                                "time grain and a `key_column:` (time x key)"));
+    }
+    return spec;
+  }
+
+  absl::StatusOr<UpstreamEdge> ParseUpstream(const YAML::Node& e,
+                                             const std::string& where) const {
+    if (!e.IsMap()) {
+      return Error(e, 1,
+                   absl::StrCat("each `upstream` entry ", where,
+                                " must be a map {dataset, mapping}"));
+    }
+    const std::string uwhere =
+        absl::StrCat("in an upstream of ", where.substr(3));
+    absl::Status s = CheckKeys(e, {"dataset", "mapping", "lookback"}, uwhere,
+                               "dataset, mapping, lookback");
+    if (!s.ok()) return s;
+    UpstreamEdge edge;
+    absl::StatusOr<std::optional<std::string>> ds =
+        Scalar(e, "dataset", uwhere, true);
+    if (!ds.ok()) return ds.status();
+    edge.dataset = **ds;
+    const std::string named =
+        absl::StrCat("upstream \"", edge.dataset, "\" ", where);
+    constexpr char kExpected[] =
+        "expected identity, all, rollup or {lookback: N}";
+    const YAML::Node m = e["mapping"];
+    const YAML::Node n = e["lookback"];
+    // `{dataset: d, lookback: 7}`: a lookback without a `mapping:` key.
+    if (n && !n.IsNull()) {
+      if (m && !m.IsNull() && !(m.IsScalar() && m.Scalar() == "lookback")) {
+        return Error(n, LineOf(e, 1),
+                     absl::StrCat("`lookback:` ", named,
+                                  " goes with no `mapping:` (or `mapping: "
+                                  "lookback`), but the mapping is ",
+                                  m.IsScalar() ? m.Scalar() : "a map"));
+      }
+      edge.mapping = Mapping::kLookback;
+      ASSIGN_OR_RETURN(edge.lookback, LookbackCount(n, e, named));
+      return edge;
+    }
+    if (!m || m.IsNull()) {
+      return Error(
+          m ? m : e, LineOf(e, 1),
+          absl::StrCat("missing `mapping:` ", uwhere, "; ", kExpected));
+    }
+    if (m.IsMap()) {
+      if (m.size() != 1 || !m.begin()->first.IsScalar() ||
+          m.begin()->first.Scalar() != "lookback") {
+        return Error(
+            m, LineOf(e, 1),
+            absl::StrCat("`mapping` ", named,
+                         " as a map must be {lookback: N}; ", kExpected));
+      }
+      edge.mapping = Mapping::kLookback;
+      ASSIGN_OR_RETURN(edge.lookback,
+                       LookbackCount(m.begin()->second, e, named));
+      return edge;
+    }
+    if (!m.IsScalar()) {
+      return Error(m, LineOf(e, 1),
+                   absl::StrCat("`mapping` ", uwhere,
+                                " must be a word or "
+                                "{lookback: N}; ",
+                                kExpected));
+    }
+    const std::string mapping = m.Scalar();
+    if (mapping == "identity") {
+      edge.mapping = Mapping::kIdentity;
+    } else if (mapping == "all") {
+      edge.mapping = Mapping::kAll;
+    } else if (mapping == "rollup") {
+      edge.mapping = Mapping::kRollup;
+    } else if (mapping == "lookback") {
+      return Error(m, LineOf(e, 1),
+                   absl::StrCat("mapping lookback ", named,
+                                " needs the number of previous partitions: "
+                                "write `mapping: {lookback: 7}` (or "
+                                "`lookback: 7` without `mapping:`)"));
+    } else {
+      return Error(m, LineOf(e, 1),
+                   absl::StrCat("unknown mapping \"", mapping, "\" ", uwhere,
+                                "; ", kExpected));
+    }
+    return edge;
+  }
+
+  // The N of a lookback: an integer 1..kMaxLookback.
+  absl::StatusOr<int> LookbackCount(const YAML::Node& n, const YAML::Node& e,
+                                    const std::string& named) const {
+    int value = 0;
+    if (!n || !n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), &value) ||
+        value < 1 || value > kMaxLookback) {
+      return Error(
+          n ? n : e, LineOf(e, 1),
+          absl::StrCat("lookback ", named,
+                       " must be a whole number of partitions from 1 "
+                       "to ",
+                       kMaxLookback, ", e.g. `mapping: {lookback: 7}`",
+                       n && n.IsScalar()
+                           ? absl::StrCat(" (got \"", n.Scalar(), "\")")
+                           : ""));
+    }
+    return value;
+  }
+
+  absl::Status ParseContract(const YAML::Node& c, const std::string& where,
+                             DatasetSpec* spec) const {
+    const std::string cwhere =
+        absl::StrCat("in the contract of ", where.substr(3));
+    if (!c.IsMap()) {
+      return Error(c, spec->line,
+                   absl::StrCat("`contract` ", where,
+                                " must be a map {columns, primary_key}"));
+    }
+    absl::Status s = CheckKeys(c, {"columns", "primary_key"}, cwhere,
+                               "columns, primary_key");
+    if (!s.ok()) return s;
+    if (const YAML::Node cols = c["columns"]; cols && !cols.IsNull()) {
+      if (!cols.IsMap()) {
+        return Error(cols, LineOf(c, 1),
+                     absl::StrCat("`columns` ", cwhere,
+                                  " must be a map of column name to SQL type"));
+      }
+      std::set<std::string> seen;
+      for (const auto& kv : cols) {
+        if (!kv.first.IsScalar() || !kv.second.IsScalar()) {
+          return Error(kv.first, LineOf(cols, 1),
+                       absl::StrCat("each of `columns` ", cwhere,
+                                    " must be `name: TYPE`"));
+        }
+        if (!seen.insert(kv.first.Scalar()).second) {
+          return Error(kv.first, LineOf(cols, 1),
+                       absl::StrCat("column \"", kv.first.Scalar(), "\" ",
+                                    cwhere, " is declared twice"));
+        }
+        spec->columns.push_back({kv.first.Scalar(), kv.second.Scalar()});
+      }
+    }
+    if (const YAML::Node pk = c["primary_key"]; pk && !pk.IsNull()) {
+      if (!pk.IsSequence()) {
+        return Error(pk, LineOf(c, 1),
+                     absl::StrCat("`primary_key` ", cwhere,
+                                  " must be a list of column names"));
+      }
+      for (const YAML::Node& k : pk) {
+        if (!k.IsScalar()) {
+          return Error(k, LineOf(pk, 1),
+                       absl::StrCat("each of `primary_key` ", cwhere,
+                                    " must be a column name"));
+        }
+        spec->primary_key.push_back(k.Scalar());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::string file_;
+};
+
+}  // namespace
+
+std::string TransformVersion(std::string_view sql) {
+  return HashHex(StripTrailingSemicolons(ScanSql(sql).normalized));
+}
+
+absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
+                                               ExtraParameters extra) {
+  const SqlScan scan = ScanSql(sql);
+  if (!scan.error.empty()) return absl::InvalidArgumentError(scan.error);
+  if (scan.skeleton.empty()) {
+    return absl::InvalidArgumentError("the transform is empty");
+  }
+  if (scan.text_after_semicolon) {
+    return absl::InvalidArgumentError(
+        "the transform must be a single statement, but text follows a ';'");
+  }
+  // The first word must be SELECT or WITH.
+  size_t n = 0;
+  while (n < scan.skeleton.size() && IsIdentChar(scan.skeleton[n])) ++n;
+  const std::string first = absl::AsciiStrToUpper(scan.skeleton.substr(0, n));
+  if (first != "SELECT" && first != "WITH") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the transform must be one SELECT (or WITH ... SELECT) statement, but "
+        "it starts with \"",
+        scan.skeleton.substr(0, std::max<size_t>(n, 1)), "\""));
+  }
+  // Parameters: only the bound ones. SQLite also knows ?, ?NNN, @name,
+  // $name and #name; they would bind NULL (or fail) at run time, so they
+  // are rejected here. "::" is a cast, not a parameter; '$' inside an
+  // identifier (a$b) is part of it.
+  constexpr char kOnlyBound[] =
+      "; only :partition_start, :partition_end and :partition are bound "
+      "(positional ? and ?NNN and @name, $name or #name parameters are not "
+      "supported)";
+  // SQLite's identifier characters; bytes >= 0x80 (UTF-8) count too.
+  auto in_identifier = [](char c) {
+    return IsIdentChar(c) || c == '$' || static_cast<unsigned char>(c) >= 0x80;
+  };
+  const std::string& sk = scan.skeleton;
+  for (size_t i = 0; i < sk.size(); ++i) {
+    const char c = sk[i];
+    if (c == ':') {
+      if (i + 1 < sk.size() && sk[i + 1] == ':') {
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < sk.size() && IsIdentChar(sk[j])) ++j;
+      if (j == i + 1) continue;
+      const std::string param = sk.substr(i + 1, j - i - 1);
+      if (std::string problem = ParameterProblem(":" + param, extra);
+          !problem.empty()) {
+        return absl::InvalidArgumentError(problem);
+      }
+      i = j - 1;
+      continue;
+    }
+    const bool starts_token = i == 0 || !in_identifier(sk[i - 1]);
+    if (c == '?' || c == '@' || c == '#' || (c == '$' && starts_token)) {
+      size_t j = i + 1;
+      while (j < sk.size() &&
+             (c == '?' ? sk[j] >= '0' && sk[j] <= '9' : in_identifier(sk[j]))) {
+        ++j;
+      }
+      // A lone @, # or $ is no parameter (SQLite rejects it as a token).
+      if (c != '?' && j == i + 1) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat("the transform uses the parameter ", sk.substr(i, j - i),
+                       kOnlyBound));
+    }
+  }
+  // Up to the statement's last significant character: comments after it
+  // go, whether a ';' follows or not, so that the result is its own
+  // canonical form.
+  std::string out(sql.substr(0, scan.statement_end));
+  absl::StripAsciiWhitespace(&out);
+  return out;
+}
+
+absl::StatusOr<Catalog> LoadPipelineTexts(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<DatasetSpec> datasets;
+  std::optional<WarehouseSpec> warehouse;
+  std::string warehouse_file;
+  int warehouse_line = 0;
+  for (const auto& [file, text] : files) {
+    std::optional<WarehouseSpec> file_warehouse;
+    int line = 0;
+    absl::Status s;
+    try {
+      s = FileParser(file).Parse(text, &datasets, &file_warehouse, &line);
+    } catch (const YAML::Exception& e) {
+      const int at = e.mark.is_null() ? 1 : e.mark.line + 1;
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ":", at, ": invalid YAML: ", e.msg));
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": cannot read the pipeline: ", e.what()));
+    }
+    if (!s.ok()) return s;
+    if (file_warehouse) {
+      if (warehouse) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ":", line, ": `warehouse:` is already set at ",
+                         warehouse_file, ":", warehouse_line,
+                         "; at most one pipeline file may set it"));
+      }
+      warehouse = std::move(file_warehouse);
+      warehouse_file = file;
+      warehouse_line = line;
+    }
+  }
+  if (datasets.empty()) {
+    return absl::InvalidArgumentError(
+        files.empty() ? "no pipeline files"
+                      : "the pipeline files declare no datasets");
+  }
+  return Catalog::Build(std::move(datasets),
+                        warehouse.value_or(WarehouseSpec{}));
+}
+
+absl::StatusOr<Catalog> LoadPipelineDirectory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline directory ", dir, " does not exist"));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline path ", dir, " is not a directory"));
+  }
+  std::vector<fs::path> paths;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string ext = p.extension().string();
+    if ((ext == ".yaml" || ext == ".yml") && it->is_regular_file(ec)) {
+      paths.push_back(p);
+    }
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot list pipeline directory ", dir, ": ", ec.message()));
+  }
+  if (paths.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no pipeline files (*.yaml, *.yml) in directory ", dir));
+  }
+  std::sort(paths.begin(), paths.end(),
+            [](const fs::path& a, const fs::path& b) {
+              return a.filename() < b.filename();
+            });
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const fs::path& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read pipeline file ", p.string()));
+    }
+    files.emplace_back(p.string(), text.str());
+  }
+  return LoadPipelineTexts(files);
+}
+
+}  // namespace backfill
