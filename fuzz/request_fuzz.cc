@@ -35,7 +35,6 @@
 
 #include "absl/status/statusor.h"
 #include "backfill/v1/backfill.pb.h"
-#include "core/bearer_tokens.h"
 #include "core/governance/job_listing.h"
 #include "core/governance/page_token.h"
 #include "core/model/catalog.h"
@@ -44,6 +43,7 @@
 #include "core/model/pipeline_loader.h"
 #include "core/plan/planner.h"
 #include "fuzz/fuzz_check.h"
+#include "server/bearer_tokens.h"
 #include "server/governance_convert.h"
 #include "server/listing_convert.h"
 #include "server/proto_convert.h"

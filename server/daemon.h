@@ -81,7 +81,7 @@ struct DaemonOptions {
   // --openlineage-namespace: the OpenLineage namespace of the jobs.
   std::string openlineage_url;
   std::string openlineage_namespace = "backfilld";
-  // --auth-tokens: the token file (core/bearer_tokens.h); "": every call is
+  // --auth-tokens: the token file (server/bearer_tokens.h); "": every call is
   // admitted without credentials.
   std::string auth_tokens_file;
   // --tls-cert, --tls-key: PEM files of the gRPC port's TLS certificate
@@ -96,7 +96,7 @@ struct DaemonOptions {
   // --metrics-listen, /metrics has no --metrics-basic-auth).
   bool insecure = false;
   // --metrics-basic-auth: the credentials file /metrics requires with HTTP
-  // basic auth (core/basic_auth_credentials.h); "": none asked for.
+  // basic auth (server/basic_auth_credentials.h); "": none asked for.
   std::string metrics_basic_auth_file;
   // Limits, each refused with RESOURCE_EXHAUSTED naming it and its flag.
   // --max-message-bytes: the largest request message the gRPC server

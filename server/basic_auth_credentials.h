@@ -19,8 +19,8 @@
 //
 // Immutable after loading; thread-safe.
 
-#ifndef BACKFILL_CORE_BASIC_AUTH_CREDENTIALS_H_
-#define BACKFILL_CORE_BASIC_AUTH_CREDENTIALS_H_
+#ifndef BACKFILL_SERVER_BASIC_AUTH_CREDENTIALS_H_
+#define BACKFILL_SERVER_BASIC_AUTH_CREDENTIALS_H_
 
 #include <cstddef>
 #include <string>
@@ -62,4 +62,4 @@ class BasicAuthCredentials {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_BASIC_AUTH_CREDENTIALS_H_
+#endif  // BACKFILL_SERVER_BASIC_AUTH_CREDENTIALS_H_

@@ -27,8 +27,8 @@
 //
 // Immutable after loading; thread-safe.
 
-#ifndef BACKFILL_CORE_BEARER_TOKENS_H_
-#define BACKFILL_CORE_BEARER_TOKENS_H_
+#ifndef BACKFILL_SERVER_BEARER_TOKENS_H_
+#define BACKFILL_SERVER_BEARER_TOKENS_H_
 
 #include <array>
 #include <cstdint>
@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/access_policy.h"
 #include "core/base/sha256_digest.h"
+#include "server/access_policy.h"
 
 namespace backfill {
 
@@ -90,4 +90,4 @@ class BearerTokens {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_BEARER_TOKENS_H_
+#endif  // BACKFILL_SERVER_BEARER_TOKENS_H_

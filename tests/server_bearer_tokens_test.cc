@@ -1,5 +1,5 @@
-// The token file (core/bearer_tokens.h) and the access policy
-// (core/access_policy.h): a file as an administrator writes it loads and
+// The token file (server/bearer_tokens.h) and the access policy
+// (server/access_policy.h): a file as an administrator writes it loads and
 // finds each principal by its token; every kind of mistake in the file is
 // refused naming the entry and line; tokens that could not be one are never
 // found; digests are those of sha256sum; roles include what the policy says
@@ -16,10 +16,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "core/access_policy.h"
-#include "core/bearer_tokens.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/access_policy.h"
+#include "server/bearer_tokens.h"
 
 namespace backfill {
 namespace {

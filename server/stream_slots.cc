@@ -1,4 +1,4 @@
-#include "core/stream_slots.h"
+#include "server/stream_slots.h"
 
 #include <algorithm>
 #include <utility>

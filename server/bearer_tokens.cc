@@ -1,4 +1,4 @@
-#include "core/bearer_tokens.h"
+#include "server/bearer_tokens.h"
 
 #include <set>
 #include <utility>

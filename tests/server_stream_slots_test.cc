@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/stream_slots.h"
 #include "gtest/gtest.h"
+#include "server/stream_slots.h"
 
 namespace backfill {
 namespace {

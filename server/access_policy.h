@@ -18,8 +18,8 @@
 //
 // Pure functions and values; thread-safe.
 
-#ifndef BACKFILL_CORE_ACCESS_POLICY_H_
-#define BACKFILL_CORE_ACCESS_POLICY_H_
+#ifndef BACKFILL_SERVER_ACCESS_POLICY_H_
+#define BACKFILL_SERVER_ACCESS_POLICY_H_
 
 #include <optional>
 #include <set>
@@ -68,4 +68,4 @@ std::string ActingName(const std::optional<Principal>& principal,
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_ACCESS_POLICY_H_
+#endif  // BACKFILL_SERVER_ACCESS_POLICY_H_

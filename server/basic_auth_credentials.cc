@@ -1,4 +1,4 @@
-#include "core/basic_auth_credentials.h"
+#include "server/basic_auth_credentials.h"
 
 #include <utility>
 

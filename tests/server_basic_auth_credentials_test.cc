@@ -6,9 +6,9 @@
 #include <cctype>
 #include <string>
 
-#include "core/basic_auth_credentials.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/basic_auth_credentials.h"
 
 namespace backfill {
 namespace {

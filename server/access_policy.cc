@@ -1,4 +1,4 @@
-#include "core/access_policy.h"
+#include "server/access_policy.h"
 
 #include <utility>
 

@@ -12,8 +12,8 @@
 // must outlive it. Thread-safe: every method may be called concurrently,
 // and Slots may be released on any thread.
 
-#ifndef BACKFILL_CORE_STREAM_SLOTS_H_
-#define BACKFILL_CORE_STREAM_SLOTS_H_
+#ifndef BACKFILL_SERVER_STREAM_SLOTS_H_
+#define BACKFILL_SERVER_STREAM_SLOTS_H_
 
 #include <cstdint>
 #include <map>
@@ -71,4 +71,4 @@ class StreamSlots {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_STREAM_SLOTS_H_
+#endif  // BACKFILL_SERVER_STREAM_SLOTS_H_
