@@ -22,13 +22,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "core/base/sv.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {
 namespace {
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 // ---------------------------------------------------------------------------
 // Fault state per database basename.

@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "core/base/status_macros.h"
 #include "core/base/stopwatch.h"
+#include "core/base/sv.h"
 #include "core/model/fingerprint.h"
 #include "core/model/partition.h"
 #include "core/model/transform_parameters.h"
@@ -52,9 +53,6 @@ using sqlite::MembershipConditionParams;
 using sqlite::QuoteIdentifier;
 using sqlite::Statement;
 using sqlite::Transaction;
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "core/base/error_details.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "core/run/job_state_machine.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"
@@ -40,9 +41,6 @@ absl::Status NoJob(const std::string& id) {
   return WithReason(absl::NotFoundError(absl::StrCat("no job ", id)),
                     "BACKFILL_NOT_FOUND", {{"backfill_id", id}});
 }
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 using sqlite::Database;
 using sqlite::OpenOptions;

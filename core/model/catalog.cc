@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "core/model/partition.h"
 #include "core/model/partition_mapping.h"
 #include "core/model/pipeline_loader.h"
@@ -35,10 +36,6 @@ absl::Status ValidateDatasetPartition(const DatasetSpec& ds,
   return absl::OkStatus();
 }
 namespace {
-
-// The installed Abseil's string_view is its own type (not std::string_view),
-// so std::string_view arguments to StrCat and friends need a conversion.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || s.size() > 128) return false;

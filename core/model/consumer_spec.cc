@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "core/model/pipeline_loader.h"
 #include "core/model/transform_parameters.h"
 
@@ -23,8 +24,6 @@ constexpr char kPlaceholder[] = "{partition}";
 constexpr size_t kMaxUrl = 2048;
 constexpr size_t kMaxArgs = 64;
 constexpr size_t kMaxHeaders = 32;
-
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();

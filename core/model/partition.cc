@@ -13,15 +13,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 
 namespace backfill {
 namespace {
 
 constexpr size_t kMaxKeyLength = 256;
 
-// The installed Abseil's string_view is its own type (not std::string_view),
-// so std::string_view arguments to StrCat and friends need a conversion.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 constexpr int kMinYear = 1;
 constexpr int kMaxYear = 9999;
 

@@ -10,12 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 
 namespace backfill {
 namespace {
-
-// The installed Abseil's string_view is its own type (not std::string_view).
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 std::string_view TimeFormat(Grain grain) {
   switch (grain) {

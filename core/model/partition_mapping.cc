@@ -13,13 +13,11 @@
 #include "absl/time/civil_time.h"
 #include "absl/types/span.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "core/model/partition.h"
 
 namespace backfill {
 namespace {
-
-// The installed Abseil's string_view is its own type (not std::string_view).
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 // A grain's name for messages ("none" for an unpartitioned dataset).
 std::string_view Name(Grain grain) {

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "core/model/catalog.h"
 #include "core/model/consumer_spec.h"
 #include "core/model/fingerprint.h"
@@ -32,10 +33,6 @@
 
 namespace backfill {
 namespace {
-
-// The installed Abseil's string_view is its own type (not std::string_view),
-// so std::string_view arguments to StrCat and friends need a conversion.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 bool IsIdentChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||

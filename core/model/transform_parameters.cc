@@ -1,13 +1,11 @@
 #include "core/model/transform_parameters.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/base/sv.h"
 #include "core/model/upstream_mapping.h"
 
 namespace backfill {
 namespace {
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kAlwaysBound[] =
     "only :partition_start, :partition_end and :partition are bound";

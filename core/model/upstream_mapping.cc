@@ -10,14 +10,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "core/model/partition.h"
 #include "core/model/partition_layout.h"
 #include "core/model/partition_mapping.h"
 
 namespace backfill {
 namespace {
-
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 void SortUnique(std::vector<std::string>* values) {
   std::sort(values->begin(), values->end());

@@ -7,13 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/error_details.h"
+#include "core/base/sv.h"
 #include "core/model/partition_layout.h"
 
 namespace backfill {
 namespace {
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr size_t kQuotedBytes = 200;
 constexpr size_t kMaxDatasetBytes = 256;
