@@ -22,6 +22,7 @@
 #include "core/model/partition_layout.h"
 #include "core/model/pipeline_loader.h"
 #include "core/model/transform_parameters.h"
+#include "core/model/transform_sql.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

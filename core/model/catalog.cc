@@ -19,7 +19,7 @@
 #include "core/base/sv.h"
 #include "core/model/partition.h"
 #include "core/model/partition_mapping.h"
-#include "core/model/pipeline_loader.h"
+#include "core/model/transform_sql.h"
 
 namespace backfill {
 

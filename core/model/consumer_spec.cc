@@ -14,8 +14,8 @@
 #include "absl/time/time.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
-#include "core/model/pipeline_loader.h"
 #include "core/model/transform_parameters.h"
+#include "core/model/transform_sql.h"
 
 namespace backfill {
 namespace {

@@ -14,7 +14,6 @@
 
 #include "absl/status/statusor.h"
 #include "core/model/catalog.h"
-#include "core/model/transform_parameters.h"
 
 namespace backfill {
 
@@ -26,25 +25,6 @@ absl::StatusOr<Catalog> LoadPipelineDirectory(const std::string& dir);
 // Loads from in-memory (file name, YAML text) pairs; for tests and tools.
 absl::StatusOr<Catalog> LoadPipelineTexts(
     const std::vector<std::pair<std::string, std::string>>& files);
-
-// The version of a transform: hex of a 64-bit hash of its text with
-// comments removed and runs of whitespace collapsed, so that reformatting
-// does not change it.
-std::string TransformVersion(std::string_view sql);
-
-// Checks that `sql` is a single SELECT (or WITH ... SELECT) statement whose
-// only parameters are :partition_start, :partition_end and :partition
-// (in SQLite an unknown parameter would silently bind NULL; positional ?,
-// ?NNN and @name, $name, #name parameters are rejected too), and returns it
-// up to its last significant character: trimmed, without a trailing ';' or
-// the comments after the statement (comments before and inside it stay).
-// The result is its own canonical form. Comments, string literals and quoted
-// identifiers ("...", `...`, [...]) are understood. Errors are
-// INVALID_ARGUMENT with the reason. The parameters `extra` allows are
-// accepted too (see transform_parameters.h).
-
-absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
-                                               ExtraParameters extra = {});
 
 }  // namespace backfill
 
