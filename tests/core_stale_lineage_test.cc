@@ -19,6 +19,7 @@
 #include "core/model/pipeline_loader.h"
 #include "core/plan/planner.h"
 #include "core/plan/stale_lineage.h"
+#include "core/plan/stale_reason.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"

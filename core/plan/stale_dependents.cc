@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
-#include "core/plan/stale_lineage.h"
+#include "core/plan/stale_reason.h"
 
 namespace backfill {
 

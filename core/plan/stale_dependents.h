@@ -85,7 +85,7 @@ std::string DescribeStaleInput(const StaleInput& input);
 
 // "input daily_revenue/2025-03-01 changed: <DescribeStaleInput>", with
 // " (+N more)" after "changed" for `more` other stale inputs: the reason
-// `--auto` gives (InputChangedReason, core/plan/stale_lineage.h) with the job
+// `--auto` gives (InputChangedReason, core/plan/stale_reason.h) with the job
 // named.
 std::string StaleInputReason(const StaleInput& first, size_t more);
 

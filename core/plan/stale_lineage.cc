@@ -11,16 +11,9 @@
 #include "core/base/status_macros.h"
 #include "core/model/partition.h"
 #include "core/plan/stale_dependents.h"
+#include "core/plan/stale_reason.h"
 
 namespace backfill {
-
-std::string InputChangedReason(const InputFingerprint& first, size_t more) {
-  std::string out = absl::StrCat("input ", first.dataset);
-  if (!first.partition.empty()) absl::StrAppend(&out, "/", first.partition);
-  absl::StrAppend(&out, " changed");
-  if (more > 0) absl::StrAppend(&out, " (+", more, " more)");
-  return out;
-}
 
 namespace {
 

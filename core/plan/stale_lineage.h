@@ -33,16 +33,15 @@
 
 #include "absl/status/statusor.h"
 #include "core/model/catalog.h"
+#include "core/plan/stale_reason.h"
 #include "core/ports/engine.h"
 #include "core/ports/state_store.h"
 
 namespace backfill {
 
-inline constexpr char kVersionChangedReason[] = "transform version changed";
-
 struct StalePartition {
   std::string partition;
-  std::string reason;  // as the header says
+  std::string reason;  // as the header says (core/plan/stale_reason.h)
 };
 
 // The stale partitions of `dataset`, sorted by partition; empty when every
@@ -51,10 +50,6 @@ struct StalePartition {
 absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
     const Catalog& catalog, Engine& engine, StateStore& store,
     const DatasetSpec& dataset);
-
-// "input orders/2025-03-01 changed", "input customers changed" ("" as the
-// partition: read whole), with " (+N more)" for `more` other inputs.
-std::string InputChangedReason(const InputFingerprint& first, size_t more);
 
 }  // namespace backfill
 
