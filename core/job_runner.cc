@@ -14,11 +14,11 @@
 #include "core/governance/approval.h"
 #include "core/governance/audit_log.h"
 #include "core/governance/retention.h"
+#include "core/model/job_state_machine.h"
 #include "core/plan/early_cutoff.h"
 #include "core/publish_step.h"
 #include "core/recompute_step.h"
 #include "core/run/crash_point.h"
-#include "core/run/job_state_machine.h"
 #include "core/validate_step.h"
 
 namespace backfill {

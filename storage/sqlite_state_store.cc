@@ -18,7 +18,7 @@
 #include "core/base/error_details.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
-#include "core/run/job_state_machine.h"
+#include "core/model/job_state_machine.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"
 #include "storage/sqlite_wal_checkpointer.h"

@@ -28,9 +28,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/model/job_state_machine.h"
 #include "core/ports/engine.h"
 #include "core/ports/state_store.h"
-#include "core/run/job_state_machine.h"
 
 namespace backfill {
 

@@ -27,8 +27,8 @@
 // job supersedes it when it starts, and so does a rollback of an
 // overlapping job once it restored its rows; the held job ends CANCELLED.
 
-#ifndef BACKFILL_CORE_RUN_JOB_STATE_MACHINE_H_
-#define BACKFILL_CORE_RUN_JOB_STATE_MACHINE_H_
+#ifndef BACKFILL_CORE_MODEL_JOB_STATE_MACHINE_H_
+#define BACKFILL_CORE_MODEL_JOB_STATE_MACHINE_H_
 
 #include <vector>
 
@@ -64,4 +64,4 @@ bool HasPublished(JobState state);
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_RUN_JOB_STATE_MACHINE_H_
+#endif  // BACKFILL_CORE_MODEL_JOB_STATE_MACHINE_H_

@@ -1,4 +1,4 @@
-#include "core/run/job_state_machine.h"
+#include "core/model/job_state_machine.h"
 
 #include <algorithm>
 #include <initializer_list>
