@@ -34,7 +34,7 @@
 #include "core/model/pipeline_loader.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -29,9 +29,9 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "openlineage/emitter.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/http_test_server.h"
 #include "tests/testing/memory_state_store.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::openlineage {
 namespace {

@@ -20,7 +20,7 @@
 #include "openlineage/emitter.h"
 #include "openlineage/run_event.h"
 #include "openlineage/uuid.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::openlineage {
 namespace {

@@ -48,9 +48,9 @@
 #include "server/tls_files.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/revenue_pipeline.h"
 #include "tests/testing/test_pki.h"
 
 namespace backfill {

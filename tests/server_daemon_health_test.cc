@@ -23,10 +23,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
-#include "storage/fault_vfs.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/fault_vfs.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -30,9 +30,9 @@
 #include "server/backfill_service_impl.h"
 #include "server/daemon.h"
 #include "server/grpc_status.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

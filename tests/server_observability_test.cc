@@ -33,8 +33,8 @@
 #include "gtest/gtest.h"
 #include "platform/curl_http_client.h"
 #include "server/daemon.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

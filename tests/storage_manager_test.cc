@@ -25,8 +25,8 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/forwarding_engine.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -3,8 +3,8 @@
 // refund-aware) — as YAML text, shared by the tests and the benchmark so that
 // they all exercise the same declared example. Header-only; stateless.
 
-#ifndef BACKFILL_TESTS_REVENUE_PIPELINE_H_
-#define BACKFILL_TESTS_REVENUE_PIPELINE_H_
+#ifndef BACKFILL_TESTS_TESTING_REVENUE_PIPELINE_H_
+#define BACKFILL_TESTS_TESTING_REVENUE_PIPELINE_H_
 
 #include <string>
 
@@ -93,4 +93,4 @@ inline std::string RevenueDependentsYaml() {
 }  // namespace fixtures
 }  // namespace backfill
 
-#endif  // BACKFILL_TESTS_REVENUE_PIPELINE_H_
+#endif  // BACKFILL_TESTS_TESTING_REVENUE_PIPELINE_H_

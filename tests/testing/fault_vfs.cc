@@ -1,4 +1,4 @@
-#include "storage/fault_vfs.h"
+#include "tests/testing/fault_vfs.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>

@@ -49,8 +49,9 @@
 //
 // Control:
 //   - in process: FaultVfs::Install(), then FaultVfs::Set() / Clear();
-//   - from the environment, for tests that run the real backfilld binary:
-//     InstallFaultVfsFromEnvironment() (see below), then write the control
+//   - from the environment, for tests that run the daemon as a process:
+//     they run backfilld_faults (backfilld plus this VFS, which calls
+//     InstallFaultVfsFromEnvironment(), see below) and write the control
 //     file named by BACKFILL_TEST_FAULTS.
 //
 // Control file format, one database per line:
@@ -75,7 +76,7 @@
 // (e.g. caught half-written) is ignored: the faults stay as they were and
 // ControlFileStatus() says why.
 //
-// Observability: storage/ does not log; Counters() counts the operations the
+// Observability: the VFS does not log; Counters() counts the operations the
 // shim failed, by fault and by file.
 //
 // Ownership: all state is process-wide and lives until the process exits
@@ -87,8 +88,8 @@
 // while they do. Fault state is read with atomics on every operation; the
 // registry of databases and the control file are behind mutexes.
 
-#ifndef BACKFILL_STORAGE_FAULT_VFS_H_
-#define BACKFILL_STORAGE_FAULT_VFS_H_
+#ifndef BACKFILL_TESTS_TESTING_FAULT_VFS_H_
+#define BACKFILL_TESTS_TESTING_FAULT_VFS_H_
 
 #include <cstdint>
 #include <string>
@@ -199,14 +200,9 @@ inline constexpr char kFaultControlEnv[] = "BACKFILL_TEST_FAULTS";
 // If and only if $BACKFILL_TEST_FAULTS is set and not empty, installs the
 // shim and follows the control file it names (FaultVfs::WatchControlFile);
 // otherwise does nothing at all (no VFS is registered, SQLite runs on its
-// default VFS with zero overhead) and returns OK. backfilld's main() calls
-// it once, after parsing flags and before opening any database:
-//
-//   absl::Status faults = backfill::sqlite::InstallFaultVfsFromEnvironment();
-//   if (!faults.ok()) {
-//     std::cerr << "backfilld: " << faults.message() << std::endl;
-//     return 1;
-//   }
+// default VFS with zero overhead) and returns OK. backfilld_faults
+// (backfilld for tests, backfilld_faults_main.cc) calls it once, after
+// parsing flags and before opening any database.
 absl::Status InstallFaultVfsFromEnvironment();
 
 // Parses the content of a control file into faults by database basename.
@@ -216,4 +212,4 @@ absl::StatusOr<absl::flat_hash_map<std::string, Fault>> ParseFaultControl(
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_FAULT_VFS_H_
+#endif  // BACKFILL_TESTS_TESTING_FAULT_VFS_H_
