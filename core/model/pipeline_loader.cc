@@ -1,6 +1,5 @@
 #include "core/model/pipeline_loader.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -26,130 +25,25 @@
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
 #include "core/model/catalog.h"
+#include "core/model/check_spec_yaml.h"
 #include "core/model/consumer_spec.h"
 #include "core/model/partition.h"
 #include "core/model/partition_mapping.h"
+#include "core/model/pipeline_yaml.h"
 #include "core/model/transform_parameters.h"
 #include "core/model/transform_sql.h"
 
 namespace backfill {
 namespace {
 
-bool IsIdentChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-         (c >= '0' && c <= '9');
-}
-
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
     "max_parallel, require_approval, checks, description, retention, "
     "max_cost, entity_key, consumers";
 
-// The keys each kind of check takes (besides kind, name and severity) and
-// which of them are required.
-struct CheckKeyRow {
-  CheckKind kind;
-  std::vector<std::string> keys;
-  std::vector<std::string> required;
-};
-const std::vector<CheckKeyRow>& CheckKeyTable() {
-  static const auto* table = new std::vector<CheckKeyRow>{
-      {CheckKind::kRowChange, {"max_change"}, {"max_change"}},
-      {CheckKind::kMinRows, {"min"}, {"min"}},
-      {CheckKind::kMeasureChange,
-       {"column", "max_change"},
-       {"column", "max_change"}},
-      {CheckKind::kReferences,
-       {"column", "dataset", "key", "max_orphans"},
-       {"column", "dataset", "key"}},
-      {CheckKind::kNotNull, {"columns"}, {"columns"}},
-      {CheckKind::kAssert, {"sql"}, {"name", "sql"}},
-  };
-  return *table;
-}
-
-// "20%" or "12.5%" -> 0.2 / 0.125. A bare number is refused: "20" could
-// mean 20% or 2000%.
-std::optional<double> ParsePercent(std::string_view text) {
-  if (text.size() < 2 || text.back() != '%') return std::nullopt;
-  std::string number(text.substr(0, text.size() - 1));
-  absl::StripAsciiWhitespace(&number);
-  if (number.empty() || number.size() > 16) return std::nullopt;
-  int dots = 0;
-  for (char c : number) {
-    if (c == '.') {
-      ++dots;
-    } else if (c < '0' || c > '9') {
-      return std::nullopt;
-    }
-  }
-  if (dots > 1 || number.front() == '.' || number.back() == '.') {
-    return std::nullopt;
-  }
-  double value = 0;
-  if (!absl::SimpleAtod(number, &value)) return std::nullopt;
-  if (value < 0 || value > 1000000) return std::nullopt;
-  return value / 100.0;
-}
-
-int LineOf(const YAML::Node& node, int fallback) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null() || mark.line < 0) return fallback;
-  return mark.line + 1;
-}
-
-// Where each YAML document of a stream starts (events of yaml-cpp's
-// parser; everything but the start of a document is ignored).
-class DocumentStarts : public YAML::EventHandler {
+class FileParser : public YamlFileReader {
  public:
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    starts_.push_back(mark);
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
-  const std::vector<YAML::Mark>& starts() const { return starts_; }
-
- private:
-  std::vector<YAML::Mark> starts_;
-};
-
-// The starts of the documents of `text`. Not YAML::LoadAll: on some
-// malformed streams (a lone ",") the yaml-cpp of Debian 12 (0.7.0) returns
-// an empty document, then another at the same place, forever, allocating
-// as it goes, and LoadAll never returns. A document that starts where the
-// one before it did is that case: INVALID_ARGUMENT (with `file`). Throws
-// what yaml-cpp's parser throws.
-absl::StatusOr<std::vector<YAML::Mark>> YamlDocumentStarts(
-    const std::string& file, const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentStarts documents;
-  while (parser.HandleNextDocument(documents)) {
-    const std::vector<YAML::Mark>& starts = documents.starts();
-    const size_t n = starts.size();
-    if (n >= 2 && starts[n - 1].pos == starts[n - 2].pos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ":", starts[n - 1].line + 1,
-          ": invalid YAML: no node can be read at line ",
-          starts[n - 1].line + 1, ", column ", starts[n - 1].column + 1));
-    }
-  }
-  return documents.starts();
-}
-
-class FileParser {
- public:
-  explicit FileParser(std::string file) : file_(std::move(file)) {}
+  explicit FileParser(std::string file) : YamlFileReader(std::move(file)) {}
 
   // Parses one file's text; appends its datasets and, if it has one, sets
   // `*warehouse` and `*warehouse_line`.
@@ -157,7 +51,7 @@ class FileParser {
                      std::optional<WarehouseSpec>* warehouse,
                      int* warehouse_line) {
     absl::StatusOr<std::vector<YAML::Mark>> docs =
-        YamlDocumentStarts(file_, text);
+        YamlDocumentStarts(file(), text);
     if (!docs.ok()) return docs.status();
     if (docs->size() > 1) {
       return ErrorAt((*docs)[1].line + 1,
@@ -204,62 +98,6 @@ class FileParser {
   }
 
  private:
-  absl::Status ErrorAt(int line, std::string_view reason) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_, ":", line, ": ", Sv(reason)));
-  }
-  absl::Status Error(const YAML::Node& node, int fallback_line,
-                     std::string_view reason) const {
-    return ErrorAt(LineOf(node, fallback_line), reason);
-  }
-
-  // Every key of `map` must be a scalar in `allowed`, at most once.
-  absl::Status CheckKeys(const YAML::Node& map,
-                         const std::set<std::string>& allowed,
-                         std::string_view where,
-                         std::string_view expected) const {
-    std::set<std::string> seen;
-    for (const auto& kv : map) {
-      const YAML::Node& key = kv.first;
-      if (!key.IsScalar()) {
-        return Error(key, LineOf(map, 1),
-                     absl::StrCat("keys must be names ", Sv(where)));
-      }
-      const std::string& name = key.Scalar();
-      if (allowed.count(name) == 0) {
-        return Error(key, LineOf(map, 1),
-                     absl::StrCat("unknown key \"", name, "\" ", Sv(where),
-                                  "; expected one of: ", Sv(expected)));
-      }
-      if (!seen.insert(name).second) {
-        return Error(key, LineOf(map, 1),
-                     absl::StrCat("duplicate key \"", name, "\" ", Sv(where)));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  // A required or optional scalar value.
-  absl::StatusOr<std::optional<std::string>> Scalar(const YAML::Node& map,
-                                                    const char* key,
-                                                    std::string_view where,
-                                                    bool required) const {
-    const YAML::Node v = map[key];
-    if (!v || v.IsNull()) {
-      if (required) {
-        return Error(v ? v : map, LineOf(map, 1),
-                     absl::StrCat("missing `", key, ":` ", Sv(where)));
-      }
-      return std::optional<std::string>();
-    }
-    if (!v.IsScalar()) {
-      return Error(v, LineOf(map, 1),
-                   absl::StrCat("`", key, "` ", Sv(where),
-                                " must be a single value, not a list or map"));
-    }
-    return std::optional<std::string>(v.Scalar());
-  }
-
   absl::StatusOr<WarehouseSpec> ParseWarehouse(const YAML::Node& w) const {
     if (!w.IsMap()) {
       return Error(w, 1,
@@ -326,7 +164,7 @@ class FileParser {
                    "`name` and `kind`");
     }
     DatasetSpec spec;
-    spec.file = file_;
+    spec.file = file();
     spec.line = LineOf(d, 1);
 
     // The name first, so that later errors can say which dataset.
@@ -536,7 +374,7 @@ class FileParser {
                                   "with a `kind`"));
       }
       for (const YAML::Node& c : checks) {
-        absl::StatusOr<CheckSpec> check = ParseCheck(c, where);
+        absl::StatusOr<CheckSpec> check = ParseCheckYaml(*this, c, where);
         if (!check.ok()) return check.status();
         spec.checks.push_back(*std::move(check));
       }
@@ -553,7 +391,7 @@ class FileParser {
       }
       ASSIGN_OR_RETURN(
           spec.consumers,
-          ParseConsumers(consumers, file_, where, spec.two_dimensional(),
+          ParseConsumers(consumers, file(), where, spec.two_dimensional(),
                          spec.partition.has_value()));
     }
 
@@ -646,142 +484,6 @@ class FileParser {
       }
     }
     return policy;
-  }
-
-  absl::StatusOr<CheckSpec> ParseCheck(const YAML::Node& c,
-                                       const std::string& where) const {
-    const std::string cwhere = absl::StrCat("in a check of ", where.substr(3));
-    if (!c.IsMap()) {
-      return Error(c, 1,
-                   absl::StrCat("each entry of `checks` ", where,
-                                " must be a map with a `kind`, e.g. {kind: "
-                                "min_rows, min: 1}"));
-    }
-    CheckSpec spec;
-    spec.line = LineOf(c, 1);
-    absl::StatusOr<std::optional<std::string>> kind =
-        Scalar(c, "kind", cwhere, true);
-    if (!kind.ok()) return kind.status();
-    absl::StatusOr<CheckKind> k = ParseCheckKind(**kind);
-    if (!k.ok()) {
-      return Error(c["kind"], spec.line,
-                   absl::StrCat(k.status().message(), " ", cwhere));
-    }
-    spec.kind = *k;
-    const std::string kname = CheckKindName(spec.kind);
-    const std::string kwhere =
-        absl::StrCat("in the ", kname, " check of ", where.substr(3));
-    const CheckKeyRow* keys = nullptr;
-    for (const CheckKeyRow& row : CheckKeyTable()) {
-      if (row.kind == spec.kind) keys = &row;
-    }
-    std::set<std::string> allowed = {"kind", "name", "severity"};
-    allowed.insert(keys->keys.begin(), keys->keys.end());
-    RETURN_IF_ERROR(CheckKeys(
-        c, allowed, kwhere,
-        absl::StrCat("kind, name, severity, ", absl::StrJoin(keys->keys, ", "),
-                     " (a ", kname, " check takes ",
-                     absl::StrJoin(keys->keys, ", "), ")")));
-    for (const std::string& required : keys->required) {
-      const YAML::Node v = c[required];
-      if (!v || v.IsNull()) {
-        return Error(c, spec.line,
-                     absl::StrCat("missing `", required, ":` ", kwhere));
-      }
-    }
-    auto text = [&](const char* key) -> absl::StatusOr<std::string> {
-      absl::StatusOr<std::optional<std::string>> v =
-          Scalar(c, key, kwhere, false);
-      if (!v.ok()) return v.status();
-      return v->value_or("");
-    };
-    auto whole = [&](const char* key, int64_t* out) -> absl::Status {
-      ASSIGN_OR_RETURN(std::string v, text(key));
-      if (v.empty()) return absl::OkStatus();
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 1000000000000) {
-        return Error(c[key], spec.line,
-                     absl::StrCat("`", key, "` ", kwhere, " is \"", v,
-                                  "\"; expected a whole number from 0 to "
-                                  "1000000000000"));
-      }
-      *out = n;
-      return absl::OkStatus();
-    };
-    ASSIGN_OR_RETURN(spec.name, text("name"));
-    if (c["name"] && !IsCheckName(spec.name)) {
-      return Error(c["name"], spec.line,
-                   absl::StrCat("check name \"", spec.name, "\" ", kwhere,
-                                " must be an identifier "
-                                "([A-Za-z_][A-Za-z0-9_]*, at most 128 "
-                                "characters)"));
-    }
-    ASSIGN_OR_RETURN(std::string severity, text("severity"));
-    if (!severity.empty()) {
-      absl::StatusOr<CheckSeverity> sev = ParseCheckSeverity(severity);
-      if (!sev.ok()) {
-        return Error(c["severity"], spec.line,
-                     absl::StrCat(sev.status().message(), " ", kwhere));
-      }
-      spec.severity = *sev;
-    }
-    ASSIGN_OR_RETURN(spec.max_change_text, text("max_change"));
-    if (!spec.max_change_text.empty()) {
-      std::optional<double> pct = ParsePercent(spec.max_change_text);
-      if (!pct) {
-        return Error(c["max_change"], spec.line,
-                     absl::StrCat("`max_change` ", kwhere, " is \"",
-                                  spec.max_change_text,
-                                  "\"; expected a percentage from 0% to "
-                                  "1000000%, such as 20% or 12.5% (a bare "
-                                  "number is ambiguous and not accepted)"));
-      }
-      spec.max_change = *pct;
-    }
-    RETURN_IF_ERROR(whole("min", &spec.min));
-    RETURN_IF_ERROR(whole("max_orphans", &spec.max_orphans));
-    ASSIGN_OR_RETURN(spec.column, text("column"));
-    ASSIGN_OR_RETURN(spec.dataset, text("dataset"));
-    ASSIGN_OR_RETURN(spec.key, text("key"));
-    if (const YAML::Node cols = c["columns"]; cols && !cols.IsNull()) {
-      if (!cols.IsSequence() || cols.size() == 0) {
-        return Error(cols, spec.line,
-                     absl::StrCat("`columns` ", kwhere,
-                                  " must be a non-empty list of contract "
-                                  "columns, e.g. [region]"));
-      }
-      for (const YAML::Node& col : cols) {
-        if (!col.IsScalar()) {
-          return Error(col, spec.line,
-                       absl::StrCat("each of `columns` ", kwhere,
-                                    " must be a column name"));
-        }
-        spec.columns.push_back(col.Scalar());
-      }
-    }
-    ASSIGN_OR_RETURN(std::string sql, text("sql"));
-    if (spec.kind == CheckKind::kAssert) {
-      absl::StatusOr<std::string> canonical = CanonicalTransform(sql);
-      if (!canonical.ok()) {
-        return Error(
-            c["sql"], spec.line,
-            absl::StrCat("`sql` ", kwhere, ": ", canonical.status().message()));
-      }
-      spec.sql = *std::move(canonical);
-    }
-    return spec;
-  }
-
-  static bool IsCheckName(std::string_view s) {
-    if (s.empty() || s.size() > 128) return false;
-    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') ||
-          s[0] == '_')) {
-      return false;
-    }
-    for (char ch : s) {
-      if (!IsIdentChar(ch)) return false;
-    }
-    return true;
   }
 
   absl::StatusOr<PartitionSpec> ParsePartition(const YAML::Node& p,
@@ -1016,8 +718,6 @@ class FileParser {
     }
     return absl::OkStatus();
   }
-
-  std::string file_;
 };
 
 }  // namespace
