@@ -15,9 +15,7 @@
 
 namespace backfill {
 
-inline absl::string_view Sv(std::string_view s) {
-  return {s.data(), s.size()};
-}
+inline absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 }  // namespace backfill
 
