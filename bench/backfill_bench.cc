@@ -29,12 +29,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/bench_run.h"
-#include "core/partition.h"
-#include "core/pipeline_loader.h"
+#include "core/model/partition.h"
+#include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
-#include "core/clock.h"
+#include "core/base/clock.h"
 #include "core/run/backfill_manager.h"
 #include "storage/sqlite_state_store.h"
 

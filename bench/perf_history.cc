@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/pipeline_loader.h"
-#include "core/planner.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/model/pipeline_loader.h"
+#include "core/plan/planner.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/job.h"
+#include "core/model/job.h"
 
 namespace backfill::bench {
 

@@ -55,8 +55,8 @@
 #include "bench/perf_history.h"
 #include "bench/perf_process.h"
 #include "bench/rpc_load.h"
-#include "core/http_client.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/ports/http_client.h"
 #include "platform/curl_http_client.h"
 #include "tests/testing/prometheus_text.h"
 

@@ -1,6 +1,6 @@
-// Fuzz target: partition values and ranges (core/partition.h,
-// core/partition_layout.h). The first input byte chooses the layout (its low
-// three bits the grain: none, hour, day, month, key; bit 3 a time x key
+// Fuzz target: partition values and ranges (core/model/partition.h,
+// core/model/partition_layout.h). The first input byte chooses the layout (its
+// low three bits the grain: none, hour, day, month, key; bit 3 a time x key
 // layout with the keys "eu", "us" and "north america"); the rest is split at
 // the first newline into two strings A and B, the way a request names one
 // partition or the two ends of a range, or the time and key columns of a
@@ -29,8 +29,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
-#include "core/partition.h"
-#include "core/partition_layout.h"
+#include "core/model/partition.h"
+#include "core/model/partition_layout.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

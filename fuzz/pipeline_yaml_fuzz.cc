@@ -18,10 +18,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
-#include "core/partition_layout.h"
-#include "core/pipeline_loader.h"
-#include "core/transform_parameters.h"
+#include "core/model/catalog.h"
+#include "core/model/partition_layout.h"
+#include "core/model/pipeline_loader.h"
+#include "core/model/transform_parameters.h"
+#include "core/model/transform_sql.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

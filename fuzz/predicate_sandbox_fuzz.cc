@@ -34,7 +34,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/affected_by.h"
+#include "core/plan/affected_by.h"
 #include "fuzz/fuzz_check.h"
 #include "storage/postgres/pg_allow_list.h"
 #include "storage/sqlite_db.h"

@@ -1,7 +1,7 @@
 // Fuzz target: transform SQL. The first input byte chooses the extra
 // parameters a transform may use (bit 0 :window_start, bit 1 :keys, bit 2
 // :partition_key) and the YAML frame (bit 3); the rest is SQL text, fed to
-//   - CanonicalTransform(), the loader's scan of a transform (one SELECT,
+//   - CanonicalTransform(), the scan of a transform (one SELECT,
 //     only bound parameters, comments, strings and quoted identifiers);
 //   - the pipeline loader, as the `transform:` of a derived dataset in a
 //     fixed pipeline file (a block scalar, one of two frames: a day
@@ -32,10 +32,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "core/affected_by.h"
-#include "core/catalog.h"
-#include "core/pipeline_loader.h"
-#include "core/transform_parameters.h"
+#include "core/model/catalog.h"
+#include "core/model/pipeline_loader.h"
+#include "core/model/transform_parameters.h"
+#include "core/model/transform_sql.h"
+#include "core/plan/affected_by.h"
 #include "fuzz/fuzz_check.h"
 #include "storage/sql/named_parameters.h"
 

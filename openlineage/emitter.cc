@@ -10,7 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "core/job_state_machine.h"
+#include "core/model/job_state_machine.h"
 
 namespace backfill::openlineage {
 namespace {

@@ -34,7 +34,7 @@
 // run ids.
 //
 // Events name the datasets as the catalog in force describes them (a
-// LiveCatalog, core/live_catalog.h, may be replaced by a reload).
+// LiveCatalog, core/model/live_catalog.h, may be replaced by a reload).
 //
 // The emitter does not own the catalog, store, HTTP client, clock or
 // listener; they must outlive it. Thread-safe.
@@ -55,12 +55,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/clock.h"
-#include "core/http_client.h"
-#include "core/job_observer.h"
-#include "core/live_catalog.h"
-#include "core/state_store.h"
+#include "core/base/clock.h"
+#include "core/model/catalog.h"
+#include "core/model/live_catalog.h"
+#include "core/ports/http_client.h"
+#include "core/ports/state_store.h"
+#include "core/run/job_observer.h"
 #include "openlineage/run_event.h"
 
 namespace backfill::openlineage {

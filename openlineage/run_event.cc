@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/audit_log.h"
-#include "core/partition_layout.h"
+#include "core/governance/audit_log.h"
+#include "core/model/partition_layout.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 

@@ -36,8 +36,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/job.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
 #include "openlineage/uuid.h"
 
 namespace backfill::openlineage {

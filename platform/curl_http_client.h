@@ -11,7 +11,7 @@
 #ifndef BACKFILL_PLATFORM_CURL_HTTP_CLIENT_H_
 #define BACKFILL_PLATFORM_CURL_HTTP_CLIENT_H_
 
-#include "core/http_client.h"
+#include "core/ports/http_client.h"
 
 namespace backfill {
 

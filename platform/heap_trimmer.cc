@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/thread_name.h"
+#include "core/base/thread_name.h"
 
 namespace backfill {
 

@@ -34,7 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/job_observer.h"
+#include "core/run/job_observer.h"
 
 namespace backfill {
 

@@ -11,7 +11,7 @@
 #ifndef BACKFILL_PLATFORM_POSIX_COMMAND_RUNNER_H_
 #define BACKFILL_PLATFORM_POSIX_COMMAND_RUNNER_H_
 
-#include "core/command_runner.h"
+#include "core/ports/command_runner.h"
 
 namespace backfill {
 

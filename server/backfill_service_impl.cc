@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "core/access_policy.h"
-#include "core/error_details.h"
-#include "core/page_token.h"
-#include "core/partition.h"
+#include "core/base/error_details.h"
+#include "core/governance/page_token.h"
+#include "core/model/partition.h"
+#include "server/access_policy.h"
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
@@ -128,10 +128,10 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
                     absl::StrCat("no method ", name, " taking ",
                                  request_type->full_name()));
         // Every method has a decision on who may call it, or none but an
-        // admin could (core/access_policy.h): say so now, not at a refusal.
+        // admin could (server/access_policy.h): say so now, not at a refusal.
         CheckMethod(RequiredRole(name).has_value(),
                     absl::StrCat("method ", name,
-                                 " has no role in core/access_policy.cc"));
+                                 " has no role in server/access_policy.cc"));
         MarkMethodStreamed(method->index(), handler);
         registered[method->index()] = true;
       };

@@ -15,7 +15,7 @@
 // Does not own the manager, which must outlive the gRPC server this service
 // is registered on. Thread-safe: gRPC calls the handlers concurrently; the
 // only state is an atomic "shutting down" flag and the count of open
-// WatchBackfill streams per caller (core/stream_slots.h).
+// WatchBackfill streams per caller (server/stream_slots.h).
 
 #ifndef BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
 #define BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
@@ -30,12 +30,12 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
-#include "core/access_policy.h"
 #include "core/run/backfill_manager.h"
-#include "core/stream_slots.h"
+#include "server/access_policy.h"
 #include "server/call_auth.h"
 #include "server/listing_convert.h"
 #include "server/raw_request.h"
+#include "server/stream_slots.h"
 
 namespace backfill {
 

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/error_details.h"
+#include "core/base/error_details.h"
 #include "grpc/grpc_security_constants.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -22,7 +22,8 @@ namespace {
 constexpr std::string_view kAuthorization = "authorization";
 constexpr std::string_view kBearer = "bearer";
 
-std::string_view Sv(grpc::string_ref ref) {
+// The bytes of a gRPC metadata value, as a std::string_view.
+std::string_view MetadataView(grpc::string_ref ref) {
   return std::string_view(ref.data(), ref.size());
 }
 
@@ -124,7 +125,8 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
             "send exactly one \"authorization: Bearer <token>\""),
         "CREDENTIALS_MALFORMED");
   }
-  absl::StatusOr<std::string_view> token = BearerTokenOf(Sv(first->second));
+  absl::StatusOr<std::string_view> token =
+      BearerTokenOf(MetadataView(first->second));
   if (!token.ok()) {
     return WithReason(absl::UnauthenticatedError(token.status().message()),
                       "CREDENTIALS_MALFORMED");

@@ -5,10 +5,10 @@
 //
 // With a token file (`--auth-tokens`), a call must carry the metadata
 //   authorization: Bearer <token>
-// whose token the file knows (core/bearer_tokens.h), or, on a port that
+// whose token the file knows (server/bearer_tokens.h), or, on a port that
 // verifies client certificates (`--tls-client-ca`), a certificate whose
 // Common Name the file lists with `client_certificate: true`; and the
-// principal must hold a role that allows the method (core/access_policy.h):
+// principal must hold a role that allows the method (server/access_policy.h):
 //   no authorization metadata, or not "Bearer <token>"  UNAUTHENTICATED
 //   a token the file does not know                       UNAUTHENTICATED
 //   a principal whose roles do not allow the method      PERMISSION_DENIED
@@ -36,9 +36,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "core/access_policy.h"
-#include "core/bearer_tokens.h"
 #include "grpcpp/grpcpp.h"
+#include "server/access_policy.h"
+#include "server/bearer_tokens.h"
 
 namespace prometheus {
 class Counter;

@@ -19,19 +19,17 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "core/basic_auth_credentials.h"
-#include "core/bearer_tokens.h"
-#include "core/clock.h"
-#include "core/consumer_spec.h"
-#include "core/fanout_observer.h"
-#include "core/job_observer.h"
-#include "core/pipeline_loader.h"
+#include "core/base/clock.h"
+#include "core/base/status_macros.h"
+#include "core/base/thread_name.h"
+#include "core/governance/warehouse_ownership.h"
+#include "core/model/consumer_spec.h"
+#include "core/model/pipeline_loader.h"
+#include "core/plan/stale_partition_counts.h"
+#include "core/plan/static_check.h"
 #include "core/run/backfill_manager.h"
-#include "core/stale_partition_counts.h"
-#include "core/static_check.h"
-#include "core/status_macros.h"
-#include "core/thread_name.h"
-#include "core/warehouse_ownership.h"
+#include "core/run/fanout_observer.h"
+#include "core/run/job_observer.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -42,6 +40,8 @@
 #include "platform/service_notifier.h"
 #include "platform/systemd_notifier.h"
 #include "server/backfill_service_impl.h"
+#include "server/basic_auth_credentials.h"
+#include "server/bearer_tokens.h"
 #include "server/call_auth.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
@@ -421,7 +421,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   // Stale partitions per dataset: first computed once the daemon serves
   // (step 7: it reads every recorded version, seconds over millions of
   // partitions), then again only when the recorded history changed
-  // (core/stale_partition_counts.h).
+  // (core/plan/stale_partition_counts.h).
   stale_counts_ =
       std::make_unique<StalePartitionCounts>(catalog_.get(), store_.get());
   metrics_->AddCollectable(

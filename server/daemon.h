@@ -8,8 +8,8 @@
 //
 // Reload() (main() calls it on SIGHUP) loads the pipelines, the token file
 // and the /metrics basic auth file again; each goes into force only when it
-// loads and checks in full, else the one in force stays (core/live_catalog.h:
-// jobs keep the catalog they were planned with).
+// loads and checks in full, else the one in force stays
+// (core/model/live_catalog.h: jobs keep the catalog they were planned with).
 //
 // The Daemon owns everything it builds. Thread-safe: Wait(), Reload() and
 // Shutdown() may be called from any thread; Shutdown() is idempotent.
@@ -26,10 +26,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/command_runner.h"
-#include "core/http_client.h"
-#include "core/live_catalog.h"
+#include "core/model/catalog.h"
+#include "core/model/live_catalog.h"
+#include "core/ports/command_runner.h"
+#include "core/ports/http_client.h"
 
 namespace grpc {
 class Server;
@@ -74,14 +74,14 @@ struct DaemonOptions {
   // again (storage/sqlite_partition_stats.h); zero: on every plan.
   absl::Duration stats_max_age = absl::Hours(1);
   // Let this state store take over the warehouse as it is, when the two do
-  // not belong together (see core/warehouse_ownership.h).
+  // not belong together (see core/governance/warehouse_ownership.h).
   bool adopt_warehouse = false;
   // --openlineage-url: where OpenLineage RunEvents are POSTed
   // (URL/api/v1/lineage, or URL when it ends in it); "": none are sent.
   // --openlineage-namespace: the OpenLineage namespace of the jobs.
   std::string openlineage_url;
   std::string openlineage_namespace = "backfilld";
-  // --auth-tokens: the token file (core/bearer_tokens.h); "": every call is
+  // --auth-tokens: the token file (server/bearer_tokens.h); "": every call is
   // admitted without credentials.
   std::string auth_tokens_file;
   // --tls-cert, --tls-key: PEM files of the gRPC port's TLS certificate
@@ -96,7 +96,7 @@ struct DaemonOptions {
   // --metrics-listen, /metrics has no --metrics-basic-auth).
   bool insecure = false;
   // --metrics-basic-auth: the credentials file /metrics requires with HTTP
-  // basic auth (core/basic_auth_credentials.h); "": none asked for.
+  // basic auth (server/basic_auth_credentials.h); "": none asked for.
   std::string metrics_basic_auth_file;
   // Limits, each refused with RESOURCE_EXHAUSTED naming it and its flag.
   // --max-message-bytes: the largest request message the gRPC server

@@ -1,7 +1,7 @@
 // Conversions for the governance calls (ExplainPartition, ListAuditEvents)
-// between the domain model (core/partition_history.h, core/audit_log.h)
-// and the backfill.v1 wire messages, and the wire-level checks of their
-// requests.
+// between the domain model (core/governance/partition_history.h,
+// core/governance/audit_log.h) and the backfill.v1 wire messages, and the
+// wire-level checks of their requests.
 //
 // Pure functions over values; they own nothing and keep no state, so they
 // are thread-safe.
@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "backfill/v1/backfill.pb.h"
-#include "core/audit_log.h"
-#include "core/partition_history.h"
+#include "core/governance/audit_log.h"
+#include "core/governance/partition_history.h"
 
 namespace backfill {
 
@@ -47,8 +47,8 @@ inline constexpr size_t kMaxAuditPageBytes = 1 << 20;
 
 // The page's events while their encoded size stays within `max_bytes`
 // (always at least one event, however large). The next page token
-// (core/page_token.h, with `filter_hash`) holds the seq of the last event
-// returned when events were left out for size, else the page's own (none
+// (core/governance/page_token.h, with `filter_hash`) holds the seq of the last
+// event returned when events were left out for size, else the page's own (none
 // after the last page).
 v1::ListAuditEventsResponse AuditPageToProto(
     const AuditPage& page, uint64_t filter_hash,

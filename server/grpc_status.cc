@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/error_details.h"
+#include "core/base/error_details.h"
 #include "google/rpc/error_details.pb.h"
 
 namespace backfill {

@@ -3,7 +3,7 @@
 // grpc-status-details-bin whose details say what a client can act on:
 //
 //  - google.rpc.ErrorInfo, always: `reason` (the one the core attached, see
-//    core/error_details.h, else the code's name, e.g. "NOT_FOUND", which
+//    core/base/error_details.h, else the code's name, e.g. "NOT_FOUND", which
 //    says no finer reason is given), `domain` "backfilld" and the metadata;
 //  - google.rpc.BadRequest when fields of the request were refused: one
 //    field violation per field, named by its path in the request message.

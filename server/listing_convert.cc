@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/error_details.h"
+#include "core/base/error_details.h"
 #include "server/proto_convert.h"
 
 namespace backfill {

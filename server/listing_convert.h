@@ -1,7 +1,7 @@
 // Conversions for the paged lists of jobs and of a job's partitions
-// (ListBackfills, ListPartitions) between the domain (core/job_listing.h)
-// and the backfill.v1 wire messages, with the wire-level checks of their
-// requests and the cap on a page's size on the wire.
+// (ListBackfills, ListPartitions) between the domain
+// (core/governance/job_listing.h) and the backfill.v1 wire messages, with the
+// wire-level checks of their requests and the cap on a page's size on the wire.
 //
 // Pure functions over values; they own nothing and keep no state, so they
 // are thread-safe. The Catalog argument is only read and must outlive the
@@ -14,8 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "backfill/v1/backfill.pb.h"
-#include "core/catalog.h"
-#include "core/job_listing.h"
+#include "core/governance/job_listing.h"
+#include "core/model/catalog.h"
 
 namespace backfill {
 
@@ -36,7 +36,7 @@ inline constexpr size_t kMaxListPageBytes = 2 << 20;
 // field, for a negative page_size, a state that is UNSPECIFIED or unknown,
 // or a view that is no BackfillView. A page_size over kMaxPageSize is served
 // as kMaxPageSize (AIP-158); UNSPECIFIED view: BASIC. The page token is
-// checked when the page is read (core/job_listing.h).
+// checked when the page is read (core/governance/job_listing.h).
 absl::StatusOr<JobPageQuery> JobPageQueryFromProto(
     const v1::ListBackfillsRequest& request);
 

@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/progress.h"
+#include "core/run/progress.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -149,7 +149,7 @@ constexpr TaskState kCheckpointStates[] = {
 
 }  // namespace
 
-// The ETA of running jobs, computed at scrape time (core/progress.h).
+// The ETA of running jobs, computed at scrape time (core/run/progress.h).
 class EtaCollector final : public prometheus::Collectable {
  public:
   void Set(Metrics::RunningJobsFn running) {

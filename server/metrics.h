@@ -16,7 +16,7 @@
 //    health and confirmation latency of downstream consumers, fed by the
 //    other JobObserver events.
 //  * The ETA of running jobs, computed at scrape time from the running
-//    jobs (SetRunningJobs(); core/progress.h says how it is estimated), and
+//    jobs (SetRunningJobs(); core/run/progress.h says how it is estimated), and
 //    the health of downstream consumers, from the store's standings
 //    (SetConsumerStandings()).
 //  * gRPC requests and latency (server/grpc_metrics.h, fed by a server
@@ -47,9 +47,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "core/job.h"
-#include "core/job_observer.h"
-#include "core/state_store.h"
+#include "core/model/job.h"
+#include "core/ports/state_store.h"
+#include "core/run/job_observer.h"
 
 namespace prometheus {
 class Collectable;

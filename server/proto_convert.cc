@@ -8,9 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/error_details.h"
-#include "core/partition.h"
-#include "core/progress.h"
+#include "core/base/error_details.h"
+#include "core/model/partition.h"
+#include "core/run/progress.h"
 #include "server/vocabulary_convert.h"
 #include "server/wire_text.h"
 
@@ -302,7 +302,7 @@ v1::CheckResult CheckResultToProto(const CheckResult& result) {
 
 namespace {
 
-// The ETA and the current step (core/progress.h).
+// The ETA and the current step (core/run/progress.h).
 void SetProgress(const Job& job, v1::Backfill* proto) {
   if (std::optional<RecomputeEta> eta = EstimateRecompute(job)) {
     v1::RecomputeEta* out = proto->mutable_eta();

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/error_details.h"
+#include "core/base/error_details.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "text/utf8.h"
 

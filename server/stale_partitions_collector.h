@@ -2,10 +2,10 @@
 // derived dataset (label `dataset`, bounded by the catalog), how many of
 // its published partitions are stale by their lineage: an input they read
 // was replaced since by a later job (e.g. one submitted with
-// --no-downstream) or a rollback (core/stale_dependents.h).
+// --no-downstream) or a rollback (core/plan/stale_dependents.h).
 //
-// Reads core/stale_partition_counts.h at scrape time, which recomputes only
-// when the recorded history changed (a publish, a rollback, a job that
+// Reads core/plan/stale_partition_counts.h at scrape time, which recomputes
+// only when the recorded history changed (a publish, a rollback, a job that
 // succeeded) and otherwise answers from its cache. When the counts cannot
 // be read the family is left out of the scrape (and a warning logged).
 //
@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "core/stale_partition_counts.h"
+#include "core/plan/stale_partition_counts.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
 

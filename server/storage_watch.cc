@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "core/thread_name.h"
+#include "core/base/thread_name.h"
 
 namespace backfill {
 

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/text_file.h"
+#include "core/base/text_file.h"
 
 namespace backfill {
 namespace {

@@ -1,6 +1,6 @@
 #include "server/vocabulary_convert.h"
 
-#include "core/cost_estimator.h"
+#include "core/plan/cost_estimator.h"
 
 namespace backfill {
 

@@ -16,10 +16,10 @@
 #include <string_view>
 
 #include "backfill/v1/backfill.pb.h"
-#include "core/catalog.h"
-#include "core/consumer_spec.h"
-#include "core/job.h"
-#include "core/partition.h"
+#include "core/model/catalog.h"
+#include "core/model/consumer_spec.h"
+#include "core/model/job.h"
+#include "core/model/partition.h"
 
 namespace backfill {
 

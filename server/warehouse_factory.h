@@ -15,8 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/engine.h"
+#include "core/model/catalog.h"
+#include "core/ports/engine.h"
 
 namespace backfill {
 

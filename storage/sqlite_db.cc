@@ -16,13 +16,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/fingerprint.h"
+#include "core/base/sv.h"
+#include "core/model/fingerprint.h"
 
 namespace backfill::sqlite {
 namespace {
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 absl::StatusCode CodeFor(int rc) {
   switch (rc & 0xff) {

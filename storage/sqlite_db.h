@@ -60,7 +60,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -298,10 +298,10 @@ class Transaction {
   WriterLock* writer_ = nullptr;  // held until the transaction ends
 };
 
-// The hash (core/fingerprint.h's RowHasher) of the row `q` is on: its first
-// `columns` columns (every column when negative), each by its storage type,
-// so that equal rows hash equal whatever the statement. The statement must
-// be on a row (Step returned true).
+// The hash (core/model/fingerprint.h's RowHasher) of the row `q` is on: its
+// first `columns` columns (every column when negative), each by its storage
+// type, so that equal rows hash equal whatever the statement. The statement
+// must be on a row (Step returned true).
 uint64_t HashCurrentRow(const Statement& q, int columns = -1);
 
 // Steps `q` to its end and returns the order-independent fingerprint of

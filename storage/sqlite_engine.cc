@@ -23,14 +23,15 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "core/affected_by.h"
-#include "core/crash_point.h"
-#include "core/fingerprint.h"
-#include "core/partition.h"
-#include "core/status_macros.h"
-#include "core/stopwatch.h"
-#include "core/transform_parameters.h"
-#include "core/upstream_mapping.h"
+#include "core/base/status_macros.h"
+#include "core/base/stopwatch.h"
+#include "core/base/sv.h"
+#include "core/model/fingerprint.h"
+#include "core/model/partition.h"
+#include "core/model/transform_parameters.h"
+#include "core/model/upstream_mapping.h"
+#include "core/plan/affected_by.h"
+#include "core/run/crash_point.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"
@@ -52,9 +53,6 @@ using sqlite::MembershipConditionParams;
 using sqlite::QuoteIdentifier;
 using sqlite::Statement;
 using sqlite::Transaction;
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";

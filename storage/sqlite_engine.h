@@ -111,7 +111,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 
 namespace backfill {
 
@@ -217,7 +217,7 @@ class SqliteEngine : public Engine {
   // query_only=ON (":memory:": the pool's connection, query_only for the
   // call), inside a ReadSandbox (storage/sqlite_sandbox.h) that lets the
   // statement read only the dataset's table. The predicate is checked by
-  // CheckPredicate (core/affected_by.h) and spliced as
+  // CheckPredicate (core/plan/affected_by.h) and spliced as
   //   SELECT _bf_partition_of(grain, col) FROM main.<table>
   //   WHERE (\n<predicate>\n) GROUP BY col COLLATE BINARY
   // which must prepare as exactly one read-only statement without

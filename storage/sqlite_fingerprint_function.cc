@@ -11,12 +11,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/base/sv.h"
 
 namespace backfill::sqlite {
 namespace {
-
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 // The running sum of one group; SQLite zeroes it on first use.
 struct FingerprintSum {

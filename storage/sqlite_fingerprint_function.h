@@ -5,7 +5,7 @@
 // returns the sum (modulo 2^64, as a signed 64-bit integer) of the hashes
 // of its rows, each row hashed from its values exactly as HashCurrentRow
 // (sqlite_db.h) hashes a statement's row of the same values. With COUNT(*)
-// beside it, it gives the core/fingerprint.h Fingerprint that HashRows
+// beside it, it gives the core/model/fingerprint.h Fingerprint that HashRows
 // gives for "SELECT v1, ..., vn FROM ...", without returning every row to
 // the caller: for a partition of tens of thousands of rows the rows never
 // leave the virtual machine, which halves what a fingerprint costs beyond
@@ -43,7 +43,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {

@@ -5,14 +5,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/partition_layout.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/base/sv.h"
+#include "core/model/partition_layout.h"
 
 namespace backfill::sqlite {
 namespace {
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kValueParam[] = ":_bf_p";
 constexpr char kLoParam[] = ":_bf_lo";

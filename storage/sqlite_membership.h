@@ -1,6 +1,6 @@
 // Partition membership in SQLite SQL: the one definition of "row belongs to
-// partition P" (PartitionOfValue in core/partition.h) made available to the
-// statements the SQLite engine generates.
+// partition P" (PartitionOfValue in core/model/partition.h) made available to
+// the statements the SQLite engine generates.
 //
 // The definition is not re-derived in SQL. Every connection registers the
 // SQL function
@@ -22,7 +22,7 @@
 // can hold keys "1", "2"); every other value (REAL, BLOB, NULL, an INTEGER
 // on a time grain) belongs to no partition.
 //
-// Time x key datasets (core/partition_layout.h) use the three-argument
+// Time x key datasets (core/model/partition_layout.h) use the three-argument
 // form of the same function,
 //
 //   _bf_partition_of(time_grain TEXT, time_value, key_value) -> TEXT or NULL
@@ -44,8 +44,8 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "core/catalog.h"
-#include "core/partition.h"
+#include "core/model/catalog.h"
+#include "core/model/partition.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {

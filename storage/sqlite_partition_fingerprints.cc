@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/fingerprint.h"
-#include "core/partition.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/model/fingerprint.h"
+#include "core/model/partition.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite_membership.h"
 

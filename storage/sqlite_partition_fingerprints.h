@@ -3,8 +3,8 @@
 // exactly as SqliteEngine::StagePartition fingerprints an input partition
 // (the rows `_bf_partition_of` puts in the partition, the contract columns —
 // every column for a source without declared columns — hashed with
-// core/fingerprint.h), and cached in the warehouse so that `--auto` does not
-// hash whole tables on every plan (Engine::CurrentFingerprints).
+// core/model/fingerprint.h), and cached in the warehouse so that `--auto` does
+// not hash whole tables on every plan (Engine::CurrentFingerprints).
 //
 // Tables (reserved `_bf_` names):
 //   _bf_partition_fingerprints       (dataset, partition, fingerprint, rows):
@@ -55,8 +55,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/job.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_partition_stats.h"
 

@@ -1,7 +1,7 @@
 // Partition statistics of the SQLite warehouse: rows per partition of a
 // dataset's published table, kept in the warehouse so that planning does
-// not count whole tables (core/engine.h, Engine::PartitionStatistics), plus
-// the exact count of chosen partitions (Engine::CountRowsInPartitions).
+// not count whole tables (core/ports/engine.h, Engine::PartitionStatistics),
+// plus the exact count of chosen partitions (Engine::CountRowsInPartitions).
 //
 // Tables (reserved `_bf_` names):
 //   _bf_partition_stats       (dataset, partition, rows): rows > 0 only
@@ -54,8 +54,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/engine.h"
+#include "core/model/catalog.h"
+#include "core/ports/engine.h"
 #include "storage/sqlite_db.h"
 
 namespace backfill::sqlite {

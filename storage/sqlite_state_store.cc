@@ -15,9 +15,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "core/error_details.h"
-#include "core/job_state_machine.h"
-#include "core/status_macros.h"
+#include "core/base/error_details.h"
+#include "core/base/status_macros.h"
+#include "core/base/sv.h"
+#include "core/model/job_state_machine.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"
 #include "storage/sqlite_wal_checkpointer.h"
@@ -40,9 +41,6 @@ absl::Status NoJob(const std::string& id) {
   return WithReason(absl::NotFoundError(absl::StrCat("no job ", id)),
                     "BACKFILL_NOT_FOUND", {{"backfill_id", id}});
 }
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 using sqlite::Database;
 using sqlite::OpenOptions;
@@ -159,7 +157,7 @@ INSERT INTO meta (key, value)
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN max_parallel INTEGER NOT NULL DEFAULT 0;
 )sql",
-    // 4: validation check results per job (see core/check_result.h): one
+    // 4: validation check results per job (see core/model/check_result.h): one
     // summary per check and dataset plus the failing partitions.
     R"sql(
 CREATE TABLE check_results (
@@ -307,7 +305,7 @@ BEGIN
 END;
 )sql",
     // 14: what each job's latest confirmation found per downstream
-    // consumer (core/job.h ConsumerFinding); the index serves the
+    // consumer (core/model/job.h ConsumerFinding); the index serves the
     // health gauge, which reads them per consumer.
     R"sql(
 CREATE TABLE consumer_confirmations (

@@ -76,7 +76,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "core/state_store.h"
+#include "core/ports/state_store.h"
 
 namespace backfill {
 

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
-#include "core/thread_name.h"
+#include "core/base/status_macros.h"
+#include "core/base/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace backfill::sqlite {

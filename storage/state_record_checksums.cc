@@ -5,13 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/base/sv.h"
 #include "storage/sqlite_fingerprint_function.h"
 
 namespace backfill::state_records {
 namespace {
-
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 std::string Column(std::string_view alias, const std::string& column) {
   const std::string quoted = sqlite::QuoteIdentifier(column);

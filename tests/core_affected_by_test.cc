@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/affected_by.h"
-#include "core/planner.h"
+#include "core/plan/affected_by.h"
+#include "core/plan/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"

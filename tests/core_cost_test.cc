@@ -1,7 +1,7 @@
-// Cost estimates and budgets (core/cost_estimator.h, core/cost_budget.h):
-// estimates from the history of earlier runs and from input row counts,
-// the full-reload figure, and the refusals of --max-cost and a dataset's
-// `max_cost`, against hand-computed figures.
+// Cost estimates and budgets (core/plan/cost_estimator.h,
+// core/plan/cost_budget.h): estimates from the history of earlier runs and from
+// input row counts, the full-reload figure, and the refusals of --max-cost and
+// a dataset's `max_cost`, against hand-computed figures.
 
 #include <cmath>
 #include <limits>
@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/clock.h"
-#include "core/cost_budget.h"
-#include "core/cost_estimator.h"
-#include "core/pipeline_loader.h"
-#include "core/planner.h"
+#include "core/base/clock.h"
+#include "core/model/pipeline_loader.h"
+#include "core/plan/cost_budget.h"
+#include "core/plan/cost_estimator.h"
+#include "core/plan/planner.h"
 #include "core/run/backfill_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

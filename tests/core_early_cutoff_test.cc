@@ -1,4 +1,4 @@
-// Early cutoff: the rules of core/early_cutoff.h on their own, and the job
+// Early cutoff: the rules of core/plan/early_cutoff.h on their own, and the job
 // runner applying them over the fake engine and the in-memory state store:
 // a rerun with unchanged data publishes nothing and runs no dependent, a
 // partial change publishes exactly what changed and runs only what reads
@@ -25,9 +25,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/clock.h"
-#include "core/early_cutoff.h"
-#include "core/pipeline_loader.h"
+#include "core/base/clock.h"
+#include "core/model/pipeline_loader.h"
+#include "core/plan/early_cutoff.h"
 #include "core/run/backfill_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

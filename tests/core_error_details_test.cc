@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/error_details.h"
-#include "core/status_macros.h"
+#include "core/base/error_details.h"
+#include "core/base/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace backfill {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/fanout_observer.h"
+#include "core/run/fanout_observer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -2,7 +2,7 @@
 #include <limits>
 #include <string>
 
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

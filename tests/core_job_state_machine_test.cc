@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/job_state_machine.h"
+#include "core/model/job_state_machine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

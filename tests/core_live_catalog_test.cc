@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/live_catalog.h"
-#include "core/pipeline_loader.h"
+#include "core/model/live_catalog.h"
+#include "core/model/pipeline_loader.h"
 #include "gtest/gtest.h"
 
 namespace backfill {

@@ -23,15 +23,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "openlineage/emitter.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/http_test_server.h"
 #include "tests/testing/memory_state_store.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::openlineage {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -20,7 +20,7 @@
 #include "openlineage/emitter.h"
 #include "openlineage/run_event.h"
 #include "openlineage/uuid.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::openlineage {
 namespace {

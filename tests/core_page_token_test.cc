@@ -1,5 +1,5 @@
-// Page tokens (core/page_token.h) and the paged job and partition lists
-// over the in-memory store (core/job_listing.h).
+// Page tokens (core/governance/page_token.h) and the paged job and partition
+// lists over the in-memory store (core/governance/job_listing.h).
 
 #include <cstdint>
 #include <string>
@@ -7,9 +7,9 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/time/time.h"
-#include "core/error_details.h"
-#include "core/job_listing.h"
-#include "core/page_token.h"
+#include "core/base/error_details.h"
+#include "core/governance/job_listing.h"
+#include "core/governance/page_token.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/memory_state_store.h"

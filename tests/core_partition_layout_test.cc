@@ -1,16 +1,16 @@
-// Time x key partitions (core/partition_layout.h) and their mappings
-// (core/upstream_mapping.h): formats, ranges, membership of values, and the
-// partitions each edge reads and affects, against hand-computed sets.
+// Time x key partitions (core/model/partition_layout.h) and their mappings
+// (core/model/upstream_mapping.h): formats, ranges, membership of values, and
+// the partitions each edge reads and affects, against hand-computed sets.
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/catalog.h"
-#include "core/partition_layout.h"
-#include "core/task_graph.h"
-#include "core/upstream_mapping.h"
+#include "core/model/catalog.h"
+#include "core/model/partition_layout.h"
+#include "core/model/upstream_mapping.h"
+#include "core/run/task_graph.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
-#include "core/partition.h"
-#include "core/partition_mapping.h"
+#include "core/model/partition.h"
+#include "core/model/partition_mapping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/error_details.h"
-#include "core/planner.h"
+#include "core/base/error_details.h"
+#include "core/plan/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,7 +1,7 @@
 // Tests of core/progress: the ETA of a running job's recompute and its
 // current step, against values worked out by hand.
 
-#include "core/progress.h"
+#include "core/run/progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

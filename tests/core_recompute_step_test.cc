@@ -17,7 +17,7 @@
 #include "absl/time/time.h"
 #include "core/run/publish_step.h"
 #include "core/run/recompute_step.h"
-#include "core/task_writer.h"
+#include "core/run/task_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/step_fixture.h"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/live_catalog.h"
-#include "core/pipeline_loader.h"
+#include "core/model/live_catalog.h"
+#include "core/model/pipeline_loader.h"
 #include "core/run/recovery.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,13 +1,13 @@
-// Tests of the retention of rollback copies (core/retention.h): which
-// copies a dataset's policy lets go, computed by hand for each case.
+// Tests of the retention of rollback copies (core/governance/retention.h):
+// which copies a dataset's policy lets go, computed by hand for each case.
 
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/pipeline_loader.h"
-#include "core/retention.h"
+#include "core/governance/retention.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

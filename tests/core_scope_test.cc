@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "core/scope.h"
+#include "core/plan/scope.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

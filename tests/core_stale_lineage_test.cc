@@ -1,5 +1,5 @@
-// --auto (core/stale_lineage.h through Planner::MakePlan): jobs run against
-// the fake engine and the in-memory store record real lineage; then the
+// --auto (core/plan/stale_lineage.h through Planner::MakePlan): jobs run
+// against the fake engine and the in-memory store record real lineage; then the
 // published inputs change (rows added, rows edited in place, a dimension
 // corrected, a new transform version) and the plan must name exactly the
 // hand-picked stale partitions, each with its reason, plus their
@@ -14,11 +14,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/clock.h"
-#include "core/pipeline_loader.h"
-#include "core/planner.h"
+#include "core/base/clock.h"
+#include "core/model/pipeline_loader.h"
+#include "core/plan/planner.h"
+#include "core/plan/stale_lineage.h"
+#include "core/plan/stale_reason.h"
 #include "core/run/backfill_manager.h"
-#include "core/stale_lineage.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_engine.h"

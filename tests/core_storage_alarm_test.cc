@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "core/storage_alarm.h"
+#include "core/run/storage_alarm.h"
 #include "gtest/gtest.h"
 
 namespace backfill {

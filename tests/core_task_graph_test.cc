@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/task_graph.h"
+#include "core/run/task_graph.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

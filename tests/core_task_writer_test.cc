@@ -1,4 +1,4 @@
-// TaskWriter (core/task_writer.h) over the in-memory state store: writes
+// TaskWriter (core/run/task_writer.h) over the in-memory state store: writes
 // queued while a commit runs are committed together in the next one, in
 // the order they were queued, a task written twice in one commit as its
 // last row; a write that cannot be applied fails alone;
@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/task_writer.h"
+#include "core/run/task_writer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/memory_state_store.h"
 

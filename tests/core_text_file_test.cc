@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/text_file.h"
+#include "core/base/text_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "core/pipeline_loader.h"
-#include "core/transform_parameters.h"
+#include "core/model/transform_parameters.h"
+#include "core/model/transform_sql.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

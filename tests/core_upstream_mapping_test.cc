@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/catalog.h"
-#include "core/pipeline_loader.h"
-#include "core/upstream_mapping.h"
+#include "core/model/catalog.h"
+#include "core/model/pipeline_loader.h"
+#include "core/model/upstream_mapping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

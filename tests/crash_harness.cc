@@ -1,5 +1,5 @@
 // backfill_crash_harness: kills backfilld with SIGKILL at each of its crash
-// points (BACKFILL_TEST_CRASH_AT, core/crash_point.h) in the middle of a
+// points (BACKFILL_TEST_CRASH_AT, core/run/crash_point.h) in the middle of a
 // correction backfill, restarts it, and proves with plain SQL over the raw
 // tables, a snapshot and the state store that nothing was lost and nothing
 // was published twice.
@@ -59,8 +59,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/civil_time.h"
-#include "core/crash_point.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
+#include "core/run/crash_point.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "core/sha256_digest.h"
+#include "core/base/sha256_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"

@@ -16,9 +16,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/bearer_tokens.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/bearer_tokens.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/test_pki.h"
 

@@ -23,8 +23,8 @@
 #include "absl/time/civil_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

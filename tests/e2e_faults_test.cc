@@ -1,12 +1,13 @@
 // End-to-end tests of faults an operator meets: a lost, recreated or
 // restored state.db, a missing, replaced or removed warehouse, a damaged
-// state.db, and a full disk (through the storage fault shim that
-// BACKFILL_TEST_FAULTS names). In every case the daemon either refuses to
-// start with a message that says what happened and what to do, or keeps the
-// job honest: it never reports SUCCEEDED for a publication that did not
-// happen, and a job whose state cannot be written keeps its partitions and
-// continues once writes work again. Published data is checked with plain
-// SQL against the raw tables.
+// state.db, and a full disk (through the storage fault shim of
+// backfilld_faults, which is backfilld with tests/testing/fault_vfs.h
+// following the control file BACKFILL_TEST_FAULTS names). In every case the
+// daemon either refuses to start with a message that says what happened and
+// what to do, or keeps the job honest: it never reports SUCCEEDED for a
+// publication that did not happen, and a job whose state cannot be written
+// keeps its partitions and continues once writes work again. Published data
+// is checked with plain SQL against the raw tables.
 
 #include <signal.h>
 
@@ -71,7 +72,7 @@ class FaultsTest : public E2eTest {
     }
   }
 
-  // Writes the fault control file atomically (see storage/fault_vfs.h).
+  // Writes the fault control file atomically (see tests/testing/fault_vfs.h).
   void SetFaults(const std::string& text) {
     const std::string tmp = faults_ + ".tmp";
     WriteFile(tmp, text);
@@ -95,11 +96,13 @@ class FaultsTest : public E2eTest {
     return metrics;
   }
 
-  // A daemon with the storage fault shim following faults_ (no faults yet).
+  // A daemon with the storage fault shim following faults_ (no faults yet):
+  // backfilld_faults, backfilld with the fault VFS.
   Daemon& FaultableDaemon(int workers) {
     faults_ = root_ + "/faults";
     SetFaults("");
     Daemon& daemon = NewDaemon(workers);
+    daemon.set_binary("backfilld_faults");
     daemon.set_env({"BACKFILL_TEST_FAULTS=" + faults_});
     return daemon;
   }

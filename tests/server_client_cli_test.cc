@@ -32,18 +32,18 @@
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "client/backfill_client.h"
-#include "core/clock.h"
-#include "core/job_observer.h"
-#include "core/pipeline_loader.h"
+#include "core/base/clock.h"
+#include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
+#include "core/run/job_observer.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/backfill_service_impl.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/forwarding_engine.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error_details.h"
-#include "core/pipeline_loader.h"
+#include "core/base/error_details.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/rpc/error_details.pb.h"

@@ -19,14 +19,14 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
-#include "storage/fault_vfs.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/fault_vfs.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

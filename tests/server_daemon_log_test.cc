@@ -21,13 +21,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "client/backfill_client.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -30,9 +30,9 @@
 #include "server/backfill_service_impl.h"
 #include "server/daemon.h"
 #include "server/grpc_status.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "platform/curl_http_client.h"

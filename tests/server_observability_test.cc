@@ -26,15 +26,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/backfill_client.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "platform/curl_http_client.h"
 #include "server/daemon.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -22,10 +22,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/backfill_client.h"
-#include "core/clock.h"
-#include "core/job_observer.h"
-#include "core/pipeline_loader.h"
+#include "core/base/clock.h"
+#include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
+#include "core/run/job_observer.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -39,8 +39,8 @@
 #include "server/proto_convert.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/raw_grpc.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

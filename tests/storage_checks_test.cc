@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "core/partition.h"
+#include "core/model/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"

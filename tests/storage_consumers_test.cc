@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_engine.h"

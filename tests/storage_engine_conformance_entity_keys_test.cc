@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_conformance.h"

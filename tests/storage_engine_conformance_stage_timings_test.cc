@@ -14,8 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/engine.h"
-#include "core/stopwatch.h"
+#include "core/base/stopwatch.h"
+#include "core/ports/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_conformance.h"
 

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/engine.h"
-#include "core/partition.h"
+#include "core/model/partition.h"
+#include "core/ports/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_conformance.h"

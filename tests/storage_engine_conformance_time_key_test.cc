@@ -17,8 +17,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/catalog.h"
-#include "core/engine.h"
+#include "core/model/catalog.h"
+#include "core/ports/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_conformance.h"

@@ -1,5 +1,5 @@
-// Tests of the fault-injecting VFS (storage/fault_vfs.h): databases opened
-// through storage/sqlite_db.h on a temporary directory, with disk-full,
+// Tests of the fault-injecting VFS (tests/testing/fault_vfs.h): databases
+// opened through storage/sqlite_db.h on a temporary directory, with disk-full,
 // I/O and fsync faults switched on and off in process and through the
 // BACKFILL_TEST_FAULTS control file.
 
@@ -21,8 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/fault_vfs.h"
 #include "storage/sqlite_db.h"
+#include "tests/testing/fault_vfs.h"
 
 namespace backfill::sqlite {
 namespace {

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"

@@ -19,14 +19,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "core/pipeline_loader.h"
+#include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
-#include "tests/revenue_pipeline.h"
 #include "tests/testing/forwarding_engine.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace {

@@ -2,8 +2,8 @@
 // (storage/sqlite_partition_fingerprints.h, Engine::CurrentFingerprints):
 // the cached figures against a fresh computation of the definition —
 // the rows plain SQL selects for a day, hashed by the test with
-// core/fingerprint.h's RowHasher — after appends, updates and deletes, with
-// the change signal's documented bound (an update or delete in the middle
+// core/model/fingerprint.h's RowHasher — after appends, updates and deletes,
+// with the change signal's documented bound (an update or delete in the middle
 // of the table shows after the maximum age); and the proof that an
 // untouched input compares equal to what StagePartition recorded.
 
@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/fingerprint.h"
+#include "core/model/fingerprint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"

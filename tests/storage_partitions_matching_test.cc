@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/affected_by.h"
+#include "core/plan/affected_by.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"

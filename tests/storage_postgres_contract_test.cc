@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"

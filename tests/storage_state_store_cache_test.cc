@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/diff.h"
-#include "core/job.h"
+#include "core/model/diff.h"
+#include "core/model/job.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"

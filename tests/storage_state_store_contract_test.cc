@@ -26,7 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/job_state_machine.h"
+#include "core/model/job_state_machine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_state_store.h"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/catalog.h"
-#include "core/engine.h"
+#include "core/model/catalog.h"
+#include "core/ports/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_db.h"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
-#include "core/check_result.h"
-#include "core/engine.h"
+#include "core/model/catalog.h"
+#include "core/model/check_result.h"
+#include "core/ports/engine.h"
 
 namespace backfill {
 

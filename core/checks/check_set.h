@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/catalog.h"
 #include "core/checks/check.h"
+#include "core/model/catalog.h"
 
 namespace backfill {
 

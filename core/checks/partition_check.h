@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
 #include "core/checks/check.h"
+#include "core/model/catalog.h"
 
 namespace backfill {
 

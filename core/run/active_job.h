@@ -25,11 +25,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "core/catalog.h"
-#include "core/engine.h"
-#include "core/job.h"
-#include "core/state_store.h"
-#include "core/task_graph.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
+#include "core/ports/engine.h"
+#include "core/ports/state_store.h"
+#include "core/run/task_graph.h"
 
 namespace backfill {
 

@@ -1,5 +1,5 @@
 // Admission: which jobs may run now, which must wait, and which are
-// superseded — by their scopes (core/scope.h): the (dataset, partition)
+// superseded — by their scopes (core/plan/scope.h): the (dataset, partition)
 // pairs they recompute and, for a keyed job, the entity keys whose rows it
 // replaces. Two jobs share a partition when both recompute it, whatever
 // their keys (Scope::Overlaps says why disjoint key sets do not make two
@@ -27,8 +27,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "core/job.h"
-#include "core/scope.h"
+#include "core/model/job.h"
+#include "core/plan/scope.h"
 
 namespace backfill {
 

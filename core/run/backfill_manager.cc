@@ -9,12 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/affected_by.h"
-#include "core/entity_keys.h"
-#include "core/error_details.h"
-#include "core/fingerprint.h"
-#include "core/static_check.h"
-#include "core/status_macros.h"
+#include "core/base/error_details.h"
+#include "core/base/status_macros.h"
+#include "core/model/entity_keys.h"
+#include "core/model/fingerprint.h"
+#include "core/plan/affected_by.h"
+#include "core/plan/static_check.h"
 
 namespace backfill {
 namespace {
@@ -279,7 +279,8 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   ASSIGN_OR_RETURN(Plan plan, PlannerFor(catalog.get()).MakePlan(request));
   RETURN_IF_ERROR(CheckSql(*catalog, plan));
   RETURN_IF_ERROR(abandoned());
-  // Over a budget (core/cost_budget.h): refused before anything is created.
+  // Over a budget (core/plan/cost_budget.h): refused before anything is
+  // created.
   if (!plan.cost.refused.empty()) {
     return WithReason(absl::FailedPreconditionError(plan.cost.refused),
                       "COST_BUDGET_EXCEEDED");

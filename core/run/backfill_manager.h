@@ -7,7 +7,7 @@
 //
 // It owns the runner (and through it the worker pool). It does not own the
 // catalog, store, engine, clock or observer; they must outlive it. The
-// catalog may be a LiveCatalog (core/live_catalog.h) that a reload
+// catalog may be a LiveCatalog (core/model/live_catalog.h) that a reload
 // replaces: every request is planned with the snapshot in force when it
 // arrives, and a job runs to its end with the snapshot it was planned with.
 // Thread-safe: every public method may be called from any thread (the gRPC
@@ -25,18 +25,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/audit_log.h"
-#include "core/catalog.h"
-#include "core/clock.h"
-#include "core/engine.h"
-#include "core/job.h"
-#include "core/job_listing.h"
-#include "core/job_observer.h"
-#include "core/live_catalog.h"
-#include "core/partition_history.h"
-#include "core/planner.h"
+#include "core/base/clock.h"
+#include "core/governance/audit_log.h"
+#include "core/governance/job_listing.h"
+#include "core/governance/partition_history.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
+#include "core/model/live_catalog.h"
+#include "core/plan/planner.h"
+#include "core/ports/engine.h"
+#include "core/ports/state_store.h"
+#include "core/run/job_observer.h"
 #include "core/run/job_runner.h"
-#include "core/state_store.h"
 
 namespace backfill {
 
@@ -143,12 +143,12 @@ class BackfillManager {
                              JobView view = JobView::kFull);
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter);
 
-  // A page of jobs, newest first (core/job_listing.h).
+  // A page of jobs, newest first (core/governance/job_listing.h).
   absl::StatusOr<JobPage> ListJobPage(const JobPageQuery& query);
 
   // A page of one job's partitions with their tasks' states, in plan order
-  // (core/job_listing.h): NOT_FOUND for an unknown job, INVALID_ARGUMENT
-  // for a dataset not in its plan or a bad page token.
+  // (core/governance/job_listing.h): NOT_FOUND for an unknown job,
+  // INVALID_ARGUMENT for a dataset not in its plan or a bad page token.
   absl::StatusOr<PartitionPage> ListPartitions(const PartitionPageQuery& query);
 
   // See JobCommands (job_commands.h). `reason` is free text recorded with
@@ -194,12 +194,12 @@ class BackfillManager {
                                     JobView first_view = JobView::kFull);
 
   // Every published version of a partition, newest first, and whether it
-  // is stale now (core/partition_history.h): NOT_FOUND for an unknown
-  // dataset, INVALID_ARGUMENT for a value that is not of its grain.
+  // is stale now (core/governance/partition_history.h): NOT_FOUND for an
+  // unknown dataset, INVALID_ARGUMENT for a value that is not of its grain.
   absl::StatusOr<PartitionHistory> ExplainPartition(
       const std::string& dataset, const std::string& partition);
 
-  // A page of the audit log, oldest first (core/audit_log.h).
+  // A page of the audit log, oldest first (core/governance/audit_log.h).
   absl::StatusOr<AuditPage> ListAuditEvents(const AuditQuery& query);
 
   // The catalog in force now (a snapshot: valid while held).

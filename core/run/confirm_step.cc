@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/crash_point.h"
-#include "core/early_cutoff.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/plan/early_cutoff.h"
+#include "core/run/crash_point.h"
 
 namespace backfill {
 

@@ -31,13 +31,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/clock.h"
-#include "core/command_runner.h"
-#include "core/consumer_confirmer.h"
-#include "core/engine.h"
-#include "core/http_client.h"
-#include "core/job_observer.h"
+#include "core/base/clock.h"
+#include "core/ports/command_runner.h"
+#include "core/ports/engine.h"
+#include "core/ports/http_client.h"
 #include "core/run/active_job.h"
+#include "core/run/consumer_confirmer.h"
+#include "core/run/job_observer.h"
 #include "core/run/step_context.h"
 
 namespace backfill {

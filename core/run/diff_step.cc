@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "core/status_macros.h"
-#include "core/thread_name.h"
+#include "core/base/status_macros.h"
+#include "core/base/thread_name.h"
 
 namespace backfill {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/diff.h"
-#include "core/engine.h"
+#include "core/model/diff.h"
+#include "core/ports/engine.h"
 #include "core/run/step_context.h"
 
 namespace backfill {

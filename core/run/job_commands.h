@@ -33,14 +33,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "core/catalog.h"
-#include "core/job.h"
-#include "core/live_catalog.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
+#include "core/model/live_catalog.h"
+#include "core/ports/state_store.h"
 #include "core/run/active_job.h"
 #include "core/run/admission.h"
 #include "core/run/rollback_step.h"
 #include "core/run/step_context.h"
-#include "core/state_store.h"
 
 namespace backfill {
 

@@ -6,16 +6,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/crash_point.h"
-#include "core/early_cutoff.h"
+#include "core/base/status_macros.h"
+#include "core/plan/early_cutoff.h"
 #include "core/run/confirm_step.h"
+#include "core/run/crash_point.h"
 #include "core/run/plural.h"
 #include "core/run/publish_step.h"
 #include "core/run/recompute_step.h"
 #include "core/run/recovery.h"
 #include "core/run/rollback_step.h"
 #include "core/run/validate_step.h"
-#include "core/status_macros.h"
 
 namespace backfill {
 

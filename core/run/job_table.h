@@ -33,10 +33,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/job.h"
+#include "core/model/job.h"
+#include "core/ports/state_store.h"
 #include "core/run/active_job.h"
 #include "core/run/admission.h"
-#include "core/state_store.h"
 
 namespace backfill {
 

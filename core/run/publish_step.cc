@@ -5,13 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/crash_point.h"
-#include "core/early_cutoff.h"
-#include "core/entity_keys.h"
-#include "core/retention.h"
+#include "core/base/status_macros.h"
+#include "core/governance/retention.h"
+#include "core/model/entity_keys.h"
+#include "core/plan/early_cutoff.h"
+#include "core/run/crash_point.h"
 #include "core/run/plural.h"
 #include "core/run/validate_step.h"
-#include "core/status_macros.h"
 
 namespace backfill {
 namespace {

@@ -15,7 +15,7 @@
 //   LineageOf  the lineage a published job leaves, from its checkpoints.
 //   EnforceRetention  the rollback copies a publish leaves behind are kept
 //       only as long as their datasets' `retention` policies say
-//       (core/retention.h): called at start and after each publish.
+//       (core/governance/retention.h): called at start and after each publish.
 //
 // Stateless; thread-safe as the StepContext is. PublishJob takes the
 // table's lock itself.
@@ -31,8 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/job.h"
-#include "core/live_catalog.h"
+#include "core/model/job.h"
+#include "core/model/live_catalog.h"
 #include "core/run/active_job.h"
 #include "core/run/step_context.h"
 

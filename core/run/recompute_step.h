@@ -1,6 +1,6 @@
 // Recompute step (step 3 of the playbook): a job's partitions recomputed
 // into staging, each with a durable checkpoint, and the early cutoff
-// (core/early_cutoff.h) applied as they go.
+// (core/plan/early_cutoff.h) applied as they go.
 //
 //   PrepareStaging / EnsurePrepared  the job's staging in the engine, less
 //       the partitions the early cutoff let go of, which the engine releases
@@ -13,7 +13,7 @@
 //       when its lineage is still current; the others are staged, and one
 //       whose rows equal its published version is recorded UNCHANGED and
 //       released. Starts and checkpoints go to the task writer
-//       (core/task_writer.h) and the batch waits once, at its end, for all
+//       (core/run/task_writer.h) and the batch waits once, at its end, for all
 //       of them: a partition is done only once its checkpoint is durable.
 //       A failure of the warehouse's storage puts the partition back
 //       without spending an attempt; another failure is retried up to
@@ -36,15 +36,15 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/catalog.h"
-#include "core/clock.h"
-#include "core/engine.h"
-#include "core/job.h"
-#include "core/planner.h"
+#include "core/base/clock.h"
+#include "core/model/catalog.h"
+#include "core/model/job.h"
+#include "core/plan/planner.h"
+#include "core/ports/engine.h"
 #include "core/run/active_job.h"
 #include "core/run/step_context.h"
-#include "core/task_graph.h"
-#include "core/task_writer.h"
+#include "core/run/task_graph.h"
+#include "core/run/task_writer.h"
 
 namespace backfill {
 

@@ -5,11 +5,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/approval.h"
-#include "core/audit_log.h"
-#include "core/crash_point.h"
+#include "core/base/status_macros.h"
+#include "core/governance/approval.h"
+#include "core/governance/audit_log.h"
+#include "core/run/crash_point.h"
 #include "core/run/rollback_step.h"
-#include "core/status_macros.h"
 
 namespace backfill {
 namespace {

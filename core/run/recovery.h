@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/live_catalog.h"
+#include "core/model/live_catalog.h"
 #include "core/run/active_job.h"
 #include "core/run/step_context.h"
 

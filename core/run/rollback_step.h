@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/engine.h"
-#include "core/job.h"
-#include "core/live_catalog.h"
+#include "core/model/job.h"
+#include "core/model/live_catalog.h"
+#include "core/ports/engine.h"
 #include "core/run/step_context.h"
 
 namespace backfill {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "core/job_state_machine.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/model/job_state_machine.h"
 
 namespace backfill {
 

@@ -28,16 +28,16 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/clock.h"
-#include "core/command_runner.h"
-#include "core/engine.h"
-#include "core/http_client.h"
-#include "core/job.h"
-#include "core/job_observer.h"
+#include "core/base/clock.h"
+#include "core/model/job.h"
+#include "core/ports/command_runner.h"
+#include "core/ports/engine.h"
+#include "core/ports/http_client.h"
+#include "core/ports/state_store.h"
 #include "core/run/active_job.h"
+#include "core/run/job_observer.h"
 #include "core/run/job_table.h"
-#include "core/state_store.h"
-#include "core/storage_alarm.h"
+#include "core/run/storage_alarm.h"
 
 namespace backfill {
 

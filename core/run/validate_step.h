@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
-#include "core/check_result.h"
-#include "core/engine.h"
-#include "core/job.h"
+#include "core/model/catalog.h"
+#include "core/model/check_result.h"
+#include "core/model/job.h"
+#include "core/ports/engine.h"
 #include "core/run/active_job.h"
 #include "core/run/step_context.h"
 

@@ -1,5 +1,5 @@
 // Contract column types on PostgreSQL: what a published table's columns
-// are, what a dataset's contract (core/catalog.h ColumnSpec) means to the
+// are, what a dataset's contract (core/model/catalog.h ColumnSpec) means to the
 // server, and whether the two agree.
 //
 // A contract type is written by people in whatever spelling they like
@@ -49,7 +49,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
+#include "core/model/catalog.h"
 #include "storage/postgres/pg_connection.h"
 
 namespace backfill::postgres {

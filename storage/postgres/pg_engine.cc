@@ -13,15 +13,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "core/affected_by.h"
-#include "core/crash_point.h"
-#include "core/diff.h"
-#include "core/fingerprint.h"
-#include "core/partition_layout.h"
-#include "core/status_macros.h"
-#include "core/stopwatch.h"
-#include "core/transform_parameters.h"
-#include "core/upstream_mapping.h"
+#include "core/base/status_macros.h"
+#include "core/base/stopwatch.h"
+#include "core/model/diff.h"
+#include "core/model/fingerprint.h"
+#include "core/model/partition_layout.h"
+#include "core/model/transform_parameters.h"
+#include "core/model/upstream_mapping.h"
+#include "core/plan/affected_by.h"
+#include "core/run/crash_point.h"
 #include "storage/postgres/pg_allow_list.h"
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_markers.h"
@@ -75,8 +75,8 @@ absl::Status CheckName(const std::string& name, const std::string& what) {
   return absl::OkStatus();
 }
 
-// The fingerprint of the rows `sql` returns (core/fingerprint.h): each row
-// hashed over its values as text (NULL apart), summed.
+// The fingerprint of the rows `sql` returns (core/model/fingerprint.h): each
+// row hashed over its values as text (NULL apart), summed.
 absl::StatusOr<Fingerprint> HashRows(PgConnection* conn, const std::string& sql,
                                      const std::vector<PgValue>& params) {
   ASSIGN_OR_RETURN(PgResult rows, conn->Exec(sql, params));
@@ -1907,7 +1907,7 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
         lexed->names[0],
         "); write the values into the predicate (nothing is bound)"));
   }
-  // The predicate checks (core/affected_by.h) know standard strings and
+  // The predicate checks (core/plan/affected_by.h) know standard strings and
   // quoted names only: a string that could end where they do not expect
   // is refused.
   if (lexed->has_dollar_quote || lexed->has_escape_string) {

@@ -93,7 +93,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
 
 namespace backfill::postgres {
 namespace {

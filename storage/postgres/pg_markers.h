@@ -32,7 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 #include "storage/postgres/pg_connection.h"
 
 namespace backfill::postgres {

@@ -14,13 +14,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/civil_time.h"
-#include "core/status_macros.h"
+#include "core/base/status_macros.h"
+#include "core/base/sv.h"
 
 namespace backfill::postgres {
 namespace {
-
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 // The two-argument function. @S@ stands for the schema, @Q@ for the dollar
 // quote around the body. Every rule mirrors PartitionOfValue:

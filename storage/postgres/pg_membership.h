@@ -1,7 +1,8 @@
 // Partition membership in PostgreSQL SQL: the one definition of "row belongs
-// to partition P" (PartitionOfValue in core/partition.h, PartitionOfValues
-// in core/partition_layout.h) written for the statements of the PostgreSQL
-// warehouse engine, which cannot call the core's C++ function.
+// to partition P" (PartitionOfValue in core/model/partition.h,
+// PartitionOfValues in core/model/partition_layout.h) written for the
+// statements of the PostgreSQL warehouse engine, which cannot call the core's
+// C++ function.
 //
 // Partition columns by kind (PgColumnKindOf reads a column's type):
 //   DATE          a date is hour 00 of its day; its UTC ISO text is
@@ -66,9 +67,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/catalog.h"
-#include "core/partition.h"
-#include "core/partition_layout.h"
+#include "core/model/catalog.h"
+#include "core/model/partition.h"
+#include "core/model/partition_layout.h"
 #include "storage/postgres/pg_connection.h"
 
 namespace backfill::postgres {
@@ -148,7 +149,7 @@ absl::StatusOr<PgCondition> MembershipCondition(
 // The values of MembershipCondition's parameters for `partition`, in order
 // (text, or NULL for an INTEGER key column and a key that no BIGINT
 // spells). `partition` must be valid for the layout (ValidatePartition of
-// core/partition_layout.h; whether a key grain's key is declared is the
+// core/model/partition_layout.h; whether a key grain's key is declared is the
 // caller's check): INVALID_ARGUMENT otherwise, e.g. for the last partition
 // of year 9999.
 absl::StatusOr<std::vector<PgValue>> MembershipValues(

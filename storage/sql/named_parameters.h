@@ -4,7 +4,7 @@
 // parameters $1..$n, and says which name each $i stands for. SQLite binds
 // `:name` itself; the PostgreSQL engine translates once, prepares the text
 // and binds its values in the order of `names`. Which names a statement may
-// use is not judged here (core/transform_parameters.h does that).
+// use is not judged here (core/model/transform_parameters.h does that).
 //
 // A real lexer of PostgreSQL's SQL finds the parameters, so that nothing
 // inside a literal or a comment is one. It follows PostgreSQL's own

@@ -54,7 +54,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "tests/revenue_pipeline.h"
+#include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
 namespace e2e {
@@ -570,6 +570,9 @@ class Daemon {
   }
   // Environment changes for the next Spawn() (see EnvironmentWith).
   void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+  // The daemon binary Spawn() runs, by name in BinDir(): "backfilld", or
+  // "backfilld_faults" (backfilld with the fault VFS, BACKFILL_TEST_FAULTS).
+  void set_binary(std::string name) { binary_ = std::move(name); }
   // The bearer token Ctl() (and so Start()) sends; "" for none.
   void set_ctl_token(std::string token) { ctl_token_ = std::move(token); }
   pid_t pid() const { return pid_; }
@@ -581,7 +584,7 @@ class Daemon {
     port_ = fixed_port_ > 0 ? fixed_port_ : FreePort();
     metrics_port_ = FreePort();
     while (metrics_port_ == port_) metrics_port_ = FreePort();
-    std::vector<std::string> argv = {Bin("backfilld"), "--data-dir", data_dir_};
+    std::vector<std::string> argv = {Bin(binary_), "--data-dir", data_dir_};
     if (!pipelines_dir_.empty()) {
       argv.insert(argv.end(), {"--pipelines", pipelines_dir_});
     }
@@ -717,6 +720,7 @@ class Daemon {
   int fixed_port_ = 0;
   std::vector<std::string> extra_args_;
   std::vector<std::string> env_;
+  std::string binary_ = "backfilld";
   std::string ctl_token_;
   int port_ = 0;
   int metrics_port_ = 0;

@@ -37,7 +37,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 #include "gtest/gtest.h"
 #include "tests/testing/postgres_warehouse_harness.h"
 #include "tests/testing/warehouse_harness.h"

@@ -7,9 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/affected_by.h"
-#include "core/fingerprint.h"
-#include "core/partition.h"
+#include "core/model/fingerprint.h"
+#include "core/model/partition.h"
+#include "core/plan/affected_by.h"
 
 namespace backfill::testing {
 namespace {

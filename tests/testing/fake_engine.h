@@ -82,7 +82,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 
 namespace backfill::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/engine.h"
+#include "core/ports/engine.h"
 
 namespace backfill::testing {
 

@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/job_state_machine.h"
+#include "core/model/job_state_machine.h"
 
 namespace backfill::testing {
 namespace {

@@ -51,7 +51,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "core/state_store.h"
+#include "core/ports/state_store.h"
 
 namespace backfill::testing {
 

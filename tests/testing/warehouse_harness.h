@@ -59,7 +59,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/engine.h"
+#include "core/ports/engine.h"
 
 namespace backfill {
 
