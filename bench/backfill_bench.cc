@@ -32,8 +32,8 @@
 #include "core/backfill_manager.h"
 #include "core/partition.h"
 #include "core/pipeline_loader.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 
 namespace backfill {

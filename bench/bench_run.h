@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "core/backfill_manager.h"
 #include "core/clock.h"
-#include "storage/sqlite_state_store.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 
 namespace backfill::bench {
 

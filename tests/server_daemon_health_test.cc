@@ -24,7 +24,7 @@
 #include "gtest/gtest.h"
 #include "server/daemon.h"
 #include "storage/fault_vfs.h"
-#include "storage/sqlite_state_store.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/raw_grpc.h"
 

@@ -23,8 +23,8 @@
 #include "core/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/forwarding_engine.h"
 

@@ -29,7 +29,7 @@
 #include "core/job_state_machine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_state_store.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {

@@ -1,4 +1,4 @@
-#include "storage/sqlite_state_store.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 
 #include <algorithm>
 #include <map>
@@ -18,10 +18,10 @@
 #include "core/error_details.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
+#include "storage/sqlite/state/state_record_checksums.h"
 #include "storage/sqlite_db.h"
 #include "storage/sqlite_fingerprint_function.h"
 #include "storage/sqlite_wal_checkpointer.h"
-#include "storage/state_record_checksums.h"
 
 namespace backfill {
 namespace {

@@ -61,8 +61,8 @@
 // on a second, read-only connection of its own (a plain file only), so
 // that checkpoints go on meanwhile.
 
-#ifndef BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
-#define BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
+#ifndef BACKFILL_STORAGE_SQLITE_STATE_SQLITE_STATE_STORE_H_
+#define BACKFILL_STORAGE_SQLITE_STATE_SQLITE_STATE_STORE_H_
 
 #include <map>
 #include <memory>
@@ -343,4 +343,4 @@ class SqliteStateStore : public StateStore {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_STORAGE_SQLITE_STATE_STORE_H_
+#endif  // BACKFILL_STORAGE_SQLITE_STATE_SQLITE_STATE_STORE_H_
