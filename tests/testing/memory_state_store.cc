@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/job_state_machine.h"
+#include "core/status_macros.h"
+#include "core/transition_guard.h"
 
 namespace backfill::testing {
 namespace {
@@ -226,6 +228,12 @@ InMemoryStateStore::JobRow* InMemoryStateStore::FindLocked(
     const std::string& id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<JobState> InMemoryStateStore::StateOf(const JobRow* row,
+                                                     const std::string& id) {
+  if (row == nullptr) return NoJob(id);
+  return row->job.state;
 }
 
 Job InMemoryStateStore::LoadLocked(const JobRow& row,
@@ -652,18 +660,8 @@ absl::Status InMemoryStateStore::TransitionJob(
   if (absl::Status s = BeginWrite("TransitionJob"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  const JobState from = row->job.state;
-  if (expected_from.has_value() && *expected_from != from) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " is ", JobStateName(from), ", not ",
-                     JobStateName(*expected_from), "; cannot move it to ",
-                     JobStateName(to)));
-  }
-  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, ": ", s.message()));
-  }
+  ASSIGN_OR_RETURN(JobState from, GuardTransition(job_id, StateOf(row, job_id),
+                                                  expected_from, to));
   WriteTransitionLocked(row, from, to, message, now);
   return absl::OkStatus();
 }
@@ -676,17 +674,9 @@ absl::StatusOr<int64_t> InMemoryStateStore::RetryJob(const std::string& job_id,
   if (absl::Status s = BeginWrite("RetryJob"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  const JobState from = row->job.state;
-  if (from != expected_from) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " is ", JobStateName(from), ", not ",
-                     JobStateName(expected_from)));
-  }
-  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, ": ", s.message()));
-  }
+  ASSIGN_OR_RETURN(JobState from,
+                   GuardTransition(job_id, StateOf(row, job_id), expected_from,
+                                   to, GuardedMove::kRetry));
   int64_t reset = 0;
   for (PartitionTask& t : row->tasks) {
     if (t.state == TaskState::kFailed || t.state == TaskState::kCancelled ||
@@ -708,12 +698,7 @@ absl::Status InMemoryStateStore::SetJobMessage(const std::string& job_id,
   if (absl::Status s = BeginWrite("SetJobMessage"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  if (row->job.state != expected_state) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " is ", JobStateName(row->job.state),
-                     ", not ", JobStateName(expected_state)));
-  }
+  RETURN_IF_ERROR(GuardState(job_id, StateOf(row, job_id), expected_state));
   row->job.message = message;
   row->job.update_time = Stored(now);
   return absl::OkStatus();
@@ -788,23 +773,12 @@ absl::Status InMemoryStateStore::RecordPublication(
   if (absl::Status s = BeginWrite("RecordPublication"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  const JobState from = row->job.state;
+  ASSIGN_OR_RETURN(JobState from, StateOf(row, job_id));
   auto count = lineage_per_job_.find(job_id);
   const int64_t recorded = count == lineage_per_job_.end() ? 0 : count->second;
-  if (HasPublished(from) || (from == JobState::kPublishing && recorded > 0)) {
-    // Already recorded (a repeat after a restart): nothing to do.
-    return absl::OkStatus();
-  }
-  if (from != JobState::kPublishing) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot record the publication of job ", job_id,
-                     ": it is ", JobStateName(from), ", not PUBLISHING"));
-  }
-  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, ": ", s.message()));
-  }
+  ASSIGN_OR_RETURN(bool record,
+                   GuardPublication(job_id, from, recorded > 0, to));
+  if (!record) return absl::OkStatus();  // a repeat after a restart
   // One version per (job, dataset, partition): a list with a duplicate is
   // refused as a whole.
   std::set<std::pair<std::string, std::string>> seen;
@@ -835,14 +809,7 @@ absl::Status InMemoryStateStore::RecordPublication(
     t.state = TaskState::kPublished;
     t.update_time = Stored(now);
   }
-  // As the SQLite store: the move to `to` sets end_time for a terminal
-  // state, never start_time.
-  Job& job = row->job;
-  job.state = to;
-  job.message = message;
-  job.update_time = Stored(now);
-  if (IsTerminal(to)) job.end_time = Stored(now);
-  AppendAuditLocked(job_id, JobStateName(from), JobStateName(to), message, now);
+  WriteTransitionLocked(row, from, to, message, now);
   return absl::OkStatus();
 }
 
@@ -853,24 +820,18 @@ absl::Status InMemoryStateStore::RecordRollback(
   if (absl::Status s = BeginWrite("RecordRollback"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  if (row->job.state == JobState::kRolledBack) return absl::OkStatus();
+  ASSIGN_OR_RETURN(JobState from, StateOf(row, job_id));
+  if (from == JobState::kRolledBack) return absl::OkStatus();  // recorded
   std::vector<JobRow*> rows = {row};
+  std::vector<std::pair<std::string, JobState>> states = {{job_id, from}};
   for (const std::string& other : info.also_rolled_back) {
     if (other == job_id) continue;
     JobRow* r = FindLocked(other);
-    if (r == nullptr) return NoJob(other);
+    ASSIGN_OR_RETURN(JobState state, StateOf(r, other));
     rows.push_back(r);
+    states.push_back({other, state});
   }
-  for (JobRow* r : rows) {
-    const JobState state = r->job.state;
-    if (state != JobState::kSucceeded &&
-        state != JobState::kDownstreamUnhealthy) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot record the rollback of job ", r->job.id, ": it is ",
-          JobStateName(state), ", not SUCCEEDED or DOWNSTREAM_UNHEALTHY"));
-    }
-  }
+  RETURN_IF_ERROR(GuardRollback(states));
   // As the SQLite store's unique index: one rollback record per (job,
   // dataset, partition).
   std::set<std::tuple<std::string, std::string, std::string>> seen;
@@ -965,17 +926,9 @@ absl::Status InMemoryStateStore::ApproveJob(const std::string& job_id,
   if (absl::Status s = BeginWrite("ApproveJob"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   JobRow* row = FindLocked(job_id);
-  if (row == nullptr) return NoJob(job_id);
-  const JobState from = row->job.state;
-  if (from != expected_from) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " is ", JobStateName(from), ", not ",
-                     JobStateName(expected_from), "; cannot approve it"));
-  }
-  if (absl::Status s = CheckTransition(from, to); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, ": ", s.message()));
-  }
+  ASSIGN_OR_RETURN(JobState from,
+                   GuardTransition(job_id, StateOf(row, job_id), expected_from,
+                                   to, GuardedMove::kApproval));
   if (row->job.approval) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " was approved already"));

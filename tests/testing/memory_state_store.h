@@ -186,6 +186,9 @@ class InMemoryStateStore : public StateStore {
   absl::Status BeginWrite(const std::string& method) ABSL_LOCKS_EXCLUDED(mu_);
 
   JobRow* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The state of the job in `row` (found as `id`); NOT_FOUND for none.
+  static absl::StatusOr<JobState> StateOf(const JobRow* row,
+                                          const std::string& id);
   // UpdateTask(s): all of `tasks` written, or none when one is missing.
   absl::Status WriteTasksLocked(absl::Span<const PartitionTask> tasks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
