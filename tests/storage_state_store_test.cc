@@ -3,8 +3,8 @@
 // check that refuses a damaged file, the records' checksums that see damage
 // the integrity check does not, the refusal of a file the process may not
 // write, WAL mode and the encoding of lists in columns. The behaviour every
-// StateStore shares is tested against this store and the in-memory one in
-// storage_state_store_contract_test.cc.
+// StateStore shares is tested against this store and the in-memory one by
+// the StateStore contract suite (tests/testing/state_store_contract.h).
 
 #include <grp.h>
 #include <sqlite3.h>

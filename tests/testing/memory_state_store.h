@@ -1,8 +1,8 @@
 // InMemoryStateStore: a StateStore held in memory, for tests of the core
 // that should not need SQLite. It has the observable semantics of
-// SqliteStateStore (storage/sqlite/state/sqlite_state_store.h), which
-// tests/storage_state_store_contract_test.cc checks by running the same
-// cases against both:
+// SqliteStateStore (storage/sqlite/state/sqlite_state_store.h), which the
+// StateStore contract suite (tests/testing/state_store_contract.h) checks
+// by running the same cases against both:
 //   - job ids "bf-<n>" from a counter that never goes back
 //     (ReserveJobNumbers raises it); idempotency keys;
 //   - one task per planned (dataset, partition), in plan order; a job's
