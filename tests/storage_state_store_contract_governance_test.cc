@@ -249,6 +249,37 @@ TEST_P(StateStoreContractTest, ADiffRoundTripsAndIsReplacedAsAWhole) {
   EXPECT_THAT((*got)->datasets[0].partitions[0].measures, IsEmpty());
 }
 
+TEST_P(StateStoreContractTest, ADiffListingADatasetOrPartitionTwiceIsRefused) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ASSERT_TRUE(store_->ReplaceJobDiff(MakeDiff("bf-1", T(1))).ok());
+  JobDiff twice = MakeDiff("bf-1", T(2));
+  twice.datasets.push_back(twice.datasets[0]);
+  EXPECT_EQ(store_->ReplaceJobDiff(twice).code(),
+            absl::StatusCode::kFailedPrecondition);
+  JobDiff partition_twice = MakeDiff("bf-1", T(2));
+  partition_twice.datasets[1].partitions.push_back(
+      partition_twice.datasets[1].partitions[0]);
+  EXPECT_EQ(store_->ReplaceJobDiff(partition_twice).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // The diff stored before is still the one read.
+  auto diff = store_->GetJobDiff("bf-1", "", /*with_samples=*/false);
+  ASSERT_TRUE(diff.ok() && diff->has_value()) << diff.status();
+  EXPECT_EQ((*diff)->computed_at, T(1));
+  ASSERT_EQ((*diff)->datasets.size(), 2u);
+  EXPECT_EQ((*diff)->datasets[1].partitions.size(), 1u);
+}
+
+TEST_P(StateStoreContractTest, AConfirmationsLatencyIsKeptToTheMicrosecond) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ConsumerFinding c = Confirmation("daily", "cache", true, T(1));
+  c.latency = absl::Microseconds(1500) + absl::Nanoseconds(999);
+  ASSERT_TRUE(store_->ReplaceConsumerConfirmations("bf-1", {c}).ok());
+  auto read = store_->ListConsumerConfirmations("bf-1");
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].latency, absl::Microseconds(1500));
+}
+
 TEST_P(StateStoreContractTest, AReadersJobHasItsResultsInEitherView) {
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
   ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());

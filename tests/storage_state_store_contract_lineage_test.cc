@@ -344,6 +344,53 @@ TEST_P(StateStoreContractTest, RecordRollbackIsAtomicAndIdempotent) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_P(StateStoreContractTest, ARollbackRecordCarriesNoApproval) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ASSERT_NO_FATAL_FAILURE(
+      PublishAndSucceed(store_.get(), "bf-1", {"2025-01-01"}, T(1)));
+  // A rollback restores rows; no approval comes with them, whatever the
+  // record handed over says.
+  LineageRecord restored = MakeLineage("daily_revenue", "2025-01-01", T(2));
+  Approval approval;
+  approval.approved_by = "bob";
+  approval.reason = "looks right";
+  approval.from_state = JobState::kAwaitingApproval;
+  approval.approved_at = T(1);
+  restored.approval = approval;
+  RollbackInfo info;
+  info.requested_by = "carol";
+  info.reason = "wrong numbers";
+  ASSERT_TRUE(
+      store_->RecordRollback("bf-1", info, {restored}, "rolled back", "", T(2))
+          .ok());
+  auto lineage = store_->GetLineage("daily_revenue", "2025-01-01");
+  ASSERT_TRUE(lineage.ok()) << lineage.status();
+  ASSERT_EQ(lineage->size(), 2u);
+  EXPECT_EQ((*lineage)[0].action, LineageAction::kRollback);
+  EXPECT_FALSE((*lineage)[0].approval.has_value());
+  EXPECT_EQ((*lineage)[1].action, LineageAction::kPublish);
+}
+
+TEST_P(StateStoreContractTest, RollbackRecordsOfAnUnknownJobAreRefused) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ASSERT_NO_FATAL_FAILURE(
+      PublishAndSucceed(store_.get(), "bf-1", {"2025-01-01"}, T(1)));
+  LineageRecord mine = MakeLineage("daily_revenue", "2025-01-01", T(2));
+  LineageRecord stray = MakeLineage("daily_revenue", "2025-01-02", T(2));
+  stray.job_id = "bf-9";
+  RollbackInfo info;
+  info.reason = "wrong numbers";
+  absl::Status s = store_->RecordRollback("bf-1", info, {mine, stray},
+                                          "rolled back", "", T(2));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  // Nothing was written.
+  EXPECT_EQ(store_->GetJob("bf-1")->state, JobState::kSucceeded);
+  EXPECT_FALSE(store_->GetJob("bf-1")->rollback.has_value());
+  EXPECT_EQ(store_->GetLineage("daily_revenue", "2025-01-01")->size(), 1u);
+  EXPECT_THAT(*store_->GetLineage("daily_revenue", "2025-01-02"), IsEmpty());
+  EXPECT_EQ(store_->ListAuditEvents("bf-1")->back().to_state, "SUCCEEDED");
+}
+
 TEST_P(StateStoreContractTest, RecordRollbackNeedsAPublishedJob) {
   for (JobState state :
        {JobState::kQueued, JobState::kRunning, JobState::kFailed,

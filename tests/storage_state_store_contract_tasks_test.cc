@@ -4,6 +4,7 @@
 // writers.
 
 #include <atomic>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -162,6 +163,139 @@ TEST_P(StateStoreContractTest, TasksCheckpointAndCosts) {
                                         TaskState::kPending, T(11)),
             0);
   EXPECT_EQ(store_->GetJob("bf-1")->counts.cancelled, 2);
+}
+
+// A job's figures as counted from its tasks (ListTasks), independently of
+// the store's own sums.
+void ExpectFiguresOfItsTasks(StateStore* store, const std::string& id) {
+  auto tasks = store->ListTasks(id);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  PartitionCounts counts;
+  double cost = 0;
+  int64_t rows = 0, timed = 0;
+  std::map<std::string, std::pair<int64_t, double>> by_dataset;
+  for (const PartitionTask& t : *tasks) {
+    ++counts.total;
+    ++by_dataset[t.dataset].first;
+    int64_t input_rows = 0;
+    for (const InputFingerprint& in : t.inputs) input_rows += in.rows;
+    switch (t.state) {
+      case TaskState::kPending:
+        ++counts.pending;
+        break;
+      case TaskState::kRunning:
+        ++counts.running;
+        break;
+      case TaskState::kStaged:
+        ++counts.staged;
+        break;
+      case TaskState::kPublished:
+        ++counts.published;
+        break;
+      case TaskState::kFailed:
+        ++counts.failed;
+        break;
+      case TaskState::kCancelled:
+        ++counts.cancelled;
+        break;
+      case TaskState::kUnchanged:
+        ++counts.unchanged;
+        break;
+      case TaskState::kSkipped:
+        ++counts.skipped;
+        break;
+    }
+    const bool recomputed = t.state == TaskState::kStaged ||
+                            t.state == TaskState::kPublished ||
+                            t.state == TaskState::kUnchanged;
+    if (!recomputed) continue;
+    cost += input_rows;
+    by_dataset[t.dataset].second += input_rows;
+    if (t.state != TaskState::kUnchanged) rows += t.rows_written;
+    if (t.duration_seconds > 0) ++timed;
+  }
+  for (bool full : {true, false}) {
+    auto job = full ? store->GetJob(id) : store->GetJobProgress(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->counts.total, counts.total);
+    EXPECT_EQ(job->counts.pending, counts.pending);
+    EXPECT_EQ(job->counts.running, counts.running);
+    EXPECT_EQ(job->counts.staged, counts.staged);
+    EXPECT_EQ(job->counts.published, counts.published);
+    EXPECT_EQ(job->counts.failed, counts.failed);
+    EXPECT_EQ(job->counts.cancelled, counts.cancelled);
+    EXPECT_EQ(job->counts.unchanged, counts.unchanged);
+    EXPECT_EQ(job->counts.skipped, counts.skipped);
+    EXPECT_EQ(job->actual_cost, cost);
+    EXPECT_EQ(job->rows_written, rows);
+    EXPECT_EQ(job->timed_partitions, timed);
+    for (const DatasetPlan& dp : job->plan.datasets) {
+      EXPECT_EQ(dp.partition_count, by_dataset[dp.dataset].first) << dp.dataset;
+      EXPECT_EQ(dp.actual_cost, by_dataset[dp.dataset].second) << dp.dataset;
+    }
+  }
+}
+
+TEST_P(StateStoreContractTest, AJobsFiguresFollowEveryWriteToItsTasks) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
+  auto tasks = store_->ListTasks("bf-1");
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 3u);
+  // Checkpoints one at a time, then several at once.
+  const TaskState states[] = {TaskState::kRunning, TaskState::kStaged,
+                              TaskState::kFailed, TaskState::kUnchanged,
+                              TaskState::kStaged};
+  int64_t n = 0;
+  for (TaskState state : states) {
+    PartitionTask t = (*tasks)[n % 3];
+    t.state = state;
+    t.attempts = static_cast<int>(n);
+    t.rows_written = 10 + n;
+    t.inputs = {{"orders", t.partition, "f", 100 * (n + 1)}};
+    t.duration_seconds = n % 2 == 0 ? 0.5 : 0;
+    ASSERT_TRUE(store_->UpdateTask(t).ok());
+    ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
+    ++n;
+  }
+  std::vector<PartitionTask> batch = *tasks;
+  for (PartitionTask& t : batch) {
+    t.state = TaskState::kStaged;
+    t.rows_written = 7;
+    t.inputs = {{"orders", t.partition, "g", 3}};
+  }
+  ASSERT_TRUE(store_->UpdateTasks(batch).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
+  // A batch with a task that does not exist changes nothing.
+  batch[0].state = TaskState::kFailed;
+  batch[1].partition = "nowhere";
+  EXPECT_EQ(store_->UpdateTasks(batch).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetJobProgress("bf-1")->counts.staged, 3);
+  ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
+  // The moves of many tasks at once: by state, a retry, a publication.
+  ASSERT_TRUE(store_
+                  ->UpdateTasksInState("bf-1", {TaskState::kStaged},
+                                       TaskState::kFailed, T(1))
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kFailed, T(2)));
+  ASSERT_TRUE(store_
+                  ->RetryJob("bf-1", JobState::kFailed, JobState::kQueued,
+                             "retry", T(3))
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
+  ASSERT_TRUE(store_->UpdateTasks(*tasks).ok());
+  ASSERT_TRUE(store_
+                  ->UpdateTasksInState("bf-1", {TaskState::kPending},
+                                       TaskState::kStaged, T(4))
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kPublishing, T(5)));
+  ASSERT_TRUE(store_
+                  ->RecordPublication("bf-1", {}, JobState::kConfirming,
+                                      "published", T(6))
+                  .ok());
+  EXPECT_EQ(store_->GetJobProgress("bf-1")->counts.published, 3);
+  ASSERT_NO_FATAL_FAILURE(ExpectFiguresOfItsTasks(store_.get(), "bf-1"));
 }
 
 TEST_P(StateStoreContractTest, LastRunInputRowsIsTheNewestSuccessfulRun) {

@@ -254,6 +254,34 @@ TEST_P(StateStoreContractTest, PartitionReasonsAreKeptWithTheTasks) {
   EXPECT_THAT(got->plan.datasets[1].partition_reasons, ElementsAre(""));
 }
 
+TEST_P(StateStoreContractTest, EntityKeysAreKeptInOrderOnTheTargetOnly) {
+  Job job = MakeJob("keyed");
+  job.request.keys = {"c'1", "c2;--", "\xc3\xa9t\xc3\xa9"};
+  job.plan.datasets[0].keys = job.request.keys;
+  job.plan.datasets[1].keys = job.request.keys;  // not the target: dropped
+  auto created = store_->CreateJob(job, T(0));
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(store_->CreateJob(MakeJob("plain"), T(1)).ok());
+  for (const auto& read :
+       {store_->GetJob("bf-1"), store_->GetJobProgress("bf-1"),
+        absl::StatusOr<Job>(created->job)}) {
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_THAT(read->request.keys,
+                ElementsAre("c'1", "c2;--", "\xc3\xa9t\xc3\xa9"));
+    ASSERT_EQ(read->plan.datasets.size(), 2u);
+    EXPECT_EQ(read->plan.datasets[0].keys, read->request.keys);
+    EXPECT_THAT(read->plan.datasets[1].keys, IsEmpty());
+  }
+  auto plain = store_->GetJob("bf-2");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(plain->request.keys, IsEmpty());
+  EXPECT_THAT(plain->plan.datasets[0].keys, IsEmpty());
+  auto listed = store_->ListJobs({});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[1].request.keys.size(), 3u);
+}
+
 TEST_P(StateStoreContractTest, IdempotencyKeyReturnsTheExistingJob) {
   auto first = store_->CreateJob(MakeJob("key-1"), T(0));
   ASSERT_TRUE(first.ok()) << first.status();

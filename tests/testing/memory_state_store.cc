@@ -472,7 +472,11 @@ absl::Status InMemoryStateStore::ReplaceConsumerConfirmations(
   if (FindLocked(job_id) == nullptr) return NoJob(job_id);
   std::vector<ConsumerFinding>& stored = confirmations_[job_id];
   stored = results;
-  for (ConsumerFinding& c : stored) c.at = Stored(c.at);
+  for (ConsumerFinding& c : stored) {
+    c.at = Stored(c.at);
+    // As the SQLite store keeps it: whole microseconds.
+    c.latency = absl::Microseconds(absl::ToInt64Microseconds(c.latency));
+  }
   return absl::OkStatus();
 }
 
@@ -832,11 +836,16 @@ absl::Status InMemoryStateStore::RecordRollback(
     states.push_back({other, state});
   }
   RETURN_IF_ERROR(GuardRollback(states));
-  // As the SQLite store's unique index: one rollback record per (job,
-  // dataset, partition).
+  // As the SQLite store's unique index and foreign key: one rollback
+  // record per (job, dataset, partition), of a job the store holds.
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   for (const LineageRecord& rec : lineage) {
     const std::string id = rec.job_id.empty() ? job_id : rec.job_id;
+    if (FindLocked(id) == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("rollback lineage names job ", id,
+                       ", which the store does not hold"));
+    }
     if (!seen.insert({id, rec.dataset, rec.partition}).second) {
       return absl::FailedPreconditionError(
           absl::StrCat("rollback lineage of job ", id, " lists ", rec.dataset,
@@ -850,6 +859,7 @@ absl::Status InMemoryStateStore::RecordRollback(
     r.record.id = r.id;
     if (r.record.job_id.empty()) r.record.job_id = job_id;
     r.record.action = LineageAction::kRollback;
+    r.record.approval.reset();  // restored rows come with no approval
     r.record.published_at = Stored(
         rec.published_at == absl::InfinitePast() ? now : rec.published_at);
     lineage_[{rec.dataset, rec.partition}].push_back(std::move(r));
@@ -947,6 +957,21 @@ absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiff& diff) {
   if (absl::Status s = BeginWrite("ReplaceJobDiff"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   if (FindLocked(diff.job_id) == nullptr) return NoJob(diff.job_id);
+  // As the SQLite store's primary keys: a dataset once, a partition once
+  // per dataset; a diff that lists one twice is refused as a whole.
+  std::set<std::string> datasets;
+  std::set<std::pair<std::string, std::string>> partitions;
+  for (const DatasetDiff& d : diff.datasets) {
+    bool twice = !datasets.insert(d.dataset).second;
+    for (const PartitionDiff& p : d.partitions) {
+      twice = twice || !partitions.insert({d.dataset, p.partition}).second;
+    }
+    if (twice) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the diff of job ", diff.job_id, " lists ", d.dataset,
+                       " or one of its partitions twice"));
+    }
+  }
   JobDiff stored = diff;
   stored.computed_at = Stored(diff.computed_at);
   for (DatasetDiff& d : stored.datasets) {

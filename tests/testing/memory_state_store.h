@@ -15,19 +15,23 @@
 //     for any other state but PUBLISHING; lineage newest first;
 //   - RecordRollback idempotent for a job already ROLLED_BACK, refused
 //     (nothing written) unless every job named is SUCCEEDED or
-//     DOWNSTREAM_UNHEALTHY;
+//     DOWNSTREAM_UNHEALTHY; its records name jobs the store holds, and
+//     carry no approval;
+//   - a diff lists each dataset, and each partition of one, once;
 //   - times kept to the microsecond (rounded down, as unix microseconds
-//     are), an infinite time read back as InfinitePast ("not yet"); the
-//     creation time of the store to the second.
+//     are), an infinite time read back as InfinitePast ("not yet"), a
+//     confirmation's latency in whole microseconds; the creation time of
+//     the store to the second.
 // Every write happens entirely or not at all.
 //
 // Fault injection: the write methods are CreateJob, ReserveJobNumbers,
-// TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState,
-// RecordPublication, RecordRollback, ApproveJob and ReplaceJobDiff. Each
-// call of one is counted, then calls the write hook (if set) with the
-// method's name, outside the store's lock, so that the hook may block, count
-// or fail the call; then fails with an injected status (FailNextWrites
-// first, then FailWrites) if there is one. A write refused this way changes
+// TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasks,
+// UpdateTasksInState, RecordPublication, RecordRollback, ApproveJob,
+// ReplaceJobDiff and ReplaceCheckResults (ReplaceConsumerConfirmations is
+// not one: it always writes). Each call of one is counted, then calls the
+// write hook (if set) with the method's name, outside the store's lock, so
+// that the hook may block, count or fail the call; then fails with an
+// injected status (FailNextWrites first, then FailWrites) if there is one. A write refused this way changes
 // nothing. Reads never fail by injection.
 //
 // Thread-safety: thread-safe. One mutex guards the state and the fault
