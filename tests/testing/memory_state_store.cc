@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
+#include "core/task_tally.h"
 #include "core/transition_guard.h"
 
 namespace backfill::testing {
@@ -257,55 +258,9 @@ Job InMemoryStateStore::LoadLocked(const JobRow& row,
       }
     }
   }
-  for (const PartitionTask& t : row.tasks) {
-    ++job.counts.total;
-    for (DatasetPlan& dp : job.plan.datasets) {
-      if (dp.dataset == t.dataset) ++dp.partition_count;
-    }
-    switch (t.state) {
-      case TaskState::kPending:
-        ++job.counts.pending;
-        break;
-      case TaskState::kRunning:
-        ++job.counts.running;
-        break;
-      case TaskState::kStaged:
-        ++job.counts.staged;
-        break;
-      case TaskState::kPublished:
-        ++job.counts.published;
-        break;
-      case TaskState::kFailed:
-        ++job.counts.failed;
-        break;
-      case TaskState::kCancelled:
-        ++job.counts.cancelled;
-        break;
-      case TaskState::kUnchanged:
-        ++job.counts.unchanged;
-        break;
-      case TaskState::kSkipped:
-        ++job.counts.skipped;
-        break;
-    }
-    const bool recomputed = t.state == TaskState::kStaged ||
-                            t.state == TaskState::kPublished ||
-                            t.state == TaskState::kUnchanged;
-    if (recomputed) {
-      // An unchanged partition was recomputed (its inputs were read) but
-      // is not republished: it counts in the cost, not in rows written.
-      const double read = static_cast<double>(InputRows(t.inputs));
-      job.actual_cost += read;
-      for (DatasetPlan& dp : job.plan.datasets) {
-        if (dp.dataset == t.dataset) dp.actual_cost += read;
-      }
-      if (t.state != TaskState::kUnchanged) job.rows_written += t.rows_written;
-      if (t.duration_seconds > 0) {
-        ++job.timed_partitions;
-        job.timed_seconds += t.duration_seconds;
-      }
-    }
-  }
+  TaskTally tally;
+  for (const PartitionTask& t : row.tasks) tally.Add(t);
+  tally.FillIn(&job);
   return job;
 }
 

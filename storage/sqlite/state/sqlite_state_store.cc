@@ -201,7 +201,7 @@ absl::StatusOr<CreateJobResult> SqliteStateStore::CreateJob(const Job& job,
                                                             absl::Time now) {
   return Write([&](const StateDb& db) -> absl::StatusOr<CreateJobResult> {
     ASSIGN_OR_RETURN(CreateJobResult result, ss::CreateJob(db, job, now));
-    if (result.created) cache_.ForgetAggregates(result.job.id);
+    if (result.created) cache_.ForgetTally(result.job.id);
     return result;
   });
 }
@@ -284,7 +284,7 @@ absl::StatusOr<int64_t> SqliteStateStore::RetryJob(const std::string& job_id,
                                                    const std::string& message,
                                                    absl::Time now) {
   return Write([&](const StateDb& db) {
-    cache_.ForgetAggregates(job_id);
+    cache_.ForgetTally(job_id);
     return ss::RetryJob(db, job_id, expected_from, to, message, now);
   });
 }
@@ -314,11 +314,11 @@ absl::Status SqliteStateStore::CommitTasks(
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db_.get()));
   // The jobs' kept sums follow the write, and are kept again only once it
   // commits.
-  std::map<std::string, std::optional<ss::TaskAggregates>> sums =
-      cache_.TakeAggregates(tasks);
+  std::map<std::string, std::optional<TaskTally>> sums =
+      cache_.TakeTallies(tasks);
   RETURN_IF_ERROR(ss::WriteTasks(Db(), tasks, &sums));
   RETURN_IF_ERROR(txn.Commit());
-  cache_.KeepAggregates(std::move(sums));
+  cache_.KeepTallies(std::move(sums));
   return absl::OkStatus();
 }
 
@@ -327,7 +327,7 @@ absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(
     absl::Time now) {
   if (from.empty()) return 0;
   return Write([&](const StateDb& db) {
-    cache_.ForgetAggregates(job_id);
+    cache_.ForgetTally(job_id);
     return ss::UpdateTasksInState(db, job_id, from, to, now);
   });
 }
@@ -338,7 +338,7 @@ absl::Status SqliteStateStore::RecordPublication(
     const std::string& job_id, const std::vector<LineageRecord>& lineage,
     JobState to, const std::string& message, absl::Time now) {
   return Write([&](const StateDb& db) {
-    cache_.ForgetAggregates(job_id);
+    cache_.ForgetTally(job_id);
     return ss::RecordPublication(db, job_id, lineage, to, message, now);
   });
 }

@@ -343,23 +343,13 @@ absl::StatusOr<Job> LoadJob(const StateDb& db, const std::string& id,
   ASSIGN_OR_RETURN(job.rollback, LoadRollbackInfo(db, id));
   if (with_partitions)
     RETURN_IF_ERROR(ReadPlannedPartitions(db, id, &job.plan));
-  TaskAggregates aggregates;
+  TaskTally tally;
   if (cache != nullptr) {
-    ASSIGN_OR_RETURN(aggregates, cache->Aggregates(db, id));
+    ASSIGN_OR_RETURN(tally, cache->Tally(db, id));
   } else {
-    ASSIGN_OR_RETURN(aggregates, ComputeTaskAggregates(db, id));
+    ASSIGN_OR_RETURN(tally, ComputeTaskTally(db, id));
   }
-  job.counts = aggregates.counts;
-  job.actual_cost = aggregates.actual_cost;
-  job.rows_written = aggregates.rows_written;
-  job.timed_partitions = aggregates.timed_partitions;
-  job.timed_seconds = aggregates.timed_seconds;
-  for (DatasetPlan& dp : job.plan.datasets) {
-    auto d = aggregates.by_dataset.find(dp.dataset);
-    if (d == aggregates.by_dataset.end()) continue;
-    dp.partition_count = d->second.first;
-    dp.actual_cost = d->second.second;
-  }
+  tally.FillIn(&job);
   ASSIGN_OR_RETURN(job.approval, LoadApproval(db, id));
   RETURN_IF_ERROR(ReadJobCosts(db, id, &job));
   RETURN_IF_ERROR(ReadJobKeys(db, id, &job));

@@ -11,7 +11,7 @@ absl::Status StateReadCache::CheckDataVersion(sqlite::Database* db) {
   // Another connection's write to the file may have changed any job.
   ASSIGN_OR_RETURN(int64_t version, db->QueryInt("PRAGMA data_version"));
   if (version != data_version_) {
-    aggregates_.clear();
+    tallies_.clear();
     diff_summaries_.clear();
     reader_answers_.clear();
     data_version_ = version;
@@ -19,39 +19,37 @@ absl::Status StateReadCache::CheckDataVersion(sqlite::Database* db) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TaskAggregates> StateReadCache::Aggregates(
-    const StateDb& db, const std::string& id) {
+absl::StatusOr<TaskTally> StateReadCache::Tally(const StateDb& db,
+                                                const std::string& id) {
   RETURN_IF_ERROR(CheckDataVersion(db.db));
-  auto it = aggregates_.find(id);
-  if (it != aggregates_.end()) return it->second;
-  ASSIGN_OR_RETURN(TaskAggregates aggregates, ComputeTaskAggregates(db, id));
-  if (aggregates_.size() >= kMaxEntries) aggregates_.clear();
-  aggregates_[id] = aggregates;
-  return aggregates;
+  auto it = tallies_.find(id);
+  if (it != tallies_.end()) return it->second;
+  ASSIGN_OR_RETURN(TaskTally tally, ComputeTaskTally(db, id));
+  if (tallies_.size() >= kMaxEntries) tallies_.clear();
+  tallies_[id] = tally;
+  return tally;
 }
 
-void StateReadCache::ForgetAggregates(const std::string& id) {
-  aggregates_.erase(id);
-}
+void StateReadCache::ForgetTally(const std::string& id) { tallies_.erase(id); }
 
-std::map<std::string, std::optional<TaskAggregates>>
-StateReadCache::TakeAggregates(absl::Span<const PartitionTask> tasks) {
-  std::map<std::string, std::optional<TaskAggregates>> out;
+std::map<std::string, std::optional<TaskTally>> StateReadCache::TakeTallies(
+    absl::Span<const PartitionTask> tasks) {
+  std::map<std::string, std::optional<TaskTally>> out;
   for (const PartitionTask& task : tasks) {
     auto [sums, first] = out.try_emplace(task.job_id);
     if (!first) continue;
-    auto kept = aggregates_.find(task.job_id);
-    if (kept == aggregates_.end()) continue;
+    auto kept = tallies_.find(task.job_id);
+    if (kept == tallies_.end()) continue;
     sums->second = std::move(kept->second);
-    aggregates_.erase(kept);
+    tallies_.erase(kept);
   }
   return out;
 }
 
-void StateReadCache::KeepAggregates(
-    std::map<std::string, std::optional<TaskAggregates>> sums) {
+void StateReadCache::KeepTallies(
+    std::map<std::string, std::optional<TaskTally>> sums) {
   for (auto& [job, kept] : sums) {
-    if (kept.has_value()) aggregates_[job] = *std::move(kept);
+    if (kept.has_value()) tallies_[job] = *std::move(kept);
   }
 }
 

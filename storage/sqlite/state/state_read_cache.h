@@ -1,7 +1,7 @@
 // StateReadCache: what the SQLite state store keeps between reads of a
 // job, so that reading one (GetBackfill, a watch, a listing) costs the
 // same whatever its number of partitions:
-//   - the sums over its tasks (TaskAggregates, state_tasks.h), by job:
+//   - the sums over its tasks (core/task_tally.h), by job:
 //     UpdateTasks moves its tasks' shares within them (a checkpoint keeps
 //     them), every other write to a job's tasks forgets the job's entry
 //     before it commits;
@@ -48,16 +48,14 @@ class StateReadCache {
   absl::Status CheckDataVersion(sqlite::Database* db);
 
   // The sums over job `id`'s tasks: kept ones, or computed and kept.
-  absl::StatusOr<TaskAggregates> Aggregates(const StateDb& db,
-                                            const std::string& id);
-  void ForgetAggregates(const std::string& id);
+  absl::StatusOr<TaskTally> Tally(const StateDb& db, const std::string& id);
+  void ForgetTally(const std::string& id);
   // For a write of `tasks`: takes the kept sums of their jobs out of the
   // cache, by job (nullopt for a job with none), to follow the write
   // (state_tasks.h, WriteTasks) and be kept again once it commits.
-  std::map<std::string, std::optional<TaskAggregates>> TakeAggregates(
+  std::map<std::string, std::optional<TaskTally>> TakeTallies(
       absl::Span<const PartitionTask> tasks);
-  void KeepAggregates(
-      std::map<std::string, std::optional<TaskAggregates>> sums);
+  void KeepTallies(std::map<std::string, std::optional<TaskTally>> sums);
 
   // The job's diff summed per dataset (nullopt: none stored): kept, or
   // read and kept. NOT_FOUND for an unknown job.
@@ -71,7 +69,7 @@ class StateReadCache {
   void KeepReaderAnswer(const std::string& id, const Job& job);
 
  private:
-  absl::flat_hash_map<std::string, TaskAggregates> aggregates_;
+  absl::flat_hash_map<std::string, TaskTally> tallies_;
   absl::flat_hash_map<std::string, std::optional<std::vector<DiffSummary>>>
       diff_summaries_;
   absl::flat_hash_map<std::string, Job> reader_answers_;

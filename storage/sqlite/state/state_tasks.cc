@@ -85,62 +85,10 @@ absl::Status ReadTaskRows(Statement& q, std::string_view path,
   }
 }
 
-// The count of `counts` that tasks in `state` add to.
-int64_t* CountOf(TaskState state, PartitionCounts* counts) {
-  switch (state) {
-    case TaskState::kPending:
-      return &counts->pending;
-    case TaskState::kRunning:
-      return &counts->running;
-    case TaskState::kStaged:
-      return &counts->staged;
-    case TaskState::kPublished:
-      return &counts->published;
-    case TaskState::kFailed:
-      return &counts->failed;
-    case TaskState::kCancelled:
-      return &counts->cancelled;
-    case TaskState::kUnchanged:
-      return &counts->unchanged;
-    case TaskState::kSkipped:
-      return &counts->skipped;
-  }
-  return &counts->pending;  // not reached: every state is listed
-}
-
-// Which tasks a job's actual cost and recompute time count (their input
-// rows were read), and which its rows written count.
-bool CountsInputRows(TaskState state) {
-  return state == TaskState::kStaged || state == TaskState::kPublished ||
-         state == TaskState::kUnchanged;
-}
-bool CountsRowsWritten(TaskState state) {
-  return state == TaskState::kStaged || state == TaskState::kPublished;
-}
-
-// Adds (sign +1) or takes out (-1) one task's share of `out`, as
-// ComputeTaskAggregates counts it.
-void AddTaskShare(const std::string& dataset, TaskState state,
-                  int64_t input_rows, int64_t rows_written, double duration,
-                  int sign, TaskAggregates* out) {
-  *CountOf(state, &out->counts) += sign;
-  if (CountsInputRows(state)) {
-    out->actual_cost += sign * static_cast<double>(input_rows);
-    out->by_dataset[dataset].second += sign * static_cast<double>(input_rows);
-    if (duration > 0) {
-      out->timed_partitions += sign;
-      out->timed_seconds += sign * duration;
-    }
-  }
-  if (CountsRowsWritten(state)) {
-    out->rows_written += sign * rows_written;
-  }
-}
-
 // Moves `task`'s share of `sums` from the task as stored to `task`; resets
 // `sums` when the task cannot be read.
 absl::Status MoveTaskShare(const StateDb& db, const PartitionTask& task,
-                           std::optional<TaskAggregates>* sums) {
+                           std::optional<TaskTally>* sums) {
   static const std::string& kSql = Once(absl::StrCat(
       "SELECT state, input_rows, rows_written, duration_seconds, ",
       sr::IntactSql(sr::Tasks()),
@@ -161,21 +109,21 @@ absl::Status MoveTaskShare(const StateDb& db, const PartitionTask& task,
     sums->reset();
     return absl::OkStatus();
   }
-  AddTaskShare(task.dataset, *was, q.ColumnInt(1), q.ColumnInt(2),
-               q.ColumnDouble(3), -1, &**sums);
-  AddTaskShare(task.dataset, task.state, InputRows(task.inputs),
-               task.rows_written, task.duration_seconds, +1, &**sums);
+  const double duration = q.ColumnDouble(3);
+  (*sums)->Add(task.dataset, *was, -1, -static_cast<double>(q.ColumnInt(1)),
+               -static_cast<double>(q.ColumnInt(2)), duration > 0 ? -1 : 0,
+               duration > 0 ? -duration : 0);
+  (*sums)->Add(task, +1);
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<TaskAggregates> ComputeTaskAggregates(const StateDb& db,
-                                                     const std::string& id) {
+absl::StatusOr<TaskTally> ComputeTaskTally(const StateDb& db,
+                                           const std::string& id) {
   // One pass over the job's tasks, grouped by dataset and state; which
-  // states count their input rows, rows written and time is decided by
-  // CountsInputRows and CountsRowsWritten, as AddTaskShare does per task.
-  TaskAggregates out;
+  // states count their input rows, rows written and time is TaskTally's.
+  TaskTally out;
   // With the count of the tasks whose records fail their checksums: the
   // sums would be wrong.
   static const std::string& kSql = Once(absl::StrCat(
@@ -196,21 +144,9 @@ absl::StatusOr<TaskAggregates> ComputeTaskAggregates(const StateDb& db,
       break;
     }
     ASSIGN_OR_RETURN(TaskState state, ParseTaskState(q.ColumnText(1)));
-    const int64_t n = q.ColumnInt(2);
-    out.counts.total += n;
-    *CountOf(state, &out.counts) += n;
-    std::pair<int64_t, double>& dataset = out.by_dataset[q.ColumnText(0)];
-    dataset.first += n;
-    if (CountsInputRows(state)) {
-      const double input_rows = q.ColumnDouble(3);
-      out.actual_cost += input_rows;
-      dataset.second += input_rows;
-      out.timed_partitions += static_cast<int64_t>(q.ColumnDouble(5));
-      out.timed_seconds += q.ColumnDouble(6);
-    }
-    if (CountsRowsWritten(state)) {
-      out.rows_written += static_cast<int64_t>(q.ColumnDouble(4));
-    }
+    out.Add(q.ColumnText(0), state, q.ColumnInt(2), q.ColumnDouble(3),
+            q.ColumnDouble(4), static_cast<int64_t>(q.ColumnDouble(5)),
+            q.ColumnDouble(6));
   }
   if (damaged) {
     static const std::string& kWhich = Once(
@@ -323,9 +259,9 @@ absl::Status ReadPlannedPartitions(const StateDb& db, const std::string& id,
   return absl::OkStatus();
 }
 
-absl::Status WriteTasks(
-    const StateDb& db, absl::Span<const PartitionTask> tasks,
-    std::map<std::string, std::optional<TaskAggregates>>* sums) {
+absl::Status WriteTasks(const StateDb& db,
+                        absl::Span<const PartitionTask> tasks,
+                        std::map<std::string, std::optional<TaskTally>>* sums) {
   for (const PartitionTask& task : tasks) {
     // The job's sums, if kept, follow its tasks: each row's share out, the
     // new one in, so that a job's progress stays O(1) to read while it

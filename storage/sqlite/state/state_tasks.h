@@ -4,7 +4,7 @@
 // input fingerprints, duration. A task's ordinal is its place in the plan
 // (datasets in plan order, then partitions); the plan's partition lists
 // are read back from the tasks in that order. Also the sums over a job's
-// tasks that a read of the job shows (TaskAggregates).
+// tasks that a read of the job shows (core/task_tally.h).
 //
 // Free functions in the caller's transaction (see state_sql.h); every
 // record read is checked against its checksum (DATA_LOSS naming the task
@@ -26,26 +26,14 @@
 #include "absl/types/span.h"
 #include "core/job.h"
 #include "core/state_store.h"
+#include "core/task_tally.h"
 #include "storage/sqlite/state/state_sql.h"
 
 namespace backfill::sqlite_state {
 
-// What a read of a job adds up over its tasks: its counts by state, actual
-// cost (input rows of the tasks recomputed: STAGED, PUBLISHED, UNCHANGED)
-// and rows written (STAGED, PUBLISHED), each dataset's partitions and
-// actual cost (by dataset name), and its recompute times.
-struct TaskAggregates {
-  PartitionCounts counts;
-  double actual_cost = 0;
-  int64_t rows_written = 0;
-  std::map<std::string, std::pair<int64_t, double>> by_dataset;
-  int64_t timed_partitions = 0;
-  double timed_seconds = 0;
-};
-
 // The sums over the tasks of job `id` (zero for a job without tasks).
-absl::StatusOr<TaskAggregates> ComputeTaskAggregates(const StateDb& db,
-                                                     const std::string& id);
+absl::StatusOr<TaskTally> ComputeTaskTally(const StateDb& db,
+                                           const std::string& id);
 
 // Writes one PENDING task per planned (dataset, partition) of `plan` for
 // job `id`, numbered in plan order, with its partition reason.
@@ -65,9 +53,9 @@ absl::Status ReadPlannedPartitions(const StateDb& db, const std::string& id,
 // job's sums (out as it was, in as written), so that they stay right
 // without a new pass over the job's tasks; a job whose task cannot be read
 // before its write has its sums reset to nullopt.
-absl::Status WriteTasks(
-    const StateDb& db, absl::Span<const PartitionTask> tasks,
-    std::map<std::string, std::optional<TaskAggregates>>* sums);
+absl::Status WriteTasks(const StateDb& db,
+                        absl::Span<const PartitionTask> tasks,
+                        std::map<std::string, std::optional<TaskTally>>* sums);
 
 // StateStore::UpdateTasksInState (with `from` not empty).
 absl::StatusOr<int64_t> UpdateTasksInState(const StateDb& db,
