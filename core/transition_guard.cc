@@ -1,6 +1,7 @@
 #include "core/transition_guard.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/error_details.h"
 #include "core/job_state_machine.h"
 
 namespace backfill {
@@ -22,6 +23,11 @@ absl::Status CheckMove(const std::string& job_id, JobState from, JobState to) {
 }
 
 }  // namespace
+
+absl::Status JobNotFound(const std::string& job_id) {
+  return WithReason(absl::NotFoundError(absl::StrCat("no job ", job_id)),
+                    "BACKFILL_NOT_FOUND", {{"backfill_id", job_id}});
+}
 
 absl::StatusOr<JobState> GuardTransition(const std::string& job_id,
                                          absl::StatusOr<JobState> current,

@@ -3,8 +3,9 @@
 // job's current state; the guard compares it with the state the caller
 // expected and checks the move against the job state machine's table
 // (job_state_machine.h), and words the refusal (FAILED_PRECONDITION,
-// naming the job and the states). Every StateStore uses these, so that
-// each refuses the same moves with the same words.
+// naming the job and the states). Also the refusal of a job the store
+// does not hold (JobNotFound). Every StateStore uses these, so that each
+// refuses the same moves with the same words and details.
 //
 // Pure functions of their arguments; thread-safe.
 
@@ -21,6 +22,11 @@
 #include "core/job.h"
 
 namespace backfill {
+
+// NOT_FOUND ("no job bf-9") for a job the store does not hold, with the
+// reason BACKFILL_NOT_FOUND and the job's id as backfill_id
+// (core/error_details.h), which the API passes on to clients.
+absl::Status JobNotFound(const std::string& job_id);
 
 // The write a guard checks, which words its refusal of a job that is not
 // in the expected state: "job bf-1 is RUNNING, not QUEUED" and then

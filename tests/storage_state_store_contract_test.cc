@@ -7,6 +7,7 @@
 // storage_state_store_test.cc.
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/error_details.h"
 #include "core/state_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -252,6 +254,60 @@ TEST_P(StateStoreContractTest, PartitionReasonsAreKeptWithTheTasks) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_THAT(got->plan.datasets[0].partition_reasons, ElementsAre("", ""));
   EXPECT_THAT(got->plan.datasets[1].partition_reasons, ElementsAre(""));
+}
+
+TEST_P(StateStoreContractTest, AnUnknownJobIsNotFoundWithItsReason) {
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());
+  const std::string id = "bf-404";
+  TaskQuery page;
+  page.job_id = id;
+  JobDiff diff;
+  diff.job_id = id;
+  const std::vector<std::pair<std::string, absl::Status>> calls = {
+      {"GetJob", store_->GetJob(id).status()},
+      {"GetJobProgress", store_->GetJobProgress(id).status()},
+      {"GetJobForReader",
+       store_->GetJobForReader(id, JobView::kBasic).status()},
+      {"ListTasks", store_->ListTasks(id).status()},
+      {"ListTaskPage", store_->ListTaskPage(page).status()},
+      {"TransitionJob",
+       store_->TransitionJob(id, std::nullopt, JobState::kRunning, "", T(1))},
+      {"RetryJob",
+       store_->RetryJob(id, JobState::kFailed, JobState::kQueued, "", T(1))
+           .status()},
+      {"SetJobMessage",
+       store_->SetJobMessage(id, JobState::kQueued, "waits", T(1))},
+      {"ApproveJob",
+       store_->ApproveJob(id, JobState::kAwaitingApproval,
+                          JobState::kPublishing, Approval(), "", T(1))},
+      {"RecordPublication",
+       store_->RecordPublication(id, {}, JobState::kConfirming, "", T(1))},
+      {"RecordRollback",
+       store_->RecordRollback(id, RollbackInfo(), {}, "", "", T(1))},
+      {"ReplaceJobDiff", store_->ReplaceJobDiff(diff)},
+      {"GetJobDiff", store_->GetJobDiff(id, "", false).status()},
+      {"GetJobDiffSummary", store_->GetJobDiffSummary(id).status()},
+      {"ReplaceCheckResults", store_->ReplaceCheckResults(id, {})},
+      {"ListCheckResults", store_->ListCheckResults(id).status()},
+      {"ReplaceConsumerConfirmations",
+       store_->ReplaceConsumerConfirmations(id, {})},
+      {"ListConsumerConfirmations",
+       store_->ListConsumerConfirmations(id).status()},
+      {"GetLineageOverlapping", store_->GetLineageOverlapping(id).status()},
+  };
+  for (const auto& [call, status] : calls) {
+    SCOPED_TRACE(call);
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+    EXPECT_THAT(status.message(), HasSubstr(id));
+    const ErrorDetails details = DetailsOf(status);
+    EXPECT_EQ(details.reason, "BACKFILL_NOT_FOUND");
+    EXPECT_EQ(details.metadata,
+              (std::map<std::string, std::string>{{"backfill_id", id}}));
+  }
+  // Nothing was written: the known job is as it was.
+  EXPECT_EQ(store_->Info()->last_job_number, 1);
+  EXPECT_EQ(store_->ListAuditEvents("bf-1")->size(), 1u);
+  EXPECT_THAT(*store_->ListAuditEvents(id), IsEmpty());
 }
 
 TEST_P(StateStoreContractTest, EntityKeysAreKeptInOrderOnTheTargetOnly) {

@@ -53,10 +53,6 @@ int64_t InputRows(const std::vector<InputFingerprint>& inputs) {
   return sum;
 }
 
-absl::Status NoJob(const std::string& id) {
-  return absl::NotFoundError(absl::StrCat("no job ", id));
-}
-
 // A job with entity keys on `dataset`, its target: it recomputed only its
 // keys' rows there (as SqliteStateStore, no verified version of them).
 bool KeyedOn(const Job& job, const std::string& dataset) {
@@ -233,7 +229,7 @@ InMemoryStateStore::JobRow* InMemoryStateStore::FindLocked(
 
 absl::StatusOr<JobState> InMemoryStateStore::StateOf(const JobRow* row,
                                                      const std::string& id) {
-  if (row == nullptr) return NoJob(id);
+  if (row == nullptr) return JobNotFound(id);
   return row->job.state;
 }
 
@@ -297,14 +293,14 @@ absl::StatusOr<std::optional<Job>> InMemoryStateStore::FindJobByKey(
 absl::StatusOr<Job> InMemoryStateStore::GetJob(const std::string& id) {
   absl::MutexLock lock(&mu_);
   const JobRow* row = FindLocked(id);
-  if (row == nullptr) return NoJob(id);
+  if (row == nullptr) return JobNotFound(id);
   return LoadLocked(*row, /*with_partitions=*/true);
 }
 
 absl::StatusOr<Job> InMemoryStateStore::GetJobProgress(const std::string& id) {
   absl::MutexLock lock(&mu_);
   const JobRow* row = FindLocked(id);
-  if (row == nullptr) return NoJob(id);
+  if (row == nullptr) return JobNotFound(id);
   return LoadLocked(*row, /*with_partitions=*/false);
 }
 
@@ -347,7 +343,7 @@ absl::StatusOr<std::vector<PartitionTask>> InMemoryStateStore::ListTaskPage(
     const TaskQuery& query) {
   absl::MutexLock lock(&mu_);
   const JobRow* row = FindLocked(query.job_id);
-  if (row == nullptr) return NoJob(query.job_id);
+  if (row == nullptr) return JobNotFound(query.job_id);
   std::vector<PartitionTask> tasks;
   for (size_t k = 0; k < row->tasks.size(); ++k) {
     if (query.limit > 0 && tasks.size() >= static_cast<size_t>(query.limit)) {
@@ -407,7 +403,7 @@ absl::Status InMemoryStateStore::ReplaceCheckResults(
     const std::string& job_id, const std::vector<CheckResult>& results) {
   if (absl::Status s = BeginWrite("ReplaceCheckResults"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  if (FindLocked(job_id) == nullptr) return JobNotFound(job_id);
   check_results_[job_id] = results;
   return absl::OkStatus();
 }
@@ -415,7 +411,7 @@ absl::Status InMemoryStateStore::ReplaceCheckResults(
 absl::StatusOr<std::vector<CheckResult>> InMemoryStateStore::ListCheckResults(
     const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  if (FindLocked(job_id) == nullptr) return JobNotFound(job_id);
   auto it = check_results_.find(job_id);
   if (it == check_results_.end()) return std::vector<CheckResult>();
   return it->second;
@@ -424,7 +420,7 @@ absl::StatusOr<std::vector<CheckResult>> InMemoryStateStore::ListCheckResults(
 absl::Status InMemoryStateStore::ReplaceConsumerConfirmations(
     const std::string& job_id, const std::vector<ConsumerFinding>& results) {
   absl::MutexLock lock(&mu_);
-  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  if (FindLocked(job_id) == nullptr) return JobNotFound(job_id);
   std::vector<ConsumerFinding>& stored = confirmations_[job_id];
   stored = results;
   for (ConsumerFinding& c : stored) {
@@ -438,7 +434,7 @@ absl::Status InMemoryStateStore::ReplaceConsumerConfirmations(
 absl::StatusOr<std::vector<ConsumerFinding>>
 InMemoryStateStore::ListConsumerConfirmations(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  if (FindLocked(job_id) == nullptr) return JobNotFound(job_id);
   auto it = confirmations_.find(job_id);
   if (it == confirmations_.end()) return std::vector<ConsumerFinding>();
   return it->second;
@@ -844,7 +840,7 @@ absl::Status InMemoryStateStore::RecordRollback(
 absl::StatusOr<std::vector<LineageRecord>>
 InMemoryStateStore::GetLineageOverlapping(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  if (FindLocked(job_id) == nullptr) return JobNotFound(job_id);
   std::vector<const LineageRow*> rows;
   for (const auto& [key, versions] : lineage_) {
     const bool mine =
@@ -911,7 +907,7 @@ absl::Status InMemoryStateStore::ApproveJob(const std::string& job_id,
 absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiff& diff) {
   if (absl::Status s = BeginWrite("ReplaceJobDiff"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (FindLocked(diff.job_id) == nullptr) return NoJob(diff.job_id);
+  if (FindLocked(diff.job_id) == nullptr) return JobNotFound(diff.job_id);
   // As the SQLite store's primary keys: a dataset once, a partition once
   // per dataset; a diff that lists one twice is refused as a whole.
   std::set<std::string> datasets;
@@ -950,7 +946,7 @@ absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiff& diff) {
 absl::StatusOr<std::optional<JobDiff>> InMemoryStateStore::GetJobDiff(
     const std::string& job_id, const std::string& dataset, bool with_samples) {
   absl::MutexLock lock(&mu_);
-  if (FindLocked(job_id) == nullptr) return NoJob(job_id);
+  if (FindLocked(job_id) == nullptr) return JobNotFound(job_id);
   auto it = diffs_.find(job_id);
   if (it == diffs_.end()) return std::nullopt;
   JobDiff out = it->second;

@@ -320,7 +320,7 @@ absl::StatusOr<JobState> StateOf(const StateDb& db, const std::string& job_id) {
   ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kSql));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return NoJob(job_id);
+  if (!row) return JobNotFound(job_id);
   if (q.ColumnInt(1) != 1) return sr::Damaged(sr::JobRecord(job_id), db.path);
   return ParseJobState(q.ColumnText(0));
 }
@@ -335,7 +335,7 @@ absl::StatusOr<Job> LoadJob(const StateDb& db, const std::string& id,
     ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kSql));
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return NoJob(id);
+    if (!row) return JobNotFound(id);
     if (q.ColumnInt(23) != 1) return sr::Damaged(sr::JobRecord(id), db.path);
     ASSIGN_OR_RETURN(job, ReadJobRow(q));
   }

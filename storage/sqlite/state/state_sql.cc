@@ -5,17 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/error_details.h"
 
 namespace backfill::sqlite_state {
 
 const std::string& Once(std::string sql) {
   return *new std::string(std::move(sql));
-}
-
-absl::Status NoJob(const std::string& id) {
-  return WithReason(absl::NotFoundError(absl::StrCat("no job ", id)),
-                    "BACKFILL_NOT_FOUND", {{"backfill_id", id}});
 }
 
 std::string Placeholders(int first, size_t n) {

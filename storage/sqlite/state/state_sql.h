@@ -38,10 +38,6 @@ struct StateDb {
 // prepared until the process ends.
 const std::string& Once(std::string sql);
 
-// NOT_FOUND for a job id the store does not hold (with the reason
-// BACKFILL_NOT_FOUND and the id, core/error_details.h).
-absl::Status NoJob(const std::string& id);
-
 // "?3, ?4, ?5": `n` placeholders numbered from `first`.
 std::string Placeholders(int first, size_t n);
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/transition_guard.h"
 #include "storage/sqlite/state/state_encoding.h"
 #include "storage/sqlite/state/state_record_checksums.h"
 
@@ -371,7 +372,7 @@ absl::StatusOr<std::vector<PartitionTask>> ListTasks(
                              "job_id = ?1) FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return NoJob(job_id);
+    if (!row) return JobNotFound(job_id);
     count = q.ColumnInt(0);
   }
   // In the primary key's order, then put in plan order (see
@@ -395,7 +396,7 @@ absl::StatusOr<std::vector<PartitionTask>> ListTaskPage(
                      db.db->PrepareCached("SELECT 1 FROM jobs WHERE id = ?1"));
     RETURN_IF_ERROR(q.BindText(1, query.job_id));
     ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return NoJob(query.job_id);
+    if (!row) return JobNotFound(query.job_id);
   }
   // The (job_id, ordinal) index serves the order and the start.
   std::string sql = absl::StrCat("SELECT ", TaskColumnsChecked(),
