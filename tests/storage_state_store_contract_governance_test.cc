@@ -19,7 +19,6 @@ namespace {
 
 using testing::Confirmation;
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MakeJob;
 using testing::StateStoreContractTest;

@@ -21,7 +21,6 @@ namespace backfill {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MakeJob;
 using testing::MakeLineage;
