@@ -79,13 +79,7 @@ absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(const StateDb& db,
 absl::Status ReplaceCheckResults(const StateDb& db, const std::string& job_id,
                                  const std::vector<CheckResult>& results) {
   RETURN_IF_ERROR(StateOf(db, job_id).status());
-  {
-    ASSIGN_OR_RETURN(
-        Statement del,
-        db.db->PrepareCached("DELETE FROM check_results WHERE job_id = ?1"));
-    RETURN_IF_ERROR(del.BindText(1, job_id));
-    RETURN_IF_ERROR(del.Run());
-  }
+  RETURN_IF_ERROR(DeleteRowsOfJob(db, "check_results", job_id));
   ASSIGN_OR_RETURN(
       Statement q,
       db.db->PrepareCached(
@@ -160,14 +154,7 @@ absl::Status ReplaceConsumerConfirmations(
     const StateDb& db, const std::string& job_id,
     const std::vector<ConsumerFinding>& results) {
   RETURN_IF_ERROR(StateOf(db, job_id).status());
-  {
-    ASSIGN_OR_RETURN(
-        Statement del,
-        db.db->PrepareCached(
-            "DELETE FROM consumer_confirmations WHERE job_id = ?1"));
-    RETURN_IF_ERROR(del.BindText(1, job_id));
-    RETURN_IF_ERROR(del.Run());
-  }
+  RETURN_IF_ERROR(DeleteRowsOfJob(db, "consumer_confirmations", job_id));
   ASSIGN_OR_RETURN(Statement q,
                    db.db->PrepareCached(
                        "INSERT INTO consumer_confirmations (job_id, ordinal, "

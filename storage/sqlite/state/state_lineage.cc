@@ -90,37 +90,21 @@ absl::StatusOr<std::optional<LineageRecord>> ReadNewest(Statement& q,
   return std::optional<LineageRecord>(std::move(records.front()));
 }
 
-// Binds what every lineage insert writes first, as ?1 to ?11: dataset,
-// partition, job id (`job_id`), transform version, inputs, output
-// fingerprint, row count, reason, ticket, requested_by, and the time
-// (`now` when the record has none).
-absl::Status BindLineage(Statement& q, const LineageRecord& rec,
-                         const std::string& job_id, absl::Time now) {
-  RETURN_IF_ERROR(q.BindText(1, rec.dataset));
-  RETURN_IF_ERROR(q.BindText(2, rec.partition));
-  RETURN_IF_ERROR(q.BindText(3, job_id));
-  RETURN_IF_ERROR(q.BindText(4, rec.transform_version));
-  RETURN_IF_ERROR(q.BindText(5, EncodeInputs(rec.inputs)));
-  RETURN_IF_ERROR(q.BindText(6, rec.output_fingerprint));
-  RETURN_IF_ERROR(q.BindInt(7, rec.row_count));
-  RETURN_IF_ERROR(q.BindText(8, rec.reason));
-  RETURN_IF_ERROR(q.BindText(9, rec.ticket));
-  RETURN_IF_ERROR(q.BindText(10, rec.requested_by));
-  return BindTime(
-      q, 11, rec.published_at == absl::InfinitePast() ? now : rec.published_at);
-}
-
-// The publish records of job `job_id`, each with its approval.
-absl::Status InsertPublishLineage(const StateDb& db, const std::string& job_id,
-                                  const std::vector<LineageRecord>& lineage,
-                                  absl::Time now) {
+// Lineage records of `action`, each of job `job_id` (for a rollback, a
+// record's own job id when it names one: a job rolled back with it), at
+// its own time (`now` when it has none), a publish record with its
+// approval (a rollback record has none).
+absl::Status InsertLineage(const StateDb& db, LineageAction action,
+                           const std::string& job_id,
+                           const std::vector<LineageRecord>& lineage,
+                           absl::Time now) {
   static const std::string& kInsert = Once(absl::StrCat(
       "INSERT INTO lineage (dataset, \"partition\", job_id, "
       "transform_version, inputs, output_fingerprint, row_count, reason, "
       "ticket, requested_by, published_at, approved_from, approved_by, "
-      "approval_reason, approval_override, approved_at, checksum) VALUES "
-      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-      "?16, ",
+      "approval_reason, approval_override, approved_at, action, checksum) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+      "?15, ?16, ?17, ",
       sr::InsertSql(sr::Lineage(), {{"dataset", "?1"},
                                     {"partition", "?2"},
                                     {"job_id", "?3"},
@@ -137,13 +121,27 @@ absl::Status InsertPublishLineage(const StateDb& db, const std::string& job_id,
                                     {"approval_reason", "?14"},
                                     {"approval_override", "?15"},
                                     {"approved_at", "?16"},
-                                    {"action", "'publish'"}}),
+                                    {"action", "?17"}}),
       ")"));
+  const bool publish = action == LineageAction::kPublish;
   ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kInsert));
   for (const LineageRecord& rec : lineage) {
     RETURN_IF_ERROR(q.Reset());
-    RETURN_IF_ERROR(BindLineage(q, rec, job_id, now));
-    if (rec.approval) {
+    RETURN_IF_ERROR(q.BindText(1, rec.dataset));
+    RETURN_IF_ERROR(q.BindText(2, rec.partition));
+    RETURN_IF_ERROR(
+        q.BindText(3, publish || rec.job_id.empty() ? job_id : rec.job_id));
+    RETURN_IF_ERROR(q.BindText(4, rec.transform_version));
+    RETURN_IF_ERROR(q.BindText(5, EncodeInputs(rec.inputs)));
+    RETURN_IF_ERROR(q.BindText(6, rec.output_fingerprint));
+    RETURN_IF_ERROR(q.BindInt(7, rec.row_count));
+    RETURN_IF_ERROR(q.BindText(8, rec.reason));
+    RETURN_IF_ERROR(q.BindText(9, rec.ticket));
+    RETURN_IF_ERROR(q.BindText(10, rec.requested_by));
+    RETURN_IF_ERROR(BindTime(
+        q, 11,
+        rec.published_at == absl::InfinitePast() ? now : rec.published_at));
+    if (publish && rec.approval) {
       RETURN_IF_ERROR(q.BindText(12, JobStateText(rec.approval->from_state)));
       RETURN_IF_ERROR(q.BindText(13, rec.approval->approved_by));
       RETURN_IF_ERROR(q.BindText(14, rec.approval->reason));
@@ -156,44 +154,7 @@ absl::Status InsertPublishLineage(const StateDb& db, const std::string& job_id,
       RETURN_IF_ERROR(q.BindInt(15, 0));
       RETURN_IF_ERROR(q.BindNull(16));
     }
-    RETURN_IF_ERROR(q.Run());
-  }
-  return absl::OkStatus();
-}
-
-// The rollback records of a rollback of `job_id` (a record's own job id
-// when it names one: a job rolled back with it).
-absl::Status InsertRollbackLineage(const StateDb& db, const std::string& job_id,
-                                   const std::vector<LineageRecord>& lineage,
-                                   absl::Time now) {
-  static const std::string& kInsert = Once(absl::StrCat(
-      "INSERT INTO lineage (dataset, \"partition\", job_id, "
-      "transform_version, inputs, output_fingerprint, row_count, reason, "
-      "ticket, requested_by, published_at, action, checksum) VALUES (?1, "
-      "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'rollback', ",
-      sr::InsertSql(sr::Lineage(), {{"dataset", "?1"},
-                                    {"partition", "?2"},
-                                    {"job_id", "?3"},
-                                    {"transform_version", "?4"},
-                                    {"inputs", "?5"},
-                                    {"output_fingerprint", "?6"},
-                                    {"row_count", "?7"},
-                                    {"reason", "?8"},
-                                    {"ticket", "?9"},
-                                    {"requested_by", "?10"},
-                                    {"published_at", "?11"},
-                                    {"approved_from", "NULL"},
-                                    {"approved_by", "''"},
-                                    {"approval_reason", "''"},
-                                    {"approval_override", "0"},
-                                    {"approved_at", "NULL"},
-                                    {"action", "'rollback'"}}),
-      ")"));
-  ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kInsert));
-  for (const LineageRecord& rec : lineage) {
-    RETURN_IF_ERROR(q.Reset());
-    RETURN_IF_ERROR(
-        BindLineage(q, rec, rec.job_id.empty() ? job_id : rec.job_id, now));
+    RETURN_IF_ERROR(q.BindText(17, LineageActionName(action)));
     RETURN_IF_ERROR(q.Run());
   }
   return absl::OkStatus();
@@ -261,7 +222,8 @@ absl::Status RecordPublication(const StateDb& db, const std::string& job_id,
   ASSIGN_OR_RETURN(bool record,
                    GuardPublication(job_id, from, recorded > 0, to));
   if (!record) return absl::OkStatus();  // a repeat after a restart
-  RETURN_IF_ERROR(InsertPublishLineage(db, job_id, lineage, now));
+  RETURN_IF_ERROR(
+      InsertLineage(db, LineageAction::kPublish, job_id, lineage, now));
   RETURN_IF_ERROR(PublishStagedTasks(db, job_id, now));
   return WriteTransition(db, job_id, from, to, message, now);
 }
@@ -280,7 +242,8 @@ absl::Status RecordRollback(const StateDb& db, const std::string& job_id,
     jobs.push_back({other, state});
   }
   RETURN_IF_ERROR(GuardRollback(jobs));
-  RETURN_IF_ERROR(InsertRollbackLineage(db, job_id, lineage, now));
+  RETURN_IF_ERROR(
+      InsertLineage(db, LineageAction::kRollback, job_id, lineage, now));
   RETURN_IF_ERROR(WriteRollbackInfo(db, job_id, info, jobs, now));
   for (const auto& [id, state] : jobs) {
     RETURN_IF_ERROR(WriteTransition(db, id, state, JobState::kRolledBack,
@@ -390,11 +353,7 @@ absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
 absl::Status ReplaceJobDiff(const StateDb& db, const JobDiff& diff) {
   RETURN_IF_ERROR(StateOf(db, diff.job_id).status());
   for (const char* table : {"job_diff_partitions", "job_diff_datasets"}) {
-    ASSIGN_OR_RETURN(Statement q,
-                     db.db->PrepareCached(absl::StrCat("DELETE FROM ", table,
-                                                       " WHERE job_id = ?1")));
-    RETURN_IF_ERROR(q.BindText(1, diff.job_id));
-    RETURN_IF_ERROR(q.Run());
+    RETURN_IF_ERROR(DeleteRowsOfJob(db, table, diff.job_id));
   }
   ASSIGN_OR_RETURN(
       Statement ds,

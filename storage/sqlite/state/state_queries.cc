@@ -1,6 +1,7 @@
 #include "storage/sqlite/state/state_queries.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <utility>
 
@@ -170,30 +171,33 @@ absl::StatusOr<std::map<std::string, VerifiedVersion>> VerifiedVersions(
   return out;
 }
 
+namespace {
+
+// The rows (state name, count) of `sql`, each count at its state's index
+// of `counts` (the state parsed by `parse`).
+template <typename State, size_t N>
+absl::Status ReadCountsByState(const StateDb& db, const char* sql,
+                               absl::StatusOr<State> (*parse)(std::string_view),
+                               std::array<int64_t, N>* counts) {
+  ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(sql));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return absl::OkStatus();
+    ASSIGN_OR_RETURN(State state, parse(q.ColumnText(0)));
+    (*counts)[static_cast<size_t>(state)] = q.ColumnInt(1);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<StoreStats> Stats(const StateDb& db) {
   StoreStats stats;
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     db.db->PrepareCached(
-                         "SELECT state, COUNT(*) FROM jobs GROUP BY state"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      ASSIGN_OR_RETURN(JobState s, ParseJobState(q.ColumnText(0)));
-      stats.jobs_by_state[static_cast<size_t>(s)] = q.ColumnInt(1);
-    }
-  }
-  {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db.db->PrepareCached("SELECT state, n FROM task_state_counts"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      ASSIGN_OR_RETURN(TaskState s, ParseTaskState(q.ColumnText(0)));
-      stats.tasks_by_state[static_cast<size_t>(s)] = q.ColumnInt(1);
-    }
-  }
+  RETURN_IF_ERROR(
+      ReadCountsByState(db, "SELECT state, COUNT(*) FROM jobs GROUP BY state",
+                        ParseJobState, &stats.jobs_by_state));
+  RETURN_IF_ERROR(ReadCountsByState(db,
+                                    "SELECT state, n FROM task_state_counts",
+                                    ParseTaskState, &stats.tasks_by_state));
   {
     ASSIGN_OR_RETURN(
         Statement q,

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 
 namespace backfill::sqlite_state {
 
@@ -16,6 +17,15 @@ std::string Placeholders(int first, size_t n) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < n; ++i) parts.push_back(absl::StrCat("?", first + i));
   return absl::StrJoin(parts, ", ");
+}
+
+absl::Status DeleteRowsOfJob(const StateDb& db, const char* table,
+                             const std::string& job_id) {
+  ASSIGN_OR_RETURN(sqlite::Statement q,
+                   db.db->PrepareCached(absl::StrCat("DELETE FROM ", table,
+                                                     " WHERE job_id = ?1")));
+  RETURN_IF_ERROR(q.BindText(1, job_id));
+  return q.Run();
 }
 
 }  // namespace backfill::sqlite_state

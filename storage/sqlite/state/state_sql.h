@@ -41,6 +41,12 @@ const std::string& Once(std::string sql);
 // "?3, ?4, ?5": `n` placeholders numbered from `first`.
 std::string Placeholders(int first, size_t n);
 
+// Deletes the rows of job `job_id` from `table` (one of the tables a
+// StateStore call replaces whole: a job's check results, confirmations,
+// diff).
+absl::Status DeleteRowsOfJob(const StateDb& db, const char* table,
+                             const std::string& job_id);
+
 }  // namespace backfill::sqlite_state
 
 #endif  // BACKFILL_STORAGE_SQLITE_STATE_STATE_SQL_H_
