@@ -163,4 +163,22 @@ absl::Time ColumnTime(const sqlite::Statement& stmt, int index) {
 std::string JobStateText(JobState s) { return std::string(JobStateName(s)); }
 std::string TaskStateText(TaskState s) { return std::string(TaskStateName(s)); }
 
+absl::Status BindStates(sqlite::Statement& stmt, int first,
+                        const std::vector<JobState>& states) {
+  for (size_t i = 0; i < states.size(); ++i) {
+    RETURN_IF_ERROR(
+        stmt.BindText(first + static_cast<int>(i), JobStateText(states[i])));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BindStates(sqlite::Statement& stmt, int first,
+                        const std::vector<TaskState>& states) {
+  for (size_t i = 0; i < states.size(); ++i) {
+    RETURN_IF_ERROR(
+        stmt.BindText(first + static_cast<int>(i), TaskStateText(states[i])));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace backfill::sqlite_state

@@ -61,6 +61,12 @@ absl::Time ColumnTime(const sqlite::Statement& stmt, int index);
 
 std::string JobStateText(JobState s);
 std::string TaskStateText(TaskState s);
+// Binds the names of `states` as ?first, ?first + 1, ... (the values of
+// an "IN (...)" of Placeholders(first, states.size()), state_sql.h).
+absl::Status BindStates(sqlite::Statement& stmt, int first,
+                        const std::vector<JobState>& states);
+absl::Status BindStates(sqlite::Statement& stmt, int first,
+                        const std::vector<TaskState>& states);
 
 }  // namespace backfill::sqlite_state
 

@@ -143,10 +143,7 @@ absl::StatusOr<std::map<std::string, VerifiedVersion>> VerifiedVersions(
             "AND t.state = 'UNCHANGED' AND j.state IN (",
             Placeholders(2, vouching.size()), ") AND NOT ", kKeyedOnTarget)));
     RETURN_IF_ERROR(q.BindText(1, dataset));
-    for (size_t i = 0; i < vouching.size(); ++i) {
-      RETURN_IF_ERROR(
-          q.BindText(static_cast<int>(i) + 2, JobStateText(vouching[i])));
-    }
+    RETURN_IF_ERROR(BindStates(q, 2, vouching));
     while (true) {
       ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
@@ -273,10 +270,7 @@ absl::StatusOr<std::vector<std::string>> ListJobIds(
                    db.db->PrepareCached(absl::StrCat(
                        "SELECT id FROM jobs WHERE state IN (",
                        Placeholders(1, states.size()), ") ORDER BY seq")));
-  for (size_t i = 0; i < states.size(); ++i) {
-    RETURN_IF_ERROR(
-        q.BindText(static_cast<int>(i) + 1, JobStateText(states[i])));
-  }
+  RETURN_IF_ERROR(BindStates(q, 1, states));
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
@@ -308,10 +302,7 @@ absl::StatusOr<std::vector<Job>> ListJobs(const StateDb& db,
   }
   absl::StrAppend(&sql, " ORDER BY seq DESC LIMIT ?", next);
   ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(sql));
-  for (size_t i = 0; i < filter.states.size(); ++i) {
-    RETURN_IF_ERROR(
-        q.BindText(static_cast<int>(i) + 1, JobStateText(filter.states[i])));
-  }
+  RETURN_IF_ERROR(BindStates(q, 1, filter.states));
   if (!filter.dataset.empty()) {
     RETURN_IF_ERROR(q.BindText(dataset_param, filter.dataset));
   }

@@ -321,10 +321,7 @@ absl::StatusOr<int64_t> UpdateTasksInState(const StateDb& db,
   RETURN_IF_ERROR(q.BindText(1, TaskStateText(to)));
   RETURN_IF_ERROR(BindTime(q, 2, now));
   RETURN_IF_ERROR(q.BindText(3, job_id));
-  for (size_t i = 0; i < from.size(); ++i) {
-    RETURN_IF_ERROR(
-        q.BindText(static_cast<int>(i) + 4, TaskStateText(from[i])));
-  }
+  RETURN_IF_ERROR(BindStates(q, 4, from));
   RETURN_IF_ERROR(q.Run());
   return db.db->Changes();
 }
@@ -412,10 +409,7 @@ absl::StatusOr<std::vector<PartitionTask>> ListTaskPage(
   RETURN_IF_ERROR(q.BindInt(2, query.after_ordinal));
   RETURN_IF_ERROR(q.BindText(3, query.dataset));
   RETURN_IF_ERROR(q.BindInt(4, query.limit > 0 ? query.limit : -1));
-  for (size_t i = 0; i < query.states.size(); ++i) {
-    RETURN_IF_ERROR(
-        q.BindText(static_cast<int>(i) + 5, TaskStateText(query.states[i])));
-  }
+  RETURN_IF_ERROR(BindStates(q, 5, query.states));
   std::vector<PartitionTask> tasks;
   RETURN_IF_ERROR(ReadTaskRows(q, db.path, &tasks));
   return tasks;
