@@ -81,10 +81,11 @@ bool IsPlainFile(const std::string& path) {
 StateDb SqliteStateStore::Db() { return StateDb{db_.get(), path_}; }
 
 template <typename Body>
-auto SqliteStateStore::Write(Body&& body) {
+auto SqliteStateStore::InTransaction(sqlite::Transaction::Mode mode,
+                                     Body&& body) {
   using Result = decltype(body(std::declval<StateDb>()));
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Transaction> txn = Transaction::Begin(db_.get());
+  absl::StatusOr<Transaction> txn = Transaction::Begin(db_.get(), mode);
   if (!txn.ok()) return Result(txn.status());
   Result result = body(Db());
   if (!result.ok()) return result;
@@ -93,16 +94,13 @@ auto SqliteStateStore::Write(Body&& body) {
 }
 
 template <typename Body>
+auto SqliteStateStore::Write(Body&& body) {
+  return InTransaction(Transaction::Mode::kImmediate, std::forward<Body>(body));
+}
+
+template <typename Body>
 auto SqliteStateStore::Read(Body&& body) {
-  using Result = decltype(body(std::declval<StateDb>()));
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Transaction> txn =
-      Transaction::Begin(db_.get(), Transaction::Mode::kDeferred);
-  if (!txn.ok()) return Result(txn.status());
-  Result result = body(Db());
-  if (!result.ok()) return result;
-  if (absl::Status s = txn->Commit(); !s.ok()) return Result(s);
-  return result;
+  return InTransaction(Transaction::Mode::kDeferred, std::forward<Body>(body));
 }
 
 // ---- opening ----------------------------------------------------------------

@@ -81,11 +81,11 @@
 #include "core/state_store.h"
 #include "storage/sqlite/state/state_read_cache.h"
 #include "storage/sqlite/state/state_sql.h"
+#include "storage/sqlite_db.h"
 
 namespace backfill {
 
 namespace sqlite {
-class Database;
 class WalCheckpointer;
 }  // namespace sqlite
 
@@ -203,6 +203,9 @@ class SqliteStateStore : public StateStore {
   // with mu_ held, in one transaction on the main connection: a write
   // (BEGIN IMMEDIATE) or a read (deferred). The transaction commits when
   // `body` succeeds and rolls back otherwise.
+  template <typename Body>
+  auto InTransaction(sqlite::Transaction::Mode mode, Body&& body)
+      ABSL_LOCKS_EXCLUDED(mu_);
   template <typename Body>
   auto Write(Body&& body) ABSL_LOCKS_EXCLUDED(mu_);
   template <typename Body>
