@@ -32,6 +32,7 @@
 #include "core/model/partition.h"
 #include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/testing/revenue_pipeline.h"

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "core/base/clock.h"
 #include "core/run/backfill_manager.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_state_store.h"
 
 namespace backfill::bench {

@@ -54,7 +54,7 @@
 #include "server/tls_files.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
-#include "storage/sqlite_state_store.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 
 #ifndef BACKFILL_VERSION
 #define BACKFILL_VERSION "0.0.0-dev"

@@ -19,7 +19,7 @@
 // a statement). Only tests may: the marker anywhere outside tests/ is a
 // finding itself. The state store also refuses UPDATE, DELETE and a
 // rewrite of an existing event (INSERT OR REPLACE) with triggers
-// (storage/sqlite_state_store.cc).
+// (storage/sqlite/state/state_migrations.cc).
 
 #include <algorithm>
 #include <filesystem>
@@ -187,7 +187,8 @@ TEST(AuditAppendOnlyTest, NoSourceUpdatesOrDeletesAuditEvents) {
     buffer << in.rdbuf();
     ++scanned;
     const std::string relative = fs::relative(path, root).string();
-    if (relative == "storage/sqlite_state_store.cc") saw_state_store = true;
+    if (relative == "storage/sqlite/state/state_migrations.cc")
+      saw_state_store = true;
     const std::string content = buffer.str();
     for (const Finding& f : FindAuditWrites(content)) {
       findings.push_back(absl::StrCat(relative, ":", f.line, ": ", f.text));
@@ -204,7 +205,8 @@ TEST(AuditAppendOnlyTest, NoSourceUpdatesOrDeletesAuditEvents) {
     }
   }
   EXPECT_GT(scanned, 100) << "scanned too few files under " << root;
-  EXPECT_TRUE(saw_state_store) << "storage/sqlite_state_store.cc not scanned";
+  EXPECT_TRUE(saw_state_store)
+      << "storage/sqlite/state/state_migrations.cc not scanned";
   EXPECT_THAT(findings, ::testing::IsEmpty())
       << "the audit log (audit_events) is append-only: never UPDATE, "
          "DELETE, REPLACE or DROP it";

@@ -1,6 +1,6 @@
 // The test fakes themselves: fault injection of InMemoryStateStore (its
-// StateStore semantics are checked against SqliteStateStore in
-// storage_state_store_contract_test.cc) and the behaviour of FakeEngine.
+// StateStore semantics are checked by the StateStore contract suite,
+// tests/testing/state_store_contract.h) and the behaviour of FakeEngine.
 
 #include <atomic>
 #include <map>

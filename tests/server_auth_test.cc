@@ -46,6 +46,7 @@
 #include "server/call_auth.h"
 #include "server/daemon.h"
 #include "server/tls_files.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/testing/prometheus_text.h"

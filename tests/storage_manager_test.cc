@@ -23,6 +23,7 @@
 #include "core/run/backfill_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/testing/forwarding_engine.h"

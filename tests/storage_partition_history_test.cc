@@ -22,7 +22,7 @@
 #include "core/plan/stale_partition_counts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_state_store.h"
+#include "storage/sqlite/state/sqlite_state_store.h"
 
 namespace backfill {
 namespace {

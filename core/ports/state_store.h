@@ -2,9 +2,12 @@
 // partition tasks and checkpoints, lineage of published partition versions,
 // the audit log of state changes, and idempotency keys.
 //
-// The durable implementation is storage/sqlite_state_store.h. Implementations
-// must be thread-safe: the manager and its workers call concurrently. Every
-// method that writes is one transaction: it happens entirely or not at all.
+// The durable implementation is storage/sqlite/state/sqlite_state_store.h;
+// every implementation is proven by the StateStore contract suite
+// (tests/testing/state_store_contract.h) and checks a job's moves with the
+// transition guards (core/model/transition_guard.h). Implementations must be
+// thread-safe: the manager and its workers call concurrently. Every method
+// that writes is one transaction: it happens entirely or not at all.
 
 #ifndef BACKFILL_CORE_PORTS_STATE_STORE_H_
 #define BACKFILL_CORE_PORTS_STATE_STORE_H_

@@ -1,8 +1,8 @@
 // InMemoryStateStore: a StateStore held in memory, for tests of the core
 // that should not need SQLite. It has the observable semantics of
-// SqliteStateStore (storage/sqlite_state_store.h), which
-// tests/storage_state_store_contract_test.cc checks by running the same
-// cases against both:
+// SqliteStateStore (storage/sqlite/state/sqlite_state_store.h), which the
+// StateStore contract suite (tests/testing/state_store_contract.h) checks
+// by running the same cases against both:
 //   - job ids "bf-<n>" from a counter that never goes back
 //     (ReserveJobNumbers raises it); idempotency keys;
 //   - one task per planned (dataset, partition), in plan order; a job's
@@ -15,24 +15,34 @@
 //     for any other state but PUBLISHING; lineage newest first;
 //   - RecordRollback idempotent for a job already ROLLED_BACK, refused
 //     (nothing written) unless every job named is SUCCEEDED or
-//     DOWNSTREAM_UNHEALTHY;
+//     DOWNSTREAM_UNHEALTHY; its records name jobs the store holds, and
+//     carry no approval;
+//   - a diff lists each dataset, and each partition of one, once;
 //   - times kept to the microsecond (rounded down, as unix microseconds
-//     are), an infinite time read back as InfinitePast ("not yet"); the
-//     creation time of the store to the second.
+//     are), an infinite time read back as InfinitePast ("not yet"), a
+//     confirmation's latency in whole microseconds; the creation time of
+//     the store to the second.
 // Every write happens entirely or not at all.
 //
-// Fault injection: the write methods are CreateJob, ReserveJobNumbers,
-// TransitionJob, RetryJob, SetJobMessage, UpdateTask, UpdateTasksInState,
-// RecordPublication, RecordRollback, ApproveJob and ReplaceJobDiff. Each
-// call of one is counted, then calls the write hook (if set) with the
-// method's name, outside the store's lock, so that the hook may block, count
-// or fail the call; then fails with an injected status (FailNextWrites
-// first, then FailWrites) if there is one. A write refused this way changes
-// nothing. Reads never fail by injection.
+// Fault injection (write_faults.h): the write methods are CreateJob,
+// ReserveJobNumbers, TransitionJob, RetryJob, SetJobMessage, UpdateTask,
+// UpdateTasks, UpdateTasksInState, RecordPublication, RecordRollback,
+// ApproveJob, ReplaceJobDiff and ReplaceCheckResults
+// (ReplaceConsumerConfirmations is not one: it always writes). Each call of
+// one is counted, then calls the write hook (if set) with the method's
+// name, outside the store's lock, so that the hook may block, count or fail
+// the call; then fails with an injected status (FailNextWrites first, then
+// FailWrites) if there is one. A write refused this way changes nothing.
+// Reads never fail by injection.
 //
-// Thread-safety: thread-safe. One mutex guards the state and the fault
-// settings; the write hook runs without it, possibly on many threads at
-// once.
+// Its parts: each job with its tasks (memory_job_row.h), the lineage
+// records (memory_lineage.h), the jobs' diffs (memory_job_diffs.h), the
+// audit log (memory_audit_log.h), values kept as the SQLite store keeps
+// them (as_stored.h).
+//
+// Thread-safety: thread-safe. One mutex guards the state; the fault
+// settings have their own, and the write hook runs without either,
+// possibly on many threads at once.
 
 #ifndef BACKFILL_TESTS_TESTING_MEMORY_STATE_STORE_H_
 #define BACKFILL_TESTS_TESTING_MEMORY_STATE_STORE_H_
@@ -52,6 +62,11 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/ports/state_store.h"
+#include "tests/testing/memory_audit_log.h"
+#include "tests/testing/memory_job_diffs.h"
+#include "tests/testing/memory_job_row.h"
+#include "tests/testing/memory_lineage.h"
+#include "tests/testing/write_faults.h"
 
 namespace backfill::testing {
 
@@ -60,7 +75,7 @@ class InMemoryStateStore : public StateStore {
   // Called at the start of every write with the method's name ("CreateJob",
   // "UpdateTask", ...). A non-OK status fails the write, which then changes
   // nothing.
-  using WriteHook = std::function<absl::Status(const std::string& method)>;
+  using WriteHook = WriteFaults::Hook;
 
   // A store with a random id (32 hex digits), created now.
   InMemoryStateStore();
@@ -169,62 +184,36 @@ class InMemoryStateStore : public StateStore {
   int64_t failed_writes() const;
 
  private:
-  struct JobRow {
-    int64_t seq = 0;
-    // The stored fields; plan.datasets without partitions, no counts.
-    Job job;
-    std::vector<PartitionTask> tasks;       // plan order
-    std::vector<std::string> task_reasons;  // aligned with `tasks`
-    std::map<std::pair<std::string, std::string>, size_t> task_index;
-  };
-  struct LineageRow {
-    int64_t id = 0;
-    LineageRecord record;
-  };
-
-  // Counts the call, runs the hook and the injected failures.
-  absl::Status BeginWrite(const std::string& method) ABSL_LOCKS_EXCLUDED(mu_);
-
-  JobRow* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MemoryJobRow* FindLocked(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The state of the job in `row` (found as `id`); NOT_FOUND for none.
+  static absl::StatusOr<JobState> StateOf(const MemoryJobRow* row,
+                                          const std::string& id);
   // UpdateTask(s): all of `tasks` written, or none when one is missing.
   absl::Status WriteTasksLocked(absl::Span<const PartitionTask> tasks)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Job LoadLocked(const JobRow& row, bool with_partitions) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WriteTransitionLocked(JobRow* row, JobState from, JobState to,
+  // A move the guard allowed, with its audit event.
+  void WriteTransitionLocked(MemoryJobRow* row, JobState from, JobState to,
                              const std::string& message, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AppendAuditLocked(const std::string& job_id, std::string from_state,
-                         std::string to_state, const std::string& message,
-                         absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   const std::string store_id_;
   const absl::Time created_at_;
   int64_t last_job_number_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, MemoryJobRow> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::string> ids_by_seq_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> ids_by_key_ ABSL_GUARDED_BY(mu_);
-  // (dataset, partition) -> its versions, in the order they were recorded.
-  std::map<std::pair<std::string, std::string>, std::vector<LineageRow>>
-      lineage_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int64_t> lineage_per_job_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, JobDiff> diffs_ ABSL_GUARDED_BY(mu_);  // by job id
-  int64_t next_lineage_id_ ABSL_GUARDED_BY(mu_) = 1;
-  // Job id -> its events, in seq order (seq counts over all jobs).
-  std::map<std::string, std::vector<AuditEvent>> audit_ ABSL_GUARDED_BY(mu_);
+  MemoryLineage lineage_ ABSL_GUARDED_BY(mu_);
+  MemoryJobDiffs diffs_ ABSL_GUARDED_BY(mu_);
+  MemoryAuditLog audit_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<ConsumerFinding>> confirmations_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<CheckResult>> check_results_
       ABSL_GUARDED_BY(mu_);
-  int64_t next_audit_seq_ ABSL_GUARDED_BY(mu_) = 1;
 
-  WriteHook hook_ ABSL_GUARDED_BY(mu_);
-  absl::Status fail_writes_ ABSL_GUARDED_BY(mu_);
-  int fail_next_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status fail_next_status_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int64_t> write_calls_ ABSL_GUARDED_BY(mu_);
-  int64_t failed_writes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Thread-safe on its own; the writes consult it before taking mu_.
+  WriteFaults faults_;
 };
 
 }  // namespace backfill::testing

@@ -1,4 +1,4 @@
-#include "storage/state_record_checksums.h"
+#include "storage/sqlite/state/state_record_checksums.h"
 
 #include <string>
 #include <vector>

@@ -18,8 +18,8 @@
 // Free functions over constant tables; thread-safe. Statements built from
 // them need _bf_row_hash registered on their connection.
 
-#ifndef BACKFILL_STORAGE_STATE_RECORD_CHECKSUMS_H_
-#define BACKFILL_STORAGE_STATE_RECORD_CHECKSUMS_H_
+#ifndef BACKFILL_STORAGE_SQLITE_STATE_STATE_RECORD_CHECKSUMS_H_
+#define BACKFILL_STORAGE_SQLITE_STATE_STATE_RECORD_CHECKSUMS_H_
 
 #include <map>
 #include <string>
@@ -86,4 +86,4 @@ absl::StatusOr<std::string> VerifyAll(sqlite::Database* db);
 
 }  // namespace backfill::state_records
 
-#endif  // BACKFILL_STORAGE_STATE_RECORD_CHECKSUMS_H_
+#endif  // BACKFILL_STORAGE_SQLITE_STATE_STATE_RECORD_CHECKSUMS_H_
