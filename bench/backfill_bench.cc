@@ -34,7 +34,6 @@
 #include "core/run/backfill_manager.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {

@@ -15,7 +15,6 @@
 #include "core/base/clock.h"
 #include "core/run/backfill_manager.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_state_store.h"
 
 namespace backfill::bench {
 

@@ -42,7 +42,6 @@
 #include "server/backfill_service_impl.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/testing/forwarding_engine.h"
 #include "tests/testing/revenue_pipeline.h"
 

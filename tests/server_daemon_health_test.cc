@@ -24,7 +24,6 @@
 #include "gtest/gtest.h"
 #include "server/daemon.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/testing/fault_vfs.h"
 #include "tests/testing/raw_grpc.h"
 #include "tests/testing/revenue_pipeline.h"

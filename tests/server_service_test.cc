@@ -39,7 +39,6 @@
 #include "server/proto_convert.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/testing/raw_grpc.h"
 #include "tests/testing/revenue_pipeline.h"
 

@@ -25,7 +25,6 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite_engine.h"
-#include "storage/sqlite_state_store.h"
 #include "tests/testing/forwarding_engine.h"
 #include "tests/testing/revenue_pipeline.h"
 

@@ -315,7 +315,8 @@ DROP INDEX tasks_by_state;
 CREATE INDEX tasks_unchanged ON tasks (dataset) WHERE state = 'UNCHANGED';
 )sql",
     // 16: a checksum in each record of jobs, job_datasets, tasks and
-    // lineage (storage/state_record_checksums.h), which every read checks
+    // lineage (storage/sqlite/state/state_record_checksums.h), which every read
+    // checks
     // and the start check reads: damage to what a record holds (in columns
     // no index covers, or in its overflow pages) passes SQLite's
     // integrity_check. The records already written get theirs here.
