@@ -3,8 +3,9 @@
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer and runs the
 # tests again, then builds the libFuzzer targets into build-fuzz/ (clang) and
 # runs each briefly over its seed corpus (fuzz/; one test per target). Exits
-# non-zero if any run fails; the last line is the combined count:
-# "N passed, N failed".
+# non-zero if any run fails. The summary gives each suite's count and the
+# time of each phase (build, ctest) and in all; the last line is the
+# combined count: "N passed, N failed".
 # Environment: BACKFILL_JOBS (parallel compile jobs, default: CPUs),
 #              BACKFILL_TEST_JOBS (parallel tests, default 2),
 #              BACKFILL_FUZZ_SECONDS (seconds per fuzz target, default 20).
@@ -17,8 +18,12 @@ cd "$ROOT"
 
 test_jobs="${BACKFILL_TEST_JOBS:-2}"
 summaries=()
+times=()
 total_passed=0
 total_failed=0
+
+# duration SECONDS: "4m07s".
+duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 # run_suite NAME BUILD_DIR [cmake options...]: builds and runs ctest; adds
 # the counts of ctest's summary line to the totals (a failed build counts as
@@ -27,15 +32,20 @@ run_suite() {
   local name="$1" dir="$2"
   shift 2
   echo "==> [$name] build $dir"
+  local start=$SECONDS
   if ! "$ROOT/scripts/build.sh" "$dir" "$@"; then
     summaries+=("[$name] build failed")
+    times+=("$(printf '%-12s build %s' "[$name]" "$(duration $((SECONDS - start)))")")
     total_failed=$((total_failed + 1))
     return 0
   fi
+  local built=$SECONDS
   echo "==> [$name] ctest"
   local log="$dir/ctest-output.log" rc=0
   ctest --test-dir "$dir" --output-on-failure -j "$test_jobs" 2>&1 | tee "$log" ||
     rc=$?
+  times+=("$(printf '%-12s build %s  ctest %s' "[$name]" \
+    "$(duration $((built - start)))" "$(duration $((SECONDS - built)))")")
   local line passed=0 failed=0
   line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" |
     tail -n 1 || true)"
@@ -104,5 +114,8 @@ run_suite build-fuzz "$ROOT/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ \
 echo
 echo "==> summary"
 for s in "${summaries[@]}"; do echo "$s"; done
+echo "==> times ($(nproc 2>/dev/null || echo '?') CPUs, load$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null | sed 's/^/ /'))"
+for t in "${times[@]}"; do echo "$t"; done
+echo "total        $(duration "$SECONDS")"
 echo "$total_passed passed, $total_failed failed"
 ((total_failed == 0))
