@@ -41,7 +41,7 @@ class PgAffectedByTest : public backfill::testing::PostgresSuite {
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     static int next = 0;
-    database_ = absl::StrCat("affected_by_", ++next);
+    database_ = absl::StrCat(server_->database(), "_affected_by_", ++next);
     auto admin = PgConnection::Connect(server_->Dsn());
     ASSERT_TRUE(admin.ok()) << admin.status();
     ASSERT_TRUE((*admin)
