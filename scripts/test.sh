@@ -68,22 +68,32 @@ declare -A suite_options=(
 declare -A build_pid=() build_start=() build_end=() build_rc=()
 
 # start_build NAME [nice]: configures and builds NAME's directory in the
-# background, its output in DIR/build-output.log.
+# background, in a process group of its own, its output in
+# DIR/build-output.log.
 start_build() {
   local name="$1" prio="${2:-0}" dir="$ROOT/$1"
   mkdir -p "$dir"
   echo "==> [$name] build $dir${2:+ (in the background, nice $prio)}"
   build_start[$name]=$SECONDS
   # shellcheck disable=SC2086 # the options are words
-  nice -n "$prio" "$ROOT/scripts/build.sh" "$dir" ${suite_options[$name]} \
+  setsid -w nice -n "$prio" "$ROOT/scripts/build.sh" "$dir" ${suite_options[$name]} \
     >"$dir/build-output.log" 2>&1 &
   build_pid[$name]=$!
 }
+# A build still running when this script ends (interrupted) ends with it.
+stop_builds() {
+  local pid
+  for pid in "${build_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_builds EXIT
 
-# finish_build NAME: waits for NAME's build and shows how it ended.
+# finish_build NAME: raises NAME's build to normal priority (nothing else
+# runs beside it now), waits for it and shows how it ended.
 finish_build() {
   local name="$1" dir="$ROOT/$1" rc=0
+  renice -n 0 -g "${build_pid[$name]}" >/dev/null 2>&1 || true
   wait "${build_pid[$name]}" || rc=$?
+  unset "build_pid[$name]"
   build_rc[$name]=$rc
   build_end[$name]=$SECONDS
   if ((rc != 0)); then
