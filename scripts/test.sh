@@ -74,7 +74,7 @@ start_build() {
   local name="$1" prio="${2:-0}" dir="$ROOT/$1"
   mkdir -p "$dir"
   echo "==> [$name] build $dir${2:+ (in the background, nice $prio)}"
-  build_start[$name]=$SECONDS
+  build_start[$name]=$(date +%s)
   # shellcheck disable=SC2086 # the options are words
   setsid -w nice -n "$prio" "$ROOT/scripts/build.sh" "$dir" ${suite_options[$name]} \
     >"$dir/build-output.log" 2>&1 &
@@ -95,7 +95,9 @@ finish_build() {
   wait "${build_pid[$name]}" || rc=$?
   unset "build_pid[$name]"
   build_rc[$name]=$rc
-  build_end[$name]=$SECONDS
+  # When the build itself ended (its log's last write), which for a build
+  # beside the tests may be well before they end.
+  build_end[$name]=$(stat -c %Y "$dir/build-output.log" 2>/dev/null || date +%s)
   if ((rc != 0)); then
     echo "==> [$name] build failed (exit $rc); the end of $dir/build-output.log:" >&2
     grep -E -B2 -A20 'error|FAILED' "$dir/build-output.log" | tail -n 80 >&2 ||
