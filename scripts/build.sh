@@ -14,6 +14,10 @@ jobs="${BACKFILL_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Cache keys from paths relative to the repository, without the build
+  # directory's own path: two clones (or worktrees) share their results.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 fi
 
 cmake -S "$ROOT" -B "$BUILD_DIR" \

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds build/ and runs its tests, then builds
-# build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer and runs the
-# tests again, then builds the libFuzzer targets into build-fuzz/ (clang) and
-# runs each briefly over its seed corpus (fuzz/; one test per target). Exits
-# non-zero if any run fails; the last line is the combined count:
-# "N passed, N failed".
+# Installs the dependencies, then runs three suites, each a build directory
+# of its own:
+#   build       every test (scripts/build.sh's optimised build)
+#   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer (-Og): the core,
+#               storage and server tests, the crash harness and the
+#               end-to-end fault tests (-DBACKFILL_TEST_SET=sanitize)
+#   build-fuzz  the libFuzzer targets (clang), each run briefly over its seed
+#               corpus (fuzz/; one test per target)
+# Each suite's build runs at low priority (nice) while the previous suite's
+# tests run: the tests wait on daemons, servers and timers more than they
+# compute. Exits non-zero if any run fails. The summary gives each suite's
+# count and the time of each phase (build, ctest) and in all; the last line
+# is the combined count: "N passed, N failed". docs/testing.md has more.
 # Environment: BACKFILL_JOBS (parallel compile jobs, default: CPUs),
-#              BACKFILL_TEST_JOBS (parallel tests, default 2),
-#              BACKFILL_FUZZ_SECONDS (seconds per fuzz target, default 20).
+#              BACKFILL_TEST_JOBS (parallel tests, default 4),
+#              BACKFILL_FUZZ_SECONDS (seconds per fuzz target, default 10),
+#              BACKFILL_OVERLAP=0 (build each suite only after the previous
+#              suite's tests).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,27 +24,107 @@ cd "$ROOT"
 
 "$ROOT/scripts/install-deps.sh"
 
-test_jobs="${BACKFILL_TEST_JOBS:-2}"
+test_jobs="${BACKFILL_TEST_JOBS:-4}"
+overlap="${BACKFILL_OVERLAP:-1}"
 summaries=()
+times=()
 total_passed=0
 total_failed=0
 
-# run_suite NAME BUILD_DIR [cmake options...]: builds and runs ctest; adds
-# the counts of ctest's summary line to the totals (a failed build counts as
-# one failure).
-run_suite() {
-  local name="$1" dir="$2"
-  shift 2
-  echo "==> [$name] build $dir"
-  if ! "$ROOT/scripts/build.sh" "$dir" "$@"; then
+# duration SECONDS: "4m07s".
+duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# LeakSanitizer needs ptrace-like access to the process (it stops threads
+# to scan their stacks). Some containers forbid that, and then every process
+# dies with "LeakSanitizer has encountered a fatal error". Probe it with a
+# deliberately leaking program: keep leak detection on when LSan works, and
+# disable it (with a notice) only where the environment cannot run it.
+# Before any build: the sanitizer builds run their tests to list them.
+detect_leaks=1
+probe_dir="$(mktemp -d)"
+printf '#include <cstdlib>\nvoid* volatile p;\nint main() { p = std::malloc(7); p = nullptr; return 0; }\n' \
+  >"$probe_dir/leak.cc"
+if c++ -fsanitize=address -g "$probe_dir/leak.cc" -o "$probe_dir/leak" 2>/dev/null; then
+  ASAN_OPTIONS=detect_leaks=1 "$probe_dir/leak" >/dev/null 2>"$probe_dir/out" || true
+  if ! grep -q 'detected memory leaks' "$probe_dir/out"; then
+    detect_leaks=0
+    echo "==> LeakSanitizer does not work here (ptrace restricted?); running with detect_leaks=0" >&2
+    sed -n 1,3p "$probe_dir/out" >&2
+  fi
+fi
+rm -rf "$probe_dir"
+export ASAN_OPTIONS="detect_leaks=$detect_leaks:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+# The suites: name, build directory, cmake options.
+suite_names=(build build-asan build-fuzz)
+declare -A suite_options=(
+  [build]=""
+  [build-asan]="-DBACKFILL_SANITIZE=ON -DBACKFILL_TEST_SET=sanitize -DBACKFILL_BUILD_BENCH=OFF"
+  # Each fuzz target runs for BACKFILL_FUZZ_SECONDS over its seed corpus
+  # (scripts/fuzz.sh runs longer).
+  [build-fuzz]="-DCMAKE_CXX_COMPILER=clang++ -DBACKFILL_FUZZ=ON -DBACKFILL_FUZZ_SECONDS=${BACKFILL_FUZZ_SECONDS:-10}"
+)
+declare -A build_pid=() build_start=() build_end=() build_rc=()
+
+# start_build NAME [nice]: configures and builds NAME's directory in the
+# background, in a process group of its own, its output in
+# DIR/build-output.log.
+start_build() {
+  local name="$1" prio="${2:-0}" dir="$ROOT/$1"
+  mkdir -p "$dir"
+  echo "==> [$name] build $dir${2:+ (in the background, nice $prio)}"
+  build_start[$name]=$(date +%s)
+  # shellcheck disable=SC2086 # the options are words
+  setsid -w nice -n "$prio" "$ROOT/scripts/build.sh" "$dir" ${suite_options[$name]} \
+    >"$dir/build-output.log" 2>&1 &
+  build_pid[$name]=$!
+}
+# A build still running when this script ends (interrupted) ends with it.
+stop_builds() {
+  local pid
+  for pid in "${build_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_builds EXIT
+
+# finish_build NAME: raises NAME's build to normal priority (nothing else
+# runs beside it now), waits for it and shows how it ended.
+finish_build() {
+  local name="$1" dir="$ROOT/$1" rc=0
+  renice -n 0 -g "${build_pid[$name]}" >/dev/null 2>&1 || true
+  wait "${build_pid[$name]}" || rc=$?
+  unset "build_pid[$name]"
+  build_rc[$name]=$rc
+  # When the build itself ended (its log's last write), which for a build
+  # beside the tests may be well before they end.
+  build_end[$name]=$(stat -c %Y "$dir/build-output.log" 2>/dev/null || date +%s)
+  if ((rc != 0)); then
+    echo "==> [$name] build failed (exit $rc); the end of $dir/build-output.log:" >&2
+    grep -E -B2 -A20 'error|FAILED' "$dir/build-output.log" | tail -n 80 >&2 ||
+      tail -n 80 "$dir/build-output.log" >&2
+  else
+    echo "==> [$name] built in $(duration $((build_end[$name] - build_start[$name])))"
+    tail -n 3 "$dir/build-output.log"
+  fi
+}
+
+# run_tests NAME: runs ctest in NAME's directory; adds the counts of ctest's
+# summary line to the totals (a failed build counts as one failure).
+run_tests() {
+  local name="$1" dir="$ROOT/$1"
+  local build_time=$((build_end[$name] - build_start[$name]))
+  if ((build_rc[$name] != 0)); then
     summaries+=("[$name] build failed")
+    times+=("$(printf '%-12s build %s' "[$name]" "$(duration "$build_time")")")
     total_failed=$((total_failed + 1))
     return 0
   fi
   echo "==> [$name] ctest"
-  local log="$dir/ctest-output.log" rc=0
+  local start=$SECONDS log="$dir/ctest-output.log" rc=0
   ctest --test-dir "$dir" --output-on-failure -j "$test_jobs" 2>&1 | tee "$log" ||
     rc=$?
+  times+=("$(printf '%-12s build %s  ctest %s' "[$name]" \
+    "$(duration "$build_time")" "$(duration $((SECONDS - start)))")")
   local line passed=0 failed=0
   line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" |
     tail -n 1 || true)"
@@ -70,39 +159,29 @@ run_suite() {
   total_failed=$((total_failed + failed))
 }
 
-run_suite build "$ROOT/build"
-
-# LeakSanitizer needs ptrace-like access to the process (it stops threads
-# to scan their stacks). Some containers forbid that, and then every process
-# dies with "LeakSanitizer has encountered a fatal error". Probe it with a
-# deliberately leaking program: keep leak detection on when LSan works, and
-# disable it (with a notice) only where the environment cannot run it.
-detect_leaks=1
-probe_dir="$(mktemp -d)"
-printf '#include <cstdlib>\nvoid* volatile p;\nint main() { p = std::malloc(7); p = nullptr; return 0; }\n' \
-  >"$probe_dir/leak.cc"
-if c++ -fsanitize=address -g "$probe_dir/leak.cc" -o "$probe_dir/leak" 2>/dev/null; then
-  ASAN_OPTIONS=detect_leaks=1 "$probe_dir/leak" >/dev/null 2>"$probe_dir/out" || true
-  if ! grep -q 'detected memory leaks' "$probe_dir/out"; then
-    detect_leaks=0
-    echo "==> LeakSanitizer does not work here (ptrace restricted?); running with detect_leaks=0" >&2
-    sed -n 1,3p "$probe_dir/out" >&2
+# Each suite's tests, with the next suite's build running beside them at
+# the lowest priority (BACKFILL_OVERLAP=0: one after the other).
+start_build "${suite_names[0]}"
+finish_build "${suite_names[0]}"
+for i in "${!suite_names[@]}"; do
+  name="${suite_names[$i]}"
+  next="${suite_names[$((i + 1))]:-}"
+  if [[ -n $next && $overlap == 1 ]]; then start_build "$next" 19; fi
+  run_tests "$name"
+  if [[ -n $next ]]; then
+    if [[ $overlap != 1 ]]; then start_build "$next"; fi
+    finish_build "$next"
   fi
-fi
-rm -rf "$probe_dir"
-
-export ASAN_OPTIONS="detect_leaks=$detect_leaks:abort_on_error=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-run_suite build-asan "$ROOT/build-asan" -DBACKFILL_SANITIZE=ON \
-  -DBACKFILL_BUILD_BENCH=OFF
-
-# The fuzz targets, with the same sanitizer options: each runs for
-# BACKFILL_FUZZ_SECONDS over its seed corpus (scripts/fuzz.sh runs longer).
-run_suite build-fuzz "$ROOT/build-fuzz" -DCMAKE_CXX_COMPILER=clang++ \
-  -DBACKFILL_FUZZ=ON -DBACKFILL_FUZZ_SECONDS="${BACKFILL_FUZZ_SECONDS:-20}"
+done
 
 echo
 echo "==> summary"
 for s in "${summaries[@]}"; do echo "$s"; done
+echo "==> times ($(nproc 2>/dev/null || echo '?') CPUs, load at the end$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null | sed 's/^/ /'))"
+for t in "${times[@]}"; do echo "$t"; done
+if [[ $overlap == 1 ]]; then
+  echo "(build-asan and build-fuzz built while the previous suite's tests ran)"
+fi
+echo "total        $(duration "$SECONDS")"
 echo "$total_passed passed, $total_failed failed"
 ((total_failed == 0))

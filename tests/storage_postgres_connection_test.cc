@@ -30,7 +30,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
-class PgConnectionTest : public backfill::testing::PostgresSuite {
+class PgConnectionTest : public backfill::testing::PostgresServerSuite {
  protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);

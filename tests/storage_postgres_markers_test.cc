@@ -39,7 +39,7 @@ class PgMarkersTest : public backfill::testing::PostgresSuite {
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     static int next = 0;
-    database_ = absl::StrCat("markers_", ++next);
+    database_ = absl::StrCat(server_->database(), "_markers_", ++next);
     auto admin = PgConnection::Connect(server_->Dsn());
     ASSERT_TRUE(admin.ok()) << admin.status();
     ASSERT_TRUE((*admin)

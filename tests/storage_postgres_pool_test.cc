@@ -32,7 +32,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Optional;
 
-class PgPoolTest : public backfill::testing::PostgresSuite {
+class PgPoolTest : public backfill::testing::PostgresServerSuite {
  protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);

@@ -1,6 +1,8 @@
 // The PostgreSQL test server: it starts a real server that libpq reaches
 // over TCP, binds parameters and keeps data while it runs, and leaves
 // nothing behind (no directory, no listening port) when it is destroyed.
+// On the server a ctest run shares, each handle is a database of its own,
+// dropped with the handle.
 
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -100,6 +102,55 @@ TEST(PostgresTestServerTest, TwoServersRunSideBySide) {
     EXPECT_EQ(PQstatus(conn.get()), CONNECTION_OK)
         << PQerrorMessage(conn.get());
   }
+}
+
+// The number of databases named `name` (0 or 1), read on `dsn`.
+int Databases(const std::string& dsn, const std::string& name) {
+  Conn conn(PQconnectdb(dsn.c_str()));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    ADD_FAILURE() << PQerrorMessage(conn.get());
+    return -1;
+  }
+  const char* values[1] = {name.c_str()};
+  Result r(PQexecParams(conn.get(),
+                        "SELECT count(*) FROM pg_database WHERE datname = $1",
+                        1, nullptr, values, nullptr, nullptr, 0));
+  if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
+    ADD_FAILURE() << PQresultErrorMessage(r.get());
+    return -1;
+  }
+  return std::stoi(PQgetvalue(r.get(), 0, 0));
+}
+
+// Under ctest the handles share the run's server; run by hand, each starts
+// a server of its own. Either way each connects to a database of its own.
+TEST(PostgresTestServerTest, EachSharedHandleHasADatabaseOfItsOwn) {
+  auto a = PostgresTestServer::StartOrShare();
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = PostgresTestServer::StartOrShare();
+  ASSERT_TRUE(b.ok()) << b.status();
+  Conn ca(PQconnectdb((*a)->Dsn().c_str()));
+  Conn cb(PQconnectdb((*b)->Dsn().c_str()));
+  ASSERT_EQ(PQstatus(ca.get()), CONNECTION_OK) << PQerrorMessage(ca.get());
+  ASSERT_EQ(PQstatus(cb.get()), CONNECTION_OK) << PQerrorMessage(cb.get());
+  Result created(PQexec(ca.get(), "CREATE TABLE t (n INTEGER)"));
+  ASSERT_EQ(PQresultStatus(created.get()), PGRES_COMMAND_OK)
+      << PQresultErrorMessage(created.get());
+  Result again(PQexec(cb.get(), "CREATE TABLE t (n INTEGER)"));
+  EXPECT_EQ(PQresultStatus(again.get()), PGRES_COMMAND_OK)
+      << PQresultErrorMessage(again.get());
+  if (!(*a)->shared()) return;  // servers of their own: nothing more shared
+
+  EXPECT_EQ((*a)->port(), (*b)->port());
+  EXPECT_NE((*a)->database(), (*b)->database());
+  EXPECT_FALSE((*a)->Restart().ok());
+  const std::string dsn = (*b)->Dsn("postgres");
+  const std::string database = (*a)->database();
+  EXPECT_EQ(Databases(dsn, database), 1);
+  ca.reset();
+  a->reset();  // drops its database, and only that
+  EXPECT_EQ(Databases(dsn, database), 0);
+  EXPECT_EQ(Databases(dsn, (*b)->database()), 1);
 }
 
 }  // namespace

@@ -947,12 +947,13 @@ struct Row {
   std::vector<std::string> columns;
 };
 
-// One server for the suite: starting one takes about two seconds.
+// One database for the suite, on the ctest run's shared server (or a
+// server of its own: starting one takes about two seconds).
 class NamedParametersPostgresTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::unique_ptr<PostgresTestServer>> started =
-        PostgresTestServer::Start();
+        PostgresTestServer::StartOrShare();
     if (!started.ok()) {
       start_error_ = new std::string(started.status().ToString());
       return;

@@ -1,9 +1,16 @@
 // PostgresSuite: the GoogleTest fixture base of test suites that need a
-// real PostgreSQL server. SetUpTestSuite starts one PostgresTestServer
-// (postgres_test_server.h) for the suite and TearDownTestSuite stops it and
-// removes its directory; tests reach it as `server_`. ctest runs each test
-// case as a process of its own, so there each case gets a fresh server; a
-// run of the whole binary shares one per suite.
+// real PostgreSQL server. SetUpTestSuite gets the suite a database of its
+// own (PostgresTestServer::StartOrShare, postgres_test_server.h): on the
+// server the whole ctest run shares when ctest's fixture started one, else
+// on a server of its own; TearDownTestSuite drops the database (or stops
+// the server and removes its directory). Tests reach it as `server_`, and
+// server_->Dsn() connects to the suite's database. ctest runs each test
+// case as a process of its own, so there each case gets a fresh database;
+// a run of the whole binary shares one per suite.
+//
+// PostgresServerSuite: the same with a server of its own in every case
+// (PostgresTestServer::Start), for suites that change the server itself:
+// restart it, edit its pg_hba.conf, create roles.
 //
 // Ownership: the suite owns its server. Not thread-safe beyond GoogleTest's
 // own rules (suites run one after another).
@@ -19,7 +26,7 @@ namespace backfill::testing {
 class PostgresSuite : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto server = PostgresTestServer::Start();
+    auto server = PostgresTestServer::StartOrShare();
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = server->release();
   }
@@ -31,6 +38,15 @@ class PostgresSuite : public ::testing::Test {
   // The suite's server; null when it could not start (SetUpTestSuite then
   // failed, and so does each test that checks it).
   static inline PostgresTestServer* server_ = nullptr;
+};
+
+class PostgresServerSuite : public PostgresSuite {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = PostgresTestServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
 };
 
 }  // namespace backfill::testing

@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "libpq-fe.h"
 
 namespace backfill::testing {
 namespace {
@@ -153,7 +155,59 @@ std::string Tail(const std::string& path, size_t max_bytes) {
   return text;
 }
 
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Runs `sql` as the superuser on `dsn`; its error, if any.
+absl::Status Exec(const std::string& dsn, const std::string& sql) {
+  PGconn* conn = PQconnectdb(dsn.c_str());
+  absl::Status status;
+  if (PQstatus(conn) != CONNECTION_OK) {
+    status = absl::UnavailableError(
+        absl::StrCat("connecting to ", dsn, ": ", PQerrorMessage(conn)));
+  } else {
+    PGresult* r = PQexec(conn, sql.c_str());
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+      status =
+          absl::InternalError(absl::StrCat(sql, ": ", PQresultErrorMessage(r)));
+    }
+    PQclear(r);
+  }
+  PQfinish(conn);
+  return status;
+}
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<PostgresTestServer>>
+PostgresTestServer::StartOrShare() {
+  const char* env = getenv("BACKFILL_TEST_PG_DIR");
+  if (env == nullptr || *env == '\0') return Start();
+  const std::string dir = env;
+  int port = 0;
+  if (!absl::SimpleAtoi(ReadFirstLine(dir + "/port"), &port) || port <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "BACKFILL_TEST_PG_DIR is ", dir,
+        ", which holds no port file: the shared server is not running (ctest "
+        "starts it with the test postgres.start)"));
+  }
+  std::unique_ptr<PostgresTestServer> server(
+      new PostgresTestServer("", dir, port));
+  server->shared_ = true;
+  static int next = 0;
+  const std::string database = absl::StrCat("test_", getpid(), "_", ++next);
+  if (absl::Status s = Exec(server->Dsn("postgres"),
+                            absl::StrCat("CREATE DATABASE ", database));
+      !s.ok()) {
+    return s;
+  }
+  server->database_ = database;
+  return server;
+}
 
 absl::StatusOr<std::unique_ptr<PostgresTestServer>>
 PostgresTestServer::Start() {
@@ -218,6 +272,13 @@ PostgresTestServer::Start() {
 }
 
 PostgresTestServer::~PostgresTestServer() {
+  if (shared_) {
+    // The server is the run's: only the database is this object's.
+    Exec(Dsn("postgres"),
+         absl::StrCat("DROP DATABASE IF EXISTS ", database_, " WITH (FORCE)"))
+        .IgnoreError();
+    return;
+  }
   if (running_) {
     absl::StatusOr<std::optional<Account>> account = ServerAccount();
     if (account.ok()) {
@@ -232,6 +293,10 @@ PostgresTestServer::~PostgresTestServer() {
 }
 
 absl::Status PostgresTestServer::Restart() {
+  if (shared_) {
+    return absl::FailedPreconditionError(
+        "the shared server is not this test's to restart: use Start()");
+  }
   if (!running_)
     return absl::FailedPreconditionError("the server is not running");
   absl::StatusOr<std::optional<Account>> account = ServerAccount();
@@ -253,7 +318,8 @@ absl::Status PostgresTestServer::Restart() {
 }
 
 std::string PostgresTestServer::Dsn(const std::string& database) const {
-  return absl::StrCat("host=127.0.0.1 port=", port_, " dbname=", database,
+  return absl::StrCat("host=127.0.0.1 port=", port_,
+                      " dbname=", database.empty() ? database_ : database,
                       " user=postgres");
 }
 

@@ -19,13 +19,14 @@ using postgres::PgConnection;
 using postgres::PgResult;
 using postgres::PostgresEngine;
 
-// The test binary's server, started on first use and stopped at exit.
+// The test binary's database on the ctest run's shared server (or its
+// own server), made on first use and dropped (or stopped) at exit.
 absl::StatusOr<PostgresTestServer*> Server() {
   static absl::Mutex mu(absl::kConstInit);
   static PostgresTestServer* server = nullptr;
   absl::MutexLock lock(&mu);
   if (server == nullptr) {
-    auto started = PostgresTestServer::Start();
+    auto started = PostgresTestServer::StartOrShare();
     if (!started.ok()) return started.status();
     server = started->release();
     std::atexit([] { delete server; });
