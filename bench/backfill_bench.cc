@@ -32,7 +32,7 @@
 #include "core/backfill_manager.h"
 #include "core/partition.h"
 #include "core/pipeline_loader.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 

@@ -7,7 +7,7 @@
 #include "core/pipeline_loader.h"
 #include "core/planner.h"
 #include "core/status_macros.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 
 namespace backfill::bench {

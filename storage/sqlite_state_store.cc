@@ -18,9 +18,9 @@
 #include "core/error_details.h"
 #include "core/job_state_machine.h"
 #include "core/status_macros.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_fingerprint_function.h"
-#include "storage/sqlite_wal_checkpointer.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_wal_checkpointer.h"
 #include "storage/state_record_checksums.h"
 
 namespace backfill {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "storage/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 
 namespace backfill::state_records {
 namespace {

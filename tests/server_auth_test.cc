@@ -46,7 +46,7 @@
 #include "server/call_auth.h"
 #include "server/daemon.h"
 #include "server/tls_files.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/prometheus_text.h"

@@ -35,7 +35,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/backfill_service_impl.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 

@@ -37,7 +37,7 @@
 #include "gtest/gtest.h"
 #include "server/backfill_service_impl.h"
 #include "server/proto_convert.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/raw_grpc.h"

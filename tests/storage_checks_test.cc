@@ -15,8 +15,8 @@
 #include "core/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/testing/warehouse_test.h"
 

@@ -1,5 +1,5 @@
 // Tests of the fault-injecting VFS (storage/fault_vfs.h): databases opened
-// through storage/sqlite_db.h on a temporary directory, with disk-full,
+// through storage/sqlite/sqlite_db.h on a temporary directory, with disk-full,
 // I/O and fsync faults switched on and off in process and through the
 // BACKFILL_TEST_FAULTS control file.
 
@@ -22,7 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/fault_vfs.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite {
 namespace {

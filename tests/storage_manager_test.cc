@@ -23,7 +23,7 @@
 #include "core/pipeline_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite_state_store.h"
 #include "tests/revenue_pipeline.h"
 #include "tests/testing/forwarding_engine.h"

@@ -18,8 +18,8 @@
 #include "core/diff.h"
 #include "core/job.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite_state_store.h"
 #include "storage/state_record_checksums.h"
 

@@ -29,9 +29,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
-#include "storage/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite_state_store.h"
 #include "storage/state_record_checksums.h"
 

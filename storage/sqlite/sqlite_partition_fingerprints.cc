@@ -1,4 +1,4 @@
-#include "storage/sqlite_partition_fingerprints.h"
+#include "storage/sqlite/sqlite_partition_fingerprints.h"
 
 #include <optional>
 #include <set>
@@ -11,7 +11,7 @@
 #include "core/partition.h"
 #include "core/status_macros.h"
 #include "spdlog/spdlog.h"
-#include "storage/sqlite_membership.h"
+#include "storage/sqlite/sqlite_membership.h"
 
 namespace backfill::sqlite {
 namespace {

@@ -1,4 +1,4 @@
-#include "storage/sqlite_sandbox.h"
+#include "storage/sqlite/sqlite_sandbox.h"
 
 #include <sqlite3.h>
 

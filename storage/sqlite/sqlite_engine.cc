@@ -1,4 +1,4 @@
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -32,13 +32,13 @@
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_fingerprint_function.h"
-#include "storage/sqlite_membership.h"
-#include "storage/sqlite_partition_fingerprints.h"
-#include "storage/sqlite_partition_stats.h"
-#include "storage/sqlite_sandbox.h"
-#include "storage/sqlite_wal_checkpointer.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_membership.h"
+#include "storage/sqlite/sqlite_partition_fingerprints.h"
+#include "storage/sqlite/sqlite_partition_stats.h"
+#include "storage/sqlite/sqlite_sandbox.h"
+#include "storage/sqlite/sqlite_wal_checkpointer.h"
 
 namespace backfill {
 namespace {

@@ -1,4 +1,4 @@
-#include "storage/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 
 #include <sqlite3.h>
 

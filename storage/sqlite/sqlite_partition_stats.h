@@ -42,8 +42,8 @@
 // transactions as each function says. Thread-safe as far as each call uses
 // its own connection.
 
-#ifndef BACKFILL_STORAGE_SQLITE_PARTITION_STATS_H_
-#define BACKFILL_STORAGE_SQLITE_PARTITION_STATS_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_PARTITION_STATS_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_PARTITION_STATS_H_
 
 #include <cstdint>
 #include <map>
@@ -56,7 +56,7 @@
 #include "absl/time/time.h"
 #include "core/catalog.h"
 #include "core/engine.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite {
 
@@ -144,4 +144,4 @@ class StatsWrite {
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_PARTITION_STATS_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_PARTITION_STATS_H_

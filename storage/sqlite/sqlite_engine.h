@@ -34,14 +34,15 @@
 //                              that claimed the warehouse.
 //   _bf_partition_stats,       rows per partition of each dataset's table
 //   _bf_partition_stats_meta   and what they were counted from: see
-//                              storage/sqlite_partition_stats.h for the
+//                              storage/sqlite/sqlite_partition_stats.h for the
 //                              change signal, the cost of a refresh and the
 //                              staleness bound. Publish and Rollback keep
 //                              them exact for the partitions they replace,
 //                              in their own transaction.
 //   _bf_partition_fingerprints, the content fingerprint of each partition
 //   _bf_partition_fingerprints_meta  of each dataset's table, for --auto:
-//                              see storage/sqlite_partition_fingerprints.h.
+//                              see
+//                              storage/sqlite/sqlite_partition_fingerprints.h.
 //                              Publish and Rollback drop a dataset's cache
 //                              in their own transaction.
 //
@@ -51,7 +52,7 @@
 // the step instead of "publishing" into a file nobody reads.
 //
 // Every statement that selects rows by partition uses the membership
-// conditions of storage/sqlite_membership.h (the one definition of
+// conditions of storage/sqlite/sqlite_membership.h (the one definition of
 // partition membership, evaluated by an SQL function each connection
 // registers), and Publish and Rollback count, per partition, that they
 // delete exactly the rows that belong to it (and Rollback that it restores
@@ -94,8 +95,8 @@
 // replace) the pointer, so its cost does not grow with the job's size; each
 // job's pinned-input fingerprint cache has its own mutex.
 
-#ifndef BACKFILL_STORAGE_SQLITE_ENGINE_H_
-#define BACKFILL_STORAGE_SQLITE_ENGINE_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_ENGINE_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_ENGINE_H_
 
 #include <functional>
 #include <map>
@@ -146,12 +147,12 @@ class SqliteEngine : public Engine {
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
-  // Refreshed as storage/sqlite_partition_stats.h says, under the policy
+  // Refreshed as storage/sqlite/sqlite_partition_stats.h says, under the policy
   // set with SetStatsPolicy (default: counts older than an hour are
   // recounted).
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
-  // Cached as storage/sqlite_partition_fingerprints.h says, with the
+  // Cached as storage/sqlite/sqlite_partition_fingerprints.h says, with the
   // maximum age of the partition statistics (SetStatsPolicy).
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
@@ -215,7 +216,7 @@ class SqliteEngine : public Engine {
       const DatasetSpec& dataset) override;
   // Runs on a connection of its own opened read-only with PRAGMA
   // query_only=ON (":memory:": the pool's connection, query_only for the
-  // call), inside a ReadSandbox (storage/sqlite_sandbox.h) that lets the
+  // call), inside a ReadSandbox (storage/sqlite/sqlite_sandbox.h) that lets the
   // statement read only the dataset's table. The predicate is checked by
   // CheckPredicate (core/affected_by.h) and spliced as
   //   SELECT _bf_partition_of(grain, col) FROM main.<table>
@@ -354,4 +355,4 @@ class SqliteEngine : public Engine {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_STORAGE_SQLITE_ENGINE_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_ENGINE_H_

@@ -32,8 +32,8 @@
 // FingerprintQueryCache is not thread-safe: it belongs to one connection
 // and is used by whoever holds that connection.
 
-#ifndef BACKFILL_STORAGE_SQLITE_FINGERPRINT_FUNCTION_H_
-#define BACKFILL_STORAGE_SQLITE_FINGERPRINT_FUNCTION_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_FINGERPRINT_FUNCTION_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_FINGERPRINT_FUNCTION_H_
 
 #include <cstdint>
 #include <string>
@@ -44,7 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/fingerprint.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite {
 
@@ -115,4 +115,4 @@ class FingerprintQueryCache {
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_FINGERPRINT_FUNCTION_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_FINGERPRINT_FUNCTION_H_

@@ -1,4 +1,4 @@
-#include "storage/sqlite_wal_checkpointer.h"
+#include "storage/sqlite/sqlite_wal_checkpointer.h"
 
 #include <sqlite3.h>
 

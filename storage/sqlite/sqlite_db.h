@@ -44,8 +44,8 @@
 // its statements) must be used by one thread at a time; the owner serializes
 // (see SqliteStateStore's mutex and SqliteEngine's connection pool).
 
-#ifndef BACKFILL_STORAGE_SQLITE_DB_H_
-#define BACKFILL_STORAGE_SQLITE_DB_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_DB_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_DB_H_
 
 #include <cstdint>
 #include <list>
@@ -310,4 +310,4 @@ absl::StatusOr<Fingerprint> HashRows(Statement& q);
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_DB_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_DB_H_

@@ -45,8 +45,8 @@
 // Free functions over a connection; thread-safe as far as each call uses
 // its own connection.
 
-#ifndef BACKFILL_STORAGE_SQLITE_PARTITION_FINGERPRINTS_H_
-#define BACKFILL_STORAGE_SQLITE_PARTITION_FINGERPRINTS_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_PARTITION_FINGERPRINTS_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_PARTITION_FINGERPRINTS_H_
 
 #include <map>
 #include <string>
@@ -57,8 +57,8 @@
 #include "absl/time/time.h"
 #include "core/catalog.h"
 #include "core/job.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_partition_stats.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_partition_stats.h"
 
 namespace backfill::sqlite {
 
@@ -96,4 +96,4 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_PARTITION_FINGERPRINTS_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_PARTITION_FINGERPRINTS_H_

@@ -1,4 +1,4 @@
-#include "storage/sqlite_membership.h"
+#include "storage/sqlite/sqlite_membership.h"
 
 #include <sqlite3.h>
 

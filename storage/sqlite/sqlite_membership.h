@@ -36,8 +36,8 @@
 //
 // Stateless free functions; thread-safe. The SQL function holds no state.
 
-#ifndef BACKFILL_STORAGE_SQLITE_MEMBERSHIP_H_
-#define BACKFILL_STORAGE_SQLITE_MEMBERSHIP_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_MEMBERSHIP_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_MEMBERSHIP_H_
 
 #include <optional>
 #include <string>
@@ -46,7 +46,7 @@
 #include "absl/status/status.h"
 #include "core/catalog.h"
 #include "core/partition.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite {
 
@@ -142,4 +142,4 @@ std::optional<std::string> PartitionOfRow(const DatasetSpec& ds,
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_MEMBERSHIP_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_MEMBERSHIP_H_

@@ -35,15 +35,15 @@
 // Thread-safety: not synchronized; the connection must be used by one
 // thread at a time, as always. Sandboxes must not nest on one connection.
 
-#ifndef BACKFILL_STORAGE_SQLITE_SANDBOX_H_
-#define BACKFILL_STORAGE_SQLITE_SANDBOX_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_SANDBOX_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_SANDBOX_H_
 
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "absl/time/time.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite {
 
@@ -135,4 +135,4 @@ class ReadSandbox : public Sandbox {
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_SANDBOX_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_SANDBOX_H_

@@ -26,8 +26,8 @@
 // connection is used by another thread; the hook runs on whichever thread
 // commits.
 
-#ifndef BACKFILL_STORAGE_SQLITE_WAL_CHECKPOINTER_H_
-#define BACKFILL_STORAGE_SQLITE_WAL_CHECKPOINTER_H_
+#ifndef BACKFILL_STORAGE_SQLITE_SQLITE_WAL_CHECKPOINTER_H_
+#define BACKFILL_STORAGE_SQLITE_SQLITE_WAL_CHECKPOINTER_H_
 
 #include <cstdint>
 #include <memory>
@@ -38,7 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 struct sqlite3;
 
@@ -107,4 +107,4 @@ class WalCheckpointer {
 
 }  // namespace backfill::sqlite
 
-#endif  // BACKFILL_STORAGE_SQLITE_WAL_CHECKPOINTER_H_
+#endif  // BACKFILL_STORAGE_SQLITE_SQLITE_WAL_CHECKPOINTER_H_
