@@ -26,7 +26,9 @@
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_markers.h"
 #include "storage/postgres/pg_membership.h"
+#include "storage/postgres/pg_sql_connection.h"
 #include "storage/sql/named_parameters.h"
+#include "storage/sql/validation.h"
 
 namespace backfill::postgres {
 namespace {
@@ -113,7 +115,7 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
 }  // namespace
 
 std::string PostgresEngine::JobSchema(const std::string& job_id) {
-  return absl::StrCat("_bf_", SafeJob(job_id));
+  return PgDialect::JobSchema(job_id);
 }
 
 absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
@@ -172,7 +174,8 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
   }
   auto engine = std::unique_ptr<PostgresEngine>(
       new PostgresEngine(std::move(pool), std::move(base)));
-  engine->default_byte_ordered_ = default_byte_ordered;
+  engine->dialect_ =
+      std::make_unique<PgDialect>(engine->base_, default_byte_ordered);
   engine->database_ = std::move(database);
   return engine;
 }
@@ -388,19 +391,10 @@ absl::StatusOr<std::string> ColumnList(PgConnection* conn,
   return absl::StrJoin(cols, ", ");
 }
 
-// The column of `ds` that the tables the service creates for it declare
-// COLLATE "C": its TEXT time partition column, whose membership ranges
-// compare bytes (pg_membership.h), so that an index on it serves them.
-// "" when there is none.
+using ::backfill::postgres::PgDialect;
+
 std::string ByteOrderColumn(const DatasetSpec& ds) {
-  if (!ds.partition || ds.grain() == Grain::kKey) return "";
-  for (const ColumnSpec& c : ds.columns) {
-    if (c.name == ds.partition->column &&
-        PgColumnKindOf(c.type) == PgColumnKind::kText) {
-      return c.name;
-    }
-  }
-  return "";
+  return PgDialect::ByteOrderColumn(ds);
 }
 
 // `sql` without the semicolons and whitespace at its end, so that it can
@@ -489,72 +483,13 @@ PostgresEngine::FindJob(const std::string& job_id) {
 
 absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
     PgConnection* conn, const DatasetSpec& ds, const std::string& qualifier) {
-  if (!ds.partition) return PartitionColumnsOf(ds, "", PgColumnKind::kOther);
-  // Whether the time column orders by bytes in every table the condition
-  // reads: the published table's own column decides once it exists (a
-  // source's table is the user's; a derived one may have been created
-  // outside the service), and is remembered; until then the tables the
-  // service creates declare it COLLATE "C" (ByteOrderColumn).
-  std::optional<std::vector<PgColumn>> table_columns;
-  bool byte_ordered = !ByteOrderColumn(ds).empty();
-  bool known = false;
-  {
-    absl::MutexLock lock(&collation_mu_);
-    auto it = byte_ordered_tables_.find(ds.table);
-    if (it != byte_ordered_tables_.end()) {
-      byte_ordered = it->second;
-      known = true;
-    }
-  }
-  if (!known) {
-    ASSIGN_OR_RETURN(table_columns, TableColumns(conn, base_, ds.table));
-    if (table_columns) {
-      byte_ordered = false;
-      for (const PgColumn& c : *table_columns) {
-        if (c.name != ds.partition->column) continue;
-        byte_ordered = c.collation == "C" || c.collation == "POSIX" ||
-                       c.collation == "ucs_basic" ||
-                       (c.collation == "default" && default_byte_ordered_);
-      }
-      absl::MutexLock lock(&collation_mu_);
-      byte_ordered_tables_[ds.table] = byte_ordered;
-    }
-  }
-  auto kind_of =
-      [&](const std::string& column) -> absl::StatusOr<PgColumnKind> {
-    for (const ColumnSpec& c : ds.columns) {
-      if (c.name == column) return PgColumnKindOf(c.type);
-    }
-    if (!table_columns) {
-      ASSIGN_OR_RETURN(table_columns, TableColumns(conn, base_, ds.table));
-    }
-    if (table_columns) {
-      for (const PgColumn& c : *table_columns) {
-        if (c.name == column) return PgColumnKindOf(c.type);
-      }
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat("dataset ", ds.name, ": partition column ", column,
-                     " is neither a contract column nor a column of table ",
-                     base_, ".", ds.table));
-  };
-  ASSIGN_OR_RETURN(PgColumnKind kind, kind_of(ds.partition->column));
-  ASSIGN_OR_RETURN(std::string column,
-                   conn->QuoteIdentifier(ds.partition->column));
-  std::string key_column;
-  PgColumnKind key_kind = PgColumnKind::kOther;
-  if (ds.two_dimensional()) {
-    ASSIGN_OR_RETURN(key_kind, kind_of(ds.partition->key_column));
-    ASSIGN_OR_RETURN(key_column,
-                     conn->QuoteIdentifier(ds.partition->key_column));
-    key_column = qualifier + key_column;
-  }
-  PgPartitionColumns out =
-      PartitionColumnsOf(ds, qualifier + column, kind, key_column, key_kind);
-  out.byte_ordered = byte_ordered;
-  RETURN_IF_ERROR(
-      Annotate(CheckPartitionColumns(out), absl::StrCat("dataset ", ds.name)));
-  return out;
+  return dialect_->ColumnsOf(conn, ds, qualifier);
+}
+
+absl::StatusOr<sql::Lease> PostgresEngine::AcquireConnection() {
+  ASSIGN_OR_RETURN(PgPool::Lease lease, pool_->Acquire());
+  return sql::Lease(new PgSqlConnection(std::move(lease), dialect_.get()),
+                    [](sql::Connection* conn) { delete conn; });
 }
 
 absl::StatusOr<std::string> PostgresEngine::PartitionCountsSql(
@@ -1352,81 +1287,8 @@ absl::Status PostgresEngine::ReleasePartitions(
 
 absl::StatusOr<ValidationReport> PostgresEngine::ValidateStaged(
     const std::string& job_id, const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  ASSIGN_OR_RETURN(std::string stage,
-                   conn->QuoteIdentifier(StageName(dataset.name)));
-  const std::string table = absl::StrCat(schema, ".", stage);
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(bool exists, RelationExists(conn.get(), table));
-  if (!exists) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
-  }
-  ValidationReport report;
-  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                   ColumnsOf(conn.get(), dataset, ""));
-  ASSIGN_OR_RETURN(std::string pexpr,
-                   PartitionExpression(pcols, kServiceSchema));
-  ASSIGN_OR_RETURN(
-      PgResult counts,
-      conn->Exec(absl::StrCat("SELECT ", pexpr, " AS p, count(*) FROM ", table,
-                              " GROUP BY 1")));
-  for (const std::vector<PgValue>& row : counts.rows) {
-    const int64_t n = std::stoll(row[1].value_or("0"));
-    report.rows += n;
-    if (row[0]) report.rows_by_partition[*row[0]] += n;
-  }
-  if (!dataset.primary_key.empty()) {
-    std::vector<std::string> pk, is_null;
-    for (const std::string& k : dataset.primary_key) {
-      ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(k));
-      pk.push_back(absl::StrCat("quote_nullable(", q, ")"));
-      is_null.push_back(absl::StrCat(q, " IS NULL"));
-    }
-    const std::string key_names =
-        absl::StrCat("(", absl::StrJoin(dataset.primary_key, ", "), ")");
-    const int n = static_cast<int>(pk.size());
-    auto example = [&](const std::vector<PgValue>& row, int from) {
-      std::vector<std::string> values;
-      for (int i = from; i < from + n; ++i) {
-        values.push_back(row[i].value_or("NULL"));
-      }
-      return absl::StrCat("(", absl::StrJoin(values, ", "), ")");
-    };
-    ASSIGN_OR_RETURN(
-        PgResult dups,
-        conn->Exec(absl::StrCat("SELECT count(*) OVER (), ",
-                                absl::StrJoin(pk, ", "), ", count(*) FROM ",
-                                table, " GROUP BY ", absl::StrJoin(pk, ", "),
-                                " HAVING count(*) > 1 ORDER BY ",
-                                absl::StrJoin(pk, ", "), " LIMIT 1")));
-    if (!dups.rows.empty()) {
-      const int64_t keys = std::stoll(dups.rows[0][0].value_or("0"));
-      report.failures.push_back(absl::StrCat(
-          dataset.name, ": ", keys, keys == 1 ? " key is" : " keys are",
-          " not unique in the staged rows: primary key ", key_names, " = ",
-          example(dups.rows[0], 1), " appears ",
-          dups.rows[0][n + 1].value_or("?"), " times"));
-    }
-    ASSIGN_OR_RETURN(
-        PgResult nulls,
-        conn->Exec(absl::StrCat(
-            "SELECT count(*) OVER (), ", absl::StrJoin(pk, ", "), " FROM ",
-            table, " WHERE ", absl::StrJoin(is_null, " OR "), " LIMIT 1")));
-    if (!nulls.rows.empty()) {
-      const int64_t count = std::stoll(nulls.rows[0][0].value_or("0"));
-      report.failures.push_back(
-          absl::StrCat(dataset.name, ": ", count,
-                       count == 1 ? " staged row has" : " staged rows have",
-                       " a NULL in primary key ", key_names, " (e.g. ",
-                       example(nulls.rows[0], 1), ")"));
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return report;
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  return sql::ValidateStaged(conn.get(), job_id, dataset);
 }
 
 absl::StatusOr<std::map<std::string, int64_t>>

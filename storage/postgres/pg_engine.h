@@ -94,8 +94,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "storage/postgres/pg_dialect.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
+#include "storage/sql/connection.h"
 
 namespace backfill::postgres {
 
@@ -252,19 +254,17 @@ class PostgresEngine : public Engine {
                                                  const std::string& where);
 
   PostgresEngine(std::unique_ptr<PgPool> pool, std::string base);
+  // A pooled connection, as the shared units of storage/sql/ take it.
+  absl::StatusOr<sql::Lease> AcquireConnection();
 
   std::string store_id() const;
 
   std::unique_ptr<PgPool> pool_;
   const std::string base_;  // unquoted
   std::string database_;    // set by Open
-  // The database's default collation orders text by bytes (set by Open).
-  bool default_byte_ordered_ = false;
-  // By published table: whether its time partition column orders by bytes
-  // (read once the table exists).
-  absl::Mutex collation_mu_;
-  std::map<std::string, bool> byte_ordered_tables_
-      ABSL_GUARDED_BY(collation_mu_);
+  // Set by Open; keeps which published tables order their time partition
+  // column by bytes.
+  std::unique_ptr<PgDialect> dialect_;
 
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()

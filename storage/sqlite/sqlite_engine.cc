@@ -32,6 +32,8 @@
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
+#include "storage/sql/validation.h"
+#include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite/sqlite_membership.h"
@@ -507,6 +509,8 @@ class SqliteEngine::Lease {
   }
   Database* operator->() const { return db_; }
   Database* get() const { return db_; }
+  // The connection, which the caller now gives back itself.
+  Database* release() { return std::exchange(db_, nullptr); }
 
  private:
   SqliteEngine* engine_;
@@ -532,6 +536,20 @@ absl::StatusOr<SqliteEngine::Lease> SqliteEngine::Acquire() {
   return lease;
 }
 
+absl::StatusOr<sql::Lease> SqliteEngine::AcquireConnection() {
+  ASSIGN_OR_RETURN(Lease lease, Acquire());
+  Database* db = lease.release();
+  return sql::Lease(temp_objects_.at(db).conn.get(),
+                    [this, db](sql::Connection* conn) {
+                      // Never hand back a connection inside a transaction.
+                      conn->Rollback();
+                      if (!db->InAutocommit()) {
+                        db->Exec("ROLLBACK").IgnoreError();
+                      }
+                      Release(db);
+                    });
+}
+
 absl::Status SqliteEngine::DropTempObjects(Database* db) {
   TempObjects& temp = temp_objects_.at(db);
   temp.key.clear();
@@ -549,8 +567,8 @@ SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
   absl::MutexLock lock(&pool_mu_);
   for (const auto& c : connections_) {
     idle_.push_back(c.get());
-    temp_objects_[c.get()].fingerprint_queries =
-        std::make_unique<sqlite::FingerprintQueryCache>();
+    temp_objects_[c.get()].conn =
+        std::make_unique<sqlite::SqliteConnection>(c.get(), &dialect_);
   }
 }
 
@@ -1466,7 +1484,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
     // gives over the same SELECT.
     {
       ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
-                       temp.fingerprint_queries->Get(
+                       temp.conn->fingerprint_queries()->Get(
                            db.get(), cols, absl::StrCat("FROM ", out)));
       ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
       ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
@@ -1494,7 +1512,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
         }
         ASSIGN_OR_RETURN(
             sqlite::FingerprintQuery fq,
-            temp.fingerprint_queries->Get(
+            temp.conn->fingerprint_queries()->Get(
                 db.get(), ColumnList(u),
                 absl::StrCat("FROM ",
                              pinned ? "main." + Q(PinTable(job_id, u.name))
@@ -1507,7 +1525,7 @@ absl::StatusOr<StageResult> SqliteEngine::StagePartition(
       } else {
         f.partition = *in.partition;
         ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
-                         temp.fingerprint_queries->Get(
+                         temp.conn->fingerprint_queries()->Get(
                              db.get(), ColumnList(u),
                              absl::StrCat("FROM ", Q(u.table), " WHERE ",
                                           MembershipConditionParams(u))));
@@ -1621,89 +1639,8 @@ absl::Status SqliteEngine::ReleasePartitions(
 absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
     const std::string& job_id, const DatasetSpec& dataset) {
   RETURN_IF_ERROR(CheckFile());
-  const std::string stage = Q(StageTable(job_id, dataset.name));
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(bool exists,
-                   db->TableExists(StageTable(job_id, dataset.name)));
-  if (!exists) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
-  }
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  ValidationReport report;
-  ASSIGN_OR_RETURN(report.rows, db->QueryInt(absl::StrCat(
-                                    "SELECT COUNT(*) FROM main.", stage)));
-  if (!dataset.partition) {
-    report.rows_by_partition[""] = report.rows;
-  } else {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare(absl::StrCat(
-                         "SELECT ", sqlite::PartitionExpression(dataset),
-                         " AS p, COUNT(*) FROM main.", stage,
-                         " WHERE p IS NOT NULL GROUP BY p")));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      report.rows_by_partition[q.ColumnText(0)] = q.ColumnInt(1);
-    }
-  }
-  if (!dataset.primary_key.empty()) {
-    std::vector<std::string> pk, quoted, is_null;
-    for (const std::string& k : dataset.primary_key) {
-      pk.push_back(Q(k));
-      quoted.push_back(absl::StrCat("quote(", Q(k), ")"));
-      is_null.push_back(absl::StrCat(Q(k), " IS NULL"));
-    }
-    const std::string pk_list = absl::StrJoin(pk, ", ");
-    const std::string key_names =
-        absl::StrCat("(", absl::StrJoin(dataset.primary_key, ", "), ")");
-    auto example = [](const Statement& q, int n) {
-      std::vector<std::string> values;
-      for (int i = 0; i < n; ++i) values.push_back(q.ColumnText(i));
-      return absl::StrCat("(", absl::StrJoin(values, ", "), ")");
-    };
-    const int n = static_cast<int>(pk.size());
-    {
-      ASSIGN_OR_RETURN(int64_t dups,
-                       db->QueryInt(absl::StrCat(
-                           "SELECT COUNT(*) FROM (SELECT 1 FROM main.", stage,
-                           " GROUP BY ", pk_list, " HAVING COUNT(*) > 1)")));
-      if (dups > 0) {
-        ASSIGN_OR_RETURN(
-            Statement q,
-            db->Prepare(absl::StrCat(
-                "SELECT ", absl::StrJoin(quoted, ", "), ", COUNT(*) FROM main.",
-                stage, " GROUP BY ", pk_list, " HAVING COUNT(*) > 1 LIMIT 1")));
-        RETURN_IF_ERROR(q.Step().status());
-        report.failures.push_back(absl::StrCat(
-            dataset.name, ": ", dups, dups == 1 ? " key is" : " keys are",
-            " not unique in the staged rows: primary key ", key_names, " = ",
-            example(q, n), " appears ", q.ColumnInt(n), " times"));
-      }
-    }
-    {
-      ASSIGN_OR_RETURN(
-          Statement q,
-          db->Prepare(absl::StrCat(
-              "SELECT COUNT(*) OVER (), ", absl::StrJoin(quoted, ", "),
-              " FROM main.", stage, " WHERE ", absl::StrJoin(is_null, " OR "),
-              " LIMIT 1")));
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (row) {
-        std::vector<std::string> values;
-        for (int i = 1; i <= n; ++i) values.push_back(q.ColumnText(i));
-        int64_t nulls = q.ColumnInt(0);
-        report.failures.push_back(
-            absl::StrCat(dataset.name, ": ", nulls,
-                         nulls == 1 ? " staged row has" : " staged rows have",
-                         " a NULL in primary key ", key_names, " (e.g. (",
-                         absl::StrJoin(values, ", "), "))"));
-      }
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return report;
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  return sql::ValidateStaged(conn.get(), job_id, dataset);
 }
 
 namespace {

@@ -113,12 +113,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "storage/sql/connection.h"
+#include "storage/sqlite/sqlite_dialect.h"
 
 namespace backfill {
 
 namespace sqlite {
 class Database;
-class FingerprintQueryCache;
+class SqliteConnection;
 class WalCheckpointer;
 }  // namespace sqlite
 
@@ -296,6 +298,8 @@ class SqliteEngine : public Engine {
   absl::StatusOr<Lease> Acquire();
   // A connection as it is: StagePartition's, which reuses its temp objects.
   Lease AcquireAsItIs();
+  // Acquire(), as the shared units of storage/sql/ take it.
+  absl::StatusOr<sql::Lease> AcquireConnection();
   void Release(sqlite::Database* db);
   // Drops every temp object of `db` and forgets what StagePartition made.
   absl::Status DropTempObjects(sqlite::Database* db);
@@ -303,6 +307,8 @@ class SqliteEngine : public Engine {
   // in the number of jobs, independent of the job's size.
   absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
       const std::string& job_id);
+
+  const sqlite::SqliteDialect dialect_;
 
   // Checkpoints of the warehouse's log, off the committing threads (null
   // for ":memory:"). Declared before the connections, which it must
@@ -328,8 +334,9 @@ class SqliteEngine : public Engine {
   struct TempObjects {
     std::string key;
     std::string transform_body;
-    // The fingerprint statements StagePartition runs on the connection.
-    std::unique_ptr<sqlite::FingerprintQueryCache> fingerprint_queries;
+    // The connection as the shared units use it; it keeps the fingerprint
+    // statements StagePartition runs.
+    std::unique_ptr<sqlite::SqliteConnection> conn;
   };
   std::map<const sqlite::Database*, TempObjects> temp_objects_;
 

@@ -1,0 +1,68 @@
+// PgSqlConnection: a PostgreSQL connection (PgConnection, lent by the
+// engine's PgPool) as the SQL engine's shared units see it
+// (storage/sql/connection.h). Values are bound as text ($1..$n), rows come
+// back as text and are typed by their columns' type OIDs (integers, floats
+// and numerics are numbers), transactions are BEGIN with the mode's
+// isolation (kSnapshot: REPEATABLE READ, READ ONLY; kReadOnly: READ ONLY),
+// and fingerprints hash each row's values as text (NULL apart), as the
+// engine has always hashed them.
+//
+// Ownership: owns the pool's lease while it lives (the connection goes back
+// to the pool when it is destroyed); borrows the Dialect.
+// Thread-safety: none; used by the thread holding it.
+
+#ifndef BACKFILL_STORAGE_POSTGRES_PG_SQL_CONNECTION_H_
+#define BACKFILL_STORAGE_POSTGRES_PG_SQL_CONNECTION_H_
+
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "storage/postgres/pg_connection.h"
+#include "storage/postgres/pg_pool.h"
+#include "storage/sql/connection.h"
+#include "storage/sql/dialect.h"
+
+namespace backfill::postgres {
+
+class PgSqlConnection : public sql::Connection {
+ public:
+  PgSqlConnection(PgPool::Lease lease, const sql::Dialect* dialect)
+      : lease_(std::move(lease)), conn_(lease_.get()), dialect_(dialect) {}
+  // Over a connection the caller owns (no pool).
+  PgSqlConnection(PgConnection* conn, const sql::Dialect* dialect)
+      : conn_(conn), dialect_(dialect) {}
+
+  PgConnection* pg() const { return conn_; }
+
+  const sql::Dialect& dialect() const override { return *dialect_; }
+  absl::StatusOr<sql::Result> Exec(
+      std::string_view sql, absl::Span<const sql::Param> params) override;
+  absl::Status ForEachRow(
+      std::string_view sql, absl::Span<const sql::Param> params,
+      const std::function<absl::Status(const sql::Row&)>& row) override;
+  absl::Status Begin(sql::TxnMode mode) override;
+  absl::Status Commit() override;
+  void Rollback() override;
+  absl::StatusOr<bool> Exists(const sql::Relation& relation) override;
+  absl::StatusOr<std::optional<std::vector<Column>>> Columns(
+      const sql::Relation& relation) override;
+  absl::StatusOr<Fingerprint> HashRows(
+      std::string_view columns, std::string_view rest,
+      absl::Span<const sql::Param> params) override;
+
+  // A result of libpq as the shared units read it.
+  static sql::Result ResultOf(PgResult result);
+  static std::vector<PgValue> ValuesOf(absl::Span<const sql::Param> params);
+
+ private:
+  PgPool::Lease lease_;
+  PgConnection* conn_;
+  const sql::Dialect* dialect_;
+  std::optional<PgTransaction> txn_;
+};
+
+}  // namespace backfill::postgres
+
+#endif  // BACKFILL_STORAGE_POSTGRES_PG_SQL_CONNECTION_H_

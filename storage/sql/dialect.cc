@@ -1,0 +1,40 @@
+#include "storage/sql/dialect.h"
+
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+
+namespace backfill::sql {
+
+std::string Dialect::Quote(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string Dialect::SafeJob(const std::string& job_id) {
+  std::string out = job_id;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return out;
+}
+
+std::string Dialect::Name(const Relation& relation) const {
+  return absl::StrCat(Quote(relation.schema), ".", Quote(relation.name));
+}
+
+absl::Status Dialect::CheckName(const std::string&, const std::string&) const {
+  return absl::OkStatus();
+}
+
+std::optional<std::string> Dialect::TypeMismatch(std::string_view,
+                                                 const std::string&) const {
+  return std::nullopt;
+}
+
+}  // namespace backfill::sql

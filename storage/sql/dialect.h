@@ -1,0 +1,137 @@
+// Dialect: what the SQL text of the warehouse engine's shared units
+// (storage/sql/) needs to know of one database: how it quotes names and
+// marks parameters, where a job's artifacts and the published tables live,
+// how contract columns become a table, the few expressions that are spelled
+// differently, and partition membership (Membership). Standard SQL that
+// every engine accepts is written by the units themselves; a dialect
+// answers only where the engines differ. A new engine is one Dialect and
+// one Connection (connection.h).
+//
+//   Relation    a table's schema and name, unquoted.
+//   Membership  "the row belongs to partition P" for one dataset, over
+//               bound parameters or over a row of a job's partition list,
+//               and the partition of a row as an expression (the one
+//               definition of membership, core/partition.h, in the
+//               engine's SQL).
+//
+// Ownership: an engine owns its Dialect for its whole life; Memberships
+// are made per call and owned by the caller.
+// Thread-safety: a Dialect is immutable or synchronizes what it keeps, so
+// that any thread may use it; a Membership is used by one thread.
+
+#ifndef BACKFILL_STORAGE_SQL_DIALECT_H_
+#define BACKFILL_STORAGE_SQL_DIALECT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/catalog.h"
+#include "storage/sql/connection.h"
+
+namespace backfill::sql {
+
+struct Relation {
+  std::string schema;
+  std::string name;
+};
+
+class Membership {
+ public:
+  virtual ~Membership() = default;
+  // How many placeholders Condition uses.
+  virtual int parameters() const = 0;
+  // The condition "the row belongs to the partition" over the placeholders
+  // first .. first + parameters() - 1 (TRUE, with none, for an
+  // unpartitioned dataset). NULL rather than false for a row whose
+  // partition column is NULL: select the rows outside with
+  // `(condition) IS NOT TRUE`.
+  virtual std::string Condition(int first) const = 0;
+  // The values of those placeholders for `partition` (valid for the
+  // dataset's layout: INVALID_ARGUMENT otherwise).
+  virtual absl::StatusOr<Params> Values(const std::string& partition) const = 0;
+  // The partition of a row as a text expression, NULL for none; '' for an
+  // unpartitioned dataset.
+  virtual std::string Expression() const = 0;
+  // The condition against the row `alias` of a job's partition list
+  // (Dialect::PartitionListColumns), TRUE for an unpartitioned dataset.
+  virtual std::string OverList(std::string_view alias) const = 0;
+};
+
+class Dialect {
+ public:
+  virtual ~Dialect() = default;
+
+  // ---- Names ---------------------------------------------------------------
+  // `"name"` with embedded double quotes doubled: safe to splice into SQL as
+  // an identifier whatever `name` holds.
+  static std::string Quote(std::string_view name);
+  // The job id with every character outside [A-Za-z0-9] replaced by '_',
+  // as it appears in the names of the job's artifacts.
+  static std::string SafeJob(const std::string& job_id);
+  // The relation as SQL refers to it, schema and name quoted.
+  virtual std::string Name(const Relation& relation) const;
+  // The placeholder of the statement's `index`th parameter (1-based).
+  virtual std::string Placeholder(int index) const = 0;
+  // OK when the database keeps `name` as it is; INVALID_ARGUMENT naming
+  // `what` otherwise (PostgreSQL cuts names after 63 bytes).
+  virtual absl::Status CheckName(const std::string& name,
+                                 const std::string& what) const;
+
+  // ---- Where things live ---------------------------------------------------
+  // The published table of a dataset.
+  virtual Relation Published(const DatasetSpec& dataset) const = 0;
+  // A job's staged rows of a dataset, its partitions of the dataset (the
+  // partition list), its entity keys of it, its snapshot of a pinned input
+  // and the rollback copy a publish of the job leaves.
+  virtual Relation Stage(const std::string& job_id,
+                         const std::string& dataset) const = 0;
+  virtual Relation Parts(const std::string& job_id,
+                         const std::string& dataset) const = 0;
+  virtual Relation Keys(const std::string& job_id,
+                        const std::string& dataset) const = 0;
+  virtual Relation Pin(const std::string& job_id,
+                       const DatasetSpec& dataset) const = 0;
+  virtual Relation Copy(const std::string& job_id,
+                        const std::string& dataset) const = 0;
+  // A temporary table or view of the session.
+  virtual Relation Scratch(const std::string& name) const = 0;
+
+  // ---- Types and expressions ----------------------------------------------
+  // The contract's columns for CREATE TABLE: `"name" TYPE, ...` (each type
+  // checked by CheckColumnType; INVALID_ARGUMENT naming the column).
+  virtual absl::StatusOr<std::string> ColumnDefinitions(
+      const DatasetSpec& dataset) const = 0;
+  // The sum of a numeric expression as a double, 0 over no rows.
+  virtual std::string Total(std::string_view expr) const = 0;
+  // A value as SQL literal text: 'text' (quotes doubled), a number as
+  // digits, NULL.
+  virtual std::string QuoteValue(std::string_view expr) const = 0;
+  // A row of `alias` as samples show it: "(name=literal, ...)" over the
+  // contract's columns.
+  virtual std::string RowText(const DatasetSpec& dataset,
+                              std::string_view alias) const = 0;
+  // The condition "the value of `column` does not fit the declared
+  // `type`", where a value may (SQLite's affinity); nullopt where the
+  // table's types hold every value to its type.
+  virtual std::optional<std::string> TypeMismatch(
+      std::string_view column, const std::string& type) const;
+  // A value read back, as an SQL literal in a diff's samples.
+  virtual std::string SampleLiteral(const Cell& cell) const = 0;
+
+  // ---- Partition membership ------------------------------------------------
+  // The membership of `dataset`'s rows with their columns named
+  // `qualifier` + column (e.g. "_bf_t."), as the rows of its published
+  // table and of every table made from its contract hold them. `conn` may
+  // be read (the published table's column types).
+  virtual absl::StatusOr<std::unique_ptr<Membership>> MembershipOf(
+      Connection* conn, const DatasetSpec& dataset,
+      std::string_view qualifier = "") const = 0;
+};
+
+}  // namespace backfill::sql
+
+#endif  // BACKFILL_STORAGE_SQL_DIALECT_H_

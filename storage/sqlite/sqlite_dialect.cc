@@ -1,0 +1,199 @@
+#include "storage/sqlite/sqlite_dialect.h"
+
+#include <cctype>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "core/partition_layout.h"
+#include "core/status_macros.h"
+#include "storage/sqlite/sqlite_membership.h"
+
+namespace backfill::sqlite {
+namespace {
+
+// absl::string_view is not std::string_view in this abseil build.
+absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+// The storage classes that fit a declared type under SQLite's affinity
+// rules: INTEGER affinity stores integers, REAL reals (integers become
+// reals), TEXT text, NUMERIC integers or reals; BLOB (or no type) anything.
+// NULL always fits. Empty: anything fits.
+std::string AllowedTypes(const std::string& type) {
+  const std::string t = absl::AsciiStrToUpper(type);
+  if (absl::StrContains(t, "INT")) return "'integer'";
+  if (absl::StrContains(t, "CHAR") || absl::StrContains(t, "CLOB") ||
+      absl::StrContains(t, "TEXT")) {
+    return "'text'";
+  }
+  if (absl::StrContains(t, "BLOB") || t.empty()) return "";
+  if (absl::StrContains(t, "REAL") || absl::StrContains(t, "FLOA") ||
+      absl::StrContains(t, "DOUB")) {
+    return "'real'";
+  }
+  return "'integer', 'real'";
+}
+
+// Membership by sqlite_membership.h: the value and its candidate range
+// (?first, ?first+1, ?first+2) for a time grain, the value alone for a key.
+class SqliteMembership : public sql::Membership {
+ public:
+  SqliteMembership(const DatasetSpec& dataset, std::string qualifier)
+      : dataset_(dataset), qualifier_(std::move(qualifier)) {}
+
+  int parameters() const override {
+    if (!dataset_.partition) return 0;
+    return dataset_.grain() == Grain::kKey ? 1 : 3;
+  }
+  std::string Condition(int first) const override {
+    return MembershipCondition(dataset_, qualifier_, Q(first), Q(first + 1),
+                               Q(first + 2));
+  }
+  absl::StatusOr<sql::Params> Values(
+      const std::string& partition) const override {
+    ASSIGN_OR_RETURN(CandidateRange range, StoredRangeOf(dataset_, partition));
+    sql::Params out;
+    if (!dataset_.partition) return out;
+    out.push_back(partition);
+    if (parameters() == 3) {
+      out.push_back(range.lo);
+      out.push_back(range.hi);
+    }
+    return out;
+  }
+  std::string Expression() const override {
+    return PartitionExpression(dataset_, qualifier_);
+  }
+  std::string OverList(std::string_view alias) const override {
+    return MembershipCondition(
+        dataset_, qualifier_, absl::StrCat(Sv(alias), ".\"value\""),
+        absl::StrCat(Sv(alias), ".\"lo\""), absl::StrCat(Sv(alias), ".\"hi\""));
+  }
+
+ private:
+  static std::string Q(int i) { return absl::StrCat("?", i); }
+  const DatasetSpec& dataset_;
+  const std::string qualifier_;
+};
+
+}  // namespace
+
+std::string SqliteDialect::Name(const sql::Relation& relation) const {
+  // "main" and "temp" are SQLite's own schema names.
+  return absl::StrCat(relation.schema, ".", Quote(relation.name));
+}
+
+std::string SqliteDialect::Placeholder(int index) const {
+  return absl::StrCat("?", index);
+}
+
+sql::Relation SqliteDialect::Published(const DatasetSpec& dataset) const {
+  return {"main", dataset.table};
+}
+sql::Relation SqliteDialect::Stage(const std::string& job_id,
+                                   const std::string& dataset) const {
+  return {"main", absl::StrCat("_bf_stage_", SafeJob(job_id), "_", dataset)};
+}
+sql::Relation SqliteDialect::Parts(const std::string& job_id,
+                                   const std::string& dataset) const {
+  return {"main", absl::StrCat("_bf_parts_", SafeJob(job_id), "_", dataset)};
+}
+sql::Relation SqliteDialect::Keys(const std::string& job_id,
+                                  const std::string& dataset) const {
+  return {"main", absl::StrCat("_bf_keys_", SafeJob(job_id), "_", dataset)};
+}
+sql::Relation SqliteDialect::Pin(const std::string& job_id,
+                                 const DatasetSpec& dataset) const {
+  return {"main", absl::StrCat("_bf_pin_", SafeJob(job_id), "_", dataset.name)};
+}
+sql::Relation SqliteDialect::Copy(const std::string& job_id,
+                                  const std::string& dataset) const {
+  return {"main", absl::StrCat("_bf_prev_", SafeJob(job_id), "_", dataset)};
+}
+sql::Relation SqliteDialect::Scratch(const std::string& name) const {
+  return {"temp", name};
+}
+
+absl::StatusOr<std::string> SqliteDialect::ColumnDefinitions(
+    const DatasetSpec& dataset) const {
+  std::vector<std::string> cols;
+  for (const ColumnSpec& c : dataset.columns) {
+    // Spliced into DDL (SQLite takes no parameters there): defense in
+    // depth for specs that did not come through a Catalog, with the
+    // Catalog's own rule.
+    if (absl::Status s = CheckColumnType(c.type); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dataset ", dataset.name, ": column ", c.name,
+                       " has an invalid type '", c.type, "': ", s.message()));
+    }
+    cols.push_back(absl::StrCat(Quote(c.name), " ", c.type));
+  }
+  return absl::StrJoin(cols, ", ");
+}
+
+std::string SqliteDialect::Total(std::string_view expr) const {
+  return absl::StrCat("TOTAL(", Sv(expr), ")");
+}
+
+std::string SqliteDialect::QuoteValue(std::string_view expr) const {
+  return absl::StrCat("quote(", Sv(expr), ")");
+}
+
+std::string SqliteDialect::RowText(const DatasetSpec& dataset,
+                                   std::string_view alias) const {
+  std::vector<std::string> parts;
+  for (const ColumnSpec& c : dataset.columns) {
+    parts.push_back(
+        absl::StrCat("'", absl::StrReplaceAll(c.name, {{"'", "''"}}),
+                     "=' || quote(", Sv(alias), ".", Quote(c.name), ")"));
+  }
+  return absl::StrCat("'(' || ", absl::StrJoin(parts, " || ', ' || "),
+                      " || ')'");
+}
+
+std::optional<std::string> SqliteDialect::TypeMismatch(
+    std::string_view column, const std::string& type) const {
+  const std::string allowed = AllowedTypes(type);
+  if (allowed.empty()) return std::nullopt;
+  return absl::StrCat("typeof(", Sv(column), ") NOT IN ('null', ", allowed,
+                      ")");
+}
+
+std::string SqliteDialect::SampleLiteral(const sql::Cell& cell) const {
+  switch (cell.type) {
+    case sql::Cell::Type::kNull:
+      return "NULL";
+    case sql::Cell::Type::kInteger:
+      return absl::StrCat(cell.integer);
+    case sql::Cell::Type::kReal: {
+      // The shortest text that reads back as the same double.
+      for (int digits = 15; digits < 17; ++digits) {
+        std::string text = absl::StrFormat("%.*g", digits, cell.real);
+        double back = 0;
+        if (absl::SimpleAtod(text, &back) && back == cell.real) return text;
+      }
+      return absl::StrFormat("%.17g", cell.real);
+    }
+    case sql::Cell::Type::kText:
+      return absl::StrCat("'", absl::StrReplaceAll(cell.text, {{"'", "''"}}),
+                          "'");
+    case sql::Cell::Type::kBlob:
+      return absl::StrCat("X'", absl::BytesToHexString(cell.text), "'");
+  }
+  return cell.text;
+}
+
+absl::StatusOr<std::unique_ptr<sql::Membership>> SqliteDialect::MembershipOf(
+    sql::Connection*, const DatasetSpec& dataset,
+    std::string_view qualifier) const {
+  return std::make_unique<SqliteMembership>(dataset, std::string(qualifier));
+}
+
+}  // namespace backfill::sqlite
