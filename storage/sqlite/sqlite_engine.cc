@@ -32,6 +32,7 @@
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
+#include "storage/sql/profiles.h"
 #include "storage/sql/validation.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
@@ -2465,209 +2466,15 @@ absl::Status SqliteEngine::DropRollbackCopies(
 
 // Checks
 
-namespace {
-
-// The partition a row of `ds` belongs to, as an SQL expression over its
-// columns (prefix `alias.`): NULL for none; '' for an unpartitioned dataset.
-std::string PartitionExpr(const DatasetSpec& ds, std::string_view alias) {
-  return sqlite::PartitionExpression(ds, absl::StrCat(Sv(alias), "."));
-}
-
-// "(a=quote(a), b=...)" as an SQL text expression over `alias`'s columns.
-std::string RowTextExpr(const DatasetSpec& ds, std::string_view alias) {
-  std::vector<std::string> parts;
-  for (const ColumnSpec& c : ds.columns) {
-    // The name is an identifier (the catalog checks), so it can be spliced
-    // as a literal.
-    parts.push_back(absl::StrCat("'", c.name, "=' || quote(", Sv(alias), ".",
-                                 Q(c.name), ")"));
-  }
-  return absl::StrCat("'(' || ", absl::StrJoin(parts, " || ', ' || "),
-                      " || ')'");
-}
-
-// The storage classes that fit a declared type under SQLite's affinity
-// rules: INTEGER affinity stores integers, REAL reals (integers become
-// reals), TEXT text, NUMERIC integers or reals; BLOB (or no type) anything.
-// NULL always fits. Empty: anything fits.
-std::string AllowedTypes(const std::string& type) {
-  const std::string t = absl::AsciiStrToUpper(type);
-  if (absl::StrContains(t, "INT")) return "'integer'";
-  if (absl::StrContains(t, "CHAR") || absl::StrContains(t, "CLOB") ||
-      absl::StrContains(t, "TEXT")) {
-    return "'text'";
-  }
-  if (absl::StrContains(t, "BLOB") || t.empty()) return "";
-  if (absl::StrContains(t, "REAL") || absl::StrContains(t, "FLOA") ||
-      absl::StrContains(t, "DOUB")) {
-    return "'real'";
-  }
-  return "'integer', 'real'";
-}
-
-// Fills `out[partition]` with samples from a query returning (p, text).
-absl::Status ReadSamples(
-    Statement& q,
-    const std::function<CountWithSamples*(const std::string& partition)>&
-        slot) {
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    CountWithSamples* c = slot(q.ColumnText(0));
-    if (c != nullptr) c->samples.push_back(q.ColumnText(1));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
     const std::string& job_id, const DatasetSpec& dataset,
     const ProfileRequest& request) {
   RETURN_IF_ERROR(CheckFile());
   ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  const std::string stage = StageTable(job_id, dataset.name);
-  const int samples = std::max(0, request.samples);
-  RETURN_IF_ERROR(CheckProfileRequest(dataset, request));
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(bool exists, db->TableExists(stage));
-  if (!exists) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
-  }
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  const std::string from =
-      absl::StrCat("(SELECT ", PartitionExpr(dataset, "_bf_s"),
-                   " AS _bf_p, _bf_s.* FROM main.", Q(stage),
-                   " AS _bf_s) AS _bf_r WHERE _bf_r._bf_p IS NOT NULL");
-  // The types each column may hold.
-  std::vector<std::pair<std::string, std::string>> typed;  // column, allowed
-  if (request.types) {
-    for (const ColumnSpec& c : dataset.columns) {
-      std::string allowed = AllowedTypes(c.type);
-      if (!allowed.empty()) typed.emplace_back(c.name, std::move(allowed));
-    }
-  }
-  auto mismatch = [](const std::string& column, const std::string& allowed) {
-    return absl::StrCat("typeof(_bf_r.", Q(column), ") NOT IN ('null', ",
-                        allowed, ")");
-  };
-  // One pass: rows, sums, NULL counts and type mismatches per partition.
-  std::vector<std::string> aggregates = {"COUNT(*)"};
-  for (const std::string& m : request.measures) {
-    aggregates.push_back(absl::StrCat("TOTAL(_bf_r.", Q(m), ")"));
-  }
-  for (const std::string& c : request.null_columns) {
-    aggregates.push_back(absl::StrCat("TOTAL(_bf_r.", Q(c), " IS NULL)"));
-  }
-  for (const auto& [column, allowed] : typed) {
-    aggregates.push_back(
-        absl::StrCat("TOTAL(", mismatch(column, allowed), ")"));
-  }
-  Profile out;
-  {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT _bf_r._bf_p, ",
-                                      absl::StrJoin(aggregates, ", "), " FROM ",
-                                      from, " GROUP BY _bf_r._bf_p")));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      PartitionProfile& p = out[q.ColumnText(0)];
-      int i = 1;
-      p.rows = q.ColumnInt(i++);
-      for (const std::string& m : request.measures) {
-        p.sums[m] = q.ColumnDouble(i++);
-      }
-      for (const std::string& c : request.null_columns) {
-        p.nulls[c].count = static_cast<int64_t>(q.ColumnDouble(i++));
-      }
-      for (const auto& [column, allowed] : typed) {
-        const int64_t n = static_cast<int64_t>(q.ColumnDouble(i++));
-        if (n > 0) p.type_mismatches[column].count = n;
-      }
-      p.orphans.resize(request.references.size());
-    }
-  }
-  // Samples of what was counted, only where something was.
-  auto sample =
-      [&](const std::string& condition,
-          const std::function<CountWithSamples*(PartitionProfile&)>& field)
-      -> absl::Status {
-    if (samples == 0) return absl::OkStatus();
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->Prepare(absl::StrCat(
-            "SELECT _bf_p, _bf_text FROM (SELECT _bf_r._bf_p AS _bf_p, ",
-            RowTextExpr(dataset, "_bf_r"),
-            " AS _bf_text, ROW_NUMBER() OVER (PARTITION BY _bf_r._bf_p) AS "
-            "_bf_n FROM ",
-            from, " AND (", condition, ")) WHERE _bf_n <= ", samples)));
-    return ReadSamples(q, [&](const std::string& partition) {
-      auto it = out.find(partition);
-      return it == out.end() ? nullptr : field(it->second);
-    });
-  };
-  for (const std::string& c : request.null_columns) {
-    bool any = false;
-    for (auto& [partition, p] : out) any |= p.nulls[c].count > 0;
-    if (!any) continue;
-    RETURN_IF_ERROR(sample(absl::StrCat("_bf_r.", Q(c), " IS NULL"),
-                           [&](PartitionProfile& p) { return &p.nulls[c]; }));
-  }
-  for (const auto& [column, allowed] : typed) {
-    bool any = false;
-    for (auto& [partition, p] : out) any |= p.type_mismatches.count(column) > 0;
-    if (!any) continue;
-    const std::string col = column;
-    RETURN_IF_ERROR(sample(mismatch(column, allowed),
-                           [&](PartitionProfile& p) -> CountWithSamples* {
-                             auto it = p.type_mismatches.find(col);
-                             return it == p.type_mismatches.end() ? nullptr
-                                                                  : &it->second;
-                           }));
-  }
-  // Orphans, one query per reference.
-  for (size_t i = 0; i < request.references.size(); ++i) {
-    const ProfileRequest::Reference& r = request.references[i];
-    const bool pinned =
-        FindItem(job->layout, r.dataset->name) == nullptr &&
-        std::any_of(
-            job->layout.pinned.begin(), job->layout.pinned.end(),
-            [&](const DatasetSpec* d) { return d->name == r.dataset->name; });
-    const std::string ref_table =
-        pinned ? PinTable(job_id, r.dataset->name) : r.dataset->table;
-    ASSIGN_OR_RETURN(bool ref_exists, db->TableExists(ref_table));
-    const std::string orphan =
-        ref_exists
-            ? absl::StrCat("_bf_r.", Q(r.column),
-                           " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM main.",
-                           Q(ref_table), " AS _bf_k WHERE _bf_k.", Q(r.key),
-                           " = _bf_r.", Q(r.column), ")")
-            : absl::StrCat("_bf_r.", Q(r.column), " IS NOT NULL");
-    bool any = false;
-    {
-      ASSIGN_OR_RETURN(Statement q,
-                       db->Prepare(absl::StrCat(
-                           "SELECT _bf_r._bf_p, COUNT(*) FROM ", from, " AND (",
-                           orphan, ") GROUP BY _bf_r._bf_p")));
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
-        auto it = out.find(q.ColumnText(0));
-        if (it == out.end()) continue;
-        it->second.orphans[i].count = q.ColumnInt(1);
-        any = true;
-      }
-    }
-    if (any) {
-      RETURN_IF_ERROR(
-          sample(orphan, [&](PartitionProfile& p) { return &p.orphans[i]; }));
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return out;
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  return sql::ProfileStaged(conn.get(), job->layout, dataset, request);
 }
 
 absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
@@ -2675,63 +2482,8 @@ absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
     const ProfileRequest& request) {
   RETURN_IF_ERROR(CheckFile());
   RETURN_IF_ERROR(FindJob(job_id).status());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  Profile out;
-  ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
-  if (!exists) return out;
-  // Only the measures the published table has (a drifted table lacks some;
-  // the schema check reports it).
-  std::set<std::string> present;
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare("SELECT name FROM pragma_table_info(?1)"));
-    RETURN_IF_ERROR(q.BindText(1, dataset.table));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      present.insert(absl::AsciiStrToLower(q.ColumnText(0)));
-    }
-  }
-  std::vector<std::string> measures;
-  for (const std::string& m : request.measures) {
-    if (present.count(absl::AsciiStrToLower(m))) measures.push_back(m);
-  }
-  std::vector<std::string> aggregates = {"COUNT(*)"};
-  for (const std::string& m : measures) {
-    aggregates.push_back(absl::StrCat("TOTAL(_bf_t.", Q(m), ")"));
-  }
-  std::string sql;
-  const std::string table = Q(dataset.table);
-  if (!dataset.partition) {
-    sql = absl::StrCat("SELECT '', ", absl::StrJoin(aggregates, ", "),
-                       " FROM main.", table, " AS _bf_t");
-  } else {
-    sql =
-        absl::StrCat("SELECT ", PartitionExpr(dataset, "_bf_t"), " AS _bf_p, ",
-                     absl::StrJoin(aggregates, ", "), " FROM main.", table,
-                     " AS _bf_t WHERE EXISTS (SELECT 1 FROM main.",
-                     Q(PartsTable(job_id, dataset.name)), " AS _bf_q WHERE ",
-                     MembershipCondition(dataset, "_bf_t.", "_bf_q.\"value\"",
-                                         "_bf_q.\"lo\"", "_bf_q.\"hi\""),
-                     ") GROUP BY _bf_p");
-  }
-  ASSIGN_OR_RETURN(Statement q, db->Prepare(sql));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    if (q.ColumnIsNull(0)) continue;
-    const int64_t rows = q.ColumnInt(1);
-    if (rows == 0) continue;
-    PartitionProfile& p = out[q.ColumnText(0)];
-    p.rows = rows;
-    for (size_t i = 0; i < measures.size(); ++i) {
-      p.sums[measures[i]] = q.ColumnDouble(static_cast<int>(i) + 2);
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return out;
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  return sql::ProfilePublished(conn.get(), job_id, dataset, request);
 }
 
 absl::StatusOr<std::map<std::string, CountWithSamples>>
