@@ -27,6 +27,8 @@
 #include "storage/postgres/pg_markers.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_sql_connection.h"
+#include "storage/sql/diff.h"
+#include "storage/sql/engine_checks.h"
 #include "storage/sql/named_parameters.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/validation.h"
@@ -2058,226 +2060,45 @@ std::string Literal(const PgValue& value, uint32_t type) {
   return absl::StrCat("'", absl::StrReplaceAll(*value, {{"'", "''"}}), "'");
 }
 
-// `<alias>."c1", ...`.
-std::string Qualified(const std::vector<std::string>& quoted,
-                      const std::string& alias) {
-  std::vector<std::string> out;
-  for (const std::string& c : quoted) out.push_back(alias + "." + c);
-  return absl::StrJoin(out, ", ");
-}
-
-// `_bf_a."k" IS NOT DISTINCT FROM _bf_b."k" AND ...` (op and joiner given).
-std::string PairsOf(const std::vector<std::string>& quoted, const char* op,
-                    const char* joiner, const char* none) {
-  if (quoted.empty()) return none;
-  std::vector<std::string> out;
-  for (const std::string& c : quoted) {
-    out.push_back(absl::StrCat("_bf_a.", c, " ", op, " _bf_b.", c));
-  }
-  return absl::StrJoin(out, joiner);
-}
-
-// Appends up to `limit` samples from `rows`: `keys` key values, then
-// `before` values, then `after` values.
-void AddSamples(const PgResult& rows, DiffChange change, size_t keys,
-                size_t before, size_t after, std::vector<DiffSample>* out) {
-  for (const std::vector<PgValue>& row : rows.rows) {
-    DiffSample sample;
-    sample.change = change;
-    size_t i = 0;
-    for (size_t n = 0; n < keys; ++n, ++i) {
-      sample.key.push_back(Literal(row[i], rows.types[i]));
-    }
-    for (size_t n = 0; n < before; ++n, ++i) {
-      sample.before.push_back(Literal(row[i], rows.types[i]));
-    }
-    for (size_t n = 0; n < after; ++n, ++i) {
-      sample.after.push_back(Literal(row[i], rows.types[i]));
-    }
-    out->push_back(std::move(sample));
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<PartitionDiff> PostgresEngine::DiffPartition(
     const std::string& job_id, const DatasetSpec& dataset,
     const std::string& partition, int sample_limit) {
-  RETURN_IF_ERROR(CheckWritable(dataset));
-  RETURN_IF_ERROR(Annotate(
-      ValidatePartition(dataset.layout(), partition),
-      absl::StrCat("dataset ", dataset.name, " partition '", partition, "'")));
+  RETURN_IF_ERROR(sql::CheckWritable(*dialect_, dataset));
+  RETURN_IF_ERROR(sql::CheckPartition(dataset, partition));
   const DiffColumns columns = DiffColumnsOf(dataset);
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string stage,
-                   conn->QuoteIdentifier(StageName(dataset.name)));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
-  auto quote_all = [&](const std::vector<std::string>& names)
-      -> absl::StatusOr<std::vector<std::string>> {
-    std::vector<std::string> out;
-    for (const std::string& n : names) {
-      ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(n));
-      out.push_back(std::move(q));
-    }
-    return out;
-  };
-  ASSIGN_OR_RETURN(std::vector<std::string> key, quote_all(columns.key));
-  ASSIGN_OR_RETURN(std::vector<std::string> values, quote_all(columns.values));
-
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(PgResult exists,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL, "
-                              "to_regclass($2) IS NOT NULL",
-                              {absl::StrCat(schema, ".", stage),
-                               absl::StrCat(base, ".", table)}));
-  if (exists.rows[0][0].value_or("f") != "t") {
+  const sql::Relation stage = dialect_->Stage(job_id, dataset.name);
+  const sql::Relation table = dialect_->Published(dataset);
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  ASSIGN_OR_RETURN(
+      sql::Transaction txn,
+      sql::Transaction::Begin(conn.get(), sql::TxnMode::kSnapshot));
+  ASSIGN_OR_RETURN(bool staged, conn->Exists(stage));
+  if (!staged) {
     return absl::FailedPreconditionError(
         absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
   }
-  const bool published = exists.rows[0][1].value_or("f") == "t";
-  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                   ColumnsOf(conn.get(), dataset, ""));
-  ASSIGN_OR_RETURN(PgCondition member,
-                   MembershipCondition(pcols, kServiceSchema, 1));
-  std::vector<PgValue> params;
-  if (dataset.partition) {
-    ASSIGN_OR_RETURN(params, MembershipValues(pcols, partition));
-  }
-  const std::string in_partition = dataset.partition ? member.sql : "TRUE";
+  ASSIGN_OR_RETURN(bool published, conn->Exists(table));
+  ASSIGN_OR_RETURN(std::unique_ptr<sql::Membership> member,
+                   dialect_->MembershipOf(conn.get(), dataset, ""));
   // The two sides as common table expressions: the staged rows of the
   // partition (after) and its published rows (before; none before the
   // first publish).
-  const std::string with =
-      absl::StrCat("WITH _bf_after AS (SELECT ", cols, " FROM ", schema, ".",
-                   stage, " WHERE ", in_partition, "), _bf_before AS (",
-                   published ? absl::StrCat("SELECT ", cols, " FROM ", base,
-                                            ".", table, " WHERE ", in_partition)
-                             : absl::StrCat("SELECT ", cols, " FROM ", schema,
-                                            ".", stage, " WHERE FALSE"),
-                   ") ");
-  auto one_row = [&](const std::string& select) -> absl::StatusOr<PgResult> {
-    return conn->Exec(with + select, params);
-  };
-  PartitionDiff diff;
-  diff.dataset = dataset.name;
-  diff.partition = partition;
-  {
-    std::string select =
-        "SELECT (SELECT count(*) FROM _bf_before), (SELECT count(*) FROM "
-        "_bf_after)";
-    for (const std::string& m : columns.measures) {
-      ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(m));
-      absl::StrAppend(&select, ", (SELECT coalesce(sum(", q,
-                      ")::float8, 0) FROM _bf_before), (SELECT coalesce(sum(",
-                      q, ")::float8, 0) FROM _bf_after)");
-    }
-    ASSIGN_OR_RETURN(PgResult r, one_row(select));
-    const std::vector<PgValue>& row = r.rows[0];
-    diff.rows_before = std::stoll(row[0].value_or("0"));
-    diff.rows_after = std::stoll(row[1].value_or("0"));
-    for (size_t i = 0; i < columns.measures.size(); ++i) {
-      MeasureTotals totals;
-      totals.column = columns.measures[i];
-      absl::SimpleAtod(row[2 + 2 * i].value_or("0"), &totals.before);
-      absl::SimpleAtod(row[3 + 2 * i].value_or("0"), &totals.after);
-      diff.measures.push_back(std::move(totals));
-    }
-  }
-  const int limit = std::max(0, sample_limit);
-  const size_t k = key.size(), v = values.size();
-  if (columns.by_key) {
-    const std::string key_match =
-        PairsOf(key, "IS NOT DISTINCT FROM", " AND ", "TRUE");
-    const std::string differs =
-        PairsOf(values, "IS DISTINCT FROM", " OR ", "FALSE");
-    const std::string only_after = absl::StrCat(
-        " FROM _bf_after AS _bf_a WHERE NOT EXISTS (SELECT 1 FROM _bf_before "
-        "AS _bf_b WHERE ",
-        key_match, ")");
-    const std::string only_before = absl::StrCat(
-        " FROM _bf_before AS _bf_b WHERE NOT EXISTS (SELECT 1 FROM _bf_after "
-        "AS _bf_a WHERE ",
-        key_match, ")");
-    const std::string both = absl::StrCat(
-        " FROM _bf_after AS _bf_a JOIN _bf_before AS _bf_b ON ", key_match);
-    ASSIGN_OR_RETURN(
-        PgResult counts,
-        one_row(absl::StrCat("SELECT (SELECT count(*)", only_after,
-                             "), (SELECT count(*)", only_before,
-                             "), (SELECT count(*)", both, " WHERE ", differs,
-                             "), (SELECT count(*)", both, ")")));
-    diff.added = std::stoll(counts.rows[0][0].value_or("0"));
-    diff.removed = std::stoll(counts.rows[0][1].value_or("0"));
-    diff.changed = std::stoll(counts.rows[0][2].value_or("0"));
-    diff.unchanged = std::stoll(counts.rows[0][3].value_or("0")) - diff.changed;
-    const std::string order_a = Qualified(key, "_bf_a");
-    const std::string order_b = Qualified(key, "_bf_b");
-    auto sample = [&](const std::string& select, DiffChange change,
-                      size_t before, size_t after) -> absl::Status {
-      const int left = limit - static_cast<int>(diff.samples.size());
-      if (left <= 0) return absl::OkStatus();
-      ASSIGN_OR_RETURN(PgResult rows,
-                       one_row(absl::StrCat(select, " LIMIT ", left)));
-      AddSamples(rows, change, k, before, after, &diff.samples);
-      return absl::OkStatus();
-    };
-    RETURN_IF_ERROR(sample(
-        absl::StrCat("SELECT ", order_a,
-                     v > 0 ? absl::StrCat(", ", Qualified(values, "_bf_b"),
-                                          ", ", Qualified(values, "_bf_a"))
-                           : "",
-                     both, " WHERE ", differs, " ORDER BY ", order_a),
-        DiffChange::kChanged, v, v));
-    RETURN_IF_ERROR(
-        sample(absl::StrCat(
-                   "SELECT ", order_a,
-                   v > 0 ? absl::StrCat(", ", Qualified(values, "_bf_a")) : "",
-                   only_after, " ORDER BY ", order_a),
-               DiffChange::kAdded, 0, v));
-    RETURN_IF_ERROR(
-        sample(absl::StrCat(
-                   "SELECT ", order_b,
-                   v > 0 ? absl::StrCat(", ", Qualified(values, "_bf_b")) : "",
-                   only_before, " ORDER BY ", order_b),
-               DiffChange::kRemoved, v, 0));
-  } else {
-    // Whole rows as multisets: per distinct row, how often each side has it.
-    const std::string all = absl::StrJoin(values, ", ");
-    const std::string grouped = absl::StrCat(
-        "(SELECT ", all,
-        ", sum(_bf_side) AS _bf_na, sum(1 - _bf_side) AS _bf_nb FROM (SELECT ",
-        all, ", 1 AS _bf_side FROM _bf_after UNION ALL SELECT ", all,
-        ", 0 FROM _bf_before) AS _bf_u GROUP BY ", all, ") AS _bf_g");
-    ASSIGN_OR_RETURN(
-        PgResult counts,
-        one_row(absl::StrCat(
-            "SELECT coalesce(sum(greatest(_bf_na - _bf_nb, 0)), 0), "
-            "coalesce(sum(greatest(_bf_nb - _bf_na, 0)), 0), "
-            "coalesce(sum(least(_bf_na, _bf_nb)), 0) FROM ",
-            grouped)));
-    diff.added = std::stoll(counts.rows[0][0].value_or("0"));
-    diff.removed = std::stoll(counts.rows[0][1].value_or("0"));
-    diff.unchanged = std::stoll(counts.rows[0][2].value_or("0"));
-    const std::string g = Qualified(values, "_bf_g");
-    for (const auto& [where, change] :
-         {std::make_pair(std::string("_bf_na > _bf_nb"), DiffChange::kAdded),
-          std::make_pair(std::string("_bf_nb > _bf_na"),
-                         DiffChange::kRemoved)}) {
-      const int left = limit - static_cast<int>(diff.samples.size());
-      if (left <= 0) break;
-      ASSIGN_OR_RETURN(
-          PgResult rows,
-          one_row(absl::StrCat("SELECT ", g, " FROM ", grouped, " WHERE ",
-                               where, " ORDER BY ", g, " LIMIT ", left)));
-      AddSamples(rows, change, 0, change == DiffChange::kRemoved ? v : 0,
-                 change == DiffChange::kAdded ? v : 0, &diff.samples);
-    }
-  }
+  const std::string cols = sql::ColumnList(dataset);
+  const std::string in_partition = member->Condition(1);
+  sql::DiffSides sides;
+  sides.with = absl::StrCat(
+      "WITH _bf_after AS (SELECT ", cols, " FROM ", dialect_->Name(stage),
+      " WHERE ", in_partition, "), _bf_before AS (SELECT ", cols, " FROM ",
+      dialect_->Name(published ? table : stage), " WHERE ",
+      published ? in_partition : "FALSE", ") ");
+  sides.after = "_bf_after";
+  sides.before = "_bf_before";
+  ASSIGN_OR_RETURN(sides.params, member->Values(partition));
+  ASSIGN_OR_RETURN(PartitionDiff diff,
+                   sql::DiffOnePartition(conn.get(), dataset, columns, sides,
+                                         partition, sample_limit));
   RETURN_IF_ERROR(txn.Commit());
   return diff;
 }

@@ -32,6 +32,7 @@
 #include "core/transform_parameters.h"
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
+#include "storage/sql/diff.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/validation.h"
 #include "storage/sqlite/sqlite_connection.h"
@@ -1646,100 +1647,21 @@ absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
 
 namespace {
 
-// `a."k1" IS b."k1" AND ...` over `columns`.
-std::string Pairs(const std::vector<std::string>& columns, const char* op,
-                  const char* joiner, const char* none) {
-  if (columns.empty()) return none;
+std::string Listed(const std::vector<std::string>& columns) {
   std::vector<std::string> parts;
-  for (const std::string& c : columns) {
-    parts.push_back(absl::StrCat("_bf_a.", Q(c), " ", op, " _bf_b.", Q(c)));
-  }
-  return absl::StrJoin(parts, joiner);
-}
-
-// `<alias>."c1", ...`: values a sample shows (see SqlLiteral).
-std::string Quoted(const std::vector<std::string>& columns,
-                   std::string_view alias) {
-  std::vector<std::string> parts;
-  for (const std::string& c : columns) {
-    parts.push_back(absl::StrCat(Sv(alias), ".", Q(c)));
-  }
+  for (const std::string& c : columns) parts.push_back(Q(c));
   return absl::StrJoin(parts, ", ");
 }
 
-// A value as an SQL literal: NULL, 42, 12.5 (the shortest text that reads
-// back as the same double), 'text' ('' for a quote), X'0a1b'.
-std::string SqlLiteral(const Statement& q, int i) {
-  switch (q.GetColumnType(i)) {
-    case ColumnType::kNull:
-      return "NULL";
-    case ColumnType::kInteger:
-      return absl::StrCat(q.ColumnInt(i));
-    case ColumnType::kReal: {
-      const double v = q.ColumnDouble(i);
-      for (int digits = 15; digits < 17; ++digits) {
-        std::string text = absl::StrFormat("%.*g", digits, v);
-        double back = 0;
-        if (absl::SimpleAtod(text, &back) && back == v) return text;
-      }
-      return absl::StrFormat("%.17g", v);
-    }
-    case ColumnType::kText:
-      return absl::StrCat(
-          "'", absl::StrReplaceAll(q.ColumnText(i), {{"'", "''"}}), "'");
-    case ColumnType::kBlob:
-      return absl::StrCat("X'", absl::BytesToHexString(q.ColumnText(i)), "'");
-  }
-  return q.ColumnText(i);
-}
-
-std::string Listed(const std::vector<std::string>& columns,
-                   std::string_view alias) {
-  std::vector<std::string> parts;
-  for (const std::string& c : columns) {
-    parts.push_back(absl::StrCat(Sv(alias), alias.empty() ? "" : ".", Q(c)));
-  }
-  return absl::StrJoin(parts, ", ");
-}
-
-// Reads up to `limit` sample rows: columns [0, k) the key, then `before`
-// values, then `after` values.
-absl::Status ReadSamples(Database* db, const std::string& sql,
-                         DiffChange change, size_t keys, size_t before,
-                         size_t after, int limit,
-                         std::vector<DiffSample>* out) {
-  if (limit <= 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Statement q, db->PrepareCached(sql));
-  RETURN_IF_ERROR(q.BindInt(1, limit));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    DiffSample sample;
-    sample.change = change;
-    int i = 0;
-    for (size_t n = 0; n < keys; ++n) sample.key.push_back(SqlLiteral(q, i++));
-    for (size_t n = 0; n < before; ++n) {
-      sample.before.push_back(SqlLiteral(q, i++));
-    }
-    for (size_t n = 0; n < after; ++n) {
-      sample.after.push_back(SqlLiteral(q, i++));
-    }
-    out->push_back(std::move(sample));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-namespace {
-
-// The diff of one partition on `db`, inside the caller's read transaction,
-// with the TEMP tables _bf_diff_after and _bf_diff_before made for the
-// dataset (SqliteEngine::DiffPartitions).
+// Copies the partition's staged and published rows into the TEMP tables
+// _bf_diff_after and _bf_diff_before made for the dataset
+// (SqliteEngine::DiffPartitions) and compares them, inside the caller's
+// read transaction.
 absl::StatusOr<PartitionDiff> DiffOnePartition(
-    Database* db, const DatasetSpec& dataset, const DiffColumns& columns,
-    const std::string& stage, bool published, const std::string& partition,
-    int sample_limit) {
+    sqlite::SqliteConnection* conn, const DatasetSpec& dataset,
+    const DiffColumns& columns, const std::string& stage, bool published,
+    const std::string& partition, int sample_limit) {
+  Database* db = conn->db();
   const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
   const std::string in_partition =
       dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
@@ -1762,148 +1684,11 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
     }
     RETURN_IF_ERROR(copy.Run());
   }
-  const std::string a = "temp._bf_diff_after AS _bf_a";
-  const std::string b = "temp._bf_diff_before AS _bf_b";
-
-  PartitionDiff diff;
-  diff.dataset = dataset.name;
-  diff.partition = partition;
-  ASSIGN_OR_RETURN(diff.rows_before,
-                   db->QueryInt("SELECT COUNT(*) FROM temp._bf_diff_before"));
-  ASSIGN_OR_RETURN(diff.rows_after,
-                   db->QueryInt("SELECT COUNT(*) FROM temp._bf_diff_after"));
-  // One side empty (a first load, a partition emptied): every row of the
-  // other side is added or removed, nothing is changed or unchanged, and
-  // the statements that would compare the sides are not run. Nor is a
-  // sample query for a kind of difference there is none of.
-  const bool one_sided = diff.rows_before == 0 || diff.rows_after == 0;
-  for (const std::string& m : columns.measures) {
-    MeasureTotals totals;
-    totals.column = m;
-    if (diff.rows_before == 0 && diff.rows_after == 0) {
-      diff.measures.push_back(std::move(totals));
-      continue;
-    }
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->PrepareCached(absl::StrCat(
-            "SELECT (SELECT TOTAL(", Q(m), ") FROM temp._bf_diff_before), ",
-            "(SELECT TOTAL(", Q(m), ") FROM temp._bf_diff_after)")));
-    RETURN_IF_ERROR(q.Step().status());
-    totals.before = q.ColumnDouble(0);
-    totals.after = q.ColumnDouble(1);
-    diff.measures.push_back(std::move(totals));
-  }
-
-  const int limit = std::max(0, sample_limit);
-  if (columns.by_key) {
-    const std::string key_match = Pairs(columns.key, "IS", " AND ", "1");
-    const std::string differs = Pairs(columns.values, "IS NOT", " OR ", "0");
-    const std::string only_after =
-        absl::StrCat(" FROM ", a, " WHERE NOT EXISTS (SELECT 1 FROM ", b,
-                     " WHERE ", key_match, ")");
-    const std::string only_before =
-        absl::StrCat(" FROM ", b, " WHERE NOT EXISTS (SELECT 1 FROM ", a,
-                     " WHERE ", key_match, ")");
-    const std::string both =
-        absl::StrCat(" FROM ", a, " JOIN ", b, " ON ", key_match);
-    if (one_sided) {
-      diff.added = diff.rows_after;
-      diff.removed = diff.rows_before;
-      diff.changed = 0;
-      diff.unchanged = 0;
-    } else {
-      ASSIGN_OR_RETURN(diff.added, db->QueryInt(absl::StrCat("SELECT COUNT(*)",
-                                                             only_after)));
-      ASSIGN_OR_RETURN(diff.removed, db->QueryInt(absl::StrCat(
-                                         "SELECT COUNT(*)", only_before)));
-      ASSIGN_OR_RETURN(diff.changed,
-                       db->QueryInt(absl::StrCat("SELECT COUNT(*)", both,
-                                                 " WHERE ", differs)));
-      ASSIGN_OR_RETURN(int64_t matched,
-                       db->QueryInt(absl::StrCat("SELECT COUNT(*)", both)));
-      diff.unchanged = matched - diff.changed;
-    }
-    const size_t k = columns.key.size(), v = columns.values.size();
-    std::string changed_sql =
-        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
-    if (v > 0) {
-      absl::StrAppend(&changed_sql, ", ", Quoted(columns.values, "_bf_b"), ", ",
-                      Quoted(columns.values, "_bf_a"));
-    }
-    absl::StrAppend(&changed_sql, both, " WHERE ", differs, " ORDER BY ",
-                    Listed(columns.key, "_bf_a"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(db, changed_sql, DiffChange::kChanged, k, v, v,
-                                diff.changed > 0 ? limit : 0, &diff.samples));
-    std::string added_sql =
-        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_a"));
-    if (v > 0)
-      absl::StrAppend(&added_sql, ", ", Quoted(columns.values, "_bf_a"));
-    absl::StrAppend(&added_sql, only_after, " ORDER BY ",
-                    Listed(columns.key, "_bf_a"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(
-        db, added_sql, DiffChange::kAdded, k, 0, v,
-        diff.added > 0 ? limit - static_cast<int>(diff.samples.size()) : 0,
-        &diff.samples));
-    std::string removed_sql =
-        absl::StrCat("SELECT ", Quoted(columns.key, "_bf_b"));
-    if (v > 0) {
-      absl::StrAppend(&removed_sql, ", ", Quoted(columns.values, "_bf_b"));
-    }
-    absl::StrAppend(&removed_sql, only_before, " ORDER BY ",
-                    Listed(columns.key, "_bf_b"), " LIMIT ?1");
-    RETURN_IF_ERROR(ReadSamples(
-        db, removed_sql, DiffChange::kRemoved, k, v, 0,
-        diff.removed > 0 ? limit - static_cast<int>(diff.samples.size()) : 0,
-        &diff.samples));
-  } else {
-    // Whole rows as multisets: per distinct row, how often each side has it.
-    const std::string all = Listed(columns.values, "");
-    const std::string grouped =
-        absl::StrCat("(SELECT ", all,
-                     ", SUM(_bf_side) AS _bf_na, SUM(1 - _bf_side) AS "
-                     "_bf_nb FROM (SELECT ",
-                     all,
-                     ", 1 AS _bf_side FROM "
-                     "temp._bf_diff_after UNION ALL SELECT ",
-                     all,
-                     ", 0 FROM "
-                     "temp._bf_diff_before) GROUP BY ",
-                     all, ") AS _bf_g");
-    if (one_sided) {
-      diff.added = diff.rows_after;
-      diff.removed = diff.rows_before;
-      diff.unchanged = 0;
-    } else {
-      ASSIGN_OR_RETURN(Statement q,
-                       db->PrepareCached(absl::StrCat(
-                           "SELECT TOTAL(MAX(_bf_na - _bf_nb, 0)), "
-                           "TOTAL(MAX(_bf_nb - _bf_na, 0)), TOTAL(MIN(_bf_na, "
-                           "_bf_nb)) FROM ",
-                           grouped)));
-      RETURN_IF_ERROR(q.Step().status());
-      diff.added = static_cast<int64_t>(q.ColumnDouble(0));
-      diff.removed = static_cast<int64_t>(q.ColumnDouble(1));
-      diff.unchanged = static_cast<int64_t>(q.ColumnDouble(2));
-    }
-    const size_t v = columns.values.size();
-    RETURN_IF_ERROR(ReadSamples(
-        db,
-        absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
-                     grouped, " WHERE _bf_na > _bf_nb ORDER BY ",
-                     Listed(columns.values, "_bf_g"), " LIMIT ?1"),
-        DiffChange::kAdded, 0, 0, v, diff.added > 0 ? limit : 0,
-        &diff.samples));
-    RETURN_IF_ERROR(ReadSamples(
-        db,
-        absl::StrCat("SELECT ", Quoted(columns.values, "_bf_g"), " FROM ",
-                     grouped, " WHERE _bf_nb > _bf_na ORDER BY ",
-                     Listed(columns.values, "_bf_g"), " LIMIT ?1"),
-        DiffChange::kRemoved, 0, v, 0,
-        diff.removed > 0 ? limit - static_cast<int>(diff.samples.size()) : 0,
-        &diff.samples));
-  }
-  return diff;
+  sql::DiffSides compared;
+  compared.after = absl::StrCat("temp.", Q(names[0]));
+  compared.before = absl::StrCat("temp.", Q(names[1]));
+  return sql::DiffOnePartition(conn, dataset, columns, compared, partition,
+                               sample_limit);
 }
 
 }  // namespace
@@ -1943,9 +1728,9 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
     setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
                                  ColumnDefs(dataset), ")"));
     if (columns.by_key) {
-      setup.push_back(
-          absl::StrCat("CREATE INDEX temp.", Q(absl::StrCat(name, "_key")),
-                       " ON ", Q(name), " (", Listed(columns.key, ""), ")"));
+      setup.push_back(absl::StrCat("CREATE INDEX temp.",
+                                   Q(absl::StrCat(name, "_key")), " ON ",
+                                   Q(name), " (", Listed(columns.key), ")"));
     }
   }
   const std::string setup_key =
@@ -1988,8 +1773,9 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
       ASSIGN_OR_RETURN(published, db->TableExists(dataset.table));
     }
     ++in_txn;
-    absl::StatusOr<PartitionDiff> diff = DiffOnePartition(
-        db.get(), dataset, columns, stage, published, partition, sample_limit);
+    absl::StatusOr<PartitionDiff> diff =
+        DiffOnePartition(temp.conn.get(), dataset, columns, stage, published,
+                         partition, sample_limit);
     if (!diff.ok()) {
       txn->Rollback();
       txn.reset();
