@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_markers.h"
@@ -220,6 +221,29 @@ sql::Relation PgDialect::Scratch(const std::string& name) const {
   return {"pg_temp", name};
 }
 
+sql::Relation PgDialect::Meta() const { return {kServiceSchema, "meta"}; }
+sql::Relation PgDialect::Publications() const {
+  return {kServiceSchema, "publications"};
+}
+sql::Relation PgDialect::Rollbacks() const {
+  return {kServiceSchema, "rollbacks"};
+}
+
+absl::Status PgDialect::DropCopiesOf(sql::Connection* conn,
+                                     const std::string& job_id) const {
+  ASSIGN_OR_RETURN(
+      sql::Result copies,
+      conn->Exec("SELECT tablename FROM pg_tables WHERE schemaname = $1 AND "
+                 "starts_with(tablename, $2)",
+                 {kServiceSchema, Copy(job_id, "").name}));
+  for (const sql::Row& row : copies.rows) {
+    RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE ", Name({kServiceSchema,
+                                                                 row[0].text})))
+                        .status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> PgDialect::ColumnDefinitions(
     const DatasetSpec& dataset) const {
   const std::string byte_order = ByteOrderColumn(dataset);
@@ -284,6 +308,68 @@ std::string PgDialect::SampleLiteral(const sql::Cell& cell) const {
       return absl::StrCat("'", absl::StrReplaceAll(cell.text, {{"'", "''"}}),
                           "'");
   }
+}
+
+std::string PgDialect::TimePlaceholder(int index) const {
+  return absl::StrCat("$", index, "::timestamptz");
+}
+
+sql::Param PgDialect::TimeValue(absl::Time when) const {
+  // UTC, to microseconds.
+  return absl::FormatTime("%Y-%m-%d %H:%M:%E6S+00", when, absl::UTCTimeZone());
+}
+
+std::string PgDialect::BoolPlaceholder(int index) const {
+  return absl::StrCat("$", index, "::boolean");
+}
+
+sql::Param PgDialect::BoolValue(bool value) const {
+  return value ? "true" : "false";
+}
+
+std::string PgDialect::LockingRead() const { return " FOR SHARE"; }
+
+std::string PgDialect::InKeys(const DatasetSpec& dataset,
+                              const sql::Relation& keys,
+                              std::string_view qualifier) const {
+  return absl::StrCat(
+      "COALESCE(CAST(", std::string(qualifier), Quote(dataset.entity_key),
+      " AS TEXT) IN (SELECT \"key\" FROM ", Name(keys), "), FALSE)");
+}
+
+absl::StatusOr<sql::Dialect::Proven> PgDialect::WriteProven(
+    sql::Connection* conn, const DatasetSpec& dataset,
+    const sql::Relation& source, const std::optional<sql::Relation>& target,
+    const std::string& columns, const std::string& partition) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<sql::Membership> member,
+                   MembershipOf(conn, dataset, ""));
+  ASSIGN_OR_RETURN(sql::Params values, member->Values(partition));
+  const std::string condition = member->Condition(1);
+  const std::string p_param = Placeholder(member->parameters() + 1);
+  values.push_back(partition);
+  // Every row the statement writes maps to a partition by the partition
+  // expression, a second formulation of the one definition.
+  std::string write;
+  if (!target) {
+    write = absl::StrCat("DELETE FROM ", Name(source), " WHERE ", condition);
+  } else {
+    write = absl::StrCat("INSERT INTO ", Name(*target),
+                         columns == "*" ? "" : absl::StrCat(" (", columns, ")"),
+                         " SELECT ", columns, " FROM ", Name(source), " WHERE ",
+                         condition);
+  }
+  ASSIGN_OR_RETURN(
+      sql::Result r,
+      conn->Exec(absl::StrCat("WITH _bf_w AS (", write, " RETURNING ",
+                              member->Expression(),
+                              " AS p) SELECT count(*), count(*) FILTER (WHERE "
+                              "p IS NOT DISTINCT FROM ",
+                              p_param, "::text) FROM _bf_w"),
+                 values));
+  Proven out;
+  out.affected = r.rows.at(0)[0].integer;
+  out.belonging = r.rows.at(0)[1].integer;
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<sql::Membership>> PgDialect::MembershipOf(

@@ -72,6 +72,11 @@ class PgDialect : public sql::Dialect {
   sql::Relation Copy(const std::string& job_id,
                      const std::string& dataset) const override;
   sql::Relation Scratch(const std::string& name) const override;
+  sql::Relation Meta() const override;
+  sql::Relation Publications() const override;
+  sql::Relation Rollbacks() const override;
+  absl::Status DropCopiesOf(sql::Connection* conn,
+                            const std::string& job_id) const override;
 
   absl::StatusOr<std::string> ColumnDefinitions(
       const DatasetSpec& dataset) const override;
@@ -80,10 +85,21 @@ class PgDialect : public sql::Dialect {
   std::string RowText(const DatasetSpec& dataset,
                       std::string_view alias) const override;
   std::string SampleLiteral(const sql::Cell& cell) const override;
+  std::string TimePlaceholder(int index) const override;
+  sql::Param TimeValue(absl::Time when) const override;
+  std::string BoolPlaceholder(int index) const override;
+  sql::Param BoolValue(bool value) const override;
+  std::string LockingRead() const override;
+  std::string InKeys(const DatasetSpec& dataset, const sql::Relation& keys,
+                     std::string_view qualifier) const override;
 
   absl::StatusOr<std::unique_ptr<sql::Membership>> MembershipOf(
       sql::Connection* conn, const DatasetSpec& dataset,
       std::string_view qualifier) const override;
+  absl::StatusOr<Proven> WriteProven(
+      sql::Connection* conn, const DatasetSpec& dataset,
+      const sql::Relation& source, const std::optional<sql::Relation>& target,
+      const std::string& columns, const std::string& partition) const override;
 
  private:
   const std::string base_;

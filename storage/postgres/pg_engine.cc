@@ -29,8 +29,11 @@
 #include "storage/postgres/pg_sql_connection.h"
 #include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
+#include "storage/sql/markers.h"
 #include "storage/sql/named_parameters.h"
 #include "storage/sql/profiles.h"
+#include "storage/sql/publish.h"
+#include "storage/sql/rollback.h"
 #include "storage/sql/validation.h"
 
 namespace backfill::postgres {
@@ -210,8 +213,8 @@ absl::Status PostgresEngine::Claim(const std::string& store_id,
 }
 
 absl::StatusOr<bool> PostgresEngine::IsPublished(const std::string& job_id) {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  return HasPublication(conn.get(), store_id(), job_id);
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  return sql::HasPublication(conn.get(), store_id(), job_id);
 }
 
 absl::StatusOr<std::vector<std::string>> PostgresEngine::ListJobsWithStaging() {
@@ -1045,180 +1048,36 @@ absl::StatusOr<StageResult> PostgresEngine::StagePartition(
 
 namespace backfill::postgres {
 
-absl::Status PostgresEngine::Publish(const JobLayout& layout) {
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset == nullptr) {
-      return absl::InvalidArgumentError("Publish: item without dataset");
-    }
-    RETURN_IF_ERROR(CheckWritable(*item.dataset));
-  }
-  const std::string& job_id = layout.job_id;
-  const std::string owner = store_id();
-  const std::string what = absl::StrCat("publish of job ", job_id);
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin());
-  ASSIGN_OR_RETURN(bool done, HasPublication(conn.get(), owner, job_id));
-  if (done) return absl::OkStatus();  // published before: a no-op
-  if (!owner.empty()) RETURN_IF_ERROR(CheckOwner(conn.get(), owner, what));
-  for (const JobLayout::Item& item : layout.items) {
-    const DatasetSpec& ds = *item.dataset;
-    const std::string where = absl::StrCat(what, ", dataset ", ds.name);
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
-    ASSIGN_OR_RETURN(std::string stage,
-                     conn->QuoteIdentifier(StageName(ds.name)));
-    ASSIGN_OR_RETURN(std::string prev,
-                     conn->QuoteIdentifier(CopyTable(job_id, ds.name)));
-    ASSIGN_OR_RETURN(
-        std::string defs,
-        ContractColumnDefinitions(conn.get(), ds.columns, ByteOrderColumn(ds)));
-    ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), ds));
-    ASSIGN_OR_RETURN(
-        bool staged,
-        RelationExists(conn.get(), absl::StrCat(schema, ".", stage)));
-    if (!staged) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(where, ": the job's staging ", JobSchema(job_id), ".",
-                       StageName(ds.name), " does not exist"));
-    }
-    std::string create = absl::StrCat("CREATE TABLE IF NOT EXISTS ", base, ".",
-                                      table, " (", defs);
-    if (!ds.primary_key.empty()) {
-      std::vector<std::string> pk;
-      for (const std::string& k : ds.primary_key) {
-        ASSIGN_OR_RETURN(std::string q, conn->QuoteIdentifier(k));
-        pk.push_back(q);
-      }
-      absl::StrAppend(&create, ", PRIMARY KEY (", absl::StrJoin(pk, ", "), ")");
-    }
-    create += ")";
-    RETURN_IF_ERROR(Annotate(conn->Exec(create).status(), where));
+// What the PostgreSQL engine adds to the shared publish and rollback: each
+// table replaced is locked against other writers until commit, and its
+// kept partition statistics are forgotten after.
+class PostgresEngine::Hooks : public sql::ReplaceHooks {
+ public:
+  explicit Hooks(PostgresEngine* engine) : engine_(engine) {}
+
+  absl::Status PrepareTable(sql::Connection* conn,
+                            const DatasetSpec& ds) override {
     // No other writer between the proof of the deletes and the commit.
-    RETURN_IF_ERROR(
-        Annotate(conn->Exec(absl::StrCat("LOCK TABLE ", base, ".", table,
-                                         " IN SHARE ROW EXCLUSIVE MODE"))
-                     .status(),
-                 where));
-    if (!item.keys.empty()) {
-      // In each partition, the published rows of other keys must be exactly
-      // the rows StagePartition copied, or what the job staged, derived and
-      // checked is out of date.
-      ASSIGN_OR_RETURN(std::string in_keys, InKeys(conn.get(), ds, schema));
-      ASSIGN_OR_RETURN(PgPartitionColumns kcols, ColumnsOf(conn.get(), ds, ""));
-      ASSIGN_OR_RETURN(PgCondition kmember,
-                       MembershipCondition(kcols, kServiceSchema, 1));
-      const std::string in_partition = ds.partition ? kmember.sql : "TRUE";
-      for (const std::string& partition : item.partitions) {
-        std::vector<PgValue> values;
-        if (ds.partition) {
-          ASSIGN_OR_RETURN(values, MembershipValues(kcols, partition));
-        }
-        Fingerprint fp[2];
-        const std::string from[2] = {absl::StrCat(base, ".", table),
-                                     absl::StrCat(schema, ".", stage)};
-        for (int i = 0; i < 2; ++i) {
-          ASSIGN_OR_RETURN(
-              fp[i], HashRows(conn.get(),
-                              absl::StrCat("SELECT ", cols, " FROM ", from[i],
-                                           " WHERE ", in_partition, " AND NOT ",
-                                           in_keys),
-                              values));
-        }
-        if (fp[0].ToString() != fp[1].ToString()) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              where, ", partition ", partition,
-              ": the rows of other entity keys changed since the job staged "
-              "the partition (",
-              fp[1].rows(), " rows then, ", fp[0].rows(),
-              " now), so what it staged, derived and checked is out of date; "
-              "the transaction was rolled back and nothing was published. "
-              "Submit the backfill again to recompute from the current rows"));
-        }
-      }
-    }
-    RETURN_IF_ERROR(Annotate(
-        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS _bf.", prev)).status(),
-        where));
-    RETURN_IF_ERROR(Annotate(
-        conn->Exec(absl::StrCat("CREATE TABLE _bf.", prev, " AS SELECT * FROM ",
-                                base, ".", table, " WITH NO DATA"))
-            .status(),
-        where));
-    if (!ds.partition) {
-      RETURN_IF_ERROR(
-          Annotate(conn->Exec(absl::StrCat("INSERT INTO _bf.", prev,
-                                           " SELECT * FROM ", base, ".", table))
-                       .status(),
-                   where));
-      RETURN_IF_ERROR(Annotate(
-          conn->Exec(absl::StrCat("DELETE FROM ", base, ".", table)).status(),
-          where));
-    } else {
-      ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn.get(), ds, ""));
-      ASSIGN_OR_RETURN(PgCondition member,
-                       MembershipCondition(pcols, kServiceSchema, 1));
-      ASSIGN_OR_RETURN(std::string pexpr,
-                       PartitionExpression(pcols, kServiceSchema));
-      const std::string p_param = absl::StrCat("$", member.parameters + 1);
-      // Publish proves its deletes: every row it copies for rollback and
-      // every row it deletes must map to the partition by the partition
-      // expression, a second formulation of the one definition; the counts
-      // must agree. Any difference rolls the whole transaction back.
-      for (const std::string& partition : item.partitions) {
-        ASSIGN_OR_RETURN(std::vector<PgValue> values,
-                         MembershipValues(pcols, partition));
-        values.push_back(partition);
-        ASSIGN_OR_RETURN(
-            PgResult kept,
-            conn->Exec(
-                absl::StrCat("WITH _bf_k AS (INSERT INTO _bf.", prev,
-                             " SELECT * FROM ", base, ".", table, " WHERE ",
-                             member.sql, " RETURNING ", pexpr,
-                             " AS p) SELECT count(*), count(*) FILTER (WHERE p "
-                             "IS DISTINCT FROM ",
-                             p_param, "::text) FROM _bf_k"),
-                values));
-        ASSIGN_OR_RETURN(
-            PgResult deleted,
-            conn->Exec(
-                absl::StrCat("WITH _bf_d AS (DELETE FROM ", base, ".", table,
-                             " WHERE ", member.sql, " RETURNING ", pexpr,
-                             " AS p) SELECT count(*), count(*) FILTER (WHERE p "
-                             "IS DISTINCT FROM ",
-                             p_param, "::text) FROM _bf_d"),
-                values));
-        const std::string copied = kept.rows[0][0].value_or("?");
-        const std::string removed = deleted.rows[0][0].value_or("?");
-        const std::string strays = deleted.rows[0][1].value_or("?");
-        if (copied != removed || strays != "0" ||
-            kept.rows[0][1].value_or("?") != "0") {
-          return absl::InternalError(absl::StrCat(
-              where, ", partition ", partition, ": the publish would delete ",
-              removed, " published rows (", copied, " copied for rollback), ",
-              strays,
-              " of which do not belong to the partition; the transaction was "
-              "rolled back and nothing was published. This is a defect of "
-              "the engine, not of the data: resubmitting fails the same way"));
-        }
-      }
-    }
-    RETURN_IF_ERROR(
-        Annotate(conn->Exec(absl::StrCat("INSERT INTO ", base, ".", table, " (",
-                                         cols, ") SELECT ", cols, " FROM ",
-                                         schema, ".", stage))
-                     .status(),
-                 where));
+    return conn
+        ->Exec(absl::StrCat(
+            "LOCK TABLE ",
+            engine_->dialect_->Name(engine_->dialect_->Published(ds)),
+            " IN SHARE ROW EXCLUSIVE MODE"))
+        .status();
   }
-  RETURN_IF_ERROR(RecordPublication(conn.get(), owner, job_id, absl::Now()));
-  CrashPoint("publish.before_commit");
-  RETURN_IF_ERROR(Annotate(txn.Commit(), what));
-  for (const JobLayout::Item& item : layout.items) {
-    ForgetStats(item.dataset->name);
+
+  void Replaced(const DatasetSpec& ds) override {
+    engine_->ForgetStats(ds.name);
   }
-  return absl::OkStatus();
+
+ private:
+  PostgresEngine* engine_;
+};
+
+absl::Status PostgresEngine::Publish(const JobLayout& layout) {
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  Hooks hooks(this);
+  return sql::Publish(conn.get(), hooks, store_id(), layout);
 }
 
 }  // namespace backfill::postgres
@@ -1360,197 +1219,11 @@ PostgresEngine::CurrentFingerprints(
 
 namespace backfill::postgres {
 
-absl::Status PostgresEngine::MeasurePartitions(
-    PgConnection* conn, const JobLayout::Item& item,
-    std::vector<RestoredPartition>* out, int64_t* rows) {
-  const DatasetSpec& ds = *item.dataset;
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
-  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn, ds));
-  ASSIGN_OR_RETURN(bool exists,
-                   RelationExists(conn, absl::StrCat(base, ".", table)));
-  const bool published = exists;
-  ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn, ds, ""));
-  ASSIGN_OR_RETURN(PgCondition member,
-                   MembershipCondition(pcols, kServiceSchema, 1));
-  for (const std::string& partition : item.partitions) {
-    Fingerprint fp;
-    if (published) {
-      std::vector<PgValue> values;
-      if (ds.partition) {
-        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
-      }
-      ASSIGN_OR_RETURN(
-          fp,
-          HashRows(conn,
-                   absl::StrCat("SELECT ", cols, " FROM ", base, ".", table,
-                                " WHERE ", ds.partition ? member.sql : "TRUE"),
-                   values));
-    }
-    out->push_back({ds.name, partition, fp.rows(), fp.ToString()});
-    *rows += fp.rows();
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<RollbackResult> PostgresEngine::Rollback(
     const RollbackSpec& spec) {
-  const JobLayout& layout = spec.layout;
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset == nullptr) {
-      return absl::InvalidArgumentError("Rollback: item without dataset");
-    }
-    RETURN_IF_ERROR(CheckWritable(*item.dataset));
-  }
-  for (const std::string& with : spec.marker.with_jobs) {
-    if (with.empty() || with.find(',') != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Rollback: malformed job id \"", with, "\""));
-    }
-  }
-  const std::string& job_id = layout.job_id;
-  const std::string owner = store_id();
-  const std::string what = absl::StrCat("rollback of job ", job_id);
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin());
-  RollbackResult result;
-  ASSIGN_OR_RETURN(
-      PgResult done,
-      conn->Exec("SELECT 1 FROM _bf.rollbacks WHERE store_id = $1 AND job_id "
-                 "= $2",
-                 {owner, job_id}));
-  if (!done.rows.empty()) {
-    // Rolled back before (e.g. by a process that crashed before recording
-    // it): nothing is restored twice.
-    for (const JobLayout::Item& item : layout.items) {
-      RETURN_IF_ERROR(MeasurePartitions(conn.get(), item, &result.partitions,
-                                        &result.rows));
-    }
-    RETURN_IF_ERROR(txn.Commit());
-    result.already = true;
-    return result;
-  }
-  ASSIGN_OR_RETURN(bool published, HasPublication(conn.get(), owner, job_id));
-  if (!published) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what,
-        ": the warehouse holds no publication of it by this state store; "
-        "nothing was restored"));
-  }
-  if (!owner.empty()) RETURN_IF_ERROR(CheckOwner(conn.get(), owner, what));
-  for (const JobLayout::Item& item : layout.items) {
-    const DatasetSpec& ds = *item.dataset;
-    const std::string where = absl::StrCat(what, ", dataset ", ds.name);
-    const std::string prev_name = CopyTable(job_id, ds.name);
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
-    ASSIGN_OR_RETURN(std::string prev, conn->QuoteIdentifier(prev_name));
-    ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), ds));
-    for (const auto& [name, quoted] :
-         {std::make_pair(absl::StrCat("_bf.", prev_name),
-                         absl::StrCat("_bf.", prev)),
-          std::make_pair(absl::StrCat(base_, ".", ds.table),
-                         absl::StrCat(base, ".", table))}) {
-      ASSIGN_OR_RETURN(bool exists, RelationExists(conn.get(), quoted));
-      if (!exists) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            where, ": table ", name,
-            name == absl::StrCat("_bf.", prev_name) ? " (the rollback copy)"
-                                                    : "",
-            " does not exist; nothing was restored"));
-      }
-    }
-    RETURN_IF_ERROR(
-        Annotate(conn->Exec(absl::StrCat("LOCK TABLE ", base, ".", table,
-                                         " IN SHARE ROW EXCLUSIVE MODE"))
-                     .status(),
-                 where));
-    ASSIGN_OR_RETURN(
-        PgResult copy_count,
-        conn->Exec(absl::StrCat("SELECT count(*) FROM _bf.", prev)));
-    const int64_t copy_rows = std::stoll(copy_count.rows[0][0].value_or("0"));
-    int64_t restored = 0;
-    ASSIGN_OR_RETURN(PgPartitionColumns pcols, ColumnsOf(conn.get(), ds, ""));
-    ASSIGN_OR_RETURN(PgCondition member,
-                     MembershipCondition(pcols, kServiceSchema, 1));
-    ASSIGN_OR_RETURN(std::string pexpr,
-                     PartitionExpression(pcols, kServiceSchema));
-    const std::string in_partition = ds.partition ? member.sql : "TRUE";
-    const std::string p_param = absl::StrCat("$", member.parameters + 1);
-    // Like Publish, the rollback proves its statements: every row it
-    // deletes and every row it restores maps to the partition by the
-    // partition expression, and every row of the copy is restored into one
-    // of the partitions. Any difference rolls the whole transaction back.
-    for (const std::string& partition : item.partitions) {
-      std::vector<PgValue> values;
-      if (ds.partition) {
-        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
-      }
-      values.push_back(partition);
-      const std::string stray = absl::StrCat(
-          " AS p) SELECT count(*), count(*) FILTER (WHERE p IS DISTINCT FROM ",
-          p_param, "::text) FROM ");
-      ASSIGN_OR_RETURN(
-          PgResult deleted,
-          conn->Exec(absl::StrCat("WITH _bf_d AS (DELETE FROM ", base, ".",
-                                  table, " WHERE ", in_partition, " RETURNING ",
-                                  pexpr, stray, "_bf_d"),
-                     values));
-      ASSIGN_OR_RETURN(
-          PgResult put,
-          conn->Exec(absl::StrCat("WITH _bf_r AS (INSERT INTO ", base, ".",
-                                  table, " (", cols, ") SELECT ", cols,
-                                  " FROM _bf.", prev, " WHERE ", in_partition,
-                                  " RETURNING ", pexpr, stray, "_bf_r"),
-                     values));
-      const std::string strays_deleted = deleted.rows[0][1].value_or("?");
-      const std::string strays_put = put.rows[0][1].value_or("?");
-      if (ds.partition && (strays_deleted != "0" || strays_put != "0")) {
-        return absl::InternalError(absl::StrCat(
-            where, ", partition ", partition, ": the rollback would delete ",
-            deleted.rows[0][0].value_or("?"), " published rows (",
-            strays_deleted, " of another partition) and restore ",
-            put.rows[0][0].value_or("?"), " rows (", strays_put,
-            " of another partition); the transaction was rolled back and "
-            "nothing was restored. This is a defect of the engine, not of "
-            "the data"));
-      }
-      restored += std::stoll(put.rows[0][0].value_or("0"));
-    }
-    if (restored != copy_rows) {
-      return absl::InternalError(absl::StrCat(
-          where, ": the rollback copy holds ", copy_rows, " rows but only ",
-          restored,
-          " belong to the job's partitions; the transaction was rolled back "
-          "and nothing was restored"));
-    }
-    RETURN_IF_ERROR(
-        MeasurePartitions(conn.get(), item, &result.partitions, &result.rows));
-  }
-  // The copies of the job (and of the later jobs rolled back with it) have
-  // served: no rollback of these jobs can happen again.
-  std::vector<std::string> jobs = spec.marker.with_jobs;
-  jobs.push_back(job_id);
-  for (const std::string& j : jobs) {
-    ASSIGN_OR_RETURN(
-        PgResult copies,
-        conn->Exec("SELECT tablename FROM pg_tables WHERE schemaname = '_bf' "
-                   "AND starts_with(tablename, $1)",
-                   {absl::StrCat("prev_", SafeJob(j), "_")}));
-    for (const std::vector<PgValue>& row : copies.rows) {
-      ASSIGN_OR_RETURN(std::string t,
-                       conn->QuoteIdentifier(row[0].value_or("")));
-      RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE _bf.", t)).status());
-    }
-  }
-  RETURN_IF_ERROR(
-      RecordRollback(conn.get(), owner, job_id, spec.marker, absl::Now()));
-  RETURN_IF_ERROR(Annotate(txn.Commit(), what));
-  for (const JobLayout::Item& item : spec.layout.items) {
-    ForgetStats(item.dataset->name);
-  }
-  return result;
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  Hooks hooks(this);
+  return sql::Rollback(conn.get(), hooks, store_id(), spec);
 }
 
 }  // namespace backfill::postgres

@@ -218,13 +218,7 @@ class PostgresEngine : public Engine {
   void SetPredicateTimeout(absl::Duration timeout);
 
  private:
-  // The rows and fingerprint of each of the item's partitions of the
-  // published table (as StagePartition fingerprints its output), in the
-  // caller's transaction.
-  absl::Status MeasurePartitions(PgConnection* conn,
-                                 const JobLayout::Item& item,
-                                 std::vector<RestoredPartition>* out,
-                                 int64_t* rows);
+  class Hooks;
   // What PrepareJob remembers of a job (immutable once in jobs_).
   struct JobInfo {
     JobLayout layout;

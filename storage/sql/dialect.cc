@@ -32,6 +32,26 @@ absl::Status Dialect::CheckName(const std::string&, const std::string&) const {
   return absl::OkStatus();
 }
 
+std::string Dialect::TimePlaceholder(int index) const {
+  return Placeholder(index);
+}
+
+Param Dialect::TimeValue(absl::Time when) const {
+  return Param::Int(absl::ToUnixMicros(when));
+}
+
+std::string Dialect::BoolPlaceholder(int index) const {
+  return Placeholder(index);
+}
+
+Param Dialect::BoolValue(bool value) const { return Param::Int(value ? 1 : 0); }
+
+bool Dialect::ReadBool(const Cell& cell) const {
+  return cell.text == "1" || cell.text == "t" || cell.text == "true";
+}
+
+std::string Dialect::LockingRead() const { return ""; }
+
 std::optional<std::string> Dialect::TypeMismatch(std::string_view,
                                                  const std::string&) const {
   return std::nullopt;

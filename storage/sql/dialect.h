@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/catalog.h"
 #include "storage/sql/connection.h"
 
@@ -99,6 +100,15 @@ class Dialect {
                         const std::string& dataset) const = 0;
   // A temporary table or view of the session.
   virtual Relation Scratch(const std::string& name) const = 0;
+  // The warehouse's own records (markers.h): (key, value) with the owner's
+  // store id, the publication markers and the rollback markers.
+  virtual Relation Meta() const = 0;
+  virtual Relation Publications() const = 0;
+  virtual Relation Rollbacks() const = 0;
+  // Drops the rollback copies of a job (and of nothing else), in the
+  // caller's transaction.
+  virtual absl::Status DropCopiesOf(Connection* conn,
+                                    const std::string& job_id) const = 0;
 
   // ---- Types and expressions ----------------------------------------------
   // The contract's columns for CREATE TABLE: `"name" TYPE, ...` (each type
@@ -121,6 +131,23 @@ class Dialect {
       std::string_view column, const std::string& type) const;
   // A value read back, as an SQL literal in a diff's samples.
   virtual std::string SampleLiteral(const Cell& cell) const = 0;
+  // The placeholder of a time and a boolean parameter as the markers'
+  // columns hold them, and the values bound to them (defaults: integers,
+  // microseconds since the epoch and 0 or 1).
+  virtual std::string TimePlaceholder(int index) const;
+  virtual Param TimeValue(absl::Time when) const;
+  virtual std::string BoolPlaceholder(int index) const;
+  virtual Param BoolValue(bool value) const;
+  virtual bool ReadBool(const Cell& cell) const;
+  // What a SELECT ends with to keep the rows it read locked until the
+  // transaction ends, where the database locks rows ("" by default).
+  virtual std::string LockingRead() const;
+  // 1 (true) when the entity key of the row (its columns after
+  // `qualifier`) is one of the keys in `keys` (Keys()), else 0 (false):
+  // never NULL. A value is compared as a key partition's value is: text as
+  // it is, an integer by its decimal digits.
+  virtual std::string InKeys(const DatasetSpec& dataset, const Relation& keys,
+                             std::string_view qualifier = "") const = 0;
 
   // ---- Partition membership ------------------------------------------------
   // The membership of `dataset`'s rows with their columns named
@@ -130,6 +157,23 @@ class Dialect {
   virtual absl::StatusOr<std::unique_ptr<Membership>> MembershipOf(
       Connection* conn, const DatasetSpec& dataset,
       std::string_view qualifier = "") const = 0;
+
+  // ---- Proven writes -------------------------------------------------------
+  // The rows a statement of a publish or a rollback wrote, and how many of
+  // them belong to the partition it meant, counted by a second
+  // formulation of membership (SQLite: the candidates' values mapped in
+  // C++; PostgreSQL: the partition expression over the rows it returns).
+  struct Proven {
+    int64_t affected = 0;
+    int64_t belonging = 0;
+  };
+  // Deletes the rows of `partition` from `source` (`target` empty), or
+  // copies them into `target` (`columns`: "*", or the list both take), in
+  // the caller's transaction.
+  virtual absl::StatusOr<Proven> WriteProven(
+      Connection* conn, const DatasetSpec& dataset, const Relation& source,
+      const std::optional<Relation>& target, const std::string& columns,
+      const std::string& partition) const = 0;
 };
 
 }  // namespace backfill::sql

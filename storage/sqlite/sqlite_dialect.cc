@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/partition_layout.h"
 #include "core/status_macros.h"
+#include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_membership.h"
 
 namespace backfill::sqlite {
@@ -121,6 +122,29 @@ sql::Relation SqliteDialect::Scratch(const std::string& name) const {
   return {"temp", name};
 }
 
+sql::Relation SqliteDialect::Meta() const { return {"main", "_bf_meta"}; }
+sql::Relation SqliteDialect::Publications() const {
+  return {"main", "_bf_publications"};
+}
+sql::Relation SqliteDialect::Rollbacks() const {
+  return {"main", "_bf_rollbacks"};
+}
+
+absl::Status SqliteDialect::DropCopiesOf(sql::Connection* conn,
+                                         const std::string& job_id) const {
+  const std::string prefix = Copy(job_id, "").name;
+  ASSIGN_OR_RETURN(sql::Result tables,
+                   conn->Exec("SELECT name FROM main.sqlite_master WHERE type "
+                              "= 'table' AND substr(name, 1, length(?1)) = ?1",
+                              {prefix}));
+  for (const sql::Row& row : tables.rows) {
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("DROP TABLE main.", Quote(row[0].text)))
+            .status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> SqliteDialect::ColumnDefinitions(
     const DatasetSpec& dataset) const {
   std::vector<std::string> cols;
@@ -188,6 +212,60 @@ std::string SqliteDialect::SampleLiteral(const sql::Cell& cell) const {
       return absl::StrCat("X'", absl::BytesToHexString(cell.text), "'");
   }
   return cell.text;
+}
+
+std::string SqliteDialect::InKeys(const DatasetSpec& dataset,
+                                  const sql::Relation& keys,
+                                  std::string_view qualifier) const {
+  return absl::StrCat("COALESCE(", kPartitionFunction, "('key', ",
+                      Sv(qualifier), Quote(dataset.entity_key),
+                      ") IN (SELECT \"key\" FROM ", Name(keys), "), 0)");
+}
+
+absl::StatusOr<sql::Dialect::Proven> SqliteDialect::WriteProven(
+    sql::Connection* conn, const DatasetSpec& dataset,
+    const sql::Relation& source, const std::optional<sql::Relation>& target,
+    const std::string& columns, const std::string& partition) const {
+  Database* db = static_cast<SqliteConnection*>(conn)->db();
+  Proven out;
+  // The rows of the partition, counted apart from the statement: the
+  // candidates' values mapped in C++.
+  if (!dataset.partition) {
+    ASSIGN_OR_RETURN(
+        out.belonging,
+        db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM ", Name(source))));
+  } else {
+    ASSIGN_OR_RETURN(
+        Statement candidates,
+        db->PrepareCached(absl::StrCat("SELECT ", PartitionColumns(dataset),
+                                       " FROM ", Name(source), " WHERE ",
+                                       CandidateConditionParams(dataset))));
+    RETURN_IF_ERROR(BindMembership(candidates, dataset, partition));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, candidates.Step());
+      if (!row) break;
+      std::optional<std::string> p = PartitionOfRow(dataset, candidates, 0);
+      if (p && *p == partition) ++out.belonging;
+    }
+  }
+  const std::string in_partition =
+      dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
+  std::string sql;
+  if (!target) {
+    sql = absl::StrCat("DELETE FROM ", Name(source), " WHERE ", in_partition);
+  } else {
+    sql = absl::StrCat("INSERT INTO ", Name(*target),
+                       columns == "*" ? "" : absl::StrCat(" (", columns, ")"),
+                       " SELECT ", columns, " FROM ", Name(source), " WHERE ",
+                       in_partition);
+  }
+  ASSIGN_OR_RETURN(Statement write, db->PrepareCached(sql));
+  if (dataset.partition) {
+    RETURN_IF_ERROR(BindMembership(write, dataset, partition));
+  }
+  RETURN_IF_ERROR(write.Run());
+  out.affected = db->Changes();
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<sql::Membership>> SqliteDialect::MembershipOf(

@@ -40,6 +40,11 @@ class SqliteDialect : public sql::Dialect {
   sql::Relation Copy(const std::string& job_id,
                      const std::string& dataset) const override;
   sql::Relation Scratch(const std::string& name) const override;
+  sql::Relation Meta() const override;
+  sql::Relation Publications() const override;
+  sql::Relation Rollbacks() const override;
+  absl::Status DropCopiesOf(sql::Connection* conn,
+                            const std::string& job_id) const override;
 
   absl::StatusOr<std::string> ColumnDefinitions(
       const DatasetSpec& dataset) const override;
@@ -50,10 +55,16 @@ class SqliteDialect : public sql::Dialect {
   std::optional<std::string> TypeMismatch(
       std::string_view column, const std::string& type) const override;
   std::string SampleLiteral(const sql::Cell& cell) const override;
+  std::string InKeys(const DatasetSpec& dataset, const sql::Relation& keys,
+                     std::string_view qualifier) const override;
 
   absl::StatusOr<std::unique_ptr<sql::Membership>> MembershipOf(
       sql::Connection* conn, const DatasetSpec& dataset,
       std::string_view qualifier) const override;
+  absl::StatusOr<Proven> WriteProven(
+      sql::Connection* conn, const DatasetSpec& dataset,
+      const sql::Relation& source, const std::optional<sql::Relation>& target,
+      const std::string& columns, const std::string& partition) const override;
 };
 
 }  // namespace backfill::sqlite

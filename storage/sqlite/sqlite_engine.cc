@@ -33,7 +33,10 @@
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
 #include "storage/sql/diff.h"
+#include "storage/sql/markers.h"
 #include "storage/sql/profiles.h"
+#include "storage/sql/publish.h"
+#include "storage/sql/rollback.h"
 #include "storage/sql/validation.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
@@ -351,56 +354,6 @@ std::optional<std::pair<std::string, std::string>> CopyOfTable(
                         std::string(rest.substr(digits + 1)));
 }
 
-// Rows of `candidates` (a statement selecting the partition columns over
-// the candidate pre-filter) that belong to `partition`, each value mapped in
-// C++: the count a statement's changes are checked against.
-absl::StatusOr<int64_t> CountMembers(Statement& candidates,
-                                     const DatasetSpec& ds,
-                                     const std::string& partition) {
-  RETURN_IF_ERROR(candidates.Reset());
-  RETURN_IF_ERROR(BindMembership(candidates, ds, partition));
-  int64_t members = 0;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, candidates.Step());
-    if (!row) break;
-    std::optional<std::string> p = sqlite::PartitionOfRow(ds, candidates, 0);
-    if (p && *p == partition) ++members;
-  }
-  return members;
-}
-
-// The rows `table` holds in each of the item's partitions, with their
-// fingerprints (as staging computes them, over the contract's columns).
-absl::Status MeasurePartitions(Database* db, const JobLayout::Item& item,
-                               std::vector<RestoredPartition>* out,
-                               int64_t* rows) {
-  const DatasetSpec& ds = *item.dataset;
-  ASSIGN_OR_RETURN(bool exists, db->TableExists(ds.table));
-  std::string sql =
-      absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(ds.table));
-  if (ds.partition) {
-    absl::StrAppend(&sql, " WHERE ", MembershipConditionParams(ds));
-  }
-  std::optional<Statement> q;
-  if (exists) {
-    ASSIGN_OR_RETURN(Statement prepared, db->Prepare(sql));
-    q.emplace(std::move(prepared));
-  }
-  for (const std::string& partition : item.partitions) {
-    Fingerprint fp;
-    if (q) {
-      RETURN_IF_ERROR(q->Reset());
-      if (ds.partition) {
-        RETURN_IF_ERROR(BindMembership(*q, ds, partition));
-      }
-      ASSIGN_OR_RETURN(fp, HashRows(*q));
-    }
-    out->push_back({ds.name, partition, fp.rows(), fp.ToString()});
-    *rows += fp.rows();
-  }
-  return absl::OkStatus();
-}
-
 const JobLayout::Item* FindItem(const JobLayout& layout,
                                 const std::string& dataset) {
   for (const JobLayout::Item& item : layout.items) {
@@ -434,45 +387,6 @@ absl::Status BindKeys(Database* db, Statement& q, const JobLayout::Item* item,
           "SELECT json_group_array(\"key\") FROM (SELECT \"key\" FROM main.",
           Q(keys_table), " ORDER BY \"key\")")));
   return q.BindText(index, keys);
-}
-
-// Publish of an item with entity keys: in each of its partitions, the
-// published rows of other keys must be exactly the rows StagePartition
-// copied into staging (compared by their fingerprints), or the staged
-// partition is out of date and nothing may be published.
-absl::Status CheckOtherKeysUnchanged(Database* db, const DatasetSpec& ds,
-                                     const std::string& stage,
-                                     const std::string& keys_table,
-                                     const JobLayout::Item& item,
-                                     std::string_view where) {
-  const std::string member =
-      ds.partition ? MembershipConditionParams(ds) : std::string("1");
-  auto others = [&](const std::string& table) {
-    return absl::StrCat("SELECT ", ColumnList(ds), " FROM main.", Q(table),
-                        " WHERE ", member, " AND NOT ", InKeys(ds, keys_table));
-  };
-  ASSIGN_OR_RETURN(Statement published, db->Prepare(others(ds.table)));
-  ASSIGN_OR_RETURN(Statement staged, db->Prepare(others(stage)));
-  for (const std::string& partition : item.partitions) {
-    Fingerprint fp[2];
-    Statement* q[2] = {&published, &staged};
-    for (int i = 0; i < 2; ++i) {
-      RETURN_IF_ERROR(q[i]->Reset());
-      RETURN_IF_ERROR(BindMembership(*q[i], ds, partition));
-      ASSIGN_OR_RETURN(fp[i], HashRows(*q[i]));
-    }
-    if (fp[0].ToString() != fp[1].ToString()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          Sv(where), ", partition ", partition,
-          ": the rows of other entity keys changed since the job staged the "
-          "partition (",
-          fp[1].rows(), " rows then, ", fp[0].rows(),
-          " now), so what it staged, derived and checked is out of date; "
-          "the transaction was rolled back and nothing was published. Submit "
-          "the backfill again to recompute from the current rows"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 // Checks the keys of an item before they reach the warehouse.
@@ -1791,204 +1705,81 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
   return out;
 }
 
+// What the SQLite engine adds to the shared publish and rollback: the
+// file's identity, the partition statistics and fingerprints of the tables
+// replaced (kept right in the same transaction), an index on the partition
+// column, and the staged rows checked against the job's partition list.
+class SqliteEngine::Hooks : public sql::ReplaceHooks {
+ public:
+  explicit Hooks(SqliteEngine* engine) : engine_(engine) {}
+
+  absl::Status CheckWarehouse() override { return engine_->CheckFile(); }
+
+  absl::StatusOr<std::function<absl::Status()>> BeforeReplacing(
+      sql::Connection* conn, const DatasetSpec& ds,
+      const std::vector<std::string>& partitions) override {
+    Database* db = static_cast<sqlite::SqliteConnection*>(conn)->db();
+    ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
+                     sqlite::StatsWrite::Begin(db, ds, partitions));
+    RETURN_IF_ERROR(sqlite::DropPartitionFingerprints(db, ds.name));
+    auto kept = std::make_shared<sqlite::StatsWrite>(std::move(stats));
+    SqliteEngine* engine = engine_;
+    return std::function<absl::Status()>(
+        [kept, db, engine] { return kept->Finish(db, engine->StatsNow()); });
+  }
+
+  absl::Status PrepareTable(sql::Connection* conn,
+                            const DatasetSpec& ds) override {
+    if (!ds.partition) return absl::OkStatus();
+    // The partition column gets an index, so that replacing a partition
+    // costs its rows, not the table.
+    return conn
+        ->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
+                            Q(absl::StrCat("_bf_idx_", ds.table)), " ON ",
+                            Q(ds.table), " (", Q(ds.partition->column), ")"))
+        .status();
+  }
+
+  absl::Status CheckStaged(sql::Connection* conn, const DatasetSpec& ds,
+                           const sql::Relation& stage,
+                           const sql::Relation& parts,
+                           const std::string& where) override {
+    if (!ds.partition) return absl::OkStatus();
+    // Every staged row must belong to one of the job's partitions of the
+    // dataset: the insert then cannot reach outside them.
+    ASSIGN_OR_RETURN(
+        sql::Result r,
+        conn->Exec(absl::StrCat(
+            "SELECT COUNT(*), MIN(quote(", Q(ds.partition->column), ")) FROM ",
+            dialect().Name(stage), " WHERE NOT EXISTS (SELECT 1 FROM ",
+            dialect().Name(parts), " AS _bf_p WHERE ",
+            MembershipCondition(ds, "", "_bf_p.\"value\"", "_bf_p.\"lo\"",
+                                "_bf_p.\"hi\""),
+            ")")));
+    if (const int64_t outside = r.rows.at(0)[0].integer; outside > 0) {
+      return absl::InternalError(absl::StrCat(
+          where, ": ", outside,
+          " staged rows belong to none of the job's partitions (e.g. ",
+          ds.partition->column, "=", r.rows[0][1].text,
+          "); the transaction was rolled back and nothing was published"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const sql::Dialect& dialect() const { return engine_->dialect_; }
+  SqliteEngine* engine_;
+};
+
 absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {
-  const std::string owner = store_id();
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                    "SELECT 1 FROM main.", Q(kPublications),
-                                    " WHERE store_id = ?1 AND job_id = ?2")));
-  RETURN_IF_ERROR(q.BindText(1, owner));
-  RETURN_IF_ERROR(q.BindText(2, job_id));
-  return q.Step();
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  return sql::HasPublication(conn.get(), store_id(), job_id);
 }
 
 absl::Status SqliteEngine::Publish(const JobLayout& layout) {
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset == nullptr) {
-      return absl::InvalidArgumentError("Publish: item without dataset");
-    }
-    RETURN_IF_ERROR(CheckWritable(*item.dataset));
-  }
-  const std::string& job_id = layout.job_id;
-  const std::string owner = store_id();
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-  {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT 1 FROM main.", Q(kPublications),
-                                      " WHERE store_id = ?1 AND job_id = ?2")));
-    RETURN_IF_ERROR(q.BindText(1, owner));
-    RETURN_IF_ERROR(q.BindText(2, job_id));
-    ASSIGN_OR_RETURN(bool done, q.Step());
-    if (done) return absl::OkStatus();  // published before: a no-op
-  }
-  if (!owner.empty()) {
-    // Another state store may have claimed the warehouse since.
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT value FROM main.", Q(kMeta),
-                                      " WHERE key = 'owner_store_id'")));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row || q.ColumnText(0) != owner) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("publish of job ", job_id,
-                       ": the warehouse no longer belongs to "
-                       "this state store (",
-                       owner, "); nothing was published"));
-    }
-  }
-  for (const JobLayout::Item& item : layout.items) {
-    const DatasetSpec& ds = *item.dataset;
-    const std::string where =
-        absl::StrCat("publish of job ", job_id, ", dataset ", ds.name);
-    const std::string stage = StageTable(job_id, ds.name);
-    const std::string parts = PartsTable(job_id, ds.name);
-    const std::string keys = KeysTable(job_id, ds.name);
-    std::vector<std::string> needed = {stage, parts};
-    if (!item.keys.empty()) {
-      RETURN_IF_ERROR(CheckItemKeys(item));
-      needed.push_back(keys);
-    }
-    for (const std::string& t : needed) {
-      ASSIGN_OR_RETURN(bool exists, db->TableExists(t));
-      if (!exists) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(where, ": staging table ", t, " does not exist"));
-      }
-    }
-    const std::string table = Q(ds.table);
-    ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
-                     sqlite::StatsWrite::Begin(db.get(), ds, item.partitions));
-    RETURN_IF_ERROR(sqlite::DropPartitionFingerprints(db.get(), ds.name));
-    std::string create = absl::StrCat("CREATE TABLE IF NOT EXISTS main.", table,
-                                      " (", ColumnDefs(ds));
-    if (!ds.primary_key.empty()) {
-      std::vector<std::string> pk;
-      for (const std::string& k : ds.primary_key) pk.push_back(Q(k));
-      absl::StrAppend(&create, ", PRIMARY KEY (", absl::StrJoin(pk, ", "), ")");
-    }
-    create += ")";
-    RETURN_IF_ERROR(Annotate(db->Exec(create), where));
-    if (!item.keys.empty()) {
-      RETURN_IF_ERROR(
-          CheckOtherKeysUnchanged(db.get(), ds, stage, keys, item, where));
-    }
-    // The rows this publish replaces go to the rollback copy, then away:
-    // one indexed statement pair per partition (the partition column gets
-    // an index), so the cost follows the rows replaced, not the table.
-    const std::string prev = Q(PrevTable(job_id, ds.name));
-    RETURN_IF_ERROR(Annotate(
-        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", prev)), where));
-    if (!ds.partition) {
-      RETURN_IF_ERROR(
-          Annotate(db->Exec(absl::StrCat("CREATE TABLE main.", prev,
-                                         " AS SELECT * FROM main.", table)),
-                   where));
-      RETURN_IF_ERROR(
-          Annotate(db->Exec(absl::StrCat("DELETE FROM main.", table)), where));
-    } else {
-      const std::string col = Q(ds.partition->column);
-      RETURN_IF_ERROR(
-          Annotate(db->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
-                                         Q(absl::StrCat("_bf_idx_", ds.table)),
-                                         " ON ", table, " (", col, ")")),
-                   where));
-      RETURN_IF_ERROR(Annotate(
-          db->Exec(absl::StrCat("CREATE TABLE main.", prev,
-                                " AS SELECT * FROM main.", table, " WHERE 0")),
-          where));
-      // Publish proves its deletes: per partition, the rows copied for
-      // rollback and the rows deleted must both equal the rows that belong
-      // to the partition, counted apart from those statements by reading
-      // the candidates and mapping each value in C++. Any difference rolls
-      // the whole transaction back.
-      const std::string in_partition = MembershipConditionParams(ds);
-      ASSIGN_OR_RETURN(
-          Statement candidates,
-          db->Prepare(absl::StrCat("SELECT ", sqlite::PartitionColumns(ds),
-                                   " FROM main.", table, " WHERE ",
-                                   sqlite::CandidateConditionParams(ds))));
-      ASSIGN_OR_RETURN(Statement keep,
-                       db->Prepare(absl::StrCat("INSERT INTO main.", prev,
-                                                " SELECT * FROM main.", table,
-                                                " WHERE ", in_partition)));
-      ASSIGN_OR_RETURN(Statement del,
-                       db->Prepare(absl::StrCat("DELETE FROM main.", table,
-                                                " WHERE ", in_partition)));
-      for (const std::string& partition : item.partitions) {
-        RETURN_IF_ERROR(candidates.Reset());
-        RETURN_IF_ERROR(BindMembership(candidates, ds, partition));
-        int64_t members = 0;
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, candidates.Step());
-          if (!row) break;
-          std::optional<std::string> p =
-              sqlite::PartitionOfRow(ds, candidates, 0);
-          if (p && *p == partition) ++members;
-        }
-        int64_t changed[2];
-        Statement* steps[2] = {&keep, &del};
-        for (int i = 0; i < 2; ++i) {
-          RETURN_IF_ERROR(steps[i]->Reset());
-          RETURN_IF_ERROR(BindMembership(*steps[i], ds, partition));
-          RETURN_IF_ERROR(Annotate(steps[i]->Run(), where));
-          changed[i] = db->Changes();
-        }
-        if (changed[0] != members || changed[1] != members) {
-          return absl::InternalError(absl::StrCat(
-              where, ", partition ", partition, ": the publish would delete ",
-              changed[1], " published rows (", changed[0],
-              " copied for rollback) but ", members,
-              " rows belong to the partition; the transaction was rolled "
-              "back and nothing was published. This is a defect of the "
-              "engine, not of the data: resubmitting fails the same way"));
-        }
-      }
-    }
-    if (ds.partition) {
-      // Every staged row must belong to one of the job's partitions of the
-      // dataset: the insert below then cannot reach outside them.
-      const std::string col = Q(ds.partition->column);
-      ASSIGN_OR_RETURN(Statement q,
-                       db->Prepare(absl::StrCat(
-                           "SELECT COUNT(*), MIN(quote(", col, ")) FROM main.",
-                           Q(stage), " WHERE NOT EXISTS (SELECT 1 FROM main.",
-                           Q(parts), " AS _bf_p WHERE ",
-                           MembershipCondition(ds, "", "_bf_p.\"value\"",
-                                               "_bf_p.\"lo\"", "_bf_p.\"hi\""),
-                           ")")));
-      RETURN_IF_ERROR(Annotate(q.Step().status(), where));
-      if (const int64_t outside = q.ColumnInt(0); outside > 0) {
-        return absl::InternalError(absl::StrCat(
-            where, ": ", outside,
-            " staged rows belong to none of the job's partitions (e.g. ",
-            ds.partition->column, "=", q.ColumnText(1),
-            "); the transaction was rolled back and nothing was published"));
-      }
-    }
-    const std::string cols = ColumnList(ds);
-    RETURN_IF_ERROR(Annotate(
-        db->Exec(absl::StrCat("INSERT INTO main.", table, " (", cols,
-                              ") SELECT ", cols, " FROM main.", Q(stage))),
-        where));
-    RETURN_IF_ERROR(Annotate(stats.Finish(db.get(), StatsNow()), where));
-  }
-  {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->Prepare(absl::StrCat("INSERT INTO main.", Q(kPublications),
-                                 " (store_id, job_id, published_at) VALUES "
-                                 "(?1, ?2, ?3)")));
-    RETURN_IF_ERROR(q.BindText(1, owner));
-    RETURN_IF_ERROR(q.BindText(2, job_id));
-    RETURN_IF_ERROR(q.BindInt(3, absl::ToUnixMicros(absl::Now())));
-    RETURN_IF_ERROR(q.Run());
-  }
-  // The file must still be the one opened: a commit into a removed or
-  // replaced file would publish where nobody reads.
-  RETURN_IF_ERROR(CheckFile());
-  CrashPoint("publish.before_commit");
-  return Annotate(txn.Commit(), absl::StrCat("publish of job ", job_id));
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  Hooks hooks(this);
+  return sql::Publish(conn.get(), hooks, store_id(), layout);
 }
 
 absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
@@ -2025,189 +1816,9 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
 
 absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
     const RollbackSpec& spec) {
-  const JobLayout& layout = spec.layout;
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset == nullptr) {
-      return absl::InvalidArgumentError("Rollback: item without dataset");
-    }
-    RETURN_IF_ERROR(CheckWritable(*item.dataset));
-  }
-  for (const std::string& with : spec.marker.with_jobs) {
-    if (with.empty() || with.find(',') != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Rollback: malformed job id \"", with, "\""));
-    }
-  }
-  const std::string& job_id = layout.job_id;
-  const std::string owner = store_id();
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-  RollbackResult result;
-  auto marked = [&](const char* table) -> absl::StatusOr<bool> {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT 1 FROM main.", Q(table),
-                                      " WHERE store_id = ?1 AND job_id = ?2")));
-    RETURN_IF_ERROR(q.BindText(1, owner));
-    RETURN_IF_ERROR(q.BindText(2, job_id));
-    return q.Step();
-  };
-  ASSIGN_OR_RETURN(bool done, marked(kRollbacks));
-  if (done) {
-    // Rolled back before (e.g. by the process that crashed before
-    // recording it): nothing is restored twice.
-    for (const JobLayout::Item& item : layout.items) {
-      RETURN_IF_ERROR(
-          MeasurePartitions(db.get(), item, &result.partitions, &result.rows));
-    }
-    RETURN_IF_ERROR(txn.Commit());
-    result.already = true;
-    return result;
-  }
-  ASSIGN_OR_RETURN(bool published, marked(kPublications));
-  if (!published) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "rollback of job ", job_id,
-        ": the warehouse holds no publication of it by this state store; "
-        "nothing was restored"));
-  }
-  if (!owner.empty()) {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT value FROM main.", Q(kMeta),
-                                      " WHERE key = 'owner_store_id'")));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row || q.ColumnText(0) != owner) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "rollback of job ", job_id,
-          ": the warehouse no longer belongs to this state store (", owner,
-          "); nothing was restored"));
-    }
-  }
-  for (const JobLayout::Item& item : layout.items) {
-    const DatasetSpec& ds = *item.dataset;
-    const std::string where =
-        absl::StrCat("rollback of job ", job_id, ", dataset ", ds.name);
-    const std::string prev_name = PrevTable(job_id, ds.name);
-    for (const std::string& t : {prev_name, ds.table}) {
-      ASSIGN_OR_RETURN(bool exists, db->TableExists(t));
-      if (!exists) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            where, ": table ", t, t == prev_name ? " (the rollback copy)" : "",
-            " does not exist; nothing was restored"));
-      }
-    }
-    const std::string table = Q(ds.table);
-    const std::string prev = Q(prev_name);
-    const std::string cols = ColumnList(ds);
-    ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
-                     sqlite::StatsWrite::Begin(db.get(), ds, item.partitions));
-    RETURN_IF_ERROR(sqlite::DropPartitionFingerprints(db.get(), ds.name));
-    // Like Publish, the rollback proves its statements: per partition, the
-    // rows deleted must equal the rows that belong to the partition and the
-    // rows restored the copy's rows of it, both counted apart from those
-    // statements by reading the candidates and mapping each value in C++;
-    // and every row of the copy must be restored into one of the
-    // partitions. Any difference rolls the whole transaction back.
-    const std::string in_partition =
-        ds.partition ? MembershipConditionParams(ds) : "1";
-    ASSIGN_OR_RETURN(
-        int64_t copy_rows,
-        db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.", prev)));
-    int64_t restored = 0;
-    std::optional<Statement> published_candidates, copy_candidates;
-    if (ds.partition) {
-      const std::string candidate = sqlite::CandidateConditionParams(ds);
-      const std::string cols = sqlite::PartitionColumns(ds);
-      ASSIGN_OR_RETURN(Statement a,
-                       db->Prepare(absl::StrCat("SELECT ", cols, " FROM main.",
-                                                table, " WHERE ", candidate)));
-      ASSIGN_OR_RETURN(Statement b,
-                       db->Prepare(absl::StrCat("SELECT ", cols, " FROM main.",
-                                                prev, " WHERE ", candidate)));
-      published_candidates.emplace(std::move(a));
-      copy_candidates.emplace(std::move(b));
-    }
-    ASSIGN_OR_RETURN(Statement del,
-                     db->Prepare(absl::StrCat("DELETE FROM main.", table,
-                                              " WHERE ", in_partition)));
-    ASSIGN_OR_RETURN(Statement put,
-                     db->Prepare(absl::StrCat(
-                         "INSERT INTO main.", table, " (", cols, ") SELECT ",
-                         cols, " FROM main.", prev, " WHERE ", in_partition)));
-    for (const std::string& partition : item.partitions) {
-      int64_t members = 0, kept = 0;
-      if (ds.partition) {
-        ASSIGN_OR_RETURN(members,
-                         CountMembers(*published_candidates, ds, partition));
-        ASSIGN_OR_RETURN(kept, CountMembers(*copy_candidates, ds, partition));
-      } else {
-        ASSIGN_OR_RETURN(members, db->QueryInt(absl::StrCat(
-                                      "SELECT COUNT(*) FROM main.", table)));
-        kept = copy_rows;
-      }
-      int64_t changed[2];
-      Statement* steps[2] = {&del, &put};
-      for (int i = 0; i < 2; ++i) {
-        RETURN_IF_ERROR(steps[i]->Reset());
-        if (ds.partition) {
-          RETURN_IF_ERROR(BindMembership(*steps[i], ds, partition));
-        }
-        RETURN_IF_ERROR(Annotate(steps[i]->Run(), where));
-        changed[i] = db->Changes();
-      }
-      if (changed[0] != members || changed[1] != kept) {
-        return absl::InternalError(absl::StrCat(
-            where, ", partition ", partition, ": the rollback would delete ",
-            changed[0], " published rows (", members,
-            " belong to the partition) and restore ", changed[1], " rows (",
-            kept,
-            " of the rollback copy belong to it); the transaction was rolled "
-            "back and nothing was restored. This is a defect of the engine, "
-            "not of the data"));
-      }
-      restored += kept;
-    }
-    if (restored != copy_rows) {
-      return absl::InternalError(absl::StrCat(
-          where, ": the rollback copy holds ", copy_rows, " rows but only ",
-          restored,
-          " belong to the job's partitions; the transaction was rolled back "
-          "and nothing was restored"));
-    }
-    RETURN_IF_ERROR(Annotate(stats.Finish(db.get(), StatsNow()), where));
-    RETURN_IF_ERROR(
-        MeasurePartitions(db.get(), item, &result.partitions, &result.rows));
-  }
-  // The copies of the job (and of the later jobs rolled back with it) have
-  // served: no rollback of these jobs can happen again.
-  {
-    std::vector<std::string> prefixes = {
-        absl::StrCat(kPrevPrefix, SafeJob(job_id), "_")};
-    for (const std::string& with : spec.marker.with_jobs) {
-      prefixes.push_back(absl::StrCat(kPrevPrefix, SafeJob(with), "_"));
-    }
-    RETURN_IF_ERROR(DropTablesWithPrefixes(db.get(), prefixes));
-  }
-  {
-    ASSIGN_OR_RETURN(
-        Statement q,
-        db->Prepare(absl::StrCat(
-            "INSERT INTO main.", Q(kRollbacks),
-            " (store_id, job_id, rolled_back_at, requested_by, reason, "
-            "forced, with_jobs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")));
-    RETURN_IF_ERROR(q.BindText(1, owner));
-    RETURN_IF_ERROR(q.BindText(2, job_id));
-    RETURN_IF_ERROR(q.BindInt(3, absl::ToUnixMicros(absl::Now())));
-    RETURN_IF_ERROR(q.BindText(4, spec.marker.requested_by));
-    RETURN_IF_ERROR(q.BindText(5, spec.marker.reason));
-    RETURN_IF_ERROR(q.BindInt(6, spec.marker.forced ? 1 : 0));
-    RETURN_IF_ERROR(q.BindText(7, absl::StrJoin(spec.marker.with_jobs, ",")));
-    RETURN_IF_ERROR(q.Run());
-  }
-  RETURN_IF_ERROR(CheckFile());
-  RETURN_IF_ERROR(
-      Annotate(txn.Commit(), absl::StrCat("rollback of job ", job_id)));
-  return result;
+  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  Hooks hooks(this);
+  return sql::Rollback(conn.get(), hooks, store_id(), spec);
 }
 
 absl::StatusOr<std::vector<RollbackCopy>> SqliteEngine::ListRollbackCopies() {

@@ -259,6 +259,7 @@ class SqliteEngine : public Engine {
 
  private:
   class Lease;
+  class Hooks;
   // What PrepareJob remembers of a job. Immutable once published in jobs_
   // (shared by concurrent StagePartition calls), except for the pinned
   // fingerprint cache, which has its own mutex.
