@@ -39,15 +39,8 @@
 namespace backfill::postgres {
 namespace {
 
-// PostgreSQL's longest name (NAMEDATALEN - 1): a longer one is cut.
-constexpr size_t kMaxName = 63;
-
 std::string SafeJob(const std::string& job_id) {
-  std::string out = job_id;
-  for (char& c : out) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return out;
+  return sql::Dialect::SafeJob(job_id);
 }
 
 // "bf-<digits>" from the rest of a name after its prefix ("bf_12..."), up
@@ -73,34 +66,10 @@ std::string CopyTable(const std::string& job_id, const std::string& dataset) {
   return absl::StrCat("prev_", SafeJob(job_id), "_", dataset);
 }
 
-absl::Status CheckName(const std::string& name, const std::string& what) {
-  if (name.size() > kMaxName) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " \"", name, "\" is ", name.size(),
-        " bytes long; PostgreSQL cuts names after 63 bytes, so it would "
-        "name another object: choose a shorter name"));
-  }
-  return absl::OkStatus();
-}
-
-// The fingerprint of the rows `sql` returns (core/fingerprint.h): each row
-// hashed over its values as text (NULL apart), summed.
+// The fingerprint of the rows `sql` returns, as the engine hashes rows.
 absl::StatusOr<Fingerprint> HashRows(PgConnection* conn, const std::string& sql,
                                      const std::vector<PgValue>& params) {
-  ASSIGN_OR_RETURN(PgResult rows, conn->Exec(sql, params));
-  Fingerprint fp;
-  for (const std::vector<PgValue>& row : rows.rows) {
-    RowHasher h;
-    for (const PgValue& v : row) {
-      if (v) {
-        h.AddText(*v);
-      } else {
-        h.AddNull();
-      }
-    }
-    fp.AddRow(h.Finish());
-  }
-  return fp;
+  return PgSqlConnection::HashQuery(conn, sql, params);
 }
 
 // Whether the relation `qualified` ("schema"."name", quoted) exists;
@@ -112,11 +81,7 @@ absl::StatusOr<bool> RelationExists(PgConnection* conn,
   return !r.rows.empty() && r.rows[0][0].value_or("f") == "t";
 }
 
-absl::Status Annotate(const absl::Status& status, std::string_view context) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(std::string(context), ": ",
-                                                  status.message()));
-}
+using sql::Annotate;
 
 }  // namespace
 
@@ -291,7 +256,7 @@ absl::Status PostgresEngine::DropRollbackCopies(
 
 absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
 PostgresEngine::DescribeTable(const DatasetSpec& dataset) {
-  RETURN_IF_ERROR(CheckName(dataset.table, "table"));
+  RETURN_IF_ERROR(dialect_->CheckName(dataset.table, "table"));
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
   ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,
                    TableColumns(conn.get(), base_, dataset.table));
@@ -329,39 +294,6 @@ constexpr char kValueParam[] = ":partition";
 constexpr char kKeyParam[] = ":partition_key";
 constexpr char kKeysParam[] = ":keys";
 constexpr char kWindowStartParam[] = ":window_start";
-
-// `sql` (a membership condition over $first..) with each $k replaced by
-// exprs[k - first], for conditions over columns (a join with a job's
-// partition list) rather than bound values. The conditions come from
-// pg_membership.h: their only literals are grain names and constants, so a
-// '$' outside a single-quoted literal is always a parameter.
-std::string OverExpressions(const std::string& sql, int first,
-                            const std::vector<std::string>& exprs) {
-  std::string out;
-  bool quoted = false;
-  for (size_t i = 0; i < sql.size(); ++i) {
-    const char c = sql[i];
-    if (c == '\'') quoted = !quoted;
-    if (!quoted && c == '$' && i + 1 < sql.size() &&
-        std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
-      size_t j = i + 1;
-      int n = 0;
-      while (j < sql.size() &&
-             std::isdigit(static_cast<unsigned char>(sql[j]))) {
-        n = n * 10 + (sql[j] - '0');
-        ++j;
-      }
-      const int k = n - first;
-      if (k >= 0 && k < static_cast<int>(exprs.size())) {
-        absl::StrAppend(&out, "(", exprs[k], ")");
-        i = j - 1;
-        continue;
-      }
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 std::string StageName(const std::string& dataset) {
   return absl::StrCat("_bf_stage_", dataset);
@@ -441,38 +373,7 @@ bool LooksLikeQuery(std::string_view sql) {
          word == "table";
 }
 
-// Checks the keys of an item before they reach the warehouse.
-absl::Status CheckItemKeys(const JobLayout::Item& item) {
-  if (item.keys.empty()) return absl::OkStatus();
-  const DatasetSpec& ds = *item.dataset;
-  if (ds.entity_key.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", ds.name,
-                     " declares no entity_key; its rows cannot be "
-                     "replaced by key"));
-  }
-  for (const std::string& key : item.keys) {
-    RETURN_IF_ERROR(Annotate(ValidatePartition(Grain::kKey, key),
-                             absl::StrCat("dataset ", ds.name, " entity key")));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckWritable(const DatasetSpec& ds) {
-  if (!ds.is_derived()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset ", ds.name, " is a source; backfills never write it"));
-  }
-  if (ds.columns.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", ds.name, " has no contract columns"));
-  }
-  RETURN_IF_ERROR(CheckName(ds.table, "table"));
-  RETURN_IF_ERROR(CheckName(StageName(ds.name), "dataset name in"));
-  RETURN_IF_ERROR(CheckName(absl::StrCat("prev_bf_0000000000_", ds.name),
-                            "dataset name in"));
-  return absl::OkStatus();
-}
+using sql::CheckItemKeys;
 
 }  // namespace
 
@@ -528,7 +429,7 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
     if (item.dataset == nullptr) {
       return absl::InvalidArgumentError("PrepareJob: item without dataset");
     }
-    RETURN_IF_ERROR(CheckWritable(*item.dataset));
+    RETURN_IF_ERROR(sql::CheckWritable(*dialect_, *item.dataset));
     RETURN_IF_ERROR(CheckItemKeys(item));
     for (const std::string& p : item.partitions) {
       RETURN_IF_ERROR(Annotate(ValidatePartition(item.dataset->layout(), p),
@@ -540,7 +441,7 @@ absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
     if (pin == nullptr) {
       return absl::InvalidArgumentError("PrepareJob: null pinned dataset");
     }
-    RETURN_IF_ERROR(CheckName(pin->table, "table"));
+    RETURN_IF_ERROR(dialect_->CheckName(pin->table, "table"));
   }
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
   ASSIGN_OR_RETURN(std::string schema,
@@ -675,18 +576,12 @@ absl::StatusOr<std::string> PostgresEngine::OverlaySql(
   ASSIGN_OR_RETURN(bool published,
                    RelationExists(conn, absl::StrCat(base, ".", table)));
   if (published) {
-    ASSIGN_OR_RETURN(PgPartitionColumns t_cols, ColumnsOf(conn, ds, "_bf_t."));
-    ASSIGN_OR_RETURN(PgCondition t_member,
-                     MembershipCondition(t_cols, kServiceSchema, 1));
-    std::vector<std::string> exprs;
-    for (int i = 1; i <= t_member.parameters; ++i) {
-      exprs.push_back(absl::StrCat("_bf_p.\"v", i, "\""));
-    }
+    PgSqlConnection over(conn, dialect_.get());
+    ASSIGN_OR_RETURN(std::unique_ptr<sql::Membership> t_member,
+                     dialect_->MembershipOf(&over, ds, "_bf_t."));
     absl::StrAppend(&view, " UNION ALL SELECT ", t_list, " FROM ", base, ".",
                     table, " AS _bf_t WHERE NOT EXISTS (SELECT 1 FROM ", schema,
-                    ".", parts, " AS _bf_p WHERE ",
-                    ds.partition ? OverExpressions(t_member.sql, 1, exprs)
-                                 : std::string("TRUE"),
+                    ".", parts, " AS _bf_p WHERE ", t_member->OverList("_bf_p"),
                     ")");
   }
   return view;

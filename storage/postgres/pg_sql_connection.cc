@@ -133,10 +133,16 @@ PgSqlConnection::Columns(const sql::Relation& relation) {
 absl::StatusOr<Fingerprint> PgSqlConnection::HashRows(
     std::string_view columns, std::string_view rest,
     absl::Span<const sql::Param> params) {
-  ASSIGN_OR_RETURN(PgResult rows,
-                   conn_->Exec(absl::StrCat("SELECT ", std::string(columns),
-                                            " ", std::string(rest)),
-                               ValuesOf(params)));
+  return HashQuery(
+      conn_,
+      absl::StrCat("SELECT ", std::string(columns), " ", std::string(rest)),
+      ValuesOf(params));
+}
+
+absl::StatusOr<Fingerprint> PgSqlConnection::HashQuery(
+    PgConnection* conn, std::string_view sql,
+    const std::vector<PgValue>& params) {
+  ASSIGN_OR_RETURN(PgResult rows, conn->Exec(sql, params));
   Fingerprint fp;
   for (const std::vector<PgValue>& row : rows.rows) {
     RowHasher h;

@@ -52,6 +52,11 @@ class PgSqlConnection : public sql::Connection {
       std::string_view columns, std::string_view rest,
       absl::Span<const sql::Param> params) override;
 
+  // The fingerprint of the rows `sql` returns: each row hashed over its
+  // values as text (NULL apart), summed (core/fingerprint.h).
+  static absl::StatusOr<Fingerprint> HashQuery(
+      PgConnection* conn, std::string_view sql,
+      const std::vector<PgValue>& params);
   // A result of libpq as the shared units read it.
   static sql::Result ResultOf(PgResult result);
   static std::vector<PgValue> ValuesOf(absl::Span<const sql::Param> params);

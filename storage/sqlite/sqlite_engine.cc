@@ -33,6 +33,7 @@
 #include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
 #include "storage/sql/diff.h"
+#include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/publish.h"
@@ -82,11 +83,7 @@ constexpr char kWindowStartParam[] = ":window_start";
 std::string Q(std::string_view name) { return QuoteIdentifier(name); }
 
 std::string SafeJob(const std::string& job_id) {
-  std::string out = job_id;
-  for (char& c : out) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return out;
+  return sql::Dialect::SafeJob(job_id);
 }
 
 // The job id of a staging, partition-list or pin table: the inverse of
@@ -112,12 +109,7 @@ std::optional<std::string> JobOfArtifact(std::string_view table) {
   return absl::StrCat("bf-", Sv(rest.substr(0, digits)));
 }
 
-// Adds context to an error, keeping its code.
-absl::Status Annotate(const absl::Status& status, std::string_view context) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(Sv(context), ": ", status.message()));
-}
+using sql::Annotate;
 
 // A contract column type is spliced into DDL (SQLite takes no parameters
 // there): defense in depth for specs that did not come through a Catalog,
@@ -264,43 +256,6 @@ absl::Status RunCached(Database* db, const std::string& sql) {
   return q.Run();
 }
 
-// Checks what the engine needs of a dataset it writes.
-absl::Status CheckWritable(const DatasetSpec& ds) {
-  if (!ds.is_derived()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset ", ds.name, " is a source; backfills never write it"));
-  }
-  if (ds.columns.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", ds.name, " has no contract columns"));
-  }
-  for (const ColumnSpec& c : ds.columns) RETURN_IF_ERROR(CheckType(ds, c));
-  if (ds.partition) {
-    bool found = false;
-    for (const ColumnSpec& c : ds.columns) {
-      found = found || absl::EqualsIgnoreCase(c.name, ds.partition->column);
-    }
-    if (!found) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dataset ", ds.name, ": partition column ",
-                       ds.partition->column, " is not a contract column"));
-    }
-    if (ds.two_dimensional()) {
-      found = false;
-      for (const ColumnSpec& c : ds.columns) {
-        found =
-            found || absl::EqualsIgnoreCase(c.name, ds.partition->key_column);
-      }
-      if (!found) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "dataset ", ds.name, ": partition key_column ",
-            ds.partition->key_column, " is not a contract column"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 // A transform must be one read-only statement, use only the parameters we
 // bind, and output every contract column.
 absl::Status CheckTransform(const DatasetSpec& dataset,
@@ -354,13 +309,7 @@ std::optional<std::pair<std::string, std::string>> CopyOfTable(
                         std::string(rest.substr(digits + 1)));
 }
 
-const JobLayout::Item* FindItem(const JobLayout& layout,
-                                const std::string& dataset) {
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset != nullptr && item.dataset->name == dataset) return &item;
-  }
-  return nullptr;
-}
+using sql::FindItem;
 
 // 1 when the row's entity key is one of the keys in `keys_table`, else 0
 // (never NULL: a NULL key, or a value that is no valid key, is none of
@@ -389,22 +338,7 @@ absl::Status BindKeys(Database* db, Statement& q, const JobLayout::Item* item,
   return q.BindText(index, keys);
 }
 
-// Checks the keys of an item before they reach the warehouse.
-absl::Status CheckItemKeys(const JobLayout::Item& item) {
-  if (item.keys.empty()) return absl::OkStatus();
-  const DatasetSpec& ds = *item.dataset;
-  if (ds.entity_key.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", ds.name,
-                     " declares no entity_key; its rows cannot be "
-                     "replaced by key"));
-  }
-  for (const std::string& key : item.keys) {
-    RETURN_IF_ERROR(Annotate(ValidatePartition(Grain::kKey, key),
-                             absl::StrCat("dataset ", ds.name, " entity key")));
-  }
-  return absl::OkStatus();
-}
+using sql::CheckItemKeys;
 
 }  // namespace
 
@@ -1079,7 +1013,7 @@ absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
       return absl::InvalidArgumentError("PrepareJob: item without dataset");
     }
     const DatasetSpec& ds = *item.dataset;
-    RETURN_IF_ERROR(CheckWritable(ds));
+    RETURN_IF_ERROR(sql::CheckWritable(dialect_, ds));
     RETURN_IF_ERROR(CheckItemKeys(item));
     auto& p = parts.emplace_back();
     for (const std::string& partition : item.partitions) {
@@ -1623,7 +1557,7 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
                              absl::Span<const std::string> partitions,
                              int sample_limit) {
   RETURN_IF_ERROR(CheckFile());
-  RETURN_IF_ERROR(CheckWritable(dataset));
+  RETURN_IF_ERROR(sql::CheckWritable(dialect_, dataset));
   const DiffColumns columns = DiffColumnsOf(dataset);
   const std::string stage = StageTable(job_id, dataset.name);
   // The connection keeps the two temp tables from one partition to the
