@@ -87,6 +87,25 @@ class PgMembership : public sql::Membership {
     }
     return OverExpressions(condition_.sql, 1, exprs);
   }
+  // The values of the condition's parameters: "v1" .. "vn".
+  std::vector<std::string> ListColumns() const override {
+    std::vector<std::string> out;
+    for (int i = 1; i <= condition_.parameters; ++i) {
+      out.push_back(absl::StrCat("\"v", i, "\" TEXT"));
+    }
+    return out;
+  }
+  absl::StatusOr<sql::Params> ListValues(
+      const std::string& partition) const override {
+    if (condition_.parameters == 0) return sql::Params();
+    return Values(partition);
+  }
+  std::string Columns() const override {
+    if (columns_.column.empty()) return "";
+    if (columns_.key_column.empty()) return columns_.column;
+    return absl::StrCat(columns_.column, ", ", columns_.key_column);
+  }
+  std::string GroupBy() const override { return Columns(); }
 
  private:
   const PgPartitionColumns columns_;
@@ -227,6 +246,14 @@ sql::Relation PgDialect::Publications() const {
 }
 sql::Relation PgDialect::Rollbacks() const {
   return {kServiceSchema, "rollbacks"};
+}
+
+absl::Status PgDialect::CreateJobSpace(sql::Connection* conn,
+                                       const std::string& job_id) const {
+  return conn
+      ->Exec(absl::StrCat("CREATE SCHEMA IF NOT EXISTS ",
+                          Quote(JobSchema(job_id))))
+      .status();
 }
 
 absl::Status PgDialect::DropCopiesOf(sql::Connection* conn,

@@ -75,6 +75,9 @@ class PgDialect : public sql::Dialect {
   sql::Relation Meta() const override;
   sql::Relation Publications() const override;
   sql::Relation Rollbacks() const override;
+  // The job's schema (JobSchema).
+  absl::Status CreateJobSpace(sql::Connection* conn,
+                              const std::string& job_id) const override;
   absl::Status DropCopiesOf(sql::Connection* conn,
                             const std::string& job_id) const override;
 

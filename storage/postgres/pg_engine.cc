@@ -143,23 +143,22 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
     default_byte_ordered =
         !collation.rows.empty() && collation.rows[0][0].value_or("f") == "t";
   }
-  auto engine = std::unique_ptr<PostgresEngine>(
-      new PostgresEngine(std::move(pool), std::move(base)));
-  engine->dialect_ =
-      std::make_unique<PgDialect>(engine->base_, default_byte_ordered);
+  auto engine = std::unique_ptr<PostgresEngine>(new PostgresEngine(
+      std::move(pool),
+      std::make_unique<PgDialect>(std::move(base), default_byte_ordered)));
   engine->database_ = std::move(database);
   return engine;
 }
 
-PostgresEngine::PostgresEngine(std::unique_ptr<PgPool> pool, std::string base)
-    : pool_(std::move(pool)), base_(std::move(base)) {}
+PostgresEngine::PostgresEngine(std::unique_ptr<PgPool> pool,
+                               std::unique_ptr<PgDialect> dialect)
+    : sql::SqlEngine(dialect.get()),
+      pool_(std::move(pool)),
+      dialect_(std::move(dialect)),
+      base_(dialect_->base()),
+      hooks_(std::make_unique<Hooks>(this)) {}
 
 PostgresEngine::~PostgresEngine() = default;
-
-std::string PostgresEngine::store_id() const {
-  absl::MutexLock lock(&store_mu_);
-  return store_id_;
-}
 
 void PostgresEngine::Interrupt() { pool_->InterruptAll(); }
 
@@ -172,14 +171,8 @@ absl::Status PostgresEngine::Claim(const std::string& store_id,
                                    bool take_over) {
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
   RETURN_IF_ERROR(ClaimWarehouse(conn.get(), store_id, take_over));
-  absl::MutexLock lock(&store_mu_);
-  store_id_ = store_id;
+  set_store_id(store_id);
   return absl::OkStatus();
-}
-
-absl::StatusOr<bool> PostgresEngine::IsPublished(const std::string& job_id) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::HasPublication(conn.get(), store_id(), job_id);
 }
 
 absl::StatusOr<std::vector<std::string>> PostgresEngine::ListJobsWithStaging() {
@@ -207,8 +200,8 @@ absl::Status PostgresEngine::DropStaging(const std::string& job_id) {
       conn->Exec(absl::StrCat("DROP SCHEMA IF EXISTS ", schema, " CASCADE"))
           .status(),
       absl::StrCat("dropping the staging of job ", job_id)));
-  absl::MutexLock lock(&jobs_mu_);
-  jobs_.erase(job_id);  // not prepared any more
+  jobs().Forget(job_id);  // not prepared any more
+  absl::MutexLock lock(&checked_mu_);
   for (auto it = transforms_checked_.lower_bound({job_id, ""});
        it != transforms_checked_.end() && it->first == job_id;) {
     it = transforms_checked_.erase(it);
@@ -298,25 +291,6 @@ constexpr char kWindowStartParam[] = ":window_start";
 std::string StageName(const std::string& dataset) {
   return absl::StrCat("_bf_stage_", dataset);
 }
-std::string PartsName(const std::string& dataset) {
-  return absl::StrCat("_bf_parts_", dataset);
-}
-std::string KeysName(const std::string& dataset) {
-  return absl::StrCat("_bf_keys_", dataset);
-}
-
-// TRUE when the row's entity key (its value as text: an INTEGER key as its
-// decimal digits) is one of the keys in the job's keys table, else FALSE
-// (never NULL: a NULL key is none of them).
-absl::StatusOr<std::string> InKeys(PgConnection* conn, const DatasetSpec& ds,
-                                   const std::string& schema) {
-  ASSIGN_OR_RETURN(std::string column, conn->QuoteIdentifier(ds.entity_key));
-  ASSIGN_OR_RETURN(std::string keys, conn->QuoteIdentifier(KeysName(ds.name)));
-  return absl::StrCat("COALESCE(CAST(", column,
-                      " AS TEXT) IN (SELECT \"key\" FROM ", schema, ".", keys,
-                      "), FALSE)");
-}
-
 // `"a", "b"` (each quoted, after `prefix`).
 absl::StatusOr<std::string> ColumnList(PgConnection* conn,
                                        const DatasetSpec& ds,
@@ -377,23 +351,12 @@ using sql::CheckItemKeys;
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const PostgresEngine::JobInfo>>
-PostgresEngine::FindJob(const std::string& job_id) {
-  absl::MutexLock lock(&jobs_mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
-  }
-  return it->second;
-}
-
 absl::StatusOr<PgPartitionColumns> PostgresEngine::ColumnsOf(
     PgConnection* conn, const DatasetSpec& ds, const std::string& qualifier) {
   return dialect_->ColumnsOf(conn, ds, qualifier);
 }
 
-absl::StatusOr<sql::Lease> PostgresEngine::AcquireConnection() {
+absl::StatusOr<sql::Lease> PostgresEngine::Acquire() {
   ASSIGN_OR_RETURN(PgPool::Lease lease, pool_->Acquire());
   return sql::Lease(new PgSqlConnection(std::move(lease), dialect_.get()),
                     [](sql::Connection* conn) { delete conn; });
@@ -421,171 +384,9 @@ absl::StatusOr<std::string> PostgresEngine::PartitionCountsSql(
                       where, ") GROUP BY ", columns, ") AS _bf_g GROUP BY 1");
 }
 
-absl::Status PostgresEngine::PrepareJob(const JobLayout& layout) {
-  if (layout.job_id.empty()) {
-    return absl::InvalidArgumentError("PrepareJob: empty job id");
-  }
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset == nullptr) {
-      return absl::InvalidArgumentError("PrepareJob: item without dataset");
-    }
-    RETURN_IF_ERROR(sql::CheckWritable(*dialect_, *item.dataset));
-    RETURN_IF_ERROR(CheckItemKeys(item));
-    for (const std::string& p : item.partitions) {
-      RETURN_IF_ERROR(Annotate(ValidatePartition(item.dataset->layout(), p),
-                               absl::StrCat("dataset ", item.dataset->name,
-                                            " partition '", p, "'")));
-    }
-  }
-  for (const DatasetSpec* pin : layout.pinned) {
-    if (pin == nullptr) {
-      return absl::InvalidArgumentError("PrepareJob: null pinned dataset");
-    }
-    RETURN_IF_ERROR(dialect_->CheckName(pin->table, "table"));
-  }
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(layout.job_id)));
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin());
-  RETURN_IF_ERROR(
-      conn->Exec(absl::StrCat("CREATE SCHEMA IF NOT EXISTS ", schema))
-          .status());
-  for (const JobLayout::Item& item : layout.items) {
-    const DatasetSpec& ds = *item.dataset;
-    ASSIGN_OR_RETURN(std::string stage,
-                     conn->QuoteIdentifier(StageName(ds.name)));
-    ASSIGN_OR_RETURN(std::string parts,
-                     conn->QuoteIdentifier(PartsName(ds.name)));
-    ASSIGN_OR_RETURN(std::string keys,
-                     conn->QuoteIdentifier(KeysName(ds.name)));
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
-    ASSIGN_OR_RETURN(
-        std::string defs,
-        ContractColumnDefinitions(conn.get(), ds.columns, ByteOrderColumn(ds)));
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS ", schema, ".",
-                                stage, " (", defs, ")"))
-            .status());
-    ASSIGN_OR_RETURN(PgPartitionColumns cols, ColumnsOf(conn.get(), ds, ""));
-    ASSIGN_OR_RETURN(PgCondition member,
-                     MembershipCondition(cols, kServiceSchema, 1));
-    // The partition list, rebuilt on every call: the value and the values
-    // of its membership condition's parameters.
-    std::vector<std::string> value_cols;
-    for (int i = 1; i <= member.parameters; ++i) {
-      value_cols.push_back(absl::StrCat("\"v", i, "\" TEXT"));
-    }
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", schema, ".", parts))
-            .status());
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("CREATE TABLE ", schema, ".", parts,
-                                " (\"value\" TEXT PRIMARY KEY",
-                                value_cols.empty() ? "" : ", ",
-                                absl::StrJoin(value_cols, ", "), ")"))
-            .status());
-    std::vector<std::string> placeholders;
-    for (int i = 1; i <= member.parameters + 1; ++i) {
-      placeholders.push_back(absl::StrCat("$", i));
-    }
-    const std::string insert_part =
-        absl::StrCat("INSERT INTO ", schema, ".", parts, " VALUES (",
-                     absl::StrJoin(placeholders, ", "), ")");
-    for (const std::string& p : item.partitions) {
-      std::vector<PgValue> values = {p};
-      if (ds.partition) {
-        ASSIGN_OR_RETURN(std::vector<PgValue> bound, MembershipValues(cols, p));
-        values.insert(values.end(), bound.begin(), bound.end());
-      }
-      RETURN_IF_ERROR(conn->Exec(insert_part, values).status());
-    }
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", schema, ".", keys))
-            .status());
-    if (!item.keys.empty()) {
-      RETURN_IF_ERROR(
-          conn->Exec(absl::StrCat("CREATE TABLE ", schema, ".", keys,
-                                  " (\"key\" TEXT PRIMARY KEY)"))
-              .status());
-      for (const std::string& k : item.keys) {
-        RETURN_IF_ERROR(
-            conn->Exec(absl::StrCat("INSERT INTO ", schema, ".", keys,
-                                    " VALUES ($1) ON CONFLICT DO NOTHING"),
-                       {k})
-                .status());
-      }
-    }
-  }
-  for (const DatasetSpec* pin : layout.pinned) {
-    bool recomputed = false;
-    for (const JobLayout::Item& item : layout.items) {
-      recomputed = recomputed || item.dataset->name == pin->name;
-    }
-    if (recomputed) continue;  // read from its staging, not pinned
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(pin->table));
-    ASSIGN_OR_RETURN(
-        bool pinned,
-        RelationExists(conn.get(), absl::StrCat(schema, ".", table)));
-    if (pinned) continue;  // kept
-    ASSIGN_OR_RETURN(
-        bool exists,
-        RelationExists(conn.get(), absl::StrCat(base, ".", table)));
-    if (!exists) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
-                       " does not exist in the warehouse"));
-    }
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("CREATE TABLE ", schema, ".", table,
-                                " AS SELECT * FROM ", base, ".", table))
-            .status());
-  }
-  RETURN_IF_ERROR(
-      Annotate(txn.Commit(), absl::StrCat("preparing job ", layout.job_id)));
-  auto info = std::make_shared<JobInfo>();
-  info->layout = layout;
-  for (const JobLayout::Item& item : layout.items) {
-    info->partitions[item.dataset->name].insert(item.partitions.begin(),
-                                                item.partitions.end());
-  }
-  absl::MutexLock lock(&jobs_mu_);
-  jobs_[layout.job_id] = std::move(info);
-  return absl::OkStatus();
-}
-
 }  // namespace backfill::postgres
 
 namespace backfill::postgres {
-
-absl::StatusOr<std::string> PostgresEngine::OverlaySql(
-    PgConnection* conn, const std::string& job_id, const DatasetSpec& ds) {
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string stage,
-                   conn->QuoteIdentifier(StageName(ds.name)));
-  ASSIGN_OR_RETURN(std::string parts,
-                   conn->QuoteIdentifier(PartsName(ds.name)));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(ds.table));
-  ASSIGN_OR_RETURN(std::string list, ColumnList(conn, ds));
-  ASSIGN_OR_RETURN(std::string t_list, ColumnList(conn, ds, "_bf_t."));
-  std::string view =
-      absl::StrCat("SELECT ", list, " FROM ", schema, ".", stage);
-  ASSIGN_OR_RETURN(bool published,
-                   RelationExists(conn, absl::StrCat(base, ".", table)));
-  if (published) {
-    PgSqlConnection over(conn, dialect_.get());
-    ASSIGN_OR_RETURN(std::unique_ptr<sql::Membership> t_member,
-                     dialect_->MembershipOf(&over, ds, "_bf_t."));
-    absl::StrAppend(&view, " UNION ALL SELECT ", t_list, " FROM ", base, ".",
-                    table, " AS _bf_t WHERE NOT EXISTS (SELECT 1 FROM ", schema,
-                    ".", parts, " AS _bf_p WHERE ", t_member->OverList("_bf_p"),
-                    ")");
-  }
-  return view;
-}
 
 namespace {
 // Defined with PartitionsMatching below.
@@ -595,360 +396,125 @@ absl::StatusOr<std::string> RefusedByPlan(
     const std::set<std::string>& engine_functions);
 }  // namespace
 
-absl::StatusOr<StageResult> PostgresEngine::StagePartition(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const std::string& partition, const std::vector<InputRef>& inputs) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  auto mine = job->partitions.find(dataset.name);
-  if (mine == job->partitions.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset ", dataset.name, " is not recomputed by job ", job_id));
-  }
-  if (!mine->second.count(partition)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("partition '", partition, "' of ", dataset.name,
-                     " is not part of job ", job_id));
-  }
-  const PartitionLayout layout = dataset.layout();
-  PartitionBounds bounds;
-  std::string key;
-  if (layout.grain != Grain::kNone) {
-    ASSIGN_OR_RETURN(bounds, BoundsOf(layout, partition));
-    if (layout.two_dimensional()) {
-      ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(layout, partition));
-      key = std::move(tk.key);
-    }
-  }
-  const std::string where =
-      absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
-
-  // The transform, with its named parameters made positional.
-  const std::string body = WithoutTrailingSemicolons(dataset.transform);
-  absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
-  if (!positional.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "transform of ", dataset.name, ": ", positional.status().message()));
-  }
-  const ExtraParameters extra = ExtraParametersOf(dataset);
-  std::vector<PgValue> params;
-  for (const std::string& name : positional->names) {
-    if (std::string problem = ParameterProblem(name, extra); !problem.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("transform of ", dataset.name, ": ", problem));
-    }
-    if (name == kStartParam) {
-      params.push_back(bounds.start);
-    } else if (name == kEndParam) {
-      params.push_back(bounds.end);
-    } else if (name == kValueParam) {
-      params.push_back(partition);
-    } else if (name == kKeyParam) {
-      params.push_back(key);
-    } else if (name == kWindowStartParam) {
-      ASSIGN_OR_RETURN(std::optional<std::string> start,
-                       WindowStart(dataset, partition));
-      if (!start) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "transform of ", dataset.name,
-            " uses :window_start, which is bound only for a dataset with a "
-            "lookback upstream"));
-      }
-      params.push_back(*start);
-    } else if (name == kKeysParam) {
-      const JobLayout::Item* item = nullptr;
-      for (const JobLayout::Item& i : job->layout.items) {
-        if (i.dataset->name == dataset.name) item = &i;
-      }
-      if (item == nullptr || item->keys.empty()) {
-        params.push_back(std::nullopt);
-      } else {
-        // A JSON array of strings: a key holds no control character, so
-        // only '"' and '\' are escaped; other bytes are its UTF-8.
-        std::vector<std::string> quoted;
-        for (const std::string& k : item->keys) {
-          quoted.push_back(absl::StrCat(
-              "\"", absl::StrReplaceAll(k, {{"\\", "\\\\"}, {"\"", "\\\""}}),
-              "\""));
-        }
-        params.push_back(absl::StrCat("[", absl::StrJoin(quoted, ","), "]"));
-      }
-    } else {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transform of ", dataset.name, ": unknown parameter ", name));
-    }
-  }
-
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  // Each phase's time (StageTimings), from the leased connection on.
-  Stopwatch phase;
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string stage,
-                   conn->QuoteIdentifier(StageName(dataset.name)));
-  ASSIGN_OR_RETURN(std::string defs,
-                   ContractColumnDefinitions(conn.get(), dataset.columns,
-                                             ByteOrderColumn(dataset)));
-  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
-  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                   ColumnsOf(conn.get(), dataset, ""));
-  ASSIGN_OR_RETURN(PgCondition member,
-                   MembershipCondition(pcols, kServiceSchema, 1));
-  std::vector<PgValue> member_values;
-  if (dataset.partition) {
-    ASSIGN_OR_RETURN(member_values, MembershipValues(pcols, partition));
-  }
-  const std::string member_sql =
-      dataset.partition ? member.sql : std::string("TRUE");
-
-  // The output table lives in the session; a read-only transaction may
-  // write it but not create it.
-  // What an earlier call left in the session's temporary schema goes.
-  RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
-  // The job's view of each other dataset it recomputes: TEMP views named
-  // like their tables, which the session resolves before any schema. Made
-  // per session (not kept in the job's schema) so that nothing in the
-  // warehouse depends on a published table between two calls.
-  {
-    std::set<std::string> shadowed;
-    for (const JobLayout::Item& up : job->layout.items) {
-      const DatasetSpec& u = *up.dataset;
-      if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
-      ASSIGN_OR_RETURN(std::string view, OverlaySql(conn.get(), job_id, u));
-      ASSIGN_OR_RETURN(std::string name, conn->QuoteIdentifier(u.table));
-      RETURN_IF_ERROR(Annotate(
-          conn->Exec(absl::StrCat("CREATE TEMP VIEW ", name, " AS ", view))
-              .status(),
-          where));
-    }
-  }
-  RETURN_IF_ERROR(Annotate(
-      conn->Exec(absl::StrCat("CREATE TEMP TABLE _bf_out (", defs, ")"))
-          .status(),
-      where));
-  StageResult result;
-  {
-    // Phase 1: the transform in a read-only transaction (whatever it
-    // calls cannot write the warehouse) over one snapshot of its inputs.
-    PgTransaction read(conn.get());
-    RETURN_IF_ERROR(read.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-    RETURN_IF_ERROR(conn->Exec(absl::StrCat("SET LOCAL search_path TO ", schema,
-                                            ", ", base))
-                        .status());
-    {
-      // The transform alone, run for its shape only: one query that outputs
-      // every contract column.
-      absl::StatusOr<PgResult> shape =
-          conn->Exec(absl::StrCat("SELECT * FROM (\n", positional->text,
-                                  "\n) AS _bf_t LIMIT 0"),
-                     params);
-      if (!shape.ok()) {
-        if (!LooksLikeQuery(body) ||
-            absl::StrContains(shape.status().message(), "SQLSTATE 25006")) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "transform of ", dataset.name, " is not a read-only SELECT"));
-        }
-        return absl::FailedPreconditionError(
-            absl::StrCat("transform of ", dataset.name,
-                         " does not compile: ", shape.status().message()));
-      }
-      for (const ColumnSpec& c : dataset.columns) {
-        bool found = false;
-        for (const std::string& o : shape->columns) {
-          found = found || absl::EqualsIgnoreCase(o, c.name);
-        }
-        if (!found) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "transform of ", dataset.name,
-              " does not output contract column ", c.name,
-              " (it outputs: ", absl::StrJoin(shape->columns, ", "), ")"));
-        }
-      }
-      // What the transform reads and calls, from its plan, once per job
-      // and dataset: its declared upstream datasets (the job's views of
-      // them resolve to its own staging) and the functions of the
-      // allow-list.
-      bool checked;
-      {
-        absl::MutexLock lock(&jobs_mu_);
-        checked = transforms_checked_.count({job_id, dataset.name}) > 0;
-      }
-      if (!checked) {
-        ASSIGN_OR_RETURN(
-            PgResult plan,
-            conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ",
-                                    positional->text),
-                       params));
-        if (plan.rows.empty() || !plan.rows[0][0]) {
-          return absl::InternalError("EXPLAIN returned no plan");
-        }
-        std::set<std::string> tables;
-        for (const InputRef& in : inputs) tables.insert(in.dataset->table);
-        const std::string own_schema = JobSchema(job_id);
-        ASSIGN_OR_RETURN(
-            std::string why,
-            RefusedByPlan(conn.get(), plan.rows[0][0],
-                          [&](const std::string& s, const std::string& t) {
-                            return s == own_schema ||
-                                   (s == base_ && tables.count(t));
-                          },
-                          {kPartitionFunction}));
-        if (!why.empty()) {
-          return TransformRefused(dataset, why, inputs, "PostgreSQL");
-        }
-        absl::MutexLock lock(&jobs_mu_);
-        transforms_checked_.insert({job_id, dataset.name});
-      }
-    }
-    absl::Status ran =
-        conn->Exec(absl::StrCat("INSERT INTO pg_temp._bf_out (", cols,
-                                ") SELECT ", cols, " FROM (\n",
-                                positional->text, "\n) AS _bf_t"),
-                   params)
-            .status();
-    if (!ran.ok()) {
-      return Annotate(ran, absl::StrCat("transform of ", dataset.name,
-                                        " on partition ", partition));
-    }
-    if (dataset.partition) {
-      ASSIGN_OR_RETURN(
-          PgResult outside,
-          conn->Exec(
-              absl::StrCat("SELECT count(*) OVER (), quote_nullable(",
-                           pcols.column, "::text), ",
-                           dataset.two_dimensional()
-                               ? absl::StrCat("quote_nullable(",
-                                              pcols.key_column, "::text)")
-                               : std::string("NULL"),
-                           " FROM pg_temp._bf_out WHERE (", member_sql,
-                           ") IS NOT TRUE ORDER BY ", pcols.column, " LIMIT 1"),
-              member_values));
-      if (!outside.rows.empty()) {
-        const std::vector<PgValue>& row = outside.rows[0];
-        return absl::FailedPreconditionError(absl::StrCat(
-            row[0].value_or("?"), " rows of ", dataset.name,
-            " fall outside partition ", partition, " (e.g. ",
-            dataset.partition->column, "=", row[1].value_or("NULL"),
-            dataset.two_dimensional()
-                ? absl::StrCat(", ", dataset.partition->key_column, "=",
-                               row[2].value_or("NULL"))
-                : "",
-            ")"));
-      }
-    }
-    const JobLayout::Item* item = nullptr;
-    for (const JobLayout::Item& i : job->layout.items) {
-      if (i.dataset->name == dataset.name) item = &i;
-    }
-    if (item != nullptr && !item->keys.empty()) {
-      // Only the keys' rows are the transform's to replace; the others
-      // stay as published, so staging holds the partition as publishing
-      // would leave it.
-      ASSIGN_OR_RETURN(std::string in_keys,
-                       InKeys(conn.get(), dataset, schema));
-      RETURN_IF_ERROR(Annotate(
-          conn->Exec(absl::StrCat("DELETE FROM pg_temp._bf_out WHERE NOT ",
-                                  in_keys))
-              .status(),
-          where));
-      ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-      ASSIGN_OR_RETURN(
-          bool published,
-          RelationExists(conn.get(), absl::StrCat(base, ".", table)));
-      if (published) {
-        RETURN_IF_ERROR(Annotate(
-            conn->Exec(
-                    absl::StrCat("INSERT INTO pg_temp._bf_out (", cols,
-                                 ") SELECT ", cols, " FROM ", base, ".", table,
-                                 " WHERE ", member_sql, " AND NOT ", in_keys),
-                    member_values)
-                .status(),
-            where));
-      }
-    }
-    result.timings.transform = phase.Lap();
-    ASSIGN_OR_RETURN(
-        Fingerprint out,
-        HashRows(conn.get(),
-                 absl::StrCat("SELECT ", cols, " FROM pg_temp._bf_out"), {}));
-    result.rows_written = out.rows();
-    result.output_fingerprint = out.ToString();
-    for (const InputRef& in : inputs) {
-      if (in.dataset == nullptr) {
-        return absl::InvalidArgumentError(
-            "StagePartition: input without dataset");
-      }
-      const DatasetSpec& u = *in.dataset;
-      InputFingerprint f;
-      f.dataset = u.name;
-      ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(u.table));
-      ASSIGN_OR_RETURN(std::string ucols, ColumnList(conn.get(), u));
-      if (u.columns.empty()) ucols = "*";
-      // Unqualified: the job's view of the input (its staging, its pin) or
-      // the published table, as the transform read it.
-      std::string q = absl::StrCat("SELECT ", ucols, " FROM ", table);
-      std::vector<PgValue> values;
-      if (in.partition && u.partition) {
-        f.partition = *in.partition;
-        ASSIGN_OR_RETURN(PgPartitionColumns ucs, ColumnsOf(conn.get(), u, ""));
-        ASSIGN_OR_RETURN(PgCondition um,
-                         MembershipCondition(ucs, kServiceSchema, 1));
-        ASSIGN_OR_RETURN(values, MembershipValues(ucs, f.partition));
-        absl::StrAppend(&q, " WHERE ", um.sql);
-      }
-      ASSIGN_OR_RETURN(Fingerprint fp, HashRows(conn.get(), q, values));
-      f.fingerprint = fp.ToString();
-      f.rows = fp.rows();
-      result.inputs.push_back(std::move(f));
-    }
-    result.timings.fingerprint = phase.Lap();
-    RETURN_IF_ERROR(Annotate(read.Commit(), where));
-  }
-  {
-    // Phase 2: replace the partition's staged rows.
-    phase.Lap();
-    PgTransaction write(conn.get());
-    RETURN_IF_ERROR(write.Begin());
-    // Two stagings of one partition at once (a retry racing the attempt it
-    // replaces) would each delete only the committed rows and both insert:
-    // the partition's rows twice. A transaction lock on the job, dataset
-    // and partition makes the second wait for the first's commit and then
-    // delete what it wrote. A hash collision only makes two partitions
-    // wait for each other.
-    RETURN_IF_ERROR(Annotate(
-        conn->Exec("SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))",
-                   {absl::StrCat(job_id, "\n", dataset.name), partition})
-            .status(),
-        where));
-    RETURN_IF_ERROR(
-        Annotate(conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", stage,
-                                         " WHERE ", member_sql),
-                            member_values)
-                     .status(),
-                 where));
-    RETURN_IF_ERROR(Annotate(
-        conn->Exec(absl::StrCat("INSERT INTO ", schema, ".", stage, " (", cols,
-                                ") SELECT ", cols, " FROM pg_temp._bf_out"))
-            .status(),
-        where));
-    CrashPoint("stage.before_commit");
-    RETURN_IF_ERROR(Annotate(write.Commit(), where));
-    result.timings.stage_write = phase.Lap();
-  }
-  RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
-  return result;
-}
-
-}  // namespace backfill::postgres
-
-namespace backfill::postgres {
-
-// What the PostgreSQL engine adds to the shared publish and rollback: each
-// table replaced is locked against other writers until commit, and its
-// kept partition statistics are forgotten after.
-class PostgresEngine::Hooks : public sql::ReplaceHooks {
+// What the PostgreSQL engine adds to the shared publish, rollback and
+// staging: each table replaced is locked against other writers until
+// commit, and its kept partition statistics are forgotten after; a
+// transform runs with the job's schema first on its search_path and is
+// refused by its plan; two stagings of one partition take turns.
+class PostgresEngine::Hooks : public sql::ReplaceHooks,
+                              public sql::StagingHooks {
  public:
   explicit Hooks(PostgresEngine* engine) : engine_(engine) {}
+
+  // ---- Staging
+  // ---------------------------------------------------------------
+
+  absl::StatusOr<sql::CompiledTransform> OpenTransform(
+      sql::Connection* conn, const sql::TransformSetup& setup) override {
+    const DatasetSpec& dataset = *setup.dataset;
+    // The transform, with its named parameters made positional.
+    absl::StatusOr<sql::PositionalSql> positional =
+        sql::ToPositional(WithoutTrailingSemicolons(dataset.transform));
+    if (!positional.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transform of ", dataset.name, ": ", positional.status().message()));
+    }
+    // The session's objects, made per call (not kept in the job's schema)
+    // so that nothing in the warehouse depends on a published table
+    // between two calls; what an earlier call left goes first. The output
+    // table lives in the session: a read-only transaction may write it but
+    // not create it.
+    RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
+    for (const std::string& sql : setup.statements) {
+      RETURN_IF_ERROR(Annotate(conn->Exec(sql).status(), setup.where));
+    }
+    return sql::CompiledTransform{positional->text, positional->names};
+  }
+
+  // The transform in the read-only transaction (whatever it calls cannot
+  // write the warehouse), with the job's schema first on its search_path:
+  // run for its shape only, then, once per job and dataset, planned and
+  // refused when the plan reads anything but its declared upstream
+  // datasets (the job's views of them resolve to its own staging) or calls
+  // a function outside the allow-list.
+  absl::StatusOr<std::vector<std::string>> VetTransform(
+      sql::Connection* conn, const sql::TransformSetup& setup,
+      const sql::CompiledTransform& transform,
+      const sql::Params& params) override {
+    const DatasetSpec& dataset = *setup.dataset;
+    const std::string& job_id = setup.job->layout().job_id;
+    const std::string own_schema = JobSchema(job_id);
+    RETURN_IF_ERROR(
+        conn->Exec(absl::StrCat("SET LOCAL search_path TO ",
+                                sql::Dialect::Quote(own_schema), ", ",
+                                sql::Dialect::Quote(engine_->base_)))
+            .status());
+    absl::StatusOr<sql::Result> shape =
+        conn->Exec(absl::StrCat("SELECT * FROM (\n", transform.text,
+                                "\n) AS _bf_t LIMIT 0"),
+                   params);
+    if (!shape.ok()) {
+      if (!LooksLikeQuery(WithoutTrailingSemicolons(dataset.transform)) ||
+          absl::StrContains(shape.status().message(), "SQLSTATE 25006")) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "transform of ", dataset.name, " is not a read-only SELECT"));
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("transform of ", dataset.name,
+                       " does not compile: ", shape.status().message()));
+    }
+    {
+      absl::MutexLock lock(&engine_->checked_mu_);
+      if (engine_->transforms_checked_.count({job_id, dataset.name}) > 0) {
+        return shape->columns;
+      }
+    }
+    ASSIGN_OR_RETURN(sql::Result plan,
+                     conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ",
+                                             transform.text),
+                                params));
+    if (plan.rows.empty() || plan.rows[0][0].null()) {
+      return absl::InternalError("EXPLAIN returned no plan");
+    }
+    std::set<std::string> tables;
+    for (const InputRef& in : *setup.inputs) tables.insert(in.dataset->table);
+    const std::string& base = engine_->base_;
+    ASSIGN_OR_RETURN(
+        std::string why,
+        RefusedByPlan(
+            static_cast<PgSqlConnection*>(conn)->pg(), plan.rows[0][0].value(),
+            [&](const std::string& s, const std::string& t) {
+              return s == own_schema || (s == base && tables.count(t));
+            },
+            {kPartitionFunction}));
+    if (!why.empty()) {
+      return TransformRefused(dataset, why, *setup.inputs, "PostgreSQL");
+    }
+    absl::MutexLock lock(&engine_->checked_mu_);
+    engine_->transforms_checked_.insert({job_id, dataset.name});
+    return shape->columns;
+  }
+
+  // Two stagings of one partition at once (a retry racing the attempt it
+  // replaces) would each delete only the committed rows and both insert:
+  // the partition's rows twice. A transaction lock on the job, dataset
+  // and partition makes the second wait for the first's commit and then
+  // delete what it wrote. A hash collision only makes two partitions wait
+  // for each other.
+  absl::Status LockPartition(sql::Connection* conn, const std::string& job_id,
+                             const DatasetSpec& dataset,
+                             const std::string& partition) override {
+    return conn
+        ->Exec("SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))",
+               {absl::StrCat(job_id, "\n", dataset.name), partition})
+        .status();
+  }
+
+  absl::Status CloseTransform(sql::Connection* conn) override {
+    return conn->Exec("DISCARD TEMP").status();
+  }
+
+  // ---- Publish and rollback -------------------------------------------------
 
   absl::Status PrepareTable(sql::Connection* conn,
                             const DatasetSpec& ds) override {
@@ -969,84 +535,12 @@ class PostgresEngine::Hooks : public sql::ReplaceHooks {
   PostgresEngine* engine_;
 };
 
-absl::Status PostgresEngine::Publish(const JobLayout& layout) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  Hooks hooks(this);
-  return sql::Publish(conn.get(), hooks, store_id(), layout);
-}
+sql::ReplaceHooks& PostgresEngine::replace_hooks() { return *hooks_; }
+sql::StagingHooks& PostgresEngine::staging_hooks() { return *hooks_; }
 
 }  // namespace backfill::postgres
 
 namespace backfill::postgres {
-
-absl::Status PostgresEngine::ReleasePartitions(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const std::vector<std::string>& partitions) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  for (const std::string& partition : partitions) {
-    RETURN_IF_ERROR(Annotate(ValidatePartition(dataset.layout(), partition),
-                             absl::StrCat("dataset ", dataset.name,
-                                          " partition '", partition, "'")));
-  }
-  if (partitions.empty()) return absl::OkStatus();
-  const std::string where = absl::StrCat("release of partitions of ",
-                                         dataset.name, " from job ", job_id);
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  ASSIGN_OR_RETURN(std::string stage,
-                   conn->QuoteIdentifier(StageName(dataset.name)));
-  ASSIGN_OR_RETURN(std::string parts,
-                   conn->QuoteIdentifier(PartsName(dataset.name)));
-  ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                   ColumnsOf(conn.get(), dataset, ""));
-  ASSIGN_OR_RETURN(PgCondition member,
-                   MembershipCondition(pcols, kServiceSchema, 1));
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin());
-  ASSIGN_OR_RETURN(PgResult staged,
-                   conn->Exec("SELECT to_regclass($1) IS NOT NULL, "
-                              "to_regclass($2) IS NOT NULL",
-                              {absl::StrCat(schema, ".", stage),
-                               absl::StrCat(schema, ".", parts)}));
-  for (const std::string& partition : partitions) {
-    if (staged.rows[0][0].value_or("f") == "t") {
-      std::vector<PgValue> values;
-      if (dataset.partition) {
-        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
-      }
-      RETURN_IF_ERROR(Annotate(
-          conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", stage, " WHERE ",
-                                  dataset.partition ? member.sql : "TRUE"),
-                     values)
-              .status(),
-          where));
-    }
-    if (staged.rows[0][1].value_or("f") == "t") {
-      RETURN_IF_ERROR(
-          Annotate(conn->Exec(absl::StrCat("DELETE FROM ", schema, ".", parts,
-                                           " WHERE \"value\" = $1"),
-                              {partition})
-                       .status(),
-                   where));
-    }
-  }
-  RETURN_IF_ERROR(Annotate(txn.Commit(), where));
-  // From now on the partitions are not the job's.
-  auto info = std::make_shared<JobInfo>(*job);
-  for (const std::string& partition : partitions) {
-    info->partitions[dataset.name].erase(partition);
-  }
-  absl::MutexLock lock(&jobs_mu_);
-  jobs_[job_id] = std::move(info);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<ValidationReport> PostgresEngine::ValidateStaged(
-    const std::string& job_id, const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::ValidateStaged(conn.get(), job_id, dataset);
-}
 
 absl::StatusOr<std::map<std::string, int64_t>>
 PostgresEngine::CountRowsByPartition(const DatasetSpec& dataset) {
@@ -1112,16 +606,7 @@ PostgresEngine::CurrentFingerprints(
 
 }  // namespace backfill::postgres
 
-namespace backfill::postgres {
-
-absl::StatusOr<RollbackResult> PostgresEngine::Rollback(
-    const RollbackSpec& spec) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  Hooks hooks(this);
-  return sql::Rollback(conn.get(), hooks, store_id(), spec);
-}
-
-}  // namespace backfill::postgres
+namespace backfill::postgres {}  // namespace backfill::postgres
 
 namespace backfill::postgres {
 namespace {
@@ -1638,7 +1123,7 @@ absl::StatusOr<PartitionDiff> PostgresEngine::DiffPartition(
   const DiffColumns columns = DiffColumnsOf(dataset);
   const sql::Relation stage = dialect_->Stage(job_id, dataset.name);
   const sql::Relation table = dialect_->Published(dataset);
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
+  ASSIGN_OR_RETURN(sql::Lease conn, Acquire());
   ASSIGN_OR_RETURN(
       sql::Transaction txn,
       sql::Transaction::Begin(conn.get(), sql::TxnMode::kSnapshot));
@@ -1675,32 +1160,13 @@ absl::StatusOr<PartitionDiff> PostgresEngine::DiffPartition(
 
 namespace backfill::postgres {
 
-absl::StatusOr<Profile> PostgresEngine::ProfilePublished(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const ProfileRequest& request) {
-  RETURN_IF_ERROR(FindJob(job_id).status());
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::ProfilePublished(conn.get(), job_id, dataset, request);
-}
-
-absl::StatusOr<Profile> PostgresEngine::ProfileStaged(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const ProfileRequest& request) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::ProfileStaged(conn.get(), job->layout, dataset, request);
-}
-
 absl::StatusOr<std::map<std::string, CountWithSamples>>
 PostgresEngine::RunAssertion(const std::string& job_id,
                              const DatasetSpec& dataset, const std::string& sql,
                              int samples) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  auto partitions = job->partitions.find(dataset.name);
-  if (partitions == job->partitions.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset ", dataset.name, " is not recomputed by job ", job_id));
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const sql::JobRegistry::Job> job,
+                   jobs().FindRecomputing(job_id, dataset.name));
+  const std::vector<std::string> partitions = job->Partitions(dataset.name);
   const std::string what = absl::StrCat("assertion on ", dataset.name);
   const std::string body = WithoutTrailingSemicolons(sql);
   absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
@@ -1744,7 +1210,7 @@ PostgresEngine::RunAssertion(const std::string& job_id,
           .status(),
       what));
   std::map<std::string, CountWithSamples> out;
-  for (const std::string& partition : partitions->second) {
+  for (const std::string& partition : partitions) {
     ASSIGN_OR_RETURN(
         std::vector<PgValue> params,
         PartitionParameters(dataset, partition, positional->names, what));

@@ -98,10 +98,11 @@
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
 #include "storage/sql/connection.h"
+#include "storage/sql/sql_engine.h"
 
 namespace backfill::postgres {
 
-class PostgresEngine : public Engine {
+class PostgresEngine : public sql::SqlEngine {
  public:
   // Opens `connections` connections (at least 1) to `dsn`, creates the
   // service schema and the membership functions if missing. Errors are
@@ -122,7 +123,6 @@ class PostgresEngine : public Engine {
 
   absl::StatusOr<WarehouseInfo> Inspect() override;
   absl::Status Claim(const std::string& store_id, bool take_over) override;
-  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
   absl::Status DropStaging(const std::string& job_id) override;
   absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
@@ -131,17 +131,6 @@ class PostgresEngine : public Engine {
   absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) override;
   void Interrupt() override;
-  absl::Status PrepareJob(const JobLayout& layout) override;
-  absl::StatusOr<StageResult> StagePartition(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::string& partition,
-      const std::vector<InputRef>& inputs) override;
-  absl::Status Publish(const JobLayout& layout) override;
-  absl::Status ReleasePartitions(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
-  absl::StatusOr<ValidationReport> ValidateStaged(
-      const std::string& job_id, const DatasetSpec& dataset) override;
   // Grouped by the partition expression: one scan of the table.
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) override;
@@ -171,7 +160,6 @@ class PostgresEngine : public Engine {
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
-  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
   // In a READ ONLY transaction rolled back afterwards, with a statement
   // timeout of 10 s.
   absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
@@ -185,14 +173,6 @@ class PostgresEngine : public Engine {
   absl::StatusOr<QueryShape> DescribeQuery(
       const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
       const DatasetSpec* own) override;
-  // The staging table has the contract's types, so a staged value never
-  // has another type: `request.types` finds nothing here.
-  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
-                                        const DatasetSpec& dataset,
-                                        const ProfileRequest& request) override;
-  absl::StatusOr<Profile> ProfilePublished(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const ProfileRequest& request) override;
   // The dataset's table name reads a TEMP table of the session refilled
   // with each partition's staged rows; `sql` runs as a subquery (so it
   // cannot modify anything) in a READ ONLY transaction, with a statement
@@ -219,18 +199,6 @@ class PostgresEngine : public Engine {
 
  private:
   class Hooks;
-  // What PrepareJob remembers of a job (immutable once in jobs_).
-  struct JobInfo {
-    JobLayout layout;
-    std::map<std::string, std::set<std::string>> partitions;  // by dataset
-  };
-  absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
-      const std::string& job_id);
-  // The rows the job's readers see of `ds`, a dataset it recomputes: its
-  // staged rows UNION ALL its published rows outside the job's partitions.
-  absl::StatusOr<std::string> OverlaySql(PgConnection* conn,
-                                         const std::string& job_id,
-                                         const DatasetSpec& ds);
   // The partition columns of `ds` (quoted, with `qualifier` before them,
   // e.g. "t.") and their kinds: from the contract for a derived dataset,
   // from the published table for a source.
@@ -247,21 +215,21 @@ class PostgresEngine : public Engine {
                                                  const std::string& from,
                                                  const std::string& where);
 
-  PostgresEngine(std::unique_ptr<PgPool> pool, std::string base);
-  // A pooled connection, as the shared units of storage/sql/ take it.
-  absl::StatusOr<sql::Lease> AcquireConnection();
-
-  std::string store_id() const;
+  PostgresEngine(std::unique_ptr<PgPool> pool,
+                 std::unique_ptr<PgDialect> dialect);
+  // sql::SqlEngine: a pooled connection, as the shared units of
+  // storage/sql/ take it, and the hooks.
+  absl::StatusOr<sql::Lease> Acquire() override;
+  sql::ReplaceHooks& replace_hooks() override;
+  sql::StagingHooks& staging_hooks() override;
 
   std::unique_ptr<PgPool> pool_;
+  // Keeps which published tables order their time partition column by
+  // bytes.
+  const std::unique_ptr<PgDialect> dialect_;
   const std::string base_;  // unquoted
   std::string database_;    // set by Open
-  // Set by Open; keeps which published tables order their time partition
-  // column by bytes.
-  std::unique_ptr<PgDialect> dialect_;
-
-  mutable absl::Mutex store_mu_;
-  std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
+  std::unique_ptr<Hooks> hooks_;
 
   absl::Mutex predicate_mu_;
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(predicate_mu_) =
@@ -279,12 +247,10 @@ class PostgresEngine : public Engine {
   std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
   std::map<std::string, KeptStats> stats_ ABSL_GUARDED_BY(stats_mu_);
 
-  absl::Mutex jobs_mu_;
-  std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
-      ABSL_GUARDED_BY(jobs_mu_);
+  absl::Mutex checked_mu_;
   // (job, dataset) whose transform's plan passed the allow-lists.
   std::set<std::pair<std::string, std::string>> transforms_checked_
-      ABSL_GUARDED_BY(jobs_mu_);
+      ABSL_GUARDED_BY(checked_mu_);
 };
 
 }  // namespace backfill::postgres

@@ -32,6 +32,10 @@ absl::Status Dialect::CheckName(const std::string&, const std::string&) const {
   return absl::OkStatus();
 }
 
+absl::Status Dialect::CreateJobSpace(Connection*, const std::string&) const {
+  return absl::OkStatus();
+}
+
 std::string Dialect::TimePlaceholder(int index) const {
   return Placeholder(index);
 }

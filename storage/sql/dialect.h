@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -58,8 +59,19 @@ class Membership {
   // unpartitioned dataset.
   virtual std::string Expression() const = 0;
   // The condition against the row `alias` of a job's partition list
-  // (Dialect::PartitionListColumns), TRUE for an unpartitioned dataset.
+  // (Dialect::Parts), TRUE for an unpartitioned dataset.
   virtual std::string OverList(std::string_view alias) const = 0;
+  // The columns a job's partition list keeps beside each partition's
+  // "value" for OverList, as CREATE TABLE declares them, and their values
+  // for `partition` (valid for the dataset's layout).
+  virtual std::vector<std::string> ListColumns() const = 0;
+  virtual absl::StatusOr<Params> ListValues(
+      const std::string& partition) const = 0;
+  // The partition columns of a row, for a SELECT list ("col[, key]"), and
+  // for a GROUP BY that puts two values in one group only when they are
+  // the same value ("" for an unpartitioned dataset).
+  virtual std::string Columns() const = 0;
+  virtual std::string GroupBy() const = 0;
 };
 
 class Dialect {
@@ -105,6 +117,10 @@ class Dialect {
   virtual Relation Meta() const = 0;
   virtual Relation Publications() const = 0;
   virtual Relation Rollbacks() const = 0;
+  // Makes the place a job's staging lives in, where it needs one (in the
+  // caller's transaction; nothing by default).
+  virtual absl::Status CreateJobSpace(Connection* conn,
+                                      const std::string& job_id) const;
   // Drops the rollback copies of a job (and of nothing else), in the
   // caller's transaction.
   virtual absl::Status DropCopiesOf(Connection* conn,

@@ -77,6 +77,21 @@ class SqliteMembership : public sql::Membership {
         dataset_, qualifier_, absl::StrCat(Sv(alias), ".\"value\""),
         absl::StrCat(Sv(alias), ".\"lo\""), absl::StrCat(Sv(alias), ".\"hi\""));
   }
+  // Every partition's candidate range (empty strings where none).
+  std::vector<std::string> ListColumns() const override {
+    return {"\"lo\" TEXT NOT NULL", "\"hi\" TEXT NOT NULL"};
+  }
+  absl::StatusOr<sql::Params> ListValues(
+      const std::string& partition) const override {
+    ASSIGN_OR_RETURN(CandidateRange range, StoredRangeOf(dataset_, partition));
+    return sql::Params{range.lo, range.hi};
+  }
+  std::string Columns() const override {
+    return PartitionColumns(dataset_, qualifier_);
+  }
+  std::string GroupBy() const override {
+    return PartitionGroupBy(dataset_, qualifier_);
+  }
 
  private:
   static std::string Q(int i) { return absl::StrCat("?", i); }

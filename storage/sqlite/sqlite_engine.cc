@@ -178,23 +178,6 @@ absl::Status BindPartition(Statement& q, const BoundValues& values,
   return absl::OkStatus();
 }
 
-// Binds :window_start where it appears, for a dataset with a lookback
-// upstream: the start bound of the window's first partition.
-absl::Status BindWindowStart(Statement& q, const DatasetSpec& dataset,
-                             const std::string& partition) {
-  const int index = q.ParameterIndex(kWindowStartParam);
-  if (index <= 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::optional<std::string> start,
-                   WindowStart(dataset, partition));
-  if (!start) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "transform of ", dataset.name,
-        " uses :window_start, which is bound only for a dataset with a "
-        "lookback upstream"));
-  }
-  return q.BindText(index, *start);
-}
-
 // The names of the service's own tables ("_bf_..."), in the main schema of
 // `db`.
 absl::StatusOr<std::vector<std::string>> ServiceTables(Database* db) {
@@ -256,41 +239,6 @@ absl::Status RunCached(Database* db, const std::string& sql) {
   return q.Run();
 }
 
-// A transform must be one read-only statement, use only the parameters we
-// bind, and output every contract column.
-absl::Status CheckTransform(const DatasetSpec& dataset,
-                            const Statement& transform) {
-  if (!transform.IsReadOnly()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "transform of ", dataset.name, " is not a read-only SELECT"));
-  }
-  const ExtraParameters extra = ExtraParametersOf(dataset);
-  for (int i = 1; i <= transform.ParameterCount(); ++i) {
-    if (std::string problem =
-            ParameterProblem(transform.ParameterName(i), extra);
-        !problem.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("transform of ", dataset.name, ": ", problem));
-    }
-  }
-  std::vector<std::string> outputs;
-  for (int i = 0; i < transform.ColumnCount(); ++i) {
-    outputs.push_back(transform.ColumnName(i));
-  }
-  for (const ColumnSpec& c : dataset.columns) {
-    bool found = false;
-    for (const std::string& o : outputs) {
-      found = found || absl::EqualsIgnoreCase(o, c.name);
-    }
-    if (!found) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transform of ", dataset.name, " does not output contract column ",
-          c.name, " (it outputs: ", absl::StrJoin(outputs, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The job id and dataset of a rollback copy's table: the inverse of
 // PrevTable for ids "bf-<digits>" (as JobOfArtifact).
 std::optional<std::pair<std::string, std::string>> CopyOfTable(
@@ -310,35 +258,6 @@ std::optional<std::pair<std::string, std::string>> CopyOfTable(
 }
 
 using sql::FindItem;
-
-// 1 when the row's entity key is one of the keys in `keys_table`, else 0
-// (never NULL: a NULL key, or a value that is no valid key, is none of
-// them). A value is compared as a key partition's value is: text as it
-// is, an INTEGER by its decimal digits (see PartitionOfValue).
-std::string InKeys(const DatasetSpec& ds, const std::string& keys_table) {
-  return absl::StrCat("COALESCE(", sqlite::kPartitionFunction, "('key', ",
-                      Q(ds.entity_key), ") IN (SELECT \"key\" FROM main.",
-                      Q(keys_table), "), 0)");
-}
-
-// Binds :keys where it appears: the job's keys of the dataset (from
-// `keys_table`, which PrepareJob filled) as a JSON array of strings in
-// text order, built by SQLite; NULL for a job that replaces whole
-// partitions.
-absl::Status BindKeys(Database* db, Statement& q, const JobLayout::Item* item,
-                      const std::string& keys_table) {
-  const int index = q.ParameterIndex(kKeysParam);
-  if (index <= 0) return absl::OkStatus();
-  if (item == nullptr || item->keys.empty()) return q.BindNull(index);
-  ASSIGN_OR_RETURN(
-      std::string keys,
-      db->QueryText(absl::StrCat(
-          "SELECT json_group_array(\"key\") FROM (SELECT \"key\" FROM main.",
-          Q(keys_table), " ORDER BY \"key\")")));
-  return q.BindText(index, keys);
-}
-
-using sql::CheckItemKeys;
 
 }  // namespace
 
@@ -376,7 +295,7 @@ SqliteEngine::Lease SqliteEngine::AcquireAsItIs() {
   return Lease(this, db);
 }
 
-absl::StatusOr<SqliteEngine::Lease> SqliteEngine::Acquire() {
+absl::StatusOr<SqliteEngine::Lease> SqliteEngine::AcquireDb() {
   Lease lease = AcquireAsItIs();
   // StagePartition's views shadow published tables by their names: no
   // other call may see them.
@@ -386,9 +305,7 @@ absl::StatusOr<SqliteEngine::Lease> SqliteEngine::Acquire() {
   return lease;
 }
 
-absl::StatusOr<sql::Lease> SqliteEngine::AcquireConnection() {
-  ASSIGN_OR_RETURN(Lease lease, Acquire());
-  Database* db = lease.release();
+sql::Lease SqliteEngine::Lend(Database* db) {
   return sql::Lease(temp_objects_.at(db).conn.get(),
                     [this, db](sql::Connection* conn) {
                       // Never hand back a connection inside a transaction.
@@ -400,10 +317,21 @@ absl::StatusOr<sql::Lease> SqliteEngine::AcquireConnection() {
                     });
 }
 
+absl::StatusOr<sql::Lease> SqliteEngine::Acquire() {
+  ASSIGN_OR_RETURN(Lease lease, AcquireDb());
+  return Lend(lease.release());
+}
+
+absl::StatusOr<sql::Lease> SqliteEngine::AcquireForStaging() {
+  // The connection keeps its temp objects from the last call.
+  return Lend(AcquireAsItIs().release());
+}
+
 absl::Status SqliteEngine::DropTempObjects(Database* db) {
   TempObjects& temp = temp_objects_.at(db);
   temp.key.clear();
-  temp.transform_body.clear();
+  temp.transform = {};
+  temp.outputs.clear();
   return ResetTemp(db);
 }
 
@@ -413,7 +341,9 @@ void SqliteEngine::Release(Database* db) {
 }
 
 SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
-    : connections_(std::move(conns)) {
+    : sql::SqlEngine(&dialect_),
+      connections_(std::move(conns)),
+      hooks_(std::make_unique<Hooks>(this)) {
   absl::MutexLock lock(&pool_mu_);
   for (const auto& c : connections_) {
     idle_.push_back(c.get());
@@ -670,14 +600,9 @@ absl::Status SqliteEngine::Probe() {
   return absl::OkStatus();
 }
 
-std::string SqliteEngine::store_id() const {
-  absl::MutexLock lock(&store_mu_);
-  return store_id_;
-}
-
 absl::StatusOr<WarehouseInfo> SqliteEngine::Inspect() {
   RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   WarehouseInfo info;
@@ -724,7 +649,7 @@ absl::Status SqliteEngine::Claim(const std::string& store_id, bool take_over) {
     return absl::InvalidArgumentError("Claim: empty store id");
   }
   RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   std::string owner;
   {
@@ -756,27 +681,15 @@ absl::Status SqliteEngine::Claim(const std::string& store_id, bool take_over) {
     RETURN_IF_ERROR(q.Run());
   }
   RETURN_IF_ERROR(txn.Commit());
-  absl::MutexLock lock(&store_mu_);
-  store_id_ = store_id;
+  set_store_id(store_id);
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<const SqliteEngine::JobInfo>>
-SqliteEngine::FindJob(const std::string& job_id) {
-  absl::MutexLock lock(&jobs_mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job_id, " is not prepared on this engine (PrepareJob first)"));
-  }
-  return it->second;
 }
 
 // ---------------------------------------------------------------------------
 
 absl::StatusOr<std::map<std::string, int64_t>>
 SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   std::map<std::string, int64_t> out;
   const Grain grain = dataset.grain();
   ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
@@ -835,7 +748,7 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   Database* db = query_db_.get();
   if (db == nullptr) {
     // ":memory:": the one connection there is, query-only for this call.
-    absl::StatusOr<Lease> acquired = Acquire();
+    absl::StatusOr<Lease> acquired = AcquireDb();
     if (!acquired.ok()) return acquired.status();
     lease.emplace(*std::move(acquired));
     db = lease->get();
@@ -944,7 +857,7 @@ void SqliteEngine::SetStatsPolicy(absl::Duration max_age,
 absl::StatusOr<std::map<std::string, int64_t>>
 SqliteEngine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   std::map<std::string, int64_t> out;
   bool contradicted = false;
   {
@@ -980,7 +893,7 @@ absl::StatusOr<PartitionStats> SqliteEngine::PartitionStatistics(
     policy.max_age = stats_max_age_;
   }
   const absl::Time now = StatsNow();
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   return sqlite::RefreshPartitionStats(db.get(), dataset, policy, now);
 }
 
@@ -994,503 +907,11 @@ SqliteEngine::CurrentFingerprints(const DatasetSpec& dataset,
   }
   const absl::Time now = StatsNow();
   RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(sqlite::FingerprintRefresh refresh,
                    sqlite::CurrentPartitionFingerprints(
                        db.get(), dataset, partitions, policy, now));
   return std::move(refresh.fingerprints);
-}
-
-absl::Status SqliteEngine::PrepareJob(const JobLayout& layout) {
-  if (layout.job_id.empty()) {
-    return absl::InvalidArgumentError("PrepareJob: empty job id");
-  }
-  RETURN_IF_ERROR(CheckFile());
-  // Validate everything before touching the warehouse.
-  std::vector<std::vector<std::pair<std::string, CandidateRange>>> parts;
-  for (const JobLayout::Item& item : layout.items) {
-    if (item.dataset == nullptr) {
-      return absl::InvalidArgumentError("PrepareJob: item without dataset");
-    }
-    const DatasetSpec& ds = *item.dataset;
-    RETURN_IF_ERROR(sql::CheckWritable(dialect_, ds));
-    RETURN_IF_ERROR(CheckItemKeys(item));
-    auto& p = parts.emplace_back();
-    for (const std::string& partition : item.partitions) {
-      absl::StatusOr<CandidateRange> range =
-          sqlite::StoredRangeOf(ds, partition);
-      if (!range.ok()) {
-        return Annotate(
-            range.status(),
-            absl::StrCat("dataset ", ds.name, " partition '", partition, "'"));
-      }
-      p.emplace_back(partition, *std::move(range));
-    }
-  }
-  for (const DatasetSpec* pin : layout.pinned) {
-    if (pin == nullptr) {
-      return absl::InvalidArgumentError("PrepareJob: null pinned dataset");
-    }
-  }
-
-  ASSIGN_OR_RETURN(Lease db, Acquire());
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-  for (size_t i = 0; i < layout.items.size(); ++i) {
-    const DatasetSpec& ds = *layout.items[i].dataset;
-    const std::string stage = StageTable(layout.job_id, ds.name);
-    const std::string parts_table = PartsTable(layout.job_id, ds.name);
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS main.", Q(stage),
-                              " (", ColumnDefs(ds), ")")));
-    if (ds.partition) {
-      RETURN_IF_ERROR(db->Exec(absl::StrCat(
-          "CREATE INDEX IF NOT EXISTS main.", Q(stage + "__partition"), " ON ",
-          Q(stage), " (", Q(ds.partition->column), ")")));
-    }
-    // The job's partitions with their candidate ranges (see
-    // sqlite_membership.h), rebuilt on every call.
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", Q(parts_table))));
-    RETURN_IF_ERROR(db->Exec(
-        absl::StrCat("CREATE TABLE main.", Q(parts_table),
-                     " (\"value\" TEXT PRIMARY KEY, \"lo\" TEXT NOT NULL, "
-                     "\"hi\" TEXT NOT NULL)")));
-    ASSIGN_OR_RETURN(Statement insert,
-                     db->Prepare(absl::StrCat(
-                         "INSERT OR REPLACE INTO main.", Q(parts_table),
-                         " (\"value\", \"lo\", \"hi\") VALUES (?1, ?2, ?3)")));
-    for (const auto& [value, range] : parts[i]) {
-      RETURN_IF_ERROR(insert.Reset());
-      RETURN_IF_ERROR(insert.BindText(1, value));
-      RETURN_IF_ERROR(insert.BindText(2, range.lo));
-      RETURN_IF_ERROR(insert.BindText(3, range.hi));
-      RETURN_IF_ERROR(insert.Run());
-    }
-    // The entity keys, rebuilt on every call too (none: no table).
-    const std::string keys_table = KeysTable(layout.job_id, ds.name);
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.", Q(keys_table))));
-    if (!layout.items[i].keys.empty()) {
-      RETURN_IF_ERROR(
-          db->Exec(absl::StrCat("CREATE TABLE main.", Q(keys_table),
-                                " (\"key\" TEXT PRIMARY KEY) WITHOUT ROWID")));
-      ASSIGN_OR_RETURN(
-          Statement add_key,
-          db->Prepare(absl::StrCat("INSERT OR IGNORE INTO main.", Q(keys_table),
-                                   " (\"key\") VALUES (?1)")));
-      for (const std::string& key : layout.items[i].keys) {
-        RETURN_IF_ERROR(add_key.Reset());
-        RETURN_IF_ERROR(add_key.BindText(1, key));
-        RETURN_IF_ERROR(add_key.Run());
-      }
-    }
-  }
-  for (const DatasetSpec* pin : layout.pinned) {
-    // A dataset the job recomputes is read from its staging, not pinned.
-    if (FindItem(layout, pin->name) != nullptr) continue;
-    const std::string pin_table = PinTable(layout.job_id, pin->name);
-    ASSIGN_OR_RETURN(bool pinned, db->TableExists(pin_table));
-    if (pinned) continue;  // keep the version pinned before a restart
-    ASSIGN_OR_RETURN(bool exists, db->TableExists(pin->table));
-    if (!exists) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
-                       " does not exist in the warehouse"));
-    }
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("CREATE TABLE main.", Q(pin_table),
-                              " AS SELECT * FROM main.", Q(pin->table))));
-  }
-  RETURN_IF_ERROR(txn.Commit());
-
-  // A new snapshot; calls still running on the previous one keep theirs.
-  auto info = std::make_shared<JobInfo>();
-  info->layout = layout;
-  for (const JobLayout::Item& item : layout.items) {
-    info->partitions[item.dataset->name].insert(item.partitions.begin(),
-                                                item.partitions.end());
-  }
-  absl::MutexLock lock(&jobs_mu_);
-  auto& slot = jobs_[layout.job_id];
-  if (slot != nullptr) {
-    // The pins were kept (see above), so their fingerprints still hold.
-    absl::MutexLock pins_lock(&slot->pins_mu);
-    absl::MutexLock new_pins_lock(&info->pins_mu);
-    info->pinned_fingerprints = slot->pinned_fingerprints;
-  }
-  slot = std::move(info);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<StageResult> SqliteEngine::StagePartition(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const std::string& partition, const std::vector<InputRef>& inputs) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  const JobLayout& layout = job->layout;
-  auto job_partitions = job->partitions.find(dataset.name);
-  if (job_partitions == job->partitions.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset ", dataset.name, " is not recomputed by job ", job_id));
-  }
-  if (!job->Has(dataset.name, partition)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("partition '", partition, "' of ", dataset.name,
-                     " is not part of job ", job_id));
-  }
-  ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
-  for (const InputRef& in : inputs) {
-    if (in.dataset == nullptr) {
-      return absl::InvalidArgumentError(
-          "StagePartition: input without dataset");
-    }
-  }
-  // The job's item of the dataset (its entity keys, if any).
-  const JobLayout::Item* item = FindItem(layout, dataset.name);
-  RETURN_IF_ERROR(CheckFile());
-  const std::string where =
-      absl::StrCat("Stage ", dataset.name, "/", partition, " of ", job_id);
-  const std::string stage = StageTable(job_id, dataset.name);
-  const std::string out = absl::StrCat("temp.", Q(kOutTable));
-  const std::string cols = ColumnList(dataset);
-
-  // The connection keeps its temp objects from the last call.
-  Lease db = AcquireAsItIs();
-  // Each phase's time (StageTimings), from the leased connection on.
-  Stopwatch phase;
-  StageResult result;
-  std::map<std::string, InputFingerprint> new_pin_fingerprints;
-
-  // The temp objects the transform runs over: a view standing in for each
-  // upstream table the job recomputes (its staged partitions over the
-  // published rest) and for each pinned table, and the output table. They
-  // are the same for every partition of the job's dataset, so a connection
-  // keeps them from one call to the next (no schema change per partition,
-  // and its cached statements stay compiled); they are made again when
-  // anything they are made of differs, and dropped before the connection
-  // serves any other call (Acquire).
-  std::vector<std::string> setup;
-  std::set<std::string> shadowed;
-  // What the views read: the transform may read it through them.
-  std::set<std::string> view_reads;
-  for (const JobLayout::Item& up : layout.items) {
-    const DatasetSpec& u = *up.dataset;
-    if (u.name == dataset.name || !shadowed.insert(u.table).second) continue;
-    view_reads.insert(
-        {StageTable(job_id, u.name), u.table, PartsTable(job_id, u.name)});
-    std::string sql = absl::StrCat("CREATE TEMP VIEW ", Q(u.table),
-                                   " AS SELECT ", ColumnList(u), " FROM main.",
-                                   Q(StageTable(job_id, u.name)));
-    ASSIGN_OR_RETURN(bool published, db->TableExists(u.table));
-    if (published) {
-      const std::string t = Q(u.table);
-      absl::StrAppend(&sql, " UNION ALL SELECT ", ColumnList(u, t + "."),
-                      " FROM main.", t,
-                      " WHERE NOT EXISTS (SELECT 1 FROM main.",
-                      Q(PartsTable(job_id, u.name)), " AS _bf_p WHERE ",
-                      MembershipCondition(u, t + ".", "_bf_p.\"value\"",
-                                          "_bf_p.\"lo\"", "_bf_p.\"hi\""),
-                      ")");
-    }
-    setup.push_back(std::move(sql));
-  }
-  for (const DatasetSpec* pin : layout.pinned) {
-    if (pin->name == dataset.name || FindItem(layout, pin->name) != nullptr ||
-        !shadowed.insert(pin->table).second) {
-      continue;
-    }
-    setup.push_back(absl::StrCat("CREATE TEMP VIEW ", Q(pin->table),
-                                 " AS SELECT * FROM main.",
-                                 Q(PinTable(job_id, pin->name))));
-    view_reads.insert(PinTable(job_id, pin->name));
-  }
-  setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(kOutTable), " (",
-                               ColumnDefs(dataset), ")"));
-  // The transform is part of what the objects are made for: its check and
-  // its text as compiled are kept with them.
-  const std::string setup_key = absl::StrCat(
-      absl::StrJoin(setup, ";\n"), ";\n-- transform\n", dataset.transform);
-  TempObjects& temp = temp_objects_.at(db.get());
-  const bool reused = temp.key == setup_key;
-  if (!reused) {
-    RETURN_IF_ERROR(Annotate(DropTempObjects(db.get()), where));
-    for (const std::string& sql : setup) {
-      RETURN_IF_ERROR(Annotate(db->Exec(sql), where));
-    }
-    // The transform alone: one read-only SELECT with the contract columns,
-    // compiled (never from the statement cache) against the objects just
-    // made. The INSERT below runs the text compiled here.
-    absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
-    if (!transform.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("transform of ", dataset.name,
-                       " does not compile: ", transform.status().message()));
-    }
-    RETURN_IF_ERROR(CheckTransform(dataset, *transform));
-    // Compiled again in a sandbox: it may read its declared upstream
-    // datasets only (through the job's views where the job recomputes or
-    // pins them: the view, and the job's own tables the view reads) and
-    // call the functions of the allow-list.
-    sqlite::Sandbox::Options allowed;
-    allowed.tables = view_reads;
-    allowed.temp_tables = true;  // the job's views
-    allowed.recursive = true;
-    allowed.extra_functions = {sqlite::kPartitionFunction};  // in the views
-    for (const InputRef& in : inputs) allowed.tables.insert(in.dataset->table);
-    std::string refused;
-    {
-      sqlite::Sandbox sandbox(db.get(), std::move(allowed));
-      refused = db->Prepare(dataset.transform).ok() ? "" : sandbox.refused();
-    }
-    if (!refused.empty()) {
-      return TransformRefused(dataset, refused, inputs, "SQLite");
-    }
-    std::string body = transform->Sql();
-    while (!body.empty() &&
-           (body.back() == ';' ||
-            std::isspace(static_cast<unsigned char>(body.back())))) {
-      body.pop_back();
-    }
-    temp.key = setup_key;
-    temp.transform_body = std::move(body);
-  }
-  const std::string& body = temp.transform_body;
-  {
-    // Phase 1: a read transaction; writes only the temp schema.
-    ASSIGN_OR_RETURN(
-        Transaction read,
-        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-    // Rows an earlier call left when it failed after its transform.
-    RETURN_IF_ERROR(Annotate(
-        RunCached(db.get(), absl::StrCat("DELETE FROM ", out)), where));
-    {
-      ASSIGN_OR_RETURN(Statement insert,
-                       db->PrepareCached(absl::StrCat(
-                           "INSERT INTO ", out, " (", cols, ") SELECT ", cols,
-                           " FROM (\n", body, "\n)")));
-      RETURN_IF_ERROR(BindPartition(insert, bounds, partition));
-      RETURN_IF_ERROR(BindWindowStart(insert, dataset, partition));
-      RETURN_IF_ERROR(
-          BindKeys(db.get(), insert, item, KeysTable(job_id, dataset.name)));
-      absl::Status ran = insert.Run();
-      if (!ran.ok()) {
-        return Annotate(ran, absl::StrCat("transform of ", dataset.name,
-                                          " on partition ", partition));
-      }
-    }
-    if (dataset.partition) {
-      const std::string col = Q(dataset.partition->column);
-      const std::string outside =
-          absl::StrCat(" FROM ", out, " WHERE ",
-                       MembershipConditionParams(dataset), " IS NOT 1");
-      // The first such row's partition column(s): SQLite takes a bare
-      // column of an aggregate with MIN() from the row MIN() picked.
-      std::string example = absl::StrCat("MIN(quote(", col, "))");
-      if (dataset.two_dimensional()) {
-        absl::StrAppend(&example, ", quote(", Q(dataset.partition->key_column),
-                        ")");
-      }
-      ASSIGN_OR_RETURN(Statement q,
-                       db->PrepareCached(absl::StrCat("SELECT COUNT(*), ",
-                                                      example, outside)));
-      RETURN_IF_ERROR(BindMembership(q, dataset, partition));
-      RETURN_IF_ERROR(q.Step().status());
-      if (int64_t n = q.ColumnInt(0); n > 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            n, " rows of ", dataset.name, " fall outside partition ", partition,
-            " (e.g. ", dataset.partition->column, "=", q.ColumnText(1),
-            dataset.two_dimensional()
-                ? absl::StrCat(", ", dataset.partition->key_column, "=",
-                               q.ColumnText(2))
-                : "",
-            ")"));
-      }
-    }
-    if (item != nullptr && !item->keys.empty()) {
-      // Only the keys' rows are the transform's to replace; the others
-      // stay as published, so staging holds the partition as publishing
-      // would leave it.
-      const std::string in_keys =
-          InKeys(dataset, KeysTable(job_id, dataset.name));
-      RETURN_IF_ERROR(Annotate(
-          db->Exec(absl::StrCat("DELETE FROM ", out, " WHERE NOT ", in_keys)),
-          where));
-      ASSIGN_OR_RETURN(bool published, db->TableExists(dataset.table));
-      if (published) {
-        ASSIGN_OR_RETURN(
-            Statement keep,
-            db->PrepareCached(absl::StrCat(
-                "INSERT INTO ", out, " (", cols, ") SELECT ", cols,
-                " FROM main.", Q(dataset.table), " WHERE ",
-                dataset.partition ? MembershipConditionParams(dataset)
-                                  : std::string("1"),
-                " AND NOT ", in_keys)));
-        RETURN_IF_ERROR(BindMembership(keep, dataset, partition));
-        RETURN_IF_ERROR(Annotate(keep.Run(), where));
-      }
-    }
-    result.timings.transform = phase.Lap();
-    // Every fingerprint is computed inside SQLite (one aggregate row per
-    // statement, sqlite_fingerprint_function.h), the same value HashRows
-    // gives over the same SELECT.
-    {
-      ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
-                       temp.conn->fingerprint_queries()->Get(
-                           db.get(), cols, absl::StrCat("FROM ", out)));
-      ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
-      ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
-      result.rows_written = fp.rows();
-      result.output_fingerprint = fp.ToString();
-    }
-    for (const InputRef& in : inputs) {
-      const DatasetSpec& u = *in.dataset;
-      InputFingerprint f;
-      f.dataset = u.name;
-      const bool whole = !in.partition.has_value() || !u.partition;
-      if (whole) {
-        const bool pinned =
-            FindItem(layout, u.name) == nullptr &&
-            std::any_of(
-                layout.pinned.begin(), layout.pinned.end(),
-                [&](const DatasetSpec* p) { return p->name == u.name; });
-        if (pinned) {
-          absl::MutexLock pins_lock(&job->pins_mu);
-          auto cached = job->pinned_fingerprints.find(u.name);
-          if (cached != job->pinned_fingerprints.end()) {
-            result.inputs.push_back(cached->second);
-            continue;
-          }
-        }
-        ASSIGN_OR_RETURN(
-            sqlite::FingerprintQuery fq,
-            temp.conn->fingerprint_queries()->Get(
-                db.get(), ColumnList(u),
-                absl::StrCat("FROM ",
-                             pinned ? "main." + Q(PinTable(job_id, u.name))
-                                    : Q(u.table))));
-        ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
-        ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
-        f.fingerprint = fp.ToString();
-        f.rows = fp.rows();
-        if (pinned) new_pin_fingerprints[u.name] = f;
-      } else {
-        f.partition = *in.partition;
-        ASSIGN_OR_RETURN(sqlite::FingerprintQuery fq,
-                         temp.conn->fingerprint_queries()->Get(
-                             db.get(), ColumnList(u),
-                             absl::StrCat("FROM ", Q(u.table), " WHERE ",
-                                          MembershipConditionParams(u))));
-        ASSIGN_OR_RETURN(Statement q, db->PrepareCached(fq.sql));
-        RETURN_IF_ERROR(BindMembership(q, u, f.partition));
-        ASSIGN_OR_RETURN(Fingerprint fp, fq.Run(q));
-        f.fingerprint = fp.ToString();
-        f.rows = fp.rows();
-      }
-      result.inputs.push_back(std::move(f));
-    }
-    result.timings.fingerprint = phase.Lap();
-    RETURN_IF_ERROR(Annotate(read.Commit(), where));
-  }
-  {
-    // Phase 2: the short write: replace the partition's staged rows.
-    phase.Lap();
-    ASSIGN_OR_RETURN(Transaction write, Transaction::Begin(db.get()));
-    {
-      ASSIGN_OR_RETURN(
-          Statement del,
-          db->PrepareCached(absl::StrCat(
-              "DELETE FROM main.", Q(stage), " WHERE ",
-              dataset.partition ? MembershipConditionParams(dataset) : "1")));
-      RETURN_IF_ERROR(BindMembership(del, dataset, partition));
-      RETURN_IF_ERROR(Annotate(del.Run(), where));
-    }
-    RETURN_IF_ERROR(Annotate(
-        RunCached(db.get(),
-                  absl::StrCat("INSERT INTO main.", Q(stage), " (", cols,
-                               ") SELECT ", cols, " FROM ", out)),
-        where));
-    RETURN_IF_ERROR(CheckFile());
-    CrashPoint("stage.before_commit");
-    RETURN_IF_ERROR(Annotate(write.Commit(), where));
-    result.timings.stage_write = phase.Lap();
-  }
-  // The output table stays for the next partition, empty.
-  RETURN_IF_ERROR(RunCached(db.get(), absl::StrCat("DELETE FROM ", out)));
-
-  if (!new_pin_fingerprints.empty()) {
-    absl::MutexLock pins_lock(&job->pins_mu);
-    for (auto& [name, f] : new_pin_fingerprints) {
-      job->pinned_fingerprints.emplace(name, std::move(f));
-    }
-  }
-  return result;
-}
-
-bool SqliteEngine::JobInfo::Has(const std::string& dataset,
-                                const std::string& partition) const {
-  auto mine = partitions.find(dataset);
-  if (mine == partitions.end() || !mine->second.contains(partition)) {
-    return false;
-  }
-  absl::MutexLock lock(&released_mu);
-  auto gone = released.find(dataset);
-  return gone == released.end() || !gone->second.count(partition);
-}
-
-absl::Status SqliteEngine::ReleasePartitions(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const std::vector<std::string>& partitions) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  for (const std::string& partition : partitions) {
-    RETURN_IF_ERROR(Annotate(ValidatePartition(dataset.layout(), partition),
-                             absl::StrCat("dataset ", dataset.name,
-                                          " partition '", partition, "'")));
-  }
-  if (partitions.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(CheckFile());
-  const std::string where = absl::StrCat("release of partitions of ",
-                                         dataset.name, " from job ", job_id);
-  const std::string stage = StageTable(job_id, dataset.name);
-  const std::string parts = PartsTable(job_id, dataset.name);
-  {
-    ASSIGN_OR_RETURN(Lease db, Acquire());
-    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-    ASSIGN_OR_RETURN(bool staged, db->TableExists(stage));
-    if (staged) {
-      ASSIGN_OR_RETURN(
-          Statement del,
-          db->Prepare(absl::StrCat(
-              "DELETE FROM main.", Q(stage), " WHERE ",
-              dataset.partition ? MembershipConditionParams(dataset) : "1")));
-      for (const std::string& partition : partitions) {
-        RETURN_IF_ERROR(del.Reset());
-        RETURN_IF_ERROR(BindMembership(del, dataset, partition));
-        RETURN_IF_ERROR(Annotate(del.Run(), where));
-      }
-    }
-    ASSIGN_OR_RETURN(bool listed, db->TableExists(parts));
-    if (listed) {
-      ASSIGN_OR_RETURN(Statement del,
-                       db->Prepare(absl::StrCat("DELETE FROM main.", Q(parts),
-                                                " WHERE \"value\" = ?1")));
-      for (const std::string& partition : partitions) {
-        RETURN_IF_ERROR(del.Reset());
-        RETURN_IF_ERROR(del.BindText(1, partition));
-        RETURN_IF_ERROR(Annotate(del.Run(), where));
-      }
-    }
-    RETURN_IF_ERROR(CheckFile());
-    RETURN_IF_ERROR(Annotate(txn.Commit(), where));
-  }
-  absl::MutexLock lock(&job->released_mu);
-  job->released[dataset.name].insert(partitions.begin(), partitions.end());
-  return absl::OkStatus();
-}
-
-absl::StatusOr<ValidationReport> SqliteEngine::ValidateStaged(
-    const std::string& job_id, const DatasetSpec& dataset) {
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::ValidateStaged(conn.get(), job_id, dataset);
 }
 
 namespace {
@@ -1639,15 +1060,118 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
   return out;
 }
 
-// What the SQLite engine adds to the shared publish and rollback: the
-// file's identity, the partition statistics and fingerprints of the tables
-// replaced (kept right in the same transaction), an index on the partition
-// column, and the staged rows checked against the job's partition list.
-class SqliteEngine::Hooks : public sql::ReplaceHooks {
+// What the SQLite engine adds to the shared publish, rollback and
+// staging: the file's identity, the partition statistics and fingerprints
+// of the tables replaced (kept right in the same transaction), an index on
+// the partition column, the staged rows checked against the job's
+// partition list; and a transform's objects kept on the connection from
+// one partition to the next, the transform compiled in a sandbox.
+class SqliteEngine::Hooks : public sql::ReplaceHooks, public sql::StagingHooks {
  public:
   explicit Hooks(SqliteEngine* engine) : engine_(engine) {}
 
   absl::Status CheckWarehouse() override { return engine_->CheckFile(); }
+
+  // ---- Staging
+  // ---------------------------------------------------------------
+
+  absl::Status StageTableReady(sql::Connection* conn,
+                               const sql::Relation& stage,
+                               const DatasetSpec& ds) override {
+    if (!ds.partition) return absl::OkStatus();
+    return conn
+        ->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
+                            Q(stage.name + "__partition"), " ON ",
+                            Q(stage.name), " (", Q(ds.partition->column), ")"))
+        .status();
+  }
+
+  // The objects a transform runs over are the same for every partition of
+  // the job's dataset, so a connection keeps them from one call to the
+  // next (no schema change per partition, and its cached statements stay
+  // compiled); they are made again when anything they are made of
+  // differs, and dropped before the connection serves any other call
+  // (AcquireDb).
+  absl::StatusOr<sql::CompiledTransform> OpenTransform(
+      sql::Connection* conn, const sql::TransformSetup& setup) override {
+    Database* db = static_cast<sqlite::SqliteConnection*>(conn)->db();
+    const DatasetSpec& dataset = *setup.dataset;
+    // The transform is part of what the objects are made for: its check
+    // and its text as compiled are kept with them.
+    const std::string key =
+        absl::StrCat(absl::StrJoin(setup.statements, ";\n"),
+                     ";\n-- transform\n", dataset.transform);
+    TempObjects& temp = engine_->temp_objects_.at(db);
+    if (temp.key == key) return temp.transform;
+    RETURN_IF_ERROR(Annotate(engine_->DropTempObjects(db), setup.where));
+    for (const std::string& sql : setup.statements) {
+      RETURN_IF_ERROR(Annotate(db->Exec(sql), setup.where));
+    }
+    // The transform alone: one read-only SELECT, compiled (never from the
+    // statement cache) against the objects just made.
+    absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
+    if (!transform.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("transform of ", dataset.name,
+                       " does not compile: ", transform.status().message()));
+    }
+    if (!transform->IsReadOnly()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "transform of ", dataset.name, " is not a read-only SELECT"));
+    }
+    // Compiled again in a sandbox: it may read its declared upstream
+    // datasets only (through the job's views where the job recomputes or
+    // pins them: the view, and the job's own tables the view reads) and
+    // call the functions of the allow-list.
+    sqlite::Sandbox::Options allowed;
+    allowed.tables = setup.reads;
+    allowed.temp_tables = true;  // the job's views
+    allowed.recursive = true;
+    allowed.extra_functions = {sqlite::kPartitionFunction};  // in the views
+    for (const InputRef& in : *setup.inputs) {
+      allowed.tables.insert(in.dataset->table);
+    }
+    std::string refused;
+    {
+      sqlite::Sandbox sandbox(db, std::move(allowed));
+      refused = db->Prepare(dataset.transform).ok() ? "" : sandbox.refused();
+    }
+    if (!refused.empty()) {
+      return TransformRefused(dataset, refused, *setup.inputs, "SQLite");
+    }
+    sql::CompiledTransform compiled;
+    compiled.text = transform->Sql();
+    while (!compiled.text.empty() &&
+           (compiled.text.back() == ';' ||
+            std::isspace(static_cast<unsigned char>(compiled.text.back())))) {
+      compiled.text.pop_back();
+    }
+    for (int i = 1; i <= transform->ParameterCount(); ++i) {
+      compiled.parameters.push_back(transform->ParameterName(i));
+    }
+    temp.outputs.clear();
+    for (int i = 0; i < transform->ColumnCount(); ++i) {
+      temp.outputs.push_back(transform->ColumnName(i));
+    }
+    temp.key = key;
+    temp.transform = compiled;
+    return compiled;
+  }
+
+  absl::StatusOr<std::vector<std::string>> VetTransform(
+      sql::Connection* conn, const sql::TransformSetup&,
+      const sql::CompiledTransform&, const sql::Params&) override {
+    return engine_->temp_objects_
+        .at(static_cast<sqlite::SqliteConnection*>(conn)->db())
+        .outputs;
+  }
+
+  // The output table stays for the next partition, empty.
+  absl::Status CloseTransform(sql::Connection* conn) override {
+    return conn->Exec(absl::StrCat("DELETE FROM temp.", Q(kOutTable))).status();
+  }
+
+  // ---- Publish and rollback -------------------------------------------------
 
   absl::StatusOr<std::function<absl::Status()>> BeforeReplacing(
       sql::Connection* conn, const DatasetSpec& ds,
@@ -1705,16 +1229,8 @@ class SqliteEngine::Hooks : public sql::ReplaceHooks {
   SqliteEngine* engine_;
 };
 
-absl::StatusOr<bool> SqliteEngine::IsPublished(const std::string& job_id) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::HasPublication(conn.get(), store_id(), job_id);
-}
-
-absl::Status SqliteEngine::Publish(const JobLayout& layout) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  Hooks hooks(this);
-  return sql::Publish(conn.get(), hooks, store_id(), layout);
-}
+sql::ReplaceHooks& SqliteEngine::replace_hooks() { return *hooks_; }
+sql::StagingHooks& SqliteEngine::staging_hooks() { return *hooks_; }
 
 absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
   const std::string safe = SafeJob(job_id);
@@ -1724,19 +1240,18 @@ absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
       absl::StrCat("_bf_pin_", safe, "_"),
       absl::StrCat("_bf_keys_", safe, "_")};
   {
-    ASSIGN_OR_RETURN(Lease db, Acquire());
+    ASSIGN_OR_RETURN(Lease db, AcquireDb());
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
     RETURN_IF_ERROR(DropTablesWithPrefixes(db.get(), prefixes));
     RETURN_IF_ERROR(txn.Commit());
   }
-  absl::MutexLock lock(&jobs_mu_);
-  jobs_.erase(job_id);
+  jobs().Forget(job_id);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
   std::set<std::string> ids;
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db.get()));
   for (const std::string& name : names) {
     std::optional<std::string> id = JobOfArtifact(name);
@@ -1748,16 +1263,9 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
 // ---------------------------------------------------------------------------
 // Rollback and rollback copies
 
-absl::StatusOr<RollbackResult> SqliteEngine::Rollback(
-    const RollbackSpec& spec) {
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  Hooks hooks(this);
-  return sql::Rollback(conn.get(), hooks, store_id(), spec);
-}
-
 absl::StatusOr<std::vector<RollbackCopy>> SqliteEngine::ListRollbackCopies() {
   RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
   std::vector<RollbackCopy> out;
@@ -1785,7 +1293,7 @@ absl::Status SqliteEngine::DropRollbackCopies(
     const std::vector<RollbackCopy>& copies) {
   if (copies.empty()) return absl::OkStatus();
   RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
   for (const RollbackCopy& copy : copies) {
     RETURN_IF_ERROR(
@@ -1795,47 +1303,17 @@ absl::Status SqliteEngine::DropRollbackCopies(
   return txn.Commit();
 }
 
-// Checks
-
-namespace {}  // namespace
-
-absl::StatusOr<Profile> SqliteEngine::ProfileStaged(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const ProfileRequest& request) {
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::ProfileStaged(conn.get(), job->layout, dataset, request);
-}
-
-absl::StatusOr<Profile> SqliteEngine::ProfilePublished(
-    const std::string& job_id, const DatasetSpec& dataset,
-    const ProfileRequest& request) {
-  RETURN_IF_ERROR(CheckFile());
-  RETURN_IF_ERROR(FindJob(job_id).status());
-  ASSIGN_OR_RETURN(sql::Lease conn, AcquireConnection());
-  return sql::ProfilePublished(conn.get(), job_id, dataset, request);
-}
-
 absl::StatusOr<std::map<std::string, CountWithSamples>>
 SqliteEngine::RunAssertion(const std::string& job_id,
                            const DatasetSpec& dataset, const std::string& sql,
                            int samples) {
   RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobInfo> job, FindJob(job_id));
-  auto partitions = job->partitions.find(dataset.name);
-  if (partitions == job->partitions.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset ", dataset.name, " is not recomputed by job ", job_id));
-  }
-  std::vector<std::string> sorted;
-  for (const std::string& p : partitions->second) {
-    if (job->Has(dataset.name, p)) sorted.push_back(p);
-  }
-  std::sort(sorted.begin(), sorted.end());
+  ASSIGN_OR_RETURN(std::shared_ptr<const sql::JobRegistry::Job> job,
+                   jobs().FindRecomputing(job_id, dataset.name));
+  const std::vector<std::string> sorted = job->Partitions(dataset.name);
   const std::string stage = StageTable(job_id, dataset.name);
   const std::string shadow = absl::StrCat("temp.", Q(dataset.table));
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   RETURN_IF_ERROR(ResetTemp(db.get()));
   std::map<std::string, CountWithSamples> out;
   {
@@ -1910,7 +1388,7 @@ absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
                                                   const std::string& sql) {
   RETURN_IF_ERROR(CheckFile());
   ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   // A bound on the query, as the read sandbox bounds predicates: SQLite's
   // progress handler stops it (SQLITE_INTERRUPT) once it ran this long, so
   // a consumer's confirmation never waits on one query without end.
@@ -1986,7 +1464,7 @@ absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
 absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
     const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
     const DatasetSpec* own) {
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   RETURN_IF_ERROR(ResetTemp(db.get()));
   QueryShape shape;
   absl::Status status;
@@ -2031,7 +1509,7 @@ absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
 
 absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
 SqliteEngine::DescribeTable(const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(Lease db, Acquire());
+  ASSIGN_OR_RETURN(Lease db, AcquireDb());
   ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
   if (!exists) return std::optional<std::vector<ColumnSpec>>();
   ASSIGN_OR_RETURN(Statement q,

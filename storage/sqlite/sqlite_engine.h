@@ -114,6 +114,7 @@
 #include "absl/time/time.h"
 #include "core/engine.h"
 #include "storage/sql/connection.h"
+#include "storage/sql/sql_engine.h"
 #include "storage/sqlite/sqlite_dialect.h"
 
 namespace backfill {
@@ -124,7 +125,7 @@ class SqliteConnection;
 class WalCheckpointer;
 }  // namespace sqlite
 
-class SqliteEngine : public Engine {
+class SqliteEngine : public sql::SqlEngine {
  public:
   // Opens the warehouse file at `warehouse_path` with `connections` pooled
   // connections (at least 1; ":memory:" forces 1, since every in-memory
@@ -159,16 +160,6 @@ class SqliteEngine : public Engine {
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
-  absl::Status PrepareJob(const JobLayout& layout) override;
-  absl::StatusOr<StageResult> StagePartition(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::string& partition,
-      const std::vector<InputRef>& inputs) override;
-  absl::Status ReleasePartitions(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
-  absl::StatusOr<ValidationReport> ValidateStaged(
-      const std::string& job_id, const DatasetSpec& dataset) override;
   // Copies the partition's published and staged rows into two TEMP tables
   // of its connection, indexed by the primary key, and compares them with
   // joins on the key (values with IS NOT); without a key, as multisets by a
@@ -182,10 +173,7 @@ class SqliteEngine : public Engine {
   absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>> DiffPartitions(
       const std::string& job_id, const DatasetSpec& dataset,
       absl::Span<const std::string> partitions, int sample_limit) override;
-  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
-  absl::Status Publish(const JobLayout& layout) override;
   absl::Status DropStaging(const std::string& job_id) override;
-  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
   // Copies of jobs "bf-<digits>" only (as ListJobsWithStaging).
   absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
   absl::Status DropRollbackCopies(
@@ -196,12 +184,6 @@ class SqliteEngine : public Engine {
   // so artifacts of other ids are not reported. Sorted (string order), without
   // duplicates.
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
-  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
-                                        const DatasetSpec& dataset,
-                                        const ProfileRequest& request) override;
-  absl::StatusOr<Profile> ProfilePublished(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const ProfileRequest& request) override;
   // Copies each partition's staged rows into a TEMP table named like the
   // dataset's table (which shadows it) and runs `sql` on it.
   absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
@@ -260,29 +242,6 @@ class SqliteEngine : public Engine {
  private:
   class Lease;
   class Hooks;
-  // What PrepareJob remembers of a job. Immutable once published in jobs_
-  // (shared by concurrent StagePartition calls), except for the pinned
-  // fingerprint cache, which has its own mutex.
-  struct JobInfo {
-    JobLayout layout;
-    // The job's partitions of each dataset it recomputes, by dataset name:
-    // an O(1) membership check per StagePartition call.
-    absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>>
-        partitions;
-    // Fingerprints of pinned whole-table inputs, by dataset name; a pin
-    // never changes during the job.
-    mutable absl::Mutex pins_mu;
-    mutable std::map<std::string, InputFingerprint> pinned_fingerprints
-        ABSL_GUARDED_BY(pins_mu);
-    // Partitions released since (ReleasePartitions), by dataset name: no
-    // longer the job's. Small sets, changed in place so that a release
-    // costs O(log n), not a copy of the layout.
-    mutable absl::Mutex released_mu;
-    mutable std::map<std::string, std::set<std::string>> released
-        ABSL_GUARDED_BY(released_mu);
-    // The dataset's partition is the job's (prepared, not released).
-    bool Has(const std::string& dataset, const std::string& partition) const;
-  };
 
   explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);
 
@@ -292,23 +251,23 @@ class SqliteEngine : public Engine {
   // FAILED_PRECONDITION when the file at path_ is gone or is another file
   // than the one opened.
   absl::Status CheckFile() const;
-  std::string store_id() const;
-
   // A connection of the pool without temp objects (those StagePartition
   // kept are dropped first).
-  absl::StatusOr<Lease> Acquire();
+  absl::StatusOr<Lease> AcquireDb();
   // A connection as it is: StagePartition's, which reuses its temp objects.
   Lease AcquireAsItIs();
-  // Acquire(), as the shared units of storage/sql/ take it.
-  absl::StatusOr<sql::Lease> AcquireConnection();
+  // The connection as the shared units of storage/sql/ take it, given back
+  // to the pool when the lease ends.
+  sql::Lease Lend(sqlite::Database* db);
+  // sql::SqlEngine.
+  absl::StatusOr<sql::Lease> Acquire() override;
+  absl::StatusOr<sql::Lease> AcquireForStaging() override;
+  absl::Status CheckWarehouse() override { return CheckFile(); }
+  sql::ReplaceHooks& replace_hooks() override;
+  sql::StagingHooks& staging_hooks() override;
   void Release(sqlite::Database* db);
   // Drops every temp object of `db` and forgets what StagePartition made.
   absl::Status DropTempObjects(sqlite::Database* db);
-  // The job's snapshot; FAILED_PRECONDITION if it is not prepared. O(log J)
-  // in the number of jobs, independent of the job's size.
-  absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
-      const std::string& job_id);
-
   const sqlite::SqliteDialect dialect_;
 
   // Checkpoints of the warehouse's log, off the committing threads (null
@@ -321,9 +280,6 @@ class SqliteEngine : public Engine {
   uint64_t file_device_ = 0;
   uint64_t file_inode_ = 0;
 
-  mutable absl::Mutex store_mu_;
-  std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
-
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
 
@@ -334,7 +290,8 @@ class SqliteEngine : public Engine {
   // written only by the thread holding its connection's lease.
   struct TempObjects {
     std::string key;
-    std::string transform_body;
+    sql::CompiledTransform transform;
+    std::vector<std::string> outputs;
     // The connection as the shared units use it; it keeps the fingerprint
     // statements StagePartition runs.
     std::unique_ptr<sqlite::SqliteConnection> conn;
@@ -356,9 +313,7 @@ class SqliteEngine : public Engine {
   absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
   std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
 
-  absl::Mutex jobs_mu_;
-  std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
-      ABSL_GUARDED_BY(jobs_mu_);
+  std::unique_ptr<Hooks> hooks_;
 };
 
 }  // namespace backfill

@@ -1,0 +1,134 @@
+#include "storage/sql/sql_engine.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "storage/sql/engine_checks.h"
+#include "storage/sql/markers.h"
+#include "storage/sql/profiles.h"
+#include "storage/sql/publish.h"
+#include "storage/sql/rollback.h"
+#include "storage/sql/validation.h"
+
+namespace backfill::sql {
+
+std::string SqlEngine::store_id() const {
+  absl::MutexLock lock(&store_mu_);
+  return store_id_;
+}
+
+void SqlEngine::set_store_id(const std::string& store_id) {
+  absl::MutexLock lock(&store_mu_);
+  store_id_ = store_id;
+}
+
+// ---------------------------------------------------------------------------
+// Staging
+
+absl::Status SqlEngine::PrepareJob(const JobLayout& layout) {
+  if (layout.job_id.empty()) {
+    return absl::InvalidArgumentError("PrepareJob: empty job id");
+  }
+  RETURN_IF_ERROR(CheckWarehouse());
+  // Everything is checked before the warehouse is touched.
+  RETURN_IF_ERROR(CheckLayout(dialect_, layout));
+  {
+    ASSIGN_OR_RETURN(Lease conn, Acquire());
+    RETURN_IF_ERROR(sql::PrepareJob(conn.get(), staging_hooks(), layout));
+  }
+  // The pins were kept, so their fingerprints still hold.
+  jobs_.Register(layout, /*keep_pins=*/true);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StageResult> SqlEngine::StagePartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, const std::vector<InputRef>& inputs) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
+                   jobs_.FindRecomputing(job_id, dataset.name));
+  if (!job->Has(dataset.name, partition)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partition '", partition, "' of ", dataset.name,
+                     " is not part of job ", job_id));
+  }
+  for (const InputRef& in : inputs) {
+    if (in.dataset == nullptr) {
+      return absl::InvalidArgumentError(
+          "StagePartition: input without dataset");
+    }
+  }
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
+  return sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
+                             partition, inputs);
+}
+
+absl::Status SqlEngine::ReleasePartitions(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::vector<std::string>& partitions) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
+                   jobs_.Find(job_id));
+  for (const std::string& partition : partitions) {
+    RETURN_IF_ERROR(CheckPartition(dataset, partition));
+  }
+  if (partitions.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckWarehouse());
+  {
+    ASSIGN_OR_RETURN(Lease conn, Acquire());
+    RETURN_IF_ERROR(sql::ReleasePartitions(conn.get(), staging_hooks(), job_id,
+                                           dataset, partitions));
+  }
+  // From now on the partitions are not the job's.
+  job->Release(dataset.name, partitions);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Checks of staged rows
+
+absl::StatusOr<ValidationReport> SqlEngine::ValidateStaged(
+    const std::string& job_id, const DatasetSpec& dataset) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::ValidateStaged(conn.get(), job_id, dataset);
+}
+
+absl::StatusOr<Profile> SqlEngine::ProfileStaged(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const ProfileRequest& request) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
+                   jobs_.Find(job_id));
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::ProfileStaged(conn.get(), job->layout(), dataset, request);
+}
+
+absl::StatusOr<Profile> SqlEngine::ProfilePublished(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const ProfileRequest& request) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  RETURN_IF_ERROR(jobs_.Find(job_id).status());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::ProfilePublished(conn.get(), job_id, dataset, request);
+}
+
+// ---------------------------------------------------------------------------
+// Publish and rollback
+
+absl::StatusOr<bool> SqlEngine::IsPublished(const std::string& job_id) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return HasPublication(conn.get(), store_id(), job_id);
+}
+
+absl::Status SqlEngine::Publish(const JobLayout& layout) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::Publish(conn.get(), replace_hooks(), store_id(), layout);
+}
+
+absl::StatusOr<RollbackResult> SqlEngine::Rollback(const RollbackSpec& spec) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::Rollback(conn.get(), replace_hooks(), store_id(), spec);
+}
+
+}  // namespace backfill::sql

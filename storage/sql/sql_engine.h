@@ -1,0 +1,93 @@
+// SqlEngine: the warehouse Engine (core/engine.h) written once over a
+// Dialect and the Connections of a pool (storage/sql/dialect.h,
+// connection.h). Each call leases a connection and runs the shared unit of
+// its concept (staging.h, validation.h, profiles.h, diff.h, publish.h,
+// rollback.h, markers.h, ...); an engine derives from it and supplies its
+// pool (Acquire), its hooks (ReplaceHooks, StagingHooks) and whatever is
+// its own (SQLite: the statement sandbox, file identity, its statistics
+// caches; PostgreSQL: plan-based refusal, table locks, kept statistics).
+//
+// What a prepared job is, is remembered in a JobRegistry (job_registry.h):
+// in memory, so after a restart PrepareJob must be called again (it is
+// idempotent and keeps existing pins).
+//
+// Ownership: the engine that derives owns the Dialect and the hooks, which
+// must outlive every call; JobLayouts handed to PrepareJob are copied but
+// their DatasetSpec pointers are kept (the Catalog must outlive the job).
+// Thread-safety: thread-safe, as far as the engine's pool and hooks are;
+// each call uses the connection it leased.
+
+#ifndef BACKFILL_STORAGE_SQL_SQL_ENGINE_H_
+#define BACKFILL_STORAGE_SQL_SQL_ENGINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/engine.h"
+#include "storage/sql/connection.h"
+#include "storage/sql/dialect.h"
+#include "storage/sql/job_registry.h"
+#include "storage/sql/replace_hooks.h"
+#include "storage/sql/staging.h"
+
+namespace backfill::sql {
+
+class SqlEngine : public Engine {
+ public:
+  absl::Status PrepareJob(const JobLayout& layout) override;
+  absl::StatusOr<StageResult> StagePartition(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition,
+      const std::vector<InputRef>& inputs) override;
+  absl::Status ReleasePartitions(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
+  absl::StatusOr<ValidationReport> ValidateStaged(
+      const std::string& job_id, const DatasetSpec& dataset) override;
+  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
+                                        const DatasetSpec& dataset,
+                                        const ProfileRequest& request) override;
+  absl::StatusOr<Profile> ProfilePublished(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const ProfileRequest& request) override;
+  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
+  absl::Status Publish(const JobLayout& layout) override;
+  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
+
+ protected:
+  // `dialect` must outlive the engine.
+  explicit SqlEngine(const Dialect* dialect) : dialect_(*dialect) {}
+
+  // ---- What the engine that derives supplies --------------------------------
+  // A connection of the pool, without objects an earlier call left in its
+  // session.
+  virtual absl::StatusOr<Lease> Acquire() = 0;
+  // A connection for StagePartition, which may keep the session's objects
+  // an earlier staging made (Acquire by default).
+  virtual absl::StatusOr<Lease> AcquireForStaging() { return Acquire(); }
+  // FAILED_PRECONDITION when the warehouse is not the one opened any more
+  // (nothing by default).
+  virtual absl::Status CheckWarehouse() { return absl::OkStatus(); }
+  virtual ReplaceHooks& replace_hooks() = 0;
+  virtual StagingHooks& staging_hooks() = 0;
+
+  const Dialect& dialect() const { return dialect_; }
+  JobRegistry& jobs() { return jobs_; }
+  // The store id of the last Claim ("" before any).
+  std::string store_id() const;
+  void set_store_id(const std::string& store_id);
+
+ private:
+  const Dialect& dialect_;
+  JobRegistry jobs_;
+  mutable absl::Mutex store_mu_;
+  std::string store_id_ ABSL_GUARDED_BY(store_mu_);
+};
+
+}  // namespace backfill::sql
+
+#endif  // BACKFILL_STORAGE_SQL_SQL_ENGINE_H_
