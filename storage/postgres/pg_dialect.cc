@@ -12,8 +12,8 @@
 #include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "storage/postgres/pg_contract.h"
-#include "storage/postgres/pg_markers.h"
 #include "storage/postgres/pg_sql_connection.h"
+#include "storage/sql/markers.h"
 
 namespace backfill::postgres {
 namespace {
@@ -354,7 +354,34 @@ sql::Param PgDialect::BoolValue(bool value) const {
   return value ? "true" : "false";
 }
 
-std::string PgDialect::LockingRead() const { return " FOR SHARE"; }
+std::string PgDialect::LockingRead(bool exclusive) const {
+  return exclusive ? " FOR UPDATE" : " FOR SHARE";
+}
+
+std::string PgDialect::TimeType() const { return "TIMESTAMPTZ"; }
+
+std::string PgDialect::BoolType() const { return "BOOLEAN"; }
+
+absl::Status PgDialect::LockRecords(sql::Connection* conn) const {
+  return conn
+      ->Exec("SELECT pg_advisory_xact_lock($1::bigint)",
+             {sql::Param::Int(kServiceLockKey)})
+      .status();
+}
+
+absl::Status PgDialect::CreateServiceSchema(sql::Connection* conn) const {
+  ASSIGN_OR_RETURN(sql::Transaction txn,
+                   sql::Transaction::Begin(conn, sql::TxnMode::kWrite));
+  RETURN_IF_ERROR(LockRecords(conn));
+  const std::string what = "creating the warehouse's service schema _bf";
+  RETURN_IF_ERROR(
+      Annotate(conn->Exec(absl::StrCat("CREATE SCHEMA IF NOT EXISTS ",
+                                       Quote(kServiceSchema)))
+                   .status(),
+               what));
+  RETURN_IF_ERROR(Annotate(sql::CreateRecords(conn), what));
+  return txn.Commit();
+}
 
 std::string PgDialect::InKeys(const DatasetSpec& dataset,
                               const sql::Relation& keys,

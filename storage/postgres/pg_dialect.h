@@ -16,6 +16,7 @@
 #ifndef BACKFILL_STORAGE_POSTGRES_PG_DIALECT_H_
 #define BACKFILL_STORAGE_POSTGRES_PG_DIALECT_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,15 @@
 #include "storage/sql/dialect.h"
 
 namespace backfill::postgres {
+
+// The schema of the warehouse's own records (Meta, Publications,
+// Rollbacks), its rollback copies and its membership functions.
+inline constexpr char kServiceSchema[] = "_bf";
+
+// The advisory lock key (pg_advisory_xact_lock) that serializes the
+// creation of the service schema and claims (LockRecords): "bf" in ASCII,
+// then a version.
+inline constexpr int64_t kServiceLockKey = 0x62660001;
 
 class PgDialect : public sql::Dialect {
  public:
@@ -55,6 +65,12 @@ class PgDialect : public sql::Dialect {
   absl::StatusOr<PgPartitionColumns> ColumnsOf(
       PgConnection* conn, const DatasetSpec& ds,
       const std::string& qualifier) const;
+
+  // Creates the service schema and its records (storage/sql/markers.h)
+  // where they do not exist: a transaction of its own under LockRecords,
+  // so that daemons starting on one warehouse at once do not trip over
+  // each other's CREATE.
+  absl::Status CreateServiceSchema(sql::Connection* conn) const;
 
   std::string Placeholder(int index) const override;
   absl::Status CheckName(const std::string& name,
@@ -92,7 +108,11 @@ class PgDialect : public sql::Dialect {
   sql::Param TimeValue(absl::Time when) const override;
   std::string BoolPlaceholder(int index) const override;
   sql::Param BoolValue(bool value) const override;
-  std::string LockingRead() const override;
+  std::string LockingRead(bool exclusive) const override;
+  std::string TimeType() const override;
+  std::string BoolType() const override;
+  // pg_advisory_xact_lock(kServiceLockKey).
+  absl::Status LockRecords(sql::Connection* conn) const override;
   std::string InKeys(const DatasetSpec& dataset, const sql::Relation& keys,
                      std::string_view qualifier) const override;
 

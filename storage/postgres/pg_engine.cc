@@ -24,7 +24,6 @@
 #include "core/upstream_mapping.h"
 #include "storage/postgres/pg_allow_list.h"
 #include "storage/postgres/pg_contract.h"
-#include "storage/postgres/pg_markers.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_sql_connection.h"
 #include "storage/sql/diff.h"
@@ -101,7 +100,7 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
                    PgPool::Open(dsn, connections, options));
   std::string base;
   std::string database;
-  bool default_byte_ordered = false;
+  std::unique_ptr<PgDialect> dialect;
   {
     ASSIGN_OR_RETURN(PgPool::Lease conn, pool->Acquire());
     ASSIGN_OR_RETURN(PgResult schema,
@@ -119,18 +118,6 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
           absl::StrCat("the PostgreSQL warehouse's first schema is ", base,
                        ", a name reserved for backfilld's own schemas"));
     }
-    RETURN_IF_ERROR(
-        Annotate(CreateServiceSchema(conn.get()), "opening the warehouse"));
-    PgTransaction txn(conn.get());
-    RETURN_IF_ERROR(txn.Begin());
-    RETURN_IF_ERROR(conn->Exec("SELECT pg_advisory_xact_lock($1::bigint)",
-                               {std::to_string(kServiceLockKey)})
-                        .status());
-    for (const std::string& sql : PartitionFunctionSql(kServiceSchema)) {
-      RETURN_IF_ERROR(Annotate(conn->Exec(sql).status(),
-                               "creating the partition membership functions"));
-    }
-    RETURN_IF_ERROR(txn.Commit());
     // Whether the database's default collation orders text by bytes (libc
     // C, POSIX or C.UTF-8, whose order is the code points', i.e. UTF-8's
     // bytes'): then membership ranges on a TEXT column with that collation
@@ -140,12 +127,23 @@ absl::StatusOr<std::unique_ptr<PostgresEngine>> PostgresEngine::Open(
         conn->Exec("SELECT datlocprovider = 'c' AND datcollate IN ('C', "
                    "'POSIX', 'C.UTF-8', 'C.utf8') FROM pg_catalog.pg_database "
                    "WHERE datname = current_database()"));
-    default_byte_ordered =
+    const bool default_byte_ordered =
         !collation.rows.empty() && collation.rows[0][0].value_or("f") == "t";
+    dialect = std::make_unique<PgDialect>(base, default_byte_ordered);
+    PgSqlConnection over(conn.get(), dialect.get());
+    RETURN_IF_ERROR(
+        Annotate(dialect->CreateServiceSchema(&over), "opening the warehouse"));
+    PgTransaction txn(conn.get());
+    RETURN_IF_ERROR(txn.Begin());
+    RETURN_IF_ERROR(dialect->LockRecords(&over));
+    for (const std::string& sql : PartitionFunctionSql(kServiceSchema)) {
+      RETURN_IF_ERROR(Annotate(conn->Exec(sql).status(),
+                               "creating the partition membership functions"));
+    }
+    RETURN_IF_ERROR(txn.Commit());
   }
-  auto engine = std::unique_ptr<PostgresEngine>(new PostgresEngine(
-      std::move(pool),
-      std::make_unique<PgDialect>(std::move(base), default_byte_ordered)));
+  auto engine = std::unique_ptr<PostgresEngine>(
+      new PostgresEngine(std::move(pool), std::move(dialect)));
   engine->database_ = std::move(database);
   return engine;
 }
@@ -161,19 +159,6 @@ PostgresEngine::PostgresEngine(std::unique_ptr<PgPool> pool,
 PostgresEngine::~PostgresEngine() = default;
 
 void PostgresEngine::Interrupt() { pool_->InterruptAll(); }
-
-absl::StatusOr<WarehouseInfo> PostgresEngine::Inspect() {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  return ReadWarehouseInfo(conn.get());
-}
-
-absl::Status PostgresEngine::Claim(const std::string& store_id,
-                                   bool take_over) {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  RETURN_IF_ERROR(ClaimWarehouse(conn.get(), store_id, take_over));
-  set_store_id(store_id);
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::vector<std::string>> PostgresEngine::ListJobsWithStaging() {
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());

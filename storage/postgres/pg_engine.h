@@ -121,8 +121,6 @@ class PostgresEngine : public sql::SqlEngine {
   // The schema of a job's staging ("_bf_bf_12" for "bf-12"), unquoted.
   static std::string JobSchema(const std::string& job_id);
 
-  absl::StatusOr<WarehouseInfo> Inspect() override;
-  absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
   absl::Status DropStaging(const std::string& job_id) override;
   absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;

@@ -54,7 +54,15 @@ bool Dialect::ReadBool(const Cell& cell) const {
   return cell.text == "1" || cell.text == "t" || cell.text == "true";
 }
 
-std::string Dialect::LockingRead() const { return ""; }
+std::string Dialect::LockingRead(bool) const { return ""; }
+
+std::string Dialect::TimeType() const { return "INTEGER"; }
+
+std::string Dialect::BoolType() const { return "INTEGER"; }
+
+absl::Status Dialect::LockRecords(Connection*) const {
+  return absl::OkStatus();
+}
 
 std::optional<std::string> Dialect::TypeMismatch(std::string_view,
                                                  const std::string&) const {

@@ -121,6 +121,10 @@ class Dialect {
   // caller's transaction; nothing by default).
   virtual absl::Status CreateJobSpace(Connection* conn,
                                       const std::string& job_id) const;
+  // Keeps every other claim away from the records until the caller's
+  // transaction ends, where its write transaction alone does not (nothing
+  // by default).
+  virtual absl::Status LockRecords(Connection* conn) const;
   // Drops the rollback copies of a job (and of nothing else), in the
   // caller's transaction.
   virtual absl::Status DropCopiesOf(Connection* conn,
@@ -156,8 +160,13 @@ class Dialect {
   virtual Param BoolValue(bool value) const;
   virtual bool ReadBool(const Cell& cell) const;
   // What a SELECT ends with to keep the rows it read locked until the
-  // transaction ends, where the database locks rows ("" by default).
-  virtual std::string LockingRead() const;
+  // transaction ends, shared or `exclusive`, where the database locks rows
+  // ("" by default).
+  virtual std::string LockingRead(bool exclusive) const;
+  // The column types of the markers' times and booleans (markers.h;
+  // default INTEGER, as TimeValue and BoolValue bind them).
+  virtual std::string TimeType() const;
+  virtual std::string BoolType() const;
   // 1 (true) when the entity key of the row (its columns after
   // `qualifier`) is one of the keys in `keys` (Keys()), else 0 (false):
   // never NULL. A value is compared as a key partition's value is: text as

@@ -7,8 +7,8 @@
 // warehouse's commit and the state store's record is recovered without
 // publishing or restoring anything twice.
 //
-// Free functions in the caller's transaction; thread-safe as far as the
-// connection is.
+// Free functions, in the caller's transaction unless they say otherwise;
+// thread-safe as far as the connection is.
 
 #ifndef BACKFILL_STORAGE_SQL_MARKERS_H_
 #define BACKFILL_STORAGE_SQL_MARKERS_H_
@@ -22,6 +22,24 @@
 #include "storage/sql/connection.h"
 
 namespace backfill::sql {
+
+// Creates the three record tables where they do not exist, in the
+// caller's transaction (the place they live in must exist: see
+// Dialect::Meta).
+absl::Status CreateRecords(Connection* conn);
+
+// The owner, every publication marker and every rollback marker, read in
+// one snapshot transaction of its own.
+absl::StatusOr<WarehouseInfo> ReadWarehouseInfo(Connection* conn);
+
+// Makes `store_id` the owner, as Engine::Claim says: an unclaimed
+// warehouse is claimed and its markers that name no store become
+// `store_id`'s (a marker the store wrote under its own id wins over an
+// unnamed one); one owned by another store is FAILED_PRECONDITION unless
+// `take_over` (then every marker keeps the store that wrote it). A write
+// transaction of its own, under Dialect::LockRecords.
+absl::Status ClaimWarehouse(Connection* conn, const std::string& store_id,
+                            bool take_over);
 
 // True when `store_id` published (rolled back) `job_id`.
 absl::StatusOr<bool> HasPublication(Connection* conn,

@@ -24,6 +24,28 @@ void SqlEngine::set_store_id(const std::string& store_id) {
 }
 
 // ---------------------------------------------------------------------------
+// The warehouse's owner
+
+absl::StatusOr<WarehouseInfo> SqlEngine::Inspect() {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return ReadWarehouseInfo(conn.get());
+}
+
+absl::Status SqlEngine::Claim(const std::string& store_id, bool take_over) {
+  if (store_id.empty()) {
+    return absl::InvalidArgumentError("Claim: empty store id");
+  }
+  RETURN_IF_ERROR(CheckWarehouse());
+  {
+    ASSIGN_OR_RETURN(Lease conn, Acquire());
+    RETURN_IF_ERROR(ClaimWarehouse(conn.get(), store_id, take_over));
+  }
+  set_store_id(store_id);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
 // Staging
 
 absl::Status SqlEngine::PrepareJob(const JobLayout& layout) {

@@ -38,6 +38,8 @@ namespace backfill::sql {
 
 class SqlEngine : public Engine {
  public:
+  absl::StatusOr<WarehouseInfo> Inspect() override;
+  absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::Status PrepareJob(const JobLayout& layout) override;
   absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,

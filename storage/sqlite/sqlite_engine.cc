@@ -66,9 +66,7 @@ absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";
-constexpr char kRollbacks[] = "_bf_rollbacks";
 constexpr char kPrevPrefix[] = "_bf_prev_";
-constexpr char kMeta[] = "_bf_meta";
 constexpr char kStartParam[] = ":partition_start";
 constexpr char kEndParam[] = ":partition_end";
 constexpr char kValueParam[] = ":partition";
@@ -486,10 +484,10 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
 }
 
 absl::Status SqliteEngine::CreateServiceTables(Database* db) {
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db));
-  RETURN_IF_ERROR(
-      db->Exec(absl::StrCat("CREATE TABLE IF NOT EXISTS main.", Q(kMeta),
-                            " (key TEXT PRIMARY KEY, value TEXT NOT NULL)")));
+  const sqlite::SqliteDialect dialect;
+  sqlite::SqliteConnection conn(db, &dialect);
+  ASSIGN_OR_RETURN(sql::Transaction txn,
+                   sql::Transaction::Begin(&conn, sql::TxnMode::kWrite));
   ASSIGN_OR_RETURN(bool has_markers, db->TableExists(kPublications));
   bool named = false;
   if (has_markers) {
@@ -506,16 +504,7 @@ absl::Status SqliteEngine::CreateServiceTables(Database* db) {
         db->Exec(absl::StrCat("ALTER TABLE main.", Q(kPublications),
                               " RENAME TO ", Q("_bf_publications_unnamed"))));
   }
-  RETURN_IF_ERROR(db->Exec(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS main.", Q(kPublications),
-      " (store_id TEXT NOT NULL, job_id TEXT NOT NULL, published_at INTEGER "
-      "NOT NULL, PRIMARY KEY (store_id, job_id))")));
-  RETURN_IF_ERROR(db->Exec(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS main.", Q(kRollbacks),
-      " (store_id TEXT NOT NULL, job_id TEXT NOT NULL, rolled_back_at "
-      "INTEGER NOT NULL, requested_by TEXT NOT NULL, reason TEXT NOT NULL, "
-      "forced INTEGER NOT NULL, with_jobs TEXT NOT NULL, PRIMARY KEY "
-      "(store_id, job_id))")));
+  RETURN_IF_ERROR(sql::CreateRecords(&conn));
   if (has_markers && !named) {
     RETURN_IF_ERROR(db->Exec(absl::StrCat(
         "INSERT INTO main.", Q(kPublications),
@@ -597,91 +586,6 @@ absl::Status SqliteEngine::Probe() {
                      " bytes; its header counts ", pages, " pages of ",
                      page_size, ")", restore));
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<WarehouseInfo> SqliteEngine::Inspect() {
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  WarehouseInfo info;
-  {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT value FROM main.", Q(kMeta),
-                                      " WHERE key = 'owner_store_id'")));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) info.owner_store_id = q.ColumnText(0);
-  }
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare(absl::StrCat("SELECT job_id, store_id FROM "
-                                              "main.",
-                                              Q(kPublications))));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      info.publications[q.ColumnText(0)] = q.ColumnText(1);
-    }
-  }
-  {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT job_id, store_id, requested_by, "
-                                      "reason, forced, with_jobs FROM main.",
-                                      Q(kRollbacks))));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      RollbackMarker& m = info.rollbacks[q.ColumnText(0)];
-      m.store_id = q.ColumnText(1);
-      m.requested_by = q.ColumnText(2);
-      m.reason = q.ColumnText(3);
-      m.forced = q.ColumnInt(4) != 0;
-      m.with_jobs = absl::StrSplit(q.ColumnText(5), ',', absl::SkipEmpty());
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return info;
-}
-
-absl::Status SqliteEngine::Claim(const std::string& store_id, bool take_over) {
-  if (store_id.empty()) {
-    return absl::InvalidArgumentError("Claim: empty store id");
-  }
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-  std::string owner;
-  {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "SELECT value FROM main.", Q(kMeta),
-                                      " WHERE key = 'owner_store_id'")));
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) owner = q.ColumnText(0);
-  }
-  if (!owner.empty() && owner != store_id && !take_over) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the warehouse belongs to state store ", owner,
-                     ", not to state store ", store_id));
-  }
-  if (owner != store_id) {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare(absl::StrCat(
-                         "INSERT OR REPLACE INTO main.", Q(kMeta),
-                         " (key, value) VALUES ('owner_store_id', ?1)")));
-    RETURN_IF_ERROR(q.BindText(1, store_id));
-    RETURN_IF_ERROR(q.Run());
-  }
-  if (owner.empty()) {
-    ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
-                                      "UPDATE main.", Q(kPublications),
-                                      " SET store_id = ?1 WHERE store_id = "
-                                      "''")));
-    RETURN_IF_ERROR(q.BindText(1, store_id));
-    RETURN_IF_ERROR(q.Run());
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  set_store_id(store_id);
   return absl::OkStatus();
 }
 

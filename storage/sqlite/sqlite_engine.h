@@ -139,8 +139,6 @@ class SqliteEngine : public sql::SqlEngine {
 
   ~SqliteEngine() override;
 
-  absl::StatusOr<WarehouseInfo> Inspect() override;
-  absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) override;
   // Exact, through the membership pre-filter (an index on the partition

@@ -175,6 +175,11 @@ absl::Status SqliteWarehouseHarness::AddLegacyPublications(
   return Reopen(connections_);
 }
 
+std::string SqliteWarehouseHarness::RecordsTable(
+    const std::string& which) const {
+  return Quote(absl::StrCat("_bf_", which));
+}
+
 void SqliteWarehouseHarness::SetPredicateTimeout(absl::Duration timeout) {
   engine_->SetPredicateTimeout(timeout);
 }

@@ -177,6 +177,11 @@ class WarehouseHarness {
   virtual absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) = 0;
 
+  // An SQL reference to one of the warehouse's own record tables, `which`
+  // being "meta" (key, value: the owner_store_id), "publications"
+  // (store_id, job_id, published_at) or "rollbacks". SQLite: _bf_<which>.
+  virtual std::string RecordsTable(const std::string& which) const = 0;
+
   // ---- Engine settings outside the Engine interface ------------------------
 
   // How long the engine under test lets one PartitionsMatching predicate
@@ -250,6 +255,7 @@ class SqliteWarehouseHarness : public WarehouseHarness {
       const std::string& job_id) override;
   absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) override;
+  std::string RecordsTable(const std::string& which) const override;
   void SetPredicateTimeout(absl::Duration timeout) override;
   std::string ExactText(const std::string& expr) const override;
   std::string JsonArrayLength(const std::string& json) const override;
