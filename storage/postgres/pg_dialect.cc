@@ -1,6 +1,7 @@
 #include "storage/postgres/pg_dialect.h"
 
 #include <cctype>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/status_macros.h"
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_sql_connection.h"
+#include "storage/sql/artifacts.h"
 #include "storage/sql/markers.h"
 
 namespace backfill::postgres {
@@ -232,10 +234,7 @@ sql::Relation PgDialect::Pin(const std::string& job_id,
                              const DatasetSpec& dataset) const {
   return {JobSchema(job_id), dataset.table};
 }
-sql::Relation PgDialect::Copy(const std::string& job_id,
-                              const std::string& dataset) const {
-  return {kServiceSchema, absl::StrCat("prev_", SafeJob(job_id), "_", dataset)};
-}
+sql::Relation PgDialect::Copies() const { return {kServiceSchema, "prev_"}; }
 sql::Relation PgDialect::Scratch(const std::string& name) const {
   return {"pg_temp", name};
 }
@@ -256,19 +255,29 @@ absl::Status PgDialect::CreateJobSpace(sql::Connection* conn,
       .status();
 }
 
-absl::Status PgDialect::DropCopiesOf(sql::Connection* conn,
+absl::Status PgDialect::DropJobSpace(sql::Connection* conn,
                                      const std::string& job_id) const {
+  return conn
+      ->Exec(absl::StrCat("DROP SCHEMA IF EXISTS ", Quote(JobSchema(job_id)),
+                          " CASCADE"))
+      .status();
+}
+
+absl::StatusOr<std::vector<std::string>> PgDialect::ListJobSpaces(
+    sql::Connection* conn) const {
   ASSIGN_OR_RETURN(
-      sql::Result copies,
-      conn->Exec("SELECT tablename FROM pg_tables WHERE schemaname = $1 AND "
-                 "starts_with(tablename, $2)",
-                 {kServiceSchema, Copy(job_id, "").name}));
-  for (const sql::Row& row : copies.rows) {
-    RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE ", Name({kServiceSchema,
-                                                                 row[0].text})))
-                        .status());
+      sql::Result schemas,
+      conn->Exec("SELECT nspname FROM pg_namespace WHERE nspname LIKE "
+                 "'\\_bf\\_bf\\_%' ORDER BY 1"));
+  std::set<std::string> ids;
+  for (const sql::Row& row : schemas.rows) {
+    // "_bf_" then the job as SafeJob spells it.
+    if (auto job = sql::StoreJobOf(std::string_view(row[0].text).substr(4),
+                                   /*whole=*/true)) {
+      ids.insert(job->first);
+    }
   }
-  return absl::OkStatus();
+  return std::vector<std::string>(ids.begin(), ids.end());
 }
 
 absl::StatusOr<std::string> PgDialect::ColumnDefinitions(

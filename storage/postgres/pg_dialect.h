@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -85,8 +86,7 @@ class PgDialect : public sql::Dialect {
                      const std::string& dataset) const override;
   sql::Relation Pin(const std::string& job_id,
                     const DatasetSpec& dataset) const override;
-  sql::Relation Copy(const std::string& job_id,
-                     const std::string& dataset) const override;
+  sql::Relation Copies() const override;
   sql::Relation Scratch(const std::string& name) const override;
   sql::Relation Meta() const override;
   sql::Relation Publications() const override;
@@ -94,8 +94,12 @@ class PgDialect : public sql::Dialect {
   // The job's schema (JobSchema).
   absl::Status CreateJobSpace(sql::Connection* conn,
                               const std::string& job_id) const override;
-  absl::Status DropCopiesOf(sql::Connection* conn,
+  // Drops the job's schema, CASCADE.
+  absl::Status DropJobSpace(sql::Connection* conn,
                             const std::string& job_id) const override;
+  // Parses the job ids back from the names of the job schemas.
+  absl::StatusOr<std::vector<std::string>> ListJobSpaces(
+      sql::Connection* conn) const override;
 
   absl::StatusOr<std::string> ColumnDefinitions(
       const DatasetSpec& dataset) const override;

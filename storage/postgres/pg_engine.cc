@@ -38,33 +38,6 @@
 namespace backfill::postgres {
 namespace {
 
-std::string SafeJob(const std::string& job_id) {
-  return sql::Dialect::SafeJob(job_id);
-}
-
-// "bf-<digits>" from the rest of a name after its prefix ("bf_12..."), up
-// to `end` (the end of the name, or the '_' before a dataset name).
-std::optional<std::string> StoreJobId(std::string_view rest, bool whole) {
-  constexpr std::string_view kStoreJob = "bf_";
-  if (rest.substr(0, kStoreJob.size()) != kStoreJob) return std::nullopt;
-  rest.remove_prefix(kStoreJob.size());
-  size_t digits = 0;
-  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
-    ++digits;
-  }
-  if (digits == 0) return std::nullopt;
-  if (whole ? digits != rest.size()
-            : digits + 1 >= rest.size() || rest[digits] != '_') {
-    return std::nullopt;
-  }
-  return absl::StrCat("bf-", std::string(rest.substr(0, digits)));
-}
-
-// The rollback copy's table in _bf: "prev_<job>_<dataset>".
-std::string CopyTable(const std::string& job_id, const std::string& dataset) {
-  return absl::StrCat("prev_", SafeJob(job_id), "_", dataset);
-}
-
 // The fingerprint of the rows `sql` returns, as the engine hashes rows.
 absl::StatusOr<Fingerprint> HashRows(PgConnection* conn, const std::string& sql,
                                      const std::vector<PgValue>& params) {
@@ -160,76 +133,14 @@ PostgresEngine::~PostgresEngine() = default;
 
 void PostgresEngine::Interrupt() { pool_->InterruptAll(); }
 
-absl::StatusOr<std::vector<std::string>> PostgresEngine::ListJobsWithStaging() {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(
-      PgResult schemas,
-      conn->Exec("SELECT nspname FROM pg_namespace WHERE nspname LIKE "
-                 "'\\_bf\\_bf\\_%' ORDER BY 1"));
-  std::set<std::string> ids;
-  for (const std::vector<PgValue>& row : schemas.rows) {
-    const std::string name = row[0].value_or("");
-    if (std::optional<std::string> id =
-            StoreJobId(std::string_view(name).substr(4), /*whole=*/true)) {
-      ids.insert(*id);
-    }
-  }
-  return std::vector<std::string>(ids.begin(), ids.end());
-}
-
 absl::Status PostgresEngine::DropStaging(const std::string& job_id) {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string schema,
-                   conn->QuoteIdentifier(JobSchema(job_id)));
-  RETURN_IF_ERROR(Annotate(
-      conn->Exec(absl::StrCat("DROP SCHEMA IF EXISTS ", schema, " CASCADE"))
-          .status(),
-      absl::StrCat("dropping the staging of job ", job_id)));
-  jobs().Forget(job_id);  // not prepared any more
+  RETURN_IF_ERROR(sql::SqlEngine::DropStaging(job_id));
   absl::MutexLock lock(&checked_mu_);
   for (auto it = transforms_checked_.lower_bound({job_id, ""});
        it != transforms_checked_.end() && it->first == job_id;) {
     it = transforms_checked_.erase(it);
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<RollbackCopy>> PostgresEngine::ListRollbackCopies() {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(
-      PgResult tables,
-      conn->Exec("SELECT tablename FROM pg_tables WHERE schemaname = '_bf' "
-                 "AND tablename LIKE 'prev\\_bf\\_%'"));
-  std::vector<std::pair<std::string, std::string>> copies;
-  for (const std::vector<PgValue>& row : tables.rows) {
-    const std::string name = row[0].value_or("");
-    std::string_view rest = std::string_view(name).substr(5);  // "prev_"
-    std::optional<std::string> id = StoreJobId(rest, /*whole=*/false);
-    if (!id) continue;
-    // "bf_<digits>_" (as long as the id) then the dataset.
-    copies.emplace_back(*id, std::string(rest.substr(id->size() + 1)));
-  }
-  std::sort(copies.begin(), copies.end());
-  std::vector<RollbackCopy> out;
-  for (auto& [job, dataset] : copies) {
-    out.push_back({std::move(job), std::move(dataset)});
-  }
-  return out;
-}
-
-absl::Status PostgresEngine::DropRollbackCopies(
-    const std::vector<RollbackCopy>& copies) {
-  if (copies.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin());
-  for (const RollbackCopy& c : copies) {
-    ASSIGN_OR_RETURN(std::string table,
-                     conn->QuoteIdentifier(CopyTable(c.job_id, c.dataset)));
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS _bf.", table)).status());
-  }
-  return txn.Commit();
 }
 
 absl::StatusOr<std::optional<std::vector<ColumnSpec>>>

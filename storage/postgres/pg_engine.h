@@ -121,11 +121,8 @@ class PostgresEngine : public sql::SqlEngine {
   // The schema of a job's staging ("_bf_bf_12" for "bf-12"), unquoted.
   static std::string JobSchema(const std::string& job_id);
 
-  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  // Also forgets which of the job's transforms passed their plan check.
   absl::Status DropStaging(const std::string& job_id) override;
-  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
-  absl::Status DropRollbackCopies(
-      const std::vector<RollbackCopy>& copies) override;
   absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) override;
   void Interrupt() override;

@@ -118,6 +118,20 @@ absl::StatusOr<bool> PgSqlConnection::Exists(const sql::Relation& relation) {
   return !r.rows.empty() && r.rows[0][0].value_or("f") == "t";
 }
 
+absl::StatusOr<std::vector<std::string>> PgSqlConnection::Tables(
+    const std::string& schema, const std::string& prefix) {
+  ASSIGN_OR_RETURN(PgResult r,
+                   conn_->Exec("SELECT tablename FROM pg_tables WHERE "
+                               "schemaname = $1 AND starts_with(tablename, "
+                               "$2) ORDER BY 1",
+                               {schema, prefix}));
+  std::vector<std::string> out;
+  for (const std::vector<PgValue>& row : r.rows) {
+    out.push_back(row[0].value_or(""));
+  }
+  return out;
+}
+
 absl::StatusOr<std::optional<std::vector<sql::Connection::Column>>>
 PgSqlConnection::Columns(const sql::Relation& relation) {
   ASSIGN_OR_RETURN(std::optional<std::vector<PgColumn>> columns,

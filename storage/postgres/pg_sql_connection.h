@@ -46,6 +46,8 @@ class PgSqlConnection : public sql::Connection {
   absl::Status Commit() override;
   void Rollback() override;
   absl::StatusOr<bool> Exists(const sql::Relation& relation) override;
+  absl::StatusOr<std::vector<std::string>> Tables(
+      const std::string& schema, const std::string& prefix) override;
   absl::StatusOr<std::optional<std::vector<Column>>> Columns(
       const sql::Relation& relation) override;
   absl::StatusOr<Fingerprint> HashRows(

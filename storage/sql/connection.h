@@ -149,6 +149,11 @@ class Connection {
   // Whether the table or view exists.
   virtual absl::StatusOr<bool> Exists(const Relation& relation) = 0;
 
+  // The names of the tables of `schema` (Relation::schema) that start with
+  // `prefix`, sorted.
+  virtual absl::StatusOr<std::vector<std::string>> Tables(
+      const std::string& schema, const std::string& prefix) = 0;
+
   // The columns of a table as the warehouse names them and their types,
   // in the table's order; nullopt when there is no such table.
   struct Column {

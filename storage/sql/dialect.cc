@@ -28,6 +28,13 @@ std::string Dialect::Name(const Relation& relation) const {
   return absl::StrCat(Quote(relation.schema), ".", Quote(relation.name));
 }
 
+Relation Dialect::Copy(const std::string& job_id,
+                       const std::string& dataset) const {
+  Relation copies = Copies();
+  absl::StrAppend(&copies.name, SafeJob(job_id), "_", dataset);
+  return copies;
+}
+
 absl::Status Dialect::CheckName(const std::string&, const std::string&) const {
   return absl::OkStatus();
 }

@@ -108,8 +108,10 @@ class Dialect {
                         const std::string& dataset) const = 0;
   virtual Relation Pin(const std::string& job_id,
                        const DatasetSpec& dataset) const = 0;
-  virtual Relation Copy(const std::string& job_id,
-                        const std::string& dataset) const = 0;
+  Relation Copy(const std::string& job_id, const std::string& dataset) const;
+  // Where the rollback copies live and what every copy's name starts with
+  // (Copy: the prefix, the job as SafeJob spells it, '_', the dataset).
+  virtual Relation Copies() const = 0;
   // A temporary table or view of the session.
   virtual Relation Scratch(const std::string& name) const = 0;
   // The warehouse's own records (markers.h): (key, value) with the owner's
@@ -125,10 +127,16 @@ class Dialect {
   // transaction ends, where its write transaction alone does not (nothing
   // by default).
   virtual absl::Status LockRecords(Connection* conn) const;
-  // Drops the rollback copies of a job (and of nothing else), in the
-  // caller's transaction.
-  virtual absl::Status DropCopiesOf(Connection* conn,
+  // Drops the place a job's staging lives in (its staged rows, partition
+  // lists, keys and snapshots; not its rollback copies), in the caller's
+  // transaction.
+  virtual absl::Status DropJobSpace(Connection* conn,
                                     const std::string& job_id) const = 0;
+  // The ids of the jobs whose staging is in the warehouse, of those whose
+  // ids have the state store's form "bf-<digits>" (only they can be told
+  // apart from what follows them in a name), sorted, without duplicates.
+  virtual absl::StatusOr<std::vector<std::string>> ListJobSpaces(
+      Connection* conn) const = 0;
 
   // ---- Types and expressions ----------------------------------------------
   // The contract's columns for CREATE TABLE: `"name" TYPE, ...` (each type

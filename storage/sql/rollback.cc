@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "core/fingerprint.h"
 #include "core/status_macros.h"
+#include "storage/sql/artifacts.h"
 #include "storage/sql/dialect.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
@@ -144,9 +145,9 @@ absl::StatusOr<RollbackResult> Rollback(Connection* conn, ReplaceHooks& hooks,
   }
   // The copies of the job (and of the later jobs rolled back with it) have
   // served: no rollback of these jobs can happen again.
-  RETURN_IF_ERROR(d.DropCopiesOf(conn, job_id));
+  RETURN_IF_ERROR(DropCopiesOf(conn, job_id));
   for (const std::string& with : spec.marker.with_jobs) {
-    RETURN_IF_ERROR(d.DropCopiesOf(conn, with));
+    RETURN_IF_ERROR(DropCopiesOf(conn, with));
   }
   RETURN_IF_ERROR(
       RecordRollback(conn, owner, job_id, spec.marker, absl::Now()));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "storage/sql/artifacts.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 #include "storage/sql/profiles.h"
@@ -151,6 +152,37 @@ absl::Status SqlEngine::Publish(const JobLayout& layout) {
 absl::StatusOr<RollbackResult> SqlEngine::Rollback(const RollbackSpec& spec) {
   ASSIGN_OR_RETURN(Lease conn, Acquire());
   return sql::Rollback(conn.get(), replace_hooks(), store_id(), spec);
+}
+
+// ---------------------------------------------------------------------------
+// What jobs leave behind
+
+absl::Status SqlEngine::DropStaging(const std::string& job_id) {
+  {
+    ASSIGN_OR_RETURN(Lease conn, Acquire());
+    RETURN_IF_ERROR(sql::DropStaging(conn.get(), job_id));
+  }
+  jobs_.Forget(job_id);  // not prepared any more
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> SqlEngine::ListJobsWithStaging() {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::ListJobsWithStaging(conn.get());
+}
+
+absl::StatusOr<std::vector<RollbackCopy>> SqlEngine::ListRollbackCopies() {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::ListRollbackCopies(conn.get());
+}
+
+absl::Status SqlEngine::DropRollbackCopies(
+    const std::vector<RollbackCopy>& copies) {
+  if (copies.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::DropRollbackCopies(conn.get(), copies);
 }
 
 }  // namespace backfill::sql

@@ -59,6 +59,13 @@ class SqlEngine : public Engine {
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
+  absl::Status DropStaging(const std::string& job_id) override;
+  // Jobs "bf-<digits>" only (artifacts.h), sorted, without duplicates.
+  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  // Copies of jobs "bf-<digits>" only, by job number then dataset.
+  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
+  absl::Status DropRollbackCopies(
+      const std::vector<RollbackCopy>& copies) override;
 
  protected:
   // `dialect` must outlive the engine.

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
 namespace backfill::sqlite {
@@ -115,6 +116,19 @@ void SqliteConnection::Rollback() {
 
 absl::StatusOr<bool> SqliteConnection::Exists(const sql::Relation& relation) {
   return db_->TableExists(relation.name, relation.schema);
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteConnection::Tables(
+    const std::string& schema, const std::string& prefix) {
+  ASSIGN_OR_RETURN(
+      sql::Result r,
+      Exec(absl::StrCat("SELECT name FROM ", sql::Dialect::Quote(schema),
+                        ".sqlite_master WHERE type = 'table' AND substr(name, "
+                        "1, length(?1)) = ?1 ORDER BY name"),
+           {prefix}));
+  std::vector<std::string> out;
+  for (const sql::Row& row : r.rows) out.push_back(row[0].text);
+  return out;
 }
 
 absl::StatusOr<std::optional<std::vector<sql::Connection::Column>>>

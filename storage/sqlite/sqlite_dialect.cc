@@ -1,6 +1,7 @@
 #include "storage/sqlite/sqlite_dialect.h"
 
 #include <cctype>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/partition_layout.h"
 #include "core/status_macros.h"
+#include "storage/sql/artifacts.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_membership.h"
 
@@ -129,10 +131,7 @@ sql::Relation SqliteDialect::Pin(const std::string& job_id,
                                  const DatasetSpec& dataset) const {
   return {"main", absl::StrCat("_bf_pin_", SafeJob(job_id), "_", dataset.name)};
 }
-sql::Relation SqliteDialect::Copy(const std::string& job_id,
-                                  const std::string& dataset) const {
-  return {"main", absl::StrCat("_bf_prev_", SafeJob(job_id), "_", dataset)};
-}
+sql::Relation SqliteDialect::Copies() const { return {"main", "_bf_prev_"}; }
 sql::Relation SqliteDialect::Scratch(const std::string& name) const {
   return {"temp", name};
 }
@@ -145,19 +144,44 @@ sql::Relation SqliteDialect::Rollbacks() const {
   return {"main", "_bf_rollbacks"};
 }
 
-absl::Status SqliteDialect::DropCopiesOf(sql::Connection* conn,
+namespace {
+
+// What the names of a job's staging tables start with, before the job.
+constexpr const char* kStagingPrefixes[] = {"_bf_stage_", "_bf_parts_",
+                                            "_bf_pin_", "_bf_keys_"};
+
+}  // namespace
+
+absl::Status SqliteDialect::DropJobSpace(sql::Connection* conn,
                                          const std::string& job_id) const {
-  const std::string prefix = Copy(job_id, "").name;
-  ASSIGN_OR_RETURN(sql::Result tables,
-                   conn->Exec("SELECT name FROM main.sqlite_master WHERE type "
-                              "= 'table' AND substr(name, 1, length(?1)) = ?1",
-                              {prefix}));
-  for (const sql::Row& row : tables.rows) {
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP TABLE main.", Quote(row[0].text)))
-            .status());
+  for (const char* prefix : kStagingPrefixes) {
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> names,
+        conn->Tables("main", absl::StrCat(prefix, SafeJob(job_id), "_")));
+    for (const std::string& name : names) {
+      RETURN_IF_ERROR(
+          conn->Exec(absl::StrCat("DROP TABLE ", Name({"main", name})))
+              .status());
+    }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteDialect::ListJobSpaces(
+    sql::Connection* conn) const {
+  std::set<std::string> ids;
+  for (const char* prefix : kStagingPrefixes) {
+    ASSIGN_OR_RETURN(std::vector<std::string> names,
+                     conn->Tables("main", prefix));
+    for (const std::string& name : names) {
+      const std::string_view rest =
+          std::string_view(name).substr(std::string_view(prefix).size());
+      if (auto job = sql::StoreJobOf(rest, /*whole=*/false)) {
+        ids.insert(job->first);
+      }
+    }
+  }
+  return std::vector<std::string>(ids.begin(), ids.end());
 }
 
 absl::StatusOr<std::string> SqliteDialect::ColumnDefinitions(

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "storage/sql/dialect.h"
 
@@ -37,14 +38,18 @@ class SqliteDialect : public sql::Dialect {
                      const std::string& dataset) const override;
   sql::Relation Pin(const std::string& job_id,
                     const DatasetSpec& dataset) const override;
-  sql::Relation Copy(const std::string& job_id,
-                     const std::string& dataset) const override;
+  sql::Relation Copies() const override;
   sql::Relation Scratch(const std::string& name) const override;
   sql::Relation Meta() const override;
   sql::Relation Publications() const override;
   sql::Relation Rollbacks() const override;
-  absl::Status DropCopiesOf(sql::Connection* conn,
+  // Drops the job's `_bf_stage_`, `_bf_parts_`, `_bf_pin_` and `_bf_keys_`
+  // tables.
+  absl::Status DropJobSpace(sql::Connection* conn,
                             const std::string& job_id) const override;
+  // Parses the job ids back from the names of those tables.
+  absl::StatusOr<std::vector<std::string>> ListJobSpaces(
+      sql::Connection* conn) const override;
 
   absl::StatusOr<std::string> ColumnDefinitions(
       const DatasetSpec& dataset) const override;

@@ -80,33 +80,6 @@ constexpr char kWindowStartParam[] = ":window_start";
 
 std::string Q(std::string_view name) { return QuoteIdentifier(name); }
 
-std::string SafeJob(const std::string& job_id) {
-  return sql::Dialect::SafeJob(job_id);
-}
-
-// The job id of a staging, partition-list or pin table: the inverse of
-// SafeJob for ids "bf-<digits>". A name matching
-// ^_bf_(stage|parts|pin|keys)_bf_([0-9]+)_ gives "bf-<digits>"; the digit run
-// is unambiguous because a dataset name (an identifier) follows the '_'.
-std::optional<std::string> JobOfArtifact(std::string_view table) {
-  std::string_view rest;
-  for (std::string_view prefix :
-       {"_bf_stage_bf_", "_bf_parts_bf_", "_bf_pin_bf_", "_bf_keys_bf_"}) {
-    if (table.substr(0, prefix.size()) == prefix) {
-      rest = table.substr(prefix.size());
-      break;
-    }
-  }
-  size_t digits = 0;
-  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
-    ++digits;
-  }
-  if (digits == 0 || digits >= rest.size() || rest[digits] != '_') {
-    return std::nullopt;
-  }
-  return absl::StrCat("bf-", Sv(rest.substr(0, digits)));
-}
-
 using sql::Annotate;
 
 // A contract column type is spliced into DDL (SQLite takes no parameters
@@ -176,38 +149,6 @@ absl::Status BindPartition(Statement& q, const BoundValues& values,
   return absl::OkStatus();
 }
 
-// The names of the service's own tables ("_bf_..."), in the main schema of
-// `db`.
-absl::StatusOr<std::vector<std::string>> ServiceTables(Database* db) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare("SELECT name FROM main.sqlite_master WHERE "
-                               "type = 'table' AND name LIKE '\\_bf\\_%' "
-                               "ESCAPE '\\'"));
-  std::vector<std::string> names;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    names.push_back(q.ColumnText(0));
-  }
-  return names;
-}
-
-// Drops every table of the main schema of `db` whose name starts with one
-// of `prefixes` (each starting with "_bf_"), in the caller's transaction.
-absl::Status DropTablesWithPrefixes(Database* db,
-                                    const std::vector<std::string>& prefixes) {
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db));
-  for (const std::string& name : names) {
-    for (const std::string& p : prefixes) {
-      if (absl::StartsWith(name, p)) {
-        RETURN_IF_ERROR(db->Exec(absl::StrCat("DROP TABLE main.", Q(name))));
-        break;
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Drops whatever a previous call left in the temp schema of `db`.
 absl::Status ResetTemp(Database* db) {
   std::vector<std::pair<std::string, std::string>> objects;
@@ -235,24 +176,6 @@ absl::Status ResetTemp(Database* db) {
 absl::Status RunCached(Database* db, const std::string& sql) {
   ASSIGN_OR_RETURN(Statement q, db->PrepareCached(sql));
   return q.Run();
-}
-
-// The job id and dataset of a rollback copy's table: the inverse of
-// PrevTable for ids "bf-<digits>" (as JobOfArtifact).
-std::optional<std::pair<std::string, std::string>> CopyOfTable(
-    std::string_view table) {
-  constexpr std::string_view prefix = "_bf_prev_bf_";
-  if (table.substr(0, prefix.size()) != prefix) return std::nullopt;
-  std::string_view rest = table.substr(prefix.size());
-  size_t digits = 0;
-  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') {
-    ++digits;
-  }
-  if (digits == 0 || digits + 1 >= rest.size() || rest[digits] != '_') {
-    return std::nullopt;
-  }
-  return std::make_pair(absl::StrCat("bf-", Sv(rest.substr(0, digits))),
-                        std::string(rest.substr(digits + 1)));
 }
 
 using sql::FindItem;
@@ -361,23 +284,25 @@ SqliteEngine::~SqliteEngine() = default;
 
 std::string SqliteEngine::StageTable(const std::string& job_id,
                                      const std::string& dataset) {
-  return absl::StrCat("_bf_stage_", SafeJob(job_id), "_", dataset);
+  return sqlite::SqliteDialect().Stage(job_id, dataset).name;
 }
 std::string SqliteEngine::PartsTable(const std::string& job_id,
                                      const std::string& dataset) {
-  return absl::StrCat("_bf_parts_", SafeJob(job_id), "_", dataset);
+  return sqlite::SqliteDialect().Parts(job_id, dataset).name;
 }
 std::string SqliteEngine::PinTable(const std::string& job_id,
                                    const std::string& dataset) {
-  return absl::StrCat("_bf_pin_", SafeJob(job_id), "_", dataset);
+  DatasetSpec pinned;
+  pinned.name = dataset;
+  return sqlite::SqliteDialect().Pin(job_id, pinned).name;
 }
 std::string SqliteEngine::KeysTable(const std::string& job_id,
                                     const std::string& dataset) {
-  return absl::StrCat("_bf_keys_", SafeJob(job_id), "_", dataset);
+  return sqlite::SqliteDialect().Keys(job_id, dataset).name;
 }
 std::string SqliteEngine::PrevTable(const std::string& job_id,
                                     const std::string& dataset) {
-  return absl::StrCat("_bf_prev_", SafeJob(job_id), "_", dataset);
+  return sqlite::SqliteDialect().Copy(job_id, dataset).name;
 }
 
 absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
@@ -1135,77 +1060,6 @@ class SqliteEngine::Hooks : public sql::ReplaceHooks, public sql::StagingHooks {
 
 sql::ReplaceHooks& SqliteEngine::replace_hooks() { return *hooks_; }
 sql::StagingHooks& SqliteEngine::staging_hooks() { return *hooks_; }
-
-absl::Status SqliteEngine::DropStaging(const std::string& job_id) {
-  const std::string safe = SafeJob(job_id);
-  const std::vector<std::string> prefixes = {
-      absl::StrCat("_bf_stage_", safe, "_"),
-      absl::StrCat("_bf_parts_", safe, "_"),
-      absl::StrCat("_bf_pin_", safe, "_"),
-      absl::StrCat("_bf_keys_", safe, "_")};
-  {
-    ASSIGN_OR_RETURN(Lease db, AcquireDb());
-    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-    RETURN_IF_ERROR(DropTablesWithPrefixes(db.get(), prefixes));
-    RETURN_IF_ERROR(txn.Commit());
-  }
-  jobs().Forget(job_id);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::string>> SqliteEngine::ListJobsWithStaging() {
-  std::set<std::string> ids;
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db.get()));
-  for (const std::string& name : names) {
-    std::optional<std::string> id = JobOfArtifact(name);
-    if (id) ids.insert(*std::move(id));
-  }
-  return std::vector<std::string>(ids.begin(), ids.end());
-}
-
-// ---------------------------------------------------------------------------
-// Rollback and rollback copies
-
-absl::StatusOr<std::vector<RollbackCopy>> SqliteEngine::ListRollbackCopies() {
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-  std::vector<RollbackCopy> out;
-  {
-    ASSIGN_OR_RETURN(std::vector<std::string> names, ServiceTables(db.get()));
-    for (const std::string& name : names) {
-      std::optional<std::pair<std::string, std::string>> copy =
-          CopyOfTable(name);
-      if (copy) out.push_back(RollbackCopy{copy->first, copy->second});
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  std::sort(out.begin(), out.end(),
-            [](const RollbackCopy& a, const RollbackCopy& b) {
-              auto number = [](const std::string& id) {
-                return std::make_pair(id.size(), id);
-              };
-              return std::make_pair(number(a.job_id), a.dataset) <
-                     std::make_pair(number(b.job_id), b.dataset);
-            });
-  return out;
-}
-
-absl::Status SqliteEngine::DropRollbackCopies(
-    const std::vector<RollbackCopy>& copies) {
-  if (copies.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db.get()));
-  for (const RollbackCopy& copy : copies) {
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("DROP TABLE IF EXISTS main.",
-                              Q(PrevTable(copy.job_id, copy.dataset)))));
-  }
-  return txn.Commit();
-}
 
 absl::StatusOr<std::map<std::string, CountWithSamples>>
 SqliteEngine::RunAssertion(const std::string& job_id,

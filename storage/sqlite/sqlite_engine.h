@@ -171,17 +171,6 @@ class SqliteEngine : public sql::SqlEngine {
   absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>> DiffPartitions(
       const std::string& job_id, const DatasetSpec& dataset,
       absl::Span<const std::string> partitions, int sample_limit) override;
-  absl::Status DropStaging(const std::string& job_id) override;
-  // Copies of jobs "bf-<digits>" only (as ListJobsWithStaging).
-  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
-  absl::Status DropRollbackCopies(
-      const std::vector<RollbackCopy>& copies) override;
-  // Parses the job id back from the names of the `_bf_stage_`, `_bf_parts_`,
-  // `_bf_pin_` and `_bf_keys_` tables. Only ids of the form "bf-<digits>" (the
-  // state store's) can be told apart from the dataset name that follows them,
-  // so artifacts of other ids are not reported. Sorted (string order), without
-  // duplicates.
-  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
   // Copies each partition's staged rows into a TEMP table named like the
   // dataset's table (which shadows it) and runs `sql` on it.
   absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(

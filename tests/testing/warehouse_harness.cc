@@ -101,6 +101,12 @@ SqliteWarehouseHarness::Query(const std::string& sql) {
 
 absl::StatusOr<bool> SqliteWarehouseHarness::Exists(
     const std::string& relation) {
+  // A statement that runs reads the schema another connection changed
+  // since; a prepare alone trusts the one the connection last read.
+  if (auto read = db_->QueryInt("SELECT COUNT(*) FROM sqlite_master");
+      !read.ok()) {
+    return read.status();
+  }
   auto q = db_->Prepare(absl::StrCat("SELECT 1 FROM ", relation, " LIMIT 0"));
   if (q.ok()) return true;
   if (absl::StrContains(q.status().message(), "no such table")) return false;

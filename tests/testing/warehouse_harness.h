@@ -133,7 +133,8 @@ class WarehouseHarness {
   // Whether `relation` (an SQL reference to a table as it would follow
   // FROM: a quoted name such as Quote(table), or what StagingTable and
   // RollbackCopyTable return) exists. SQLite: whether a statement reading
-  // it prepares, "no such table" meaning false.
+  // it prepares once the schema is read afresh, "no such table" meaning
+  // false.
   virtual absl::StatusOr<bool> Exists(const std::string& relation) = 0;
 
   // The columns of the table named `table` (unquoted, in the warehouse's
