@@ -30,6 +30,7 @@
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 #include "storage/sql/named_parameters.h"
+#include "storage/sql/partition_counts.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/publish.h"
 #include "storage/sql/rollback.h"
@@ -37,12 +38,6 @@
 
 namespace backfill::postgres {
 namespace {
-
-// The fingerprint of the rows `sql` returns, as the engine hashes rows.
-absl::StatusOr<Fingerprint> HashRows(PgConnection* conn, const std::string& sql,
-                                     const std::vector<PgValue>& params) {
-  return PgSqlConnection::HashQuery(conn, sql, params);
-}
 
 // Whether the relation `qualified` ("schema"."name", quoted) exists;
 // bound, never spliced.
@@ -258,28 +253,6 @@ absl::StatusOr<sql::Lease> PostgresEngine::Acquire() {
                     [](sql::Connection* conn) { delete conn; });
 }
 
-absl::StatusOr<std::string> PostgresEngine::PartitionCountsSql(
-    PgConnection* conn, const DatasetSpec& ds, const std::string& from,
-    const std::string& where) {
-  if (!ds.partition) {
-    return absl::StrCat("SELECT ''::text, count(*) FROM ", from, " WHERE (",
-                        where, ")");
-  }
-  ASSIGN_OR_RETURN(PgPartitionColumns raw, ColumnsOf(conn, ds, ""));
-  ASSIGN_OR_RETURN(PgPartitionColumns grouped, ColumnsOf(conn, ds, "_bf_g."));
-  ASSIGN_OR_RETURN(std::string pexpr,
-                   PartitionExpression(grouped, kServiceSchema));
-  std::string columns = raw.column;
-  if (ds.two_dimensional()) absl::StrAppend(&columns, ", ", raw.key_column);
-  // Grouped by the raw values first: the partition of each distinct value
-  // is computed once, not once per row.
-  return absl::StrCat("SELECT ", pexpr,
-                      " AS _bf_p, sum(_bf_g._bf_n)::bigint "
-                      "FROM (SELECT ",
-                      columns, ", count(*) AS _bf_n FROM ", from, " WHERE (",
-                      where, ") GROUP BY ", columns, ") AS _bf_g GROUP BY 1");
-}
-
 }  // namespace backfill::postgres
 
 namespace backfill::postgres {
@@ -436,71 +409,7 @@ sql::StagingHooks& PostgresEngine::staging_hooks() { return *hooks_; }
 
 }  // namespace backfill::postgres
 
-namespace backfill::postgres {
-
-absl::StatusOr<std::map<std::string, int64_t>>
-PostgresEngine::CountRowsByPartition(const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-  std::map<std::string, int64_t> out;
-  ASSIGN_OR_RETURN(bool exists,
-                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
-  if (!exists) {
-    if (dataset.grain() == Grain::kNone) out[""] = 0;
-    return out;
-  }
-  ASSIGN_OR_RETURN(std::string counts_sql,
-                   PartitionCountsSql(conn.get(), dataset,
-                                      absl::StrCat(base, ".", table), "TRUE"));
-  ASSIGN_OR_RETURN(PgResult counts, conn->Exec(counts_sql));
-  for (const std::vector<PgValue>& row : counts.rows) {
-    if (row[0]) out[*row[0]] += std::stoll(row[1].value_or("0"));
-  }
-  if (dataset.grain() == Grain::kNone && out.empty()) out[""] = 0;
-  return out;
-}
-
-absl::StatusOr<std::map<std::string, InputFingerprint>>
-PostgresEngine::CurrentFingerprints(
-    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-  ASSIGN_OR_RETURN(std::string cols, ColumnList(conn.get(), dataset));
-  if (dataset.columns.empty()) cols = "*";
-  std::map<std::string, InputFingerprint> out;
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(bool exists,
-                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
-  const bool published = exists;
-  for (const std::string& partition : partitions) {
-    Fingerprint fp;
-    if (published) {
-      std::string q = absl::StrCat("SELECT ", cols, " FROM ", base, ".", table);
-      std::vector<PgValue> values;
-      if (!partition.empty()) {
-        ASSIGN_OR_RETURN(PgPartitionColumns pcols,
-                         ColumnsOf(conn.get(), dataset, ""));
-        ASSIGN_OR_RETURN(PgCondition member,
-                         MembershipCondition(pcols, kServiceSchema, 1));
-        ASSIGN_OR_RETURN(values, MembershipValues(pcols, partition));
-        absl::StrAppend(&q, " WHERE ", member.sql);
-      }
-      ASSIGN_OR_RETURN(fp, HashRows(conn.get(), q, values));
-    }
-    InputFingerprint& f = out[partition];
-    f.dataset = dataset.name;
-    f.partition = partition;
-    f.fingerprint = fp.ToString();
-    f.rows = fp.rows();
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return out;
-}
-
-}  // namespace backfill::postgres
+namespace backfill::postgres {}  // namespace backfill::postgres
 
 namespace backfill::postgres {}  // namespace backfill::postgres
 
@@ -836,10 +745,10 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   if (grain == Grain::kNone) {
     sql = absl::StrCat(probe, " LIMIT 1");
   } else {
-    ASSIGN_OR_RETURN(
-        sql,
-        PartitionCountsSql(conn.get(), dataset, absl::StrCat(base, ".", table),
-                           absl::StrCat("\n", predicate, "\n")));
+    PgSqlConnection over(conn.get(), dialect_.get());
+    ASSIGN_OR_RETURN(sql, sql::PartitionCountsSql(
+                              &over, dataset, absl::StrCat(base, ".", table),
+                              absl::StrCat("\n", predicate, "\n")));
   }
   absl::StatusOr<PgResult> rows = conn->Exec(sql);
   if (!rows.ok()) return failed(rows.status());
@@ -860,73 +769,6 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
 
 namespace backfill::postgres {
 
-absl::StatusOr<std::map<std::string, int64_t>>
-PostgresEngine::CountRowsInPartitions(
-    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
-  const PartitionLayout layout = dataset.layout();
-  for (const std::string& p : partitions) {
-    RETURN_IF_ERROR(Annotate(
-        ValidatePartition(layout, p),
-        absl::StrCat("dataset ", dataset.name, " partition '", p, "'")));
-    std::string key;
-    if (layout.grain == Grain::kKey) {
-      key = p;
-    } else if (layout.two_dimensional()) {
-      ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(layout, p));
-      key = tk.key;
-    }
-    if ((layout.grain == Grain::kKey || layout.two_dimensional()) &&
-        std::find(dataset.partition->keys.begin(),
-                  dataset.partition->keys.end(),
-                  key) == dataset.partition->keys.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dataset ", dataset.name, " declares no key '", key,
-                       "' (partition '", p, "')"));
-    }
-  }
-  ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-  ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-  ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-  std::map<std::string, int64_t> out;
-  PgTransaction txn(conn.get());
-  RETURN_IF_ERROR(txn.Begin("ISOLATION LEVEL REPEATABLE READ, READ ONLY"));
-  ASSIGN_OR_RETURN(bool exists,
-                   RelationExists(conn.get(), absl::StrCat(base, ".", table)));
-  const bool published = exists;
-  std::optional<PgPartitionColumns> pcols;
-  std::optional<PgCondition> member;
-  if (published && dataset.partition) {
-    ASSIGN_OR_RETURN(pcols, ColumnsOf(conn.get(), dataset, ""));
-    ASSIGN_OR_RETURN(member, MembershipCondition(*pcols, kServiceSchema, 1));
-  }
-  for (const std::string& p : partitions) {
-    int64_t n = 0;
-    if (published) {
-      std::vector<PgValue> values;
-      if (dataset.partition) {
-        ASSIGN_OR_RETURN(values, MembershipValues(*pcols, p));
-      }
-      ASSIGN_OR_RETURN(
-          PgResult r,
-          conn->Exec(
-              absl::StrCat("SELECT count(*) FROM ", base, ".", table, " WHERE ",
-                           dataset.partition ? member->sql : "TRUE"),
-              values));
-      n = std::stoll(r.rows[0][0].value_or("0"));
-    }
-    out[p] = n;
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return out;
-}
-
-void PostgresEngine::SetStatsPolicy(absl::Duration max_age,
-                                    std::function<absl::Time()> now) {
-  absl::MutexLock lock(&stats_mu_);
-  stats_max_age_ = max_age;
-  stats_now_ = std::move(now);
-}
-
 void PostgresEngine::ForgetStats(const std::string& dataset_name) {
   absl::MutexLock lock(&stats_mu_);
   stats_.erase(dataset_name);
@@ -934,28 +776,22 @@ void PostgresEngine::ForgetStats(const std::string& dataset_name) {
 
 absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
     const DatasetSpec& dataset) {
-  std::string signal;
-  {
-    ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-    ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-    ASSIGN_OR_RETURN(
-        PgResult r,
-        conn->Exec("SELECT c.oid::text || '/' || c.relfilenode::text || '/' || "
-                   "(coalesce(s.n_tup_ins, 0) + coalesce(s.n_tup_upd, 0) + "
-                   "coalesce(s.n_tup_del, 0))::text "
-                   "FROM pg_catalog.pg_class c LEFT JOIN "
-                   "pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
-                   "WHERE c.oid = to_regclass($1)",
-                   {absl::StrCat(base, ".", table)}));
-    signal = r.rows.empty() ? "none" : r.rows[0][0].value_or("none");
-  }
-  absl::Time now;
-  absl::Duration max_age;
+  ASSIGN_OR_RETURN(sql::Lease conn, Acquire());
+  ASSIGN_OR_RETURN(
+      sql::Result r,
+      conn->Exec("SELECT c.oid::text || '/' || c.relfilenode::text || '/' || "
+                 "(coalesce(s.n_tup_ins, 0) + coalesce(s.n_tup_upd, 0) + "
+                 "coalesce(s.n_tup_del, 0))::text "
+                 "FROM pg_catalog.pg_class c LEFT JOIN "
+                 "pg_catalog.pg_stat_user_tables s ON s.relid = c.oid "
+                 "WHERE c.oid = to_regclass($1)",
+                 {dialect_->Name(dialect_->Published(dataset))}));
+  const std::string signal =
+      r.rows.empty() || r.rows[0][0].null() ? "none" : r.rows[0][0].text;
+  const absl::Time now = StatsNow();
+  const absl::Duration max_age = stats_max_age();
   {
     absl::MutexLock lock(&stats_mu_);
-    now = stats_now_ ? stats_now_() : absl::Now();
-    max_age = stats_max_age_;
     auto kept = stats_.find(dataset.name);
     if (kept != stats_.end() && kept->second.signal == signal &&
         now - kept->second.stats.recounted_at < max_age) {
@@ -964,30 +800,8 @@ absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
       return out;
     }
   }
-  // One scan: rows by partition, rows of no partition under NULL.
-  PartitionStats stats;
-  {
-    ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
-    ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
-    ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));
-    ASSIGN_OR_RETURN(
-        bool exists,
-        RelationExists(conn.get(), absl::StrCat(base, ".", table)));
-    if (exists) {
-      ASSIGN_OR_RETURN(
-          std::string counts_sql,
-          PartitionCountsSql(conn.get(), dataset,
-                             absl::StrCat(base, ".", table), "TRUE"));
-      ASSIGN_OR_RETURN(PgResult counts, conn->Exec(counts_sql));
-      for (const std::vector<PgValue>& row : counts.rows) {
-        const int64_t n = std::stoll(row[1].value_or("0"));
-        stats.total_rows += n;
-        if (row[0] && n > 0) stats.rows[*row[0]] += n;
-      }
-    }
-  }
-  stats.recounted_at = now;
-  stats.refresh = "recount";
+  ASSIGN_OR_RETURN(PartitionStats stats,
+                   sql::RecountStatistics(conn.get(), dataset, now));
   absl::MutexLock lock(&stats_mu_);
   stats_[dataset.name] = KeptStats{stats, signal};
   return stats;

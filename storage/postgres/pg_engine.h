@@ -126,15 +126,6 @@ class PostgresEngine : public sql::SqlEngine {
   absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
       const DatasetSpec& dataset) override;
   void Interrupt() override;
-  // Grouped by the partition expression: one scan of the table.
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
-      const DatasetSpec& dataset) override;
-  // Exact, through each partition's membership condition (an index on the
-  // partition column serves it). INVALID_ARGUMENT for a partition of the
-  // wrong form or an undeclared key.
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
-      const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
   // Counted in full (one GROUP BY scan, refresh "recount") the first time,
   // then kept and served again (refresh "current") while PostgreSQL's own
   // counters of the table's inserted, updated and deleted rows
@@ -147,14 +138,6 @@ class PostgresEngine : public sql::SqlEngine {
   // before it; they only feed cost estimates.
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
-  // How old kept statistics may get before a full recount (zero: every call
-  // recounts), and the clock (nullptr: the system clock). Thread-safe.
-  void SetStatsPolicy(absl::Duration max_age,
-                      std::function<absl::Time()> now = nullptr);
-  // Exact: each partition's rows read through its membership condition.
-  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
-      const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
   // In a READ ONLY transaction rolled back afterwards, with a statement
   // timeout of 10 s.
   absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
@@ -201,15 +184,6 @@ class PostgresEngine : public sql::SqlEngine {
                                                const DatasetSpec& ds,
                                                const std::string& qualifier);
 
-  // An SQL query giving, for the rows of `from` (a table, quoted) where
-  // `where` holds, each partition (NULL for rows of none; '' for an
-  // unpartitioned dataset) and its row count: one scan, the partition of
-  // each distinct value computed once.
-  absl::StatusOr<std::string> PartitionCountsSql(PgConnection* conn,
-                                                 const DatasetSpec& ds,
-                                                 const std::string& from,
-                                                 const std::string& where);
-
   PostgresEngine(std::unique_ptr<PgPool> pool,
                  std::unique_ptr<PgDialect> dialect);
   // sql::SqlEngine: a pooled connection, as the shared units of
@@ -238,8 +212,6 @@ class PostgresEngine : public sql::SqlEngine {
   };
   void ForgetStats(const std::string& dataset_name);
   absl::Mutex stats_mu_;
-  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
-  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
   std::map<std::string, KeptStats> stats_ ABSL_GUARDED_BY(stats_mu_);
 
   absl::Mutex checked_mu_;

@@ -1,18 +1,40 @@
 #include "storage/sql/sql_engine.h"
 
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/partition.h"
 #include "core/status_macros.h"
+#include "spdlog/spdlog.h"
 #include "storage/sql/artifacts.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
+#include "storage/sql/partition_counts.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/publish.h"
 #include "storage/sql/rollback.h"
 #include "storage/sql/validation.h"
 
 namespace backfill::sql {
+
+void SqlEngine::SetStatsPolicy(absl::Duration max_age,
+                               std::function<absl::Time()> now) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_max_age_ = max_age;
+  stats_now_ = std::move(now);
+}
+
+absl::Time SqlEngine::StatsNow() const {
+  absl::MutexLock lock(&stats_mu_);
+  return stats_now_ ? stats_now_() : absl::Now();
+}
+
+absl::Duration SqlEngine::stats_max_age() const {
+  absl::MutexLock lock(&stats_mu_);
+  return stats_max_age_;
+}
 
 std::string SqlEngine::store_id() const {
   absl::MutexLock lock(&store_mu_);
@@ -44,6 +66,45 @@ absl::Status SqlEngine::Claim(const std::string& store_id, bool take_over) {
   }
   set_store_id(store_id);
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Counts, statistics and fingerprints of published tables
+
+absl::StatusOr<std::map<std::string, int64_t>> SqlEngine::CountRowsByPartition(
+    const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  ASSIGN_OR_RETURN(PartitionCounts counts,
+                   sql::CountRowsByPartition(conn.get(), dataset));
+  if (counts.unmapped > 0) {
+    spdlog::warn(
+        "{}: {} rows of table {} have a {} value that maps to no {} "
+        "partition; not counted",
+        dataset.name, counts.unmapped, dataset.table, dataset.partition->column,
+        GrainName(dataset.grain()));
+  }
+  return std::move(counts.rows);
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> SqlEngine::CountRowsInPartitions(
+    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::CountRowsInPartitions(conn.get(), dataset, partitions);
+}
+
+absl::StatusOr<PartitionStats> SqlEngine::PartitionStatistics(
+    const DatasetSpec& dataset) {
+  const absl::Time now = StatsNow();
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return RecountStatistics(conn.get(), dataset, now);
+}
+
+absl::StatusOr<std::map<std::string, InputFingerprint>>
+SqlEngine::CurrentFingerprints(const DatasetSpec& dataset,
+                               const std::vector<std::string>& partitions) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return PartitionFingerprints(conn.get(), dataset, partitions);
 }
 
 // ---------------------------------------------------------------------------

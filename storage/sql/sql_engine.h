@@ -20,6 +20,8 @@
 #ifndef BACKFILL_STORAGE_SQL_SQL_ENGINE_H_
 #define BACKFILL_STORAGE_SQL_SQL_ENGINE_H_
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/engine.h"
 #include "storage/sql/connection.h"
 #include "storage/sql/dialect.h"
@@ -38,8 +41,31 @@ namespace backfill::sql {
 
 class SqlEngine : public Engine {
  public:
+  // How old kept partition statistics (and what is kept with them) may get
+  // before a full recount (zero: every refresh recounts; default an hour),
+  // and the clock their age is measured with (nullptr: the system clock).
+  // Thread-safe.
+  void SetStatsPolicy(absl::Duration max_age,
+                      std::function<absl::Time()> now = nullptr);
+
   absl::StatusOr<WarehouseInfo> Inspect() override;
   absl::Status Claim(const std::string& store_id, bool take_over) override;
+  // Rows of no partition are logged, not counted.
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
+      const DatasetSpec& dataset) override;
+  // Exact, through each partition's membership condition (an index on the
+  // partition column serves it). INVALID_ARGUMENT for a partition of the
+  // wrong form or an undeclared key.
+  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
+  // Counted in full on every call (refresh "recount").
+  absl::StatusOr<PartitionStats> PartitionStatistics(
+      const DatasetSpec& dataset) override;
+  // Exact: each partition's rows read through its membership condition.
+  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
+      const DatasetSpec& dataset,
+      const std::vector<std::string>& partitions) override;
   absl::Status PrepareJob(const JobLayout& layout) override;
   absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,
@@ -86,6 +112,10 @@ class SqlEngine : public Engine {
 
   const Dialect& dialect() const { return dialect_; }
   JobRegistry& jobs() { return jobs_; }
+  // The time statistics are stamped and aged with, and their maximum age
+  // (SetStatsPolicy).
+  absl::Time StatsNow() const;
+  absl::Duration stats_max_age() const;
   // The store id of the last Claim ("" before any).
   std::string store_id() const;
   void set_store_id(const std::string& store_id);
@@ -93,6 +123,9 @@ class SqlEngine : public Engine {
  private:
   const Dialect& dialect_;
   JobRegistry jobs_;
+  mutable absl::Mutex stats_mu_;
+  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
+  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);
 };

@@ -516,52 +516,6 @@ absl::Status SqliteEngine::Probe() {
 
 // ---------------------------------------------------------------------------
 
-absl::StatusOr<std::map<std::string, int64_t>>
-SqliteEngine::CountRowsByPartition(const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  std::map<std::string, int64_t> out;
-  const Grain grain = dataset.grain();
-  ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
-  if (!exists) {
-    if (grain == Grain::kNone) out[""] = 0;
-    return out;
-  }
-  if (grain == Grain::kNone) {
-    ASSIGN_OR_RETURN(int64_t n,
-                     db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.",
-                                               Q(dataset.table))));
-    out[""] = n;
-    return out;
-  }
-  // Grouped by the exact value (COLLATE BINARY: values a column's collation
-  // calls equal may still map differently), each group mapped by the one
-  // definition of membership. An index on the column serves the grouping.
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT ", sqlite::PartitionExpression(dataset),
-                       ", COUNT(*) FROM main.", Q(dataset.table), " GROUP BY ",
-                       sqlite::PartitionGroupBy(dataset))));
-  int64_t unmapped = 0;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    const int64_t n = q.ColumnInt(1);
-    if (q.ColumnIsNull(0)) {
-      unmapped += n;
-    } else {
-      out[q.ColumnText(0)] += n;
-    }
-  }
-  if (unmapped > 0) {
-    spdlog::warn(
-        "{}: {} rows of table {} have a {} value that maps to no {} "
-        "partition; not counted",
-        dataset.name, unmapped, dataset.table, dataset.partition->column,
-        GrainName(grain));
-  }
-  return out;
-}
-
 void SqliteEngine::SetPredicateTimeout(absl::Duration timeout) {
   absl::MutexLock lock(&query_mu_);
   predicate_timeout_ = timeout;
@@ -676,13 +630,6 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   return std::vector<std::string>(matching.begin(), matching.end());
 }
 
-void SqliteEngine::SetStatsPolicy(absl::Duration max_age,
-                                  std::function<absl::Time()> now) {
-  absl::MutexLock lock(&stats_mu_);
-  stats_max_age_ = max_age;
-  stats_now_ = std::move(now);
-}
-
 absl::StatusOr<std::map<std::string, int64_t>>
 SqliteEngine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
@@ -709,18 +656,10 @@ SqliteEngine::CountRowsInPartitions(
   return out;
 }
 
-absl::Time SqliteEngine::StatsNow() const {
-  absl::MutexLock lock(&stats_mu_);
-  return stats_now_ ? stats_now_() : absl::Now();
-}
-
 absl::StatusOr<PartitionStats> SqliteEngine::PartitionStatistics(
     const DatasetSpec& dataset) {
   sqlite::StatsPolicy policy;
-  {
-    absl::MutexLock lock(&stats_mu_);
-    policy.max_age = stats_max_age_;
-  }
+  policy.max_age = stats_max_age();
   const absl::Time now = StatsNow();
   ASSIGN_OR_RETURN(Lease db, AcquireDb());
   return sqlite::RefreshPartitionStats(db.get(), dataset, policy, now);
@@ -730,10 +669,7 @@ absl::StatusOr<std::map<std::string, InputFingerprint>>
 SqliteEngine::CurrentFingerprints(const DatasetSpec& dataset,
                                   const std::vector<std::string>& partitions) {
   sqlite::StatsPolicy policy;
-  {
-    absl::MutexLock lock(&stats_mu_);
-    policy.max_age = stats_max_age_;
-  }
+  policy.max_age = stats_max_age();
   const absl::Time now = StatsNow();
   RETURN_IF_ERROR(CheckFile());
   ASSIGN_OR_RETURN(Lease db, AcquireDb());

@@ -139,8 +139,6 @@ class SqliteEngine : public sql::SqlEngine {
 
   ~SqliteEngine() override;
 
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
-      const DatasetSpec& dataset) override;
   // Exact, through the membership pre-filter (an index on the partition
   // column makes it cost the rows of those partitions); afterwards, when the
   // stored statistics claim to be current but disagree with these exact
@@ -206,12 +204,6 @@ class SqliteEngine : public sql::SqlEngine {
 
   // How long PartitionsMatching lets a predicate run (default 20 s).
   void SetPredicateTimeout(absl::Duration timeout);
-
-  // How old partition statistics may get before a full recount (zero: every
-  // refresh recounts), and the clock their age is measured with (nullptr:
-  // the system clock). Thread-safe.
-  void SetStatsPolicy(absl::Duration max_age,
-                      std::function<absl::Time()> now = nullptr);
 
   // Reserved table names (unquoted), exposed for tests and tooling.
   static std::string StageTable(const std::string& job_id,
@@ -292,13 +284,6 @@ class SqliteEngine : public sql::SqlEngine {
   absl::Mutex query_mu_;
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(query_mu_) =
       absl::Seconds(20);
-
-  // The time statistics are stamped and aged with.
-  absl::Time StatsNow() const ABSL_LOCKS_EXCLUDED(stats_mu_);
-
-  mutable absl::Mutex stats_mu_;
-  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
-  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
 
   std::unique_ptr<Hooks> hooks_;
 };
