@@ -371,6 +371,21 @@ std::string PgDialect::TimeType() const { return "TIMESTAMPTZ"; }
 
 std::string PgDialect::BoolType() const { return "BOOLEAN"; }
 
+absl::Status PgDialect::ScopeClientSql(sql::Connection* conn) const {
+  return conn->Exec(absl::StrCat("SET LOCAL search_path TO ", Quote(base_)))
+      .status();
+}
+
+absl::StatusOr<std::vector<std::string>> PgDialect::CatalogTypes(
+    sql::Connection* conn, const DatasetSpec& dataset) const {
+  ASSIGN_OR_RETURN(std::vector<PgColumn> normalized,
+                   NormalizeContract(static_cast<PgSqlConnection*>(conn)->pg(),
+                                     dataset.columns));
+  std::vector<std::string> out;
+  for (const PgColumn& c : normalized) out.push_back(c.type);
+  return out;
+}
+
 absl::Status PgDialect::LockRecords(sql::Connection* conn) const {
   return conn
       ->Exec("SELECT pg_advisory_xact_lock($1::bigint)",

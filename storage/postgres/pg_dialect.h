@@ -73,6 +73,7 @@ class PgDialect : public sql::Dialect {
   // each other's CREATE.
   absl::Status CreateServiceSchema(sql::Connection* conn) const;
 
+  std::string product() const override { return "PostgreSQL"; }
   std::string Placeholder(int index) const override;
   absl::Status CheckName(const std::string& name,
                          const std::string& what) const override;
@@ -115,6 +116,11 @@ class PgDialect : public sql::Dialect {
   std::string LockingRead(bool exclusive) const override;
   std::string TimeType() const override;
   std::string BoolType() const override;
+  // SET LOCAL search_path TO the base schema.
+  absl::Status ScopeClientSql(sql::Connection* conn) const override;
+  // NormalizeContract (pg_contract.h): "integer" for INT.
+  absl::StatusOr<std::vector<std::string>> CatalogTypes(
+      sql::Connection* conn, const DatasetSpec& dataset) const override;
   // pg_advisory_xact_lock(kServiceLockKey).
   absl::Status LockRecords(sql::Connection* conn) const override;
   std::string InKeys(const DatasetSpec& dataset, const sql::Relation& keys,

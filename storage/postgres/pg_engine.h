@@ -123,8 +123,6 @@ class PostgresEngine : public sql::SqlEngine {
 
   // Also forgets which of the job's transforms passed their plan check.
   absl::Status DropStaging(const std::string& job_id) override;
-  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
-      const DatasetSpec& dataset) override;
   void Interrupt() override;
   // Counted in full (one GROUP BY scan, refresh "recount") the first time,
   // then kept and served again (refresh "current") while PostgreSQL's own
@@ -138,30 +136,6 @@ class PostgresEngine : public sql::SqlEngine {
   // before it; they only feed cost estimates.
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
-  // In a READ ONLY transaction rolled back afterwards, with a statement
-  // timeout of 10 s.
-  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
-                                      const std::string& partition,
-                                      const std::string& sql) override;
-  // Stand-ins are TEMP tables of a transaction that is rolled back; the
-  // statement is prepared (PQprepare) and described, never run. It is
-  // read-only when it starts as a query does and still compiles as a
-  // subquery (PostgreSQL allows a data-modifying WITH only at the top
-  // level); whatever it calls runs in READ ONLY transactions anyway.
-  absl::StatusOr<QueryShape> DescribeQuery(
-      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
-      const DatasetSpec* own) override;
-  // The dataset's table name reads a TEMP table of the session refilled
-  // with each partition's staged rows; `sql` runs as a subquery (so it
-  // cannot modify anything) in a READ ONLY transaction, with a statement
-  // timeout of 60 s.
-  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::string& sql, int samples) override;
-  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
-                                              const DatasetSpec& dataset,
-                                              const std::string& partition,
-                                              int sample_limit) override;
   // A predicate with a parameter (:name or $n) is refused before it
   // reaches the server: nothing is bound to it. It is then planned
   // (EXPLAIN, never run) and refused when the plan reads any relation but
@@ -177,18 +151,16 @@ class PostgresEngine : public sql::SqlEngine {
 
  private:
   class Hooks;
-  // The partition columns of `ds` (quoted, with `qualifier` before them,
-  // e.g. "t.") and their kinds: from the contract for a derived dataset,
-  // from the published table for a source.
-  absl::StatusOr<PgPartitionColumns> ColumnsOf(PgConnection* conn,
-                                               const DatasetSpec& ds,
-                                               const std::string& qualifier);
 
   PostgresEngine(std::unique_ptr<PgPool> pool,
                  std::unique_ptr<PgDialect> dialect);
   // sql::SqlEngine: a pooled connection, as the shared units of
   // storage/sql/ take it, and the hooks.
   absl::StatusOr<sql::Lease> Acquire() override;
+  // An assertion's statement runs for 60 s at most.
+  std::optional<absl::Duration> AssertionTimeLimit() const override {
+    return absl::Seconds(60);
+  }
   sql::ReplaceHooks& replace_hooks() override;
   sql::StagingHooks& staging_hooks() override;
 

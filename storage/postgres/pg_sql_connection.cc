@@ -1,11 +1,15 @@
 #include "storage/postgres/pg_sql_connection.h"
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "storage/postgres/pg_contract.h"
+#include "storage/sql/named_parameters.h"
 
 namespace backfill::postgres {
 namespace {
@@ -77,6 +81,80 @@ absl::Status PgSqlConnection::ForEachRow(
   ASSIGN_OR_RETURN(sql::Result result, Exec(sql, params));
   for (const sql::Row& r : result.rows) RETURN_IF_ERROR(row(r));
   return absl::OkStatus();
+}
+
+std::string PgSqlConnection::WithoutTrailingSemicolons(std::string sql) {
+  while (!sql.empty() &&
+         (sql.back() == ';' ||
+          std::isspace(static_cast<unsigned char>(sql.back())))) {
+    sql.pop_back();
+  }
+  return sql;
+}
+
+bool PgSqlConnection::LooksLikeQuery(std::string_view sql) {
+  size_t i = 0;
+  while (i < sql.size()) {
+    if (std::isspace(static_cast<unsigned char>(sql[i]))) {
+      ++i;
+    } else if (sql.substr(i, 2) == "--") {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+    } else if (sql.substr(i, 2) == "/*") {
+      const size_t end = sql.find("*/", i + 2);
+      i = end == std::string_view::npos ? sql.size() : end + 2;
+    } else {
+      break;
+    }
+  }
+  if (i < sql.size() && sql[i] == '(') return true;
+  size_t j = i;
+  while (j < sql.size() && std::isalpha(static_cast<unsigned char>(sql[j]))) {
+    ++j;
+  }
+  const std::string word =
+      absl::AsciiStrToLower(std::string(sql.substr(i, j - i)));
+  return word == "select" || word == "with" || word == "values" ||
+         word == "table";
+}
+
+absl::StatusOr<sql::Connection::Shape> PgSqlConnection::Describe(
+    std::string_view sql) {
+  const std::string body = WithoutTrailingSemicolons(std::string(sql));
+  absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(body);
+  if (!positional.ok()) {
+    return absl::InvalidArgumentError(positional.status().message());
+  }
+  absl::StatusOr<PgResult> described = conn_->Describe(positional->text);
+  if (!described.ok()) {
+    if (described.status().code() == absl::StatusCode::kInvalidArgument ||
+        described.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::InvalidArgumentError(described.status().message());
+    }
+    return described.status();
+  }
+  Shape shape;
+  shape.text = positional->text;
+  shape.parameters = positional->names;
+  shape.columns = described->columns;
+  shape.read_only =
+      LooksLikeQuery(body) &&
+      conn_
+          ->Describe(absl::StrCat("SELECT * FROM (\n", positional->text,
+                                  "\n) AS _bf_t"))
+          .ok();
+  return shape;
+}
+
+absl::Status PgSqlConnection::LimitTime(absl::Duration limit) {
+  return conn_
+      ->Exec(
+          absl::StrCat("SET LOCAL statement_timeout = ",
+                       std::max<int64_t>(1, absl::ToInt64Milliseconds(limit))))
+      .status();
+}
+
+absl::Status PgSqlConnection::DropScratch() {
+  return conn_->Exec("DISCARD TEMP").status();
 }
 
 absl::Status PgSqlConnection::Begin(sql::TxnMode mode) {

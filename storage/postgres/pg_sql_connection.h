@@ -42,6 +42,16 @@ class PgSqlConnection : public sql::Connection {
   absl::Status ForEachRow(
       std::string_view sql, absl::Span<const sql::Param> params,
       const std::function<absl::Status(const sql::Row&)>& row) override;
+  // The statement with its named parameters made positional
+  // (storage/sql/named_parameters.h), prepared and described by the
+  // server, never run. It is read-only when it starts as a query does and
+  // still compiles as a subquery (PostgreSQL allows a data-modifying WITH
+  // only at the top level).
+  absl::StatusOr<Shape> Describe(std::string_view sql) override;
+  // SET LOCAL statement_timeout.
+  absl::Status LimitTime(absl::Duration limit) override;
+  // DISCARD TEMP.
+  absl::Status DropScratch() override;
   absl::Status Begin(sql::TxnMode mode) override;
   absl::Status Commit() override;
   void Rollback() override;
@@ -59,6 +69,12 @@ class PgSqlConnection : public sql::Connection {
   static absl::StatusOr<Fingerprint> HashQuery(
       PgConnection* conn, std::string_view sql,
       const std::vector<PgValue>& params);
+  // `sql` without the semicolons and whitespace at its end, so that it can
+  // be wrapped as a subquery.
+  static std::string WithoutTrailingSemicolons(std::string sql);
+  // Whether a statement's text starts as a query does (SELECT, WITH,
+  // VALUES, TABLE or a parenthesis), after whitespace and comments.
+  static bool LooksLikeQuery(std::string_view sql);
   // A result of libpq as the shared units read it.
   static sql::Result ResultOf(PgResult result);
   static std::vector<PgValue> ValuesOf(absl::Span<const sql::Param> params);

@@ -38,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/fingerprint.h"
 
@@ -141,6 +142,28 @@ class Connection {
                              absl::Span<const Param> params = {});
   absl::StatusOr<int64_t> Int(std::string_view sql,
                               absl::Span<const Param> params = {});
+
+  // A statement as the database reads it, without running it: the text to
+  // run (without a trailing semicolon, so that it can be wrapped as a
+  // subquery), the names of its parameters in the order they are bound
+  // (":partition", ...), its output columns, and whether it is a query
+  // that writes nothing. INVALID_ARGUMENT, with the database's message,
+  // when it does not compile.
+  struct Shape {
+    std::string text;
+    std::vector<std::string> parameters;
+    std::vector<std::string> columns;
+    bool read_only = false;
+  };
+  virtual absl::StatusOr<Shape> Describe(std::string_view sql) = 0;
+
+  // Each statement run until the current transaction ends stops after
+  // `limit` with DEADLINE_EXCEEDED.
+  virtual absl::Status LimitTime(absl::Duration limit) = 0;
+
+  // Drops every temporary object of the session (tables and views the
+  // engine made there).
+  virtual absl::Status DropScratch() = 0;
 
   virtual absl::Status Begin(TxnMode mode) = 0;
   virtual absl::Status Commit() = 0;

@@ -67,6 +67,17 @@ std::string Dialect::TimeType() const { return "INTEGER"; }
 
 std::string Dialect::BoolType() const { return "INTEGER"; }
 
+absl::Status Dialect::ScopeClientSql(Connection*) const {
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Dialect::CatalogTypes(
+    Connection*, const DatasetSpec& dataset) const {
+  std::vector<std::string> out;
+  for (const ColumnSpec& c : dataset.columns) out.push_back(c.type);
+  return out;
+}
+
 absl::Status Dialect::LockRecords(Connection*) const {
   return absl::OkStatus();
 }

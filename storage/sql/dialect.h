@@ -78,6 +78,9 @@ class Dialect {
  public:
   virtual ~Dialect() = default;
 
+  // The database as messages name it ("SQLite").
+  virtual std::string product() const = 0;
+
   // ---- Names ---------------------------------------------------------------
   // `"name"` with embedded double quotes doubled: safe to splice into SQL as
   // an identifier whatever `name` holds.
@@ -123,6 +126,16 @@ class Dialect {
   // caller's transaction; nothing by default).
   virtual absl::Status CreateJobSpace(Connection* conn,
                                       const std::string& job_id) const;
+  // In the caller's transaction, before SQL the engine did not write runs
+  // (assertions, expect queries, statements described): the names it
+  // uses resolve to the published tables (and the session's temporary
+  // ones) only. Nothing by default.
+  virtual absl::Status ScopeClientSql(Connection* conn) const;
+  // The types of the contract's columns as the catalog names them
+  // (Connection::Columns), in the contract's order; empty when they cannot
+  // be read. By default the contract's own words.
+  virtual absl::StatusOr<std::vector<std::string>> CatalogTypes(
+      Connection* conn, const DatasetSpec& dataset) const;
   // Keeps every other claim away from the records until the caller's
   // transaction ends, where its write transaction alone does not (nothing
   // by default).

@@ -1,12 +1,14 @@
 #include "storage/sql/diff.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "storage/sql/dialect.h"
+#include "storage/sql/engine_checks.h"
 
 namespace backfill::sql {
 namespace {
@@ -183,6 +185,48 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
                                         " WHERE _bf_nb > _bf_na ORDER BY ", g),
                            diff.removed, DiffChange::kRemoved, 0, v, 0));
   }
+  return diff;
+}
+
+absl::StatusOr<PartitionDiff> DiffStagedPartition(Connection* conn,
+                                                  const std::string& job_id,
+                                                  const DatasetSpec& dataset,
+                                                  const std::string& partition,
+                                                  int sample_limit) {
+  const Dialect& d = conn->dialect();
+  RETURN_IF_ERROR(CheckWritable(d, dataset));
+  RETURN_IF_ERROR(CheckPartition(dataset, partition));
+  const DiffColumns columns = DiffColumnsOf(dataset);
+  const Relation stage = d.Stage(job_id, dataset.name);
+  const Relation table = d.Published(dataset);
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(conn, TxnMode::kSnapshot));
+  ASSIGN_OR_RETURN(bool staged, conn->Exists(stage));
+  if (!staged) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nothing staged for ", dataset.name, " in job ", job_id));
+  }
+  ASSIGN_OR_RETURN(bool published, conn->Exists(table));
+  ASSIGN_OR_RETURN(std::unique_ptr<Membership> member,
+                   d.MembershipOf(conn, dataset, ""));
+  // The two sides as common table expressions: the staged rows of the
+  // partition (after) and its published rows (before; none before the
+  // first publish).
+  const std::string cols = ColumnList(dataset);
+  const std::string in_partition = member->Condition(1);
+  DiffSides sides;
+  sides.with =
+      absl::StrCat("WITH _bf_after AS (SELECT ", cols, " FROM ", d.Name(stage),
+                   " WHERE ", in_partition, "), _bf_before AS (SELECT ", cols,
+                   " FROM ", d.Name(published ? table : stage), " WHERE ",
+                   published ? in_partition : "1=0", ") ");
+  sides.after = "_bf_after";
+  sides.before = "_bf_before";
+  ASSIGN_OR_RETURN(sides.params, member->Values(partition));
+  ASSIGN_OR_RETURN(
+      PartitionDiff diff,
+      DiffOnePartition(conn, dataset, columns, sides, partition, sample_limit));
+  RETURN_IF_ERROR(txn.Commit());
   return diff;
 }
 

@@ -7,8 +7,8 @@
 // The two sides are relations the caller makes ready for the partition
 // (DiffSides): tables it filled (SQLite copies them into indexed TEMP
 // tables kept by the connection), or common table expressions that every
-// statement starts with (PostgreSQL). Either way the comparison is the
-// same statements.
+// statement starts with (DiffStagedPartition, every other engine). Either
+// way the comparison is the same statements.
 //
 // Thread-safety: a free function over a connection its caller holds.
 
@@ -42,6 +42,15 @@ struct DiffSides {
 absl::StatusOr<PartitionDiff> DiffOnePartition(
     Connection* conn, const DatasetSpec& dataset, const DiffColumns& columns,
     const DiffSides& sides, const std::string& partition, int sample_limit);
+
+// The job's staged rows of `partition` against its published rows, the
+// sides as common table expressions, in one snapshot transaction of its
+// own. FAILED_PRECONDITION when nothing is staged for the dataset.
+absl::StatusOr<PartitionDiff> DiffStagedPartition(Connection* conn,
+                                                  const std::string& job_id,
+                                                  const DatasetSpec& dataset,
+                                                  const std::string& partition,
+                                                  int sample_limit);
 
 }  // namespace backfill::sql
 

@@ -9,6 +9,8 @@
 #include "core/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "storage/sql/artifacts.h"
+#include "storage/sql/client_sql.h"
+#include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 #include "storage/sql/partition_counts.h"
@@ -195,6 +197,52 @@ absl::StatusOr<Profile> SqlEngine::ProfilePublished(
   RETURN_IF_ERROR(jobs_.Find(job_id).status());
   ASSIGN_OR_RETURN(Lease conn, Acquire());
   return sql::ProfilePublished(conn.get(), job_id, dataset, request);
+}
+
+absl::StatusOr<std::map<std::string, CountWithSamples>> SqlEngine::RunAssertion(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& sql, int samples) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
+                   jobs_.FindRecomputing(job_id, dataset.name));
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::RunAssertion(conn.get(), job_id, dataset,
+                           job->Partitions(dataset.name), sql, samples,
+                           AssertionTimeLimit());
+}
+
+// ---------------------------------------------------------------------------
+// SQL from pipelines, described or run on published rows
+
+absl::StatusOr<SqlValue> SqlEngine::QueryValue(const DatasetSpec& dataset,
+                                               const std::string& partition,
+                                               const std::string& sql) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::QueryValue(conn.get(), dataset, partition, sql,
+                         absl::Seconds(10));
+}
+
+absl::StatusOr<QueryShape> SqlEngine::DescribeQuery(
+    const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+    const DatasetSpec* own) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::DescribeQuery(conn.get(), sql, stand_ins, own);
+}
+
+absl::StatusOr<std::optional<std::vector<ColumnSpec>>> SqlEngine::DescribeTable(
+    const DatasetSpec& dataset) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::DescribeTable(conn.get(), dataset);
+}
+
+absl::StatusOr<PartitionDiff> SqlEngine::DiffPartition(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, int sample_limit) {
+  RETURN_IF_ERROR(CheckWarehouse());
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return DiffStagedPartition(conn.get(), job_id, dataset, partition,
+                             sample_limit);
 }
 
 // ---------------------------------------------------------------------------

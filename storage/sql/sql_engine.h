@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,10 +83,27 @@ class SqlEngine : public Engine {
   absl::StatusOr<Profile> ProfilePublished(
       const std::string& job_id, const DatasetSpec& dataset,
       const ProfileRequest& request) override;
+  // The sides as common table expressions (diff.h).
+  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
+                                              const DatasetSpec& dataset,
+                                              const std::string& partition,
+                                              int sample_limit) override;
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
   absl::Status DropStaging(const std::string& job_id) override;
+  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& sql, int samples) override;
+  // Stopped after 10 s.
+  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
+                                      const std::string& partition,
+                                      const std::string& sql) override;
+  absl::StatusOr<QueryShape> DescribeQuery(
+      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
+      const DatasetSpec* own) override;
+  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
+      const DatasetSpec& dataset) override;
   // Jobs "bf-<digits>" only (artifacts.h), sorted, without duplicates.
   absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
   // Copies of jobs "bf-<digits>" only, by job number then dataset.
@@ -107,6 +125,10 @@ class SqlEngine : public Engine {
   // FAILED_PRECONDITION when the warehouse is not the one opened any more
   // (nothing by default).
   virtual absl::Status CheckWarehouse() { return absl::OkStatus(); }
+  // How long one statement of an assertion may run (none by default).
+  virtual std::optional<absl::Duration> AssertionTimeLimit() const {
+    return std::nullopt;
+  }
   virtual ReplaceHooks& replace_hooks() = 0;
   virtual StagingHooks& staging_hooks() = 0;
 

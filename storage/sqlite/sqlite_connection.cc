@@ -1,8 +1,13 @@
 #include "storage/sqlite/sqlite_connection.h"
 
+#include <sqlite3.h>
+
+#include <cctype>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/status_macros.h"
 
 namespace backfill::sqlite {
@@ -55,34 +60,112 @@ absl::StatusOr<Statement> SqliteConnection::Bound(
   return q;
 }
 
+absl::Status SqliteConnection::Limited(
+    const std::function<absl::Status()>& statement) {
+  if (!limit_.has_value()) return statement();
+  struct Watch {
+    absl::Time deadline;
+    bool timed_out = false;
+    static int Progress(void* self) {
+      auto* watch = static_cast<Watch*>(self);
+      if (absl::Now() < watch->deadline) return 0;
+      watch->timed_out = true;
+      return 1;
+    }
+  } watch{absl::Now() + *limit_};
+  sqlite3_progress_handler(db_->raw(), 1000, &Watch::Progress, &watch);
+  absl::Status status = statement();
+  sqlite3_progress_handler(db_->raw(), 0, nullptr, nullptr);
+  if (!status.ok() && watch.timed_out) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the statement ran longer than ",
+                     absl::FormatDuration(*limit_), " and was stopped"));
+  }
+  return status;
+}
+
 absl::StatusOr<sql::Result> SqliteConnection::Exec(
     std::string_view sql, absl::Span<const sql::Param> params) {
-  ASSIGN_OR_RETURN(Statement q, Bound(sql, params));
   sql::Result result;
-  for (int i = 0; i < q.ColumnCount(); ++i) {
-    result.columns.push_back(q.ColumnName(i));
-  }
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    sql::Row& cells = result.rows.emplace_back();
-    for (int i = 0; i < q.ColumnCount(); ++i) cells.push_back(CellOf(q, i));
-  }
-  result.affected = q.IsReadOnly() ? 0 : db_->Changes();
+  RETURN_IF_ERROR(Limited([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q, Bound(sql, params));
+    for (int i = 0; i < q.ColumnCount(); ++i) {
+      result.columns.push_back(q.ColumnName(i));
+    }
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      sql::Row& cells = result.rows.emplace_back();
+      for (int i = 0; i < q.ColumnCount(); ++i) cells.push_back(CellOf(q, i));
+    }
+    result.affected = q.IsReadOnly() ? 0 : db_->Changes();
+    return absl::OkStatus();
+  }));
   return result;
 }
 
 absl::Status SqliteConnection::ForEachRow(
     std::string_view sql, absl::Span<const sql::Param> params,
     const std::function<absl::Status(const sql::Row&)>& row) {
-  ASSIGN_OR_RETURN(Statement q, Bound(sql, params));
-  sql::Row cells;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, q.Step());
-    if (!more) break;
-    cells.clear();
-    for (int i = 0; i < q.ColumnCount(); ++i) cells.push_back(CellOf(q, i));
-    RETURN_IF_ERROR(row(cells));
+  return Limited([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Statement q, Bound(sql, params));
+    sql::Row cells;
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, q.Step());
+      if (!more) break;
+      cells.clear();
+      for (int i = 0; i < q.ColumnCount(); ++i) cells.push_back(CellOf(q, i));
+      RETURN_IF_ERROR(row(cells));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<sql::Connection::Shape> SqliteConnection::Describe(
+    std::string_view sql) {
+  absl::StatusOr<Statement> q = db_->Prepare(sql);
+  if (!q.ok()) return absl::InvalidArgumentError(q.status().message());
+  Shape shape;
+  shape.text = q->Sql();
+  while (!shape.text.empty() &&
+         (shape.text.back() == ';' ||
+          std::isspace(static_cast<unsigned char>(shape.text.back())))) {
+    shape.text.pop_back();
+  }
+  for (int i = 1; i <= q->ParameterCount(); ++i) {
+    shape.parameters.push_back(q->ParameterName(i));
+  }
+  for (int i = 0; i < q->ColumnCount(); ++i) {
+    shape.columns.push_back(q->ColumnName(i));
+  }
+  shape.read_only = q->IsReadOnly();
+  return shape;
+}
+
+absl::Status SqliteConnection::LimitTime(absl::Duration limit) {
+  limit_ = limit;
+  return absl::OkStatus();
+}
+
+absl::Status SqliteConnection::DropScratch() {
+  scratch_key_.clear();
+  std::vector<std::pair<std::string, std::string>> objects;
+  {
+    ASSIGN_OR_RETURN(Statement q,
+                     db_->Prepare("SELECT type, name FROM temp.sqlite_master "
+                                  "WHERE type IN ('view', 'table')"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      objects.emplace_back(q.ColumnText(0), q.ColumnText(1));
+    }
+  }
+  for (const auto& [type, name] : objects) {
+    RETURN_IF_ERROR(
+        db_->Exec(absl::StrCat(type == "view" ? "DROP VIEW IF EXISTS temp."
+                                              : "DROP TABLE IF EXISTS "
+                                                "temp.",
+                               sql::Dialect::Quote(name))));
   }
   return absl::OkStatus();
 }
@@ -103,12 +186,14 @@ absl::Status SqliteConnection::Commit() {
   if (!txn_.has_value()) {
     return absl::FailedPreconditionError("no transaction is open");
   }
+  limit_.reset();
   absl::Status status = txn_->Commit();
   txn_.reset();
   return status;
 }
 
 void SqliteConnection::Rollback() {
+  limit_.reset();
   if (!txn_.has_value()) return;
   txn_->Rollback();
   txn_.reset();

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "storage/sql/connection.h"
@@ -32,6 +33,9 @@ class SqliteConnection : public sql::Connection {
 
   Database* db() const { return db_; }
   FingerprintQueryCache* fingerprint_queries() { return &fingerprints_; }
+  // What the objects of the session's temp schema were made for, as their
+  // maker names it ("" for none); DropScratch forgets it.
+  std::string& scratch_key() { return scratch_key_; }
 
   const sql::Dialect& dialect() const override { return *dialect_; }
   absl::StatusOr<sql::Result> Exec(
@@ -39,6 +43,13 @@ class SqliteConnection : public sql::Connection {
   absl::Status ForEachRow(
       std::string_view sql, absl::Span<const sql::Param> params,
       const std::function<absl::Status(const sql::Row&)>& row) override;
+  // The statement as SQLite prepares it (never from the statement cache).
+  absl::StatusOr<Shape> Describe(std::string_view sql) override;
+  // A progress handler stops a statement that ran longer (SQLite's
+  // interrupt), which reads as DEADLINE_EXCEEDED.
+  absl::Status LimitTime(absl::Duration limit) override;
+  // Drops every table and view of the temp schema.
+  absl::Status DropScratch() override;
   absl::Status Begin(sql::TxnMode mode) override;
   absl::Status Commit() override;
   void Rollback() override;
@@ -59,9 +70,14 @@ class SqliteConnection : public sql::Connection {
   absl::StatusOr<Statement> Bound(std::string_view sql,
                                   absl::Span<const sql::Param> params);
 
+  // Runs `statement` under the time limit, if any.
+  absl::Status Limited(const std::function<absl::Status()>& statement);
+
   Database* db_;
   const sql::Dialect* dialect_;
   std::optional<Transaction> txn_;
+  std::optional<absl::Duration> limit_;  // until the transaction ends
+  std::string scratch_key_;
   FingerprintQueryCache fingerprints_;
 };
 

@@ -26,6 +26,7 @@ namespace backfill::sqlite {
 
 class SqliteDialect : public sql::Dialect {
  public:
+  std::string product() const override { return "SQLite"; }
   std::string Name(const sql::Relation& relation) const override;
   std::string Placeholder(int index) const override;
 

@@ -66,34 +66,9 @@ absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";
-constexpr char kPrevPrefix[] = "_bf_prev_";
-constexpr char kStartParam[] = ":partition_start";
-constexpr char kEndParam[] = ":partition_end";
-constexpr char kValueParam[] = ":partition";
-// The entity keys of a keyed item, as a JSON array text (NULL otherwise).
-constexpr char kKeysParam[] = ":keys";
-// The key of a time x key partition ("eu" of "2025-03-01|eu").
-constexpr char kKeyParam[] = ":partition_key";
-// The start bound of partition P-N for a dataset with a lookback N upstream
-// (see upstream_mapping.h WindowStart).
-constexpr char kWindowStartParam[] = ":window_start";
-
 std::string Q(std::string_view name) { return QuoteIdentifier(name); }
 
 using sql::Annotate;
-
-// A contract column type is spliced into DDL (SQLite takes no parameters
-// there): defense in depth for specs that did not come through a Catalog,
-// with the Catalog's own rule.
-absl::Status CheckType(const DatasetSpec& ds, const ColumnSpec& col) {
-  absl::Status status = CheckColumnType(col.type);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset ", ds.name, ": column ", col.name, " has an invalid type '",
-        col.type, "': ", status.message()));
-  }
-  return absl::OkStatus();
-}
 
 // `"a", "b"`, or `*` for a dataset without declared columns (a source).
 std::string ColumnList(const DatasetSpec& ds, std::string_view prefix = "") {
@@ -111,64 +86,6 @@ std::string ColumnDefs(const DatasetSpec& ds) {
     cols.push_back(absl::StrCat(Q(c.name), " ", c.type));
   }
   return absl::StrJoin(cols, ", ");
-}
-
-// The values bound for a partition of a transform or an assertion.
-struct BoundValues {
-  PartitionBounds bounds;  // :partition_start, :partition_end
-  std::string key;         // :partition_key (time x key only)
-};
-
-absl::StatusOr<BoundValues> Bounds(const DatasetSpec& dataset,
-                                   const std::string& partition) {
-  const PartitionLayout layout = dataset.layout();
-  RETURN_IF_ERROR(ValidatePartition(layout, partition));
-  if (layout.grain == Grain::kNone) return BoundValues{};
-  BoundValues out;
-  ASSIGN_OR_RETURN(out.bounds, BoundsOf(layout, partition));
-  if (layout.two_dimensional()) {
-    ASSIGN_OR_RETURN(TimeKey tk, SplitTimeKey(layout, partition));
-    out.key = std::move(tk.key);
-  }
-  return out;
-}
-
-// Binds :partition_start, :partition_end, :partition and :partition_key
-// where they appear.
-absl::Status BindPartition(Statement& q, const BoundValues& values,
-                           const std::string& partition) {
-  const std::pair<const char*, const std::string*> params[] = {
-      {kStartParam, &values.bounds.start},
-      {kEndParam, &values.bounds.end},
-      {kValueParam, &partition},
-      {kKeyParam, &values.key}};
-  for (const auto& [name, value] : params) {
-    int index = q.ParameterIndex(name);
-    if (index > 0) RETURN_IF_ERROR(q.BindText(index, *value));
-  }
-  return absl::OkStatus();
-}
-
-// Drops whatever a previous call left in the temp schema of `db`.
-absl::Status ResetTemp(Database* db) {
-  std::vector<std::pair<std::string, std::string>> objects;
-  {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare("SELECT type, name FROM temp.sqlite_master "
-                                 "WHERE type IN ('view', 'table')"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      objects.emplace_back(q.ColumnText(0), q.ColumnText(1));
-    }
-  }
-  for (const auto& [type, name] : objects) {
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat(type == "view" ? "DROP VIEW IF EXISTS temp."
-                                             : "DROP TABLE IF EXISTS temp.",
-                              Q(name))));
-  }
-  return absl::OkStatus();
 }
 
 // Runs `sql` (one statement without parameters) through the statement
@@ -220,7 +137,7 @@ absl::StatusOr<SqliteEngine::Lease> SqliteEngine::AcquireDb() {
   Lease lease = AcquireAsItIs();
   // StagePartition's views shadow published tables by their names: no
   // other call may see them.
-  if (!temp_objects_.at(lease.get()).key.empty()) {
+  if (!temp_objects_.at(lease.get()).conn->scratch_key().empty()) {
     RETURN_IF_ERROR(DropTempObjects(lease.get()));
   }
   return lease;
@@ -250,10 +167,9 @@ absl::StatusOr<sql::Lease> SqliteEngine::AcquireForStaging() {
 
 absl::Status SqliteEngine::DropTempObjects(Database* db) {
   TempObjects& temp = temp_objects_.at(db);
-  temp.key.clear();
   temp.transform = {};
   temp.outputs.clear();
-  return ResetTemp(db);
+  return temp.conn->DropScratch();
 }
 
 void SqliteEngine::Release(Database* db) {
@@ -770,10 +686,10 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
   const std::string setup_key =
       absl::StrCat("-- diff\n", absl::StrJoin(setup, ";\n"));
   TempObjects& temp = temp_objects_.at(db.get());
-  if (temp.key != setup_key) {
+  if (temp.conn->scratch_key() != setup_key) {
     RETURN_IF_ERROR(DropTempObjects(db.get()));
     for (const std::string& sql : setup) RETURN_IF_ERROR(db->Exec(sql));
-    temp.key = setup_key;
+    temp.conn->scratch_key() = setup_key;
   }
   // Partitions share a read transaction (a snapshot, and one pair of WAL
   // read-lock calls) up to kDiffsPerTransaction of them, so that a long
@@ -867,7 +783,7 @@ class SqliteEngine::Hooks : public sql::ReplaceHooks, public sql::StagingHooks {
         absl::StrCat(absl::StrJoin(setup.statements, ";\n"),
                      ";\n-- transform\n", dataset.transform);
     TempObjects& temp = engine_->temp_objects_.at(db);
-    if (temp.key == key) return temp.transform;
+    if (temp.conn->scratch_key() == key) return temp.transform;
     RETURN_IF_ERROR(Annotate(engine_->DropTempObjects(db), setup.where));
     for (const std::string& sql : setup.statements) {
       RETURN_IF_ERROR(Annotate(db->Exec(sql), setup.where));
@@ -918,7 +834,7 @@ class SqliteEngine::Hooks : public sql::ReplaceHooks, public sql::StagingHooks {
     for (int i = 0; i < transform->ColumnCount(); ++i) {
       temp.outputs.push_back(transform->ColumnName(i));
     }
-    temp.key = key;
+    temp.conn->scratch_key() = key;
     temp.transform = compiled;
     return compiled;
   }
@@ -996,227 +912,5 @@ class SqliteEngine::Hooks : public sql::ReplaceHooks, public sql::StagingHooks {
 
 sql::ReplaceHooks& SqliteEngine::replace_hooks() { return *hooks_; }
 sql::StagingHooks& SqliteEngine::staging_hooks() { return *hooks_; }
-
-absl::StatusOr<std::map<std::string, CountWithSamples>>
-SqliteEngine::RunAssertion(const std::string& job_id,
-                           const DatasetSpec& dataset, const std::string& sql,
-                           int samples) {
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(std::shared_ptr<const sql::JobRegistry::Job> job,
-                   jobs().FindRecomputing(job_id, dataset.name));
-  const std::vector<std::string> sorted = job->Partitions(dataset.name);
-  const std::string stage = StageTable(job_id, dataset.name);
-  const std::string shadow = absl::StrCat("temp.", Q(dataset.table));
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  RETURN_IF_ERROR(ResetTemp(db.get()));
-  std::map<std::string, CountWithSamples> out;
-  {
-    ASSIGN_OR_RETURN(
-        Transaction txn,
-        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-    RETURN_IF_ERROR(
-        db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(dataset.table), " (",
-                              ColumnDefs(dataset), ")")));
-    ASSIGN_OR_RETURN(
-        Statement fill,
-        db->Prepare(absl::StrCat(
-            "INSERT INTO ", shadow, " SELECT ", ColumnList(dataset),
-            " FROM main.", Q(stage), " WHERE ",
-            dataset.partition ? MembershipConditionParams(dataset)
-                              : std::string("1"))));
-    absl::StatusOr<Statement> check = db->Prepare(sql);
-    if (!check.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("assertion on ", dataset.name,
-                       " does not compile: ", check.status().message()));
-    }
-    if (!check->IsReadOnly()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "assertion on ", dataset.name, " is not a read-only SELECT"));
-    }
-    for (const std::string& partition : sorted) {
-      ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
-      RETURN_IF_ERROR(db->Exec(absl::StrCat("DELETE FROM ", shadow)));
-      RETURN_IF_ERROR(fill.Reset());
-      RETURN_IF_ERROR(BindMembership(fill, dataset, partition));
-      RETURN_IF_ERROR(fill.Run());
-      RETURN_IF_ERROR(check->Reset());
-      RETURN_IF_ERROR(BindPartition(*check, bounds, partition));
-      CountWithSamples& c = out[partition];
-      while (true) {
-        absl::StatusOr<bool> row = check->Step();
-        if (!row.ok()) {
-          return Annotate(row.status(),
-                          absl::StrCat("assertion on ", dataset.name,
-                                       " for partition ", partition));
-        }
-        if (!*row) break;
-        ++c.count;
-        if (static_cast<int>(c.samples.size()) < samples) {
-          std::vector<std::string> values;
-          for (int i = 0; i < check->ColumnCount(); ++i) {
-            const ColumnType type = check->GetColumnType(i);
-            std::string v = check->ColumnText(i);
-            if (type == ColumnType::kNull) {
-              v = "NULL";
-            } else if (type == ColumnType::kText || type == ColumnType::kBlob) {
-              v = absl::StrCat("'", absl::StrReplaceAll(v, {{"'", "''"}}), "'");
-            }
-            values.push_back(absl::StrCat(check->ColumnName(i), "=", v));
-          }
-          c.samples.push_back(
-              absl::StrCat("(", absl::StrJoin(values, ", "), ")"));
-        }
-      }
-    }
-    RETURN_IF_ERROR(check->Reset());
-    RETURN_IF_ERROR(fill.Reset());
-    txn.Rollback();
-  }
-  RETURN_IF_ERROR(ResetTemp(db.get()));
-  return out;
-}
-
-absl::StatusOr<SqlValue> SqliteEngine::QueryValue(const DatasetSpec& dataset,
-                                                  const std::string& partition,
-                                                  const std::string& sql) {
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(BoundValues bounds, Bounds(dataset, partition));
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  // A bound on the query, as the read sandbox bounds predicates: SQLite's
-  // progress handler stops it (SQLITE_INTERRUPT) once it ran this long, so
-  // a consumer's confirmation never waits on one query without end.
-  constexpr absl::Duration kExpectTimeout = absl::Seconds(10);
-  struct Watch {
-    absl::Time deadline;
-    bool timed_out = false;
-    static int Progress(void* self) {
-      auto* watch = static_cast<Watch*>(self);
-      if (absl::Now() < watch->deadline) return 0;
-      watch->timed_out = true;
-      return 1;
-    }
-  } watch{absl::Now() + kExpectTimeout};
-  struct Unwatch {
-    sqlite3* raw;
-    ~Unwatch() { sqlite3_progress_handler(raw, 0, nullptr, nullptr); }
-  } unwatch{db->raw()};
-  sqlite3_progress_handler(db->raw(), 1000, &Watch::Progress, &watch);
-  SqlValue out;
-  {
-    ASSIGN_OR_RETURN(
-        Transaction txn,
-        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-    absl::StatusOr<Statement> q = db->Prepare(sql);
-    if (!q.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the expect query on ", dataset.name,
-                       " does not compile: ", q.status().message()));
-    }
-    if (!q->IsReadOnly()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the expect query on ", dataset.name, " is not a read-only SELECT"));
-    }
-    RETURN_IF_ERROR(BindPartition(*q, bounds, partition));
-    absl::StatusOr<bool> row = q->Step();
-    if (!row.ok()) {
-      if (watch.timed_out) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "the expect query on ", dataset.name, " for partition ", partition,
-            " ran longer than ", absl::FormatDuration(kExpectTimeout),
-            " and was stopped"));
-      }
-      return Annotate(row.status(),
-                      absl::StrCat("the expect query on ", dataset.name,
-                                   " for partition ", partition));
-    }
-    if (*row && q->ColumnCount() > 0) {
-      switch (q->GetColumnType(0)) {
-        case ColumnType::kNull:
-          out.type = SqlValue::Type::kNull;
-          break;
-        case ColumnType::kInteger:
-          out.type = SqlValue::Type::kInteger;
-          out.integer = q->ColumnInt(0);
-          break;
-        case ColumnType::kReal:
-          out.type = SqlValue::Type::kReal;
-          out.real = q->ColumnDouble(0);
-          break;
-        default:
-          out.type = SqlValue::Type::kText;
-          out.text = q->ColumnText(0);
-          break;
-      }
-    }
-    RETURN_IF_ERROR(q->Reset());
-    txn.Rollback();
-  }
-  return out;
-}
-
-absl::StatusOr<QueryShape> SqliteEngine::DescribeQuery(
-    const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
-    const DatasetSpec* own) {
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  RETURN_IF_ERROR(ResetTemp(db.get()));
-  QueryShape shape;
-  absl::Status status;
-  {
-    ASSIGN_OR_RETURN(
-        Transaction txn,
-        Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
-    std::set<std::string> made;
-    auto stand_in = [&](const DatasetSpec& ds) -> absl::Status {
-      if (ds.columns.empty() ||
-          !made.insert(absl::AsciiStrToLower(ds.table)).second) {
-        return absl::OkStatus();
-      }
-      for (const ColumnSpec& c : ds.columns) RETURN_IF_ERROR(CheckType(ds, c));
-      return db->Exec(absl::StrCat("CREATE TEMP TABLE ", Q(ds.table), " (",
-                                   ColumnDefs(ds), ")"));
-    };
-    if (own != nullptr) RETURN_IF_ERROR(stand_in(*own));
-    for (const DatasetSpec* ds : stand_ins) {
-      if (ds == nullptr) continue;
-      ASSIGN_OR_RETURN(bool exists, db->TableExists(ds->table));
-      if (!exists) RETURN_IF_ERROR(stand_in(*ds));
-    }
-    absl::StatusOr<Statement> q = db->Prepare(sql);
-    if (!q.ok()) {
-      status = absl::InvalidArgumentError(q.status().message());
-    } else {
-      for (int i = 0; i < q->ColumnCount(); ++i) {
-        shape.columns.push_back(q->ColumnName(i));
-      }
-      shape.read_only = q->IsReadOnly();
-      for (int i = 1; i <= q->ParameterCount(); ++i) {
-        shape.parameters.push_back(q->ParameterName(i));
-      }
-    }
-    txn.Rollback();
-  }
-  RETURN_IF_ERROR(ResetTemp(db.get()));
-  RETURN_IF_ERROR(status);
-  return shape;
-}
-
-absl::StatusOr<std::optional<std::vector<ColumnSpec>>>
-SqliteEngine::DescribeTable(const DatasetSpec& dataset) {
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(bool exists, db->TableExists(dataset.table));
-  if (!exists) return std::optional<std::vector<ColumnSpec>>();
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare("SELECT name, type FROM pragma_table_info(?1) "
-                               "ORDER BY cid"));
-  RETURN_IF_ERROR(q.BindText(1, dataset.table));
-  std::vector<ColumnSpec> columns;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    columns.push_back({q.ColumnText(0), q.ColumnText(1)});
-  }
-  return std::optional<std::vector<ColumnSpec>>(std::move(columns));
-}
 
 }  // namespace backfill

@@ -169,20 +169,6 @@ class SqliteEngine : public sql::SqlEngine {
   absl::StatusOr<std::vector<absl::StatusOr<PartitionDiff>>> DiffPartitions(
       const std::string& job_id, const DatasetSpec& dataset,
       absl::Span<const std::string> partitions, int sample_limit) override;
-  // Copies each partition's staged rows into a TEMP table named like the
-  // dataset's table (which shadows it) and runs `sql` on it.
-  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::string& sql, int samples) override;
-  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
-                                      const std::string& partition,
-                                      const std::string& sql) override;
-  // Stand-ins are empty TEMP tables on the connection, dropped afterwards.
-  absl::StatusOr<QueryShape> DescribeQuery(
-      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
-      const DatasetSpec* own) override;
-  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
-      const DatasetSpec& dataset) override;
   // Runs on a connection of its own opened read-only with PRAGMA
   // query_only=ON (":memory:": the pool's connection, query_only for the
   // call), inside a ReadSandbox (storage/sqlite/sqlite_sandbox.h) that lets the
@@ -262,17 +248,17 @@ class SqliteEngine : public sql::SqlEngine {
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
 
-  // What StagePartition left in a connection's temp schema for the next
-  // call: the SQL the objects were made with (and the transform they were
-  // checked for), "" for none; and the transform's text as compiled. One
-  // entry per connection, made by the constructor; an entry is read and
-  // written only by the thread holding its connection's lease.
+  // Each connection as the shared units use it, and what StagePartition
+  // left in its temp schema for the next call: the connection's
+  // scratch_key() names the SQL the objects were made with (and the
+  // transform they were checked for), "" for none; the transform as
+  // compiled and its output columns are valid while it does. One entry per
+  // connection, made by the constructor; an entry is read and written only
+  // by the thread holding its connection's lease.
   struct TempObjects {
-    std::string key;
     sql::CompiledTransform transform;
     std::vector<std::string> outputs;
-    // The connection as the shared units use it; it keeps the fingerprint
-    // statements StagePartition runs.
+    // It keeps the fingerprint statements StagePartition runs.
     std::unique_ptr<sqlite::SqliteConnection> conn;
   };
   std::map<const sqlite::Database*, TempObjects> temp_objects_;
