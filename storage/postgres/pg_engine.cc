@@ -31,6 +31,7 @@
 #include "storage/sql/markers.h"
 #include "storage/sql/named_parameters.h"
 #include "storage/sql/partition_counts.h"
+#include "storage/sql/predicates.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/publish.h"
 #include "storage/sql/rollback.h"
@@ -522,27 +523,16 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
                     {}));
   if (!why.empty()) return refused(why);
 
-  const Grain grain = dataset.grain();
-  std::string sql;
-  if (grain == Grain::kNone) {
-    sql = absl::StrCat(probe, " LIMIT 1");
-  } else {
-    PgSqlConnection over(conn.get(), dialect_.get());
-    ASSIGN_OR_RETURN(sql, sql::PartitionCountsSql(
-                              &over, dataset, absl::StrCat(base, ".", table),
-                              absl::StrCat("\n", predicate, "\n")));
-  }
-  absl::StatusOr<PgResult> rows = conn->Exec(sql);
+  PgSqlConnection over(conn.get(), dialect_.get());
+  ASSIGN_OR_RETURN(const sql::MatchingStatement statement,
+                   sql::MatchingSql(&over, dataset,
+                                    absl::StrCat(base, ".", table), predicate));
+  absl::StatusOr<PgResult> rows = conn->Exec(statement.sql);
   if (!rows.ok()) return failed(rows.status());
   std::set<std::string> matching;
   for (const std::vector<PgValue>& row : rows->rows) {
-    if (grain == Grain::kNone) {
-      matching.insert("");
-      break;
-    }
-    if (!row[0]) continue;  // a row of no partition
-    RETURN_IF_ERROR(AddMatchingPartition(dataset, predicate, max_partitions,
-                                         *row[0], &matching));
+    RETURN_IF_ERROR(sql::AddMatchingRow(dataset, predicate, max_partitions,
+                                        row[0], &matching));
   }
   return std::vector<std::string>(matching.begin(), matching.end());
 }

@@ -35,6 +35,7 @@
 #include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
+#include "storage/sql/predicates.h"
 #include "storage/sql/profiles.h"
 #include "storage/sql/publish.h"
 #include "storage/sql/rollback.h"
@@ -465,23 +466,12 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
     query_only.db = db;
   }
 
-  const Grain grain = dataset.grain();
-  std::string sql;
-  if (grain == Grain::kNone) {
-    sql = absl::StrCat("SELECT 1 FROM main.", Q(dataset.table), " WHERE (\n");
-  } else {
-    sql = absl::StrCat("SELECT ", sqlite::PartitionExpression(dataset),
-                       " FROM main.", Q(dataset.table), " WHERE (\n");
-  }
-  // Where the predicate ends in the statement: an error past it means the
-  // expression stopped short.
-  const size_t predicate_end = sql.size() + predicate.size();
-  absl::StrAppend(&sql, predicate, "\n)");
-  if (grain == Grain::kNone) {
-    absl::StrAppend(&sql, " LIMIT 1");
-  } else {
-    absl::StrAppend(&sql, " GROUP BY ", sqlite::PartitionGroupBy(dataset));
-  }
+  sqlite::SqliteConnection over(db, &dialect_);
+  ASSIGN_OR_RETURN(
+      const sql::MatchingStatement statement,
+      sql::MatchingSql(&over, dataset,
+                       dialect_.Name(dialect_.Published(dataset)), predicate));
+  const size_t predicate_end = statement.predicate_end;
   const std::string quoted = QuotePredicate(predicate);
   const std::string where =
       absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
@@ -517,7 +507,7 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
     }
     return Annotate(status, absl::StrCat("affected_by: predicate ", quoted));
   };
-  absl::StatusOr<Statement> q = db->Prepare(sql);
+  absl::StatusOr<Statement> q = db->Prepare(statement.sql);
   if (!q.ok()) return failed(q.status());
   if (!q->IsReadOnly()) {
     return absl::InvalidArgumentError(
@@ -535,13 +525,11 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
     absl::StatusOr<bool> row = q->Step();
     if (!row.ok()) return failed(row.status());
     if (!*row) break;
-    if (grain == Grain::kNone) {
-      matching.insert("");
-      break;
-    }
-    if (q->ColumnIsNull(0)) continue;  // a row of no partition
-    RETURN_IF_ERROR(AddMatchingPartition(dataset, predicate, max_partitions,
-                                         q->ColumnText(0), &matching));
+    RETURN_IF_ERROR(sql::AddMatchingRow(
+        dataset, predicate, max_partitions,
+        q->ColumnIsNull(0) ? std::nullopt
+                           : std::optional<std::string>(q->ColumnText(0)),
+        &matching));
   }
   return std::vector<std::string>(matching.begin(), matching.end());
 }
