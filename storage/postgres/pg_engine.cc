@@ -24,7 +24,9 @@
 #include "core/upstream_mapping.h"
 #include "storage/postgres/pg_allow_list.h"
 #include "storage/postgres/pg_contract.h"
+#include "storage/postgres/pg_hooks.h"
 #include "storage/postgres/pg_membership.h"
+#include "storage/postgres/pg_plan_check.h"
 #include "storage/postgres/pg_sql_connection.h"
 #include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
@@ -123,7 +125,9 @@ PostgresEngine::PostgresEngine(std::unique_ptr<PgPool> pool,
       pool_(std::move(pool)),
       dialect_(std::move(dialect)),
       base_(dialect_->base()),
-      hooks_(std::make_unique<Hooks>(this)) {}
+      hooks_(std::make_unique<PgHooks>(
+          dialect_.get(),
+          [this](const std::string& dataset) { ForgetStats(dataset); })) {}
 
 PostgresEngine::~PostgresEngine() = default;
 
@@ -131,11 +135,7 @@ void PostgresEngine::Interrupt() { pool_->InterruptAll(); }
 
 absl::Status PostgresEngine::DropStaging(const std::string& job_id) {
   RETURN_IF_ERROR(sql::SqlEngine::DropStaging(job_id));
-  absl::MutexLock lock(&checked_mu_);
-  for (auto it = transforms_checked_.lower_bound({job_id, ""});
-       it != transforms_checked_.end() && it->first == job_id;) {
-    it = transforms_checked_.erase(it);
-  }
+  hooks_->Forget(job_id);
   return absl::OkStatus();
 }
 
@@ -149,242 +149,12 @@ absl::StatusOr<sql::Lease> PostgresEngine::Acquire() {
 
 namespace backfill::postgres {
 
-namespace {
-// Defined with PartitionsMatching below.
-absl::StatusOr<std::string> RefusedByPlan(
-    PgConnection* conn, const PgValue& plan_json,
-    const std::function<bool(const std::string&, const std::string&)>& may_read,
-    const std::set<std::string>& engine_functions);
-}  // namespace
-
-// What the PostgreSQL engine adds to the shared publish, rollback and
-// staging: each table replaced is locked against other writers until
-// commit, and its kept partition statistics are forgotten after; a
-// transform runs with the job's schema first on its search_path and is
-// refused by its plan; two stagings of one partition take turns.
-class PostgresEngine::Hooks : public sql::ReplaceHooks,
-                              public sql::StagingHooks {
- public:
-  explicit Hooks(PostgresEngine* engine) : engine_(engine) {}
-
-  // ---- Staging
-  // ---------------------------------------------------------------
-
-  absl::StatusOr<sql::CompiledTransform> OpenTransform(
-      sql::Connection* conn, const sql::TransformSetup& setup) override {
-    const DatasetSpec& dataset = *setup.dataset;
-    // The transform, with its named parameters made positional.
-    absl::StatusOr<sql::PositionalSql> positional = sql::ToPositional(
-        PgSqlConnection::WithoutTrailingSemicolons(dataset.transform));
-    if (!positional.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transform of ", dataset.name, ": ", positional.status().message()));
-    }
-    // The session's objects, made per call (not kept in the job's schema)
-    // so that nothing in the warehouse depends on a published table
-    // between two calls; what an earlier call left goes first. The output
-    // table lives in the session: a read-only transaction may write it but
-    // not create it.
-    RETURN_IF_ERROR(conn->Exec("DISCARD TEMP").status());
-    for (const std::string& sql : setup.statements) {
-      RETURN_IF_ERROR(Annotate(conn->Exec(sql).status(), setup.where));
-    }
-    return sql::CompiledTransform{positional->text, positional->names};
-  }
-
-  // The transform in the read-only transaction (whatever it calls cannot
-  // write the warehouse), with the job's schema first on its search_path:
-  // run for its shape only, then, once per job and dataset, planned and
-  // refused when the plan reads anything but its declared upstream
-  // datasets (the job's views of them resolve to its own staging) or calls
-  // a function outside the allow-list.
-  absl::StatusOr<std::vector<std::string>> VetTransform(
-      sql::Connection* conn, const sql::TransformSetup& setup,
-      const sql::CompiledTransform& transform,
-      const sql::Params& params) override {
-    const DatasetSpec& dataset = *setup.dataset;
-    const std::string& job_id = setup.job->layout().job_id;
-    const std::string own_schema = JobSchema(job_id);
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("SET LOCAL search_path TO ",
-                                sql::Dialect::Quote(own_schema), ", ",
-                                sql::Dialect::Quote(engine_->base_)))
-            .status());
-    absl::StatusOr<sql::Result> shape =
-        conn->Exec(absl::StrCat("SELECT * FROM (\n", transform.text,
-                                "\n) AS _bf_t LIMIT 0"),
-                   params);
-    if (!shape.ok()) {
-      if (!PgSqlConnection::LooksLikeQuery(
-              PgSqlConnection::WithoutTrailingSemicolons(dataset.transform)) ||
-          absl::StrContains(shape.status().message(), "SQLSTATE 25006")) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "transform of ", dataset.name, " is not a read-only SELECT"));
-      }
-      return absl::FailedPreconditionError(
-          absl::StrCat("transform of ", dataset.name,
-                       " does not compile: ", shape.status().message()));
-    }
-    {
-      absl::MutexLock lock(&engine_->checked_mu_);
-      if (engine_->transforms_checked_.count({job_id, dataset.name}) > 0) {
-        return shape->columns;
-      }
-    }
-    ASSIGN_OR_RETURN(sql::Result plan,
-                     conn->Exec(absl::StrCat("EXPLAIN (VERBOSE, FORMAT JSON) ",
-                                             transform.text),
-                                params));
-    if (plan.rows.empty() || plan.rows[0][0].null()) {
-      return absl::InternalError("EXPLAIN returned no plan");
-    }
-    std::set<std::string> tables;
-    for (const InputRef& in : *setup.inputs) tables.insert(in.dataset->table);
-    const std::string& base = engine_->base_;
-    ASSIGN_OR_RETURN(
-        std::string why,
-        RefusedByPlan(
-            static_cast<PgSqlConnection*>(conn)->pg(), plan.rows[0][0].value(),
-            [&](const std::string& s, const std::string& t) {
-              return s == own_schema || (s == base && tables.count(t));
-            },
-            {kPartitionFunction}));
-    if (!why.empty()) {
-      return TransformRefused(dataset, why, *setup.inputs, "PostgreSQL");
-    }
-    absl::MutexLock lock(&engine_->checked_mu_);
-    engine_->transforms_checked_.insert({job_id, dataset.name});
-    return shape->columns;
-  }
-
-  // Two stagings of one partition at once (a retry racing the attempt it
-  // replaces) would each delete only the committed rows and both insert:
-  // the partition's rows twice. A transaction lock on the job, dataset
-  // and partition makes the second wait for the first's commit and then
-  // delete what it wrote. A hash collision only makes two partitions wait
-  // for each other.
-  absl::Status LockPartition(sql::Connection* conn, const std::string& job_id,
-                             const DatasetSpec& dataset,
-                             const std::string& partition) override {
-    return conn
-        ->Exec("SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))",
-               {absl::StrCat(job_id, "\n", dataset.name), partition})
-        .status();
-  }
-
-  absl::Status CloseTransform(sql::Connection* conn) override {
-    return conn->Exec("DISCARD TEMP").status();
-  }
-
-  // ---- Publish and rollback -------------------------------------------------
-
-  absl::Status PrepareTable(sql::Connection* conn,
-                            const DatasetSpec& ds) override {
-    // No other writer between the proof of the deletes and the commit.
-    return conn
-        ->Exec(absl::StrCat(
-            "LOCK TABLE ",
-            engine_->dialect_->Name(engine_->dialect_->Published(ds)),
-            " IN SHARE ROW EXCLUSIVE MODE"))
-        .status();
-  }
-
-  void Replaced(const DatasetSpec& ds) override {
-    engine_->ForgetStats(ds.name);
-  }
-
- private:
-  PostgresEngine* engine_;
-};
-
 sql::ReplaceHooks& PostgresEngine::replace_hooks() { return *hooks_; }
 sql::StagingHooks& PostgresEngine::staging_hooks() { return *hooks_; }
 
 }  // namespace backfill::postgres
 
 namespace backfill::postgres {
-namespace {
-
-// What a plan printed by EXPLAIN (VERBOSE, FORMAT JSON) reads and calls,
-// checked against what SQL text the engine did not write may: relations
-// for which `may_read(schema, table)` is true, and built-in functions of
-// the allow-list (pg_allow_list.h); no function or operator of the
-// database's own (user-defined: oid 16384 and up) whatever its name, but
-// for `engine_functions`, the engine's own that its views call. Empty when
-// the plan passes, else what it does in words ("reads table x.y").
-absl::StatusOr<std::string> RefusedByPlan(
-    PgConnection* conn, const PgValue& plan_json,
-    const std::function<bool(const std::string&, const std::string&)>& may_read,
-    const std::set<std::string>& engine_functions) {
-  // A node's schema sits beside its relation name; read them together.
-  ASSIGN_OR_RETURN(
-      PgResult scanned,
-      conn->Exec("SELECT DISTINCT n ->> 'Schema', n ->> 'Relation Name' "
-                 "FROM jsonb_path_query($1::jsonb, "
-                 "'strict $.** ? (exists (@.\"Relation Name\"))') AS n",
-                 {plan_json}));
-  for (const std::vector<PgValue>& row : scanned.rows) {
-    if (!may_read(row[0].value_or(""), row[1].value_or(""))) {
-      return absl::StrCat("reads table ", row[0].value_or("?"), ".",
-                          row[1].value_or("?"));
-    }
-  }
-  // Functions it calls: names before '(' in the expressions PostgreSQL
-  // printed, with literals and type modifiers taken out first. PostgreSQL
-  // quotes a name that is not all lower case: a quoted name is looked up
-  // as it is written. Operators: the runs of operator characters that name
-  // only operators of the database's own (a symbol PostgreSQL also has
-  // built in, such as =, cannot be told apart in the printed plan).
-  ASSIGN_OR_RETURN(PgResult calls, conn->Exec(
-                                       R"sql(
-WITH e AS (
-  SELECT regexp_replace(
-           regexp_replace(v #>> '{}', '''([^'']|'''')*''', '''''', 'g'),
-           '::[a-z ]+\([0-9, ]*\)', '', 'g') AS text
-  FROM jsonb_path_query($1::jsonb, 'strict $.** ? (@.type() == "string")') AS v
-), n AS (
-  SELECT DISTINCT coalesce(lower(m[1]), replace(m[2], '""', '"')) AS name
-  FROM e, regexp_matches(e.text, '(?:([A-Za-z_][A-Za-z0-9_$]*)|"((?:[^"]|"")+)")\s*\(', 'g') AS m
-), o AS (
-  SELECT DISTINCT m[1] AS name
-  FROM e, regexp_matches(e.text, '([-+*/<>=~!@#%^&|`?]+)', 'g') AS m
-)
-SELECT name,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name),
-       EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n.name AND p.oid >= 16384),
-       false
-FROM n
-UNION ALL
-SELECT name, true, true, true FROM o
-WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_operator p
-              WHERE p.oprname = o.name AND p.oid >= 16384)
-  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_operator p
-                  WHERE p.oprname = o.name AND p.oid < 16384)
-ORDER BY 1)sql",
-                                       {plan_json}));
-  for (const std::vector<PgValue>& row : calls.rows) {
-    const std::string name = row[0].value_or("");
-    if (row[3].value_or("f") == "t") {
-      return absl::StrCat("uses operator ", name,
-                          ", which is not built into PostgreSQL");
-    }
-    if (IsPgKeyword(name) || name == "normalize" || name == "collation" ||
-        engine_functions.count(name) > 0) {
-      continue;
-    }
-    if (row[2].value_or("f") == "t") {
-      return absl::StrCat("calls function ", name,
-                          ", which is not built into PostgreSQL");
-    }
-    if (row[1].value_or("f") == "t" && !IsAllowedPgFunction(name)) {
-      return absl::StrCat("calls function ", name,
-                          ", which is not on the allow-list of functions");
-    }
-  }
-  return std::string();
-}
-
-}  // namespace
 
 void PostgresEngine::SetPredicateTimeout(absl::Duration timeout) {
   absl::MutexLock lock(&predicate_mu_);

@@ -95,6 +95,7 @@
 #include "absl/time/time.h"
 #include "core/engine.h"
 #include "storage/postgres/pg_dialect.h"
+#include "storage/postgres/pg_hooks.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
 #include "storage/sql/connection.h"
@@ -150,8 +151,6 @@ class PostgresEngine : public sql::SqlEngine {
   void SetPredicateTimeout(absl::Duration timeout);
 
  private:
-  class Hooks;
-
   PostgresEngine(std::unique_ptr<PgPool> pool,
                  std::unique_ptr<PgDialect> dialect);
   // sql::SqlEngine: a pooled connection, as the shared units of
@@ -170,7 +169,7 @@ class PostgresEngine : public sql::SqlEngine {
   const std::unique_ptr<PgDialect> dialect_;
   const std::string base_;  // unquoted
   std::string database_;    // set by Open
-  std::unique_ptr<Hooks> hooks_;
+  std::unique_ptr<PgHooks> hooks_;
 
   absl::Mutex predicate_mu_;
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(predicate_mu_) =
@@ -185,11 +184,6 @@ class PostgresEngine : public sql::SqlEngine {
   void ForgetStats(const std::string& dataset_name);
   absl::Mutex stats_mu_;
   std::map<std::string, KeptStats> stats_ ABSL_GUARDED_BY(stats_mu_);
-
-  absl::Mutex checked_mu_;
-  // (job, dataset) whose transform's plan passed the allow-lists.
-  std::set<std::pair<std::string, std::string>> transforms_checked_
-      ABSL_GUARDED_BY(checked_mu_);
 };
 
 }  // namespace backfill::postgres

@@ -43,6 +43,7 @@
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/sqlite/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_hooks.h"
 #include "storage/sqlite/sqlite_membership.h"
 #include "storage/sqlite/sqlite_partition_fingerprints.h"
 #include "storage/sqlite/sqlite_partition_stats.h"
@@ -167,10 +168,7 @@ absl::StatusOr<sql::Lease> SqliteEngine::AcquireForStaging() {
 }
 
 absl::Status SqliteEngine::DropTempObjects(Database* db) {
-  TempObjects& temp = temp_objects_.at(db);
-  temp.transform = {};
-  temp.outputs.clear();
-  return temp.conn->DropScratch();
+  return temp_objects_.at(db).conn->DropScratch();
 }
 
 void SqliteEngine::Release(Database* db) {
@@ -181,7 +179,9 @@ void SqliteEngine::Release(Database* db) {
 SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
     : sql::SqlEngine(&dialect_),
       connections_(std::move(conns)),
-      hooks_(std::make_unique<Hooks>(this)) {
+      hooks_(std::make_unique<sqlite::SqliteHooks>(
+          &dialect_, [this] { return CheckFile(); },
+          [this] { return StatsNow(); })) {
   absl::MutexLock lock(&pool_mu_);
   for (const auto& c : connections_) {
     idle_.push_back(c.get());
@@ -728,175 +728,6 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
   }
   return out;
 }
-
-// What the SQLite engine adds to the shared publish, rollback and
-// staging: the file's identity, the partition statistics and fingerprints
-// of the tables replaced (kept right in the same transaction), an index on
-// the partition column, the staged rows checked against the job's
-// partition list; and a transform's objects kept on the connection from
-// one partition to the next, the transform compiled in a sandbox.
-class SqliteEngine::Hooks : public sql::ReplaceHooks, public sql::StagingHooks {
- public:
-  explicit Hooks(SqliteEngine* engine) : engine_(engine) {}
-
-  absl::Status CheckWarehouse() override { return engine_->CheckFile(); }
-
-  // ---- Staging
-  // ---------------------------------------------------------------
-
-  absl::Status StageTableReady(sql::Connection* conn,
-                               const sql::Relation& stage,
-                               const DatasetSpec& ds) override {
-    if (!ds.partition) return absl::OkStatus();
-    return conn
-        ->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
-                            Q(stage.name + "__partition"), " ON ",
-                            Q(stage.name), " (", Q(ds.partition->column), ")"))
-        .status();
-  }
-
-  // The objects a transform runs over are the same for every partition of
-  // the job's dataset, so a connection keeps them from one call to the
-  // next (no schema change per partition, and its cached statements stay
-  // compiled); they are made again when anything they are made of
-  // differs, and dropped before the connection serves any other call
-  // (AcquireDb).
-  absl::StatusOr<sql::CompiledTransform> OpenTransform(
-      sql::Connection* conn, const sql::TransformSetup& setup) override {
-    Database* db = static_cast<sqlite::SqliteConnection*>(conn)->db();
-    const DatasetSpec& dataset = *setup.dataset;
-    // The transform is part of what the objects are made for: its check
-    // and its text as compiled are kept with them.
-    const std::string key =
-        absl::StrCat(absl::StrJoin(setup.statements, ";\n"),
-                     ";\n-- transform\n", dataset.transform);
-    TempObjects& temp = engine_->temp_objects_.at(db);
-    if (temp.conn->scratch_key() == key) return temp.transform;
-    RETURN_IF_ERROR(Annotate(engine_->DropTempObjects(db), setup.where));
-    for (const std::string& sql : setup.statements) {
-      RETURN_IF_ERROR(Annotate(db->Exec(sql), setup.where));
-    }
-    // The transform alone: one read-only SELECT, compiled (never from the
-    // statement cache) against the objects just made.
-    absl::StatusOr<Statement> transform = db->Prepare(dataset.transform);
-    if (!transform.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("transform of ", dataset.name,
-                       " does not compile: ", transform.status().message()));
-    }
-    if (!transform->IsReadOnly()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "transform of ", dataset.name, " is not a read-only SELECT"));
-    }
-    // Compiled again in a sandbox: it may read its declared upstream
-    // datasets only (through the job's views where the job recomputes or
-    // pins them: the view, and the job's own tables the view reads) and
-    // call the functions of the allow-list.
-    sqlite::Sandbox::Options allowed;
-    allowed.tables = setup.reads;
-    allowed.temp_tables = true;  // the job's views
-    allowed.recursive = true;
-    allowed.extra_functions = {sqlite::kPartitionFunction};  // in the views
-    for (const InputRef& in : *setup.inputs) {
-      allowed.tables.insert(in.dataset->table);
-    }
-    std::string refused;
-    {
-      sqlite::Sandbox sandbox(db, std::move(allowed));
-      refused = db->Prepare(dataset.transform).ok() ? "" : sandbox.refused();
-    }
-    if (!refused.empty()) {
-      return TransformRefused(dataset, refused, *setup.inputs, "SQLite");
-    }
-    sql::CompiledTransform compiled;
-    compiled.text = transform->Sql();
-    while (!compiled.text.empty() &&
-           (compiled.text.back() == ';' ||
-            std::isspace(static_cast<unsigned char>(compiled.text.back())))) {
-      compiled.text.pop_back();
-    }
-    for (int i = 1; i <= transform->ParameterCount(); ++i) {
-      compiled.parameters.push_back(transform->ParameterName(i));
-    }
-    temp.outputs.clear();
-    for (int i = 0; i < transform->ColumnCount(); ++i) {
-      temp.outputs.push_back(transform->ColumnName(i));
-    }
-    temp.conn->scratch_key() = key;
-    temp.transform = compiled;
-    return compiled;
-  }
-
-  absl::StatusOr<std::vector<std::string>> VetTransform(
-      sql::Connection* conn, const sql::TransformSetup&,
-      const sql::CompiledTransform&, const sql::Params&) override {
-    return engine_->temp_objects_
-        .at(static_cast<sqlite::SqliteConnection*>(conn)->db())
-        .outputs;
-  }
-
-  // The output table stays for the next partition, empty.
-  absl::Status CloseTransform(sql::Connection* conn) override {
-    return conn->Exec(absl::StrCat("DELETE FROM temp.", Q(kOutTable))).status();
-  }
-
-  // ---- Publish and rollback -------------------------------------------------
-
-  absl::StatusOr<std::function<absl::Status()>> BeforeReplacing(
-      sql::Connection* conn, const DatasetSpec& ds,
-      const std::vector<std::string>& partitions) override {
-    Database* db = static_cast<sqlite::SqliteConnection*>(conn)->db();
-    ASSIGN_OR_RETURN(sqlite::StatsWrite stats,
-                     sqlite::StatsWrite::Begin(db, ds, partitions));
-    RETURN_IF_ERROR(sqlite::DropPartitionFingerprints(db, ds.name));
-    auto kept = std::make_shared<sqlite::StatsWrite>(std::move(stats));
-    SqliteEngine* engine = engine_;
-    return std::function<absl::Status()>(
-        [kept, db, engine] { return kept->Finish(db, engine->StatsNow()); });
-  }
-
-  absl::Status PrepareTable(sql::Connection* conn,
-                            const DatasetSpec& ds) override {
-    if (!ds.partition) return absl::OkStatus();
-    // The partition column gets an index, so that replacing a partition
-    // costs its rows, not the table.
-    return conn
-        ->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
-                            Q(absl::StrCat("_bf_idx_", ds.table)), " ON ",
-                            Q(ds.table), " (", Q(ds.partition->column), ")"))
-        .status();
-  }
-
-  absl::Status CheckStaged(sql::Connection* conn, const DatasetSpec& ds,
-                           const sql::Relation& stage,
-                           const sql::Relation& parts,
-                           const std::string& where) override {
-    if (!ds.partition) return absl::OkStatus();
-    // Every staged row must belong to one of the job's partitions of the
-    // dataset: the insert then cannot reach outside them.
-    ASSIGN_OR_RETURN(
-        sql::Result r,
-        conn->Exec(absl::StrCat(
-            "SELECT COUNT(*), MIN(quote(", Q(ds.partition->column), ")) FROM ",
-            dialect().Name(stage), " WHERE NOT EXISTS (SELECT 1 FROM ",
-            dialect().Name(parts), " AS _bf_p WHERE ",
-            MembershipCondition(ds, "", "_bf_p.\"value\"", "_bf_p.\"lo\"",
-                                "_bf_p.\"hi\""),
-            ")")));
-    if (const int64_t outside = r.rows.at(0)[0].integer; outside > 0) {
-      return absl::InternalError(absl::StrCat(
-          where, ": ", outside,
-          " staged rows belong to none of the job's partitions (e.g. ",
-          ds.partition->column, "=", r.rows[0][1].text,
-          "); the transaction was rolled back and nothing was published"));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  const sql::Dialect& dialect() const { return engine_->dialect_; }
-  SqliteEngine* engine_;
-};
 
 sql::ReplaceHooks& SqliteEngine::replace_hooks() { return *hooks_; }
 sql::StagingHooks& SqliteEngine::staging_hooks() { return *hooks_; }

@@ -122,6 +122,7 @@ namespace backfill {
 namespace sqlite {
 class Database;
 class SqliteConnection;
+class SqliteHooks;
 class WalCheckpointer;
 }  // namespace sqlite
 
@@ -206,7 +207,6 @@ class SqliteEngine : public sql::SqlEngine {
 
  private:
   class Lease;
-  class Hooks;
 
   explicit SqliteEngine(std::vector<std::unique_ptr<sqlite::Database>> conns);
 
@@ -248,17 +248,11 @@ class SqliteEngine : public sql::SqlEngine {
   absl::Mutex pool_mu_;
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
 
-  // Each connection as the shared units use it, and what StagePartition
-  // left in its temp schema for the next call: the connection's
-  // scratch_key() names the SQL the objects were made with (and the
-  // transform they were checked for), "" for none; the transform as
-  // compiled and its output columns are valid while it does. One entry per
-  // connection, made by the constructor; an entry is read and written only
-  // by the thread holding its connection's lease.
+  // Each connection as the shared units use it (it keeps the fingerprint
+  // statements StagePartition runs, and names what its temp schema holds:
+  // scratch_key()). One entry per connection, made by the constructor; an
+  // entry is used only by the thread holding its connection's lease.
   struct TempObjects {
-    sql::CompiledTransform transform;
-    std::vector<std::string> outputs;
-    // It keeps the fingerprint statements StagePartition runs.
     std::unique_ptr<sqlite::SqliteConnection> conn;
   };
   std::map<const sqlite::Database*, TempObjects> temp_objects_;
@@ -271,7 +265,7 @@ class SqliteEngine : public sql::SqlEngine {
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(query_mu_) =
       absl::Seconds(20);
 
-  std::unique_ptr<Hooks> hooks_;
+  std::unique_ptr<sqlite::SqliteHooks> hooks_;
 };
 
 }  // namespace backfill
