@@ -1,43 +1,21 @@
 #include "storage/postgres/pg_engine.h"
 
-#include <algorithm>
-#include <cctype>
-#include <functional>
-#include <optional>
 #include <set>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "core/affected_by.h"
-#include "core/crash_point.h"
-#include "core/diff.h"
-#include "core/fingerprint.h"
-#include "core/partition_layout.h"
 #include "core/status_macros.h"
-#include "core/stopwatch.h"
-#include "core/transform_parameters.h"
-#include "core/upstream_mapping.h"
 #include "storage/postgres/pg_allow_list.h"
-#include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_hooks.h"
 #include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_plan_check.h"
 #include "storage/postgres/pg_sql_connection.h"
-#include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
-#include "storage/sql/markers.h"
 #include "storage/sql/named_parameters.h"
 #include "storage/sql/partition_counts.h"
 #include "storage/sql/predicates.h"
-#include "storage/sql/profiles.h"
-#include "storage/sql/publish.h"
-#include "storage/sql/rollback.h"
-#include "storage/sql/validation.h"
 
 namespace backfill::postgres {
 namespace {
@@ -145,16 +123,8 @@ absl::StatusOr<sql::Lease> PostgresEngine::Acquire() {
                     [](sql::Connection* conn) { delete conn; });
 }
 
-}  // namespace backfill::postgres
-
-namespace backfill::postgres {
-
 sql::ReplaceHooks& PostgresEngine::replace_hooks() { return *hooks_; }
 sql::StagingHooks& PostgresEngine::staging_hooks() { return *hooks_; }
-
-}  // namespace backfill::postgres
-
-namespace backfill::postgres {
 
 void PostgresEngine::SetPredicateTimeout(absl::Duration timeout) {
   absl::MutexLock lock(&predicate_mu_);
@@ -307,10 +277,6 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
   return std::vector<std::string>(matching.begin(), matching.end());
 }
 
-}  // namespace backfill::postgres
-
-namespace backfill::postgres {
-
 void PostgresEngine::ForgetStats(const std::string& dataset_name) {
   absl::MutexLock lock(&stats_mu_);
   stats_.erase(dataset_name);
@@ -350,5 +316,3 @@ absl::StatusOr<PartitionStats> PostgresEngine::PartitionStatistics(
 }
 
 }  // namespace backfill::postgres
-
-namespace backfill::postgres {}  // namespace backfill::postgres

@@ -1,14 +1,20 @@
 // PostgresEngine: the warehouse on a PostgreSQL server, reached through
 // libpq with a connection string (`warehouse: {engine: postgres, dsn: ...}`).
 // Passwords come from libpq's own sources (PGPASSWORD, ~/.pgpass,
-// PGPASSFILE), never from the pipeline file.
+// PGPASSFILE), never from the pipeline file. It is the SQL engine of
+// storage/sql/ (sql::SqlEngine) over PgDialect and PgSqlConnections of a
+// PgPool; what it adds is PostgreSQL's own: the pool and cancellation,
+// the service schema and membership functions it creates, plan-based
+// refusal of transforms and predicates (PgHooks, pg_plan_check.h), table
+// locks while publishing, and statistics kept between calls.
 //
 // Where things live in the database the connection string names:
 //   <base>.<table>   published tables; <base> is the schema the connection's
 //                    search_path creates tables in (current_schema() when
 //                    the engine opens, normally "public"). Every statement
 //                    names it explicitly.
-//   _bf.*            the warehouse's own records (pg_markers.h), the
+//   _bf.*            the warehouse's own records (storage/sql/markers.h),
+//                    the
 //                    membership functions (pg_membership.h), and the
 //                    rollback copies _bf."prev_<job>_<dataset>": the rows a
 //                    Publish replaced, kept for Rollback until retention
@@ -31,13 +37,10 @@
 //                                           taken once
 //                    A transform runs with the job's schema first on its
 //                    session's search_path (SET LOCAL, inside the staging
-//                    transaction), and with a TEMP view named like the
-//                    table of each other dataset the job recomputes (its
-//                    staged rows UNION ALL its published rows outside the
-//                    job's partitions; the session's temporary schema comes
-//                    before any other), so the names it reads resolve to
-//                    the job's view of them and its text is never
-//                    rewritten.
+//                    transaction), and with TEMP views named like the
+//                    tables it reads (storage/sql/staging.h; the
+//                    session's temporary schema comes before any other),
+//                    so its text is never rewritten.
 //                    DropStaging drops the schema (CASCADE).
 // A name longer than PostgreSQL's 63 bytes would be cut silently by the
 // server: a dataset or table whose names would make one refuses with
@@ -46,46 +49,33 @@
 // Statements bind every value ($1..$n, text); transforms keep their
 // :partition_start, :partition_end, :partition (and :partition_key,
 // :window_start, :keys) parameters, translated to positional ones
-// (storage/sql/named_parameters.h). Identifiers are quoted with
-// PQescapeIdentifier. Membership follows pg_membership.h: the one
-// definition of partition membership, typed ranges on DATE, TIMESTAMP
-// and TIMESTAMPTZ columns so that indexes serve them.
+// (storage/sql/named_parameters.h). Identifiers are quoted as standard SQL
+// quotes them (sql::Dialect::Quote). Membership follows pg_membership.h: the
+// one definition of partition membership, typed ranges on DATE, TIMESTAMP and
+// TIMESTAMPTZ columns so that indexes serve them.
 //
-// StagePartition runs the transform into a session TEMP table in a
-// read-only REPEATABLE READ transaction, fingerprints the output and the
-// inputs in the same transaction, then replaces the partition's staged
-// rows in a second one. It times these phases on the monotonic clock
-// (StageTimings, with a Stopwatch: the engine has no injected clock):
-// `transform` from the leased connection to the TEMP table complete (the
-// session's views, the transform, the partition check, entity keys),
-// `fingerprint` the hashing, `stage_write` the second transaction.
-//
-// Publish and Rollback are one transaction each, which first checks (FOR
-// SHARE) that the claiming store still owns the warehouse, locks each
-// published table against other writers (SHARE ROW EXCLUSIVE), proves per
-// partition that it deletes exactly the rows that belong to it, and writes
-// the publication (or rollback) marker before committing. A connection lost
-// mid-publish leaves a transaction that never committed.
+// Publish and Rollback (storage/sql/publish.h, rollback.h) check (FOR
+// SHARE) that the claiming store still owns the warehouse and lock each
+// published table against other writers (SHARE ROW EXCLUSIVE) until they
+// commit. A connection lost mid-publish leaves a transaction that never
+// committed.
 //
 // Ownership: the engine owns its pool (pg_pool.h, `connections`
-// connections: the daemon's --workers plus a few for planning and reads).
-// As with SqliteEngine, PrepareJob copies the layout but keeps its
-// DatasetSpec pointers: the Catalog must outlive the engine's use of the
-// job. After a restart PrepareJob must be called again (idempotent).
+// connections: the daemon's --workers plus a few for planning and reads),
+// its dialect and its hooks. PrepareJob copies the layout but keeps its
+// DatasetSpec pointers (sql_engine.h).
 //
 // Thread-safety: thread-safe. Each call leases one pooled connection for
-// its duration; jobs are immutable snapshots behind a mutex. Interrupt()
-// cancels every statement in flight (PQcancel) from any thread.
+// its duration. Interrupt() cancels every statement in flight (PQcancel)
+// from any thread.
 
 #ifndef BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
 #define BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
 
-#include <functional>
 #include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -96,7 +86,6 @@
 #include "core/engine.h"
 #include "storage/postgres/pg_dialect.h"
 #include "storage/postgres/pg_hooks.h"
-#include "storage/postgres/pg_membership.h"
 #include "storage/postgres/pg_pool.h"
 #include "storage/sql/connection.h"
 #include "storage/sql/sql_engine.h"

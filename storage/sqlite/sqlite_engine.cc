@@ -3,43 +3,25 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/affected_by.h"
-#include "core/crash_point.h"
-#include "core/fingerprint.h"
 #include "core/partition.h"
 #include "core/status_macros.h"
-#include "core/stopwatch.h"
-#include "core/transform_parameters.h"
-#include "core/upstream_mapping.h"
 #include "spdlog/spdlog.h"
 #include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 #include "storage/sql/predicates.h"
-#include "storage/sql/profiles.h"
-#include "storage/sql/publish.h"
-#include "storage/sql/rollback.h"
-#include "storage/sql/validation.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/sqlite/sqlite_fingerprint_function.h"
@@ -53,42 +35,16 @@
 namespace backfill {
 namespace {
 
+using sql::Annotate;
 using sqlite::BindMembership;
-using sqlite::ColumnType;
 using sqlite::Database;
-using sqlite::HashRows;
-using sqlite::MembershipCondition;
 using sqlite::MembershipConditionParams;
-using sqlite::QuoteIdentifier;
 using sqlite::Statement;
 using sqlite::Transaction;
 
-// absl::string_view is not std::string_view in this abseil build.
-absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
-
-constexpr char kOutTable[] = "_bf_out";  // per-connection TEMP table
 constexpr char kPublications[] = "_bf_publications";
-std::string Q(std::string_view name) { return QuoteIdentifier(name); }
 
-using sql::Annotate;
-
-// `"a", "b"`, or `*` for a dataset without declared columns (a source).
-std::string ColumnList(const DatasetSpec& ds, std::string_view prefix = "") {
-  if (ds.columns.empty()) return std::string(prefix) + "*";
-  std::vector<std::string> cols;
-  for (const ColumnSpec& c : ds.columns) {
-    cols.push_back(absl::StrCat(Sv(prefix), Q(c.name)));
-  }
-  return absl::StrJoin(cols, ", ");
-}
-
-std::string ColumnDefs(const DatasetSpec& ds) {
-  std::vector<std::string> cols;
-  for (const ColumnSpec& c : ds.columns) {
-    cols.push_back(absl::StrCat(Q(c.name), " ", c.type));
-  }
-  return absl::StrJoin(cols, ", ");
-}
+std::string Q(std::string_view name) { return sqlite::QuoteIdentifier(name); }
 
 // Runs `sql` (one statement without parameters) through the statement
 // cache.
@@ -96,8 +52,6 @@ absl::Status RunCached(Database* db, const std::string& sql) {
   ASSIGN_OR_RETURN(Statement q, db->PrepareCached(sql));
   return q.Run();
 }
-
-using sql::FindItem;
 
 }  // namespace
 
@@ -139,14 +93,14 @@ absl::StatusOr<SqliteEngine::Lease> SqliteEngine::AcquireDb() {
   Lease lease = AcquireAsItIs();
   // StagePartition's views shadow published tables by their names: no
   // other call may see them.
-  if (!temp_objects_.at(lease.get()).conn->scratch_key().empty()) {
+  if (!sql_connections_.at(lease.get())->scratch_key().empty()) {
     RETURN_IF_ERROR(DropTempObjects(lease.get()));
   }
   return lease;
 }
 
 sql::Lease SqliteEngine::Lend(Database* db) {
-  return sql::Lease(temp_objects_.at(db).conn.get(),
+  return sql::Lease(sql_connections_.at(db).get(),
                     [this, db](sql::Connection* conn) {
                       // Never hand back a connection inside a transaction.
                       conn->Rollback();
@@ -168,7 +122,7 @@ absl::StatusOr<sql::Lease> SqliteEngine::AcquireForStaging() {
 }
 
 absl::Status SqliteEngine::DropTempObjects(Database* db) {
-  return temp_objects_.at(db).conn->DropScratch();
+  return sql_connections_.at(db)->DropScratch();
 }
 
 void SqliteEngine::Release(Database* db) {
@@ -185,7 +139,7 @@ SqliteEngine::SqliteEngine(std::vector<std::unique_ptr<Database>> conns)
   absl::MutexLock lock(&pool_mu_);
   for (const auto& c : connections_) {
     idle_.push_back(c.get());
-    temp_objects_[c.get()].conn =
+    sql_connections_[c.get()] =
         std::make_unique<sqlite::SqliteConnection>(c.get(), &dialect_);
   }
 }
@@ -603,7 +557,7 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
   const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
   const std::string in_partition =
       dataset.partition ? MembershipConditionParams(dataset) : std::string("1");
-  const std::string cols = ColumnList(dataset);
+  const std::string cols = sql::ColumnList(dataset);
   const std::pair<const char*, std::string> sides[] = {
       {names[0], absl::StrCat("SELECT ", cols, " FROM main.", Q(stage),
                               " WHERE ", in_partition)},
@@ -661,10 +615,11 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
   // The partition's rows on each side, in TEMP tables typed like the
   // contract and indexed by the key.
   const char* const names[] = {"_bf_diff_after", "_bf_diff_before"};
+  ASSIGN_OR_RETURN(const std::string defs, dialect_.ColumnDefinitions(dataset));
   std::vector<std::string> setup;
   for (const char* name : names) {
-    setup.push_back(absl::StrCat("CREATE TEMP TABLE ", Q(name), " (",
-                                 ColumnDefs(dataset), ")"));
+    setup.push_back(
+        absl::StrCat("CREATE TEMP TABLE ", Q(name), " (", defs, ")"));
     if (columns.by_key) {
       setup.push_back(absl::StrCat("CREATE INDEX temp.",
                                    Q(absl::StrCat(name, "_key")), " ON ",
@@ -673,11 +628,11 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
   }
   const std::string setup_key =
       absl::StrCat("-- diff\n", absl::StrJoin(setup, ";\n"));
-  TempObjects& temp = temp_objects_.at(db.get());
-  if (temp.conn->scratch_key() != setup_key) {
+  sqlite::SqliteConnection* conn = sql_connections_.at(db.get()).get();
+  if (conn->scratch_key() != setup_key) {
     RETURN_IF_ERROR(DropTempObjects(db.get()));
     for (const std::string& sql : setup) RETURN_IF_ERROR(db->Exec(sql));
-    temp.conn->scratch_key() = setup_key;
+    conn->scratch_key() = setup_key;
   }
   // Partitions share a read transaction (a snapshot, and one pair of WAL
   // read-lock calls) up to kDiffsPerTransaction of them, so that a long
@@ -711,9 +666,8 @@ SqliteEngine::DiffPartitions(const std::string& job_id,
       ASSIGN_OR_RETURN(published, db->TableExists(dataset.table));
     }
     ++in_txn;
-    absl::StatusOr<PartitionDiff> diff =
-        DiffOnePartition(temp.conn.get(), dataset, columns, stage, published,
-                         partition, sample_limit);
+    absl::StatusOr<PartitionDiff> diff = DiffOnePartition(
+        conn, dataset, columns, stage, published, partition, sample_limit);
     if (!diff.ok()) {
       txn->Rollback();
       txn.reset();

@@ -1,6 +1,11 @@
 // SqliteEngine: the embedded warehouse, one SQLite file
 // (`<data-dir>/warehouse.db`) in WAL mode, where datasets live and
-// transforms run.
+// transforms run. It is the SQL engine of storage/sql/ (sql::SqlEngine)
+// over SqliteDialect and a pool of SqliteConnections; what it adds is
+// SQLite's own: the file and its identity, WAL mode and its checkpointer,
+// the statement sandbox for transforms and predicates (SqliteHooks,
+// sqlite_sandbox.h), the partition statistics and fingerprint caches, and
+// a diff over indexed TEMP tables.
 //
 // Artifacts a job leaves in the warehouse, all with reserved names (`<job>`
 // is the job id with every character outside [A-Za-z0-9] replaced by '_';
@@ -58,42 +63,23 @@
 // delete exactly the rows that belong to it (and Rollback that it restores
 // exactly the copy's rows of it).
 //
-// StagePartition reads its inputs through TEMP VIEWs on its connection that
+// Staging (storage/sql/staging.h) reads its inputs through TEMP VIEWs that
 // shadow the table names the transform uses (SQLite resolves unqualified
-// names in the temp schema first, so the transform text is unchanged):
-// a pinned input reads its snapshot; a dataset the same job recomputes reads
-// its staged rows UNION ALL its published rows outside the job's partitions.
+// names in the temp schema first), kept on the connection from one
+// partition of a job's dataset to the next. Its first transaction is a
+// deferred (read) one that writes only the temp schema, which takes no
+// lock on the warehouse, so many workers run transforms concurrently (WAL
+// readers); its second is BEGIN IMMEDIATE, the only one that holds the
+// (single) writer lock. The pool's connections share a sqlite::WriterLock,
+// so the engine's own writers queue for it in the process; busy_timeout
+// (10 s) makes them wait for other processes' writers.
 //
-// Staging runs in two short transactions rather than one long write:
-//   1. a deferred (read) transaction creates the views, runs the transform
-//      into a TEMP table typed like the contract, checks that every row
-//      falls inside the partition and computes the output and input
-//      fingerprints. Writing only the temp schema takes no lock on the
-//      warehouse, so many workers run transforms concurrently (WAL readers).
-//   2. BEGIN IMMEDIATE: delete the partition's staged rows, copy the temp
-//      table into staging, commit. Only this copy holds the (single) writer
-//      lock. The pool's connections share a sqlite::WriterLock, so the
-//      engine's own writers queue for it in the process; busy_timeout
-//      (10 s) makes them wait for other processes' writers.
-// A failed check stages nothing: the writer transaction never starts.
-// The call times its phases on the monotonic clock (StageTimings, with a
-// Stopwatch: the engine has no injected clock): `transform` from the
-// leased connection to the temp table complete (views, transform,
-// partition check, entity keys), `fingerprint` the hashing that ends
-// phase 1, `stage_write` phase 2, its wait for the writer lock included.
-//
-// Ownership: the engine owns its connections. JobLayouts handed to PrepareJob
-// are copied, but their DatasetSpec pointers are kept: the Catalog that owns
-// them must outlive the engine's use of the job (it lives as long as the
-// daemon). The layout of a job is remembered in memory; after a restart
-// PrepareJob must be called again (it is idempotent and keeps existing pins).
+// Ownership: the engine owns its connections, its dialect and its hooks.
+// JobLayouts handed to PrepareJob are copied, but their DatasetSpec
+// pointers are kept (sql_engine.h).
 //
 // Thread-safety: thread-safe. A pool of `connections` connections serves
-// concurrent calls (each call leases one connection for its duration). The
-// in-memory jobs are immutable snapshots (shared_ptr<const JobInfo>) in a
-// map guarded by a mutex: a call holds that mutex only to look up (or
-// replace) the pointer, so its cost does not grow with the job's size; each
-// job's pinned-input fingerprint cache has its own mutex.
+// concurrent calls (each call leases one connection for its duration).
 
 #ifndef BACKFILL_STORAGE_SQLITE_SQLITE_ENGINE_H_
 #define BACKFILL_STORAGE_SQLITE_SQLITE_ENGINE_H_
@@ -101,13 +87,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -172,15 +155,13 @@ class SqliteEngine : public sql::SqlEngine {
       absl::Span<const std::string> partitions, int sample_limit) override;
   // Runs on a connection of its own opened read-only with PRAGMA
   // query_only=ON (":memory:": the pool's connection, query_only for the
-  // call), inside a ReadSandbox (storage/sqlite/sqlite_sandbox.h) that lets the
-  // statement read only the dataset's table. The predicate is checked by
-  // CheckPredicate (core/affected_by.h) and spliced as
-  //   SELECT _bf_partition_of(grain, col) FROM main.<table>
-  //   WHERE (\n<predicate>\n) GROUP BY col COLLATE BINARY
-  // which must prepare as exactly one read-only statement without
-  // parameters. One predicate runs at a time; it is stopped after the
-  // predicate timeout (SetPredicateTimeout, default 20 s, below
-  // backfillctl's default RPC deadline) or by Interrupt().
+  // call), inside a ReadSandbox (storage/sqlite/sqlite_sandbox.h) that lets
+  // the statement read only the dataset's table. The predicate is checked
+  // by CheckPredicate (core/affected_by.h) and spliced into the statement
+  // of storage/sql/predicates.h, which must prepare as exactly one
+  // read-only statement without parameters. One predicate runs at a time;
+  // it is stopped after the predicate timeout (SetPredicateTimeout, default
+  // 20 s, below backfillctl's default RPC deadline) or by Interrupt().
   absl::StatusOr<std::vector<std::string>> PartitionsMatching(
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;
@@ -231,7 +212,7 @@ class SqliteEngine : public sql::SqlEngine {
   sql::ReplaceHooks& replace_hooks() override;
   sql::StagingHooks& staging_hooks() override;
   void Release(sqlite::Database* db);
-  // Drops every temp object of `db` and forgets what StagePartition made.
+  // Drops every temp object of `db` (SqliteConnection::DropScratch).
   absl::Status DropTempObjects(sqlite::Database* db);
   const sqlite::SqliteDialect dialect_;
 
@@ -249,13 +230,11 @@ class SqliteEngine : public sql::SqlEngine {
   std::vector<sqlite::Database*> idle_ ABSL_GUARDED_BY(pool_mu_);
 
   // Each connection as the shared units use it (it keeps the fingerprint
-  // statements StagePartition runs, and names what its temp schema holds:
-  // scratch_key()). One entry per connection, made by the constructor; an
-  // entry is used only by the thread holding its connection's lease.
-  struct TempObjects {
-    std::unique_ptr<sqlite::SqliteConnection> conn;
-  };
-  std::map<const sqlite::Database*, TempObjects> temp_objects_;
+  // statements staging runs, and names what its temp schema holds:
+  // scratch_key()). Made by the constructor; an entry is used only by the
+  // thread holding its connection's lease.
+  std::map<const sqlite::Database*, std::unique_ptr<sqlite::SqliteConnection>>
+      sql_connections_;
 
   // PartitionsMatching's read-only connection (null for ":memory:"),
   // opened by Open() and never replaced: Interrupt() may reach it from any
