@@ -126,11 +126,6 @@ absl::StatusOr<sql::Lease> PostgresEngine::Acquire() {
 sql::ReplaceHooks& PostgresEngine::replace_hooks() { return *hooks_; }
 sql::StagingHooks& PostgresEngine::staging_hooks() { return *hooks_; }
 
-void PostgresEngine::SetPredicateTimeout(absl::Duration timeout) {
-  absl::MutexLock lock(&predicate_mu_);
-  predicate_timeout_ = timeout;
-}
-
 absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
     const DatasetSpec& dataset, const std::string& predicate,
     size_t max_partitions) {
@@ -177,11 +172,7 @@ absl::StatusOr<std::vector<std::string>> PostgresEngine::PartitionsMatching(
                             "call PostgreSQL's functions of the allow-list in "
                             "docs/pipeline-spec.md");
   }
-  absl::Duration timeout;
-  {
-    absl::MutexLock lock(&predicate_mu_);
-    timeout = predicate_timeout_;
-  }
+  const absl::Duration timeout = predicate_timeout();
   ASSIGN_OR_RETURN(PgPool::Lease conn, pool_->Acquire());
   ASSIGN_OR_RETURN(std::string base, conn->QuoteIdentifier(base_));
   ASSIGN_OR_RETURN(std::string table, conn->QuoteIdentifier(dataset.table));

@@ -137,7 +137,6 @@ class PostgresEngine : public sql::SqlEngine {
   absl::StatusOr<std::vector<std::string>> PartitionsMatching(
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;
-  void SetPredicateTimeout(absl::Duration timeout);
 
  private:
   PostgresEngine(std::unique_ptr<PgPool> pool,
@@ -159,10 +158,6 @@ class PostgresEngine : public sql::SqlEngine {
   const std::string base_;  // unquoted
   std::string database_;    // set by Open
   std::unique_ptr<PgHooks> hooks_;
-
-  absl::Mutex predicate_mu_;
-  absl::Duration predicate_timeout_ ABSL_GUARDED_BY(predicate_mu_) =
-      absl::Seconds(20);
 
   // Partition statistics kept by dataset name, with the table's change
   // signal when they were counted.

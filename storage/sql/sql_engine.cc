@@ -23,19 +23,29 @@ namespace backfill::sql {
 
 void SqlEngine::SetStatsPolicy(absl::Duration max_age,
                                std::function<absl::Time()> now) {
-  absl::MutexLock lock(&stats_mu_);
+  absl::MutexLock lock(&settings_mu_);
   stats_max_age_ = max_age;
   stats_now_ = std::move(now);
 }
 
 absl::Time SqlEngine::StatsNow() const {
-  absl::MutexLock lock(&stats_mu_);
+  absl::MutexLock lock(&settings_mu_);
   return stats_now_ ? stats_now_() : absl::Now();
 }
 
 absl::Duration SqlEngine::stats_max_age() const {
-  absl::MutexLock lock(&stats_mu_);
+  absl::MutexLock lock(&settings_mu_);
   return stats_max_age_;
+}
+
+void SqlEngine::SetPredicateTimeout(absl::Duration timeout) {
+  absl::MutexLock lock(&settings_mu_);
+  predicate_timeout_ = timeout;
+}
+
+absl::Duration SqlEngine::predicate_timeout() const {
+  absl::MutexLock lock(&settings_mu_);
+  return predicate_timeout_;
 }
 
 std::string SqlEngine::store_id() const {

@@ -1,11 +1,14 @@
 // SqlEngine: the warehouse Engine (core/engine.h) written once over a
 // Dialect and the Connections of a pool (storage/sql/dialect.h,
 // connection.h). Each call leases a connection and runs the shared unit of
-// its concept (staging.h, validation.h, profiles.h, diff.h, publish.h,
-// rollback.h, markers.h, ...); an engine derives from it and supplies its
-// pool (Acquire), its hooks (ReplaceHooks, StagingHooks) and whatever is
-// its own (SQLite: the statement sandbox, file identity, its statistics
-// caches; PostgreSQL: plan-based refusal, table locks, kept statistics).
+// its concept (markers.h, staging.h, validation.h, profiles.h, diff.h,
+// publish.h, rollback.h, partition_counts.h, client_sql.h, artifacts.h);
+// an engine derives from it and supplies its pool (Acquire), its hooks
+// (ReplaceHooks, StagingHooks) and whatever is its own, overriding the
+// calls it does otherwise (SQLite: the statement sandbox, file identity,
+// its statistics caches and diff tables; PostgreSQL: plan-based refusal,
+// table locks, kept statistics). PartitionsMatching is each engine's: how
+// a client's predicate is made safe is (predicates.h).
 //
 // What a prepared job is, is remembered in a JobRegistry (job_registry.h):
 // in memory, so after a restart PrepareJob must be called again (it is
@@ -48,6 +51,9 @@ class SqlEngine : public Engine {
   // Thread-safe.
   void SetStatsPolicy(absl::Duration max_age,
                       std::function<absl::Time()> now = nullptr);
+  // How long PartitionsMatching lets a predicate run (default 20 s).
+  // Thread-safe.
+  void SetPredicateTimeout(absl::Duration timeout);
 
   absl::StatusOr<WarehouseInfo> Inspect() override;
   absl::Status Claim(const std::string& store_id, bool take_over) override;
@@ -138,6 +144,7 @@ class SqlEngine : public Engine {
   // (SetStatsPolicy).
   absl::Time StatsNow() const;
   absl::Duration stats_max_age() const;
+  absl::Duration predicate_timeout() const;
   // The store id of the last Claim ("" before any).
   std::string store_id() const;
   void set_store_id(const std::string& store_id);
@@ -145,9 +152,12 @@ class SqlEngine : public Engine {
  private:
   const Dialect& dialect_;
   JobRegistry jobs_;
-  mutable absl::Mutex stats_mu_;
-  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
-  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
+  // Guards the settings.
+  mutable absl::Mutex settings_mu_;
+  absl::Duration stats_max_age_ ABSL_GUARDED_BY(settings_mu_) = absl::Hours(1);
+  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(settings_mu_);
+  absl::Duration predicate_timeout_ ABSL_GUARDED_BY(settings_mu_) =
+      absl::Seconds(20);
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);
 };

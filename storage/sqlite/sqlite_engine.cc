@@ -387,11 +387,6 @@ absl::Status SqliteEngine::Probe() {
 
 // ---------------------------------------------------------------------------
 
-void SqliteEngine::SetPredicateTimeout(absl::Duration timeout) {
-  absl::MutexLock lock(&query_mu_);
-  predicate_timeout_ = timeout;
-}
-
 absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
     const DatasetSpec& dataset, const std::string& predicate,
     size_t max_partitions) {
@@ -429,7 +424,7 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   const std::string quoted = QuotePredicate(predicate);
   const std::string where =
       absl::StrCat("table ", dataset.table, " of dataset ", dataset.name);
-  const absl::Duration timeout = predicate_timeout_;
+  const absl::Duration timeout = predicate_timeout();
   // The engine's part of the statement maps rows to partitions with its
   // own function.
   sqlite::ReadSandbox sandbox(db, dataset.table, timeout,

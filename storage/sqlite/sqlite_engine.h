@@ -170,9 +170,6 @@ class SqliteEngine : public sql::SqlEngine {
   // header says (nor without one).
   absl::Status Probe() override;
 
-  // How long PartitionsMatching lets a predicate run (default 20 s).
-  void SetPredicateTimeout(absl::Duration timeout);
-
   // Reserved table names (unquoted), exposed for tests and tooling.
   static std::string StageTable(const std::string& job_id,
                                 const std::string& dataset);
@@ -241,8 +238,6 @@ class SqliteEngine : public sql::SqlEngine {
   // thread. query_mu_ lets one predicate run at a time.
   std::unique_ptr<sqlite::Database> query_db_;
   absl::Mutex query_mu_;
-  absl::Duration predicate_timeout_ ABSL_GUARDED_BY(query_mu_) =
-      absl::Seconds(20);
 
   std::unique_ptr<sqlite::SqliteHooks> hooks_;
 };
