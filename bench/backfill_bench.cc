@@ -32,8 +32,8 @@
 #include "core/model/partition.h"
 #include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_engine.h"
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {

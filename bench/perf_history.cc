@@ -7,8 +7,8 @@
 #include "core/base/status_macros.h"
 #include "core/model/pipeline_loader.h"
 #include "core/plan/planner.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_engine.h"
 
 namespace backfill::bench {
 

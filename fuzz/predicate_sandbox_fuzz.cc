@@ -37,8 +37,8 @@
 #include "core/plan/affected_by.h"
 #include "fuzz/fuzz_check.h"
 #include "storage/postgres/pg_allow_list.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_sandbox.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_sandbox.h"
 
 namespace {
 

@@ -71,7 +71,7 @@ struct DaemonOptions {
   // then their statements are interrupted (they rerun after a restart).
   absl::Duration drain_timeout = absl::Seconds(30);
   // Partition statistics counted in full longer ago than this are counted
-  // again (storage/sqlite_partition_stats.h); zero: on every plan.
+  // again (storage/sqlite/sqlite_partition_stats.h); zero: on every plan.
   absl::Duration stats_max_age = absl::Hours(1);
   // Let this state store take over the warehouse as it is, when the two do
   // not belong together (see core/governance/warehouse_ownership.h).

@@ -7,7 +7,7 @@
 #include "openlineage/emitter.h"
 #include "storage/postgres/pg_connection.h"
 #include "storage/postgres/pg_engine.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 
 namespace backfill {
 namespace {

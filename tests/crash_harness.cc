@@ -185,7 +185,7 @@ std::optional<Rows> TypedQuery(Sqlite& db, const std::string& sql,
   return rows;
 }
 
-// The fingerprint of `sql`'s rows as storage/sqlite_engine.cc's HashRows
+// The fingerprint of `sql`'s rows as storage/sqlite/sqlite_engine.cc's HashRows
 // computes it: each value hashed by its storage class, rows summed.
 std::optional<Fingerprint> FingerprintOf(Sqlite& db, const std::string& sql,
                                          const std::vector<std::string>& params,

@@ -37,8 +37,8 @@
 #include "gtest/gtest.h"
 #include "server/backfill_service_impl.h"
 #include "server/proto_convert.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_engine.h"
 #include "tests/testing/raw_grpc.h"
 #include "tests/testing/revenue_pipeline.h"
 

@@ -15,9 +15,9 @@
 #include "core/model/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

@@ -12,7 +12,7 @@
 #include "core/model/catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

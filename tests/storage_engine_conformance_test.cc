@@ -629,6 +629,50 @@ TEST_P(EngineConformanceTest, ConcurrentStagingFromSeveralThreads) {
                                  "'2025-01-03'"));
 }
 
+// Claims follow the ownership rules: the first claim stamps the markers
+// that name no store (keeping a marker the store already wrote of the same
+// job), another store is refused without take over and changes nothing, a
+// take over keeps every marker's store and stamps nothing.
+TEST_P(EngineConformanceTest, ClaimsFollowTheOwnershipRules) {
+  absl::Status legacy = warehouse().AddLegacyPublications({"bf-1", "bf-2"});
+  if (absl::IsUnimplemented(legacy)) GTEST_SKIP() << legacy;
+  ASSERT_TRUE(legacy.ok()) << legacy;
+  const WarehouseHarness& h = warehouse();
+  const std::string meta = h.RecordsTable("meta");
+  const std::string publications = h.RecordsTable("publications");
+  const std::string owner =
+      absl::StrCat("SELECT value FROM ", meta, " WHERE key = 'owner_store_id'");
+  const std::string markers = absl::StrCat("SELECT store_id, job_id FROM ",
+                                           publications, " ORDER BY 2, 1");
+  // A marker store-a wrote of bf-1 before the warehouse had an owner.
+  Exec(absl::StrCat("INSERT INTO ", publications,
+                    " (store_id, job_id, published_at) SELECT 'store-a', "
+                    "job_id, published_at FROM ",
+                    publications, " WHERE job_id = 'bf-1'"));
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  EXPECT_THAT(Strings(owner), ElementsAre("store-a"));
+  EXPECT_THAT(Rows(markers), ElementsAre("store-a|bf-1", "store-a|bf-2"));
+
+  ASSERT_TRUE(engine()->Claim("store-a", false).ok());
+  const absl::Status refused = engine()->Claim("store-b", false);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("belongs to state store store-a"));
+  EXPECT_THAT(Strings(owner), ElementsAre("store-a"));
+
+  Exec(absl::StrCat("INSERT INTO ", publications,
+                    " (store_id, job_id, published_at) SELECT '', 'bf-9', "
+                    "published_at FROM ",
+                    publications, " WHERE job_id = 'bf-1'"));
+  ASSERT_TRUE(engine()->Claim("store-b", true).ok());
+  EXPECT_THAT(Strings(owner), ElementsAre("store-b"));
+  EXPECT_THAT(Rows(markers),
+              ElementsAre("store-a|bf-1", "store-a|bf-2", "|bf-9"));
+  EXPECT_EQ(engine()->Claim("", false).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Strings(owner), ElementsAre("store-b"));
+}
+
 // A daemon that dies between staging and publishing: what it staged is
 // still there after the restart, nothing is published until Publish (after
 // PrepareJob again), and a Publish repeated after a second restart (the

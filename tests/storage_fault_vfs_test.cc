@@ -1,7 +1,7 @@
 // Tests of the fault-injecting VFS (tests/testing/fault_vfs.h): databases
-// opened through storage/sqlite_db.h on a temporary directory, with disk-full,
-// I/O and fsync faults switched on and off in process and through the
-// BACKFILL_TEST_FAULTS control file.
+// opened through storage/sqlite/sqlite_db.h on a temporary directory, with
+// disk-full, I/O and fsync faults switched on and off in process and through
+// the BACKFILL_TEST_FAULTS control file.
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 #include "tests/testing/fault_vfs.h"
 
 namespace backfill::sqlite {

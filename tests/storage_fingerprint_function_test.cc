@@ -1,12 +1,12 @@
-// The SQL aggregate _bf_fingerprint (storage/sqlite_fingerprint_function.h)
-// against the row-by-row HashRows that lineage recorded before it existed:
-// on generated tables holding every storage class (and the values whose
-// encoding is easy to get wrong: -0.0, the extremes of INTEGER, empty text
-// against an empty blob), under a column list, "*", another order and a
-// filter, the two give the same fingerprint; one row's hash is checked
-// against XXH3 of the encoding written out by hand. The fallbacks (a
-// view's computed column, more columns than the aggregate takes) still
-// give the same figures.
+// The SQL aggregate _bf_fingerprint
+// (storage/sqlite/sqlite_fingerprint_function.h) against the row-by-row
+// HashRows that lineage recorded before it existed: on generated tables holding
+// every storage class (and the values whose encoding is easy to get wrong:
+// -0.0, the extremes of INTEGER, empty text against an empty blob), under a
+// column list, "*", another order and a filter, the two give the same
+// fingerprint; one row's hash is checked against XXH3 of the encoding written
+// out by hand. The fallbacks (a view's computed column, more columns than the
+// aggregate takes) still give the same figures.
 
 #include <xxhash.h>
 
@@ -23,8 +23,8 @@
 #include "absl/strings/str_join.h"
 #include "core/model/fingerprint.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

@@ -23,8 +23,8 @@
 #include "core/run/backfill_manager.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
-#include "storage/sqlite_engine.h"
 #include "tests/testing/forwarding_engine.h"
 #include "tests/testing/revenue_pipeline.h"
 

@@ -1,10 +1,10 @@
 // Partition fingerprints of the SQLite warehouse
-// (storage/sqlite_partition_fingerprints.h, Engine::CurrentFingerprints):
-// the cached figures against a fresh computation of the definition —
-// the rows plain SQL selects for a day, hashed by the test with
-// core/model/fingerprint.h's RowHasher — after appends, updates and deletes,
-// with the change signal's documented bound (an update or delete in the middle
-// of the table shows after the maximum age); and the proof that an
+// (storage/sqlite/sqlite_partition_fingerprints.h,
+// Engine::CurrentFingerprints): the cached figures against a fresh computation
+// of the definition — the rows plain SQL selects for a day, hashed by the test
+// with core/model/fingerprint.h's RowHasher — after appends, updates and
+// deletes, with the change signal's documented bound (an update or delete in
+// the middle of the table shows after the maximum age); and the proof that an
 // untouched input compares equal to what StagePartition recorded.
 
 #include <stdlib.h>
@@ -20,10 +20,10 @@
 #include "core/model/fingerprint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
-#include "storage/sqlite_membership.h"
-#include "storage/sqlite_partition_fingerprints.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
+#include "storage/sqlite/sqlite_membership.h"
+#include "storage/sqlite/sqlite_partition_fingerprints.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

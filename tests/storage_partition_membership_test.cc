@@ -31,9 +31,9 @@
 #include "core/ports/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
-#include "storage/sqlite_membership.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
+#include "storage/sqlite/sqlite_membership.h"
 
 namespace backfill {
 namespace {

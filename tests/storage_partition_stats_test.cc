@@ -1,4 +1,4 @@
-// SqliteEngine's partition statistics (storage/sqlite_partition_stats.h)
+// SqliteEngine's partition statistics (storage/sqlite/sqlite_partition_stats.h)
 // and exact partition counts, compared with plain-SQL counts of the same
 // table after appends, deletes, updates that move rows between partitions,
 // a dropped and recreated table, a WITHOUT ROWID table and the engine's own
@@ -20,7 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_engine.h"
 
 namespace backfill {
 namespace {

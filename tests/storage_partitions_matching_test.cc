@@ -20,9 +20,9 @@
 #include "core/plan/affected_by.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
-#include "storage/sqlite_sandbox.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
+#include "storage/sqlite/sqlite_sandbox.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

@@ -1,5 +1,6 @@
-// The warehouse's own records on a real PostgreSQL server: the service
-// schema is created once however many daemons start at the same moment,
+// The warehouse's own records (storage/sql/markers.h) on a real PostgreSQL
+// server, through the PostgreSQL dialect: the service schema is created
+// once however many daemons start at the same moment,
 // claims follow the ownership rules (unnamed markers stamped by the first
 // claim only, a take over keeps every marker's store), publication and
 // rollback markers are written only by the caller's transaction (a rolled
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,12 +22,22 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
-#include "storage/postgres/pg_markers.h"
+#include "storage/postgres/pg_dialect.h"
+#include "storage/postgres/pg_sql_connection.h"
+#include "storage/sql/connection.h"
+#include "storage/sql/markers.h"
 #include "tests/testing/postgres_suite.h"
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
 namespace {
+
+using sql::CheckOwner;
+using sql::ClaimWarehouse;
+using sql::HasPublication;
+using sql::ReadWarehouseInfo;
+using sql::RecordPublication;
+using sql::RecordRollback;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -75,8 +87,21 @@ class PgMarkersTest : public backfill::testing::PostgresSuite {
     return out;
   }
 
+  // `conn` as the shared units take it (kept until the test ends).
+  PgSqlConnection* Sql(PgConnection* conn) {
+    std::lock_guard<std::mutex> lock(wrapped_mu_);
+    wrapped_.push_back(std::make_unique<PgSqlConnection>(conn, &dialect_));
+    return wrapped_.back().get();
+  }
+  absl::Status CreateServiceSchema(PgConnection* conn) {
+    return dialect_.CreateServiceSchema(Sql(conn));
+  }
+
   std::string database_;
   std::unique_ptr<PgConnection> conn_;
+  PgDialect dialect_{"public", false};
+  std::mutex wrapped_mu_;
+  std::vector<std::unique_ptr<PgSqlConnection>> wrapped_;
 };
 
 TEST_F(PgMarkersTest, TheServiceSchemaIsCreatedOnceByConcurrentStarts) {
@@ -104,7 +129,7 @@ TEST_F(PgMarkersTest, TheServiceSchemaIsCreatedOnceByConcurrentStarts) {
               ElementsAre("meta", "publications", "rollbacks"));
   // Again on an existing schema: nothing changes, nothing fails.
   ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
-  auto info = ReadWarehouseInfo(conn_.get());
+  auto info = ReadWarehouseInfo(Sql(conn_.get()));
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->owner_store_id, "");
   EXPECT_THAT(info->publications, IsEmpty());
@@ -118,7 +143,7 @@ TEST_F(PgMarkersTest, ClaimFollowsTheOwnershipRules) {
                   ->Exec("INSERT INTO _bf.publications VALUES ('', 'bf-1', "
                          "now()), ('', 'bf-2', now())")
                   .ok());
-  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  ASSERT_TRUE(ClaimWarehouse(Sql(conn_.get()), "store-a", false).ok());
   EXPECT_THAT(Rows("SELECT value FROM _bf.meta WHERE key = 'owner_store_id'"),
               ElementsAre("store-a"));
   EXPECT_THAT(Rows("SELECT store_id, job_id FROM _bf.publications ORDER BY 2"),
@@ -126,8 +151,8 @@ TEST_F(PgMarkersTest, ClaimFollowsTheOwnershipRules) {
 
   // Claiming again is a no-op; another store is refused without take over
   // and changes nothing.
-  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
-  absl::Status refused = ClaimWarehouse(conn_.get(), "store-b", false);
+  ASSERT_TRUE(ClaimWarehouse(Sql(conn_.get()), "store-a", false).ok());
+  absl::Status refused = ClaimWarehouse(Sql(conn_.get()), "store-b", false);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.message()),
               HasSubstr("belongs to state store store-a"));
@@ -139,11 +164,11 @@ TEST_F(PgMarkersTest, ClaimFollowsTheOwnershipRules) {
                   ->Exec("INSERT INTO _bf.publications VALUES ('', 'bf-9', "
                          "now())")
                   .ok());
-  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-b", true).ok());
+  ASSERT_TRUE(ClaimWarehouse(Sql(conn_.get()), "store-b", true).ok());
   EXPECT_THAT(Rows("SELECT value FROM _bf.meta"), ElementsAre("store-b"));
   EXPECT_THAT(Rows("SELECT store_id, job_id FROM _bf.publications ORDER BY 2"),
               ElementsAre("store-a|bf-1", "store-a|bf-2", "|bf-9"));
-  EXPECT_EQ(ClaimWarehouse(conn_.get(), "", false).code(),
+  EXPECT_EQ(ClaimWarehouse(Sql(conn_.get()), "", false).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -154,7 +179,7 @@ TEST_F(PgMarkersTest, TheFirstClaimKeepsAMarkerTheStoreAlreadyWrote) {
                          "'2025-01-01 00:00:00+00'), ('store-a', 'bf-1', "
                          "'2025-02-01 00:00:00+00')")
                   .ok());
-  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  ASSERT_TRUE(ClaimWarehouse(Sql(conn_.get()), "store-a", false).ok());
   EXPECT_THAT(Rows("SELECT store_id, job_id, published_at FROM "
                    "_bf.publications"),
               ElementsAre("store-a|bf-1|2025-02-01 00:00:00+00"));
@@ -162,7 +187,7 @@ TEST_F(PgMarkersTest, TheFirstClaimKeepsAMarkerTheStoreAlreadyWrote) {
 
 TEST_F(PgMarkersTest, MarkersAreWrittenOnlyByTheCallersTransaction) {
   ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
-  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  ASSERT_TRUE(ClaimWarehouse(Sql(conn_.get()), "store-a", false).ok());
   const absl::Time when = absl::FromUnixSeconds(1735689600);  // 2025-01-01
   RollbackMarker marker;
   marker.requested_by = "erin";
@@ -172,10 +197,13 @@ TEST_F(PgMarkersTest, MarkersAreWrittenOnlyByTheCallersTransaction) {
   {
     PgTransaction txn(conn_.get());
     ASSERT_TRUE(txn.Begin().ok());
-    ASSERT_TRUE(CheckOwner(conn_.get(), "store-a", "publish of job bf-3").ok());
-    ASSERT_TRUE(RecordPublication(conn_.get(), "store-a", "bf-3", when).ok());
+    ASSERT_TRUE(CheckOwner(Sql(conn_.get()), "store-a", "publish of job bf-3",
+                           "written")
+                    .ok());
     ASSERT_TRUE(
-        RecordRollback(conn_.get(), "store-a", "bf-2", marker, when).ok());
+        RecordPublication(Sql(conn_.get()), "store-a", "bf-3", when).ok());
+    ASSERT_TRUE(
+        RecordRollback(Sql(conn_.get()), "store-a", "bf-2", marker, when).ok());
     // Rolled back on scope exit.
   }
   EXPECT_THAT(Rows("SELECT count(*) FROM _bf.publications"), ElementsAre("0"));
@@ -183,26 +211,27 @@ TEST_F(PgMarkersTest, MarkersAreWrittenOnlyByTheCallersTransaction) {
   {
     PgTransaction txn(conn_.get());
     ASSERT_TRUE(txn.Begin().ok());
-    ASSERT_TRUE(RecordPublication(conn_.get(), "store-a", "bf-3", when).ok());
     ASSERT_TRUE(
-        RecordRollback(conn_.get(), "store-a", "bf-2", marker, when).ok());
+        RecordPublication(Sql(conn_.get()), "store-a", "bf-3", when).ok());
+    ASSERT_TRUE(
+        RecordRollback(Sql(conn_.get()), "store-a", "bf-2", marker, when).ok());
     ASSERT_TRUE(txn.Commit().ok());
   }
   // Writing them again changes nothing.
-  ASSERT_TRUE(
-      RecordPublication(conn_.get(), "store-a", "bf-3", when + absl::Hours(1))
-          .ok());
+  ASSERT_TRUE(RecordPublication(Sql(conn_.get()), "store-a", "bf-3",
+                                when + absl::Hours(1))
+                  .ok());
   EXPECT_THAT(Rows("SELECT store_id, job_id, published_at FROM "
                    "_bf.publications"),
               ElementsAre("store-a|bf-3|2025-01-01 00:00:00+00"));
-  auto published = HasPublication(conn_.get(), "store-a", "bf-3");
+  auto published = HasPublication(Sql(conn_.get()), "store-a", "bf-3");
   ASSERT_TRUE(published.ok()) << published.status();
   EXPECT_TRUE(*published);
-  auto other = HasPublication(conn_.get(), "store-b", "bf-3");
+  auto other = HasPublication(Sql(conn_.get()), "store-b", "bf-3");
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_FALSE(*other);
 
-  auto info = ReadWarehouseInfo(conn_.get());
+  auto info = ReadWarehouseInfo(Sql(conn_.get()));
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->owner_store_id, "store-a");
   EXPECT_THAT(info->publications, ElementsAre(Pair("bf-3", "store-a")));
@@ -217,22 +246,24 @@ TEST_F(PgMarkersTest, MarkersAreWrittenOnlyByTheCallersTransaction) {
 
 TEST_F(PgMarkersTest, AnOwnershipCheckHoldsTheOwnerUntilTheCallerCommits) {
   ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
-  ASSERT_TRUE(ClaimWarehouse(conn_.get(), "store-a", false).ok());
+  ASSERT_TRUE(ClaimWarehouse(Sql(conn_.get()), "store-a", false).ok());
   std::unique_ptr<PgConnection> taker = Connect();
   ASSERT_NE(taker, nullptr);
 
   PgTransaction txn(conn_.get());
   ASSERT_TRUE(txn.Begin().ok());
-  ASSERT_TRUE(CheckOwner(conn_.get(), "store-a", "publish of job bf-1").ok());
+  ASSERT_TRUE(
+      CheckOwner(Sql(conn_.get()), "store-a", "publish of job bf-1", "written")
+          .ok());
   std::atomic<bool> taken{false};
   std::thread take_over([&] {
-    EXPECT_TRUE(ClaimWarehouse(taker.get(), "store-b", true).ok());
+    EXPECT_TRUE(ClaimWarehouse(Sql(taker.get()), "store-b", true).ok());
     taken = true;
   });
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_FALSE(taken.load()) << "the take over did not wait for the publish";
   ASSERT_TRUE(
-      RecordPublication(conn_.get(), "store-a", "bf-1", absl::Now()).ok());
+      RecordPublication(Sql(conn_.get()), "store-a", "bf-1", absl::Now()).ok());
   ASSERT_TRUE(txn.Commit().ok());
   take_over.join();
   EXPECT_TRUE(taken.load());
@@ -241,7 +272,7 @@ TEST_F(PgMarkersTest, AnOwnershipCheckHoldsTheOwnerUntilTheCallerCommits) {
   PgTransaction late(conn_.get());
   ASSERT_TRUE(late.Begin().ok());
   absl::Status refused =
-      CheckOwner(conn_.get(), "store-a", "publish of job bf-2");
+      CheckOwner(Sql(conn_.get()), "store-a", "publish of job bf-2", "written");
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.message()),
               HasSubstr("publish of job bf-2: the warehouse no longer belongs "
@@ -249,7 +280,7 @@ TEST_F(PgMarkersTest, AnOwnershipCheckHoldsTheOwnerUntilTheCallerCommits) {
 }
 
 TEST_F(PgMarkersTest, ReadingBeforeTheSchemaExistsIsTheServersError) {
-  auto info = ReadWarehouseInfo(conn_.get());
+  auto info = ReadWarehouseInfo(Sql(conn_.get()));
   EXPECT_FALSE(info.ok());
   EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(info.status().message()), HasSubstr("_bf.meta"));

@@ -18,8 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

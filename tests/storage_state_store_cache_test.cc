@@ -18,10 +18,10 @@
 #include "core/model/diff.h"
 #include "core/model/job.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite/state/state_record_checksums.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_fingerprint_function.h"
 
 namespace backfill {
 namespace {

@@ -17,9 +17,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "storage/sqlite/state/state_record_checksums.h"
-#include "storage/sqlite_engine.h"
 #include "tests/testing/sqlite_state_file.h"
 
 namespace backfill {

@@ -1,6 +1,6 @@
-// The statement cache of sqlite::Database (storage/sqlite_db.h): a statement
-// taken again from the cache runs as a fresh one would (no binding or row
-// left over from its last use), sees schema changes made since it was
+// The statement cache of sqlite::Database (storage/sqlite/sqlite_db.h): a
+// statement taken again from the cache runs as a fresh one would (no binding or
+// row left over from its last use), sees schema changes made since it was
 // cached, is never shared by two live Statements, stays bounded, and is
 // neither taken nor kept while a ReadSandbox's authorizer is installed.
 
@@ -12,8 +12,8 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_sandbox.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_sandbox.h"
 
 namespace backfill::sqlite {
 namespace {

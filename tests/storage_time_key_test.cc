@@ -20,8 +20,8 @@
 #include "core/ports/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

@@ -1,5 +1,5 @@
-// The background WAL checkpointer (storage/sqlite_wal_checkpointer.h): its
-// thread checkpoints what attached connections commit, the committing
+// The background WAL checkpointer (storage/sqlite/sqlite_wal_checkpointer.h):
+// its thread checkpoints what attached connections commit, the committing
 // connection checkpoints itself when the thread does not, the log stays
 // bounded either way, and nothing committed is lost or doubled while
 // checkpoints run beside writers and a reader (the rows are counted with
@@ -18,8 +18,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_wal_checkpointer.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_wal_checkpointer.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {

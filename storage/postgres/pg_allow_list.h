@@ -3,7 +3,7 @@
 // transform, and a scan of the text for the names it calls.
 //
 // On PostgreSQL the engine checks a statement twice, by allow-list both
-// times (pg_engine.cc):
+// times (pg_engine.cc for predicates, pg_hooks.cc for transforms):
 //   1. Before anything is sent, the text's calls (a name directly followed
 //      by '(', CalledNames) must each be an SQL keyword or a function of
 //      the allow-list. This matters because the server folds calls of

@@ -1,14 +1,20 @@
 // PostgresEngine: the warehouse on a PostgreSQL server, reached through
 // libpq with a connection string (`warehouse: {engine: postgres, dsn: ...}`).
 // Passwords come from libpq's own sources (PGPASSWORD, ~/.pgpass,
-// PGPASSFILE), never from the pipeline file.
+// PGPASSFILE), never from the pipeline file. It is the SQL engine of
+// storage/sql/ (sql::SqlEngine) over PgDialect and PgSqlConnections of a
+// PgPool; what it adds is PostgreSQL's own: the pool and cancellation,
+// the service schema and membership functions it creates, plan-based
+// refusal of transforms and predicates (PgHooks, pg_plan_check.h), table
+// locks while publishing, and statistics kept between calls.
 //
 // Where things live in the database the connection string names:
 //   <base>.<table>   published tables; <base> is the schema the connection's
 //                    search_path creates tables in (current_schema() when
 //                    the engine opens, normally "public"). Every statement
 //                    names it explicitly.
-//   _bf.*            the warehouse's own records (pg_markers.h), the
+//   _bf.*            the warehouse's own records (storage/sql/markers.h),
+//                    the
 //                    membership functions (pg_membership.h), and the
 //                    rollback copies _bf."prev_<job>_<dataset>": the rows a
 //                    Publish replaced, kept for Rollback until retention
@@ -31,13 +37,10 @@
 //                                           taken once
 //                    A transform runs with the job's schema first on its
 //                    session's search_path (SET LOCAL, inside the staging
-//                    transaction), and with a TEMP view named like the
-//                    table of each other dataset the job recomputes (its
-//                    staged rows UNION ALL its published rows outside the
-//                    job's partitions; the session's temporary schema comes
-//                    before any other), so the names it reads resolve to
-//                    the job's view of them and its text is never
-//                    rewritten.
+//                    transaction), and with TEMP views named like the
+//                    tables it reads (storage/sql/staging.h; the
+//                    session's temporary schema comes before any other),
+//                    so its text is never rewritten.
 //                    DropStaging drops the schema (CASCADE).
 // A name longer than PostgreSQL's 63 bytes would be cut silently by the
 // server: a dataset or table whose names would make one refuses with
@@ -46,46 +49,33 @@
 // Statements bind every value ($1..$n, text); transforms keep their
 // :partition_start, :partition_end, :partition (and :partition_key,
 // :window_start, :keys) parameters, translated to positional ones
-// (storage/sql/named_parameters.h). Identifiers are quoted with
-// PQescapeIdentifier. Membership follows pg_membership.h: the one
-// definition of partition membership, typed ranges on DATE, TIMESTAMP
-// and TIMESTAMPTZ columns so that indexes serve them.
+// (storage/sql/named_parameters.h). Identifiers are quoted as standard SQL
+// quotes them (sql::Dialect::Quote). Membership follows pg_membership.h: the
+// one definition of partition membership, typed ranges on DATE, TIMESTAMP and
+// TIMESTAMPTZ columns so that indexes serve them.
 //
-// StagePartition runs the transform into a session TEMP table in a
-// read-only REPEATABLE READ transaction, fingerprints the output and the
-// inputs in the same transaction, then replaces the partition's staged
-// rows in a second one. It times these phases on the monotonic clock
-// (StageTimings, with a Stopwatch: the engine has no injected clock):
-// `transform` from the leased connection to the TEMP table complete (the
-// session's views, the transform, the partition check, entity keys),
-// `fingerprint` the hashing, `stage_write` the second transaction.
-//
-// Publish and Rollback are one transaction each, which first checks (FOR
-// SHARE) that the claiming store still owns the warehouse, locks each
-// published table against other writers (SHARE ROW EXCLUSIVE), proves per
-// partition that it deletes exactly the rows that belong to it, and writes
-// the publication (or rollback) marker before committing. A connection lost
-// mid-publish leaves a transaction that never committed.
+// Publish and Rollback (storage/sql/publish.h, rollback.h) check (FOR
+// SHARE) that the claiming store still owns the warehouse and lock each
+// published table against other writers (SHARE ROW EXCLUSIVE) until they
+// commit. A connection lost mid-publish leaves a transaction that never
+// committed.
 //
 // Ownership: the engine owns its pool (pg_pool.h, `connections`
-// connections: the daemon's --workers plus a few for planning and reads).
-// As with SqliteEngine, PrepareJob copies the layout but keeps its
-// DatasetSpec pointers: the Catalog must outlive the engine's use of the
-// job. After a restart PrepareJob must be called again (idempotent).
+// connections: the daemon's --workers plus a few for planning and reads),
+// its dialect and its hooks. PrepareJob copies the layout but keeps its
+// DatasetSpec pointers (sql_engine.h).
 //
 // Thread-safety: thread-safe. Each call leases one pooled connection for
-// its duration; jobs are immutable snapshots behind a mutex. Interrupt()
-// cancels every statement in flight (PQcancel) from any thread.
+// its duration. Interrupt() cancels every statement in flight (PQcancel)
+// from any thread.
 
 #ifndef BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
 #define BACKFILL_STORAGE_POSTGRES_PG_ENGINE_H_
 
-#include <functional>
 #include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -94,12 +84,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/ports/engine.h"
-#include "storage/postgres/pg_membership.h"
+#include "storage/postgres/pg_dialect.h"
+#include "storage/postgres/pg_hooks.h"
 #include "storage/postgres/pg_pool.h"
+#include "storage/sql/connection.h"
+#include "storage/sql/sql_engine.h"
 
 namespace backfill::postgres {
 
-class PostgresEngine : public Engine {
+class PostgresEngine : public sql::SqlEngine {
  public:
   // Opens `connections` connections (at least 1) to `dsn`, creates the
   // service schema and the membership functions if missing. Errors are
@@ -118,37 +111,9 @@ class PostgresEngine : public Engine {
   // The schema of a job's staging ("_bf_bf_12" for "bf-12"), unquoted.
   static std::string JobSchema(const std::string& job_id);
 
-  absl::StatusOr<WarehouseInfo> Inspect() override;
-  absl::Status Claim(const std::string& store_id, bool take_over) override;
-  absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
-  absl::StatusOr<std::vector<std::string>> ListJobsWithStaging() override;
+  // Also forgets which of the job's transforms passed their plan check.
   absl::Status DropStaging(const std::string& job_id) override;
-  absl::StatusOr<std::vector<RollbackCopy>> ListRollbackCopies() override;
-  absl::Status DropRollbackCopies(
-      const std::vector<RollbackCopy>& copies) override;
-  absl::StatusOr<std::optional<std::vector<ColumnSpec>>> DescribeTable(
-      const DatasetSpec& dataset) override;
   void Interrupt() override;
-  absl::Status PrepareJob(const JobLayout& layout) override;
-  absl::StatusOr<StageResult> StagePartition(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::string& partition,
-      const std::vector<InputRef>& inputs) override;
-  absl::Status Publish(const JobLayout& layout) override;
-  absl::Status ReleasePartitions(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
-  absl::StatusOr<ValidationReport> ValidateStaged(
-      const std::string& job_id, const DatasetSpec& dataset) override;
-  // Grouped by the partition expression: one scan of the table.
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
-      const DatasetSpec& dataset) override;
-  // Exact, through each partition's membership condition (an index on the
-  // partition column serves it). INVALID_ARGUMENT for a partition of the
-  // wrong form or an undeclared key.
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
-      const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
   // Counted in full (one GROUP BY scan, refresh "recount") the first time,
   // then kept and served again (refresh "current") while PostgreSQL's own
   // counters of the table's inserted, updated and deleted rows
@@ -161,47 +126,6 @@ class PostgresEngine : public Engine {
   // before it; they only feed cost estimates.
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
-  // How old kept statistics may get before a full recount (zero: every call
-  // recounts), and the clock (nullptr: the system clock). Thread-safe.
-  void SetStatsPolicy(absl::Duration max_age,
-                      std::function<absl::Time()> now = nullptr);
-  // Exact: each partition's rows read through its membership condition.
-  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
-      const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
-  absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
-  // In a READ ONLY transaction rolled back afterwards, with a statement
-  // timeout of 10 s.
-  absl::StatusOr<SqlValue> QueryValue(const DatasetSpec& dataset,
-                                      const std::string& partition,
-                                      const std::string& sql) override;
-  // Stand-ins are TEMP tables of a transaction that is rolled back; the
-  // statement is prepared (PQprepare) and described, never run. It is
-  // read-only when it starts as a query does and still compiles as a
-  // subquery (PostgreSQL allows a data-modifying WITH only at the top
-  // level); whatever it calls runs in READ ONLY transactions anyway.
-  absl::StatusOr<QueryShape> DescribeQuery(
-      const std::string& sql, const std::vector<const DatasetSpec*>& stand_ins,
-      const DatasetSpec* own) override;
-  // The staging table has the contract's types, so a staged value never
-  // has another type: `request.types` finds nothing here.
-  absl::StatusOr<Profile> ProfileStaged(const std::string& job_id,
-                                        const DatasetSpec& dataset,
-                                        const ProfileRequest& request) override;
-  absl::StatusOr<Profile> ProfilePublished(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const ProfileRequest& request) override;
-  // The dataset's table name reads a TEMP table of the session refilled
-  // with each partition's staged rows; `sql` runs as a subquery (so it
-  // cannot modify anything) in a READ ONLY transaction, with a statement
-  // timeout of 60 s.
-  absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
-      const std::string& job_id, const DatasetSpec& dataset,
-      const std::string& sql, int samples) override;
-  absl::StatusOr<PartitionDiff> DiffPartition(const std::string& job_id,
-                                              const DatasetSpec& dataset,
-                                              const std::string& partition,
-                                              int sample_limit) override;
   // A predicate with a parameter (:name or $n) is refused before it
   // reaches the server: nothing is bound to it. It is then planned
   // (EXPLAIN, never run) and refused when the plan reads any relation but
@@ -213,65 +137,27 @@ class PostgresEngine : public Engine {
   absl::StatusOr<std::vector<std::string>> PartitionsMatching(
       const DatasetSpec& dataset, const std::string& predicate,
       size_t max_partitions) override;
-  void SetPredicateTimeout(absl::Duration timeout);
 
  private:
-  // The rows and fingerprint of each of the item's partitions of the
-  // published table (as StagePartition fingerprints its output), in the
-  // caller's transaction.
-  absl::Status MeasurePartitions(PgConnection* conn,
-                                 const JobLayout::Item& item,
-                                 std::vector<RestoredPartition>* out,
-                                 int64_t* rows);
-  // What PrepareJob remembers of a job (immutable once in jobs_).
-  struct JobInfo {
-    JobLayout layout;
-    std::map<std::string, std::set<std::string>> partitions;  // by dataset
-  };
-  absl::StatusOr<std::shared_ptr<const JobInfo>> FindJob(
-      const std::string& job_id);
-  // The rows the job's readers see of `ds`, a dataset it recomputes: its
-  // staged rows UNION ALL its published rows outside the job's partitions.
-  absl::StatusOr<std::string> OverlaySql(PgConnection* conn,
-                                         const std::string& job_id,
-                                         const DatasetSpec& ds);
-  // The partition columns of `ds` (quoted, with `qualifier` before them,
-  // e.g. "t.") and their kinds: from the contract for a derived dataset,
-  // from the published table for a source.
-  absl::StatusOr<PgPartitionColumns> ColumnsOf(PgConnection* conn,
-                                               const DatasetSpec& ds,
-                                               const std::string& qualifier);
-
-  // An SQL query giving, for the rows of `from` (a table, quoted) where
-  // `where` holds, each partition (NULL for rows of none; '' for an
-  // unpartitioned dataset) and its row count: one scan, the partition of
-  // each distinct value computed once.
-  absl::StatusOr<std::string> PartitionCountsSql(PgConnection* conn,
-                                                 const DatasetSpec& ds,
-                                                 const std::string& from,
-                                                 const std::string& where);
-
-  PostgresEngine(std::unique_ptr<PgPool> pool, std::string base);
-
-  std::string store_id() const;
+  PostgresEngine(std::unique_ptr<PgPool> pool,
+                 std::unique_ptr<PgDialect> dialect);
+  // sql::SqlEngine: a pooled connection, as the shared units of
+  // storage/sql/ take it, and the hooks.
+  absl::StatusOr<sql::Lease> Acquire() override;
+  // An assertion's statement runs for 60 s at most.
+  std::optional<absl::Duration> AssertionTimeLimit() const override {
+    return absl::Seconds(60);
+  }
+  sql::ReplaceHooks& replace_hooks() override;
+  sql::StagingHooks& staging_hooks() override;
 
   std::unique_ptr<PgPool> pool_;
+  // Keeps which published tables order their time partition column by
+  // bytes.
+  const std::unique_ptr<PgDialect> dialect_;
   const std::string base_;  // unquoted
   std::string database_;    // set by Open
-  // The database's default collation orders text by bytes (set by Open).
-  bool default_byte_ordered_ = false;
-  // By published table: whether its time partition column orders by bytes
-  // (read once the table exists).
-  absl::Mutex collation_mu_;
-  std::map<std::string, bool> byte_ordered_tables_
-      ABSL_GUARDED_BY(collation_mu_);
-
-  mutable absl::Mutex store_mu_;
-  std::string store_id_ ABSL_GUARDED_BY(store_mu_);  // set by Claim()
-
-  absl::Mutex predicate_mu_;
-  absl::Duration predicate_timeout_ ABSL_GUARDED_BY(predicate_mu_) =
-      absl::Seconds(20);
+  std::unique_ptr<PgHooks> hooks_;
 
   // Partition statistics kept by dataset name, with the table's change
   // signal when they were counted.
@@ -281,16 +167,7 @@ class PostgresEngine : public Engine {
   };
   void ForgetStats(const std::string& dataset_name);
   absl::Mutex stats_mu_;
-  absl::Duration stats_max_age_ ABSL_GUARDED_BY(stats_mu_) = absl::Hours(1);
-  std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(stats_mu_);
   std::map<std::string, KeptStats> stats_ ABSL_GUARDED_BY(stats_mu_);
-
-  absl::Mutex jobs_mu_;
-  std::map<std::string, std::shared_ptr<const JobInfo>> jobs_
-      ABSL_GUARDED_BY(jobs_mu_);
-  // (job, dataset) whose transform's plan passed the allow-lists.
-  std::set<std::pair<std::string, std::string>> transforms_checked_
-      ABSL_GUARDED_BY(jobs_mu_);
 };
 
 }  // namespace backfill::postgres

@@ -15,8 +15,8 @@
 //     unpartitioned dataset;
 //   - the ownership record and the publication markers (store id, job id).
 //
-// It follows the rules of SqliteEngine (storage/sqlite_engine.h) where the
-// core can tell: PrepareJob validates the layout and partition values,
+// It follows the rules of SqliteEngine (storage/sqlite/sqlite_engine.h) where
+// the core can tell: PrepareJob validates the layout and partition values,
 // creates the job's (empty) staging per dataset and snapshots pinned
 // inputs, whose table must exist (a dataset with published rows, or seeded
 // with SetPublishedRows); StagePartition of a job not prepared (since the

@@ -23,7 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "core/base/sv.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite {
 namespace {

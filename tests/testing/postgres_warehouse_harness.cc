@@ -172,6 +172,11 @@ absl::Status PostgresWarehouseHarness::AddLegacyPublications(
   return Reopen(connections_);
 }
 
+std::string PostgresWarehouseHarness::RecordsTable(
+    const std::string& which) const {
+  return absl::StrCat("_bf.", Quote(which));
+}
+
 void PostgresWarehouseHarness::SetPredicateTimeout(absl::Duration timeout) {
   engine_->SetPredicateTimeout(timeout);
 }

@@ -44,6 +44,8 @@ class PostgresWarehouseHarness : public WarehouseHarness {
   // Markers with an empty store id: what ClaimWarehouse stamps.
   absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) override;
+  // _bf.<which>.
+  std::string RecordsTable(const std::string& which) const override;
   // PostgresEngine::SetPredicateTimeout.
   void SetPredicateTimeout(absl::Duration timeout) override;
   std::string ExactText(const std::string& expr) const override;

@@ -12,8 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_engine.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_engine.h"
 
 namespace backfill::testing {
 
@@ -101,6 +101,12 @@ SqliteWarehouseHarness::Query(const std::string& sql) {
 
 absl::StatusOr<bool> SqliteWarehouseHarness::Exists(
     const std::string& relation) {
+  // A statement that runs reads the schema another connection changed
+  // since; a prepare alone trusts the one the connection last read.
+  if (auto read = db_->QueryInt("SELECT COUNT(*) FROM sqlite_master");
+      !read.ok()) {
+    return read.status();
+  }
   auto q = db_->Prepare(absl::StrCat("SELECT 1 FROM ", relation, " LIMIT 0"));
   if (q.ok()) return true;
   if (absl::StrContains(q.status().message(), "no such table")) return false;
@@ -173,6 +179,11 @@ absl::Status SqliteWarehouseHarness::AddLegacyPublications(
   }
   if (absl::Status s = db_->Exec(sql); !s.ok()) return s;
   return Reopen(connections_);
+}
+
+std::string SqliteWarehouseHarness::RecordsTable(
+    const std::string& which) const {
+  return Quote(absl::StrCat("_bf_", which));
 }
 
 void SqliteWarehouseHarness::SetPredicateTimeout(absl::Duration timeout) {

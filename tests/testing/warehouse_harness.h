@@ -133,7 +133,8 @@ class WarehouseHarness {
   // Whether `relation` (an SQL reference to a table as it would follow
   // FROM: a quoted name such as Quote(table), or what StagingTable and
   // RollbackCopyTable return) exists. SQLite: whether a statement reading
-  // it prepares, "no such table" meaning false.
+  // it prepares once the schema is read afresh, "no such table" meaning
+  // false.
   virtual absl::StatusOr<bool> Exists(const std::string& relation) = 0;
 
   // The columns of the table named `table` (unquoted, in the warehouse's
@@ -176,6 +177,11 @@ class WarehouseHarness {
   // (job_id, published_at).
   virtual absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) = 0;
+
+  // An SQL reference to one of the warehouse's own record tables, `which`
+  // being "meta" (key, value: the owner_store_id), "publications"
+  // (store_id, job_id, published_at) or "rollbacks". SQLite: _bf_<which>.
+  virtual std::string RecordsTable(const std::string& which) const = 0;
 
   // ---- Engine settings outside the Engine interface ------------------------
 
@@ -250,6 +256,7 @@ class SqliteWarehouseHarness : public WarehouseHarness {
       const std::string& job_id) override;
   absl::Status AddLegacyPublications(
       const std::vector<std::string>& jobs) override;
+  std::string RecordsTable(const std::string& which) const override;
   void SetPredicateTimeout(absl::Duration timeout) override;
   std::string ExactText(const std::string& expr) const override;
   std::string JsonArrayLength(const std::string& json) const override;

@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::testing {
 

@@ -6,6 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/base/status_macros.h"
+#include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_wal_checkpointer.h"
 #include "storage/sqlite/state/state_governance.h"
 #include "storage/sqlite/state/state_jobs.h"
 #include "storage/sqlite/state/state_lineage.h"
@@ -13,9 +16,6 @@
 #include "storage/sqlite/state/state_queries.h"
 #include "storage/sqlite/state/state_record_checksums.h"
 #include "storage/sqlite/state/state_tasks.h"
-#include "storage/sqlite_db.h"
-#include "storage/sqlite_fingerprint_function.h"
-#include "storage/sqlite_wal_checkpointer.h"
 
 namespace backfill {
 namespace {

@@ -79,9 +79,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "core/ports/state_store.h"
+#include "storage/sqlite/sqlite_db.h"
 #include "storage/sqlite/state/state_read_cache.h"
 #include "storage/sqlite/state/state_sql.h"
-#include "storage/sqlite_db.h"
 
 namespace backfill {
 

@@ -29,7 +29,7 @@
 #include "absl/time/time.h"
 #include "core/model/diff.h"
 #include "core/model/job.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite_state {
 

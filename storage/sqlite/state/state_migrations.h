@@ -28,7 +28,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite_state {
 

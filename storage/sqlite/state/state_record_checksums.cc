@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
-#include "storage/sqlite_fingerprint_function.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 
 namespace backfill::state_records {
 namespace {

@@ -28,7 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::state_records {
 

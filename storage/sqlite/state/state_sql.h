@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "storage/sqlite_db.h"
+#include "storage/sqlite/sqlite_db.h"
 
 namespace backfill::sqlite_state {
 
