@@ -6,17 +6,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/text_file.h"
+#include "server/yaml_position.h"
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
 namespace {
-
-// "auth.yaml:4: " for a node with a position, "auth.yaml: " otherwise.
-std::string At(const std::string& source, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null() || mark.line < 0) return absl::StrCat(source, ": ");
-  return absl::StrCat(source, ":", mark.line + 1, ": ");
-}
 
 constexpr char kShape[] =
     "a basic auth file is a map {username: NAME, sha256: <SHA-256 of the "
@@ -35,20 +29,21 @@ absl::StatusOr<BasicAuthCredentials> BasicAuthCredentials::Parse(
         absl::StrCat(source, ":", line, ": not valid YAML: ", e.msg));
   }
   if (!root.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat(At(source, root), kShape));
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlPosition(source, root), kShape));
   }
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     if (key != "username" && key != "sha256") {
       return absl::InvalidArgumentError(
-          absl::StrCat(At(source, kv.first), "unknown key '", key,
+          absl::StrCat(YamlPosition(source, kv.first), "unknown key '", key,
                        "' (the keys are username and sha256)"));
     }
   }
   const YAML::Node user = root["username"];
   if (!user || !user.IsScalar() || user.Scalar().empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(At(source, user ? user : root),
+        absl::StrCat(YamlPosition(source, user ? user : root),
                      "username is required (the user name the scraper "
                      "sends with HTTP basic auth)"));
   }
@@ -59,7 +54,7 @@ absl::StatusOr<BasicAuthCredentials> BasicAuthCredentials::Parse(
       name.size() > kMaxBasicAuthUserBytes ||
       absl::StripAsciiWhitespace(name) != name) {
     return absl::InvalidArgumentError(absl::StrCat(
-        At(source, user),
+        YamlPosition(source, user),
         "username must be printable ASCII without ':' and without leading "
         "or trailing spaces, at most ",
         kMaxBasicAuthUserBytes, " bytes"));
@@ -67,7 +62,7 @@ absl::StatusOr<BasicAuthCredentials> BasicAuthCredentials::Parse(
   const YAML::Node sha = root["sha256"];
   if (!sha) {
     return absl::InvalidArgumentError(absl::StrCat(
-        At(source, root),
+        YamlPosition(source, root),
         "sha256 is required: the SHA-256 of the password in hex (printf %s "
         "\"$PASSWORD\" | sha256sum)"));
   }
@@ -77,7 +72,7 @@ absl::StatusOr<BasicAuthCredentials> BasicAuthCredentials::Parse(
           : absl::InvalidArgumentError("sha256 must be 64 hex digits");
   if (!digest.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(At(source, sha), digest.status().message()));
+        absl::StrCat(YamlPosition(source, sha), digest.status().message()));
   }
   return BasicAuthCredentials(name, *digest);
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
 #include "core/base/text_file.h"
+#include "server/yaml_position.h"
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
@@ -18,13 +19,6 @@ bool PrintableAscii(std::string_view text) {
     if (c < 0x20 || c > 0x7e) return false;
   }
   return true;
-}
-
-// "tokens.yaml:4: " for a node with a position, "tokens.yaml: " otherwise.
-std::string At(const std::string& source, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null() || mark.line < 0) return absl::StrCat(source, ": ");
-  return absl::StrCat(source, ":", mark.line + 1, ": ");
 }
 
 }  // namespace
@@ -41,7 +35,7 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
   }
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        At(source, root),
+        YamlPosition(source, root),
         "a token file is a map with one key, tokens: a list of {principal, "
         "roles, sha256}"));
   }
@@ -49,14 +43,14 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
     const std::string key = kv.first.Scalar();
     if (key != "tokens") {
       return absl::InvalidArgumentError(
-          absl::StrCat(At(source, kv.first), "unknown key '", key,
+          absl::StrCat(YamlPosition(source, kv.first), "unknown key '", key,
                        "' (a token file has one key, tokens)"));
     }
   }
   const YAML::Node list = root["tokens"];
   if (!list || !list.IsSequence() || list.size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        At(source, list ? list : root),
+        YamlPosition(source, list ? list : root),
         "tokens must be a non-empty list of {principal, roles, sha256}: a "
         "daemon that requires tokens and knows none lets no one in"));
   }
@@ -65,7 +59,8 @@ absl::StatusOr<BearerTokens> BearerTokens::Parse(std::string_view text,
   std::set<std::string> certificate_names;
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node item = list[i];
-    const std::string where = absl::StrCat(At(source, item), "tokens[", i, "]");
+    const std::string where =
+        absl::StrCat(YamlPosition(source, item), "tokens[", i, "]");
     if (!item.IsMap()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": must be a map {principal, roles, sha256}"));

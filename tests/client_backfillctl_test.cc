@@ -31,6 +31,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace client_backfillctl_test {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -1234,4 +1235,5 @@ TEST_F(BackfillctlTest, PartitionsChecksItsArgumentsBeforeAnyRpc) {
 }
 
 }  // namespace
+}  // namespace client_backfillctl_test
 }  // namespace backfill

@@ -12,6 +12,7 @@
 
 namespace backfill {
 namespace cli {
+namespace client_checks_format_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -86,5 +87,6 @@ TEST(FormatChecksTest, FollowingStopsAtAwaitingApproval) {
 }
 
 }  // namespace
+}  // namespace client_checks_format_test
 }  // namespace cli
 }  // namespace backfill

@@ -39,6 +39,7 @@
 
 namespace backfill {
 namespace cli {
+namespace client_cli_args_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -486,5 +487,6 @@ TEST(VersionTest, BackfillctlPrintsVersionCommitAndApi) {
 }
 
 }  // namespace
+}  // namespace client_cli_args_test
 }  // namespace cli
 }  // namespace backfill

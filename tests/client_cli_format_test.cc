@@ -27,6 +27,7 @@
 
 namespace backfill {
 namespace cli {
+namespace client_cli_format_test {
 namespace {
 
 using ::testing::Contains;
@@ -1456,5 +1457,6 @@ TEST(EarlyCutoffFormatTest, ThePlanSaysWhatHappensToUnchangedPartitions) {
 }
 
 }  // namespace
+}  // namespace client_cli_format_test
 }  // namespace cli
 }  // namespace backfill

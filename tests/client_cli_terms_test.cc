@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill::cli {
+namespace client_cli_terms_test {
 namespace {
 
 TEST(CliTermsTest, FieldsBecomeTheirFlags) {
@@ -51,4 +52,5 @@ TEST(CliTermsTest, MessagesAreSaidInTheCliTerms) {
 }
 
 }  // namespace
+}  // namespace client_cli_terms_test
 }  // namespace backfill::cli

@@ -14,6 +14,7 @@
 
 namespace backfill {
 namespace cli {
+namespace client_governance_format_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -198,5 +199,6 @@ TEST(FormatPartitionHistoryTest, StaleVersionsNewestFirst) {
 }
 
 }  // namespace
+}  // namespace client_governance_format_test
 }  // namespace cli
 }  // namespace backfill

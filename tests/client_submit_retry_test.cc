@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace client_submit_retry_test {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -371,4 +372,5 @@ TEST_F(ClientSubmitWithRetriesTest, GivesUpAfterMaxAttempts) {
 }
 
 }  // namespace
+}  // namespace client_submit_retry_test
 }  // namespace backfill

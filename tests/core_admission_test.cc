@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_admission_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -358,4 +359,5 @@ TEST(AdmissionKeysTest, HeldKeyedJobsAreSupersededByAnyJobOnTheirPartitions) {
 }
 
 }  // namespace
+}  // namespace core_admission_test
 }  // namespace backfill

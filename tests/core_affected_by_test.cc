@@ -14,6 +14,7 @@
 #include "tests/testing/fake_engine.h"
 
 namespace backfill {
+namespace core_affected_by_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -384,4 +385,5 @@ TEST_F(AffectedByPlanTest, ExcludeDownstreamKeepsOnlyTheTarget) {
 }
 
 }  // namespace
+}  // namespace core_affected_by_test
 }  // namespace backfill

@@ -24,6 +24,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_approval_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -413,4 +414,5 @@ TEST_F(ApprovalTest, OnlyHeldJobsAreApprovedAndDiffsNeedValidation) {
 }
 
 }  // namespace
+}  // namespace core_approval_test
 }  // namespace backfill

@@ -35,6 +35,7 @@
 #include "re2/re2.h"
 
 namespace backfill {
+namespace core_audit_append_only_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -71,6 +72,10 @@ std::vector<Finding> FindAuditWrites(const std::string& content) {
                           "(?:IF" GAP "EXISTS" GAP ")?(?:" QUOTE
                           R"(\w+(?:\\?["'`\]])?\.)?)" QUOTE "audit_events_)");
   static const RE2 kBareName(R"((?i)("\s*audit_events\s*"))");
+#undef TABLE
+#undef QUOTE
+#undef GAP
+#undef COMMENT
   std::vector<Finding> out;
   for (const RE2* re : {&kWrite, &kBareName}) {
     EXPECT_TRUE(re->ok()) << re->pattern() << ": " << re->error();
@@ -213,4 +218,5 @@ TEST(AuditAppendOnlyTest, NoSourceUpdatesOrDeletesAuditEvents) {
 }
 
 }  // namespace
+}  // namespace core_audit_append_only_test
 }  // namespace backfill

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_catalog_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -333,4 +334,5 @@ TEST(CatalogTest, EmptyCatalog) {
 }
 
 }  // namespace
+}  // namespace core_catalog_test
 }  // namespace backfill

@@ -32,6 +32,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_checks_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -652,4 +653,5 @@ TEST_F(SeverityTest, ARevalidationReplacesTheResults) {
 }
 
 }  // namespace
+}  // namespace core_checks_test
 }  // namespace backfill

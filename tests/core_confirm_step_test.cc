@@ -16,6 +16,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_confirm_step_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -78,4 +79,5 @@ TEST_F(ConfirmStepTest, OnlyAPublishedJobMayBeConfirmedAgain) {
 }
 
 }  // namespace
+}  // namespace core_confirm_step_test
 }  // namespace backfill

@@ -26,6 +26,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_consumers_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -1240,4 +1241,5 @@ TEST_F(ConfirmRunnerTest, OnlyPublishedJobsCanBeConfirmed) {
 }
 
 }  // namespace
+}  // namespace core_consumers_test
 }  // namespace backfill

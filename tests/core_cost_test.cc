@@ -22,6 +22,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_cost_test {
 namespace {
 
 using ::backfill::testing::FakeEngine;
@@ -378,4 +379,5 @@ datasets:
 }
 
 }  // namespace
+}  // namespace core_cost_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_diff_step_test {
 namespace {
 
 using testing::FakeEngine;
@@ -158,4 +159,5 @@ TEST_F(RecordDiffTest, AStorageFailureThatMayPassIsRetriedThenTheDiffStored) {
 }
 
 }  // namespace
+}  // namespace core_diff_step_test
 }  // namespace backfill

@@ -35,6 +35,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_early_cutoff_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -547,4 +548,5 @@ TEST_F(EarlyCutoffRunnerTest, ARestartInTheMiddleKeepsTheSettledTasks) {
 }
 
 }  // namespace
+}  // namespace core_early_cutoff_test
 }  // namespace backfill

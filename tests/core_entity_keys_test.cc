@@ -21,6 +21,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_entity_keys_test {
 namespace {
 
 using ::backfill::testing::FakeEngine;
@@ -284,4 +285,5 @@ TEST_F(EntityKeysPlanTest, ASubmittedKeyedJobRunsWithItsKeysOnTheTargetOnly) {
 }
 
 }  // namespace
+}  // namespace core_entity_keys_test
 }  // namespace backfill

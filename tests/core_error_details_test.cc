@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_error_details_test {
 namespace {
 
 std::vector<std::string> Fields(const absl::Status& status) {
@@ -113,4 +114,5 @@ TEST(ErrorDetailsTest, DetailsPassThroughTheReturnMacros) {
 }
 
 }  // namespace
+}  // namespace core_error_details_test
 }  // namespace backfill

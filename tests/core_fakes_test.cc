@@ -18,6 +18,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_fakes_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -565,4 +566,5 @@ TEST_F(FakeEngineTest, ConcurrentStagingKeepsEveryPartition) {
 }
 
 }  // namespace
+}  // namespace core_fakes_test
 }  // namespace backfill

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_fanout_observer_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -108,4 +109,5 @@ TEST(FanoutObserverTest, EveryEventReachesEveryObserverInOrder) {
 }
 
 }  // namespace
+}  // namespace core_fanout_observer_test
 }  // namespace backfill

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_fingerprint_test {
 namespace {
 
 using ::testing::MatchesRegex;
@@ -109,4 +110,5 @@ TEST(FingerprintTest, Format) {
 }
 
 }  // namespace
+}  // namespace core_fingerprint_test
 }  // namespace backfill

@@ -32,6 +32,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_job_runner_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -1714,4 +1715,5 @@ TEST_F(JobRunnerTest, ConcurrentPauseAndResumeOfManyJobsNeverFailOne) {
 }
 
 }  // namespace
+}  // namespace core_job_runner_test
 }  // namespace backfill

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_job_state_machine_test {
 namespace {
 
 using ::testing::ElementsAreArray;
@@ -198,4 +199,5 @@ TEST(JobStateMachineTest, StateNamesRoundTrip) {
 }
 
 }  // namespace
+}  // namespace core_job_state_machine_test
 }  // namespace backfill

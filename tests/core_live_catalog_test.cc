@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_live_catalog_test {
 namespace {
 
 // A catalog of `n` source datasets named d0 .. d<n-1>.
@@ -74,4 +75,5 @@ TEST(LiveCatalogTest, ReadersSeeWholeCatalogsWhileItIsReplaced) {
 }
 
 }  // namespace
+}  // namespace core_live_catalog_test
 }  // namespace backfill

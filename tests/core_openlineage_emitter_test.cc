@@ -34,6 +34,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::openlineage {
+namespace core_openlineage_emitter_test {
 namespace {
 
 using ::backfill::testing::InMemoryStateStore;
@@ -856,4 +857,5 @@ TEST(OpenLineageUrl, StartRefusesABadUrl) {
 }
 
 }  // namespace
+}  // namespace core_openlineage_emitter_test
 }  // namespace backfill::openlineage

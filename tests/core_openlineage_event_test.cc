@@ -23,6 +23,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::openlineage {
+namespace core_openlineage_event_test {
 namespace {
 
 google::protobuf::Struct ParseJson(const std::string& json) {
@@ -751,4 +752,5 @@ TEST_F(OpenLineageEventsTest, TextIsEscapedAsJson) {
 }
 
 }  // namespace
+}  // namespace core_openlineage_event_test
 }  // namespace backfill::openlineage

@@ -15,6 +15,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_page_token_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -208,4 +209,5 @@ TEST(JobListingTest, PartitionPagesInPlanOrder) {
 }
 
 }  // namespace
+}  // namespace core_page_token_test
 }  // namespace backfill

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_partition_layout_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -345,4 +346,5 @@ TEST(TimeKeyTaskGraphTest, IdentityAcrossShapesWaitsForWhatIsRead) {
 }
 
 }  // namespace
+}  // namespace core_partition_layout_test
 }  // namespace backfill

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_partition_mapping_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -714,4 +715,5 @@ TEST(PartitionMappingPropertyTest, LookbackBatchIsSortedUnionOfSingles) {
 }
 
 }  // namespace
+}  // namespace core_partition_mapping_test
 }  // namespace backfill

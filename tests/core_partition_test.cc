@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_partition_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -419,4 +420,5 @@ TEST(PartitionOfValueTest, HoursAndMonths) {
 }
 
 }  // namespace
+}  // namespace core_partition_test
 }  // namespace backfill

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_pipeline_loader_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -679,4 +680,5 @@ TEST_F(PipelineDirectoryTest, EmptyOrMissingDirectory) {
 }
 
 }  // namespace
+}  // namespace core_pipeline_loader_test
 }  // namespace backfill

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_planner_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -641,4 +642,5 @@ TEST_F(MappingPlannerTest, MapDownstreamRefusesWhatItCannotMap) {
 }
 
 }  // namespace
+}  // namespace core_planner_test
 }  // namespace backfill

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_progress_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -85,4 +86,5 @@ TEST(ProgressTest, CurrentStepNamesThePlaybookStep) {
 }
 
 }  // namespace
+}  // namespace core_progress_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_publish_step_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -134,4 +135,5 @@ TEST_F(PublishStepTest, RetentionKeepsTheCopiesOfAJobBeingRolledBack) {
 }
 
 }  // namespace
+}  // namespace core_publish_step_test
 }  // namespace backfill

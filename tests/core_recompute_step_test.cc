@@ -23,6 +23,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_recompute_step_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -283,4 +284,5 @@ TEST_F(RecomputeStepTest, StagingIsPreparedWithoutTheCutOffPartitions) {
 }
 
 }  // namespace
+}  // namespace core_recompute_step_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_recovery_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -165,4 +166,5 @@ TEST_F(RecoveryTest, StagingLeftByEndedJobsIsSwept) {
 }
 
 }  // namespace
+}  // namespace core_recovery_test
 }  // namespace backfill

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_retention_test {
 namespace {
 
 using ::testing::IsEmpty;
@@ -102,4 +103,5 @@ TEST(RetentionTest, DescribesThePolicy) {
 }
 
 }  // namespace
+}  // namespace core_retention_test
 }  // namespace backfill

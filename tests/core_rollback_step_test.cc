@@ -18,6 +18,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_rollback_step_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -283,4 +284,5 @@ TEST_F(RollbackRecordTest, ARollbackTheWarehouseCommittedIsRecordedAtStart) {
 }
 
 }  // namespace
+}  // namespace core_rollback_step_test
 }  // namespace backfill

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_scope_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -97,4 +98,5 @@ TEST(ScopeOverlapTest, KeysDoNotJoinScopesWithoutASharedPartition) {
 }
 
 }  // namespace
+}  // namespace core_scope_test
 }  // namespace backfill

@@ -26,6 +26,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_stale_lineage_test {
 namespace {
 
 using ::backfill::testing::FakeEngine;
@@ -376,9 +377,11 @@ TEST(InputChangedReasonTest, NamesTheFirstAndCountsTheRest) {
 }
 
 }  // namespace
+}  // namespace core_stale_lineage_test
 }  // namespace backfill
 
 namespace backfill {
+namespace core_stale_lineage_test {
 namespace {
 
 // --auto over a time x key dataset: orders (day) -> by_region (day x
@@ -452,4 +455,5 @@ TEST_F(TimeKeyStaleLineageTest, LateRowsOfADayPickItsKeysAndEditsTheirTotal) {
 }
 
 }  // namespace
+}  // namespace core_stale_lineage_test
 }  // namespace backfill

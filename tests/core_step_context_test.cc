@@ -17,6 +17,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_step_context_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -194,4 +195,5 @@ TEST_F(StepContextTest, ReservedHeldOverlapsAreGivenBackHeld) {
 }
 
 }  // namespace
+}  // namespace core_step_context_test
 }  // namespace backfill

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_storage_alarm_test {
 namespace {
 
 using Storage = JobObserver::Storage;
@@ -92,4 +93,5 @@ TEST(StorageAlarmTest,
 }
 
 }  // namespace
+}  // namespace core_storage_alarm_test
 }  // namespace backfill

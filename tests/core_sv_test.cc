@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_sv_test {
 namespace {
 
 TEST(SvTest, ViewsTheSameBytes) {
@@ -24,4 +25,5 @@ TEST(SvTest, KeepsEmbeddedZerosAndEmptyViews) {
 }
 
 }  // namespace
+}  // namespace core_sv_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_task_graph_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -820,4 +821,5 @@ TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
 }
 
 }  // namespace
+}  // namespace core_task_graph_test
 }  // namespace backfill

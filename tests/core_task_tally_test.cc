@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_task_tally_test {
 namespace {
 
 PartitionTask Task(const std::string& dataset, TaskState state,
@@ -84,4 +85,5 @@ TEST(TaskTallyTest, AGroupCountsAsItsTasksAndATaskIsTakenOutAgain) {
 }
 
 }  // namespace
+}  // namespace core_task_tally_test
 }  // namespace backfill

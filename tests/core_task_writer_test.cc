@@ -21,6 +21,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_task_writer_test {
 namespace {
 
 using testing::InMemoryStateStore;
@@ -254,4 +255,5 @@ TEST_F(TaskWriterTest, TheGatheringEndsAfterItsTime) {
 }
 
 }  // namespace
+}  // namespace core_task_writer_test
 }  // namespace backfill

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_text_file_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -51,4 +52,5 @@ TEST_F(TextFileTest, AMissingFileIsNotFoundNamingIt) {
 }
 
 }  // namespace
+}  // namespace core_text_file_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/fake_engine.h"
 
 namespace backfill {
+namespace core_time_key_pipeline_test {
 namespace {
 
 using ::backfill::testing::FakeEngine;
@@ -320,4 +321,5 @@ TEST_F(TimeKeyPlannerTest, MapDownstreamAcrossShapes) {
 }
 
 }  // namespace
+}  // namespace core_time_key_pipeline_test
 }  // namespace backfill

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_transform_parameters_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -65,4 +66,5 @@ TEST(TransformParametersTest, TheLoaderAgrees) {
 }
 
 }  // namespace
+}  // namespace core_transform_parameters_test
 }  // namespace backfill

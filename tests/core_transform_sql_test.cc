@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_transform_sql_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -204,4 +205,5 @@ TEST(CanonicalTransformTest, AcceptsTheParametersTheDatasetAllows) {
 }
 
 }  // namespace
+}  // namespace core_transform_sql_test
 }  // namespace backfill

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_transition_guard_test {
 namespace {
 
 using S = JobState;
@@ -112,4 +113,5 @@ TEST(TransitionGuardTest, ARollbackNeedsEveryJobPublishedAndNotRolledBack) {
 }
 
 }  // namespace
+}  // namespace core_transition_guard_test
 }  // namespace backfill

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 namespace backfill {
+namespace core_upstream_mapping_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -386,4 +387,5 @@ TEST(UpstreamMappingTest, WindowStartIsTheStartOfTheWindowsFirstPartition) {
 }
 
 }  // namespace
+}  // namespace core_upstream_mapping_test
 }  // namespace backfill

@@ -18,6 +18,7 @@
 #include "tests/testing/step_fixture.h"
 
 namespace backfill {
+namespace core_validate_step_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -178,4 +179,5 @@ TEST_F(ValidateStepTest, TheIntegrityCheckPreparesStagingFirst) {
 }
 
 }  // namespace
+}  // namespace core_validate_step_test
 }  // namespace backfill

@@ -14,6 +14,7 @@
 #include "tests/testing/memory_state_store.h"
 
 namespace backfill {
+namespace core_warehouse_ownership_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -346,4 +347,5 @@ TEST_F(WarehouseOwnershipTest, JobsWithPublicationsIncludePublishing) {
 }
 
 }  // namespace
+}  // namespace core_warehouse_ownership_test
 }  // namespace backfill

@@ -29,6 +29,7 @@
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
+namespace deploy_grafana_dashboard_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -238,4 +239,5 @@ TEST(GrafanaDashboardTest, TheErrorRatioIsZeroForMethodsWithoutErrors) {
 }
 
 }  // namespace
+}  // namespace deploy_grafana_dashboard_test
 }  // namespace backfill

@@ -31,6 +31,7 @@
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
+namespace deploy_k8s_manifests_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -429,4 +430,5 @@ TEST_F(K8sManifestsTest, RunsAsNonRootReadOnlyWithoutCapabilities) {
 }
 
 }  // namespace
+}  // namespace deploy_k8s_manifests_test
 }  // namespace backfill

@@ -14,6 +14,7 @@
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
+namespace deploy_prometheus_alerts_test {
 namespace {
 
 const std::string kDir =
@@ -73,4 +74,5 @@ TEST(PrometheusAlertsTest, EveryAlertHasAFiringAndAQuietTestCase) {
 }
 
 }  // namespace
+}  // namespace deploy_prometheus_alerts_test
 }  // namespace backfill

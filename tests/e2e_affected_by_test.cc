@@ -19,6 +19,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_affected_by_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -299,4 +300,5 @@ TEST_F(AffectedByE2eTest, AViewerCannotCrashTheDaemonOrReadItsMemory) {
 }
 
 }  // namespace
+}  // namespace e2e_affected_by_test
 }  // namespace backfill

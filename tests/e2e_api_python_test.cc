@@ -16,6 +16,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_api_python_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -81,4 +82,5 @@ TEST_F(PythonClientTest, TheExampleClientPlansReadsErrorDetailsAndBackfills) {
 }
 
 }  // namespace
+}  // namespace e2e_api_python_test
 }  // namespace backfill

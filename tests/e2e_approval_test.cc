@@ -20,6 +20,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_approval_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -253,4 +254,5 @@ TEST_F(ApprovalE2eTest, AFailedValidationIsPublishedOnlyWithOverride) {
 }
 
 }  // namespace
+}  // namespace e2e_approval_test
 }  // namespace backfill

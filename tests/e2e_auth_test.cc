@@ -23,6 +23,7 @@
 #include "tests/testing/test_pki.h"
 
 namespace backfill {
+namespace e2e_auth_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -253,4 +254,5 @@ TEST_F(AuthE2eTest, AnExposedMetricsPortWithoutBasicAuthStopsTheStart) {
 }
 
 }  // namespace
+}  // namespace e2e_auth_test
 }  // namespace backfill

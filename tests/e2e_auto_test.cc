@@ -22,6 +22,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_auto_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -227,4 +228,5 @@ TEST_F(AutoTest, LateRowsACorrectedDimensionAndANewVersion) {
 }
 
 }  // namespace
+}  // namespace e2e_auto_test
 }  // namespace backfill

@@ -23,6 +23,7 @@
 #include "tests/testing/prometheus_text.h"
 
 namespace backfill {
+namespace e2e_backfill_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -559,4 +560,5 @@ TEST_F(E2eTest, SecondDaemonOnTheSameListenAddressFailsToStart) {
 }
 
 }  // namespace
+}  // namespace e2e_backfill_test
 }  // namespace backfill

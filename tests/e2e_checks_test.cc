@@ -21,6 +21,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_checks_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -556,4 +557,5 @@ TEST_F(ChecksTest, DerivedUpstreamNotPublishedYetIsNoError) {
 }
 
 }  // namespace
+}  // namespace e2e_checks_test
 }  // namespace backfill

@@ -24,6 +24,7 @@
 #include "tests/testing/prometheus_text.h"
 
 namespace backfill {
+namespace e2e_consumers_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -381,4 +382,5 @@ TEST_F(ConsumersTest, AnUnhealthyConsumerStaysUnhealthyAcrossARestart) {
 }
 
 }  // namespace
+}  // namespace e2e_consumers_test
 }  // namespace backfill

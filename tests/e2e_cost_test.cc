@@ -16,6 +16,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_cost_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -240,4 +241,5 @@ TEST_F(CostE2eTest, BudgetsRefuseASubmitAndCreateNothing) {
 }
 
 }  // namespace
+}  // namespace e2e_cost_test
 }  // namespace backfill

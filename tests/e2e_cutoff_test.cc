@@ -27,6 +27,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace e2e_cutoff_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -377,4 +378,5 @@ TEST_F(CutoffTest, AKillInTheMiddleStillEndsWithNothingRepublished) {
 }
 
 }  // namespace
+}  // namespace e2e_cutoff_test
 }  // namespace backfill

@@ -14,6 +14,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_entity_keys_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -238,4 +239,5 @@ TEST_F(EntityKeysTest, KeysOnADatasetWithoutEntityKeyChangeNothing) {
 }
 
 }  // namespace
+}  // namespace e2e_entity_keys_test
 }  // namespace backfill

@@ -26,6 +26,7 @@
 #include "tests/testing/raw_grpc.h"
 
 namespace backfill {
+namespace e2e_faults_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -397,4 +398,5 @@ TEST_F(FaultsTest, WarehouseIoErrorsAreRetriedAndTheJobFinishes) {
 }
 
 }  // namespace
+}  // namespace e2e_faults_test
 }  // namespace backfill

@@ -20,6 +20,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_governance_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -295,4 +296,5 @@ TEST_F(GovernanceTest, NoDownstreamLeavesDependentsStaleInAutoWhyAndMetric) {
 }
 
 }  // namespace
+}  // namespace e2e_governance_test
 }  // namespace backfill

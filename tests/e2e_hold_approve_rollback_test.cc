@@ -21,6 +21,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_hold_approve_rollback_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -281,4 +282,5 @@ TEST_F(HoldApproveRollbackTest, RollbackSupersedesAJobHeldOverItsPartitions) {
 }
 
 }  // namespace
+}  // namespace e2e_hold_approve_rollback_test
 }  // namespace backfill

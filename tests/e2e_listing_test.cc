@@ -21,6 +21,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_listing_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -176,4 +177,5 @@ TEST_F(ListingTest, TheDefaultListStaysSmallWhereWholeJobsWouldNotFit) {
 }
 
 }  // namespace
+}  // namespace e2e_listing_test
 }  // namespace backfill

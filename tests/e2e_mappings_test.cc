@@ -17,6 +17,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_mappings_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -267,4 +268,5 @@ TEST_F(MappingsTest, OneFixedDayRecomputesItsMonthAndItsWindowOnly) {
 }
 
 }  // namespace
+}  // namespace e2e_mappings_test
 }  // namespace backfill

@@ -26,6 +26,7 @@
 #include "tests/testing/http_test_server.h"
 
 namespace backfill {
+namespace e2e_openlineage_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -399,4 +400,5 @@ TEST_F(OpenLineageE2eTest, AJobInterruptedByKill9CompletesItsRunAfterRestart) {
 }
 
 }  // namespace
+}  // namespace e2e_openlineage_test
 }  // namespace backfill

@@ -21,6 +21,7 @@
 #include "tests/testing/prometheus_text.h"
 
 namespace backfill {
+namespace e2e_reload_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -244,4 +245,5 @@ TEST_F(ReloadE2eTest, RunningJobFinishesWithItsOriginalTransform) {
 }
 
 }  // namespace
+}  // namespace e2e_reload_test
 }  // namespace backfill

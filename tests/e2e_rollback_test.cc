@@ -22,6 +22,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_rollback_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -465,4 +466,5 @@ TEST_F(RollbackTest, RetentionKeepsTheCopiesBounded) {
 }
 
 }  // namespace
+}  // namespace e2e_rollback_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_scope_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -238,4 +239,5 @@ TEST_F(ScopeTest, SixMonthsWithTheMonthValueLoadAndOneMonthBackfills) {
 }
 
 }  // namespace
+}  // namespace e2e_scope_test
 }  // namespace backfill

@@ -23,6 +23,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_service_manager_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -118,4 +119,5 @@ TEST_F(ServiceManagerE2eTest, WithoutNotifySocketNothingIsSent) {
 }
 
 }  // namespace
+}  // namespace e2e_service_manager_test
 }  // namespace backfill

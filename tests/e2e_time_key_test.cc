@@ -18,6 +18,7 @@
 #include "tests/testing/e2e_support.h"
 
 namespace backfill {
+namespace e2e_time_key_test {
 namespace {
 
 using namespace ::backfill::e2e;  // NOLINT: test support
@@ -287,4 +288,5 @@ TEST_F(TimeKeyTest, OneDayOfOneRegionChangesExactlyItsRowsAndItsDependents) {
 }
 
 }  // namespace
+}  // namespace e2e_time_key_test
 }  // namespace backfill

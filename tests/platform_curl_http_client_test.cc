@@ -11,6 +11,7 @@
 #include "tests/testing/http_test_server.h"
 
 namespace backfill {
+namespace platform_curl_http_client_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -164,4 +165,5 @@ TEST(CurlHttpClientTest, AnAnswerOverTheLimitIsRefused) {
 }
 
 }  // namespace
+}  // namespace platform_curl_http_client_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "platform/heap_trimmer.h"
 
 namespace backfill {
+namespace platform_heap_trimmer_test {
 namespace {
 
 constexpr absl::Duration kBound = absl::Seconds(30);
@@ -193,4 +194,5 @@ TEST(HeapTrimmerTest, AFragmentedHeapsFreeMemoryGoesBackToTheSystem) {
 }
 
 }  // namespace
+}  // namespace platform_heap_trimmer_test
 }  // namespace backfill

@@ -16,6 +16,7 @@
 #include "platform/posix_command_runner.h"
 
 namespace backfill {
+namespace platform_posix_command_runner_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -135,4 +136,5 @@ TEST(PosixCommandRunnerTest, OutputIsCappedAndTheProgramStillEnds) {
 }
 
 }  // namespace
+}  // namespace platform_posix_command_runner_test
 }  // namespace backfill

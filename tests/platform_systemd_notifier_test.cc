@@ -14,6 +14,7 @@
 #include "platform/systemd_notifier.h"
 
 namespace backfill {
+namespace platform_systemd_notifier_test {
 namespace {
 
 class SystemdNotifierTest : public ::testing::Test {
@@ -79,4 +80,5 @@ TEST_F(SystemdNotifierTest, NothingWithoutNotifySocket) {
 }
 
 }  // namespace
+}  // namespace platform_systemd_notifier_test
 }  // namespace backfill

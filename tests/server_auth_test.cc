@@ -54,6 +54,7 @@
 #include "tests/testing/test_pki.h"
 
 namespace backfill {
+namespace server_auth_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -722,4 +723,5 @@ TEST(ListenSecurityTest, AnExposedPortNeedsInsecure) {
 }
 
 }  // namespace
+}  // namespace server_auth_test
 }  // namespace backfill

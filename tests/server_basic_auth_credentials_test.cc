@@ -11,6 +11,7 @@
 #include "server/basic_auth_credentials.h"
 
 namespace backfill {
+namespace server_basic_auth_credentials_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -80,4 +81,5 @@ TEST(BasicAuthCredentialsTest, AMissingFileIsNotFound) {
 }
 
 }  // namespace
+}  // namespace server_basic_auth_credentials_test
 }  // namespace backfill

@@ -22,6 +22,7 @@
 #include "server/bearer_tokens.h"
 
 namespace backfill {
+namespace server_bearer_tokens_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -238,4 +239,5 @@ TEST(AccessPolicyTest, ActingNameKeepsAClaimedNameOnlyOnBehalf) {
 }
 
 }  // namespace
+}  // namespace server_bearer_tokens_test
 }  // namespace backfill

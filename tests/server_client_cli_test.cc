@@ -46,6 +46,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_client_cli_test {
 namespace {
 
 class FakeService final : public v1::BackfillService::Service {
@@ -583,4 +584,5 @@ TEST_F(ClientAgainstServerTest, OverlappingSubmitWaitsOrWithNoWaitIsRefused) {
 }
 
 }  // namespace
+}  // namespace server_client_cli_test
 }  // namespace backfill

@@ -19,6 +19,7 @@
 #include "server/proto_convert.h"
 
 namespace backfill {
+namespace server_convert_test {
 namespace {
 
 TEST(ProtoConvertTest, EveryJobStateMapsToItsEnumAndBack) {
@@ -468,4 +469,5 @@ TEST(ProtoConvertTest, AuditPagesStopAtTheirByteBudget) {
 }
 
 }  // namespace
+}  // namespace server_convert_test
 }  // namespace backfill

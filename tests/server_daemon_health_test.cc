@@ -29,6 +29,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_daemon_health_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -249,4 +250,5 @@ TEST_F(DaemonHealthTest, ShutdownStopsServingFirstAndDrainsToACheckpoint) {
 }
 
 }  // namespace
+}  // namespace server_daemon_health_test
 }  // namespace backfill

@@ -30,6 +30,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_daemon_log_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -205,4 +206,5 @@ TEST_F(DaemonLogTest, TheAuthenticationWarningNamesTheBoundPort) {
 }
 
 }  // namespace
+}  // namespace server_daemon_log_test
 }  // namespace backfill

@@ -35,6 +35,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_limits_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -441,4 +442,5 @@ TEST(PeerHostTest, TheHostOfEachPeerForm) {
 }
 
 }  // namespace
+}  // namespace server_limits_test
 }  // namespace backfill

@@ -12,6 +12,7 @@
 #include "server/listener_wake.h"
 
 namespace backfill {
+namespace server_listener_wake_test {
 namespace {
 
 // A TCP socket bound to 127.0.0.1 on a free port; listening if asked.
@@ -88,4 +89,5 @@ TEST(ListenerWakeTest, WildcardsMapToLoopbackOfTheirFamily) {
 }
 
 }  // namespace
+}  // namespace server_listener_wake_test
 }  // namespace backfill

@@ -40,6 +40,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_listing_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -937,4 +938,5 @@ TEST_F(ServerListPartitionsTest, BadRequestsAreRefusedAndChangeNothing) {
 }
 
 }  // namespace
+}  // namespace server_listing_test
 }  // namespace backfill

@@ -10,6 +10,7 @@
 #include "server/log_text.h"
 
 namespace backfill {
+namespace server_log_text_test {
 namespace {
 
 using ::testing::EndsWith;
@@ -107,4 +108,5 @@ TEST(LogTextTest, TruncationNeverSplitsACharacterOrAnEscape) {
 }
 
 }  // namespace
+}  // namespace server_log_text_test
 }  // namespace backfill

@@ -22,6 +22,7 @@
 #include "server/daemon.h"
 
 namespace backfill {
+namespace server_metrics_auth_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -171,4 +172,5 @@ TEST_F(MetricsAuthTest, AnExposedMetricsPortNeedsBasicAuthOrInsecure) {
 }
 
 }  // namespace
+}  // namespace server_metrics_auth_test
 }  // namespace backfill

@@ -18,6 +18,7 @@
 #include "tests/testing/prometheus_text.h"
 
 namespace backfill {
+namespace server_metrics_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -591,4 +592,5 @@ TEST(MetricsTest, PromtoolAcceptsEveryNewFamily) {
 }
 
 }  // namespace
+}  // namespace server_metrics_test
 }  // namespace backfill

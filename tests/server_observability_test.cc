@@ -37,6 +37,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_observability_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -536,4 +537,5 @@ TEST_F(ObservabilityTest, EveryDashboardMetricIsInARealScrape) {
 }
 
 }  // namespace
+}  // namespace server_observability_test
 }  // namespace backfill

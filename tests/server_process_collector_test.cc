@@ -16,6 +16,7 @@
 #include "tests/testing/prometheus_text.h"
 
 namespace backfill {
+namespace server_process_collector_test {
 namespace {
 
 using ::backfill::testing::ParseSamples;
@@ -91,4 +92,5 @@ TEST(ProcessCollectorTest, OpenFdsFollowTheFilesThisProcessOpens) {
 }
 
 }  // namespace
+}  // namespace server_process_collector_test
 }  // namespace backfill

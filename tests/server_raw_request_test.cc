@@ -12,6 +12,7 @@
 #include "server/raw_request.h"
 
 namespace backfill {
+namespace server_raw_request_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -126,4 +127,5 @@ TEST(ParseRequestTest, ValidBytesParseExactly) {
 }
 
 }  // namespace
+}  // namespace server_raw_request_test
 }  // namespace backfill

@@ -43,6 +43,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace server_service_test {
 namespace {
 
 using ::backfill::testing::HealthCheck;
@@ -1446,4 +1447,5 @@ TEST_F(ServerServiceTest, GetDatasetDescribesOneDatasetAsTheListDoes) {
 }
 
 }  // namespace
+}  // namespace server_service_test
 }  // namespace backfill

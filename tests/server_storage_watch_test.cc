@@ -16,6 +16,7 @@
 #include "server/storage_watch.h"
 
 namespace backfill {
+namespace server_storage_watch_test {
 namespace {
 
 class StorageWatchTest : public ::testing::Test {
@@ -118,4 +119,5 @@ TEST_F(StorageWatchTest, TheThreadProbesOnItsOwnAndStopsAtOnce) {
 }
 
 }  // namespace
+}  // namespace server_storage_watch_test
 }  // namespace backfill

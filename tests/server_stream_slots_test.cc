@@ -11,6 +11,7 @@
 #include "server/stream_slots.h"
 
 namespace backfill {
+namespace server_stream_slots_test {
 namespace {
 
 TEST(StreamSlotsTest, LimitIsPerKeyAndASlotComesBackWhenReleased) {
@@ -82,4 +83,5 @@ TEST(StreamSlotsTest, ConcurrentHoldersNeverExceedTheLimit) {
 }
 
 }  // namespace
+}  // namespace server_stream_slots_test
 }  // namespace backfill

@@ -18,6 +18,7 @@
 #include "server/vocabulary_convert.h"
 
 namespace backfill {
+namespace server_vocabulary_convert_test {
 namespace {
 
 // The numbers of `Enum` other than 0 (UNSPECIFIED).
@@ -134,4 +135,5 @@ TEST(VocabularyConvertTest, ANumberFromANewerServerIsShownAsUnknown) {
 }
 
 }  // namespace
+}  // namespace server_vocabulary_convert_test
 }  // namespace backfill

@@ -18,6 +18,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill {
+namespace server_warehouse_factory_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -126,4 +127,5 @@ TEST(WarehouseFactoryTest, PostgresTablesAreNamedByDatabaseAndSchema) {
 }
 
 }  // namespace
+}  // namespace server_warehouse_factory_test
 }  // namespace backfill

@@ -21,6 +21,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_checks_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -202,4 +203,5 @@ TEST(SqliteCheckResultsTest, ReplacedAtomicallyAndListedInOrder) {
 }
 
 }  // namespace
+}  // namespace storage_checks_test
 }  // namespace backfill

@@ -16,6 +16,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_consumers_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -222,4 +223,5 @@ TEST_F(QueryValueTest, AQueryThatRunsTooLongIsStopped) {
 }
 
 }  // namespace
+}  // namespace storage_consumers_test
 }  // namespace backfill

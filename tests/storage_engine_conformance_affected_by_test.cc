@@ -29,6 +29,7 @@
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
+namespace storage_engine_conformance_affected_by_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -364,4 +365,5 @@ TEST_P(AffectedByConformanceTest, RunawayPredicateIsStoppedByTheTimeout) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_affected_by_test
 }  // namespace backfill

@@ -16,6 +16,7 @@
 #include "tests/testing/engine_conformance.h"
 
 namespace backfill {
+namespace storage_engine_conformance_artifacts_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -116,4 +117,5 @@ TEST_P(ArtifactsConformanceTest, StagingAndCopiesAreListedAndDroppedByJob) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_artifacts_test
 }  // namespace backfill

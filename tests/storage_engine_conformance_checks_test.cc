@@ -31,6 +31,7 @@
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
+namespace storage_engine_conformance_checks_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -606,4 +607,5 @@ TEST_P(EngineChecksConformanceTest, DescribeTableReportsDeclaredColumns) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_checks_test
 }  // namespace backfill

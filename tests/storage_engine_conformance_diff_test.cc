@@ -30,6 +30,7 @@
 #include "tests/testing/engine_conformance.h"
 
 namespace backfill {
+namespace storage_engine_conformance_diff_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -541,4 +542,5 @@ TEST_P(EngineDiffConformanceTest, NothingStagedIsAFailedPrecondition) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_diff_test
 }  // namespace backfill

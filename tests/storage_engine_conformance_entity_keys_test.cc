@@ -22,6 +22,7 @@
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
+namespace storage_engine_conformance_entity_keys_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -503,4 +504,5 @@ TEST_P(EntityKeysConformanceTest, GeneratedRoundsReplaceExactlyTheKeysRows) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_entity_keys_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/engine_conformance.h"
 
 namespace backfill {
+namespace storage_engine_conformance_query_value_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -151,4 +152,5 @@ TEST_P(QueryValueConformanceTest, RefusesWhatItCannotRunAndChangesNothing) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_query_value_test
 }  // namespace backfill

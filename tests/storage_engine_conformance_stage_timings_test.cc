@@ -20,6 +20,7 @@
 #include "tests/testing/engine_conformance.h"
 
 namespace backfill {
+namespace storage_engine_conformance_stage_timings_test {
 namespace {
 
 constexpr char kJob[] = "bf-3";
@@ -139,4 +140,5 @@ INSTANTIATE_TEST_SUITE_P(Warehouses, StageTimingsConformanceTest,
                          testing::WarehouseParamName);
 
 }  // namespace
+}  // namespace storage_engine_conformance_stage_timings_test
 }  // namespace backfill

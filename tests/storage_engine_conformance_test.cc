@@ -20,6 +20,7 @@
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
+namespace storage_engine_conformance_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -937,4 +938,5 @@ TEST_P(EngineConformanceTest, WindowStartOnlyForALookbackDataset) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_test
 }  // namespace backfill

@@ -25,6 +25,7 @@
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
+namespace storage_engine_conformance_time_key_test {
 namespace {
 
 using testing::WarehouseHarness;
@@ -303,4 +304,5 @@ TEST_P(TimeKeyConformanceTest, ARowOfAnotherKeyIsRefusedAtStaging) {
 }
 
 }  // namespace
+}  // namespace storage_engine_conformance_time_key_test
 }  // namespace backfill

@@ -16,6 +16,7 @@
 #include "tests/testing/warehouse_harness.h"
 
 namespace backfill {
+namespace storage_engine_contract_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -525,9 +526,11 @@ TEST_P(EngineContractTest, RollbackOfAnUnpartitionedDataset) {
 }
 
 }  // namespace
+}  // namespace storage_engine_contract_test
 }  // namespace backfill
 
 namespace backfill {
+namespace storage_engine_contract_test {
 namespace {
 
 // ---- Early cutoff ----------------------------------------------------------
@@ -724,4 +727,5 @@ TEST_P(EngineContractTest, ProfilesAndDescriptionsFollowTheSameRules) {
 }
 
 }  // namespace
+}  // namespace storage_engine_contract_test
 }  // namespace backfill

@@ -17,6 +17,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_entity_keys_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -152,4 +153,5 @@ TEST_F(EntityKeysEngineTest, TheKeysTableIsStagingAndGoesWithIt) {
 }
 
 }  // namespace
+}  // namespace storage_entity_keys_test
 }  // namespace backfill

@@ -25,6 +25,7 @@
 #include "tests/testing/fault_vfs.h"
 
 namespace backfill::sqlite {
+namespace storage_fault_vfs_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -682,4 +683,5 @@ TEST(FaultVfsDeathTest, WithTheVariableTheShimIsTheDefault) {
 }
 
 }  // namespace
+}  // namespace storage_fault_vfs_test
 }  // namespace backfill::sqlite

@@ -28,6 +28,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_fingerprint_function_test {
 namespace {
 
 class FingerprintFunctionTest : public testing::WarehouseTest {
@@ -276,4 +277,5 @@ TEST_F(FingerprintFunctionTest, CachedQueriesFollowEverySchemaChange) {
 }
 
 }  // namespace
+}  // namespace storage_fingerprint_function_test
 }  // namespace backfill

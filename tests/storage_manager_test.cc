@@ -29,6 +29,7 @@
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
+namespace storage_manager_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -685,4 +686,5 @@ TEST_F(ManagerTest, BadRequestsChangeNothing) {
 }
 
 }  // namespace
+}  // namespace storage_manager_test
 }  // namespace backfill

@@ -27,6 +27,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_partition_fingerprints_test {
 namespace {
 
 using ::testing::IsEmpty;
@@ -313,4 +314,5 @@ TEST_F(PartitionFingerprintsTest, UntouchedInputsCompareEqualToWhatAStageRead) {
 }
 
 }  // namespace
+}  // namespace storage_partition_fingerprints_test
 }  // namespace backfill

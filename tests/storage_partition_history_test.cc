@@ -25,6 +25,7 @@
 #include "storage/sqlite/state/sqlite_state_store.h"
 
 namespace backfill {
+namespace storage_partition_history_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -709,4 +710,5 @@ TEST_F(PartitionHistoryTest, AuditLogPagesOldestFirstAndRefusesChanges) {
 }
 
 }  // namespace
+}  // namespace storage_partition_history_test
 }  // namespace backfill

@@ -36,6 +36,7 @@
 #include "storage/sqlite/sqlite_membership.h"
 
 namespace backfill {
+namespace storage_partition_membership_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -819,4 +820,5 @@ INSTANTIATE_TEST_SUITE_P(Grains, MembershipEngineTest,
                          });
 
 }  // namespace
+}  // namespace storage_partition_membership_test
 }  // namespace backfill

@@ -23,6 +23,7 @@
 #include "storage/sqlite/sqlite_engine.h"
 
 namespace backfill {
+namespace storage_partition_stats_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -368,4 +369,5 @@ TEST_F(PartitionStatsTest, PublishAndRollbackKeepDerivedStatisticsExact) {
 }
 
 }  // namespace
+}  // namespace storage_partition_stats_test
 }  // namespace backfill

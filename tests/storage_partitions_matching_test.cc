@@ -26,6 +26,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_partitions_matching_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -607,4 +608,5 @@ TEST(PartitionsMatchingMemoryTest, InMemoryWarehouseIsQueryOnlyForTheCall) {
 }
 
 }  // namespace
+}  // namespace storage_partitions_matching_test
 }  // namespace backfill

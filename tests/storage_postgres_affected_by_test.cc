@@ -29,6 +29,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
+namespace storage_postgres_affected_by_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -317,4 +318,5 @@ TEST_F(PgAffectedByTest, DollarQuotesAndEscapeStringsAreRefused) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_affected_by_test
 }  // namespace backfill::postgres

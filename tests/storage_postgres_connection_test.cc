@@ -24,6 +24,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
+namespace storage_postgres_connection_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -315,4 +316,5 @@ TEST_F(PgConnectionTest, AReadOnlyTransactionRefusesWrites) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_connection_test
 }  // namespace backfill::postgres

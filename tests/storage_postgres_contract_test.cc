@@ -26,6 +26,7 @@ void PrintTo(const PgColumn& column, std::ostream* os) {
   *os << "{\"" << column.name << "\" " << column.type << "}";
 }
 
+namespace storage_postgres_contract_test {
 namespace {
 
 using ::testing::AllOf;
@@ -436,4 +437,5 @@ TEST_F(PgContractTest, CompareNeedsTheNormalizedContractOfTheSameColumns) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_contract_test
 }  // namespace backfill::postgres

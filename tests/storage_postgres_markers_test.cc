@@ -30,6 +30,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
+namespace storage_postgres_markers_test {
 namespace {
 
 using sql::CheckOwner;
@@ -287,4 +288,5 @@ TEST_F(PgMarkersTest, ReadingBeforeTheSchemaExistsIsTheServersError) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_markers_test
 }  // namespace backfill::postgres

@@ -48,6 +48,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
+namespace storage_postgres_membership_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -1632,4 +1633,5 @@ TEST_F(PgMembershipTest, ColumnsOfADatasetSpec) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_membership_test
 }  // namespace backfill::postgres

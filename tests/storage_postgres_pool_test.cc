@@ -25,6 +25,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::postgres {
+namespace storage_postgres_pool_test {
 namespace {
 
 using ::testing::AllOf;
@@ -572,4 +573,5 @@ TEST_F(PgPoolTest, NoErrorRepeatsThePassword) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_pool_test
 }  // namespace backfill::postgres

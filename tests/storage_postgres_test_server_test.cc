@@ -18,6 +18,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::testing {
+namespace storage_postgres_test_server_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -154,4 +155,5 @@ TEST(PostgresTestServerTest, EachSharedHandleHasADatabaseOfItsOwn) {
 }
 
 }  // namespace
+}  // namespace storage_postgres_test_server_test
 }  // namespace backfill::testing

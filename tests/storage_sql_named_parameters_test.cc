@@ -27,6 +27,7 @@
 #include "tests/testing/postgres_test_server.h"
 
 namespace backfill::sql {
+namespace storage_sql_named_parameters_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -1132,4 +1133,5 @@ TEST(NamedParametersTest, ItSaysWhichQuotingFormsTheTextUses) {
 }
 
 }  // namespace
+}  // namespace storage_sql_named_parameters_test
 }  // namespace backfill::sql

@@ -23,6 +23,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_sqlite_engine_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -469,4 +470,5 @@ TEST(SqliteEngineOpenTest, AnEmptyFileThatMustHoldAWarehouseIsLeftUnwritten) {
 }
 
 }  // namespace
+}  // namespace storage_sqlite_engine_test
 }  // namespace backfill

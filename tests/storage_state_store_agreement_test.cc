@@ -23,6 +23,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_agreement_test {
 namespace {
 
 using testing::MakeLineage;
@@ -409,4 +410,5 @@ TEST_P(StateStoreAgreementTest, GivesTheInMemoryStoresAnswers) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_agreement_test
 }  // namespace backfill

@@ -24,6 +24,7 @@
 #include "storage/sqlite/state/state_record_checksums.h"
 
 namespace backfill {
+namespace storage_state_store_cache_test {
 namespace {
 
 absl::Time T(int s) { return absl::FromUnixSeconds(1700000000 + s); }
@@ -286,4 +287,5 @@ TEST_F(StateStoreCacheTest, TheDiffSummaryFollowsTheStoredDiff) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_cache_test
 }  // namespace backfill

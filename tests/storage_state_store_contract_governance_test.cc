@@ -15,6 +15,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_contract_governance_test {
 namespace {
 
 using testing::Confirmation;
@@ -365,4 +366,5 @@ TEST_P(StateStoreContractTest, AReadersJobHasItsResultsInEitherView) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_contract_governance_test
 }  // namespace backfill

@@ -14,6 +14,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_contract_lineage_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -449,4 +450,5 @@ TEST_P(StateStoreContractTest, LineageOverlappingAndPublicationTimes) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_contract_lineage_test
 }  // namespace backfill

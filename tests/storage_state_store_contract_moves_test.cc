@@ -16,6 +16,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_contract_moves_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -350,4 +351,5 @@ TEST_P(StateStoreContractTest, ApproveJobRecordsTheApprovalWithTheMove) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_contract_moves_test
 }  // namespace backfill

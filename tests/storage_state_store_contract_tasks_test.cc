@@ -19,6 +19,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_contract_tasks_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -404,4 +405,5 @@ TEST_P(StateStoreContractTest, Stats) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_contract_tasks_test
 }  // namespace backfill

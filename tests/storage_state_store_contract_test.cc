@@ -27,6 +27,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_contract_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -663,4 +664,5 @@ TEST_P(StateStoreContractTest, FindJobByKey) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_contract_test
 }  // namespace backfill

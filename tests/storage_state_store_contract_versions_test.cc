@@ -16,6 +16,7 @@
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
+namespace storage_state_store_contract_versions_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -257,4 +258,5 @@ TEST_P(StateStoreContractTest, AKeyedJobIsNoVersionOfItsTargetsPartitions) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_contract_versions_test
 }  // namespace backfill

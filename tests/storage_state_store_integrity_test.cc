@@ -23,6 +23,7 @@
 #include "tests/testing/sqlite_state_file.h"
 
 namespace backfill {
+namespace storage_state_store_integrity_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -301,4 +302,5 @@ TEST_F(StateStoreTest, AFileTheUserCannotWriteIsRefusedAtOpen) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_integrity_test
 }  // namespace backfill

@@ -30,6 +30,7 @@
 #include "tests/testing/sqlite_state_file.h"
 
 namespace backfill {
+namespace storage_state_store_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -462,4 +463,5 @@ TEST(StateStoreMemoryTest, InMemoryWorks) {
 }
 
 }  // namespace
+}  // namespace storage_state_store_test
 }  // namespace backfill

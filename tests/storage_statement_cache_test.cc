@@ -16,6 +16,7 @@
 #include "storage/sqlite/sqlite_sandbox.h"
 
 namespace backfill::sqlite {
+namespace storage_statement_cache_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -171,4 +172,5 @@ TEST_F(StatementCacheTest, NoStatementEscapesASandbox) {
 }
 
 }  // namespace
+}  // namespace storage_statement_cache_test
 }  // namespace backfill::sqlite

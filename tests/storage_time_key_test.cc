@@ -25,6 +25,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_time_key_test {
 namespace {
 
 class TimeKeyEngineTest : public testing::WarehouseTest {
@@ -192,4 +193,5 @@ TEST_F(TimeKeyEngineTest, AnUntypedKeyColumnKeepsIntegerKeys) {
 }
 
 }  // namespace
+}  // namespace storage_time_key_test
 }  // namespace backfill

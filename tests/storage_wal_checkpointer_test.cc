@@ -23,6 +23,7 @@
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
+namespace storage_wal_checkpointer_test {
 namespace {
 
 class WalCheckpointerTest : public testing::WarehouseTest {
@@ -175,4 +176,5 @@ TEST_F(WalCheckpointerTest, WritersAndAReaderBesideCheckpointsLoseNothing) {
 }
 
 }  // namespace
+}  // namespace storage_wal_checkpointer_test
 }  // namespace backfill

@@ -16,6 +16,7 @@
 
 namespace backfill {
 namespace text {
+namespace text_display_text_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -177,5 +178,6 @@ TEST(TruncatedDisplayTextTest, EveryCutIsAWholeNumberOfPieces) {
 }
 
 }  // namespace
+}  // namespace text_display_text_test
 }  // namespace text
 }  // namespace backfill

@@ -17,6 +17,7 @@
 
 namespace backfill {
 namespace text {
+namespace text_utf8_test {
 namespace {
 
 // DecodeUtf8(bytes) as "length U+XXXX" ("0" when no character), so that a
@@ -153,5 +154,6 @@ TEST(ValidUtf8Test, EscapesOnlyTheBytesThatAreNotUtf8) {
 }
 
 }  // namespace
+}  // namespace text_utf8_test
 }  // namespace text
 }  // namespace backfill

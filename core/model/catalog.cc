@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
+#include "core/model/identifier.h"
 #include "core/model/partition.h"
 #include "core/model/partition_mapping.h"
 #include "core/model/transform_sql.h"
@@ -36,18 +37,6 @@ absl::Status ValidateDatasetPartition(const DatasetSpec& ds,
   return absl::OkStatus();
 }
 namespace {
-
-bool IsIdentifier(std::string_view s) {
-  if (s.empty() || s.size() > 128) return false;
-  auto alpha = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-  };
-  if (!alpha(s[0])) return false;
-  for (char c : s) {
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
-  }
-  return true;
-}
 
 // Words that start a column constraint (or belong to one) in SQLite's
 // CREATE TABLE. A "type" containing one would smuggle a constraint into the

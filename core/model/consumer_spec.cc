@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
+#include "core/model/identifier.h"
 #include "core/model/transform_parameters.h"
 #include "core/model/transform_sql.h"
 
@@ -29,15 +30,6 @@ int LineOf(const YAML::Node& node, int fallback) {
   const YAML::Mark mark = node.Mark();
   if (mark.is_null() || mark.line < 0) return fallback;
   return mark.line + 1;
-}
-
-bool IsIdentifier(std::string_view s) {
-  if (s.empty() || s.size() > 128) return false;
-  if (!(absl::ascii_isalpha(s[0]) || s[0] == '_')) return false;
-  for (char c : s) {
-    if (!(absl::ascii_isalnum(c) || c == '_')) return false;
-  }
-  return true;
 }
 
 bool IsHeaderName(std::string_view s) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "absl/types/span.h"
+#include "core/base/sort_unique.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
 #include "core/model/partition.h"
@@ -58,11 +59,6 @@ template <typename C>
 void AppendIfValid(Grain grain, C civil, std::vector<std::string>* out) {
   std::string value = Format(civil);
   if (ValidatePartition(grain, value).ok()) out->push_back(std::move(value));
-}
-
-void SortUnique(std::vector<std::string>* values) {
-  std::sort(values->begin(), values->end());
-  values->erase(std::unique(values->begin(), values->end()), values->end());
 }
 
 // ---------------------------------------------------------------- rollup --

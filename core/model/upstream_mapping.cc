@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/sort_unique.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
 #include "core/model/partition.h"
@@ -17,11 +18,6 @@
 
 namespace backfill {
 namespace {
-
-void SortUnique(std::vector<std::string>* values) {
-  std::sort(values->begin(), values->end());
-  values->erase(std::unique(values->begin(), values->end()), values->end());
-}
 
 bool IsKeyOf(const PartitionLayout& layout, std::string_view key) {
   return std::find(layout.keys.begin(), layout.keys.end(), key) !=

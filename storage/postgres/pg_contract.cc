@@ -8,19 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
+#include "storage/sql/engine_checks.h"
 
 namespace backfill::postgres {
 namespace {
 
 // The TEMP table NormalizeContract creates and always rolls back.
 constexpr char kProbeTable[] = "_bf_contract_probe";
-
-absl::Status WithContext(const absl::Status& status,
-                         const std::string& context) {
-  return absl::Status(
-      status.code(),
-      absl::StrCat(context, ": ", std::string(status.message())));
-}
 
 // `"schema"."table"`, or `"table"` without a schema.
 absl::StatusOr<std::string> QualifiedName(PgConnection* conn,
@@ -44,8 +38,8 @@ absl::StatusOr<std::string> ColumnDefinition(PgConnection* conn,
   }
   absl::StatusOr<std::string> name = conn->QuoteIdentifier(column.name);
   if (!name.ok()) {
-    return WithContext(name.status(),
-                       absl::StrCat("contract column \"", column.name, "\""));
+    return sql::Annotate(name.status(),
+                         absl::StrCat("contract column \"", column.name, "\""));
   }
   return absl::StrCat(*name, " ", column.type);
 }
@@ -151,11 +145,11 @@ absl::StatusOr<std::vector<PgColumn>> NormalizeContract(
       }
       RETURN_IF_ERROR(alone);
     }
-    return WithContext(made, "the contract's columns do not make a table");
+    return sql::Annotate(made, "the contract's columns do not make a table");
   }
   if (!made.ok()) {
-    return WithContext(made,
-                       "cannot read the contract's types from the server");
+    return sql::Annotate(made,
+                         "cannot read the contract's types from the server");
   }
   if (columns.size() != contract.size()) {
     return absl::InternalError(absl::StrCat("a table made from a contract of ",

@@ -15,16 +15,13 @@
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_sql_connection.h"
 #include "storage/sql/artifacts.h"
+#include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 
 namespace backfill::postgres {
 namespace {
 
-absl::Status Annotate(const absl::Status& status, std::string_view context) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(std::string(context), ": ",
-                                                  status.message()));
-}
+using sql::Annotate;
 
 // `sql` (a membership condition over $first..) with each $k replaced by
 // exprs[k - first]. The conditions come from pg_membership.h: their only

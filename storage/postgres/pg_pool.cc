@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "storage/sql/engine_checks.h"
 
 namespace backfill::postgres {
 namespace {
@@ -91,13 +92,6 @@ absl::StatusOr<std::vector<std::string>> Secrets(const std::string& dsn) {
   return out;
 }
 
-absl::Status WithContext(const absl::Status& status,
-                         const std::string& context) {
-  return absl::Status(
-      status.code(),
-      absl::StrCat(context, ": ", std::string(status.message())));
-}
-
 bool NotCancelling(int* cancelling) { return *cancelling == 0; }
 
 }  // namespace
@@ -156,7 +150,7 @@ absl::StatusOr<std::unique_ptr<PgPool>> PgPool::Open(const std::string& dsn,
   for (int i = 0; i < size; ++i) {
     absl::StatusOr<std::unique_ptr<PgConnection>> conn = pool->Connect();
     if (!conn.ok()) {
-      return WithContext(
+      return sql::Annotate(
           conn.status(),
           absl::StrCat(
               "cannot open the PostgreSQL connection pool (connection ", i + 1,
@@ -271,8 +265,8 @@ absl::StatusOr<PgPool::Lease> PgPool::AcquireWithDeadline(absl::Time deadline) {
       s.idle_since = absl::Now();
       // Behind the open connections: they are handed out first.
       idle_.insert(idle_.begin(), slot);
-      return WithContext(opened.status(),
-                         "cannot open a PostgreSQL connection for the pool");
+      return sql::Annotate(opened.status(),
+                           "cannot open a PostgreSQL connection for the pool");
     }
     fresh = *std::move(opened);
   }

@@ -17,8 +17,6 @@
 namespace backfill::sqlite {
 namespace {
 
-std::string Q(std::string_view name) { return QuoteIdentifier(name); }
-
 Database* DbOf(sql::Connection* conn) {
   return static_cast<SqliteConnection*>(conn)->db();
 }
@@ -36,8 +34,9 @@ absl::Status SqliteHooks::StageTableReady(sql::Connection* conn,
   if (!ds.partition) return absl::OkStatus();
   return conn
       ->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
-                          Q(stage.name + "__partition"), " ON ", Q(stage.name),
-                          " (", Q(ds.partition->column), ")"))
+                          QuoteIdentifier(stage.name + "__partition"), " ON ",
+                          QuoteIdentifier(stage.name), " (",
+                          QuoteIdentifier(ds.partition->column), ")"))
       .status();
 }
 
@@ -139,8 +138,9 @@ absl::Status SqliteHooks::PrepareTable(sql::Connection* conn,
   // costs its rows, not the table.
   return conn
       ->Exec(absl::StrCat("CREATE INDEX IF NOT EXISTS main.",
-                          Q(absl::StrCat("_bf_idx_", ds.table)), " ON ",
-                          Q(ds.table), " (", Q(ds.partition->column), ")"))
+                          QuoteIdentifier(absl::StrCat("_bf_idx_", ds.table)),
+                          " ON ", QuoteIdentifier(ds.table), " (",
+                          QuoteIdentifier(ds.partition->column), ")"))
       .status();
 }
 
@@ -155,8 +155,8 @@ absl::Status SqliteHooks::CheckStaged(sql::Connection* conn,
   ASSIGN_OR_RETURN(
       sql::Result r,
       conn->Exec(absl::StrCat(
-          "SELECT COUNT(*), MIN(quote(", Q(ds.partition->column), ")) FROM ",
-          dialect_.Name(stage), " WHERE NOT EXISTS (SELECT 1 FROM ",
+          "SELECT COUNT(*), MIN(quote(", QuoteIdentifier(ds.partition->column),
+          ")) FROM ", dialect_.Name(stage), " WHERE NOT EXISTS (SELECT 1 FROM ",
           dialect_.Name(parts), " AS _bf_p WHERE ",
           MembershipCondition(ds, "", "_bf_p.\"value\"", "_bf_p.\"lo\"",
                               "_bf_p.\"hi\""),

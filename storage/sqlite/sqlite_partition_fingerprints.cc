@@ -16,14 +16,13 @@
 namespace backfill::sqlite {
 namespace {
 
-std::string Q(std::string_view name) { return QuoteIdentifier(name); }
-
 // What StagePartition reads of an input: the contract columns, or every
 // column of a source that declares none.
 std::string ColumnList(const DatasetSpec& ds) {
   if (ds.columns.empty()) return "*";
   std::vector<std::string> cols;
-  for (const ColumnSpec& c : ds.columns) cols.push_back(Q(c.name));
+  for (const ColumnSpec& c : ds.columns)
+    cols.push_back(QuoteIdentifier(c.name));
   return absl::StrJoin(cols, ", ");
 }
 
@@ -33,44 +32,46 @@ struct Cached {
 };
 using CachedMap = std::map<std::string, Cached>;
 
-struct Meta {
+struct FingerprintMeta {
   std::string signature;
   int64_t max_rowid = 0;
   int64_t min_rowid = 0;
   std::string last_row;
   int64_t computed_at = 0;  // unix micros
-  bool operator==(const Meta& o) const {
+  bool operator==(const FingerprintMeta& o) const {
     return signature == o.signature && max_rowid == o.max_rowid &&
            min_rowid == o.min_rowid && last_row == o.last_row &&
            computed_at == o.computed_at;
   }
 };
 
-absl::StatusOr<std::optional<Meta>> ReadMeta(Database* db,
-                                             const std::string& dataset) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT signature, max_rowid, min_rowid, last_row, "
-                       "computed_at FROM main.",
-                       Q(kFingerprintsMetaTable), " WHERE dataset = ?1")));
+absl::StatusOr<std::optional<FingerprintMeta>> ReadFingerprintMeta(
+    Database* db, const std::string& dataset) {
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db->Prepare(absl::StrCat(
+          "SELECT signature, max_rowid, min_rowid, last_row, "
+          "computed_at FROM main.",
+          QuoteIdentifier(kFingerprintsMetaTable), " WHERE dataset = ?1")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return std::optional<Meta>();
-  Meta m;
+  if (!row) return std::optional<FingerprintMeta>();
+  FingerprintMeta m;
   m.signature = q.ColumnText(0);
   m.max_rowid = q.ColumnInt(1);
   m.min_rowid = q.ColumnInt(2);
   m.last_row = q.ColumnText(3);
   m.computed_at = q.ColumnInt(4);
-  return std::optional<Meta>(std::move(m));
+  return std::optional<FingerprintMeta>(std::move(m));
 }
 
 absl::StatusOr<std::map<std::string, Cached>> ReadCached(
     Database* db, const std::string& dataset) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT \"partition\", fingerprint, rows FROM main.",
-                       Q(kFingerprintsTable), " WHERE dataset = ?1")));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db->Prepare(absl::StrCat(
+          "SELECT \"partition\", fingerprint, rows FROM main.",
+          QuoteIdentifier(kFingerprintsTable), " WHERE dataset = ?1")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   std::map<std::string, Cached> out;
   while (true) {
@@ -83,9 +84,10 @@ absl::StatusOr<std::map<std::string, Cached>> ReadCached(
 
 absl::Status DeleteAll(Database* db, const std::string& dataset) {
   for (const char* table : {kFingerprintsTable, kFingerprintsMetaTable}) {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare(absl::StrCat("DELETE FROM main.", Q(table),
-                                              " WHERE dataset = ?1")));
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat("DELETE FROM main.", QuoteIdentifier(table),
+                                 " WHERE dataset = ?1")));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     RETURN_IF_ERROR(q.Run());
   }
@@ -95,16 +97,17 @@ absl::Status DeleteAll(Database* db, const std::string& dataset) {
 // Sets the cached fingerprint of each partition (no rows: removed).
 absl::Status WriteCached(Database* db, const std::string& dataset,
                          const std::map<std::string, Cached>& partitions) {
-  ASSIGN_OR_RETURN(Statement put,
-                   db->Prepare(absl::StrCat(
-                       "INSERT OR REPLACE INTO main.", Q(kFingerprintsTable),
-                       " (dataset, \"partition\", fingerprint, rows) "
-                       "VALUES (?1, ?2, ?3, ?4)")));
   ASSIGN_OR_RETURN(
-      Statement del,
-      db->Prepare(absl::StrCat("DELETE FROM main.", Q(kFingerprintsTable),
-                               " WHERE dataset = ?1 AND \"partition\" "
-                               "= ?2")));
+      Statement put,
+      db->Prepare(absl::StrCat("INSERT OR REPLACE INTO main.",
+                               QuoteIdentifier(kFingerprintsTable),
+                               " (dataset, \"partition\", fingerprint, rows) "
+                               "VALUES (?1, ?2, ?3, ?4)")));
+  ASSIGN_OR_RETURN(Statement del,
+                   db->Prepare(absl::StrCat(
+                       "DELETE FROM main.", QuoteIdentifier(kFingerprintsTable),
+                       " WHERE dataset = ?1 AND \"partition\" "
+                       "= ?2")));
   for (const auto& [partition, c] : partitions) {
     Statement& q = c.rows > 0 ? put : del;
     RETURN_IF_ERROR(q.Reset());
@@ -119,14 +122,14 @@ absl::Status WriteCached(Database* db, const std::string& dataset,
   return absl::OkStatus();
 }
 
-absl::Status WriteMeta(Database* db, const std::string& dataset,
-                       const Meta& m) {
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db->Prepare(absl::StrCat(
-          "INSERT OR REPLACE INTO main.", Q(kFingerprintsMetaTable),
-          " (dataset, signature, max_rowid, min_rowid, last_row, "
-          "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")));
+absl::Status WriteFingerprintMeta(Database* db, const std::string& dataset,
+                                  const FingerprintMeta& m) {
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare(absl::StrCat(
+                       "INSERT OR REPLACE INTO main.",
+                       QuoteIdentifier(kFingerprintsMetaTable),
+                       " (dataset, signature, max_rowid, min_rowid, last_row, "
+                       "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, m.signature));
   RETURN_IF_ERROR(q.BindInt(3, m.max_rowid));
@@ -139,10 +142,10 @@ absl::Status WriteMeta(Database* db, const std::string& dataset,
 // One partition's rows hashed as StagePartition hashes an input partition.
 absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
                                      const std::string& partition) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT ", ColumnList(ds), " FROM main.", Q(ds.table),
-                       " WHERE ", MembershipConditionParams(ds))));
+  ASSIGN_OR_RETURN(Statement q, db->Prepare(absl::StrCat(
+                                    "SELECT ", ColumnList(ds), " FROM main.",
+                                    QuoteIdentifier(ds.table), " WHERE ",
+                                    MembershipConditionParams(ds))));
   RETURN_IF_ERROR(BindMembership(q, ds, partition));
   ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
   return Cached{fp.ToString(), fp.rows()};
@@ -152,9 +155,9 @@ absl::StatusOr<Cached> HashPartition(Database* db, const DatasetSpec& ds,
 absl::StatusOr<std::map<std::string, Cached>> HashEveryPartition(
     Database* db, const DatasetSpec& ds) {
   ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat("SELECT ", ColumnList(ds), ", ",
-                                            PartitionExpression(ds),
-                                            " FROM main.", Q(ds.table))));
+                   db->Prepare(absl::StrCat(
+                       "SELECT ", ColumnList(ds), ", ", PartitionExpression(ds),
+                       " FROM main.", QuoteIdentifier(ds.table))));
   const int n = q.ColumnCount() - 1;
   std::map<std::string, Fingerprint> sums;
   while (true) {
@@ -173,12 +176,13 @@ absl::StatusOr<std::map<std::string, Cached>> HashEveryPartition(
 absl::Status CreatePartitionFingerprintTables(Database* db) {
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db));
   RETURN_IF_ERROR(db->Exec(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS main.", Q(kFingerprintsTable),
+      "CREATE TABLE IF NOT EXISTS main.", QuoteIdentifier(kFingerprintsTable),
       " (dataset TEXT NOT NULL, \"partition\" TEXT NOT NULL, fingerprint TEXT "
       "NOT NULL, rows INTEGER NOT NULL, PRIMARY KEY (dataset, \"partition\")) "
       "WITHOUT ROWID")));
   RETURN_IF_ERROR(db->Exec(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS main.", Q(kFingerprintsMetaTable),
+      "CREATE TABLE IF NOT EXISTS main.",
+      QuoteIdentifier(kFingerprintsMetaTable),
       " (dataset TEXT PRIMARY KEY, signature TEXT NOT NULL, max_rowid INTEGER "
       "NOT NULL, min_rowid INTEGER NOT NULL, last_row TEXT NOT NULL, "
       "computed_at INTEGER NOT NULL)")));
@@ -213,8 +217,8 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
   enum class Write { kNone, kDrop, kAll, kDelta };
   Write write = Write::kNone;
   FingerprintRefresh out;
-  std::optional<Meta> base;
-  Meta next;
+  std::optional<FingerprintMeta> base;
+  FingerprintMeta next;
   std::map<std::string, Cached> changed;  // kAll: every partition
   const Fingerprint empty;
   auto put = [&](const std::string& p, const Cached* c) {
@@ -229,16 +233,17 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
     ASSIGN_OR_RETURN(Transaction txn,
                      Transaction::Begin(db, Transaction::Mode::kDeferred));
     ASSIGN_OR_RETURN(TableSignal signal, ReadTableSignal(db, ds));
-    ASSIGN_OR_RETURN(base, ReadMeta(db, ds.name));
+    ASSIGN_OR_RETURN(base, ReadFingerprintMeta(db, ds.name));
     if (!signal.exists) {
       if (whole) put("", nullptr);
       for (const std::string& p : wanted) put(p, nullptr);
       if (base) write = Write::kDrop;
     } else {
       if (whole) {
-        ASSIGN_OR_RETURN(Statement q,
-                         db->Prepare(absl::StrCat("SELECT ", ColumnList(ds),
-                                                  " FROM main.", Q(ds.table))));
+        ASSIGN_OR_RETURN(
+            Statement q,
+            db->Prepare(absl::StrCat("SELECT ", ColumnList(ds), " FROM main.",
+                                     QuoteIdentifier(ds.table))));
         ASSIGN_OR_RETURN(Fingerprint fp, HashRows(q));
         const Cached c{fp.ToString(), fp.rows()};
         put("", &c);
@@ -271,8 +276,8 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
               ASSIGN_OR_RETURN(Statement q,
                                db->Prepare(absl::StrCat(
                                    "SELECT DISTINCT ", PartitionExpression(ds),
-                                   " FROM main.", Q(ds.table), " WHERE ",
-                                   signal.rowid, " > ?1")));
+                                   " FROM main.", QuoteIdentifier(ds.table),
+                                   " WHERE ", signal.rowid, " > ?1")));
               RETURN_IF_ERROR(q.BindInt(1, base->max_rowid));
               std::set<std::string> touched;
               while (true) {
@@ -332,7 +337,8 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
   if (write == Write::kNone) return out;
   absl::Status persisted = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db));
-    ASSIGN_OR_RETURN(std::optional<Meta> stored, ReadMeta(db, ds.name));
+    ASSIGN_OR_RETURN(std::optional<FingerprintMeta> stored,
+                     ReadFingerprintMeta(db, ds.name));
     if (stored.has_value() != base.has_value() ||
         (stored && !(*stored == *base))) {
       return absl::OkStatus();  // written meanwhile: theirs stands
@@ -346,11 +352,11 @@ absl::StatusOr<FingerprintRefresh> CurrentPartitionFingerprints(
       case Write::kAll:
         RETURN_IF_ERROR(DeleteAll(db, ds.name));
         RETURN_IF_ERROR(WriteCached(db, ds.name, changed));
-        RETURN_IF_ERROR(WriteMeta(db, ds.name, next));
+        RETURN_IF_ERROR(WriteFingerprintMeta(db, ds.name, next));
         break;
       case Write::kDelta:
         RETURN_IF_ERROR(WriteCached(db, ds.name, changed));
-        RETURN_IF_ERROR(WriteMeta(db, ds.name, next));
+        RETURN_IF_ERROR(WriteFingerprintMeta(db, ds.name, next));
         break;
     }
     return txn.Commit();

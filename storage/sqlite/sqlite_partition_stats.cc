@@ -16,8 +16,6 @@
 namespace backfill::sqlite {
 namespace {
 
-std::string Q(std::string_view name) { return QuoteIdentifier(name); }
-
 // What a dataset's table is, as far as the statistics care.
 struct TableShape {
   bool exists = false;
@@ -109,19 +107,22 @@ absl::StatusOr<RowidFacts> FactsOf(Database* db, const DatasetSpec& ds,
   RowidFacts facts;
   ASSIGN_OR_RETURN(facts.max,
                    db->QueryInt(absl::StrCat("SELECT COALESCE(MAX(", rowid,
-                                             "), 0) FROM main.", Q(ds.table))));
+                                             "), 0) FROM main.",
+                                             QuoteIdentifier(ds.table))));
   ASSIGN_OR_RETURN(facts.min,
                    db->QueryInt(absl::StrCat("SELECT COALESCE(MIN(", rowid,
-                                             "), 0) FROM main.", Q(ds.table))));
+                                             "), 0) FROM main.",
+                                             QuoteIdentifier(ds.table))));
   return facts;
 }
 
 // The fingerprint of the row with rowid `at` ("" when there is none).
 absl::StatusOr<std::string> RowAt(Database* db, const DatasetSpec& ds,
                                   const std::string& rowid, int64_t at) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat("SELECT * FROM main.", Q(ds.table),
-                                            " WHERE ", rowid, " = ?1")));
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db->Prepare(absl::StrCat("SELECT * FROM main.", QuoteIdentifier(ds.table),
+                               " WHERE ", rowid, " = ?1")));
   RETURN_IF_ERROR(q.BindInt(1, at));
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::string();
@@ -135,7 +136,7 @@ absl::StatusOr<std::string> RowAt(Database* db, const DatasetSpec& ds,
 // collation calls equal may still map differently) mapped by the one
 // definition of membership.
 std::string GroupedCountSql(const DatasetSpec& ds, std::string_view where) {
-  const std::string table = Q(ds.table);
+  const std::string table = QuoteIdentifier(ds.table);
   if (!ds.partition) {
     return absl::StrCat("SELECT '', COUNT(*) FROM main.", table,
                         where.empty() ? "" : " WHERE ",
@@ -162,13 +163,14 @@ absl::Status AddGroups(Statement& q, std::map<std::string, int64_t>* rows,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<Stored>> ReadMeta(Database* db,
-                                               const std::string& dataset) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "SELECT signature, max_rowid, min_rowid, last_row, "
-                       "total_rows, recounted_at, refreshed_at FROM main.",
-                       Q(kStatsMetaTable), " WHERE dataset = ?1")));
+absl::StatusOr<std::optional<Stored>> ReadStatsMeta(
+    Database* db, const std::string& dataset) {
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db->Prepare(absl::StrCat(
+          "SELECT signature, max_rowid, min_rowid, last_row, "
+          "total_rows, recounted_at, refreshed_at FROM main.",
+          QuoteIdentifier(kStatsMetaTable), " WHERE dataset = ?1")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return std::optional<Stored>();
@@ -190,7 +192,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ReadRows(
   ASSIGN_OR_RETURN(
       Statement q,
       db->Prepare(absl::StrCat(
-          "SELECT \"partition\", rows FROM main.", Q(kStatsTable),
+          "SELECT \"partition\", rows FROM main.", QuoteIdentifier(kStatsTable),
           " WHERE dataset = ?1",
           range ? " AND \"partition\" >= ?2 AND \"partition\" <= ?3" : "")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
@@ -209,23 +211,25 @@ absl::StatusOr<std::map<std::string, int64_t>> ReadRows(
 
 absl::Status DeleteStats(Database* db, const std::string& dataset) {
   for (const char* table : {kStatsTable, kStatsMetaTable}) {
-    ASSIGN_OR_RETURN(Statement q,
-                     db->Prepare(absl::StrCat("DELETE FROM main.", Q(table),
-                                              " WHERE dataset = ?1")));
+    ASSIGN_OR_RETURN(
+        Statement q,
+        db->Prepare(absl::StrCat("DELETE FROM main.", QuoteIdentifier(table),
+                                 " WHERE dataset = ?1")));
     RETURN_IF_ERROR(q.BindText(1, dataset));
     RETURN_IF_ERROR(q.Run());
   }
   return absl::OkStatus();
 }
 
-absl::Status WriteMeta(Database* db, const std::string& dataset,
-                       const Stored& s) {
-  ASSIGN_OR_RETURN(Statement q,
-                   db->Prepare(absl::StrCat(
-                       "INSERT OR REPLACE INTO main.", Q(kStatsMetaTable),
-                       " (dataset, signature, max_rowid, min_rowid, last_row, "
-                       "total_rows, recounted_at, refreshed_at) VALUES (?1, "
-                       "?2, ?3, ?4, ?5, ?6, ?7, ?8)")));
+absl::Status WriteStatsMeta(Database* db, const std::string& dataset,
+                            const Stored& s) {
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db->Prepare(absl::StrCat(
+          "INSERT OR REPLACE INTO main.", QuoteIdentifier(kStatsMetaTable),
+          " (dataset, signature, max_rowid, min_rowid, last_row, "
+          "total_rows, recounted_at, refreshed_at) VALUES (?1, "
+          "?2, ?3, ?4, ?5, ?6, ?7, ?8)")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
   RETURN_IF_ERROR(q.BindText(2, s.signature));
   RETURN_IF_ERROR(q.BindInt(3, s.max_rowid));
@@ -240,14 +244,16 @@ absl::Status WriteMeta(Database* db, const std::string& dataset,
 // Sets the stored rows of each partition (a count of 0 removes it).
 absl::Status WriteRows(Database* db, const std::string& dataset,
                        const std::map<std::string, int64_t>& rows) {
-  ASSIGN_OR_RETURN(Statement put,
+  ASSIGN_OR_RETURN(
+      Statement put,
+      db->Prepare(absl::StrCat(
+          "INSERT OR REPLACE INTO main.", QuoteIdentifier(kStatsTable),
+          " (dataset, \"partition\", rows) VALUES (?1, ?2, ?3)")));
+  ASSIGN_OR_RETURN(Statement del,
                    db->Prepare(absl::StrCat(
-                       "INSERT OR REPLACE INTO main.", Q(kStatsTable),
-                       " (dataset, \"partition\", rows) VALUES (?1, ?2, ?3)")));
-  ASSIGN_OR_RETURN(Statement del, db->Prepare(absl::StrCat(
-                                      "DELETE FROM main.", Q(kStatsTable),
-                                      " WHERE dataset = ?1 AND \"partition\" "
-                                      "= ?2")));
+                       "DELETE FROM main.", QuoteIdentifier(kStatsTable),
+                       " WHERE dataset = ?1 AND \"partition\" "
+                       "= ?2")));
   for (const auto& [partition, n] : rows) {
     Statement& q = n > 0 ? put : del;
     RETURN_IF_ERROR(q.Reset());
@@ -333,11 +339,11 @@ absl::StatusOr<bool> HasIndexOn(Database* db, const DatasetSpec& ds) {
 absl::Status CreatePartitionStatsTables(Database* db) {
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db));
   RETURN_IF_ERROR(db->Exec(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS main.", Q(kStatsTable),
+      "CREATE TABLE IF NOT EXISTS main.", QuoteIdentifier(kStatsTable),
       " (dataset TEXT NOT NULL, \"partition\" TEXT NOT NULL, rows INTEGER NOT "
       "NULL, PRIMARY KEY (dataset, \"partition\")) WITHOUT ROWID")));
   RETURN_IF_ERROR(db->Exec(absl::StrCat(
-      "CREATE TABLE IF NOT EXISTS main.", Q(kStatsMetaTable),
+      "CREATE TABLE IF NOT EXISTS main.", QuoteIdentifier(kStatsMetaTable),
       " (dataset TEXT PRIMARY KEY, signature TEXT NOT NULL, max_rowid INTEGER "
       "NOT NULL, min_rowid INTEGER NOT NULL, last_row TEXT NOT NULL, "
       "total_rows INTEGER NOT NULL, recounted_at INTEGER NOT NULL, "
@@ -363,11 +369,12 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
   ASSIGN_OR_RETURN(bool exists, db->TableExists(ds.table));
   if (!exists) return out;
   if (!ds.partition) {
-    ASSIGN_OR_RETURN(out[""], db->QueryInt(absl::StrCat(
-                                  "SELECT COUNT(*) FROM main.", Q(ds.table))));
+    ASSIGN_OR_RETURN(out[""],
+                     db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.",
+                                               QuoteIdentifier(ds.table))));
     return out;
   }
-  const std::string col = Q(ds.partition->column);
+  const std::string col = QuoteIdentifier(ds.partition->column);
   int64_t ignored = 0;
   std::map<std::string, int64_t> found;
   if (grain == Grain::kKey) {
@@ -430,7 +437,7 @@ absl::StatusOr<bool> StatsContradicted(
     const std::map<std::string, int64_t>& exact) {
   if (exact.empty()) return false;
   ASSIGN_OR_RETURN(TableShape shape, ShapeOf(db, ds));
-  ASSIGN_OR_RETURN(std::optional<Stored> stored, ReadMeta(db, ds.name));
+  ASSIGN_OR_RETURN(std::optional<Stored> stored, ReadStatsMeta(db, ds.name));
   ASSIGN_OR_RETURN(bool current, IsCurrent(db, ds, shape, stored));
   if (!current) return false;  // a refresh will bring them up to date
   ASSIGN_OR_RETURN(auto rows, ReadRows(db, ds.name,
@@ -464,7 +471,7 @@ absl::StatusOr<PartitionStats> RefreshPartitionStats(Database* db,
     ASSIGN_OR_RETURN(Transaction txn,
                      Transaction::Begin(db, Transaction::Mode::kDeferred));
     ASSIGN_OR_RETURN(TableShape shape, ShapeOf(db, ds));
-    ASSIGN_OR_RETURN(base, ReadMeta(db, ds.name));
+    ASSIGN_OR_RETURN(base, ReadStatsMeta(db, ds.name));
     bool recount = true;
     if (!shape.exists) {
       recount = false;
@@ -526,7 +533,8 @@ absl::StatusOr<PartitionStats> RefreshPartitionStats(Database* db,
   if (write == Write::kNone) return out;
   absl::Status persisted = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db));
-    ASSIGN_OR_RETURN(std::optional<Stored> now_stored, ReadMeta(db, ds.name));
+    ASSIGN_OR_RETURN(std::optional<Stored> now_stored,
+                     ReadStatsMeta(db, ds.name));
     if (now_stored.has_value() != base.has_value() ||
         (now_stored && !(*now_stored == *base))) {
       return absl::OkStatus();  // written meanwhile: theirs stands
@@ -540,11 +548,11 @@ absl::StatusOr<PartitionStats> RefreshPartitionStats(Database* db,
       case Write::kAll:
         RETURN_IF_ERROR(DeleteStats(db, ds.name));
         RETURN_IF_ERROR(WriteRows(db, ds.name, out.rows));
-        RETURN_IF_ERROR(WriteMeta(db, ds.name, next));
+        RETURN_IF_ERROR(WriteStatsMeta(db, ds.name, next));
         break;
       case Write::kDelta:
         RETURN_IF_ERROR(WriteRows(db, ds.name, changed));
-        RETURN_IF_ERROR(WriteMeta(db, ds.name, next));
+        RETURN_IF_ERROR(WriteStatsMeta(db, ds.name, next));
         break;
     }
     return txn.Commit();
@@ -588,7 +596,8 @@ absl::StatusOr<StatsWrite> StatsWrite::Begin(
   ASSIGN_OR_RETURN(w.table_existed_, db->TableExists(dataset.table));
   if (w.table_existed_) {
     ASSIGN_OR_RETURN(TableShape shape, ShapeOf(db, dataset));
-    ASSIGN_OR_RETURN(std::optional<Stored> stored, ReadMeta(db, dataset.name));
+    ASSIGN_OR_RETURN(std::optional<Stored> stored,
+                     ReadStatsMeta(db, dataset.name));
     ASSIGN_OR_RETURN(w.current_, IsCurrent(db, dataset, shape, stored));
     if (w.current_) {
       ASSIGN_OR_RETURN(w.before_, CountPartitions(db, dataset, w.partitions_));
@@ -600,7 +609,7 @@ absl::StatusOr<StatsWrite> StatsWrite::Begin(
 absl::Status StatsWrite::Finish(Database* db, absl::Time now) {
   const DatasetSpec& ds = *dataset_;
   const int64_t now_us = absl::ToUnixMicros(now);
-  ASSIGN_OR_RETURN(std::optional<Stored> stored, ReadMeta(db, ds.name));
+  ASSIGN_OR_RETURN(std::optional<Stored> stored, ReadStatsMeta(db, ds.name));
   if (table_existed_ && !current_) {
     // Not known to be right before the write: counted in full next time.
     return stored ? DeleteStats(db, ds.name) : absl::OkStatus();
@@ -622,7 +631,7 @@ absl::Status StatsWrite::Finish(Database* db, absl::Time now) {
   RETURN_IF_ERROR(WriteRows(db, ds.name, after));
   ASSIGN_OR_RETURN(Stored next,
                    MetaOfTable(db, ds, shape, total, recounted_at, now_us));
-  return WriteMeta(db, ds.name, next);
+  return WriteStatsMeta(db, ds.name, next);
 }
 
 }  // namespace backfill::sqlite
