@@ -3,7 +3,7 @@
 // on a dataset they write), which approvals are accepted (a reason is
 // required; a VALIDATION_FAILED job only with override), and the texts the
 // job's message, the audit log and refusals carry. The job runner applies
-// them (JobRunner::Approve); lineage keeps the approval of every version it
+// them (JobCommands::Approve); lineage keeps the approval of every version it
 // published with one.
 //
 // Pure functions; thread-safe.

@@ -1,10 +1,10 @@
 // Retention of rollback copies: which copies a dataset's policy
 // (DatasetSpec::retention, `retention: {versions, max_age}` in the pipeline
-// file) lets go. Pure functions; the job runner lists the copies
-// (Engine::ListRollbackCopies), asks the state store when their jobs
-// published (StateStore::PublicationTimes) and drops what expired
-// (Engine::DropRollbackCopies) at start and after every publish.
-// Stateless; thread-safe.
+// file) lets go. Pure functions; the publish step (EnforceRetention in
+// core/run/publish_step.h) lists the copies (Engine::ListRollbackCopies), asks
+// the state store when their jobs published (StateStore::PublicationTimes) and
+// drops what expired (Engine::DropRollbackCopies) at start and after every
+// publish. Stateless; thread-safe.
 
 #ifndef BACKFILL_CORE_GOVERNANCE_RETENTION_H_
 #define BACKFILL_CORE_GOVERNANCE_RETENTION_H_

@@ -3,7 +3,8 @@
 // with their values bound, rows read back as typed cells, transactions, and
 // the few questions about the catalog and the rows that every unit asks.
 // Each engine implements it over its own client library
-// (storage/sqlite/sqlite_dialect.h, storage/postgres/pg_dialect.h); what
+// (storage/sqlite/sqlite_connection.h,
+// storage/postgres/pg_sql_connection.h); what
 // differs in the SQL text itself is the Dialect's (dialect.h).
 //
 //   Param        a value bound to a statement: NULL, an integer or text.

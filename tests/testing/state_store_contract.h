@@ -2,8 +2,8 @@
 // (core/ports/state_store.h) must do, observed only through the interface. Its
 // cases are the TEST_Ps of StateStoreContractTest in
 // tests/storage_state_store_contract_*_test.cc (jobs, moves, tasks, lineage,
-// governance); each runs once per store that instantiates the suite with a
-// StateStoreFactory, so that a store is proven by one line:
+// governance, versions); each runs once per store that instantiates the suite
+// with a StateStoreFactory, so that a store is proven by one line:
 //
 //   INSTANTIATE_TEST_SUITE_P(Sqlite, StateStoreContractTest,
 //                            ::testing::Values(SqliteStore()),
