@@ -1,6 +1,9 @@
 // cli_format: the human and JSON renderings of backfill.v1 messages used by
 // backfillctl. Pure functions from messages to text; nothing here talks to
 // the network or writes to a stream, so every format is unit-testable.
+// The renderings of single values they share (ToJson, TerminalText,
+// timestamps, state names, numbers, counts, costs) are
+// client/value_format.h, which this header includes.
 //
 // Text that comes from the server or from users (a job's message, reason,
 // ticket, requested_by, dataset names, partition values, ids) goes through
@@ -32,79 +35,14 @@
 #ifndef BACKFILL_CLIENT_CLI_FORMAT_H_
 #define BACKFILL_CLIENT_CLI_FORMAT_H_
 
-#include <cstdint>
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "backfill/v1/backfill.pb.h"
-#include "google/protobuf/message.h"
-#include "google/protobuf/timestamp.pb.h"
+#include "client/value_format.h"
 
 namespace backfill {
 namespace cli {
-
-// The message as protobuf JSON with the proto field names and every
-// primitive field printed (so scripts see `created: false`, zero counts).
-// Enums print as their names; int64 fields print as JSON strings (the
-// proto3 JSON mapping).
-absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
-
-// `text` made safe to print on a terminal, on one line:
-//   newline, CR, tab          -> "\n", "\r", "\t"
-//   other bytes < 0x20, 0x7f  -> "\xNN" (ESC, so ANSI sequences, -> "\x1b")
-//   bytes that are not UTF-8  -> "\xNN"
-//   U+0080..U+009F (C1 controls, U+009B is a terminal's CSI), U+2028,
-//   U+2029 (line and paragraph separators), U+200E, U+200F,
-//   U+202A..U+202E, U+2066..U+2069 (bidirectional marks and overrides)
-//                             -> "\uNNNN"
-// Everything else is copied as it is, backslashes included, so that text in
-// any language reads as it was written (text/display_text.h's DisplayText
-// without escape_backslash). This is for reading, not a reversible
-// encoding: --json has the exact text.
-std::string TerminalText(absl::string_view text);
-
-// "2025-03-01T12:34:56Z"; "-" when the timestamp is unset.
-std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp);
-
-// "RUNNING" for BACKFILL_STATE_RUNNING.
-std::string StateName(v1::BackfillState state);
-
-// Parses "RUNNING", "running" or "BACKFILL_STATE_RUNNING" (any case).
-// INVALID_ARGUMENT listing the accepted names otherwise.
-absl::StatusOr<v1::BackfillState> ParseState(absl::string_view text);
-
-// "STAGED" for PARTITION_STATE_STAGED.
-std::string PartitionStateName(v1::PartitionState state);
-
-// Parses "STAGED", "staged" or "PARTITION_STATE_STAGED" (any case).
-// INVALID_ARGUMENT listing the accepted names otherwise.
-absl::StatusOr<v1::PartitionState> ParsePartitionState(absl::string_view text);
-
-// True for the states a job never leaves (SUCCEEDED, FAILED, CANCELLED,
-// ROLLED_BACK, VALIDATION_FAILED, DOWNSTREAM_UNHEALTHY).
-bool IsTerminal(v1::BackfillState state);
-// True for a state that waits for an operator rather than for the service:
-// AWAITING_APPROVAL (a follow stops there).
-bool WaitsForOperator(v1::BackfillState state);
-
-// A measure total or delta: "1234.5", "-12.25", integers without a point;
-// with `sign`, "+" before a positive value.
-std::string FormatNumber(double value, bool sign = false);
-
-// Partitions done so far: staged + published + unchanged + skipped (the
-// early cutoff settles the last two without publishing them).
-int64_t DonePartitions(const v1::PartitionCounts& counts);
-
-// "1234", "12.3k", "4.57M", "1.20G".
-std::string HumanCount(double value);
-
-// "2025-03-01..2025-03-07 (7)", the full list when there are at most
-// `max_listed`, "(unpartitioned)" for the single "" partition. Partition
-// values go through TerminalText().
-std::string SummarizePartitions(
-    const google::protobuf::RepeatedPtrField<std::string>& partitions,
-    int max_listed = 4);
 
 // Why each partition of a plan is there, one line per run of consecutive
 // partitions (in the plan's order) with the same reason, each line starting
@@ -115,9 +53,6 @@ std::string SummarizePartitions(
 std::string FormatPartitionReasons(const v1::DatasetPlan& plan,
                                    absl::string_view indent,
                                    int max_ranges = 12);
-
-// "12.3k input rows (4.1% of a full reload, 300k)".
-std::string FormatCost(const v1::CostEstimate& cost);
 
 std::string FormatDatasets(const v1::ListDatasetsResponse& response);
 std::string FormatPlan(const v1::PlanBackfillResponse& response);
