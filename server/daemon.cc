@@ -11,12 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/base/clock.h"
@@ -43,6 +40,7 @@
 #include "server/basic_auth_credentials.h"
 #include "server/bearer_tokens.h"
 #include "server/call_auth.h"
+#include "server/daemon_options.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
 #include "server/log_text.h"
@@ -86,37 +84,6 @@ constexpr char kServiceName[] = "backfill.v1.BackfillService";
 // How often the storage watch looks at the warehouse file (a stat and a
 // read of its first 100 bytes); damage is reported after two looks.
 constexpr absl::Duration kStorageWatchInterval = absl::Seconds(1);
-
-// Checks that `address` is HOST:PORT (a bare port would make gRPC or the
-// metrics endpoint listen on every interface).
-absl::Status CheckAddress(const char* flag, const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " \"", address,
-                     "\" is not HOST:PORT (e.g. 127.0.0.1:50051; port 0 picks "
-                     "a free one)"));
-  }
-  return absl::OkStatus();
-}
-
-// The ranges of the limits: below them the daemon could not work, above
-// them a limit no longer limits anything.
-constexpr int64_t kMinMessageBytes = 1 << 10;
-constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
-constexpr int64_t kMaxWatchStreamsLimit = 10000;
-constexpr int64_t kMaxQueuedJobsLimit = 1000000;
-
-absl::Status CheckRange(const char* flag, int64_t value, int64_t min,
-                        int64_t max, const char* unit) {
-  if (value >= min && value <= max) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(flag, " ", value,
-                                                 " is out of range: give ", min,
-                                                 " to ", max, " ", unit));
-}
 
 // "HOST:PORT" with the port replaced by `port`.
 std::string WithPort(const std::string& address, int port) {
@@ -306,26 +273,13 @@ absl::Status Daemon::Init(Catalog catalog) {
                                     absl::ToDoubleSeconds(now - step_start)));
     step_start = now;
   };
-  if (options_.data_dir.empty()) {
-    return absl::InvalidArgumentError("--data-dir is required");
-  }
+  if (absl::Status s = CheckServingOptions(options_); !s.ok()) return s;
   const int workers =
       options_.workers > 0
           ? options_.workers
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
-  if (absl::Status s = CheckAddress("--listen", options_.listen); !s.ok()) {
-    return s;
-  }
-  const bool metrics_on =
-      !options_.metrics_listen.empty() && options_.metrics_listen != "none";
-  if (metrics_on) {
-    if (absl::Status s =
-            CheckAddress("--metrics-listen", options_.metrics_listen);
-        !s.ok()) {
-      return s;
-    }
-  }
+  const bool metrics_on = MetricsEnabled(options_);
 
   if (absl::Status s = CheckOpenLineageOptions(options_); !s.ok()) return s;
   if (absl::Status s = CheckSecurityOptions(options_); !s.ok()) return s;
@@ -621,131 +575,16 @@ absl::Status Daemon::Init(Catalog catalog) {
   return absl::OkStatus();
 }
 
-bool IsLocalOnlyAddress(const std::string& listen) {
-  std::string host = listen;
-  if (absl::StartsWith(host, "[")) {
-    const size_t close = host.find(']');
-    if (close == std::string::npos) return false;
-    host = host.substr(1, close - 1);
-  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
-    host = host.substr(0, colon);
-  }
-  if (absl::EqualsIgnoreCase(host, "localhost") || host == "::1") return true;
-  // 127.0.0.0/8, written as a dotted quad.
-  const std::vector<std::string> parts = absl::StrSplit(host, '.');
-  if (parts.size() != 4 || parts[0] != "127") return false;
-  for (const std::string& part : parts) {
-    int octet = 0;
-    if (part.empty() || part.size() > 3 ||
-        part.find_first_not_of("0123456789") != std::string::npos ||
-        !absl::SimpleAtoi(part, &octet) || octet < 0 || octet > 255) {
-      return false;
-    }
-  }
-  return true;
-}
-
-absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
-  const bool tls =
-      !options.tls_cert_file.empty() || !options.tls_key_file.empty();
-  if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty())) {
-    return absl::InvalidArgumentError(
-        "--tls-cert and --tls-key go together: give the certificate (chain) "
-        "and its private key");
-  }
-  if (!options.tls_client_ca_file.empty() && !tls) {
-    return absl::InvalidArgumentError(
-        "--tls-client-ca needs --tls-cert and --tls-key: client certificates "
-        "are verified only over TLS");
-  }
-  if (tls) {
-    absl::StatusOr<TlsFiles> files =
-        LoadTlsFiles(options.tls_cert_file, options.tls_key_file,
-                     options.tls_client_ca_file);
-    if (!files.ok()) return files.status();
-  }
-  bool tokens_given = false;
-  if (!options.auth_tokens_file.empty()) {
-    absl::StatusOr<BearerTokens> tokens =
-        BearerTokens::Load(options.auth_tokens_file);
-    if (!tokens.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--auth-tokens: ", tokens.status().message()));
-    }
-    if (tokens->has_certificate_principals() &&
-        options.tls_client_ca_file.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--auth-tokens: ", options.auth_tokens_file,
-          " has entries with client_certificate: true, but without "
-          "--tls-client-ca no client certificate is asked for"));
-    }
-    tokens_given = true;
-  }
-  const bool metrics_on =
-      !options.metrics_listen.empty() && options.metrics_listen != "none";
-  if (!options.metrics_basic_auth_file.empty()) {
-    if (!metrics_on) {
-      return absl::InvalidArgumentError(
-          "--metrics-basic-auth needs /metrics on: give --metrics-listen "
-          "HOST:PORT (not \"none\")");
-    }
-    absl::StatusOr<BasicAuthCredentials> credentials =
-        BasicAuthCredentials::Load(options.metrics_basic_auth_file);
-    if (!credentials.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--metrics-basic-auth: ", credentials.status().message()));
-    }
-  }
-  if (metrics_on && !options.insecure &&
-      options.metrics_basic_auth_file.empty() &&
-      !IsLocalOnlyAddress(options.metrics_listen)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--metrics-listen ", options.metrics_listen,
-        " can be reached from other machines, but /metrics asks for no "
-        "credentials (no --metrics-basic-auth): anyone who reaches it reads "
-        "the datasets' names, job counts and costs. Give --metrics-basic-auth "
-        "FILE, listen on a loopback address, or give --insecure to accept the "
-        "risk (a private network)"));
-  }
-  const bool authenticated =
-      tokens_given || !options.tls_client_ca_file.empty();
-  if (options.insecure || IsLocalOnlyAddress(options.listen) ||
-      (tls && authenticated)) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--listen ", options.listen, " can be reached from other machines, but ",
-      !tls ? "the gRPC port is not encrypted (no --tls-cert and --tls-key)"
-           : "",
-      !tls && !authenticated ? " and " : "",
-      !authenticated
-          ? "no caller is authenticated (no --auth-tokens or "
-            "--tls-client-ca): anyone who reaches it may submit, approve and "
-            "roll back backfills"
-          : "",
-      !tls && authenticated
-          ? ", so bearer tokens would cross the network in the clear"
-          : "",
-      ". Give both, listen on a loopback address, or give --insecure to "
-      "accept the risk (a private network)"));
+absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
+  return backfill::CheckOpenLineageOptions(options);
 }
 
 absl::Status Daemon::CheckLimitOptions(const DaemonOptions& options) {
-  RETURN_IF_ERROR(CheckRange("--max-message-bytes", options.max_message_bytes,
-                             kMinMessageBytes, kMaxMessageBytes, "bytes"));
-  RETURN_IF_ERROR(CheckRange("--max-watch-streams-per-principal",
-                             options.max_watch_streams_per_principal, 1,
-                             kMaxWatchStreamsLimit, "streams"));
-  return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
-                    kMaxQueuedJobsLimit, "jobs");
+  return backfill::CheckLimitOptions(options);
 }
 
-absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
-  if (options.openlineage_url.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> endpoint =
-      openlineage::LineageEndpoint(options.openlineage_url);
-  if (!endpoint.ok()) return endpoint.status();
-  return openlineage::ValidateNamespace(options.openlineage_namespace);
+absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
+  return backfill::CheckSecurityOptions(options);
 }
 
 absl::Status Daemon::StartOpenLineage() {
