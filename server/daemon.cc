@@ -44,6 +44,7 @@
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
 #include "server/log_text.h"
+#include "server/logging_observer.h"
 #include "server/metrics.h"
 #include "server/openlineage_metrics.h"
 #include "server/reload_metrics.h"
@@ -80,7 +81,6 @@ void ReportPipelineSql(const Catalog& catalog, Engine* engine) {
 
 namespace fs = std::filesystem;
 
-constexpr char kServiceName[] = "backfill.v1.BackfillService";
 // How often the storage watch looks at the warehouse file (a stat and a
 // read of its first 100 bytes); damage is reported after two looks.
 constexpr absl::Duration kStorageWatchInterval = absl::Seconds(1);
@@ -96,120 +96,6 @@ std::string WithPort(const std::string& address, int port) {
 }  // namespace
 
 const char* DaemonVersion() { return BACKFILL_VERSION; }
-
-// Forwards the manager's events to the metrics and logs job state changes
-// at info level (the core does not log).
-class Daemon::LoggingObserver final : public JobObserver {
- public:
-  explicit LoggingObserver(JobObserver* next) : next_(next) {}
-
-  // The health service to mark NOT_SERVING while storage fails (nullptr:
-  // none, e.g. while shutting down).
-  void SetHealth(grpc::HealthCheckServiceInterface* health) {
-    absl::MutexLock lock(&mu_);
-    health_ = health;
-    UpdateHealthLocked();
-  }
-
-  void OnStorageFailing(Storage storage, const std::string& what,
-                        const absl::Status& status) override {
-    spdlog::error("{} write failing, retrying with backoff: {}: {}",
-                  StorageName(storage), LogText(what),
-                  LogText(status.ToString()));
-    {
-      absl::MutexLock lock(&mu_);
-      failing_[static_cast<int>(storage)] = true;
-      UpdateHealthLocked();
-    }
-    next_->OnStorageFailing(storage, what, status);
-  }
-  void OnStorageRecovered(Storage storage) override {
-    spdlog::info("{} writes work again", StorageName(storage));
-    {
-      absl::MutexLock lock(&mu_);
-      failing_[static_cast<int>(storage)] = false;
-      UpdateHealthLocked();
-    }
-    next_->OnStorageRecovered(storage);
-  }
-  // What the storage watch found (server/storage_watch.h): OK, or why the
-  // storage cannot be used at all. Health is NOT_SERVING while it cannot.
-  void SetStorageUsable(Storage storage, const absl::Status& status) {
-    if (status.ok()) {
-      spdlog::info("{} can be used again", StorageName(storage));
-    } else {
-      spdlog::error("{} cannot be used: {}", StorageName(storage),
-                    LogText(std::string(status.message())));
-    }
-    absl::MutexLock lock(&mu_);
-    unusable_[static_cast<int>(storage)] = !status.ok();
-    UpdateHealthLocked();
-  }
-
-  void OnJobTransition(const std::string& job_id, JobState from, JobState to,
-                       const std::string& message) override {
-    spdlog::info("job {}: {} -> {}: {}", LogText(job_id), JobStateName(from),
-                 JobStateName(to), LogText(message));
-    next_->OnJobTransition(job_id, from, to, message);
-  }
-  void OnPartitionAttempt(bool ok, absl::Duration duration) override {
-    if (!ok) {
-      spdlog::debug("partition attempt failed after {}",
-                    absl::FormatDuration(duration));
-    }
-    next_->OnPartitionAttempt(ok, duration);
-  }
-  void OnPartitionStageTimings(const std::string& dataset,
-                               const StageTimings& timings) override {
-    next_->OnPartitionStageTimings(dataset, timings);
-  }
-  void OnJobValidationTime(const std::string& job_id,
-                           absl::Duration duration) override {
-    next_->OnJobValidationTime(job_id, duration);
-  }
-  void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
-                               int64_t rows) override {
-    next_->OnPartitionCheckpointed(dataset, state, rows);
-  }
-  void OnJobPublished(const std::string& job_id,
-                      const std::vector<PublishedDataset>& datasets) override {
-    next_->OnJobPublished(job_id, datasets);
-  }
-  void OnCheckFailed(const std::string& dataset, const std::string& kind,
-                     CheckSeverity severity) override {
-    next_->OnCheckFailed(dataset, kind, severity);
-  }
-  void OnConsumerConfirmed(const std::string& dataset,
-                           const std::string& consumer, bool healthy,
-                           absl::Duration latency) override {
-    next_->OnConsumerConfirmed(dataset, consumer, healthy, latency);
-  }
-  void OnJobFinished(const std::string& job_id, JobState state,
-                     double estimated_cost, double actual_cost) override {
-    spdlog::info("job {} finished {}: cost estimated {} {}, actual {}",
-                 LogText(job_id), JobStateName(state), estimated_cost,
-                 kCostUnit, actual_cost);
-    next_->OnJobFinished(job_id, state, estimated_cost, actual_cost);
-  }
-
- private:
-  static const char* StorageName(Storage storage) {
-    return storage == Storage::kStateStore ? "state store" : "warehouse";
-  }
-  void UpdateHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (health_ == nullptr) return;
-    const bool serving =
-        !failing_[0] && !failing_[1] && !unusable_[0] && !unusable_[1];
-    health_->SetServingStatus("", serving);
-    health_->SetServingStatus(kServiceName, serving);
-  }
-
-  JobObserver* const next_;
-  absl::Mutex mu_;
-  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool failing_[2] ABSL_GUARDED_BY(mu_) = {false, false};
-  bool unusable_[2] ABSL_GUARDED_BY(mu_) = {false, false};
-};
 
 absl::StatusOr<Catalog> Daemon::LoadCatalog(const DaemonOptions& options) {
   std::string dir = options.pipelines_dir;
@@ -513,10 +399,7 @@ absl::Status Daemon::Init(Catalog catalog) {
         bound);
   }
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health != nullptr) {
-    health->SetServingStatus("", false);
-    health->SetServingStatus(kServiceName, false);
-  }
+  if (health != nullptr) SetHealthServing(health, false);
 
   step_done("gRPC server");
 
@@ -525,10 +408,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     return absl::Status(
         s.code(), absl::StrCat("cannot start the manager: ", s.message()));
   }
-  if (health != nullptr) {
-    health->SetServingStatus("", true);
-    health->SetServingStatus(kServiceName, true);
-  }
+  if (health != nullptr) SetHealthServing(health, true);
   observer_->SetHealth(health);
   // What no write has met yet: the warehouse file removed, replaced or
   // truncated under the daemon.

@@ -55,6 +55,7 @@ class DataDirLock;
 class FanoutObserver;
 class HeapTrimmer;
 class HttpClient;
+class LoggingObserver;
 class OpenLineageMetrics;
 class ReloadMetrics;
 class ServiceNotifier;
@@ -112,8 +113,6 @@ class Daemon {
   void Shutdown();
 
  private:
-  class LoggingObserver;
-
   explicit Daemon(DaemonOptions options);
   absl::Status Init(Catalog catalog);
   // Builds and starts the OpenLineage emitter when --openlineage-url is
