@@ -43,6 +43,7 @@
 #include "server/daemon_options.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
+#include "server/listen_credentials.h"
 #include "server/log_text.h"
 #include "server/logging_observer.h"
 #include "server/metrics.h"
@@ -50,7 +51,6 @@
 #include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
 #include "server/storage_watch.h"
-#include "server/tls_files.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
@@ -353,26 +353,11 @@ absl::Status Daemon::Init(Catalog catalog) {
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options_.max_message_bytes));
   int port = 0;
-  std::shared_ptr<grpc::ServerCredentials> credentials =
-      grpc::InsecureServerCredentials();
-  std::optional<std::string> tls_note;  // set with TLS on
-  if (!options_.tls_cert_file.empty()) {
-    absl::StatusOr<TlsFiles> tls =
-        LoadTlsFiles(options_.tls_cert_file, options_.tls_key_file,
-                     options_.tls_client_ca_file);
-    if (!tls.ok()) return tls.status();
-    grpc::SslServerCredentialsOptions ssl(
-        tls->client_ca.empty()
-            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = tls->client_ca;
-    ssl.pem_key_cert_pairs.push_back({tls->private_key, tls->cert_chain});
-    credentials = grpc::SslServerCredentials(ssl);
-    tls_note = tls->client_ca.empty()
-                   ? ""
-                   : ", client certificates required and verified";
-  }
-  builder.AddListeningPort(options_.listen, credentials, &port);
+  absl::StatusOr<ListenCredentials> credentials =
+      LoadListenCredentials(options_.tls_cert_file, options_.tls_key_file,
+                            options_.tls_client_ca_file);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(options_.listen, credentials->credentials, &port);
   builder.RegisterService(service_.get());
   {
     std::vector<
@@ -391,7 +376,9 @@ absl::Status Daemon::Init(Catalog catalog) {
   // Said of the address bound: with port 0 in --listen, the port the
   // system chose.
   const std::string bound = WithPort(options_.listen, port);
-  if (tls_note.has_value()) spdlog::info("TLS on {}{}", bound, *tls_note);
+  if (credentials->tls_note.has_value()) {
+    spdlog::info("TLS on {}{}", bound, *credentials->tls_note);
+  }
   if (!authenticated) {
     spdlog::warn(
         "authentication off (no --auth-tokens): whoever reaches {} may call "
