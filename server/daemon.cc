@@ -1,7 +1,5 @@
 #include "server/daemon.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -30,7 +28,6 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "openlineage/emitter.h"
 #include "platform/curl_http_client.h"
 #include "platform/heap_trimmer.h"
 #include "platform/posix_command_runner.h"
@@ -47,7 +44,7 @@
 #include "server/log_text.h"
 #include "server/logging_observer.h"
 #include "server/metrics.h"
-#include "server/openlineage_metrics.h"
+#include "server/openlineage_sender.h"
 #include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
 #include "server/storage_watch.h"
@@ -302,7 +299,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   if (absl::Status s = StartOpenLineage(); !s.ok()) return s;
   heap_trimmer_ = std::make_unique<HeapTrimmer>();
   std::vector<JobObserver*> observers = {metrics_.get(), heap_trimmer_.get()};
-  if (lineage_ != nullptr) observers.push_back(lineage_.get());
+  if (lineage_ != nullptr) observers.push_back(lineage_->observer());
   fanout_ = std::make_unique<FanoutObserver>(std::move(observers));
   observer_ = std::make_unique<LoggingObserver>(fanout_.get());
 
@@ -459,41 +456,16 @@ absl::Status Daemon::StartOpenLineage() {
     spdlog::info("OpenLineage disabled (no --openlineage-url)");
     return absl::OkStatus();
   }
-  openlineage::EmitterOptions lineage_options;
+  OpenLineageSenderOptions lineage_options;
   lineage_options.url = options_.openlineage_url;
   lineage_options.job_namespace = options_.openlineage_namespace;
-  // The warehouse's dataset namespace. SQLite: sqlite://, this host's name
-  // and the file's absolute path, so that two daemons' warehouses at the
-  // same path on different hosts are different datasets. PostgreSQL:
-  // postgres://HOST:PORT, the server's own address, and tables named
-  // DATABASE.SCHEMA.TABLE (OpenLineage's naming spec).
-  if (catalog_->Get()->warehouse().engine == "sqlite") {
-    char host[256] = {};
-    const bool has_host = gethostname(host, sizeof host - 1) == 0;
-    lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
-        has_host ? host : "", warehouse_lineage_location_);
-  } else {
-    lineage_options.dataset_namespace = warehouse_lineage_location_;
-    lineage_options.dataset_name_prefix = warehouse_lineage_name_prefix_;
-  }
   lineage_options.version = DaemonVersion();
-  lineage_http_ = std::make_unique<CurlHttpClient>();
-  lineage_clock_ = std::make_unique<SystemClock>();
-  lineage_metrics_ = std::make_unique<OpenLineageMetrics>(metrics_->registry());
-  lineage_ = std::make_unique<openlineage::OpenLineageEmitter>(
-      lineage_options, catalog_.get(), store_.get(), lineage_http_.get(),
-      lineage_clock_.get(), lineage_metrics_.get());
-  if (absl::Status s = lineage_->Start(); !s.ok()) {
-    return absl::Status(
-        s.code(), absl::StrCat("cannot start OpenLineage: ", s.message()));
-  }
-  spdlog::info(
-      "OpenLineage: sending RunEvents to {}, namespace {}, datasets in {}",
-      LogText(openlineage::LineageEndpoint(options_.openlineage_url)
-                  .value_or(options_.openlineage_url)),
-      LogText(options_.openlineage_namespace),
-      LogText(lineage_options.dataset_namespace));
-  return absl::OkStatus();
+  lineage_options.warehouse_location = warehouse_lineage_location_;
+  lineage_options.warehouse_name_prefix = warehouse_lineage_name_prefix_;
+  lineage_ = std::make_unique<OpenLineageSender>(std::move(lineage_options),
+                                                 catalog_.get(), store_.get(),
+                                                 metrics_->registry());
+  return lineage_->Start();
 }
 
 void Daemon::StopOpenLineage() {
@@ -504,9 +476,6 @@ void Daemon::StopOpenLineage() {
   // The observers are unused once the manager is gone.
   fanout_.reset();
   lineage_.reset();
-  lineage_metrics_.reset();
-  lineage_clock_.reset();
-  lineage_http_.reset();
 }
 
 void Daemon::ConfigureMetrics() {

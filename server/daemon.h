@@ -56,12 +56,9 @@ class FanoutObserver;
 class HeapTrimmer;
 class HttpClient;
 class LoggingObserver;
-class OpenLineageMetrics;
+class OpenLineageSender;
 class ReloadMetrics;
 class ServiceNotifier;
-namespace openlineage {
-class OpenLineageEmitter;
-}  // namespace openlineage
 
 // The backfilld version ("0.1.0").
 const char* DaemonVersion();
@@ -148,11 +145,8 @@ class Daemon {
   std::string warehouse_lineage_name_prefix_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<ReloadMetrics> reload_metrics_;
-  // OpenLineage (--openlineage-url), all null without it.
-  std::unique_ptr<HttpClient> lineage_http_;
-  std::unique_ptr<SystemClock> lineage_clock_;
-  std::unique_ptr<OpenLineageMetrics> lineage_metrics_;
-  std::unique_ptr<openlineage::OpenLineageEmitter> lineage_;
+  // OpenLineage (--openlineage-url), null without it.
+  std::unique_ptr<OpenLineageSender> lineage_;
   // Returns the heap's free memory to the system as jobs change phase.
   std::unique_ptr<HeapTrimmer> heap_trimmer_;
   std::unique_ptr<StorageWatch> storage_watch_;
