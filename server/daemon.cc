@@ -44,6 +44,7 @@
 #include "server/log_text.h"
 #include "server/logging_observer.h"
 #include "server/metrics.h"
+#include "server/metrics_sources.h"
 #include "server/openlineage_sender.h"
 #include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
@@ -263,7 +264,7 @@ absl::Status Daemon::Init(Catalog catalog) {
       std::make_unique<StalePartitionCounts>(catalog_.get(), store_.get());
   metrics_->AddCollectable(
       std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
-  ConfigureMetrics();
+  ConfigureMetricsSources(*catalog_->Get(), store_.get(), metrics_.get());
   if (metrics_on) {
     Metrics::BasicAuthCheck basic_auth;
     if (!options_.metrics_basic_auth_file.empty()) {
@@ -478,54 +479,6 @@ void Daemon::StopOpenLineage() {
   lineage_.reset();
 }
 
-void Daemon::ConfigureMetrics() {
-  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
-  // Per-dataset series exist from the start, for every dataset a job
-  // writes (derived ones).
-  std::vector<std::string> datasets;
-  for (const DatasetSpec& spec : catalog->datasets()) {
-    if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
-  }
-  metrics_->DeclareDatasets(datasets);
-  // The ETA gauges read the running jobs at scrape time: their progress
-  // (counts and timings), never their partition lists.
-  StateStore* store = store_.get();
-  metrics_->SetRunningJobs([store]() -> absl::StatusOr<std::vector<Job>> {
-    ASSIGN_OR_RETURN(std::vector<std::string> ids,
-                     store->ListJobIds({JobState::kRunning}));
-    std::vector<Job> jobs;
-    jobs.reserve(ids.size());
-    for (const std::string& id : ids) {
-      absl::StatusOr<Job> job = store->GetJobProgress(id);
-      if (job.ok()) {
-        jobs.push_back(*std::move(job));
-      } else if (!absl::IsNotFound(job.status())) {
-        return job.status();
-      }
-    }
-    return jobs;
-  });
-  // Consumer health from the store, for the consumers declared now.
-  std::set<std::pair<std::string, std::string>> declared;
-  for (const DatasetSpec& spec : catalog->datasets()) {
-    for (const ConsumerSpec& c : spec.consumers) {
-      declared.emplace(spec.name, c.name);
-    }
-  }
-  metrics_->SetConsumerStandings(
-      [store, declared]() -> absl::StatusOr<std::vector<ConsumerStanding>> {
-        ASSIGN_OR_RETURN(std::vector<ConsumerStanding> all,
-                         store->ListConsumerStandings());
-        std::vector<ConsumerStanding> out;
-        for (ConsumerStanding& s : all) {
-          if (declared.count({s.dataset, s.consumer})) {
-            out.push_back(std::move(s));
-          }
-        }
-        return out;
-      });
-}
-
 absl::Status Daemon::Reload() {
   absl::MutexLock reload(&reload_mu_);
   {
@@ -594,7 +547,7 @@ absl::Status Daemon::ReloadPipelines() {
   const size_t before = current->datasets().size();
   const size_t after = next->datasets().size();
   catalog_->Replace(std::move(next));
-  ConfigureMetrics();
+  ConfigureMetricsSources(*catalog_->Get(), store_.get(), metrics_.get());
   spdlog::info(
       "pipelines reloaded: {} datasets (were {}); new calls use them, jobs "
       "already admitted keep the pipelines they were planned with",

@@ -117,9 +117,6 @@ class Daemon {
   absl::Status StartOpenLineage();
   // Drains and destroys the emitter (after the manager stopped).
   void StopOpenLineage();
-  // Declares the catalog's datasets to the metrics and where they read the
-  // running jobs from.
-  void ConfigureMetrics();
   // The two halves of Reload().
   absl::Status ReloadPipelines();
   absl::Status ReloadTokens();
