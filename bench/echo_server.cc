@@ -41,7 +41,7 @@ class EchoService final : public Echo::Service {
 int Main(int argc, char** argv) {
   std::string listen;
   int threads = 0;
-  // backfilld's default --max-message-bytes (server/daemon.h).
+  // backfilld's default --max-message-bytes (server/daemon_options.h).
   int64_t max_message_bytes = 4 << 20;
 
   CLI::App app{"backfill_echo_server: a bare gRPC echo service",

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "client/cli_format.h"
 #include "client/cli_terms.h"
+#include "client/value_format.h"
 #include "client/vocabulary_text.h"
 #include "google/protobuf/util/json_util.h"
 

@@ -1,7 +1,5 @@
 #include "server/daemon.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -11,12 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/base/clock.h"
@@ -33,7 +28,6 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "openlineage/emitter.h"
 #include "platform/curl_http_client.h"
 #include "platform/heap_trimmer.h"
 #include "platform/posix_command_runner.h"
@@ -43,15 +37,18 @@
 #include "server/basic_auth_credentials.h"
 #include "server/bearer_tokens.h"
 #include "server/call_auth.h"
+#include "server/daemon_options.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
+#include "server/listen_credentials.h"
 #include "server/log_text.h"
+#include "server/logging_observer.h"
 #include "server/metrics.h"
-#include "server/openlineage_metrics.h"
+#include "server/metrics_sources.h"
+#include "server/openlineage_sender.h"
 #include "server/reload_metrics.h"
 #include "server/stale_partitions_collector.h"
 #include "server/storage_watch.h"
-#include "server/tls_files.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
@@ -82,41 +79,9 @@ void ReportPipelineSql(const Catalog& catalog, Engine* engine) {
 
 namespace fs = std::filesystem;
 
-constexpr char kServiceName[] = "backfill.v1.BackfillService";
 // How often the storage watch looks at the warehouse file (a stat and a
 // read of its first 100 bytes); damage is reported after two looks.
 constexpr absl::Duration kStorageWatchInterval = absl::Seconds(1);
-
-// Checks that `address` is HOST:PORT (a bare port would make gRPC or the
-// metrics endpoint listen on every interface).
-absl::Status CheckAddress(const char* flag, const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " \"", address,
-                     "\" is not HOST:PORT (e.g. 127.0.0.1:50051; port 0 picks "
-                     "a free one)"));
-  }
-  return absl::OkStatus();
-}
-
-// The ranges of the limits: below them the daemon could not work, above
-// them a limit no longer limits anything.
-constexpr int64_t kMinMessageBytes = 1 << 10;
-constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
-constexpr int64_t kMaxWatchStreamsLimit = 10000;
-constexpr int64_t kMaxQueuedJobsLimit = 1000000;
-
-absl::Status CheckRange(const char* flag, int64_t value, int64_t min,
-                        int64_t max, const char* unit) {
-  if (value >= min && value <= max) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(flag, " ", value,
-                                                 " is out of range: give ", min,
-                                                 " to ", max, " ", unit));
-}
 
 // "HOST:PORT" with the port replaced by `port`.
 std::string WithPort(const std::string& address, int port) {
@@ -129,120 +94,6 @@ std::string WithPort(const std::string& address, int port) {
 }  // namespace
 
 const char* DaemonVersion() { return BACKFILL_VERSION; }
-
-// Forwards the manager's events to the metrics and logs job state changes
-// at info level (the core does not log).
-class Daemon::LoggingObserver final : public JobObserver {
- public:
-  explicit LoggingObserver(JobObserver* next) : next_(next) {}
-
-  // The health service to mark NOT_SERVING while storage fails (nullptr:
-  // none, e.g. while shutting down).
-  void SetHealth(grpc::HealthCheckServiceInterface* health) {
-    absl::MutexLock lock(&mu_);
-    health_ = health;
-    UpdateHealthLocked();
-  }
-
-  void OnStorageFailing(Storage storage, const std::string& what,
-                        const absl::Status& status) override {
-    spdlog::error("{} write failing, retrying with backoff: {}: {}",
-                  StorageName(storage), LogText(what),
-                  LogText(status.ToString()));
-    {
-      absl::MutexLock lock(&mu_);
-      failing_[static_cast<int>(storage)] = true;
-      UpdateHealthLocked();
-    }
-    next_->OnStorageFailing(storage, what, status);
-  }
-  void OnStorageRecovered(Storage storage) override {
-    spdlog::info("{} writes work again", StorageName(storage));
-    {
-      absl::MutexLock lock(&mu_);
-      failing_[static_cast<int>(storage)] = false;
-      UpdateHealthLocked();
-    }
-    next_->OnStorageRecovered(storage);
-  }
-  // What the storage watch found (server/storage_watch.h): OK, or why the
-  // storage cannot be used at all. Health is NOT_SERVING while it cannot.
-  void SetStorageUsable(Storage storage, const absl::Status& status) {
-    if (status.ok()) {
-      spdlog::info("{} can be used again", StorageName(storage));
-    } else {
-      spdlog::error("{} cannot be used: {}", StorageName(storage),
-                    LogText(std::string(status.message())));
-    }
-    absl::MutexLock lock(&mu_);
-    unusable_[static_cast<int>(storage)] = !status.ok();
-    UpdateHealthLocked();
-  }
-
-  void OnJobTransition(const std::string& job_id, JobState from, JobState to,
-                       const std::string& message) override {
-    spdlog::info("job {}: {} -> {}: {}", LogText(job_id), JobStateName(from),
-                 JobStateName(to), LogText(message));
-    next_->OnJobTransition(job_id, from, to, message);
-  }
-  void OnPartitionAttempt(bool ok, absl::Duration duration) override {
-    if (!ok) {
-      spdlog::debug("partition attempt failed after {}",
-                    absl::FormatDuration(duration));
-    }
-    next_->OnPartitionAttempt(ok, duration);
-  }
-  void OnPartitionStageTimings(const std::string& dataset,
-                               const StageTimings& timings) override {
-    next_->OnPartitionStageTimings(dataset, timings);
-  }
-  void OnJobValidationTime(const std::string& job_id,
-                           absl::Duration duration) override {
-    next_->OnJobValidationTime(job_id, duration);
-  }
-  void OnPartitionCheckpointed(const std::string& dataset, TaskState state,
-                               int64_t rows) override {
-    next_->OnPartitionCheckpointed(dataset, state, rows);
-  }
-  void OnJobPublished(const std::string& job_id,
-                      const std::vector<PublishedDataset>& datasets) override {
-    next_->OnJobPublished(job_id, datasets);
-  }
-  void OnCheckFailed(const std::string& dataset, const std::string& kind,
-                     CheckSeverity severity) override {
-    next_->OnCheckFailed(dataset, kind, severity);
-  }
-  void OnConsumerConfirmed(const std::string& dataset,
-                           const std::string& consumer, bool healthy,
-                           absl::Duration latency) override {
-    next_->OnConsumerConfirmed(dataset, consumer, healthy, latency);
-  }
-  void OnJobFinished(const std::string& job_id, JobState state,
-                     double estimated_cost, double actual_cost) override {
-    spdlog::info("job {} finished {}: cost estimated {} {}, actual {}",
-                 LogText(job_id), JobStateName(state), estimated_cost,
-                 kCostUnit, actual_cost);
-    next_->OnJobFinished(job_id, state, estimated_cost, actual_cost);
-  }
-
- private:
-  static const char* StorageName(Storage storage) {
-    return storage == Storage::kStateStore ? "state store" : "warehouse";
-  }
-  void UpdateHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (health_ == nullptr) return;
-    const bool serving =
-        !failing_[0] && !failing_[1] && !unusable_[0] && !unusable_[1];
-    health_->SetServingStatus("", serving);
-    health_->SetServingStatus(kServiceName, serving);
-  }
-
-  JobObserver* const next_;
-  absl::Mutex mu_;
-  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool failing_[2] ABSL_GUARDED_BY(mu_) = {false, false};
-  bool unusable_[2] ABSL_GUARDED_BY(mu_) = {false, false};
-};
 
 absl::StatusOr<Catalog> Daemon::LoadCatalog(const DaemonOptions& options) {
   std::string dir = options.pipelines_dir;
@@ -306,26 +157,13 @@ absl::Status Daemon::Init(Catalog catalog) {
                                     absl::ToDoubleSeconds(now - step_start)));
     step_start = now;
   };
-  if (options_.data_dir.empty()) {
-    return absl::InvalidArgumentError("--data-dir is required");
-  }
+  if (absl::Status s = CheckServingOptions(options_); !s.ok()) return s;
   const int workers =
       options_.workers > 0
           ? options_.workers
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
-  if (absl::Status s = CheckAddress("--listen", options_.listen); !s.ok()) {
-    return s;
-  }
-  const bool metrics_on =
-      !options_.metrics_listen.empty() && options_.metrics_listen != "none";
-  if (metrics_on) {
-    if (absl::Status s =
-            CheckAddress("--metrics-listen", options_.metrics_listen);
-        !s.ok()) {
-      return s;
-    }
-  }
+  const bool metrics_on = MetricsEnabled(options_);
 
   if (absl::Status s = CheckOpenLineageOptions(options_); !s.ok()) return s;
   if (absl::Status s = CheckSecurityOptions(options_); !s.ok()) return s;
@@ -426,7 +264,7 @@ absl::Status Daemon::Init(Catalog catalog) {
       std::make_unique<StalePartitionCounts>(catalog_.get(), store_.get());
   metrics_->AddCollectable(
       std::make_shared<StalePartitionsCollector>(stale_counts_.get()));
-  ConfigureMetrics();
+  ConfigureMetricsSources(*catalog_->Get(), store_.get(), metrics_.get());
   if (metrics_on) {
     Metrics::BasicAuthCheck basic_auth;
     if (!options_.metrics_basic_auth_file.empty()) {
@@ -462,7 +300,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   if (absl::Status s = StartOpenLineage(); !s.ok()) return s;
   heap_trimmer_ = std::make_unique<HeapTrimmer>();
   std::vector<JobObserver*> observers = {metrics_.get(), heap_trimmer_.get()};
-  if (lineage_ != nullptr) observers.push_back(lineage_.get());
+  if (lineage_ != nullptr) observers.push_back(lineage_->observer());
   fanout_ = std::make_unique<FanoutObserver>(std::move(observers));
   observer_ = std::make_unique<LoggingObserver>(fanout_.get());
 
@@ -513,26 +351,11 @@ absl::Status Daemon::Init(Catalog catalog) {
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(options_.max_message_bytes));
   int port = 0;
-  std::shared_ptr<grpc::ServerCredentials> credentials =
-      grpc::InsecureServerCredentials();
-  std::optional<std::string> tls_note;  // set with TLS on
-  if (!options_.tls_cert_file.empty()) {
-    absl::StatusOr<TlsFiles> tls =
-        LoadTlsFiles(options_.tls_cert_file, options_.tls_key_file,
-                     options_.tls_client_ca_file);
-    if (!tls.ok()) return tls.status();
-    grpc::SslServerCredentialsOptions ssl(
-        tls->client_ca.empty()
-            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = tls->client_ca;
-    ssl.pem_key_cert_pairs.push_back({tls->private_key, tls->cert_chain});
-    credentials = grpc::SslServerCredentials(ssl);
-    tls_note = tls->client_ca.empty()
-                   ? ""
-                   : ", client certificates required and verified";
-  }
-  builder.AddListeningPort(options_.listen, credentials, &port);
+  absl::StatusOr<ListenCredentials> credentials =
+      LoadListenCredentials(options_.tls_cert_file, options_.tls_key_file,
+                            options_.tls_client_ca_file);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(options_.listen, credentials->credentials, &port);
   builder.RegisterService(service_.get());
   {
     std::vector<
@@ -551,7 +374,9 @@ absl::Status Daemon::Init(Catalog catalog) {
   // Said of the address bound: with port 0 in --listen, the port the
   // system chose.
   const std::string bound = WithPort(options_.listen, port);
-  if (tls_note.has_value()) spdlog::info("TLS on {}{}", bound, *tls_note);
+  if (credentials->tls_note.has_value()) {
+    spdlog::info("TLS on {}{}", bound, *credentials->tls_note);
+  }
   if (!authenticated) {
     spdlog::warn(
         "authentication off (no --auth-tokens): whoever reaches {} may call "
@@ -559,10 +384,7 @@ absl::Status Daemon::Init(Catalog catalog) {
         bound);
   }
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health != nullptr) {
-    health->SetServingStatus("", false);
-    health->SetServingStatus(kServiceName, false);
-  }
+  if (health != nullptr) SetHealthServing(health, false);
 
   step_done("gRPC server");
 
@@ -571,10 +393,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     return absl::Status(
         s.code(), absl::StrCat("cannot start the manager: ", s.message()));
   }
-  if (health != nullptr) {
-    health->SetServingStatus("", true);
-    health->SetServingStatus(kServiceName, true);
-  }
+  if (health != nullptr) SetHealthServing(health, true);
   observer_->SetHealth(health);
   // What no write has met yet: the warehouse file removed, replaced or
   // truncated under the daemon.
@@ -621,131 +440,16 @@ absl::Status Daemon::Init(Catalog catalog) {
   return absl::OkStatus();
 }
 
-bool IsLocalOnlyAddress(const std::string& listen) {
-  std::string host = listen;
-  if (absl::StartsWith(host, "[")) {
-    const size_t close = host.find(']');
-    if (close == std::string::npos) return false;
-    host = host.substr(1, close - 1);
-  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
-    host = host.substr(0, colon);
-  }
-  if (absl::EqualsIgnoreCase(host, "localhost") || host == "::1") return true;
-  // 127.0.0.0/8, written as a dotted quad.
-  const std::vector<std::string> parts = absl::StrSplit(host, '.');
-  if (parts.size() != 4 || parts[0] != "127") return false;
-  for (const std::string& part : parts) {
-    int octet = 0;
-    if (part.empty() || part.size() > 3 ||
-        part.find_first_not_of("0123456789") != std::string::npos ||
-        !absl::SimpleAtoi(part, &octet) || octet < 0 || octet > 255) {
-      return false;
-    }
-  }
-  return true;
-}
-
-absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
-  const bool tls =
-      !options.tls_cert_file.empty() || !options.tls_key_file.empty();
-  if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty())) {
-    return absl::InvalidArgumentError(
-        "--tls-cert and --tls-key go together: give the certificate (chain) "
-        "and its private key");
-  }
-  if (!options.tls_client_ca_file.empty() && !tls) {
-    return absl::InvalidArgumentError(
-        "--tls-client-ca needs --tls-cert and --tls-key: client certificates "
-        "are verified only over TLS");
-  }
-  if (tls) {
-    absl::StatusOr<TlsFiles> files =
-        LoadTlsFiles(options.tls_cert_file, options.tls_key_file,
-                     options.tls_client_ca_file);
-    if (!files.ok()) return files.status();
-  }
-  bool tokens_given = false;
-  if (!options.auth_tokens_file.empty()) {
-    absl::StatusOr<BearerTokens> tokens =
-        BearerTokens::Load(options.auth_tokens_file);
-    if (!tokens.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--auth-tokens: ", tokens.status().message()));
-    }
-    if (tokens->has_certificate_principals() &&
-        options.tls_client_ca_file.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--auth-tokens: ", options.auth_tokens_file,
-          " has entries with client_certificate: true, but without "
-          "--tls-client-ca no client certificate is asked for"));
-    }
-    tokens_given = true;
-  }
-  const bool metrics_on =
-      !options.metrics_listen.empty() && options.metrics_listen != "none";
-  if (!options.metrics_basic_auth_file.empty()) {
-    if (!metrics_on) {
-      return absl::InvalidArgumentError(
-          "--metrics-basic-auth needs /metrics on: give --metrics-listen "
-          "HOST:PORT (not \"none\")");
-    }
-    absl::StatusOr<BasicAuthCredentials> credentials =
-        BasicAuthCredentials::Load(options.metrics_basic_auth_file);
-    if (!credentials.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--metrics-basic-auth: ", credentials.status().message()));
-    }
-  }
-  if (metrics_on && !options.insecure &&
-      options.metrics_basic_auth_file.empty() &&
-      !IsLocalOnlyAddress(options.metrics_listen)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--metrics-listen ", options.metrics_listen,
-        " can be reached from other machines, but /metrics asks for no "
-        "credentials (no --metrics-basic-auth): anyone who reaches it reads "
-        "the datasets' names, job counts and costs. Give --metrics-basic-auth "
-        "FILE, listen on a loopback address, or give --insecure to accept the "
-        "risk (a private network)"));
-  }
-  const bool authenticated =
-      tokens_given || !options.tls_client_ca_file.empty();
-  if (options.insecure || IsLocalOnlyAddress(options.listen) ||
-      (tls && authenticated)) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--listen ", options.listen, " can be reached from other machines, but ",
-      !tls ? "the gRPC port is not encrypted (no --tls-cert and --tls-key)"
-           : "",
-      !tls && !authenticated ? " and " : "",
-      !authenticated
-          ? "no caller is authenticated (no --auth-tokens or "
-            "--tls-client-ca): anyone who reaches it may submit, approve and "
-            "roll back backfills"
-          : "",
-      !tls && authenticated
-          ? ", so bearer tokens would cross the network in the clear"
-          : "",
-      ". Give both, listen on a loopback address, or give --insecure to "
-      "accept the risk (a private network)"));
+absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
+  return backfill::CheckOpenLineageOptions(options);
 }
 
 absl::Status Daemon::CheckLimitOptions(const DaemonOptions& options) {
-  RETURN_IF_ERROR(CheckRange("--max-message-bytes", options.max_message_bytes,
-                             kMinMessageBytes, kMaxMessageBytes, "bytes"));
-  RETURN_IF_ERROR(CheckRange("--max-watch-streams-per-principal",
-                             options.max_watch_streams_per_principal, 1,
-                             kMaxWatchStreamsLimit, "streams"));
-  return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
-                    kMaxQueuedJobsLimit, "jobs");
+  return backfill::CheckLimitOptions(options);
 }
 
-absl::Status Daemon::CheckOpenLineageOptions(const DaemonOptions& options) {
-  if (options.openlineage_url.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> endpoint =
-      openlineage::LineageEndpoint(options.openlineage_url);
-  if (!endpoint.ok()) return endpoint.status();
-  return openlineage::ValidateNamespace(options.openlineage_namespace);
+absl::Status Daemon::CheckSecurityOptions(const DaemonOptions& options) {
+  return backfill::CheckSecurityOptions(options);
 }
 
 absl::Status Daemon::StartOpenLineage() {
@@ -753,41 +457,16 @@ absl::Status Daemon::StartOpenLineage() {
     spdlog::info("OpenLineage disabled (no --openlineage-url)");
     return absl::OkStatus();
   }
-  openlineage::EmitterOptions lineage_options;
+  OpenLineageSenderOptions lineage_options;
   lineage_options.url = options_.openlineage_url;
   lineage_options.job_namespace = options_.openlineage_namespace;
-  // The warehouse's dataset namespace. SQLite: sqlite://, this host's name
-  // and the file's absolute path, so that two daemons' warehouses at the
-  // same path on different hosts are different datasets. PostgreSQL:
-  // postgres://HOST:PORT, the server's own address, and tables named
-  // DATABASE.SCHEMA.TABLE (OpenLineage's naming spec).
-  if (catalog_->Get()->warehouse().engine == "sqlite") {
-    char host[256] = {};
-    const bool has_host = gethostname(host, sizeof host - 1) == 0;
-    lineage_options.dataset_namespace = openlineage::WarehouseNamespace(
-        has_host ? host : "", warehouse_lineage_location_);
-  } else {
-    lineage_options.dataset_namespace = warehouse_lineage_location_;
-    lineage_options.dataset_name_prefix = warehouse_lineage_name_prefix_;
-  }
   lineage_options.version = DaemonVersion();
-  lineage_http_ = std::make_unique<CurlHttpClient>();
-  lineage_clock_ = std::make_unique<SystemClock>();
-  lineage_metrics_ = std::make_unique<OpenLineageMetrics>(metrics_->registry());
-  lineage_ = std::make_unique<openlineage::OpenLineageEmitter>(
-      lineage_options, catalog_.get(), store_.get(), lineage_http_.get(),
-      lineage_clock_.get(), lineage_metrics_.get());
-  if (absl::Status s = lineage_->Start(); !s.ok()) {
-    return absl::Status(
-        s.code(), absl::StrCat("cannot start OpenLineage: ", s.message()));
-  }
-  spdlog::info(
-      "OpenLineage: sending RunEvents to {}, namespace {}, datasets in {}",
-      LogText(openlineage::LineageEndpoint(options_.openlineage_url)
-                  .value_or(options_.openlineage_url)),
-      LogText(options_.openlineage_namespace),
-      LogText(lineage_options.dataset_namespace));
-  return absl::OkStatus();
+  lineage_options.warehouse_location = warehouse_lineage_location_;
+  lineage_options.warehouse_name_prefix = warehouse_lineage_name_prefix_;
+  lineage_ = std::make_unique<OpenLineageSender>(std::move(lineage_options),
+                                                 catalog_.get(), store_.get(),
+                                                 metrics_->registry());
+  return lineage_->Start();
 }
 
 void Daemon::StopOpenLineage() {
@@ -798,57 +477,6 @@ void Daemon::StopOpenLineage() {
   // The observers are unused once the manager is gone.
   fanout_.reset();
   lineage_.reset();
-  lineage_metrics_.reset();
-  lineage_clock_.reset();
-  lineage_http_.reset();
-}
-
-void Daemon::ConfigureMetrics() {
-  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
-  // Per-dataset series exist from the start, for every dataset a job
-  // writes (derived ones).
-  std::vector<std::string> datasets;
-  for (const DatasetSpec& spec : catalog->datasets()) {
-    if (spec.kind == DatasetKind::kDerived) datasets.push_back(spec.name);
-  }
-  metrics_->DeclareDatasets(datasets);
-  // The ETA gauges read the running jobs at scrape time: their progress
-  // (counts and timings), never their partition lists.
-  StateStore* store = store_.get();
-  metrics_->SetRunningJobs([store]() -> absl::StatusOr<std::vector<Job>> {
-    ASSIGN_OR_RETURN(std::vector<std::string> ids,
-                     store->ListJobIds({JobState::kRunning}));
-    std::vector<Job> jobs;
-    jobs.reserve(ids.size());
-    for (const std::string& id : ids) {
-      absl::StatusOr<Job> job = store->GetJobProgress(id);
-      if (job.ok()) {
-        jobs.push_back(*std::move(job));
-      } else if (!absl::IsNotFound(job.status())) {
-        return job.status();
-      }
-    }
-    return jobs;
-  });
-  // Consumer health from the store, for the consumers declared now.
-  std::set<std::pair<std::string, std::string>> declared;
-  for (const DatasetSpec& spec : catalog->datasets()) {
-    for (const ConsumerSpec& c : spec.consumers) {
-      declared.emplace(spec.name, c.name);
-    }
-  }
-  metrics_->SetConsumerStandings(
-      [store, declared]() -> absl::StatusOr<std::vector<ConsumerStanding>> {
-        ASSIGN_OR_RETURN(std::vector<ConsumerStanding> all,
-                         store->ListConsumerStandings());
-        std::vector<ConsumerStanding> out;
-        for (ConsumerStanding& s : all) {
-          if (declared.count({s.dataset, s.consumer})) {
-            out.push_back(std::move(s));
-          }
-        }
-        return out;
-      });
 }
 
 absl::Status Daemon::Reload() {
@@ -919,7 +547,7 @@ absl::Status Daemon::ReloadPipelines() {
   const size_t before = current->datasets().size();
   const size_t after = next->datasets().size();
   catalog_->Replace(std::move(next));
-  ConfigureMetrics();
+  ConfigureMetricsSources(*catalog_->Get(), store_.get(), metrics_.get());
   spdlog::info(
       "pipelines reloaded: {} datasets (were {}); new calls use them, jobs "
       "already admitted keep the pipelines they were planned with",

@@ -6,7 +6,8 @@
 #include <string>
 
 #include "backfill/v1/backfill.pb.h"
-#include "client/cli_format.h"
+#include "client/job_format.h"
+#include "client/value_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

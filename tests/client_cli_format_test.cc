@@ -2,8 +2,8 @@
 // output, timestamps, state names, counts, partition summaries, costs, the
 // plan/job/list tables, the --wait progress bar and lines, and the escaping
 // of text from the server or users for the terminal. Expectations are
-// written from the documented formats in cli_format.h and the proto
-// contract, not from the implementation.
+// written from the formats documented in the headers cli_format.h includes
+// and the proto contract, not from the implementation.
 
 #include <cmath>
 #include <cstdint>

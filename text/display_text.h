@@ -1,6 +1,6 @@
 // display_text: free text (a job's reason or message, a dataset name,
 // anything a client or the server sent) made safe to show on one line, in
-// the daemon log (server/log_text.h) or on a terminal (client/cli_format.h).
+// the daemon log (server/log_text.h) or on a terminal (client/value_format.h).
 // Control characters (a newline would start a line of its own), ANSI escape
 // sequences, bytes that are not UTF-8 and the invisible Unicode characters
 // that reorder or break lines are escaped; every other character, ASCII or

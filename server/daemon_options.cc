@@ -1,0 +1,201 @@
+#include "server/daemon_options.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/base/status_macros.h"
+#include "openlineage/emitter.h"
+#include "server/basic_auth_credentials.h"
+#include "server/bearer_tokens.h"
+#include "server/tls_files.h"
+
+namespace backfill {
+namespace {
+
+// Checks that `address` is HOST:PORT (a bare port would make gRPC or the
+// metrics endpoint listen on every interface).
+absl::Status CheckAddress(const char* flag, const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " \"", address,
+                     "\" is not HOST:PORT (e.g. 127.0.0.1:50051; port 0 picks "
+                     "a free one)"));
+  }
+  return absl::OkStatus();
+}
+
+// The ranges of the limits: below them the daemon could not work, above
+// them a limit no longer limits anything.
+constexpr int64_t kMinMessageBytes = 1 << 10;
+constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
+constexpr int64_t kMaxWatchStreamsLimit = 10000;
+constexpr int64_t kMaxQueuedJobsLimit = 1000000;
+
+absl::Status CheckRange(const char* flag, int64_t value, int64_t min,
+                        int64_t max, const char* unit) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(flag, " ", value,
+                                                 " is out of range: give ", min,
+                                                 " to ", max, " ", unit));
+}
+
+}  // namespace
+
+bool MetricsEnabled(const DaemonOptions& options) {
+  return !options.metrics_listen.empty() && options.metrics_listen != "none";
+}
+
+bool IsLocalOnlyAddress(const std::string& listen) {
+  std::string host = listen;
+  if (absl::StartsWith(host, "[")) {
+    const size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
+  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  if (absl::EqualsIgnoreCase(host, "localhost") || host == "::1") return true;
+  // 127.0.0.0/8, written as a dotted quad.
+  const std::vector<std::string> parts = absl::StrSplit(host, '.');
+  if (parts.size() != 4 || parts[0] != "127") return false;
+  for (const std::string& part : parts) {
+    int octet = 0;
+    if (part.empty() || part.size() > 3 ||
+        part.find_first_not_of("0123456789") != std::string::npos ||
+        !absl::SimpleAtoi(part, &octet) || octet < 0 || octet > 255) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status CheckServingOptions(const DaemonOptions& options) {
+  if (options.data_dir.empty()) {
+    return absl::InvalidArgumentError("--data-dir is required");
+  }
+  if (absl::Status s = CheckAddress("--listen", options.listen); !s.ok()) {
+    return s;
+  }
+  if (MetricsEnabled(options)) {
+    if (absl::Status s =
+            CheckAddress("--metrics-listen", options.metrics_listen);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSecurityOptions(const DaemonOptions& options) {
+  const bool tls =
+      !options.tls_cert_file.empty() || !options.tls_key_file.empty();
+  if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together: give the certificate (chain) "
+        "and its private key");
+  }
+  if (!options.tls_client_ca_file.empty() && !tls) {
+    return absl::InvalidArgumentError(
+        "--tls-client-ca needs --tls-cert and --tls-key: client certificates "
+        "are verified only over TLS");
+  }
+  if (tls) {
+    absl::StatusOr<TlsFiles> files =
+        LoadTlsFiles(options.tls_cert_file, options.tls_key_file,
+                     options.tls_client_ca_file);
+    if (!files.ok()) return files.status();
+  }
+  bool tokens_given = false;
+  if (!options.auth_tokens_file.empty()) {
+    absl::StatusOr<BearerTokens> tokens =
+        BearerTokens::Load(options.auth_tokens_file);
+    if (!tokens.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--auth-tokens: ", tokens.status().message()));
+    }
+    if (tokens->has_certificate_principals() &&
+        options.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--auth-tokens: ", options.auth_tokens_file,
+          " has entries with client_certificate: true, but without "
+          "--tls-client-ca no client certificate is asked for"));
+    }
+    tokens_given = true;
+  }
+  const bool metrics_on = MetricsEnabled(options);
+  if (!options.metrics_basic_auth_file.empty()) {
+    if (!metrics_on) {
+      return absl::InvalidArgumentError(
+          "--metrics-basic-auth needs /metrics on: give --metrics-listen "
+          "HOST:PORT (not \"none\")");
+    }
+    absl::StatusOr<BasicAuthCredentials> credentials =
+        BasicAuthCredentials::Load(options.metrics_basic_auth_file);
+    if (!credentials.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--metrics-basic-auth: ", credentials.status().message()));
+    }
+  }
+  if (metrics_on && !options.insecure &&
+      options.metrics_basic_auth_file.empty() &&
+      !IsLocalOnlyAddress(options.metrics_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics-listen ", options.metrics_listen,
+        " can be reached from other machines, but /metrics asks for no "
+        "credentials (no --metrics-basic-auth): anyone who reaches it reads "
+        "the datasets' names, job counts and costs. Give --metrics-basic-auth "
+        "FILE, listen on a loopback address, or give --insecure to accept the "
+        "risk (a private network)"));
+  }
+  const bool authenticated =
+      tokens_given || !options.tls_client_ca_file.empty();
+  if (options.insecure || IsLocalOnlyAddress(options.listen) ||
+      (tls && authenticated)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--listen ", options.listen, " can be reached from other machines, but ",
+      !tls ? "the gRPC port is not encrypted (no --tls-cert and --tls-key)"
+           : "",
+      !tls && !authenticated ? " and " : "",
+      !authenticated
+          ? "no caller is authenticated (no --auth-tokens or "
+            "--tls-client-ca): anyone who reaches it may submit, approve and "
+            "roll back backfills"
+          : "",
+      !tls && authenticated
+          ? ", so bearer tokens would cross the network in the clear"
+          : "",
+      ". Give both, listen on a loopback address, or give --insecure to "
+      "accept the risk (a private network)"));
+}
+
+absl::Status CheckLimitOptions(const DaemonOptions& options) {
+  RETURN_IF_ERROR(CheckRange("--max-message-bytes", options.max_message_bytes,
+                             kMinMessageBytes, kMaxMessageBytes, "bytes"));
+  RETURN_IF_ERROR(CheckRange("--max-watch-streams-per-principal",
+                             options.max_watch_streams_per_principal, 1,
+                             kMaxWatchStreamsLimit, "streams"));
+  return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
+                    kMaxQueuedJobsLimit, "jobs");
+}
+
+absl::Status CheckOpenLineageOptions(const DaemonOptions& options) {
+  if (options.openlineage_url.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> endpoint =
+      openlineage::LineageEndpoint(options.openlineage_url);
+  if (!endpoint.ok()) return endpoint.status();
+  return openlineage::ValidateNamespace(options.openlineage_namespace);
+}
+
+}  // namespace backfill
