@@ -25,7 +25,7 @@ out="${BACKFILL_FUZZ_OUT:-$build/fuzz-runs}"
 parallel="${BACKFILL_FUZZ_PARALLEL:-1}"
 
 CXX=clang++ "$ROOT/scripts/build.sh" "$build" -DCMAKE_CXX_COMPILER=clang++ \
-  -DBACKFILL_FUZZ=ON
+  -DBACKFILL_FUZZ=ON -DBACKFILL_FUZZ_OPTIMIZE=O1
 
 targets=("$@")
 if ((${#targets[@]} == 0)); then

@@ -63,7 +63,7 @@ declare -A suite_options=(
   [build-asan]="-DBACKFILL_SANITIZE=ON -DBACKFILL_TEST_SET=sanitize -DBACKFILL_BUILD_BENCH=OFF"
   # Each fuzz target runs for BACKFILL_FUZZ_SECONDS over its seed corpus
   # (scripts/fuzz.sh runs longer).
-  [build-fuzz]="-DCMAKE_CXX_COMPILER=clang++ -DBACKFILL_FUZZ=ON -DBACKFILL_FUZZ_SECONDS=${BACKFILL_FUZZ_SECONDS:-10}"
+  [build-fuzz]="-DCMAKE_CXX_COMPILER=clang++ -DBACKFILL_FUZZ=ON -DBACKFILL_FUZZ_OPTIMIZE=O0 -DBACKFILL_FUZZ_SECONDS=${BACKFILL_FUZZ_SECONDS:-10}"
 )
 declare -A build_pid=() build_start=() build_end=() build_rc=()
 

@@ -31,7 +31,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
-class PgConnectionTest : public backfill::testing::PostgresServerSuite {
+class PgConnectionTest : public backfill::testing::PostgresSuite {
  protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
@@ -204,9 +204,15 @@ TEST_F(PgConnectionTest, ConnectingWhereNoServerListensIsUnavailable) {
               HasSubstr("cannot connect to PostgreSQL"));
 }
 
+// A server of its own: the test edits its pg_hba.conf.
+class PgConnectionServerTest : public PgConnectionTest {
+ protected:
+  static void SetUpTestSuite() { StartOwnServer(); }
+};
+
 // What retrying cannot fix is not UNAVAILABLE: the runner would retry it as
 // if the server were only away.
-TEST_F(PgConnectionTest, AConnectionThatCanNeverWorkIsNotUnavailable) {
+TEST_F(PgConnectionServerTest, AConnectionThatCanNeverWorkIsNotUnavailable) {
   auto no_db = PgConnection::Connect(server_->Dsn("no_such_database"));
   EXPECT_EQ(no_db.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(no_db.status().message(), HasSubstr("no_such_database"));

@@ -33,7 +33,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Optional;
 
-class PgPoolTest : public backfill::testing::PostgresServerSuite {
+class PgPoolTest : public backfill::testing::PostgresSuite {
  protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
@@ -152,11 +152,16 @@ TEST_F(PgPoolTest, OpensItsSizeEagerlyAndNeverMoreUnderManyThreads) {
 
 TEST_F(PgPoolTest, OpenFailsWholeWhenTheServerRefusesOneConnection) {
   const std::string app = AppName();
-  ASSERT_TRUE(admin_->Exec("DROP ROLE IF EXISTS pool_limited").ok());
-  ASSERT_TRUE(
-      admin_->Exec("CREATE ROLE pool_limited LOGIN CONNECTION LIMIT 2").ok());
-  auto pool = PgPool::Open(absl::StrCat(server_->Dsn(), " user=pool_limited"),
-                           3, Options());
+  // Roles belong to the whole server, which other tests may share: the
+  // name is the test database's.
+  const std::string role = absl::StrCat(server_->database(), "_limited");
+  ASSERT_TRUE(admin_->Exec(absl::StrCat("DROP ROLE IF EXISTS ", role)).ok());
+  ASSERT_TRUE(admin_
+                  ->Exec(absl::StrCat("CREATE ROLE ", role,
+                                      " LOGIN CONNECTION LIMIT 2"))
+                  .ok());
+  auto pool =
+      PgPool::Open(absl::StrCat(server_->Dsn(), " user=", role), 3, Options());
   ASSERT_FALSE(pool.ok());
   EXPECT_EQ(pool.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(pool.status().message(),
@@ -165,7 +170,7 @@ TEST_F(PgPoolTest, OpenFailsWholeWhenTheServerRefusesOneConnection) {
                     HasSubstr("too many connections for role")));
   // The two it had opened are closed again.
   EXPECT_EQ(BackendsSettleAt(app, 0), 0);
-  ASSERT_TRUE(admin_->Exec("DROP ROLE pool_limited").ok());
+  ASSERT_TRUE(admin_->Exec(absl::StrCat("DROP ROLE ", role)).ok());
 }
 
 TEST_F(PgPoolTest, ReusesItsConnectionsAndLeasesMove) {
@@ -267,7 +272,13 @@ TEST_F(PgPoolTest, AConnectionBrokenWhileIdleIsReplacedBeforeItIsLent) {
   EXPECT_EQ(Backends(AppName()), 1);
 }
 
-TEST_F(PgPoolTest, SurvivesAServerRestart) {
+// A server of its own: the test restarts it.
+class PgPoolRestartTest : public PgPoolTest {
+ protected:
+  static void SetUpTestSuite() { StartOwnServer(); }
+};
+
+TEST_F(PgPoolRestartTest, SurvivesAServerRestart) {
   const std::string app = AppName();
   PgPoolOptions options = Options();
   options.validate_after_idle = absl::ZeroDuration();

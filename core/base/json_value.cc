@@ -11,9 +11,9 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
-class Parser {
+class JsonParser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  explicit JsonParser(std::string_view text) : s_(text) {}
 
   absl::StatusOr<JsonValue> Document() {
     JsonValue v;
@@ -264,7 +264,7 @@ class Parser {
 }  // namespace
 
 absl::StatusOr<JsonValue> ParseJson(std::string_view text) {
-  return Parser(text).Document();
+  return JsonParser(text).Document();
 }
 
 std::string JsonQuote(std::string_view s) {

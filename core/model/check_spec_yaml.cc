@@ -14,15 +14,11 @@
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
 #include "core/model/check_result.h"
+#include "core/model/identifier.h"
 #include "core/model/transform_sql.h"
 
 namespace backfill {
 namespace {
-
-bool IsIdentChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-         (c >= '0' && c <= '9');
-}
 
 // The keys each kind of check takes (besides kind, name and severity) and
 // which of them are required.
@@ -78,7 +74,7 @@ bool IsCheckName(std::string_view s) {
     return false;
   }
   for (char ch : s) {
-    if (!IsIdentChar(ch)) return false;
+    if (!IsIdentifierChar(ch)) return false;
   }
   return true;
 }

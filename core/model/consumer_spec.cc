@@ -15,6 +15,7 @@
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
 #include "core/model/identifier.h"
+#include "core/model/pipeline_yaml.h"
 #include "core/model/transform_parameters.h"
 #include "core/model/transform_sql.h"
 
@@ -25,12 +26,6 @@ constexpr char kPlaceholder[] = "{partition}";
 constexpr size_t kMaxUrl = 2048;
 constexpr size_t kMaxArgs = 64;
 constexpr size_t kMaxHeaders = 32;
-
-int LineOf(const YAML::Node& node, int fallback) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null() || mark.line < 0) return fallback;
-  return mark.line + 1;
-}
 
 bool IsHeaderName(std::string_view s) {
   if (s.empty() || s.size() > 128) return false;
@@ -77,10 +72,10 @@ bool IsShell(const std::string& program) {
   return kShells.count(base) > 0;
 }
 
-class Parser {
+class ConsumerListParser {
  public:
-  Parser(const std::string& file, const std::string& where, bool partition_key,
-         bool partitioned)
+  ConsumerListParser(const std::string& file, const std::string& where,
+                     bool partition_key, bool partitioned)
       : file_(file),
         where_(where),
         partition_key_(partition_key),
@@ -460,7 +455,7 @@ const char* ConsumerKindName(ConsumerKind kind) {
 absl::StatusOr<std::vector<ConsumerSpec>> ParseConsumers(
     const YAML::Node& node, const std::string& file, const std::string& where,
     bool partition_key, bool partitioned) {
-  return Parser(file, where, partition_key, partitioned).List(node);
+  return ConsumerListParser(file, where, partition_key, partitioned).List(node);
 }
 
 absl::StatusOr<std::string> ExpandEnvironment(const std::string& value) {

@@ -15,6 +15,9 @@ namespace backfill {
 
 bool IsIdentifier(std::string_view s);
 
+// Whether `c` may appear in such a name (an ASCII letter, digit or '_').
+bool IsIdentifierChar(char c);
+
 }  // namespace backfill
 
 #endif  // BACKFILL_CORE_MODEL_IDENTIFIER_H_

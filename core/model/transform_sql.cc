@@ -9,14 +9,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/model/fingerprint.h"
+#include "core/model/identifier.h"
 
 namespace backfill {
 namespace {
-
-bool IsIdentChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-         (c >= '0' && c <= '9');
-}
 
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
@@ -125,7 +121,7 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
   }
   // The first word must be SELECT or WITH.
   size_t n = 0;
-  while (n < scan.skeleton.size() && IsIdentChar(scan.skeleton[n])) ++n;
+  while (n < scan.skeleton.size() && IsIdentifierChar(scan.skeleton[n])) ++n;
   const std::string first = absl::AsciiStrToUpper(scan.skeleton.substr(0, n));
   if (first != "SELECT" && first != "WITH") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -143,7 +139,8 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
       "supported)";
   // SQLite's identifier characters; bytes >= 0x80 (UTF-8) count too.
   auto in_identifier = [](char c) {
-    return IsIdentChar(c) || c == '$' || static_cast<unsigned char>(c) >= 0x80;
+    return IsIdentifierChar(c) || c == '$' ||
+           static_cast<unsigned char>(c) >= 0x80;
   };
   const std::string& sk = scan.skeleton;
   for (size_t i = 0; i < sk.size(); ++i) {
@@ -154,7 +151,7 @@ absl::StatusOr<std::string> CanonicalTransform(std::string_view sql,
         continue;
       }
       size_t j = i + 1;
-      while (j < sk.size() && IsIdentChar(sk[j])) ++j;
+      while (j < sk.size() && IsIdentifierChar(sk[j])) ++j;
       if (j == i + 1) continue;
       const std::string param = sk.substr(i + 1, j - i - 1);
       if (std::string problem = ParameterProblem(":" + param, extra);

@@ -10,7 +10,9 @@
 //
 // PostgresServerSuite: the same with a server of its own in every case
 // (PostgresTestServer::Start), for suites that change the server itself:
-// restart it, edit its pg_hba.conf, create roles.
+// restart it or edit its pg_hba.conf. A suite whose other cases share a
+// server keeps such a case in a fixture of its own that derives from the
+// suite's and calls StartOwnServer() in its SetUpTestSuite.
 //
 // Ownership: the suite owns its server. Not thread-safe beyond GoogleTest's
 // own rules (suites run one after another).
@@ -35,6 +37,13 @@ class PostgresSuite : public ::testing::Test {
     server_ = nullptr;
   }
 
+  // Starts a server of the suite's own (PostgresTestServer::Start).
+  static void StartOwnServer() {
+    auto server = PostgresTestServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+
   // The suite's server; null when it could not start (SetUpTestSuite then
   // failed, and so does each test that checks it).
   static inline PostgresTestServer* server_ = nullptr;
@@ -42,11 +51,7 @@ class PostgresSuite : public ::testing::Test {
 
 class PostgresServerSuite : public PostgresSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto server = PostgresTestServer::Start();
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
-  }
+  static void SetUpTestSuite() { StartOwnServer(); }
 };
 
 }  // namespace backfill::testing
