@@ -441,21 +441,40 @@ class TrialDaemon {
   // -1 if it could not be spawned or does neither within `timeout`, and
   // is then killed). It serves once it has logged that it listens, which
   // it does after resuming its jobs, and answers `backfillctl datasets`.
+  //
+  // The ports are free when chosen, but another process (a test beside
+  // the harness) may take one before the daemon binds it: a daemon that
+  // exits because it cannot listen is started again on new ports, up to
+  // four times.
   std::optional<int> Start(seconds timeout = seconds(90)) {
-    if (!daemon_.Spawn()) return -1;
-    Track(daemon_.pid());
     const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      if (HasExited(daemon_.pid())) return Reap();
-      if (absl::StrContains(ReadFile(log_), "backfilld listening on") &&
-          daemon_.Ctl({"datasets"}, seconds(20)).exit_code == 0) {
-        return std::nullopt;
+    for (int attempt = 1;; ++attempt) {
+      const size_t log_before = ReadFile(log_).size();
+      if (!daemon_.Spawn()) return -1;
+      Track(daemon_.pid());
+      std::optional<int> exited;
+      while (Clock::now() < deadline) {
+        if (HasExited(daemon_.pid())) {
+          exited = Reap();
+          break;
+        }
+        if (absl::StrContains(ReadFile(log_), "backfilld listening on") &&
+            daemon_.Ctl({"datasets"}, seconds(20)).exit_code == 0) {
+          return std::nullopt;
+        }
+        std::this_thread::sleep_for(milliseconds(50));
       }
-      std::this_thread::sleep_for(milliseconds(50));
+      if (!exited) {
+        Untrack(daemon_.pid());
+        daemon_.Kill();
+        return -1;
+      }
+      const std::string attempt_log = ReadFile(log_).substr(log_before);
+      const bool port_taken =
+          absl::StrContains(attempt_log, "cannot listen on --listen") ||
+          absl::StrContains(attempt_log, "cannot serve metrics on");
+      if (!port_taken || attempt == 4) return exited;
     }
-    Untrack(daemon_.pid());
-    daemon_.Kill();
-    return -1;
   }
 
   // The exit code of a daemon that has exited.

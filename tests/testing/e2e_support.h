@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -619,19 +620,40 @@ class Daemon {
 
   // Spawn() and wait (bounded) until `backfillctl datasets` succeeds
   // against it.
+  // The ports are free when chosen, but another process may take one
+  // before the daemon binds it: a daemon that exits because it cannot
+  // listen on a port Spawn() chose is started again on new ones, up to four
+  // times.
   ::testing::AssertionResult Start() {
     ::testing::AssertionResult spawned = Spawn();
     if (!spawned) return spawned;
     const auto deadline = Clock::now() + seconds(90);
     RunResult last;
+    size_t log_before = 0;
+    int attempts = 1;
     while (Clock::now() < deadline) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        const std::string log = ReadFile(log_);
+        const std::string attempt_log =
+            log.substr(std::min(log_before, log.size()));
+        const bool port_taken =
+            (fixed_port_ == 0 &&
+             attempt_log.find("cannot listen on --listen") !=
+                 std::string::npos) ||
+            attempt_log.find("cannot serve metrics on") != std::string::npos;
+        if (port_taken && attempts < 4) {
+          ++attempts;
+          log_before = log.size();
+          spawned = Spawn();
+          if (!spawned) return spawned;
+          continue;
+        }
         return ::testing::AssertionFailure()
                << "backfilld exited with " << ExitCode(status)
                << " during start-up; log:\n"
-               << ReadFile(log_);
+               << log;
       }
       last = Ctl({"datasets"}, seconds(20));
       if (last.exit_code == 0) return ::testing::AssertionSuccess();
