@@ -543,6 +543,30 @@ TEST_F(PartitionsMatchingTest, AValueLargerThanTheBoundStopsThePredicate) {
   EXPECT_EQ(Dump(), before);
 }
 
+TEST_F(PartitionsMatchingTest, ACallWhoseWorkHasNoBoundIsRefusedAtOnce) {
+  // The time limit is checked between calls, not within one: a call on
+  // values of 4,000,000 and 1,000,001 bytes (a minute of SQLite's instr)
+  // is refused before it starts, naming the sizes.
+  const std::string before = Dump();
+  auto got = engine_->PartitionsMatching(
+      orders_,
+      "instr(printf('%.*c', 4000000, 'a'), printf('%.*c', 1000000, 'a') || "
+      "'b') > 0",
+      1000);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
+      << got.status();
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("instr() of values of 4000000 and 1000001 bytes is "
+                        "refused: one call may compare at most"));
+  // printf's %c repeated 2^31 times is NULL, as SQLite makes it, without
+  // the seconds SQLite 3.40 spends getting there.
+  auto null = engine_->PartitionsMatching(
+      orders_, "printf('%.*c', 2147483647, 'x') IS NULL AND refund > 0", 1000);
+  ASSERT_TRUE(null.ok()) << null.status();
+  EXPECT_EQ(*null, ExpectedDays("refund > 0"));
+  EXPECT_EQ(Dump(), before);
+}
+
 // Every connection the storage opens keeps fts3_tokenizer from taking or
 // giving a pointer, sandbox or not: the pointer planted here would crash
 // the next use of an FTS table.

@@ -22,6 +22,7 @@
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/markers.h"
 #include "storage/sql/predicates.h"
+#include "storage/sqlite/sqlite_bounded_functions.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/sqlite/sqlite_fingerprint_function.h"
@@ -238,6 +239,8 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     db->ShareWriterLock(writer);
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(db.get()));
     RETURN_IF_ERROR(sqlite::RegisterFingerprintFunction(db.get()));
+    // In memory the one connection also runs clients' predicates.
+    if (memory) RETURN_IF_ERROR(sqlite::InstallBoundedFunctions(db.get()));
     if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));
     if (i == 0) RETURN_IF_ERROR(sqlite::CreatePartitionStatsTables(db.get()));
     if (i == 0) {
@@ -266,6 +269,7 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
                      Database::Open(warehouse_path, options));
     RETURN_IF_ERROR(engine->query_db_->Exec("PRAGMA query_only=ON"));
     RETURN_IF_ERROR(sqlite::RegisterPartitionFunction(engine->query_db_.get()));
+    RETURN_IF_ERROR(sqlite::InstallBoundedFunctions(engine->query_db_.get()));
   }
   if (!engine->path_.empty()) {
     struct stat st;
