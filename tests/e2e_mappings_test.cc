@@ -25,36 +25,12 @@ using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// `revenue` is the daily_revenue measure: "SUM(o.amount)" (ignores
-// refunds) or "SUM(o.amount - o.refund)" (the fix).
+// The example pipeline (orders, customers, daily_revenue:
+// tests/testing/revenue_pipeline.h) with `revenue` as daily_revenue's
+// measure: "SUM(o.amount)" (ignores refunds) or "SUM(o.amount - o.refund)"
+// (the fix), and two datasets over it.
 std::string Pipeline(const std::string& revenue) {
-  return absl::StrReplaceAll(
-      R"yaml(warehouse: {engine: sqlite, path: warehouse.db}
-datasets:
-  - name: orders
-    kind: source
-    table: raw_orders
-    partition: {column: order_date, grain: day}
-  - name: customers
-    kind: source
-    table: dim_customers
-  - name: daily_revenue
-    kind: derived
-    table: daily_revenue
-    partition: {column: ds, grain: day}
-    upstream:
-      - {dataset: orders, mapping: identity}
-      - {dataset: customers, mapping: all}
-    transform: |
-      SELECT o.order_date AS ds, c.region AS region,
-             $REVENUE AS revenue, COUNT(*) AS orders
-      FROM raw_orders o JOIN dim_customers c ON c.customer_id = o.customer_id
-      WHERE o.order_date >= :partition_start AND o.order_date < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [ds, region]
-  - name: monthly_revenue
+  constexpr char kOverDaily[] = R"yaml(  - name: monthly_revenue
     kind: derived
     table: monthly_revenue
     partition: {column: month, grain: month}
@@ -86,8 +62,13 @@ datasets:
     contract:
       columns: {ds: TEXT, revenue: REAL, prior_7d_avg: REAL}
       primary_key: [ds]
-)yaml",
-      {{"$REVENUE", revenue}});
+)yaml";
+  const std::string example =
+      fixtures::RevenuePipelineYaml(/*extra_condition=*/"", kOverDaily);
+  const std::string fixed = "SUM(o.amount - o.refund)";
+  EXPECT_NE(example.find(fixed), std::string::npos);
+  return absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",
+                      absl::StrReplaceAll(example, {{fixed, revenue}}));
 }
 
 class MappingsTest : public E2eTest {
