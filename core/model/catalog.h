@@ -22,6 +22,7 @@
 #include "core/model/consumer_spec.h"
 #include "core/model/partition.h"
 #include "core/model/partition_layout.h"
+#include "core/model/replay_policy.h"
 
 namespace backfill {
 
@@ -138,6 +139,10 @@ struct DatasetSpec {
   // partitions they recompute (derived datasets only; "": none).
   std::string entity_key;
   std::vector<CheckSpec> checks;  // declared checks, in file order
+  // When the daemon replays partitions by itself, and which periods no job
+  // changes (replay_policy.h; derived datasets partitioned in time only).
+  std::optional<ReplayPolicy> replay;
+  std::optional<FrozenRule> frozen;
   // Downstream consumers confirmed after each publish (consumer_spec.h),
   // in file order (derived datasets only).
   std::vector<ConsumerSpec> consumers;

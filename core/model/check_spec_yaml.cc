@@ -15,6 +15,7 @@
 #include "core/base/status_macros.h"
 #include "core/model/check_result.h"
 #include "core/model/identifier.h"
+#include "core/model/quantity_text.h"
 #include "core/model/transform_sql.h"
 
 namespace backfill {
@@ -41,30 +42,6 @@ const std::vector<CheckKeyRow>& CheckKeyTable() {
       {CheckKind::kAssert, {"sql"}, {"name", "sql"}},
   };
   return *table;
-}
-
-// "20%" or "12.5%" -> 0.2 / 0.125. A bare number is refused: "20" could
-// mean 20% or 2000%.
-std::optional<double> ParsePercent(std::string_view text) {
-  if (text.size() < 2 || text.back() != '%') return std::nullopt;
-  std::string number(text.substr(0, text.size() - 1));
-  absl::StripAsciiWhitespace(&number);
-  if (number.empty() || number.size() > 16) return std::nullopt;
-  int dots = 0;
-  for (char c : number) {
-    if (c == '.') {
-      ++dots;
-    } else if (c < '0' || c > '9') {
-      return std::nullopt;
-    }
-  }
-  if (dots > 1 || number.front() == '.' || number.back() == '.') {
-    return std::nullopt;
-  }
-  double value = 0;
-  if (!absl::SimpleAtod(number, &value)) return std::nullopt;
-  if (value < 0 || value > 1000000) return std::nullopt;
-  return value / 100.0;
 }
 
 bool IsCheckName(std::string_view s) {
@@ -161,7 +138,7 @@ absl::StatusOr<CheckSpec> ParseCheckYaml(const YamlFileReader& file,
   }
   ASSIGN_OR_RETURN(spec.max_change_text, text("max_change"));
   if (!spec.max_change_text.empty()) {
-    std::optional<double> pct = ParsePercent(spec.max_change_text);
+    std::optional<double> pct = ParsePercentText(spec.max_change_text);
     if (!pct) {
       return file.Error(
           c["max_change"], spec.line,

@@ -30,6 +30,8 @@
 #include "core/model/partition.h"
 #include "core/model/partition_mapping.h"
 #include "core/model/pipeline_yaml.h"
+#include "core/model/quantity_text.h"
+#include "core/model/replay_spec_yaml.h"
 #include "core/model/transform_parameters.h"
 #include "core/model/transform_sql.h"
 
@@ -39,7 +41,7 @@ namespace {
 constexpr char kDatasetKeys[] =
     "name, kind, table, partition, upstream, transform, version, contract, "
     "max_parallel, require_approval, checks, description, retention, "
-    "max_cost, entity_key, consumers";
+    "max_cost, entity_key, consumers, replay, frozen";
 
 class FileParser : public YamlFileReader {
  public:
@@ -172,12 +174,13 @@ class FileParser : public YamlFileReader {
     if (const YAML::Node n = d["name"]; n && n.IsScalar()) {
       where = absl::StrCat("in dataset \"", n.Scalar(), "\"");
     }
-    absl::Status s = CheckKeys(
-        d,
-        {"name", "kind", "table", "partition", "upstream", "transform",
-         "version", "contract", "max_parallel", "require_approval", "checks",
-         "description", "retention", "max_cost", "entity_key", "consumers"},
-        where, kDatasetKeys);
+    absl::Status s =
+        CheckKeys(d,
+                  {"name", "kind", "table", "partition", "upstream",
+                   "transform", "version", "contract", "max_parallel",
+                   "require_approval", "checks", "description", "retention",
+                   "max_cost", "entity_key", "consumers", "replay", "frozen"},
+                  where, kDatasetKeys);
     if (!s.ok()) return s;
 
     absl::StatusOr<std::optional<std::string>> name =
@@ -277,6 +280,27 @@ class FileParser : public YamlFileReader {
       spec.max_parallel = n;
     }
 
+    for (const char* key : {"replay", "frozen"}) {
+      const YAML::Node node = d[key];
+      if (!node || node.IsNull()) continue;
+      if (spec.kind != DatasetKind::kDerived) {
+        return Error(node, spec.line,
+                     absl::StrCat("`", key, "` ", where,
+                                  " is only allowed on derived datasets (no "
+                                  "job writes a source)"));
+      }
+      if (!spec.partition || !IsTimeGrain(spec.partition->grain)) {
+        return Error(node, spec.line,
+                     absl::StrCat("`", key, "` ", where,
+                                  " needs a dataset partitioned by hour, day "
+                                  "or month: its periods are times"));
+      }
+      if (std::string_view(key) == "replay") {
+        ASSIGN_OR_RETURN(spec.replay, ParseReplayYaml(*this, node, where));
+      } else {
+        ASSIGN_OR_RETURN(spec.frozen, ParseFrozenYaml(*this, node, where));
+      }
+    }
     if (const YAML::Node r = d["retention"]; r && !r.IsNull()) {
       if (spec.kind != DatasetKind::kDerived) {
         return Error(r, spec.line,
@@ -442,42 +466,16 @@ class FileParser : public YamlFileReader {
     }
     if (*max_age) {
       const std::string& text = **max_age;
-      int64_t n = 0;
-      absl::Duration unit;
-      bool ok = text.size() >= 2;
-      if (ok) {
-        switch (text.back()) {
-          case 's':
-            unit = absl::Seconds(1);
-            break;
-          case 'm':
-            unit = absl::Minutes(1);
-            break;
-          case 'h':
-            unit = absl::Hours(1);
-            break;
-          case 'd':
-            unit = absl::Hours(24);
-            break;
-          default:
-            ok = false;
-        }
-      }
-      const std::string digits = ok ? text.substr(0, text.size() - 1) : "";
-      ok = ok && !digits.empty() &&
-           std::all_of(digits.begin(), digits.end(),
-                       [](char c) { return c >= '0' && c <= '9'; }) &&
-           absl::SimpleAtoi(digits, &n) && n >= 1 &&
-           n <= int64_t{36500} * 24 * 3600;
-      if (!ok) {
+      const std::optional<absl::Duration> age = ParseDurationText(text);
+      if (!age) {
         return Error(r["max_age"], LineOf(r, 1),
                      absl::StrCat("`max_age` ", in, " is \"", text,
                                   "\"; expected a whole number of seconds, "
                                   "minutes, hours or days such as 30d, 12h, "
                                   "90m or 3600s"));
       }
-      policy.max_age = unit * n;
-      if (policy.max_age > absl::Hours(24 * 36500)) {
+      policy.max_age = *age;
+      if (policy.max_age > kMaxDurationText) {
         return Error(r["max_age"], LineOf(r, 1),
                      absl::StrCat("`max_age` ", in, " is \"", text,
                                   "\"; at most 36500d"));
