@@ -102,6 +102,11 @@ struct BackfillRequest {
   // key is one of these are replaced. Empty: whole partitions. Dependents
   // are recomputed by partition. Sorted and unique once planned.
   std::vector<std::string> keys = {};
+
+  // Plan partitions that their datasets' frozen rules close (which only an
+  // approver may ask for; the server checks the role), instead of leaving
+  // them out (core/plan/frozen_filter.h).
+  bool override_frozen = false;
 };
 
 // n of a job id "bf-<n>" (n >= 1), the order in which the state store
@@ -160,8 +165,19 @@ struct Conflict {
   std::string partition;
 };
 
+// Partitions of one dataset that its frozen rule closes, which a plan left
+// out (or, overridden, kept).
+struct FrozenPartitions {
+  std::string dataset;
+  std::string rule;                     // "frozen.before 2025-01-01"
+  std::vector<std::string> partitions;  // sorted
+  bool overridden = false;
+};
+
 struct Plan {
   std::vector<DatasetPlan> datasets;  // topological order
+  // What the datasets' frozen rules closed, by dataset name.
+  std::vector<FrozenPartitions> frozen = {};
   Cost cost;
   // Filled by PlanBackfill only; a submitted job never has any (a conflict
   // refuses the submit), so the state store does not keep them.

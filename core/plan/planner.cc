@@ -338,7 +338,8 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
 absl::Status Planner::Propagate(
     const DatasetSpec& from, const std::set<std::string>* only,
     RowCountCache& counts, Scope* scope,
-    std::map<std::string, std::string>* dataset_reason) const {
+    std::map<std::string, std::string>* dataset_reason,
+    FrozenFilter* frozen) const {
   size_t total = 0;
   for (const auto& [name, partitions] : *scope) total += partitions.size();
   bool started = false;
@@ -346,7 +347,9 @@ absl::Status Planner::Propagate(
     started = started || d.name == from.name;
     if (!started) continue;  // upstreams of `from` come before it
     auto it = scope->find(d.name);
-    if (it == scope->end() || it->second.empty()) continue;
+    if (it == scope->end()) continue;
+    if (frozen != nullptr) RETURN_IF_ERROR(frozen->Apply(d, &it->second));
+    if (it->second.empty()) continue;
     std::vector<std::string> partitions;
     partitions.reserve(it->second.size());
     for (const auto& [p, why] : it->second) partitions.push_back(p);
@@ -536,15 +539,31 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
         p, own != requested_reasons.end() ? own->second : requested_reason);
   }
   reason[target->name] = requested_reason;
+  static const SystemClock* const kSystemClock = new SystemClock;
+  FrozenFilter frozen(clock_ != nullptr ? clock_->Now() : kSystemClock->Now(),
+                      request.override_frozen);
   if (!request.exclude_downstream) {
-    RETURN_IF_ERROR(Propagate(*target, nullptr, counts, &scope, &reason));
+    RETURN_IF_ERROR(
+        Propagate(*target, nullptr, counts, &scope, &reason, &frozen));
+  } else {
+    RETURN_IF_ERROR(frozen.Apply(*target, &scope[target->name]));
+  }
+  size_t planned = 0;
+  for (const auto& [name, partitions] : scope) planned += partitions.size();
+  if (planned == 0 && !frozen.frozen().empty()) {
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "every partition of the request is frozen: ",
+                          frozen.Describe(*catalog_),
+                          "; nothing is planned (an approver may submit with "
+                          "--override-frozen and a --reason)")),
+                      "PARTITIONS_FROZEN");
   }
 
   Plan plan;
   size_t total = 0;
   for (const DatasetSpec& d : catalog_->datasets()) {
     auto it = scope.find(d.name);
-    if (it == scope.end()) continue;
+    if (it == scope.end() || it->second.empty()) continue;
     DatasetPlan dp;
     dp.dataset = d.name;
     dp.partitions.reserve(it->second.size());
@@ -575,6 +594,9 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     RETURN_IF_ERROR(estimator.Estimate(d, all, &dp));
     plan.cost.backfill += dp.cost.backfill;
     plan.cost.full_reload += dp.cost.full_reload;
+  }
+  for (const auto& [name, f] : frozen.frozen()) {
+    plan.frozen.push_back({name, f.rule, f.partitions, frozen.overridden()});
   }
   ApplyBudgets(*catalog_, request, &plan);
   return plan;

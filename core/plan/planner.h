@@ -20,6 +20,12 @@
 // in the catalog's topological order that reaches it (datasets are visited
 // in that order, dependents by name).
 //
+// Frozen rules (core/plan/frozen_filter.h): a partition its dataset's rule
+// closes is left out of the plan (Plan::frozen lists it, with the rule),
+// and nothing downstream is planned because of it; a request whose every
+// partition is frozen is FAILED_PRECONDITION (PARTITIONS_FROZEN) naming the
+// rules. With override_frozen the partitions are planned and marked.
+//
 // Cost unit (kCostUnit): estimated input rows read. Recomputing one
 // partition reads the rows of each upstream partition InputsOf lists (the
 // identity partition, the rollup children, the lookback window) and the
@@ -43,8 +49,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/base/clock.h"
 #include "core/model/catalog.h"
 #include "core/model/job.h"
+#include "core/plan/frozen_filter.h"
 #include "core/plan/stale_lineage.h"
 #include "core/ports/engine.h"
 #include "core/ports/state_store.h"
@@ -62,12 +70,15 @@ class Planner {
  public:
   // `history` (may be null: estimates from row counts only, and no --auto)
   // supplies the input rows of earlier runs and the recorded lineage.
+  // `clock` (may be null: the system's) tells the time that frozen rules
+  // with `older_than` count back from.
   Planner(const Catalog* catalog, Engine* engine, PlannerLimits limits = {},
-          StateStore* history = nullptr)
+          StateStore* history = nullptr, const Clock* clock = nullptr)
       : catalog_(catalog),
         engine_(engine),
         limits_(limits),
-        history_(history) {}
+        history_(history),
+        clock_(clock) {}
 
   // Validates the request (INVALID_ARGUMENT with an actionable message for
   // an unknown or source dataset, a missing, empty, inverted or malformed
@@ -105,10 +116,13 @@ class Planner {
   // or only those in `only` when given), visiting datasets in topological
   // order. `dataset_reason` (optional) gets each reached dataset's first
   // "downstream of X".
-  absl::Status Propagate(
-      const DatasetSpec& from, const std::set<std::string>* only,
-      RowCountCache& counts, Scope* scope,
-      std::map<std::string, std::string>* dataset_reason) const;
+  // `frozen` (optional) is applied to each dataset's partitions before its
+  // dependents are reached from them.
+  absl::Status Propagate(const DatasetSpec& from,
+                         const std::set<std::string>* only,
+                         RowCountCache& counts, Scope* scope,
+                         std::map<std::string, std::string>* dataset_reason,
+                         FrozenFilter* frozen = nullptr) const;
   // Every partition a full reload of `d` recomputes.
   absl::StatusOr<std::set<std::string>> FullPartitions(
       const DatasetSpec& d, RowCountCache& counts) const;
@@ -128,6 +142,7 @@ class Planner {
   Engine* engine_;
   PlannerLimits limits_;
   StateStore* history_;
+  const Clock* clock_;
 };
 
 }  // namespace backfill

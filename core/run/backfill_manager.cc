@@ -194,6 +194,7 @@ BackfillManager::BackfillManager(const LiveCatalog* catalog, StateStore* store,
       store_(store),
       engine_(engine),
       planner_limits_(options.planner),
+      clock_(clock),
       runner_(catalog, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
 
@@ -205,11 +206,12 @@ BackfillManager::BackfillManager(const Catalog* catalog, StateStore* store,
       store_(store),
       engine_(engine),
       planner_limits_(options.planner),
+      clock_(clock),
       runner_(catalog_, store, engine, clock, observer,
               RunnerOptionsOf(options)) {}
 
 Planner BackfillManager::PlannerFor(const Catalog* catalog) const {
-  return Planner(catalog, engine_, planner_limits_, store_);
+  return Planner(catalog, engine_, planner_limits_, store_, clock_);
 }
 
 BackfillManager::~BackfillManager() { Shutdown(); }

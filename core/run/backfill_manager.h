@@ -218,6 +218,7 @@ class BackfillManager {
   StateStore* const store_;
   Engine* const engine_;
   const PlannerLimits planner_limits_;
+  const Clock* const clock_;
   JobRunner runner_;
 };
 
