@@ -282,6 +282,7 @@ v1::BackfillRequest MakeRequest(const ScopeOptions& scope) {
   request.set_auto_detect(scope.auto_detect);
   request.set_max_cost(scope.max_cost);
   for (const std::string& key : scope.keys) request.add_keys(key);
+  request.set_override_frozen(scope.override_frozen);
   return request;
 }
 

@@ -60,6 +60,11 @@ void AddScopeOptions(CLI::App* command, ScopeOptions* scope) {
                    "entity_key)")
       ->allow_extra_args(false)
       ->expected(1, kMaxValuesPerFlag);
+  command->add_flag(
+      "--override-frozen", scope->override_frozen,
+      "Also recompute the partitions that their datasets' `frozen:` rules "
+      "close, which are otherwise left out (submit: approver role; sets "
+      "override_frozen)");
 }
 
 // The examples of every subcommand's --help, in the order of the help.

@@ -54,6 +54,8 @@ struct ScopeOptions {
   // The values of --keys as typed, and their items (ValidateScope).
   std::vector<std::string> key_args;
   std::vector<std::string> keys;
+  // --override-frozen: plan the partitions frozen rules close too.
+  bool override_frozen = false;
 };
 
 struct SubmitOptions {

@@ -24,6 +24,7 @@ constexpr std::pair<absl::string_view, absl::string_view> kFieldFlags[] = {
     {"auto_detect", "--auto"},
     {"max_cost", "--max-cost"},
     {"keys", "--keys"},
+    {"override_frozen", "--override-frozen"},
     {"idempotency_key", "--idempotency-key"},
     {"no_wait", "--no-wait"},
     {"id", "JOB"},

@@ -35,6 +35,32 @@ std::string EstimateSourcesText(
   return absl::StrCat("Estimated from: ", absl::StrJoin(parts, ", "), "\n");
 }
 
+// The partitions frozen rules closed, a line per dataset ("Frozen: daily
+// 2024-12-30, 2024-12-31 (frozen.before 2025-01-01): left out; an approver
+// may add --override-frozen"), then a blank line; "" when none.
+std::string FrozenText(const v1::PlanBackfillResponse& response) {
+  constexpr int kMaxShown = 10;
+  std::string out;
+  for (const v1::FrozenPartitions& f : response.frozen()) {
+    std::vector<std::string> shown;
+    for (int i = 0; i < f.partitions_size() && i < kMaxShown; ++i) {
+      shown.push_back(TerminalText(f.partitions(i)));
+    }
+    absl::StrAppend(
+        &out, "Frozen: ", TerminalText(f.dataset()), " ",
+        absl::StrJoin(shown, ", "),
+        f.partitions_size() > kMaxShown
+            ? absl::StrCat(" and ", f.partitions_size() - kMaxShown, " more")
+            : "",
+        " (", TerminalText(f.rule()), "): ",
+        f.overridden() ? "planned anyway (--override-frozen)"
+                       : "left out; an approver may add --override-frozen",
+        "\n");
+  }
+  if (!out.empty()) out += "\n";
+  return out;
+}
+
 // The budgets of a plan and whether a submit would be refused; "" when no
 // budget applies.
 std::string BudgetText(const v1::PlanBackfillResponse& response) {
@@ -165,6 +191,7 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
     }
   }
   if (!why.empty()) absl::StrAppend(&out, "Why each partition:\n", why, "\n");
+  absl::StrAppend(&out, FrozenText(response));
   const v1::CostEstimate& cost = response.cost();
   absl::StrAppend(&out, "Cost: ", HumanCount(cost.backfill()), " ",
                   UnitOr(cost.unit()), " estimated vs ",

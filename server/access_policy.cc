@@ -82,9 +82,12 @@ std::vector<std::string_view> KnownOperations() {
 }
 
 bool MayCall(const Principal& principal, std::string_view method) {
-  const Role needed = RequiredRole(method).value_or(Role::kAdmin);
+  return HoldsRole(principal, RequiredRole(method).value_or(Role::kAdmin));
+}
+
+bool HoldsRole(const Principal& principal, Role role) {
   for (Role held : principal.roles) {
-    if (Grants(held, needed)) return true;
+    if (Grants(held, role)) return true;
   }
   return false;
 }

@@ -59,6 +59,10 @@ std::vector<std::string_view> KnownOperations();
 // Whether `principal` may call `method`.
 bool MayCall(const Principal& principal, std::string_view method);
 
+// Whether `principal` holds `role` or one that grants it (admin grants
+// every role; operator and approver grant viewer).
+bool HoldsRole(const Principal& principal, Role role);
+
 // The name a record of an action keeps (who submitted, approved, rolled
 // back): the authenticated principal, and the name the client claims only as
 // "on behalf of" when it differs ("olivia (on behalf of ci-nightly)"). With

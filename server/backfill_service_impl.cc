@@ -215,10 +215,23 @@ grpc::Status BackfillServiceImpl::SubmitBackfill(
         "repeated submit never creates a second job)");
   }
   BackfillRequest backfill = RequestFromProto(request->request());
+  const std::optional<Principal> caller = CallerOf(*context);
+  // Closed periods are reopened by approvers only (with authentication
+  // off, every caller is trusted as every role is).
+  if (backfill.override_frozen && caller.has_value() &&
+      !HoldsRole(*caller, Role::kApprover)) {
+    return ToGrpcStatus(WithReason(
+        absl::PermissionDeniedError(absl::StrCat(
+            "override_frozen (--override-frozen) needs the approver role; ",
+            caller->name, " holds ", RoleList(caller->roles),
+            ": ask an approver to submit it, or submit without it to leave "
+            "the frozen partitions out")),
+        "OVERRIDE_FROZEN_NEEDS_APPROVER"));
+  }
   // Lineage always says who asked: the principal, else the name the client
   // gives, else at least the client's address.
   backfill.requested_by =
-      ActingName(CallerOf(*context), backfill.requested_by,
+      ActingName(caller, backfill.requested_by,
                  absl::StrCat("unknown (", context->peer(), ")"));
   SubmitOptions options;
   options.idempotency_key = request->idempotency_key();

@@ -33,6 +33,7 @@ BackfillRequest RequestFromProto(const v1::BackfillRequest& proto) {
   request.auto_detect = proto.auto_detect();
   request.max_cost = proto.max_cost();
   request.keys.assign(proto.keys().begin(), proto.keys().end());
+  request.override_frozen = proto.override_frozen();
   return request;
 }
 
@@ -52,6 +53,7 @@ v1::BackfillRequest RequestToProto(const BackfillRequest& request) {
   proto.set_auto_detect(request.auto_detect);
   proto.set_max_cost(request.max_cost);
   for (const std::string& k : request.keys) proto.add_keys(k);
+  proto.set_override_frozen(request.override_frozen);
   return proto;
 }
 
@@ -474,6 +476,13 @@ v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog) {
   }
   proto.set_total_partitions(plan.total_partitions());
   *proto.mutable_cost() = CostToProto(plan.cost);
+  for (const FrozenPartitions& f : plan.frozen) {
+    v1::FrozenPartitions* out = proto.add_frozen();
+    out->set_dataset(f.dataset);
+    out->set_rule(f.rule);
+    for (const std::string& p : f.partitions) out->add_partitions(p);
+    out->set_overridden(f.overridden);
+  }
   for (const Conflict& conflict : plan.conflicts) {
     v1::Conflict* c = proto.add_conflicts();
     c->set_backfill_id(conflict.job_id);

@@ -490,6 +490,33 @@ TEST(FormatPlanTest, HeadlineRowsCostAndNoConflicts) {
   EXPECT_THAT(out, EndsWith("Conflicts: none\n"));
 }
 
+TEST(FormatPlanTest, FrozenPartitionsAreListedWithTheirRule) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  EXPECT_THAT(FormatPlan(plan), Not(HasSubstr("Frozen")));
+  v1::FrozenPartitions* left = plan.add_frozen();
+  left->set_dataset("daily_revenue");
+  left->set_rule("frozen.before 2025-03-01");
+  for (int d = 17; d <= 28; ++d) {
+    left->add_partitions(absl::StrFormat("2025-02-%02d", d));
+  }
+  v1::FrozenPartitions* kept = plan.add_frozen();
+  kept->set_dataset("monthly\x1b[31m");
+  kept->set_rule("frozen.older_than 35d");
+  kept->add_partitions("2025-01");
+  kept->set_overridden(true);
+  const std::string out = FormatPlan(plan);
+  EXPECT_THAT(Lines(out),
+              Contains("Frozen: daily_revenue 2025-02-17, 2025-02-18, "
+                       "2025-02-19, 2025-02-20, 2025-02-21, 2025-02-22, "
+                       "2025-02-23, 2025-02-24, 2025-02-25, 2025-02-26 and 2 "
+                       "more (frozen.before 2025-03-01): left out; an "
+                       "approver may add --override-frozen"));
+  // Names from the server are shown escaped, as everywhere.
+  EXPECT_THAT(Lines(out), Contains("Frozen: monthly\\x1b[31m 2025-01 "
+                                   "(frozen.older_than 35d): planned anyway "
+                                   "(--override-frozen)"));
+}
+
 TEST(FormatPlanTest, EstimateSourcesAndBudgets) {
   v1::PlanBackfillResponse plan = TwoDatasetPlan();
   plan.mutable_datasets(0)->set_estimate_source(v1::ESTIMATE_SOURCE_HISTORY);

@@ -58,6 +58,7 @@ namespace server_auth_test {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -141,13 +142,15 @@ class ServerAuthTest : public ::testing::Test {
     dir_ = tmpl;
     const std::string warehouse = (fs::path(dir_) / "warehouse.db").string();
     ASSERT_NO_FATAL_FAILURE(CreateWarehouse(warehouse));
-    // daily_revenue's jobs wait for an approval before they publish.
+    // daily_revenue's jobs wait for an approval before they publish, and
+    // its days before March are closed.
     absl::StatusOr<Catalog> catalog = LoadPipelineTexts(
         {{"pipeline.yaml",
           absl::StrReplaceAll(fixtures::RevenuePipelineYaml(),
                               {{"  - name: daily_revenue\n    kind: derived\n",
                                 "  - name: daily_revenue\n    kind: derived\n"
-                                "    require_approval: true\n"}})}});
+                                "    require_approval: true\n"
+                                "    frozen: {before: 2025-03-01}\n"}})}});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<Catalog>(*std::move(catalog));
     auto store = SqliteStateStore::Open((fs::path(dir_) / "state.db").string());
@@ -445,6 +448,59 @@ TEST_F(ServerAuthTest, TheAuthenticatedPrincipalIsWhoActed) {
     named = named || absl::StrContains(e.message(), "cancelled by otto");
   }
   EXPECT_TRUE(named) << events->DebugString();
+}
+
+TEST_F(ServerAuthTest, OnlyAnApproverReopensAFrozenPeriod) {
+  v1::BackfillRequest request;
+  request.set_dataset("daily_revenue");
+  request.set_from_partition("2025-02-27");
+  request.set_to_partition("2025-03-02");
+  request.set_reason("late refunds");
+  // Without the override the closed days are left out, and listed.
+  auto plan = ClientOf("vera")->Plan(request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GE(plan->datasets_size(), 1);
+  EXPECT_THAT(plan->datasets(0).partitions(), ElementsAre("2025-03-01"));
+  ASSERT_EQ(plan->frozen_size(), 1);
+  EXPECT_EQ(plan->frozen(0).dataset(), "daily_revenue");
+  EXPECT_EQ(plan->frozen(0).rule(), "frozen.before 2025-03-01");
+  EXPECT_THAT(plan->frozen(0).partitions(),
+              ElementsAre("2025-02-27", "2025-02-28"));
+  EXPECT_FALSE(plan->frozen(0).overridden());
+
+  // An operator may not reopen them; nothing is created.
+  request.set_override_frozen(true);
+  auto refused = ClientOf("otto")->Submit(request, "frozen-1");
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied)
+      << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("override_frozen (--override-frozen) needs the "
+                        "approver role; otto holds operator"));
+  v1::ListBackfillsRequest list;
+  auto jobs = ClientOf("vera")->List(list);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(jobs->backfills_size(), 0);
+
+  // olivia (operator and approver) may; the audit log keeps what she
+  // reopened, and each such partition says so.
+  auto made = ClientOf("olivia")->Submit(request, "frozen-2");
+  ASSERT_TRUE(made.ok()) << made.status();
+  ASSERT_GE(made->backfill().plan_size(), 1);
+  EXPECT_THAT(made->backfill().plan(0).partition_reasons(),
+              ElementsAre("requested; frozen by frozen.before 2025-03-01, "
+                          "overridden",
+                          "requested; frozen by frozen.before 2025-03-01, "
+                          "overridden",
+                          "requested"));
+  v1::ListAuditEventsRequest audit;
+  audit.set_backfill_id(made->backfill().id());
+  auto events = ClientOf("vera")->ListAuditEvents(audit);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_GE(events->events_size(), 1);
+  EXPECT_THAT(events->events(0).message(),
+              HasSubstr("overriding frozen partitions daily_revenue "
+                        "2025-02-27,2025-02-28 (frozen.before 2025-03-01), "
+                        "reason: late refunds"));
 }
 
 // The same service on a port that serves TLS with the test CA's server

@@ -101,6 +101,7 @@ std::string RequestFingerprint(const BackfillRequest& r) {
     add(parsed.ok() ? AffectedByText(*parsed) : r.affected_by);
   }
   if (r.auto_detect) add("auto_detect");
+  if (r.override_frozen) add("override_frozen");
   if (r.max_cost != 0) add(absl::StrFormat("max_cost=%.17g", r.max_cost));
   if (!r.keys.empty()) {
     // Order and duplicates do not matter (the planner normalizes them).
@@ -161,14 +162,24 @@ absl::Status KeyReused(const std::string& key, const std::string& id,
 
 // Who asked for the job and why, for its creation event in the audit log
 // (the jobs row can change; the log keeps this for good): "submitted by
-// frank, ticket T-9, reason: fix late orders". The reason comes last: it
-// is free text.
-std::string SubmittedBy(const BackfillRequest& r) {
+// frank, ticket T-9, overriding frozen partitions daily 2024-12-31
+// (frozen.before 2025-01-01), reason: fix late orders". The reason comes
+// last: it is free text.
+std::string SubmittedBy(const BackfillRequest& r, const Plan& plan) {
+  std::vector<std::string> overridden;
+  for (const FrozenPartitions& f : plan.frozen) {
+    if (!f.overridden) continue;
+    overridden.push_back(absl::StrCat(
+        f.dataset, " ", absl::StrJoin(f.partitions, ","), " (", f.rule, ")"));
+  }
   return absl::StrCat(
       "submitted by ",
       r.requested_by.empty() ? std::string("an unnamed requester")
                              : r.requested_by,
       r.ticket.empty() ? std::string() : absl::StrCat(", ticket ", r.ticket),
+      overridden.empty() ? std::string()
+                         : absl::StrCat(", overriding frozen partitions ",
+                                        absl::StrJoin(overridden, "; ")),
       ", reason: ", r.reason);
 }
 
@@ -302,7 +313,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   job.plan = std::move(plan);
   new_job.catalog = catalog;
   new_job.no_wait = options.no_wait;
-  new_job.submitted_by = SubmittedBy(job.request);
+  new_job.submitted_by = SubmittedBy(job.request, job.plan);
   new_job.abandoned = abandoned;
   // One admission decision: whether it may be created now, whom it waits
   // for, its creation and its admission (job_commands.h).
