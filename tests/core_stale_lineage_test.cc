@@ -14,9 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
 #include "core/base/clock.h"
 #include "core/model/pipeline_loader.h"
 #include "core/plan/planner.h"
+#include "core/plan/replay_due.h"
 #include "core/plan/stale_lineage.h"
 #include "core/plan/stale_reason.h"
 #include "core/run/backfill_manager.h"
@@ -34,7 +36,9 @@ using ::backfill::testing::InMemoryStateStore;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string Pipeline(const std::string& daily_version) {
+// `daily_extra`: more keys of daily, each line indented four spaces.
+std::string Pipeline(const std::string& daily_version,
+                     const std::string& daily_extra = "") {
   return absl::StrFormat(R"yaml(
 datasets:
   - name: orders
@@ -54,7 +58,7 @@ datasets:
     transform: "SELECT :partition AS ds, 1 AS n"
     version: %s
     contract: {columns: {ds: TEXT, n: INTEGER}}
-  - name: monthly
+%s  - name: monthly
     kind: derived
     table: monthly
     partition: {column: month, grain: month}
@@ -62,7 +66,7 @@ datasets:
     transform: "SELECT substr(:partition, 1, 7) AS month, 1 AS n"
     contract: {columns: {month: TEXT, n: INTEGER}}
 )yaml",
-                         daily_version);
+                         daily_version, daily_extra);
 }
 
 std::string Day(int d) { return absl::StrFormat("2025-01-%02d", d); }
@@ -75,8 +79,9 @@ class StaleLineageTest : public ::testing::Test {
     engine_.SetPublishedRows("customers", "", 50);
   }
 
-  void Load(const std::string& version) {
-    auto catalog = LoadPipelineTexts({{"p.yaml", Pipeline(version)}});
+  void Load(const std::string& version, const std::string& daily_extra = "") {
+    auto catalog =
+        LoadPipelineTexts({{"p.yaml", Pipeline(version, daily_extra)}});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
   }
@@ -374,6 +379,104 @@ TEST(InputChangedReasonTest, NamesTheFirstAndCountsTheRest) {
             "input customers changed");
   EXPECT_EQ(InputChangedReason({"orders", "2025-03-01", "f", 1}, 2),
             "input orders/2025-03-01 changed (+2 more)");
+}
+
+// ReplayDueFinder (core/plan/replay_due.h) over the same history: what a
+// replay policy of daily finds due, on a manual clock.
+class ReplayDueTest : public StaleLineageTest {
+ protected:
+  void LoadPolicy(const std::string& version, const std::string& policy) {
+    ASSERT_NO_FATAL_FAILURE(Load(version, "    replay: " + policy + "\n"));
+  }
+
+  absl::StatusOr<ReplayDue> Find() {
+    return finder_.Find(catalog_, *catalog_.Find("daily"));
+  }
+
+  std::set<std::string> held_;
+  // 2025-01-10 12:00 UTC.
+  ManualClock clock_{absl::FromCivil(absl::CivilSecond(2025, 1, 10, 12, 0, 0),
+                                     absl::UTCTimeZone())};
+  ReplayDueFinder finder_{&engine_, &store_, &clock_,
+                          [this](const std::string&) { return held_; }};
+};
+
+TEST_F(ReplayDueTest, ChangedInputsAreDueOnceTheyHaveSettled) {
+  ASSERT_NO_FATAL_FAILURE(
+      LoadPolicy("v1", "{on: [input_change], window: 30d, settle: 30m}"));
+  auto nothing = Find();  // nothing published yet
+  ASSERT_TRUE(nothing.ok()) << nothing.status();
+  EXPECT_THAT(nothing->due, ::testing::IsEmpty());
+  EXPECT_THAT(nothing->request.partitions, ::testing::IsEmpty());
+
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.SetPublishedRows("orders", Day(2), 2 + 3);  // late rows
+  engine_.EditPublishedRows("orders", Day(5));
+  auto first = Find();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(first->due, ::testing::IsEmpty());
+  EXPECT_THAT(first->unsettled, ElementsAre(Day(2), Day(5)));
+
+  clock_.Advance(absl::Minutes(29));
+  EXPECT_THAT(Find()->unsettled, ElementsAre(Day(2), Day(5)));
+  clock_.Advance(absl::Minutes(1));
+  auto settled = Find();
+  ASSERT_TRUE(settled.ok()) << settled.status();
+  ASSERT_EQ(settled->due.size(), 2u);
+  EXPECT_EQ(settled->due[0].partition, Day(2));
+  EXPECT_EQ(settled->due[1].partition, Day(5));
+  EXPECT_THAT(settled->request.partitions, ElementsAre(Day(2), Day(5)));
+  EXPECT_EQ(settled->request.dataset, "daily");
+  EXPECT_EQ(settled->request.requested_by, "policy:daily");
+  EXPECT_EQ(settled->request.reason,
+            "replay policy of daily: input_change: 2 partitions whose inputs "
+            "changed since their last publish (first 2025-01-02: input "
+            "orders/2025-01-02 changed)");
+  EXPECT_THAT(settled->idempotency_key, ::testing::StartsWith("policy-daily-"));
+  // The same changes, seen again: the same key.
+  EXPECT_EQ(Find()->idempotency_key, settled->idempotency_key);
+
+  // Day 2 changes again: it waits anew, day 5 alone is due, under a new key.
+  engine_.SetPublishedRows("orders", Day(2), 2 + 4);
+  auto again = Find();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(again->unsettled, ElementsAre(Day(2)));
+  EXPECT_THAT(again->request.partitions, ElementsAre(Day(5)));
+  EXPECT_NE(again->idempotency_key, settled->idempotency_key);
+
+  // Held by an active job: not due.
+  held_ = {Day(5)};
+  EXPECT_THAT(Find()->held, ElementsAre(Day(5)));
+}
+
+TEST_F(ReplayDueTest, TheWindowAndTheTriggersChooseWhatIsDue) {
+  ASSERT_NO_FATAL_FAILURE(LoadPolicy("v1", "{on: [input_change], window: 8d}"));
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  for (int d = 1; d <= 6; ++d) engine_.EditPublishedRows("orders", Day(d));
+  // 2025-01-10 12:00 minus 8 days is 2025-01-02 12:00: day 1 ended before
+  // it, day 2 ends after it.
+  auto window = Find();
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_THAT(window->outside_window, ElementsAre(Day(1)));
+  EXPECT_THAT(window->request.partitions,
+              ElementsAre(Day(2), Day(3), Day(4), Day(5), Day(6)));
+
+  // A new transform version: not a trigger of this policy...
+  ASSERT_NO_FATAL_FAILURE(LoadPolicy("v2", "{on: [input_change], window: 8d}"));
+  auto ignored = Find();
+  ASSERT_TRUE(ignored.ok()) << ignored.status();
+  EXPECT_THAT(ignored->due, ::testing::IsEmpty());
+  EXPECT_EQ(ignored->not_a_trigger.size(), 6u);
+  // ... of this one, at once (settle is for inputs).
+  ASSERT_NO_FATAL_FAILURE(
+      LoadPolicy("v2", "{on: [transform_change], window: 8d, settle: 1h}"));
+  auto versions = Find();
+  ASSERT_TRUE(versions.ok()) << versions.status();
+  EXPECT_THAT(versions->request.partitions,
+              ElementsAre(Day(2), Day(3), Day(4), Day(5), Day(6)));
+  EXPECT_EQ(versions->request.reason,
+            "replay policy of daily: transform_change: 5 partitions made by "
+            "another transform version than v2");
 }
 
 }  // namespace

@@ -93,25 +93,32 @@ absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
   std::map<std::string, std::vector<const InputFingerprint*>> changed_inputs;
   for (const auto& [partition, v] : versions) {
     if (v.transform_version != dataset.transform_version) {
-      stale.push_back({partition, kVersionChangedReason});
+      stale.push_back({partition, kVersionChangedReason,
+                       StalePartition::Cause::kTransformVersion});
       continue;
     }
     std::vector<const InputFingerprint*> changed;
+    std::string inputs_now;
     for (const InputFingerprint& in : v.inputs) {
-      auto ds = now.find(in.dataset);
-      if (ds == now.end()) {
-        changed.push_back(&in);
-        continue;
+      const std::string* fingerprint_now = nullptr;
+      if (auto ds = now.find(in.dataset); ds != now.end()) {
+        auto current = ds->second.find(in.partition);
+        if (current != ds->second.end()) {
+          fingerprint_now = &current->second.fingerprint;
+        }
       }
-      auto current = ds->second.find(in.partition);
-      if (current == ds->second.end() ||
-          current->second.fingerprint != in.fingerprint) {
+      if (fingerprint_now == nullptr || *fingerprint_now != in.fingerprint) {
         changed.push_back(&in);
+        absl::StrAppend(
+            &inputs_now, inputs_now.empty() ? "" : ";", in.dataset, "/",
+            in.partition, "=",
+            fingerprint_now == nullptr ? "<gone>" : *fingerprint_now);
       }
     }
     if (!changed.empty()) {
-      stale.push_back({partition, InputChangedReason(*changed.front(),
-                                                     changed.size() - 1)});
+      stale.push_back(
+          {partition, InputChangedReason(*changed.front(), changed.size() - 1),
+           StalePartition::Cause::kInputChanged, std::move(inputs_now)});
       changed_inputs[partition] = std::move(changed);
     }
   }

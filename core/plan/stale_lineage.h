@@ -40,8 +40,14 @@
 namespace backfill {
 
 struct StalePartition {
+  enum class Cause { kTransformVersion, kInputChanged };
   std::string partition;
   std::string reason;  // as the header says (core/plan/stale_reason.h)
+  Cause cause = Cause::kInputChanged;
+  // kInputChanged: the current fingerprints of the changed inputs, as
+  // "dataset/partition=fingerprint" joined by ";" ("<gone>" for an input
+  // that cannot be read now); moves whenever one of them changes again.
+  std::string inputs_now = {};
 };
 
 // The stale partitions of `dataset`, sorted by partition; empty when every

@@ -1,0 +1,136 @@
+#include "core/plan/replay_due.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/civil_time.h"
+#include "core/base/status_macros.h"
+#include "core/model/fingerprint.h"
+#include "core/model/partition_layout.h"
+
+namespace backfill {
+namespace {
+
+// Whether some of `partition` lies after `cutoff` (its end is later).
+absl::StatusOr<bool> EndsAfter(const PartitionLayout& layout,
+                               const std::string& partition,
+                               absl::Time cutoff) {
+  absl::StatusOr<PartitionBounds> bounds = BoundsOf(layout, partition);
+  if (!bounds.ok()) return bounds.status();
+  absl::CivilSecond end;
+  std::string text = bounds->end;
+  if (text.size() == 10) text += "T00:00:00";
+  if (text.size() == 19) text[10] = 'T';
+  if (!absl::ParseCivilTime(text, &end)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partition \"", partition, "\" has no end in time"));
+  }
+  return absl::FromCivil(end, absl::UTCTimeZone()) > cutoff;
+}
+
+std::string Plural(size_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+}  // namespace
+
+absl::StatusOr<ReplayDue> ReplayDueFinder::Find(const Catalog& catalog,
+                                                const DatasetSpec& dataset) {
+  if (!dataset.replay) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", dataset.name, " declares no replay policy"));
+  }
+  const ReplayPolicy& policy = *dataset.replay;
+  const absl::Time now = clock_->Now();
+  ReplayDue out;
+  out.dataset = dataset.name;
+  absl::StatusOr<std::vector<StalePartition>> stale =
+      FindStalePartitions(catalog, *engine_, *store_, dataset);
+  if (!stale.ok()) {
+    // Nothing published with lineage yet: nothing to replay.
+    if (stale.status().code() == absl::StatusCode::kFailedPrecondition) {
+      seen_.erase(dataset.name);
+      return out;
+    }
+    return stale.status();
+  }
+  const std::set<std::string> held =
+      held_ ? held_(dataset.name) : std::set<std::string>{};
+  std::map<std::string, Seen>& seen = seen_[dataset.name];
+  std::map<std::string, Seen> still_seen;
+  const PartitionLayout layout = dataset.layout();
+  size_t inputs = 0;
+  size_t versions = 0;
+  for (StalePartition& sp : *stale) {
+    const bool transform = sp.cause == StalePartition::Cause::kTransformVersion;
+    if (transform ? !policy.on_transform_change : !policy.on_input_change) {
+      out.not_a_trigger.push_back(sp.partition);
+      continue;
+    }
+    ASSIGN_OR_RETURN(bool inside,
+                     EndsAfter(layout, sp.partition, now - policy.window));
+    if (!inside) {
+      out.outside_window.push_back(sp.partition);
+      continue;
+    }
+    if (!transform) {
+      auto it = seen.find(sp.partition);
+      Seen s = it != seen.end() && it->second.inputs_now == sp.inputs_now
+                   ? it->second
+                   : Seen{sp.inputs_now, now};
+      still_seen[sp.partition] = s;
+      if (now - s.since < policy.settle) {
+        out.unsettled.push_back(sp.partition);
+        continue;
+      }
+    }
+    if (held.count(sp.partition) > 0) {
+      out.held.push_back(sp.partition);
+      continue;
+    }
+    (transform ? versions : inputs)++;
+    out.due.push_back(std::move(sp));
+  }
+  seen = std::move(still_seen);
+  if (out.due.empty()) return out;
+
+  BackfillRequest& r = out.request;
+  r.dataset = dataset.name;
+  r.requested_by = absl::StrCat("policy:", dataset.name);
+  std::string key_text = dataset.name;
+  for (const StalePartition& sp : out.due) {
+    r.partitions.push_back(sp.partition);
+    absl::StrAppend(&key_text, "|", sp.partition, "=",
+                    sp.cause == StalePartition::Cause::kTransformVersion
+                        ? absl::StrCat("version:", dataset.transform_version)
+                        : sp.inputs_now);
+  }
+  std::vector<std::string> parts;
+  for (const StalePartition& sp : out.due) {
+    const bool transform = sp.cause == StalePartition::Cause::kTransformVersion;
+    if (!transform && inputs > 0) {
+      parts.push_back(absl::StrCat(
+          "input_change: ", Plural(inputs, "partition", "partitions"),
+          " whose inputs changed since their last publish (first ",
+          sp.partition, ": ", sp.reason, ")"));
+      inputs = 0;
+    }
+    if (transform && versions > 0) {
+      parts.push_back(absl::StrCat(
+          "transform_change: ", Plural(versions, "partition", "partitions"),
+          " made by another transform version than ",
+          dataset.transform_version));
+      versions = 0;
+    }
+  }
+  r.reason = absl::StrCat("replay policy of ", dataset.name, ": ",
+                          absl::StrJoin(parts, "; "));
+  out.idempotency_key =
+      absl::StrCat("policy-", dataset.name, "-", HashHex(key_text));
+  return out;
+}
+
+}  // namespace backfill
