@@ -265,6 +265,34 @@ TEST_F(ApprovalTest, AJobWithoutRequireApprovalPublishesAndCannotBeApproved) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(ApprovalTest, AJobsOwnHoldWaitsForAnApprovalWithItsReason) {
+  // A dataset without require_approval, a job that carries its own hold (a
+  // replay policy's approval: required).
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.from = "2025-01-01";
+  r.to = "2025-01-02";
+  r.reason = "replay";
+  SubmitOptions options;
+  options.approval_hold =
+      "the replay policy of daily requires an approval (approval: required)";
+  auto submitted = manager_->Submit(r, options);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const std::string id = submitted->job.id;
+  Job held = WaitState(id, JobState::kAwaitingApproval);
+  EXPECT_EQ(
+      held.message,
+      absl::StrCat("validation passed; nothing was published: the "
+                   "replay policy of daily requires an approval "
+                   "(approval: required). Read the diff (`DiffBackfill` ",
+                   id, "), then publish with `ApproveBackfill` ", id,
+                   " and a `reason`, or drop it with `CancelBackfill` ", id));
+  EXPECT_EQ(engine_.calls("Publish"), 0);
+  auto approved = manager_->Approve(id, By("dave", "diff looks right"));
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  WaitState(id, JobState::kSucceeded);
+}
+
 TEST_F(ApprovalTest, AValidationFailedJobIsPublishedOnlyWithOverride) {
   engine_.SetValidationFailures("daily", {"1 key is not unique"});
   const std::string id = Submit("daily", "2025-01-01", "2025-01-03");

@@ -485,6 +485,7 @@ TEST_F(ServerAuthTest, OnlyAnApproverReopensAFrozenPeriod) {
   // reopened, and each such partition says so.
   auto made = ClientOf("olivia")->Submit(request, "frozen-2");
   ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_TRUE(made->backfill().request().override_frozen());
   ASSERT_GE(made->backfill().plan_size(), 1);
   EXPECT_THAT(made->backfill().plan(0).partition_reasons(),
               ElementsAre("requested; frozen by frozen.before 2025-03-01, "

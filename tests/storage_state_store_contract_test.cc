@@ -135,6 +135,38 @@ TEST_P(StateStoreContractTest, CreateAndGetRoundTrips) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_P(StateStoreContractTest, AnOverrideAndAnApprovalHoldAreKept) {
+  Job with = MakeJob();
+  with.request.override_frozen = true;
+  with.approval_hold = "replay policy of daily_revenue: approval: required";
+  ASSERT_TRUE(store_->CreateJob(with, T(0)).ok());
+  ASSERT_TRUE(store_->CreateJob(MakeJob(), T(1)).ok());
+  for (auto read : {+[](StateStore* s) { return s->GetJob("bf-1"); },
+                    +[](StateStore* s) { return s->GetJobProgress("bf-1"); },
+                    +[](StateStore* s) {
+                      return s->GetJobForReader("bf-1", JobView::kBasic);
+                    }}) {
+    auto job = read(store_.get());
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_TRUE(job->request.override_frozen);
+    EXPECT_EQ(job->approval_hold,
+              "replay policy of daily_revenue: approval: required");
+  }
+  auto plain = store_->GetJob("bf-2");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->request.override_frozen);
+  EXPECT_EQ(plain->approval_hold, "");
+  // A move keeps them (and the record's checksum holds).
+  ASSERT_TRUE(store_
+                  ->TransitionJob("bf-1", JobState::kQueued, JobState::kRunning,
+                                  "started", T(2))
+                  .ok());
+  auto moved = store_->GetJob("bf-1");
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_TRUE(moved->request.override_frozen);
+  EXPECT_FALSE(moved->approval_hold.empty());
+}
+
 TEST_P(StateStoreContractTest, CreateIgnoresWhatTheStoreAssigns) {
   Job job = MakeJob();
   job.id = "bf-99";

@@ -181,8 +181,10 @@ TEST_F(StateStoreTest, AnUpgradedFileGetsItsChecksums) {
   for (const state_records::Table* table : state_records::AllTables()) {
     Exec(absl::StrCat("ALTER TABLE ", table->name, " DROP COLUMN checksum"));
   }
-  Exec(absl::StrCat("PRAGMA user_version = ",
-                    SqliteStateStore::SchemaVersion() - 1));
+  // Back to version 15: before the checksums (16) and the columns of 17.
+  Exec("ALTER TABLE jobs DROP COLUMN override_frozen");
+  Exec("ALTER TABLE jobs DROP COLUMN approval_hold");
+  Exec("PRAGMA user_version = 15");
   Reopen();
   EXPECT_EQ(QueryText("PRAGMA user_version"),
             absl::StrCat(SqliteStateStore::SchemaVersion()));

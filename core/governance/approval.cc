@@ -18,12 +18,19 @@ std::vector<std::string> DatasetsRequiringApproval(const JobLayout& layout) {
 }
 
 std::string AwaitingApprovalMessage(const std::string& job_id,
-                                    const std::vector<std::string>& datasets) {
+                                    const std::vector<std::string>& datasets,
+                                    const std::string& hold) {
+  std::vector<std::string> why;
+  if (!datasets.empty()) {
+    why.push_back(absl::StrCat("dataset", datasets.size() == 1 ? " " : "s ",
+                               absl::StrJoin(datasets, ", "),
+                               datasets.size() == 1 ? " requires" : " require",
+                               " approval before publishing"));
+  }
+  if (!hold.empty()) why.push_back(hold);
   return absl::StrCat(
-      "validation passed; nothing was published: dataset",
-      datasets.size() == 1 ? " " : "s ", absl::StrJoin(datasets, ", "),
-      datasets.size() == 1 ? " requires" : " require",
-      " approval before publishing. Read the diff (`DiffBackfill` ", job_id,
+      "validation passed; nothing was published: ", absl::StrJoin(why, "; "),
+      ". Read the diff (`DiffBackfill` ", job_id,
       "), then publish with `ApproveBackfill` ", job_id,
       " and a `reason`, or drop it with `CancelBackfill` ", job_id);
 }

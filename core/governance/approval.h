@@ -25,9 +25,11 @@ namespace backfill {
 std::vector<std::string> DatasetsRequiringApproval(const JobLayout& layout);
 
 // The message of a job that stops in AWAITING_APPROVAL: which datasets
-// require approval and how to read the diff and approve (or cancel).
+// require approval, the job's own hold (Job::approval_hold, "": none), and
+// how to read the diff and approve (or cancel).
 std::string AwaitingApprovalMessage(const std::string& job_id,
-                                    const std::vector<std::string>& datasets);
+                                    const std::vector<std::string>& datasets,
+                                    const std::string& hold = "");
 
 // INVALID_ARGUMENT, naming the field, when `approval` lacks a reason (blank
 // text does not count).

@@ -265,6 +265,10 @@ struct Job {
   int64_t timed_partitions = 0;
   double timed_seconds = 0;
   std::string message;  // last state change's reason / error
+  // Why the job waits for an approval once validated whatever its datasets
+  // declare (a replay policy's `approval: required` or `max_cost`); "":
+  // only as its datasets' `require_approval` says.
+  std::string approval_hold;
   absl::Time create_time = absl::InfinitePast();
   absl::Time update_time = absl::InfinitePast();
   absl::Time start_time = absl::InfinitePast();  // InfinitePast: not yet

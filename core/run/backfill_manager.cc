@@ -310,6 +310,7 @@ absl::StatusOr<SubmitResult> BackfillManager::Submit(
   }
   job.idempotency_key = options.idempotency_key;
   job.request_fingerprint = fingerprint;
+  job.approval_hold = options.approval_hold;
   job.plan = std::move(plan);
   new_job.catalog = catalog;
   new_job.no_wait = options.no_wait;

@@ -66,6 +66,8 @@ struct SubmitOptions {
   // passed): asked after planning and again just before the job is
   // created; when true, nothing is created (CANCELLED). Empty: never.
   std::function<bool()> abandoned = nullptr;
+  // Job::approval_hold of the job created ("": none).
+  std::string approval_hold = {};
 };
 
 // A page of a job's diff (DiffBackfill).

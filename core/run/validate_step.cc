@@ -375,13 +375,16 @@ absl::Status ValidateJob(const StepContext& ctx, ActiveJob* job, bool* done) {
     absl::MutexLock lock(ctx.jobs()->mu());
     job->validated = true;
   }
-  // Approval policy: a dataset with `require_approval: true` holds the job
-  // in AWAITING_APPROVAL, with its diff ready to read.
+  // Approval policy: a dataset with `require_approval: true`, or the job's
+  // own hold (a replay policy's) when it has something to publish, holds
+  // the job in AWAITING_APPROVAL, with its diff ready to read.
   if (std::vector<std::string> needing = DatasetsRequiringApproval(layout);
-      !needing.empty()) {
-    RETURN_IF_ERROR(ctx.Move(job, JobState::kAwaitingApproval,
-                             AwaitingApprovalMessage(job->job.id, needing),
-                             JobPhase::kFinishing, JobPhase::kHeld));
+      !needing.empty() ||
+      (!job->job.approval_hold.empty() && !layout.items.empty())) {
+    RETURN_IF_ERROR(ctx.Move(
+        job, JobState::kAwaitingApproval,
+        AwaitingApprovalMessage(job->job.id, needing, job->job.approval_hold),
+        JobPhase::kFinishing, JobPhase::kHeld));
     ReportCheckFailures(ctx, outcome.results);
     *done = true;
     return absl::OkStatus();

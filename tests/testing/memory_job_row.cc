@@ -39,6 +39,7 @@ absl::StatusOr<MemoryJobRow> MemoryJobRow::Create(const Job& job, int64_t seq,
   stored.idempotency_key = job.idempotency_key;
   stored.request_fingerprint = job.request_fingerprint;
   stored.message = job.message;
+  stored.approval_hold = job.approval_hold;
   stored.create_time = at;
   stored.update_time = at;
   stored.plan.cost = job.plan.cost;

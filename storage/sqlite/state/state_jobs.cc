@@ -26,7 +26,9 @@ constexpr const char* kJobColumns =
     "requested_by, exclude_downstream, COALESCE(idempotency_key, ''), "
     "request_fingerprint, message, create_time, update_time, start_time, "
     "end_time, cost_backfill, cost_full_reload, priority, max_parallel, "
-    "affected_by, auto_detect";
+    "affected_by, auto_detect, override_frozen, approval_hold";
+// How many they are: the column after them is the next one selected.
+constexpr int kJobColumnCount = 25;
 
 absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   Job job;
@@ -53,6 +55,8 @@ absl::StatusOr<Job> ReadJobRow(const Statement& q) {
   job.request.max_parallel = static_cast<int>(q.ColumnInt(20));
   job.request.affected_by = q.ColumnText(21);
   job.request.auto_detect = q.ColumnInt(22) != 0;
+  job.request.override_frozen = q.ColumnInt(23) != 0;
+  job.approval_hold = q.ColumnText(24);
   return job;
 }
 
@@ -89,9 +93,9 @@ absl::Status InsertJobRow(const StateDb& db, const std::string& id, int64_t seq,
       "idempotency_key, request_fingerprint, message, create_time, "
       "update_time, start_time, end_time, cost_backfill, "
       "cost_full_reload, priority, max_parallel, affected_by, "
-      "auto_detect, checksum) VALUES "
+      "auto_detect, override_frozen, approval_hold, checksum) VALUES "
       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-      "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20, ?21, ",
+      "?15, ?15, NULL, NULL, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ",
       sr::InsertSql(sr::Jobs(), {{"id", "?1"},
                                  {"seq", "?2"},
                                  {"state", "?3"},
@@ -116,7 +120,9 @@ absl::Status InsertJobRow(const StateDb& db, const std::string& id, int64_t seq,
                                  {"max_parallel", "?19"},
                                  {"affected_by", "?20"},
                                  {"max_cost", "0.0"},
-                                 {"auto_detect", "?21"}}),
+                                 {"auto_detect", "?21"},
+                                 {"override_frozen", "?22"},
+                                 {"approval_hold", "?23"}}),
       ")"));
   ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kInsert));
   RETURN_IF_ERROR(q.BindText(1, id));
@@ -144,6 +150,8 @@ absl::Status InsertJobRow(const StateDb& db, const std::string& id, int64_t seq,
   RETURN_IF_ERROR(q.BindInt(19, job.request.max_parallel));
   RETURN_IF_ERROR(q.BindText(20, job.request.affected_by));
   RETURN_IF_ERROR(q.BindInt(21, job.request.auto_detect ? 1 : 0));
+  RETURN_IF_ERROR(q.BindInt(22, job.request.override_frozen ? 1 : 0));
+  RETURN_IF_ERROR(q.BindText(23, job.approval_hold));
   return q.Run();
 }
 
@@ -336,7 +344,9 @@ absl::StatusOr<Job> LoadJob(const StateDb& db, const std::string& id,
     RETURN_IF_ERROR(q.BindText(1, id));
     ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return JobNotFound(id);
-    if (q.ColumnInt(23) != 1) return sr::Damaged(sr::JobRecord(id), db.path);
+    if (q.ColumnInt(kJobColumnCount) != 1) {
+      return sr::Damaged(sr::JobRecord(id), db.path);
+    }
     ASSIGN_OR_RETURN(job, ReadJobRow(q));
   }
   RETURN_IF_ERROR(ReadPlan(db, id, &job.plan));

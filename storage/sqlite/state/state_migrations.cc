@@ -345,6 +345,20 @@ UPDATE lineage SET checksum = _bf_row_hash("dataset", "partition", "job_id",
   "approved_by", "approval_reason", "approval_override", "approved_at",
   "action");
 )sql",
+    // 17: whether a job reopened frozen partitions (override_frozen), and
+    // why it waits for an approval whatever its datasets declare
+    // (approval_hold: a replay policy's); each job's checksum again.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN override_frozen INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN approval_hold TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET checksum = _bf_row_hash("id", "seq", "state", "dataset",
+  "range_from", "range_to", "partitions", "reason", "ticket",
+  "requested_by", "exclude_downstream", "idempotency_key",
+  "request_fingerprint", "message", "create_time", "update_time",
+  "start_time", "end_time", "cost_backfill", "cost_full_reload", "priority",
+  "max_parallel", "affected_by", "max_cost", "auto_detect",
+  "override_frozen", "approval_hold");
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

@@ -45,7 +45,9 @@ const Table& Jobs() {
                                      "max_parallel",
                                      "affected_by",
                                      "max_cost",
-                                     "auto_detect"},
+                                     "auto_detect",
+                                     "override_frozen",
+                                     "approval_hold"},
                                     {"id"}};
   return *t;
 }
