@@ -1,0 +1,201 @@
+#include "core/run/replay_keeper.h"
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/base/status_macros.h"
+
+namespace backfill {
+
+std::string ReplayApprovalHold(const DatasetSpec& dataset, const Plan& plan) {
+  const ReplayPolicy& policy = *dataset.replay;
+  if (policy.approval_required) {
+    return absl::StrCat("the replay policy of ", dataset.name,
+                        " requires an approval (approval: required)");
+  }
+  if (!policy.max_cost) return "";
+  const ReplayCostLimit& limit = *policy.max_cost;
+  const double cost = plan.cost.backfill;
+  if (limit.fraction && plan.cost.full_reload > 0 &&
+      cost / plan.cost.full_reload > *limit.fraction) {
+    return absl::StrFormat(
+        "its estimated cost, %.0f input rows, is %.1f%% of a full reload, "
+        "above the replay policy's max_cost of %s",
+        cost, 100 * cost / plan.cost.full_reload, limit.text);
+  }
+  if (limit.input_rows && cost > *limit.input_rows) {
+    return absl::StrFormat(
+        "its estimated cost, %.0f input rows, is above the replay policy's "
+        "max_cost of %s input rows",
+        cost, limit.text);
+  }
+  return "";
+}
+
+ReplayKeeper::ReplayKeeper(BackfillManager* manager, Engine* engine,
+                           StateStore* store, const Clock* clock,
+                           Options options)
+    : manager_(manager),
+      clock_(clock),
+      options_(options),
+      finder_(engine, store, clock, [manager](const std::string& dataset) {
+        // What active jobs of the dataset hold.
+        std::set<std::string> held;
+        JobFilter filter;
+        filter.dataset = dataset;
+        filter.limit = 0;
+        absl::StatusOr<std::vector<Job>> jobs = manager->ListJobs(filter);
+        if (!jobs.ok()) return held;
+        for (const Job& job : *jobs) {
+          if (IsTerminal(job.state)) continue;
+          for (const DatasetPlan& dp : job.plan.datasets) {
+            if (dp.dataset != dataset) continue;
+            held.insert(dp.partitions.begin(), dp.partitions.end());
+          }
+        }
+        return held;
+      }) {}
+
+ReplayKeeper::State& ReplayKeeper::StateOf(const std::string& dataset) {
+  auto [it, added] = states_.try_emplace(dataset);
+  if (added) it->second.paused = options_.start_paused;
+  if (added && options_.start_paused) {
+    it->second.paused_reason = "backfilld started with --no-replay";
+  }
+  return it->second;
+}
+
+absl::StatusOr<const DatasetSpec*> ReplayKeeper::PolicyOf(
+    const Catalog& catalog, const std::string& dataset) const {
+  const DatasetSpec* spec = catalog.Find(dataset);
+  if (spec == nullptr || !spec->replay) {
+    return absl::NotFoundError(absl::StrCat(
+        "dataset \"", dataset, "\" declares no replay policy (`replay:`)"));
+  }
+  return spec;
+}
+
+ReplayEvaluation ReplayKeeper::EvaluateLocked(const Catalog& catalog,
+                                              const DatasetSpec& dataset,
+                                              bool submit) {
+  ReplayEvaluation ev;
+  ev.dataset = dataset.name;
+  ev.at = clock_->Now();
+  State& state = StateOf(dataset.name);
+  absl::StatusOr<ReplayDue> due = finder_.Find(catalog, dataset);
+  if (!due.ok()) {
+    ev.outcome = std::string(due.status().message());
+    return ev;
+  }
+  ev.due = *std::move(due);
+  if (ev.due.request.partitions.empty()) {
+    ev.outcome = "nothing due";
+    return ev;
+  }
+  absl::StatusOr<Plan> plan = manager_->PlanBackfill(ev.due.request);
+  if (!plan.ok()) {
+    // Every due partition frozen, or the catalog changed under it.
+    ev.outcome = std::string(plan.status().message());
+    return ev;
+  }
+  ev.plan = *std::move(plan);
+  ev.hold = ReplayApprovalHold(dataset, ev.plan);
+  if (!submit) {
+    ev.outcome = "would submit";
+    return ev;
+  }
+  if (state.paused) {
+    ev.outcome = "paused";
+    return ev;
+  }
+  SubmitOptions options;
+  options.idempotency_key = ev.due.idempotency_key;
+  options.approval_hold = ev.hold;
+  absl::StatusOr<SubmitResult> result =
+      manager_->Submit(ev.due.request, options);
+  if (!result.ok()) {
+    ev.outcome = std::string(result.status().message());
+    return ev;
+  }
+  ev.job_id = result->job.id;
+  ev.created = result->created;
+  ev.outcome = result->created
+                   ? absl::StrCat("submitted ", ev.job_id)
+                   : absl::StrCat("found ", ev.job_id, " (already submitted)");
+  return ev;
+}
+
+std::vector<ReplayEvaluation> ReplayKeeper::Tick() {
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  std::vector<ReplayEvaluation> out;
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  for (const DatasetSpec& d : catalog->datasets()) {
+    if (!d.replay) continue;
+    State& state = StateOf(d.name);
+    if (state.paused || now < state.next_check) continue;
+    ReplayEvaluation ev = EvaluateLocked(*catalog, d, /*submit=*/true);
+    state.next_check = now + d.replay->check_every;
+    state.last = ev;
+    out.push_back(std::move(ev));
+  }
+  return out;
+}
+
+absl::StatusOr<ReplayEvaluation> ReplayKeeper::Evaluate(
+    const std::string& dataset, bool submit) {
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  ASSIGN_OR_RETURN(const DatasetSpec* spec, PolicyOf(*catalog, dataset));
+  absl::MutexLock lock(&mu_);
+  ReplayEvaluation ev = EvaluateLocked(*catalog, *spec, submit);
+  if (submit) StateOf(dataset).last = ev;
+  return ev;
+}
+
+absl::Status ReplayKeeper::Pause(const std::string& dataset,
+                                 const std::string& reason) {
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  RETURN_IF_ERROR(PolicyOf(*catalog, dataset).status());
+  absl::MutexLock lock(&mu_);
+  State& state = StateOf(dataset);
+  state.paused = true;
+  state.paused_reason = reason;
+  return absl::OkStatus();
+}
+
+absl::Status ReplayKeeper::Resume(const std::string& dataset) {
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  RETURN_IF_ERROR(PolicyOf(*catalog, dataset).status());
+  absl::MutexLock lock(&mu_);
+  State& state = StateOf(dataset);
+  state.paused = false;
+  state.paused_reason.clear();
+  state.next_check = absl::InfinitePast();  // look at once
+  return absl::OkStatus();
+}
+
+std::vector<ReplayPolicyStatus> ReplayKeeper::Policies() {
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  absl::MutexLock lock(&mu_);
+  std::vector<ReplayPolicyStatus> out;
+  for (const DatasetSpec& d : catalog->datasets()) {
+    if (!d.replay) continue;
+    const State& state = StateOf(d.name);
+    ReplayPolicyStatus s;
+    s.dataset = d.name;
+    s.policy = *d.replay;
+    if (d.frozen) s.frozen = d.frozen->Describe();
+    s.paused = state.paused;
+    s.paused_reason = state.paused_reason;
+    s.last = state.last;
+    s.next_check = state.next_check;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace backfill

@@ -1,0 +1,247 @@
+// ReplayKeeper (core/run/replay_keeper.h) through the manager, over the
+// in-memory state store and the fake engine, on a manual clock: late rows
+// in a source make exactly their days (and the month over them) replayed by
+// a job requested by the policy; a change in a frozen period replays
+// nothing; a replay over max_cost waits for an approval; a failed replay is
+// not submitted again until something changes again; a paused policy
+// submits nothing, and resuming it does.
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/base/clock.h"
+#include "core/model/pipeline_loader.h"
+#include "core/run/backfill_manager.h"
+#include "core/run/replay_keeper.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fake_engine.h"
+#include "tests/testing/memory_state_store.h"
+
+namespace backfill {
+namespace core_replay_keeper_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using Call = ::backfill::testing::FakeEngine::Call;
+
+constexpr char kPipeline[] = R"yaml(
+datasets:
+  - name: orders
+    kind: source
+    table: raw_orders
+    partition: {column: day, grain: day}
+  - name: daily
+    kind: derived
+    partition: {column: day, grain: day}
+    upstream: [{dataset: orders, mapping: identity}]
+    transform: "SELECT day, 1 AS n FROM raw_orders WHERE day = :partition"
+    contract: {columns: {day: TEXT, n: INTEGER}, primary_key: [day]}
+    replay: {on: [input_change], window: 30d, max_cost: 40, check_every: 1m}
+    frozen: {before: 2025-12-21}
+  - name: monthly
+    kind: derived
+    partition: {column: month, grain: month}
+    upstream: [{dataset: daily, mapping: rollup}]
+    transform: "SELECT substr(day, 1, 7) AS month, SUM(n) AS n FROM daily WHERE day >= :partition_start AND day < :partition_end GROUP BY 1"
+    contract: {columns: {month: TEXT, n: INTEGER}, primary_key: [month]}
+)yaml";
+
+std::string Day(int d) { return absl::StrFormat("2025-12-%02d", d); }
+
+class ReplayKeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto catalog = LoadPipelineTexts({{"pipeline.yaml", kPipeline}});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = std::make_unique<Catalog>(*std::move(catalog));
+    engine_.SetHook([this](const Call& call) -> absl::Status {
+      absl::MutexLock lock(&mu_);
+      if (call.method == "StagePartition" && failing_.count(call.partition)) {
+        return absl::InvalidArgumentError("a bad row");
+      }
+      return absl::OkStatus();
+    });
+    for (int d = 15; d <= 31; ++d)
+      engine_.SetPublishedRows("orders", Day(d), 5);
+    ManagerOptions options;
+    options.workers = 2;
+    options.max_attempts = 1;
+    manager_ = std::make_unique<BackfillManager>(
+        catalog_.get(), &store_, &engine_, &clock_, nullptr, options);
+    ASSERT_TRUE(manager_->Start().ok());
+    keeper_ = std::make_unique<ReplayKeeper>(manager_.get(), &engine_, &store_,
+                                             &clock_, ReplayKeeper::Options{});
+    // The first load, by a person, closed days included.
+    BackfillRequest load;
+    load.dataset = "daily";
+    load.from = Day(20);
+    load.to = "2026-01-01";
+    load.reason = "first load";
+    load.override_frozen = true;
+    auto job = manager_->Submit(load, {});
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(WaitEnd(job->job.id).state, JobState::kSucceeded);
+  }
+  void TearDown() override {
+    keeper_.reset();
+    if (manager_) manager_->Shutdown();
+  }
+
+  Job WaitEnd(const std::string& id) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    Job job;
+    while (absl::Now() < deadline) {
+      auto got = manager_->GetJob(id);
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok()) return job;
+      job = *got;
+      if (IsTerminal(job.state) || job.state == JobState::kAwaitingApproval) {
+        return job;
+      }
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    ADD_FAILURE() << id << " did not end: " << JobStateName(job.state);
+    return job;
+  }
+
+  // The next look: a minute later, one evaluation of daily.
+  ReplayEvaluation NextTick() {
+    clock_.Advance(absl::Minutes(1));
+    std::vector<ReplayEvaluation> evs = keeper_->Tick();
+    EXPECT_EQ(evs.size(), 1u);
+    return evs.empty() ? ReplayEvaluation{} : evs[0];
+  }
+
+  size_t JobCount() {
+    JobFilter all;
+    all.limit = 0;
+    auto jobs = manager_->ListJobs(all);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? jobs->size() : 0;
+  }
+
+  std::unique_ptr<Catalog> catalog_;
+  testing::InMemoryStateStore store_;
+  testing::FakeEngine engine_;
+  // 2026-01-02 00:00 UTC: the window of 30 days starts 2025-12-03.
+  ManualClock clock_{absl::FromUnixSeconds(1767312000)};
+  std::unique_ptr<BackfillManager> manager_;
+  std::unique_ptr<ReplayKeeper> keeper_;
+  absl::Mutex mu_;
+  std::set<std::string> failing_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(ReplayKeeperTest, LateRowsAreReplayedByAJobOfThePolicy) {
+  EXPECT_EQ(NextTick().outcome, "nothing due");
+  engine_.SetPublishedRows("orders", Day(22), 5 + 2);  // late rows
+  engine_.SetPublishedRows("orders", Day(28), 5 + 1);
+  ReplayEvaluation ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
+  EXPECT_EQ(ev.outcome, absl::StrCat("submitted ", ev.job_id));
+  EXPECT_EQ(ev.hold, "");
+  Job job = WaitEnd(ev.job_id);
+  EXPECT_EQ(job.state, JobState::kSucceeded) << job.message;
+  EXPECT_EQ(job.request.requested_by, "policy:daily");
+  EXPECT_THAT(job.request.reason,
+              HasSubstr("replay policy of daily: input_change: 2 partitions "
+                        "whose inputs changed"));
+  ASSERT_EQ(job.plan.datasets.size(), 2u);
+  EXPECT_THAT(job.plan.datasets[0].partitions, ElementsAre(Day(22), Day(28)));
+  EXPECT_THAT(job.plan.datasets[1].partitions, ElementsAre("2025-12"));
+  // Replayed: nothing is due any more.
+  EXPECT_EQ(NextTick().outcome, "nothing due");
+  EXPECT_EQ(JobCount(), 2u);
+}
+
+TEST_F(ReplayKeeperTest, AChangeInAFrozenPeriodReplaysNothing) {
+  engine_.SetPublishedRows("orders", Day(20), 5 + 3);
+  ReplayEvaluation ev = NextTick();
+  EXPECT_FALSE(ev.created);
+  EXPECT_THAT(ev.outcome, HasSubstr("every partition of the request is "
+                                    "frozen: daily 2025-12-20 "
+                                    "(frozen.before 2025-12-21"));
+  EXPECT_EQ(JobCount(), 1u);
+}
+
+TEST_F(ReplayKeeperTest, AReplayOverMaxCostWaitsForAnApproval) {
+  for (int d = 21; d <= 31; ++d) {
+    engine_.SetPublishedRows("orders", Day(d), 5 + 10);
+  }
+  // The recomputation makes other rows, so there is something to publish.
+  engine_.SetRowsFor(
+      [](const std::string&, const std::string&) { return int64_t{2}; });
+  ReplayEvaluation ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
+  EXPECT_THAT(ev.hold, HasSubstr("is above the replay policy's max_cost of "
+                                 "40 input rows"));
+  Job job = WaitEnd(ev.job_id);
+  EXPECT_EQ(job.state, JobState::kAwaitingApproval);
+  EXPECT_THAT(job.message, HasSubstr(ev.hold));
+  EXPECT_EQ(engine_.calls("Publish"), 1);  // the first load's only
+}
+
+TEST_F(ReplayKeeperTest, AFailedReplayIsNotSubmittedAgainUntilANewChange) {
+  {
+    absl::MutexLock lock(&mu_);
+    failing_.insert(Day(24));
+  }
+  engine_.SetPublishedRows("orders", Day(24), 5 + 1);
+  ReplayEvaluation ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
+  EXPECT_EQ(WaitEnd(ev.job_id).state, JobState::kFailed);
+  for (int i = 0; i < 5; ++i) {
+    ReplayEvaluation again = NextTick();
+    EXPECT_FALSE(again.created);
+    EXPECT_EQ(again.job_id, ev.job_id);
+    EXPECT_THAT(again.outcome, HasSubstr("already submitted"));
+  }
+  EXPECT_EQ(JobCount(), 2u);
+  // A new change is a new job.
+  {
+    absl::MutexLock lock(&mu_);
+    failing_.clear();
+  }
+  engine_.SetPublishedRows("orders", Day(24), 5 + 2);
+  ReplayEvaluation next = NextTick();
+  ASSERT_TRUE(next.created) << next.outcome;
+  EXPECT_NE(next.job_id, ev.job_id);
+  EXPECT_EQ(WaitEnd(next.job_id).state, JobState::kSucceeded);
+}
+
+TEST_F(ReplayKeeperTest, APausedPolicySubmitsNothingUntilResumed) {
+  ASSERT_TRUE(keeper_->Pause("daily", "warehouse maintenance").ok());
+  engine_.SetPublishedRows("orders", Day(26), 5 + 1);
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_THAT(keeper_->Tick(), IsEmpty());
+  std::vector<ReplayPolicyStatus> policies = keeper_->Policies();
+  ASSERT_EQ(policies.size(), 1u);
+  EXPECT_TRUE(policies[0].paused);
+  EXPECT_EQ(policies[0].paused_reason, "warehouse maintenance");
+  EXPECT_EQ(policies[0].frozen, "frozen.before 2025-12-21");
+  // A look on demand says what it would do, and does not do it.
+  auto look = keeper_->Evaluate("daily", /*submit=*/false);
+  ASSERT_TRUE(look.ok()) << look.status();
+  EXPECT_EQ(look->outcome, "would submit");
+  EXPECT_THAT(look->due.request.partitions, ElementsAre(Day(26)));
+  EXPECT_EQ(JobCount(), 1u);
+
+  ASSERT_TRUE(keeper_->Resume("daily").ok());
+  ReplayEvaluation ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
+  EXPECT_EQ(WaitEnd(ev.job_id).state, JobState::kSucceeded);
+  EXPECT_EQ(keeper_->Pause("orders", "x").code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace core_replay_keeper_test
+}  // namespace backfill
