@@ -25,6 +25,7 @@
 #include "core/run/backfill_manager.h"
 #include "core/run/fanout_observer.h"
 #include "core/run/job_observer.h"
+#include "core/run/replay_keeper.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -393,6 +394,11 @@ absl::Status Daemon::Init(Catalog catalog) {
     return absl::Status(
         s.code(), absl::StrCat("cannot start the manager: ", s.message()));
   }
+  ReplayKeeper::Options replay;
+  replay.start_paused = options_.no_replay;
+  replay_ = std::make_unique<ReplayKeeper>(manager_.get(), engine_.get(),
+                                           store_.get(), clock_.get(), replay);
+  replay_->StartLoop(absl::Seconds(1));
   if (health != nullptr) SetHealthServing(health, true);
   observer_->SetHealth(health);
   // What no write has met yet: the warehouse file removed, replaced or
@@ -626,6 +632,8 @@ void Daemon::Shutdown() {
     notifier_->Stopping("draining: running partitions finish and checkpoint");
   }
   if (storage_watch_ != nullptr) storage_watch_->Stop();
+  // No replay is submitted while the daemon drains.
+  if (replay_ != nullptr) replay_->StopLoop();
   if (observer_ != nullptr) observer_->SetHealth(nullptr);
   if (server_ != nullptr) {
     spdlog::info("shutting down: stopping the gRPC server");
@@ -661,6 +669,7 @@ void Daemon::Shutdown() {
   if (stale_counts_warmer_.joinable()) stale_counts_warmer_.join();
   server_.reset();
   service_.reset();
+  replay_.reset();
   manager_.reset();
   StopOpenLineage();
   heap_trimmer_.reset();

@@ -41,6 +41,7 @@ class Server;
 namespace backfill {
 
 class BackfillManager;
+class ReplayKeeper;
 class BasicAuthCredentials;
 class BackfillServiceImpl;
 class CallAuth;
@@ -162,6 +163,9 @@ class Daemon {
   std::unique_ptr<HttpClient> http_client_;
   std::unique_ptr<CommandRunner> command_runner_;
   std::unique_ptr<BackfillManager> manager_;
+  // Keeps the pipelines' replay policies (started after the manager,
+  // stopped before it).
+  std::unique_ptr<ReplayKeeper> replay_;
   // Who may call what; outlives the service.
   std::unique_ptr<CallAuth> auth_;
   std::unique_ptr<BackfillServiceImpl> service_;

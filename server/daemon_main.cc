@@ -103,6 +103,9 @@ int DaemonMain(int argc, char** argv, const DaemonMainHooks& hooks) {
                "gRPC port is not encrypted or not authenticated, and a "
                "--metrics-listen address other machines reach without "
                "--metrics-basic-auth");
+  app.add_flag("--no-replay", options.no_replay,
+               "Start with every replay policy of the pipelines paused "
+               "(nothing is replayed by itself until resumed)");
   app.add_option("--max-message-bytes", options.max_message_bytes,
                  "Largest request message the gRPC port receives; a larger "
                  "one is refused (RESOURCE_EXHAUSTED)")

@@ -60,6 +60,8 @@ struct DaemonOptions {
   // calls are not encrypted or not authenticated (or, for
   // --metrics-listen, /metrics has no --metrics-basic-auth).
   bool insecure = false;
+  // --no-replay: start with every replay policy paused.
+  bool no_replay = false;
   // --metrics-basic-auth: the credentials file /metrics requires with HTTP
   // basic auth (server/basic_auth_credentials.h); "": none asked for.
   std::string metrics_basic_auth_file;

@@ -242,6 +242,23 @@ TEST_F(ReplayKeeperTest, APausedPolicySubmitsNothingUntilResumed) {
   EXPECT_EQ(keeper_->Pause("orders", "x").code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(ReplayKeeperTest, TheLoopKeepsThePolicyUntilStopped) {
+  keeper_->StartLoop(absl::Milliseconds(5));
+  engine_.SetPublishedRows("orders", Day(30), 5 + 1);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (JobCount() < 2 && absl::Now() < deadline) {
+    clock_.Advance(absl::Minutes(1));
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  keeper_->StopLoop();
+  ASSERT_EQ(JobCount(), 2u);
+  // Stopped: a new change makes no job.
+  engine_.SetPublishedRows("orders", Day(31), 5 + 1);
+  clock_.Advance(absl::Minutes(5));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(JobCount(), 2u);
+}
+
 }  // namespace
 }  // namespace core_replay_keeper_test
 }  // namespace backfill

@@ -178,6 +178,32 @@ absl::Status ReplayKeeper::Resume(const std::string& dataset) {
   return absl::OkStatus();
 }
 
+ReplayKeeper::~ReplayKeeper() { StopLoop(); }
+
+void ReplayKeeper::StartLoop(absl::Duration period) {
+  absl::MutexLock lock(&loop_mu_);
+  if (loop_.joinable()) return;
+  stop_ = false;
+  loop_ = std::thread([this, period] {
+    while (true) {
+      Tick();
+      absl::MutexLock wait(&loop_mu_);
+      loop_mu_.AwaitWithTimeout(absl::Condition(&stop_), period);
+      if (stop_) return;
+    }
+  });
+}
+
+void ReplayKeeper::StopLoop() {
+  std::thread loop;
+  {
+    absl::MutexLock lock(&loop_mu_);
+    stop_ = true;
+    loop = std::move(loop_);
+  }
+  if (loop.joinable()) loop.join();
+}
+
 std::vector<ReplayPolicyStatus> ReplayKeeper::Policies() {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   absl::MutexLock lock(&mu_);

@@ -25,7 +25,9 @@
 #define BACKFILL_CORE_RUN_REPLAY_KEEPER_H_
 
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -90,6 +92,14 @@ class ReplayKeeper {
   // Every declared policy, by dataset name.
   std::vector<ReplayPolicyStatus> Policies() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A thread that calls Tick() every `period` (of real time: a policy's
+  // check_every is counted on the injected clock) until StopLoop(), which
+  // waits for the Tick under way. Call StopLoop() before the manager shuts
+  // down; the destructor calls it too.
+  void StartLoop(absl::Duration period) ABSL_LOCKS_EXCLUDED(loop_mu_);
+  void StopLoop() ABSL_LOCKS_EXCLUDED(loop_mu_);
+  ~ReplayKeeper();
+
  private:
   struct State {
     bool paused = false;
@@ -111,6 +121,10 @@ class ReplayKeeper {
   absl::Mutex mu_;
   ReplayDueFinder finder_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, State> states_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex loop_mu_;
+  bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;
+  std::thread loop_;
 };
 
 // Why a job of `plan` for `dataset`'s policy waits for an approval ("":
