@@ -16,15 +16,28 @@ struct OperationRole {
 // Every method of backfill.v1.BackfillService. A test checks that the
 // service declares no method missing here.
 constexpr OperationRole kOperations[] = {
-    {"PlanBackfill", Role::kViewer},      {"GetBackfill", Role::kViewer},
-    {"ListBackfills", Role::kViewer},     {"WatchBackfill", Role::kViewer},
-    {"ListDatasets", Role::kViewer},      {"GetDataset", Role::kViewer},
-    {"DiffBackfill", Role::kViewer},      {"ExplainPartition", Role::kViewer},
-    {"ListAuditEvents", Role::kViewer},   {"ListPartitions", Role::kViewer},
-    {"SubmitBackfill", Role::kOperator},  {"CancelBackfill", Role::kOperator},
-    {"PauseBackfill", Role::kOperator},   {"ResumeBackfill", Role::kOperator},
-    {"RetryBackfill", Role::kOperator},   {"ConfirmBackfill", Role::kOperator},
-    {"ApproveBackfill", Role::kApprover}, {"RollbackBackfill", Role::kApprover},
+    {"PlanBackfill", Role::kViewer},
+    {"GetBackfill", Role::kViewer},
+    {"ListBackfills", Role::kViewer},
+    {"WatchBackfill", Role::kViewer},
+    {"ListDatasets", Role::kViewer},
+    {"GetDataset", Role::kViewer},
+    {"DiffBackfill", Role::kViewer},
+    {"ExplainPartition", Role::kViewer},
+    {"ListAuditEvents", Role::kViewer},
+    {"ListPartitions", Role::kViewer},
+    {"SubmitBackfill", Role::kOperator},
+    {"CancelBackfill", Role::kOperator},
+    {"PauseBackfill", Role::kOperator},
+    {"ResumeBackfill", Role::kOperator},
+    {"RetryBackfill", Role::kOperator},
+    {"ConfirmBackfill", Role::kOperator},
+    {"ApproveBackfill", Role::kApprover},
+    {"RollbackBackfill", Role::kApprover},
+    {"ListReplayPolicies", Role::kViewer},
+    {"EvaluateReplayPolicy", Role::kViewer},  // submitting: operator
+    {"PauseReplayPolicy", Role::kOperator},
+    {"ResumeReplayPolicy", Role::kOperator},
 };
 
 // Whether holding `held` grants `needed`.

@@ -21,6 +21,7 @@
 #include "server/governance_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
+#include "server/replay_policy_convert.h"
 
 namespace backfill {
 namespace {
@@ -183,6 +184,14 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
         &BackfillServiceImpl::ConfirmBackfill);
   unary("ListPartitions", v1::ListPartitionsRequest::descriptor(),
         &BackfillServiceImpl::ListPartitions);
+  unary("ListReplayPolicies", v1::ListReplayPoliciesRequest::descriptor(),
+        &BackfillServiceImpl::ListReplayPolicies);
+  unary("EvaluateReplayPolicy", v1::EvaluateReplayPolicyRequest::descriptor(),
+        &BackfillServiceImpl::EvaluateReplayPolicy);
+  unary("PauseReplayPolicy", v1::PauseReplayPolicyRequest::descriptor(),
+        &BackfillServiceImpl::PauseReplayPolicy);
+  unary("ResumeReplayPolicy", v1::ResumeReplayPolicyRequest::descriptor(),
+        &BackfillServiceImpl::ResumeReplayPolicy);
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -560,6 +569,115 @@ grpc::Status BackfillServiceImpl::ListAuditEvents(
   if (!page.ok()) return ToGrpcStatus(page.status());
   *response = AuditPageToProto(*page, AuditFilterHash(*request));
   return grpc::Status::OK;
+}
+
+// ---- replay policies --------------------------------------------------
+
+namespace {
+
+// A dataset named in a replay method: present, and a policy of it kept.
+grpc::Status CheckPolicyDataset(const std::string& dataset,
+                                const ReplayKeeper* keeper) {
+  if (dataset.empty()) {
+    return InvalidField("dataset", "DATASET_MISSING",
+                        "`dataset` is empty: name a dataset that declares "
+                        "`replay:` (`ListReplayPolicies` lists them)");
+  }
+  if (keeper == nullptr) {
+    return ToGrpcStatus(
+        absl::FailedPreconditionError("this server keeps no replay policies"));
+  }
+  return grpc::Status::OK;
+}
+
+// The not-found of a dataset without a policy, with its reason.
+grpc::Status PolicyError(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kNotFound) {
+    return ToGrpcStatus(WithReason(status, "REPLAY_POLICY_NOT_FOUND"));
+  }
+  return ToGrpcStatus(status);
+}
+
+}  // namespace
+
+grpc::Status BackfillServiceImpl::ListReplayPolicies(
+    grpc::ServerContext* context, const v1::ListReplayPoliciesRequest* request,
+    v1::ListReplayPoliciesResponse* response) {
+  if (replay_ == nullptr) return grpc::Status::OK;
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  for (const ReplayPolicyStatus& status : replay_->Policies()) {
+    *response->add_policies() = ReplayPolicyToProto(status, *catalog);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::EvaluateReplayPolicy(
+    grpc::ServerContext* context,
+    const v1::EvaluateReplayPolicyRequest* request,
+    v1::ReplayEvaluation* response) {
+  if (grpc::Status s = CheckPolicyDataset(request->dataset(), replay_);
+      !s.ok()) {
+    return s;
+  }
+  if (request->submit()) {
+    const std::optional<Principal> caller = CallerOf(*context);
+    if (caller.has_value() && !HoldsRole(*caller, Role::kOperator)) {
+      return ToGrpcStatus(WithReason(
+          absl::PermissionDeniedError(absl::StrCat(
+              "submitting a replay (`submit`) needs the operator role; ",
+              caller->name, " holds ", RoleList(caller->roles),
+              ": evaluate without `submit` to see what it would do")),
+          "SUBMIT_NEEDS_OPERATOR"));
+    }
+  }
+  absl::StatusOr<ReplayEvaluation> ev =
+      replay_->Evaluate(request->dataset(), request->submit());
+  if (!ev.ok()) return PolicyError(ev.status());
+  *response = ReplayEvaluationToProto(*ev, *manager_->catalog());
+  return grpc::Status::OK;
+}
+
+grpc::Status BackfillServiceImpl::PauseReplayPolicy(
+    grpc::ServerContext* context, const v1::PauseReplayPolicyRequest* request,
+    v1::ReplayPolicy* response) {
+  if (grpc::Status s = CheckPolicyDataset(request->dataset(), replay_);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::StripAsciiWhitespace(request->reason()).empty()) {
+    return InvalidField("reason", "REASON_REQUIRED",
+                        "pausing a replay policy needs a `reason`");
+  }
+  if (absl::Status s = replay_->Pause(request->dataset(), request->reason());
+      !s.ok()) {
+    return PolicyError(s);
+  }
+  return AnswerPolicy(request->dataset(), response);
+}
+
+grpc::Status BackfillServiceImpl::ResumeReplayPolicy(
+    grpc::ServerContext* context, const v1::ResumeReplayPolicyRequest* request,
+    v1::ReplayPolicy* response) {
+  if (grpc::Status s = CheckPolicyDataset(request->dataset(), replay_);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = replay_->Resume(request->dataset()); !s.ok()) {
+    return PolicyError(s);
+  }
+  return AnswerPolicy(request->dataset(), response);
+}
+
+grpc::Status BackfillServiceImpl::AnswerPolicy(const std::string& dataset,
+                                               v1::ReplayPolicy* response) {
+  const std::shared_ptr<const Catalog> catalog = manager_->catalog();
+  for (const ReplayPolicyStatus& status : replay_->Policies()) {
+    if (status.dataset != dataset) continue;
+    *response = ReplayPolicyToProto(status, *catalog);
+    return grpc::Status::OK;
+  }
+  return PolicyError(absl::NotFoundError(
+      absl::StrCat("dataset \"", dataset, "\" declares no replay policy")));
 }
 
 }  // namespace backfill

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
 #include "core/run/backfill_manager.h"
+#include "core/run/replay_keeper.h"
 #include "server/access_policy.h"
 #include "server/call_auth.h"
 #include "server/listing_convert.h"
@@ -132,6 +133,24 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ListPartitions(grpc::ServerContext* context,
                               const v1::ListPartitionsRequest* request,
                               v1::ListPartitionsResponse* response) override;
+  grpc::Status ListReplayPolicies(
+      grpc::ServerContext* context,
+      const v1::ListReplayPoliciesRequest* request,
+      v1::ListReplayPoliciesResponse* response) override;
+  grpc::Status EvaluateReplayPolicy(
+      grpc::ServerContext* context,
+      const v1::EvaluateReplayPolicyRequest* request,
+      v1::ReplayEvaluation* response) override;
+  grpc::Status PauseReplayPolicy(grpc::ServerContext* context,
+                                 const v1::PauseReplayPolicyRequest* request,
+                                 v1::ReplayPolicy* response) override;
+  grpc::Status ResumeReplayPolicy(grpc::ServerContext* context,
+                                  const v1::ResumeReplayPolicyRequest* request,
+                                  v1::ReplayPolicy* response) override;
+
+  // The keeper of the pipelines' replay policies the replay methods ask
+  // (null: none, and they say so). Set before the server starts; not owned.
+  void SetReplayKeeper(ReplayKeeper* keeper) { replay_ = keeper; }
 
  private:
   // Registers the handlers of server/raw_request.h for every method.
@@ -153,6 +172,10 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   // fails for its size. GetBackfill and ListPartitions read the lists.
   v1::Backfill Answer(const Job& job) const;
 
+  // `dataset`'s policy as the replay methods answer with it.
+  grpc::Status AnswerPolicy(const std::string& dataset,
+                            v1::ReplayPolicy* response);
+
   // WatchBackfill: sends the job with `write` whenever it changes, until it
   // is terminal; `write` returns false once the client has gone.
   grpc::Status Watch(grpc::ServerContext* context,
@@ -160,6 +183,7 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
                      const std::function<bool(const v1::Backfill&)>& write);
 
   BackfillManager* const manager_;
+  ReplayKeeper* replay_ = nullptr;
   const absl::Duration watch_poll_;
   const size_t max_page_bytes_;
   const CallAuth* const auth_;

@@ -321,6 +321,10 @@ absl::Status Daemon::Init(Catalog catalog) {
   manager_ = std::make_unique<BackfillManager>(
       catalog_.get(), store_.get(), engine_.get(), clock_.get(),
       observer_.get(), manager_options);
+  ReplayKeeper::Options replay;
+  replay.start_paused = options_.no_replay;
+  replay_ = std::make_unique<ReplayKeeper>(manager_.get(), engine_.get(),
+                                           store_.get(), clock_.get(), replay);
 
   // 6. gRPC server, bound before any job resumes: if the address is taken,
   //    nothing has run. Port sharing (SO_REUSEPORT) is off, so a second
@@ -343,6 +347,7 @@ absl::Status Daemon::Init(Catalog catalog) {
       options_.max_watch_streams_per_principal;
   service_ = std::make_unique<BackfillServiceImpl>(
       manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get(), limits);
+  service_->SetReplayKeeper(replay_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -394,10 +399,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     return absl::Status(
         s.code(), absl::StrCat("cannot start the manager: ", s.message()));
   }
-  ReplayKeeper::Options replay;
-  replay.start_paused = options_.no_replay;
-  replay_ = std::make_unique<ReplayKeeper>(manager_.get(), engine_.get(),
-                                           store_.get(), clock_.get(), replay);
+  // The policies are looked at once jobs may run.
   replay_->StartLoop(absl::Seconds(1));
   if (health != nullptr) SetHealthServing(health, true);
   observer_->SetHealth(health);

@@ -34,6 +34,7 @@
 #include "core/model/pipeline_loader.h"
 #include "core/run/backfill_manager.h"
 #include "core/run/job_observer.h"
+#include "core/run/replay_keeper.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/grpcpp.h"
@@ -74,15 +75,28 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
     const std::set<std::string> operators = {"otto", "ada", "olivia"};
     const std::set<std::string> approvers = {"april", "ada", "olivia"};
     return new std::map<std::string, std::set<std::string>>{
-        {"PlanBackfill", everyone},     {"GetBackfill", everyone},
-        {"ListBackfills", everyone},    {"WatchBackfill", everyone},
-        {"ListDatasets", everyone},     {"DiffBackfill", everyone},
-        {"ExplainPartition", everyone}, {"ListAuditEvents", everyone},
-        {"ListPartitions", everyone},   {"GetDataset", everyone},
-        {"SubmitBackfill", operators},  {"CancelBackfill", operators},
-        {"PauseBackfill", operators},   {"ResumeBackfill", operators},
-        {"RetryBackfill", operators},   {"ConfirmBackfill", operators},
-        {"ApproveBackfill", approvers}, {"RollbackBackfill", approvers},
+        {"PlanBackfill", everyone},
+        {"GetBackfill", everyone},
+        {"ListBackfills", everyone},
+        {"WatchBackfill", everyone},
+        {"ListDatasets", everyone},
+        {"DiffBackfill", everyone},
+        {"ExplainPartition", everyone},
+        {"ListAuditEvents", everyone},
+        {"ListPartitions", everyone},
+        {"GetDataset", everyone},
+        {"SubmitBackfill", operators},
+        {"CancelBackfill", operators},
+        {"PauseBackfill", operators},
+        {"ResumeBackfill", operators},
+        {"RetryBackfill", operators},
+        {"ConfirmBackfill", operators},
+        {"ApproveBackfill", approvers},
+        {"RollbackBackfill", approvers},
+        {"ListReplayPolicies", everyone},
+        {"EvaluateReplayPolicy", everyone},  // submitting: operators
+        {"PauseReplayPolicy", operators},
+        {"ResumeReplayPolicy", operators},
     };
   }();
   return *allowed;
@@ -150,7 +164,9 @@ class ServerAuthTest : public ::testing::Test {
                               {{"  - name: daily_revenue\n    kind: derived\n",
                                 "  - name: daily_revenue\n    kind: derived\n"
                                 "    require_approval: true\n"
-                                "    frozen: {before: 2025-03-01}\n"}})}});
+                                "    frozen: {before: 2025-03-01}\n"
+                                "    replay: {on: [input_change], "
+                                "window: 3650d}\n"}})}});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<Catalog>(*std::move(catalog));
     auto store = SqliteStateStore::Open((fs::path(dir_) / "state.db").string());
@@ -194,6 +210,11 @@ class ServerAuthTest : public ::testing::Test {
     service_ = std::make_unique<BackfillServiceImpl>(
         manager_.get(), absl::Milliseconds(100), kMaxListPageBytes,
         auth_.get());
+    // The policies are looked at on demand only (no loop).
+    replay_ = std::make_unique<ReplayKeeper>(manager_.get(), engine_.get(),
+                                             store_.get(), &clock_,
+                                             ReplayKeeper::Options{});
+    service_->SetReplayKeeper(replay_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", Credentials(), &port);
@@ -212,6 +233,7 @@ class ServerAuthTest : public ::testing::Test {
     if (manager_) manager_->Shutdown();
     server_.reset();
     service_.reset();
+    replay_.reset();
     manager_.reset();
     engine_.reset();
     store_.reset();
@@ -261,6 +283,7 @@ class ServerAuthTest : public ::testing::Test {
   prometheus::Registry registry_;
   std::map<std::string, std::string> tokens_;
   std::unique_ptr<CallAuth> auth_;
+  std::unique_ptr<ReplayKeeper> replay_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string target_;
@@ -502,6 +525,72 @@ TEST_F(ServerAuthTest, OnlyAnApproverReopensAFrozenPeriod) {
               HasSubstr("overriding frozen partitions daily_revenue "
                         "2025-02-27,2025-02-28 (frozen.before 2025-03-01), "
                         "reason: late refunds"));
+}
+
+TEST_F(ServerAuthTest, ReplayPoliciesAreListedEvaluatedPausedAndResumed) {
+  const auto call = [&](const std::string& who, const std::string& method,
+                        const google::protobuf::Message& request,
+                        google::protobuf::Message* response) {
+    std::string bytes;
+    const grpc::Status status =
+        testing::RawCall(target_, absl::StrCat("/", kService, "/", method),
+                         request.SerializeAsString(), &bytes,
+                         {{"authorization", "Bearer " + tokens_.at(who)}});
+    if (status.ok()) EXPECT_TRUE(response->ParseFromString(bytes));
+    return status;
+  };
+  v1::ListReplayPoliciesResponse listed;
+  ASSERT_TRUE(call("vera", "ListReplayPolicies",
+                   v1::ListReplayPoliciesRequest(), &listed)
+                  .ok());
+  ASSERT_EQ(listed.policies_size(), 1);
+  const v1::ReplayPolicy& policy = listed.policies(0);
+  EXPECT_EQ(policy.dataset(), "daily_revenue");
+  EXPECT_THAT(policy.triggers(), ElementsAre("input_change"));
+  EXPECT_EQ(policy.window(), "3650d");
+  EXPECT_EQ(policy.check_every(), "5m");
+  EXPECT_EQ(policy.frozen(), "frozen.before 2025-03-01");
+  EXPECT_FALSE(policy.paused());
+  EXPECT_FALSE(policy.has_last_evaluation());
+
+  // A look: nothing published yet, nothing due.
+  v1::EvaluateReplayPolicyRequest look;
+  look.set_dataset("daily_revenue");
+  v1::ReplayEvaluation ev;
+  ASSERT_TRUE(call("vera", "EvaluateReplayPolicy", look, &ev).ok());
+  EXPECT_EQ(ev.outcome(), "nothing due");
+  // Submitting needs an operator.
+  look.set_submit(true);
+  const grpc::Status viewer = call("vera", "EvaluateReplayPolicy", look, &ev);
+  EXPECT_EQ(viewer.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(viewer.error_message(),
+              HasSubstr("submitting a replay (`submit`) needs the operator "
+                        "role; vera holds viewer"));
+  ASSERT_TRUE(call("otto", "EvaluateReplayPolicy", look, &ev).ok());
+  EXPECT_EQ(ev.outcome(), "nothing due");
+  // A dataset without a policy.
+  look.set_dataset("customers");
+  const grpc::Status none = call("otto", "EvaluateReplayPolicy", look, &ev);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(none.error_message(),
+              HasSubstr("dataset \"customers\" declares no replay policy"));
+
+  // Pausing needs a reason; the policy says it is paused, and why.
+  v1::PauseReplayPolicyRequest pause;
+  pause.set_dataset("daily_revenue");
+  v1::ReplayPolicy paused;
+  EXPECT_EQ(call("otto", "PauseReplayPolicy", pause, &paused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  pause.set_reason("warehouse maintenance");
+  ASSERT_TRUE(call("otto", "PauseReplayPolicy", pause, &paused).ok());
+  EXPECT_TRUE(paused.paused());
+  EXPECT_EQ(paused.paused_reason(), "warehouse maintenance");
+  v1::ResumeReplayPolicyRequest resume;
+  resume.set_dataset("daily_revenue");
+  v1::ReplayPolicy resumed;
+  ASSERT_TRUE(call("otto", "ResumeReplayPolicy", resume, &resumed).ok());
+  EXPECT_FALSE(resumed.paused());
+  EXPECT_EQ(resumed.paused_reason(), "");
 }
 
 // The same service on a port that serves TLS with the test CA's server
