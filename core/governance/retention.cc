@@ -6,19 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/model/job.h"
+#include "core/model/quantity_text.h"
 
 namespace backfill {
-namespace {
-
-std::string DurationText(absl::Duration d) {
-  const int64_t s = absl::ToInt64Seconds(d);
-  if (s % 86400 == 0) return absl::StrCat(s / 86400, "d");
-  if (s % 3600 == 0) return absl::StrCat(s / 3600, "h");
-  if (s % 60 == 0) return absl::StrCat(s / 60, "m");
-  return absl::StrCat(s, "s");
-}
-
-}  // namespace
 
 std::vector<RollbackCopy> ExpiredCopies(
     const std::vector<RollbackCopy>& copies,
@@ -54,7 +44,7 @@ std::string DescribeRetention(const RetentionPolicy& policy) {
                    policy.versions == 1 ? "copy" : "copies");
   if (policy.max_age > absl::ZeroDuration()) {
     absl::StrAppend(&out, " and none older than ",
-                    DurationText(policy.max_age));
+                    FormatDurationText(policy.max_age));
   }
   if (!policy.declared) absl::StrAppend(&out, " (the default)");
   return out;
