@@ -48,6 +48,7 @@
 #include "server/metrics_sources.h"
 #include "server/openlineage_sender.h"
 #include "server/reload_metrics.h"
+#include "server/replay_policy_collector.h"
 #include "server/stale_partitions_collector.h"
 #include "server/storage_watch.h"
 #include "server/warehouse_factory.h"
@@ -325,6 +326,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   replay.start_paused = options_.no_replay;
   replay_ = std::make_unique<ReplayKeeper>(manager_.get(), engine_.get(),
                                            store_.get(), clock_.get(), replay);
+  metrics_->AddCollectable(
+      std::make_shared<ReplayPolicyCollector>(replay_.get()));
 
   // 6. gRPC server, bound before any job resumes: if the address is taken,
   //    nothing has run. Port sharing (SO_REUSEPORT) is off, so a second
@@ -671,12 +674,14 @@ void Daemon::Shutdown() {
   if (stale_counts_warmer_.joinable()) stale_counts_warmer_.join();
   server_.reset();
   service_.reset();
-  replay_.reset();
   manager_.reset();
   StopOpenLineage();
   heap_trimmer_.reset();
   clock_.reset();
   if (metrics_ != nullptr) metrics_->StopListening();
+  // After the metrics stop: a scrape reads its records (its loop stopped
+  // above, and it asks nothing of the manager then).
+  replay_.reset();
   engine_.reset();
   store_.reset();
   observer_.reset();

@@ -6,6 +6,7 @@
 // not submitted again until something changes again; a paused policy
 // submits nothing, and resuming it does.
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -206,6 +207,15 @@ TEST_F(ReplayKeeperTest, AFailedReplayIsNotSubmittedAgainUntilANewChange) {
     EXPECT_THAT(again.outcome, HasSubstr("already submitted"));
   }
   EXPECT_EQ(JobCount(), 2u);
+  // What the metrics read.
+  std::vector<ReplayPolicyCounters> counters = keeper_->Counters();
+  ASSERT_EQ(counters.size(), 1u);
+  EXPECT_EQ(counters[0].dataset, "daily");
+  EXPECT_EQ(counters[0].due_partitions, 1);
+  EXPECT_EQ(counters[0].last_evaluation, clock_.Now());
+  EXPECT_EQ(counters[0].evaluations,
+            (std::map<std::string, int64_t>{{"already_submitted", 5},
+                                            {"submitted", 1}}));
   // A new change is a new job.
   {
     absl::MutexLock lock(&mu_);

@@ -46,6 +46,7 @@
 #include "server/bearer_tokens.h"
 #include "server/call_auth.h"
 #include "server/daemon.h"
+#include "server/replay_policy_collector.h"
 #include "server/tls_files.h"
 #include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
@@ -568,6 +569,16 @@ TEST_F(ServerAuthTest, ReplayPoliciesAreListedEvaluatedPausedAndResumed) {
                         "role; vera holds viewer"));
   ASSERT_TRUE(call("otto", "EvaluateReplayPolicy", look, &ev).ok());
   EXPECT_EQ(ev.outcome(), "nothing due");
+  // The metrics of the two evaluations.
+  const std::string scraped = prometheus::TextSerializer().Serialize(
+      ReplayPolicyCollector(replay_.get()).Collect());
+  EXPECT_THAT(scraped, HasSubstr("backfill_replay_due_partitions{dataset="
+                                 "\"daily_revenue\"} 0"));
+  EXPECT_THAT(scraped,
+              HasSubstr("backfill_replay_evaluations_total{dataset="
+                        "\"daily_revenue\",result=\"nothing_due\"} 2"));
+  EXPECT_THAT(scraped, HasSubstr("backfill_replay_last_evaluation_timestamp_"
+                                 "seconds{dataset=\"daily_revenue\"}"));
   // A dataset without a policy.
   look.set_dataset("customers");
   const grpc::Status none = call("otto", "EvaluateReplayPolicy", look, &ev);

@@ -89,27 +89,32 @@ ReplayEvaluation ReplayKeeper::EvaluateLocked(const Catalog& catalog,
   absl::StatusOr<ReplayDue> due = finder_.Find(catalog, dataset);
   if (!due.ok()) {
     ev.outcome = std::string(due.status().message());
+    ev.result = "failed";
     return ev;
   }
   ev.due = *std::move(due);
   if (ev.due.request.partitions.empty()) {
     ev.outcome = "nothing due";
+    ev.result = "nothing_due";
     return ev;
   }
   absl::StatusOr<Plan> plan = manager_->PlanBackfill(ev.due.request);
   if (!plan.ok()) {
     // Every due partition frozen, or the catalog changed under it.
     ev.outcome = std::string(plan.status().message());
+    ev.result = "not_planned";
     return ev;
   }
   ev.plan = *std::move(plan);
   ev.hold = ReplayApprovalHold(dataset, ev.plan);
   if (!submit) {
     ev.outcome = "would submit";
+    ev.result = "would_submit";
     return ev;
   }
   if (state.paused) {
     ev.outcome = "paused";
+    ev.result = "paused";
     return ev;
   }
   SubmitOptions options;
@@ -119,6 +124,7 @@ ReplayEvaluation ReplayKeeper::EvaluateLocked(const Catalog& catalog,
       manager_->Submit(ev.due.request, options);
   if (!result.ok()) {
     ev.outcome = std::string(result.status().message());
+    ev.result = "not_planned";
     return ev;
   }
   ev.job_id = result->job.id;
@@ -126,6 +132,7 @@ ReplayEvaluation ReplayKeeper::EvaluateLocked(const Catalog& catalog,
   ev.outcome = result->created
                    ? absl::StrCat("submitted ", ev.job_id)
                    : absl::StrCat("found ", ev.job_id, " (already submitted)");
+  ev.result = result->created ? "submitted" : "already_submitted";
   return ev;
 }
 
@@ -140,7 +147,7 @@ std::vector<ReplayEvaluation> ReplayKeeper::Tick() {
     if (state.paused || now < state.next_check) continue;
     ReplayEvaluation ev = EvaluateLocked(*catalog, d, /*submit=*/true);
     state.next_check = now + d.replay->check_every;
-    state.last = ev;
+    Record(ev);
     out.push_back(std::move(ev));
   }
   return out;
@@ -152,7 +159,7 @@ absl::StatusOr<ReplayEvaluation> ReplayKeeper::Evaluate(
   ASSIGN_OR_RETURN(const DatasetSpec* spec, PolicyOf(*catalog, dataset));
   absl::MutexLock lock(&mu_);
   ReplayEvaluation ev = EvaluateLocked(*catalog, *spec, submit);
-  if (submit) StateOf(dataset).last = ev;
+  Record(ev);
   return ev;
 }
 
@@ -179,6 +186,27 @@ absl::Status ReplayKeeper::Resume(const std::string& dataset) {
 }
 
 ReplayKeeper::~ReplayKeeper() { StopLoop(); }
+
+void ReplayKeeper::Record(const ReplayEvaluation& ev) {
+  State& state = StateOf(ev.dataset);
+  state.last = ev;
+  ++state.evaluations[ev.result];
+}
+
+std::vector<ReplayPolicyCounters> ReplayKeeper::Counters() {
+  absl::MutexLock lock(&mu_);
+  std::vector<ReplayPolicyCounters> out;
+  for (const auto& [dataset, state] : states_) {
+    if (!state.last) continue;
+    ReplayPolicyCounters c;
+    c.dataset = dataset;
+    c.due_partitions = static_cast<int64_t>(state.last->due.due.size());
+    c.last_evaluation = state.last->at;
+    c.evaluations = state.evaluations;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
 void ReplayKeeper::StartLoop(absl::Duration period) {
   absl::MutexLock lock(&loop_mu_);

@@ -52,8 +52,20 @@ struct ReplayEvaluation {
   // "nothing due", "submitted bf-7", "found bf-7 (already submitted)",
   // "would submit" (not asked to), "paused", or an error's message.
   std::string outcome;
+  // The outcome's kind, a metric label: nothing_due, would_submit,
+  // submitted, already_submitted, paused, not_planned (the plan or the
+  // submit refused it) or failed (what is due could not be read).
+  std::string result;
   std::string job_id;  // the job submitted or found; "" otherwise
   bool created = false;
+};
+
+// What the metrics show of one policy, from the keeper's own records.
+struct ReplayPolicyCounters {
+  std::string dataset;
+  int64_t due_partitions = 0;                         // at the last evaluation
+  absl::Time last_evaluation = absl::InfinitePast();  // never: InfinitePast
+  std::map<std::string, int64_t> evaluations;  // by ReplayEvaluation::result
 };
 
 // What `policies` shows of one policy.
@@ -92,6 +104,11 @@ class ReplayKeeper {
   // Every declared policy, by dataset name.
   std::vector<ReplayPolicyStatus> Policies() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Every policy evaluated at least once, from the keeper's records alone
+  // (it asks nothing of the manager: a metrics scrape may come as the
+  // daemon stops).
+  std::vector<ReplayPolicyCounters> Counters() ABSL_LOCKS_EXCLUDED(mu_);
+
   // A thread that calls Tick() every `period` (of real time: a policy's
   // check_every is counted on the injected clock) until StopLoop(), which
   // waits for the Tick under way. Call StopLoop() before the manager shuts
@@ -106,7 +123,10 @@ class ReplayKeeper {
     std::string paused_reason;
     std::optional<ReplayEvaluation> last;
     absl::Time next_check = absl::InfinitePast();
+    std::map<std::string, int64_t> evaluations;  // by result
   };
+  // Records `ev` as `dataset`'s latest evaluation.
+  void Record(const ReplayEvaluation& ev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<const DatasetSpec*> PolicyOf(const Catalog& catalog,
                                               const std::string& dataset) const;
