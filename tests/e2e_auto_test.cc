@@ -30,23 +30,6 @@ using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr char kMonthly[] = R"yaml(  - name: monthly_revenue
-    kind: derived
-    table: monthly_revenue
-    partition: {column: month, grain: month}
-    upstream:
-      - {dataset: daily_revenue, mapping: rollup}
-    transform: |
-      SELECT substr(ds, 1, 7) AS month, region, SUM(revenue) AS revenue,
-             SUM(orders) AS orders
-      FROM daily_revenue
-      WHERE ds >= :partition_start AND ds < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {month: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [month, region]
-)yaml";
-
 std::vector<std::string> EveryDayOf2025() {
   std::vector<std::string> days;
   for (absl::CivilDay d(2025, 1, 1); d < absl::CivilDay(2026, 1, 1); ++d) {
@@ -67,7 +50,8 @@ class AutoTest : public E2eTest {
   void SetUp() override {
     E2eTest::SetUp();
     ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, 365, 4));
-    WriteFile(pipelines_dir_ + "/revenue.yaml", PipelineYaml(false, kMonthly));
+    WriteFile(pipelines_dir_ + "/revenue.yaml",
+              PipelineYaml(false, fixtures::MonthlyRevenueYaml()));
   }
 
   Rows Query(const std::string& sql,
@@ -208,9 +192,10 @@ TEST_F(AutoTest, LateRowsACorrectedDimensionAndANewVersion) {
   // transform's text): every day, whatever else changed.
   ASSERT_NO_FATAL_FAILURE(ExpectCleanSigterm(daemon));
   WriteFile(pipelines_dir_ + "/revenue.yaml",
-            absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",
-                         fixtures::RevenuePipelineYaml(
-                             "        AND o.amount >= 0\n", kMonthly)));
+            absl::StrCat(
+                "warehouse: {engine: sqlite, path: warehouse.db}\n",
+                fixtures::RevenuePipelineYaml("        AND o.amount >= 0\n",
+                                              fixtures::MonthlyRevenueYaml())));
   Daemon& next = NewDaemon();
   ASSERT_TRUE(next.Start());
   plan = next.CtlJson({"plan", "daily_revenue", "--auto"});

@@ -30,22 +30,8 @@ using ::testing::HasSubstr;
 // measure: "SUM(o.amount)" (ignores refunds) or "SUM(o.amount - o.refund)"
 // (the fix), and two datasets over it.
 std::string Pipeline(const std::string& revenue) {
-  constexpr char kOverDaily[] = R"yaml(  - name: monthly_revenue
-    kind: derived
-    table: monthly_revenue
-    partition: {column: month, grain: month}
-    upstream:
-      - {dataset: daily_revenue, mapping: rollup}
-    transform: |
-      SELECT substr(ds, 1, 7) AS month, region, SUM(revenue) AS revenue,
-             SUM(orders) AS orders
-      FROM daily_revenue
-      WHERE ds >= :partition_start AND ds < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {month: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [month, region]
-  - name: revenue_7d
+  const std::string over_daily =
+      fixtures::MonthlyRevenueYaml() + R"yaml(  - name: revenue_7d
     kind: derived
     table: revenue_7d
     partition: {column: ds, grain: day}
@@ -64,7 +50,7 @@ std::string Pipeline(const std::string& revenue) {
       primary_key: [ds]
 )yaml";
   const std::string example =
-      fixtures::RevenuePipelineYaml(/*extra_condition=*/"", kOverDaily);
+      fixtures::RevenuePipelineYaml(/*extra_condition=*/"", over_daily);
   const std::string fixed = "SUM(o.amount - o.refund)";
   EXPECT_NE(example.find(fixed), std::string::npos);
   return absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",

@@ -28,23 +28,6 @@ using namespace ::backfill::e2e;  // NOLINT: test support
 using std::chrono::seconds;
 using ::testing::ElementsAre;
 
-constexpr char kMonthly[] = R"yaml(  - name: monthly_revenue
-    kind: derived
-    table: monthly_revenue
-    partition: {column: month, grain: month}
-    upstream:
-      - {dataset: daily_revenue, mapping: rollup}
-    transform: |
-      SELECT substr(ds, 1, 7) AS month, region, SUM(revenue) AS revenue,
-             SUM(orders) AS orders
-      FROM daily_revenue
-      WHERE ds >= :partition_start AND ds < :partition_end
-      GROUP BY 1, 2
-    contract:
-      columns: {month: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
-      primary_key: [month, region]
-)yaml";
-
 // The first day inside the window, whatever today is.
 const absl::CivilDay kWindowStart(2025, 5, 1);
 
@@ -62,7 +45,7 @@ class ReplayTest : public E2eTest {
         absl::StrCat("    replay: {on: [input_change], window: ", days,
                      "d, check_every: 1s}\n    frozen: {before: 2025-03-01}\n");
     const std::string yaml =
-        absl::StrReplaceAll(PipelineYaml(false, kMonthly),
+        absl::StrReplaceAll(PipelineYaml(false, fixtures::MonthlyRevenueYaml()),
                             {{"      primary_key: [ds, region]\n",
                               "      primary_key: [ds, region]\n" + policy}});
     ASSERT_NE(yaml.find("replay:"), std::string::npos);

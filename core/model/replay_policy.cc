@@ -24,7 +24,9 @@ const char* ReplayTriggerName(ReplayTrigger trigger) {
 
 std::string FrozenRule::Describe() const {
   std::vector<std::string> parts;
-  if (before) parts.push_back(absl::StrCat("frozen.before ", absl::FormatCivilTime(*before)));
+  if (before)
+    parts.push_back(
+        absl::StrCat("frozen.before ", absl::FormatCivilTime(*before)));
   if (older_than > absl::ZeroDuration()) {
     parts.push_back(
         absl::StrCat("frozen.older_than ", FormatDurationText(older_than)));

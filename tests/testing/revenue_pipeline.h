@@ -61,6 +61,27 @@ inline std::string OutOfPartitionDatasetYaml(const std::string& name) {
 )yaml";
 }
 
+// monthly_revenue: daily_revenue rolled up by month (region, revenue,
+// orders), a `datasets:` list item, for `more_datasets`.
+inline std::string MonthlyRevenueYaml() {
+  return R"yaml(  - name: monthly_revenue
+    kind: derived
+    table: monthly_revenue
+    partition: {column: month, grain: month}
+    upstream:
+      - {dataset: daily_revenue, mapping: rollup}
+    transform: |
+      SELECT substr(ds, 1, 7) AS month, region, SUM(revenue) AS revenue,
+             SUM(orders) AS orders
+      FROM daily_revenue
+      WHERE ds >= :partition_start AND ds < :partition_end
+      GROUP BY 1, 2
+    contract:
+      columns: {month: TEXT, region: TEXT, revenue: REAL, orders: INTEGER}
+      primary_key: [month, region]
+)yaml";
+}
+
 // Two dependents of daily_revenue, as further `datasets:` items: daily_total
 // (per day, identity) and region_totals (unpartitioned, reading all of it),
 // so that a backfill of daily_revenue publishes three datasets at once.
