@@ -1,12 +1,12 @@
 #include "core/model/replay_policy.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "core/base/sv.h"
 #include "core/model/quantity_text.h"
 
@@ -43,25 +43,38 @@ absl::Time FrozenRule::Cutoff(absl::Time now) const {
   return cutoff;
 }
 
+namespace {
+
+// A bound as BoundsOf writes it ("YYYY-MM-DD" or "YYYY-MM-DD HH:00:00").
+std::optional<absl::Time> BoundTime(std::string text) {
+  if (text.size() == 10) text += "T00:00:00";
+  if (text.size() == 19) text[10] = 'T';
+  absl::CivilSecond t;
+  if (!absl::ParseCivilTime(text, &t)) return std::nullopt;
+  return absl::FromCivil(t, absl::UTCTimeZone());
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionSpan> SpanOf(const PartitionLayout& layout,
+                                     std::string_view partition) {
+  absl::StatusOr<PartitionBounds> bounds = BoundsOf(layout, partition);
+  if (!bounds.ok()) return bounds.status();
+  const std::optional<absl::Time> start = BoundTime(bounds->start);
+  const std::optional<absl::Time> end = BoundTime(bounds->end);
+  if (!start || !end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partition \"", Sv(partition), "\" is not a time partition"));
+  }
+  return PartitionSpan{*start, *end};
+}
+
 absl::StatusOr<bool> FrozenRule::Freezes(const PartitionLayout& layout,
                                          std::string_view partition,
                                          absl::Time now) const {
-  absl::StatusOr<PartitionBounds> bounds = BoundsOf(layout, partition);
-  if (!bounds.ok()) return bounds.status();
-  // "YYYY-MM-DD" (day, month) or "YYYY-MM-DD HH:00:00" (hour).
-  absl::CivilSecond start;
-  if (!absl::ParseCivilTime(absl::StrReplaceAll(bounds->start, {{" ", "T"}}),
-                            &start)) {
-    absl::CivilDay day;
-    if (!absl::ParseCivilTime(bounds->start, &day)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("partition \"", Sv(partition),
-                       "\" has no start in time; a frozen rule needs a time "
-                       "partition"));
-    }
-    start = day;
-  }
-  return absl::FromCivil(start, absl::UTCTimeZone()) < Cutoff(now);
+  absl::StatusOr<PartitionSpan> span = SpanOf(layout, partition);
+  if (!span.ok()) return span.status();
+  return span->start < Cutoff(now);
 }
 
 }  // namespace backfill

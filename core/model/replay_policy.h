@@ -61,6 +61,15 @@ struct ReplayPolicy {
   int line = 0;  // where `replay:` was declared
 };
 
+// The instants a time partition spans, [start, end), UTC; INVALID_ARGUMENT
+// for a partition the layout refuses or one with no time part.
+struct PartitionSpan {
+  absl::Time start;
+  absl::Time end;
+};
+absl::StatusOr<PartitionSpan> SpanOf(const PartitionLayout& layout,
+                                     std::string_view partition);
+
 struct FrozenRule {
   std::optional<absl::CivilDay> before;  // partitions before this day
   absl::Duration older_than;             // zero: none

@@ -6,30 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/civil_time.h"
 #include "core/base/status_macros.h"
 #include "core/model/fingerprint.h"
 #include "core/model/partition_layout.h"
+#include "core/model/replay_policy.h"
 
 namespace backfill {
 namespace {
-
-// Whether some of `partition` lies after `cutoff` (its end is later).
-absl::StatusOr<bool> EndsAfter(const PartitionLayout& layout,
-                               const std::string& partition,
-                               absl::Time cutoff) {
-  absl::StatusOr<PartitionBounds> bounds = BoundsOf(layout, partition);
-  if (!bounds.ok()) return bounds.status();
-  absl::CivilSecond end;
-  std::string text = bounds->end;
-  if (text.size() == 10) text += "T00:00:00";
-  if (text.size() == 19) text[10] = 'T';
-  if (!absl::ParseCivilTime(text, &end)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("partition \"", partition, "\" has no end in time"));
-  }
-  return absl::FromCivil(end, absl::UTCTimeZone()) > cutoff;
-}
 
 std::string Plural(size_t n, const char* one, const char* many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
@@ -70,9 +53,9 @@ absl::StatusOr<ReplayDue> ReplayDueFinder::Find(const Catalog& catalog,
       out.not_a_trigger.push_back(sp.partition);
       continue;
     }
-    ASSIGN_OR_RETURN(bool inside,
-                     EndsAfter(layout, sp.partition, now - policy.window));
-    if (!inside) {
+    // Inside the window: some of it lies after now - window.
+    ASSIGN_OR_RETURN(PartitionSpan span, SpanOf(layout, sp.partition));
+    if (span.end <= now - policy.window) {
       out.outside_window.push_back(sp.partition);
       continue;
     }

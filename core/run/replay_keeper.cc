@@ -45,13 +45,18 @@ ReplayKeeper::ReplayKeeper(BackfillManager* manager, Engine* engine,
       finder_(engine, store, clock, [manager](const std::string& dataset) {
         // What active jobs of the dataset hold.
         std::set<std::string> held;
+        // Active jobs only: finished ones are never read, however long the
+        // history grows.
         JobFilter filter;
         filter.dataset = dataset;
         filter.limit = 0;
+        for (int i = 0; i < kJobStateCount; ++i) {
+          const JobState state = static_cast<JobState>(i);
+          if (!IsTerminal(state)) filter.states.push_back(state);
+        }
         absl::StatusOr<std::vector<Job>> jobs = manager->ListJobs(filter);
         if (!jobs.ok()) return held;
         for (const Job& job : *jobs) {
-          if (IsTerminal(job.state)) continue;
           for (const DatasetPlan& dp : job.plan.datasets) {
             if (dp.dataset != dataset) continue;
             held.insert(dp.partitions.begin(), dp.partitions.end());
