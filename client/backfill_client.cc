@@ -272,6 +272,37 @@ absl::StatusOr<v1::ListAuditEventsResponse> BackfillClient::ListAuditEvents(
   return Call(&Stub::ListAuditEvents, request);
 }
 
+absl::StatusOr<v1::ListReplayPoliciesResponse>
+BackfillClient::ListReplayPolicies() {
+  return Call(&Stub::ListReplayPolicies, v1::ListReplayPoliciesRequest());
+}
+
+absl::StatusOr<v1::ReplayEvaluation> BackfillClient::EvaluateReplayPolicy(
+    const std::string& dataset, bool submit) {
+  v1::EvaluateReplayPolicyRequest request;
+  request.set_dataset(dataset);
+  request.set_submit(submit);
+  return Call(&Stub::EvaluateReplayPolicy, request);
+}
+
+absl::StatusOr<v1::ReplayPolicy> BackfillClient::PauseReplayPolicy(
+    const std::string& dataset, const std::string& reason,
+    const std::string& requested_by) {
+  v1::PauseReplayPolicyRequest request;
+  request.set_dataset(dataset);
+  request.set_reason(reason);
+  request.set_requested_by(requested_by);
+  return Call(&Stub::PauseReplayPolicy, request);
+}
+
+absl::StatusOr<v1::ReplayPolicy> BackfillClient::ResumeReplayPolicy(
+    const std::string& dataset, const std::string& requested_by) {
+  v1::ResumeReplayPolicyRequest request;
+  request.set_dataset(dataset);
+  request.set_requested_by(requested_by);
+  return Call(&Stub::ResumeReplayPolicy, request);
+}
+
 absl::Status BackfillClient::Watch(
     const std::string& id,
     const std::function<bool(const v1::Backfill&)>& on_update,

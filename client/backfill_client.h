@@ -156,6 +156,19 @@ class BackfillClient {
   absl::StatusOr<v1::ListAuditEventsResponse> ListAuditEvents(
       const v1::ListAuditEventsRequest& request);
 
+  // The replay policies (ListReplayPolicies); one evaluated now, and with
+  // `submit` acted on (EvaluateReplayPolicy); one paused with a reason, or
+  // resumed (PauseReplayPolicy, ResumeReplayPolicy; `requested_by` is the
+  // name recorded when the server authenticates nobody).
+  absl::StatusOr<v1::ListReplayPoliciesResponse> ListReplayPolicies();
+  absl::StatusOr<v1::ReplayEvaluation> EvaluateReplayPolicy(
+      const std::string& dataset, bool submit);
+  absl::StatusOr<v1::ReplayPolicy> PauseReplayPolicy(
+      const std::string& dataset, const std::string& reason,
+      const std::string& requested_by);
+  absl::StatusOr<v1::ReplayPolicy> ResumeReplayPolicy(
+      const std::string& dataset, const std::string& requested_by);
+
   // grpc.health.v1.Health/Check of `service` ("": the server as a whole;
   // backfilld answers for "" and for "backfill.v1.BackfillService"). True
   // when SERVING, false when NOT_SERVING; an error when the call fails

@@ -143,6 +143,19 @@ const std::vector<std::pair<std::string, std::vector<Example>>>& AllExamples() {
            {{"backfillctl audit --since 2025-03-01 > audit.jsonl",
              "The audit log since March 1st, as JSON lines"},
             {"backfillctl audit --job bf-42", "The state changes of bf-42"}}},
+          {"policies",
+           {{"backfillctl policies",
+             "Every replay policy: rules, paused or not, what is due, the "
+             "last job"},
+            {"backfillctl policies check daily_revenue",
+             "What the policy of daily_revenue would submit now"},
+            {"backfillctl policies check daily_revenue --submit",
+             "Evaluate it now and submit what is due"},
+            {"backfillctl policies pause daily_revenue --reason \"quarter "
+             "close\"",
+             "Submit nothing for it until resumed (kept across restarts)"},
+            {"backfillctl policies resume daily_revenue",
+             "Let it submit again; it is evaluated at once"}}},
           {"confirm",
            {{"backfillctl confirm bf-42",
              "Probe the consumers of bf-42 again and wait for the result"},
@@ -442,6 +455,32 @@ std::unique_ptr<CommandLine> NewCommandLine() {
                     "YYYY-MM-DDTHH:MM:SS[.F]Z or ...+HH:MM)");
   audit->add_option("--job", audit_options.job, "Only events of this job");
 
+  PolicyOptions& policy_options = line->policy_options;
+  policy_options.requested_by = DefaultRequestedBy();
+  CLI::App* policies = app.add_subcommand(
+      "policies",
+      "List the replay policies the pipelines declare (`replay:`); with "
+      "ACTION: check (evaluate now and print what would be submitted; "
+      "--submit to act), pause DATASET --reason R, resume DATASET");
+  policies
+      ->add_option("ACTION", policy_options.action,
+                   "check, pause or resume (none: list the policies)")
+      ->check(CLI::IsMember({"check", "pause", "resume"}));
+  policies->add_option("DATASET", policy_options.dataset,
+                       "The dataset whose policy (check: every policy when "
+                       "left out)");
+  policies->add_flag("--submit", policy_options.submit,
+                     "check: submit the job of what is due");
+  policies->add_option("--reason", policy_options.reason,
+                       "pause: why (required; kept with the pause and in "
+                       "the audit log)");
+  policies
+      ->add_option("--requested-by", policy_options.requested_by,
+                   "pause, resume: who (default: $USER, else the login "
+                   "name; a server with authentication records the "
+                   "principal)")
+      ->capture_default_str();
+
   bool& confirm_no_wait = line->confirm_no_wait;
   CLI::App* confirm = app.add_subcommand(
       "confirm",
@@ -477,9 +516,9 @@ std::unique_ptr<CommandLine> NewCommandLine() {
                        "the API package, and exit");
 
   for (CLI::App* command :
-       {datasets, plan, submit, status, list, partitions, watch, cancel, pause,
-        resume, retry, rollback, approve, diff, why, audit, confirm, health,
-        completion}) {
+       {datasets, plan,  submit,   status,  list,     partitions, watch,
+        cancel,   pause, resume,   retry,   rollback, approve,    diff,
+        why,      audit, policies, confirm, health,   completion}) {
     command->footer(Footer(command->get_name()));
   }
 
@@ -499,6 +538,7 @@ std::unique_ptr<CommandLine> NewCommandLine() {
   line->diff = diff;
   line->why = why;
   line->audit = audit;
+  line->policies = policies;
   line->confirm = confirm;
   line->health = health;
   line->completion = completion;

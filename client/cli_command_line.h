@@ -125,6 +125,14 @@ struct AuditOptions {
   std::string job;
 };
 
+struct PolicyOptions {
+  std::string action;   // "", "check", "pause" or "resume"
+  std::string dataset;  // check: "" for every policy
+  bool submit = false;  // check --submit
+  std::string reason;   // pause --reason
+  std::string requested_by;
+};
+
 struct HealthOptions {
   // --answering: succeed whenever the server answers, SERVING or not.
   bool answering = false;
@@ -170,6 +178,7 @@ struct CommandLine {
   DiffOptions diff_options;
   WhyOptions why_options;
   AuditOptions audit_options;
+  PolicyOptions policy_options;
   bool confirm_no_wait = false;
   HealthOptions health_options;
   CompletionOptions completion_options;
@@ -191,6 +200,7 @@ struct CommandLine {
   CLI::App* diff = nullptr;
   CLI::App* why = nullptr;
   CLI::App* audit = nullptr;
+  CLI::App* policies = nullptr;
   CLI::App* confirm = nullptr;
   CLI::App* health = nullptr;
   CLI::App* completion = nullptr;

@@ -13,6 +13,8 @@
 //   client/diff_format.h      FormatDiff
 //   client/progress_format.h  FormatProgress*: the --wait/watch progress
 //                             bar and plain progress lines
+//   client/policy_format.h    FormatReplayPolicies, FormatReplayPolicy,
+//                             FormatReplayEvaluation
 //
 // Text that comes from the server or from users (a job's message, reason,
 // ticket, requested_by, dataset names, partition values, ids) goes through
@@ -30,6 +32,7 @@
 #include "client/job_format.h"
 #include "client/listing_format.h"
 #include "client/plan_format.h"
+#include "client/policy_format.h"
 #include "client/progress_format.h"
 #include "client/value_format.h"
 

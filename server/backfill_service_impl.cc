@@ -648,7 +648,11 @@ grpc::Status BackfillServiceImpl::PauseReplayPolicy(
     return InvalidField("reason", "REASON_REQUIRED",
                         "pausing a replay policy needs a `reason`");
   }
-  if (absl::Status s = replay_->Pause(request->dataset(), request->reason());
+  const std::string by =
+      ActingName(CallerOf(*context), request->requested_by(),
+                 absl::StrCat("unknown (", context->peer(), ")"));
+  if (absl::Status s =
+          replay_->Pause(request->dataset(), request->reason(), by);
       !s.ok()) {
     return PolicyError(s);
   }
@@ -662,7 +666,10 @@ grpc::Status BackfillServiceImpl::ResumeReplayPolicy(
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = replay_->Resume(request->dataset()); !s.ok()) {
+  const std::string by =
+      ActingName(CallerOf(*context), request->requested_by(),
+                 absl::StrCat("unknown (", context->peer(), ")"));
+  if (absl::Status s = replay_->Resume(request->dataset(), by); !s.ok()) {
     return PolicyError(s);
   }
   return AnswerPolicy(request->dataset(), response);

@@ -91,6 +91,7 @@ v1::AuditEvent AuditEventToProto(const AuditEvent& event) {
   out.set_from_state(StateNamed(event.from_state));
   out.set_to_state(StateNamed(event.to_state));
   out.set_message(event.message);
+  out.set_subject(event.subject);
   SetTime(event.at, [&out] { return out.mutable_time(); });
   MakeStringsUtf8(&out);
   return out;

@@ -20,6 +20,8 @@ v1::ReplayEvaluation ReplayEvaluationToProto(const ReplayEvaluation& ev,
   for (const std::string& p : ev.due.held) out.add_held_partitions(p);
   for (const std::string& p : ev.due.outside_window) out.add_outside_window(p);
   for (const std::string& p : ev.due.not_a_trigger) out.add_not_a_trigger(p);
+  for (const std::string& p : ev.due.frozen) out.add_frozen_partitions(p);
+  for (const std::string& p : ev.due.failed) out.add_failed_partitions(p);
   out.set_reason(ev.due.request.reason);
   out.set_approval_hold(ev.hold);
   if (!ev.plan.datasets.empty()) {
@@ -51,6 +53,10 @@ v1::ReplayPolicy ReplayPolicyToProto(const ReplayPolicyStatus& status,
   if (status.last) {
     *out.mutable_last_evaluation() =
         ReplayEvaluationToProto(*status.last, catalog);
+  }
+  if (status.last_job) {
+    out.set_last_backfill_id(status.last_job->id);
+    out.set_last_backfill_state(StateToProto(status.last_job->state));
   }
   return out;
 }

@@ -187,7 +187,7 @@ TEST(CommandLineTest, HasTheSubcommandsTheDocsDescribe) {
       ::testing::UnorderedElementsAre(
           "datasets", "plan", "submit", "status", "list", "partitions", "watch",
           "cancel", "pause", "resume", "retry", "rollback", "approve", "diff",
-          "why", "audit", "confirm", "health", "completion"));
+          "why", "audit", "policies", "confirm", "health", "completion"));
 }
 
 TEST(CommandLineTest, EveryHelpHasExamplesThatTheParserAccepts) {
@@ -360,12 +360,13 @@ TEST(CompletionTest, ZshCompletesTheShellsOfCompletion) {
   ASSERT_NE(branch, std::string::npos);
   const std::string words = zsh.substr(branch, zsh.find(";;", branch) - branch);
   EXPECT_THAT(words, ::testing::HasSubstr(" '1:SHELL:(bash zsh)' "));
-  // No other subcommand has a positional of choices.
+  // Only `policies` (its ACTION) has another positional of choices.
   const std::regex choice_spec(R"('[0-9]+:[A-Z_]+:\()");
   EXPECT_EQ(
       std::distance(std::sregex_iterator(zsh.begin(), zsh.end(), choice_spec),
                     std::sregex_iterator()),
-      1);
+      2);
+  EXPECT_THAT(zsh, ::testing::HasSubstr(" '1:ACTION:(check pause resume)' "));
 }
 
 TEST(SuggestTest, EditDistanceCountsSwapsAsOneEdit) {

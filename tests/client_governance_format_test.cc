@@ -127,7 +127,8 @@ TEST(AuditEventJsonLineTest, OneLineOfProtoNamesWithEveryField) {
             "{\"seq\":\"7\",\"backfill_id\":\"bf-2\",\"from_state\":"
             "\"BACKFILL_STATE_UNSPECIFIED\",\"to_state\":\"BACKFILL_STATE_"
             "QUEUED\",\"message\":\"queued: 1 partitions in 1 dataset(s)\\n"
-            "second line\",\"time\":\"2025-01-02T10:03:57.900Z\"}\n");
+            "second "
+            "line\",\"subject\":\"\",\"time\":\"2025-01-02T10:03:57.900Z\"}\n");
 }
 
 TEST(FormatPartitionHistoryTest, StaleVersionsNewestFirst) {

@@ -168,10 +168,15 @@ TEST_F(ReplayKeeperTest, AChangeInAFrozenPeriodReplaysNothing) {
   engine_.SetPublishedRows("orders", Day(20), 5 + 3);
   ReplayEvaluation ev = NextTick();
   EXPECT_FALSE(ev.created);
-  EXPECT_THAT(ev.outcome, HasSubstr("every partition of the request is "
-                                    "frozen: daily 2025-12-20 "
-                                    "(frozen.before 2025-12-21"));
+  EXPECT_EQ(ev.outcome, "nothing due");
+  EXPECT_THAT(ev.due.frozen, ElementsAre(Day(20)));
   EXPECT_EQ(JobCount(), 1u);
+  // A change on both sides of the rule: only the open day is replayed.
+  engine_.SetPublishedRows("orders", Day(23), 5 + 1);
+  ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
+  EXPECT_THAT(ev.due.frozen, ElementsAre(Day(20)));
+  EXPECT_THAT(ev.due.request.partitions, ElementsAre(Day(23)));
 }
 
 TEST_F(ReplayKeeperTest, AReplayOverMaxCostWaitsForAnApproval) {
@@ -203,19 +208,45 @@ TEST_F(ReplayKeeperTest, AFailedReplayIsNotSubmittedAgainUntilANewChange) {
   for (int i = 0; i < 5; ++i) {
     ReplayEvaluation again = NextTick();
     EXPECT_FALSE(again.created);
-    EXPECT_EQ(again.job_id, ev.job_id);
-    EXPECT_THAT(again.outcome, HasSubstr("already submitted"));
+    EXPECT_EQ(again.outcome, "nothing due");
+    EXPECT_THAT(again.due.failed, ElementsAre(Day(24)));
   }
-  EXPECT_EQ(JobCount(), 2u);
+  std::vector<ReplayPolicyStatus> policies = keeper_->Policies();
+  ASSERT_EQ(policies.size(), 1u);
+  ASSERT_TRUE(policies[0].last_job.has_value());
+  EXPECT_EQ(policies[0].last_job->id, ev.job_id);
+  EXPECT_EQ(policies[0].last_job->state, JobState::kFailed);
+  // Nor with another partition whose inputs change meanwhile.
+  engine_.SetPublishedRows("orders", Day(25), 5 + 1);
+  ReplayEvaluation other = NextTick();
+  ASSERT_TRUE(other.created) << other.outcome;
+  EXPECT_THAT(other.due.request.partitions, ElementsAre(Day(25)));
+  EXPECT_THAT(other.due.failed, ElementsAre(Day(24)));
+  EXPECT_EQ(WaitEnd(other.job_id).state, JobState::kSucceeded);
+  // A keeper made afresh (a restart) knows nothing of the failure, finds
+  // the same job by the change's key, and says why it does nothing.
+  keeper_ = std::make_unique<ReplayKeeper>(manager_.get(), &engine_, &store_,
+                                           &clock_, ReplayKeeper::Options{});
+  ReplayEvaluation found = NextTick();
+  EXPECT_FALSE(found.created);
+  EXPECT_EQ(found.job_id, ev.job_id);
+  // (CANCELLED now: the later job over its month superseded it.)
+  EXPECT_THAT(found.outcome,
+              HasSubstr(") for these changes; a replay that did "
+                        "not succeed is not submitted again: it waits for "
+                        "a new change of its inputs, or for an operator "
+                        "(backfillctl retry "));
+  EXPECT_THAT(NextTick().due.failed, ElementsAre(Day(24)));
+  EXPECT_EQ(JobCount(), 3u);
   // What the metrics read.
   std::vector<ReplayPolicyCounters> counters = keeper_->Counters();
   ASSERT_EQ(counters.size(), 1u);
   EXPECT_EQ(counters[0].dataset, "daily");
-  EXPECT_EQ(counters[0].due_partitions, 1);
+  EXPECT_EQ(counters[0].due_partitions, 0);
   EXPECT_EQ(counters[0].last_evaluation, clock_.Now());
   EXPECT_EQ(counters[0].evaluations,
-            (std::map<std::string, int64_t>{{"already_submitted", 5},
-                                            {"submitted", 1}}));
+            (std::map<std::string, int64_t>{{"already_submitted", 1},
+                                            {"nothing_due", 1}}));
   // A new change is a new job.
   {
     absl::MutexLock lock(&mu_);
@@ -229,14 +260,17 @@ TEST_F(ReplayKeeperTest, AFailedReplayIsNotSubmittedAgainUntilANewChange) {
 }
 
 TEST_F(ReplayKeeperTest, APausedPolicySubmitsNothingUntilResumed) {
-  ASSERT_TRUE(keeper_->Pause("daily", "warehouse maintenance").ok());
+  EXPECT_EQ(keeper_->Pause("daily", "", "alice").code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(keeper_->Pause("daily", "warehouse maintenance", "alice").ok());
   engine_.SetPublishedRows("orders", Day(26), 5 + 1);
   clock_.Advance(absl::Minutes(5));
   EXPECT_THAT(keeper_->Tick(), IsEmpty());
   std::vector<ReplayPolicyStatus> policies = keeper_->Policies();
   ASSERT_EQ(policies.size(), 1u);
   EXPECT_TRUE(policies[0].paused);
-  EXPECT_EQ(policies[0].paused_reason, "warehouse maintenance");
+  EXPECT_EQ(policies[0].paused_reason,
+            "paused by alice: warehouse maintenance");
   EXPECT_EQ(policies[0].frozen, "frozen.before 2025-12-21");
   // A look on demand says what it would do, and does not do it.
   auto look = keeper_->Evaluate("daily", /*submit=*/false);
@@ -245,11 +279,72 @@ TEST_F(ReplayKeeperTest, APausedPolicySubmitsNothingUntilResumed) {
   EXPECT_THAT(look->due.request.partitions, ElementsAre(Day(26)));
   EXPECT_EQ(JobCount(), 1u);
 
-  ASSERT_TRUE(keeper_->Resume("daily").ok());
+  ASSERT_TRUE(keeper_->Resume("daily", "bob").ok());
   ReplayEvaluation ev = NextTick();
   ASSERT_TRUE(ev.created) << ev.outcome;
   EXPECT_EQ(WaitEnd(ev.job_id).state, JobState::kSucceeded);
-  EXPECT_EQ(keeper_->Pause("orders", "x").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(keeper_->Pause("orders", "x", "alice").code(),
+            absl::StatusCode::kNotFound);
+
+  // Both are in the audit log, as events of the policy.
+  AuditQuery query;
+  query.limit = 1000;
+  auto log = store_.ListAuditLog(query);
+  ASSERT_TRUE(log.ok()) << log.status();
+  std::vector<std::string> policy_events;
+  for (const AuditEvent& e : *log) {
+    if (e.subject.empty()) continue;
+    policy_events.push_back(absl::StrCat(e.subject, " ", e.from_state, ">",
+                                         e.to_state, " ", e.message));
+  }
+  EXPECT_THAT(policy_events,
+              ElementsAre("replay_policy:daily RUNNING>PAUSED replay policy "
+                          "of daily paused by alice: warehouse maintenance",
+                          "replay_policy:daily PAUSED>RUNNING replay policy "
+                          "of daily resumed by bob"));
+}
+
+// A pause is kept in the state store: a keeper made afresh over it (a
+// restarted daemon) keeps the policy paused, and submits nothing.
+TEST_F(ReplayKeeperTest, APauseOutlivesTheKeeper) {
+  ASSERT_TRUE(keeper_->Pause("daily", "quarter close", "alice").ok());
+  keeper_ = std::make_unique<ReplayKeeper>(manager_.get(), &engine_, &store_,
+                                           &clock_, ReplayKeeper::Options{});
+  engine_.SetPublishedRows("orders", Day(27), 5 + 1);
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_THAT(keeper_->Tick(), IsEmpty());
+  std::vector<ReplayPolicyStatus> policies = keeper_->Policies();
+  ASSERT_EQ(policies.size(), 1u);
+  EXPECT_TRUE(policies[0].paused);
+  EXPECT_EQ(policies[0].paused_reason, "paused by alice: quarter close");
+  EXPECT_EQ(JobCount(), 1u);
+
+  // Resumed, and the daemon restarted again: it runs.
+  ASSERT_TRUE(keeper_->Resume("daily", "bob").ok());
+  keeper_ = std::make_unique<ReplayKeeper>(manager_.get(), &engine_, &store_,
+                                           &clock_, ReplayKeeper::Options{});
+  ReplayEvaluation ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
+  EXPECT_THAT(ev.due.request.partitions, ElementsAre(Day(27)));
+}
+
+// --no-replay: every policy starts paused, whatever the store says, until
+// resumed; a stored pause adds its reason.
+TEST_F(ReplayKeeperTest, NoReplayStartsEveryPolicyPaused) {
+  ReplayKeeper::Options paused;
+  paused.start_paused = true;
+  keeper_ = std::make_unique<ReplayKeeper>(manager_.get(), &engine_, &store_,
+                                           &clock_, paused);
+  engine_.SetPublishedRows("orders", Day(29), 5 + 1);
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_THAT(keeper_->Tick(), IsEmpty());
+  std::vector<ReplayPolicyStatus> policies = keeper_->Policies();
+  ASSERT_EQ(policies.size(), 1u);
+  EXPECT_TRUE(policies[0].paused);
+  EXPECT_EQ(policies[0].paused_reason, "backfilld started with --no-replay");
+  ASSERT_TRUE(keeper_->Resume("daily", "bob").ok());
+  ReplayEvaluation ev = NextTick();
+  ASSERT_TRUE(ev.created) << ev.outcome;
 }
 
 TEST_F(ReplayKeeperTest, TheLoopKeepsThePolicyUntilStopped) {

@@ -7,11 +7,21 @@
 // and their months; the recomputed rows equal plain SQL over the raw
 // tables, and the day outside the window and the frozen day stay as they
 // were published.
+//
+// The whole life of a policy, in a second test: a frozen day that changes
+// (not replayed; `policies` shows it), a pause that outlives a restart and
+// a resume, a daemon killed right after an evaluation created its job (one
+// job), a replay that fails (not resubmitted over a minute; a new change
+// is), a change above max_cost (held for approval, nothing published),
+// and a transform changed by SIGHUP (only the window is replayed).
 
+#include <csignal>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/clock.h"
@@ -40,17 +50,88 @@ class ReplayTest : public E2eTest {
     // day before it (the days since, in whole days, plus a few hours).
     const absl::CivilDay today =
         absl::ToCivilDay(absl::Now(), absl::UTCTimeZone());
-    const int64_t days = today - kWindowStart;
-    const std::string policy =
-        absl::StrCat("    replay: {on: [input_change], window: ", days,
-                     "d, check_every: 1s}\n    frozen: {before: 2025-03-01}\n");
-    const std::string yaml =
-        absl::StrReplaceAll(PipelineYaml(false, fixtures::MonthlyRevenueYaml()),
-                            {{"      primary_key: [ds, region]\n",
-                              "      primary_key: [ds, region]\n" + policy}});
+    window_days_ = today - kWindowStart;
+    ASSERT_NO_FATAL_FAILURE(WritePipeline(""));
+  }
+
+  // The pipeline: daily_revenue with the policy (and `transform_extra`
+  // ANDed into its transform's WHERE clause), monthly_revenue over it.
+  virtual std::string Policy() const {
+    return absl::StrCat(
+        "    replay: {on: [input_change], window: ", window_days_,
+        "d, check_every: 1s}\n    frozen: {before: "
+        "2025-03-01}\n");
+  }
+  void WritePipeline(const std::string& transform_extra) {
+    const std::string yaml = absl::StrReplaceAll(
+        absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",
+                     fixtures::RevenuePipelineYaml(
+                         transform_extra, fixtures::MonthlyRevenueYaml())),
+        {{"      primary_key: [ds, region]\n",
+          "      primary_key: [ds, region]\n" + Policy()}});
     ASSERT_NE(yaml.find("replay:"), std::string::npos);
     WriteFile(pipelines_dir_ + "/revenue.yaml", yaml);
   }
+  // A late order on each of `days`, in one statement.
+  void InsertOrders(const std::vector<std::string>& days, int amount,
+                    int refund) {
+    std::vector<std::string> values;
+    for (const std::string& day : days) {
+      values.push_back(
+          absl::StrCat("('", day, "', 7, ", amount, ", ", refund, ")"));
+    }
+    Sqlite db(warehouse_);
+    ASSERT_TRUE(db.Exec(absl::StrCat(
+        "INSERT INTO raw_orders (order_date, customer_id, amount, refund) "
+        "VALUES ",
+        absl::StrJoin(values, ", "))))
+        << db.error();
+  }
+  void InsertOrders(const std::string& day, int amount, int refund) {
+    InsertOrders(std::vector<std::string>{day}, amount, refund);
+  }
+  // The policy's jobs that replay daily_revenue `day`.
+  Rows PolicyJobsOf(const std::string& day) {
+    return Query(data_dir_ + "/state.db",
+                 absl::StrCat("SELECT j.id, j.state FROM jobs j JOIN tasks t "
+                              "ON t.job_id = j.id WHERE j.requested_by = "
+                              "'policy:daily_revenue' AND t.dataset = "
+                              "'daily_revenue' AND t.partition = '",
+                              day, "' ORDER BY j.seq"));
+  }
+  // Waits until the policy has made `n` jobs and the newest is in one of
+  // `states`; that job's id ("" on timeout).
+  std::string WaitPolicyJob(size_t n, const std::vector<std::string>& states) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(120);
+    Rows jobs;
+    while (absl::Now() < deadline) {
+      jobs = PolicyJobs();
+      if (jobs.size() == n) {
+        for (const std::string& state : states) {
+          if (jobs.back()[1] == state) return jobs.back()[0];
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    ADD_FAILURE() << "no policy job #" << n
+                  << " in a state wanted; jobs: " << jobs.size()
+                  << (jobs.empty() ? "" : " last " + jobs.back()[1]);
+    return "";
+  }
+  std::vector<std::string> TasksOf(const std::string& id,
+                                   const std::string& dataset) {
+    std::vector<std::string> out;
+    for (const auto& row :
+         Query(data_dir_ + "/state.db",
+               absl::StrCat("SELECT partition FROM tasks WHERE job_id = '", id,
+                            "' AND dataset = '", dataset,
+                            "' ORDER BY partition"))) {
+      out.push_back(row[0]);
+    }
+    return out;
+  }
+
+  int64_t window_days_ = 0;
 
   Rows Query(const std::string& db, const std::string& sql) {
     Sqlite conn(db, /*read_only=*/true);
@@ -138,6 +219,153 @@ TEST_F(ReplayTest, LateRowsAreReplayedByThePolicyAlone) {
                                    "input_change: 3 partitions"));
   absl::SleepFor(absl::Seconds(3));
   EXPECT_EQ(PolicyJobs().size(), 1u);
+}
+
+// The whole life of a policy that reacts to input and transform changes,
+// with a cost limit and a check that a bad row fails.
+class ReplayLifecycleTest : public ReplayTest {
+ protected:
+  std::string Policy() const override {
+    return absl::StrCat(
+        "    replay: {on: [input_change, transform_change], window: ",
+        window_days_,
+        "d, check_every: 1s, max_cost: 5%}\n"
+        "    frozen: {before: 2025-03-01}\n"
+        "    checks:\n"
+        "      - {kind: assert, name: no_negative, sql: \"SELECT * FROM "
+        "daily_revenue WHERE revenue < 0\"}\n");
+  }
+};
+
+TEST_F(ReplayLifecycleTest, PauseCrashFailureCostAndReload) {
+  Daemon* daemon = &NewDaemon();
+  ASSERT_TRUE(daemon->Start());
+  ASSERT_FALSE(SubmitSucceeded(*daemon,
+                               {"daily_revenue", "--from", "2025-01-01", "--to",
+                                "2026-01-01", "--reason", "initial load",
+                                "--override-frozen"},
+                               seconds(600))
+                   .empty());
+
+  // (2) A frozen day's inputs change: nothing is replayed, and `policies`
+  // shows the day as frozen.
+  ASSERT_NO_FATAL_FAILURE(InsertOrders("2025-02-10", 40, 0));
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_THAT(PolicyJobs(), ::testing::IsEmpty());
+  RunResult policies = daemon->Ctl({"policies"});
+  EXPECT_EQ(policies.exit_code, 0) << policies;
+  EXPECT_THAT(policies.out,
+              ::testing::HasSubstr("frozen (frozen.before 2025-03-01): "
+                                   "2025-02-10"));
+
+  // (7) Paused: nothing is submitted, across a restart; resumed: the due
+  // partition is.
+  RunResult pause = daemon->Ctl(
+      {"policies", "pause", "daily_revenue", "--reason", "quarter close"});
+  ASSERT_EQ(pause.exit_code, 0) << pause;
+  ASSERT_NO_FATAL_FAILURE(InsertOrders("2025-08-20", 70, 0));
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_THAT(PolicyJobs(), ::testing::IsEmpty());
+  daemon->Signal(SIGTERM);
+  ASSERT_TRUE(daemon->Wait(seconds(60)).has_value());
+  daemon = &NewDaemon();
+  ASSERT_TRUE(daemon->Start());
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_THAT(PolicyJobs(), ::testing::IsEmpty());
+  policies = daemon->Ctl({"policies"});
+  EXPECT_THAT(policies.out, ::testing::HasSubstr("quarter close"));
+  EXPECT_THAT(policies.out, ::testing::HasSubstr("paused"));
+  ASSERT_EQ(daemon->Ctl({"policies", "resume", "daily_revenue"}).exit_code, 0);
+  std::string id = WaitPolicyJob(1, {"SUCCEEDED"});
+  EXPECT_THAT(TasksOf(id, "daily_revenue"), ElementsAre("2025-08-20"));
+  RunResult audit = daemon->Ctl({"audit"});
+  EXPECT_THAT(audit.out, ::testing::HasSubstr(
+                             "\"subject\":\"replay_policy:daily_revenue\""));
+  EXPECT_THAT(audit.out, ::testing::HasSubstr("paused by"));
+
+  // (5) The daemon dies (as with kill -9) right after an evaluation
+  // created its job: after the restart there is exactly one job for that
+  // change.
+  daemon->Signal(SIGTERM);
+  ASSERT_TRUE(daemon->Wait(seconds(60)).has_value());
+  daemon = &NewDaemon();
+  daemon->set_env({"BACKFILL_TEST_CRASH_AT=replay.after_submit"});
+  ASSERT_TRUE(daemon->Start());
+  ASSERT_NO_FATAL_FAILURE(InsertOrders("2025-09-15", 30, 0));
+  std::optional<int> died = daemon->Wait(seconds(60));
+  ASSERT_TRUE(died.has_value()) << "the crash point was not reached";
+  daemon = &NewDaemon();
+  ASSERT_TRUE(daemon->Start());
+  id = WaitPolicyJob(2, {"SUCCEEDED"});
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(PolicyJobsOf("2025-09-15").size(), 1u);
+  EXPECT_EQ(PolicyJobs().size(), 2u);
+
+  // (6) A replay that fails (a refund larger than the day's revenue fails
+  // the no_negative check) is not submitted again: over a minute, one job.
+  ASSERT_NO_FATAL_FAILURE(InsertOrders("2025-07-15", 0, 1000000));
+  const std::string failed = WaitPolicyJob(3, {"VALIDATION_FAILED", "FAILED"});
+  ASSERT_FALSE(failed.empty());
+  const absl::Time failed_at = absl::Now();
+
+  // (3) Meanwhile, a change above max_cost (5% of a full reload): the job
+  // waits for an approval and publishes nothing.
+  std::vector<std::string> october;
+  for (int d = 1; d <= 30; ++d) {
+    october.push_back(absl::FormatCivilTime(absl::CivilDay(2025, 10, d)));
+  }
+  ASSERT_NO_FATAL_FAILURE(InsertOrders(october, 20, 0));
+  const std::string held = WaitPolicyJob(4, {"AWAITING_APPROVAL"});
+  ASSERT_FALSE(held.empty());
+  EXPECT_EQ(TasksOf(held, "daily_revenue"), october);
+  EXPECT_NE(PublishedRevenue(warehouse_, "2025-10-01", "2025-10-31"),
+            ExpectedRevenue(warehouse_, "2025-10-01", "2025-10-31"));
+  EXPECT_THAT(daemon->Ctl({"status", held}).out,
+              ::testing::HasSubstr("above the replay policy's max_cost of 5%"));
+  ASSERT_EQ(
+      daemon->Ctl({"cancel", held, "--reason", "too big for now"}).exit_code,
+      0);
+
+  const absl::Duration waited = absl::Now() - failed_at;
+  if (waited < absl::Seconds(61)) absl::SleepFor(absl::Seconds(61) - waited);
+  EXPECT_EQ(PolicyJobsOf("2025-07-15").size(), 1u);
+  EXPECT_EQ(PolicyJobs().size(), 4u);
+  policies = daemon->Ctl({"policies"});
+  EXPECT_THAT(policies.out, ::testing::HasSubstr("replay did not succeed"));
+  EXPECT_THAT(policies.out, ::testing::HasSubstr("2025-07-15"));
+  // A new change (an order that makes up for the bad refund) is a new job.
+  ASSERT_NO_FATAL_FAILURE(InsertOrders("2025-07-15", 1000000, 0));
+  id = WaitPolicyJob(5, {"SUCCEEDED"});
+  EXPECT_THAT(TasksOf(id, "daily_revenue"), ElementsAre("2025-07-15"));
+
+  // (4) A changed transform, loaded by SIGHUP: only the window is replayed
+  // (waiting for an approval: it costs more than 5%).
+  ASSERT_NO_FATAL_FAILURE(WritePipeline("        AND o.amount >= 0\n"));
+  daemon->Signal(SIGHUP);
+  const std::string reload = WaitPolicyJob(6, {"AWAITING_APPROVAL"});
+  ASSERT_FALSE(reload.empty());
+  std::vector<std::string> window;
+  for (absl::CivilDay d = kWindowStart; d < absl::CivilDay(2026, 1, 1); ++d) {
+    window.push_back(absl::FormatCivilTime(d));
+  }
+  EXPECT_EQ(TasksOf(reload, "daily_revenue"), window);
+  EXPECT_EQ(
+      TasksOf(reload, "monthly_revenue"),
+      (std::vector<std::string>{"2025-05", "2025-06", "2025-07", "2025-08",
+                                "2025-09", "2025-10", "2025-11", "2025-12"}));
+  ASSERT_EQ(daemon->Ctl({"approve", reload, "--reason", "new logic"}).exit_code,
+            0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (PolicyJobs().back()[1] != "SUCCEEDED" && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_EQ(PolicyJobs().back()[1], "SUCCEEDED");
+  EXPECT_EQ(PublishedRevenue(warehouse_, "2025-05-01", "2026-01-01"),
+            ExpectedRevenue(warehouse_, "2025-05-01", "2026-01-01"));
+  // Outside the window, the late row of 2025-02-10 (frozen) is still not
+  // published.
+  EXPECT_NE(PublishedRevenue(warehouse_, "2025-02-10", "2025-02-11"),
+            ExpectedRevenue(warehouse_, "2025-02-10", "2025-02-11"));
 }
 
 }  // namespace

@@ -595,7 +595,7 @@ TEST_F(ServerAuthTest, ReplayPoliciesAreListedEvaluatedPausedAndResumed) {
   pause.set_reason("warehouse maintenance");
   ASSERT_TRUE(call("otto", "PauseReplayPolicy", pause, &paused).ok());
   EXPECT_TRUE(paused.paused());
-  EXPECT_EQ(paused.paused_reason(), "warehouse maintenance");
+  EXPECT_EQ(paused.paused_reason(), "paused by otto: warehouse maintenance");
   v1::ResumeReplayPolicyRequest resume;
   resume.set_dataset("daily_revenue");
   v1::ReplayPolicy resumed;

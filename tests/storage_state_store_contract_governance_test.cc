@@ -38,6 +38,88 @@ std::vector<std::string> Standings(StateStore* store) {
   return out;
 }
 
+// A policy paused and resumed: the latest state per dataset is kept, and
+// each change is an audit event of no job, between the jobs' events in
+// the order written, which a job's own listing leaves out.
+TEST_P(StateStoreContractTest, ReplayPolicyPausesAreKeptAndAudited) {
+  absl::StatusOr<std::vector<ReplayPolicyPause>> none =
+      store_->ListReplayPolicyPauses();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+
+  absl::StatusOr<CreateJobResult> job = store_->CreateJob(MakeJob(), T(0));
+  ASSERT_TRUE(job.ok()) << job.status();
+  ReplayPolicyPause pause;
+  pause.dataset = "daily_revenue";
+  pause.paused = true;
+  pause.reason = "quarter close";
+  pause.by = "alice";
+  pause.at = T(10);
+  ASSERT_TRUE(store_
+                  ->SetReplayPolicyPause(pause,
+                                         "paused by alice: quarter "
+                                         "close")
+                  .ok());
+  ReplayPolicyPause other = pause;
+  other.dataset = "monthly_revenue";
+  ASSERT_TRUE(store_->SetReplayPolicyPause(other, "paused by alice").ok());
+  ReplayPolicyPause resumed = pause;
+  resumed.paused = false;
+  resumed.reason = "";
+  resumed.by = "bob";
+  resumed.at = T(20);
+  ASSERT_TRUE(store_->SetReplayPolicyPause(resumed, "resumed by bob").ok());
+
+  absl::StatusOr<std::vector<ReplayPolicyPause>> pauses =
+      store_->ListReplayPolicyPauses();
+  ASSERT_TRUE(pauses.ok()) << pauses.status();
+  ASSERT_EQ(pauses->size(), 2u);
+  EXPECT_EQ((*pauses)[0].dataset, "daily_revenue");
+  EXPECT_FALSE((*pauses)[0].paused);
+  EXPECT_EQ((*pauses)[0].by, "bob");
+  EXPECT_EQ((*pauses)[0].at, T(20));
+  EXPECT_EQ((*pauses)[1].dataset, "monthly_revenue");
+  EXPECT_TRUE((*pauses)[1].paused);
+  EXPECT_EQ((*pauses)[1].reason, "quarter close");
+
+  AuditQuery all;
+  all.limit = 100;
+  absl::StatusOr<std::vector<AuditEvent>> log = store_->ListAuditLog(all);
+  ASSERT_TRUE(log.ok()) << log.status();
+  std::vector<std::string> seen;
+  for (const AuditEvent& e : *log) {
+    seen.push_back(absl::StrCat(e.job_id, "|", e.subject, "|", e.from_state,
+                                ">", e.to_state, "|", e.message));
+  }
+  EXPECT_THAT(seen, ElementsAre(absl::StrCat(job->job.id, "||>QUEUED|",
+                                             (*log)[0].message),
+                                "|replay_policy:daily_revenue|RUNNING>PAUSED|"
+                                "paused by alice: quarter close",
+                                "|replay_policy:monthly_revenue|RUNNING>PAUSED|"
+                                "paused by alice",
+                                "|replay_policy:daily_revenue|PAUSED>RUNNING|"
+                                "resumed by bob"));
+  EXPECT_EQ((*log)[3].at, T(20));
+
+  AuditQuery of_job = all;
+  of_job.job_id = job->job.id;
+  absl::StatusOr<std::vector<AuditEvent>> job_log =
+      store_->ListAuditLog(of_job);
+  ASSERT_TRUE(job_log.ok()) << job_log.status();
+  EXPECT_EQ(job_log->size(), 1u);
+  absl::StatusOr<std::vector<AuditEvent>> events =
+      store_->ListAuditEvents(job->job.id);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->size(), 1u);
+
+  AuditQuery since = all;
+  since.since = T(15);
+  absl::StatusOr<std::vector<AuditEvent>> late = store_->ListAuditLog(since);
+  ASSERT_TRUE(late.ok()) << late.status();
+  ASSERT_EQ(late->size(), 1u);
+  EXPECT_EQ((*late)[0].message, "resumed by bob");
+}
+
 TEST_P(StateStoreContractTest, ConsumerConfirmationsAndStandings) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(store_->CreateJob(MakeJob(), T(0)).ok());

@@ -184,6 +184,9 @@ TEST_F(StateStoreTest, AnUpgradedFileGetsItsChecksums) {
   // Back to version 15: before the checksums (16) and the columns of 17.
   Exec("ALTER TABLE jobs DROP COLUMN override_frozen");
   Exec("ALTER TABLE jobs DROP COLUMN approval_hold");
+  // And the tables of 18.
+  Exec("DROP TABLE policy_audit_events");
+  Exec("DROP TABLE replay_policy_pauses");
   Exec("PRAGMA user_version = 15");
   Reopen();
   EXPECT_EQ(QueryText("PRAGMA user_version"),

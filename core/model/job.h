@@ -347,7 +347,11 @@ struct LineageRecord {
 
 struct AuditEvent {
   int64_t seq = 0;
-  std::string job_id;
+  std::string job_id;  // "" for an event of a replay policy
+  // What the event is about when it is not a job's state change:
+  // "replay_policy:<dataset>" for a policy paused or resumed ("" for a
+  // job's event).
+  std::string subject;
   std::string from_state;  // "" for creation
   std::string to_state;
   std::string message;

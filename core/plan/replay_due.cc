@@ -6,22 +6,24 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/model/fingerprint.h"
 #include "core/model/partition_layout.h"
 #include "core/model/replay_policy.h"
 
 namespace backfill {
-namespace {
 
-std::string Plural(size_t n, const char* one, const char* many) {
-  return absl::StrCat(n, " ", n == 1 ? one : many);
+std::string ReplayChangeOf(const DatasetSpec& dataset,
+                           const StalePartition& sp) {
+  return sp.cause == StalePartition::Cause::kTransformVersion
+             ? absl::StrCat("version:", dataset.transform_version)
+             : sp.inputs_now;
 }
 
-}  // namespace
-
 absl::StatusOr<ReplayDue> ReplayDueFinder::Find(const Catalog& catalog,
-                                                const DatasetSpec& dataset) {
+                                                const DatasetSpec& dataset,
+                                                const FailedReplays& failed) {
   if (!dataset.replay) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset ", dataset.name, " declares no replay policy"));
@@ -53,6 +55,14 @@ absl::StatusOr<ReplayDue> ReplayDueFinder::Find(const Catalog& catalog,
       out.not_a_trigger.push_back(sp.partition);
       continue;
     }
+    if (dataset.frozen) {
+      ASSIGN_OR_RETURN(bool frozen,
+                       dataset.frozen->Freezes(layout, sp.partition, now));
+      if (frozen) {
+        out.frozen.push_back(sp.partition);
+        continue;
+      }
+    }
     // Inside the window: some of it lies after now - window.
     ASSIGN_OR_RETURN(PartitionSpan span, SpanOf(layout, sp.partition));
     if (span.end <= now - policy.window) {
@@ -74,6 +84,11 @@ absl::StatusOr<ReplayDue> ReplayDueFinder::Find(const Catalog& catalog,
       out.held.push_back(sp.partition);
       continue;
     }
+    if (auto it = failed.find(sp.partition);
+        it != failed.end() && it->second == ReplayChangeOf(dataset, sp)) {
+      out.failed.push_back(sp.partition);
+      continue;
+    }
     (transform ? versions : inputs)++;
     out.due.push_back(std::move(sp));
   }
@@ -87,23 +102,23 @@ absl::StatusOr<ReplayDue> ReplayDueFinder::Find(const Catalog& catalog,
   for (const StalePartition& sp : out.due) {
     r.partitions.push_back(sp.partition);
     absl::StrAppend(&key_text, "|", sp.partition, "=",
-                    sp.cause == StalePartition::Cause::kTransformVersion
-                        ? absl::StrCat("version:", dataset.transform_version)
-                        : sp.inputs_now);
+                    ReplayChangeOf(dataset, sp));
   }
   std::vector<std::string> parts;
   for (const StalePartition& sp : out.due) {
     const bool transform = sp.cause == StalePartition::Cause::kTransformVersion;
     if (!transform && inputs > 0) {
       parts.push_back(absl::StrCat(
-          "input_change: ", Plural(inputs, "partition", "partitions"),
+          "input_change: ",
+          Plural(static_cast<int64_t>(inputs), "partition", "partitions"),
           " whose inputs changed since their last publish (first ",
           sp.partition, ": ", sp.reason, ")"));
       inputs = 0;
     }
     if (transform && versions > 0) {
       parts.push_back(absl::StrCat(
-          "transform_change: ", Plural(versions, "partition", "partitions"),
+          "transform_change: ",
+          Plural(static_cast<int64_t>(versions), "partition", "partitions"),
           " made by another transform version than ",
           dataset.transform_version));
       versions = 0;

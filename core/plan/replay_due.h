@@ -12,8 +12,9 @@
 //     fingerprints are the ones this finder first saw at least `settle` ago.
 //     The finder remembers, per partition, the input state it last saw and
 //     since when; a finder made afresh (a restart) waits `settle` again.
-// Frozen partitions are left to the planner, which leaves them out of the
-// job and lists them (core/plan/frozen_filter.h).
+// A stale partition that the dataset's frozen rule closes is never due: it
+// is listed as frozen (the planner leaves frozen dependents out of the job
+// in the same way, core/plan/frozen_filter.h).
 //
 // The request names the due partitions (dependents are planned as usual),
 // `requested_by` "policy:<dataset>", and a reason that names the triggers
@@ -53,10 +54,21 @@ struct ReplayDue {
   std::vector<std::string> held;       // in an active job
   std::vector<std::string> outside_window;
   std::vector<std::string> not_a_trigger;  // a cause the policy does not name
+  std::vector<std::string> frozen;         // closed by the frozen rule
+  // Whose replay for the same change did not succeed: they wait for a new
+  // change of their inputs, or for a person (retry).
+  std::vector<std::string> failed;
   // Empty partitions: nothing is due.
   BackfillRequest request;
   std::string idempotency_key;
 };
+
+// The change that makes `sp` (of `dataset`) stale, as one text: the
+// transform version it would be made with for a transform change, the
+// inputs it would read for an input change. Two looks that find the same
+// change give the same text.
+std::string ReplayChangeOf(const DatasetSpec& dataset,
+                           const StalePartition& sp);
 
 class ReplayDueFinder {
  public:
@@ -68,10 +80,16 @@ class ReplayDueFinder {
                   HeldPartitions held)
       : engine_(engine), store_(store), clock_(clock), held_(std::move(held)) {}
 
+  // Partition -> the change (ReplayChangeOf) for which a replay of it did
+  // not succeed.
+  using FailedReplays = std::map<std::string, std::string>;
+
   // `dataset` (of `catalog`) must declare `replay:`. A dataset with nothing
-  // published yet has nothing due.
+  // published yet has nothing due. A stale partition whose change is the
+  // one `failed` records for it is not due (ReplayDue::failed).
   absl::StatusOr<ReplayDue> Find(const Catalog& catalog,
-                                 const DatasetSpec& dataset);
+                                 const DatasetSpec& dataset,
+                                 const FailedReplays& failed = {});
 
  private:
   struct Seen {

@@ -79,6 +79,21 @@ struct AuditQuery {
   int limit = 100;                          // at most this many, >= 1
 };
 
+// Whether an operator paused a replay policy, kept across restarts. An
+// absent dataset (never paused or resumed) is running.
+struct ReplayPolicyPause {
+  std::string dataset;
+  bool paused = false;
+  std::string reason;  // why it was paused ("" once resumed)
+  std::string by;      // who paused or resumed it
+  absl::Time at = absl::InfinitePast();
+};
+
+// The audit subject of `dataset`'s replay policy: "replay_policy:<dataset>".
+inline std::string ReplayPolicySubject(const std::string& dataset) {
+  return "replay_policy:" + dataset;
+}
+
 // The identity of a state store, created with it.
 struct StoreInfo {
   std::string store_id;  // 32 hex digits, random, never changes
@@ -390,6 +405,17 @@ class StateStore {
   // ReplaceJobDiff), by job id, without samples.
   virtual absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
       const std::string& dataset, const std::string& partition) = 0;
+
+  // Records that `pause.dataset`'s replay policy is paused or running
+  // again, and appends the audit event of the change (subject
+  // ReplayPolicySubject, from_state/to_state "RUNNING" or "PAUSED",
+  // `message`), in one transaction.
+  virtual absl::Status SetReplayPolicyPause(const ReplayPolicyPause& pause,
+                                            const std::string& message) = 0;
+
+  // Every dataset whose policy was ever paused or resumed, by dataset.
+  virtual absl::StatusOr<std::vector<ReplayPolicyPause>>
+  ListReplayPolicyPauses() = 0;
 };
 
 }  // namespace backfill

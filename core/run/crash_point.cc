@@ -77,6 +77,8 @@ absl::Status ArmCrashPointsFromEnvironment() {
              std::end(kRollbackCrashPoints));
   all.insert(all.end(), std::begin(kHoldCrashPoints),
              std::end(kHoldCrashPoints));
+  all.insert(all.end(), std::begin(kReplayCrashPoints),
+             std::end(kReplayCrashPoints));
   for (const char* point : all) {
     if (spec == point) {
       ArmCrashPoint(spec, nth);

@@ -10,7 +10,8 @@
 //
 // Dying is raise(SIGKILL): no destructor, flush or atexit handler runs.
 // The points of the daemon are listed in kCrashPoints,
-// kCutoffCrashPoints, kRollbackCrashPoints and kHoldCrashPoints.
+// kCutoffCrashPoints, kRollbackCrashPoints, kHoldCrashPoints and
+// kReplayCrashPoints.
 // Thread-safe.
 
 #ifndef BACKFILL_CORE_RUN_CRASH_POINT_H_
@@ -54,6 +55,13 @@ inline constexpr const char* kRollbackCrashPoints[] = {
 inline constexpr const char* kHoldCrashPoints[] = {
     // held and recorded; the worker that held it has not let go of it yet
     "hold.before_release",
+};
+
+// Crash points of a replay policy's evaluation (core/run/replay_keeper.h).
+inline constexpr const char* kReplayCrashPoints[] = {
+    // the evaluation's job is created and recorded; the evaluation itself
+    // is not
+    "replay.after_submit",
 };
 
 // Dies here if this point is armed and reached for the armed time; calls

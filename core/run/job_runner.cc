@@ -10,7 +10,7 @@
 #include "core/plan/early_cutoff.h"
 #include "core/run/confirm_step.h"
 #include "core/run/crash_point.h"
-#include "core/run/plural.h"
+#include "core/base/plural.h"
 #include "core/run/publish_step.h"
 #include "core/run/recompute_step.h"
 #include "core/run/recovery.h"

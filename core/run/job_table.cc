@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/status_macros.h"
-#include "core/run/plural.h"
+#include "core/base/plural.h"
 
 namespace backfill {
 

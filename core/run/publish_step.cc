@@ -10,7 +10,7 @@
 #include "core/model/entity_keys.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/crash_point.h"
-#include "core/run/plural.h"
+#include "core/base/plural.h"
 #include "core/run/validate_step.h"
 
 namespace backfill {

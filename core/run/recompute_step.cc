@@ -10,7 +10,7 @@
 #include "core/base/status_macros.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/crash_point.h"
-#include "core/run/plural.h"
+#include "core/base/plural.h"
 
 namespace backfill {
 namespace {

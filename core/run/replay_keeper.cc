@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/base/status_macros.h"
+#include "core/run/crash_point.h"
 
 namespace backfill {
 
@@ -40,6 +41,7 @@ ReplayKeeper::ReplayKeeper(BackfillManager* manager, Engine* engine,
                            StateStore* store, const Clock* clock,
                            Options options)
     : manager_(manager),
+      store_(store),
       clock_(clock),
       options_(options),
       finder_(engine, store, clock, [manager](const std::string& dataset) {
@@ -74,6 +76,45 @@ ReplayKeeper::State& ReplayKeeper::StateOf(const std::string& dataset) {
   return it->second;
 }
 
+bool ReplayKeeper::LoadPausesLocked() {
+  if (pauses_loaded_) return true;
+  absl::StatusOr<std::vector<ReplayPolicyPause>> pauses =
+      store_->ListReplayPolicyPauses();
+  if (!pauses.ok()) return false;
+  for (const ReplayPolicyPause& p : *pauses) {
+    if (!p.paused) continue;
+    State& state = StateOf(p.dataset);
+    state.paused = true;
+    // --no-replay says so already; a stored pause adds its own reason.
+    state.paused_reason =
+        options_.start_paused
+            ? absl::StrCat(state.paused_reason, "; paused by ", p.by, ": ",
+                           p.reason)
+            : absl::StrCat("paused by ", p.by, ": ", p.reason);
+  }
+  pauses_loaded_ = true;
+  return true;
+}
+
+void ReplayKeeper::FollowJobsLocked(State* state) {
+  for (auto it = state->following.begin(); it != state->following.end();) {
+    absl::StatusOr<Job> job = manager_->GetJob(it->first, JobView::kBasic);
+    if (job.ok() && !IsTerminal(job->state)) {
+      ++it;
+      continue;
+    }
+    // A job that published (SUCCEEDED, or DOWNSTREAM_UNHEALTHY: published,
+    // a consumer lags) replayed its change.
+    if (job.ok() && job->state != JobState::kSucceeded &&
+        job->state != JobState::kDownstreamUnhealthy) {
+      for (const auto& [partition, change] : it->second) {
+        state->failed[partition] = change;
+      }
+    }
+    it = state->following.erase(it);
+  }
+}
+
 absl::StatusOr<const DatasetSpec*> ReplayKeeper::PolicyOf(
     const Catalog& catalog, const std::string& dataset) const {
   const DatasetSpec* spec = catalog.Find(dataset);
@@ -91,7 +132,8 @@ ReplayEvaluation ReplayKeeper::EvaluateLocked(const Catalog& catalog,
   ev.dataset = dataset.name;
   ev.at = clock_->Now();
   State& state = StateOf(dataset.name);
-  absl::StatusOr<ReplayDue> due = finder_.Find(catalog, dataset);
+  FollowJobsLocked(&state);
+  absl::StatusOr<ReplayDue> due = finder_.Find(catalog, dataset, state.failed);
   if (!due.ok()) {
     ev.outcome = std::string(due.status().message());
     ev.result = "failed";
@@ -132,12 +174,32 @@ ReplayEvaluation ReplayKeeper::EvaluateLocked(const Catalog& catalog,
     ev.result = "not_planned";
     return ev;
   }
+  if (result->created) CrashPoint("replay.after_submit");
   ev.job_id = result->job.id;
   ev.created = result->created;
-  ev.outcome = result->created
-                   ? absl::StrCat("submitted ", ev.job_id)
-                   : absl::StrCat("found ", ev.job_id, " (already submitted)");
+  ReplayDueFinder::FailedReplays& replays = state.following[ev.job_id];
+  for (const StalePartition& sp : ev.due.due) {
+    replays[sp.partition] = ReplayChangeOf(dataset, sp);
+  }
+  // A job found ended is known at once.
+  FollowJobsLocked(&state);
   ev.result = result->created ? "submitted" : "already_submitted";
+  if (result->created) {
+    ev.outcome = absl::StrCat("submitted ", ev.job_id);
+  } else if (IsTerminal(result->job.state) &&
+             result->job.state != JobState::kSucceeded) {
+    // The same changes made a job that did not succeed: it is not
+    // submitted again in a loop.
+    ev.outcome = absl::StrCat(
+        "found ", ev.job_id, " (", JobStateName(result->job.state),
+        ") for these changes; a replay that did not succeed is not "
+        "submitted again: it waits for a new change of its inputs, or for "
+        "an operator (backfillctl retry ",
+        ev.job_id, ")");
+  } else {
+    ev.outcome = absl::StrCat("found ", ev.job_id, " (already submitted, ",
+                              JobStateName(result->job.state), ")");
+  }
   return ev;
 }
 
@@ -145,6 +207,8 @@ std::vector<ReplayEvaluation> ReplayKeeper::Tick() {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   std::vector<ReplayEvaluation> out;
   absl::MutexLock lock(&mu_);
+  // Until the stored pauses are known, a paused policy could run.
+  if (!LoadPausesLocked()) return out;
   const absl::Time now = clock_->Now();
   for (const DatasetSpec& d : catalog->datasets()) {
     if (!d.replay) continue;
@@ -163,26 +227,56 @@ absl::StatusOr<ReplayEvaluation> ReplayKeeper::Evaluate(
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   ASSIGN_OR_RETURN(const DatasetSpec* spec, PolicyOf(*catalog, dataset));
   absl::MutexLock lock(&mu_);
+  if (!LoadPausesLocked() && submit) {
+    return absl::UnavailableError(
+        "the replay policies' paused state cannot be read from the state "
+        "store; nothing is submitted until it can");
+  }
   ReplayEvaluation ev = EvaluateLocked(*catalog, *spec, submit);
   Record(ev);
   return ev;
 }
 
 absl::Status ReplayKeeper::Pause(const std::string& dataset,
-                                 const std::string& reason) {
+                                 const std::string& reason,
+                                 const std::string& by) {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   RETURN_IF_ERROR(PolicyOf(*catalog, dataset).status());
+  if (reason.empty()) {
+    return absl::InvalidArgumentError(
+        "pausing a replay policy requires a reason (it is kept with the "
+        "pause and in the audit log)");
+  }
   absl::MutexLock lock(&mu_);
+  LoadPausesLocked();
+  ReplayPolicyPause pause;
+  pause.dataset = dataset;
+  pause.paused = true;
+  pause.reason = reason;
+  pause.by = by;
+  pause.at = clock_->Now();
+  RETURN_IF_ERROR(store_->SetReplayPolicyPause(
+      pause, absl::StrCat("replay policy of ", dataset, " paused by ", by, ": ",
+                          reason)));
   State& state = StateOf(dataset);
   state.paused = true;
-  state.paused_reason = reason;
+  state.paused_reason = absl::StrCat("paused by ", by, ": ", reason);
   return absl::OkStatus();
 }
 
-absl::Status ReplayKeeper::Resume(const std::string& dataset) {
+absl::Status ReplayKeeper::Resume(const std::string& dataset,
+                                  const std::string& by) {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   RETURN_IF_ERROR(PolicyOf(*catalog, dataset).status());
   absl::MutexLock lock(&mu_);
+  LoadPausesLocked();
+  ReplayPolicyPause pause;
+  pause.dataset = dataset;
+  pause.paused = false;
+  pause.by = by;
+  pause.at = clock_->Now();
+  RETURN_IF_ERROR(store_->SetReplayPolicyPause(
+      pause, absl::StrCat("replay policy of ", dataset, " resumed by ", by)));
   State& state = StateOf(dataset);
   state.paused = false;
   state.paused_reason.clear();
@@ -195,6 +289,7 @@ ReplayKeeper::~ReplayKeeper() { StopLoop(); }
 void ReplayKeeper::Record(const ReplayEvaluation& ev) {
   State& state = StateOf(ev.dataset);
   state.last = ev;
+  if (!ev.job_id.empty()) state.last_job_id = ev.job_id;
   ++state.evaluations[ev.result];
 }
 
@@ -240,6 +335,7 @@ void ReplayKeeper::StopLoop() {
 std::vector<ReplayPolicyStatus> ReplayKeeper::Policies() {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   absl::MutexLock lock(&mu_);
+  LoadPausesLocked();
   std::vector<ReplayPolicyStatus> out;
   for (const DatasetSpec& d : catalog->datasets()) {
     if (!d.replay) continue;
@@ -251,6 +347,10 @@ std::vector<ReplayPolicyStatus> ReplayKeeper::Policies() {
     s.paused = state.paused;
     s.paused_reason = state.paused_reason;
     s.last = state.last;
+    if (!state.last_job_id.empty()) {
+      absl::StatusOr<Job> job = manager_->GetJob(state.last_job_id);
+      if (job.ok()) s.last_job = ReplayLastJob{job->id, job->state};
+    }
     s.next_check = state.next_check;
     out.push_back(std::move(s));
   }

@@ -14,8 +14,21 @@
 // finds the same job instead of making another, and only a new change
 // makes a new job.
 //
-// Pausing is kept in memory: a restarted daemon starts with every policy
-// running, or every one paused (Options::start_paused).
+// Pausing is kept in the state store (StateStore::SetReplayPolicyPause,
+// with an audit event), so a restarted daemon keeps each policy paused or
+// running; with Options::start_paused (backfilld --no-replay) every policy
+// starts paused until resumed. Until the stored pauses have been read, no
+// policy is evaluated on a Tick (a store that fails is asked again on the
+// next one).
+//
+// A job of a policy that did not succeed (failed, cancelled, rolled back)
+// is not submitted again for the same changes: the keeper follows the jobs
+// it submitted, and a partition of one that did not succeed is not due
+// again until its change is another (ReplayDue::failed), nor in a job with
+// other partitions. The keeper learns this from the jobs themselves, so a
+// restarted daemon first finds such a job again by its idempotency key
+// (the same changes give the same key) and says that it waits for a new
+// change or for a person to retry it.
 //
 // Ownership: borrows the manager, engine, store and clock, which must
 // outlive it. Thread-safe: every method takes the keeper's lock, and
@@ -60,6 +73,12 @@ struct ReplayEvaluation {
   bool created = false;
 };
 
+// The last job a policy submitted or found, as the keeper last saw it.
+struct ReplayLastJob {
+  std::string id;
+  JobState state = JobState::kQueued;
+};
+
 // What the metrics show of one policy, from the keeper's own records.
 struct ReplayPolicyCounters {
   std::string dataset;
@@ -75,7 +94,8 @@ struct ReplayPolicyStatus {
   std::string frozen;  // the dataset's frozen rule, "" when none
   bool paused = false;
   std::string paused_reason;
-  std::optional<ReplayEvaluation> last;  // nullopt: not evaluated yet
+  std::optional<ReplayEvaluation> last;   // nullopt: not evaluated yet
+  std::optional<ReplayLastJob> last_job;  // nullopt: none since the start
   absl::Time next_check = absl::InfinitePast();
 };
 
@@ -97,9 +117,15 @@ class ReplayKeeper {
                                             bool submit)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  absl::Status Pause(const std::string& dataset, const std::string& reason)
+  // Pauses or resumes `dataset`'s policy for good (the state store keeps
+  // it, with an audit event naming `by` and the reason). NOT_FOUND for a
+  // dataset without a policy; INVALID_ARGUMENT for a pause without a
+  // reason; the store's error when it could not be recorded (nothing
+  // changes then).
+  absl::Status Pause(const std::string& dataset, const std::string& reason,
+                     const std::string& by) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Resume(const std::string& dataset, const std::string& by)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Resume(const std::string& dataset) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every declared policy, by dataset name.
   std::vector<ReplayPolicyStatus> Policies() ABSL_LOCKS_EXCLUDED(mu_);
@@ -122,9 +148,20 @@ class ReplayKeeper {
     bool paused = false;
     std::string paused_reason;
     std::optional<ReplayEvaluation> last;
+    std::string last_job_id;  // "": none since the start
+    // The jobs submitted or found that have not ended yet: job id ->
+    // partition -> its change (ReplayChangeOf) the job replays.
+    std::map<std::string, ReplayDueFinder::FailedReplays> following;
+    // Partitions whose replay of a change did not succeed.
+    ReplayDueFinder::FailedReplays failed;
     absl::Time next_check = absl::InfinitePast();
     std::map<std::string, int64_t> evaluations;  // by result
   };
+  // Moves the partitions of the followed jobs that ended without success
+  // to `state->failed`; forgets the ended jobs.
+  void FollowJobsLocked(State* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the stored pauses once; false while they could not be read.
+  bool LoadPausesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records `ev` as `dataset`'s latest evaluation.
   void Record(const ReplayEvaluation& ev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -136,11 +173,13 @@ class ReplayKeeper {
   State& StateOf(const std::string& dataset) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BackfillManager* const manager_;
+  StateStore* const store_;
   const Clock* const clock_;
   const Options options_;
   absl::Mutex mu_;
   ReplayDueFinder finder_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, State> states_ ABSL_GUARDED_BY(mu_);
+  bool pauses_loaded_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Mutex loop_mu_;
   bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;

@@ -14,7 +14,7 @@
 #include "core/run/active_job.h"
 #include "core/run/admission.h"
 #include "core/run/crash_point.h"
-#include "core/run/plural.h"
+#include "core/base/plural.h"
 
 namespace backfill {
 namespace {

@@ -20,7 +20,21 @@ void MemoryAuditLog::Append(const std::string& job_id, std::string from_state,
   by_job_[job_id].push_back(std::move(e));
 }
 
+void MemoryAuditLog::AppendSubject(const std::string& subject,
+                                   std::string from_state, std::string to_state,
+                                   const std::string& message, absl::Time at) {
+  AuditEvent e;
+  e.seq = next_seq_++;
+  e.subject = subject;
+  e.from_state = std::move(from_state);
+  e.to_state = std::move(to_state);
+  e.message = message;
+  e.at = StoredTime(at);
+  by_job_[""].push_back(std::move(e));
+}
+
 std::vector<AuditEvent> MemoryAuditLog::Of(const std::string& job_id) const {
+  if (job_id.empty()) return {};
   auto it = by_job_.find(job_id);
   if (it == by_job_.end()) return {};
   return it->second;

@@ -25,6 +25,11 @@ class MemoryAuditLog {
   void Append(const std::string& job_id, std::string from_state,
               std::string to_state, const std::string& message, absl::Time at);
 
+  // Appends an event of a replay policy (no job; AuditEvent::subject).
+  void AppendSubject(const std::string& subject, std::string from_state,
+                     std::string to_state, const std::string& message,
+                     absl::Time at);
+
   // StateStore::ListAuditEvents and ListAuditLog.
   std::vector<AuditEvent> Of(const std::string& job_id) const;
   std::vector<AuditEvent> Select(const AuditQuery& query) const;
@@ -33,7 +38,7 @@ class MemoryAuditLog {
   int64_t last_seq() const { return next_seq_ - 1; }
 
  private:
-  // Job id -> its events, in seq order.
+  // Job id ("" for the events of no job) -> its events, in seq order.
   std::map<std::string, std::vector<AuditEvent>> by_job_;
   int64_t next_seq_ = 1;
 };

@@ -432,6 +432,31 @@ absl::StatusOr<std::optional<JobDiff>> InMemoryStateStore::GetJobDiff(
   return diffs_.Get(job_id, dataset, with_samples);
 }
 
+absl::Status InMemoryStateStore::SetReplayPolicyPause(
+    const ReplayPolicyPause& pause, const std::string& message) {
+  if (absl::Status s = faults_.Begin("SetReplayPolicyPause"); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = pauses_.find(pause.dataset);
+  const bool was_paused = it != pauses_.end() && it->second.paused;
+  ReplayPolicyPause stored = pause;
+  stored.at = StoredTime(pause.at);
+  pauses_[pause.dataset] = stored;
+  audit_.AppendSubject(ReplayPolicySubject(pause.dataset),
+                       was_paused ? "PAUSED" : "RUNNING",
+                       pause.paused ? "PAUSED" : "RUNNING", message, pause.at);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ReplayPolicyPause>>
+InMemoryStateStore::ListReplayPolicyPauses() {
+  absl::MutexLock lock(&mu_);
+  std::vector<ReplayPolicyPause> out;
+  for (const auto& [dataset, pause] : pauses_) out.push_back(pause);
+  return out;
+}
+
 absl::StatusOr<std::map<std::string, PartitionDiff>>
 InMemoryStateStore::PartitionDiffs(const std::string& dataset,
                                    const std::string& partition) {

@@ -167,6 +167,10 @@ class InMemoryStateStore : public StateStore {
       const AuditQuery& query) override;
   absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
       const std::string& dataset, const std::string& partition) override;
+  absl::Status SetReplayPolicyPause(const ReplayPolicyPause& pause,
+                                    const std::string& message) override;
+  absl::StatusOr<std::vector<ReplayPolicyPause>> ListReplayPolicyPauses()
+      override;
 
   // ---- Fault injection -----------------------------------------------------
 
@@ -207,6 +211,7 @@ class InMemoryStateStore : public StateStore {
   MemoryLineage lineage_ ABSL_GUARDED_BY(mu_);
   MemoryJobDiffs diffs_ ABSL_GUARDED_BY(mu_);
   MemoryAuditLog audit_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, ReplayPolicyPause> pauses_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<ConsumerFinding>> confirmations_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<CheckResult>> check_results_

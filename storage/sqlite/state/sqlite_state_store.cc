@@ -478,6 +478,19 @@ absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditEvents(
   return ss::ListAuditEvents(Db(), job_id);
 }
 
+absl::Status SqliteStateStore::SetReplayPolicyPause(
+    const ReplayPolicyPause& pause, const std::string& message) {
+  return Write([&](const StateDb& db) {
+    return ss::SetReplayPolicyPause(db, pause, message);
+  });
+}
+
+absl::StatusOr<std::vector<ReplayPolicyPause>>
+SqliteStateStore::ListReplayPolicyPauses() {
+  absl::MutexLock lock(&mu_);
+  return ss::ListReplayPolicyPauses(Db());
+}
+
 absl::StatusOr<std::vector<AuditEvent>> SqliteStateStore::ListAuditLog(
     const AuditQuery& query) {
   absl::MutexLock lock(&mu_);

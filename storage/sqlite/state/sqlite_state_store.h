@@ -185,6 +185,10 @@ class SqliteStateStore : public StateStore {
       const AuditQuery& query) override;
   absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
       const std::string& dataset, const std::string& partition) override;
+  absl::Status SetReplayPolicyPause(const ReplayPolicyPause& pause,
+                                    const std::string& message) override;
+  absl::StatusOr<std::vector<ReplayPolicyPause>> ListReplayPolicyPauses()
+      override;
   // Kept per job until ReplaceJobDiff replaces its diff (StateReadCache).
   absl::StatusOr<std::optional<std::vector<DiffSummary>>> GetJobDiffSummary(
       const std::string& job_id) override;

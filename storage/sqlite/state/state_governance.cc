@@ -13,8 +13,15 @@ namespace {
 
 using sqlite::Statement;
 
+// The seq of the next event of the audit log: one past the last of either
+// of its tables (they share one numbering; see migration 18).
+constexpr char kNextSeq[] =
+    "(SELECT MAX(m) + 1 FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM "
+    "audit_events UNION ALL SELECT COALESCE(MAX(seq), 0) FROM "
+    "policy_audit_events))";
+
 // The rows of a query that selects seq, job_id, from_state, to_state,
-// message and at from audit_events, in its order.
+// message, at and subject from audit_events, in its order.
 absl::StatusOr<std::vector<AuditEvent>> ReadAuditEvents(Statement& q) {
   std::vector<AuditEvent> out;
   while (true) {
@@ -27,6 +34,7 @@ absl::StatusOr<std::vector<AuditEvent>> ReadAuditEvents(Statement& q) {
     e.to_state = q.ColumnText(3);
     e.message = q.ColumnText(4);
     e.at = ColumnTime(q, 5);
+    e.subject = q.ColumnText(6);
     out.push_back(std::move(e));
   }
   return out;
@@ -40,9 +48,9 @@ absl::Status AppendAudit(const StateDb& db, const std::string& job_id,
                          const std::string& message, absl::Time at) {
   ASSIGN_OR_RETURN(
       Statement q,
-      db.db->PrepareCached("INSERT INTO audit_events (job_id, from_state, "
-                           "to_state, message, at) VALUES (?1, ?2, ?3, "
-                           "?4, ?5)"));
+      db.db->PrepareCached("INSERT INTO audit_events (seq, job_id, "
+                           "from_state, to_state, message, at) VALUES (" +
+                           std::string(kNextSeq) + ", ?1, ?2, ?3, ?4, ?5)"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   RETURN_IF_ERROR(q.BindText(2, from_state));
   RETURN_IF_ERROR(q.BindText(3, to_state));
@@ -51,24 +59,88 @@ absl::Status AppendAudit(const StateDb& db, const std::string& job_id,
   return q.Run();
 }
 
+absl::Status SetReplayPolicyPause(const StateDb& db,
+                                  const ReplayPolicyPause& pause,
+                                  const std::string& message) {
+  ASSIGN_OR_RETURN(
+      Statement before,
+      db.db->PrepareCached(
+          "SELECT paused FROM replay_policy_pauses WHERE dataset = ?1"));
+  RETURN_IF_ERROR(before.BindText(1, pause.dataset));
+  ASSIGN_OR_RETURN(bool found, before.Step());
+  const bool was_paused = found && before.ColumnInt(0) != 0;
+  ASSIGN_OR_RETURN(
+      Statement put,
+      db.db->PrepareCached(
+          "INSERT INTO replay_policy_pauses (dataset, paused, reason, by, at) "
+          "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (dataset) DO UPDATE SET "
+          "paused = excluded.paused, reason = excluded.reason, by = "
+          "excluded.by, at = excluded.at"));
+  RETURN_IF_ERROR(put.BindText(1, pause.dataset));
+  RETURN_IF_ERROR(put.BindInt(2, pause.paused ? 1 : 0));
+  RETURN_IF_ERROR(put.BindText(3, pause.reason));
+  RETURN_IF_ERROR(put.BindText(4, pause.by));
+  RETURN_IF_ERROR(BindTime(put, 5, pause.at));
+  RETURN_IF_ERROR(put.Run());
+  ASSIGN_OR_RETURN(
+      Statement audit,
+      db.db->PrepareCached("INSERT INTO policy_audit_events (seq, subject, "
+                           "from_state, to_state, message, at) VALUES (" +
+                           std::string(kNextSeq) + ", ?1, ?2, ?3, ?4, ?5)"));
+  RETURN_IF_ERROR(audit.BindText(1, ReplayPolicySubject(pause.dataset)));
+  RETURN_IF_ERROR(audit.BindText(2, was_paused ? "PAUSED" : "RUNNING"));
+  RETURN_IF_ERROR(audit.BindText(3, pause.paused ? "PAUSED" : "RUNNING"));
+  RETURN_IF_ERROR(audit.BindText(4, message));
+  RETURN_IF_ERROR(BindTime(audit, 5, pause.at));
+  return audit.Run();
+}
+
+absl::StatusOr<std::vector<ReplayPolicyPause>> ListReplayPolicyPauses(
+    const StateDb& db) {
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db.db->PrepareCached("SELECT dataset, paused, reason, by, at FROM "
+                           "replay_policy_pauses ORDER BY dataset"));
+  std::vector<ReplayPolicyPause> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ReplayPolicyPause p;
+    p.dataset = q.ColumnText(0);
+    p.paused = q.ColumnInt(1) != 0;
+    p.reason = q.ColumnText(2);
+    p.by = q.ColumnText(3);
+    p.at = ColumnTime(q, 4);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(
     const StateDb& db, const std::string& job_id) {
   ASSIGN_OR_RETURN(Statement q,
                    db.db->PrepareCached(
-                       "SELECT seq, job_id, from_state, to_state, message, at "
-                       "FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
+                       "SELECT seq, job_id, from_state, to_state, message, at, "
+                       "'' FROM audit_events WHERE job_id = ?1 ORDER BY seq"));
   RETURN_IF_ERROR(q.BindText(1, job_id));
   return ReadAuditEvents(q);
 }
 
 absl::StatusOr<std::vector<AuditEvent>> ListAuditLog(const StateDb& db,
                                                      const AuditQuery& query) {
+  // Both tables in seq order (SQLite merges the two ordered arms); the
+  // events of no job only when no job is asked for.
   ASSIGN_OR_RETURN(
       Statement q,
       db.db->PrepareCached(
-          "SELECT seq, job_id, from_state, to_state, message, at "
-          "FROM audit_events WHERE seq > ?1 AND (?2 = '' OR job_id "
-          "= ?2) AND (?3 IS NULL OR at >= ?3) ORDER BY seq LIMIT ?4"));
+          "SELECT seq, job_id, from_state, to_state, message, at, '' "
+          "FROM audit_events WHERE seq > ?1 AND (?2 = '' OR job_id = ?2) "
+          "AND (?3 IS NULL OR at >= ?3) "
+          "UNION ALL "
+          "SELECT seq, '', from_state, to_state, message, at, subject "
+          "FROM policy_audit_events WHERE ?2 = '' AND seq > ?1 "
+          "AND (?3 IS NULL OR at >= ?3) "
+          "ORDER BY 1 LIMIT ?4"));
   RETURN_IF_ERROR(q.BindInt(1, query.after_seq));
   RETURN_IF_ERROR(q.BindText(2, query.job_id));
   RETURN_IF_ERROR(BindTime(q, 3, query.since));

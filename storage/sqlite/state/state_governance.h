@@ -3,7 +3,8 @@
 // state change, append-only, which triggers of the schema enforce), the
 // validation's check results (check_results), what its confirmations found
 // per downstream consumer (consumer_confirmations) and an operator's
-// approval of a held job (job_approvals).
+// approval of a held job (job_approvals), and whether an operator paused
+// each replay policy (replay_policy_pauses, each change an audit event).
 //
 // Free functions in the caller's transaction (see state_sql.h).
 
@@ -30,6 +31,14 @@ absl::Status AppendAudit(const StateDb& db, const std::string& job_id,
                          const std::string& from_state,
                          const std::string& to_state,
                          const std::string& message, absl::Time at);
+
+// StateStore::SetReplayPolicyPause (the pause and its audit event) and
+// ListReplayPolicyPauses.
+absl::Status SetReplayPolicyPause(const StateDb& db,
+                                  const ReplayPolicyPause& pause,
+                                  const std::string& message);
+absl::StatusOr<std::vector<ReplayPolicyPause>> ListReplayPolicyPauses(
+    const StateDb& db);
 
 // StateStore::ListAuditEvents and ListAuditLog.
 absl::StatusOr<std::vector<AuditEvent>> ListAuditEvents(

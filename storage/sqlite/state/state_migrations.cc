@@ -359,6 +359,45 @@ UPDATE jobs SET checksum = _bf_row_hash("id", "seq", "state", "dataset",
   "max_parallel", "affected_by", "max_cost", "auto_detect",
   "override_frozen", "approval_hold");
 )sql",
+    // 18: what operators do to replay policies (pause, resume) is audited
+    // too. Such an event has no job, so it lives in a table of its own,
+    // append-only like audit_events (the same triggers), whose seq shares
+    // audit_events' numbering: every event of either table takes the next
+    // seq over both (AppendAudit), and the log reads both in seq order.
+    // Whether each policy is paused is kept across restarts.
+    R"sql(
+CREATE TABLE policy_audit_events (
+  seq        INTEGER PRIMARY KEY,
+  subject    TEXT NOT NULL,
+  from_state TEXT NOT NULL,
+  to_state   TEXT NOT NULL,
+  message    TEXT NOT NULL DEFAULT '',
+  at         INTEGER
+);
+CREATE TRIGGER policy_audit_events_append_only_update
+BEFORE UPDATE ON policy_audit_events
+BEGIN
+  SELECT RAISE(ABORT, 'policy_audit_events is append-only: events are never changed');
+END;
+CREATE TRIGGER policy_audit_events_append_only_delete
+BEFORE DELETE ON policy_audit_events
+BEGIN
+  SELECT RAISE(ABORT, 'policy_audit_events is append-only: events are never removed');
+END;
+CREATE TRIGGER policy_audit_events_append_only_insert
+BEFORE INSERT ON policy_audit_events
+WHEN EXISTS (SELECT 1 FROM policy_audit_events WHERE seq = NEW.seq)
+BEGIN
+  SELECT RAISE(ABORT, 'policy_audit_events is append-only: an event is never replaced');
+END;
+CREATE TABLE replay_policy_pauses (
+  dataset TEXT PRIMARY KEY,
+  paused  INTEGER NOT NULL,
+  reason  TEXT NOT NULL DEFAULT '',
+  by      TEXT NOT NULL DEFAULT '',
+  at      INTEGER
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

@@ -211,7 +211,9 @@ absl::StatusOr<StoreStats> Stats(const StateDb& db) {
                    db.db->QueryInt("SELECT COALESCE(MAX(id), 0) FROM lineage"));
   ASSIGN_OR_RETURN(
       stats.last_audit_seq,
-      db.db->QueryInt("SELECT COALESCE(MAX(seq), 0) FROM audit_events"));
+      db.db->QueryInt("SELECT MAX(m) FROM (SELECT COALESCE(MAX(seq), 0) "
+                      "AS m FROM audit_events UNION ALL SELECT "
+                      "COALESCE(MAX(seq), 0) FROM policy_audit_events)"));
   return stats;
 }
 

@@ -1,8 +1,8 @@
-// Plural: how the runner's messages count things — "1 partition",
+// Plural: how messages count things — "1 partition",
 // "3 partitions". Stateless; thread-safe.
 
-#ifndef BACKFILL_CORE_RUN_PLURAL_H_
-#define BACKFILL_CORE_RUN_PLURAL_H_
+#ifndef BACKFILL_CORE_BASE_PLURAL_H_
+#define BACKFILL_CORE_BASE_PLURAL_H_
 
 #include <cstdint>
 #include <string>
@@ -18,4 +18,4 @@ inline std::string Plural(int64_t n, const char* one, const char* many) {
 
 }  // namespace backfill
 
-#endif  // BACKFILL_CORE_RUN_PLURAL_H_
+#endif  // BACKFILL_CORE_BASE_PLURAL_H_
