@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/error_details.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/governance/approval.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/confirm_step.h"
-#include "core/base/plural.h"
 #include "core/run/validate_step.h"
 
 namespace backfill {

@@ -6,11 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/confirm_step.h"
 #include "core/run/crash_point.h"
-#include "core/base/plural.h"
 #include "core/run/publish_step.h"
 #include "core/run/recompute_step.h"
 #include "core/run/recovery.h"

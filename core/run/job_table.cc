@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/base/status_macros.h"
 #include "core/base/plural.h"
+#include "core/base/status_macros.h"
 
 namespace backfill {
 

@@ -5,12 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/governance/retention.h"
 #include "core/model/entity_keys.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/crash_point.h"
-#include "core/base/plural.h"
 #include "core/run/validate_step.h"
 
 namespace backfill {

@@ -7,10 +7,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/crash_point.h"
-#include "core/base/plural.h"
 
 namespace backfill {
 namespace {

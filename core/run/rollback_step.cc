@@ -8,13 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/governance/retention.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/active_job.h"
 #include "core/run/admission.h"
 #include "core/run/crash_point.h"
-#include "core/base/plural.h"
 
 namespace backfill {
 namespace {

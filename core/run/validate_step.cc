@@ -9,13 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/plural.h"
 #include "core/base/status_macros.h"
 #include "core/checks/check_set.h"
 #include "core/governance/approval.h"
 #include "core/plan/early_cutoff.h"
 #include "core/run/crash_point.h"
 #include "core/run/diff_step.h"
-#include "core/base/plural.h"
 #include "core/run/recompute_step.h"
 
 namespace backfill {
