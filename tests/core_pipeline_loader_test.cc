@@ -146,7 +146,8 @@ TEST(PipelineLoaderTest, RepositoryDemoPipelineVersionsLoad) {
            {"pipelines", "sqlite"},
            {"pipelines-v1", "sqlite"},
            {"pipelines-postgres", "postgres"},
-           {"pipelines-postgres-v1", "postgres"}}) {
+           {"pipelines-postgres-v1", "postgres"},
+           {"pipelines-replay", "sqlite"}}) {
     SCOPED_TRACE(name);
     absl::StatusOr<Catalog> c = LoadPipelineDirectory(demo + "/" + name);
     ASSERT_TRUE(c.ok()) << c.status();
@@ -154,6 +155,12 @@ TEST(PipelineLoaderTest, RepositoryDemoPipelineVersionsLoad) {
     for (const char* dataset :
          {"orders", "customers", "daily_revenue", "monthly_revenue"}) {
       EXPECT_NE(c->Find(dataset), nullptr) << dataset;
+    }
+    // scripts/demo_replay.sh relies on daily_revenue's replay policy and
+    // frozen rule.
+    if (name == "pipelines-replay" && c->Find("daily_revenue") != nullptr) {
+      EXPECT_TRUE(c->Find("daily_revenue")->replay.has_value());
+      EXPECT_TRUE(c->Find("daily_revenue")->frozen.has_value());
     }
   }
 }

@@ -167,6 +167,16 @@ TEST(GrafanaDashboardTest, AnUnhealthyConsumerIsRedAndAHealthyOneGreen) {
       << "a healthy consumer (1)";
 }
 
+TEST(GrafanaDashboardTest, AReplayPolicyNotEvaluatedForAnHourIsRed) {
+  const std::optional<YAML::Node> panel =
+      PanelWithExpr("backfill_replay_last_evaluation_timestamp_seconds");
+  ASSERT_TRUE(panel.has_value());
+  // Seconds since the last evaluation: BackfillReplayEvaluationsStopped
+  // fires past an hour.
+  EXPECT_THAT(ColorOf(*panel, 60), ::testing::HasSubstr("green"));
+  EXPECT_THAT(ColorOf(*panel, 3600), ::testing::HasSubstr("red"));
+}
+
 // The output of `command` (stdout and stderr) and its exit status.
 std::pair<std::string, int> RunCommand(const std::string& command,
                                        const fs::path& output) {

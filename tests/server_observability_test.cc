@@ -474,11 +474,15 @@ TEST_F(ObservabilityTest, EveryDashboardMetricIsInARealScrape) {
   std::set<std::string> sampled;
   for (const PromSample& s : ParseSamples(text)) sampled.insert(s.name);
   // Declared in every scrape, with samples only once a downstream consumer
-  // was confirmed, or while a running job has an ETA.
+  // was confirmed, while a running job has an ETA, or for a dataset whose
+  // replay policy was evaluated (this pipeline declares none).
   const std::set<std::string> sampled_later = {
       "backfill_downstream_healthy",
       "backfill_downstream_confirmation_seconds_bucket",
-      "backfill_running_jobs_eta_seconds"};
+      "backfill_running_jobs_eta_seconds",
+      "backfill_replay_due_partitions",
+      "backfill_replay_evaluations_total",
+      "backfill_replay_last_evaluation_timestamp_seconds"};
 
   const std::vector<std::string> expressions = DashboardExpressions();
   ASSERT_GE(expressions.size(), 20u);
@@ -505,6 +509,8 @@ TEST_F(ObservabilityTest, EveryDashboardMetricIsInARealScrape) {
         "backfill_cost_full_reload_input_rows_total",
         "backfill_downstream_healthy", "backfill_validation_failures_total",
         "backfill_jobs_finished_total", "grpc_server_handling_seconds_bucket",
+        "backfill_replay_due_partitions", "backfill_replay_evaluations_total",
+        "backfill_replay_last_evaluation_timestamp_seconds",
         "process_cpu_seconds_total"}) {
     EXPECT_TRUE(used.count(name) > 0) << name << " is on no panel";
   }
