@@ -15,11 +15,15 @@
 // is), a change above max_cost (held for approval, nothing published),
 // and a transform changed by SIGHUP (only the window is replayed).
 
+#include <libpq-fe.h>
+
 #include <csignal>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -29,6 +33,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/postgres_test_server.h"
 
 namespace backfill {
 namespace e2e_replay_test {
@@ -41,11 +46,171 @@ using ::testing::ElementsAre;
 // The first day inside the window, whatever today is.
 const absl::CivilDay kWindowStart(2025, 5, 1);
 
-class ReplayTest : public E2eTest {
+// The warehouse the daemon replays into, as the test reaches it with the
+// warehouse's own client library (sqlite3, libpq), never through backfilld.
+class TestWarehouse {
+ public:
+  virtual ~TestWarehouse() = default;
+  // The pipeline file's `warehouse:` line.
+  virtual std::string Yaml() const = 0;
+  // The pipeline text for this engine (types of the contracts).
+  virtual std::string Adapt(std::string yaml) const { return yaml; }
+  virtual void Exec(const std::string& sql) = 0;
+  virtual Rows Query(const std::string& sql) = 0;
+  // daily_revenue as the fixed logic computes it from the raw tables, and
+  // as published, for days in [from, to), ordered by (ds, region).
+  virtual Rows Expected(const std::string& from, const std::string& to) = 0;
+  virtual Rows Published(const std::string& from, const std::string& to) = 0;
+};
+
+class SqliteTestWarehouse : public TestWarehouse {
+ public:
+  explicit SqliteTestWarehouse(std::string path) : path_(std::move(path)) {}
+  std::string Yaml() const override {
+    return "warehouse: {engine: sqlite, path: warehouse.db}\n";
+  }
+  void Exec(const std::string& sql) override {
+    Sqlite db(path_);
+    EXPECT_TRUE(db.Exec(sql)) << db.error() << " in " << sql;
+  }
+  Rows Query(const std::string& sql) override {
+    Sqlite db(path_, /*read_only=*/true);
+    auto rows = db.Query(sql, {});
+    EXPECT_TRUE(rows.has_value()) << db.error();
+    return rows.value_or(Rows{});
+  }
+  Rows Expected(const std::string& from, const std::string& to) override {
+    return ExpectedRevenue(path_, from, to);
+  }
+  Rows Published(const std::string& from, const std::string& to) override {
+    return PublishedRevenue(path_, from, to);
+  }
+
+ private:
+  std::string path_;
+};
+
+// A database of its own on the test run's PostgreSQL server, holding a copy
+// of the generated SQLite warehouse's raw tables (same rows, same values).
+class PostgresTestWarehouse : public TestWarehouse {
+ public:
+  ~PostgresTestWarehouse() override {
+    if (conn_ != nullptr) PQfinish(conn_);
+  }
+  // Starts (or shares) the server and copies the raw tables of `sqlite`.
+  void Open(const std::string& sqlite) {
+    auto server = testing::PostgresTestServer::StartOrShare();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    conn_ = PQconnectdb(server_->Dsn().c_str());
+    ASSERT_EQ(PQstatus(conn_), CONNECTION_OK) << PQerrorMessage(conn_);
+    // order_date compares bytewise (COLLATE "C"), as SQLite's text does.
+    Exec(
+        "CREATE TABLE dim_customers (customer_id BIGINT PRIMARY KEY, name "
+        "TEXT NOT NULL, region TEXT COLLATE \"C\" NOT NULL);"
+        "CREATE TABLE raw_orders (order_id BIGINT PRIMARY KEY, order_date "
+        "TEXT COLLATE \"C\" NOT NULL, customer_id BIGINT NOT NULL, amount "
+        "DOUBLE PRECISION NOT NULL, refund DOUBLE PRECISION NOT NULL DEFAULT "
+        "0);"
+        "CREATE INDEX raw_orders_by_date ON raw_orders (order_date);");
+    Sqlite from(sqlite, /*read_only=*/true);
+    auto customers = from.Query(
+        "SELECT customer_id, quote(name), quote(region) FROM "
+        "dim_customers",
+        {});
+    ASSERT_TRUE(customers.has_value()) << from.error();
+    std::vector<std::string> values;
+    for (const auto& row : *customers) {
+      values.push_back(
+          absl::StrCat("(", row[0], ", ", row[1], ", ", row[2], ")"));
+    }
+    Exec(absl::StrCat("INSERT INTO dim_customers VALUES ",
+                      absl::StrJoin(values, ", ")));
+    auto orders = from.Query(
+        "SELECT order_id, quote(order_date), customer_id, printf('%!.17g', "
+        "amount), printf('%!.17g', refund) FROM raw_orders",
+        {});
+    ASSERT_TRUE(orders.has_value()) << from.error();
+    values.clear();
+    for (const auto& row : *orders) {
+      values.push_back(absl::StrCat("(", absl::StrJoin(row, ", "), ")"));
+    }
+    Exec(absl::StrCat("INSERT INTO raw_orders VALUES ",
+                      absl::StrJoin(values, ", "), "; ANALYZE"));
+    ASSERT_EQ(Query("SELECT COUNT(*) FROM raw_orders"),
+              (Rows{{std::to_string(orders->size())}}));
+  }
+  std::string Yaml() const override {
+    return absl::StrCat("warehouse: {engine: postgres, dsn: \"", server_->Dsn(),
+                        "\"}\n");
+  }
+  std::string Adapt(std::string yaml) const override {
+    // PostgreSQL's REAL is a 4-byte float, and SUM of a BIGINT a NUMERIC.
+    return absl::StrReplaceAll(yaml,
+                               {{"revenue: REAL, orders: INTEGER",
+                                 "revenue: DOUBLE PRECISION, orders: BIGINT"},
+                                {"SUM(orders) AS orders",
+                                 "CAST(SUM(orders) AS BIGINT) AS "
+                                 "orders"}});
+  }
+  void Exec(const std::string& sql) override {
+    PGresult* r = PQexec(conn_, sql.c_str());
+    const ExecStatusType status = PQresultStatus(r);
+    EXPECT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+        << PQresultErrorMessage(r) << " in " << sql.substr(0, 300);
+    PQclear(r);
+  }
+  Rows Query(const std::string& sql) override {
+    PGresult* r = PQexec(conn_, sql.c_str());
+    Rows rows;
+    EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK)
+        << PQresultErrorMessage(r) << " in " << sql;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+      for (int i = 0; i < PQntuples(r); ++i) {
+        std::vector<std::string> row;
+        for (int j = 0; j < PQnfields(r); ++j) {
+          row.emplace_back(PQgetvalue(r, i, j));
+        }
+        rows.push_back(std::move(row));
+      }
+    }
+    PQclear(r);
+    return rows;
+  }
+  Rows Expected(const std::string& from, const std::string& to) override {
+    return Query(absl::StrCat(
+        "SELECT o.order_date, c.region, SUM(o.amount - o.refund), COUNT(*) "
+        "FROM raw_orders o JOIN dim_customers c ON c.customer_id = "
+        "o.customer_id WHERE o.order_date >= '",
+        from, "' AND o.order_date < '", to, "' GROUP BY 1, 2 ORDER BY 1, 2"));
+  }
+  Rows Published(const std::string& from, const std::string& to) override {
+    return Query(absl::StrCat(
+        "SELECT ds, region, revenue, orders FROM daily_revenue WHERE ds >= '",
+        from, "' AND ds < '", to, "' ORDER BY 1, 2"));
+  }
+
+ private:
+  std::unique_ptr<testing::PostgresTestServer> server_;
+  PGconn* conn_ = nullptr;
+};
+
+// Each test runs on both engines: GetParam() is "sqlite" or "postgres"
+// (the PostgreSQL server of the test run, or one of its own when run by
+// hand).
+class ReplayTest : public E2eTest,
+                   public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
     E2eTest::SetUp();
     ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, 365, 4));
+    if (GetParam() == "postgres") {
+      auto pg = std::make_unique<PostgresTestWarehouse>();
+      ASSERT_NO_FATAL_FAILURE(pg->Open(warehouse_));
+      wh_ = std::move(pg);
+    } else {
+      wh_ = std::make_unique<SqliteTestWarehouse>(warehouse_);
+    }
     // The window reaches back to kWindowStart: its cutoff falls inside the
     // day before it (the days since, in whole days, plus a few hours).
     const absl::CivilDay today =
@@ -64,9 +229,9 @@ class ReplayTest : public E2eTest {
   }
   void WritePipeline(const std::string& transform_extra) {
     const std::string yaml = absl::StrReplaceAll(
-        absl::StrCat("warehouse: {engine: sqlite, path: warehouse.db}\n",
-                     fixtures::RevenuePipelineYaml(
-                         transform_extra, fixtures::MonthlyRevenueYaml())),
+        absl::StrCat(wh_->Yaml(),
+                     wh_->Adapt(fixtures::RevenuePipelineYaml(
+                         transform_extra, fixtures::MonthlyRevenueYaml()))),
         {{"      primary_key: [ds, region]\n",
           "      primary_key: [ds, region]\n" + Policy()}});
     ASSERT_NE(yaml.find("replay:"), std::string::npos);
@@ -75,17 +240,19 @@ class ReplayTest : public E2eTest {
   // A late order on each of `days`, in one statement.
   void InsertOrders(const std::vector<std::string>& days, int amount,
                     int refund) {
+    const Rows last = wh_->Query("SELECT MAX(order_id) FROM raw_orders");
+    ASSERT_EQ(last.size(), 1u);
+    int64_t id = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(last[0][0], &id)) << last[0][0];
     std::vector<std::string> values;
     for (const std::string& day : days) {
-      values.push_back(
-          absl::StrCat("('", day, "', 7, ", amount, ", ", refund, ")"));
+      values.push_back(absl::StrCat("(", ++id, ", '", day, "', 7, ", amount,
+                                    ", ", refund, ")"));
     }
-    Sqlite db(warehouse_);
-    ASSERT_TRUE(db.Exec(absl::StrCat(
-        "INSERT INTO raw_orders (order_date, customer_id, amount, refund) "
-        "VALUES ",
-        absl::StrJoin(values, ", "))))
-        << db.error();
+    wh_->Exec(absl::StrCat(
+        "INSERT INTO raw_orders (order_id, order_date, customer_id, amount, "
+        "refund) VALUES ",
+        absl::StrJoin(values, ", ")));
   }
   void InsertOrders(const std::string& day, int amount, int refund) {
     InsertOrders(std::vector<std::string>{day}, amount, refund);
@@ -132,6 +299,7 @@ class ReplayTest : public E2eTest {
   }
 
   int64_t window_days_ = 0;
+  std::unique_ptr<TestWarehouse> wh_;
 
   Rows Query(const std::string& db, const std::string& sql) {
     Sqlite conn(db, /*read_only=*/true);
@@ -146,7 +314,7 @@ class ReplayTest : public E2eTest {
   }
 };
 
-TEST_F(ReplayTest, LateRowsAreReplayedByThePolicyAlone) {
+TEST_P(ReplayTest, LateRowsAreReplayedByThePolicyAlone) {
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
   const std::string load = SubmitSucceeded(
@@ -155,7 +323,7 @@ TEST_F(ReplayTest, LateRowsAreReplayedByThePolicyAlone) {
        "--reason", "initial load", "--override-frozen"},
       seconds(600));
   ASSERT_FALSE(load.empty());
-  ASSERT_EQ(Query(warehouse_, "SELECT COUNT(DISTINCT ds) FROM daily_revenue"),
+  ASSERT_EQ(wh_->Query("SELECT COUNT(DISTINCT ds) FROM daily_revenue"),
             (Rows{{"365"}}));
   // Nothing changed: the policy submits nothing.
   absl::SleepFor(absl::Seconds(3));
@@ -167,12 +335,8 @@ TEST_F(ReplayTest, LateRowsAreReplayedByThePolicyAlone) {
                                          "2025-04-10"};  // outside
   for (const std::vector<std::string>* days : {&inside, &left}) {
     for (const std::string& day : *days) {
-      Sqlite db(warehouse_);
-      ASSERT_TRUE(db.Exec(absl::StrCat(
-          "INSERT INTO raw_orders (order_date, customer_id, amount, refund) "
-          "VALUES ('",
-          day, "', 7, 123, 0), ('", day, "', 8, 50, 10)")))
-          << db.error();
+      ASSERT_NO_FATAL_FAILURE(InsertOrders(day, 123, 0));
+      ASSERT_NO_FATAL_FAILURE(InsertOrders(day, 50, 10));
     }
   }
   // One job of the policy, which succeeds.
@@ -200,16 +364,13 @@ TEST_F(ReplayTest, LateRowsAreReplayedByThePolicyAlone) {
     absl::CivilDay civil;
     ASSERT_TRUE(absl::ParseCivilTime(day, &civil));
     const std::string next = absl::FormatCivilTime(civil + 1);
-    EXPECT_EQ(PublishedRevenue(warehouse_, day, next),
-              ExpectedRevenue(warehouse_, day, next))
-        << day;
+    EXPECT_EQ(wh_->Published(day, next), wh_->Expected(day, next)) << day;
   }
   for (const std::string& day : left) {
     absl::CivilDay civil;
     ASSERT_TRUE(absl::ParseCivilTime(day, &civil));
     const std::string next = absl::FormatCivilTime(civil + 1);
-    EXPECT_NE(PublishedRevenue(warehouse_, day, next),
-              ExpectedRevenue(warehouse_, day, next))
+    EXPECT_NE(wh_->Published(day, next), wh_->Expected(day, next))
         << day << " was replayed";
   }
   // The job's reason says what changed; nothing more is submitted.
@@ -237,7 +398,7 @@ class ReplayLifecycleTest : public ReplayTest {
   }
 };
 
-TEST_F(ReplayLifecycleTest, PauseCrashFailureCostAndReload) {
+TEST_P(ReplayLifecycleTest, PauseCrashFailureCostAndReload) {
   Daemon* daemon = &NewDaemon();
   ASSERT_TRUE(daemon->Start());
   ASSERT_FALSE(SubmitSucceeded(*daemon,
@@ -318,8 +479,8 @@ TEST_F(ReplayLifecycleTest, PauseCrashFailureCostAndReload) {
   const std::string held = WaitPolicyJob(4, {"AWAITING_APPROVAL"});
   ASSERT_FALSE(held.empty());
   EXPECT_EQ(TasksOf(held, "daily_revenue"), october);
-  EXPECT_NE(PublishedRevenue(warehouse_, "2025-10-01", "2025-10-31"),
-            ExpectedRevenue(warehouse_, "2025-10-01", "2025-10-31"));
+  EXPECT_NE(wh_->Published("2025-10-01", "2025-10-31"),
+            wh_->Expected("2025-10-01", "2025-10-31"));
   EXPECT_THAT(daemon->Ctl({"status", held}).out,
               ::testing::HasSubstr("above the replay policy's max_cost of 5%"));
   ASSERT_EQ(
@@ -360,13 +521,22 @@ TEST_F(ReplayLifecycleTest, PauseCrashFailureCostAndReload) {
     absl::SleepFor(absl::Milliseconds(200));
   }
   EXPECT_EQ(PolicyJobs().back()[1], "SUCCEEDED");
-  EXPECT_EQ(PublishedRevenue(warehouse_, "2025-05-01", "2026-01-01"),
-            ExpectedRevenue(warehouse_, "2025-05-01", "2026-01-01"));
+  EXPECT_EQ(wh_->Published("2025-05-01", "2026-01-01"),
+            wh_->Expected("2025-05-01", "2026-01-01"));
   // Outside the window, the late row of 2025-02-10 (frozen) is still not
   // published.
-  EXPECT_NE(PublishedRevenue(warehouse_, "2025-02-10", "2025-02-11"),
-            ExpectedRevenue(warehouse_, "2025-02-10", "2025-02-11"));
+  EXPECT_NE(wh_->Published("2025-02-10", "2025-02-11"),
+            wh_->Expected("2025-02-10", "2025-02-11"));
 }
+
+std::string EngineName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ReplayTest,
+                         ::testing::Values("sqlite", "postgres"), EngineName);
+INSTANTIATE_TEST_SUITE_P(Engines, ReplayLifecycleTest,
+                         ::testing::Values("sqlite", "postgres"), EngineName);
 
 }  // namespace
 }  // namespace e2e_replay_test
