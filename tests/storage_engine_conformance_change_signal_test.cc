@@ -127,9 +127,9 @@ class ChangeSignalConformanceTest : public testing::ConformanceTest {
   // Drops the engine's change triggers behind its back.
   void DropTriggers() {
     if (sqlite_) {
-      for (const std::string& t : Strings(
-               "SELECT name FROM sqlite_master WHERE type = 'trigger' AND "
-               "name LIKE '\\_bf\\_chg\\_%' ESCAPE '\\'")) {
+      for (const std::string& t :
+           Strings("SELECT name FROM sqlite_master WHERE type = 'trigger' AND "
+                   "name LIKE '\\_bf\\_chg\\_%' ESCAPE '\\'")) {
         Exec(absl::StrCat("DROP TRIGGER \"", t, "\""));
       }
     } else {
@@ -153,7 +153,8 @@ INSTANTIATE_TEST_SUITE_P(Warehouses, ChangeSignalConformanceTest,
                          ::testing::ValuesIn(testing::ConformanceWarehouses()),
                          testing::WarehouseParamName);
 
-TEST_P(ChangeSignalConformanceTest, GeneratedWritesNeverLeaveAStaleFingerprint) {
+TEST_P(ChangeSignalConformanceTest,
+       GeneratedWritesNeverLeaveAStaleFingerprint) {
   std::mt19937 gen(20251207);
   auto pick = [&](int n) {
     return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(gen));
@@ -209,8 +210,8 @@ TEST_P(ChangeSignalConformanceTest, GeneratedWritesNeverLeaveAStaleFingerprint) 
         sql = insert(1 + pick(3));
         break;
       case 2:
-        sql = absl::StrCat("UPDATE src SET v = v || 'x' WHERE id = ",
-                           some_id());
+        sql =
+            absl::StrCat("UPDATE src SET v = v || 'x' WHERE id = ", some_id());
         break;
       case 3:
         sql = absl::StrCat("UPDATE src SET ts = ", ts_of(pick(kDays)),
@@ -220,22 +221,21 @@ TEST_P(ChangeSignalConformanceTest, GeneratedWritesNeverLeaveAStaleFingerprint) 
         sql = absl::StrCat("DELETE FROM src WHERE id = ", some_id());
         break;
       case 5:
-        sql = absl::StrCat(
-            "INSERT INTO src (id, ts, k, v) SELECT id + ", next_id * 1000,
-            ", '", Day(pick(kDays)), "', k, v FROM src WHERE substr(ts, 1, "
-            "10) = '",
-            Day(pick(kDays)), "'");
+        sql = absl::StrCat("INSERT INTO src (id, ts, k, v) SELECT id + ",
+                           next_id * 1000, ", '", Day(pick(kDays)),
+                           "', k, v FROM src WHERE substr(ts, 1, "
+                           "10) = '",
+                           Day(pick(kDays)), "'");
         next_id = next_id * 1000 + next_id + 1;
         break;
       case 6:
         sql = pick(3) == 0 ? "DELETE FROM src" : "UPDATE src SET k = 'b'";
         break;
       case 7:
-        sql = sqlite_
-                  ? absl::StrCat("INSERT OR REPLACE INTO src VALUES (",
-                                 some_id(), ", ", ts_of(pick(kDays)),
-                                 ", 'a', 'r')")
-                  : "TRUNCATE src";
+        sql = sqlite_ ? absl::StrCat("INSERT OR REPLACE INTO src VALUES (",
+                                     some_id(), ", ", ts_of(pick(kDays)),
+                                     ", 'a', 'r')")
+                      : "TRUNCATE src";
         break;
       case 8:
         sql = absl::StrCat("UPDATE dim SET label = label || '", pick(9),

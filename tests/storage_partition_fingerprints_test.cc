@@ -21,13 +21,13 @@
 #include "core/model/fingerprint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sql/change_signal.h"
+#include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_dialect.h"
 #include "storage/sqlite/sqlite_engine.h"
 #include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite/sqlite_membership.h"
-#include "storage/sql/change_signal.h"
-#include "storage/sqlite/sqlite_connection.h"
-#include "storage/sqlite/sqlite_dialect.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
@@ -194,8 +194,7 @@ TEST_F(PartitionFingerprintsTest, EveryWriteMovesTheSignalOfItsPartitions) {
        "amount, refund) SELECT MIN(order_id), '2025-01-01', 1, 7, 0 FROM "
        "raw_orders WHERE order_date = '2025-01-05'",
        2},
-      {"UPDATE raw_orders SET customer_id = 3 WHERE order_date = 'someday'",
-       0},
+      {"UPDATE raw_orders SET customer_id = 3 WHERE order_date = 'someday'", 0},
   };
   for (const auto& [sql, touched] : writes) {
     Exec(sql);

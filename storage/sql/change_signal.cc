@@ -29,11 +29,10 @@ std::string NewEpoch() {
 // What a cached fingerprint depends on besides the rows: the table, the
 // columns hashed and the partitioning.
 std::string ShapeOf(const DatasetSpec& ds) {
-  return absl::StrCat(
-      ds.table, "|", ColumnList(ds), "|",
-      ds.partition ? GrainName(ds.partition->grain) : "", "|",
-      ds.partition ? ds.partition->column : "", "|",
-      ds.partition ? ds.partition->key_column : "");
+  return absl::StrCat(ds.table, "|", ColumnList(ds), "|",
+                      ds.partition ? GrainName(ds.partition->grain) : "", "|",
+                      ds.partition ? ds.partition->column : "", "|",
+                      ds.partition ? ds.partition->key_column : "");
 }
 
 InputFingerprint Made(const DatasetSpec& ds, const std::string& partition,
@@ -58,12 +57,13 @@ absl::StatusOr<std::optional<std::pair<std::string, std::string>>> Installed(
   if (r.rows.empty()) {
     return std::optional<std::pair<std::string, std::string>>();
   }
-  return std::make_optional(std::make_pair(r.rows[0][0].text, r.rows[0][1].text));
+  return std::make_optional(
+      std::make_pair(r.rows[0][0].text, r.rows[0][1].text));
 }
 
 // The table's counters by bucket.
-absl::StatusOr<std::map<std::string, int64_t>> Counters(
-    Connection* conn, const DatasetSpec& ds) {
+absl::StatusOr<std::map<std::string, int64_t>> Counters(Connection* conn,
+                                                        const DatasetSpec& ds) {
   const Dialect& d = conn->dialect();
   std::map<std::string, int64_t> out;
   RETURN_IF_ERROR(conn->ForEachRow(
@@ -135,13 +135,13 @@ absl::Status CreateChangeSignalTables(Connection* conn) {
                               "BIGINT NOT NULL, PRIMARY KEY (tbl, bucket))"))
           .status());
   RETURN_IF_ERROR(
-      conn->Exec(
-              absl::StrCat(
-                  "CREATE TABLE IF NOT EXISTS ", d.Name(d.FingerprintCache()),
-                  " (dataset TEXT NOT NULL, \"partition\" TEXT NOT NULL, shape "
-                  "TEXT NOT NULL, epoch TEXT NOT NULL, counter BIGINT NOT "
-                  "NULL, fingerprint TEXT NOT NULL, \"rows\" BIGINT NOT NULL, "
-                  "PRIMARY KEY (dataset, \"partition\"))"))
+      conn
+          ->Exec(absl::StrCat(
+              "CREATE TABLE IF NOT EXISTS ", d.Name(d.FingerprintCache()),
+              " (dataset TEXT NOT NULL, \"partition\" TEXT NOT NULL, shape "
+              "TEXT NOT NULL, epoch TEXT NOT NULL, counter BIGINT NOT "
+              "NULL, fingerprint TEXT NOT NULL, \"rows\" BIGINT NOT NULL, "
+              "PRIMARY KEY (dataset, \"partition\"))"))
           .status());
   return absl::OkStatus();
 }
@@ -226,11 +226,11 @@ absl::StatusOr<PartitionSignal> ReadPartitionSignal(
   }
   ASSIGN_OR_RETURN(std::string bucket, d.ChangeBucket(ds, partition));
   ASSIGN_OR_RETURN(
-      Result r, conn->Exec(absl::StrCat("SELECT n FROM ",
-                                        d.Name(d.ChangeCounts()),
-                                        " WHERE tbl = ", d.Placeholder(1),
-                                        " AND bucket = ", d.Placeholder(2)),
-                           {ds.table, bucket}));
+      Result r,
+      conn->Exec(absl::StrCat("SELECT n FROM ", d.Name(d.ChangeCounts()),
+                              " WHERE tbl = ", d.Placeholder(1),
+                              " AND bucket = ", d.Placeholder(2)),
+                 {ds.table, bucket}));
   if (!r.rows.empty()) s.counter = r.rows[0][0].integer;
   return s;
 }
@@ -327,15 +327,15 @@ absl::StatusOr<SignalledRead> SignalledFingerprints(
     std::map<std::string, CacheRow> cached;
     if (epoch) {
       ASSIGN_OR_RETURN(counters, Counters(conn, ds));
-      RETURN_IF_ERROR(conn->ForEachRow(
-          absl::StrCat("SELECT ", kCacheColumns, " FROM ",
-                       d.Name(d.FingerprintCache()),
-                       " WHERE dataset = ", d.Placeholder(1)),
-          {ds.name}, [&](const Row& row) {
-            CacheRow c = CacheRowOf(ds, row);
-            cached[c.fingerprint.partition] = std::move(c);
-            return absl::OkStatus();
-          }));
+      RETURN_IF_ERROR(
+          conn->ForEachRow(absl::StrCat("SELECT ", kCacheColumns, " FROM ",
+                                        d.Name(d.FingerprintCache()),
+                                        " WHERE dataset = ", d.Placeholder(1)),
+                           {ds.name}, [&](const Row& row) {
+                             CacheRow c = CacheRowOf(ds, row);
+                             cached[c.fingerprint.partition] = std::move(c);
+                             return absl::OkStatus();
+                           }));
     }
     std::set<std::string> missing;
     std::map<std::string, PartitionSignal> signals;
@@ -361,8 +361,9 @@ absl::StatusOr<SignalledRead> SignalledFingerprints(
     const size_t parts = missing.size() - missing.count("");
     std::map<std::string, Fingerprint> scanned;
     if (member != nullptr && parts > kScanAbove) {
-      ASSIGN_OR_RETURN(scanned, conn->HashRowsByGroup(
-                                    ColumnList(ds), member->Expression(), from));
+      ASSIGN_OR_RETURN(
+          scanned,
+          conn->HashRowsByGroup(ColumnList(ds), member->Expression(), from));
     }
     for (const std::string& p : missing) {
       Fingerprint fp;
@@ -373,11 +374,10 @@ absl::StatusOr<SignalledRead> SignalledFingerprints(
         if (it != scanned.end()) fp = it->second;
       } else {
         ASSIGN_OR_RETURN(Params values, member->Values(p));
-        ASSIGN_OR_RETURN(
-            fp, conn->HashRows(ColumnList(ds),
-                               absl::StrCat(from, " WHERE ",
-                                            member->Condition(1)),
-                               values));
+        ASSIGN_OR_RETURN(fp, conn->HashRows(ColumnList(ds),
+                                            absl::StrCat(from, " WHERE ",
+                                                         member->Condition(1)),
+                                            values));
       }
       InputFingerprint f = Made(ds, p, fp);
       ++out.hashed;

@@ -106,9 +106,9 @@ struct SignalledRead {
 };
 
 // Engine::CurrentFingerprints over the signal: installs the triggers when
-// needed (and `install`), answers unchanged partitions from the cache and hashes the others
-// (one scan of the table when many are asked for), caching what it hashed.
-// Own transactions; none may be open on `conn`.
+// needed (and `install`), answers unchanged partitions from the cache and
+// hashes the others (one scan of the table when many are asked for), caching
+// what it hashed. Own transactions; none may be open on `conn`.
 absl::StatusOr<SignalledRead> SignalledFingerprints(
     Connection* conn, const DatasetSpec& dataset,
     const std::vector<std::string>& partitions, bool install = true);

@@ -204,10 +204,10 @@ class Dialect {
       Connection* conn, const DatasetSpec& dataset,
       std::string_view qualifier = "") const = 0;
 
-  // ---- Change signal (change_signal.h) ---------------------------------------
-  // The reserved tables of the change signal: per source table its
-  // installation (table, epoch, identity), per table and bucket a counter
-  // the triggers bump, and the cached fingerprints.
+  // ---- Change signal (change_signal.h)
+  // --------------------------------------- The reserved tables of the change
+  // signal: per source table its installation (table, epoch, identity), per
+  // table and bucket a counter the triggers bump, and the cached fingerprints.
   virtual Relation ChangeTables() const = 0;
   virtual Relation ChangeCounts() const = 0;
   virtual Relation FingerprintCache() const = 0;

@@ -119,8 +119,9 @@ SqlEngine::CurrentFingerprints(const DatasetSpec& dataset,
   RETURN_IF_ERROR(CheckWarehouse());
   ASSIGN_OR_RETURN(Lease conn, Acquire());
   const bool install = TrySignal(dataset.table);
-  ASSIGN_OR_RETURN(SignalledRead read, SignalledFingerprints(conn.get(), dataset,
-                                                             partitions, install));
+  ASSIGN_OR_RETURN(
+      SignalledRead read,
+      SignalledFingerprints(conn.get(), dataset, partitions, install));
   if (read.refused) NoSignal(dataset.table);
   return std::move(read.fingerprints);
 }

@@ -144,8 +144,8 @@ absl::StatusOr<std::vector<InputFingerprint>> InputFingerprints(
         it = epochs.emplace(u.name, std::move(epoch)).first;
       }
       if (it->second) {
-        ASSIGN_OR_RETURN(signal, ReadPartitionSignal(conn, u, *it->second,
-                                                     f.partition));
+        ASSIGN_OR_RETURN(
+            signal, ReadPartitionSignal(conn, u, *it->second, f.partition));
         ASSIGN_OR_RETURN(std::optional<InputFingerprint> cached,
                          CachedFingerprint(conn, u, f.partition, *signal));
         if (cached) {

@@ -31,10 +31,11 @@ std::string TextOf(std::string_view qualifier, const std::string& column) {
 // statement (unqualified names: a trigger's statements resolve in its own
 // schema).
 std::string Bump(const DatasetSpec& ds, std::string_view qualifier) {
-  return absl::StrCat("INSERT INTO ", Dialect::Quote(kChangeCountsTable),
-                      " (tbl, bucket, n) VALUES (", Literal(ds.table), ", ",
-                      ChangeBucketExpression(ds, qualifier),
-                      ", 1) ON CONFLICT (tbl, bucket) DO UPDATE SET n = n + 1;");
+  return absl::StrCat(
+      "INSERT INTO ", Dialect::Quote(kChangeCountsTable),
+      " (tbl, bucket, n) VALUES (", Literal(ds.table), ", ",
+      ChangeBucketExpression(ds, qualifier),
+      ", 1) ON CONFLICT (tbl, bucket) DO UPDATE SET n = n + 1;");
 }
 
 constexpr char kIdentitySql[] =
@@ -65,8 +66,8 @@ std::string ChangeBucketExpression(const DatasetSpec& ds,
 absl::StatusOr<std::string> ChangeBucketOf(const DatasetSpec& ds,
                                            const std::string& partition) {
   if (!ds.partition || partition.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no bucket for partition '", partition, "' of ", ds.name));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no bucket for partition '", partition, "' of ", ds.name));
   }
   const PartitionSpec& p = *ds.partition;
   if (p.grain == Grain::kKey) return partition;
@@ -75,9 +76,8 @@ absl::StatusOr<std::string> ChangeBucketOf(const DatasetSpec& ds,
   if (p.two_dimensional()) {
     const size_t bar = partition.find('|');
     if (bar == std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("partition '", partition, "' of ", ds.name,
-                       " is not TIME|KEY"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "partition '", partition, "' of ", ds.name, " is not TIME|KEY"));
     }
     time = partition.substr(0, bar);
     key = partition.substr(bar);
@@ -116,7 +116,8 @@ absl::StatusOr<std::vector<std::string>> ChangeTriggerStatements(
                    {index[0].text}));
     std::vector<std::string> equal;
     for (const sql::Row& c : cols.rows) {
-      if (c[0].integer < 0 || c[1].null()) return std::vector<std::string>();  // an expression
+      if (c[0].integer < 0 || c[1].null())
+        return std::vector<std::string>();  // an expression
       const std::string col = Dialect::Quote(c[1].text);
       equal.push_back(absl::StrCat("_bf_c.", col, " = NEW.", col, " COLLATE ",
                                    Dialect::Quote(c[2].text)));
@@ -133,13 +134,13 @@ absl::StatusOr<std::vector<std::string>> ChangeTriggerStatements(
                  "'\\_bf\\_chg\\_%' ESCAPE '\\'",
                  {ds.table}));
   for (const sql::Row& t : old.rows) {
-    out.push_back(
-        absl::StrCat("DROP TRIGGER IF EXISTS main.", Dialect::Quote(t[0].text)));
+    out.push_back(absl::StrCat("DROP TRIGGER IF EXISTS main.",
+                               Dialect::Quote(t[0].text)));
   }
   const std::string table = Dialect::Quote(ds.table);
   auto name = [&](const char* what) {
-    return absl::StrCat("main.", Dialect::Quote(absl::StrCat(
-                                     "_bf_chg_", epoch, "_", what)));
+    return absl::StrCat(
+        "main.", Dialect::Quote(absl::StrCat("_bf_chg_", epoch, "_", what)));
   };
   out.push_back(absl::StrCat("CREATE TRIGGER ", name("i"), " AFTER INSERT ON ",
                              table, " BEGIN ", Bump(ds, "NEW."), " END"));
@@ -149,12 +150,12 @@ absl::StatusOr<std::vector<std::string>> ChangeTriggerStatements(
   out.push_back(absl::StrCat("CREATE TRIGGER ", name("d"), " AFTER DELETE ON ",
                              table, " BEGIN ", Bump(ds, "OLD."), " END"));
   if (!collide.empty()) {
-    const std::string bump_collided = absl::StrCat(
-        "INSERT INTO ", Dialect::Quote(kChangeCountsTable),
-        " (tbl, bucket, n) SELECT ", Literal(ds.table), ", ",
-        ChangeBucketExpression(ds, "_bf_c."), ", 1 FROM ", table,
-        " AS _bf_c WHERE ", absl::StrJoin(collide, " OR "),
-        " ON CONFLICT (tbl, bucket) DO UPDATE SET n = n + 1;");
+    const std::string bump_collided =
+        absl::StrCat("INSERT INTO ", Dialect::Quote(kChangeCountsTable),
+                     " (tbl, bucket, n) SELECT ", Literal(ds.table), ", ",
+                     ChangeBucketExpression(ds, "_bf_c."), ", 1 FROM ", table,
+                     " AS _bf_c WHERE ", absl::StrJoin(collide, " OR "),
+                     " ON CONFLICT (tbl, bucket) DO UPDATE SET n = n + 1;");
     out.push_back(absl::StrCat("CREATE TRIGGER ", name("ri"),
                                " BEFORE INSERT ON ", table, " BEGIN ",
                                bump_collided, " END"));

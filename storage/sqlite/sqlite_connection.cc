@@ -247,10 +247,9 @@ absl::StatusOr<std::map<std::string, Fingerprint>>
 SqliteConnection::HashRowsByGroup(std::string_view columns,
                                   std::string_view group, std::string_view rest,
                                   absl::Span<const sql::Param> params) {
-  ASSIGN_OR_RETURN(Statement q,
-                   Bound(absl::StrCat("SELECT ", Sv(columns), ", ", Sv(group),
-                                      " ", Sv(rest)),
-                         params));
+  ASSIGN_OR_RETURN(Statement q, Bound(absl::StrCat("SELECT ", Sv(columns), ", ",
+                                                   Sv(group), " ", Sv(rest)),
+                                      params));
   const int n = q.ColumnCount() - 1;
   std::map<std::string, Fingerprint> out;
   while (true) {

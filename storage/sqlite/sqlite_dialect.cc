@@ -16,8 +16,8 @@
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
 #include "core/model/partition_layout.h"
-#include "storage/sqlite/sqlite_change_triggers.h"
 #include "storage/sql/artifacts.h"
+#include "storage/sqlite/sqlite_change_triggers.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_membership.h"
 
