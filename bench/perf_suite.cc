@@ -349,8 +349,9 @@ class Suite {
          absl::StrFormat("%.2fx", known_ratio), known_ratio <= 1.15});
     const double cpu_ratio = first.daemon_cpu_seconds / direct.cpu_seconds;
     rows_.push_back(
-        {absl::StrCat(cpu_what, "; cold (the first full reload: no input "
-                                "fingerprint known)"),
+        {absl::StrCat(cpu_what,
+                      "; cold (the first full reload: no input "
+                      "fingerprint known)"),
          "<= 1.15x",
          absl::StrFormat("backfilld %.2f s CPU (%s wall, %d workers); "
                          "sqlite3 %.2f s CPU (%s wall)",
@@ -374,12 +375,14 @@ class Suite {
          std::abs(wall_share - share) <= 0.02});
 
     // Where each full reload's time went, from the daemon's own counters.
-    PhaseRow("fingerprints and checks per partition / the transform's own "
-             "time; inputs' fingerprints known (the second full reload)",
-             metrics_known_before, metrics_known_after);
-    PhaseRow("fingerprints and checks per partition / the transform's own "
-             "time; cold (the first full reload)",
-             metrics_before, metrics_after);
+    PhaseRow(
+        "fingerprints and checks per partition / the transform's own "
+        "time; inputs' fingerprints known (the second full reload)",
+        metrics_known_before, metrics_known_after);
+    PhaseRow(
+        "fingerprints and checks per partition / the transform's own "
+        "time; cold (the first full reload)",
+        metrics_before, metrics_after);
     return absl::OkStatus();
   }
 

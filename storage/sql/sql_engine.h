@@ -161,15 +161,20 @@ class SqlEngine : public Engine {
   std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(settings_mu_);
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(settings_mu_) =
       absl::Seconds(20);
-  // Whether installing the change triggers of `table` is worth trying: not
-  // after an installation failed (a view, no privilege) in this process.
+  // What this process learnt of the change triggers of `table`: TrySignal
+  // whether checking them before a staging is worth it (neither installed
+  // nor refused yet), Refused whether an installation failed (a view, no
+  // privilege: not tried again); NoSignal and Signalled record it.
   bool TrySignal(const std::string& table) const;
+  bool Refused(const std::string& table) const;
   void NoSignal(const std::string& table);
+  void Signalled(const std::string& table);
 
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);
   mutable absl::Mutex signal_mu_;
   std::set<std::string> no_signal_ ABSL_GUARDED_BY(signal_mu_);
+  std::set<std::string> signalled_ ABSL_GUARDED_BY(signal_mu_);
 };
 
 }  // namespace backfill::sql
