@@ -2,9 +2,11 @@
 
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
@@ -67,13 +69,43 @@ absl::StatusOr<std::vector<std::string>> ChangeTriggerStatements(
   const std::string bucket =
       ds.partition ? absl::StrCat("coalesce(", member->Expression(), ", '')")
                    : std::string("''");
-  auto bump = [&](const char* transition) {
+  // The rows a statement wrote, grouped by their partition columns' exact
+  // values first (the membership expression then runs once per distinct
+  // value, not per row), each group with a representative of its values.
+  std::vector<std::string> columns;
+  if (ds.partition) {
+    columns.push_back(ds.partition->column);
+    if (ds.partition->two_dimensional()) {
+      columns.push_back(ds.partition->key_column);
+    }
+  }
+  auto grouped = [&](const char* transition) {
+    std::vector<std::string> select, by;
+    for (const std::string& c : columns) {
+      const std::string q = Dialect::Quote(c);
+      select.push_back(absl::StrCat("min(_bf_t.", q, ") AS ", q));
+      by.push_back(absl::StrCat("(_bf_t.", q, ")::text COLLATE \"C\""));
+    }
+    select.push_back("count(*) AS _bf_n");
+    return absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ",
+                        transition, " AS _bf_t", by.empty() ? "" : " GROUP BY ",
+                        absl::StrJoin(by, ", "));
+  };
+  // One upsert per statement (an UPDATE's old and new rows together), in
+  // bucket order: two statements lock the counter rows they share in the
+  // same order.
+  auto bump = [&](std::vector<const char*> transitions) {
+    std::string rows;
+    for (const char* t : transitions) {
+      absl::StrAppend(&rows, rows.empty() ? "" : " UNION ALL ", "SELECT ",
+                      bucket, " AS _bf_b, _bf_r._bf_n FROM (", grouped(t),
+                      ") AS _bf_r");
+    }
     return absl::StrCat(
-        "INSERT INTO ", d.Name(counts), " AS _bf_c (tbl, bucket, n) SELECT ",
-        Literal(ds.table), ", _bf_b, count(*) FROM (SELECT ", bucket,
-        " AS _bf_b FROM ", transition,
-        " AS _bf_r) AS _bf_s GROUP BY _bf_b ORDER BY _bf_b ON CONFLICT (tbl, "
-        "bucket) DO UPDATE SET n = _bf_c.n + excluded.n;\n");
+        "  INSERT INTO ", d.Name(counts), " AS _bf_c (tbl, bucket, n) SELECT ",
+        Literal(ds.table), ", _bf_b, sum(_bf_n)::bigint FROM (", rows,
+        ") AS _bf_s GROUP BY _bf_b ORDER BY _bf_b ON CONFLICT (tbl, bucket) "
+        "DO UPDATE SET n = _bf_c.n + excluded.n;\n");
   };
   const std::string function =
       absl::StrCat(Dialect::Quote(counts.schema), ".",
@@ -88,8 +120,9 @@ absl::StatusOr<std::vector<std::string>> ChangeTriggerStatements(
       "= ",
       Literal(ds.table),
       ";\n  RETURN NULL;\nEND IF;\n"
-      "IF TG_OP <> 'DELETE' THEN\n",
-      bump("_bf_new"), "END IF;\nIF TG_OP <> 'INSERT' THEN\n", bump("_bf_old"),
+      "IF TG_OP = 'INSERT' THEN\n",
+      bump({"_bf_new"}), "ELSIF TG_OP = 'DELETE' THEN\n", bump({"_bf_old"}),
+      "ELSE\n", bump({"_bf_new", "_bf_old"}),
       "END IF;\nRETURN NULL;\nEND\n$bf$"));
   auto name = [&](const char* what) {
     return Dialect::Quote(absl::StrCat("_bf_chg_", epoch, "_", what));

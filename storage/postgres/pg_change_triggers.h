@@ -9,7 +9,7 @@
 //            statement, the rows it wrote grouped by their partition (the
 //            engine's own membership expression, pg_membership.h: counters
 //            are per partition exactly), in partition order; an UPDATE
-//            counts its old rows and its new rows;
+//            counts its old rows and its new rows in the same upsert;
 //   t        AFTER TRUNCATE: the table's epoch in `_bf.change_tables` is
 //            replaced, so every fingerprint cached for it is unknown.
 // Rows of no partition are counted under '' (as is every row of an

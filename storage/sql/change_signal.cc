@@ -1,8 +1,10 @@
 #include "storage/sql/change_signal.h"
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -268,7 +270,15 @@ absl::Status StoreFingerprints(Connection* conn,
       ") ON CONFLICT (dataset, \"partition\") DO UPDATE SET shape = "
       "excluded.shape, epoch = excluded.epoch, counter = excluded.counter, "
       "fingerprint = excluded.fingerprint, \"rows\" = excluded.\"rows\"");
-  for (const SignalledFingerprint& item : items) {
+  // In one order, so that two writers sharing rows lock them alike.
+  std::vector<const SignalledFingerprint*> sorted;
+  for (const SignalledFingerprint& item : items) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->dataset->name, a->fingerprint.partition) <
+           std::tie(b->dataset->name, b->fingerprint.partition);
+  });
+  for (const SignalledFingerprint* p : sorted) {
+    const SignalledFingerprint& item = *p;
     const InputFingerprint& f = item.fingerprint;
     RETURN_IF_ERROR(conn->Exec(sql, {item.dataset->name, f.partition,
                                      ShapeOf(*item.dataset), item.signal.epoch,
