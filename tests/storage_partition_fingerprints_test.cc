@@ -332,6 +332,67 @@ TEST_F(PartitionFingerprintsTest, UntouchedInputsCompareEqualToWhatAStageRead) {
   }
 }
 
+// A staging whose input partition's signal equals the one its cached
+// fingerprint was read under takes the cached fingerprint without reading
+// the rows again (a fingerprint planted in the cache comes back as is);
+// a write to the partition makes it hash the rows again.
+TEST_F(PartitionFingerprintsTest, StagingTakesAKeptFingerprintUntilAWrite) {
+  DatasetSpec counts;
+  counts.name = "daily_counts";
+  counts.kind = DatasetKind::kDerived;
+  counts.table = "daily_counts";
+  counts.partition = PartitionSpec{"ds", Grain::kDay, {}};
+  counts.upstream = {{"orders", Mapping::kIdentity}};
+  counts.transform =
+      "SELECT order_date AS ds, COUNT(*) AS n FROM raw_orders WHERE "
+      "order_date >= :partition_start AND order_date < :partition_end GROUP "
+      "BY 1";
+  counts.columns = {{"ds", "TEXT"}, {"n", "INTEGER"}};
+  JobLayout layout;
+  layout.job_id = "bf-1";
+  layout.items = {{&counts, Days(5)}};
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  auto stage = [&](const std::string& day) {
+    auto r = engine_->StagePartition("bf-1", counts, day, {{&orders_, day}});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && r->inputs.size() == 1 ? r->inputs[0].fingerprint
+                                           : std::string();
+  };
+  // The first staging hashes the rows and keeps what it read.
+  EXPECT_EQ(stage(Day(3)), PlainDay(Day(3)));
+  Exec(
+      "UPDATE _bf_fingerprints SET fingerprint = 'planted:4' WHERE dataset = "
+      "'orders' AND \"partition\" = '2025-01-03'");
+  EXPECT_EQ(stage(Day(3)), "planted:4");
+  // Another day's write leaves it; a write to the day replaces it.
+  Exec("UPDATE raw_orders SET refund = 2 WHERE order_date = '2025-01-04'");
+  EXPECT_EQ(stage(Day(3)), "planted:4");
+  EXPECT_EQ(stage(Day(4)), PlainDay(Day(4)));
+  Exec("UPDATE raw_orders SET refund = 2 WHERE order_date = '2025-01-03'");
+  EXPECT_EQ(stage(Day(3)), PlainDay(Day(3)));
+  // Triggers gone: never the kept figure, whatever the counters say.
+  Exec(
+      "UPDATE _bf_fingerprints SET fingerprint = 'planted:4' WHERE dataset = "
+      "'orders' AND \"partition\" = '2025-01-03'");
+  std::vector<std::string> triggers;
+  {
+    auto names = db_->Prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE "
+        "'_bf_chg_%'");
+    ASSERT_TRUE(names.ok());
+    while (true) {
+      auto row = names->Step();
+      ASSERT_TRUE(row.ok());
+      if (!*row) break;
+      triggers.push_back(names->ColumnText(0));
+    }
+  }
+  for (const std::string& t : triggers) {
+    Exec(absl::StrCat("DROP TRIGGER \"", t, "\""));
+  }
+  EXPECT_EQ(stage(Day(3)), PlainDay(Day(3)));
+}
+
 }  // namespace
 }  // namespace storage_partition_fingerprints_test
 }  // namespace backfill
