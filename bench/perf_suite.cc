@@ -3,10 +3,13 @@
 // product claims beside the raw figures it was measured from, all measured
 // side by side in one run:
 //   - CPU of a full reload through backfilld against the same SQL run
-//     directly by sqlite3 (10 million orders over 365 days);
+//     directly by sqlite3 (10 million orders over 365 days), with the
+//     inputs' fingerprints known (a second full reload) and cold (the
+//     first);
 //   - wall time of a 30-of-365-day backfill against the full reload;
 //   - the cost of fingerprints and checks against the transform's own time
-//     (the daemon's backfill_partition_phase_seconds_total);
+//     (the daemon's backfill_partition_phase_seconds_total), known and
+//     cold;
 //   - a job of 100,000 hour partitions with a trivial transform: partitions
 //     per second end to end, and the daemon's peak resident memory;
 //   - the plan of 100,000 partitions, and a 30-day plan over 1 million
@@ -21,7 +24,7 @@
 // Usage: backfill_perf [--quick] [--only GROUPS] [--bin-dir DIR]
 //                      [--work-dir DIR] [--keep]
 // --only runs some groups of rows, a comma-separated list of: cost (the
-// first three rows), partitions (the 100,000-partition rows: plan, job,
+// first five rows), partitions (the 100,000-partition rows: plan, job,
 // GetBackfill, restart), plan-size (the last row).
 
 #include <sys/utsname.h>
@@ -316,15 +319,41 @@ class Suite {
         Request("revenue_orders", days[days.size() - 61],
                 days[days.size() - 31], "bench: 30 days");
     ASSIGN_OR_RETURN(JobRun thirty, daemon->RunJob(scoped));
+    ASSIGN_OR_RETURN(std::string metrics_known_before,
+                     Scrape(daemon->metrics_address()));
     ASSIGN_OR_RETURN(JobRun second, daemon->RunJob(full));
+    ASSIGN_OR_RETURN(std::string metrics_known_after,
+                     Scrape(daemon->metrics_address()));
     daemon->Stop();
 
+    // The first full reload starts with no input fingerprint known (the
+    // change triggers are installed before its first partition); the
+    // second finds every input's fingerprint cached by the first with an
+    // unchanged change signal, as a job does after any earlier job or
+    // `plan --auto` read its inputs. Its partitions come out identical to
+    // the published ones, so early cutoff validates and publishes none
+    // (the first reload's checks are in its phase row). Both are printed.
+    const std::string cpu_what = absl::StrCat(
+        "CPU of a full reload (", sizes_.days, " days, ", Count(orders),
+        " orders): backfilld / sqlite3 running the same SQL");
+    const double known_ratio = second.daemon_cpu_seconds / direct.cpu_seconds;
+    rows_.push_back(
+        {absl::StrCat(cpu_what,
+                      "; inputs' fingerprints known (the second full reload, "
+                      "after the first cached them; its partitions come out "
+                      "identical, so early cutoff publishes none)"),
+         "<= 1.15x",
+         absl::StrFormat("backfilld %.2f s CPU (%s wall, %d workers); "
+                         "sqlite3 %.2f s CPU (%s wall)",
+                         second.daemon_cpu_seconds, Sec(second.wall_seconds),
+                         kWorkers, direct.cpu_seconds,
+                         Sec(direct.wall_seconds)),
+         absl::StrFormat("%.2fx", known_ratio), known_ratio <= 1.15});
     const double cpu_ratio = first.daemon_cpu_seconds / direct.cpu_seconds;
     rows_.push_back(
-        {absl::StrCat("CPU of a full reload (", sizes_.days, " days, ",
-                      Count(orders),
-                      " orders): backfilld / sqlite3 running "
-                      "the same SQL"),
+        {absl::StrCat(cpu_what,
+                      "; cold (the first full reload: no input "
+                      "fingerprint known)"),
          "<= 1.15x",
          absl::StrFormat("backfilld %.2f s CPU (%s wall, %d workers); "
                          "sqlite3 %.2f s CPU (%s wall)",
@@ -347,8 +376,22 @@ class Suite {
          absl::StrFormat("%.1f%%", 100 * wall_share),
          std::abs(wall_share - share) <= 0.02});
 
-    // Where the first full reload's time went, from the daemon's own
-    // counters.
+    // Where each full reload's time went, from the daemon's own counters.
+    PhaseRow(
+        "fingerprints and checks per partition / the transform's own "
+        "time; inputs' fingerprints known (the second full reload)",
+        metrics_known_before, metrics_known_after);
+    PhaseRow(
+        "fingerprints and checks per partition / the transform's own "
+        "time; cold (the first full reload)",
+        metrics_before, metrics_after);
+    return absl::OkStatus();
+  }
+
+  // The row of the fingerprint and check phases against the transform's,
+  // between two scrapes of the daemon's metrics.
+  void PhaseRow(const std::string& what, const std::string& metrics_before,
+                const std::string& metrics_after) {
     const std::string family = "backfill_partition_phase_seconds_total";
     std::map<std::string, double> before = PhaseSamples(metrics_before, family);
     std::map<std::string, double> after = PhaseSamples(metrics_after, family);
@@ -360,22 +403,18 @@ class Suite {
     const double validate = phase("validate");
     if (after.empty() || transform <= 0) {
       rows_.push_back(
-          {"fingerprints and checks per partition / the "
-           "transform's own time",
-           "< 10%", "the daemon exports no phase times", "", false});
-    } else {
-      const double share_fc = (fingerprint + validate) / transform;
-      rows_.push_back(
-          {"fingerprints and checks per partition / the transform's own time",
-           "< 10%",
-           absl::StrFormat("per partition: transform %.2f ms, fingerprints "
-                           "%.2f ms, checks %.2f ms (%d partitions)",
-                           transform / sizes_.days * 1e3,
-                           fingerprint / sizes_.days * 1e3,
-                           validate / sizes_.days * 1e3, sizes_.days),
-           absl::StrFormat("%.1f%%", 100 * share_fc), share_fc < 0.10});
+          {what, "< 10%", "the daemon exports no phase times", "", false});
+      return;
     }
-    return absl::OkStatus();
+    const double share_fc = (fingerprint + validate) / transform;
+    rows_.push_back(
+        {what, "< 10%",
+         absl::StrFormat("per partition: transform %.2f ms, fingerprints "
+                         "%.2f ms, checks %.2f ms (%d partitions)",
+                         transform / sizes_.days * 1e3,
+                         fingerprint / sizes_.days * 1e3,
+                         validate / sizes_.days * 1e3, sizes_.days),
+         absl::StrFormat("%.1f%%", 100 * share_fc), share_fc < 0.10});
   }
 
   // Fails unless tables `a` and `b` of the warehouse hold the same rows.

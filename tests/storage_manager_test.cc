@@ -562,8 +562,8 @@ TEST_F(ManagerTest, AJobThatPublishedNeverEndsFailed) {
                 "'table' AND name LIKE '\\_bf\\_%' ESCAPE '\\' AND "
                 "name NOT IN ('_bf_publications', '_bf_meta', '_bf_rollbacks', "
                 "'_bf_partition_stats', '_bf_partition_stats_meta', "
-                "'_bf_partition_fingerprints', "
-                "'_bf_partition_fingerprints_meta') AND "
+                "'_bf_change_tables', '_bf_change_counts', "
+                "'_bf_fingerprints') AND "
                 "name NOT "
                 "LIKE '\\_bf\\_prev\\_%' ESCAPE '\\'"),
       0);

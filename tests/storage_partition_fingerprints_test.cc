@@ -1,11 +1,12 @@
-// Partition fingerprints of the SQLite warehouse
-// (storage/sqlite/sqlite_partition_fingerprints.h,
-// Engine::CurrentFingerprints): the cached figures against a fresh computation
-// of the definition — the rows plain SQL selects for a day, hashed by the test
-// with core/model/fingerprint.h's RowHasher — after appends, updates and
-// deletes, with the change signal's documented bound (an update or delete in
-// the middle of the table shows after the maximum age); and the proof that an
-// untouched input compares equal to what StagePartition recorded.
+// Partition fingerprints of the SQLite warehouse over the change signal
+// (storage/sql/change_signal.h, storage/sqlite/sqlite_change_triggers.h,
+// Engine::CurrentFingerprints): the cached figures against a fresh
+// computation of the definition — the rows plain SQL selects for a day,
+// hashed by the test with core/model/fingerprint.h's RowHasher — after
+// inserts, updates in place and across days, deletes, a REPLACE, triggers
+// dropped and a column added, with how many days each call hashed; and the
+// proof that an untouched input compares equal to what StagePartition
+// recorded.
 
 #include <stdlib.h>
 
@@ -20,10 +21,13 @@
 #include "core/model/fingerprint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/sql/change_signal.h"
+#include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_dialect.h"
 #include "storage/sqlite/sqlite_engine.h"
+#include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite/sqlite_membership.h"
-#include "storage/sqlite/sqlite_partition_fingerprints.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
@@ -39,6 +43,7 @@ class PartitionFingerprintsTest : public testing::WarehouseTest {
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(testing::WarehouseTest::SetUp());
     ASSERT_TRUE(sqlite::RegisterPartitionFunction(db_.get()).ok());
+    ASSERT_TRUE(sqlite::RegisterFingerprintFunction(db_.get()).ok());
     Exec(R"sql(
       CREATE TABLE raw_orders (order_id INTEGER PRIMARY KEY, order_date TEXT,
                                customer_id INTEGER, amount REAL, refund REAL);
@@ -125,16 +130,15 @@ class PartitionFingerprintsTest : public testing::WarehouseTest {
     return out;
   }
 
-  absl::StatusOr<sqlite::FingerprintRefresh> Refresh(
+  // What Engine::CurrentFingerprints does, with its counts.
+  absl::StatusOr<sql::SignalledRead> Refresh(
       const std::vector<std::string>& partitions) {
-    sqlite::StatsPolicy policy;
-    policy.max_age = absl::Hours(1);
-    return sqlite::CurrentPartitionFingerprints(db_.get(), orders_, partitions,
-                                                policy, now_);
+    sqlite::SqliteConnection conn(db_.get(), &dialect_);
+    return sql::SignalledFingerprints(&conn, orders_, partitions);
   }
 
   // Every day 1..n against the plain computation.
-  void ExpectPlain(const sqlite::FingerprintRefresh& got, int n) {
+  void ExpectPlain(const sql::SignalledRead& got, int n) {
     for (int d = 1; d <= n; ++d) {
       auto it = got.fingerprints.find(Day(d));
       ASSERT_NE(it, got.fingerprints.end()) << Day(d);
@@ -145,15 +149,16 @@ class PartitionFingerprintsTest : public testing::WarehouseTest {
   }
 
   absl::Time now_ = absl::FromUnixSeconds(1700000000);
+  sqlite::SqliteDialect dialect_;
   std::unique_ptr<SqliteEngine> engine_;
   DatasetSpec orders_, customers_;
 };
 
-TEST_F(PartitionFingerprintsTest, CachedFiguresFollowTheTableWithinTheBound) {
+TEST_F(PartitionFingerprintsTest, EveryWriteMovesTheSignalOfItsPartitions) {
   auto first = Refresh(Days(6));
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->refresh, "recompute");
-  EXPECT_EQ(first->partitions_hashed, 5);  // the 5 days that have rows
+  EXPECT_TRUE(first->signalled);
+  EXPECT_EQ(first->hashed, 6);
   ExpectPlain(*first, 6);
   // Day 6 has no rows: the fingerprint of no rows, as a stage would read.
   EXPECT_EQ(first->fingerprints.at(Day(6)).fingerprint,
@@ -163,76 +168,90 @@ TEST_F(PartitionFingerprintsTest, CachedFiguresFollowTheTableWithinTheBound) {
 
   auto again = Refresh(Days(6));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->refresh, "current");
-  EXPECT_EQ(again->partitions_hashed, 0);
+  EXPECT_EQ(again->cached, 6);
+  EXPECT_EQ(again->hashed, 0);
   ExpectPlain(*again, 6);
 
-  // Late rows for day 2 and a first row for day 6: only those two days are
-  // hashed again.
-  Exec(
-      "INSERT INTO raw_orders (order_date, customer_id, amount, refund) "
-      "VALUES ('2025-01-02', 2, 99, 1), ('2025-01-06', 3, 5, 0)");
-  auto appended = Refresh(Days(6));
-  ASSERT_TRUE(appended.ok());
-  EXPECT_EQ(appended->refresh, "appended");
-  EXPECT_EQ(appended->partitions_hashed, 2);
-  ExpectPlain(*appended, 6);
+  // Each write (through this test's own connection, which has no
+  // _bf_partition_of) moves the signal of exactly the days it touched.
+  const std::pair<std::string, int> writes[] = {
+      {"INSERT INTO raw_orders (order_date, customer_id, amount, refund) "
+       "VALUES ('2025-01-02', 2, 99, 1), ('2025-01-06', 3, 5, 0)",
+       2},
+      {"UPDATE raw_orders SET amount = amount + 1 WHERE order_id = (SELECT "
+       "MIN(order_id) FROM raw_orders WHERE order_date = '2025-01-03')",
+       1},
+      {"UPDATE raw_orders SET order_date = '2025-01-05' WHERE order_id = "
+       "(SELECT MIN(order_id) FROM raw_orders WHERE order_date = "
+       "'2025-01-04')",
+       2},
+      {"DELETE FROM raw_orders WHERE order_id = (SELECT MAX(order_id) FROM "
+       "raw_orders WHERE order_date = '2025-01-01')",
+       1},
+      // A REPLACE deletes the colliding row of day 5 without a delete
+      // trigger: the BEFORE INSERT trigger counts it.
+      {"INSERT OR REPLACE INTO raw_orders (order_id, order_date, customer_id, "
+       "amount, refund) SELECT MIN(order_id), '2025-01-01', 1, 7, 0 FROM "
+       "raw_orders WHERE order_date = '2025-01-05'",
+       2},
+      {"UPDATE raw_orders SET customer_id = 3 WHERE order_date = 'someday'", 0},
+  };
+  for (const auto& [sql, touched] : writes) {
+    Exec(sql);
+    auto got = Refresh(Days(6));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->hashed, touched) << sql;
+    ExpectPlain(*got, 6);
+  }
 
-  // An update in the middle of the table: not signalled, so the cached day
-  // 3 stays as it was until the maximum age...
-  const std::string before = PlainDay(Day(3));
-  Exec(
-      "UPDATE raw_orders SET amount = amount + 1 WHERE order_date = "
-      "'2025-01-03' AND order_id = (SELECT MIN(order_id) FROM raw_orders "
-      "WHERE order_date = '2025-01-03')");
-  ASSERT_NE(PlainDay(Day(3)), before);
-  auto hidden = Refresh(Days(6));
-  ASSERT_TRUE(hidden.ok());
-  EXPECT_EQ(hidden->refresh, "current");
-  EXPECT_EQ(hidden->fingerprints.at(Day(3)).fingerprint, before);
-  // ...and is right once the cache is older than that.
-  now_ += absl::Hours(1);
-  auto aged = Refresh(Days(6));
-  ASSERT_TRUE(aged.ok());
-  EXPECT_EQ(aged->refresh, "recompute");
-  ExpectPlain(*aged, 6);
-
-  // Deleting the last row changes the row at the stored max_rowid: seen at
-  // once.
-  Exec(
-      "DELETE FROM raw_orders WHERE order_id = (SELECT MAX(order_id) FROM "
-      "raw_orders)");
-  auto deleted = Refresh(Days(6));
-  ASSERT_TRUE(deleted.ok());
-  EXPECT_EQ(deleted->refresh, "recompute");
-  ExpectPlain(*deleted, 6);
-
-  // Deleting the first row changes MIN(rowid): seen at once.
-  Exec(
-      "DELETE FROM raw_orders WHERE order_id = (SELECT MIN(order_id) FROM "
-      "raw_orders)");
-  auto first_gone = Refresh(Days(6));
-  ASSERT_TRUE(first_gone.ok());
-  EXPECT_EQ(first_gone->refresh, "recompute");
-  ExpectPlain(*first_gone, 6);
-
-  // A row moved from day 4 to day 5 by an update and the table's end
-  // untouched: within the bound; after it, right.
-  Exec(
-      "UPDATE raw_orders SET order_date = '2025-01-05' WHERE order_id = "
-      "(SELECT MIN(order_id) FROM raw_orders WHERE order_date = "
-      "'2025-01-04')");
-  now_ += absl::Hours(2);
-  auto moved = Refresh(Days(6));
-  ASSERT_TRUE(moved.ok());
-  ExpectPlain(*moved, 6);
-
-  // The whole table is hashed on every call: a middle update shows at once.
-  Exec("UPDATE raw_orders SET refund = 3 WHERE order_date = '2025-01-02'");
+  // The whole table: cached until any write.
   auto whole = Refresh({""});
   ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->hashed, 1);
+  whole = Refresh({""});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->cached, 1);
+  Exec("UPDATE raw_orders SET refund = 3 WHERE order_date = 'someday'");
+  whole = Refresh({""});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->hashed, 1);
   EXPECT_EQ(whole->fingerprints.at("").fingerprint,
             Plain("SELECT * FROM raw_orders"));
+
+  // Triggers dropped, a write while they are absent, triggers back (by
+  // the next call): the signal is unknown, every day is hashed again.
+  auto names = db_->Prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE "
+      "'_bf_chg_%'");
+  ASSERT_TRUE(names.ok());
+  std::vector<std::string> triggers;
+  while (true) {
+    auto row = names->Step();
+    ASSERT_TRUE(row.ok());
+    if (!*row) break;
+    triggers.push_back(names->ColumnText(0));
+  }
+  ASSERT_GE(triggers.size(), 3u);
+  names = absl::InternalError("done");
+  for (const std::string& t : triggers) {
+    Exec(absl::StrCat("DROP TRIGGER \"", t, "\""));
+  }
+  Exec("UPDATE raw_orders SET amount = 1000 WHERE order_date = '2025-01-03'");
+  auto dropped = Refresh(Days(6));
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_TRUE(dropped->signalled);  // installed again, under a new epoch
+  EXPECT_EQ(dropped->hashed, 6);
+  ExpectPlain(*dropped, 6);
+  auto back = Refresh(Days(6));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->cached, 6);
+
+  // A column added: the table's identity changed, nothing cached stands.
+  Exec("ALTER TABLE raw_orders ADD COLUMN note TEXT");
+  auto altered = Refresh(Days(6));
+  ASSERT_TRUE(altered.ok());
+  EXPECT_EQ(altered->hashed, 6);
+  ExpectPlain(*altered, 6);
 }
 
 TEST_F(PartitionFingerprintsTest, TheEngineCallAndItsArguments) {
@@ -311,6 +330,67 @@ TEST_F(PartitionFingerprintsTest, UntouchedInputsCompareEqualToWhatAStageRead) {
     // a dependent reading it records).
     EXPECT_EQ(r.output_fingerprint, revenue_now->at(day).fingerprint) << day;
   }
+}
+
+// A staging whose input partition's signal equals the one its cached
+// fingerprint was read under takes the cached fingerprint without reading
+// the rows again (a fingerprint planted in the cache comes back as is);
+// a write to the partition makes it hash the rows again.
+TEST_F(PartitionFingerprintsTest, StagingTakesAKeptFingerprintUntilAWrite) {
+  DatasetSpec counts;
+  counts.name = "daily_counts";
+  counts.kind = DatasetKind::kDerived;
+  counts.table = "daily_counts";
+  counts.partition = PartitionSpec{"ds", Grain::kDay, {}};
+  counts.upstream = {{"orders", Mapping::kIdentity}};
+  counts.transform =
+      "SELECT order_date AS ds, COUNT(*) AS n FROM raw_orders WHERE "
+      "order_date >= :partition_start AND order_date < :partition_end GROUP "
+      "BY 1";
+  counts.columns = {{"ds", "TEXT"}, {"n", "INTEGER"}};
+  JobLayout layout;
+  layout.job_id = "bf-1";
+  layout.items = {{&counts, Days(5)}};
+  ASSERT_TRUE(engine_->PrepareJob(layout).ok());
+  auto stage = [&](const std::string& day) {
+    auto r = engine_->StagePartition("bf-1", counts, day, {{&orders_, day}});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && r->inputs.size() == 1 ? r->inputs[0].fingerprint
+                                           : std::string();
+  };
+  // The first staging hashes the rows and keeps what it read.
+  EXPECT_EQ(stage(Day(3)), PlainDay(Day(3)));
+  Exec(
+      "UPDATE _bf_fingerprints SET fingerprint = 'planted:4' WHERE dataset = "
+      "'orders' AND \"partition\" = '2025-01-03'");
+  EXPECT_EQ(stage(Day(3)), "planted:4");
+  // Another day's write leaves it; a write to the day replaces it.
+  Exec("UPDATE raw_orders SET refund = 2 WHERE order_date = '2025-01-04'");
+  EXPECT_EQ(stage(Day(3)), "planted:4");
+  EXPECT_EQ(stage(Day(4)), PlainDay(Day(4)));
+  Exec("UPDATE raw_orders SET refund = 2 WHERE order_date = '2025-01-03'");
+  EXPECT_EQ(stage(Day(3)), PlainDay(Day(3)));
+  // Triggers gone: never the kept figure, whatever the counters say.
+  Exec(
+      "UPDATE _bf_fingerprints SET fingerprint = 'planted:4' WHERE dataset = "
+      "'orders' AND \"partition\" = '2025-01-03'");
+  std::vector<std::string> triggers;
+  {
+    auto names = db_->Prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE "
+        "'_bf_chg_%'");
+    ASSERT_TRUE(names.ok());
+    while (true) {
+      auto row = names->Step();
+      ASSERT_TRUE(row.ok());
+      if (!*row) break;
+      triggers.push_back(names->ColumnText(0));
+    }
+  }
+  for (const std::string& t : triggers) {
+    Exec(absl::StrCat("DROP TRIGGER \"", t, "\""));
+  }
+  EXPECT_EQ(stage(Day(3)), PlainDay(Day(3)));
 }
 
 }  // namespace

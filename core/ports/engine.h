@@ -73,7 +73,9 @@ struct StageTimings {
   // output row, and the fingerprint of every input, over every row the
   // InputRef names. An engine that keeps a pinned input's fingerprint for
   // the job (SqliteEngine does) charges its rows to the first partition
-  // that reads it and a lookup to the others.
+  // that reads it and a lookup to the others; one that keeps inputs'
+  // fingerprints against a change signal (the SQL engines) charges a
+  // lookup for an input not written since it was hashed.
   absl::Duration fingerprint = absl::ZeroDuration();
   // The write to staging: the write transaction that replaces the
   // partition's staged rows with the output table, waiting for the
@@ -290,9 +292,9 @@ class Engine {
   // must be valid for the dataset's grain. Every partition asked for is in
   // the result (dataset, partition, fingerprint, rows; a partition without
   // rows, or a table that does not exist, has the fingerprint of no rows).
-  // How current the figures are is the engine's to say (SqliteEngine caches
-  // them with the partition statistics' change signal and documents what it
-  // sees at once and what only after the maximum age).
+  // The figures are current: an engine that keeps them (the SQL engines do,
+  // against a change signal every write moves, docs/engines.md) recomputes
+  // any partition written since, and every partition when it cannot tell.
   virtual absl::StatusOr<std::map<std::string, InputFingerprint>>
   CurrentFingerprints(const DatasetSpec& dataset,
                       const std::vector<std::string>& partitions) = 0;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "core/base/status_macros.h"
+#include "storage/postgres/pg_change_triggers.h"
 #include "storage/postgres/pg_contract.h"
 #include "storage/postgres/pg_sql_connection.h"
 #include "storage/sql/artifacts.h"
@@ -242,6 +243,32 @@ sql::Relation PgDialect::Publications() const {
 }
 sql::Relation PgDialect::Rollbacks() const {
   return {kServiceSchema, "rollbacks"};
+}
+sql::Relation PgDialect::ChangeTables() const {
+  return {kServiceSchema, "change_tables"};
+}
+sql::Relation PgDialect::ChangeCounts() const {
+  return {kServiceSchema, "change_counts"};
+}
+sql::Relation PgDialect::FingerprintCache() const {
+  return {kServiceSchema, "fingerprints"};
+}
+absl::StatusOr<std::vector<std::string>> PgDialect::ChangeTriggerSql(
+    sql::Connection* conn, const DatasetSpec& dataset,
+    const std::string& epoch) const {
+  return ChangeTriggerStatements(*this, conn, dataset, epoch);
+}
+absl::StatusOr<std::string> PgDialect::ChangeIdentity(
+    sql::Connection* conn, const DatasetSpec& dataset) const {
+  return ChangeTableIdentity(*this, conn, dataset);
+}
+absl::StatusOr<std::string> PgDialect::ChangeBucket(
+    const DatasetSpec& dataset, const std::string& partition) const {
+  if (!dataset.partition || partition.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no bucket for partition '", partition, "' of ", dataset.name));
+  }
+  return partition;
 }
 
 absl::Status PgDialect::CreateJobSpace(sql::Connection* conn,

@@ -92,6 +92,18 @@ class PgDialect : public sql::Dialect {
   sql::Relation Meta() const override;
   sql::Relation Publications() const override;
   sql::Relation Rollbacks() const override;
+  // The change signal's tables (in the service schema) and triggers
+  // (pg_change_triggers.h); a bucket is the partition itself.
+  sql::Relation ChangeTables() const override;
+  sql::Relation ChangeCounts() const override;
+  sql::Relation FingerprintCache() const override;
+  absl::StatusOr<std::vector<std::string>> ChangeTriggerSql(
+      sql::Connection* conn, const DatasetSpec& dataset,
+      const std::string& epoch) const override;
+  absl::StatusOr<std::string> ChangeIdentity(
+      sql::Connection* conn, const DatasetSpec& dataset) const override;
+  absl::StatusOr<std::string> ChangeBucket(
+      const DatasetSpec& dataset, const std::string& partition) const override;
   // The job's schema (JobSchema).
   absl::Status CreateJobSpace(sql::Connection* conn,
                               const std::string& job_id) const override;

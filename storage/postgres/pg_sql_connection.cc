@@ -231,6 +231,31 @@ absl::StatusOr<Fingerprint> PgSqlConnection::HashRows(
       ValuesOf(params));
 }
 
+absl::StatusOr<std::map<std::string, Fingerprint>>
+PgSqlConnection::HashRowsByGroup(std::string_view columns,
+                                 std::string_view group, std::string_view rest,
+                                 absl::Span<const sql::Param> params) {
+  ASSIGN_OR_RETURN(
+      PgResult rows,
+      conn_->Exec(absl::StrCat("SELECT ", std::string(columns), ", ",
+                               std::string(group), " ", std::string(rest)),
+                  ValuesOf(params)));
+  std::map<std::string, Fingerprint> out;
+  for (const std::vector<PgValue>& row : rows.rows) {
+    if (row.empty() || !row.back()) continue;
+    RowHasher h;
+    for (size_t i = 0; i + 1 < row.size(); ++i) {
+      if (row[i]) {
+        h.AddText(*row[i]);
+      } else {
+        h.AddNull();
+      }
+    }
+    out[*row.back()].AddRow(h.Finish());
+  }
+  return out;
+}
+
 absl::StatusOr<Fingerprint> PgSqlConnection::HashQuery(
     PgConnection* conn, std::string_view sql,
     const std::vector<PgValue>& params) {

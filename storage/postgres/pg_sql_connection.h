@@ -15,6 +15,7 @@
 #define BACKFILL_STORAGE_POSTGRES_PG_SQL_CONNECTION_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,9 @@ class PgSqlConnection : public sql::Connection {
       const sql::Relation& relation) override;
   absl::StatusOr<Fingerprint> HashRows(
       std::string_view columns, std::string_view rest,
+      absl::Span<const sql::Param> params) override;
+  absl::StatusOr<std::map<std::string, Fingerprint>> HashRowsByGroup(
+      std::string_view columns, std::string_view group, std::string_view rest,
       absl::Span<const sql::Param> params) override;
 
   // The fingerprint of the rows `sql` returns: each row hashed over its

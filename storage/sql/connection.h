@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,6 +193,12 @@ class Connection {
   // to `params`), each row hashed as the engine hashes staged rows.
   virtual absl::StatusOr<Fingerprint> HashRows(
       std::string_view columns, std::string_view rest,
+      absl::Span<const Param> params = {}) = 0;
+  // The fingerprint of each group of the rows of "SELECT <columns>,
+  // <group> <rest>" by the value of `group` (a text expression; rows where
+  // it is NULL are left out), each row hashed as HashRows hashes it.
+  virtual absl::StatusOr<std::map<std::string, Fingerprint>> HashRowsByGroup(
+      std::string_view columns, std::string_view group, std::string_view rest,
       absl::Span<const Param> params = {}) = 0;
 };
 

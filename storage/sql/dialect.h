@@ -204,6 +204,32 @@ class Dialect {
       Connection* conn, const DatasetSpec& dataset,
       std::string_view qualifier = "") const = 0;
 
+  // ---- Change signal (change_signal.h)
+  // --------------------------------------- The reserved tables of the change
+  // signal: per source table its installation (table, epoch, identity), per
+  // table and bucket a counter the triggers bump, and the cached fingerprints.
+  virtual Relation ChangeTables() const = 0;
+  virtual Relation ChangeCounts() const = 0;
+  virtual Relation FingerprintCache() const = 0;
+  // The statements, in the caller's write transaction, that drop the change
+  // triggers `dataset`'s published table has and create them anew for
+  // `epoch` (a name of [0-9a-f]), each bumping ChangeCounts() under the
+  // bucket of every row it writes; empty when the table cannot carry them
+  // (it does not exist, is a view, or has what the triggers cannot follow).
+  virtual absl::StatusOr<std::vector<std::string>> ChangeTriggerSql(
+      Connection* conn, const DatasetSpec& dataset,
+      const std::string& epoch) const = 0;
+  // The definition of `dataset`'s published table and of its change
+  // triggers as the catalog has them now ("" when the table does not
+  // exist): any change to either changes the text.
+  virtual absl::StatusOr<std::string> ChangeIdentity(
+      Connection* conn, const DatasetSpec& dataset) const = 0;
+  // The bucket the rows of `partition` (valid, not "") are counted under.
+  // Every row of the partition is counted under it; rows of other
+  // partitions may be too (a coarser bucket only costs a recompute).
+  virtual absl::StatusOr<std::string> ChangeBucket(
+      const DatasetSpec& dataset, const std::string& partition) const = 0;
+
   // ---- Proven writes -------------------------------------------------------
   // The rows a statement of a publish or a rollback wrote, and how many of
   // them belong to the partition it meant, counted by a second

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/base/status_macros.h"
+#include "storage/sql/change_signal.h"
 #include "storage/sql/dialect.h"
 
 namespace backfill::sql {
@@ -47,7 +48,7 @@ absl::Status CreateRecords(Connection* conn) {
   for (const std::string& sql : statements) {
     RETURN_IF_ERROR(conn->Exec(sql).status());
   }
-  return absl::OkStatus();
+  return CreateChangeSignalTables(conn);
 }
 
 absl::StatusOr<WarehouseInfo> ReadWarehouseInfo(Connection* conn) {

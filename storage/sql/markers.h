@@ -23,9 +23,9 @@
 
 namespace backfill::sql {
 
-// Creates the three record tables where they do not exist, in the
-// caller's transaction (the place they live in must exist: see
-// Dialect::Meta).
+// Creates the three record tables (and the change signal's,
+// change_signal.h) where they do not exist, in the caller's transaction (the
+// place they live in must exist: see Dialect::Meta).
 absl::Status CreateRecords(Connection* conn);
 
 // The owner, every publication marker and every rollback marker, read in

@@ -1,6 +1,7 @@
 #include "storage/sql/sql_engine.h"
 
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "core/model/partition.h"
 #include "spdlog/spdlog.h"
 #include "storage/sql/artifacts.h"
+#include "storage/sql/change_signal.h"
 #include "storage/sql/client_sql.h"
 #include "storage/sql/diff.h"
 #include "storage/sql/engine_checks.h"
@@ -116,7 +118,34 @@ SqlEngine::CurrentFingerprints(const DatasetSpec& dataset,
                                const std::vector<std::string>& partitions) {
   RETURN_IF_ERROR(CheckWarehouse());
   ASSIGN_OR_RETURN(Lease conn, Acquire());
-  return PartitionFingerprints(conn.get(), dataset, partitions);
+  const bool install = !Refused(dataset.table);
+  ASSIGN_OR_RETURN(
+      SignalledRead read,
+      SignalledFingerprints(conn.get(), dataset, partitions, install));
+  if (read.refused) NoSignal(dataset.table);
+  if (read.signalled) Signalled(dataset.table);
+  return std::move(read.fingerprints);
+}
+
+bool SqlEngine::TrySignal(const std::string& table) const {
+  absl::MutexLock lock(&signal_mu_);
+  return no_signal_.count(table) == 0 && signalled_.count(table) == 0;
+}
+
+bool SqlEngine::Refused(const std::string& table) const {
+  absl::MutexLock lock(&signal_mu_);
+  return no_signal_.count(table) > 0;
+}
+
+void SqlEngine::NoSignal(const std::string& table) {
+  absl::MutexLock lock(&signal_mu_);
+  signalled_.erase(table);
+  no_signal_.insert(table);
+}
+
+void SqlEngine::Signalled(const std::string& table) {
+  absl::MutexLock lock(&signal_mu_);
+  signalled_.insert(table);
 }
 
 // ---------------------------------------------------------------------------
@@ -155,9 +184,42 @@ absl::StatusOr<StageResult> SqlEngine::StagePartition(
     }
   }
   RETURN_IF_ERROR(CheckWarehouse());
-  ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
-  return sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
-                             partition, inputs);
+  // The change triggers of the inputs read from their published tables,
+  // installed before their first staging in this process, so that its
+  // fingerprints are kept too.
+  for (const InputRef& in : inputs) {
+    const DatasetSpec& u = *in.dataset;
+    if (IsPinned(job->layout(), u.name) ||
+        FindItem(job->layout(), u.name) != nullptr || !TrySignal(u.table)) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(Lease conn, Acquire());
+    ASSIGN_OR_RETURN(bool signalled, EnsureChangeSignal(conn.get(), u));
+    if (signalled) {
+      Signalled(u.table);
+    } else {
+      NoSignal(u.table);
+    }
+  }
+  std::set<const DatasetSpec*> unsignalled;
+  absl::StatusOr<StageResult> result;
+  {
+    ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
+    result = sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
+                                 partition, inputs, &unsignalled);
+  }
+  if (result.ok() && !unsignalled.empty()) {
+    // Triggers dropped or the table altered since: installed again.
+    // The next staging finds their signal (installed on a connection
+    // without the job's views, which shadow the tables' names).
+    ASSIGN_OR_RETURN(Lease conn, Acquire());
+    for (const DatasetSpec* input : unsignalled) {
+      if (Refused(input->table)) continue;
+      ASSIGN_OR_RETURN(bool signalled, EnsureChangeSignal(conn.get(), *input));
+      if (!signalled) NoSignal(input->table);
+    }
+  }
+  return result;
 }
 
 absl::Status SqlEngine::ReleasePartitions(

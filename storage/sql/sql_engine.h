@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,9 @@ class SqlEngine : public Engine {
   // Counted in full on every call (refresh "recount").
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
-  // Exact: each partition's rows read through its membership condition.
+  // Exact: a partition's cached fingerprint stands while its change signal
+  // (change_signal.h) is known and unchanged; the others are hashed through
+  // their membership condition (one scan of the table for many).
   absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
@@ -158,8 +161,20 @@ class SqlEngine : public Engine {
   std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(settings_mu_);
   absl::Duration predicate_timeout_ ABSL_GUARDED_BY(settings_mu_) =
       absl::Seconds(20);
+  // What this process learnt of the change triggers of `table`: TrySignal
+  // whether checking them before a staging is worth it (neither installed
+  // nor refused yet), Refused whether an installation failed (a view, no
+  // privilege: not tried again); NoSignal and Signalled record it.
+  bool TrySignal(const std::string& table) const;
+  bool Refused(const std::string& table) const;
+  void NoSignal(const std::string& table);
+  void Signalled(const std::string& table);
+
   mutable absl::Mutex store_mu_;
   std::string store_id_ ABSL_GUARDED_BY(store_mu_);
+  mutable absl::Mutex signal_mu_;
+  std::set<std::string> no_signal_ ABSL_GUARDED_BY(signal_mu_);
+  std::set<std::string> signalled_ ABSL_GUARDED_BY(signal_mu_);
 };
 
 }  // namespace backfill::sql

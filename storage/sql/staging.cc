@@ -12,6 +12,7 @@
 #include "core/model/fingerprint.h"
 #include "core/model/transform_parameters.h"
 #include "core/run/crash_point.h"
+#include "storage/sql/change_signal.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sql/partition_parameters.h"
 
@@ -104,28 +105,59 @@ absl::Status CheckInside(Connection* conn, const DatasetSpec& dataset,
 // The fingerprint of each input as the transform read it: a pinned input's
 // snapshot (computed once per job), the rest of a whole input through the
 // job's view of it or its published table, a partition of an input through
-// its membership.
+// its membership. An input read from its published table (neither
+// recomputed nor pinned by the job) whose change signal is known and
+// unchanged since its fingerprint was cached is not read again
+// (change_signal.h); one hashed under a known signal goes to `to_cache`,
+// one without a known signal to `unsignalled`.
 absl::StatusOr<std::vector<InputFingerprint>> InputFingerprints(
     Connection* conn, const JobRegistry::Job& job,
     const std::vector<InputRef>& inputs,
-    std::map<std::string, InputFingerprint>* new_pins) {
+    std::map<std::string, InputFingerprint>* new_pins,
+    std::vector<SignalledFingerprint>* to_cache,
+    std::set<const DatasetSpec*>* unsignalled) {
   const Dialect& d = conn->dialect();
   const JobLayout& layout = job.layout();
   std::vector<InputFingerprint> out;
+  std::map<std::string, std::optional<std::string>> epochs;  // by dataset
   for (const InputRef& in : inputs) {
     const DatasetSpec& u = *in.dataset;
     InputFingerprint f;
     f.dataset = u.name;
-    Fingerprint fp;
-    if (!in.partition.has_value() || !u.partition) {
-      const bool pinned = IsPinned(layout, u.name);
-      if (pinned) {
-        if (std::optional<InputFingerprint> kept =
-                job.PinnedFingerprint(u.name)) {
-          out.push_back(*std::move(kept));
+    const bool pinned = IsPinned(layout, u.name);
+    const bool whole = !in.partition.has_value() || !u.partition;
+    f.partition = whole ? std::string() : *in.partition;
+    if (whole && pinned) {
+      if (std::optional<InputFingerprint> kept =
+              job.PinnedFingerprint(u.name)) {
+        out.push_back(*std::move(kept));
+        continue;
+      }
+    }
+    // Read from its published table: the change signal applies.
+    const bool published = !pinned && FindItem(layout, u.name) == nullptr;
+    std::optional<PartitionSignal> signal;
+    if (published) {
+      auto it = epochs.find(u.name);
+      if (it == epochs.end()) {
+        ASSIGN_OR_RETURN(std::optional<std::string> epoch, KnownEpoch(conn, u));
+        it = epochs.emplace(u.name, std::move(epoch)).first;
+      }
+      if (it->second) {
+        ASSIGN_OR_RETURN(
+            signal, ReadPartitionSignal(conn, u, *it->second, f.partition));
+        ASSIGN_OR_RETURN(std::optional<InputFingerprint> cached,
+                         CachedFingerprint(conn, u, f.partition, *signal));
+        if (cached) {
+          out.push_back(*std::move(cached));
           continue;
         }
+      } else {
+        unsignalled->insert(&u);
       }
+    }
+    Fingerprint fp;
+    if (whole) {
       ASSIGN_OR_RETURN(
           fp, conn->HashRows(
                   ColumnList(u),
@@ -135,7 +167,6 @@ absl::StatusOr<std::vector<InputFingerprint>> InputFingerprints(
       f.rows = fp.rows();
       if (pinned) (*new_pins)[u.name] = f;
     } else {
-      f.partition = *in.partition;
       ASSIGN_OR_RETURN(std::unique_ptr<Membership> member,
                        d.MembershipOf(conn, u, ""));
       ASSIGN_OR_RETURN(Params values, member->Values(f.partition));
@@ -147,6 +178,7 @@ absl::StatusOr<std::vector<InputFingerprint>> InputFingerprints(
       f.fingerprint = fp.ToString();
       f.rows = fp.rows();
     }
+    if (signal) to_cache->push_back({&u, f, *signal});
     out.push_back(std::move(f));
   }
   return out;
@@ -270,7 +302,8 @@ absl::Status CheckTransformOutputs(const DatasetSpec& dataset,
 absl::StatusOr<StageResult> StagePartition(
     Connection* conn, StagingHooks& hooks, const JobRegistry::Job& job,
     const DatasetSpec& dataset, const std::string& partition,
-    const std::vector<InputRef>& inputs) {
+    const std::vector<InputRef>& inputs,
+    std::set<const DatasetSpec*>* unsignalled) {
   const Dialect& d = conn->dialect();
   const JobLayout& layout = job.layout();
   const std::string& job_id = layout.job_id;
@@ -307,6 +340,7 @@ absl::StatusOr<StageResult> StagePartition(
   ASSIGN_OR_RETURN(Params in_values, member->Values(partition));
   const std::string in_partition = member->Condition(1);
   std::map<std::string, InputFingerprint> new_pins;
+  std::vector<SignalledFingerprint> to_cache;
   {
     // Phase 1: a read transaction; writes only the session's objects.
     ASSIGN_OR_RETURN(Transaction read,
@@ -358,7 +392,8 @@ absl::StatusOr<StageResult> StagePartition(
     result.rows_written = fp.rows();
     result.output_fingerprint = fp.ToString();
     ASSIGN_OR_RETURN(result.inputs,
-                     InputFingerprints(conn, job, inputs, &new_pins));
+                     InputFingerprints(conn, job, inputs, &new_pins, &to_cache,
+                                       unsignalled));
     result.timings.fingerprint = phase.Lap();
     RETURN_IF_ERROR(Annotate(read.Commit(), where));
   }
@@ -379,6 +414,9 @@ absl::StatusOr<StageResult> StagePartition(
                                          ") SELECT ", cols, " FROM ", out))
                      .status(),
                  where));
+    // The inputs hashed under a known signal, cached with it (read in
+    // the same snapshot as their rows).
+    RETURN_IF_ERROR(Annotate(StoreFingerprints(conn, to_cache), where));
     RETURN_IF_ERROR(hooks.CheckWarehouse());
     CrashPoint("stage.before_commit");
     RETURN_IF_ERROR(Annotate(write.Commit(), where));

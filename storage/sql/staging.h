@@ -9,9 +9,13 @@
 //      temporary table of the session (Dialect::Scratch("_bf_out"), typed
 //      like the contract), checks that every row falls inside the
 //      partition, keeps only the job's entity keys' rows (the others as
-//      published), and fingerprints the output and the inputs;
-//   2. a write transaction deletes the partition's staged rows and copies
-//      the temporary table into staging.
+//      published), and fingerprints the output and the inputs (an input
+//      read from its published table whose change signal, read in this
+//      snapshot, equals the one its cached fingerprint was read under is
+//      not read again: change_signal.h);
+//   2. a write transaction deletes the partition's staged rows, copies
+//      the temporary table into staging and caches the inputs' new
+//      fingerprints with their signal.
 // A failed check stages nothing: the write transaction never starts. The
 // transform reads its inputs through temporary views that shadow the table
 // names it uses (its text is never rewritten): a dataset the job
@@ -123,13 +127,15 @@ absl::Status CheckLayout(const Dialect& dialect, const JobLayout& layout);
 absl::Status PrepareJob(Connection* conn, StagingHooks& hooks,
                         const JobLayout& layout);
 
-// Stages `partition` of `dataset` for `job` (see above).
-absl::StatusOr<StageResult> StagePartition(Connection* conn,
-                                           StagingHooks& hooks,
-                                           const JobRegistry::Job& job,
-                                           const DatasetSpec& dataset,
-                                           const std::string& partition,
-                                           const std::vector<InputRef>& inputs);
+// Stages `partition` of `dataset` for `job` (see above). The inputs read
+// from their published tables whose change signal was not known
+// (change_signal.h) are added to `unsignalled`, for the caller to install
+// their triggers.
+absl::StatusOr<StageResult> StagePartition(
+    Connection* conn, StagingHooks& hooks, const JobRegistry::Job& job,
+    const DatasetSpec& dataset, const std::string& partition,
+    const std::vector<InputRef>& inputs,
+    std::set<const DatasetSpec*>* unsignalled);
 
 // Deletes the staged rows of `partitions` (valid) and removes them from
 // the job's partition list, in one write transaction.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/base/status_macros.h"
+#include "core/base/sv.h"
 
 namespace backfill::sqlite {
 
@@ -240,6 +241,24 @@ absl::StatusOr<Fingerprint> SqliteConnection::HashRows(
   ASSIGN_OR_RETURN(FingerprintQuery fq, fingerprints_.Get(db_, columns, rest));
   ASSIGN_OR_RETURN(Statement q, Bound(fq.sql, params));
   return fq.Run(q);
+}
+
+absl::StatusOr<std::map<std::string, Fingerprint>>
+SqliteConnection::HashRowsByGroup(std::string_view columns,
+                                  std::string_view group, std::string_view rest,
+                                  absl::Span<const sql::Param> params) {
+  ASSIGN_OR_RETURN(Statement q, Bound(absl::StrCat("SELECT ", Sv(columns), ", ",
+                                                   Sv(group), " ", Sv(rest)),
+                                      params));
+  const int n = q.ColumnCount() - 1;
+  std::map<std::string, Fingerprint> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    if (q.ColumnIsNull(n)) continue;
+    out[q.ColumnText(n)].AddRow(HashCurrentRow(q, n));
+  }
+  return out;
 }
 
 }  // namespace backfill::sqlite

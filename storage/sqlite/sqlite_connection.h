@@ -15,6 +15,7 @@
 #define BACKFILL_STORAGE_SQLITE_SQLITE_CONNECTION_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ class SqliteConnection : public sql::Connection {
       const sql::Relation& relation) override;
   absl::StatusOr<Fingerprint> HashRows(
       std::string_view columns, std::string_view rest,
+      absl::Span<const sql::Param> params) override;
+  absl::StatusOr<std::map<std::string, Fingerprint>> HashRowsByGroup(
+      std::string_view columns, std::string_view group, std::string_view rest,
       absl::Span<const sql::Param> params) override;
 
   // The cell of column `i` of the row `q` is on.

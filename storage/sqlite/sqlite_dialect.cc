@@ -17,6 +17,7 @@
 #include "core/base/sv.h"
 #include "core/model/partition_layout.h"
 #include "storage/sql/artifacts.h"
+#include "storage/sqlite/sqlite_change_triggers.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_membership.h"
 
@@ -140,6 +141,28 @@ sql::Relation SqliteDialect::Publications() const {
 }
 sql::Relation SqliteDialect::Rollbacks() const {
   return {"main", "_bf_rollbacks"};
+}
+sql::Relation SqliteDialect::ChangeTables() const {
+  return {"main", kChangeTablesTable};
+}
+sql::Relation SqliteDialect::ChangeCounts() const {
+  return {"main", kChangeCountsTable};
+}
+sql::Relation SqliteDialect::FingerprintCache() const {
+  return {"main", kFingerprintCacheTable};
+}
+absl::StatusOr<std::vector<std::string>> SqliteDialect::ChangeTriggerSql(
+    sql::Connection* conn, const DatasetSpec& dataset,
+    const std::string& epoch) const {
+  return ChangeTriggerStatements(conn, dataset, epoch);
+}
+absl::StatusOr<std::string> SqliteDialect::ChangeIdentity(
+    sql::Connection* conn, const DatasetSpec& dataset) const {
+  return ChangeTableIdentity(conn, dataset);
+}
+absl::StatusOr<std::string> SqliteDialect::ChangeBucket(
+    const DatasetSpec& dataset, const std::string& partition) const {
+  return ChangeBucketOf(dataset, partition);
 }
 
 namespace {

@@ -44,6 +44,17 @@ class SqliteDialect : public sql::Dialect {
   sql::Relation Meta() const override;
   sql::Relation Publications() const override;
   sql::Relation Rollbacks() const override;
+  // The change signal's tables and triggers (sqlite_change_triggers.h).
+  sql::Relation ChangeTables() const override;
+  sql::Relation ChangeCounts() const override;
+  sql::Relation FingerprintCache() const override;
+  absl::StatusOr<std::vector<std::string>> ChangeTriggerSql(
+      sql::Connection* conn, const DatasetSpec& dataset,
+      const std::string& epoch) const override;
+  absl::StatusOr<std::string> ChangeIdentity(
+      sql::Connection* conn, const DatasetSpec& dataset) const override;
+  absl::StatusOr<std::string> ChangeBucket(
+      const DatasetSpec& dataset, const std::string& partition) const override;
   // Drops the job's `_bf_stage_`, `_bf_parts_`, `_bf_pin_` and `_bf_keys_`
   // tables.
   absl::Status DropJobSpace(sql::Connection* conn,

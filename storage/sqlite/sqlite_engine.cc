@@ -28,7 +28,6 @@
 #include "storage/sqlite/sqlite_fingerprint_function.h"
 #include "storage/sqlite/sqlite_hooks.h"
 #include "storage/sqlite/sqlite_membership.h"
-#include "storage/sqlite/sqlite_partition_fingerprints.h"
 #include "storage/sqlite/sqlite_partition_stats.h"
 #include "storage/sqlite/sqlite_sandbox.h"
 #include "storage/sqlite/sqlite_wal_checkpointer.h"
@@ -243,9 +242,6 @@ absl::StatusOr<std::unique_ptr<SqliteEngine>> SqliteEngine::Open(
     if (memory) RETURN_IF_ERROR(sqlite::InstallBoundedFunctions(db.get()));
     if (i == 0) RETURN_IF_ERROR(CreateServiceTables(db.get()));
     if (i == 0) RETURN_IF_ERROR(sqlite::CreatePartitionStatsTables(db.get()));
-    if (i == 0) {
-      RETURN_IF_ERROR(sqlite::CreatePartitionFingerprintTables(db.get()));
-    }
     conns.push_back(std::move(db));
   }
   std::unique_ptr<SqliteEngine> engine(new SqliteEngine(std::move(conns)));
@@ -305,6 +301,11 @@ absl::Status SqliteEngine::CreateServiceTables(Database* db) {
                               " RENAME TO ", Q("_bf_publications_unnamed"))));
   }
   RETURN_IF_ERROR(sql::CreateRecords(&conn));
+  // The fingerprint cache of earlier versions, replaced by the change
+  // signal's (storage/sql/change_signal.h).
+  RETURN_IF_ERROR(db->Exec(
+      "DROP TABLE IF EXISTS main.\"_bf_partition_fingerprints\"; DROP TABLE "
+      "IF EXISTS main.\"_bf_partition_fingerprints_meta\""));
   if (has_markers && !named) {
     RETURN_IF_ERROR(db->Exec(absl::StrCat(
         "INSERT INTO main.", Q(kPublications),
@@ -520,20 +521,6 @@ absl::StatusOr<PartitionStats> SqliteEngine::PartitionStatistics(
   const absl::Time now = StatsNow();
   ASSIGN_OR_RETURN(Lease db, AcquireDb());
   return sqlite::RefreshPartitionStats(db.get(), dataset, policy, now);
-}
-
-absl::StatusOr<std::map<std::string, InputFingerprint>>
-SqliteEngine::CurrentFingerprints(const DatasetSpec& dataset,
-                                  const std::vector<std::string>& partitions) {
-  sqlite::StatsPolicy policy;
-  policy.max_age = stats_max_age();
-  const absl::Time now = StatsNow();
-  RETURN_IF_ERROR(CheckFile());
-  ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  ASSIGN_OR_RETURN(sqlite::FingerprintRefresh refresh,
-                   sqlite::CurrentPartitionFingerprints(
-                       db.get(), dataset, partitions, policy, now));
-  return std::move(refresh.fingerprints);
 }
 
 namespace {

@@ -44,12 +44,11 @@
 //                              staleness bound. Publish and Rollback keep
 //                              them exact for the partitions they replace,
 //                              in their own transaction.
-//   _bf_partition_fingerprints, the content fingerprint of each partition
-//   _bf_partition_fingerprints_meta  of each dataset's table, for --auto:
-//                              see
-//                              storage/sqlite/sqlite_partition_fingerprints.h.
-//                              Publish and Rollback drop a dataset's cache
-//                              in their own transaction.
+//   _bf_change_tables,         the change signal of the tables read as
+//   _bf_change_counts,         inputs and the fingerprints cached against
+//   _bf_fingerprints           it, with the triggers `_bf_chg_*` on those
+//                              tables: storage/sql/change_signal.h and
+//                              storage/sqlite/sqlite_change_triggers.h.
 //
 // The engine remembers the identity (device, inode) of the file it opened
 // and checks it before each step and inside the publish transaction before
@@ -135,11 +134,6 @@ class SqliteEngine : public sql::SqlEngine {
   // recounted).
   absl::StatusOr<PartitionStats> PartitionStatistics(
       const DatasetSpec& dataset) override;
-  // Cached as storage/sqlite/sqlite_partition_fingerprints.h says, with the
-  // maximum age of the partition statistics (SetStatsPolicy).
-  absl::StatusOr<std::map<std::string, InputFingerprint>> CurrentFingerprints(
-      const DatasetSpec& dataset,
-      const std::vector<std::string>& partitions) override;
   // Copies the partition's published and staged rows into two TEMP tables
   // of its connection, indexed by the primary key, and compares them with
   // joins on the key (values with IS NOT); without a key, as multisets by a

@@ -10,7 +10,6 @@
 #include "core/ports/engine.h"
 #include "storage/sql/engine_checks.h"
 #include "storage/sqlite/sqlite_membership.h"
-#include "storage/sqlite/sqlite_partition_fingerprints.h"
 #include "storage/sqlite/sqlite_partition_stats.h"
 #include "storage/sqlite/sqlite_sandbox.h"
 
@@ -124,7 +123,6 @@ absl::StatusOr<std::function<absl::Status()>> SqliteHooks::BeforeReplacing(
     const std::vector<std::string>& partitions) {
   Database* db = DbOf(conn);
   ASSIGN_OR_RETURN(StatsWrite stats, StatsWrite::Begin(db, ds, partitions));
-  RETURN_IF_ERROR(DropPartitionFingerprints(db, ds.name));
   auto kept = std::make_shared<StatsWrite>(std::move(stats));
   std::function<absl::Time()> now = now_;
   return std::function<absl::Status()>(

@@ -2,9 +2,10 @@
 // (sql::ReplaceHooks) and staging (sql::StagingHooks) of storage/sql/:
 //   - the warehouse file's identity, checked before a write starts and
 //     just before it commits;
-//   - the partition statistics and fingerprints of a table replaced, kept
-//     right in the same transaction (sqlite_partition_stats.h,
-//     sqlite_partition_fingerprints.h), an index on its partition column,
+//   - the partition statistics of a table replaced, kept right in the
+//     same transaction (sqlite_partition_stats.h; its fingerprints follow
+//     the change triggers, sqlite_change_triggers.h), an index on its
+//     partition column,
 //     and the staged rows checked against the job's partition list before
 //     they are published;
 //   - an index on a staging table's partition column;

@@ -101,9 +101,8 @@ absl::StatusOr<PartitionStats> RefreshPartitionStats(Database* db,
                                                      const StatsPolicy& policy,
                                                      absl::Time now);
 
-// The change signal of a dataset's table as it is now, for other
-// per-partition caches kept the same way as the statistics
-// (sqlite_partition_fingerprints.h). O(log n); in the caller's transaction.
+// The statistics' change signal of a dataset's table as it is now.
+// O(log n); in the caller's transaction.
 struct TableSignal {
   bool exists = false;
   std::string rowid;      // a rowid alias no column shadows; "" when none
