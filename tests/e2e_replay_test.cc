@@ -494,8 +494,9 @@ TEST_P(ReplayLifecycleTest, PauseCrashFailureCostAndReload) {
   policies = daemon->Ctl({"policies"});
   EXPECT_THAT(policies.out, ::testing::HasSubstr("replay did not succeed"));
   EXPECT_THAT(policies.out, ::testing::HasSubstr("2025-07-15"));
-  // A new change (an order that makes up for the bad refund) is a new job.
-  ASSERT_NO_FATAL_FAILURE(InsertOrders("2025-07-15", 1000000, 0));
+  // A new change (the bad row corrected in place: an UPDATE in the middle
+  // of the table) is a new job.
+  wh_->Exec("UPDATE raw_orders SET refund = 0 WHERE refund = 1000000");
   id = WaitPolicyJob(5, {"SUCCEEDED"});
   EXPECT_THAT(TasksOf(id, "daily_revenue"), ElementsAre("2025-07-15"));
 
