@@ -78,6 +78,12 @@ absl::StatusOr<std::vector<std::string>> Dialect::CatalogTypes(
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> Dialect::PinStatements(
+    Connection*, const Relation& table, const Relation& snapshot) const {
+  return std::vector<std::string>{absl::StrCat(
+      "CREATE TABLE ", Name(snapshot), " AS SELECT * FROM ", Name(table))};
+}
+
 absl::Status Dialect::LockRecords(Connection*) const {
   return absl::OkStatus();
 }

@@ -136,6 +136,11 @@ class Dialect {
   // be read. By default the contract's own words.
   virtual absl::StatusOr<std::vector<std::string>> CatalogTypes(
       Connection* conn, const DatasetSpec& dataset) const;
+  // The statements, in the caller's transaction, that make `snapshot` (a
+  // job's pinned input, Pin) a copy of `table`. By default CREATE TABLE
+  // ... AS SELECT: its columns and rows.
+  virtual absl::StatusOr<std::vector<std::string>> PinStatements(
+      Connection* conn, const Relation& table, const Relation& snapshot) const;
   // Keeps every other claim away from the records until the caller's
   // transaction ends, where its write transaction alone does not (nothing
   // by default).

@@ -275,10 +275,11 @@ absl::Status PrepareJob(Connection* conn, StagingHooks& hooks,
           absl::StrCat("cannot pin ", pin->name, ": table ", pin->table,
                        " does not exist in the warehouse"));
     }
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("CREATE TABLE ", d.Name(snapshot),
-                                " AS SELECT * FROM ", d.Name(table)))
-            .status());
+    ASSIGN_OR_RETURN(std::vector<std::string> copy,
+                     d.PinStatements(conn, table, snapshot));
+    for (const std::string& statement : copy) {
+      RETURN_IF_ERROR(conn->Exec(statement).status());
+    }
   }
   return Annotate(txn.Commit(), absl::StrCat("preparing job ", job_id));
 }

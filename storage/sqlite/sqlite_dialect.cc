@@ -20,6 +20,7 @@
 #include "storage/sqlite/sqlite_change_triggers.h"
 #include "storage/sqlite/sqlite_connection.h"
 #include "storage/sqlite/sqlite_membership.h"
+#include "storage/sqlite/sqlite_pin_snapshot.h"
 
 namespace backfill::sqlite {
 namespace {
@@ -203,6 +204,12 @@ absl::StatusOr<std::vector<std::string>> SqliteDialect::ListJobSpaces(
     }
   }
   return std::vector<std::string>(ids.begin(), ids.end());
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteDialect::PinStatements(
+    sql::Connection* conn, const sql::Relation& table,
+    const sql::Relation& snapshot) const {
+  return PinSnapshotStatements(conn, table, snapshot);
 }
 
 absl::StatusOr<std::string> SqliteDialect::ColumnDefinitions(

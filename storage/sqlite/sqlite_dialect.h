@@ -63,6 +63,12 @@ class SqliteDialect : public sql::Dialect {
   absl::StatusOr<std::vector<std::string>> ListJobSpaces(
       sql::Connection* conn) const override;
 
+  // Declared like the table, with its keys and indexes
+  // (sqlite_pin_snapshot.h).
+  absl::StatusOr<std::vector<std::string>> PinStatements(
+      sql::Connection* conn, const sql::Relation& table,
+      const sql::Relation& snapshot) const override;
+
   absl::StatusOr<std::string> ColumnDefinitions(
       const DatasetSpec& dataset) const override;
   std::string Total(std::string_view expr) const override;
