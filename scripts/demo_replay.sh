@@ -84,41 +84,9 @@ while (($# > 0)); do
   shift
 done
 
-if [[ -t 1 ]]; then
-  step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-else
-  step() { printf '\n==> %s\n' "$*"; }
-fi
-die() {
-  echo "demo_replay: $*" >&2
-  exit 1
-}
-
-# True while the process runs (a zombie, exited but not reaped, is not
-# running).
-running() {
-  [[ -n $1 && -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
-}
-
-# stop_daemon: SIGTERM, wait up to 60 s for the drain, then SIGKILL.
-# Sets STOP_RC to the daemon's exit status.
-STOP_RC=0
-stop_daemon() {
-  local pid="$DAEMON_PID" i
-  STOP_RC=0
-  [[ -n $pid ]] || return 0
-  DAEMON_PID=""
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 600; i++)); do
-    running "$pid" || break
-    sleep 0.1
-  done
-  if running "$pid"; then
-    echo "demo_replay: backfilld (pid $pid) did not exit 60 s after SIGTERM; killing it" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || STOP_RC=$?
-}
+DEMO_NAME=demo_replay
+# shellcheck source=scripts/demo_lib.sh
+source "$ROOT/scripts/demo_lib.sh"
 
 on_exit() {
   local rc=$?
@@ -141,30 +109,16 @@ trap 'exit 141' PIPE
 ADDR=""
 METRICS=""
 start_daemon() {
-  local log="$1" i
+  local log="$1"
   : >"$log"
   "$BIN/backfilld" --data-dir "$DATA" --pipelines "$PIPELINES" \
     --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --workers 2 >"$log" 2>&1 &
   DAEMON_PID=$!
-  for ((i = 0; i < 600; i++)); do
-    if grep -q 'backfilld listening on' "$log"; then
-      ADDR="$(sed -n 's/.*backfilld listening on \([^ ]*\).*/\1/p;T;q' "$log")"
-      METRICS="$(sed -n 's|.* metrics http://\([^/]*\)/metrics.*|\1|p;T;q' "$log")"
-      [[ -n $ADDR && -n $METRICS ]] || die "cannot read the addresses from $log"
-      echo "backfilld (pid $DAEMON_PID) listening on $ADDR, metrics on http://$METRICS/metrics"
-      return 0
-    fi
-    if ! running "$DAEMON_PID"; then
-      local rc=0
-      wait "$DAEMON_PID" || rc=$?
-      DAEMON_PID=""
-      cat "$log" >&2
-      die "backfilld exited with status $rc during start-up"
-    fi
-    sleep 0.1
-  done
-  cat "$log" >&2
-  die "backfilld did not report 'listening' within 60 s"
+  wait_listening "$log"
+  ADDR="$(sed -n 's/.*backfilld listening on \([^ ]*\).*/\1/p;T;q' "$log")"
+  METRICS="$(sed -n 's|.* metrics http://\([^/]*\)/metrics.*|\1|p;T;q' "$log")"
+  [[ -n $ADDR && -n $METRICS ]] || die "cannot read the addresses from $log"
+  echo "backfilld (pid $DAEMON_PID) listening on $ADDR, metrics on http://$METRICS/metrics"
 }
 
 ctl() { "$BIN/backfillctl" --server "$ADDR" "$@"; }
