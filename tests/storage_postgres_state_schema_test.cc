@@ -228,7 +228,10 @@ TEST_F(PgStateSchemaTest, TheDatabaseKeepsTheAuditLogAndTheTaskCounts) {
                  "BY 1"),
             (std::vector<std::string>{"1", "2", "3"}));
   for (const char* write :
-       {"UPDATE backfill_state.audit_events SET message = 'x'",
+       {// The database must refuse these:
+        // append-only-check: allowed
+        "UPDATE backfill_state.audit_events SET message = 'x'",
+        // append-only-check: allowed
         "DELETE FROM backfill_state.audit_events",
         "TRUNCATE backfill_state.audit_events CASCADE",
         "UPDATE backfill_state.policy_audit_events SET message = 'x'",
