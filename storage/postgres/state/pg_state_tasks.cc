@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -94,13 +95,17 @@ absl::Status InsertTasks(PgConnection* conn, const std::string& id,
       }
       absl::Status inserted = conn->Exec(sql, params).status();
       if (inserted.ok()) continue;
-      // Which partition is listed twice (the refusal names the key).
-      std::map<std::string, int> seen;
-      for (const std::string& p : dp.partitions) {
-        if (++seen[p] == 2) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("plan lists partition '", p, "' of ", dp.dataset,
-                           " twice: ", inserted.message()));
+      // Which partition the plan lists twice (in this entry, or in an
+      // earlier entry of the same dataset): the refusal names the key.
+      std::set<std::string> seen;
+      for (const DatasetPlan& other : plan.datasets) {
+        if (other.dataset != dp.dataset) continue;
+        for (const std::string& p : other.partitions) {
+          if (!seen.insert(p).second) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("plan lists partition '", p, "' of ", dp.dataset,
+                             " twice: ", inserted.message()));
+          }
         }
       }
       return inserted;
