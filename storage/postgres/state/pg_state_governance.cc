@@ -41,10 +41,17 @@ absl::Status DeleteRowsOfJob(PgConnection* conn, const char* table,
 
 }  // namespace
 
+absl::Status LockHistory(PgConnection* conn) {
+  // A key of the state store's own (the schema's migration lock is
+  // 7378644596).
+  return conn->Exec("SELECT pg_advisory_xact_lock(7378644597)").status();
+}
+
 absl::Status AppendAudit(PgConnection* conn, const std::string& job_id,
                          const std::string& from_state,
                          const std::string& to_state,
                          const std::string& message, absl::Time at) {
+  RETURN_IF_ERROR(LockHistory(conn));
   // seq from the sequence audit_seq (the column's default).
   return conn
       ->Exec(
@@ -106,6 +113,7 @@ absl::Status SetReplayPolicyPause(PgConnection* conn,
                  {Text(pause.dataset), Int(pause.paused ? 1 : 0),
                   Text(pause.reason), Text(pause.by), Time(pause.at)})
           .status());
+  RETURN_IF_ERROR(LockHistory(conn));
   return conn
       ->Exec(
           "INSERT INTO backfill_state.policy_audit_events (subject, "

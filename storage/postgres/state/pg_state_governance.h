@@ -25,6 +25,14 @@
 
 namespace backfill::pg_state {
 
+// Takes the transaction-level lock under which the history is appended
+// to (audit events of both tables, lineage records), held until the
+// transaction ends: a seq or lineage id handed out later then commits
+// later, so that a reader that saw seq n (ListAuditLog's after_seq,
+// Stats) never misses an event with a smaller one committed after it.
+absl::Status LockHistory(PgConnection* conn);
+
+// Appends a job's event (under LockHistory, which it takes).
 absl::Status AppendAudit(PgConnection* conn, const std::string& job_id,
                          const std::string& from_state,
                          const std::string& to_state,

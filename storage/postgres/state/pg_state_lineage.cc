@@ -9,6 +9,7 @@
 #include "core/base/status_macros.h"
 #include "core/model/job_state_machine.h"
 #include "core/model/transition_guard.h"
+#include "storage/postgres/state/pg_state_governance.h"
 #include "storage/postgres/state/pg_state_jobs.h"
 #include "storage/postgres/state/pg_state_tasks.h"
 
@@ -65,6 +66,7 @@ absl::Status InsertLineage(PgConnection* conn, LineageAction action,
                            const std::vector<LineageRecord>& lineage,
                            absl::Time now) {
   const bool publish = action == LineageAction::kPublish;
+  RETURN_IF_ERROR(LockHistory(conn));
   for (const LineageRecord& rec : lineage) {
     const bool approved = publish && rec.approval.has_value();
     RETURN_IF_ERROR(

@@ -17,10 +17,13 @@
 // COMMITTED and locks the rows it decides on first (the job's row before
 // its state is guarded, the job counter before a number is handed out);
 // an idempotency key is unique in the table, and a creator that loses the
-// race for one returns the winner's job. Multi-statement reads run in a
-// REPEATABLE READ, READ ONLY transaction (one snapshot). A transaction
-// that the server aborts (deadlock, serialization failure) is run again,
-// up to three times.
+// race for one returns the winner's job. Appends to the history (audit
+// events, lineage) take one transaction-level advisory lock, so that seqs
+// and lineage ids commit in the order they are handed out, as with
+// SQLite's single writer (a reader paging by seq misses nothing).
+// Multi-statement reads run in a REPEATABLE READ, READ ONLY transaction (one
+// snapshot). A transaction that the server aborts (deadlock, serialization
+// failure) is run again, up to three times.
 //
 // Checksums: the SQLite store keeps a checksum per record of jobs,
 // job_datasets, tasks and lineage, which catches a file damaged where

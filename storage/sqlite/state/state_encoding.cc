@@ -1,13 +1,6 @@
 #include "storage/sqlite/state/state_encoding.h"
 
-#include <utility>
-
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/string_view.h"
 #include "core/base/status_macros.h"
-#include "core/base/sv.h"
 
 namespace backfill::sqlite_state {
 
