@@ -14,7 +14,8 @@
 //
 // (Times are unix microseconds, NULL for "not yet": each store binds them
 // with its own statements.) The formats are those of files already
-// written: never change one. Free functions, no state; thread-safe.
+// written: never change one. Ownership: none (values in, values out).
+// Thread-safety: free functions without state, thread-safe.
 
 #ifndef BACKFILL_STORAGE_SQL_STATE_VALUES_H_
 #define BACKFILL_STORAGE_SQL_STATE_VALUES_H_

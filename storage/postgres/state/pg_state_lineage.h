@@ -5,7 +5,9 @@
 // storage/sqlite/state/state_lineage.h and state_queries.h on PostgreSQL.
 //
 // Free functions over the connection of the caller's transaction
-// (pg_state_sql.h); no state of their own.
+// (pg_state_sql.h). Ownership: none; the connection is the caller's, for
+// the call. Thread-safety: no state of their own; thread-safe as far as
+// each connection is used by one thread at a time.
 
 #ifndef BACKFILL_STORAGE_POSTGRES_STATE_PG_STATE_LINEAGE_H_
 #define BACKFILL_STORAGE_POSTGRES_STATE_PG_STATE_LINEAGE_H_

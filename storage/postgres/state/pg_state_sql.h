@@ -12,8 +12,8 @@
 // that no search_path is assumed. Identifiers are constants of this code;
 // values are always bound.
 //
-// Free functions, no state; thread-safe (a connection is used by one
-// thread at a time, its owner's).
+// Ownership: none (values are returned by value; connections are the
+// caller's). Thread-safety: free functions without state, thread-safe.
 
 #ifndef BACKFILL_STORAGE_POSTGRES_STATE_PG_STATE_SQL_H_
 #define BACKFILL_STORAGE_POSTGRES_STATE_PG_STATE_SQL_H_
