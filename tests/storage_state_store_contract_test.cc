@@ -1,8 +1,9 @@
 // The StateStore contract suite (tests/testing/state_store_contract.h),
-// instantiated for every store: SqliteStateStore on a temporary file and
-// InMemoryStateStore, the in-memory store the core's tests use. The cases
-// of jobs (creation, reads, listings, identity) are here; the others are
-// in storage_state_store_contract_*_test.cc. Tests of what only the SQLite
+// instantiated for every store: SqliteStateStore on a temporary file,
+// PgStateStore on a database of its own per test, and InMemoryStateStore,
+// the in-memory store the core's tests use. The cases of jobs (creation,
+// reads, listings, identity) are here; the others are in
+// storage_state_store_contract_*_test.cc. Tests of what only the SQLite
 // file has (migrations, integrity check, WAL, reopening) are in
 // storage_state_store_test.cc.
 
@@ -22,8 +23,11 @@
 #include "core/ports/state_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/postgres/pg_connection.h"
+#include "storage/postgres/state/pg_state_store.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 #include "tests/testing/memory_state_store.h"
+#include "tests/testing/postgres_test_server.h"
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
@@ -35,6 +39,7 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::MakeJob;
+using testing::PostgresTestServer;
 using testing::StateStoreAgreementTest;
 using testing::StateStoreContractTest;
 using testing::T;
@@ -51,6 +56,65 @@ testing::StateStoreFactory SqliteStore() {
           }};
 }
 
+// PgStateStore on a database of its own per store (about 0.1 s each), on
+// the ctest run's shared server (or one this process starts, stopped at
+// exit). A store is closed before the next is opened (the fixture's
+// TearDown), so the previous store's database is dropped then; the last
+// one at exit.
+class PgStateDatabases {
+ public:
+  ~PgStateDatabases() { (void)DropLast(); }
+
+  absl::StatusOr<std::string> Fresh() {
+    if (server_ == nullptr) {
+      auto server = PostgresTestServer::StartOrShare();
+      if (!server.ok()) return server.status();
+      server_ = *std::move(server);
+    }
+    if (absl::Status s = DropLast(); !s.ok()) return s;
+    // Names no other test process uses: the shared server's database of
+    // this process, numbered.
+    last_ = absl::StrCat(server_->database(), "_pgstate_", ++next_);
+    auto admin = postgres::PgConnection::Connect(server_->Dsn());
+    if (!admin.ok()) return admin.status();
+    if (auto r = (*admin)->Exec(absl::StrCat("CREATE DATABASE ", last_));
+        !r.ok()) {
+      return r.status();
+    }
+    return server_->Dsn(last_);
+  }
+
+ private:
+  absl::Status DropLast() {
+    if (last_.empty() || server_ == nullptr) return absl::OkStatus();
+    auto admin = postgres::PgConnection::Connect(server_->Dsn());
+    if (!admin.ok()) return admin.status();
+    absl::Status dropped = (*admin)
+                               ->Exec(absl::StrCat("DROP DATABASE IF EXISTS ",
+                                                   last_, " WITH (FORCE)"))
+                               .status();
+    last_.clear();
+    return dropped;
+  }
+
+  std::unique_ptr<PostgresTestServer> server_;
+  std::string last_;
+  int next_ = 0;
+};
+
+testing::StateStoreFactory PostgresStore() {
+  return {
+      "Postgres",
+      [](const std::string&) -> absl::StatusOr<std::unique_ptr<StateStore>> {
+        static PgStateDatabases databases;
+        absl::StatusOr<std::string> dsn = databases.Fresh();
+        if (!dsn.ok()) return dsn.status();
+        auto store = PgStateStore::Open(*dsn);
+        if (!store.ok()) return store.status();
+        return std::unique_ptr<StateStore>(*std::move(store));
+      }};
+}
+
 testing::StateStoreFactory InMemoryStore() {
   return {
       "InMemory",
@@ -62,6 +126,9 @@ testing::StateStoreFactory InMemoryStore() {
 INSTANTIATE_TEST_SUITE_P(Sqlite, StateStoreContractTest,
                          ::testing::Values(SqliteStore()),
                          testing::StateStoreParamName);
+INSTANTIATE_TEST_SUITE_P(Postgres, StateStoreContractTest,
+                         ::testing::Values(PostgresStore()),
+                         testing::StateStoreParamName);
 INSTANTIATE_TEST_SUITE_P(InMemory, StateStoreContractTest,
                          ::testing::Values(InMemoryStore()),
                          testing::StateStoreParamName);
@@ -69,6 +136,9 @@ INSTANTIATE_TEST_SUITE_P(InMemory, StateStoreContractTest,
 // stores.
 INSTANTIATE_TEST_SUITE_P(Sqlite, StateStoreAgreementTest,
                          ::testing::Values(SqliteStore()),
+                         testing::StateStoreParamName);
+INSTANTIATE_TEST_SUITE_P(Postgres, StateStoreAgreementTest,
+                         ::testing::Values(PostgresStore()),
                          testing::StateStoreParamName);
 
 // ---- jobs: creation, reads, listings, identity ------------------------------

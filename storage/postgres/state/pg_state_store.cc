@@ -1,0 +1,364 @@
+#include "storage/postgres/state/pg_state_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/status_macros.h"
+#include "storage/postgres/state/pg_state_governance.h"
+#include "storage/postgres/state/pg_state_jobs.h"
+#include "storage/postgres/state/pg_state_lineage.h"
+#include "storage/postgres/state/pg_state_schema.h"
+#include "storage/postgres/state/pg_state_tasks.h"
+
+namespace backfill {
+namespace {
+
+namespace ps = pg_state;
+
+using postgres::PgConnection;
+using postgres::PgPool;
+using postgres::PgTransaction;
+
+// Connections of a store: the manager, its workers and readers share them.
+constexpr int kConnections = 4;
+// Runs of a transaction that the server aborted (deadlock, serialization).
+constexpr int kAttempts = 3;
+
+constexpr char kWriteMode[] = "";
+
+// The status of a call's result, whichever its type.
+const absl::Status& StatusOf(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+constexpr char kReadMode[] = "ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+}  // namespace
+
+PgStateStore::PgStateStore(std::unique_ptr<PgPool> pool)
+    : pool_(std::move(pool)) {}
+
+PgStateStore::~PgStateStore() = default;
+
+absl::StatusOr<std::unique_ptr<PgStateStore>> PgStateStore::Open(
+    const std::string& dsn) {
+  postgres::PgPoolOptions options;
+  options.application_name = "backfilld-state";
+  ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool,
+                   PgPool::Open(dsn, kConnections, options));
+  {
+    ASSIGN_OR_RETURN(PgPool::Lease conn, pool->Acquire());
+    absl::Status migrated = postgres::MigrateStateSchema(conn.get());
+    if (!migrated.ok()) {
+      return absl::Status(migrated.code(),
+                          absl::StrCat("state store: ", migrated.message()));
+    }
+  }
+  std::unique_ptr<PgStateStore> store(new PgStateStore(std::move(pool)));
+  RETURN_IF_ERROR(store->Info().status());
+  return store;
+}
+
+template <typename Body>
+auto PgStateStore::InTransaction(const char* mode, Body&& body) {
+  using Result = decltype(body(std::declval<PgConnection*>()));
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<PgPool::Lease> conn = pool_->Acquire();
+    if (!conn.ok()) return Result(conn.status());
+    PgTransaction txn(conn->get());
+    if (absl::Status s = txn.Begin(mode); !s.ok()) return Result(s);
+    Result result = body(conn->get());
+    absl::Status status = result.ok() ? txn.Commit() : absl::OkStatus();
+    const absl::Status& failed = result.ok() ? status : StatusOf(result);
+    if (failed.code() == absl::StatusCode::kAborted && attempt < kAttempts) {
+      continue;  // rolled back by txn's destructor (or by the server)
+    }
+    if (!status.ok()) return Result(status);
+    return result;
+  }
+}
+
+template <typename Body>
+auto PgStateStore::Write(Body&& body) {
+  return InTransaction(kWriteMode, std::forward<Body>(body));
+}
+
+template <typename Body>
+auto PgStateStore::Read(Body&& body) {
+  return InTransaction(kReadMode, std::forward<Body>(body));
+}
+
+// ---- jobs and tasks ---------------------------------------------------------
+
+absl::StatusOr<StoreInfo> PgStateStore::Info() {
+  return Read([](PgConnection* c) { return ps::Info(c); });
+}
+
+absl::StatusOr<std::vector<std::string>> PgStateStore::ListJobIds(
+    const std::vector<JobState>& states) {
+  if (states.empty()) return std::vector<std::string>();
+  return Read([&](PgConnection* c) { return ps::ListJobIds(c, states); });
+}
+
+absl::Status PgStateStore::ReserveJobNumbers(int64_t n) {
+  return Write([&](PgConnection* c) { return ps::ReserveJobNumbers(c, n); });
+}
+
+absl::StatusOr<CreateJobResult> PgStateStore::CreateJob(const Job& job,
+                                                        absl::Time now) {
+  return Write([&](PgConnection* c) { return ps::CreateJob(c, job, now); });
+}
+
+absl::StatusOr<std::optional<Job>> PgStateStore::FindJobByKey(
+    const std::string& idempotency_key) {
+  if (idempotency_key.empty()) return std::optional<Job>();
+  return Read(
+      [&](PgConnection* c) { return ps::FindJobByKey(c, idempotency_key); });
+}
+
+absl::StatusOr<Job> PgStateStore::GetJob(const std::string& id) {
+  return Read([&](PgConnection* c) { return ps::LoadJob(c, id, true); });
+}
+
+absl::StatusOr<Job> PgStateStore::GetJobProgress(const std::string& id) {
+  return Read([&](PgConnection* c) { return ps::LoadJob(c, id, false); });
+}
+
+absl::StatusOr<Job> PgStateStore::GetJobForReader(const std::string& id,
+                                                  JobView view) {
+  // One snapshot for the job and what is shown with it.
+  return Read([&](PgConnection* c) -> absl::StatusOr<Job> {
+    ASSIGN_OR_RETURN(Job job, ps::LoadJob(c, id, view == JobView::kFull));
+    ASSIGN_OR_RETURN(job.checks, ps::ListCheckResults(c, id));
+    ASSIGN_OR_RETURN(job.consumers, ps::ListConsumerConfirmations(c, id));
+    ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
+                     ps::LoadJobDiff(c, id, "", /*with_samples=*/false));
+    if (diff.has_value()) {
+      std::vector<DiffSummary> sums;
+      for (const DatasetDiff& d : diff->datasets) sums.push_back(Summarize(d));
+      job.diff = std::move(sums);
+    }
+    return job;
+  });
+}
+
+absl::StatusOr<std::vector<Job>> PgStateStore::ListJobs(
+    const JobFilter& filter) {
+  return Read([&](PgConnection* c) { return ps::ListJobs(c, filter); });
+}
+
+absl::StatusOr<std::vector<PartitionTask>> PgStateStore::ListTasks(
+    const std::string& job_id) {
+  return Read([&](PgConnection* c) { return ps::ListTasks(c, job_id); });
+}
+
+absl::StatusOr<std::vector<PartitionTask>> PgStateStore::ListTaskPage(
+    const TaskQuery& query) {
+  return Read([&](PgConnection* c) { return ps::ListTaskPage(c, query); });
+}
+
+absl::Status PgStateStore::TransitionJob(const std::string& job_id,
+                                         std::optional<JobState> expected_from,
+                                         JobState to,
+                                         const std::string& message,
+                                         absl::Time now) {
+  return Write([&](PgConnection* c) {
+    return ps::TransitionJob(c, job_id, expected_from, to, message, now);
+  });
+}
+
+absl::Status PgStateStore::SetJobMessage(const std::string& job_id,
+                                         JobState expected_state,
+                                         const std::string& message,
+                                         absl::Time now) {
+  return Write([&](PgConnection* c) {
+    return ps::SetJobMessage(c, job_id, expected_state, message, now);
+  });
+}
+
+absl::Status PgStateStore::UpdateTask(const PartitionTask& task) {
+  return UpdateTasks({task});
+}
+
+absl::Status PgStateStore::UpdateTasks(
+    const std::vector<PartitionTask>& tasks) {
+  if (tasks.empty()) return absl::OkStatus();
+  return Write([&](PgConnection* c) { return ps::WriteTasks(c, tasks); });
+}
+
+absl::StatusOr<int64_t> PgStateStore::RetryJob(const std::string& job_id,
+                                               JobState expected_from,
+                                               JobState to,
+                                               const std::string& message,
+                                               absl::Time now) {
+  return Write([&](PgConnection* c) {
+    return ps::RetryJob(c, job_id, expected_from, to, message, now);
+  });
+}
+
+absl::StatusOr<int64_t> PgStateStore::UpdateTasksInState(
+    const std::string& job_id, const std::vector<TaskState>& from, TaskState to,
+    absl::Time now) {
+  if (from.empty()) return 0;
+  return Write([&](PgConnection* c) {
+    return ps::UpdateTasksInState(c, job_id, from, to, now);
+  });
+}
+
+// ---- lineage ----------------------------------------------------------------
+
+absl::Status PgStateStore::RecordPublication(
+    const std::string& job_id, const std::vector<LineageRecord>& lineage,
+    JobState to, const std::string& message, absl::Time now) {
+  return Write([&](PgConnection* c) {
+    return ps::RecordPublication(c, job_id, lineage, to, message, now);
+  });
+}
+
+absl::Status PgStateStore::RecordRollback(
+    const std::string& job_id, const RollbackInfo& info,
+    const std::vector<LineageRecord>& lineage, const std::string& message,
+    const std::string& also_message, absl::Time now) {
+  return Write([&](PgConnection* c) {
+    return ps::RecordRollback(c, job_id, info, lineage, message, also_message,
+                              now);
+  });
+}
+
+absl::StatusOr<std::vector<LineageRecord>> PgStateStore::GetLineage(
+    const std::string& dataset, const std::string& partition) {
+  return Read(
+      [&](PgConnection* c) { return ps::GetLineage(c, dataset, partition); });
+}
+
+absl::StatusOr<std::vector<std::optional<LineageRecord>>>
+PgStateStore::NewestLineages(
+    const std::vector<std::pair<std::string, std::string>>& keys) {
+  return Read([&](PgConnection* c) { return ps::NewestLineages(c, keys); });
+}
+
+absl::StatusOr<std::optional<LineageRecord>> PgStateStore::NewestLineageOf(
+    const std::string& dataset) {
+  return Read([&](PgConnection* c) { return ps::NewestLineageOf(c, dataset); });
+}
+
+absl::StatusOr<std::vector<LineageRecord>> PgStateStore::GetLineageOverlapping(
+    const std::string& job_id) {
+  return Read(
+      [&](PgConnection* c) { return ps::GetLineageOverlapping(c, job_id); });
+}
+
+absl::StatusOr<std::map<std::string, absl::Time>>
+PgStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
+  return Read(
+      [&](PgConnection* c) { return ps::PublicationTimes(c, job_ids); });
+}
+
+absl::Status PgStateStore::ReplaceJobDiff(const JobDiff& diff) {
+  return Write([&](PgConnection* c) { return ps::ReplaceJobDiff(c, diff); });
+}
+
+absl::StatusOr<std::optional<JobDiff>> PgStateStore::GetJobDiff(
+    const std::string& job_id, const std::string& dataset, bool with_samples) {
+  return Read([&](PgConnection* c) {
+    return ps::LoadJobDiff(c, job_id, dataset, with_samples);
+  });
+}
+
+absl::StatusOr<std::map<std::string, PartitionDiff>>
+PgStateStore::PartitionDiffs(const std::string& dataset,
+                             const std::string& partition) {
+  return Read([&](PgConnection* c) {
+    return ps::PartitionDiffs(c, dataset, partition);
+  });
+}
+
+// ---- queries ----------------------------------------------------------------
+
+absl::StatusOr<std::map<std::string, int64_t>> PgStateStore::LastRunInputRows(
+    const std::string& dataset, const std::vector<std::string>& partitions) {
+  if (partitions.empty()) return std::map<std::string, int64_t>();
+  return Read([&](PgConnection* c) {
+    return ps::LastRunInputRows(c, dataset, partitions);
+  });
+}
+
+absl::StatusOr<std::map<std::string, VerifiedVersion>>
+PgStateStore::VerifiedVersions(const std::string& dataset,
+                               const std::vector<std::string>& partitions) {
+  return Read([&](PgConnection* c) {
+    return ps::VerifiedVersions(c, dataset, partitions);
+  });
+}
+
+absl::StatusOr<StoreStats> PgStateStore::Stats() {
+  return Read([](PgConnection* c) { return ps::Stats(c); });
+}
+
+absl::StatusOr<std::vector<ConsumerStanding>>
+PgStateStore::ListConsumerStandings() {
+  return Read([](PgConnection* c) { return ps::ListConsumerStandings(c); });
+}
+
+// ---- governance -------------------------------------------------------------
+
+absl::Status PgStateStore::ApproveJob(const std::string& job_id,
+                                      JobState expected_from, JobState to,
+                                      const Approval& approval,
+                                      const std::string& message,
+                                      absl::Time now) {
+  return Write([&](PgConnection* c) {
+    return ps::ApproveJob(c, job_id, expected_from, to, approval, message, now);
+  });
+}
+
+absl::StatusOr<std::vector<AuditEvent>> PgStateStore::ListAuditEvents(
+    const std::string& job_id) {
+  return Read([&](PgConnection* c) { return ps::ListAuditEvents(c, job_id); });
+}
+
+absl::StatusOr<std::vector<AuditEvent>> PgStateStore::ListAuditLog(
+    const AuditQuery& query) {
+  return Read([&](PgConnection* c) { return ps::ListAuditLog(c, query); });
+}
+
+absl::Status PgStateStore::SetReplayPolicyPause(const ReplayPolicyPause& pause,
+                                                const std::string& message) {
+  return Write([&](PgConnection* c) {
+    return ps::SetReplayPolicyPause(c, pause, message);
+  });
+}
+
+absl::StatusOr<std::vector<ReplayPolicyPause>>
+PgStateStore::ListReplayPolicyPauses() {
+  return Read([](PgConnection* c) { return ps::ListReplayPolicyPauses(c); });
+}
+
+absl::Status PgStateStore::ReplaceCheckResults(
+    const std::string& job_id, const std::vector<CheckResult>& results) {
+  return Write([&](PgConnection* c) {
+    return ps::ReplaceCheckResults(c, job_id, results);
+  });
+}
+
+absl::StatusOr<std::vector<CheckResult>> PgStateStore::ListCheckResults(
+    const std::string& job_id) {
+  return Read([&](PgConnection* c) { return ps::ListCheckResults(c, job_id); });
+}
+
+absl::Status PgStateStore::ReplaceConsumerConfirmations(
+    const std::string& job_id, const std::vector<ConsumerFinding>& results) {
+  return Write([&](PgConnection* c) {
+    return ps::ReplaceConsumerConfirmations(c, job_id, results);
+  });
+}
+
+absl::StatusOr<std::vector<ConsumerFinding>>
+PgStateStore::ListConsumerConfirmations(const std::string& job_id) {
+  return Read([&](PgConnection* c) {
+    return ps::ListConsumerConfirmations(c, job_id);
+  });
+}
+
+}  // namespace backfill
