@@ -28,10 +28,11 @@
 // Checksums: the SQLite store keeps a checksum per record of jobs,
 // job_datasets, tasks and lineage, which catches a file damaged where
 // SQLite's own checks do not read. This store writes 0 there (the
-// columns' default) and checks none: PostgreSQL's own page checksums and
-// WAL cover the damage that those detect in a SQLite file, and the
-// records are never written by another program. The column is kept so
-// that both stores have the same tables.
+// columns' default) and checks none. Damage to a PostgreSQL server's files
+// is the server's to detect: its data checksums, which a cluster has only
+// when made with `initdb --data-checksums` (operators should), and its
+// WAL. The column is kept so that both stores have the same tables; a
+// record checksum computed here is still to do.
 //
 // Identity: the store id and creation time are rows of `meta`, created
 // with the schema; Open() reads them.
