@@ -39,14 +39,9 @@ class PgStateSchemaTest : public backfill::testing::PostgresSuite {
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     static int next = 0;
-    database_ = absl::StrCat(server_->database(), "_state_", ++next);
-    auto admin = PgConnection::Connect(server_->Dsn());
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    ASSERT_TRUE((*admin)
-                    ->Exec(absl::StrCat("DROP DATABASE IF EXISTS ", database_))
-                    .ok());
-    ASSERT_TRUE(
-        (*admin)->Exec(absl::StrCat("CREATE DATABASE ", database_)).ok());
+    auto database = server_->CreateDatabase(absl::StrCat("state_", ++next));
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = *database;
     conn_ = Connect();
     ASSERT_NE(conn_, nullptr);
   }
@@ -71,6 +66,13 @@ class PgStateSchemaTest : public backfill::testing::PostgresSuite {
       out.push_back(line);
     }
     return out;
+  }
+
+  void TearDown() override {
+    conn_.reset();
+    if (server_ != nullptr && !database_.empty()) {
+      EXPECT_TRUE(server_->DropDatabase(database_).ok());
+    }
   }
 
   std::string database_;

@@ -36,21 +36,12 @@ class PgStateStoreTest : public backfill::testing::PostgresSuite {
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     static int next = 0;
-    database_ = absl::StrCat(server_->database(), "_pgstore_", ++next);
-    auto admin = PgConnection::Connect(server_->Dsn());
-    ASSERT_TRUE(admin.ok()) << admin.status();
-    ASSERT_TRUE((*admin)
-                    ->Exec(absl::StrCat("DROP DATABASE IF EXISTS ", database_))
-                    .ok());
-    ASSERT_TRUE(
-        (*admin)->Exec(absl::StrCat("CREATE DATABASE ", database_)).ok());
+    auto database = server_->CreateDatabase(absl::StrCat("pgstore_", ++next));
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = *database;
   }
   void TearDown() override {
-    auto admin = PgConnection::Connect(server_->Dsn());
-    if (admin.ok()) {
-      (void)(*admin)->Exec(
-          absl::StrCat("DROP DATABASE IF EXISTS ", database_, " WITH (FORCE)"));
-    }
+    if (!database_.empty()) server_->DropDatabase(database_).IgnoreError();
   }
 
   // `n` stores on the test's database, opened at once (each migrates it or

@@ -74,25 +74,16 @@ class PgStateDatabases {
     if (absl::Status s = DropLast(); !s.ok()) return s;
     // Names no other test process uses: the shared server's database of
     // this process, numbered.
-    last_ = absl::StrCat(server_->database(), "_pgstate_", ++next_);
-    auto admin = postgres::PgConnection::Connect(server_->Dsn());
-    if (!admin.ok()) return admin.status();
-    if (auto r = (*admin)->Exec(absl::StrCat("CREATE DATABASE ", last_));
-        !r.ok()) {
-      return r.status();
-    }
+    auto database = server_->CreateDatabase(absl::StrCat("pgstate_", ++next_));
+    if (!database.ok()) return database.status();
+    last_ = *database;
     return server_->Dsn(last_);
   }
 
  private:
   absl::Status DropLast() {
     if (last_.empty() || server_ == nullptr) return absl::OkStatus();
-    auto admin = postgres::PgConnection::Connect(server_->Dsn());
-    if (!admin.ok()) return admin.status();
-    absl::Status dropped = (*admin)
-                               ->Exec(absl::StrCat("DROP DATABASE IF EXISTS ",
-                                                   last_, " WITH (FORCE)"))
-                               .status();
+    absl::Status dropped = server_->DropDatabase(last_);
     last_.clear();
     return dropped;
   }

@@ -292,6 +292,27 @@ PostgresTestServer::~PostgresTestServer() {
   fs::remove_all(dir_, ignored);
 }
 
+absl::StatusOr<std::string> PostgresTestServer::CreateDatabase(
+    const std::string& suffix, bool c_collation) const {
+  const std::string name = absl::StrCat(database_, "_", suffix);
+  if (absl::Status dropped = DropDatabase(name); !dropped.ok()) return dropped;
+  if (absl::Status made =
+          Exec(Dsn("postgres"),
+               absl::StrCat("CREATE DATABASE ", name,
+                            c_collation ? " TEMPLATE template0 ENCODING 'UTF8' "
+                                          "LC_COLLATE 'C' LC_CTYPE 'C'"
+                                        : ""));
+      !made.ok()) {
+    return made;
+  }
+  return name;
+}
+
+absl::Status PostgresTestServer::DropDatabase(const std::string& name) const {
+  return Exec(Dsn("postgres"),
+              absl::StrCat("DROP DATABASE IF EXISTS ", name, " WITH (FORCE)"));
+}
+
 absl::Status PostgresTestServer::Restart() {
   if (shared_) {
     return absl::FailedPreconditionError(

@@ -65,6 +65,13 @@ class PostgresTestServer {
   // superuser over TCP, e.g.
   // "host=127.0.0.1 port=54321 dbname=postgres user=postgres".
   std::string Dsn(const std::string& database = "") const;
+  // A new database `database()` + "_" + `suffix` (dropped first if a run
+  // before left it), bytewise text order (C collation) when `c_collation`;
+  // its name. Databases of one test process must have distinct suffixes.
+  absl::StatusOr<std::string> CreateDatabase(const std::string& suffix,
+                                             bool c_collation = false) const;
+  // Drops `name`, closing its connections (WITH FORCE).
+  absl::Status DropDatabase(const std::string& name) const;
   // The end of the server's log (for a failing test's message).
   std::string LogTail() const;
 
