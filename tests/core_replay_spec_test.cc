@@ -274,6 +274,49 @@ TEST(ReplaySpecTest, FreezesReadsTheTimeOfATimeKeyPartition) {
       rule.Freezes(PartitionLayout(Grain::kDay), "2025-02-30", now).ok());
 }
 
+// The span a window and a frozen rule measure a partition by, against
+// civil-time arithmetic: generated hours, days and months around the
+// boundaries (hour 23, month ends, Feb 28/29, year ends), each partition
+// from its first instant to the first of the next, UTC.
+TEST(SpanOfTest, EveryPartitionEndsWhereTheNextBegins) {
+  std::mt19937 rng(2718);
+  const absl::CivilDay anchors[] = {
+      absl::CivilDay(2024, 2, 28), absl::CivilDay(2024, 2, 29),
+      absl::CivilDay(2025, 2, 28), absl::CivilDay(2024, 12, 31),
+      absl::CivilDay(2025, 1, 31), absl::CivilDay(2025, 4, 30)};
+  int checked = 0;
+  for (int round = 0; round < 300; ++round) {
+    const absl::CivilDay day = anchors[rng() % 6] + static_cast<int>(rng() % 3);
+    const absl::CivilHour hour(day.year(), day.month(), day.day(),
+                               rng() % 2 ? 23 : static_cast<int>(rng() % 24));
+    const absl::CivilMonth month(day);
+    struct Case {
+      Grain grain;
+      std::string text;
+      absl::CivilSecond start, end;
+    };
+    const Case cases[] = {
+        {Grain::kHour, absl::FormatCivilTime(hour).substr(0, 13), hour,
+         hour + 1},
+        {Grain::kDay, absl::FormatCivilTime(day), day, day + 1},
+        {Grain::kMonth, absl::FormatCivilTime(month), month, month + 1},
+    };
+    for (const Case& c : cases) {
+      auto span = SpanOf(PartitionLayout(c.grain), c.text);
+      ASSERT_TRUE(span.ok()) << c.text << ": " << span.status();
+      EXPECT_EQ(span->start, absl::FromCivil(c.start, absl::UTCTimeZone()))
+          << c.text;
+      EXPECT_EQ(span->end, absl::FromCivil(c.end, absl::UTCTimeZone()))
+          << c.text;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 900);
+  // A partition its layout refuses has no span.
+  EXPECT_FALSE(SpanOf(PartitionLayout(Grain::kHour), "2025-02-28T24").ok());
+  EXPECT_FALSE(SpanOf(PartitionLayout(Grain::kDay), "2025-02-29").ok());
+}
+
 }  // namespace
 }  // namespace core_replay_spec_test
 }  // namespace backfill
