@@ -334,25 +334,32 @@ void ReplayKeeper::StopLoop() {
 
 std::vector<ReplayPolicyStatus> ReplayKeeper::Policies() {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
-  absl::MutexLock lock(&mu_);
-  LoadPausesLocked();
   std::vector<ReplayPolicyStatus> out;
-  for (const DatasetSpec& d : catalog->datasets()) {
-    if (!d.replay) continue;
-    const State& state = StateOf(d.name);
-    ReplayPolicyStatus s;
-    s.dataset = d.name;
-    s.policy = *d.replay;
-    if (d.frozen) s.frozen = d.frozen->Describe();
-    s.paused = state.paused;
-    s.paused_reason = state.paused_reason;
-    s.last = state.last;
-    if (!state.last_job_id.empty()) {
-      absl::StatusOr<Job> job = manager_->GetJob(state.last_job_id);
-      if (job.ok()) s.last_job = ReplayLastJob{job->id, job->state};
+  std::vector<std::string> last_job_ids;  // one per policy, "" none
+  {
+    absl::MutexLock lock(&mu_);
+    LoadPausesLocked();
+    for (const DatasetSpec& d : catalog->datasets()) {
+      if (!d.replay) continue;
+      const State& state = StateOf(d.name);
+      ReplayPolicyStatus s;
+      s.dataset = d.name;
+      s.policy = *d.replay;
+      if (d.frozen) s.frozen = d.frozen->Describe();
+      s.paused = state.paused;
+      s.paused_reason = state.paused_reason;
+      s.last = state.last;
+      s.next_check = state.next_check;
+      out.push_back(std::move(s));
+      last_job_ids.push_back(state.last_job_id);
     }
-    s.next_check = state.next_check;
-    out.push_back(std::move(s));
+  }
+  // The last jobs' states, read without the keeper's lock.
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (last_job_ids[i].empty()) continue;
+    absl::StatusOr<Job> job =
+        manager_->GetJob(last_job_ids[i], JobView::kBasic);
+    if (job.ok()) out[i].last_job = ReplayLastJob{job->id, job->state};
   }
   return out;
 }
