@@ -53,6 +53,7 @@
 #include "server/storage_watch.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
+#include "storage/postgres/state/pg_state_store.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 
 #ifndef BACKFILL_VERSION
@@ -187,17 +188,42 @@ absl::Status Daemon::Init(Catalog catalog) {
   auto initial = std::make_shared<const Catalog>(std::move(catalog));
   catalog_ = std::make_unique<LiveCatalog>(initial);
 
-  // 2. State store.
-  const std::string state_path =
-      (fs::path(options_.data_dir) / "state.db").string();
-  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
-      SqliteStateStore::Open(state_path);
-  if (!store.ok()) {
-    return absl::Status(store.status().code(),
-                        absl::StrCat("cannot open state store ", state_path,
-                                     ": ", store.status().message()));
+  // 2. State store: state.db in the data dir, or PostgreSQL shared by the
+  //    replicas of a group (--state-dsn), which needs a warehouse that
+  //    every replica reaches: PostgreSQL too.
+  std::string state_path;
+  if (options_.state_dsn.empty()) {
+    state_path = (fs::path(options_.data_dir) / "state.db").string();
+    absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
+        SqliteStateStore::Open(state_path);
+    if (!store.ok()) {
+      return absl::Status(store.status().code(),
+                          absl::StrCat("cannot open state store ", state_path,
+                                       ": ", store.status().message()));
+    }
+    store_ = *std::move(store);
+  } else {
+    if (absl::Status s = CheckReplicaOptions(options_); !s.ok()) return s;
+    if (initial->warehouse().engine != "postgres") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--state-dsn needs a PostgreSQL warehouse, but the pipelines' "
+          "warehouse is ",
+          initial->warehouse().engine,
+          ": replicas on several machines share their state in PostgreSQL "
+          "and must all reach the warehouse they publish into, which a "
+          "SQLite file on one machine is not. Use a warehouse with engine: "
+          "postgres, or drop --state-dsn to keep state.db in the data dir"));
+    }
+    state_path = StateStoreName(options_.state_dsn);
+    absl::StatusOr<std::unique_ptr<PgStateStore>> store =
+        PgStateStore::Open(options_.state_dsn);
+    if (!store.ok()) {
+      return absl::Status(store.status().code(),
+                          absl::StrCat("cannot open state store ", state_path,
+                                       ": ", store.status().message()));
+    }
+    store_ = *std::move(store);
   }
-  store_ = *std::move(store);
   step_done("state store (integrity check, migrations)");
 
   // 3. Warehouse engine (warehouse_factory.h). A warehouse the state store

@@ -120,6 +120,19 @@ int DaemonMain(int argc, char** argv, const DaemonMainHooks& hooks) {
                  "QUEUED jobs beyond which a submit that would create a job "
                  "is refused (RESOURCE_EXHAUSTED, nothing created)")
       ->capture_default_str();
+  app.add_option("--state-dsn", options.state_dsn,
+                 "Keep the state store in PostgreSQL (libpq connection string "
+                 "or URI; the password from PGPASSWORD, ~/.pgpass or "
+                 "PGPASSFILE) instead of <data-dir>/state.db: replicas "
+                 "started with the same one share the work (needs a "
+                 "PostgreSQL warehouse; see docs/deploy.md)");
+  app.add_option("--node-name", options.node_name,
+                 "This replica's name in its group (default: HOSTNAME:PORT "
+                 "of --listen)");
+  app.add_option("--lease-seconds", options.lease_seconds,
+                 "Seconds a replica's claim on a job outlives its last "
+                 "renewal; another replica then takes the job over")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -140,6 +153,10 @@ int DaemonMain(int argc, char** argv, const DaemonMainHooks& hooks) {
     return 2;
   }
   if (absl::Status s = Daemon::CheckLimitOptions(options); !s.ok()) {
+    std::cerr << "backfilld: " << s.message() << std::endl;
+    return 2;
+  }
+  if (absl::Status s = CheckReplicaOptions(options); !s.ok()) {
     std::cerr << "backfilld: " << s.message() << std::endl;
     return 2;
   }

@@ -14,6 +14,7 @@
 #include "server/basic_auth_credentials.h"
 #include "server/bearer_tokens.h"
 #include "server/tls_files.h"
+#include "storage/postgres/pg_connection.h"
 
 namespace backfill {
 namespace {
@@ -188,6 +189,36 @@ absl::Status CheckLimitOptions(const DaemonOptions& options) {
                              kMaxWatchStreamsLimit, "streams"));
   return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
                     kMaxQueuedJobsLimit, "jobs");
+}
+
+absl::Status CheckReplicaOptions(const DaemonOptions& options) {
+  if (!options.state_dsn.empty()) {
+    absl::StatusOr<postgres::PgDsnInfo> info =
+        postgres::ParseDsn(options.state_dsn);
+    if (!info.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--state-dsn: ", info.status().message()));
+    }
+    if (info->has_password) {
+      return absl::InvalidArgumentError(
+          "--state-dsn holds a password, which every user of this machine "
+          "can read in the process list; remove it and give it to libpq "
+          "instead (PGPASSWORD, ~/.pgpass or PGPASSFILE)");
+    }
+  }
+  if (options.node_name.size() > 128) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--node-name is ", options.node_name.size(), " bytes; at most 128"));
+  }
+  for (unsigned char c : options.node_name) {
+    if (c <= 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(
+          "--node-name holds a space or a control character; use letters, "
+          "digits and punctuation (e.g. backfilld-0 or host:50051)");
+    }
+  }
+  return CheckRange("--lease-seconds", options.lease_seconds, 2, 3600,
+                    "seconds");
 }
 
 absl::Status CheckOpenLineageOptions(const DaemonOptions& options) {

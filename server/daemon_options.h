@@ -60,6 +60,17 @@ struct DaemonOptions {
   // calls are not encrypted or not authenticated (or, for
   // --metrics-listen, /metrics has no --metrics-basic-auth).
   bool insecure = false;
+  // --state-dsn: keep the state store in PostgreSQL (a libpq connection
+  // string or URI, without a password), shared by every replica started
+  // with the same one; "": state.db in the data dir.
+  std::string state_dsn;
+  // --node-name: this replica's name in the group ("": HOSTNAME:PORT, the
+  // port --listen bound).
+  std::string node_name;
+  // --lease-seconds: how long a replica's claim on a job outlives its last
+  // renewal (renewed every third of it); another replica takes the job
+  // over after that.
+  int64_t lease_seconds = 10;
   // --no-replay: start with every replay policy paused.
   bool no_replay = false;
   // --metrics-basic-auth: the credentials file /metrics requires with HTTP
@@ -104,6 +115,12 @@ absl::Status CheckOpenLineageOptions(const DaemonOptions& options);
 // principal, --max-queued-jobs) are in their ranges: INVALID_ARGUMENT
 // naming the flag, the value and the range.
 absl::Status CheckLimitOptions(const DaemonOptions& options);
+
+// Checks --state-dsn (it parses and holds no password), --node-name (short,
+// printable) and --lease-seconds (2 to 3600): INVALID_ARGUMENT naming the
+// flag. Which warehouse the replicas need is checked once the pipelines
+// are loaded (Daemon::Start).
+absl::Status CheckReplicaOptions(const DaemonOptions& options);
 
 // Checks --auth-tokens, --metrics-basic-auth and the TLS files (each
 // must load; --tls-cert and --tls-key go together; --tls-client-ca needs

@@ -38,6 +38,14 @@ std::string WarehouseName(const WarehouseSpec& spec,
   return SqlitePath(spec, data_dir);
 }
 
+std::string StateStoreName(const std::string& state_dsn) {
+  absl::StatusOr<postgres::PgDsnInfo> info = postgres::ParseDsn(state_dsn);
+  return absl::StrCat(info.ok()
+                          ? PostgresName(*info)
+                          : std::string("postgres (connection string invalid)"),
+                      " (schema backfill_state)");
+}
+
 absl::StatusOr<OpenedWarehouse> OpenWarehouse(
     const WarehouseSpec& spec, const WarehouseOpenOptions& options) {
   OpenedWarehouse out;

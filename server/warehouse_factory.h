@@ -58,6 +58,11 @@ absl::StatusOr<OpenedWarehouse> OpenWarehouse(
 std::string WarehouseName(const WarehouseSpec& spec,
                           const std::string& data_dir);
 
+// How messages name a state store in PostgreSQL (--state-dsn), after
+// "state store ": "postgres database D on HOST:PORT (schema
+// backfill_state)", never a password.
+std::string StateStoreName(const std::string& state_dsn);
+
 }  // namespace backfill
 
 #endif  // BACKFILL_SERVER_WAREHOUSE_FACTORY_H_
