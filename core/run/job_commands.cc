@@ -32,7 +32,7 @@ std::string By(const std::string& actor) {
 absl::StatusOr<CreateJobResult> JobCommands::AdmitNew(NewJob new_job) {
   JobTable* const jobs = ctx_->jobs();
   const RunnerOptions& options = ctx_->options();
-  absl::MutexLock admission(&admission_mu_);
+  absl::ReleasableMutexLock admission(&admission_mu_);
   RETURN_IF_ERROR(jobs->Accepting());
   Job& job = new_job.job;
   {
@@ -91,6 +91,14 @@ absl::StatusOr<CreateJobResult> JobCommands::AdmitNew(NewJob new_job) {
   ASSIGN_OR_RETURN(CreateJobResult created,
                    ctx_->store()->CreateJob(job, ctx_->clock()->Now()));
   if (!created.created) return created;
+  if (options.leases != nullptr) {
+    // A replica of a group runs what it claims: this one first, unless it
+    // shares partitions with jobs another replica runs (that one then
+    // claims it, to run them in order).
+    admission.Release();
+    scheduler_->Created(created.job.id);
+    return created;
+  }
   auto active = std::make_unique<ActiveJob>();
   active->catalog =
       new_job.catalog != nullptr ? new_job.catalog : catalog_->Get();
@@ -151,6 +159,7 @@ void JobCommands::AwaitMoveInFlight(const std::string& id) {
 absl::StatusOr<Job> JobCommands::Cancel(const std::string& id,
                                         const std::string& reason,
                                         const std::string& actor) {
+  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
   JobTable* const jobs = ctx_->jobs();
   AwaitMoveInFlight(id);
   ActiveJob* job = nullptr;
@@ -225,6 +234,7 @@ absl::StatusOr<Job> JobCommands::Cancel(const std::string& id,
 absl::StatusOr<Job> JobCommands::Pause(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
+  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
   JobPhase before;
@@ -286,6 +296,7 @@ absl::StatusOr<Job> JobCommands::Pause(const std::string& id,
 absl::StatusOr<Job> JobCommands::Resume(const std::string& id,
                                         const std::string& reason,
                                         const std::string& actor) {
+  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
   {
@@ -330,6 +341,7 @@ absl::StatusOr<Job> JobCommands::Resume(const std::string& id,
 absl::StatusOr<Job> JobCommands::Retry(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
+  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
   absl::MutexLock admission(&admission_mu_);
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
@@ -447,6 +459,7 @@ absl::StatusOr<Job> JobCommands::Retry(const std::string& id,
 
 absl::StatusOr<Job> JobCommands::Approve(const std::string& id,
                                          const Approval& request) {
+  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
   absl::MutexLock admission(&admission_mu_);
   JobTable* const jobs = ctx_->jobs();
   RETURN_IF_ERROR(CheckApprovalRequest(request));
@@ -578,11 +591,18 @@ absl::StatusOr<Job> JobCommands::Confirm(const std::string& id,
   const std::shared_ptr<const Catalog> catalog = catalog_->Get();
   RETURN_IF_ERROR(CheckConfirmable(stored, *catalog));
   Scope scope = ScopeOf(stored.plan);
+  RETURN_IF_ERROR(scheduler_->ClaimEnded(id, "confirm", scope));
   ActiveJob* job = nullptr;
   {
     absl::MutexLock lock(jobs->mu());
-    RETURN_IF_ERROR(jobs->AcceptingLocked());
-    RETURN_IF_ERROR(jobs->AwaitOwnRunEndedLocked(id, "confirm"));
+    absl::Status accepting = jobs->AcceptingLocked();
+    if (accepting.ok()) {
+      accepting = jobs->AwaitOwnRunEndedLocked(id, "confirm");
+    }
+    if (!accepting.ok()) {
+      if (jobs->FindLocked(id) == nullptr) scheduler_->Done(id);
+      return accepting;
+    }
     if (jobs->FindLocked(id) != nullptr || jobs->rolling_back().count(id)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", id,
@@ -593,6 +613,7 @@ absl::StatusOr<Job> JobCommands::Confirm(const std::string& id,
     std::vector<Admission::Overlap> overlaps =
         jobs->admission().Overlapping(scope, &conflicts, 1);
     if (!overlaps.empty()) {
+      scheduler_->Done(id);
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", jobs->DescribeLocked(overlaps), " works on partitions of ",
           id,
@@ -635,6 +656,13 @@ absl::StatusOr<Job> JobCommands::Rollback(const std::string& id,
   if (job.state == JobState::kRolledBack) return job;  // done before
   RETURN_IF_ERROR(CheckRollbackable(*ctx_, job));
   Scope scope = ScopeOf(job.plan);
+  RETURN_IF_ERROR(scheduler_->ClaimEnded(id, "rollback", scope));
+  // The lease is given back however the rollback ends.
+  struct GiveBack {
+    JobScheduler* scheduler;
+    const std::string& id;
+    ~GiveBack() { scheduler->Done(id); }
+  } give_back{scheduler_, id};
   std::vector<ActiveJob*> held;
   {
     absl::MutexLock lock(jobs->mu());

@@ -65,6 +65,29 @@ class JobScheduler {
   // JobTable::ReserveHeldOverlapsLocked) CANCELLED, "superseded by `by`";
   // if that cannot be recorded, it stays held.
   virtual void Supersede(ActiveJob* held, const std::string& by) = 0;
+  // In a group (RunnerOptions::leases): makes sure this replica runs job
+  // `id` before a decision on it — claims it (with the jobs that share
+  // partitions with it) when no replica does. FAILED_PRECONDITION naming
+  // the replica (and its address) that runs it, when another does. OK for
+  // a job no replica needs to hold (ended), and always OK for a single
+  // process.
+  virtual absl::Status EnsureRunHere(const std::string& id) {
+    (void)id;
+    return absl::OkStatus();
+  }
+  // In a group: a job was created here; claim it soon.
+  virtual void Created(const std::string& id) { (void)id; }
+  // In a group: claims ended job `id` for `step` ("confirm", "rollback")
+  // and makes sure that no other replica runs a job over `scope`, claiming
+  // those nobody runs. FAILED_PRECONDITION naming the replica otherwise.
+  // The caller gives the lease back (Done) when the step ends, unless the
+  // job stays in the table (it is then given back when forgotten).
+  virtual absl::Status ClaimEnded(const std::string& id,
+                                  const std::string& step, const Scope& scope) {
+    (void)id, (void)step, (void)scope;
+    return absl::OkStatus();
+  }
+  virtual void Done(const std::string& id) { (void)id; }
 };
 
 // A new job, planned and checked, for its admission (AdmitNew).

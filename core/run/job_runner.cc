@@ -32,10 +32,16 @@ JobRunner::JobRunner(const LiveCatalog* catalog, StateStore* store,
 JobRunner::~JobRunner() { Shutdown(); }
 
 void JobRunner::Shutdown() {
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  if (keeper != nullptr) keeper->SetDraining();
   if (!jobs_.Stop()) return;
   // Running closures finish (partitions checkpoint); queued ones are
   // dropped and their work resumes at the next Start().
   if (pool_) pool_->Shutdown();
+  // A replica hands its leases back once its partitions checkpointed:
+  // the others take its jobs over at once rather than after the leases
+  // expire.
+  if (keeper != nullptr) keeper->Stop(/*leave=*/true);
 }
 
 absl::Status JobRunner::Start() {
@@ -53,6 +59,7 @@ absl::Status JobRunner::Start() {
         return ctx_.Persist(Storage::kStateStore, what, write);
       });
   pool_ = std::make_unique<WorkerPool>(std::max(1, ctx_.options().workers) + 1);
+  if (InGroup()) return StartInGroup();
   ASSIGN_OR_RETURN(RecoveredJobs recovered, RecoverJobs(ctx_, *catalog_));
   std::vector<std::string> finishing;
   {

@@ -53,6 +53,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,7 @@
 #include "core/base/clock.h"
 #include "core/model/job.h"
 #include "core/model/live_catalog.h"
+#include "core/plan/scope.h"
 #include "core/ports/engine.h"
 #include "core/ports/state_store.h"
 #include "core/run/active_job.h"
@@ -112,6 +114,28 @@ class JobRunner : private JobScheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   void Settle(ActiveJob* job) override;
   void Supersede(ActiveJob* held, const std::string& by) override;
+  absl::Status EnsureRunHere(const std::string& id) override;
+  void Created(const std::string& id) override;
+  absl::Status ClaimEnded(const std::string& id, const std::string& step,
+                          const Scope& scope) override;
+  void Done(const std::string& id) override;
+
+  // --- A replica of a group (job_runner_group.cc) ---
+  bool InGroup() const { return ctx_.options().leases != nullptr; }
+  // Start() of a replica: what no other replica runs is claimed by
+  // ClaimScan, on the lease keeper's thread, from now on.
+  absl::Status StartInGroup();
+  // Claims the jobs nobody holds (a released or expired lease, or a new
+  // job), each with every unfinished job it shares partitions with, so
+  // that jobs that overlap always run on one replica, in order; then
+  // recovers them here (recovery.h RecoverJob). `only`: claim only the
+  // jobs that share partitions with it ("": every job nobody holds).
+  void ClaimScan(const std::string& only = "");
+  // Recovers the claimed jobs into the table and starts them.
+  void Adopt(const std::vector<std::string>& ids);
+  // The leases of these jobs were taken over: they are dropped here,
+  // nothing more recorded.
+  void OnLeasesLost(const std::vector<std::string>& ids);
 
   // --- Closures on the pool, run without the table's lock ---
   // Supersedes the held jobs the job overlaps, prepares its staging and
@@ -174,6 +198,14 @@ class JobRunner : private JobScheduler {
   // Start; declared before pool_, whose closures wait for it).
   std::unique_ptr<TaskWriter> task_writer_;
   std::unique_ptr<WorkerPool> pool_;
+
+  // In a group: the scopes of the unfinished jobs (a plan never changes),
+  // the FAILED jobs known to have kept no staging (nothing to hold), and
+  // the jobs this replica could not resume. One scan at a time.
+  absl::Mutex scan_mu_;  // taken before the table's lock
+  std::map<std::string, Scope> scopes_ ABSL_GUARDED_BY(scan_mu_);
+  std::set<std::string> without_staging_ ABSL_GUARDED_BY(scan_mu_);
+  std::set<std::string> unresumable_ ABSL_GUARDED_BY(scan_mu_);
 };
 
 }  // namespace backfill

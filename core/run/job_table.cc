@@ -1,5 +1,6 @@
 #include "core/run/job_table.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,12 @@
 #include "core/base/status_macros.h"
 
 namespace backfill {
+namespace {
+
+// How often a watch of a job another replica runs reads the store.
+constexpr absl::Duration kRemotePoll = absl::Milliseconds(250);
+
+}  // namespace
 
 bool JobTable::Stop() {
   absl::MutexLock lock(&mu_);
@@ -69,8 +76,29 @@ void JobTable::ReleaseLocked(ActiveJob* job) {
   if (job->busy == 0 && job->phase == JobPhase::kDone) {
     const std::string id = job->job.id;
     jobs_.erase(id);
+    if (on_forget_) on_forget_(id);
     NotifyLocked(id);
   }
+}
+
+void JobTable::DropLocked(ActiveJob* job) {
+  if (job->phase != JobPhase::kDone) EndLocked(job, JobPhase::kDone);
+  rolling_back_.erase(job->job.id);
+  if (job->busy == 0) {
+    const std::string id = job->job.id;
+    jobs_.erase(id);
+    NotifyLocked(id);
+  }
+}
+
+void JobTable::SetOnForget(std::function<void(const std::string&)> on_forget) {
+  absl::MutexLock lock(&mu_);
+  on_forget_ = std::move(on_forget);
+}
+
+void JobTable::SetWatchStore(bool watch) {
+  absl::MutexLock lock(&mu_);
+  watch_store_ = watch;
 }
 
 bool JobTable::ReleaseAndTakeSettleLocked(ActiveJob* job) {
@@ -103,7 +131,30 @@ absl::StatusOr<Job> JobTable::WaitForChange(const std::string& id,
       return it == versions_.end() ? uint64_t{1} : it->second;
     };
     while (*version != 0 && current_version() <= *version && !stopping_) {
-      if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+      if (!watch_store_ || jobs_.count(id)) {
+        if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+        continue;
+      }
+      // Run by another replica: what the store shows, every kRemotePoll.
+      const absl::Time poll = std::min(deadline, absl::Now() + kRemotePoll);
+      if (changed_.WaitWithDeadline(&mu_, poll) && poll == deadline) break;
+      if (jobs_.count(id)) continue;
+      mu_.Unlock();
+      absl::StatusOr<Job> now = store_->GetJobProgress(id);
+      mu_.Lock();
+      if (!now.ok()) break;  // the read below says what is wrong
+      std::string digest =
+          absl::StrCat(JobStateName(now->state), "|", now->message, "|",
+                       now->counts.total, "|", now->counts.pending, "|",
+                       now->counts.running, "|", now->counts.staged, "|",
+                       now->counts.published, "|", now->counts.failed, "|",
+                       now->counts.cancelled, "|", now->counts.unchanged, "|",
+                       now->counts.skipped, "|", now->rows_written);
+      std::string& seen = store_digests_[id];
+      if (seen != digest) {
+        seen = std::move(digest);
+        versions_[id] = next_version_++;
+      }
     }
     current = current_version();
   }

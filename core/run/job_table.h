@@ -21,6 +21,7 @@
 #define BACKFILL_CORE_RUN_JOB_TABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -97,6 +98,17 @@ class JobTable {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A closure of the job ended: forgets a done job once idle.
   void ReleaseLocked(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets go of a job this process may no longer run (its lease was taken
+  // over): it ends here (kDone) without anything recorded, and is
+  // forgotten once no closure uses it.
+  void DropLocked(ActiveJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Called (under mu()) with the id of each job the table forgets; it must
+  // not call back into the table.
+  void SetOnForget(std::function<void(const std::string&)> on_forget)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether WaitForChange watches jobs not in the table by reading the
+  // store (every kRemotePoll): in a group, another replica runs them.
+  void SetWatchStore(bool watch) ABSL_LOCKS_EXCLUDED(mu_);
   // ReleaseLocked, then ActiveJob::TakeSettle unless the job was forgotten.
   bool ReleaseAndTakeSettleLocked(ActiveJob* job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -165,6 +177,11 @@ class JobTable {
   Admission admission_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> rolling_back_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::string&)> on_forget_ ABSL_GUARDED_BY(mu_);
+  bool watch_store_ ABSL_GUARDED_BY(mu_) = false;
+  // What the store showed last of each job watched there (a digest of its
+  // progress).
+  std::map<std::string, std::string> store_digests_ ABSL_GUARDED_BY(mu_);
   uint64_t next_version_ ABSL_GUARDED_BY(mu_) = 2;
 };
 

@@ -96,6 +96,51 @@ absl::Status EndUnresumable(const StepContext& ctx, const Job& job,
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<ActiveJob>> RecoverJob(
+    const StepContext& ctx, std::shared_ptr<const Catalog> catalog, Job job) {
+  const JobState state = job.state;
+  const JobPhase phase = PhaseOf(state);
+  if (state == JobState::kQueued || state == JobState::kRunning ||
+      state == JobState::kPaused) {
+    // Attempts in flight when the process died start over; their staging
+    // writes are replaced by the next attempt.
+    RETURN_IF_ERROR(ctx.store()
+                        ->UpdateTasksInState(
+                            job.id, {TaskState::kRunning, TaskState::kFailed},
+                            TaskState::kPending, ctx.clock()->Now())
+                        .status());
+  }
+  if (phase != JobPhase::kHeld) {
+    bool complete = true;
+    absl::StatusOr<JobLayout> layout = LayoutOf(*catalog, job, &complete);
+    if (!layout.ok()) {
+      if (state == JobState::kPublishing || state == JobState::kConfirming) {
+        // It may have published: never fail it on a whim; refuse to start.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot resume job ", job.id, " (", JobStateName(state),
+            "): ", layout.status().message()));
+      }
+      // Nothing of it was published, and running it again would fail the
+      // same way.
+      RETURN_IF_ERROR(EndUnresumable(ctx, job, layout.status()));
+      return std::unique_ptr<ActiveJob>();
+    }
+  }
+  auto active = std::make_unique<ActiveJob>();
+  active->catalog = std::move(catalog);
+  active->state = state;
+  active->phase = phase;
+  if (state == JobState::kConfirming) {
+    // A confirmation asked for again (backfillctl confirm) of a job that
+    // had ended: its end was reported then, and is not reported twice.
+    ASSIGN_OR_RETURN(std::vector<AuditEvent> events,
+                     ctx.store()->ListAuditEvents(job.id));
+    active->reconfirming = EndedAConfirmation(events);
+  }
+  active->job = std::move(job);
+  return active;
+}
+
 absl::StatusOr<RecoveredJobs> RecoverJobs(const StepContext& ctx,
                                           const LiveCatalog& live) {
   RecoveredJobs out;
@@ -106,46 +151,9 @@ absl::StatusOr<RecoveredJobs> RecoverJobs(const StepContext& ctx,
   const std::shared_ptr<const Catalog> catalog = live.Get();
   ASSIGN_OR_RETURN(std::vector<Job> jobs, UnfinishedJobs(ctx));
   for (Job& job : jobs) {
-    const JobState state = job.state;
-    const JobPhase phase = PhaseOf(state);
-    if (state == JobState::kQueued || state == JobState::kRunning ||
-        state == JobState::kPaused) {
-      // Attempts in flight when the process died start over; their staging
-      // writes are replaced by the next attempt.
-      RETURN_IF_ERROR(ctx.store()
-                          ->UpdateTasksInState(
-                              job.id, {TaskState::kRunning, TaskState::kFailed},
-                              TaskState::kPending, ctx.clock()->Now())
-                          .status());
-    }
-    if (phase != JobPhase::kHeld) {
-      bool complete = true;
-      absl::StatusOr<JobLayout> layout = LayoutOf(*catalog, job, &complete);
-      if (!layout.ok()) {
-        if (state == JobState::kPublishing || state == JobState::kConfirming) {
-          // It may have published: never fail it on a whim; refuse to start.
-          return absl::FailedPreconditionError(absl::StrCat(
-              "cannot resume job ", job.id, " (", JobStateName(state),
-              "): ", layout.status().message()));
-        }
-        // Nothing of it was published, and running it again would fail the
-        // same way.
-        RETURN_IF_ERROR(EndUnresumable(ctx, job, layout.status()));
-        continue;
-      }
-    }
-    auto active = std::make_unique<ActiveJob>();
-    active->catalog = catalog;
-    active->state = state;
-    active->phase = phase;
-    if (state == JobState::kConfirming) {
-      // A confirmation asked for again (backfillctl confirm) of a job that
-      // had ended: its end was reported then, and is not reported twice.
-      ASSIGN_OR_RETURN(std::vector<AuditEvent> events,
-                       ctx.store()->ListAuditEvents(job.id));
-      active->reconfirming = EndedAConfirmation(events);
-    }
-    active->job = std::move(job);
+    ASSIGN_OR_RETURN(std::unique_ptr<ActiveJob> active,
+                     RecoverJob(ctx, catalog, std::move(job)));
+    if (active == nullptr) continue;
     out.jobs.push_back(std::move(active));
     if (out.jobs.size() == 1) CrashPoint("recovery");
   }

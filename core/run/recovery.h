@@ -57,6 +57,14 @@ struct RecoveredJobs {
 absl::StatusOr<RecoveredJobs> RecoverJobs(const StepContext& ctx,
                                           const LiveCatalog& catalog);
 
+// What RecoverJobs decides for one unfinished job (`job` as stored, to run
+// with `catalog`): the job to hold in memory in its phase, or nullptr when
+// it ended here (it cannot run under the pipelines in force; nothing of it
+// was published). A replica of a group recovers each job it claims so
+// (job_runner.h).
+absl::StatusOr<std::unique_ptr<ActiveJob>> RecoverJob(
+    const StepContext& ctx, std::shared_ptr<const Catalog> catalog, Job job);
+
 // Drops the staging of jobs that ended (and is not held by a job in the
 // table), cancelling their tasks that never ran. Best effort: what fails is
 // retried at the next start.

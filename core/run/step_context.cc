@@ -13,6 +13,23 @@ bool MayPass(const absl::Status& status) {
          status.code() == absl::StatusCode::kUnavailable;
 }
 
+const char* LeaseStepOf(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+    case JobState::kRunning:
+    case JobState::kPaused:
+      return "run";
+    case JobState::kValidating:
+      return "validate";
+    case JobState::kPublishing:
+      return "publish";
+    case JobState::kConfirming:
+      return "confirm";
+    default:
+      return "hold";
+  }
+}
+
 absl::Status StepContext::Persist(
     Storage storage, const std::string& what,
     const std::function<absl::Status()>& write) const {
@@ -64,6 +81,7 @@ absl::Status StepContext::Move(ActiveJob* job, JobState to,
     if (then.has_value()) jobs_->EndLocked(job, *then);
     jobs_->NotifyLocked(id);
   }
+  if (options_.leases != nullptr) options_.leases->SetStep(id, LeaseStepOf(to));
   if (observer_ != nullptr) observer_->OnJobTransition(id, from, to, message);
   return absl::OkStatus();
 }

@@ -37,6 +37,7 @@
 #include "core/run/active_job.h"
 #include "core/run/job_observer.h"
 #include "core/run/job_table.h"
+#include "core/run/lease_keeper.h"
 #include "core/run/storage_alarm.h"
 
 namespace backfill {
@@ -59,7 +60,16 @@ struct RunnerOptions {
   // not owned, may be null (a consumer that needs one is then unhealthy).
   HttpClient* http = nullptr;
   CommandRunner* commands = nullptr;
+  // This replica's leases when it is one of a group (lease_keeper.h): the
+  // runner then runs only the jobs it claims. Not owned; null: the runner
+  // runs every job of the store (a single process).
+  LeaseKeeper* leases = nullptr;
 };
+
+// The step a job's lease is shown doing in `state` (LeaseKeeper::SetStep):
+// "run", "validate", "publish", "confirm", or "hold" while it waits for a
+// decision.
+const char* LeaseStepOf(JobState state);
 
 // A failure of storage that may pass by itself: a full disk
 // (RESOURCE_EXHAUSTED), an I/O error or a busy database (UNAVAILABLE). It is

@@ -1,8 +1,13 @@
 #include "storage/postgres/state/pg_state_store.h"
 
+#include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/error_details.h"
 #include "core/base/status_macros.h"
 #include "storage/postgres/state/pg_state_governance.h"
 #include "storage/postgres/state/pg_state_jobs.h"
@@ -16,6 +21,7 @@ namespace {
 namespace ps = pg_state;
 
 using postgres::PgConnection;
+using postgres::PgResult;
 using postgres::PgPool;
 using postgres::PgTransaction;
 
@@ -87,6 +93,35 @@ auto PgStateStore::Write(Body&& body) {
 template <typename Body>
 auto PgStateStore::Read(Body&& body) {
   return InTransaction(kReadMode, std::forward<Body>(body));
+}
+
+absl::Status PgStateStore::CheckFence(PgConnection* conn,
+                                      const std::string& job_id) const {
+  if (fence_ == nullptr) return absl::OkStatus();
+  const std::optional<int64_t> token = fence_->TokenFor(job_id);
+  if (!token.has_value()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(
+      PgResult r,
+      conn->Exec("SELECT node, token FROM backfill_state.job_leases WHERE "
+                 "job_id = $1 FOR SHARE",
+                 {job_id}));
+  std::string holder;
+  int64_t current = 0;
+  if (!r.rows.empty() && r.rows[0][0].has_value() && r.rows[0][1].has_value()) {
+    holder = *r.rows[0][0];
+    if (!absl::SimpleAtoi(*r.rows[0][1], &current)) current = 0;
+  }
+  if (*token != 0 && !holder.empty() && current == *token) {
+    return absl::OkStatus();
+  }
+  return WithReason(
+      absl::FailedPreconditionError(absl::StrCat(
+          "this replica no longer holds the lease on job ", job_id,
+          holder.empty() ? std::string(" (it was released)")
+                         : absl::StrCat(" (replica ", holder,
+                                        " holds it now, token ", current, ")"),
+          ": the write was refused and nothing changed")),
+      "LEASE_LOST", {{"backfill_id", job_id}});
 }
 
 // ---- jobs and tasks ---------------------------------------------------------
@@ -163,7 +198,8 @@ absl::Status PgStateStore::TransitionJob(const std::string& job_id,
                                          JobState to,
                                          const std::string& message,
                                          absl::Time now) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::TransitionJob(c, job_id, expected_from, to, message, now);
   });
 }
@@ -172,7 +208,8 @@ absl::Status PgStateStore::SetJobMessage(const std::string& job_id,
                                          JobState expected_state,
                                          const std::string& message,
                                          absl::Time now) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::SetJobMessage(c, job_id, expected_state, message, now);
   });
 }
@@ -184,7 +221,14 @@ absl::Status PgStateStore::UpdateTask(const PartitionTask& task) {
 absl::Status PgStateStore::UpdateTasks(
     const std::vector<PartitionTask>& tasks) {
   if (tasks.empty()) return absl::OkStatus();
-  return Write([&](PgConnection* c) { return ps::WriteTasks(c, tasks); });
+  return Write([&](PgConnection* c) -> absl::Status {
+    std::set<std::string> jobs;
+    for (const PartitionTask& task : tasks) jobs.insert(task.job_id);
+    for (const std::string& job_id : jobs) {
+      RETURN_IF_ERROR(CheckFence(c, job_id));
+    }
+    return ps::WriteTasks(c, tasks);
+  });
 }
 
 absl::StatusOr<int64_t> PgStateStore::RetryJob(const std::string& job_id,
@@ -192,7 +236,8 @@ absl::StatusOr<int64_t> PgStateStore::RetryJob(const std::string& job_id,
                                                JobState to,
                                                const std::string& message,
                                                absl::Time now) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::StatusOr<int64_t> {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::RetryJob(c, job_id, expected_from, to, message, now);
   });
 }
@@ -201,7 +246,8 @@ absl::StatusOr<int64_t> PgStateStore::UpdateTasksInState(
     const std::string& job_id, const std::vector<TaskState>& from, TaskState to,
     absl::Time now) {
   if (from.empty()) return 0;
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::StatusOr<int64_t> {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::UpdateTasksInState(c, job_id, from, to, now);
   });
 }
@@ -211,7 +257,8 @@ absl::StatusOr<int64_t> PgStateStore::UpdateTasksInState(
 absl::Status PgStateStore::RecordPublication(
     const std::string& job_id, const std::vector<LineageRecord>& lineage,
     JobState to, const std::string& message, absl::Time now) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::RecordPublication(c, job_id, lineage, to, message, now);
   });
 }
@@ -220,7 +267,8 @@ absl::Status PgStateStore::RecordRollback(
     const std::string& job_id, const RollbackInfo& info,
     const std::vector<LineageRecord>& lineage, const std::string& message,
     const std::string& also_message, absl::Time now) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::RecordRollback(c, job_id, info, lineage, message, also_message,
                               now);
   });
@@ -256,7 +304,10 @@ PgStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
 }
 
 absl::Status PgStateStore::ReplaceJobDiff(const JobDiff& diff) {
-  return Write([&](PgConnection* c) { return ps::ReplaceJobDiff(c, diff); });
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, diff.job_id));
+    return ps::ReplaceJobDiff(c, diff);
+  });
 }
 
 absl::StatusOr<std::optional<JobDiff>> PgStateStore::GetJobDiff(
@@ -308,7 +359,8 @@ absl::Status PgStateStore::ApproveJob(const std::string& job_id,
                                       const Approval& approval,
                                       const std::string& message,
                                       absl::Time now) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::ApproveJob(c, job_id, expected_from, to, approval, message, now);
   });
 }
@@ -337,7 +389,8 @@ PgStateStore::ListReplayPolicyPauses() {
 
 absl::Status PgStateStore::ReplaceCheckResults(
     const std::string& job_id, const std::vector<CheckResult>& results) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::ReplaceCheckResults(c, job_id, results);
   });
 }
@@ -349,7 +402,8 @@ absl::StatusOr<std::vector<CheckResult>> PgStateStore::ListCheckResults(
 
 absl::Status PgStateStore::ReplaceConsumerConfirmations(
     const std::string& job_id, const std::vector<ConsumerFinding>& results) {
-  return Write([&](PgConnection* c) {
+  return Write([&](PgConnection* c) -> absl::Status {
+    RETURN_IF_ERROR(CheckFence(c, job_id));
     return ps::ReplaceConsumerConfirmations(c, job_id, results);
   });
 }

@@ -52,6 +52,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/ports/lease_store.h"
 #include "core/ports/state_store.h"
 #include "storage/postgres/pg_pool.h"
 
@@ -63,6 +64,16 @@ class PgStateStore : public StateStore {
   // the schema (MigrateStateSchema) and reads the store's identity.
   static absl::StatusOr<std::unique_ptr<PgStateStore>> Open(
       const std::string& dsn);
+
+  // Fences every later write about a job with the lease token `fence`
+  // says this process holds for it (core/ports/lease_store.h): the write
+  // reads the job's lease row FOR SHARE in its own transaction, and
+  // refuses itself (FAILED_PRECONDITION, reason LEASE_LOST), changing
+  // nothing, when the token differs or the lease was released. A takeover
+  // (an UPDATE of that row) thus waits for the writes in flight and every
+  // write after it sees the new token. Not owned; null: no fencing (a
+  // single process). Set before the store is shared.
+  void SetFence(const LeaseFence* fence) { fence_ = fence; }
 
   ~PgStateStore() override;
   PgStateStore(const PgStateStore&) = delete;
@@ -172,7 +183,12 @@ class PgStateStore : public StateStore {
   template <typename Body>
   auto Read(Body&& body);
 
+  // OK when this process may write about `job_id` (see SetFence).
+  absl::Status CheckFence(postgres::PgConnection* conn,
+                          const std::string& job_id) const;
+
   std::unique_ptr<postgres::PgPool> pool_;
+  const LeaseFence* fence_ = nullptr;
 };
 
 }  // namespace backfill

@@ -1,0 +1,343 @@
+// JobRunner as a replica of a group: which jobs it claims, how it takes
+// them in, and how it lets go of those it lost (job_runner.h, and the lease
+// keeper, lease_keeper.h).
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/error_details.h"
+#include "core/base/status_macros.h"
+#include "core/run/admission.h"
+#include "core/run/job_runner.h"
+#include "core/run/recovery.h"
+#include "core/run/rollback_step.h"
+
+namespace backfill {
+namespace {
+
+// The states of jobs a replica holds: they have work to do, or hold their
+// partitions while they wait for a decision. FAILED and VALIDATION_FAILED
+// jobs are held only while they keep their staging.
+const std::vector<JobState>& HeldStates() {
+  static const std::vector<JobState> states = {
+      JobState::kQueued,     JobState::kRunning,          JobState::kPaused,
+      JobState::kValidating, JobState::kAwaitingApproval, JobState::kPublishing,
+      JobState::kConfirming};
+  return states;
+}
+
+bool ByNumber(const std::string& a, const std::string& b) {
+  return JobNumberOf(a) < JobNumberOf(b);
+}
+
+}  // namespace
+
+absl::Status JobRunner::StartInGroup() {
+  // Rollbacks the warehouse committed but nobody recorded: recording one
+  // twice is a no-op, so every replica may look.
+  std::vector<std::string> rolled_back;
+  RETURN_IF_ERROR(RecoverRollbacks(ctx_, *catalog_, &rolled_back));
+  SweepOrphans(ctx_);
+  jobs_.SetWatchStore(true);
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  jobs_.SetOnForget(
+      [keeper](const std::string& id) { keeper->ReleaseSoon(id); });
+  {
+    absl::MutexLock lock(jobs_.mu());
+    jobs_.SetStartedLocked();
+    SubmitLocked([this] { EnforceRetention(ctx_, *catalog_).IgnoreError(); });
+  }
+  LeaseKeeper::Callbacks callbacks;
+  callbacks.on_lost = [this](const std::vector<std::string>& ids) {
+    OnLeasesLost(ids);
+  };
+  callbacks.on_takeover = [this](const std::string& id,
+                                 const std::string& from) {
+    if (ctx_.observer() != nullptr) ctx_.observer()->OnLeaseTakeover(id, from);
+  };
+  callbacks.on_tick = [this] { ClaimScan(); };
+  RETURN_IF_ERROR(keeper->Start(std::move(callbacks)));
+  keeper->Wake();
+  return absl::OkStatus();
+}
+
+void JobRunner::Created(const std::string& id) {
+  if (!InGroup()) return;
+  ClaimScan(id);
+}
+
+absl::Status JobRunner::EnsureRunHere(const std::string& id) {
+  if (!InGroup()) return absl::OkStatus();
+  {
+    absl::MutexLock lock(jobs_.mu());
+    if (jobs_.FindLocked(id) != nullptr) return absl::OkStatus();
+  }
+  ClaimScan(id);
+  {
+    absl::MutexLock lock(jobs_.mu());
+    if (jobs_.FindLocked(id) != nullptr) return absl::OkStatus();
+  }
+  // Not here: ended (the command answers from the store), or another
+  // replica runs it.
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  ASSIGN_OR_RETURN(std::vector<JobLease> leases, keeper->store()->ListLeases());
+  for (const JobLease& lease : leases) {
+    if (lease.job_id != id || !lease.live || lease.node == keeper->node()) {
+      continue;
+    }
+    std::string address;
+    if (absl::StatusOr<std::vector<NodeRecord>> nodes =
+            keeper->store()->ListNodes();
+        nodes.ok()) {
+      for (const NodeRecord& node : *nodes) {
+        if (node.name == lease.node) address = node.address;
+      }
+    }
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " is run by replica ", lease.node,
+            address.empty() ? "" : absl::StrCat(" (", address, ")"),
+            ", which takes the decisions on it: send this one there",
+            address.empty()
+                ? ""
+                : absl::StrCat(" (backfillctl --server ", address, ")"))),
+        "JOB_RUN_BY_ANOTHER_REPLICA",
+        {{"backfill_id", id}, {"node", lease.node}, {"address", address}});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobRunner::ClaimEnded(const std::string& id,
+                                   const std::string& step,
+                                   const Scope& scope) {
+  if (!InGroup()) return absl::OkStatus();
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  ASSIGN_OR_RETURN(ClaimResult claimed, keeper->Claim(id, step));
+  if (!claimed.claimed) {
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "job ", id, " is being handled by replica ", claimed.lease.node,
+            " right now (", claimed.lease.step, "); wait for it to end")),
+        "JOB_RUN_BY_ANOTHER_REPLICA",
+        {{"backfill_id", id}, {"node", claimed.lease.node}});
+  }
+  // The jobs over its partitions must run here, where the step checks
+  // them: those nobody runs are claimed.
+  ClaimScan();
+  absl::StatusOr<std::vector<std::string>> ids =
+      ctx_.store()->ListJobIds(HeldStates());
+  absl::StatusOr<std::vector<JobLease>> leases = keeper->store()->ListLeases();
+  if (!ids.ok() || !leases.ok()) {
+    keeper->ReleaseSoon(id);
+    return !ids.ok() ? ids.status() : leases.status();
+  }
+  absl::MutexLock scan(&scan_mu_);
+  for (const JobLease& lease : *leases) {
+    if (!lease.live || lease.node == keeper->node() || lease.job_id == id) {
+      continue;
+    }
+    auto it = scopes_.find(lease.job_id);
+    if (it == scopes_.end()) {
+      absl::StatusOr<Job> job = ctx_.store()->GetJob(lease.job_id);
+      if (!job.ok()) continue;
+      it = scopes_.emplace(lease.job_id, ScopeOf(job->plan)).first;
+    }
+    if (!it->second.Overlaps(scope)) continue;
+    keeper->ReleaseSoon(id);
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "job ", lease.job_id, " (run by replica ", lease.node,
+            ") works on partitions of ", id, "; wait until it ends, then ",
+            step, " ", id, " again")),
+        "PARTITIONS_HELD", {{"backfill_ids", lease.job_id}});
+  }
+  return absl::OkStatus();
+}
+
+void JobRunner::Done(const std::string& id) {
+  if (InGroup()) ctx_.options().leases->ReleaseSoon(id);
+}
+
+void JobRunner::ClaimScan(const std::string& only) {
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  absl::MutexLock scan(&scan_mu_);
+  std::set<std::string> local;
+  {
+    absl::MutexLock lock(jobs_.mu());
+    if (!jobs_.StartedLocked() || jobs_.StoppingLocked()) return;
+    for (const auto& [id, job] : jobs_.jobs()) local.insert(id);
+  }
+  absl::StatusOr<std::vector<std::string>> listed =
+      ctx_.store()->ListJobIds(HeldStates());
+  if (!listed.ok()) return;
+  std::vector<std::string> ids = *std::move(listed);
+  absl::StatusOr<std::vector<JobLease>> leases = keeper->store()->ListLeases();
+  if (!leases.ok()) return;
+  std::map<std::string, JobLease> lease_of;
+  for (JobLease& lease : *leases) lease_of[lease.job_id] = std::move(lease);
+  auto elsewhere = [&](const std::string& id) {
+    auto it = lease_of.find(id);
+    return it != lease_of.end() && it->second.live &&
+           it->second.node != keeper->node();
+  };
+  // FAILED jobs that kept their staging wait for a retry, holding their
+  // partitions: those are held too.
+  {
+    absl::StatusOr<std::vector<std::string>> failed = ctx_.store()->ListJobIds(
+        {JobState::kFailed, JobState::kValidationFailed});
+    if (!failed.ok()) return;
+    std::vector<std::string> unknown;
+    for (const std::string& id : *failed) {
+      if (local.count(id) || elsewhere(id)) {
+        ids.push_back(id);
+      } else if (!without_staging_.count(id)) {
+        unknown.push_back(id);
+      }
+    }
+    if (!unknown.empty()) {
+      absl::StatusOr<std::vector<std::string>> staged =
+          ctx_.engine()->ListJobsWithStaging();
+      if (!staged.ok()) return;
+      const std::set<std::string> with(staged->begin(), staged->end());
+      for (const std::string& id : unknown) {
+        if (with.count(id)) {
+          ids.push_back(id);
+        } else {
+          without_staging_.insert(id);
+        }
+      }
+    }
+  }
+  std::sort(ids.begin(), ids.end(), ByNumber);
+  // Forget the scopes of jobs that are no longer unfinished.
+  {
+    const std::set<std::string> unfinished(ids.begin(), ids.end());
+    for (auto it = scopes_.begin(); it != scopes_.end();) {
+      it = unfinished.count(it->first) ? std::next(it) : scopes_.erase(it);
+    }
+  }
+  std::vector<std::string> unclaimed;
+  for (const std::string& id : ids) {
+    if (!local.count(id) && !elsewhere(id) && !unresumable_.count(id)) {
+      unclaimed.push_back(id);
+    }
+  }
+  if (unclaimed.empty()) return;
+  auto scope_of = [&](const std::string& id) -> const Scope* {
+    auto it = scopes_.find(id);
+    if (it != scopes_.end()) return &it->second;
+    absl::StatusOr<Job> job = ctx_.store()->GetJob(id);
+    if (!job.ok()) return nullptr;
+    return &scopes_.emplace(id, ScopeOf(job->plan)).first->second;
+  };
+  std::set<std::string> decided;
+  for (const std::string& candidate : unclaimed) {
+    if (decided.count(candidate)) continue;
+    // Every unfinished job that shares partitions with it, directly or
+    // through others: they run on one replica, in admission order.
+    std::vector<std::string> component = {candidate};
+    std::set<std::string> in_component = {candidate};
+    bool unknown_scope = false;
+    for (size_t next = 0; next < component.size(); ++next) {
+      const Scope* scope = scope_of(component[next]);
+      if (scope == nullptr) {
+        unknown_scope = true;
+        break;
+      }
+      for (const std::string& other : ids) {
+        if (in_component.count(other)) continue;
+        const Scope* other_scope = scope_of(other);
+        if (other_scope == nullptr) {
+          unknown_scope = true;
+          break;
+        }
+        if (scope->Overlaps(*other_scope)) {
+          component.push_back(other);
+          in_component.insert(other);
+        }
+      }
+      if (unknown_scope) break;
+    }
+    decided.insert(component.begin(), component.end());
+    if (unknown_scope) continue;
+    if (!only.empty() && !in_component.count(only)) continue;
+    if (std::any_of(component.begin(), component.end(), elsewhere)) continue;
+    std::vector<std::string> to_claim;
+    for (const std::string& id : component) {
+      if (!local.count(id) && !unresumable_.count(id)) to_claim.push_back(id);
+    }
+    std::sort(to_claim.begin(), to_claim.end(), ByNumber);
+    std::vector<std::string> claimed;
+    bool all = true;
+    for (const std::string& id : to_claim) {
+      absl::StatusOr<ClaimResult> result = keeper->Claim(id, "run");
+      if (!result.ok() || !result->claimed) {
+        all = false;
+        break;
+      }
+      claimed.push_back(id);
+    }
+    if (!all) {
+      for (const std::string& id : claimed) keeper->ReleaseSoon(id);
+      continue;
+    }
+    Adopt(claimed);
+  }
+}
+
+void JobRunner::Adopt(const std::vector<std::string>& ids) {
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
+  std::vector<std::unique_ptr<ActiveJob>> adopted;
+  for (const std::string& id : ids) {
+    absl::StatusOr<Job> job = ctx_.store()->GetJob(id);
+    if (!job.ok()) {
+      keeper->ReleaseSoon(id);
+      continue;
+    }
+    if (IsTerminal(job->state) && job->state != JobState::kFailed &&
+        job->state != JobState::kValidationFailed) {
+      keeper->ReleaseSoon(id);  // it ended meanwhile
+      continue;
+    }
+    keeper->SetStep(id, LeaseStepOf(job->state));
+    absl::StatusOr<std::unique_ptr<ActiveJob>> active =
+        RecoverJob(ctx_, catalog, *std::move(job));
+    if (!active.ok() || *active == nullptr) {
+      // Ended here (nothing to run under the pipelines in force), or it
+      // cannot be resumed by this replica: another may.
+      if (!active.ok()) unresumable_.insert(id);
+      keeper->ReleaseSoon(id);
+      continue;
+    }
+    adopted.push_back(*std::move(active));
+  }
+  absl::MutexLock lock(jobs_.mu());
+  for (std::unique_ptr<ActiveJob>& job : adopted) {
+    const std::string id = job->job.id;
+    const JobPhase phase = job->phase;
+    jobs_.admission().Add(id, ScopeOf(job->job.plan), phase == JobPhase::kHeld);
+    ActiveJob* active = jobs_.AddLocked(std::move(job));
+    jobs_.NotifyLocked(id);
+    if (phase == JobPhase::kFinishing) {
+      ++active->busy;
+      FinishLocked(id);
+    }
+  }
+  PumpLocked();
+}
+
+void JobRunner::OnLeasesLost(const std::vector<std::string>& ids) {
+  absl::MutexLock lock(jobs_.mu());
+  for (const std::string& id : ids) {
+    ActiveJob* job = jobs_.FindLocked(id);
+    if (job != nullptr) jobs_.DropLocked(job);
+  }
+  PumpLocked();
+}
+
+}  // namespace backfill
