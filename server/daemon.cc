@@ -1,5 +1,7 @@
 #include "server/daemon.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -25,6 +28,7 @@
 #include "core/run/backfill_manager.h"
 #include "core/run/fanout_observer.h"
 #include "core/run/job_observer.h"
+#include "core/run/lease_keeper.h"
 #include "core/run/replay_keeper.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -53,6 +57,7 @@
 #include "server/storage_watch.h"
 #include "server/warehouse_factory.h"
 #include "spdlog/spdlog.h"
+#include "storage/postgres/state/pg_lease_store.h"
 #include "storage/postgres/state/pg_state_store.h"
 #include "storage/sqlite/state/sqlite_state_store.h"
 
@@ -85,6 +90,15 @@ namespace fs = std::filesystem;
 // How often the storage watch looks at the warehouse file (a stat and a
 // read of its first 100 bytes); damage is reported after two looks.
 constexpr absl::Duration kStorageWatchInterval = absl::Seconds(1);
+
+// This machine's name ("localhost" when it has none).
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+    return "localhost";
+  }
+  return name;
+}
 
 // "HOST:PORT" with the port replaced by `port`.
 std::string WithPort(const std::string& address, int port) {
@@ -184,6 +198,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   if (!lock.ok()) return lock.status();
   lock_ = *std::move(lock);
 
+  clock_ = std::make_unique<SystemClock>();
+
   // 1. Catalog.
   auto initial = std::make_shared<const Catalog>(std::move(catalog));
   catalog_ = std::make_unique<LiveCatalog>(initial);
@@ -222,6 +238,20 @@ absl::Status Daemon::Init(Catalog catalog) {
                           absl::StrCat("cannot open state store ", state_path,
                                        ": ", store.status().message()));
     }
+    absl::StatusOr<std::unique_ptr<PgLeaseStore>> leases =
+        PgLeaseStore::Open(options_.state_dsn);
+    if (!leases.ok()) {
+      return absl::Status(leases.status().code(),
+                          absl::StrCat("cannot open the group's leases in ",
+                                       state_path, ": ",
+                                       leases.status().message()));
+    }
+    lease_store_ = *std::move(leases);
+    // The name and address are set once the port is bound (step 6).
+    lease_keeper_ = std::make_unique<LeaseKeeper>(
+        lease_store_.get(), NodeRecord{}, absl::Seconds(options_.lease_seconds),
+        clock_.get());
+    (*store)->SetFence(lease_keeper_.get());
     store_ = *std::move(store);
   }
   step_done("state store (integrity check, migrations)");
@@ -335,7 +365,6 @@ absl::Status Daemon::Init(Catalog catalog) {
   step_done("metrics and OpenLineage");
 
   // 5. Manager (not started yet).
-  clock_ = std::make_unique<SystemClock>();
   ManagerOptions manager_options;
   manager_options.workers = workers;
   manager_options.max_queued_jobs = options_.max_queued_jobs;
@@ -345,6 +374,7 @@ absl::Status Daemon::Init(Catalog catalog) {
   command_runner_ = std::make_unique<PosixCommandRunner>();
   manager_options.http = http_client_.get();
   manager_options.commands = command_runner_.get();
+  manager_options.leases = lease_keeper_.get();
   manager_ = std::make_unique<BackfillManager>(
       catalog_.get(), store_.get(), engine_.get(), clock_.get(),
       observer_.get(), manager_options);
@@ -423,7 +453,28 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   step_done("gRPC server");
 
-  // 7. Resume the jobs the store holds as unfinished; then serving.
+  // A replica of a group is named HOSTNAME:PORT unless --node-name says
+  // otherwise, and reached at that address unless it listens on one host.
+  if (lease_keeper_ != nullptr) {
+    NodeRecord self;
+    self.address = bound;
+    if (absl::StartsWith(bound, "0.0.0.0:") || absl::StartsWith(bound, "[::]:")) {
+      self.address = absl::StrCat(HostName(), ":", port);
+    }
+    self.name = options_.node_name.empty()
+                    ? absl::StrCat(HostName(), ":", port)
+                    : options_.node_name;
+    self.version = DaemonVersion();
+    self.started_at = absl::Now();
+    lease_keeper_->SetSelf(self);
+    spdlog::info(
+        "replica {} of the group in {} (leases of {} s): runs the jobs it "
+        "claims",
+        LogText(self.name), state_path, options_.lease_seconds);
+  }
+
+  // 7. Resume the jobs the store holds as unfinished (in a group: those it
+  //    claims); then serving.
   if (absl::Status s = manager_->Start(); !s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat("cannot start the manager: ", s.message()));
@@ -710,6 +761,8 @@ void Daemon::Shutdown() {
   replay_.reset();
   engine_.reset();
   store_.reset();
+  lease_keeper_.reset();
+  lease_store_.reset();
   observer_.reset();
   reload_metrics_.reset();
   metrics_.reset();

@@ -48,6 +48,8 @@ class CallAuth;
 class Engine;
 class Metrics;
 class StateStore;
+class LeaseStore;
+class LeaseKeeper;
 class StalePartitionCounts;
 class StorageWatch;
 class SystemClock;
@@ -135,6 +137,10 @@ class Daemon {
   std::unique_ptr<DataDirLock> lock_;
   std::unique_ptr<LiveCatalog> catalog_;
   std::unique_ptr<StateStore> store_;
+  // A replica of a group (--state-dsn): the group's leases in the state
+  // store, and this replica's side of them; null for a single process.
+  std::unique_ptr<LeaseStore> lease_store_;
+  std::unique_ptr<LeaseKeeper> lease_keeper_;
   std::unique_ptr<Engine> engine_;
   // Where OpenLineage's dataset namespace says the warehouse is, and what
   // precedes its tables' names (OpenedWarehouse::lineage_location and

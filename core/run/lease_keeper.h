@@ -29,6 +29,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -60,6 +61,9 @@ class LeaseKeeper : public LeaseFence {
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
+  // Replaces the replica's record (its name and address are known once its
+  // port is bound); before Start() only.
+  void SetSelf(NodeRecord self) { self_ = std::move(self); }
   // Records the replica (a first heartbeat; its error is returned) and
   // starts the thread.
   absl::Status Start(Callbacks callbacks);

@@ -1,0 +1,230 @@
+// End-to-end: three replicas of backfilld sharing their state in
+// PostgreSQL (--state-dsn, a database of its own) and publishing into a
+// PostgreSQL warehouse (another database), each a real process on its own
+// data dir and port, with leases of 2 s.
+//
+//   - A job submitted on one replica is watched on another; the replica
+//     that runs it is killed (SIGKILL) in the middle of its partitions.
+//     Another replica takes the job over from its checkpoints, the watch
+//     ends SUCCEEDED, and the published rows equal plain SQL over the raw
+//     tables, with one lineage record per partition.
+//   - Twenty submits of one idempotency key, at once, spread over the three
+//     replicas, create one job, and every submit answers with it.
+//
+// Everything is checked with libpq and plain SQL, never through backfilld.
+
+#include <libpq-fe.h>
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/e2e_support.h"
+#include "tests/testing/e2e_warehouses.h"
+#include "tests/testing/postgres_test_server.h"
+#include "tests/testing/revenue_pipeline.h"
+
+namespace backfill {
+namespace e2e_replicas_test {
+namespace {
+
+using namespace ::backfill::e2e;  // NOLINT: test support
+using std::chrono::seconds;
+
+class ReplicasTest : public E2eTest {
+ protected:
+  void SetUp() override {
+    E2eTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, 120, 6));
+    const std::string test =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_NO_FATAL_FAILURE(wh_.Open(warehouse_, absl::StrCat("wh_", test)));
+    absl::StatusOr<std::string> state =
+        wh_.server()->CreateDatabase(absl::StrCat("state_", test));
+    ASSERT_TRUE(state.ok()) << state.status();
+    state_dsn_ = wh_.server()->Dsn(*state);
+    state_ = PQconnectdb(state_dsn_.c_str());
+    ASSERT_EQ(PQstatus(state_), CONNECTION_OK) << PQerrorMessage(state_);
+    // A partition takes a few tens of milliseconds (an uncorrelated count
+    // computed once per statement), so that a job of ninety days is still
+    // running when its replica is killed.
+    const std::string spin =
+        "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
+        "             SELECT n + 1 FROM spin WHERE n < 150000)\n"
+        "             SELECT COUNT(*) FROM spin) > 0\n";
+    WriteFile(
+        pipelines_dir_ + "/revenue.yaml",
+        absl::StrCat(wh_.Yaml(), wh_.Adapt(fixtures::RevenuePipelineYaml(
+                                     spin, fixtures::MonthlyRevenueYaml()))));
+    for (int i = 1; i <= 3; ++i) {
+      const std::string dir = absl::StrCat(root_, "/replica-", i);
+      Daemon& d = NewDaemonIn(dir, pipelines_dir_, 2);
+      d.set_extra_args({"--state-dsn", state_dsn_, "--node-name",
+                        absl::StrCat("r", i), "--lease-seconds", "2"});
+      replicas_.push_back(&d);
+    }
+    for (Daemon* d : replicas_) ASSERT_TRUE(d->Start());
+  }
+
+  void TearDown() override {
+    if (state_ != nullptr) PQfinish(state_);
+    E2eTest::TearDown();
+  }
+
+  // Rows of `sql` on the state store's database.
+  Rows State(const std::string& sql) {
+    PGresult* r = PQexec(state_, sql.c_str());
+    Rows rows;
+    EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK)
+        << PQresultErrorMessage(r) << " in " << sql;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+      for (int i = 0; i < PQntuples(r); ++i) {
+        std::vector<std::string> row;
+        for (int j = 0; j < PQnfields(r); ++j) {
+          row.emplace_back(PQgetvalue(r, i, j));
+        }
+        rows.push_back(std::move(row));
+      }
+    }
+    PQclear(r);
+    return rows;
+  }
+  int64_t StateCount(const std::string& sql) {
+    const Rows rows = State(sql);
+    int64_t n = -1;
+    if (rows.size() == 1 && rows[0].size() == 1) {
+      EXPECT_TRUE(absl::SimpleAtoi(rows[0][0], &n)) << rows[0][0];
+    }
+    return n;
+  }
+  // The replica (index into replicas_) holding the job's lease, waiting
+  // for one; -1 if none within `timeout`.
+  int Holder(const std::string& id, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      const Rows rows = State(absl::StrCat(
+          "SELECT node FROM backfill_state.job_leases WHERE job_id = '", id,
+          "' AND node <> ''"));
+      if (rows.size() == 1) {
+        for (size_t i = 0; i < replicas_.size(); ++i) {
+          if (rows[0][0] == absl::StrCat("r", i + 1))
+            return static_cast<int>(i);
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return -1;
+  }
+
+  PostgresTestWarehouse wh_;
+  std::string state_dsn_;
+  PGconn* state_ = nullptr;
+  std::vector<Daemon*> replicas_;
+};
+
+TEST_F(ReplicasTest, AKilledReplicasJobIsTakenOverAndEndsAsPlainSqlSays) {
+  RunResult submit = replicas_[0]->CtlJson(
+      {"submit", "daily_revenue", "--from", "2025-01-01", "--to", "2025-04-01",
+       "--reason", "late orders, replayed over replicas", "--idempotency-key",
+       "failover-1"});
+  ASSERT_EQ(submit.exit_code, 0) << submit;
+  const std::string id = JsonString(submit.out, "id");
+  ASSERT_FALSE(id.empty()) << submit.out;
+
+  const int executor = Holder(id, absl::Seconds(30));
+  ASSERT_GE(executor, 0) << "no replica claimed " << id;
+  // Watched on a replica that does not run it.
+  Daemon* watcher = replicas_[(executor + 1) % 3];
+  RunResult watch;
+  std::thread watching([&] {
+    watch = watcher->CtlJson({"watch", id}, seconds(300));
+  });
+
+  // Killed once some partitions are checkpointed, well before the end.
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  int64_t staged = 0;
+  while (absl::Now() < deadline && staged < 10) {
+    staged = StateCount(absl::StrCat(
+        "SELECT COUNT(*) FROM backfill_state.tasks WHERE job_id = '", id,
+        "' AND state = 'STAGED'"));
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_GE(staged, 10);
+  ASSERT_LT(staged, 80) << "the job ran too fast to be interrupted";
+  replicas_[executor]->Kill();
+
+  const std::string survivor_json =
+      WaitTerminal(*replicas_[(executor + 2) % 3], id, seconds(240));
+  EXPECT_EQ(JsonString(survivor_json, "state"), "SUCCEEDED") << survivor_json;
+  watching.join();
+  EXPECT_EQ(watch.exit_code, 0) << watch;
+  EXPECT_NE(watch.out.find("SUCCEEDED"), std::string::npos) << watch.out;
+
+  // Taken over: the lease changed hands (a larger token), to a survivor.
+  const Rows lease = State(absl::StrCat(
+      "SELECT token FROM backfill_state.job_leases WHERE job_id = '", id, "'"));
+  ASSERT_EQ(lease.size(), 1u);
+  int64_t token = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(lease[0][0], &token));
+  EXPECT_GE(token, 2);
+  EXPECT_EQ(
+      StateCount(absl::StrCat(
+          "SELECT COUNT(*) FROM backfill_state.audit_events WHERE job_id = "
+          "'",
+          id, "' AND to_state = 'SUCCEEDED'")),
+      1);
+
+  // What was published is what plain SQL computes, every day of it.
+  EXPECT_EQ(wh_.Published("2025-01-01", "2025-04-01"),
+            wh_.Expected("2025-01-01", "2025-04-01"));
+  EXPECT_EQ(wh_.Published("2025-01-01", "2025-04-01").size(), 90u * 4);
+  // One publish record per partition: 90 days and their 3 months.
+  EXPECT_EQ(StateCount(absl::StrCat(
+                "SELECT COUNT(*) FROM backfill_state.lineage WHERE job_id = '",
+                id, "'")),
+            93);
+  EXPECT_EQ(StateCount(absl::StrCat(
+                "SELECT COUNT(*) FROM (SELECT dataset, \"partition\" FROM "
+                "backfill_state.lineage WHERE job_id = '",
+                id, "' GROUP BY 1, 2 HAVING COUNT(*) > 1) d")),
+            0);
+}
+
+TEST_F(ReplicasTest, TwentySubmitsOfOneKeyOverThreeReplicasMakeOneJob) {
+  std::vector<RunResult> results(20);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = replicas_[i % 3]->CtlJson(
+          {"submit", "daily_revenue", "--from", "2025-02-01", "--to",
+           "2025-02-08", "--reason", "one key, many callers",
+           "--idempotency-key", "same-key-20"});
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::string id;
+  for (const RunResult& r : results) {
+    ASSERT_EQ(r.exit_code, 0) << r;
+    const std::string got = JsonString(r.out, "id");
+    if (id.empty()) id = got;
+    EXPECT_EQ(got, id) << r.out;
+  }
+  EXPECT_EQ(StateCount("SELECT COUNT(*) FROM backfill_state.jobs"), 1);
+  const std::string done = WaitTerminal(*replicas_[2], id, seconds(120));
+  EXPECT_EQ(JsonString(done, "state"), "SUCCEEDED") << done;
+  EXPECT_EQ(wh_.Published("2025-02-01", "2025-02-08"),
+            wh_.Expected("2025-02-01", "2025-02-08"));
+}
+
+}  // namespace
+}  // namespace e2e_replicas_test
+}  // namespace backfill
