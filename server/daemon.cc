@@ -241,10 +241,10 @@ absl::Status Daemon::Init(Catalog catalog) {
     absl::StatusOr<std::unique_ptr<PgLeaseStore>> leases =
         PgLeaseStore::Open(options_.state_dsn);
     if (!leases.ok()) {
-      return absl::Status(leases.status().code(),
-                          absl::StrCat("cannot open the group's leases in ",
-                                       state_path, ": ",
-                                       leases.status().message()));
+      return absl::Status(
+          leases.status().code(),
+          absl::StrCat("cannot open the group's leases in ", state_path, ": ",
+                       leases.status().message()));
     }
     lease_store_ = *std::move(leases);
     // The name and address are set once the port is bound (step 6).
@@ -293,6 +293,8 @@ absl::Status Daemon::Init(Catalog catalog) {
                                      ": ", opened.status().message()));
   }
   engine_ = std::move(opened->engine);
+  // A replica's publishes and rollbacks are fenced in the warehouse too.
+  if (lease_keeper_ != nullptr) engine_->SetFence(lease_keeper_.get());
   warehouse_lineage_location_ = opened->lineage_location;
   warehouse_lineage_name_prefix_ = opened->lineage_name_prefix;
   absl::StatusOr<OwnershipResult> ownership = CheckAndClaimWarehouse(
@@ -458,12 +460,12 @@ absl::Status Daemon::Init(Catalog catalog) {
   if (lease_keeper_ != nullptr) {
     NodeRecord self;
     self.address = bound;
-    if (absl::StartsWith(bound, "0.0.0.0:") || absl::StartsWith(bound, "[::]:")) {
+    if (absl::StartsWith(bound, "0.0.0.0:") ||
+        absl::StartsWith(bound, "[::]:")) {
       self.address = absl::StrCat(HostName(), ":", port);
     }
-    self.name = options_.node_name.empty()
-                    ? absl::StrCat(HostName(), ":", port)
-                    : options_.node_name;
+    self.name = options_.node_name.empty() ? absl::StrCat(HostName(), ":", port)
+                                           : options_.node_name;
     self.version = DaemonVersion();
     self.started_at = absl::Now();
     lease_keeper_->SetSelf(self);

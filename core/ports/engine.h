@@ -28,6 +28,7 @@
 #include "core/model/catalog.h"
 #include "core/model/diff.h"
 #include "core/model/job.h"
+#include "core/ports/lease_store.h"
 
 namespace backfill {
 
@@ -260,6 +261,20 @@ class Engine {
   // with `store_id`); one owned by another store is FAILED_PRECONDITION
   // unless `take_over` (then markers keep the store that wrote them).
   virtual absl::Status Claim(const std::string& store_id, bool take_over) = 0;
+
+  // Fencing of a group's replicas (core/ports/lease_store.h). SetFence:
+  // later publishes and rollbacks of a job run under the lease token
+  // `fence` gives for it, and the warehouse refuses them (FAILED_
+  // PRECONDITION, reason LEASE_LOST) when its own fence of the job is
+  // another; not owned, null for none. AdvanceFence: raises the
+  // warehouse's fence of `job_id` to `token` (a replica that claimed the
+  // job, before it writes anything for it); LEASE_LOST when it is higher
+  // already. An engine without fences ignores both (a single process).
+  virtual void SetFence(const LeaseFence* fence) { (void)fence; }
+  virtual absl::Status AdvanceFence(const std::string& job_id, int64_t token) {
+    (void)job_id, (void)token;
+    return absl::OkStatus();
+  }
 
   // Rows per partition of a dataset's published table ("" for an
   // unpartitioned one). A table that does not exist yet has no rows. For

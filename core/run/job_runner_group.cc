@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -124,6 +125,11 @@ absl::Status JobRunner::ClaimEnded(const std::string& id,
             " right now (", claimed.lease.step, "); wait for it to end")),
         "JOB_RUN_BY_ANOTHER_REPLICA",
         {{"backfill_id", id}, {"node", claimed.lease.node}});
+  }
+  if (absl::Status s = ctx_.engine()->AdvanceFence(id, claimed.lease.token);
+      !s.ok()) {
+    keeper->ReleaseSoon(id);
+    return s;
   }
   // The jobs over its partitions must run here, where the step checks
   // them: those nobody runs are claimed.
@@ -305,6 +311,14 @@ void JobRunner::Adopt(const std::vector<std::string>& ids) {
       continue;
     }
     keeper->SetStep(id, LeaseStepOf(job->state));
+    // The warehouse's fence first: from now on a replica that held the job
+    // before commits nothing more there.
+    if (std::optional<int64_t> token = keeper->TokenFor(id);
+        !token.has_value() || *token == 0 ||
+        !ctx_.engine()->AdvanceFence(id, *token).ok()) {
+      keeper->ReleaseSoon(id);
+      continue;
+    }
     absl::StatusOr<std::unique_ptr<ActiveJob>> active =
         RecoverJob(ctx_, catalog, *std::move(job));
     if (!active.ok() || *active == nullptr) {

@@ -1,8 +1,10 @@
 #include "storage/sql/markers.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/base/error_details.h"
 #include "core/base/status_macros.h"
 #include "storage/sql/change_signal.h"
 #include "storage/sql/dialect.h"
@@ -187,6 +189,83 @@ absl::Status RecordRollback(Connection* conn, const std::string& store_id,
               marker.reason, d.BoolValue(marker.forced),
               absl::StrJoin(marker.with_jobs, ",")})
       .status();
+}
+
+namespace {
+
+std::string FenceKey(const std::string& job_id) {
+  return absl::StrCat("fence:", job_id);
+}
+
+// The job's fence (0: none yet), read in the caller's transaction.
+absl::StatusOr<int64_t> ReadFence(Connection* conn, const std::string& job_id,
+                                  bool lock) {
+  const Dialect& d = conn->dialect();
+  ASSIGN_OR_RETURN(
+      Result r,
+      conn->Exec(absl::StrCat("SELECT value FROM ", d.Name(d.Meta()),
+                              " WHERE key = ", d.Placeholder(1),
+                              lock ? d.LockingRead(/*exclusive=*/false) : ""),
+                 {FenceKey(job_id)}));
+  int64_t token = 0;
+  if (!r.rows.empty() && !absl::SimpleAtoi(r.rows[0][0].text, &token)) {
+    return absl::DataLossError(absl::StrCat("the warehouse's fence of job ",
+                                            job_id, " is not a number: \"",
+                                            r.rows[0][0].text, "\""));
+  }
+  return token;
+}
+
+absl::Status FenceLost(const std::string& job_id, const std::string& what,
+                       int64_t fence, int64_t token,
+                       const std::string& undone) {
+  return WithReason(
+      absl::FailedPreconditionError(absl::StrCat(
+          what, ": this replica's lease on job ", job_id, " (token ", token,
+          ") was taken over (the warehouse's fence is ", fence,
+          "); nothing was ", undone)),
+      "LEASE_LOST", {{"backfill_id", job_id}});
+}
+
+}  // namespace
+
+absl::Status AdvanceFence(Connection* conn, const std::string& job_id,
+                          int64_t token) {
+  const Dialect& d = conn->dialect();
+  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn, TxnMode::kWrite));
+  ASSIGN_OR_RETURN(
+      Result r, conn->Exec(absl::StrCat("SELECT value FROM ", d.Name(d.Meta()),
+                                        " WHERE key = ", d.Placeholder(1),
+                                        d.LockingRead(/*exclusive=*/true)),
+                           {FenceKey(job_id)}));
+  int64_t fence = 0;
+  if (!r.rows.empty() && !absl::SimpleAtoi(r.rows[0][0].text, &fence)) {
+    fence = 0;  // not a number: replaced
+  }
+  if (fence > token) {
+    return FenceLost(job_id, absl::StrCat("claim of job ", job_id), fence,
+                     token, "changed");
+  }
+  if (fence == token) return txn.Commit();
+  // Two claims that find no row insert at once: one of them fails on the
+  // key, and its caller claims again.
+  RETURN_IF_ERROR(
+      conn->Exec(absl::StrCat("INSERT INTO ", d.Name(d.Meta()),
+                              " (key, value) VALUES (", d.Placeholder(1), ", ",
+                              d.Placeholder(2),
+                              ") ON CONFLICT (key) DO UPDATE SET value = ",
+                              d.Placeholder(2)),
+                 {FenceKey(job_id), absl::StrCat(token)})
+          .status());
+  return txn.Commit();
+}
+
+absl::Status CheckFence(Connection* conn, const std::string& job_id,
+                        int64_t token, const std::string& what,
+                        const std::string& undone) {
+  ASSIGN_OR_RETURN(int64_t fence, ReadFence(conn, job_id, /*lock=*/true));
+  if (fence == token && token > 0) return absl::OkStatus();
+  return FenceLost(job_id, what, fence, token, undone);
 }
 
 }  // namespace backfill::sql

@@ -64,6 +64,30 @@ absl::Status RecordRollback(Connection* conn, const std::string& store_id,
                             const std::string& job_id,
                             const RollbackMarker& marker, absl::Time when);
 
+// The warehouse's fence of a job run by a replica of a group
+// (core/ports/lease_store.h): the fencing token of the lease under which
+// the job is run now, kept in Dialect::Meta under "fence:<job_id>". A
+// replica that claims a job raises its fence before it writes anything
+// for it, and the publish and the rollback check it in their own
+// transaction (CheckFence), so that a replica whose lease was taken over
+// commits nothing more in the warehouse, whether or not the state store is
+// in the same database.
+//
+// Raises the job's fence to `token`, in a write transaction of its own; OK
+// when it is `token` already, FAILED_PRECONDITION (reason LEASE_LOST) when
+// it is higher (a later claim raised it).
+absl::Status AdvanceFence(Connection* conn, const std::string& job_id,
+                          int64_t token);
+
+// In the caller's transaction: OK when the job's fence is `token`, else
+// FAILED_PRECONDITION (reason LEASE_LOST), the message starting with `what`
+// ("publish of job bf-3") and ending "nothing was <undone>". Where the
+// database can, the fence's row stays locked (shared) until the
+// transaction ends, so that no claim raises it in between.
+absl::Status CheckFence(Connection* conn, const std::string& job_id,
+                        int64_t token, const std::string& what,
+                        const std::string& undone);
+
 }  // namespace backfill::sql
 
 #endif  // BACKFILL_STORAGE_SQL_MARKERS_H_

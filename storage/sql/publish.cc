@@ -59,7 +59,8 @@ absl::Status CheckOtherKeysUnchanged(Connection* conn, const DatasetSpec& ds,
 }  // namespace
 
 absl::Status Publish(Connection* conn, ReplaceHooks& hooks,
-                     const std::string& owner, const JobLayout& layout) {
+                     const std::string& owner, const JobLayout& layout,
+                     std::optional<int64_t> fence) {
   const Dialect& d = conn->dialect();
   for (const JobLayout::Item& item : layout.items) {
     if (item.dataset == nullptr) {
@@ -76,6 +77,10 @@ absl::Status Publish(Connection* conn, ReplaceHooks& hooks,
   if (!owner.empty()) {
     // Another state store may have claimed the warehouse since.
     RETURN_IF_ERROR(CheckOwner(conn, owner, what, "published"));
+  }
+  if (fence.has_value()) {
+    // Another replica may have taken the job over since.
+    RETURN_IF_ERROR(CheckFence(conn, job_id, *fence, what, "published"));
   }
   for (const JobLayout::Item& item : layout.items) {
     const DatasetSpec& ds = *item.dataset;

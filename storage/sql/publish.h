@@ -12,6 +12,8 @@
 #ifndef BACKFILL_STORAGE_SQL_PUBLISH_H_
 #define BACKFILL_STORAGE_SQL_PUBLISH_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -22,9 +24,12 @@
 namespace backfill::sql {
 
 // `owner`: the store id of the claim ("" before any claim: no ownership
-// check).
+// check). `fence`: the lease token the job is published under, checked
+// against the warehouse's fence of the job in the transaction (markers.h
+// CheckFence); nullopt outside a group.
 absl::Status Publish(Connection* conn, ReplaceHooks& hooks,
-                     const std::string& owner, const JobLayout& layout);
+                     const std::string& owner, const JobLayout& layout,
+                     std::optional<int64_t> fence = std::nullopt);
 
 }  // namespace backfill::sql
 

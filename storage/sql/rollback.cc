@@ -43,7 +43,8 @@ absl::Status MeasurePartitions(Connection* conn, const JobLayout::Item& item,
 
 absl::StatusOr<RollbackResult> Rollback(Connection* conn, ReplaceHooks& hooks,
                                         const std::string& owner,
-                                        const RollbackSpec& spec) {
+                                        const RollbackSpec& spec,
+                                        std::optional<int64_t> fence) {
   const Dialect& d = conn->dialect();
   const JobLayout& layout = spec.layout;
   for (const JobLayout::Item& item : layout.items) {
@@ -84,6 +85,9 @@ absl::StatusOr<RollbackResult> Rollback(Connection* conn, ReplaceHooks& hooks,
   }
   if (!owner.empty()) {
     RETURN_IF_ERROR(CheckOwner(conn, owner, what, "restored"));
+  }
+  if (fence.has_value()) {
+    RETURN_IF_ERROR(CheckFence(conn, job_id, *fence, what, "restored"));
   }
   for (const JobLayout::Item& item : layout.items) {
     const DatasetSpec& ds = *item.dataset;

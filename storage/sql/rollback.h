@@ -14,6 +14,7 @@
 #define BACKFILL_STORAGE_SQL_ROLLBACK_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,11 @@
 namespace backfill::sql {
 
 // `owner`: the store id of the claim.
-absl::StatusOr<RollbackResult> Rollback(Connection* conn, ReplaceHooks& hooks,
-                                        const std::string& owner,
-                                        const RollbackSpec& spec);
+// `fence`: the lease token the rollback runs under (see Publish); nullopt
+// outside a group.
+absl::StatusOr<RollbackResult> Rollback(
+    Connection* conn, ReplaceHooks& hooks, const std::string& owner,
+    const RollbackSpec& spec, std::optional<int64_t> fence = std::nullopt);
 
 // The rows and fingerprint of each of the item's partitions of the
 // published table (as staging fingerprints its output), in the caller's

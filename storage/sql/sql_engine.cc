@@ -327,12 +327,33 @@ absl::StatusOr<bool> SqlEngine::IsPublished(const std::string& job_id) {
 
 absl::Status SqlEngine::Publish(const JobLayout& layout) {
   ASSIGN_OR_RETURN(Lease conn, Acquire());
-  return sql::Publish(conn.get(), replace_hooks(), store_id(), layout);
+  return sql::Publish(conn.get(), replace_hooks(), store_id(), layout,
+                      FenceOf(layout.job_id));
+}
+
+void SqlEngine::SetFence(const LeaseFence* fence) {
+  absl::MutexLock lock(&fence_mu_);
+  fence_ = fence;
+}
+
+std::optional<int64_t> SqlEngine::FenceOf(const std::string& job_id) const {
+  const LeaseFence* fence;
+  {
+    absl::MutexLock lock(&fence_mu_);
+    fence = fence_;
+  }
+  return fence == nullptr ? std::nullopt : fence->TokenFor(job_id);
+}
+
+absl::Status SqlEngine::AdvanceFence(const std::string& job_id, int64_t token) {
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  return sql::AdvanceFence(conn.get(), job_id, token);
 }
 
 absl::StatusOr<RollbackResult> SqlEngine::Rollback(const RollbackSpec& spec) {
   ASSIGN_OR_RETURN(Lease conn, Acquire());
-  return sql::Rollback(conn.get(), replace_hooks(), store_id(), spec);
+  return sql::Rollback(conn.get(), replace_hooks(), store_id(), spec,
+                       FenceOf(spec.layout.job_id));
 }
 
 // ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/ports/engine.h"
+#include "core/ports/lease_store.h"
 #include "storage/sql/connection.h"
 #include "storage/sql/dialect.h"
 #include "storage/sql/job_registry.h"
@@ -100,6 +101,8 @@ class SqlEngine : public Engine {
   absl::StatusOr<bool> IsPublished(const std::string& job_id) override;
   absl::Status Publish(const JobLayout& layout) override;
   absl::StatusOr<RollbackResult> Rollback(const RollbackSpec& spec) override;
+  void SetFence(const LeaseFence* fence) override;
+  absl::Status AdvanceFence(const std::string& job_id, int64_t token) override;
   absl::Status DropStaging(const std::string& job_id) override;
   absl::StatusOr<std::map<std::string, CountWithSamples>> RunAssertion(
       const std::string& job_id, const DatasetSpec& dataset,
@@ -156,6 +159,12 @@ class SqlEngine : public Engine {
   const Dialect& dialect_;
   JobRegistry jobs_;
   // Guards the settings.
+  // The lease token a publish or rollback of `job_id` runs under (nullopt:
+  // no fence set, or the job is not run under a lease).
+  std::optional<int64_t> FenceOf(const std::string& job_id) const;
+
+  mutable absl::Mutex fence_mu_;
+  const LeaseFence* fence_ ABSL_GUARDED_BY(fence_mu_) = nullptr;
   mutable absl::Mutex settings_mu_;
   absl::Duration stats_max_age_ ABSL_GUARDED_BY(settings_mu_) = absl::Hours(1);
   std::function<absl::Time()> stats_now_ ABSL_GUARDED_BY(settings_mu_);
