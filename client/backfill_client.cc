@@ -277,6 +277,10 @@ BackfillClient::ListReplayPolicies() {
   return Call(&Stub::ListReplayPolicies, v1::ListReplayPoliciesRequest());
 }
 
+absl::StatusOr<v1::ListNodesResponse> BackfillClient::ListNodes() {
+  return Call(&Stub::ListNodes, v1::ListNodesRequest());
+}
+
 absl::StatusOr<v1::ReplayEvaluation> BackfillClient::EvaluateReplayPolicy(
     const std::string& dataset, bool submit) {
   v1::EvaluateReplayPolicyRequest request;

@@ -169,6 +169,10 @@ class BackfillClient {
   absl::StatusOr<v1::ReplayPolicy> ResumeReplayPolicy(
       const std::string& dataset, const std::string& requested_by);
 
+  // The replicas of the daemon's group and the job leases they hold
+  // (ListNodes).
+  absl::StatusOr<v1::ListNodesResponse> ListNodes();
+
   // grpc.health.v1.Health/Check of `service` ("": the server as a whole;
   // backfilld answers for "" and for "backfill.v1.BackfillService"). True
   // when SERVING, false when NOT_SERVING; an error when the call fails

@@ -329,6 +329,7 @@ int Main(int argc, char** argv) {
   if (line->health->parsed()) {
     return cli.Health(line->health_options.answering);
   }
+  if (line->nodes->parsed()) return cli.Nodes();
   if (datasets->parsed()) return cli.Datasets();
   if (plan->parsed()) return cli.Plan(scope);
   if (submit->parsed()) return cli.Submit(scope, submit_options);

@@ -161,6 +161,11 @@ const std::vector<std::pair<std::string, std::vector<Example>>>& AllExamples() {
              "Probe the consumers of bf-42 again and wait for the result"},
             {"backfillctl confirm bf-42 --no-wait",
              "Start the probes and return"}}},
+          {"nodes",
+           {{"backfillctl nodes",
+             "The replicas of the group, their heartbeats and the job "
+             "leases each holds"},
+            {"backfillctl --json nodes", "The same as JSON"}}},
           {"health",
            {{"backfillctl health", "Exit 0 when the daemon is SERVING"},
             {"backfillctl --server localhost:50051 --tls-ca ca.crt "
@@ -491,6 +496,13 @@ std::unique_ptr<CommandLine> NewCommandLine() {
   confirm->add_flag("--no-wait", confirm_no_wait,
                     "Return as soon as the job is CONFIRMING");
 
+  CLI::App* nodes = app.add_subcommand(
+      "nodes",
+      "List the replicas of the daemon's group (backfilld instances sharing "
+      "one --state-dsn): address, version, last heartbeat, live, draining "
+      "or missing, and the job leases each holds; a daemon alone on its "
+      "state.db shows itself");
+
   HealthOptions& health_options = line->health_options;
   CLI::App* health = app.add_subcommand(
       "health",
@@ -518,7 +530,7 @@ std::unique_ptr<CommandLine> NewCommandLine() {
   for (CLI::App* command :
        {datasets, plan,  submit,   status,  list,     partitions, watch,
         cancel,   pause, resume,   retry,   rollback, approve,    diff,
-        why,      audit, policies, confirm, health,   completion}) {
+        why,      audit, policies, confirm, nodes,    health,     completion}) {
     command->footer(Footer(command->get_name()));
   }
 
@@ -540,6 +552,7 @@ std::unique_ptr<CommandLine> NewCommandLine() {
   line->audit = audit;
   line->policies = policies;
   line->confirm = confirm;
+  line->nodes = nodes;
   line->health = health;
   line->completion = completion;
   line->max_parallel = max_parallel;

@@ -202,6 +202,7 @@ struct CommandLine {
   CLI::App* audit = nullptr;
   CLI::App* policies = nullptr;
   CLI::App* confirm = nullptr;
+  CLI::App* nodes = nullptr;
   CLI::App* health = nullptr;
   CLI::App* completion = nullptr;
   // submit's --max-parallel (whether it was given counts).

@@ -15,6 +15,8 @@
 //                             bar and plain progress lines
 //   client/policy_format.h    FormatReplayPolicies, FormatReplayPolicy,
 //                             FormatReplayEvaluation
+//   client/node_format.h      FormatNodes: the replicas of the group
+//                             and their leases
 //
 // Text that comes from the server or from users (a job's message, reason,
 // ticket, requested_by, dataset names, partition values, ids) goes through
@@ -31,6 +33,7 @@
 #include "client/diff_format.h"
 #include "client/job_format.h"
 #include "client/listing_format.h"
+#include "client/node_format.h"
 #include "client/plan_format.h"
 #include "client/policy_format.h"
 #include "client/progress_format.h"

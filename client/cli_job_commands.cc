@@ -53,6 +53,12 @@ int JobCommands::Health(bool answering) {
   return *serving || answering ? kExitOk : kExitFailure;
 }
 
+int JobCommands::Nodes() {
+  absl::StatusOr<v1::ListNodesResponse> response = client_->ListNodes();
+  if (!response.ok()) return RpcError(response.status());
+  return Print(*response, cli::FormatNodes(*response));
+}
+
 int JobCommands::Datasets() {
   absl::StatusOr<v1::ListDatasetsResponse> response = client_->ListDatasets();
   if (!response.ok()) return RpcError(response.status());

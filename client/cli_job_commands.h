@@ -1,8 +1,9 @@
 // JobCommands: backfillctl's commands about datasets and jobs — datasets,
 // plan, submit, status, list, partitions, watch, cancel, pause, resume,
-// retry, rollback, approve, diff, why, audit, confirm and health — each one
-// call (or a loop of pages) of BackfillClient, printed by the format units
-// (client/cli_format.h) and answered through CliOutput.
+// retry, rollback, approve, diff, why, audit, confirm — and about the
+// daemon itself — nodes and health — each one call (or a loop of pages) of
+// BackfillClient, printed by the format units (client/cli_format.h) and
+// answered through CliOutput.
 //
 // Owns its connection to the server. Not thread-safe: one command per
 // process.
@@ -46,6 +47,8 @@ class JobCommands {
   int Why(const WhyOptions& options);
   int Audit(const AuditOptions& options);
   int Confirm(const std::string& id, bool wait);
+  // The replicas of the daemon's group and their leases (ListNodes).
+  int Nodes();
   // grpc.health.v1 of the BackfillService: 0 when SERVING (or, with
   // `answering`, whenever the server answers), 1 otherwise.
   int Health(bool answering);

@@ -38,6 +38,7 @@ constexpr OperationRole kOperations[] = {
     {"EvaluateReplayPolicy", Role::kViewer},  // submitting: operator
     {"PauseReplayPolicy", Role::kOperator},
     {"ResumeReplayPolicy", Role::kOperator},
+    {"ListNodes", Role::kViewer},
 };
 
 // Whether holding `held` grants `needed`.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "core/model/partition.h"
 #include "server/access_policy.h"
 #include "server/governance_convert.h"
+#include "server/node_convert.h"
 #include "server/proto_convert.h"
 #include "server/raw_request.h"
 #include "server/replay_policy_convert.h"
@@ -192,6 +194,8 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
         &BackfillServiceImpl::PauseReplayPolicy);
   unary("ResumeReplayPolicy", v1::ResumeReplayPolicyRequest::descriptor(),
         &BackfillServiceImpl::ResumeReplayPolicy);
+  unary("ListNodes", v1::ListNodesRequest::descriptor(),
+        &BackfillServiceImpl::ListNodes);
   std::vector<std::string> missing;
   for (int i = 0; i < service->method_count(); ++i) {
     if (!registered[i]) missing.push_back(service->method(i)->name());
@@ -685,6 +689,52 @@ grpc::Status BackfillServiceImpl::AnswerPolicy(const std::string& dataset,
   }
   return PolicyError(absl::NotFoundError(
       absl::StrCat("dataset \"", dataset, "\" declares no replay policy")));
+}
+
+// ---- replicas ------------------------------------------------------------
+
+namespace {
+
+// A LeaseStore error with its code and details, its message saying what
+// could not be read.
+absl::Status GroupReadError(const absl::Status& status,
+                            absl::string_view what) {
+  absl::Status out(status.code(),
+                   absl::StrCat("cannot read ", what,
+                                " from the state store: ", status.message()));
+  status.ForEachPayload(
+      [&out](absl::string_view type_url, const absl::Cord& payload) {
+        out.SetPayload(type_url, payload);
+      });
+  return out;
+}
+
+}  // namespace
+
+grpc::Status BackfillServiceImpl::ListNodes(grpc::ServerContext* context,
+                                            const v1::ListNodesRequest* request,
+                                            v1::ListNodesResponse* response) {
+  if (leases_ == nullptr) {
+    *response = AloneNodeToProto(self_, absl::Now());
+    return grpc::Status::OK;
+  }
+  absl::StatusOr<std::vector<NodeRecord>> nodes = leases_->ListNodes();
+  if (!nodes.ok()) {
+    return ToGrpcStatus(GroupReadError(nodes.status(), "the group's replicas"));
+  }
+  absl::StatusOr<std::vector<JobLease>> leases = leases_->ListLeases();
+  if (!leases.ok()) {
+    return ToGrpcStatus(GroupReadError(leases.status(), "the job leases"));
+  }
+  // Heartbeats are stamped by the state store's clock; their ages are
+  // measured on this server's clock (absl::Now(), as the watch deadlines
+  // are), read after the store so that no heartbeat read is newer. A skew
+  // between the two clocks shifts `live` by as much; the lease time
+  // (seconds) is meant to be far larger than the skew of synchronized
+  // clocks.
+  *response =
+      GroupNodesToProto(*nodes, *leases, self_, absl::Now(), lease_time_);
+  return grpc::Status::OK;
 }
 
 }  // namespace backfill

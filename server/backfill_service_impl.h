@@ -12,10 +12,12 @@
 // method of backfill.v1.BackfillService and aborts if one is missing; the
 // handlers below only ever see parsed requests.
 //
-// Does not own the manager, which must outlive the gRPC server this service
-// is registered on. Thread-safe: gRPC calls the handlers concurrently; the
-// only state is an atomic "shutting down" flag and the count of open
-// WatchBackfill streams per caller (server/stream_slots.h).
+// Does not own the manager, the replay keeper or the lease store, which must
+// outlive the gRPC server this service is registered on. Thread-safe: gRPC
+// calls the handlers concurrently; the only state is an atomic "shutting
+// down" flag and the count of open WatchBackfill streams per caller
+// (server/stream_slots.h), besides what the setters set before the server
+// starts.
 
 #ifndef BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
 #define BACKFILL_SERVER_BACKFILL_SERVICE_IMPL_H_
@@ -26,10 +28,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.grpc.pb.h"
+#include "core/ports/lease_store.h"
 #include "core/run/backfill_manager.h"
 #include "core/run/replay_keeper.h"
 #include "server/access_policy.h"
@@ -147,10 +151,27 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ResumeReplayPolicy(grpc::ServerContext* context,
                                   const v1::ResumeReplayPolicyRequest* request,
                                   v1::ReplayPolicy* response) override;
+  grpc::Status ListNodes(grpc::ServerContext* context,
+                         const v1::ListNodesRequest* request,
+                         v1::ListNodesResponse* response) override;
 
   // The keeper of the pipelines' replay policies the replay methods ask
   // (null: none, and they say so). Set before the server starts; not owned.
   void SetReplayKeeper(ReplayKeeper* keeper) { replay_ = keeper; }
+
+  // What ListNodes answers with. `leases`: the LeaseStore of this daemon's
+  // group (not owned; must outlive the service), or null for a daemon
+  // alone on its data dir's state.db, which answers with itself only.
+  // `self`: this replica as it records itself (name, address, version,
+  // start). `lease_time`: --lease-seconds; a replica whose last heartbeat
+  // is older is not live. Set before the server starts; without it,
+  // ListNodes answers as a daemon alone with an empty record.
+  void SetGroup(LeaseStore* leases, NodeRecord self,
+                absl::Duration lease_time) {
+    leases_ = leases;
+    self_ = std::move(self);
+    lease_time_ = lease_time;
+  }
 
  private:
   // Registers the handlers of server/raw_request.h for every method.
@@ -184,6 +205,9 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
 
   BackfillManager* const manager_;
   ReplayKeeper* replay_ = nullptr;
+  LeaseStore* leases_ = nullptr;
+  NodeRecord self_;
+  absl::Duration lease_time_ = absl::Seconds(10);
   const absl::Duration watch_poll_;
   const size_t max_page_bytes_;
   const CallAuth* const auth_;

@@ -121,6 +121,13 @@ void LoggingObserver::OnJobFinished(const std::string& job_id, JobState state,
   next_->OnJobFinished(job_id, state, estimated_cost, actual_cost);
 }
 
+void LoggingObserver::OnLeaseTakeover(const std::string& job_id,
+                                      const std::string& from_node) {
+  spdlog::warn("job {} taken over from replica {} (its lease expired)",
+               LogText(job_id), LogText(from_node));
+  next_->OnLeaseTakeover(job_id, from_node);
+}
+
 void LoggingObserver::UpdateHealthLocked() {
   if (health_ == nullptr) return;
   const bool serving =

@@ -1,7 +1,8 @@
 // LoggingObserver: the JobObserver the daemon gives its BackfillManager. It
-// logs job state changes, job ends and storage failures (the core does not
-// log), forwards every event to the next observer (the daemon's fan-out to
-// the metrics, the heap trimmer and OpenLineage), and keeps the gRPC health
+// logs job state changes, job ends, storage failures and jobs taken over
+// from another replica of the group (the core does not log), forwards
+// every event to the next observer (the daemon's fan-out to the metrics,
+// the heap trimmer and OpenLineage), and keeps the gRPC health
 // status: NOT_SERVING while writes to the state store or the warehouse fail
 // or the storage watch (server/storage_watch.h) finds one unusable.
 //
@@ -69,6 +70,8 @@ class LoggingObserver final : public JobObserver {
                            absl::Duration latency) override;
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override;
+  void OnLeaseTakeover(const std::string& job_id,
+                       const std::string& from_node) override;
 
  private:
   void UpdateHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -323,6 +323,15 @@ Metrics::Metrics(StatsFn stats, const std::string& version)
     storage_failing_[i] = &failing.Add({{"storage", StorageLabel(storage)}});
     storage_errors_[i] = &errors.Add({{"storage", StorageLabel(storage)}});
   }
+  lease_takeovers_ =
+      &prometheus::BuildCounter()
+           .Name("backfill_lease_takeovers_total")
+           .Help(
+               "Jobs this replica of the group took over from another "
+               "replica whose lease on them expired (it stopped renewing: "
+               "stopped, frozen or cut off from the state store).")
+           .Register(*registry_)
+           .Add({});
 
   transitions_ =
       &prometheus::BuildCounter()
@@ -572,6 +581,11 @@ void Metrics::OnStorageRecovered(Storage storage) {
   absl::MutexLock lock(&storage_mu_);
   writes_failing_[i] = false;
   storage_failing_[i]->Set(unusable_[i] ? 1 : 0);
+}
+
+void Metrics::OnLeaseTakeover(const std::string& /*job_id*/,
+                              const std::string& /*from_node*/) {
+  lease_takeovers_->Increment();
 }
 
 void Metrics::SetStorageUnusable(Storage storage, bool unusable) {

@@ -12,9 +12,10 @@
 //    the state store's Stats()), so they never go stale and are right
 //    again after a restart.
 //  * Per-dataset counters (partitions checkpointed and published, rows,
-//    costs of published jobs), validation failures by check kind, and the
-//    health and confirmation latency of downstream consumers, fed by the
-//    other JobObserver events.
+//    costs of published jobs), validation failures by check kind, the
+//    health and confirmation latency of downstream consumers, and the jobs
+//    this replica of a group took over from another
+//    (backfill_lease_takeovers_total), fed by the other JobObserver events.
 //  * The ETA of running jobs, computed at scrape time from the running
 //    jobs (SetRunningJobs(); core/run/progress.h says how it is estimated), and
 //    the health of downstream consumers, from the store's standings
@@ -158,6 +159,10 @@ class Metrics final : public JobObserver {
   void OnConsumerConfirmed(const std::string& dataset,
                            const std::string& consumer, bool healthy,
                            absl::Duration latency) override;
+  // Counts backfill_lease_takeovers_total (no label: neither the job nor
+  // the replica it came from).
+  void OnLeaseTakeover(const std::string& job_id,
+                       const std::string& from_node) override;
 
  private:
   // Declared before the collector, which reads it.
@@ -206,6 +211,7 @@ class Metrics final : public JobObserver {
   std::array<bool, 2> writes_failing_ ABSL_GUARDED_BY(storage_mu_) = {};
   std::array<bool, 2> unusable_ ABSL_GUARDED_BY(storage_mu_) = {};
   std::array<prometheus::Counter*, 2> storage_errors_{};
+  prometheus::Counter* lease_takeovers_ = nullptr;
 };
 
 }  // namespace backfill

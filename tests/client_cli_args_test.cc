@@ -182,12 +182,12 @@ std::vector<std::string> ExampleLines(const std::string& help) {
 }
 
 TEST(CommandLineTest, HasTheSubcommandsTheDocsDescribe) {
-  EXPECT_THAT(
-      SubcommandNames(),
-      ::testing::UnorderedElementsAre(
-          "datasets", "plan", "submit", "status", "list", "partitions", "watch",
-          "cancel", "pause", "resume", "retry", "rollback", "approve", "diff",
-          "why", "audit", "policies", "confirm", "health", "completion"));
+  EXPECT_THAT(SubcommandNames(),
+              ::testing::UnorderedElementsAre(
+                  "datasets", "plan", "submit", "status", "list", "partitions",
+                  "watch", "cancel", "pause", "resume", "retry", "rollback",
+                  "approve", "diff", "why", "audit", "policies", "confirm",
+                  "nodes", "health", "completion"));
 }
 
 TEST(CommandLineTest, EveryHelpHasExamplesThatTheParserAccepts) {

@@ -62,6 +62,10 @@ class Recorder final : public JobObserver {
     Add("failing " + what);
   }
   void OnStorageRecovered(Storage) override { Add("recovered"); }
+  void OnLeaseTakeover(const std::string& job_id,
+                       const std::string& from_node) override {
+    Add("takeover " + job_id + " from " + from_node);
+  }
 
  private:
   void Add(const std::string& event) { log_->push_back(name_ + ": " + event); }
@@ -93,19 +97,21 @@ TEST(FanoutObserverTest, EveryEventReachesEveryObserverInOrder) {
   o.OnStorageFailing(JobObserver::Storage::kWarehouse, "publish",
                      absl::UnavailableError("disk"));
   o.OnStorageRecovered(JobObserver::Storage::kWarehouse);
+  o.OnLeaseTakeover("bf-2", "node-b");
   EXPECT_THAT(
       log,
-      ElementsAre("a: transition bf-1 go", "b: transition bf-1 go",
-                  "a: attempt ok", "b: attempt ok",
-                  "a: timings daily 40ms 3ms 5ms",
-                  "b: timings daily 40ms 3ms 5ms", "a: checkpointed daily 7",
-                  "b: checkpointed daily 7", "a: published bf-1 daily",
-                  "b: published bf-1 daily", "a: check daily min_rows",
-                  "b: check daily min_rows", "a: validated bf-1 250ms",
-                  "b: validated bf-1 250ms", "a: finished bf-1",
-                  "b: finished bf-1", "a: consumer daily cache down",
-                  "b: consumer daily cache down", "a: failing publish",
-                  "b: failing publish", "a: recovered", "b: recovered"));
+      ElementsAre(
+          "a: transition bf-1 go", "b: transition bf-1 go", "a: attempt ok",
+          "b: attempt ok", "a: timings daily 40ms 3ms 5ms",
+          "b: timings daily 40ms 3ms 5ms", "a: checkpointed daily 7",
+          "b: checkpointed daily 7", "a: published bf-1 daily",
+          "b: published bf-1 daily", "a: check daily min_rows",
+          "b: check daily min_rows", "a: validated bf-1 250ms",
+          "b: validated bf-1 250ms", "a: finished bf-1", "b: finished bf-1",
+          "a: consumer daily cache down", "b: consumer daily cache down",
+          "a: failing publish", "b: failing publish", "a: recovered",
+          "b: recovered", "a: takeover bf-2 from node-b",
+          "b: takeover bf-2 from node-b"));
 }
 
 }  // namespace

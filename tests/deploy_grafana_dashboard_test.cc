@@ -177,6 +177,32 @@ TEST(GrafanaDashboardTest, AReplayPolicyNotEvaluatedForAnHourIsRed) {
   EXPECT_THAT(ColorOf(*panel, 3600), ::testing::HasSubstr("red"));
 }
 
+TEST(GrafanaDashboardTest, AReplicaThatIsDownIsRedAndOneThatIsUpGreen) {
+  const std::optional<YAML::Node> panel = PanelWithExpr("up{job=");
+  ASSERT_TRUE(panel.has_value());
+  // up: 1 scraped, 0 not (BackfilldReplicaMissingHeartbeats).
+  EXPECT_THAT(ColorOf(*panel, 0), ::testing::HasSubstr("red"));
+  EXPECT_THAT(ColorOf(*panel, 1), ::testing::HasSubstr("green"));
+}
+
+TEST(GrafanaDashboardTest, TheReplicasRowShowsLeasesTakeoversAndWhoIsUp) {
+  const std::optional<YAML::Node> leases =
+      PanelWithExpr("sum by (instance, kind) (backfill_node_leases{");
+  ASSERT_TRUE(leases.has_value());
+  EXPECT_EQ(Title(*leases), "Replicas: leases held per replica and kind");
+  const std::optional<YAML::Node> takeovers =
+      PanelWithExpr("increase(backfill_lease_takeovers_total{");
+  ASSERT_TRUE(takeovers.has_value());
+  EXPECT_THAT((*takeovers)["targets"][0]["expr"].as<std::string>(),
+              ::testing::HasSubstr("[15m]"));
+  bool row = false;
+  for (const YAML::Node& panel : Panels(Dashboard())) {
+    row = row || (panel["type"].as<std::string>() == "row" &&
+                  Title(panel) == "Replicas");
+  }
+  EXPECT_TRUE(row) << "no row \"Replicas\"";
+}
+
 // The output of `command` (stdout and stderr) and its exit status.
 std::pair<std::string, int> RunCommand(const std::string& command,
                                        const fs::path& output) {

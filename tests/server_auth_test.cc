@@ -98,6 +98,7 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
         {"EvaluateReplayPolicy", everyone},  // submitting: operators
         {"PauseReplayPolicy", operators},
         {"ResumeReplayPolicy", operators},
+        {"ListNodes", everyone},
     };
   }();
   return *allowed;

@@ -80,4 +80,9 @@ void FanoutObserver::OnStorageRecovered(Storage storage) {
   for (JobObserver* o : observers_) o->OnStorageRecovered(storage);
 }
 
+void FanoutObserver::OnLeaseTakeover(const std::string& job_id,
+                                     const std::string& from_node) {
+  for (JobObserver* o : observers_) o->OnLeaseTakeover(job_id, from_node);
+}
+
 }  // namespace backfill

@@ -108,6 +108,13 @@ class JobObserver {
                                 const absl::Status& status) {}
   // A write to `storage` succeeded again after OnStorageFailing.
   virtual void OnStorageRecovered(Storage storage) {}
+
+  // This replica of a group took `job_id` over from replica `from_node`,
+  // whose lease on the job had expired (it stopped renewing it: stopped,
+  // frozen or cut off from the state store); the job resumes here from its
+  // checkpoints. Once per takeover, after the claim succeeded.
+  virtual void OnLeaseTakeover(const std::string& job_id,
+                               const std::string& from_node) {}
 };
 
 }  // namespace backfill

@@ -42,7 +42,7 @@ absl::Status JobRunner::StartInGroup() {
   // twice is a no-op, so every replica may look.
   std::vector<std::string> rolled_back;
   RETURN_IF_ERROR(RecoverRollbacks(ctx_, *catalog_, &rolled_back));
-  SweepOrphans(ctx_);
+  SweepOrphans(ctx_, /*keep_failed=*/true);
   jobs_.SetWatchStore(true);
   LeaseKeeper* const keeper = ctx_.options().leases;
   jobs_.SetOnForget(

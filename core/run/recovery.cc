@@ -160,7 +160,7 @@ absl::StatusOr<RecoveredJobs> RecoverJobs(const StepContext& ctx,
   return out;
 }
 
-void SweepOrphans(const StepContext& ctx) {
+void SweepOrphans(const StepContext& ctx, bool keep_failed) {
   // A crash between a job's end and its cleanup leaves staging (and tasks
   // that never ran) behind; the end is recorded, so finish the cleanup.
   // Best effort: what fails is retried at the next start.
@@ -174,6 +174,11 @@ void SweepOrphans(const StepContext& ctx) {
     }
     absl::StatusOr<Job> job = ctx.store()->GetJobProgress(id);
     if (job.ok() && !IsTerminal(job->state)) continue;
+    if (job.ok() && keep_failed &&
+        (job->state == JobState::kFailed ||
+         job->state == JobState::kValidationFailed)) {
+      continue;
+    }
     if (job.ok()) {
       ctx.store()
           ->UpdateTasksInState(id, {TaskState::kPending, TaskState::kRunning},

@@ -67,8 +67,10 @@ absl::StatusOr<std::unique_ptr<ActiveJob>> RecoverJob(
 
 // Drops the staging of jobs that ended (and is not held by a job in the
 // table), cancelling their tasks that never ran. Best effort: what fails is
-// retried at the next start.
-void SweepOrphans(const StepContext& ctx);
+// retried at the next start. With `keep_failed` (a replica of a group,
+// which holds only the jobs it claimed), FAILED and VALIDATION_FAILED jobs
+// keep their staging: another replica may hold them for a retry.
+void SweepOrphans(const StepContext& ctx, bool keep_failed = false);
 
 }  // namespace backfill
 

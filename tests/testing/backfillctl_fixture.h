@@ -412,6 +412,31 @@ class RecordingService final : public v1::BackfillService::Service {
     return resumes_;
   }
 
+  // The replicas: what set_nodes() set (an empty answer before), or
+  // UNAVAILABLE with the message set_nodes_error() set.
+  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
+                         v1::ListNodesResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++node_lists_;
+    if (!nodes_error_.empty()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, nodes_error_);
+    }
+    *response = nodes_;
+    return grpc::Status::OK;
+  }
+  void set_nodes(const v1::ListNodesResponse& nodes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_ = nodes;
+  }
+  void set_nodes_error(const std::string& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_error_ = message;
+  }
+  int node_lists() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return node_lists_;
+  }
+
   void set_listed_jobs(int count) {
     std::lock_guard<std::mutex> lock(mu_);
     listed_jobs_ = count;
@@ -482,6 +507,9 @@ class RecordingService final : public v1::BackfillService::Service {
 
   std::mutex mu_;
   int lost_submits_ = 0;
+  v1::ListNodesResponse nodes_;
+  std::string nodes_error_;
+  int node_lists_ = 0;
   int policy_lists_ = 0;
   std::vector<v1::EvaluateReplayPolicyRequest> evaluations_;
   std::vector<v1::PauseReplayPolicyRequest> pauses_;

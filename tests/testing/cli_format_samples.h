@@ -2,7 +2,8 @@
 // share: fixed times, the lines of a rendering and the value of a
 // "label  value" line, a count of top-level JSON values, and sample
 // messages (a cost, a job with its counts, a plan of two datasets, a
-// running job) built from the proto contract. Stateless; thread-safe.
+// running job, the replicas of a group and a daemon alone, with their
+// text) built from the proto contract. Stateless; thread-safe.
 
 #ifndef BACKFILL_TESTS_TESTING_CLI_FORMAT_SAMPLES_H_
 #define BACKFILL_TESTS_TESTING_CLI_FORMAT_SAMPLES_H_
@@ -168,6 +169,88 @@ inline v1::Backfill RunningJob() {
   backfill.mutable_update_time()->set_seconds(kMarch1At123456);
   return backfill;
 }
+
+// A ListNodes answer of a group of three replicas read at noon, March 1st:
+// node-a live with three run leases and a publish, node-b (which answered)
+// draining with a validate, node-c missing (its heartbeat 47s old) with an
+// expired run lease. kGroupNodesText is how `backfillctl nodes` shows it.
+inline v1::ListNodesResponse GroupNodes() {
+  v1::ListNodesResponse response;
+  response.set_group(true);
+  response.mutable_read_time()->set_seconds(kMarch1AtNoon);
+  const auto node = [&](const std::string& name, const std::string& address,
+                        const std::string& version, int64_t heartbeat_age) {
+    v1::Node* n = response.add_nodes();
+    n->set_name(name);
+    n->set_address(address);
+    n->set_version(version);
+    n->mutable_started_at()->set_seconds(kMarch1AtNoon - 86400);
+    n->mutable_last_heartbeat()->set_seconds(kMarch1AtNoon - heartbeat_age);
+    n->set_live(heartbeat_age <= 10);
+    return n;
+  };
+  const auto lease = [](v1::Node* n, const std::string& job,
+                        const std::string& step, int64_t token,
+                        int64_t expires_in) {
+    v1::NodeLease* l = n->add_leases();
+    l->set_job_id(job);
+    l->set_step(step);
+    l->set_token(token);
+    l->mutable_claimed_at()->set_seconds(kMarch1AtNoon - 600);
+    l->mutable_expires_at()->set_seconds(kMarch1AtNoon + expires_in);
+    l->set_live(expires_in > 0);
+  };
+  v1::Node* a = node("node-a", "10.0.0.5:50051", "0.4.0", 2);
+  lease(a, "bf-10", "publish", 3, 9);
+  lease(a, "bf-12", "run", 7, 8);
+  lease(a, "bf-13", "run", 8, 9);
+  lease(a, "bf-14", "run", 9, 7);
+  v1::Node* b = node("node-b", "10.0.0.6:50051", "0.4.0", 1);
+  b->set_draining(true);
+  b->set_self(true);
+  lease(b, "bf-11", "validate", 1, 5);
+  v1::Node* c = node("node-c", "10.0.0.7:50051", "0.3.9", 47);
+  lease(c, "bf-9", "run", 2, -37);
+  return response;
+}
+
+inline constexpr char kGroupNodesText[] =
+    "group of 3 replicas sharing the state store: 1 live, 1 draining, 1 "
+    "missing\n"
+    "NAME                ADDRESS         VERSION  HEARTBEAT  STATE     LEASES\n"
+    "node-a              10.0.0.5:50051  0.4.0    2s ago     live      3 run, "
+    "1 publish\n"
+    "node-b (answering)  10.0.0.6:50051  0.4.0    1s ago     draining  1 "
+    "validate\n"
+    "node-c              10.0.0.7:50051  0.3.9    47s ago    missing   1 run\n"
+    "\n"
+    "JOB    NODE    STEP      TOKEN  EXPIRES\n"
+    "bf-10  node-a  publish   3      in 9s\n"
+    "bf-12  node-a  run       7      in 8s\n"
+    "bf-13  node-a  run       8      in 9s\n"
+    "bf-14  node-a  run       9      in 7s\n"
+    "bf-11  node-b  validate  1      in 5s\n"
+    "bf-9   node-c  run       2      expired 37s ago\n";
+
+// The ListNodes answer of a daemon alone on its state.db, and its text.
+inline v1::ListNodesResponse AloneNode() {
+  v1::ListNodesResponse response;
+  response.mutable_read_time()->set_seconds(kMarch1AtNoon);
+  v1::Node* n = response.add_nodes();
+  n->set_name("host-1:50051");
+  n->set_address("127.0.0.1:50051");
+  n->set_version("0.4.0");
+  n->mutable_started_at()->set_seconds(kMarch1AtNoon - 3600);
+  n->set_live(true);
+  n->set_self(true);
+  return response;
+}
+
+inline constexpr char kAloneNodeText[] =
+    "backfilld runs alone on its data dir's state.db: no group, no leases\n"
+    "NAME                      ADDRESS          VERSION  HEARTBEAT  STATE  "
+    "LEASES\n"
+    "host-1:50051 (answering)  127.0.0.1:50051  0.4.0    -          live   -\n";
 
 // True when `text` holds a byte a terminal acts on: C0 controls other than
 // the newlines that end lines, DEL, or the UTF-8 of a C1 control.
