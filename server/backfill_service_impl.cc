@@ -714,15 +714,24 @@ absl::Status GroupReadError(const absl::Status& status,
 grpc::Status BackfillServiceImpl::ListNodes(grpc::ServerContext* context,
                                             const v1::ListNodesRequest* request,
                                             v1::ListNodesResponse* response) {
-  if (leases_ == nullptr) {
-    *response = AloneNodeToProto(self_, absl::Now());
+  LeaseStore* store;
+  NodeRecord self;
+  absl::Duration lease_time;
+  {
+    absl::MutexLock lock(&group_mu_);
+    store = leases_;
+    self = self_;
+    lease_time = lease_time_;
+  }
+  if (store == nullptr) {
+    *response = AloneNodeToProto(self, absl::Now());
     return grpc::Status::OK;
   }
-  absl::StatusOr<std::vector<NodeRecord>> nodes = leases_->ListNodes();
+  absl::StatusOr<std::vector<NodeRecord>> nodes = store->ListNodes();
   if (!nodes.ok()) {
     return ToGrpcStatus(GroupReadError(nodes.status(), "the group's replicas"));
   }
-  absl::StatusOr<std::vector<JobLease>> leases = leases_->ListLeases();
+  absl::StatusOr<std::vector<JobLease>> leases = store->ListLeases();
   if (!leases.ok()) {
     return ToGrpcStatus(GroupReadError(leases.status(), "the job leases"));
   }
@@ -732,8 +741,7 @@ grpc::Status BackfillServiceImpl::ListNodes(grpc::ServerContext* context,
   // between the two clocks shifts `live` by as much; the lease time
   // (seconds) is meant to be far larger than the skew of synchronized
   // clocks.
-  *response =
-      GroupNodesToProto(*nodes, *leases, self_, absl::Now(), lease_time_);
+  *response = GroupNodesToProto(*nodes, *leases, self, absl::Now(), lease_time);
   return grpc::Status::OK;
 }
 

@@ -164,10 +164,12 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   // alone on its data dir's state.db, which answers with itself only.
   // `self`: this replica as it records itself (name, address, version,
   // start). `lease_time`: --lease-seconds; a replica whose last heartbeat
-  // is older is not live. Set before the server starts; without it,
-  // ListNodes answers as a daemon alone with an empty record.
+  // is older is not live. May be set once the server serves (the port
+  // it bound names the replica); until then ListNodes answers as a daemon
+  // alone with an empty record.
   void SetGroup(LeaseStore* leases, NodeRecord self,
                 absl::Duration lease_time) {
+    absl::MutexLock lock(&group_mu_);
     leases_ = leases;
     self_ = std::move(self);
     lease_time_ = lease_time;
@@ -205,9 +207,10 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
 
   BackfillManager* const manager_;
   ReplayKeeper* replay_ = nullptr;
-  LeaseStore* leases_ = nullptr;
-  NodeRecord self_;
-  absl::Duration lease_time_ = absl::Seconds(10);
+  mutable absl::Mutex group_mu_;
+  LeaseStore* leases_ ABSL_GUARDED_BY(group_mu_) = nullptr;
+  NodeRecord self_ ABSL_GUARDED_BY(group_mu_);
+  absl::Duration lease_time_ ABSL_GUARDED_BY(group_mu_) = absl::Seconds(10);
   const absl::Duration watch_poll_;
   const size_t max_page_bytes_;
   const CallAuth* const auth_;

@@ -50,6 +50,7 @@
 #include "server/logging_observer.h"
 #include "server/metrics.h"
 #include "server/metrics_sources.h"
+#include "server/node_leases_collector.h"
 #include "server/openlineage_sender.h"
 #include "server/reload_metrics.h"
 #include "server/replay_policy_collector.h"
@@ -457,18 +458,21 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   // A replica of a group is named HOSTNAME:PORT unless --node-name says
   // otherwise, and reached at that address unless it listens on one host.
+  NodeRecord self;
+  self.address = bound;
+  if (absl::StartsWith(bound, "0.0.0.0:") || absl::StartsWith(bound, "[::]:")) {
+    self.address = absl::StrCat(HostName(), ":", port);
+  }
+  self.name = options_.node_name.empty() ? absl::StrCat(HostName(), ":", port)
+                                         : options_.node_name;
+  self.version = DaemonVersion();
+  self.started_at = init_start;
+  service_->SetGroup(lease_store_.get(), self,
+                     absl::Seconds(options_.lease_seconds));
   if (lease_keeper_ != nullptr) {
-    NodeRecord self;
-    self.address = bound;
-    if (absl::StartsWith(bound, "0.0.0.0:") ||
-        absl::StartsWith(bound, "[::]:")) {
-      self.address = absl::StrCat(HostName(), ":", port);
-    }
-    self.name = options_.node_name.empty() ? absl::StrCat(HostName(), ":", port)
-                                           : options_.node_name;
-    self.version = DaemonVersion();
-    self.started_at = absl::Now();
     lease_keeper_->SetSelf(self);
+    metrics_->AddCollectable(
+        std::make_shared<NodeLeasesCollector>(lease_store_.get(), self.name));
     spdlog::info(
         "replica {} of the group in {} (leases of {} s): runs the jobs it "
         "claims",

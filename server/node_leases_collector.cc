@@ -32,7 +32,7 @@ std::vector<prometheus::MetricFamily> NodeLeasesCollector::Collect() const {
   family.name = "backfill_node_leases";
   family.help =
       "Job leases this replica of the group holds now (live), by the step "
-      "it does under them: run, validate, publish, confirm, rollback.";
+      "it does under them: run, validate, publish, confirm, rollback, hold.";
   family.type = prometheus::MetricType::Gauge;
   const auto add = [&family](const std::string& kind, int n) {
     prometheus::ClientMetric metric;

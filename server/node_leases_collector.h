@@ -27,8 +27,10 @@
 namespace backfill {
 
 // The step kinds of a lease (JobLease::step), in the order of the gauge.
-inline constexpr const char* kLeaseStepKinds[] = {"run", "validate", "publish",
-                                                  "confirm", "rollback"};
+// "hold": a job that waits for a decision (approval, retry), holding its
+// partitions.
+inline constexpr const char* kLeaseStepKinds[] = {
+    "run", "validate", "publish", "confirm", "rollback", "hold"};
 
 class NodeLeasesCollector final : public prometheus::Collectable {
  public:
