@@ -1,9 +1,10 @@
 // The state store's schema on PostgreSQL (storage/postgres/state/
 // pg_state_schema.h): the same tables and columns as the SQLite state
-// store's, read from both catalogs; migrated once however many replicas
-// start at once; a newer schema refused before anything is written; the
-// audit tables append-only and the count of tasks per state kept by the
-// database, as on SQLite.
+// store's, read from both catalogs (but for the tables of a group of
+// replicas, PostgreSQL's only); migrated once however many replicas start
+// at once, and from an older version; a newer schema refused before
+// anything is written; the audit tables append-only and the count of tasks
+// per state kept by the database, as on SQLite.
 
 #include <cstdio>
 #include <map>
@@ -138,6 +139,24 @@ TEST_F(PgStateSchemaTest, HasTheTablesAndColumnsOfTheSqliteStateStore) {
     pg[f[0]].push_back(absl::StrCat(
         f[1], " ", f[2], f[3] == "NO" && f[4] == "false" ? " not null" : ""));
   }
+  // The tables of a group of replicas sharing the database (the nodes and
+  // their job leases, pg_lease_store.h) exist only here: a SQLite state
+  // store belongs to one process, which is never part of a group. They
+  // are left out of the comparison, and checked on their own.
+  const Schema group = {
+      {"job_leases",
+       {"job_id text", "node text not null", "token bigint not null",
+        "step text not null", "claimed_at bigint not null",
+        "expires_at bigint not null"}},
+      {"nodes",
+       {"name text", "address text not null", "version text not null",
+        "started_at bigint not null", "heartbeat_at bigint not null",
+        "draining boolean not null"}}};
+  for (const auto& [table, columns] : group) {
+    ASSERT_EQ(pg.count(table), 1u) << table << " is missing on PostgreSQL";
+    EXPECT_EQ(pg.at(table), columns) << table;
+    pg.erase(table);
+  }
   const Schema sqlite = SqliteSchema();
   // Every table of state.db (the 17 of its latest version), column by
   // column.
@@ -178,6 +197,45 @@ TEST_F(PgStateSchemaTest, ReplicasStartingAtOnceMigrateItOnce) {
   EXPECT_EQ(Rows("SELECT value FROM backfill_state.meta WHERE key = "
                  "'store_id'"),
             id);
+}
+
+TEST_F(PgStateSchemaTest, ADatabaseOfVersionOneGetsTheTablesOfAGroup) {
+  // A database as version 1 left it, holding a job: the latest schema
+  // without the tables version 2 added.
+  ASSERT_TRUE(MigrateStateSchema(conn_.get()).ok());
+  ASSERT_GE(StateSchemaVersion(), 2);
+  ASSERT_TRUE(
+      conn_
+          ->ExecScript("DROP TABLE backfill_state.nodes;"
+                       "DROP TABLE backfill_state.job_leases;"
+                       "UPDATE backfill_state.schema_version SET version = 1;"
+                       "INSERT INTO backfill_state.jobs (id, seq, state, "
+                       "dataset) VALUES ('bf-1', 1, 'RUNNING', 'd');")
+          .ok());
+  EXPECT_EQ(*ReadStateSchemaVersion(conn_.get()), 1);
+  EXPECT_EQ(Rows("SELECT to_regclass('backfill_state.job_leases') IS NULL"),
+            std::vector<std::string>{"t"});
+
+  ASSERT_TRUE(MigrateStateSchema(conn_.get()).ok());
+  EXPECT_EQ(*ReadStateSchemaVersion(conn_.get()), StateSchemaVersion());
+  EXPECT_EQ(Rows("SELECT id, state FROM backfill_state.jobs"),
+            std::vector<std::string>{"bf-1|RUNNING"});
+  // The new tables, empty and usable.
+  ASSERT_TRUE(conn_
+                  ->Exec("INSERT INTO backfill_state.job_leases (job_id, "
+                         "node, token, claimed_at, expires_at) VALUES "
+                         "('bf-1', 'node-a', 1, 10, 20)")
+                  .ok());
+  ASSERT_TRUE(conn_
+                  ->Exec("INSERT INTO backfill_state.nodes (name, address, "
+                         "version, started_at, heartbeat_at) VALUES "
+                         "('node-a', 'h:1', 'v', 1, 2)")
+                  .ok());
+  EXPECT_EQ(Rows("SELECT job_id, node, token, step FROM "
+                 "backfill_state.job_leases"),
+            std::vector<std::string>{"bf-1|node-a|1|"});
+  EXPECT_EQ(Rows("SELECT name, draining FROM backfill_state.nodes"),
+            std::vector<std::string>{"node-a|f"});
 }
 
 TEST_F(PgStateSchemaTest, ANewerSchemaIsRefusedAndLeftAlone) {

@@ -297,6 +297,32 @@ CREATE TABLE replay_policy_pauses (
   at      BIGINT
 );
 )sql",
+    // 2: the group of replicas sharing the store (core/ports/lease_store.h,
+    // pg_lease_store.h): each replica's record, and each job's lease. A
+    // released lease keeps its row (node '') so that its token only grows.
+    // These tables have no counterpart in the SQLite state store, whose
+    // single process is never part of a group.
+    R"sql(
+CREATE TABLE backfill_state.nodes (
+  name         TEXT PRIMARY KEY,
+  address      TEXT NOT NULL,
+  version      TEXT NOT NULL,
+  started_at   BIGINT NOT NULL,
+  heartbeat_at BIGINT NOT NULL,
+  draining     BOOLEAN NOT NULL DEFAULT FALSE
+);
+
+CREATE TABLE backfill_state.job_leases (
+  job_id     TEXT PRIMARY KEY,
+  node       TEXT NOT NULL DEFAULT '',
+  token      BIGINT NOT NULL,
+  step       TEXT NOT NULL DEFAULT '',
+  claimed_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX job_leases_by_node ON backfill_state.job_leases (node)
+  WHERE node <> '';
+)sql",
 };
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

@@ -5,6 +5,9 @@
 // (storage/sqlite/state/state_migrations.cc; a test compares the two),
 // PostgreSQL types for SQLite's (INTEGER as BIGINT, REAL as DOUBLE
 // PRECISION; times are microseconds since the epoch in BIGINT, as there).
+// Two tables more, which only a group of replicas sharing the database has
+// use for (pg_lease_store.h): `nodes` (each replica's record) and
+// `job_leases` (each job's lease and fencing token).
 //
 // MigrateStateSchema brings a database to the latest version, one version
 // per transaction, under a transaction-level advisory lock, so that any
