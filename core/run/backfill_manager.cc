@@ -193,6 +193,7 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   r.max_queued_jobs_source = o.max_queued_jobs_source;
   r.http = o.http;
   r.commands = o.commands;
+  r.leases = o.leases;
   return r;
 }
 

@@ -55,6 +55,9 @@ struct ManagerOptions {
   // How consumers are invalidated and probed (RunnerOptions); not owned.
   HttpClient* http = nullptr;
   CommandRunner* commands = nullptr;
+  // This replica's leases when it is one of a group (RunnerOptions::leases);
+  // not owned; null for a single process.
+  LeaseKeeper* leases = nullptr;
 };
 
 struct SubmitOptions {

@@ -25,11 +25,6 @@ class JobObserver {
  public:
   virtual ~JobObserver() = default;
 
-  // This replica took job `job_id` over from replica `from_node`, whose
-  // lease on it had expired (core/run/lease_keeper.h).
-  virtual void OnLeaseTakeover(const std::string& job_id,
-                               const std::string& from_node) {}
-
   // A job moved between states (from == to never happens); `message` is the
   // reason recorded with the change.
   virtual void OnJobTransition(const std::string& job_id, JobState from,

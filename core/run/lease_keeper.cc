@@ -41,11 +41,11 @@ void LeaseKeeper::Stop(bool leave) {
   }
   if (thread_.joinable()) thread_.join();
   if (!leave) return;
-  absl::Status s = store_->Leave(self_.name);
+  // Released or not (the store may be away: then they expire), nothing is
+  // written under these leases any more.
+  store_->Leave(self_.name).IgnoreError();
   absl::MutexLock lock(&mu_);
-  // Released or not, nothing is written under these leases any more.
   for (auto& [id, held] : held_) held.lost = true;
-  (void)s;
 }
 
 absl::StatusOr<ClaimResult> LeaseKeeper::Claim(const std::string& job_id,
@@ -144,12 +144,12 @@ std::vector<std::string> LeaseKeeper::RenewOnce() {
     absl::StatusOr<ClaimResult> claimed =
         store_->Claim(id, self.name, step, lease_time_);
     if (claimed.ok() && claimed->claimed) {
+      // Claimed again (its token is new when the lease had expired and
+      // nobody took it in between): still this replica's.
       absl::MutexLock lock(&mu_);
       auto it = held_.find(id);
-      if (it != held_.end() && !it->second.lost &&
-          it->second.lease.token == claimed->lease.token) {
+      if (it != held_.end() && !it->second.lost)
         it->second.lease = claimed->lease;
-      }
     }
   }
   std::vector<std::string> lost;
