@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -183,7 +184,8 @@ inline std::vector<std::string> EnvironmentWith(
   return env;
 }
 
-// Runs argv[0] with stdout and stderr captured into files under `scratch`,
+// Runs argv[0] with stdout and stderr captured into files under `scratch`
+// (of their own for each call, so that threads may run processes at once),
 // stdin from `stdin_path` (/dev/null by default), the environment changed
 // by `env` (see EnvironmentWith). Kills it after `timeout`.
 inline RunResult RunProcess(const std::vector<std::string>& argv,
@@ -195,8 +197,10 @@ inline RunResult RunProcess(const std::vector<std::string>& argv,
   if (!env.empty()) {
     result.command = absl::StrCat(absl::StrJoin(env, " "), " ", result.command);
   }
-  const std::string out_path = scratch + "/run.out";
-  const std::string err_path = scratch + "/run.err";
+  static std::atomic<int64_t> runs{0};
+  const std::string stem = absl::StrCat(scratch, "/run.", runs++);
+  const std::string out_path = stem + ".out";
+  const std::string err_path = stem + ".err";
   // Built before fork(): the child only execs.
   const std::vector<std::string> envp_strings = EnvironmentWith(env);
   std::vector<char*> envp;
@@ -239,6 +243,8 @@ inline RunResult RunProcess(const std::vector<std::string>& argv,
   result.exit_code = ExitCode(status);
   result.out = ReadFile(out_path);
   result.err = ReadFile(err_path);
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
   return result;
 }
 
