@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -170,7 +171,8 @@ TEST_F(ReplicasTest, AKilledReplicasJobIsTakenOverAndEndsAsPlainSqlSays) {
 
   const std::string survivor_json =
       WaitTerminal(*replicas_[(executor + 2) % 3], id, seconds(240));
-  EXPECT_EQ(JsonString(survivor_json, "state"), "BACKFILL_STATE_SUCCEEDED") << survivor_json;
+  EXPECT_EQ(JsonString(survivor_json, "state"), "BACKFILL_STATE_SUCCEEDED")
+      << survivor_json;
   watching.join();
   EXPECT_EQ(watch.exit_code, 0) << watch;
   EXPECT_NE(watch.out.find("SUCCEEDED"), std::string::npos) << watch.out;
@@ -182,6 +184,13 @@ TEST_F(ReplicasTest, AKilledReplicasJobIsTakenOverAndEndsAsPlainSqlSays) {
   int64_t token = 0;
   ASSERT_TRUE(absl::SimpleAtoi(lease[0][0], &token));
   EXPECT_GE(token, 2);
+  const std::string taken =
+      absl::StrCat("job ", id, " taken over from replica r", executor + 1);
+  EXPECT_TRUE(
+      absl::StrContains(ReadFile(replicas_[(executor + 1) % 3]->log()),
+                        taken) ||
+      absl::StrContains(ReadFile(replicas_[(executor + 2) % 3]->log()), taken))
+      << "no survivor logged \"" << taken << "\"";
   EXPECT_EQ(
       StateCount(absl::StrCat(
           "SELECT COUNT(*) FROM backfill_state.audit_events WHERE job_id = "
