@@ -13,12 +13,15 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/base/error_details.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
@@ -33,6 +36,8 @@ namespace backfill::postgres {
 namespace storage_postgres_markers_test {
 namespace {
 
+using sql::AdvanceFence;
+using sql::CheckFence;
 using sql::CheckOwner;
 using sql::ClaimWarehouse;
 using sql::HasPublication;
@@ -286,6 +291,110 @@ TEST_F(PgMarkersTest, ReadingBeforeTheSchemaExistsIsTheServersError) {
   EXPECT_FALSE(info.ok());
   EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(info.status().message()), HasSubstr("_bf.meta"));
+}
+
+// The fences of a group's replicas (markers.h AdvanceFence, CheckFence):
+// only ever raised, and a check in a transaction keeps a claim from
+// raising the fence until the transaction ends.
+TEST_F(PgMarkersTest, AJobsFenceOnlyRises) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  PgSqlConnection* c = Sql(conn_.get());
+  ASSERT_TRUE(AdvanceFence(c, "bf-1", 1).ok());
+  ASSERT_TRUE(AdvanceFence(c, "bf-1", 1).ok());  // again: nothing changes
+  ASSERT_TRUE(AdvanceFence(c, "bf-1", 3).ok());
+  absl::Status lower = AdvanceFence(c, "bf-1", 2);
+  EXPECT_EQ(lower.code(), absl::StatusCode::kFailedPrecondition) << lower;
+  EXPECT_EQ(DetailsOf(lower).reason, "LEASE_LOST");
+  ASSERT_TRUE(AdvanceFence(c, "bf-2", 7).ok());
+  EXPECT_THAT(
+      Rows("SELECT key, value FROM _bf.meta WHERE key LIKE 'fence:%' ORDER "
+           "BY 1"),
+      ElementsAre("fence:bf-1|3", "fence:bf-2|7"));
+  // A check passes for the fence's own token only: an older one, a newer
+  // one (not claimed yet) and a job without a fence are refused.
+  for (const auto& [job, token, ok] :
+       std::vector<std::tuple<std::string, int64_t, bool>>{
+           {"bf-1", 3, true},
+           {"bf-1", 2, false},
+           {"bf-1", 4, false},
+           {"bf-2", 7, true},
+           {"bf-3", 1, false}}) {
+    PgTransaction txn(conn_.get());
+    ASSERT_TRUE(txn.Begin().ok());
+    absl::Status s =
+        CheckFence(c, job, token, "publish of job " + job, "published");
+    EXPECT_EQ(s.ok(), ok) << job << " " << token << ": " << s;
+    if (!ok) {
+      EXPECT_EQ(DetailsOf(s).reason, "LEASE_LOST");
+      EXPECT_THAT(std::string(s.message()),
+                  ::testing::StartsWith("publish of job " + job));
+      EXPECT_THAT(std::string(s.message()),
+                  ::testing::EndsWith("nothing was published"));
+    }
+  }
+}
+
+TEST_F(PgMarkersTest, AFenceCheckHoldsOffAClaimUntilItsTransactionEnds) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  ASSERT_TRUE(AdvanceFence(Sql(conn_.get()), "bf-1", 1).ok());
+  std::unique_ptr<PgConnection> claimer = Connect();
+  ASSERT_NE(claimer, nullptr);
+  PgTransaction txn(conn_.get());
+  ASSERT_TRUE(txn.Begin().ok());
+  ASSERT_TRUE(CheckFence(Sql(conn_.get()), "bf-1", 1, "publish of job bf-1",
+                         "published")
+                  .ok());
+  absl::Notification raised;
+  absl::Status claim;
+  std::thread taking([&] {
+    claim = AdvanceFence(Sql(claimer.get()), "bf-1", 2);
+    raised.Notify();
+  });
+  // The publish's transaction holds the fence: the claim waits for it.
+  EXPECT_FALSE(raised.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  ASSERT_TRUE(txn.Commit().ok());
+  taking.join();
+  EXPECT_TRUE(claim.ok()) << claim;
+  EXPECT_THAT(Rows("SELECT value FROM _bf.meta WHERE key = 'fence:bf-1'"),
+              ElementsAre("2"));
+  // The replica that checked token 1 is fenced off from now on.
+  PgTransaction again(conn_.get());
+  ASSERT_TRUE(again.Begin().ok());
+  EXPECT_EQ(CheckFence(Sql(conn_.get()), "bf-1", 1, "publish of job bf-1",
+                       "published")
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PgMarkersTest, ConcurrentClaimsLeaveTheHighestFence) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  constexpr int kClaims = 8;
+  std::vector<std::unique_ptr<PgConnection>> conns;
+  for (int i = 0; i < kClaims; ++i) {
+    conns.push_back(Connect());
+    ASSERT_NE(conns.back(), nullptr);
+  }
+  std::vector<absl::Status> results(kClaims);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClaims; ++i) {
+    threads.emplace_back([&, i] {
+      // A claim that loses the race to create the row fails on its key and
+      // is tried again, as a replica claims again at its next scan.
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        results[i] = AdvanceFence(Sql(conns[i].get()), "bf-1", i + 1);
+        if (results[i].ok() || DetailsOf(results[i]).reason == "LEASE_LOST") {
+          break;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_THAT(Rows("SELECT value FROM _bf.meta WHERE key = 'fence:bf-1'"),
+              ElementsAre(absl::StrCat(kClaims)));
+  EXPECT_TRUE(results[kClaims - 1].ok()) << results[kClaims - 1];
+  for (const absl::Status& s : results) {
+    EXPECT_TRUE(s.ok() || DetailsOf(s).reason == "LEASE_LOST") << s;
+  }
 }
 
 }  // namespace

@@ -233,30 +233,24 @@ absl::Status AdvanceFence(Connection* conn, const std::string& job_id,
                           int64_t token) {
   const Dialect& d = conn->dialect();
   ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(conn, TxnMode::kWrite));
-  ASSIGN_OR_RETURN(
-      Result r, conn->Exec(absl::StrCat("SELECT value FROM ", d.Name(d.Meta()),
-                                        " WHERE key = ", d.Placeholder(1),
-                                        d.LockingRead(/*exclusive=*/true)),
-                           {FenceKey(job_id)}));
-  int64_t fence = 0;
-  if (!r.rows.empty() && !absl::SimpleAtoi(r.rows[0][0].text, &fence)) {
-    fence = 0;  // not a number: replaced
-  }
+  // Raised only: claims that race (the row's first insert included) leave
+  // the highest token, whatever order they commit in.
+  const std::string table = Dialect::Quote(d.Meta().name);
+  RETURN_IF_ERROR(
+      conn->Exec(
+              absl::StrCat(
+                  "INSERT INTO ", d.Name(d.Meta()), " (key, value) VALUES (",
+                  d.Placeholder(1), ", ", d.Placeholder(2),
+                  ") ON CONFLICT (key) DO UPDATE SET value = excluded.value "
+                  "WHERE CAST(",
+                  table, ".value AS BIGINT) < CAST(excluded.value AS BIGINT)"),
+              {FenceKey(job_id), absl::StrCat(token)})
+          .status());
+  ASSIGN_OR_RETURN(int64_t fence, ReadFence(conn, job_id, /*lock=*/false));
   if (fence > token) {
     return FenceLost(job_id, absl::StrCat("claim of job ", job_id), fence,
                      token, "changed");
   }
-  if (fence == token) return txn.Commit();
-  // Two claims that find no row insert at once: one of them fails on the
-  // key, and its caller claims again.
-  RETURN_IF_ERROR(
-      conn->Exec(absl::StrCat("INSERT INTO ", d.Name(d.Meta()),
-                              " (key, value) VALUES (", d.Placeholder(1), ", ",
-                              d.Placeholder(2),
-                              ") ON CONFLICT (key) DO UPDATE SET value = ",
-                              d.Placeholder(2)),
-                 {FenceKey(job_id), absl::StrCat(token)})
-          .status());
   return txn.Commit();
 }
 
