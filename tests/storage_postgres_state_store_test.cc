@@ -3,11 +3,15 @@
 // (storage_state_store_contract_test.cc): several stores, as several
 // processes would open them, on one database at once. Job numbers are
 // handed out once each, an idempotency key makes one job however many
-// creators race for it, and guarded moves of one job take turns.
+// creators race for it, and guarded moves of one job take turns. And the
+// fencing of a group's replicas (SetFence): a store whose lease on a job
+// was taken over writes nothing more about it.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -15,9 +19,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/base/error_details.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/postgres/pg_connection.h"
+#include "storage/postgres/state/pg_lease_store.h"
 #include "storage/postgres/state/pg_state_store.h"
 #include "tests/testing/postgres_suite.h"
 #include "tests/testing/state_store_contract.h"
@@ -192,6 +198,108 @@ TEST_F(PgStateStoreTest, RacingGuardedMovesOfOneJobTakeTurns) {
   auto events = stores[3]->ListAuditEvents("bf-1");
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->size(), 2u);  // created, then the one move
+}
+
+// The lease tokens one replica holds, as its LeaseKeeper would say them.
+class TestFence : public LeaseFence {
+ public:
+  void Set(const std::string& job, std::optional<int64_t> token) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tokens_[job] = token;
+  }
+  std::optional<int64_t> TokenFor(const std::string& job) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tokens_.find(job);
+    return it == tokens_.end() ? std::nullopt : it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::optional<int64_t>> tokens_;
+};
+
+TEST_F(PgStateStoreTest, AReplicaWhoseLeaseWasTakenOverWritesNothingMore) {
+  auto stores = OpenStores(2);
+  ASSERT_EQ(stores.size(), 2u);
+  auto leases = PgLeaseStore::Open(server_->Dsn(database_));
+  ASSERT_TRUE(leases.ok()) << leases.status();
+  TestFence fence_a, fence_b;
+  stores[0]->SetFence(&fence_a);
+  stores[1]->SetFence(&fence_b);
+  PgStateStore& a = *stores[0];
+  PgStateStore& b = *stores[1];
+
+  auto created = a.CreateJob(MakeJob("fenced"), T(0));  // no lease needed
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string id = created->job.id;
+  auto claim_a = (*leases)->Claim(id, "a", "run", absl::Milliseconds(200));
+  ASSERT_TRUE(claim_a.ok() && claim_a->claimed);
+  fence_a.Set(id, claim_a->lease.token);
+  ASSERT_TRUE(
+      a.TransitionJob(id, JobState::kQueued, JobState::kRunning, "a runs", T(1))
+          .ok());
+  auto tasks = a.ListTasks(id);
+  ASSERT_TRUE(tasks.ok() && !tasks->empty());
+
+  // a stops renewing; b takes the job over once the lease expired.
+  absl::SleepFor(absl::Milliseconds(300));
+  auto claim_b = (*leases)->Claim(id, "b", "run", absl::Seconds(60));
+  ASSERT_TRUE(claim_b.ok() && claim_b->claimed);
+  EXPECT_EQ(claim_b->taken_from, "a");
+  fence_b.Set(id, claim_b->lease.token);
+
+  // Every write of a's, with its old token, is refused and changes nothing.
+  PartitionTask stale = tasks->front();
+  stale.state = TaskState::kStaged;
+  stale.rows_written = 99;
+  std::vector<absl::Status> refused = {
+      a.TransitionJob(id, JobState::kRunning, JobState::kValidating, "late",
+                      T(2)),
+      a.SetJobMessage(id, JobState::kRunning, "late", T(2)),
+      a.UpdateTask(stale),
+      a.UpdateTasks({stale}),
+      a.UpdateTasksInState(id, {TaskState::kPending}, TaskState::kCancelled,
+                           T(2))
+          .status(),
+      a.RetryJob(id, JobState::kRunning, JobState::kRunning, "late", T(2))
+          .status(),
+      a.ReplaceCheckResults(id, {}),
+      a.ReplaceConsumerConfirmations(id, {}),
+      a.RecordPublication(id, {}, JobState::kConfirming, "late", T(2)),
+  };
+  for (const absl::Status& s : refused) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_EQ(DetailsOf(s).reason, "LEASE_LOST") << s;
+    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("replica b"));
+  }
+  auto job = b.GetJob(id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state, JobState::kRunning);
+  EXPECT_EQ(job->message, "a runs");
+  auto after = b.ListTasks(id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->front().state, tasks->front().state);
+  EXPECT_EQ(after->front().rows_written, tasks->front().rows_written);
+  auto events = b.ListAuditEvents(id);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->size(), 2u);  // created, QUEUED -> RUNNING
+
+  // A lease this process knows it lost (token 0) passes no write either;
+  // b, the holder, writes.
+  fence_a.Set(id, 0);
+  EXPECT_EQ(a.SetJobMessage(id, JobState::kRunning, "late", T(3)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(b.TransitionJob(id, JobState::kRunning, JobState::kValidating,
+                              "b goes on", T(3))
+                  .ok());
+  // Released, the lease fences its last holder off too.
+  ASSERT_TRUE((*leases)->Release(claim_b->lease).ok());
+  EXPECT_EQ(b.SetJobMessage(id, JobState::kValidating, "after", T(4)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A write about a job the process holds no lease on is not fenced.
+  fence_b.Set(id, std::nullopt);
+  EXPECT_TRUE(
+      b.SetJobMessage(id, JobState::kValidating, "unfenced", T(5)).ok());
 }
 
 }  // namespace
