@@ -10,6 +10,11 @@
 //     tables, with one lineage record per partition.
 //   - Twenty submits of one idempotency key, at once, spread over the three
 //     replicas, create one job, and every submit answers with it.
+//   - A rolling restart: the replica that runs a job gets SIGTERM. It
+//     drains and hands the lease back (no takeover of an expired lease),
+//     another replica carries the job on to SUCCEEDED, and a client whose
+//     submit the draining replica refused sends it again, with its
+//     idempotency key, to another replica: one job, no error.
 //
 // Everything is checked with libpq and plain SQL, never through backfilld.
 
@@ -17,6 +22,7 @@
 
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -238,6 +244,63 @@ TEST_F(ReplicasTest, TwentySubmitsOfOneKeyOverThreeReplicasMakeOneJob) {
   EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_SUCCEEDED") << done;
   EXPECT_EQ(wh_.Published("2025-02-01", "2025-02-08"),
             wh_.Expected("2025-02-01", "2025-02-08"));
+}
+
+TEST_F(ReplicasTest, ARollingRestartHandsTheJobOnWithoutATakeover) {
+  RunResult submit = replicas_[1]->CtlJson(
+      {"submit", "daily_revenue", "--from", "2025-01-01", "--to", "2025-04-01",
+       "--reason", "rolling restart", "--idempotency-key", "rolling-1"});
+  ASSERT_EQ(submit.exit_code, 0) << submit;
+  const std::string id = JsonString(submit.out, "id");
+  const int executor = Holder(id, absl::Seconds(30));
+  ASSERT_GE(executor, 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (absl::Now() < deadline &&
+         StateCount(absl::StrCat(
+             "SELECT COUNT(*) FROM backfill_state.tasks WHERE job_id = '", id,
+             "' AND state = 'STAGED'")) < 10) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  replicas_[executor]->Signal(SIGTERM);
+  // A client that submits meanwhile: the draining replica refuses it (or no
+  // longer listens), and the same submit to another replica creates the
+  // job once.
+  RunResult refused = replicas_[executor]->CtlJson(
+      {"submit", "daily_revenue", "--from", "2025-05-01", "--to", "2025-05-03",
+       "--reason", "sent during a restart", "--idempotency-key", "during-1"},
+      seconds(30));
+  Daemon* other = replicas_[(executor + 1) % 3];
+  RunResult again = other->CtlJson(
+      {"submit", "daily_revenue", "--from", "2025-05-01", "--to", "2025-05-03",
+       "--reason", "sent during a restart", "--idempotency-key", "during-1"});
+  ASSERT_EQ(again.exit_code, 0) << again;
+  const std::string during = JsonString(again.out, "id");
+  if (refused.exit_code == 0) {
+    EXPECT_EQ(JsonString(refused.out, "id"), during);
+  }
+  EXPECT_EQ(StateCount("SELECT COUNT(*) FROM backfill_state.jobs WHERE "
+                       "idempotency_key = 'during-1'"),
+            1);
+
+  std::optional<int> code = replicas_[executor]->Wait(seconds(90));
+  ASSERT_TRUE(code.has_value()) << "the replica still runs 90 s after SIGTERM";
+  EXPECT_EQ(*code, 0);
+  const std::string done = WaitTerminal(*other, id, seconds(240));
+  EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_SUCCEEDED") << done;
+  EXPECT_EQ(JsonString(WaitTerminal(*other, during, seconds(120)), "state"),
+            "BACKFILL_STATE_SUCCEEDED");
+  // Handed back, not taken over: no survivor logged a takeover of it.
+  for (int i = 1; i <= 2; ++i) {
+    EXPECT_FALSE(
+        absl::StrContains(ReadFile(replicas_[(executor + i) % 3]->log()),
+                          absl::StrCat("job ", id, " taken over")));
+  }
+  EXPECT_EQ(wh_.Published("2025-01-01", "2025-04-01"),
+            wh_.Expected("2025-01-01", "2025-04-01"));
+  EXPECT_EQ(StateCount(absl::StrCat(
+                "SELECT COUNT(*) FROM backfill_state.lineage WHERE job_id = '",
+                id, "'")),
+            93);
 }
 
 }  // namespace
