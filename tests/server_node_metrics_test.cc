@@ -6,6 +6,7 @@
 // store is a fixed list of leases written here.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,20 @@ class FixedLeases final : public LeaseStore {
     ++reads_;
     if (!failure_.ok()) return failure_;
     return leases_;
+  }
+  // Requests between replicas: not used by these tests.
+  absl::StatusOr<int64_t> SendRequest(const NodeRequest&) override {
+    return absl::UnimplementedError("no requests in this test");
+  }
+  absl::StatusOr<std::vector<NodeRequest>> TakeRequests(
+      const std::string&) override {
+    return std::vector<NodeRequest>();
+  }
+  absl::Status AnswerRequest(int64_t, const NodeAnswer&) override {
+    return absl::UnimplementedError("no requests in this test");
+  }
+  absl::StatusOr<std::optional<NodeAnswer>> ReadAnswer(int64_t, bool) override {
+    return absl::NotFoundError("no requests in this test");
   }
 
   void Set(std::vector<JobLease> leases) {

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,6 +132,20 @@ class LeaseTable final : public LeaseStore {
     std::vector<JobLease> out;
     for (const auto& [job, lease] : leases_) out.push_back(lease);
     return out;
+  }
+  // Requests between replicas: not used by these tests.
+  absl::StatusOr<int64_t> SendRequest(const NodeRequest&) override {
+    return absl::UnimplementedError("no requests in this test");
+  }
+  absl::StatusOr<std::vector<NodeRequest>> TakeRequests(
+      const std::string&) override {
+    return std::vector<NodeRequest>();
+  }
+  absl::Status AnswerRequest(int64_t, const NodeAnswer&) override {
+    return absl::UnimplementedError("no requests in this test");
+  }
+  absl::StatusOr<std::optional<NodeAnswer>> ReadAnswer(int64_t, bool) override {
+    return absl::NotFoundError("no requests in this test");
   }
 
   // A replica whose last heartbeat was `age` ago.

@@ -139,15 +139,20 @@ TEST_F(PgStateSchemaTest, HasTheTablesAndColumnsOfTheSqliteStateStore) {
     pg[f[0]].push_back(absl::StrCat(
         f[1], " ", f[2], f[3] == "NO" && f[4] == "false" ? " not null" : ""));
   }
-  // The tables of a group of replicas sharing the database (the nodes and
-  // their job leases, pg_lease_store.h) exist only here: a SQLite state
-  // store belongs to one process, which is never part of a group. They
-  // are left out of the comparison, and checked on their own.
+  // The tables of a group of replicas sharing the database (the nodes,
+  // their job leases and their requests, pg_lease_store.h) exist only here: a
+  // SQLite state store belongs to one process, which is never part of a group.
+  // They are left out of the comparison, and checked on their own.
   const Schema group = {
       {"job_leases",
        {"job_id text", "node text not null", "token bigint not null",
         "step text not null", "claimed_at bigint not null",
         "expires_at bigint not null"}},
+      {"node_requests",
+       {"id bigint", "node text not null", "job_id text not null",
+        "kind text not null", "body text not null",
+        "created_at bigint not null", "taken_at bigint", "answered_at bigint",
+        "code integer not null", "message text not null"}},
       {"nodes",
        {"name text", "address text not null", "version text not null",
         "started_at bigint not null", "heartbeat_at bigint not null",
@@ -208,6 +213,7 @@ TEST_F(PgStateSchemaTest, ADatabaseOfVersionOneGetsTheTablesOfAGroup) {
       conn_
           ->ExecScript("DROP TABLE backfill_state.nodes;"
                        "DROP TABLE backfill_state.job_leases;"
+                       "DROP TABLE backfill_state.node_requests;"
                        "UPDATE backfill_state.schema_version SET version = 1;"
                        "INSERT INTO backfill_state.jobs (id, seq, state, "
                        "dataset) VALUES ('bf-1', 1, 'RUNNING', 'd');")

@@ -71,6 +71,23 @@ struct ClaimResult {
   std::string taken_from;
 };
 
+// A decision on a job (cancel, pause, resume, retry, approve) that the
+// replica asked sends to the replica that runs the job: any replica
+// answers every call. `body` is the decision's arguments, JSON.
+struct NodeRequest {
+  int64_t id = 0;    // assigned by SendRequest
+  std::string node;  // the replica that is to take it
+  std::string job_id;
+  std::string kind;
+  std::string body;
+};
+
+// What the replica that took a request answered.
+struct NodeAnswer {
+  absl::StatusCode code = absl::StatusCode::kOk;
+  std::string message;
+};
+
 class LeaseStore {
  public:
   virtual ~LeaseStore() = default;
@@ -110,6 +127,22 @@ class LeaseStore {
 
   // Every lease held (live or expired, not released), by job id.
   virtual absl::StatusOr<std::vector<JobLease>> ListLeases() = 0;
+
+  // --- Requests between replicas ---
+  // Queues `request` for request.node; returns its id.
+  virtual absl::StatusOr<int64_t> SendRequest(const NodeRequest& request) = 0;
+  // The requests queued for `node` that nobody took yet, oldest first,
+  // marked taken: each is returned once.
+  virtual absl::StatusOr<std::vector<NodeRequest>> TakeRequests(
+      const std::string& node) = 0;
+  // Records the answer to request `id`.
+  virtual absl::Status AnswerRequest(int64_t id, const NodeAnswer& answer) = 0;
+  // The answer to request `id`, once there is one (the request is then
+  // forgotten); nullopt until then. With `withdraw`, a request nobody took
+  // yet is withdrawn (forgotten, never taken): then NOT_FOUND. A request
+  // that is unknown (answered and read before) is NOT_FOUND too.
+  virtual absl::StatusOr<std::optional<NodeAnswer>> ReadAnswer(
+      int64_t id, bool withdraw) = 0;
 };
 
 // What a state store asks before each write that concerns a job: under

@@ -692,6 +692,87 @@ TEST_P(LeaseStoreContractTest, BadInputIsRefusedAndChangesNothing) {
   EXPECT_EQ(nodes_after[0].last_heartbeat, nodes[0].last_heartbeat);
 }
 
+// ---- requests between replicas -------------------------------------------
+
+TEST_P(LeaseStoreContractTest, ARequestIsTakenOnceByItsNodeAndAnsweredOnce) {
+  NodeRequest request;
+  request.node = "node-b";
+  request.job_id = "bf-7";
+  request.kind = "cancel";
+  request.body = R"({"reason": "it's wrong; -- \"quoted\"", "actor": "erin"})";
+  auto first = store_->SendRequest(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  request.kind = "pause";
+  auto second = store_->SendRequest(request);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_LT(*first, *second);
+  request.node = "node-c";
+  ASSERT_TRUE(store_->SendRequest(request).ok());
+
+  // Unanswered: no answer yet, for the sender.
+  auto none = store_->ReadAnswer(*first, /*withdraw=*/false);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+
+  auto taken = store_->TakeRequests("node-b");
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  ASSERT_EQ(taken->size(), 2u);
+  EXPECT_EQ((*taken)[0].id, *first);
+  EXPECT_EQ((*taken)[0].kind, "cancel");
+  EXPECT_EQ((*taken)[0].job_id, "bf-7");
+  EXPECT_EQ((*taken)[0].body,
+            R"({"reason": "it's wrong; -- \"quoted\"", "actor": "erin"})");
+  EXPECT_EQ((*taken)[1].id, *second);
+  EXPECT_EQ((*taken)[1].kind, "pause");
+  // Taken once: a second look finds nothing more for node-b.
+  auto again = store_->TakeRequests("node-b");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+
+  // A taken request is not withdrawn: its answer still comes.
+  auto kept = store_->ReadAnswer(*first, /*withdraw=*/true);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->has_value());
+  NodeAnswer answer;
+  answer.code = absl::StatusCode::kFailedPrecondition;
+  answer.message = "job bf-7 is PUBLISHING; it can no longer be cancelled";
+  ASSERT_TRUE(store_->AnswerRequest(*first, answer).ok());
+  // A second answer does not replace the first.
+  ASSERT_TRUE(store_->AnswerRequest(*first, NodeAnswer{}).ok());
+  auto read = store_->ReadAnswer(*first, /*withdraw=*/false);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->code, absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*read)->message, answer.message);
+  // Read once: then forgotten.
+  EXPECT_EQ(store_->ReadAnswer(*first, false).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_P(LeaseStoreContractTest, ARequestNobodyTookIsWithdrawnAndNeverTaken) {
+  NodeRequest request;
+  request.node = "node-b";
+  request.job_id = "bf-1";
+  request.kind = "resume";
+  auto id = store_->SendRequest(request);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(store_->ReadAnswer(*id, /*withdraw=*/true).status().code(),
+            absl::StatusCode::kNotFound);
+  auto taken = store_->TakeRequests("node-b");
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->empty());
+  // Bad requests are refused and queue nothing.
+  for (NodeRequest bad : {NodeRequest{0, "", "bf-1", "cancel", ""},
+                          NodeRequest{0, "node-b", "", "cancel", ""},
+                          NodeRequest{0, "node-b", "bf-1", "", ""}}) {
+    EXPECT_EQ(store_->SendRequest(bad).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  taken = store_->TakeRequests("node-b");
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->empty());
+}
+
 }  // namespace backfill::testing
 
 #endif  // BACKFILL_TESTS_TESTING_LEASE_STORE_CONTRACT_H_

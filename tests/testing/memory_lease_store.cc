@@ -181,4 +181,65 @@ absl::StatusOr<std::vector<JobLease>> MemoryLeaseStore::ListLeases() {
   return out;
 }
 
+absl::StatusOr<int64_t> MemoryLeaseStore::SendRequest(
+    const NodeRequest& request) {
+  if (request.node.empty() || request.job_id.empty() || request.kind.empty()) {
+    return absl::InvalidArgumentError(
+        "lease store: a request names its node, job and kind");
+  }
+  absl::MutexLock lock(&mu_);
+  const int64_t id = next_request_++;
+  Request& r = requests_[id];
+  r.request = request;
+  r.request.id = id;
+  return id;
+}
+
+absl::StatusOr<std::vector<NodeRequest>> MemoryLeaseStore::TakeRequests(
+    const std::string& node) {
+  if (node.empty()) {
+    return absl::InvalidArgumentError(
+        "lease store: a node's name must not be empty");
+  }
+  absl::MutexLock lock(&mu_);
+  std::vector<NodeRequest> out;
+  for (auto& [id, r] : requests_) {
+    if (r.request.node != node || r.taken) continue;
+    r.taken = true;
+    out.push_back(r.request);
+  }
+  return out;
+}
+
+absl::Status MemoryLeaseStore::AnswerRequest(int64_t id,
+                                             const NodeAnswer& answer) {
+  absl::MutexLock lock(&mu_);
+  auto it = requests_.find(id);
+  if (it != requests_.end() && !it->second.answer.has_value()) {
+    it->second.answer = answer;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<NodeAnswer>> MemoryLeaseStore::ReadAnswer(
+    int64_t id, bool withdraw) {
+  absl::MutexLock lock(&mu_);
+  auto it = requests_.find(id);
+  if (it == requests_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no request ", id, " is waiting for an answer"));
+  }
+  if (it->second.answer.has_value()) {
+    std::optional<NodeAnswer> answer = it->second.answer;
+    requests_.erase(it);
+    return answer;
+  }
+  if (withdraw && !it->second.taken) {
+    requests_.erase(it);
+    return absl::NotFoundError(
+        absl::StrCat("request ", id, " was withdrawn before anyone took it"));
+  }
+  return std::optional<NodeAnswer>();
+}
+
 }  // namespace backfill::testing

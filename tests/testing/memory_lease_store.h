@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,15 @@ class MemoryLeaseStore : public LeaseStore {
   absl::Status Release(const JobLease& lease) override ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<JobLease>> ListLeases() override
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int64_t> SendRequest(const NodeRequest& request) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<NodeRequest>> TakeRequests(
+      const std::string& node) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status AnswerRequest(int64_t id, const NodeAnswer& answer) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::optional<NodeAnswer>> ReadAnswer(int64_t id,
+                                                       bool withdraw) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // The clock's now, to the microsecond (rounded down).
@@ -75,6 +85,14 @@ class MemoryLeaseStore : public LeaseStore {
   // By job id; a released lease has no node and keeps its token. `live`
   // is not kept: it is computed when read.
   std::map<std::string, JobLease> leases_ ABSL_GUARDED_BY(mu_);
+  // Requests between replicas, by id.
+  struct Request {
+    NodeRequest request;
+    bool taken = false;
+    std::optional<NodeAnswer> answer;
+  };
+  std::map<int64_t, Request> requests_ ABSL_GUARDED_BY(mu_);
+  int64_t next_request_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace backfill::testing

@@ -1,5 +1,6 @@
 #include "storage/postgres/state/pg_lease_store.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -378,6 +379,125 @@ absl::StatusOr<std::vector<JobLease>> PgLeaseStore::ListLeases() {
         for (const ps::Row& row : r.rows) out.push_back(ReadLease(row));
         return out;
       });
+}
+
+// ---- requests between replicas ---------------------------------------------
+
+absl::StatusOr<int64_t> PgLeaseStore::SendRequest(const NodeRequest& request) {
+  RETURN_IF_ERROR(CheckLeaseName("a node's name", request.node));
+  RETURN_IF_ERROR(CheckLeaseName("a job id", request.job_id));
+  RETURN_IF_ERROR(CheckLeaseName("a request's kind", request.kind));
+  RETURN_IF_ERROR(
+      CheckLeaseName("a request's body", request.body, /*may_be_empty=*/true));
+  return InTransaction(
+      kLeaseWriteMode, [&](PgConnection* c) -> absl::StatusOr<int64_t> {
+        ASSIGN_OR_RETURN(
+            PgResult r,
+            c->Exec(absl::StrCat("INSERT INTO backfill_state.node_requests "
+                                 "(node, job_id, kind, body, created_at) "
+                                 "VALUES ($1, $2, $3, $4, ",
+                                 kServerNow, ") RETURNING id"),
+                    {ps::Text(request.node), ps::Text(request.job_id),
+                     ps::Text(request.kind), ps::Text(request.body)}));
+        return ps::ColInt(r.rows.at(0), 0);
+      });
+}
+
+absl::StatusOr<std::vector<NodeRequest>> PgLeaseStore::TakeRequests(
+    const std::string& node) {
+  RETURN_IF_ERROR(CheckLeaseName("a node's name", node));
+  return InTransaction(
+      kLeaseWriteMode,
+      [&](PgConnection* c) -> absl::StatusOr<std::vector<NodeRequest>> {
+        ASSIGN_OR_RETURN(
+            PgResult r,
+            c->Exec(absl::StrCat("UPDATE backfill_state.node_requests SET "
+                                 "taken_at = ",
+                                 kServerNow,
+                                 " WHERE node = $1 AND taken_at IS NULL "
+                                 "RETURNING id, node, job_id, kind, body"),
+                    {ps::Text(node)}));
+        std::vector<NodeRequest> out;
+        for (const ps::Row& row : r.rows) {
+          NodeRequest request;
+          request.id = ps::ColInt(row, 0);
+          request.node = ps::ColText(row, 1);
+          request.job_id = ps::ColText(row, 2);
+          request.kind = ps::ColText(row, 3);
+          request.body = ps::ColText(row, 4);
+          out.push_back(std::move(request));
+        }
+        std::sort(out.begin(), out.end(),
+                  [](const NodeRequest& a, const NodeRequest& b) {
+                    return a.id < b.id;
+                  });
+        return out;
+      });
+}
+
+absl::Status PgLeaseStore::AnswerRequest(int64_t id, const NodeAnswer& answer) {
+  RETURN_IF_ERROR(CheckLeaseName("an answer's message", answer.message,
+                                 /*may_be_empty=*/true));
+  return InTransaction(kLeaseWriteMode, [&](PgConnection* c) {
+    return c
+        ->Exec(absl::StrCat("UPDATE backfill_state.node_requests SET "
+                            "answered_at = ",
+                            kServerNow,
+                            ", code = $2::integer, message = $3 WHERE id = "
+                            "$1::bigint AND answered_at IS NULL"),
+               {ps::Int(id), ps::Int(static_cast<int64_t>(answer.code)),
+                ps::Text(answer.message)})
+        .status();
+  });
+}
+
+absl::StatusOr<std::optional<NodeAnswer>> PgLeaseStore::ReadAnswer(
+    int64_t id, bool withdraw) {
+  // What the transaction found; a withdrawal is said after it committed.
+  struct Found {
+    bool withdrawn = false;
+    std::optional<NodeAnswer> answer;
+  };
+  ASSIGN_OR_RETURN(
+      Found found,
+      InTransaction(
+          kLeaseWriteMode, [&](PgConnection* c) -> absl::StatusOr<Found> {
+            ASSIGN_OR_RETURN(
+                PgResult r,
+                c->Exec("SELECT taken_at IS NOT NULL, answered_at IS NOT "
+                        "NULL, code, message FROM "
+                        "backfill_state.node_requests WHERE id = $1::bigint "
+                        "FOR UPDATE",
+                        {ps::Int(id)}));
+            if (r.rows.empty()) {
+              return absl::NotFoundError(
+                  absl::StrCat("no request ", id, " is waiting for an answer"));
+            }
+            const bool taken = ps::ColText(r.rows[0], 0) == "t";
+            const bool answered = ps::ColText(r.rows[0], 1) == "t";
+            Found out;
+            if (!answered && !(withdraw && !taken)) return out;
+            RETURN_IF_ERROR(
+                c->Exec("DELETE FROM backfill_state.node_requests WHERE id "
+                        "= $1::bigint",
+                        {ps::Int(id)})
+                    .status());
+            if (!answered) {
+              out.withdrawn = true;
+              return out;
+            }
+            NodeAnswer answer;
+            answer.code =
+                static_cast<absl::StatusCode>(ps::ColInt(r.rows[0], 2));
+            answer.message = ps::ColText(r.rows[0], 3);
+            out.answer = std::move(answer);
+            return out;
+          }));
+  if (found.withdrawn) {
+    return absl::NotFoundError(
+        absl::StrCat("request ", id, " was withdrawn before anyone took it"));
+  }
+  return found.answer;
 }
 
 }  // namespace backfill

@@ -33,6 +33,7 @@
 #define BACKFILL_STORAGE_POSTGRES_STATE_PG_LEASE_STORE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,12 @@ class PgLeaseStore : public LeaseStore {
       absl::Duration ttl) override;
   absl::Status Release(const JobLease& lease) override;
   absl::StatusOr<std::vector<JobLease>> ListLeases() override;
+  absl::StatusOr<int64_t> SendRequest(const NodeRequest& request) override;
+  absl::StatusOr<std::vector<NodeRequest>> TakeRequests(
+      const std::string& node) override;
+  absl::Status AnswerRequest(int64_t id, const NodeAnswer& answer) override;
+  absl::StatusOr<std::optional<NodeAnswer>> ReadAnswer(int64_t id,
+                                                       bool withdraw) override;
 
  private:
   explicit PgLeaseStore(std::unique_ptr<postgres::PgPool> pool);

@@ -298,8 +298,9 @@ CREATE TABLE replay_policy_pauses (
 );
 )sql",
     // 2: the group of replicas sharing the store (core/ports/lease_store.h,
-    // pg_lease_store.h): each replica's record, and each job's lease. A
-    // released lease keeps its row (node '') so that its token only grows.
+    // pg_lease_store.h): each replica's record, each job's lease and the
+    // decisions sent between replicas. A released lease keeps its row
+    // (node '') so that its token only grows.
     // These tables have no counterpart in the SQLite state store, whose
     // single process is never part of a group.
     R"sql(
@@ -322,6 +323,23 @@ CREATE TABLE backfill_state.job_leases (
 );
 CREATE INDEX job_leases_by_node ON backfill_state.job_leases (node)
   WHERE node <> '';
+
+-- Decisions on jobs sent to the replica that runs them (NodeRequest):
+-- taken_at is set once the replica took one, answered_at once it answered.
+CREATE TABLE backfill_state.node_requests (
+  id          BIGSERIAL PRIMARY KEY,
+  node        TEXT NOT NULL,
+  job_id      TEXT NOT NULL,
+  kind        TEXT NOT NULL,
+  body        TEXT NOT NULL DEFAULT '',
+  created_at  BIGINT NOT NULL,
+  taken_at    BIGINT,
+  answered_at BIGINT,
+  code        INTEGER NOT NULL DEFAULT 0,
+  message     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX node_requests_waiting ON backfill_state.node_requests (node, id)
+  WHERE taken_at IS NULL;
 )sql",
 };
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
