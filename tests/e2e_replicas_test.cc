@@ -10,6 +10,9 @@
 //     tables, with one lineage record per partition.
 //   - Twenty submits of one idempotency key, at once, spread over the three
 //     replicas, create one job, and every submit answers with it.
+//   - Decisions on a job (pause, resume, cancel) asked of replicas that do
+//     not run it are taken by the one that does, and answered as it
+//     answers.
 //   - A rolling restart: the replica that runs a job gets SIGTERM. It
 //     drains and hands the lease back (no takeover of an expired lease),
 //     another replica carries the job on to SUCCEEDED, and a client whose
@@ -301,6 +304,55 @@ TEST_F(ReplicasTest, ARollingRestartHandsTheJobOnWithoutATakeover) {
                 "SELECT COUNT(*) FROM backfill_state.lineage WHERE job_id = '",
                 id, "'")),
             93);
+}
+
+TEST_F(ReplicasTest, AnyReplicaTakesADecisionOnAJobAnotherRuns) {
+  RunResult submit = replicas_[0]->CtlJson(
+      {"submit", "daily_revenue", "--from", "2025-01-01", "--to", "2025-04-01",
+       "--reason", "decided elsewhere", "--idempotency-key", "decide-1"});
+  ASSERT_EQ(submit.exit_code, 0) << submit;
+  const std::string id = JsonString(submit.out, "id");
+  const int executor = Holder(id, absl::Seconds(30));
+  ASSERT_GE(executor, 0);
+  Daemon* a = replicas_[(executor + 1) % 3];
+  Daemon* b = replicas_[(executor + 2) % 3];
+  auto state = [&] {
+    return State(absl::StrCat("SELECT state FROM backfill_state.jobs WHERE id "
+                              "= '",
+                              id, "'"))
+        .at(0)
+        .at(0);
+  };
+
+  RunResult paused = a->Ctl({"pause", id, "--reason", "quarter close"});
+  ASSERT_EQ(paused.exit_code, 0) << paused;
+  EXPECT_EQ(state(), "PAUSED");
+  // Still run by the same replica, which took the decision.
+  EXPECT_EQ(Holder(id, absl::Seconds(5)), executor);
+
+  RunResult resumed = b->Ctl({"resume", id, "--reason", "go on"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_NE(state(), "PAUSED");
+
+  RunResult cancelled = a->Ctl({"cancel", id, "--reason", "not needed"});
+  ASSERT_EQ(cancelled.exit_code, 0) << cancelled;
+  const std::string done = WaitTerminal(*b, id, seconds(60));
+  EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_CANCELLED") << done;
+  // A refusal comes back as the replica that runs the job says it: a
+  // cancelled job cannot be paused.
+  RunResult refused = b->Ctl({"pause", id, "--reason", "too late"});
+  EXPECT_NE(refused.exit_code, 0) << refused;
+  EXPECT_THAT(refused.err, ::testing::HasSubstr("CANCELLED")) << refused;
+  // The audit log names the decisions with their reasons.
+  const Rows events = State(absl::StrCat(
+      "SELECT to_state, message FROM backfill_state.audit_events WHERE job_id "
+      "= '",
+      id, "' ORDER BY seq"));
+  std::string trail;
+  for (const auto& e : events) absl::StrAppend(&trail, e[0], ": ", e[1], "\n");
+  EXPECT_THAT(trail, ::testing::HasSubstr("quarter close"));
+  EXPECT_THAT(trail, ::testing::HasSubstr("go on"));
+  EXPECT_THAT(trail, ::testing::HasSubstr("not needed"));
 }
 
 }  // namespace

@@ -159,7 +159,16 @@ void JobCommands::AwaitMoveInFlight(const std::string& id) {
 absl::StatusOr<Job> JobCommands::Cancel(const std::string& id,
                                         const std::string& reason,
                                         const std::string& actor) {
-  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
+  {
+    // In a group, the replica that runs the job takes the decision.
+    Decision decision;
+    decision.kind = "cancel";
+    decision.reason = reason;
+    decision.actor = actor;
+    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
+                     scheduler_->Forward(id, decision));
+    if (elsewhere.has_value()) return *std::move(elsewhere);
+  }
   JobTable* const jobs = ctx_->jobs();
   AwaitMoveInFlight(id);
   ActiveJob* job = nullptr;
@@ -234,7 +243,16 @@ absl::StatusOr<Job> JobCommands::Cancel(const std::string& id,
 absl::StatusOr<Job> JobCommands::Pause(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
-  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
+  {
+    // In a group, the replica that runs the job takes the decision.
+    Decision decision;
+    decision.kind = "pause";
+    decision.reason = reason;
+    decision.actor = actor;
+    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
+                     scheduler_->Forward(id, decision));
+    if (elsewhere.has_value()) return *std::move(elsewhere);
+  }
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
   JobPhase before;
@@ -296,7 +314,16 @@ absl::StatusOr<Job> JobCommands::Pause(const std::string& id,
 absl::StatusOr<Job> JobCommands::Resume(const std::string& id,
                                         const std::string& reason,
                                         const std::string& actor) {
-  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
+  {
+    // In a group, the replica that runs the job takes the decision.
+    Decision decision;
+    decision.kind = "resume";
+    decision.reason = reason;
+    decision.actor = actor;
+    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
+                     scheduler_->Forward(id, decision));
+    if (elsewhere.has_value()) return *std::move(elsewhere);
+  }
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
   {
@@ -341,7 +368,16 @@ absl::StatusOr<Job> JobCommands::Resume(const std::string& id,
 absl::StatusOr<Job> JobCommands::Retry(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
-  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
+  {
+    // In a group, the replica that runs the job takes the decision.
+    Decision decision;
+    decision.kind = "retry";
+    decision.reason = reason;
+    decision.actor = actor;
+    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
+                     scheduler_->Forward(id, decision));
+    if (elsewhere.has_value()) return *std::move(elsewhere);
+  }
   absl::MutexLock admission(&admission_mu_);
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
@@ -459,7 +495,15 @@ absl::StatusOr<Job> JobCommands::Retry(const std::string& id,
 
 absl::StatusOr<Job> JobCommands::Approve(const std::string& id,
                                          const Approval& request) {
-  RETURN_IF_ERROR(scheduler_->EnsureRunHere(id));
+  {
+    // In a group, the replica that runs the job takes the decision.
+    Decision decision;
+    decision.kind = "approve";
+    decision.approval = request;
+    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
+                     scheduler_->Forward(id, decision));
+    if (elsewhere.has_value()) return *std::move(elsewhere);
+  }
   absl::MutexLock admission(&admission_mu_);
   JobTable* const jobs = ctx_->jobs();
   RETURN_IF_ERROR(CheckApprovalRequest(request));

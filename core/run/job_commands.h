@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,15 @@ namespace backfill {
 
 // What the commands set in motion, done by the scheduler that runs the
 // jobs (the job runner). The ...Locked methods need the table's lock.
+// A decision on a job (JobCommands' cancel, pause, resume, retry or
+// approve), as sent to the replica of a group that runs the job.
+struct Decision {
+  std::string kind;  // "cancel", "pause", "resume", "retry", "approve"
+  std::string reason;
+  std::string actor;
+  Approval approval;  // "approve" only
+};
+
 class JobScheduler {
  public:
   virtual ~JobScheduler() = default;
@@ -65,15 +75,15 @@ class JobScheduler {
   // JobTable::ReserveHeldOverlapsLocked) CANCELLED, "superseded by `by`";
   // if that cannot be recorded, it stays held.
   virtual void Supersede(ActiveJob* held, const std::string& by) = 0;
-  // In a group (RunnerOptions::leases): makes sure this replica runs job
-  // `id` before a decision on it — claims it (with the jobs that share
-  // partitions with it) when no replica does. FAILED_PRECONDITION naming
-  // the replica (and its address) that runs it, when another does. OK for
-  // a job no replica needs to hold (ended), and always OK for a single
-  // process.
-  virtual absl::Status EnsureRunHere(const std::string& id) {
-    (void)id;
-    return absl::OkStatus();
+  // In a group: when another replica runs job `id`, sends it `decision`
+  // and returns the job once that replica took it (or its refusal, as the
+  // replica answered: the same codes and messages as here); nullopt when
+  // the decision is this replica's to take (it runs the job, or nobody
+  // does). Always nullopt for a single process.
+  virtual absl::StatusOr<std::optional<Job>> Forward(const std::string& id,
+                                                     const Decision& decision) {
+    (void)id, (void)decision;
+    return std::optional<Job>();
   }
   // In a group: a job was created here; claim it soon.
   virtual void Created(const std::string& id) { (void)id; }

@@ -35,6 +35,15 @@ void JobRunner::Shutdown() {
   LeaseKeeper* const keeper = ctx_.options().leases;
   if (keeper != nullptr) keeper->SetDraining();
   if (!jobs_.Stop()) return;
+  // Decisions sent by other replicas: none is taken any more (their
+  // senders withdraw them and are told to send them again).
+  if (requests_.joinable()) {
+    {
+      absl::MutexLock lock(&requests_mu_);
+      requests_stop_ = true;
+    }
+    requests_.join();
+  }
   // Running closures finish (partitions checkpoint); queued ones are
   // dropped and their work resumes at the next Start().
   if (pool_) pool_->Shutdown();

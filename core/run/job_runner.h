@@ -53,8 +53,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -114,7 +116,8 @@ class JobRunner : private JobScheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_.mu());
   void Settle(ActiveJob* job) override;
   void Supersede(ActiveJob* held, const std::string& by) override;
-  absl::Status EnsureRunHere(const std::string& id) override;
+  absl::StatusOr<std::optional<Job>> Forward(const std::string& id,
+                                             const Decision& decision) override;
   void Created(const std::string& id) override;
   absl::Status ClaimEnded(const std::string& id, const std::string& step,
                           const Scope& scope) override;
@@ -136,6 +139,16 @@ class JobRunner : private JobScheduler {
   // The leases of these jobs were taken over: they are dropped here,
   // nothing more recorded.
   void OnLeasesLost(const std::vector<std::string>& ids);
+  // The live lease of another replica on job `id`, once this replica
+  // tried to claim it (with the jobs it shares partitions with); nullopt
+  // when this replica runs it, or nobody needs to (it ended).
+  absl::StatusOr<std::optional<JobLease>> HolderElsewhere(
+      const std::string& id);
+  // Takes the decisions other replicas send this one (Forward), until
+  // Shutdown; on a thread of its own.
+  void ServeRequests();
+  // Takes one decision sent here; what to answer.
+  absl::Status TakeDecision(const NodeRequest& request);
 
   // --- Closures on the pool, run without the table's lock ---
   // Supersedes the held jobs the job overlaps, prepares its staging and
@@ -206,6 +219,10 @@ class JobRunner : private JobScheduler {
   std::map<std::string, Scope> scopes_ ABSL_GUARDED_BY(scan_mu_);
   std::set<std::string> without_staging_ ABSL_GUARDED_BY(scan_mu_);
   std::set<std::string> unresumable_ ABSL_GUARDED_BY(scan_mu_);
+  // The thread of ServeRequests, and when it is to stop.
+  std::thread requests_;
+  absl::Mutex requests_mu_;
+  bool requests_stop_ ABSL_GUARDED_BY(requests_mu_) = false;
 };
 
 }  // namespace backfill

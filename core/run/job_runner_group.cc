@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/base/error_details.h"
+#include "core/base/json_value.h"
 #include "core/base/status_macros.h"
 #include "core/run/admission.h"
 #include "core/run/job_runner.h"
@@ -33,6 +35,47 @@ const std::vector<JobState>& HeldStates() {
 
 bool ByNumber(const std::string& a, const std::string& b) {
   return JobNumberOf(a) < JobNumberOf(b);
+}
+
+// How long a decision sent to the replica that runs the job may take to be
+// answered, and how often the sender looks; how often a replica looks for
+// decisions sent to it.
+constexpr absl::Duration kForwardTimeout = absl::Seconds(10);
+constexpr absl::Duration kForwardPoll = absl::Milliseconds(20);
+constexpr absl::Duration kRequestsPoll = absl::Milliseconds(100);
+
+std::string DecisionToJson(const Decision& d) {
+  return absl::StrCat("{\"reason\": ", JsonQuote(d.reason),
+                      ", \"actor\": ", JsonQuote(d.actor),
+                      ", \"approved_by\": ", JsonQuote(d.approval.approved_by),
+                      ", \"approval_reason\": ", JsonQuote(d.approval.reason),
+                      ", \"override_validation\": ",
+                      d.approval.override_validation ? "true" : "false", "}");
+}
+
+absl::StatusOr<Decision> DecisionFromJson(const std::string& text) {
+  ASSIGN_OR_RETURN(JsonValue json, ParseJson(text));
+  if (json.type != JsonValue::Type::kObject) {
+    return absl::InvalidArgumentError("a decision is a JSON object");
+  }
+  auto text_of = [&](const char* name) -> std::string {
+    auto it = json.fields.find(name);
+    return it != json.fields.end() &&
+                   it->second.type == JsonValue::Type::kString
+               ? it->second.text
+               : std::string();
+  };
+  Decision d;
+  d.reason = text_of("reason");
+  d.actor = text_of("actor");
+  d.approval.approved_by = text_of("approved_by");
+  d.approval.reason = text_of("approval_reason");
+  auto override_it = json.fields.find("override_validation");
+  d.approval.override_validation =
+      override_it != json.fields.end() &&
+      override_it->second.type == JsonValue::Type::kBool &&
+      override_it->second.boolean;
+  return d;
 }
 
 }  // namespace
@@ -63,6 +106,7 @@ absl::Status JobRunner::StartInGroup() {
   callbacks.on_tick = [this] { ClaimScan(); };
   RETURN_IF_ERROR(keeper->Start(std::move(callbacks)));
   keeper->Wake();
+  requests_ = std::thread([this] { ServeRequests(); });
   return absl::OkStatus();
 }
 
@@ -71,45 +115,135 @@ void JobRunner::Created(const std::string& id) {
   ClaimScan(id);
 }
 
-absl::Status JobRunner::EnsureRunHere(const std::string& id) {
-  if (!InGroup()) return absl::OkStatus();
-  {
+absl::StatusOr<std::optional<JobLease>> JobRunner::HolderElsewhere(
+    const std::string& id) {
+  auto here = [&] {
     absl::MutexLock lock(jobs_.mu());
-    if (jobs_.FindLocked(id) != nullptr) return absl::OkStatus();
-  }
+    return jobs_.FindLocked(id) != nullptr;
+  };
+  if (here()) return std::optional<JobLease>();
   ClaimScan(id);
-  {
-    absl::MutexLock lock(jobs_.mu());
-    if (jobs_.FindLocked(id) != nullptr) return absl::OkStatus();
-  }
-  // Not here: ended (the command answers from the store), or another
-  // replica runs it.
+  if (here()) return std::optional<JobLease>();
   LeaseKeeper* const keeper = ctx_.options().leases;
   ASSIGN_OR_RETURN(std::vector<JobLease> leases, keeper->store()->ListLeases());
-  for (const JobLease& lease : leases) {
-    if (lease.job_id != id || !lease.live || lease.node == keeper->node()) {
-      continue;
+  for (JobLease& lease : leases) {
+    if (lease.job_id == id && lease.live && lease.node != keeper->node()) {
+      return std::optional<JobLease>(std::move(lease));
     }
-    std::string address;
-    if (absl::StatusOr<std::vector<NodeRecord>> nodes =
-            keeper->store()->ListNodes();
-        nodes.ok()) {
-      for (const NodeRecord& node : *nodes) {
-        if (node.name == lease.node) address = node.address;
+  }
+  return std::optional<JobLease>();
+}
+
+absl::StatusOr<std::optional<Job>> JobRunner::Forward(
+    const std::string& id, const Decision& decision) {
+  if (!InGroup()) return std::optional<Job>();
+  ASSIGN_OR_RETURN(std::optional<JobLease> holder, HolderElsewhere(id));
+  if (!holder.has_value()) return std::optional<Job>();
+  LeaseStore* const store = ctx_.options().leases->store();
+  NodeRequest request;
+  request.node = holder->node;
+  request.job_id = id;
+  request.kind = decision.kind;
+  request.body = DecisionToJson(decision);
+  ASSIGN_OR_RETURN(const int64_t sent, store->SendRequest(request));
+  auto answered =
+      [&](const NodeAnswer& answer) -> absl::StatusOr<std::optional<Job>> {
+    if (answer.code != absl::StatusCode::kOk) {
+      return absl::Status(answer.code, answer.message);
+    }
+    ASSIGN_OR_RETURN(Job job, ctx_.store()->GetJob(id));
+    return std::optional<Job>(std::move(job));
+  };
+  const absl::Time deadline = absl::Now() + kForwardTimeout;
+  while (absl::Now() < deadline) {
+    ASSIGN_OR_RETURN(std::optional<NodeAnswer> answer,
+                     store->ReadAnswer(sent, /*withdraw=*/false));
+    if (answer.has_value()) return answered(*answer);
+    absl::SleepFor(kForwardPoll);
+  }
+  absl::StatusOr<std::optional<NodeAnswer>> last =
+      store->ReadAnswer(sent, /*withdraw=*/true);
+  if (last.ok() && last->has_value()) return answered(**last);
+  if (!last.ok() && last.status().code() == absl::StatusCode::kNotFound) {
+    return WithReason(
+        absl::UnavailableError(absl::StrCat(
+            "replica ", holder->node, ", which runs job ", id,
+            ", did not take the ", decision.kind, " within ",
+            absl::FormatDuration(kForwardTimeout),
+            " (it may be stopping); nothing was changed: send it again")),
+        "REPLICA_DID_NOT_ANSWER",
+        {{"backfill_id", id}, {"node", holder->node}});
+  }
+  return WithReason(
+      absl::DeadlineExceededError(absl::StrCat(
+          "replica ", holder->node, ", which runs job ", id, ", took the ",
+          decision.kind, " but did not answer within ",
+          absl::FormatDuration(kForwardTimeout),
+          ": it may have been done; see `backfillctl status ", id, "`")),
+      "REPLICA_DID_NOT_ANSWER", {{"backfill_id", id}, {"node", holder->node}});
+}
+
+void JobRunner::ServeRequests() {
+  LeaseKeeper* const keeper = ctx_.options().leases;
+  while (true) {
+    {
+      absl::MutexLock lock(&requests_mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(requests_mu_) {
+        return requests_stop_;
+      };
+      requests_mu_.AwaitWithTimeout(absl::Condition(&stop), kRequestsPoll);
+      if (requests_stop_) return;
+    }
+    absl::StatusOr<std::vector<NodeRequest>> requests =
+        keeper->store()->TakeRequests(keeper->node());
+    if (!requests.ok()) continue;
+    for (const NodeRequest& request : *requests) {
+      const absl::Status taken = TakeDecision(request);
+      NodeAnswer answer;
+      answer.code = taken.code();
+      answer.message = std::string(taken.message());
+      keeper->store()->AnswerRequest(request.id, answer).IgnoreError();
+    }
+  }
+}
+
+absl::Status JobRunner::TakeDecision(const NodeRequest& request) {
+  const std::string& id = request.job_id;
+  absl::StatusOr<Decision> decision = DecisionFromJson(request.body);
+  if (!decision.ok()) return decision.status();
+  decision->kind = request.kind;
+  {
+    absl::MutexLock lock(jobs_.mu());
+    if (jobs_.FindLocked(id) == nullptr) {
+      // Moved on meanwhile (ended, or another replica holds it now).
+      absl::StatusOr<Job> job = ctx_.store()->GetJobProgress(id);
+      if (job.ok() && IsTerminal(job->state) &&
+          job->state != JobState::kFailed &&
+          job->state != JobState::kValidationFailed) {
+        // The command answers for an ended job as it always does.
+      } else {
+        return absl::UnavailableError(absl::StrCat(
+            "replica ", ctx_.options().leases->node(), " no longer runs job ",
+            id, "; nothing was changed: send the ", request.kind, " again"));
       }
     }
-    return WithReason(
-        absl::FailedPreconditionError(absl::StrCat(
-            "job ", id, " is run by replica ", lease.node,
-            address.empty() ? "" : absl::StrCat(" (", address, ")"),
-            ", which takes the decisions on it: send this one there",
-            address.empty()
-                ? ""
-                : absl::StrCat(" (backfillctl --server ", address, ")"))),
-        "JOB_RUN_BY_ANOTHER_REPLICA",
-        {{"backfill_id", id}, {"node", lease.node}, {"address", address}});
   }
-  return absl::OkStatus();
+  absl::StatusOr<Job> done;
+  if (request.kind == "cancel") {
+    done = commands_.Cancel(id, decision->reason, decision->actor);
+  } else if (request.kind == "pause") {
+    done = commands_.Pause(id, decision->reason, decision->actor);
+  } else if (request.kind == "resume") {
+    done = commands_.Resume(id, decision->reason, decision->actor);
+  } else if (request.kind == "retry") {
+    done = commands_.Retry(id, decision->reason, decision->actor);
+  } else if (request.kind == "approve") {
+    done = commands_.Approve(id, decision->approval);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown decision \"", request.kind, "\""));
+  }
+  return done.status();
 }
 
 absl::Status JobRunner::ClaimEnded(const std::string& id,
