@@ -35,6 +35,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -200,6 +201,34 @@ TEST_F(ReplicasTest, AKilledReplicasJobIsTakenOverAndEndsAsPlainSqlSays) {
                         taken) ||
       absl::StrContains(ReadFile(replicas_[(executor + 2) % 3]->log()), taken))
       << "no survivor logged \"" << taken << "\"";
+  // The group as operators see it: the killed replica missing, the others
+  // live; the survivors counted one takeover between them.
+  RunResult nodes = replicas_[(executor + 1) % 3]->Ctl({"nodes"});
+  ASSERT_EQ(nodes.exit_code, 0) << nodes;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = absl::StrCat("r", i + 1);
+    bool found = false;
+    for (absl::string_view line : absl::StrSplit(nodes.out, '\n')) {
+      if (!absl::StartsWith(line, name + " ")) continue;
+      found = true;
+      EXPECT_TRUE(absl::StrContains(line, i == executor ? "missing" : "live"))
+          << line;
+    }
+    EXPECT_TRUE(found) << name << " not listed:\n" << nodes.out;
+  }
+  double takeovers = 0;
+  for (int i = 1; i <= 2; ++i) {
+    const std::string metrics =
+        HttpGet(replicas_[(executor + i) % 3]->metrics_port(), "/metrics");
+    for (absl::string_view line : absl::StrSplit(metrics, '\n')) {
+      if (absl::StartsWith(line, "backfill_lease_takeovers_total ")) {
+        double v = 0;
+        EXPECT_TRUE(absl::SimpleAtod(line.substr(line.find(' ') + 1), &v));
+        takeovers += v;
+      }
+    }
+  }
+  EXPECT_EQ(takeovers, 1);
   EXPECT_EQ(
       StateCount(absl::StrCat(
           "SELECT COUNT(*) FROM backfill_state.audit_events WHERE job_id = "
