@@ -397,6 +397,51 @@ TEST_F(PgMarkersTest, ConcurrentClaimsLeaveTheHighestFence) {
   }
 }
 
+// Replicas of a group start at once and each claims the warehouse for the
+// state store they share: every claim succeeds, and the owner is that store.
+// A claim for another store, racing them, is refused or wins alone.
+TEST_F(PgMarkersTest, ReplicasOfOneStoreClaimTheWarehouseAtOnce) {
+  ASSERT_TRUE(CreateServiceSchema(conn_.get()).ok());
+  ASSERT_TRUE(conn_
+                  ->Exec("INSERT INTO _bf.publications VALUES ('', 'bf-1', "
+                         "now())")
+                  .ok());
+  constexpr int kReplicas = 6;
+  std::vector<std::unique_ptr<PgConnection>> conns;
+  for (int i = 0; i < kReplicas + 1; ++i) {
+    conns.push_back(Connect());
+    ASSERT_NE(conns.back(), nullptr);
+  }
+  std::vector<absl::Status> results(kReplicas + 1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i <= kReplicas; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = ClaimWarehouse(Sql(conns[i].get()),
+                                  i < kReplicas ? "store-a" : "store-b",
+                                  /*take_over=*/false);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const std::vector<std::string> owner =
+      Rows("SELECT value FROM _bf.meta WHERE key = 'owner_store_id'");
+  ASSERT_EQ(owner.size(), 1u);
+  if (owner[0] == "store-a") {
+    for (int i = 0; i < kReplicas; ++i)
+      EXPECT_TRUE(results[i].ok()) << results[i];
+    EXPECT_EQ(results[kReplicas].code(), absl::StatusCode::kFailedPrecondition);
+  } else {
+    EXPECT_EQ(owner[0], "store-b");
+    EXPECT_TRUE(results[kReplicas].ok());
+    for (int i = 0; i < kReplicas; ++i) {
+      EXPECT_EQ(results[i].code(), absl::StatusCode::kFailedPrecondition)
+          << results[i];
+    }
+  }
+  // The unnamed marker was stamped once, by the winner.
+  EXPECT_THAT(Rows("SELECT store_id, job_id FROM _bf.publications"),
+              ElementsAre(owner[0] + "|bf-1"));
+}
+
 }  // namespace
 }  // namespace storage_postgres_markers_test
 }  // namespace backfill::postgres
