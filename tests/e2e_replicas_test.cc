@@ -18,6 +18,9 @@
 //     another replica carries the job on to SUCCEEDED, and a client whose
 //     submit the draining replica refused sends it again, with its
 //     idempotency key, to another replica: one job, no error.
+//   - One replica whose state store's server restarts in the middle of a
+//     job: its writes fail (UNAVAILABLE), are retried, and the job ends
+//     SUCCEEDED as plain SQL says, without a restart of the daemon.
 //
 // Everything is checked with libpq and plain SQL, never through backfilld.
 
@@ -382,6 +385,66 @@ TEST_F(ReplicasTest, AnyReplicaTakesADecisionOnAJobAnotherRuns) {
   EXPECT_THAT(trail, ::testing::HasSubstr("quarter close"));
   EXPECT_THAT(trail, ::testing::HasSubstr("go on"));
   EXPECT_THAT(trail, ::testing::HasSubstr("not needed"));
+}
+
+// A server of its own, which the test restarts under the daemon.
+class StateServerRestartTest : public E2eTest {};
+
+TEST_F(StateServerRestartTest, AJobOutlivesARestartOfTheStateStoresServer) {
+  ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, 120, 6));
+  PostgresTestWarehouse wh;
+  ASSERT_NO_FATAL_FAILURE(wh.Open(warehouse_, "wh", /*own_server=*/true));
+  absl::StatusOr<std::string> state = wh.server()->CreateDatabase("state");
+  ASSERT_TRUE(state.ok()) << state.status();
+  const std::string spin =
+      "        AND (WITH RECURSIVE spin(n) AS (SELECT 1 UNION ALL\n"
+      "             SELECT n + 1 FROM spin WHERE n < 150000)\n"
+      "             SELECT COUNT(*) FROM spin) > 0\n";
+  WriteFile(
+      pipelines_dir_ + "/revenue.yaml",
+      absl::StrCat(wh.Yaml(), wh.Adapt(fixtures::RevenuePipelineYaml(
+                                  spin, fixtures::MonthlyRevenueYaml()))));
+  Daemon& daemon = NewDaemonIn(root_ + "/replica", pipelines_dir_, 2);
+  daemon.set_extra_args({"--state-dsn", wh.server()->Dsn(*state), "--node-name",
+                         "only", "--lease-seconds", "5"});
+  ASSERT_TRUE(daemon.Start());
+  RunResult submit = daemon.CtlJson(
+      {"submit", "daily_revenue", "--from", "2025-01-01", "--to", "2025-04-01",
+       "--reason", "through a restart", "--idempotency-key", "restart-1"});
+  ASSERT_EQ(submit.exit_code, 0) << submit;
+  const std::string id = JsonString(submit.out, "id");
+  // Restarted once some partitions are checkpointed, well before the end.
+  PGconn* state_conn = PQconnectdb(wh.server()->Dsn(*state).c_str());
+  ASSERT_EQ(PQstatus(state_conn), CONNECTION_OK) << PQerrorMessage(state_conn);
+  const std::string count =
+      absl::StrCat("SELECT COUNT(*) FROM backfill_state.tasks WHERE job_id = '",
+                   id, "' AND state = 'STAGED'");
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  int64_t staged = 0;
+  while (absl::Now() < deadline && staged < 10) {
+    PGresult* r = PQexec(state_conn, count.c_str());
+    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+      EXPECT_TRUE(absl::SimpleAtoi(PQgetvalue(r, 0, 0), &staged));
+    }
+    PQclear(r);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  PQfinish(state_conn);
+  ASSERT_GE(staged, 10);
+  ASSERT_LT(staged, 80) << "the job ran too fast to be interrupted";
+  ASSERT_TRUE(wh.server()->Restart().ok());
+  const std::string done = WaitTerminal(daemon, id, seconds(240));
+  // The writes the restart broke failed UNAVAILABLE and were retried until
+  // they succeeded, in the same process.
+  const std::string log = ReadFile(daemon.log());
+  EXPECT_TRUE(absl::StrContains(log, "write failing, retrying with backoff"))
+      << log;
+  EXPECT_TRUE(absl::StrContains(log, "UNAVAILABLE")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "writes work again")) << log;
+  EXPECT_EQ(daemon.Wait(seconds(0)), std::nullopt) << "the daemon exited";
+  EXPECT_EQ(JsonString(done, "state"), "BACKFILL_STATE_SUCCEEDED") << done;
+  EXPECT_EQ(wh.Published("2025-01-01", "2025-04-01"),
+            wh.Expected("2025-01-01", "2025-04-01"));
 }
 
 }  // namespace

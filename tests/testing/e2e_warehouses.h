@@ -79,9 +79,13 @@ class PostgresTestWarehouse : public TestWarehouse {
   }
   // Starts (or shares) the server and copies the raw tables of `sqlite`
   // into its test database, or into a new database of its own named with
-  // `suffix` (PostgresTestServer::CreateDatabase) when one is given.
-  void Open(const std::string& sqlite, const std::string& suffix = "") {
-    auto server = ::backfill::testing::PostgresTestServer::StartOrShare();
+  // `suffix` (PostgresTestServer::CreateDatabase) when one is given. With
+  // `own_server`, on a server of its own (which a test may restart).
+  void Open(const std::string& sqlite, const std::string& suffix = "",
+            bool own_server = false) {
+    auto server = own_server
+                      ? ::backfill::testing::PostgresTestServer::Start()
+                      : ::backfill::testing::PostgresTestServer::StartOrShare();
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     if (!suffix.empty()) {
@@ -147,6 +151,7 @@ class PostgresTestWarehouse : public TestWarehouse {
                                  "orders"}});
   }
   void Exec(const std::string& sql) override {
+    Reconnect();
     PGresult* r = PQexec(conn_, sql.c_str());
     const ExecStatusType status = PQresultStatus(r);
     EXPECT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
@@ -154,6 +159,7 @@ class PostgresTestWarehouse : public TestWarehouse {
     PQclear(r);
   }
   Rows Query(const std::string& sql) override {
+    Reconnect();
     PGresult* r = PQexec(conn_, sql.c_str());
     Rows rows;
     EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK)
@@ -185,6 +191,15 @@ class PostgresTestWarehouse : public TestWarehouse {
 
  private:
   std::unique_ptr<::backfill::testing::PostgresTestServer> server_;
+  // A connection the server closed (it restarted) is opened again.
+  void Reconnect() {
+    if (PQstatus(conn_) != CONNECTION_OK) PQreset(conn_);
+    PGresult* ping = PQexec(conn_, "SELECT 1");
+    const bool ok = PQresultStatus(ping) == PGRES_TUPLES_OK;
+    PQclear(ping);
+    if (!ok) PQreset(conn_);
+  }
+
   std::string database_;  // "": the server's test database
   PGconn* conn_ = nullptr;
 };
