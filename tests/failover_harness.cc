@@ -82,6 +82,7 @@
 #include "absl/time/time.h"
 #include "tests/failover_harness_model.h"
 #include "tests/failover_harness_processes.h"
+#include "tests/failover_harness_trial.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/postgres_test_server.h"
 
@@ -90,9 +91,6 @@ namespace failover {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr char kPublishPoint[] = "publish.before_record";
-constexpr char kReason[] = "failover harness correction";
 
 // The postmaster of a server of the harness's own, stopped (SIGQUIT: an
 // immediate shutdown) if the harness is told to stop.
@@ -103,143 +101,7 @@ void OnSignal(int sig) {
   OnStopSignal(sig);
 }
 
-int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
-
-std::string Day(int d) {
-  return absl::FormatCivilTime(absl::CivilDay(2025, 1, 1) + d);
-}
-
-bool IsTerminal(const std::string& state) {
-  for (const char* s : {"SUCCEEDED", "FAILED", "CANCELLED", "ROLLED_BACK",
-                        "VALIDATION_FAILED", "DOWNSTREAM_UNHEALTHY"}) {
-    if (state == s) return true;
-  }
-  return false;
-}
-
-// A job of the trial.
-struct JobPlan {
-  int first = 0;  // days [first, end) from 2025-01-01
-  int end = 0;
-  std::string key;
-  std::string id;     // once acknowledged
-  std::string state;  // as backfillctl last said
-  int via = -1;       // the replica it was submitted through
-  std::set<Key> partitions;
-};
-
-struct Lease {
-  std::string node;
-  int64_t token = 0;
-  std::string step;
-  int64_t claimed_at = 0;  // microseconds since the epoch
-};
-
-struct TrialResult {
-  Findings findings;
-  bool landed = false;    // the disturbance hit what it aimed at
-  bool takeover = false;  // another replica claimed the job after it
-  double claim_seconds = 0;
-  int refusals = 0;        // LEASE_LOST refusals in the replicas' logs
-  double job_seconds = 0;  // from the first submit to the last job's end
-  std::string summary;
-  std::vector<std::string> notes;
-};
-
-class Trial {
- public:
-  Trial(Group& group, int number, Kind kind, std::mt19937_64 rng,
-        double expected_job_seconds)
-      : group_(group),
-        number_(number),
-        kind_(kind),
-        rng_(std::move(rng)),
-        expected_job_seconds_(expected_job_seconds) {}
-
-  TrialResult Run();
-
- private:
-  int Uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
-  Replica& R(int i) { return group_.replica(i); }
-  void Note(const std::string& line) { result_.notes.push_back(line); }
-  void Fail(Category c, const std::string& message) {
-    result_.findings.Add(c, message);
-  }
-
-  void Plan();
-  bool CorrectAndSnapshot();
-  bool Submit(JobPlan& job, int via);
-  void Disturb();
-  void KillRandom();
-  void KillInPublish();
-  void KillInTakeover();
-  void StopHolder();
-  void DrainHolder();
-  void RestartDown();
-  void WaitTerminal();
-  void Resubmit();
-  void Check();
-  void CheckJob(const JobPlan& job, const Contents& published);
-  void CountRefusals();
-  void DumpState();
-
-  // The state store's view, with plain SQL.
-  std::optional<Lease> LeaseOf(const std::string& id);
-  std::string StateOf(const std::string& id);
-  int IndexOf(const std::string& node) const {
-    for (int i = 0; i < kReplicas; ++i) {
-      if (node == absl::StrCat("r", i + 1)) return i;
-    }
-    return -1;
-  }
-  // Waits (bounded) until `id` has `staged` partitions staged, or is past
-  // its run, or ended; its lease then, if it is held and not ended.
-  std::optional<Lease> WaitRunning(const std::string& id, int64_t staged);
-  // Waits (bounded) until `id` is held in one of `steps` (as its lease
-  // says; the holder sends its step with its next renewal) or is in job
-  // state `state` (as the state store says at once); its lease then, its
-  // step followed by "/" and `state` when the state said it.
-  std::optional<Lease> WaitStep(const std::string& id,
-                                const std::set<std::string>& steps,
-                                const std::string& state);
-  // Waits (bounded) until a replica not in `excluded` claims `id` with a
-  // token above `token`; its lease then. nullopt once the job ended.
-  std::optional<Lease> WaitClaim(const std::string& id, int64_t token,
-                                 const std::set<std::string>& excluded,
-                                 seconds timeout);
-  // Records the claim, timed from `since` (microseconds since the epoch).
-  void Claimed(const std::optional<Lease>& claim, int64_t since);
-  void KillReplica(int i) {
-    R(i).Kill();
-    down_.insert(i);
-  }
-  // A replica that answers, other than `not_this` if there is one.
-  int Serving(int not_this = -1) {
-    const int start = Uniform(0, kReplicas - 1);
-    for (int k = 0; k < kReplicas; ++k) {
-      const int i = (start + k) % kReplicas;
-      if (i != not_this && R(i).serving()) return i;
-    }
-    return not_this >= 0 && R(not_this).serving() ? not_this : -1;
-  }
-
-  Group& group_;
-  const int number_;
-  const Kind kind_;
-  std::mt19937_64 rng_;
-  const double expected_job_seconds_;
-
-  TrialResult result_;
-  std::vector<JobPlan> jobs_;
-  Contents old_;  // the snapshot
-  Contents new_;  // recomputed from the corrected raw tables
-  size_t log_offsets_[kReplicas] = {};
-  std::set<int> down_;  // replicas the trial killed or stopped for good
-  int armed_ = -1;      // the replica started with the crash point armed
-  Clock::time_point submitted_;
-};
+}  // namespace
 
 std::optional<Lease> Trial::LeaseOf(const std::string& id) {
   std::optional<Rows> rows = group_.state().Query(
@@ -577,7 +439,10 @@ void Trial::StopHolder() {
   }
   Note(absl::StrCat("stopped ", lease->node, " in step ", lease->step,
                     " (token ", lease->token, ")"));
-  Claimed(WaitClaim(id, lease->token, {lease->node}, seconds(15)), at);
+  const std::optional<Lease> claim =
+      WaitClaim(id, lease->token, {lease->node}, seconds(15));
+  if (!claim) NoteWaits();
+  Claimed(claim, at);
   R(holder).Signal(SIGCONT);
 }
 
@@ -662,243 +527,6 @@ void Trial::RestartDown() {
   armed_ = -1;
 }
 
-void Trial::WaitTerminal() {
-  const auto deadline = Clock::now() + seconds(120);
-  for (JobPlan& job : jobs_) {
-    if (job.id.empty()) continue;
-    RunResult last;
-    while (Clock::now() < deadline) {
-      const int i = Serving();
-      if (i < 0) break;
-      last = R(i).daemon().CtlJson({"status", job.id}, seconds(20));
-      const std::string state = e2e::JsonString(last.out, "state");
-      if (last.exit_code == 0 && e2e::IsTerminalState(state)) {
-        job.state = state;
-        break;
-      }
-      std::this_thread::sleep_for(milliseconds(250));
-    }
-    if (job.state.empty()) {
-      Fail(kLost, absl::StrCat(job.id,
-                               " not terminal 120 s after the submit; "
-                               "last status: exit ",
-                               last.exit_code, " ", Tail(last.out, 3),
-                               Tail(last.err, 3)));
-    }
-  }
-  result_.job_seconds =
-      std::chrono::duration<double>(Clock::now() - submitted_).count();
-}
-
-void Trial::Resubmit() {
-  for (const JobPlan& job : jobs_) {
-    if (job.id.empty()) continue;
-    const int i = Serving(job.via);
-    if (i < 0) continue;
-    RunResult r = R(i).daemon().CtlJson(
-        {"submit", "daily_revenue", "--from", Day(job.first), "--to",
-         Day(job.end), "--reason", kReason, "--idempotency-key", job.key},
-        seconds(60));
-    const std::string id = e2e::JsonString(r.out, "id");
-    if (r.exit_code != 0 || id != job.id) {
-      Fail(kDuplicated,
-           absl::StrCat("submitting ", job.key, " again through ", R(i).name(),
-                        " gave \"", id, "\" (exit ", r.exit_code,
-                        "), expected ", job.id, " ", Tail(r.err, 2)));
-    }
-  }
-}
-
-void Trial::CountRefusals() {
-  for (int i = 0; i < kReplicas; ++i) {
-    const std::string log =
-        ReadFile(R(i).log())
-            .substr(std::min(log_offsets_[i], ReadFile(R(i).log()).size()));
-    for (absl::string_view line : absl::StrSplit(log, '\n')) {
-      if (absl::StrContains(line, "LEASE_LOST") ||
-          absl::StrContains(line, "no longer holds the lease") ||
-          absl::StrContains(line, "the warehouse's fence is")) {
-        ++result_.refusals;
-      }
-      if (absl::StrContains(line, "Sanitizer") ||
-          absl::StrContains(line, "runtime error:")) {
-        Fail(kExit, absl::StrCat(R(i).name(), ": ", line));
-      }
-    }
-  }
-}
-
-void Trial::CheckJob(const JobPlan& job, const Contents& published) {
-  Pg& state = group_.state();
-  const std::vector<std::string> id = {job.id};
-  std::optional<Rows> row = state.Query(
-      "SELECT state, message FROM backfill_state.jobs WHERE id = $1", id);
-  const bool succeeded = row && row->size() == 1 && (*row)[0][0] == "SUCCEEDED";
-  if (!succeeded) {
-    Fail(kLost,
-         row && row->size() == 1
-             ? absl::StrCat(job.id, " ended ", (*row)[0][0], ": ", (*row)[0][1])
-             : absl::StrCat(job.id, " not found: ", state.error()));
-  }
-  const std::optional<int64_t> with_key = state.Count(
-      "SELECT COUNT(*) FROM backfill_state.jobs WHERE idempotency_key = $1",
-      {job.key});
-  if (with_key != 1) {
-    Fail(kDuplicated,
-         absl::StrCat(with_key.value_or(-1), " jobs of key ", job.key));
-  }
-  // Its partitions: all new, or (when it did not succeed) all old.
-  int olds = 0, news = 0;
-  for (const Key& key : job.partitions) {
-    const Rows& p = RowsOf(published, key);
-    const bool is_new = p == RowsOf(new_, key);
-    const bool is_old = p == RowsOf(old_, key);
-    news += is_new;
-    olds += is_old;
-    if (!is_new && !is_old) {
-      Fail(kMixed, absl::StrCat(KeyName(key), " of ", job.id,
-                                " is neither old nor new: ", Describe(p),
-                                "; new ", Describe(RowsOf(new_, key))));
-    } else if (succeeded && !is_new) {
-      Fail(kMixed, absl::StrCat(KeyName(key), " of ", job.id,
-                                " (SUCCEEDED) is still the old version"));
-    }
-  }
-  if (olds > 0 && news > 0) {
-    Fail(kMixed, absl::StrCat(job.id, " is half published: ", news,
-                              " partitions new, ", olds, " old"));
-  }
-  const bool published_new = news > 0;
-  // Lineage: one record per partition of the job, once published.
-  std::optional<Rows> lineage = state.Query(
-      "SELECT dataset, \"partition\", COUNT(*) FROM backfill_state.lineage "
-      "WHERE job_id = $1 GROUP BY 1, 2",
-      id);
-  if (!lineage) {
-    Fail(kOther, state.error());
-    return;
-  }
-  std::set<Key> recorded;
-  for (const Row& l : *lineage) {
-    recorded.insert({l[0], l[1]});
-    if (l[2] != "1") {
-      Fail(kDuplicated, absl::StrCat(job.id, " has ", l[2],
-                                     " lineage records for ", l[0], "/", l[1]));
-    }
-  }
-  const std::set<Key> want = published_new ? job.partitions : std::set<Key>();
-  if (recorded != want) {
-    Fail(kLineage, absl::StrCat(job.id, " has lineage for ", recorded.size(),
-                                " partitions, expected ", want.size()));
-  }
-  const std::optional<int64_t> markers = group_.wh().Count(
-      "SELECT COUNT(*) FROM _bf.publications WHERE job_id = $1", id);
-  if (markers != (published_new ? 1 : 0)) {
-    Fail(markers.value_or(0) > 1 ? kDuplicated : kLineage,
-         absl::StrCat(job.id, " has ", markers.value_or(-1),
-                      " publication markers in the warehouse, expected ",
-                      published_new ? 1 : 0, " ", group_.wh().error()));
-  }
-  // The audit trail: one chain, no transition twice but a retry's.
-  std::optional<Rows> audit = state.Query(
-      "SELECT from_state, to_state FROM backfill_state.audit_events WHERE "
-      "job_id = $1 ORDER BY seq",
-      id);
-  if (!audit) {
-    Fail(kOther, state.error());
-    return;
-  }
-  std::map<std::pair<std::string, std::string>, int> moves;
-  std::vector<std::string> trail;
-  for (size_t i = 0; i < audit->size(); ++i) {
-    const Row& e = (*audit)[i];
-    trail.push_back(absl::StrCat(e[0], "->", e[1]));
-    if (i > 0 && e[0] != (*audit)[i - 1][1]) {
-      Fail(kFenced, absl::StrCat(job.id, ": the audit trail breaks at ", e[0],
-                                 "->", e[1], " after ->", (*audit)[i - 1][1]));
-    }
-    ++moves[{e[0], e[1]}];
-  }
-  int succeeded_events = 0, publishes = 0;
-  for (const auto& [move, n] : moves) {
-    const bool retry =
-        (move.first == "RUNNING" && move.second == "VALIDATING") ||
-        (move.first == "VALIDATING" && move.second == "RUNNING");
-    if (n > 1 && !retry) {
-      Fail(kFenced, absl::StrCat(job.id, ": ", move.first, "->", move.second,
-                                 " recorded ", n, " times"));
-    }
-    if (move.second == "SUCCEEDED") succeeded_events += n;
-    if (move.first == "PUBLISHING" && move.second == "CONFIRMING") {
-      publishes += n;
-    }
-  }
-  if (succeeded && (succeeded_events != 1 || publishes != 1)) {
-    Fail(kFenced,
-         absl::StrCat(job.id, ": ", succeeded_events, " SUCCEEDED events and ",
-                      publishes, " publishes in its audit trail"));
-  }
-  if (!result_.findings.ok()) {
-    Note(absl::StrCat(job.id, " audit: ", absl::StrJoin(trail, " ")));
-  }
-}
-
-void Trial::Check() {
-  std::optional<Contents> published =
-      ReadContents(group_.wh(), &DatasetModel::published_sql);
-  if (!published) {
-    Fail(kOther, absl::StrCat("reading the warehouse: ", group_.wh().error()));
-    return;
-  }
-  std::set<Key> in_jobs;
-  for (const JobPlan& job : jobs_) {
-    in_jobs.insert(job.partitions.begin(), job.partitions.end());
-    if (!job.id.empty()) CheckJob(job, *published);
-  }
-  std::set<Key> keys;
-  for (const Contents* c : {&*published, &old_}) {
-    for (const auto& [key, rows] : *c) keys.insert(key);
-  }
-  for (const Key& key : keys) {
-    if (!in_jobs.count(key) && RowsOf(*published, key) != RowsOf(old_, key)) {
-      Fail(kMixed, absl::StrCat(KeyName(key),
-                                " is outside the jobs but "
-                                "changed: ",
-                                Describe(RowsOf(*published, key)), "; was ",
-                                Describe(RowsOf(old_, key))));
-    }
-  }
-  // Lineage only for the jobs of the group's load and trials.
-  const std::optional<int64_t> strays = group_.state().Count(
-      "SELECT COUNT(*) FROM (SELECT job_id, dataset, \"partition\" FROM "
-      "backfill_state.lineage GROUP BY 1, 2, 3 HAVING COUNT(*) > 1) d");
-  if (strays != 0) {
-    Fail(kDuplicated, absl::StrCat(strays.value_or(-1),
-                                   " (job, partition) pairs with more than "
-                                   "one lineage record in the state store"));
-  }
-}
-
-void Trial::DumpState() {
-  std::ofstream out(absl::StrCat(group_.dir(), "/trial-", number_, ".txt"));
-  for (const JobPlan& job : jobs_) {
-    out << "job " << job.id << " key " << job.key << " days " << Day(job.first)
-        << ".." << Day(job.end) << "\n";
-    for (const char* sql :
-         {"SELECT seq, from_state, to_state, message, at FROM "
-          "backfill_state.audit_events WHERE job_id = $1 ORDER BY seq",
-          "SELECT node, token, step, claimed_at, expires_at FROM "
-          "backfill_state.job_leases WHERE job_id = $1",
-          "SELECT dataset, state, COUNT(*), MAX(attempts) FROM "
-          "backfill_state.tasks WHERE job_id = $1 GROUP BY 1, 2"}) {
-      out << "-- " << sql << "\n";
-      if (std::optional<Rows> rows = group_.state().Query(sql, {job.id})) {
-        for (const Row& r : *rows) out << absl::StrJoin(r, " | ") << "\n";
-      }
-    }
-  }
-}
-
 TrialResult Trial::Run() {
   for (int i = 0; i < kReplicas; ++i) {
     log_offsets_[i] = ReadFile(R(i).log()).size();
@@ -927,6 +555,8 @@ TrialResult Trial::Run() {
 }
 
 // --- The run -----------------------------------------------------------------
+
+namespace {
 
 struct KindTotals {
   int trials = 0;
@@ -1086,7 +716,10 @@ int Main(int argc, char** argv) {
     for (int c = 0; c < kCategories; ++c) k.count[c] += r.findings.count[c];
     std::string first_note = r.notes.empty() ? "" : r.notes.front();
     for (const std::string& n : r.notes) {
-      if (absl::StrContains(n, "claimed it")) first_note += "; " + n;
+      if (absl::StrContains(n, "claimed it") ||
+          absl::StrContains(n, " session ")) {
+        first_note += "; " + n;
+      }
     }
     std::printf("trial %4d  %-16s %s  %5.1fs  %s; %s\n", t, kKindNames[kind],
                 ok ? "pass" : "FAIL", took, r.summary.c_str(),
