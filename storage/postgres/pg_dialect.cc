@@ -391,6 +391,8 @@ std::string PgDialect::LockingRead(bool exclusive) const {
   return exclusive ? " FOR UPDATE" : " FOR SHARE";
 }
 
+std::string PgDialect::DropDependents() const { return " CASCADE"; }
+
 std::string PgDialect::TimeType() const { return "TIMESTAMPTZ"; }
 
 std::string PgDialect::BoolType() const { return "BOOLEAN"; }

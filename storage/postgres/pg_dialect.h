@@ -126,6 +126,8 @@ class PgDialect : public sql::Dialect {
   std::string BoolPlaceholder(int index) const override;
   sql::Param BoolValue(bool value) const override;
   std::string LockingRead(bool exclusive) const override;
+  // " CASCADE": another session's temporary views over the list go too.
+  std::string DropDependents() const override;
   std::string TimeType() const override;
   std::string BoolType() const override;
   // SET LOCAL search_path TO the base schema.

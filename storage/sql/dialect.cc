@@ -63,6 +63,8 @@ bool Dialect::ReadBool(const Cell& cell) const {
 
 std::string Dialect::LockingRead(bool) const { return ""; }
 
+std::string Dialect::DropDependents() const { return ""; }
+
 std::string Dialect::TimeType() const { return "INTEGER"; }
 
 std::string Dialect::BoolType() const { return "INTEGER"; }

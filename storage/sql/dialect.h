@@ -145,6 +145,13 @@ class Dialect {
   // transaction ends, where its write transaction alone does not (nothing
   // by default).
   virtual absl::Status LockRecords(Connection* conn) const;
+  // What a DROP TABLE of a job's partition or key list (PrepareJob
+  // rebuilds them) ends with, so that it also drops the session views a
+  // transform's connection made over the list while it stages a partition
+  // (staging.cc): on a server they may still exist in a session of a
+  // replica that lost the job while frozen, and would otherwise refuse the
+  // drop to the replica that took the job over ("" by default).
+  virtual std::string DropDependents() const;
   // Drops the place a job's staging lives in (its staged rows, partition
   // lists, keys and snapshots; not its rollback copies), in the caller's
   // transaction.

@@ -227,8 +227,9 @@ absl::Status PrepareJob(Connection* conn, StagingHooks& hooks,
     ASSIGN_OR_RETURN(std::unique_ptr<Membership> member,
                      d.MembershipOf(conn, ds, ""));
     const std::vector<std::string> list_columns = member->ListColumns();
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", parts)).status());
+    RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", parts,
+                                            d.DropDependents()))
+                        .status());
     RETURN_IF_ERROR(
         conn->Exec(absl::StrCat("CREATE TABLE ", parts,
                                 " (\"value\" TEXT PRIMARY KEY",
@@ -249,8 +250,9 @@ absl::Status PrepareJob(Connection* conn, StagingHooks& hooks,
       RETURN_IF_ERROR(conn->Exec(insert_part, values).status());
     }
     // The entity keys, rebuilt on every call too (none: no table).
-    RETURN_IF_ERROR(
-        conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", keys)).status());
+    RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ", keys,
+                                            d.DropDependents()))
+                        .status());
     if (item.keys.empty()) continue;
     RETURN_IF_ERROR(conn->Exec(absl::StrCat("CREATE TABLE ", keys,
                                             " (\"key\" TEXT PRIMARY KEY)"))
