@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -232,15 +233,20 @@ absl::Status Daemon::Init(Catalog catalog) {
           "postgres, or drop --state-dsn to keep state.db in the data dir"));
     }
     state_path = StateStoreName(options_.state_dsn);
+    // A replica frozen inside a transaction (its fencing check holds the
+    // job's lease row) must not keep the others from taking its jobs over:
+    // the server ends such a session after half a lease.
+    const absl::Duration idle_in_transaction =
+        std::max(absl::Seconds(1), absl::Seconds(options_.lease_seconds) / 2);
     absl::StatusOr<std::unique_ptr<PgStateStore>> store =
-        PgStateStore::Open(options_.state_dsn);
+        PgStateStore::Open(options_.state_dsn, idle_in_transaction);
     if (!store.ok()) {
       return absl::Status(store.status().code(),
                           absl::StrCat("cannot open state store ", state_path,
                                        ": ", store.status().message()));
     }
     absl::StatusOr<std::unique_ptr<PgLeaseStore>> leases =
-        PgLeaseStore::Open(options_.state_dsn);
+        PgLeaseStore::Open(options_.state_dsn, idle_in_transaction);
     if (!leases.ok()) {
       return absl::Status(
           leases.status().code(),

@@ -121,6 +121,14 @@ void LoggingObserver::OnJobFinished(const std::string& job_id, JobState state,
   next_->OnJobFinished(job_id, state, estimated_cost, actual_cost);
 }
 
+void LoggingObserver::OnLeaseLost(const std::string& job_id) {
+  spdlog::warn(
+      "job {} was taken over by another replica (this replica's lease on it "
+      "expired): dropped here, its writes are refused (LEASE_LOST)",
+      job_id);
+  next_->OnLeaseLost(job_id);
+}
+
 void LoggingObserver::OnLeaseTakeover(const std::string& job_id,
                                       const std::string& from_node) {
   spdlog::warn("job {} taken over from replica {} (its lease expired)",

@@ -70,6 +70,7 @@ class LoggingObserver final : public JobObserver {
                            absl::Duration latency) override;
   void OnJobFinished(const std::string& job_id, JobState state,
                      double estimated_cost, double actual_cost) override;
+  void OnLeaseLost(const std::string& job_id) override;
   void OnLeaseTakeover(const std::string& job_id,
                        const std::string& from_node) override;
 

@@ -80,6 +80,10 @@ void FanoutObserver::OnStorageRecovered(Storage storage) {
   for (JobObserver* o : observers_) o->OnStorageRecovered(storage);
 }
 
+void FanoutObserver::OnLeaseLost(const std::string& job_id) {
+  for (JobObserver* o : observers_) o->OnLeaseLost(job_id);
+}
+
 void FanoutObserver::OnLeaseTakeover(const std::string& job_id,
                                      const std::string& from_node) {
   for (JobObserver* o : observers_) o->OnLeaseTakeover(job_id, from_node);

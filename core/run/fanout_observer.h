@@ -39,6 +39,7 @@ class FanoutObserver final : public JobObserver {
   void OnStorageFailing(Storage storage, const std::string& what,
                         const absl::Status& status) override;
   void OnStorageRecovered(Storage storage) override;
+  void OnLeaseLost(const std::string& job_id) override;
   void OnLeaseTakeover(const std::string& job_id,
                        const std::string& from_node) override;
 

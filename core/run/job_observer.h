@@ -110,6 +110,12 @@ class JobObserver {
   // checkpoints. Once per takeover, after the claim succeeded.
   virtual void OnLeaseTakeover(const std::string& job_id,
                                const std::string& from_node) {}
+
+  // Another replica took job `job_id` over from this one (its lease had
+  // expired: this replica was frozen or cut off from the state store):
+  // the job was dropped here, and any write this replica still tried for
+  // it was refused (LEASE_LOST).
+  virtual void OnLeaseLost(const std::string& job_id) {}
 };
 
 }  // namespace backfill

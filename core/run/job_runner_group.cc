@@ -480,12 +480,19 @@ void JobRunner::Adopt(const std::vector<std::string>& ids) {
 }
 
 void JobRunner::OnLeasesLost(const std::vector<std::string>& ids) {
-  absl::MutexLock lock(jobs_.mu());
-  for (const std::string& id : ids) {
-    ActiveJob* job = jobs_.FindLocked(id);
-    if (job != nullptr) jobs_.DropLocked(job);
+  std::vector<std::string> dropped;
+  {
+    absl::MutexLock lock(jobs_.mu());
+    for (const std::string& id : ids) {
+      ActiveJob* job = jobs_.FindLocked(id);
+      if (job == nullptr) continue;
+      jobs_.DropLocked(job);
+      dropped.push_back(id);
+    }
+    PumpLocked();
   }
-  PumpLocked();
+  if (ctx_.observer() == nullptr) return;
+  for (const std::string& id : dropped) ctx_.observer()->OnLeaseLost(id);
 }
 
 }  // namespace backfill

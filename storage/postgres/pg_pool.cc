@@ -189,6 +189,19 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgPool::Connect() const {
             .status();
     if (!s.ok()) return scrubbed(s, "cannot set application_name");
   }
+  if (options_.idle_in_transaction_timeout > absl::ZeroDuration()) {
+    absl::Status s =
+        (*conn)
+            ->Exec(
+                "SELECT set_config('idle_in_transaction_session_timeout', "
+                "$1, false)",
+                {absl::StrCat(absl::ToInt64Milliseconds(
+                    options_.idle_in_transaction_timeout))})
+            .status();
+    if (!s.ok()) {
+      return scrubbed(s, "cannot set idle_in_transaction_session_timeout");
+    }
+  }
   // Always set, so that a server or role default does not apply instead.
   if (absl::Status s = (*conn)->SetStatementTimeout(options_.statement_timeout);
       !s.ok()) {

@@ -71,6 +71,11 @@ struct PgPoolOptions {
   // statement_timeout of every connection (a statement running longer
   // fails with DEADLINE_EXCEEDED); zero: no limit.
   absl::Duration statement_timeout = absl::ZeroDuration();
+  // idle_in_transaction_session_timeout of every connection: the server
+  // ends the session of a holder that stays inside a transaction without a
+  // statement for longer (a process frozen in the middle of one), and so
+  // lets go of its locks; zero: the server's default.
+  absl::Duration idle_in_transaction_timeout = absl::ZeroDuration();
   // Bounds each connection attempt (libpq's connect_timeout, at least 2 s).
   absl::Duration connect_timeout = absl::Seconds(10);
   // An idle connection unused for longer than this is checked with a round

@@ -184,9 +184,10 @@ PgLeaseStore::PgLeaseStore(PgPool* pool) : pool_(pool) {}
 PgLeaseStore::~PgLeaseStore() = default;
 
 absl::StatusOr<std::unique_ptr<PgLeaseStore>> PgLeaseStore::Open(
-    const std::string& dsn) {
+    const std::string& dsn, absl::Duration idle_in_transaction_timeout) {
   postgres::PgPoolOptions options;
   options.application_name = "backfilld-leases";
+  options.idle_in_transaction_timeout = idle_in_transaction_timeout;
   ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool,
                    PgPool::Open(dsn, kLeaseConnections, options));
   {

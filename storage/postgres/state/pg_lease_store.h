@@ -52,7 +52,8 @@ class PgLeaseStore : public LeaseStore {
   // upgrades the state store's schema (MigrateStateSchema), whether or not
   // a state store was opened on the database before.
   static absl::StatusOr<std::unique_ptr<PgLeaseStore>> Open(
-      const std::string& dsn);
+      const std::string& dsn,
+      absl::Duration idle_in_transaction_timeout = absl::ZeroDuration());
 
   // A store on `pool`, which it borrows: the pool must outlive it, and its
   // database must hold the state store's schema at its latest version

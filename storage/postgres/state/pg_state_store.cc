@@ -21,8 +21,8 @@ namespace {
 namespace ps = pg_state;
 
 using postgres::PgConnection;
-using postgres::PgResult;
 using postgres::PgPool;
+using postgres::PgResult;
 using postgres::PgTransaction;
 
 // Connections of a store: the manager, its workers and readers share them.
@@ -48,9 +48,10 @@ PgStateStore::PgStateStore(std::unique_ptr<PgPool> pool)
 PgStateStore::~PgStateStore() = default;
 
 absl::StatusOr<std::unique_ptr<PgStateStore>> PgStateStore::Open(
-    const std::string& dsn) {
+    const std::string& dsn, absl::Duration idle_in_transaction_timeout) {
   postgres::PgPoolOptions options;
   options.application_name = "backfilld-state";
+  options.idle_in_transaction_timeout = idle_in_transaction_timeout;
   ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool,
                    PgPool::Open(dsn, kConnections, options));
   {

@@ -63,7 +63,8 @@ class PgStateStore : public StateStore {
   // Connects to `dsn` (a libpq connection string), creates or upgrades
   // the schema (MigrateStateSchema) and reads the store's identity.
   static absl::StatusOr<std::unique_ptr<PgStateStore>> Open(
-      const std::string& dsn);
+      const std::string& dsn,
+      absl::Duration idle_in_transaction_timeout = absl::ZeroDuration());
 
   // Fences every later write about a job with the lease token `fence`
   // says this process holds for it (core/ports/lease_store.h): the write
