@@ -10,8 +10,15 @@
 #define BACKFILL_TESTS_CRASH_HARNESS_PROCESSES_H_
 
 #include "tests/crash_harness_model.h"
+#include "tests/testing/harness_processes.h"
 
 namespace backfill::crash {
+
+using harness::HasExited;
+using harness::OnStopSignal;
+using harness::Tail;
+using harness::Track;
+using harness::Untrack;
 
 using e2e::Clock;
 using e2e::Daemon;
@@ -21,43 +28,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // --- Processes ---------------------------------------------------------------
-
-// Daemons alive now, killed if the harness itself is told to stop.
-inline constexpr int kMaxTracked = 8;
-inline volatile sig_atomic_t tracked[kMaxTracked] = {};
-
-inline void Track(pid_t pid) {
-  for (int i = 0; i < kMaxTracked; ++i) {
-    if (tracked[i] == 0) {
-      tracked[i] = pid;
-      return;
-    }
-  }
-}
-
-inline void Untrack(pid_t pid) {
-  for (int i = 0; i < kMaxTracked; ++i) {
-    if (tracked[i] == pid) tracked[i] = 0;
-  }
-}
-
-inline void OnStopSignal(int sig) {
-  for (int i = 0; i < kMaxTracked; ++i) {
-    if (tracked[i] > 0) kill(static_cast<pid_t>(tracked[i]), SIGKILL);
-  }
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-// Whether `pid` (a child not yet reaped) has exited, without reaping it.
-inline bool HasExited(pid_t pid) {
-  if (pid <= 0) return true;
-  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
-  const char state = stat[paren + 2];
-  return state == 'Z' || state == 'X';
-}
 
 // A daemon of the trial: its log under the trial directory, its pid
 // tracked while it runs.
@@ -180,17 +150,6 @@ inline Outcome WaitDeathOrEnd(TrialDaemon& d, const std::string& job,
   }
   out.timed_out = true;
   return out;
-}
-
-inline std::string Tail(const std::string& text, int lines) {
-  std::vector<std::string> all = absl::StrSplit(text, '\n');
-  while (!all.empty() && all.back().empty()) all.pop_back();
-  const size_t from = all.size() > static_cast<size_t>(lines)
-                          ? all.size() - static_cast<size_t>(lines)
-                          : 0;
-  std::vector<std::string> tail(all.begin() + static_cast<long>(from),
-                                all.end());
-  return absl::StrJoin(tail, "\n");
 }
 
 // --- Options -----------------------------------------------------------------

@@ -41,10 +41,17 @@
 #include "tests/failover_harness_model.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/e2e_warehouses.h"
+#include "tests/testing/harness_processes.h"
 #include "tests/testing/postgres_test_server.h"
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill::failover {
+
+using harness::HasExited;
+using harness::OnStopSignal;
+using harness::Tail;
+using harness::Track;
+using harness::Untrack;
 
 using e2e::Clock;
 using e2e::Daemon;
@@ -61,53 +68,6 @@ inline constexpr char kEndDay[] = "2025-05-01";  // exclusive
 inline constexpr int kOrdersPerDay = 12;
 inline constexpr int kReplicas = 3;
 inline constexpr int kLeaseSeconds = 2;
-
-// --- Tracked processes -------------------------------------------------------
-
-inline constexpr int kMaxTracked = 16;
-inline volatile sig_atomic_t tracked[kMaxTracked] = {};
-
-inline void Track(pid_t pid) {
-  for (int i = 0; i < kMaxTracked; ++i) {
-    if (tracked[i] == 0) {
-      tracked[i] = pid;
-      return;
-    }
-  }
-}
-
-inline void Untrack(pid_t pid) {
-  for (int i = 0; i < kMaxTracked; ++i) {
-    if (tracked[i] == pid) tracked[i] = 0;
-  }
-}
-
-inline void OnStopSignal(int sig) {
-  for (int i = 0; i < kMaxTracked; ++i) {
-    if (tracked[i] > 0) kill(static_cast<pid_t>(tracked[i]), SIGKILL);
-  }
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-// Whether `pid` (a child not yet reaped) has exited, without reaping it.
-inline bool HasExited(pid_t pid) {
-  if (pid <= 0) return true;
-  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
-  const char state = stat[paren + 2];
-  return state == 'Z' || state == 'X';
-}
-
-inline std::string Tail(const std::string& text, int lines) {
-  std::vector<std::string> all = absl::StrSplit(text, '\n');
-  while (!all.empty() && all.back().empty()) all.pop_back();
-  const size_t from = all.size() > static_cast<size_t>(lines)
-                          ? all.size() - static_cast<size_t>(lines)
-                          : 0;
-  return absl::StrJoin(all.begin() + static_cast<long>(from), all.end(), "\n");
-}
 
 // --- A replica ---------------------------------------------------------------
 
