@@ -31,20 +31,13 @@ constexpr int kLeaseAttempts = 3;
 // insert it (each time another claim inserted it first and holds it).
 constexpr int kLeaseInsertRaces = 3;
 
-constexpr char kLeaseWriteMode[] = "";
-constexpr char kLeaseReadMode[] = "ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+constexpr const char* kLeaseWriteMode = ps::kWriteMode;
+constexpr const char* kLeaseReadMode = ps::kReadMode;
 
 // The server's clock when the statement evaluates it, in microseconds
 // since the epoch.
 constexpr char kServerNow[] =
     "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
-
-// The status of a call's result, whichever its type.
-const absl::Status& LeaseStatusOf(const absl::Status& s) { return s; }
-template <typename T>
-const absl::Status& LeaseStatusOf(const absl::StatusOr<T>& s) {
-  return s.status();
-}
 
 // A job id or a node's name: not empty (`may_be_empty` for a step), and
 // without a NUL character (which a bound value cannot hold).
@@ -203,22 +196,8 @@ absl::StatusOr<std::unique_ptr<PgLeaseStore>> PgLeaseStore::Open(
 
 template <typename Body>
 auto PgLeaseStore::InTransaction(const char* mode, Body&& body) {
-  using Result = decltype(body(std::declval<PgConnection*>()));
-  for (int attempt = 1;; ++attempt) {
-    absl::StatusOr<PgPool::Lease> conn = pool_->Acquire();
-    if (!conn.ok()) return Result(conn.status());
-    PgTransaction txn(conn->get());
-    if (absl::Status s = txn.Begin(mode); !s.ok()) return Result(s);
-    Result result = body(conn->get());
-    absl::Status status = result.ok() ? txn.Commit() : absl::OkStatus();
-    const absl::Status& failed = result.ok() ? status : LeaseStatusOf(result);
-    if (failed.code() == absl::StatusCode::kAborted &&
-        attempt < kLeaseAttempts) {
-      continue;  // rolled back by txn's destructor (or by the server)
-    }
-    if (!status.ok()) return Result(status);
-    return result;
-  }
+  return ps::InTransaction(pool_, mode, kLeaseAttempts,
+                           std::forward<Body>(body));
 }
 
 absl::Status PgLeaseStore::Heartbeat(const NodeRecord& node) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +29,7 @@
 #include "absl/time/time.h"
 #include "core/model/job.h"
 #include "storage/postgres/pg_connection.h"
+#include "storage/postgres/pg_pool.h"
 #include "storage/sql/state_values.h"
 
 namespace backfill::pg_state {
@@ -72,6 +74,42 @@ std::string Placeholders(int first, size_t n);
 // "IN (...)" of Placeholders).
 void AppendStates(const std::vector<JobState>& states, Params* params);
 void AppendStates(const std::vector<TaskState>& states, Params* params);
+
+// Write transactions run in READ COMMITTED, reads in one snapshot.
+inline constexpr char kWriteMode[] = "";
+inline constexpr char kReadMode[] =
+    "ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+// The status of a call's result, whichever its type.
+inline const absl::Status& StatusOf(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+// Runs `body(conn)` in one transaction of `mode` on a connection of `pool`,
+// committed when it succeeds; again, up to `attempts` runs in all, when the
+// server aborted it (a deadlock, a serialization failure: ABORTED). Returns
+// what `body` returned, or the failure of the transaction around it.
+template <typename Body>
+auto InTransaction(postgres::PgPool* pool, const char* mode, int attempts,
+                   Body&& body) {
+  using Result = decltype(body(std::declval<postgres::PgConnection*>()));
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<postgres::PgPool::Lease> conn = pool->Acquire();
+    if (!conn.ok()) return Result(conn.status());
+    postgres::PgTransaction txn(conn->get());
+    if (absl::Status s = txn.Begin(mode); !s.ok()) return Result(s);
+    Result result = body(conn->get());
+    absl::Status status = result.ok() ? txn.Commit() : absl::OkStatus();
+    const absl::Status& failed = result.ok() ? status : StatusOf(result);
+    if (failed.code() == absl::StatusCode::kAborted && attempt < attempts) {
+      continue;  // rolled back by txn's destructor (or by the server)
+    }
+    if (!status.ok()) return Result(status);
+    return result;
+  }
+}
 
 }  // namespace backfill::pg_state
 

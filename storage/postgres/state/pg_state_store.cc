@@ -30,16 +30,6 @@ constexpr int kConnections = 4;
 // Runs of a transaction that the server aborted (deadlock, serialization).
 constexpr int kAttempts = 3;
 
-constexpr char kWriteMode[] = "";
-
-// The status of a call's result, whichever its type.
-const absl::Status& StatusOf(const absl::Status& s) { return s; }
-template <typename T>
-const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
-  return s.status();
-}
-constexpr char kReadMode[] = "ISOLATION LEVEL REPEATABLE READ, READ ONLY";
-
 }  // namespace
 
 PgStateStore::PgStateStore(std::unique_ptr<PgPool> pool)
@@ -69,31 +59,18 @@ absl::StatusOr<std::unique_ptr<PgStateStore>> PgStateStore::Open(
 
 template <typename Body>
 auto PgStateStore::InTransaction(const char* mode, Body&& body) {
-  using Result = decltype(body(std::declval<PgConnection*>()));
-  for (int attempt = 1;; ++attempt) {
-    absl::StatusOr<PgPool::Lease> conn = pool_->Acquire();
-    if (!conn.ok()) return Result(conn.status());
-    PgTransaction txn(conn->get());
-    if (absl::Status s = txn.Begin(mode); !s.ok()) return Result(s);
-    Result result = body(conn->get());
-    absl::Status status = result.ok() ? txn.Commit() : absl::OkStatus();
-    const absl::Status& failed = result.ok() ? status : StatusOf(result);
-    if (failed.code() == absl::StatusCode::kAborted && attempt < kAttempts) {
-      continue;  // rolled back by txn's destructor (or by the server)
-    }
-    if (!status.ok()) return Result(status);
-    return result;
-  }
+  return ps::InTransaction(pool_.get(), mode, kAttempts,
+                           std::forward<Body>(body));
 }
 
 template <typename Body>
 auto PgStateStore::Write(Body&& body) {
-  return InTransaction(kWriteMode, std::forward<Body>(body));
+  return InTransaction(ps::kWriteMode, std::forward<Body>(body));
 }
 
 template <typename Body>
 auto PgStateStore::Read(Body&& body) {
-  return InTransaction(kReadMode, std::forward<Body>(body));
+  return InTransaction(ps::kReadMode, std::forward<Body>(body));
 }
 
 absl::Status PgStateStore::CheckFence(PgConnection* conn,
