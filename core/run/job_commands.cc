@@ -159,16 +159,11 @@ void JobCommands::AwaitMoveInFlight(const std::string& id) {
 absl::StatusOr<Job> JobCommands::Cancel(const std::string& id,
                                         const std::string& reason,
                                         const std::string& actor) {
-  {
-    // In a group, the replica that runs the job takes the decision.
-    Decision decision;
-    decision.kind = "cancel";
-    decision.reason = reason;
-    decision.actor = actor;
-    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
-                     scheduler_->Forward(id, decision));
-    if (elsewhere.has_value()) return *std::move(elsewhere);
-  }
+  // In a group, the replica that runs the job takes the decision.
+  ASSIGN_OR_RETURN(
+      std::optional<Job> elsewhere,
+      scheduler_->Forward(id, Decision{"cancel", reason, actor, {}}));
+  if (elsewhere.has_value()) return *std::move(elsewhere);
   JobTable* const jobs = ctx_->jobs();
   AwaitMoveInFlight(id);
   ActiveJob* job = nullptr;
@@ -243,16 +238,11 @@ absl::StatusOr<Job> JobCommands::Cancel(const std::string& id,
 absl::StatusOr<Job> JobCommands::Pause(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
-  {
-    // In a group, the replica that runs the job takes the decision.
-    Decision decision;
-    decision.kind = "pause";
-    decision.reason = reason;
-    decision.actor = actor;
-    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
-                     scheduler_->Forward(id, decision));
-    if (elsewhere.has_value()) return *std::move(elsewhere);
-  }
+  // In a group, the replica that runs the job takes the decision.
+  ASSIGN_OR_RETURN(
+      std::optional<Job> elsewhere,
+      scheduler_->Forward(id, Decision{"pause", reason, actor, {}}));
+  if (elsewhere.has_value()) return *std::move(elsewhere);
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
   JobPhase before;
@@ -314,16 +304,11 @@ absl::StatusOr<Job> JobCommands::Pause(const std::string& id,
 absl::StatusOr<Job> JobCommands::Resume(const std::string& id,
                                         const std::string& reason,
                                         const std::string& actor) {
-  {
-    // In a group, the replica that runs the job takes the decision.
-    Decision decision;
-    decision.kind = "resume";
-    decision.reason = reason;
-    decision.actor = actor;
-    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
-                     scheduler_->Forward(id, decision));
-    if (elsewhere.has_value()) return *std::move(elsewhere);
-  }
+  // In a group, the replica that runs the job takes the decision.
+  ASSIGN_OR_RETURN(
+      std::optional<Job> elsewhere,
+      scheduler_->Forward(id, Decision{"resume", reason, actor, {}}));
+  if (elsewhere.has_value()) return *std::move(elsewhere);
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
   {
@@ -368,16 +353,11 @@ absl::StatusOr<Job> JobCommands::Resume(const std::string& id,
 absl::StatusOr<Job> JobCommands::Retry(const std::string& id,
                                        const std::string& reason,
                                        const std::string& actor) {
-  {
-    // In a group, the replica that runs the job takes the decision.
-    Decision decision;
-    decision.kind = "retry";
-    decision.reason = reason;
-    decision.actor = actor;
-    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
-                     scheduler_->Forward(id, decision));
-    if (elsewhere.has_value()) return *std::move(elsewhere);
-  }
+  // In a group, the replica that runs the job takes the decision.
+  ASSIGN_OR_RETURN(
+      std::optional<Job> elsewhere,
+      scheduler_->Forward(id, Decision{"retry", reason, actor, {}}));
+  if (elsewhere.has_value()) return *std::move(elsewhere);
   absl::MutexLock admission(&admission_mu_);
   JobTable* const jobs = ctx_->jobs();
   ActiveJob* job = nullptr;
@@ -495,15 +475,11 @@ absl::StatusOr<Job> JobCommands::Retry(const std::string& id,
 
 absl::StatusOr<Job> JobCommands::Approve(const std::string& id,
                                          const Approval& request) {
-  {
-    // In a group, the replica that runs the job takes the decision.
-    Decision decision;
-    decision.kind = "approve";
-    decision.approval = request;
-    ASSIGN_OR_RETURN(std::optional<Job> elsewhere,
-                     scheduler_->Forward(id, decision));
-    if (elsewhere.has_value()) return *std::move(elsewhere);
-  }
+  // In a group, the replica that runs the job takes the decision.
+  ASSIGN_OR_RETURN(
+      std::optional<Job> elsewhere,
+      scheduler_->Forward(id, Decision{"approve", "", "", request}));
+  if (elsewhere.has_value()) return *std::move(elsewhere);
   absl::MutexLock admission(&admission_mu_);
   JobTable* const jobs = ctx_->jobs();
   RETURN_IF_ERROR(CheckApprovalRequest(request));
