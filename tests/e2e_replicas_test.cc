@@ -101,23 +101,7 @@ class ReplicasTest : public E2eTest {
   }
 
   // Rows of `sql` on the state store's database.
-  Rows State(const std::string& sql) {
-    PGresult* r = PQexec(state_, sql.c_str());
-    Rows rows;
-    EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK)
-        << PQresultErrorMessage(r) << " in " << sql;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
-      for (int i = 0; i < PQntuples(r); ++i) {
-        std::vector<std::string> row;
-        for (int j = 0; j < PQnfields(r); ++j) {
-          row.emplace_back(PQgetvalue(r, i, j));
-        }
-        rows.push_back(std::move(row));
-      }
-    }
-    PQclear(r);
-    return rows;
-  }
+  Rows State(const std::string& sql) { return PgRows(state_, sql); }
   int64_t StateCount(const std::string& sql) {
     const Rows rows = State(sql);
     int64_t n = -1;

@@ -26,6 +26,26 @@
 
 namespace backfill::e2e {
 
+// The rows of `sql` on `conn`, each value as text (a failure is a test
+// failure, and no rows).
+inline Rows PgRows(PGconn* conn, const std::string& sql) {
+  PGresult* r = PQexec(conn, sql.c_str());
+  Rows rows;
+  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK)
+      << PQresultErrorMessage(r) << " in " << sql;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+    for (int i = 0; i < PQntuples(r); ++i) {
+      std::vector<std::string> row;
+      for (int j = 0; j < PQnfields(r); ++j) {
+        row.emplace_back(PQgetvalue(r, i, j));
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  PQclear(r);
+  return rows;
+}
+
 // The warehouse the daemon replays into, as the test reaches it with the
 // warehouse's own client library (sqlite3, libpq), never through backfilld.
 class TestWarehouse {
@@ -160,21 +180,7 @@ class PostgresTestWarehouse : public TestWarehouse {
   }
   Rows Query(const std::string& sql) override {
     Reconnect();
-    PGresult* r = PQexec(conn_, sql.c_str());
-    Rows rows;
-    EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK)
-        << PQresultErrorMessage(r) << " in " << sql;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
-      for (int i = 0; i < PQntuples(r); ++i) {
-        std::vector<std::string> row;
-        for (int j = 0; j < PQnfields(r); ++j) {
-          row.emplace_back(PQgetvalue(r, i, j));
-        }
-        rows.push_back(std::move(row));
-      }
-    }
-    PQclear(r);
-    return rows;
+    return PgRows(conn_, sql);
   }
   Rows Expected(const std::string& from, const std::string& to) override {
     return Query(absl::StrCat(
