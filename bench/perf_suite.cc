@@ -57,6 +57,7 @@
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
 #include "bench/perf_process.h"
+#include "bench/perf_table.h"
 #include "bench/rpc_load.h"
 #include "core/base/status_macros.h"
 #include "core/ports/http_client.h"
@@ -96,37 +97,6 @@ Sizes QuickSizes() {
   s.load_time = absl::Seconds(1);
   s.plan_repeats = 2;
   return s;
-}
-
-// One line of the table.
-struct Row {
-  std::string measure;
-  std::string goal;
-  std::string figures;  // the raw measurements the result comes from
-  std::string result;
-  std::optional<bool> met;  // nullopt: reported, no pass/fail
-};
-
-std::string Count(double n) {
-  if (n >= 1e6 && static_cast<int64_t>(n) % 100'000 == 0) {
-    return absl::StrFormat("%.1fM", n / 1e6);
-  }
-  std::string digits = absl::StrCat(static_cast<int64_t>(n));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
-    digits.insert(static_cast<size_t>(i), ",");
-  }
-  return digits;
-}
-
-std::string Sec(double s) {
-  if (s < 0.01) return absl::StrFormat("%.2f ms", s * 1e3);
-  return absl::StrFormat("%.3f s", s);
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // GET http://<address>/metrics, through the daemon's own HTTP client.
