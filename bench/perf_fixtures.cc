@@ -36,6 +36,33 @@ std::string SqlString(const std::string& s) {
   return absl::StrCat("'", s, "'");
 }
 
+// The trivial hourly pipeline over `warehouse` (the pipeline file's
+// warehouse mapping), its count declared as `count_type`.
+std::string HourlyPipelineYaml(const std::string& warehouse,
+                               const std::string& table,
+                               const std::string& count_type) {
+  return absl::StrCat(
+      "warehouse: ", warehouse,
+      "\n"
+      "datasets:\n"
+      "  - name: ticks\n"
+      "    kind: source\n"
+      "    table: ",
+      table,
+      "\n"
+      "    partition: {column: h, grain: hour}\n"
+      "  - name: hourly_ticks\n"
+      "    kind: derived\n"
+      "    table: hourly_ticks\n"
+      "    partition: {column: h, grain: hour}\n"
+      "    upstream: [{dataset: ticks, mapping: identity}]\n"
+      "    transform: \"SELECT :partition_start AS h, COUNT(*) AS n FROM ",
+      table,
+      " WHERE h >= :partition_start AND h < :partition_end\"\n"
+      "    contract: {columns: {h: TEXT, n: ",
+      count_type, "}, primary_key: [h]}\n");
+}
+
 }  // namespace
 
 std::vector<std::string> Days(int days) {
@@ -146,24 +173,14 @@ std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables) {
 }
 
 std::string TrivialHourlyPipelineYaml(const std::string& table) {
-  return absl::StrCat(
-      "warehouse: {engine: sqlite, path: warehouse.db}\n"
-      "datasets:\n"
-      "  - name: ticks\n"
-      "    kind: source\n"
-      "    table: ",
-      table,
-      "\n"
-      "    partition: {column: h, grain: hour}\n"
-      "  - name: hourly_ticks\n"
-      "    kind: derived\n"
-      "    table: hourly_ticks\n"
-      "    partition: {column: h, grain: hour}\n"
-      "    upstream: [{dataset: ticks, mapping: identity}]\n"
-      "    transform: \"SELECT :partition_start AS h, COUNT(*) AS n FROM ",
-      table,
-      " WHERE h >= :partition_start AND h < :partition_end\"\n"
-      "    contract: {columns: {h: TEXT, n: INTEGER}, primary_key: [h]}\n");
+  return HourlyPipelineYaml("{engine: sqlite, path: warehouse.db}", table,
+                            "INTEGER");
+}
+
+std::string PostgresTrivialHourlyPipelineYaml(const std::string& dsn,
+                                              const std::string& table) {
+  return HourlyPipelineYaml(
+      absl::StrCat("{engine: postgres, dsn: \"", dsn, "\"}"), table, "BIGINT");
 }
 
 std::string DirectReloadScript(const std::string& orders_table,

@@ -46,6 +46,12 @@ std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables);
 // hour: the number of ticks, all tables empty).
 std::string TrivialHourlyPipelineYaml(const std::string& table);
 
+// The same pipeline on the PostgreSQL warehouse `dsn` (a libpq connection
+// string): the same datasets and transform; the count's contract type is
+// BIGINT, COUNT's type there.
+std::string PostgresTrivialHourlyPipelineYaml(const std::string& dsn,
+                                              const std::string& table);
+
 // The transform of the derived datasets of RevenuePipelineYaml over
 // `orders_table`, with the :partition_start and :partition_end parameters.
 std::string RevenueTransform(const std::string& orders_table);

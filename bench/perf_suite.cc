@@ -17,15 +17,20 @@
 //   - GetBackfill (BASIC) calls per second with 32 concurrent clients
 //     against a bare gRPC echo server answering as many bytes;
 //   - a restart over a state store of 1,000,000 partition rows with a job
-//     running: time to serving, and to the job's next checkpoint.
+//     running: time to serving, and to the job's next checkpoint;
+//   - replicas (bench/perf_replicas.h): the trivial job on a PostgreSQL
+//     warehouse with the state in state.db, in PostgreSQL, and on a group
+//     of three replicas; three jobs on one replica and on three; and the
+//     time a group takes to take a killed replica's job over.
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
 // Usage: backfill_perf [--quick] [--only GROUPS] [--bin-dir DIR]
 //                      [--work-dir DIR] [--keep]
 // --only runs some groups of rows, a comma-separated list of: cost (the
-// first five rows), partitions (the 100,000-partition rows: plan, job,
-// GetBackfill, restart), plan-size (the last row).
+// first six rows), partitions (the 100,000-partition rows: plan, job,
+// GetBackfill, restart), plan-size (the 30-day plan against table size),
+// replicas (the state store in PostgreSQL and groups of replicas).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -57,6 +62,8 @@
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
 #include "bench/perf_process.h"
+#include "bench/perf_replicas.h"
+#include "bench/perf_table.h"
 #include "bench/rpc_load.h"
 #include "core/base/status_macros.h"
 #include "core/ports/http_client.h"
@@ -96,37 +103,6 @@ Sizes QuickSizes() {
   s.load_time = absl::Seconds(1);
   s.plan_repeats = 2;
   return s;
-}
-
-// One line of the table.
-struct Row {
-  std::string measure;
-  std::string goal;
-  std::string figures;  // the raw measurements the result comes from
-  std::string result;
-  std::optional<bool> met;  // nullopt: reported, no pass/fail
-};
-
-std::string Count(double n) {
-  if (n >= 1e6 && static_cast<int64_t>(n) % 100'000 == 0) {
-    return absl::StrFormat("%.1fM", n / 1e6);
-  }
-  std::string digits = absl::StrCat(static_cast<int64_t>(n));
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
-    digits.insert(static_cast<size_t>(i), ",");
-  }
-  return digits;
-}
-
-std::string Sec(double s) {
-  if (s < 0.01) return absl::StrFormat("%.2f ms", s * 1e3);
-  return absl::StrFormat("%.3f s", s);
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // GET http://<address>/metrics, through the daemon's own HTTP client.
@@ -185,7 +161,8 @@ std::string Machine() {
 class Suite {
  public:
   // The groups of rows --only names.
-  static constexpr const char* kGroups[] = {"cost", "partitions", "plan-size"};
+  static constexpr const char* kGroups[] = {"cost", "partitions", "plan-size",
+                                            "replicas"};
 
   // `only`: the groups to run (kGroups); empty: all of them.
   Suite(bool quick, std::set<std::string> only, std::string bin_dir,
@@ -200,6 +177,14 @@ class Suite {
     if (Runs("cost")) RETURN_IF_ERROR(CostRows());
     if (Runs("partitions")) RETURN_IF_ERROR(ManyPartitionRows());
     if (Runs("plan-size")) RETURN_IF_ERROR(PlanSizeRows());
+    if (Runs("replicas")) {
+      ReplicaBenchOptions options;
+      options.quick = quick_;
+      options.backfilld = Bin("backfilld");
+      options.dir = dir_ / "replicas";
+      options.workers = kWorkers;
+      RETURN_IF_ERROR(AddReplicaRows(options, &rows_));
+    }
     return absl::OkStatus();
   }
 
@@ -716,7 +701,7 @@ int Main(int argc, char** argv) {
                       group) == std::end(Suite::kGroups)) {
           std::fprintf(stderr,
                        "backfill_perf: --only: no group \"%s\" (the groups "
-                       "are cost, partitions and plan-size)\n",
+                       "are cost, partitions, plan-size and replicas)\n",
                        std::string(group).c_str());
           return 2;
         }
@@ -729,7 +714,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: backfill_perf [--quick] [--only "
-                   "cost,partitions,plan-size] [--bin-dir DIR] "
+                   "cost,partitions,plan-size,replicas] [--bin-dir DIR] "
                    "[--work-dir DIR] [--keep]\n");
       return 2;
     }
