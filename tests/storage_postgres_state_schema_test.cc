@@ -205,19 +205,18 @@ TEST_F(PgStateSchemaTest, ReplicasStartingAtOnceMigrateItOnce) {
 }
 
 TEST_F(PgStateSchemaTest, ADatabaseOfVersionOneGetsTheTablesOfAGroup) {
-  // A database as version 1 left it, holding a job: the latest schema
-  // without the tables version 2 added.
-  ASSERT_TRUE(MigrateStateSchema(conn_.get()).ok());
+  // A database as version 1 left it, holding a job.
+  ASSERT_TRUE(MigrateStateSchemaTo(conn_.get(), 1).ok());
   ASSERT_GE(StateSchemaVersion(), 2);
-  ASSERT_TRUE(
-      conn_
-          ->ExecScript("DROP TABLE backfill_state.nodes;"
-                       "DROP TABLE backfill_state.job_leases;"
-                       "DROP TABLE backfill_state.node_requests;"
-                       "UPDATE backfill_state.schema_version SET version = 1;"
-                       "INSERT INTO backfill_state.jobs (id, seq, state, "
-                       "dataset) VALUES ('bf-1', 1, 'RUNNING', 'd');")
-          .ok());
+  ASSERT_TRUE(conn_
+                  ->ExecScript("INSERT INTO backfill_state.jobs (id, seq, "
+                               "state, dataset) VALUES ('bf-1', 1, "
+                               "'RUNNING', 'd');"
+                               "INSERT INTO backfill_state.tasks (job_id, "
+                               "dataset, \"partition\", ordinal, state) "
+                               "VALUES ('bf-1', 'd', 'p1', 0, 'STAGED'), "
+                               "('bf-1', 'd', 'p2', 1, 'PENDING');")
+                  .ok());
   EXPECT_EQ(*ReadStateSchemaVersion(conn_.get()), 1);
   EXPECT_EQ(Rows("SELECT to_regclass('backfill_state.job_leases') IS NULL"),
             std::vector<std::string>{"t"});
@@ -242,6 +241,20 @@ TEST_F(PgStateSchemaTest, ADatabaseOfVersionOneGetsTheTablesOfAGroup) {
             std::vector<std::string>{"bf-1|node-a|1|"});
   EXPECT_EQ(Rows("SELECT name, draining FROM backfill_state.nodes"),
             std::vector<std::string>{"node-a|f"});
+  // The counts of tasks per state, kept by version 1's triggers, go on
+  // from where they were under version 2's.
+  ASSERT_TRUE(conn_
+                  ->ExecScript("UPDATE backfill_state.tasks SET state = "
+                               "'STAGED' WHERE \"partition\" = 'p2';"
+                               "INSERT INTO backfill_state.tasks (job_id, "
+                               "dataset, \"partition\", ordinal, state) "
+                               "VALUES ('bf-1', 'd', 'p3', 2, 'FAILED');"
+                               "DELETE FROM backfill_state.tasks WHERE "
+                               "\"partition\" = 'p3';")
+                  .ok());
+  EXPECT_EQ(Rows("SELECT state, n FROM backfill_state.task_state_counts "
+                 "WHERE n <> 0 ORDER BY 1"),
+            std::vector<std::string>{"STAGED|2"});
 }
 
 TEST_F(PgStateSchemaTest, ANewerSchemaIsRefusedAndLeftAlone) {

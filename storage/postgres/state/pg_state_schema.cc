@@ -300,7 +300,8 @@ CREATE TABLE replay_policy_pauses (
     // 2: the group of replicas sharing the store (core/ports/lease_store.h,
     // pg_lease_store.h): each replica's record, each job's lease and the
     // decisions sent between replicas. A released lease keeps its row
-    // (node '') so that its token only grows.
+    // (node '') so that its token only grows. And the count of tasks per
+    // state kept per statement instead of per row.
     // These tables have no counterpart in the SQLite state store, whose
     // single process is never part of a group.
     R"sql(
@@ -340,6 +341,51 @@ CREATE TABLE backfill_state.node_requests (
 );
 CREATE INDEX node_requests_waiting ON backfill_state.node_requests (node, id)
   WHERE taken_at IS NULL;
+
+-- The count of tasks per state, kept once per statement over the rows it
+-- changed (transition tables) rather than once per row: a statement that
+-- writes n tasks updates each state's count once, not n times.
+DROP TRIGGER task_state_counts_insert ON backfill_state.tasks;
+DROP TRIGGER task_state_counts_update ON backfill_state.tasks;
+DROP TRIGGER task_state_counts_delete ON backfill_state.tasks;
+DROP FUNCTION backfill_state.task_state_counts_follow();
+CREATE FUNCTION backfill_state.task_state_counts_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO backfill_state.task_state_counts (state, n)
+    SELECT state, COUNT(*) FROM new_tasks GROUP BY state
+    ON CONFLICT (state) DO UPDATE SET n = task_state_counts.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION backfill_state.task_state_counts_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO backfill_state.task_state_counts (state, n)
+    SELECT state, SUM(k) FROM (
+        SELECT state, COUNT(*) AS k FROM new_tasks GROUP BY state
+        UNION ALL
+        SELECT state, -COUNT(*) AS k FROM old_tasks GROUP BY state) d
+      GROUP BY state HAVING SUM(k) <> 0
+    ON CONFLICT (state) DO UPDATE SET n = task_state_counts.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION backfill_state.task_state_counts_deleted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE backfill_state.task_state_counts c SET n = c.n - d.k
+    FROM (SELECT state, COUNT(*) AS k FROM old_tasks GROUP BY state) d
+    WHERE c.state = d.state;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER task_state_counts_insert AFTER INSERT ON backfill_state.tasks
+  REFERENCING NEW TABLE AS new_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_inserted();
+CREATE TRIGGER task_state_counts_update AFTER UPDATE ON backfill_state.tasks
+  REFERENCING OLD TABLE AS old_tasks NEW TABLE AS new_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_updated();
+CREATE TRIGGER task_state_counts_delete AFTER DELETE ON backfill_state.tasks
+  REFERENCING OLD TABLE AS old_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_deleted();
 )sql",
 };
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -368,6 +414,14 @@ absl::StatusOr<int> ReadStateSchemaVersion(PgConnection* conn) {
 }
 
 absl::Status MigrateStateSchema(PgConnection* conn) {
+  return MigrateStateSchemaTo(conn, kLatest);
+}
+
+absl::Status MigrateStateSchemaTo(PgConnection* conn, int target) {
+  if (target < 1 || target > kLatest) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no state store schema version ", target));
+  }
   while (true) {
     PgTransaction txn(conn);
     RETURN_IF_ERROR(txn.Begin());
@@ -380,7 +434,7 @@ absl::Status MigrateStateSchema(PgConnection* conn) {
                        " is newer than this backfilld knows (", kLatest,
                        "); run a newer backfilld"));
     }
-    if (version == kLatest) return txn.Commit();
+    if (version >= target) return txn.Commit();
     absl::Status step = conn->ExecScript(kMigrations[version]);
     if (!step.ok()) {
       return absl::Status(step.code(),

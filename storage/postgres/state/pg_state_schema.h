@@ -42,6 +42,10 @@ absl::StatusOr<int> ReadStateSchemaVersion(PgConnection* conn);
 // Creates or upgrades the state store's schema; see above.
 absl::Status MigrateStateSchema(PgConnection* conn);
 
+// The same up to version `target` only (1..StateSchemaVersion()): a
+// database as an older backfilld left it, for the tests of the upgrades.
+absl::Status MigrateStateSchemaTo(PgConnection* conn, int target);
+
 }  // namespace backfill::postgres
 
 #endif  // BACKFILL_STORAGE_POSTGRES_STATE_PG_STATE_SCHEMA_H_
