@@ -234,10 +234,8 @@ class ReplicaBench {
   // Starts `count` replicas in databases `<name>_warehouse` (the trivial
   // pipeline's, with an empty source) and `<name>_state`, or with state.db
   // when not `state_in_postgres`, and runs a job of one partition, outside
-  // every range measured, which creates the published table: two jobs that
-  // publish a table's first partitions at once may both create it, and
-  // PostgreSQL refuses the second CREATE TABLE IF NOT EXISTS (a unique
-  // violation in its catalog).
+  // every range measured, which creates the published table: no measured
+  // job pays for creating it.
   absl::StatusOr<std::unique_ptr<Group>> StartGroup(const std::string& name,
                                                     int count,
                                                     bool state_in_postgres,

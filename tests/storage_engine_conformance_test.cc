@@ -937,6 +937,34 @@ TEST_P(EngineConformanceTest, WindowStartOnlyForALookbackDataset) {
   EXPECT_THAT(r.status().message(), HasSubstr("a `lookback` upstream"));
 }
 
+// Two jobs that publish the first partitions of a dataset at once (as
+// replicas of a group may) both find its table missing: one creates it,
+// the other publishes into it; neither fails.
+TEST_P(EngineConformanceTest, TwoFirstPublishesAtOnceBothLand) {
+  Restart(/*connections=*/4);
+  const std::vector<std::string> days_a = {"2025-01-01", "2025-01-02"};
+  const std::vector<std::string> days_b = {"2025-01-03"};
+  JobLayout a = Layout("bf-1", {{&revenue_, days_a}});
+  JobLayout b = Layout("bf-2", {{&revenue_, days_b}});
+  for (auto& [layout, days] : {std::pair{&a, days_a}, std::pair{&b, days_b}}) {
+    ASSERT_TRUE(engine()->PrepareJob(*layout).ok());
+    for (const std::string& day : days) {
+      auto staged = StageRevenue(layout->job_id, day);
+      ASSERT_TRUE(staged.ok()) << staged.status();
+    }
+  }
+  ASSERT_FALSE(Exists(Quote("daily_revenue")));
+  absl::Status published_a, published_b;
+  std::thread first([&] { published_a = engine()->Publish(a); });
+  std::thread second([&] { published_b = engine()->Publish(b); });
+  first.join();
+  second.join();
+  EXPECT_TRUE(published_a.ok()) << published_a;
+  EXPECT_TRUE(published_b.ok()) << published_b;
+  EXPECT_EQ(RevenueRows(Quote("daily_revenue")),
+            ExpectedDailyRevenue("'2025-01-01', '2025-01-02', '2025-01-03'"));
+}
+
 }  // namespace
 }  // namespace storage_engine_conformance_test
 }  // namespace backfill

@@ -104,6 +104,13 @@ absl::Status Publish(Connection* conn, ReplaceHooks& hooks,
     ASSIGN_OR_RETURN(std::function<absl::Status()> replaced,
                      hooks.BeforeReplacing(conn, ds, item.partitions));
     ASSIGN_OR_RETURN(std::string defs, d.ColumnDefinitions(ds));
+    // The first publish into a dataset creates its table. Publishes of two
+    // jobs may both find it missing (replicas of a group publish at once):
+    // they take turns (LockRecords, to the end of the transaction), so that
+    // the second finds the first's table instead of failing on the
+    // catalog's unique keys.
+    ASSIGN_OR_RETURN(bool table_exists, conn->Exists(table));
+    if (!table_exists) RETURN_IF_ERROR(Annotate(d.LockRecords(conn), where));
     std::string create =
         absl::StrCat("CREATE TABLE IF NOT EXISTS ", d.Name(table), " (", defs);
     if (!ds.primary_key.empty()) {
