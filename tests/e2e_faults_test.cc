@@ -20,6 +20,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
@@ -64,6 +66,16 @@ class FaultsTest : public E2eTest {
       EXPECT_EQ(*code, 1) << ReadFile(daemon.log());
     }
     return ReadFile(daemon.log());
+  }
+
+  // Whether health says SERVING within 10 s.
+  static bool WaitUntilServing(const std::string& address) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < deadline) {
+      if (HealthStatus(address, kService) == "SERVING") return true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return false;
   }
 
   void RemoveDb(const std::string& path) {
@@ -358,7 +370,9 @@ TEST_F(FaultsTest, AWarehouseFileRemovedUnderTheDaemonIsNotServing) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/3, 10, /*slow=*/false));
   Daemon& daemon = NewDaemon();
   ASSERT_TRUE(daemon.Start());
-  EXPECT_EQ(HealthStatus(daemon.address(), kService), "SERVING");
+  // Calls are answered a moment before health says SERVING (once the jobs
+  // resumed).
+  EXPECT_TRUE(WaitUntilServing(daemon.address()));
   RemoveDb(warehouse_);
   WaitForMetric(daemon, "backfill_storage_failing{storage=\"warehouse\"} 1");
   EXPECT_EQ(HealthStatus(daemon.address(), kService), "NOT_SERVING");
