@@ -219,6 +219,7 @@ class JobRunner : private JobScheduler {
   std::map<std::string, Scope> scopes_ ABSL_GUARDED_BY(scan_mu_);
   std::set<std::string> without_staging_ ABSL_GUARDED_BY(scan_mu_);
   std::set<std::string> unresumable_ ABSL_GUARDED_BY(scan_mu_);
+  int scans_since_failed_ ABSL_GUARDED_BY(scan_mu_) = 0;
   // The thread of ServeRequests, and when it is to stop.
   std::thread requests_;
   absl::Mutex requests_mu_;

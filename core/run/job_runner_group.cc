@@ -43,6 +43,9 @@ bool ByNumber(const std::string& a, const std::string& b) {
 constexpr absl::Duration kForwardTimeout = absl::Seconds(10);
 constexpr absl::Duration kForwardPoll = absl::Milliseconds(20);
 constexpr absl::Duration kRequestsPoll = absl::Milliseconds(100);
+// How many periodic claim scans (one a second) go by between two looks at
+// the FAILED jobs that kept their staging.
+constexpr int kFailedScanEvery = 10;
 
 std::string DecisionToJson(const Decision& d) {
   return absl::StrCat("{\"reason\": ", JsonQuote(d.reason),
@@ -325,8 +328,13 @@ void JobRunner::ClaimScan(const std::string& only) {
            it->second.node != keeper->node();
   };
   // FAILED jobs that kept their staging wait for a retry, holding their
-  // partitions: those are held too.
-  {
+  // partitions: those are held too. Every FAILED job ever is listed for
+  // this, so a periodic scan looks for them only every kFailedScanEvery
+  // scans; a scan for one job (a submit, a decision) always does.
+  const bool look_at_failed =
+      !only.empty() || ++scans_since_failed_ >= kFailedScanEvery;
+  if (look_at_failed) scans_since_failed_ = 0;
+  if (look_at_failed) {
     absl::StatusOr<std::vector<std::string>> failed = ctx_.store()->ListJobIds(
         {JobState::kFailed, JobState::kValidationFailed});
     if (!failed.ok()) return;
@@ -352,6 +360,18 @@ void JobRunner::ClaimScan(const std::string& only) {
       }
     }
   }
+  // Jobs this replica or another holds are in the components whatever
+  // their state (a FAILED job holding its staging between two looks, a
+  // rollback or a confirmation holding an ended job's partitions).
+  {
+    std::set<std::string> listed(ids.begin(), ids.end());
+    for (const std::string& id : local) {
+      if (listed.insert(id).second) ids.push_back(id);
+    }
+    for (const auto& [id, lease] : lease_of) {
+      if (lease.live && listed.insert(id).second) ids.push_back(id);
+    }
+  }
   std::sort(ids.begin(), ids.end(), ByNumber);
   // Forget the scopes of jobs that are no longer unfinished.
   {
@@ -362,7 +382,11 @@ void JobRunner::ClaimScan(const std::string& only) {
   }
   std::vector<std::string> unclaimed;
   for (const std::string& id : ids) {
-    if (!local.count(id) && !elsewhere(id) && !unresumable_.count(id)) {
+    // A live lease of this replica's on a job not in its table is a step
+    // on an ended job (a rollback): not to be claimed again.
+    auto it = lease_of.find(id);
+    const bool leased = it != lease_of.end() && it->second.live;
+    if (!local.count(id) && !leased && !unresumable_.count(id)) {
       unclaimed.push_back(id);
     }
   }
@@ -408,7 +432,11 @@ void JobRunner::ClaimScan(const std::string& only) {
     if (std::any_of(component.begin(), component.end(), elsewhere)) continue;
     std::vector<std::string> to_claim;
     for (const std::string& id : component) {
-      if (!local.count(id) && !unresumable_.count(id)) to_claim.push_back(id);
+      const auto lease = lease_of.find(id);
+      const bool leased = lease != lease_of.end() && lease->second.live;
+      if (!local.count(id) && !leased && !unresumable_.count(id)) {
+        to_claim.push_back(id);
+      }
     }
     std::sort(to_claim.begin(), to_claim.end(), ByNumber);
     std::vector<std::string> claimed;

@@ -60,18 +60,11 @@ absl::StatusOr<ClaimResult> LeaseKeeper::Claim(const std::string& job_id,
     held.lost = false;
     held.step = step;
     to_release_.erase(job_id);
-    if (!claimed->taken_from.empty()) ++takeovers_;
   }
   if (!claimed->taken_from.empty() && callbacks_.on_takeover) {
     callbacks_.on_takeover(job_id, claimed->taken_from);
   }
   return claimed;
-}
-
-bool LeaseKeeper::Holds(const std::string& job_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = held_.find(job_id);
-  return it != held_.end() && !it->second.lost && !to_release_.count(job_id);
 }
 
 void LeaseKeeper::SetStep(const std::string& job_id, const std::string& step) {
@@ -95,11 +88,6 @@ void LeaseKeeper::SetDraining() {
 void LeaseKeeper::Wake() {
   absl::MutexLock lock(&mu_);
   wake_ = true;
-}
-
-int64_t LeaseKeeper::takeovers() const {
-  absl::MutexLock lock(&mu_);
-  return takeovers_;
 }
 
 std::optional<int64_t> LeaseKeeper::TokenFor(const std::string& job_id) const {
@@ -153,7 +141,19 @@ std::vector<std::string> LeaseKeeper::RenewOnce() {
     }
   }
   std::vector<std::string> lost;
-  absl::Status heartbeat = store_->Heartbeat(self);
+  // A renewal records the heartbeat too; the whole record is written when
+  // there is nothing to renew or the draining flag changed.
+  bool whole_record;
+  {
+    absl::MutexLock lock(&mu_);
+    whole_record = renew.empty() || draining_sent_ != self.draining;
+  }
+  absl::Status heartbeat =
+      whole_record ? store_->Heartbeat(self) : absl::OkStatus();
+  if (whole_record && heartbeat.ok()) {
+    absl::MutexLock lock(&mu_);
+    draining_sent_ = self.draining;
+  }
   absl::StatusOr<std::vector<std::string>> gone =
       renew.empty()
           ? absl::StatusOr<std::vector<std::string>>(std::vector<std::string>())

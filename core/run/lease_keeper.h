@@ -73,15 +73,12 @@ class LeaseKeeper : public LeaseFence {
   void Stop(bool leave);
 
   const std::string& node() const { return self_.name; }
-  absl::Duration lease_time() const { return lease_time_; }
   LeaseStore* store() const { return store_; }
 
   // Claims `job_id` for this replica (LeaseStore::Claim). A job this
   // replica holds already is claimed again, its lease extended.
   absl::StatusOr<ClaimResult> Claim(const std::string& job_id,
                                     const std::string& step);
-  // Whether this replica holds a lease on the job (not lost).
-  bool Holds(const std::string& job_id) const;
   // The step shown for a held lease; sent with the next renewal.
   void SetStep(const std::string& job_id, const std::string& step);
   // Gives the lease back with the next renewal (a job that ended).
@@ -90,8 +87,6 @@ class LeaseKeeper : public LeaseFence {
   void SetDraining();
   // Runs on_tick on the keeper's thread as soon as it can.
   void Wake();
-  // How many jobs this replica took over since it started.
-  int64_t takeovers() const;
 
   // LeaseFence.
   std::optional<int64_t> TokenFor(const std::string& job_id) const override;
@@ -120,7 +115,8 @@ class LeaseKeeper : public LeaseFence {
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t takeovers_ ABSL_GUARDED_BY(mu_) = 0;
+  // Whether the store has the draining flag as draining_ says.
+  bool draining_sent_ ABSL_GUARDED_BY(mu_) = false;
   // The last renewal the store answered (the clock's time).
   absl::Time last_renewed_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
