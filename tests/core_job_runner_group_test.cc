@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/run/lease_keeper.h"
@@ -183,6 +185,30 @@ TEST_F(JobRunnerGroupTest, ARollbackHoldsItsLeaseWhileTheScansGoOn) {
   ASSERT_TRUE(rolled.ok()) << rolled.status();
   EXPECT_EQ(rolled->state, JobState::kRolledBack);
   EXPECT_TRUE(WaitUntil([&] { return HolderOf(id).empty(); }));
+}
+
+TEST_F(JobRunnerGroupTest, EachJobRunsOnTheReplicaItWasSubmittedTo) {
+  // Jobs on disjoint days, sent to the two replicas in turn, each held at
+  // its first partition: the other replica's scans leave a job that never
+  // had a lease to the replica it was sent to.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) {
+    gate_.Close(absl::StrCat("bf-", i + 1));
+    const std::string month = absl::StrFormat("2025-%02d", i + 1);
+    ids.push_back(
+        SubmitTo(i % 2, Request("daily", month + "-01", month + "-03")));
+    ASSERT_EQ(ids.back(), absl::StrCat("bf-", i + 1));
+    EXPECT_EQ(HolderOf(ids.back()), i % 2 == 0 ? "a" : "b");
+  }
+  // Scans of both replicas go by; nothing changes hands.
+  absl::SleepFor(absl::Milliseconds(2500));
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(HolderOf(ids[i]), i % 2 == 0 ? "a" : "b") << ids[i];
+  }
+  gate_.OpenAll();
+  for (const std::string& id : ids) {
+    EXPECT_EQ(WaitEnded(id).state, JobState::kSucceeded) << id;
+  }
 }
 
 // The keeper alone, over the lease store.

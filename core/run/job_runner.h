@@ -132,7 +132,11 @@ class JobRunner : private JobScheduler {
   // job), each with every unfinished job it shares partitions with, so
   // that jobs that overlap always run on one replica, in order; then
   // recovers them here (recovery.h RecoverJob). `only`: claim only the
-  // jobs that share partitions with it ("": every job nobody holds).
+  // jobs that share partitions with it ("": every job nobody holds). A
+  // periodic scan leaves a group of jobs none of which ever had a lease
+  // (just submitted, or handed back by a replica that stopped) until it
+  // has seen them so for kSubmitterGrace: the replica a job was submitted
+  // to claims it first, so that jobs sent to different replicas run there.
   void ClaimScan(const std::string& only = "");
   // Recovers the claimed jobs into the table and starts them.
   void Adopt(const std::vector<std::string>& ids);
@@ -220,6 +224,10 @@ class JobRunner : private JobScheduler {
   std::set<std::string> without_staging_ ABSL_GUARDED_BY(scan_mu_);
   std::set<std::string> unresumable_ ABSL_GUARDED_BY(scan_mu_);
   int scans_since_failed_ ABSL_GUARDED_BY(scan_mu_) = 0;
+  // When a periodic scan first saw each job that has never had a lease
+  // (absl::Now(), as the lease keeper's ticks): such a job is left to the
+  // replica it was submitted to for kSubmitterGrace.
+  std::map<std::string, absl::Time> unleased_since_ ABSL_GUARDED_BY(scan_mu_);
   // The thread of ServeRequests, and when it is to stop.
   std::thread requests_;
   absl::Mutex requests_mu_;

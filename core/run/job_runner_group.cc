@@ -46,6 +46,10 @@ constexpr absl::Duration kRequestsPoll = absl::Milliseconds(100);
 // How many periodic claim scans (one a second) go by between two looks at
 // the FAILED jobs that kept their staging.
 constexpr int kFailedScanEvery = 10;
+// How long a periodic scan leaves a job that never had a lease to the
+// replica it was submitted to (which claims it at once, unless a scan of
+// its own holds it up). Expired leases are taken over without it.
+constexpr absl::Duration kSubmitterGrace = absl::Seconds(2);
 
 std::string DecisionToJson(const Decision& d) {
   return absl::StrCat("{\"reason\": ", JsonQuote(d.reason),
@@ -390,6 +394,31 @@ void JobRunner::ClaimScan(const std::string& only) {
       unclaimed.push_back(id);
     }
   }
+  // Jobs without any lease row, live or expired: never claimed, or
+  // released. When a periodic scan first saw each.
+  const absl::Time now = absl::Now();
+  {
+    std::map<std::string, absl::Time> since;
+    for (const std::string& id : unclaimed) {
+      if (lease_of.count(id)) continue;
+      auto it = unleased_since_.find(id);
+      since[id] = it == unleased_since_.end() ? now : it->second;
+    }
+    unleased_since_ = std::move(since);
+  }
+  auto in_grace = [&](const std::vector<std::string>& component) {
+    if (!only.empty()) return false;
+    for (const std::string& id : component) {
+      if (local.count(id) || lease_of.count(id)) return false;
+    }
+    for (const std::string& id : component) {
+      auto it = unleased_since_.find(id);
+      if (it != unleased_since_.end() && now - it->second < kSubmitterGrace) {
+        return true;
+      }
+    }
+    return false;
+  };
   if (unclaimed.empty()) return;
   auto scope_of = [&](const std::string& id) -> const Scope* {
     auto it = scopes_.find(id);
@@ -430,6 +459,7 @@ void JobRunner::ClaimScan(const std::string& only) {
     if (unknown_scope) continue;
     if (!only.empty() && !in_component.count(only)) continue;
     if (std::any_of(component.begin(), component.end(), elsewhere)) continue;
+    if (in_grace(component)) continue;
     std::vector<std::string> to_claim;
     for (const std::string& id : component) {
       const auto lease = lease_of.find(id);
