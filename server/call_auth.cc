@@ -44,12 +44,12 @@ absl::StatusOr<std::string_view> BearerTokenOf(std::string_view header) {
                              absl::string_view(kBearer.data(), kBearer.size()));
   if (!bearer) {
     return absl::InvalidArgumentError(
-        "the authorization metadata must be \"Bearer <token>\"");
+        "the authorization value must be \"Bearer <token>\"");
   }
   value = Trimmed(value.substr(kBearer.size()));
   if (value.empty()) {
     return absl::InvalidArgumentError(
-        "the authorization metadata holds \"Bearer\" without a token");
+        "the authorization value holds \"Bearer\" without a token");
   }
   return value;
 }
@@ -90,15 +90,31 @@ absl::Status CallAuth::ReplaceTokens(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
+CallCredentials CallAuth::CredentialsOf(
     const grpc::ServerContext& context) const {
-  const std::shared_ptr<const BearerTokens> tokens = Tokens();
+  CallCredentials credentials;
   const auto& metadata = context.client_metadata();
   const auto [first, last] = metadata.equal_range(
       grpc::string_ref(kAuthorization.data(), kAuthorization.size()));
-  if (first == last || tokens == nullptr) {
+  for (auto it = first; it != last; ++it) {
+    credentials.authorization.emplace_back(MetadataView(it->second));
+  }
+  credentials.certificate_name = CertificateName(context);
+  credentials.peer = context.peer();
+  return credentials;
+}
+
+absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
+    const grpc::ServerContext& context) const {
+  return Authenticate(CredentialsOf(context));
+}
+
+absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
+    const CallCredentials& credentials) const {
+  const std::shared_ptr<const BearerTokens> tokens = Tokens();
+  if (credentials.authorization.empty() || tokens == nullptr) {
     // No token: the client certificate, when the port asks for one.
-    std::optional<std::string> subject = CertificateName(context);
+    const std::optional<std::string>& subject = credentials.certificate_name;
     if (subject.has_value()) {
       if (tokens == nullptr) return Principal{*subject, {}};
       std::optional<Principal> holder = tokens->FindCertificateHolder(*subject);
@@ -114,19 +130,20 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
     if (tokens == nullptr) return std::optional<Principal>();
     return WithReason(
         absl::UnauthenticatedError(
-            "this backfilld requires a bearer token: send the metadata "
-            "\"authorization: Bearer <token>\" with every call"),
+            "this backfilld requires a bearer token: send \"authorization: "
+            "Bearer <token>\" with every call (gRPC metadata or HTTP "
+            "header)"),
         "CREDENTIALS_MISSING");
   }
-  if (std::next(first) != last) {
+  if (credentials.authorization.size() > 1) {
     return WithReason(
         absl::UnauthenticatedError(
-            "the call carries more than one authorization metadata value; "
-            "send exactly one \"authorization: Bearer <token>\""),
+            "the call carries more than one authorization value; send "
+            "exactly one \"authorization: Bearer <token>\""),
         "CREDENTIALS_MALFORMED");
   }
   absl::StatusOr<std::string_view> token =
-      BearerTokenOf(MetadataView(first->second));
+      BearerTokenOf(credentials.authorization.front());
   if (!token.ok()) {
     return WithReason(absl::UnauthenticatedError(token.status().message()),
                       "CREDENTIALS_MALFORMED");
@@ -146,15 +163,22 @@ absl::StatusOr<std::optional<Principal>> CallAuth::Authenticate(
 grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
                              std::string_view method) const {
   if (!enabled_) return grpc::Status::OK;
-  absl::StatusOr<std::optional<Principal>> who = Authenticate(context);
+  return ToGrpcStatus(Admit(CredentialsOf(context), method));
+}
+
+absl::Status CallAuth::Admit(const CallCredentials& credentials,
+                             std::string_view method) const {
+  if (!enabled_) return absl::OkStatus();
+  absl::StatusOr<std::optional<Principal>> who = Authenticate(credentials);
   if (!who.ok()) {
     CountRefusal(method, grpc::StatusCode::UNAUTHENTICATED);
     spdlog::warn("refused {} from {}: {}", std::string(method),
-                 LogText(context.peer()), std::string(who.status().message()));
-    return ToGrpcStatus(who.status());
+                 LogText(credentials.peer),
+                 std::string(who.status().message()));
+    return who.status();
   }
   const Principal& principal = **who;
-  if (MayCall(principal, method)) return grpc::Status::OK;
+  if (MayCall(principal, method)) return absl::OkStatus();
   const std::optional<Role> needed = RequiredRole(method);
   const std::string role(RoleName(needed.value_or(Role::kAdmin)));
   const std::string message =
@@ -163,12 +187,11 @@ grpc::Status CallAuth::Admit(const grpc::ServerContext& context,
                    std::string(method), ": it requires the ", role, " role");
   CountRefusal(method, grpc::StatusCode::PERMISSION_DENIED);
   spdlog::warn("refused {} from {}: {}", std::string(method),
-               LogText(context.peer()), message);
-  return ToGrpcStatus(WithReason(absl::PermissionDeniedError(message),
-                                 "ROLE_REQUIRED",
-                                 {{"method", std::string(method)},
-                                  {"required_role", role},
-                                  {"principal", principal.name}}));
+               LogText(credentials.peer), message);
+  return WithReason(absl::PermissionDeniedError(message), "ROLE_REQUIRED",
+                    {{"method", std::string(method)},
+                     {"required_role", role},
+                     {"principal", principal.name}});
 }
 
 std::optional<std::string> CallAuth::CertificateName(

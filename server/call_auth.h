@@ -3,13 +3,14 @@
 // is even parsed (server/raw_request.h), so that a caller without the right
 // credentials gets nothing from the daemon but a refusal.
 //
-// With a token file (`--auth-tokens`), a call must carry the metadata
+// With a token file (`--auth-tokens`), a call must carry (gRPC metadata or HTTP
+// header)
 //   authorization: Bearer <token>
 // whose token the file knows (server/bearer_tokens.h), or, on a port that
 // verifies client certificates (`--tls-client-ca`), a certificate whose
 // Common Name the file lists with `client_certificate: true`; and the
 // principal must hold a role that allows the method (server/access_policy.h):
-//   no authorization metadata, or not "Bearer <token>"  UNAUTHENTICATED
+//   no authorization value, or not "Bearer <token>"   UNAUTHENTICATED
 //   a token the file does not know                       UNAUTHENTICATED
 //   a principal whose roles do not allow the method      PERMISSION_DENIED
 // Each refusal is counted,
@@ -17,6 +18,9 @@
 // and logged with the method, the peer and (for PERMISSION_DENIED) the
 // principal; never with the token. Without a token file, every call is
 // admitted and has no principal.
+//
+// The HTTP server (server/http_api.h) asks the same questions with the
+// same method names, so that a principal may do the same over both.
 //
 // The health and reflection services are not BackfillService's and are
 // never asked about: probes and tools need them without credentials, and
@@ -33,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -48,6 +53,18 @@ class Registry;
 }  // namespace prometheus
 
 namespace backfill {
+
+// What a call presents to prove who makes it, whatever carries it (gRPC
+// metadata, HTTP headers, the TLS session).
+struct CallCredentials {
+  // Every "authorization" value of the call, as sent.
+  std::vector<std::string> authorization;
+  // The Common Name of its verified client certificate, if the port
+  // verifies them (--tls-client-ca) and the call has one.
+  std::optional<std::string> certificate_name;
+  // The client's address, for the log of a refusal.
+  std::string peer;
+};
 
 class CallAuth {
  public:
@@ -77,12 +94,19 @@ class CallAuth {
   // file requires credentials and those of the call name no one.
   absl::StatusOr<std::optional<Principal>> Authenticate(
       const grpc::ServerContext& context) const;
+  absl::StatusOr<std::optional<Principal>> Authenticate(
+      const CallCredentials& credentials) const;
 
   // Authenticate() and then MayCall(principal, method): OK to go on, or the
   // refusal to answer with (counted and logged). `method` is the RPC's name
   // in the service ("SubmitBackfill").
   grpc::Status Admit(const grpc::ServerContext& context,
                      std::string_view method) const;
+  absl::Status Admit(const CallCredentials& credentials,
+                     std::string_view method) const;
+
+  // The credentials of a gRPC call.
+  CallCredentials CredentialsOf(const grpc::ServerContext& context) const;
 
  private:
   void CountRefusal(std::string_view method, grpc::StatusCode code) const;
@@ -101,7 +125,7 @@ class CallAuth {
   prometheus::Family<prometheus::Counter>* refusals_ = nullptr;
 };
 
-// The token of an "authorization" metadata value "Bearer <token>" (the
+// The token of an "authorization" value "Bearer <token>" (the
 // scheme in any case, spaces around the token ignored); INVALID_ARGUMENT
 // saying the expected form otherwise. Exposed for tests.
 absl::StatusOr<std::string_view> BearerTokenOf(std::string_view header);

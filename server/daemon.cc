@@ -39,6 +39,7 @@
 #include "platform/posix_command_runner.h"
 #include "platform/service_notifier.h"
 #include "platform/systemd_notifier.h"
+#include "server/backfill_api.h"
 #include "server/backfill_service_impl.h"
 #include "server/basic_auth_credentials.h"
 #include "server/bearer_tokens.h"
@@ -413,9 +414,10 @@ absl::Status Daemon::Init(Catalog catalog) {
   ServiceLimits limits;
   limits.max_watch_streams_per_caller =
       options_.max_watch_streams_per_principal;
-  service_ = std::make_unique<BackfillServiceImpl>(
-      manager_.get(), absl::Seconds(1), kMaxListPageBytes, auth_.get(), limits);
-  service_->SetReplayKeeper(replay_.get());
+  api_ = std::make_unique<BackfillApi>(manager_.get(), absl::Seconds(1),
+                                       kMaxListPageBytes, limits);
+  api_->SetReplayKeeper(replay_.get());
+  service_ = std::make_unique<BackfillServiceImpl>(api_.get(), auth_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -473,8 +475,8 @@ absl::Status Daemon::Init(Catalog catalog) {
                                          : options_.node_name;
   self.version = DaemonVersion();
   self.started_at = init_start;
-  service_->SetGroup(lease_store_.get(), self,
-                     absl::Seconds(options_.lease_seconds));
+  api_->SetGroup(lease_store_.get(), self,
+                 absl::Seconds(options_.lease_seconds));
   if (lease_keeper_ != nullptr) {
     lease_keeper_->SetSelf(self);
     metrics_->AddCollectable(
@@ -733,7 +735,7 @@ void Daemon::Shutdown() {
     spdlog::info("shutting down: stopping the gRPC server");
     // Submits are refused before health says NOT_SERVING, so that a client
     // that saw NOT_SERVING is never handed a new job.
-    if (service_ != nullptr) service_->BeginShutdown();
+    if (api_ != nullptr) api_->BeginShutdown();
     if (grpc::HealthCheckServiceInterface* health =
             server_->GetHealthCheckService()) {
       health->Shutdown();  // NOT_SERVING from now on
@@ -763,6 +765,7 @@ void Daemon::Shutdown() {
   if (stale_counts_warmer_.joinable()) stale_counts_warmer_.join();
   server_.reset();
   service_.reset();
+  api_.reset();
   manager_.reset();
   StopOpenLineage();
   heap_trimmer_.reset();

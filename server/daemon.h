@@ -43,6 +43,7 @@ namespace backfill {
 class BackfillManager;
 class ReplayKeeper;
 class BasicAuthCredentials;
+class BackfillApi;
 class BackfillServiceImpl;
 class CallAuth;
 class Engine;
@@ -174,6 +175,9 @@ class Daemon {
   std::unique_ptr<ReplayKeeper> replay_;
   // Who may call what; outlives the service.
   std::unique_ptr<CallAuth> auth_;
+  // The calls of the API, which the gRPC service (and the HTTP server)
+  // answer with; outlives them.
+  std::unique_ptr<BackfillApi> api_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
 

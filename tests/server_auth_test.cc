@@ -209,14 +209,14 @@ class ServerAuthTest : public ::testing::Test {
         std::make_shared<const BearerTokens>(*std::move(tokens)), &registry_,
         ClientCertificates());
 
-    service_ = std::make_unique<BackfillServiceImpl>(
-        manager_.get(), absl::Milliseconds(100), kMaxListPageBytes,
-        auth_.get());
+    api_ = std::make_unique<BackfillApi>(
+        manager_.get(), absl::Milliseconds(100), kMaxListPageBytes);
+    service_ = std::make_unique<BackfillServiceImpl>(api_.get(), auth_.get());
     // The policies are looked at on demand only (no loop).
     replay_ = std::make_unique<ReplayKeeper>(manager_.get(), engine_.get(),
                                              store_.get(), &clock_,
                                              ReplayKeeper::Options{});
-    service_->SetReplayKeeper(replay_.get());
+    api_->SetReplayKeeper(replay_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", Credentials(), &port);
@@ -228,7 +228,7 @@ class ServerAuthTest : public ::testing::Test {
 
   void TearDown() override {
     if (server_) {
-      service_->BeginShutdown();
+      api_->BeginShutdown();
       server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
       server_->Wait();
     }
@@ -286,6 +286,7 @@ class ServerAuthTest : public ::testing::Test {
   std::map<std::string, std::string> tokens_;
   std::unique_ptr<CallAuth> auth_;
   std::unique_ptr<ReplayKeeper> replay_;
+  std::unique_ptr<BackfillApi> api_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string target_;

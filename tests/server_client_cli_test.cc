@@ -362,8 +362,9 @@ class ClientAgainstServerTest : public ::testing::Test {
                                                  gated_.get(), &clock_,
                                                  &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
-    service_ = std::make_unique<BackfillServiceImpl>(manager_.get(),
-                                                     absl::Milliseconds(100));
+    api_ =
+        std::make_unique<BackfillApi>(manager_.get(), absl::Milliseconds(100));
+    service_ = std::make_unique<BackfillServiceImpl>(api_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -380,7 +381,7 @@ class ClientAgainstServerTest : public ::testing::Test {
   void TearDown() override {
     if (gated_) gated_->Open();
     if (server_) {
-      service_->BeginShutdown();
+      api_->BeginShutdown();
       server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
       server_->Wait();
     }
@@ -429,6 +430,7 @@ class ClientAgainstServerTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<GatedEngine> gated_;
   std::unique_ptr<BackfillManager> manager_;
+  std::unique_ptr<BackfillApi> api_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<BackfillClient> client_;

@@ -122,8 +122,9 @@ class ServerListingTest : public ::testing::Test {
                                                  engine_.get(), &clock_,
                                                  &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
-    service_ = std::make_unique<BackfillServiceImpl>(
+    api_ = std::make_unique<BackfillApi>(
         manager_.get(), absl::Milliseconds(200), max_page_bytes_);
+    service_ = std::make_unique<BackfillServiceImpl>(api_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -138,7 +139,7 @@ class ServerListingTest : public ::testing::Test {
 
   void TearDown() override {
     if (server_) {
-      service_->BeginShutdown();
+      api_->BeginShutdown();
       server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
       server_->Wait();
     }
@@ -225,6 +226,7 @@ class ServerListingTest : public ::testing::Test {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<BackfillManager> manager_;
+  std::unique_ptr<BackfillApi> api_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<BackfillClient> client_;

@@ -229,8 +229,8 @@ class ServerNodesTest : public ServerServiceTest {
     table_.Put(Lease("bf-11", "node-b", "validate", 1, absl::Seconds(5)));
     table_.Put(Lease("bf-9", "node-c", "run", 2, -absl::Seconds(37)));
     table_.Put(Lease("bf-8", "node-gone", "confirm", 4, -absl::Seconds(3)));
-    service_->SetGroup(&table_, Record("node-b", "10.0.0.6:50051"),
-                       absl::Seconds(10));
+    api_->SetGroup(&table_, Record("node-b", "10.0.0.6:50051"),
+                   absl::Seconds(10));
   }
 
   LeaseTable table_;
@@ -238,7 +238,7 @@ class ServerNodesTest : public ServerServiceTest {
 
 TEST_F(ServerNodesTest, ADaemonAloneAnswersWithItself) {
   NodeRecord self = Record("host-1:50051", "host-1:50051");
-  service_->SetGroup(nullptr, self, absl::Seconds(10));
+  api_->SetGroup(nullptr, self, absl::Seconds(10));
   const absl::Time before = absl::Now();
   absl::StatusOr<v1::ListNodesResponse> response = client_->ListNodes();
   ASSERT_TRUE(response.ok()) << response.status();
@@ -314,8 +314,8 @@ TEST_F(ServerNodesTest, AGroupAnswersEveryReplicaByNameWithItsLeases) {
 
 TEST_F(ServerNodesTest, TheAnsweringReplicaIsListedBeforeItsFirstHeartbeat) {
   table_.Put(Record("node-a", "10.0.0.5:50051"), absl::Seconds(1));
-  service_->SetGroup(&table_, Record("node-z", "10.0.0.9:50051"),
-                     absl::Seconds(10));
+  api_->SetGroup(&table_, Record("node-z", "10.0.0.9:50051"),
+                 absl::Seconds(10));
   absl::StatusOr<v1::ListNodesResponse> response = client_->ListNodes();
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_THAT(Names(*response), ElementsAre("node-a", "node-z"));
@@ -330,8 +330,8 @@ TEST_F(ServerNodesTest, TheAnsweringReplicaIsListedBeforeItsFirstHeartbeat) {
 TEST_F(ServerNodesTest, StoredTextThatIsNotUtf8IsEscapedNotRefused) {
   table_.Put(Record("node-\xff", "10.0.0.5:50051"), absl::Seconds(1));
   table_.Put(Lease("bf-1", "node-\xff", "r\xc3un", 1, absl::Seconds(5)));
-  service_->SetGroup(&table_, Record("node-a", "10.0.0.6:50051"),
-                     absl::Seconds(10));
+  api_->SetGroup(&table_, Record("node-a", "10.0.0.6:50051"),
+                 absl::Seconds(10));
   absl::StatusOr<v1::ListNodesResponse> response = client_->ListNodes();
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_THAT(Names(*response), ElementsAre("node-a", "node-\\xff"));

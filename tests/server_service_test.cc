@@ -538,7 +538,7 @@ TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
   EXPECT_EQ(result.wait_for(std::chrono::milliseconds(500)),
             std::future_status::timeout);
   const absl::Time stop = absl::Now();
-  service_->BeginShutdown();
+  api_->BeginShutdown();
   ASSERT_EQ(result.wait_for(std::chrono::seconds(5)),
             std::future_status::ready);
   const absl::Status status = result.get();
@@ -551,7 +551,7 @@ TEST_F(ServerServiceTest, WatchEndsPromptlyWhenTheServerShutsDown) {
 }
 
 TEST_F(ServerServiceTest, ASubmitDuringShutdownIsRefusedAndCreatesNothing) {
-  service_->BeginShutdown();
+  api_->BeginShutdown();
   absl::StatusOr<v1::SubmitBackfillResponse> refused = client_->Submit(
       RangeRequest("daily_revenue", "2025-03-01", "2025-03-02"), "late-key");
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)

@@ -207,8 +207,9 @@ class ServerServiceTest : public ::testing::Test {
                                                  &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
 
-    service_ = std::make_unique<BackfillServiceImpl>(manager_.get(),
-                                                     absl::Milliseconds(200));
+    api_ =
+        std::make_unique<BackfillApi>(manager_.get(), absl::Milliseconds(200));
+    service_ = std::make_unique<BackfillServiceImpl>(api_.get());
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -228,7 +229,7 @@ class ServerServiceTest : public ::testing::Test {
 
   void TearDown() override {
     if (server_) {
-      service_->BeginShutdown();
+      api_->BeginShutdown();
       server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
       server_->Wait();
     }
@@ -272,6 +273,7 @@ class ServerServiceTest : public ::testing::Test {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<BackfillManager> manager_;
+  std::unique_ptr<BackfillApi> api_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<BackfillClient> client_;
