@@ -47,6 +47,7 @@
 #include "server/daemon_options.h"
 #include "server/data_dir_lock.h"
 #include "server/grpc_metrics.h"
+#include "server/http_api.h"
 #include "server/listen_credentials.h"
 #include "server/log_text.h"
 #include "server/logging_observer.h"
@@ -464,6 +465,25 @@ absl::Status Daemon::Init(Catalog catalog) {
 
   step_done("gRPC server");
 
+  if (!options_.http_listen.empty()) {
+    HttpApiOptions http;
+    http.listen = options_.http_listen;
+    http.tls_cert_file = options_.tls_cert_file;
+    http.tls_key_file = options_.tls_key_file;
+    http.tls_client_ca_file = options_.tls_client_ca_file;
+    http.max_body_bytes = options_.max_message_bytes;
+    absl::StatusOr<std::unique_ptr<HttpApiServer>> started =
+        HttpApiServer::Start(http, api_.get(), auth_.get());
+    if (!started.ok()) return started.status();
+    http_ = *std::move(started);
+    spdlog::info("HTTP API on {}://{}/v1/, console on {}://{}/ui/",
+                 http_->tls() ? "https" : "http",
+                 WithPort(options_.http_listen, http_->port()),
+                 http_->tls() ? "https" : "http",
+                 WithPort(options_.http_listen, http_->port()));
+    step_done("HTTP server");
+  }
+
   // A replica of a group is named HOSTNAME:PORT unless --node-name says
   // otherwise, and reached at that address unless it listens on one host.
   NodeRecord self;
@@ -736,6 +756,8 @@ void Daemon::Shutdown() {
     // Submits are refused before health says NOT_SERVING, so that a client
     // that saw NOT_SERVING is never handed a new job.
     if (api_ != nullptr) api_->BeginShutdown();
+    // Its watches end within a poll of the shutdown; its calls finish.
+    http_.reset();
     if (grpc::HealthCheckServiceInterface* health =
             server_->GetHealthCheckService()) {
       health->Shutdown();  // NOT_SERVING from now on
@@ -763,6 +785,7 @@ void Daemon::Shutdown() {
   }
   // Reads the store: done before the store goes.
   if (stale_counts_warmer_.joinable()) stale_counts_warmer_.join();
+  http_.reset();
   server_.reset();
   service_.reset();
   api_.reset();

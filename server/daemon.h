@@ -45,6 +45,7 @@ class ReplayKeeper;
 class BasicAuthCredentials;
 class BackfillApi;
 class BackfillServiceImpl;
+class HttpApiServer;
 class CallAuth;
 class Engine;
 class Metrics;
@@ -180,6 +181,8 @@ class Daemon {
   std::unique_ptr<BackfillApi> api_;
   std::unique_ptr<BackfillServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  // --http-listen's server (null without it); stopped before the API.
+  std::unique_ptr<HttpApiServer> http_;
 
   // --metrics-basic-auth's credentials, read by the exposer's threads on
   // every scrape and replaced by a reload.

@@ -53,6 +53,9 @@ int DaemonMain(int argc, char** argv, const DaemonMainHooks& hooks) {
   app.add_option("--metrics-listen", options.metrics_listen,
                  "Prometheus /metrics address HOST:PORT (\"none\" disables)")
       ->capture_default_str();
+  app.add_option("--http-listen", options.http_listen,
+                 "HTTP/JSON API (/v1/) and console (/ui/) address HOST:PORT; "
+                 "off unless given. Same TLS, tokens and roles as --listen");
   app.add_option("--workers", options.workers,
                  "Partition worker threads (default: hardware concurrency)")
       ->check(CLI::Range(1, 1024));

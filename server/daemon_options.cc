@@ -94,8 +94,53 @@ absl::Status CheckServingOptions(const DaemonOptions& options) {
       return s;
     }
   }
+  if (!options.http_listen.empty()) {
+    if (absl::Status s = CheckAddress("--http-listen", options.http_listen);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::StartsWith(options.http_listen, "[")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-listen ", options.http_listen,
+          ": the HTTP server of this build listens on IPv4 only; give an "
+          "IPv4 address or a name (e.g. 127.0.0.1:8080 or 0.0.0.0:8080)"));
+    }
+    if (options.http_listen == options.listen ||
+        (MetricsEnabled(options) &&
+         options.http_listen == options.metrics_listen)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-listen ", options.http_listen,
+          " is the address of another port of this daemon: give it one of "
+          "its own"));
+    }
+  }
   return absl::OkStatus();
 }
+
+namespace {
+
+// The refusal of a port other machines reach that is not both encrypted
+// and authenticated.
+absl::Status UnprotectedAddressError(const char* flag,
+                                     const std::string& address, bool tls,
+                                     bool authenticated) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      flag, " ", address, " can be reached from other machines, but ",
+      !tls ? "the port is not encrypted (no --tls-cert and --tls-key)" : "",
+      !tls && !authenticated ? " and " : "",
+      !authenticated
+          ? "no caller is authenticated (no --auth-tokens or "
+            "--tls-client-ca): anyone who reaches it may submit, approve and "
+            "roll back backfills"
+          : "",
+      !tls && authenticated
+          ? ", so bearer tokens would cross the network in the clear"
+          : "",
+      ". Give both, listen on a loopback address, or give --insecure to "
+      "accept the risk (a private network)"));
+}
+
+}  // namespace
 
 absl::Status CheckSecurityOptions(const DaemonOptions& options) {
   const bool tls =
@@ -160,25 +205,16 @@ absl::Status CheckSecurityOptions(const DaemonOptions& options) {
   }
   const bool authenticated =
       tokens_given || !options.tls_client_ca_file.empty();
-  if (options.insecure || IsLocalOnlyAddress(options.listen) ||
-      (tls && authenticated)) {
-    return absl::OkStatus();
+  for (const auto& [flag, address] :
+       {std::pair<const char*, const std::string*>{"--listen", &options.listen},
+        {"--http-listen", &options.http_listen}}) {
+    if (address->empty() || options.insecure || IsLocalOnlyAddress(*address) ||
+        (tls && authenticated)) {
+      continue;
+    }
+    return UnprotectedAddressError(flag, *address, tls, authenticated);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--listen ", options.listen, " can be reached from other machines, but ",
-      !tls ? "the gRPC port is not encrypted (no --tls-cert and --tls-key)"
-           : "",
-      !tls && !authenticated ? " and " : "",
-      !authenticated
-          ? "no caller is authenticated (no --auth-tokens or "
-            "--tls-client-ca): anyone who reaches it may submit, approve and "
-            "roll back backfills"
-          : "",
-      !tls && authenticated
-          ? ", so bearer tokens would cross the network in the clear"
-          : "",
-      ". Give both, listen on a loopback address, or give --insecure to "
-      "accept the risk (a private network)"));
+  return absl::OkStatus();
 }
 
 absl::Status CheckLimitOptions(const DaemonOptions& options) {

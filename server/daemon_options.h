@@ -29,6 +29,9 @@ struct DaemonOptions {
   std::string pipelines_dir;  // "": <data_dir>/pipelines if it exists
   std::string listen = "127.0.0.1:50051";
   std::string metrics_listen = "127.0.0.1:9464";  // "" or "none": disabled
+  // --http-listen: the HTTP/JSON API and the console (HOST:PORT, IPv4 or a
+  // name); "": off.
+  std::string http_listen;
   int workers = 0;  // 0: std::thread::hardware_concurrency()
   // How long in-flight calls may run on after Shutdown() begins.
   absl::Duration shutdown_grace = absl::Seconds(5);
@@ -102,9 +105,9 @@ bool MetricsEnabled(const DaemonOptions& options);
 // address) is reachable from other machines.
 bool IsLocalOnlyAddress(const std::string& listen);
 
-// Checks --data-dir is given and that --listen, and --metrics-listen when
-// /metrics is on, are HOST:PORT (a bare port would make gRPC or the metrics
-// endpoint listen on every interface).
+// Checks --data-dir is given and that --listen, --metrics-listen when
+// /metrics is on and --http-listen when given are HOST:PORT (a bare port
+// would listen on every interface); --http-listen takes no IPv6 address.
 absl::Status CheckServingOptions(const DaemonOptions& options);
 
 // Checks --openlineage-url and --openlineage-namespace (INVALID_ARGUMENT
@@ -129,7 +132,9 @@ absl::Status CheckReplicaOptions(const DaemonOptions& options);
 // other machines reach unless the port is both encrypted (TLS) and
 // authenticated (tokens or client certificates), and a --metrics-listen
 // address other machines reach without --metrics-basic-auth, unless
-// --insecure is given. INVALID_ARGUMENT naming the flags.
+// --insecure is given. --http-listen follows --listen's rule: it serves the
+// same calls with the same TLS files and tokens. INVALID_ARGUMENT naming the
+// flags.
 absl::Status CheckSecurityOptions(const DaemonOptions& options);
 
 }  // namespace backfill
