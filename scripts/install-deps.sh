@@ -12,7 +12,7 @@ PACKAGES=(
   libabsl-dev libspdlog-dev prometheus-cpp-dev libsqlite3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libcli11-dev libxxhash-dev libre2-dev libbenchmark-dev
   libcurl4-openssl-dev libssl-dev
-  libcivetweb-dev  # the HTTP/JSON API and the console (--http-listen)
+  libcpp-httplib-dev  # the HTTP/JSON API and the console (--http-listen)
   libsystemd-dev  # sd_notify: readiness and stopping for Type=notify units
   libpq-dev postgresql-15  # tests start their own PostgreSQL server
   sqlite3 jq curl clang-format

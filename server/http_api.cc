@@ -1,6 +1,6 @@
 #include "server/http_api.h"
 
-#include <civetweb.h>
+#include <httplib.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -21,7 +21,6 @@
 #include "core/base/error_details.h"
 #include "google/protobuf/struct.pb.h"
 #include "server/access_policy.h"
-#include "server/daemon_options.h"
 #include "server/http_json.h"
 #include "server/http_routes.h"
 #include "server/log_text.h"
@@ -31,14 +30,6 @@ namespace backfill {
 namespace {
 
 namespace pb = ::google::protobuf;
-
-// Headers of every response.
-constexpr absl::string_view kCommonHeaders[][2] = {
-    {"Cache-Control", "no-store"},
-    {"X-Content-Type-Options", "nosniff"},
-    {"Referrer-Policy", "no-referrer"},
-    {"X-Frame-Options", "DENY"},
-};
 
 // How often an idle watch sends a comment line, which also tells when
 // its client has gone.
@@ -115,133 +106,54 @@ const std::map<absl::string_view, Dispatch>& Dispatches() {
   return *kDispatches;
 }
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
-
-// Sends the status line, the common headers and `headers`.
-void SendHeaders(mg_connection* conn, int status, const Headers& headers) {
-  mg_response_header_start(conn, status);
-  for (const auto& h : kCommonHeaders) {
-    mg_response_header_add(conn, h[0].data(), h[1].data(),
-                           static_cast<int>(h[1].size()));
-  }
-  for (const auto& [name, value] : headers) {
-    mg_response_header_add(conn, name.c_str(), value.c_str(),
-                           static_cast<int>(value.size()));
-  }
-  mg_response_header_send(conn);
+void SendJson(httplib::Response& response, int status,
+              const std::string& json) {
+  response.status = status;
+  response.set_content(json, "application/json");
 }
 
-int SendBody(mg_connection* conn, int status, absl::string_view content_type,
-             absl::string_view body, Headers extra = {}) {
-  extra.emplace_back("Content-Type", std::string(content_type));
-  extra.emplace_back("Content-Length", absl::StrCat(body.size()));
-  SendHeaders(conn, status, extra);
-  if (!body.empty()) mg_write(conn, body.data(), body.size());
-  return status;
+void SendError(httplib::Response& response, const absl::Status& status) {
+  SendJson(response, HttpStatusOf(status.code()), StatusToHttpJson(status));
 }
 
-int SendJson(mg_connection* conn, int status, absl::string_view json) {
-  return SendBody(conn, status, "application/json", json);
-}
-
-int SendError(mg_connection* conn, const absl::Status& status) {
-  return SendJson(conn, HttpStatusOf(status.code()), StatusToHttpJson(status));
-}
-
-// The request's header `name` (case-insensitive), every value.
-std::vector<std::string> HeaderValues(const mg_request_info* request,
-                                      absl::string_view name) {
+// Every value of the request's header `name` (case-insensitive).
+std::vector<std::string> HeaderValues(const httplib::Request& request,
+                                      const std::string& name) {
   std::vector<std::string> out;
-  for (int i = 0; i < request->num_headers; ++i) {
-    const mg_header& h = request->http_headers[i];
-    if (h.name != nullptr && absl::EqualsIgnoreCase(h.name, name)) {
-      out.emplace_back(h.value == nullptr ? "" : h.value);
-    }
-  }
+  auto [first, last] = request.headers.equal_range(name);
+  for (auto it = first; it != last; ++it) out.push_back(it->second);
   return out;
 }
 
 // The Common Name of the verified client certificate, if any.
-std::optional<std::string> CertificateName(const mg_request_info* request) {
-  if (request->client_cert == nullptr ||
-      request->client_cert->peer_cert == nullptr) {
-    return std::nullopt;
-  }
-  X509* cert = static_cast<X509*>(request->client_cert->peer_cert);
+std::optional<std::string> CertificateName(const httplib::Request& request) {
+  if (request.ssl == nullptr) return std::nullopt;
+  X509* cert = SSL_get1_peer_certificate(request.ssl);
+  if (cert == nullptr) return std::nullopt;
   char name[256];
   const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
                                           NID_commonName, name, sizeof(name));
+  X509_free(cert);
   if (n <= 0) return std::nullopt;
   return std::string(name, static_cast<size_t>(n));
 }
 
-// gRPC's form of the client's address: "ipv4:10.0.0.7:5123".
-std::string PeerOf(const mg_request_info* request) {
-  return absl::StrCat("ipv4:", request->remote_addr, ":", request->remote_port);
+// gRPC's form of the client's address: "ipv4:10.0.0.7:5123",
+// "ipv6:[::1]:5123".
+std::string PeerOf(const httplib::Request& request) {
+  const bool v6 = request.remote_addr.find(':') != std::string::npos;
+  return v6 ? absl::StrCat("ipv6:[", request.remote_addr,
+                           "]:", request.remote_port)
+            : absl::StrCat("ipv4:", request.remote_addr, ":",
+                           request.remote_port);
 }
 
-CallCredentials CredentialsOf(const mg_request_info* request) {
+CallCredentials CredentialsOf(const httplib::Request& request) {
   CallCredentials credentials;
   credentials.authorization = HeaderValues(request, "Authorization");
   credentials.certificate_name = CertificateName(request);
   credentials.peer = PeerOf(request);
   return credentials;
-}
-
-// The query string's parameters, decoded; INVALID_ARGUMENT for a bad
-// percent-escape.
-absl::StatusOr<QueryParams> ParseQuery(const char* query) {
-  QueryParams out;
-  if (query == nullptr || *query == '\0') return out;
-  for (absl::string_view part : absl::StrSplit(query, '&')) {
-    if (part.empty()) continue;
-    const size_t eq = part.find('=');
-    const absl::string_view raw_key = part.substr(0, eq);
-    const absl::string_view raw_value = eq == absl::string_view::npos
-                                            ? absl::string_view()
-                                            : part.substr(eq + 1);
-    std::string key(raw_key.size() + 1, '\0');
-    std::string value(raw_value.size() + 1, '\0');
-    const int k =
-        mg_url_decode(raw_key.data(), static_cast<int>(raw_key.size()),
-                      key.data(), static_cast<int>(key.size()), 1);
-    const int v =
-        mg_url_decode(raw_value.data(), static_cast<int>(raw_value.size()),
-                      value.data(), static_cast<int>(value.size()), 1);
-    if (k < 0 || v < 0) {
-      return WithReason(absl::InvalidArgumentError(absl::StrCat(
-                            "the query string has a malformed parameter: \"",
-                            Utf8Prefix(part, 80), "\"")),
-                        "MALFORMED_QUERY");
-    }
-    key.resize(static_cast<size_t>(k));
-    value.resize(static_cast<size_t>(v));
-    out.emplace_back(std::move(key), std::move(value));
-  }
-  return out;
-}
-
-// The body, at most `limit` bytes; RESOURCE_EXHAUSTED beyond.
-absl::StatusOr<std::string> ReadBody(mg_connection* conn,
-                                     const mg_request_info* request,
-                                     int64_t limit) {
-  auto too_large = [limit] {
-    return WithReason(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "the request body is larger than ", limit,
-            " bytes, the limit set by backfilld --max-message-bytes")),
-        "REQUEST_TOO_LARGE", {{"limit", absl::StrCat(limit)}});
-  };
-  if (request->content_length > limit) return too_large();
-  std::string body;
-  char buffer[16384];
-  while (true) {
-    const int n = mg_read(conn, buffer, sizeof(buffer));
-    if (n <= 0) break;
-    body.append(buffer, static_cast<size_t>(n));
-    if (static_cast<int64_t>(body.size()) > limit) return too_large();
-  }
-  return body;
 }
 
 // The host of a Host header ("example.com:8080" → "example.com",
@@ -275,7 +187,7 @@ bool IsAddressOrLocalhost(const std::string& host) {
 // A call that another site's page makes in a user's browser, or that
 // reaches this port under a name that is not its own (DNS rebinding), is
 // refused: PERMISSION_DENIED.
-absl::Status CheckOrigin(const mg_request_info* request,
+absl::Status CheckOrigin(const httplib::Request& request,
                          const std::string& listen_host, bool authenticated) {
   const std::vector<std::string> host = HeaderValues(request, "Host");
   const std::vector<std::string> origin = HeaderValues(request, "Origin");
@@ -310,6 +222,21 @@ absl::Status CheckOrigin(const mg_request_info* request,
   return absl::OkStatus();
 }
 
+// HOST and PORT of a listen address ("[::1]:80" gives "::1").
+std::pair<std::string, int> SplitListen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port)) {
+    port = -1;
+  }
+  return {host, port};
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
@@ -321,61 +248,86 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
           route.method, ", which server/http_api.cc does not dispatch"));
     }
   }
-  std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, api, auth));
-  const bool tls = !options.tls_cert_file.empty();
-  const std::string ports = absl::StrCat(options.listen, tls ? "s" : "");
-  const std::string threads = absl::StrCat(options.threads);
-  const std::string timeout =
-      absl::StrCat(absl::ToInt64Milliseconds(options.io_timeout));
-  const char* config[] = {"listening_ports",
-                          ports.c_str(),
-                          "num_threads",
-                          threads.c_str(),
-                          "request_timeout_ms",
-                          timeout.c_str(),
-                          "enable_keep_alive",
-                          "yes",
-                          "keep_alive_timeout_ms",
-                          "30000",
-                          "max_request_size",
-                          "65536",
-                          nullptr};
-  mg_callbacks callbacks{};
-  if (tls) callbacks.init_ssl = &HttpApiServer::InitTls;
-  // civetweb's own messages (a connection it could not read, a TLS
-  // handshake that failed) go to the log at debug level.
-  callbacks.log_message = [](const mg_connection*, const char* message) {
-    spdlog::debug("http: {}", LogText(message));
-    return 1;
-  };
-  mg_init_data init{};
-  init.callbacks = &callbacks;
-  init.user_data = server.get();
-  init.configuration_options = config;
-  char error_text[256] = {0};
-  unsigned error_code = 0;
-  mg_error_data error{};
-  error.code = &error_code;
-  error.text = error_text;
-  error.text_buffer_size = sizeof(error_text);
-  server->context_ = mg_start2(&init, &error);
-  if (server->context_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat(
-        "--http-listen ", options.listen, ": cannot serve HTTP there: ",
-        error_text[0] != '\0' ? error_text : "civetweb could not start"));
+  std::unique_ptr<HttpApiServer> self(new HttpApiServer(options, api, auth));
+  if (self->tls()) {
+    self->server_ = std::make_unique<httplib::SSLServer>(
+        options.tls_cert_file.c_str(), options.tls_key_file.c_str(),
+        options.tls_client_ca_file.empty()
+            ? nullptr
+            : options.tls_client_ca_file.c_str());
+  } else {
+    self->server_ = std::make_unique<httplib::Server>();
   }
-  mg_server_port bound[4];
-  const int n = mg_get_server_ports(server->context_, 4, bound);
-  if (n >= 1) server->port_ = bound[0].port;
-  mg_set_request_handler(server->context_, "/v1/", &HttpApiServer::HandleApi,
-                         server.get());
-  mg_set_request_handler(server->context_, "/v1", &HttpApiServer::HandleApi,
-                         server.get());
-  mg_set_request_handler(server->context_, "/ui", &HttpApiServer::HandleConsole,
-                         server.get());
-  mg_set_request_handler(server->context_, "/", &HttpApiServer::HandleConsole,
-                         server.get());
-  return server;
+  httplib::Server& server = *self->server_;
+  if (!server.is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-listen ", options.listen,
+        ": cannot set up TLS with --tls-cert ", options.tls_cert_file,
+        " and --tls-key ", options.tls_key_file,
+        options.tls_client_ca_file.empty()
+            ? ""
+            : absl::StrCat(" and --tls-client-ca ",
+                           options.tls_client_ca_file)));
+  }
+  const int threads = std::max(2, options.threads);
+  server.new_task_queue = [threads] {
+    return new httplib::ThreadPool(threads);
+  };
+  const time_t io = static_cast<time_t>(
+      std::max<int64_t>(1, absl::ToInt64Seconds(options.io_timeout)));
+  server.set_read_timeout(io, 0);
+  server.set_write_timeout(io, 0);
+  server.set_keep_alive_timeout(30);
+  server.set_default_headers({{"Cache-Control", "no-store"},
+                              {"X-Content-Type-Options", "nosniff"},
+                              {"X-Frame-Options", "DENY"},
+                              {"Referrer-Policy", "no-referrer"}});
+  HttpApiServer* raw = self.get();
+  // Every request is routed here, whatever its method and path. A body is
+  // read only once the caller is admitted (ServeApi).
+  const auto plain = [raw](const httplib::Request& request,
+                           httplib::Response& response) {
+    raw->Serve(request, response, nullptr);
+  };
+  const auto with_body = [raw](const httplib::Request& request,
+                               httplib::Response& response,
+                               const httplib::ContentReader& reader) {
+    raw->Serve(request, response, &reader);
+  };
+  server.Get(".*", plain);
+  server.Options(".*", plain);
+  server.Post(".*", with_body);
+  server.Put(".*", with_body);
+  server.Patch(".*", with_body);
+  server.Delete(".*", with_body);
+  // What the server itself refuses (a malformed request, a path or header
+  // too long) gets the API's error form.
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request&, httplib::Response& response) {
+        if (!response.body.empty()) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        response.set_content(
+            StatusToHttpJson(WithReason(
+                absl::InvalidArgumentError(absl::StrCat(
+                    "the HTTP server refused the request as malformed (",
+                    response.status, ")")),
+                "MALFORMED_REQUEST")),
+            "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  const auto [host, port] = SplitListen(options.listen);
+  const int bound = port == 0 ? server.bind_to_any_port(host)
+                    : server.bind_to_port(host, port) ? port
+                                                      : -1;
+  if (bound <= 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on --http-listen ", options.listen,
+        " (address in use, not local, or malformed; use HOST:PORT)"));
+  }
+  self->port_ = bound;
+  self->listener_ = std::thread([raw] { raw->server_->listen_after_bind(); });
+  return self;
 }
 
 HttpApiServer::HttpApiServer(const HttpApiOptions& options, BackfillApi* api,
@@ -383,201 +335,212 @@ HttpApiServer::HttpApiServer(const HttpApiOptions& options, BackfillApi* api,
     : options_(options), api_(api), auth_(auth) {}
 
 HttpApiServer::~HttpApiServer() {
-  if (context_ != nullptr) mg_stop(context_);
+  if (server_ != nullptr) server_->stop();
+  if (listener_.joinable()) listener_.join();
 }
 
-int HttpApiServer::InitTls(void* ssl_ctx, void* self) {
-  auto* server = static_cast<HttpApiServer*>(self);
-  SSL_CTX* ctx = static_cast<SSL_CTX*>(ssl_ctx);
-  const HttpApiOptions& o = server->options_;
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  if (SSL_CTX_use_certificate_chain_file(ctx, o.tls_cert_file.c_str()) != 1 ||
-      SSL_CTX_use_PrivateKey_file(ctx, o.tls_key_file.c_str(),
-                                  SSL_FILETYPE_PEM) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
-    spdlog::error("http: cannot use --tls-cert {} and --tls-key {}",
-                  LogText(o.tls_cert_file), LogText(o.tls_key_file));
-    return -1;
-  }
-  if (!o.tls_client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, o.tls_client_ca_file.c_str(),
-                                      nullptr) != 1) {
-      spdlog::error("http: cannot use --tls-client-ca {}",
-                    LogText(o.tls_client_ca_file));
-      return -1;
-    }
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-                       nullptr);
-  }
-  return 1;
-}
-
-int HttpApiServer::HandleApi(mg_connection* conn, void* self) {
-  return static_cast<HttpApiServer*>(self)->ServeApi(conn);
-}
-
-int HttpApiServer::HandleConsole(mg_connection* conn, void* self) {
-  return static_cast<HttpApiServer*>(self)->ServeConsole(conn);
-}
-
-int HttpApiServer::ServeApi(mg_connection* conn) {
-  const mg_request_info* request = mg_get_request_info(conn);
-  const std::string verb =
-      request->request_method == nullptr ? "" : request->request_method;
-  const std::string path =
-      request->local_uri_raw == nullptr ? "" : request->local_uri_raw;
+void HttpApiServer::Serve(const httplib::Request& request,
+                          httplib::Response& response,
+                          const httplib::ContentReader* reader) {
   const bool authenticated = auth_ != nullptr && auth_->enabled();
-  if (absl::Status s =
-          CheckOrigin(request, HostOf(options_.listen), authenticated);
+  if (absl::Status s = CheckOrigin(request, SplitListen(options_.listen).first,
+                                   authenticated);
       !s.ok()) {
-    return SendError(conn, s);
+    return SendError(response, s);
   }
+  if (absl::StartsWith(request.path, "/v1/") || request.path == "/v1") {
+    return ServeApi(request, response, reader);
+  }
+  return ServeConsole(request, response);
+}
+
+void HttpApiServer::ServeApi(const httplib::Request& request,
+                             httplib::Response& response,
+                             const httplib::ContentReader* reader) {
   bool path_known = false;
-  std::optional<HttpRouteMatch> match = MatchHttpRoute(verb, path, &path_known);
+  std::optional<HttpRouteMatch> match =
+      MatchHttpRoute(request.method, request.path, &path_known);
   if (!match.has_value()) {
     if (path_known) {
-      return SendError(conn, WithReason(absl::InvalidArgumentError(absl::StrCat(
-                                            verb, " is not a method of ", path,
-                                            " (docs/api.md lists the routes)")),
-                                        "METHOD_NOT_ALLOWED"));
+      return SendError(
+          response,
+          WithReason(absl::InvalidArgumentError(absl::StrCat(
+                         request.method, " is not a method of ", request.path,
+                         " (docs/api.md lists the routes)")),
+                     "METHOD_NOT_ALLOWED"));
     }
-    return SendError(conn, WithReason(absl::NotFoundError(absl::StrCat(
-                                          "no route ", verb, " ", path,
-                                          " (docs/api.md lists the routes)")),
-                                      "ROUTE_NOT_FOUND"));
+    return SendError(
+        response, WithReason(absl::NotFoundError(absl::StrCat(
+                                 "no route ", request.method, " ", request.path,
+                                 " (docs/api.md lists the routes)")),
+                             "ROUTE_NOT_FOUND"));
   }
   const HttpRoute& route = *match->route;
   const std::string method(route.method);
   const CallCredentials credentials = CredentialsOf(request);
-  if (auth_ != nullptr) {
-    if (absl::Status s = auth_->Admit(credentials, method); !s.ok()) {
-      return SendError(conn, s);
-    }
-  }
   Caller caller;
-  if (auth_ != nullptr) {
+  caller.peer = credentials.peer;
+  if (auth_ != nullptr && auth_->enabled()) {
+    if (absl::Status s = auth_->Admit(credentials, method); !s.ok()) {
+      return SendError(response, s);
+    }
     absl::StatusOr<std::optional<Principal>> who =
         auth_->Authenticate(credentials);
     if (who.ok()) caller.principal = *who;
   }
-  caller.peer = credentials.peer;
+  // The body, read now (admitted), at most max_body_bytes of it. A body
+  // on a method read whole (GET) would be left on the connection as the
+  // next request: refused, and the connection closed.
   std::string body;
-  if (route.body) {
-    const std::vector<std::string> type = HeaderValues(request, "Content-Type");
-    absl::StatusOr<std::string> read =
-        ReadBody(conn, request, options_.max_body_bytes);
-    if (!read.ok()) return SendError(conn, read.status());
-    body = *std::move(read);
+  const size_t limit = static_cast<size_t>(options_.max_body_bytes);
+  if (reader == nullptr) {
+    const std::string length = request.get_header_value("Content-Length");
+    if ((!length.empty() && length != "0") ||
+        request.has_header("Transfer-Encoding")) {
+      response.set_header("Connection", "close");
+      return SendError(response,
+                       WithReason(absl::InvalidArgumentError(absl::StrCat(
+                                      request.method,
+                                      " takes no body: give the call's fields "
+                                      "as query parameters")),
+                                  "UNEXPECTED_BODY"));
+    }
+  } else {
+    bool too_large = false;
+    const bool read = (*reader)([&](const char* data, size_t length) {
+      if (body.size() + length > limit) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, length);
+      return true;
+    });
+    if (!read && !too_large) {
+      response.set_header("Connection", "close");
+      return SendError(response,
+                       WithReason(absl::InvalidArgumentError(
+                                      "the request body could not be read "
+                                      "whole (the connection ended early)"),
+                                  "MALFORMED_REQUEST"));
+    }
+    if (too_large) {
+      response.set_header("Connection", "close");
+      return SendError(
+          response,
+          WithReason(absl::ResourceExhaustedError(
+                         absl::StrCat("the request body is larger than ", limit,
+                                      " bytes, the limit set by backfilld "
+                                      "--max-message-bytes")),
+                     "REQUEST_TOO_LARGE", {{"limit", absl::StrCat(limit)}}));
+    }
+  }
+  if (!route.body && !body.empty()) {
+    return SendError(response, WithReason(absl::InvalidArgumentError(
+                                              "this call takes no body: give "
+                                              "its fields as query parameters"),
+                                          "UNEXPECTED_BODY"));
+  }
+  if (route.body && !body.empty()) {
     // A JSON content type makes a browser ask before it sends a request
     // from another site's page: one more guard against CSRF.
-    if (!body.empty() &&
-        (type.empty() ||
-         !absl::StartsWithIgnoreCase(absl::StripAsciiWhitespace(type.front()),
-                                     "application/json"))) {
-      return SendError(conn, WithReason(absl::InvalidArgumentError(
-                                            "a request body must be sent as "
-                                            "Content-Type: application/json"),
-                                        "CONTENT_TYPE"));
+    const std::string type = request.get_header_value("Content-Type");
+    if (!absl::StartsWithIgnoreCase(absl::StripAsciiWhitespace(type),
+                                    "application/json")) {
+      return SendError(response,
+                       WithReason(absl::InvalidArgumentError(
+                                      "a request body must be sent as "
+                                      "Content-Type: application/json"),
+                                  "CONTENT_TYPE"));
     }
-  } else if (request->content_length > 0) {
-    return SendError(
-        conn, WithReason(absl::InvalidArgumentError(
-                             "this call takes no body: give its fields as "
-                             "query parameters"),
-                         "UNEXPECTED_BODY"));
   }
-  absl::StatusOr<QueryParams> query = ParseQuery(request->query_string);
-  if (!query.ok()) return SendError(conn, query.status());
+  QueryParams query(request.params.begin(), request.params.end());
   const Dispatch& dispatch = Dispatches().at(route.method);
   std::unique_ptr<pb::Message> message = dispatch.new_request();
   if (absl::Status s = RequestFromHttp(match->variables, route.body, body,
-                                       *query, message.get());
+                                       query, message.get());
       !s.ok()) {
-    return SendError(conn, s);
+    return SendError(response, s);
   }
   if (!route.server_stream) {
     std::string json;
-    absl::Status s = dispatch.unary(api_, caller, *message, &json);
-    if (!s.ok()) return SendError(conn, s);
-    return SendJson(conn, 200, json);
+    if (absl::Status s = dispatch.unary(api_, caller, *message, &json);
+        !s.ok()) {
+      return SendError(response, s);
+    }
+    return SendJson(response, 200, json);
   }
-  // Server-sent events: the response starts with the first update, so that
-  // a watch refused at once (an unknown id, too many streams) gets its own
-  // status.
-  bool started = false;
-  bool gone = false;
-  absl::Time last_write = absl::Now();
-  auto send = [&](absl::string_view text) {
-    if (mg_send_chunk(conn, text.data(), static_cast<unsigned>(text.size())) <=
-        0) {
-      gone = true;
+  // A watch of a job that cannot be read is refused with its own status;
+  // then server-sent events, one per update.
+  {
+    v1::GetBackfillRequest get;
+    get.set_id(static_cast<const v1::WatchBackfillRequest&>(*message).id());
+    get.set_view(v1::BACKFILL_VIEW_BASIC);
+    v1::Backfill unused;
+    if (absl::Status s = api_->GetBackfill(caller, get, &unused); !s.ok()) {
+      return SendError(response, s);
     }
-    last_write = absl::Now();
-    return !gone;
-  };
-  auto start = [&] {
-    if (started) return;
-    started = true;
-    SendHeaders(conn, 200,
-                {{"Content-Type", "text/event-stream"},
-                 {"Transfer-Encoding", "chunked"}});
-  };
-  caller.cancelled = [&] {
-    if (gone) return true;
-    if (started && absl::Now() - last_write >= kWatchKeepAlive) {
-      send(": keep-alive\n\n");
-    }
-    return gone;
-  };
-  absl::Status s =
-      dispatch.stream(api_, caller, *message, [&](const v1::Backfill& update) {
-        start();
-        return send(absl::StrCat("data: ", MessageToHttpJson(update), "\n\n"));
+  }
+  std::shared_ptr<pb::Message> watch(std::move(message));
+  BackfillApi* api = api_;
+  response.status = 200;
+  response.set_chunked_content_provider(
+      "text/event-stream",
+      [api, caller, watch, &dispatch](size_t, httplib::DataSink& sink) mutable {
+        absl::Time last_write = absl::Now();
+        bool gone = false;
+        auto send = [&](const std::string& text) {
+          if (!gone && !sink.write(text.data(), text.size())) gone = true;
+          last_write = absl::Now();
+          return !gone;
+        };
+        caller.cancelled = [&] {
+          if (!gone && !sink.is_writable()) gone = true;
+          if (!gone && absl::Now() - last_write >= kWatchKeepAlive) {
+            send(": keep-alive\n\n");
+          }
+          return gone;
+        };
+        absl::Status s = dispatch.stream(
+            api, caller, *watch, [&](const v1::Backfill& update) {
+              return send(
+                  absl::StrCat("data: ", MessageToHttpJson(update), "\n\n"));
+            });
+        if (!s.ok() && !gone) {
+          send(absl::StrCat("event: error\ndata: ", StatusToHttpJson(s),
+                            "\n\n"));
+        }
+        if (!gone) sink.done();
+        return !gone;
       });
-  if (!started) {
-    if (!s.ok()) return SendError(conn, s);
-    start();
-  } else if (!s.ok() && !gone) {
-    send(absl::StrCat("event: error\ndata: ", StatusToHttpJson(s), "\n\n"));
-  }
-  if (!gone) mg_send_chunk(conn, "", 0);
-  return 200;
 }
 
-int HttpApiServer::ServeConsole(mg_connection* conn) {
-  const mg_request_info* request = mg_get_request_info(conn);
-  const std::string path =
-      request->local_uri_raw == nullptr ? "" : request->local_uri_raw;
-  const std::string verb =
-      request->request_method == nullptr ? "" : request->request_method;
+void HttpApiServer::ServeConsole(const httplib::Request& request,
+                                 httplib::Response& response) {
+  const std::string& path = request.path;
   if (path == "/" || path == "/ui") {
-    return SendBody(conn, 302, "text/plain", "", {{"Location", "/ui/"}});
+    response.set_redirect("/ui/");
+    return;
   }
-  const bool authenticated = auth_ != nullptr && auth_->enabled();
-  if (absl::Status s =
-          CheckOrigin(request, HostOf(options_.listen), authenticated);
-      !s.ok()) {
-    return SendError(conn, s);
+  if (request.method != "GET" && request.method != "HEAD") {
+    return SendError(
+        response, WithReason(absl::InvalidArgumentError(absl::StrCat(
+                                 request.method, " is not a method of ", path)),
+                             "METHOD_NOT_ALLOWED"));
   }
-  if (verb != "GET" && verb != "HEAD") {
-    return SendError(conn, WithReason(absl::InvalidArgumentError(absl::StrCat(
-                                          verb, " is not a method of ", path)),
-                                      "METHOD_NOT_ALLOWED"));
-  }
-  if (path == "/ui/session") return ServeSession(conn, request);
-  return SendError(conn, WithReason(absl::NotFoundError(absl::StrCat(
-                                        "nothing is served at ", path)),
-                                    "ROUTE_NOT_FOUND"));
+  if (path == "/ui/session") return ServeSession(request, response);
+  return SendError(response, WithReason(absl::NotFoundError(absl::StrCat(
+                                            "nothing is served at ", path)),
+                                        "ROUTE_NOT_FOUND"));
 }
 
-int HttpApiServer::ServeSession(mg_connection* conn,
-                                const mg_request_info* request) {
+void HttpApiServer::ServeSession(const httplib::Request& request,
+                                 httplib::Response& response) {
   std::optional<Principal> principal;
   const bool authenticated = auth_ != nullptr && auth_->enabled();
   if (authenticated) {
     absl::StatusOr<std::optional<Principal>> who =
         auth_->Authenticate(CredentialsOf(request));
-    if (!who.ok()) return SendError(conn, who.status());
+    if (!who.ok()) return SendError(response, who.status());
     principal = *who;
   }
   pb::Struct session;
@@ -600,7 +563,7 @@ int HttpApiServer::ServeSession(mg_connection* conn,
     }
     allowed->add_values()->set_string_value(std::string(route.method));
   }
-  return SendJson(conn, 200, MessageToHttpJson(session));
+  SendJson(response, 200, MessageToHttpJson(session));
 }
 
 }  // namespace backfill

@@ -72,7 +72,7 @@ const std::vector<HttpRoute>& HttpRoutes() {
           {"POST", "/v1/backfills", "SubmitBackfill", true},
           {"GET", "/v1/backfills", "ListBackfills"},
           {"GET", "/v1/backfills/{id}", "GetBackfill"},
-          {"GET", "/v1/backfills/{id}/partitions", "ListPartitions"},
+          {"GET", "/v1/backfills/{backfill_id}/partitions", "ListPartitions"},
           {"GET", "/v1/backfills/{id}:diff", "DiffBackfill"},
           {"GET", "/v1/backfills/{id}:watch", "WatchBackfill", false, true},
           {"POST", "/v1/backfills/{id}:cancel", "CancelBackfill", true},

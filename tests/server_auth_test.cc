@@ -539,7 +539,9 @@ TEST_F(ServerAuthTest, ReplayPoliciesAreListedEvaluatedPausedAndResumed) {
         testing::RawCall(target_, absl::StrCat("/", kService, "/", method),
                          request.SerializeAsString(), &bytes,
                          {{"authorization", "Bearer " + tokens_.at(who)}});
-    if (status.ok()) EXPECT_TRUE(response->ParseFromString(bytes));
+    if (status.ok()) {
+      EXPECT_TRUE(response->ParseFromString(bytes));
+    }
     return status;
   };
   v1::ListReplayPoliciesResponse listed;
