@@ -142,8 +142,9 @@ export async function allPages(fetchPage, onPage, maxPages = 1000) {
   }
 }
 
-// WatchBackfill as server-sent events read with fetch (EventSource cannot
-// send the Authorization header). Calls onUpdate(backfill) for every
+// WatchBackfill as server-sent events read with fetch (the browser's own
+// server-sent events client cannot send the Authorization header), parsed
+// line by line here. Calls onUpdate(backfill) for every
 // `data:` event; resolves when the stream ends (the job is terminal);
 // rejects with an ApiError for an `event: error` or a refused request.
 export async function watchBackfill(id, {view, signal, onUpdate}) {

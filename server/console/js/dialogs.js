@@ -102,6 +102,7 @@ export function actionDialog({title, description, fields, confirmLabel,
                 confirmLabel || title),
             button('Cancel', () => modal.close())));
     let settled = false;
+    let busy = false;
     const modal = openModal({
       title,
       content: form,
@@ -111,6 +112,7 @@ export function actionDialog({title, description, fields, confirmLabel,
     });
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
+      if (busy) return;
       errorBox.hidden = true;
       const values = {};
       let missing = null;
@@ -131,7 +133,8 @@ export function actionDialog({title, description, fields, confirmLabel,
         return;
       }
       const submitButton = form.querySelector('button[type=submit]');
-      submitButton.disabled = true;
+      busy = true;
+      submitButton.setAttribute('aria-disabled', 'true');
       form.setAttribute('aria-busy', 'true');
       try {
         const result = await submit(values);
@@ -145,7 +148,8 @@ export function actionDialog({title, description, fields, confirmLabel,
           return controls[camel] ? controls[camel].control : null;
         });
       } finally {
-        submitButton.disabled = false;
+        busy = false;
+        submitButton.removeAttribute('aria-disabled');
         form.removeAttribute('aria-busy');
       }
     });

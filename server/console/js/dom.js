@@ -1,6 +1,6 @@
 // DOM helpers. Every element of the console is built here with
-// createElement and textContent: data from the API is never parsed as HTML
-// (no innerHTML), and no style attribute is ever written (the daemon's
+// createElement and textContent: data from the API is never parsed as
+// markup, and no style attribute is ever written (the daemon's
 // Content-Security-Policy allows only its own stylesheet).
 
 // h('a', {href: '#/x', class: 'link', onclick: fn}, 'text', child, ...):
@@ -105,16 +105,21 @@ export function section(title, ...children) {
       h('h2', {id}, title), ...children);
 }
 
-// A button that runs `action`, disabled while it runs.
+// A button that runs `action`; clicks while it runs are ignored. It is
+// marked aria-disabled rather than disabled, so that it keeps focus (a
+// disabled button loses it, and a dialog it opened could not give it back).
 export function button(text, action, attrs = {}) {
   const b = h('button', {type: 'button', ...attrs}, text);
+  let busy = false;
   b.addEventListener('click', async (event) => {
-    if (b.disabled) return;
-    b.disabled = true;
+    if (busy) return;
+    busy = true;
+    b.setAttribute('aria-disabled', 'true');
     try {
       await action(event);
     } finally {
-      b.disabled = false;
+      busy = false;
+      b.removeAttribute('aria-disabled');
     }
   });
   return b;

@@ -222,6 +222,12 @@ export class PartitionGrid {
     if (cell) this.setActive(cell, true);
   }
 
+  // Makes the cell of `partition` the tab stop without moving focus.
+  selectPartition(partition) {
+    const cell = this.cellsByPartition.get(partition);
+    if (cell) this.setActive(cell, false);
+  }
+
   setActive(cell, focus) {
     if (this.active && this.active !== cell) {
       this.active.setAttribute('tabindex', '-1');

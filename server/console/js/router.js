@@ -93,7 +93,7 @@ export class Router {
     }
     const {route: r, params, query} = parsed;
     const cur = this.current;
-    if (cur && cur.route === r && cur.instance.update &&
+    if (cur && cur.route.page === r.page && cur.instance.update &&
         cur.instance.update(params, query)) {
       cur.params = params;
       return;

@@ -59,6 +59,12 @@ class JobPage {
     this.confirmations = h('div');
     this.decisions = h('div');
     this.audit = h('div');
+    this.panel.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && !event.defaultPrevented) {
+        event.preventDefault();
+        this.closePanel();
+      }
+    });
     this.decisionsSection = section('Approval and rollback', this.decisions);
     this.decisionsSection.hidden = true;
 
@@ -260,11 +266,10 @@ class JobPage {
         h('h3', null, 'Published versions (ExplainPartition)'),
         explain);
     loadExplain(explain, dataset, partition, this.signal);
+    // The cell stays the grid's tab stop, so that Close (or Shift+Tab back
+    // into the grid) returns to it.
     const grid = this.grids.get(dataset);
-    if (grid && grid.has(partition)) {
-      grid.focusPartition(partition);
-      grid.active.blur();
-    }
+    if (grid && grid.has(partition)) grid.selectPartition(partition);
     this.panel.querySelector('h2').focus();
   }
 
@@ -277,9 +282,14 @@ class JobPage {
     }
   }
 
-  afterAction(updated, action) {
+  async afterAction(updated, action) {
     announce(`${action.label}: job ${this.id} is ${jobStateText(updated.state)}.`);
-    this.reload();
+    await this.reload();
+    // The decision's button may be gone with the state that allowed it.
+    if (!document.activeElement || document.activeElement === document.body) {
+      this.heading.setAttribute('tabindex', '-1');
+      this.heading.focus();
+    }
   }
 
   // Everything again (after a decision, at a state change, at the end of

@@ -149,20 +149,22 @@ class JobsPage {
   }
 
   renderPager(next) {
+    const want = this.focusPager;
+    this.focusPager = null;
+    const page = (label, move) => button(label, () => {
+      move();
+      this.focusPager = label;
+      return this.load();
+    });
     const buttons = [];
-    if (this.tokens.length > 1) {
-      buttons.push(button('← Newer jobs', () => {
-        this.tokens.pop();
-        return this.load();
-      }));
-    }
-    if (next) {
-      buttons.push(button('Older jobs →', () => {
-        this.tokens.push(next);
-        return this.load();
-      }));
-    }
+    if (this.tokens.length > 1) buttons.push(page('← Newer jobs', () => this.tokens.pop()));
+    if (next) buttons.push(page('Older jobs →', () => this.tokens.push(next)));
     replace(this.pager, ...buttons);
+    if (want) {
+      // Paging replaced the button that had focus: keep focus on the pager.
+      const same = buttons.find((b) => b.textContent === want) || buttons[0];
+      if (same) same.focus();
+    }
   }
 
   unmount() {

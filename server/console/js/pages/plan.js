@@ -325,7 +325,9 @@ class PlanPage {
       this.c.reason.focus();
       return;
     }
-    this.submitButton.disabled = true;
+    if (this.submitting) return;
+    this.submitting = true;
+    this.submitButton.setAttribute('aria-disabled', 'true');
     const body = {request: this.request(), noWait: this.c.noWait.checked || undefined};
     const json = JSON.stringify(body);
     // The same submit again (after a lost answer, a refusal to retry)
@@ -345,7 +347,9 @@ class PlanPage {
       // The key stays: submitting the same request again cannot make a
       // second job.
       showError(this.errorBox, e, (p) => this.controlFor(p));
-      this.formChanged();
+    } finally {
+      this.submitting = false;
+      this.submitButton.removeAttribute('aria-disabled');
     }
   }
 
