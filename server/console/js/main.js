@@ -102,6 +102,7 @@ async function checkSession() {
 }
 
 onUnauthenticated(() => {
+  if (!signin.hidden) return;  // already asked (several calls were refused)
   const hadToken = Boolean(getToken());
   clearToken();
   showSignIn(hadToken ? 'The token was not accepted (wrong, revoked or expired). ' +
@@ -122,11 +123,11 @@ document.getElementById('signin-form').addEventListener('submit', async (event) 
   setToken(token);
   const error = await checkSession();
   if (error) {
-    if (error.status !== 401) {
-      clearToken();
-      status.textContent = error.message;
-      status.hidden = false;
-    }
+    clearToken();
+    status.textContent = error.status === 401 ?
+      'The token was not accepted (wrong, revoked or expired).' : error.message;
+    status.hidden = false;
+    input.select();
     return;
   }
   announce(`Signed in as ${sessionInfo().principal || 'you'}.`);

@@ -263,6 +263,7 @@ class JobPage {
               'aria-label': 'Close the partition panel'})),
         record ? h('h3', null, `In ${this.id}`) : null,
         jobRecordView(record),
+        this.partitionChecks(dataset, partition),
         h('h3', null, 'Published versions (ExplainPartition)'),
         explain);
     loadExplain(explain, dataset, partition, this.signal);
@@ -271,6 +272,29 @@ class JobPage {
     const grid = this.grids.get(dataset);
     if (grid && grid.has(partition)) grid.selectPartition(partition);
     this.panel.querySelector('h2').focus();
+  }
+
+  // The job's check results about one partition: its failures (the job
+  // lists at most 100 failing partitions per check and dataset), else what
+  // the summaries say.
+  partitionChecks(dataset, partition) {
+    const checks = (this.job && this.job.checks) || [];
+    const own = checks.filter((c) => c.dataset === dataset && !c.summary &&
+        (c.partition || '') === partition);
+    const summaries = checks.filter((c) => c.dataset === dataset && c.summary);
+    if (own.length === 0 && summaries.length === 0) return null;
+    return h('div', null, h('h4', null, 'Checks in this job'), own.length ?
+      h('ul', null, own.map((c) => h('li', null,
+          h('span', {class: c.passed ? 'ok' : 'bad'}, c.passed ? '✔ ' : '✘ '),
+          h('code', null, c.name), ` (${c.kind}): `, c.observed ? `observed ${c.observed}` : '',
+          c.allowed ? `, allowed ${c.allowed}` : '', c.message ? ` — ${c.message}` : '',
+          c.sampleRows && c.sampleRows.length ?
+            h('pre', {class: 'samples'}, c.sampleRows.join('\n')) : null))) :
+      h('p', null, `Not among the failing partitions of ${summaries.length} check` +
+          `${summaries.length === 1 ? '' : 's'} (${summaries.map((c) => `${c.name}: ` +
+          `${c.passed ? 'passed' : `${c.partitionsFailed || 0} failed`}`).join(', ')})` +
+          (summaries.some((c) => num(c.partitionsFailed) > 100) ?
+            '; the job lists at most 100 failing partitions per check.' : '.')));
   }
 
   closePanel() {

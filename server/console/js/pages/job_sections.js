@@ -79,6 +79,10 @@ export function stepStatuses(job, events) {
   } else if (state === S('DOWNSTREAM_UNHEALTHY')) {
     stopAt = 6;
     stopStatus = 'unhealthy';
+  } else if (state === S('QUEUED') && reached >= 3) {
+    // Resumed or retried: queued to recompute again.
+    stopAt = 3;
+    stopStatus = 'requeued';
   } else {
     stopAt = Math.max(stepOf(state), 1);
     stopStatus = state === S('PAUSED') ? 'paused' :
@@ -105,6 +109,7 @@ const STATUS_TEXT = {
   done: 'done', current: 'in progress', paused: 'paused',
   waiting: 'waiting for approval', failed: 'failed', cancelled: 'cancelled',
   unhealthy: 'downstream unhealthy', pending: 'not reached',
+  requeued: 'queued to continue',
 };
 
 export function timelineView(job, events) {
@@ -142,7 +147,8 @@ export function timelineView(job, events) {
     }
     list.appendChild(h('li', {
       class: `step step-${st}`,
-      'aria-current': ['current', 'paused', 'waiting'].includes(st) ? 'step' : null,
+      'aria-current': ['current', 'paused', 'waiting', 'requeued'].includes(st) ?
+        'step' : null,
     },
     h('span', {class: 'step-n', 'aria-hidden': 'true'}, String(step.n)),
     h('span', {class: 'step-body'},
