@@ -22,6 +22,7 @@ PACKAGES=(
   python3-grpcio python3-protobuf  # the Python client of the API tests
   golang-github-gogo-googleapis-dev  # google/rpc/*.proto: error details
   prometheus  # for promtool (metrics and alert-rule checks)
+  chromium  # the console's browser tests (tests/browser/, puppeteer-core)
 )
 
 if (($# > 0)); then
