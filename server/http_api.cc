@@ -21,6 +21,7 @@
 #include "core/base/error_details.h"
 #include "google/protobuf/struct.pb.h"
 #include "server/access_policy.h"
+#include "server/console_assets.h"
 #include "server/http_json.h"
 #include "server/http_routes.h"
 #include "server/log_text.h"
@@ -30,6 +31,12 @@ namespace backfill {
 namespace {
 
 namespace pb = ::google::protobuf;
+
+// The console's Content-Security-Policy.
+constexpr char kConsolePolicy[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' "
+    "data:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'";
 
 // How often an idle watch sends a comment line, which also tells when
 // its client has gone.
@@ -528,9 +535,28 @@ void HttpApiServer::ServeConsole(const httplib::Request& request,
                              "METHOD_NOT_ALLOWED"));
   }
   if (path == "/ui/session") return ServeSession(request, response);
-  return SendError(response, WithReason(absl::NotFoundError(absl::StrCat(
-                                            "nothing is served at ", path)),
-                                        "ROUTE_NOT_FOUND"));
+  const ConsoleAsset* asset = nullptr;
+  if (absl::StartsWith(path, "/ui/")) {
+    const std::string name = path == "/ui/" ? "index.html" : path.substr(4);
+    asset = FindConsoleAsset(name);
+  }
+  if (asset == nullptr) {
+    return SendError(response, WithReason(absl::NotFoundError(absl::StrCat(
+                                              "nothing is served at ", path,
+                                              " (the console is at /ui/)")),
+                                          "ROUTE_NOT_FOUND"));
+  }
+  // Nothing but this origin: no inline script or style, no frames, no
+  // other site's scripts, fonts or images.
+  response.set_header("Content-Security-Policy", kConsolePolicy);
+  response.set_header("ETag", std::string(asset->etag));
+  if (request.get_header_value("If-None-Match") == asset->etag) {
+    response.status = 304;
+    return;
+  }
+  response.status = 200;
+  response.set_content(asset->body.data(), asset->body.size(),
+                       std::string(asset->content_type));
 }
 
 void HttpApiServer::ServeSession(const httplib::Request& request,
