@@ -99,12 +99,6 @@ absl::Status CheckServingOptions(const DaemonOptions& options) {
         !s.ok()) {
       return s;
     }
-    if (absl::StartsWith(options.http_listen, "[")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http-listen ", options.http_listen,
-          ": the HTTP server of this build listens on IPv4 only; give an "
-          "IPv4 address or a name (e.g. 127.0.0.1:8080 or 0.0.0.0:8080)"));
-    }
     if (options.http_listen == options.listen ||
         (MetricsEnabled(options) &&
          options.http_listen == options.metrics_listen)) {

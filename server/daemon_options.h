@@ -29,8 +29,7 @@ struct DaemonOptions {
   std::string pipelines_dir;  // "": <data_dir>/pipelines if it exists
   std::string listen = "127.0.0.1:50051";
   std::string metrics_listen = "127.0.0.1:9464";  // "" or "none": disabled
-  // --http-listen: the HTTP/JSON API and the console (HOST:PORT, IPv4 or a
-  // name); "": off.
+  // --http-listen: the HTTP/JSON API and the console (HOST:PORT); "": off.
   std::string http_listen;
   int workers = 0;  // 0: std::thread::hardware_concurrency()
   // How long in-flight calls may run on after Shutdown() begins.
@@ -107,7 +106,8 @@ bool IsLocalOnlyAddress(const std::string& listen);
 
 // Checks --data-dir is given and that --listen, --metrics-listen when
 // /metrics is on and --http-listen when given are HOST:PORT (a bare port
-// would listen on every interface); --http-listen takes no IPv6 address.
+// would listen on every interface), and that --http-listen is a port of
+// its own.
 absl::Status CheckServingOptions(const DaemonOptions& options);
 
 // Checks --openlineage-url and --openlineage-namespace (INVALID_ARGUMENT

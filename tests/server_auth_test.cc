@@ -45,6 +45,7 @@
 #include "server/backfill_service_impl.h"
 #include "server/bearer_tokens.h"
 #include "server/call_auth.h"
+#include "server/daemon_options.h"
 #include "server/daemon.h"
 #include "server/replay_policy_collector.h"
 #include "server/tls_files.h"
@@ -881,6 +882,34 @@ TEST(ListenSecurityTest, AnExposedPortNeedsInsecure) {
   absl::Status bad = Daemon::CheckSecurityOptions(options);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(), HasSubstr("--auth-tokens: cannot read"));
+}
+
+TEST(ListenSecurityTest, TheHttpPortFollowsTheGrpcPortsRules) {
+  DaemonOptions options;
+  options.data_dir = "/tmp/unused";
+  options.listen = "127.0.0.1:50051";
+  options.http_listen = "0.0.0.0:8080";
+  absl::Status refused = Daemon::CheckSecurityOptions(options);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("--http-listen 0.0.0.0:8080"));
+  EXPECT_THAT(refused.message(), HasSubstr("not encrypted"));
+  options.insecure = true;
+  EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
+  options.insecure = false;
+  options.http_listen = "localhost:8080";
+  EXPECT_TRUE(Daemon::CheckSecurityOptions(options).ok());
+  // HOST:PORT, and a port of its own.
+  for (const std::string bad : {"8080", "127.0.0.1:", "127.0.0.1:50051",
+                                "127.0.0.1:9464", "127.0.0.1:70000"}) {
+    options.http_listen = bad;
+    absl::Status s = CheckServingOptions(options);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("--http-listen")) << bad;
+  }
+  options.http_listen = "[::1]:8080";
+  EXPECT_TRUE(CheckServingOptions(options).ok());
+  options.http_listen = "";
+  EXPECT_TRUE(CheckServingOptions(options).ok());
 }
 
 }  // namespace
