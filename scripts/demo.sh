@@ -29,6 +29,11 @@
 #     DOWNSTREAM_UNHEALTHY, saying which consumer serves what for which day;
 #     with a working cache again, backfillctl confirm brings it to SUCCEEDED.
 #
+# The daemon also serves its browser console (--http-listen); the demo
+# prints its address. With --console the demo waits at step 4 for a person
+# to read the held job's diff in the console and approve it there, instead
+# of approving it itself.
+#
 # The daemon and the cache are always stopped with SIGTERM at the end (and on
 # any error), so the demo leaves no process behind; the data stays in the
 # demo directory and the report prints the commands to start them on it
@@ -49,7 +54,7 @@
 # and the cache.
 # PostgreSQL 15's server programs are installed (as root) when missing.
 #
-# Usage: scripts/demo.sh [--no-build] [--engine sqlite|postgres]
+# Usage: scripts/demo.sh [--no-build] [--engine sqlite|postgres] [--console]
 # Environment: BACKFILL_DEMO_DIR (default: build/demo under the repository),
 #              BACKFILL_BIN_DIR (default: build/bin),
 #              BACKFILL_PG_BIN_DIR (PostgreSQL's initdb and pg_ctl; default:
@@ -86,9 +91,11 @@ DSN=""
 
 build=1
 ENGINE=sqlite
+CONSOLE=0
 while (($# > 0)); do
   case "$1" in
     --no-build) build=0 ;;
+    --console) CONSOLE=1 ;;
     --engine)
       (($# > 1)) || {
         echo "demo: --engine needs a value: sqlite or postgres" >&2
@@ -173,10 +180,11 @@ start_daemon() {
   : >"$log"
   "$BIN/backfilld" --data-dir "$DATA" --pipelines "$pipelines" \
     --listen "127.0.0.1:$PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-    --workers 2 >"$log" 2>&1 &
+    --http-listen "127.0.0.1:$HTTP_PORT" --workers 2 >"$log" 2>&1 &
   DAEMON_PID=$!
   wait_listening "$log"
   echo "backfilld (pid $DAEMON_PID): $(grep -m1 'backfilld listening on' "$log")"
+  echo "console: http://127.0.0.1:$HTTP_PORT/ui/"
 }
 
 ctl() { "$BIN/backfillctl" --server "127.0.0.1:$PORT" "$@"; }
@@ -446,6 +454,10 @@ fi
 PORT="$(free_port 50551)"
 METRICS_PORT="$(free_port 9564)"
 [[ $METRICS_PORT != "$PORT" ]] || METRICS_PORT="$(free_port $((PORT + 1)))"
+HTTP_PORT="$(free_port 8480)"
+while [[ $HTTP_PORT == "$PORT" || $HTTP_PORT == "$METRICS_PORT" ]]; do
+  HTTP_PORT="$(free_port $((HTTP_PORT + 1)))"
+done
 
 step "Starting backfilld with the buggy pipeline (revenue = SUM(amount))"
 start_daemon "$PIPELINES_V1" "$WORK/backfilld-v1.log"
@@ -601,10 +613,19 @@ diff_changed="$(diff_sql "
 diff_revenue="$(jq -r '.datasets[] | select(.dataset == "daily_revenue") | .measures[] | select(.column == "revenue") | .delta' "$WORK/diff.json" |
   awk '{ printf "%.2f", $1 }')"
 
-step "Approving $JOB after reading the diff"
-ctl approve "$JOB" --reason "diff reviewed: revenue down on the 30 refund days, nothing else" \
-  >"$WORK/approve.txt"
-grep -E '^(approved|Approved|State)' "$WORK/approve.txt"
+if ((CONSOLE)); then
+  step "Approve $JOB in the console: http://127.0.0.1:$HTTP_PORT/ui/#/backfills/$JOB"
+  echo "Read its diff there and approve it with a reason; the demo goes on once it is approved."
+  until [[ $(ctl --json status "$JOB" | jq -r '.state') != BACKFILL_STATE_AWAITING_APPROVAL ]]; do
+    sleep 1
+  done
+  echo "$JOB: $(ctl --json status "$JOB" | jq -r '.state'), approved in the console"
+else
+  step "Approving $JOB after reading the diff"
+  ctl approve "$JOB" --reason "diff reviewed: revenue down on the 30 refund days, nothing else" \
+    >"$WORK/approve.txt"
+  grep -E '^(approved|Approved|State)' "$WORK/approve.txt"
+fi
 ctl --json watch "$JOB" >"$WORK/backfill.json" || true
 
 step "backfillctl status $JOB"
@@ -884,9 +905,9 @@ if [[ $ENGINE == sqlite ]]; then
 
 The data stays in $DATA. To explore it, start the revenue cache and the daemon again:
   python3 $CACHE --warehouse $DATA/warehouse.db --port $CACHE_PORT &
-  $BIN/backfilld --data-dir $DATA --pipelines $PIPELINES --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT
+  $BIN/backfilld --data-dir $DATA --pipelines $PIPELINES --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT --http-listen 127.0.0.1:$HTTP_PORT
   $BIN/backfillctl --server 127.0.0.1:$PORT list
-and stop it with Ctrl-C or kill -TERM (it drains and exits 0).
+and open the console at http://127.0.0.1:$HTTP_PORT/ui/; stop it with Ctrl-C or kill -TERM (it drains and exits 0).
 EOT
 else
   stop_postgres
@@ -899,7 +920,7 @@ The warehouse stays in the PostgreSQL cluster $PG_DIR/data, the daemon's state i
 To explore them, start the server, the revenue cache and the daemon again:
   $pg_ctl_start
   python3 $CACHE --postgres "$DSN" --port $CACHE_PORT &
-  $BIN/backfilld --data-dir $DATA --pipelines $PIPELINES --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT
+  $BIN/backfilld --data-dir $DATA --pipelines $PIPELINES --listen 127.0.0.1:$PORT --metrics-listen 127.0.0.1:$METRICS_PORT --http-listen 127.0.0.1:$HTTP_PORT
   $BIN/backfillctl --server 127.0.0.1:$PORT list
   psql "$DSN"
 and stop the daemon with Ctrl-C or kill -TERM (it drains and exits 0), the server with

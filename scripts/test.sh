@@ -23,6 +23,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 "$ROOT/scripts/install-deps.sh"
+# The console's browser tests drive Debian's chromium with puppeteer-core,
+# installed from npm as tests/browser/package-lock.json pins it.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "==> installing Node.js and npm for the console's browser tests"
+  apt-get update -q && apt-get install -y -q --no-install-recommends nodejs npm
+fi
+if [[ ! -f tests/browser/node_modules/.package-lock.json ||
+  tests/browser/package-lock.json -nt tests/browser/node_modules/.package-lock.json ]]; then
+  (cd tests/browser && npm ci --no-audit --no-fund)
+fi
 
 test_jobs="${BACKFILL_TEST_JOBS:-4}"
 overlap="${BACKFILL_OVERLAP:-1}"
