@@ -154,6 +154,12 @@ export function field(label, kind = 'input', attrs = {}, options = []) {
       isCheck ? [control, labelEl] : [labelEl, control],
       hint ? h('p', {class: 'hint', id: hintId}, hint) : null, error);
   control.fieldError = error;
+  // An error shown under the control goes once the value is edited.
+  const clear = () => {
+    if (control.hasAttribute('aria-invalid')) setFieldError(control, '');
+  };
+  control.addEventListener('input', clear);
+  control.addEventListener('change', clear);
   return {row, control};
 }
 

@@ -338,6 +338,15 @@ export function diffSection(job, signal, partitionHref) {
 export function confirmationsView(job) {
   const list = job.confirmations || [];
   if (list.length === 0) {
+    // Step 6 ran (a job that confirmed a consumer lists it): none declared.
+    if ([S('SUCCEEDED'), S('DOWNSTREAM_UNHEALTHY'), S('ROLLED_BACK')].includes(job.state)) {
+      return h('p', null, 'None: no downstream consumer is declared for the ' +
+          'job\'s datasets, so there was nothing to confirm.');
+    }
+    if ([S('FAILED'), S('CANCELLED'), S('VALIDATION_FAILED')].includes(job.state)) {
+      return h('p', null, 'None: the job published nothing, so there was ' +
+          'nothing to confirm.');
+    }
     return h('p', null, 'No confirmation yet: downstream consumers are ' +
         'confirmed in step 6, after publishing.');
   }
