@@ -226,56 +226,45 @@ absl::Status BackfillApi::WatchBackfill(
   }
 }
 
-absl::Status BackfillApi::CancelBackfill(
-    const Caller& caller, const v1::CancelBackfillRequest& request,
+absl::Status BackfillApi::Decide(
+    absl::StatusOr<Job> (BackfillManager::*decide)(const std::string&,
+                                                   const std::string&,
+                                                   const std::string&),
+    const std::string& id, const std::string& reason, const Caller& caller,
     v1::Backfill* response) {
-  if (absl::Status valid = ValidateJobId(request.id()); !valid.ok()) {
-    return valid;
-  }
-  absl::StatusOr<Job> job =
-      manager_->Cancel(request.id(), request.reason(), caller.Actor());
+  if (absl::Status valid = ValidateJobId(id); !valid.ok()) return valid;
+  absl::StatusOr<Job> job = (manager_->*decide)(id, reason, caller.Actor());
   if (!job.ok()) return job.status();
   *response = Answer(*job);
   return absl::OkStatus();
+}
+
+absl::Status BackfillApi::CancelBackfill(
+    const Caller& caller, const v1::CancelBackfillRequest& request,
+    v1::Backfill* response) {
+  return Decide(&BackfillManager::Cancel, request.id(), request.reason(),
+                caller, response);
 }
 
 absl::Status BackfillApi::PauseBackfill(const Caller& caller,
                                         const v1::PauseBackfillRequest& request,
                                         v1::Backfill* response) {
-  if (absl::Status valid = ValidateJobId(request.id()); !valid.ok()) {
-    return valid;
-  }
-  absl::StatusOr<Job> job =
-      manager_->Pause(request.id(), request.reason(), caller.Actor());
-  if (!job.ok()) return job.status();
-  *response = Answer(*job);
-  return absl::OkStatus();
+  return Decide(&BackfillManager::Pause, request.id(), request.reason(), caller,
+                response);
 }
 
 absl::Status BackfillApi::ResumeBackfill(
     const Caller& caller, const v1::ResumeBackfillRequest& request,
     v1::Backfill* response) {
-  if (absl::Status valid = ValidateJobId(request.id()); !valid.ok()) {
-    return valid;
-  }
-  absl::StatusOr<Job> job =
-      manager_->Resume(request.id(), request.reason(), caller.Actor());
-  if (!job.ok()) return job.status();
-  *response = Answer(*job);
-  return absl::OkStatus();
+  return Decide(&BackfillManager::Resume, request.id(), request.reason(),
+                caller, response);
 }
 
 absl::Status BackfillApi::RetryBackfill(const Caller& caller,
                                         const v1::RetryBackfillRequest& request,
                                         v1::Backfill* response) {
-  if (absl::Status valid = ValidateJobId(request.id()); !valid.ok()) {
-    return valid;
-  }
-  absl::StatusOr<Job> job =
-      manager_->Retry(request.id(), request.reason(), caller.Actor());
-  if (!job.ok()) return job.status();
-  *response = Answer(*job);
-  return absl::OkStatus();
+  return Decide(&BackfillManager::Retry, request.id(), request.reason(), caller,
+                response);
 }
 
 absl::Status BackfillApi::RollbackBackfill(

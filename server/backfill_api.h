@@ -204,6 +204,14 @@ class BackfillApi {
   // fails for its size. GetBackfill and ListPartitions read the lists.
   v1::Backfill Answer(const Job& job) const;
 
+  // Cancel, pause, resume, retry: `decide` (a BackfillManager method taking
+  // the id, the reason and the actor) on a checked id.
+  absl::Status Decide(absl::StatusOr<Job> (BackfillManager::*decide)(
+                          const std::string&, const std::string&,
+                          const std::string&),
+                      const std::string& id, const std::string& reason,
+                      const Caller& caller, v1::Backfill* response);
+
   // `dataset`'s policy as the replay methods answer with it.
   absl::Status AnswerPolicy(const std::string& dataset,
                             v1::ReplayPolicy* response);
