@@ -1,8 +1,10 @@
 // Warehouse ownership at start: CheckAndClaimWarehouse with the in-memory
 // state store and the fake engine, for each way the two can disagree.
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +32,23 @@ constexpr char kWarehousePath[] = "/data/warehouse.db";
 absl::Time T(int seconds) {
   return absl::FromUnixSeconds(1700000000 + seconds);
 }
+
+// A store another replica of a group writes to while the check reads it:
+// `before_list` runs before the next ListJobIds answers, `after_list` after
+// (each once).
+class RacedStore : public testing::InMemoryStateStore {
+ public:
+  absl::StatusOr<std::vector<std::string>> ListJobIds(
+      const std::vector<JobState>& states) override {
+    if (before_list) std::exchange(before_list, nullptr)();
+    absl::StatusOr<std::vector<std::string>> ids =
+        InMemoryStateStore::ListJobIds(states);
+    if (after_list) std::exchange(after_list, nullptr)();
+    return ids;
+  }
+  std::function<void()> before_list;
+  std::function<void()> after_list;
+};
 
 class WarehouseOwnershipTest : public ::testing::Test {
  protected:
@@ -94,6 +113,20 @@ class WarehouseOwnershipTest : public ::testing::Test {
     ASSERT_TRUE(engine_.Publish(layout).ok());
   }
 
+  // The store's side of a publication, as the publish step records it.
+  void RecordPublished(const std::string& id) {
+    PartitionTask task;
+    task.job_id = id;
+    task.dataset = "orders";
+    task.partition = "2025-01-01";
+    task.state = TaskState::kStaged;
+    EXPECT_TRUE(store_.UpdateTask(task).ok());
+    EXPECT_TRUE(
+        store_
+            .RecordPublication(id, {}, JobState::kConfirming, "published", T(2))
+            .ok());
+  }
+
   void SetUp() override {
     orders_.name = "orders";
     orders_.table = "raw_orders";
@@ -102,7 +135,7 @@ class WarehouseOwnershipTest : public ::testing::Test {
 
   DatasetSpec orders_;
 
-  testing::InMemoryStateStore store_;
+  RacedStore store_;
   testing::FakeEngine engine_;
 };
 
@@ -344,6 +377,31 @@ TEST_F(WarehouseOwnershipTest, JobsWithPublicationsIncludePublishing) {
                                    JobState::kRolledBack));
   testing::InMemoryStateStore empty;
   EXPECT_THAT(*JobsWithPublications(&empty), IsEmpty());
+}
+
+// A replica starting while another publishes: between the two reads of
+// the store, the job goes from PUBLISHING (its marker committed) to
+// published. It is in one of the two lists, whatever the moment.
+TEST_F(WarehouseOwnershipTest,
+       AJobPublishedByAnotherReplicaDuringTheCheckFits) {
+  ASSERT_TRUE(Check().ok());
+  const std::string id = AddJob(JobState::kPublishing);
+  PublishInEngine(id);
+  store_.after_list = [&] { RecordPublished(id); };
+  absl::StatusOr<OwnershipResult> checked = Check();
+  EXPECT_TRUE(checked.ok()) << checked.status();
+  EXPECT_EQ(store_.GetJob(id)->state, JobState::kConfirming);
+
+  // And published in the warehouse and the store after the warehouse was
+  // read, before the store was: the marker is looked for again.
+  const std::string next = AddJob(JobState::kPublishing);
+  store_.before_list = [&] {
+    PublishInEngine(next);
+    RecordPublished(next);
+  };
+  checked = Check();
+  EXPECT_TRUE(checked.ok()) << checked.status();
+  EXPECT_EQ(store_.GetJob(next)->state, JobState::kConfirming);
 }
 
 }  // namespace

@@ -91,14 +91,34 @@ absl::StatusOr<OwnershipResult> CheckAndClaimWarehouse(
       mine.insert(job);
     }
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> recorded,
-                   store->ListJobIds(PublishedStates()));
+  // Other replicas of a group may publish while this one starts: a
+  // publication commits its marker in the warehouse, then records the job
+  // published (PUBLISHING, then CONFIRMING) in the store. PUBLISHING is
+  // read before the published states, so that a job seen with its marker
+  // is in one of the two lists even if it moves on between the reads.
   ASSIGN_OR_RETURN(std::vector<std::string> publishing,
                    store->ListJobIds({JobState::kPublishing}));
+  ASSIGN_OR_RETURN(std::vector<std::string> recorded,
+                   store->ListJobIds(PublishedStates()));
+  // A job recorded published whose marker the warehouse did not show yet
+  // may have been published after the warehouse was read: read it again.
+  std::set<std::string> markers = mine;
+  bool reread = false;
 
   std::vector<std::string> missing;
   for (const std::string& job : recorded) {
     if (mine.count(job)) continue;
+    if (!reread) {
+      reread = true;
+      ASSIGN_OR_RETURN(WarehouseInfo again, engine->Inspect());
+      for (const auto& [marked, writer] : again.publications) {
+        if (writer == info.store_id ||
+            (again.owner_store_id.empty() && writer.empty())) {
+          markers.insert(marked);
+        }
+      }
+    }
+    if (markers.count(job)) continue;
     // A job whose partitions all came out unchanged published nothing and
     // left no marker: there is nothing of it to find.
     ASSIGN_OR_RETURN(Job progress, store->GetJobProgress(job));
