@@ -243,9 +243,11 @@ absl::StatusOr<v1::Backfill> BackfillClient::Rollback(
   return Call(&Stub::RollbackBackfill, request);
 }
 
-absl::StatusOr<v1::Backfill> BackfillClient::Confirm(const std::string& id) {
+absl::StatusOr<v1::Backfill> BackfillClient::Confirm(
+    const std::string& id, const std::string& reason) {
   v1::ConfirmBackfillRequest request;
   request.set_id(id);
+  request.set_reason(reason);
   return Call(&Stub::ConfirmBackfill, request);
 }
 
@@ -300,10 +302,12 @@ absl::StatusOr<v1::ReplayPolicy> BackfillClient::PauseReplayPolicy(
 }
 
 absl::StatusOr<v1::ReplayPolicy> BackfillClient::ResumeReplayPolicy(
-    const std::string& dataset, const std::string& requested_by) {
+    const std::string& dataset, const std::string& requested_by,
+    const std::string& reason) {
   v1::ResumeReplayPolicyRequest request;
   request.set_dataset(dataset);
   request.set_requested_by(requested_by);
+  request.set_reason(reason);
   return Call(&Stub::ResumeReplayPolicy, request);
 }
 

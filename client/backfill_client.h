@@ -144,8 +144,10 @@ class BackfillClient {
   absl::StatusOr<v1::Backfill> Approve(
       const v1::ApproveBackfillRequest& request);
   // Confirms a published job's downstream consumers again
-  // (ConfirmBackfill); the job comes back CONFIRMING.
-  absl::StatusOr<v1::Backfill> Confirm(const std::string& id);
+  // (ConfirmBackfill), saying why (optional); the job comes back
+  // CONFIRMING.
+  absl::StatusOr<v1::Backfill> Confirm(const std::string& id,
+                                       const std::string& reason = "");
   // One page of a job's diff.
   absl::StatusOr<v1::DiffBackfillResponse> Diff(
       const v1::DiffBackfillRequest& request);
@@ -167,7 +169,8 @@ class BackfillClient {
       const std::string& dataset, const std::string& reason,
       const std::string& requested_by);
   absl::StatusOr<v1::ReplayPolicy> ResumeReplayPolicy(
-      const std::string& dataset, const std::string& requested_by);
+      const std::string& dataset, const std::string& requested_by,
+      const std::string& reason = "");
 
   // The replicas of the daemon's group and the job leases they hold
   // (ListNodes).

@@ -345,7 +345,9 @@ int Main(int argc, char** argv) {
     if (command->parsed()) return cli.Decide(action, job);
   }
   if (rollback->parsed()) return cli.Rollback(job.id, rollback_options);
-  if (confirm->parsed()) return cli.Confirm(job.id, !confirm_no_wait);
+  if (confirm->parsed()) {
+    return cli.Confirm(job.id, job.reason, !confirm_no_wait);
+  }
   return Fail(kExitUsage, "no subcommand (see backfillctl --help)");
 }
 

@@ -478,7 +478,8 @@ std::unique_ptr<CommandLine> NewCommandLine() {
                      "check: submit the job of what is due");
   policies->add_option("--reason", policy_options.reason,
                        "pause: why (required; kept with the pause and in "
-                       "the audit log)");
+                       "the audit log); resume: why (optional, in the audit "
+                       "log)");
   policies
       ->add_option("--requested-by", policy_options.requested_by,
                    "pause, resume: who (default: $USER, else the login "
@@ -493,6 +494,8 @@ std::unique_ptr<CommandLine> NewCommandLine() {
       "DOWNSTREAM_UNHEALTHY job again; waits for the result (exit code 0 "
       "only when it ends SUCCEEDED)");
   confirm->add_option("JOB", job.id, "Job id")->required();
+  confirm->add_option("--reason", job.reason,
+                      "Why the consumers are confirmed again (audit log)");
   confirm->add_flag("--no-wait", confirm_no_wait,
                     "Return as soon as the job is CONFIRMING");
 

@@ -258,8 +258,9 @@ int JobCommands::Rollback(const std::string& id,
   return Print(*job, cli::FormatBackfill(*job));
 }
 
-int JobCommands::Confirm(const std::string& id, bool wait) {
-  absl::StatusOr<v1::Backfill> job = client_->Confirm(id);
+int JobCommands::Confirm(const std::string& id, const std::string& reason,
+                         bool wait) {
+  absl::StatusOr<v1::Backfill> job = client_->Confirm(id, reason);
   if (!job.ok()) return RpcError(job.status());
   if (!wait) return Print(*job, cli::FormatBackfill(*job));
   std::cerr << cli::TerminalText(absl::StrCat(

@@ -46,7 +46,7 @@ class JobCommands {
   int Diff(const DiffOptions& options);
   int Why(const WhyOptions& options);
   int Audit(const AuditOptions& options);
-  int Confirm(const std::string& id, bool wait);
+  int Confirm(const std::string& id, const std::string& reason, bool wait);
   // The replicas of the daemon's group and their leases (ListNodes).
   int Nodes();
   // grpc.health.v1 of the BackfillService: 0 when SERVING (or, with

@@ -103,8 +103,8 @@ int PolicyCommands::Pause(const PolicyOptions& options) {
 }
 
 int PolicyCommands::Resume(const PolicyOptions& options) {
-  absl::StatusOr<v1::ReplayPolicy> policy =
-      client_->ResumeReplayPolicy(options.dataset, options.requested_by);
+  absl::StatusOr<v1::ReplayPolicy> policy = client_->ResumeReplayPolicy(
+      options.dataset, options.requested_by, options.reason);
   if (!policy.ok()) return output_.RpcError(policy.status());
   return output_.Print(
       *policy,

@@ -293,7 +293,8 @@ absl::Status BackfillApi::ConfirmBackfill(
   if (absl::Status valid = ValidateJobId(request.id()); !valid.ok()) {
     return valid;
   }
-  absl::StatusOr<Job> job = manager_->Confirm(request.id(), caller.Actor());
+  absl::StatusOr<Job> job =
+      manager_->Confirm(request.id(), caller.Actor(), request.reason());
   if (!job.ok()) return job.status();
   *response = Answer(*job);
   return absl::OkStatus();
@@ -529,7 +530,8 @@ absl::Status BackfillApi::ResumeReplayPolicy(
   const std::string by =
       ActingName(caller.principal, request.requested_by(),
                  absl::StrCat("unknown (", caller.peer, ")"));
-  if (absl::Status s = replay_->Resume(request.dataset(), by); !s.ok()) {
+  if (absl::Status s = replay_->Resume(request.dataset(), by, request.reason());
+      !s.ok()) {
     return PolicyError(s);
   }
   return AnswerPolicy(request.dataset(), response);

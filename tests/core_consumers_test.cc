@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/base/clock.h"
@@ -474,10 +475,28 @@ TEST_F(ConfirmRunnerTest, UnhealthyThenConfirmedAgainThenResumedAfterRestart) {
             "serves the new numbers (2 partitions probed)");
   EXPECT_EQ(cache_.posts().size(), 2u);
 
-  // A SUCCEEDED job may be confirmed again too.
-  ASSERT_TRUE(manager_->Confirm(id).ok());
+  // A SUCCEEDED job may be confirmed again too, saying why: the audit log
+  // keeps who and the reason.
+  absl::StatusOr<Job> again = manager_->Confirm(id, "erin", "cache redeployed");
+  ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(WaitEnded(id).state, JobState::kSucceeded);
   EXPECT_EQ(cache_.posts().size(), 3u);
+  auto events = store_.ListAuditEvents(id);
+  ASSERT_TRUE(events.ok()) << events.status();
+  bool recorded = false;
+  for (const AuditEvent& e : *events) {
+    if (e.to_state == JobStateName(JobState::kConfirming) &&
+        absl::StrContains(e.message, "cache redeployed") &&
+        absl::StrContains(e.message, "erin")) {
+      recorded = true;
+    }
+  }
+  EXPECT_TRUE(recorded);
+  // A reason too long is refused and changes nothing.
+  EXPECT_EQ(
+      manager_->Confirm(id, "erin", std::string(5000, 'x')).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_.GetJob(id)->state, JobState::kSucceeded);
 
   EXPECT_EQ(manager_->Confirm("bf-999").status().code(),
             absl::StatusCode::kNotFound);

@@ -279,7 +279,11 @@ TEST_F(ReplayKeeperTest, APausedPolicySubmitsNothingUntilResumed) {
   EXPECT_THAT(look->due.request.partitions, ElementsAre(Day(26)));
   EXPECT_EQ(JobCount(), 1u);
 
-  ASSERT_TRUE(keeper_->Resume("daily", "bob").ok());
+  // A reason too long is refused and changes nothing.
+  EXPECT_EQ(keeper_->Resume("daily", "bob", std::string(5000, 'x')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(keeper_->Policies()[0].paused);
+  ASSERT_TRUE(keeper_->Resume("daily", "bob", "maintenance over").ok());
   ReplayEvaluation ev = NextTick();
   ASSERT_TRUE(ev.created) << ev.outcome;
   EXPECT_EQ(WaitEnd(ev.job_id).state, JobState::kSucceeded);
@@ -301,7 +305,7 @@ TEST_F(ReplayKeeperTest, APausedPolicySubmitsNothingUntilResumed) {
               ElementsAre("replay_policy:daily RUNNING>PAUSED replay policy "
                           "of daily paused by alice: warehouse maintenance",
                           "replay_policy:daily PAUSED>RUNNING replay policy "
-                          "of daily resumed by bob"));
+                          "of daily resumed by bob: maintenance over"));
 }
 
 // A pause is kept in the state store: a keeper made afresh over it (a

@@ -155,7 +155,7 @@ TEST_F(HttpApiTest, EveryRouteAnswersWithItsMessageOrTheApisOwnError) {
       {"/v1/backfills/{id}:rollback",
        {"POST", "/v1/backfills/" + id + ":rollback", R"({"reason": "r"})"}},
       {"/v1/backfills/{id}:confirm",
-       {"POST", "/v1/backfills/" + id + ":confirm", "{}"}},
+       {"POST", "/v1/backfills/" + id + ":confirm", R"({"reason": "r"})"}},
       {"/v1/auditEvents", {"GET", "/v1/auditEvents?backfillId=" + id, ""}},
       {"/v1/replayPolicies", {"GET", "/v1/replayPolicies", ""}},
       {"/v1/replayPolicies/{dataset}:evaluate",
@@ -164,7 +164,8 @@ TEST_F(HttpApiTest, EveryRouteAnswersWithItsMessageOrTheApisOwnError) {
        {"POST", "/v1/replayPolicies/daily_revenue:pause",
         R"({"reason": "r"})"}},
       {"/v1/replayPolicies/{dataset}:resume",
-       {"POST", "/v1/replayPolicies/daily_revenue:resume", "{}"}},
+       {"POST", "/v1/replayPolicies/daily_revenue:resume",
+        R"({"reason": "r"})"}},
       {"/v1/nodes", {"GET", "/v1/nodes", ""}},
   };
   const pb::ServiceDescriptor* service =

@@ -469,9 +469,11 @@ absl::StatusOr<Job> BackfillManager::Rollback(const std::string& id,
 }
 
 absl::StatusOr<Job> BackfillManager::Confirm(const std::string& id,
-                                             const std::string& actor) {
+                                             const std::string& actor,
+                                             const std::string& reason) {
   RETURN_IF_ERROR(CheckField("actor", actor, kMaxShortField));
-  return WithStateReason(runner_.commands().Confirm(id, "", actor), id);
+  RETURN_IF_ERROR(CheckField("reason", reason, kMaxReason));
+  return WithStateReason(runner_.commands().Confirm(id, reason, actor), id);
 }
 
 absl::StatusOr<Job> BackfillManager::WaitForChange(const std::string& id,

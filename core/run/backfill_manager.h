@@ -181,8 +181,10 @@ class BackfillManager {
   // DOWNSTREAM_UNHEALTHY job again (JobCommands::Confirm); returns the job,
   // CONFIRMING. NOT_FOUND for an unknown id; FAILED_PRECONDITION, saying
   // why, in any other state.
+  // `reason` (optional) is recorded with the confirmation.
   absl::StatusOr<Job> Confirm(const std::string& id,
-                              const std::string& actor = "");
+                              const std::string& actor = "",
+                              const std::string& reason = "");
 
   // A page of the diff the job computed before publishing (kept after it
   // published). INVALID_ARGUMENT for a dataset not in the job's plan or a

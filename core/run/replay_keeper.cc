@@ -11,6 +11,19 @@
 #include "core/run/crash_point.h"
 
 namespace backfill {
+namespace {
+
+// The longest reason a pause or a resume of a replay policy keeps.
+constexpr size_t kMaxPolicyReason = 4096;
+
+absl::Status CheckPolicyReason(const std::string& reason) {
+  if (reason.size() <= kMaxPolicyReason) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the reason is ", reason.size(), " bytes long; at most ",
+                   kMaxPolicyReason, " are kept"));
+}
+
+}  // namespace
 
 std::string ReplayApprovalHold(const DatasetSpec& dataset, const Plan& plan) {
   const ReplayPolicy& policy = *dataset.replay;
@@ -247,6 +260,7 @@ absl::Status ReplayKeeper::Pause(const std::string& dataset,
         "pausing a replay policy requires a reason (it is kept with the "
         "pause and in the audit log)");
   }
+  RETURN_IF_ERROR(CheckPolicyReason(reason));
   absl::MutexLock lock(&mu_);
   LoadPausesLocked();
   ReplayPolicyPause pause;
@@ -265,9 +279,11 @@ absl::Status ReplayKeeper::Pause(const std::string& dataset,
 }
 
 absl::Status ReplayKeeper::Resume(const std::string& dataset,
-                                  const std::string& by) {
+                                  const std::string& by,
+                                  const std::string& reason) {
   const std::shared_ptr<const Catalog> catalog = manager_->catalog();
   RETURN_IF_ERROR(PolicyOf(*catalog, dataset).status());
+  RETURN_IF_ERROR(CheckPolicyReason(reason));
   absl::MutexLock lock(&mu_);
   LoadPausesLocked();
   ReplayPolicyPause pause;
@@ -276,7 +292,8 @@ absl::Status ReplayKeeper::Resume(const std::string& dataset,
   pause.by = by;
   pause.at = clock_->Now();
   RETURN_IF_ERROR(store_->SetReplayPolicyPause(
-      pause, absl::StrCat("replay policy of ", dataset, " resumed by ", by)));
+      pause, absl::StrCat("replay policy of ", dataset, " resumed by ", by,
+                          reason.empty() ? "" : absl::StrCat(": ", reason))));
   State& state = StateOf(dataset);
   state.paused = false;
   state.paused_reason.clear();

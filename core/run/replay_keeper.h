@@ -124,8 +124,8 @@ class ReplayKeeper {
   // changes then).
   absl::Status Pause(const std::string& dataset, const std::string& reason,
                      const std::string& by) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Resume(const std::string& dataset, const std::string& by)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Resume(const std::string& dataset, const std::string& by,
+                      const std::string& reason = "") ABSL_LOCKS_EXCLUDED(mu_);
 
   // Every declared policy, by dataset name.
   std::vector<ReplayPolicyStatus> Policies() ABSL_LOCKS_EXCLUDED(mu_);

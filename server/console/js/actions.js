@@ -52,8 +52,8 @@ export const JOB_ACTIONS = [
     verb: 'confirm', method: 'ConfirmBackfill', label: 'Confirm downstream',
     states: [S('SUCCEEDED'), S('DOWNSTREAM_UNHEALTHY')],
     description: 'Invalidates and probes every downstream consumer of the ' +
-        'job\'s datasets again. (ConfirmBackfill takes no reason.)',
-    fields: [],
+        'job\'s datasets again.',
+    fields: [REASON],
   },
   {
     verb: 'rollback', method: 'RollbackBackfill', label: 'Roll back',

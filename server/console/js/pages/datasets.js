@@ -105,9 +105,10 @@ function policyView(name, policy, refresh) {
     buttons.push(button('Resume replays', async () => {
       const r = await actionDialog({
         title: `Resume the replay policy of ${name}`, confirmLabel: 'Resume',
-        description: 'The policy is evaluated at once. (ResumeReplayPolicy takes no reason.)',
-        fields: [],
-        submit: () => api.policyAction(name, 'resume', {}),
+        description: 'The policy is evaluated at once.',
+        fields: [{name: 'reason', label: 'Reason', kind: 'textarea', required: true,
+                  hint: 'Recorded in the audit log.'}],
+        submit: (values) => api.policyAction(name, 'resume', values),
       });
       if (r) refresh();
     }));
