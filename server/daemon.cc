@@ -472,6 +472,7 @@ absl::Status Daemon::Init(Catalog catalog) {
     http.tls_key_file = options_.tls_key_file;
     http.tls_client_ca_file = options_.tls_client_ca_file;
     http.max_body_bytes = options_.max_message_bytes;
+    http.registry = &metrics_->registry();
     absl::StatusOr<std::unique_ptr<HttpApiServer>> started =
         HttpApiServer::Start(http, api_.get(), auth_.get());
     if (!started.ok()) return started.status();

@@ -20,6 +20,9 @@
 #include "absl/time/clock.h"
 #include "core/base/error_details.h"
 #include "google/protobuf/struct.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
 #include "server/access_policy.h"
 #include "server/console_assets.h"
 #include "server/http_json.h"
@@ -334,12 +337,33 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
   }
   self->port_ = bound;
   self->listener_ = std::thread([raw] { raw->server_->listen_after_bind(); });
+  // Serving once the listener runs: a stop() before that would be lost and
+  // leave the listener in accept() for good.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!server.is_running()) {
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "--http-listen ", options.listen,
+          ": the HTTP server did not start within 10 s"));
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   return self;
 }
 
 HttpApiServer::HttpApiServer(const HttpApiOptions& options, BackfillApi* api,
                              const CallAuth* auth)
-    : options_(options), api_(api), auth_(auth) {}
+    : options_(options), api_(api), auth_(auth) {
+  if (options.registry != nullptr) {
+    requests_ = &prometheus::BuildCounter()
+                     .Name("backfill_http_requests_total")
+                     .Help(
+                         "Requests of the HTTP port (--http-listen), by the "
+                         "API method their route calls (console: the "
+                         "console's files; none: no route) and HTTP status")
+                     .Register(*options.registry);
+  }
+}
 
 HttpApiServer::~HttpApiServer() {
   if (server_ != nullptr) server_->stop();
@@ -349,16 +373,25 @@ HttpApiServer::~HttpApiServer() {
 void HttpApiServer::Serve(const httplib::Request& request,
                           httplib::Response& response,
                           const httplib::ContentReader* reader) {
+  const bool api =
+      absl::StartsWith(request.path, "/v1/") || request.path == "/v1";
+  std::string method = "console";
+  if (api) {
+    std::optional<HttpRouteMatch> match =
+        MatchHttpRoute(request.method, request.path);
+    method = match.has_value() ? std::string(match->route->method) : "none";
+  }
   const bool authenticated = auth_ != nullptr && auth_->enabled();
   if (absl::Status s = CheckOrigin(request, SplitListen(options_.listen).first,
                                    authenticated);
       !s.ok()) {
-    return SendError(response, s);
+    SendError(response, s);
+  } else if (api) {
+    ServeApi(request, response, reader);
+  } else {
+    ServeConsole(request, response);
   }
-  if (absl::StartsWith(request.path, "/v1/") || request.path == "/v1") {
-    return ServeApi(request, response, reader);
-  }
-  return ServeConsole(request, response);
+  Count(method, response.status);
 }
 
 void HttpApiServer::ServeApi(const httplib::Request& request,
@@ -519,6 +552,13 @@ void HttpApiServer::ServeApi(const httplib::Request& request,
         if (!gone) sink.done();
         return !gone;
       });
+}
+
+void HttpApiServer::Count(const std::string& method, int status) {
+  if (requests_ == nullptr) return;
+  // Both labels are bounded: the service's methods, and HTTP statuses.
+  requests_->Add({{"method", method}, {"code", absl::StrCat(status)}})
+      .Increment();
 }
 
 void HttpApiServer::ServeConsole(const httplib::Request& request,

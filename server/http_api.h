@@ -41,6 +41,13 @@
 #include "server/backfill_api.h"
 #include "server/call_auth.h"
 
+namespace prometheus {
+class Counter;
+template <typename T>
+class Family;
+class Registry;
+}  // namespace prometheus
+
 namespace httplib {
 class Server;
 class ContentReader;
@@ -62,6 +69,11 @@ struct HttpApiOptions {
   int threads = 32;
   // How long reading a request or writing a response may stall.
   absl::Duration io_timeout = absl::Seconds(30);
+  // Where the requests are counted,
+  //   backfill_http_requests_total{method, code}
+  // (method: the RPC's name, "console" for /ui/, "none" for no route);
+  // null: not counted. Not owned; must outlive the server.
+  prometheus::Registry* registry = nullptr;
 };
 
 class HttpApiServer {
@@ -95,6 +107,8 @@ class HttpApiServer {
                 const httplib::ContentReader* reader);
   void ServeConsole(const httplib::Request& request,
                     httplib::Response& response);
+  // Counts one answered request (no-op without a registry).
+  void Count(const std::string& method, int status);
   // GET /ui/session: who the caller is and which methods it may call, for
   // the console to show only the actions it may take.
   void ServeSession(const httplib::Request& request,
@@ -103,6 +117,7 @@ class HttpApiServer {
   const HttpApiOptions options_;
   BackfillApi* const api_;
   const CallAuth* const auth_;
+  prometheus::Family<prometheus::Counter>* requests_ = nullptr;
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   int port_ = 0;

@@ -21,6 +21,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
 #include "server/bearer_tokens.h"
 #include "server/call_auth.h"
 #include "server/grpc_status.h"
@@ -69,9 +71,11 @@ class HttpApiTest : public testing::ServerServiceTest {
   }
 
   void StartHttp(const CallAuth* auth, const std::string& cert = "",
-                 const std::string& key = "", const std::string& ca = "") {
+                 const std::string& key = "", const std::string& ca = "",
+                 prometheus::Registry* registry = nullptr) {
     http_.reset();
     HttpApiOptions options;
+    options.registry = registry;
     options.listen = "127.0.0.1:0";
     options.max_body_bytes = kBodyLimit;
     options.threads = 8;
@@ -382,6 +386,40 @@ TEST_F(HttpApiTest, OtherSitesPagesAndReboundHostsAreRefused) {
   own.headers = {{"Origin", base_}};
   EXPECT_EQ(Post("/v1/backfills", body, own).status, 200);
   EXPECT_EQ(StoredJobs(), 1u);
+}
+
+// backfill_http_requests_total{method, code}: the value of one series.
+double RequestCount(prometheus::Registry& registry, const std::string& method,
+                    const std::string& code) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != "backfill_http_requests_total") continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& label : metric.label) labels[label.name] = label.value;
+      if (labels["method"] == method && labels["code"] == code) {
+        return metric.counter.value;
+      }
+    }
+  }
+  return 0;
+}
+
+TEST_F(HttpApiTest, RequestsAreCountedByMethodAndStatus) {
+  prometheus::Registry registry;
+  StartHttp(nullptr, "", "", "", &registry);
+  EXPECT_EQ(Get("/v1/datasets").status, 200);
+  EXPECT_EQ(Get("/v1/datasets").status, 200);
+  EXPECT_EQ(Get("/v1/backfills/bf-404").status, 404);
+  EXPECT_EQ(Get("/v1/nothing").status, 404);
+  EXPECT_EQ(Get("/ui/").status, 200);
+  HttpCallOptions foreign;
+  foreign.headers = {{"Origin", "https://attacker.example"}};
+  EXPECT_EQ(Get("/v1/datasets", foreign).status, 403);
+  EXPECT_EQ(RequestCount(registry, "ListDatasets", "200"), 2);
+  EXPECT_EQ(RequestCount(registry, "ListDatasets", "403"), 1);
+  EXPECT_EQ(RequestCount(registry, "GetBackfill", "404"), 1);
+  EXPECT_EQ(RequestCount(registry, "none", "404"), 1);
+  EXPECT_EQ(RequestCount(registry, "console", "200"), 1);
 }
 
 class HttpApiAuthTest : public HttpApiTest {
