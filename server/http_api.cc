@@ -342,9 +342,9 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (!server.is_running()) {
     if (absl::Now() > deadline) {
-      return absl::UnavailableError(absl::StrCat(
-          "--http-listen ", options.listen,
-          ": the HTTP server did not start within 10 s"));
+      return absl::UnavailableError(
+          absl::StrCat("--http-listen ", options.listen,
+                       ": the HTTP server did not start within 10 s"));
     }
     absl::SleepFor(absl::Milliseconds(1));
   }
