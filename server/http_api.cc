@@ -376,9 +376,10 @@ void HttpApiServer::Serve(const httplib::Request& request,
   const bool api =
       absl::StartsWith(request.path, "/v1/") || request.path == "/v1";
   std::string method = "console";
+  bool path_known = false;
+  std::optional<HttpRouteMatch> match;
   if (api) {
-    std::optional<HttpRouteMatch> match =
-        MatchHttpRoute(request.method, request.path);
+    match = MatchHttpRoute(request.method, request.path, &path_known);
     method = match.has_value() ? std::string(match->route->method) : "none";
   }
   const bool authenticated = auth_ != nullptr && auth_->enabled();
@@ -387,7 +388,7 @@ void HttpApiServer::Serve(const httplib::Request& request,
       !s.ok()) {
     SendError(response, s);
   } else if (api) {
-    ServeApi(request, response, reader);
+    ServeApi(request, response, reader, match, path_known);
   } else {
     ServeConsole(request, response);
   }
@@ -396,10 +397,9 @@ void HttpApiServer::Serve(const httplib::Request& request,
 
 void HttpApiServer::ServeApi(const httplib::Request& request,
                              httplib::Response& response,
-                             const httplib::ContentReader* reader) {
-  bool path_known = false;
-  std::optional<HttpRouteMatch> match =
-      MatchHttpRoute(request.method, request.path, &path_known);
+                             const httplib::ContentReader* reader,
+                             const std::optional<HttpRouteMatch>& match,
+                             bool path_known) {
   if (!match.has_value()) {
     if (path_known) {
       return SendError(

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -40,6 +41,7 @@
 #include "absl/time/time.h"
 #include "server/backfill_api.h"
 #include "server/call_auth.h"
+#include "server/http_routes.h"
 
 namespace prometheus {
 class Counter;
@@ -103,8 +105,11 @@ class HttpApiServer {
   // request read whole, with no body to speak of).
   void Serve(const httplib::Request& request, httplib::Response& response,
              const httplib::ContentReader* reader);
+  // An API call, its route already matched (`path_known`: some route
+  // has the path under another verb).
   void ServeApi(const httplib::Request& request, httplib::Response& response,
-                const httplib::ContentReader* reader);
+                const httplib::ContentReader* reader,
+                const std::optional<HttpRouteMatch>& match, bool path_known);
   void ServeConsole(const httplib::Request& request,
                     httplib::Response& response);
   // Counts one answered request (no-op without a registry).

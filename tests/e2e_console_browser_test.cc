@@ -126,12 +126,7 @@ TEST_F(ConsoleBrowserTest, AViewerLooksAndAnApproverApprovesInARealBrowser) {
 
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/10, /*orders_per_day=*/20, false));
   // The job waits for approval: daily_revenue requires it here.
-  std::string yaml = ReadFile(pipelines_dir_ + "/e2e.yaml");
-  const std::string anchor = "  - name: daily_revenue\n    kind: derived\n";
-  ASSERT_TRUE(absl::StrContains(yaml, anchor)) << yaml;
-  absl::StrReplaceAll({{anchor, anchor + "    require_approval: true\n"}},
-                      &yaml);
-  ASSERT_NO_FATAL_FAILURE(WriteFile(pipelines_dir_ + "/e2e.yaml", yaml));
+  ASSERT_NO_FATAL_FAILURE(RequireApprovalOfDailyRevenue());
 
   const std::string tokens = WriteTokens();
   const int http_port = FreePort();

@@ -42,12 +42,7 @@ class HttpApiExamplesTest : public E2eTest {};
 TEST_F(HttpApiExamplesTest, TheCurlExamplesOfTheApiReferenceRunAsTheyStand) {
   ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/10, /*orders_per_day=*/20, false));
   // The examples approve: daily_revenue waits for approval here.
-  std::string yaml = ReadFile(pipelines_dir_ + "/e2e.yaml");
-  const std::string anchor = "  - name: daily_revenue\n    kind: derived\n";
-  ASSERT_TRUE(absl::StrContains(yaml, anchor)) << yaml;
-  absl::StrReplaceAll({{anchor, anchor + "    require_approval: true\n"}},
-                      &yaml);
-  ASSERT_NO_FATAL_FAILURE(WriteFile(pipelines_dir_ + "/e2e.yaml", yaml));
+  ASSERT_NO_FATAL_FAILURE(RequireApprovalOfDailyRevenue());
 
   const int http_port = FreePort();
   Daemon& daemon = NewDaemon();

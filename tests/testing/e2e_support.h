@@ -50,6 +50,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "backfill/v1/backfill.pb.h"
@@ -861,6 +862,16 @@ class E2eTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(WriteWarehouse(warehouse_, days, orders_per_day));
     ASSERT_NO_FATAL_FAILURE(
         WriteFile(pipelines_dir_ + "/e2e.yaml", PipelineYaml(slow_transform)));
+  }
+  // Makes daily_revenue of the pipeline Prepare() wrote require approval:
+  // its jobs stop in AWAITING_APPROVAL after validation.
+  void RequireApprovalOfDailyRevenue() {
+    std::string yaml = ReadFile(pipelines_dir_ + "/e2e.yaml");
+    const std::string anchor = "  - name: daily_revenue\n    kind: derived\n";
+    ASSERT_TRUE(absl::StrContains(yaml, anchor)) << yaml;
+    absl::StrReplaceAll({{anchor, anchor + "    require_approval: true\n"}},
+                        &yaml);
+    ASSERT_NO_FATAL_FAILURE(WriteFile(pipelines_dir_ + "/e2e.yaml", yaml));
   }
 
   Daemon& NewDaemon(int workers = 2) {
