@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/error_details.h"
 #include "core/base/status_macros.h"
+#include "core/governance/version_checks.h"
 #include "core/model/partition.h"
 #include "core/model/partition_layout.h"
 
@@ -44,6 +45,8 @@ absl::StatusOr<PartitionHistory> ExplainPartition(
   if (lineage.empty()) return history;
   ASSIGN_OR_RETURN(auto diffs, store.PartitionDiffs(spec->name, partition));
   std::map<std::string, Job> jobs;
+  // Each job's check results, read once however many versions it made.
+  std::map<std::string, std::vector<CheckResult>> checks;
   for (LineageRecord& rec : lineage) {
     auto it = jobs.find(rec.job_id);
     if (it == jobs.end()) {
@@ -57,6 +60,13 @@ absl::StatusOr<PartitionHistory> ExplainPartition(
     if (rec.action == LineageAction::kPublish) {
       auto d = diffs.find(rec.job_id);
       if (d != diffs.end()) v.diff = d->second;
+      auto c = checks.find(rec.job_id);
+      if (c == checks.end()) {
+        ASSIGN_OR_RETURN(std::vector<CheckResult> results,
+                         store.ListCheckResults(rec.job_id));
+        c = checks.emplace(rec.job_id, std::move(results)).first;
+      }
+      v.checks = VersionChecks(c->second, spec->name, partition);
     }
     v.record = std::move(rec);
     history.versions.push_back(std::move(v));

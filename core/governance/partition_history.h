@@ -5,8 +5,9 @@
 // the partition is stale now (core/plan/stale_dependents.h).
 //
 // Built from what the store records: lineage (StateStore::GetLineage), jobs
-// (GetJobProgress), diffs (PartitionDiffs). Nothing is read from the
-// warehouse. Stateless free function; thread-safe as far as the store is.
+// (GetJobProgress), diffs (PartitionDiffs), the jobs' check results
+// (ListCheckResults, once per job). Nothing is read from the warehouse.
+// Stateless free function; thread-safe as far as the store is.
 
 #ifndef BACKFILL_CORE_GOVERNANCE_PARTITION_HISTORY_H_
 #define BACKFILL_CORE_GOVERNANCE_PARTITION_HISTORY_H_
@@ -17,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/model/catalog.h"
+#include "core/model/check_result.h"
 #include "core/model/diff.h"
 #include "core/model/job.h"
 #include "core/plan/stale_dependents.h"
@@ -37,6 +39,13 @@ struct PartitionVersion {
   // The diff the job computed of this partition before publishing
   // (publish versions of jobs that stored one).
   std::optional<PartitionDiff> diff;
+  // What the job's validation found about this partition (publish
+  // versions only: a rollback ran no checks): per check, the partition's
+  // own result, "passed" derived from a complete summary, or the summary
+  // when the job did not keep every failing partition; then the results
+  // about the whole dataset (core/governance/version_checks.h). Empty when
+  // the job stored no check results.
+  std::vector<CheckResult> checks;
 };
 
 struct PartitionHistory {
