@@ -64,6 +64,9 @@ v1::ExplainPartitionResponse PartitionHistoryToProto(
     pv->set_output_fingerprint(r.output_fingerprint);
     if (v.diff) *pv->mutable_diff() = PartitionDiffToProto(*v.diff);
     for (const std::string& key : v.keys) pv->add_keys(key);
+    for (const CheckResult& c : v.checks) {
+      *pv->add_checks() = CheckResultToProto(c);
+    }
   }
   if (history.stale) {
     out.set_stale(true);

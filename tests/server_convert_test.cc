@@ -403,6 +403,15 @@ TEST(ProtoConvertTest, TextThatIsNotUtf8IsEscapedSoEveryMessageSerializes) {
   PartitionDiff diff;
   diff.error = bad;
   version.diff = diff;
+  CheckResult held;
+  held.check = "no_negative";
+  held.severity = CheckSeverity::kHold;
+  held.dataset = "by_customer";
+  held.partition = "M\xfc";
+  held.passed = false;
+  held.message = bad;
+  held.samples = {bad};
+  version.checks = {held};
   history.versions = {version};
   StaleDependent stale;
   stale.reason = bad;
@@ -412,6 +421,15 @@ TEST(ProtoConvertTest, TextThatIsNotUtf8IsEscapedSoEveryMessageSerializes) {
   ASSERT_EQ(why.versions_size(), 1);
   EXPECT_EQ(why.versions(0).reason(), escaped);
   EXPECT_EQ(why.versions(0).diff().error(), escaped);
+  ASSERT_EQ(why.versions(0).checks_size(), 1);
+  const v1::CheckResult& why_check = why.versions(0).checks(0);
+  EXPECT_EQ(why_check.name(), "no_negative");
+  EXPECT_EQ(why_check.severity(), v1::CHECK_SEVERITY_HOLD);
+  EXPECT_EQ(why_check.partition(), "M\\xfc");
+  EXPECT_FALSE(why_check.passed());
+  EXPECT_EQ(why_check.message(), escaped);
+  ASSERT_EQ(why_check.sample_rows_size(), 1);
+  EXPECT_EQ(why_check.sample_rows(0), escaped);
   EXPECT_EQ(why.stale_reason(), escaped);
   EXPECT_TRUE(why.SerializeToString(&wire));
 }
