@@ -60,6 +60,67 @@ std::string FormatDiffSummary(const v1::PartitionDiff& d) {
   return out;
 }
 
+const char* SeverityWord(v1::CheckSeverity severity) {
+  switch (severity) {
+    case v1::CHECK_SEVERITY_HOLD:
+      return "hold";
+    case v1::CHECK_SEVERITY_WARN:
+      return "warn";
+    default:
+      return "error";
+  }
+}
+
+// A version's check results (PartitionVersion.checks): one line each,
+// "NAME: passed", "NAME (SEVERITY): FAILED: observed ...; allowed ...", a
+// summary's "NAME (SEVERITY): N of M partitions failed (this partition's
+// outcome not kept)"; "(whole dataset, ...)" for a result about the whole
+// dataset; a failure's sample rows on lines of their own.
+void CheckLines(std::string* out, const v1::PartitionVersion& v) {
+  bool first = true;
+  for (const v1::CheckResult& c : v.checks()) {
+    const std::string name = TerminalText(c.name());
+    std::string text;
+    if (c.summary()) {
+      text = c.partitions_failed() > 0
+                 ? absl::StrCat(name, " (", SeverityWord(c.severity()),
+                                "): ", c.partitions_failed(), " of ",
+                                c.partitions_checked(),
+                                " partitions failed (this partition's "
+                                "outcome not kept)")
+                 : absl::StrCat(name, ": no partition checked");
+    } else {
+      std::vector<std::string> notes;
+      if (c.partition().empty()) notes.push_back("whole dataset");
+      if (!c.passed()) notes.push_back(SeverityWord(c.severity()));
+      text = notes.empty()
+                 ? name
+                 : absl::StrCat(name, " (", absl::StrJoin(notes, ", "), ")");
+      if (c.passed()) {
+        absl::StrAppend(&text, ": passed",
+                        c.observed().empty()
+                            ? ""
+                            : absl::StrCat(": ", TerminalText(c.observed())));
+      } else {
+        absl::StrAppend(
+            &text, ": FAILED: ",
+            c.observed().empty()
+                ? TerminalText(c.message())
+                : absl::StrCat("observed ", TerminalText(c.observed())),
+            c.allowed().empty()
+                ? ""
+                : absl::StrCat("; allowed ", TerminalText(c.allowed())));
+      }
+    }
+    Line(out, first ? "checks" : "", text);
+    first = false;
+    if (c.passed()) continue;
+    for (const std::string& row : c.sample_rows()) {
+      Line(out, "", absl::StrCat("  e.g. ", TerminalText(row)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string FormatPartitionHistory(
@@ -129,6 +190,7 @@ std::string FormatPartitionHistory(
     Line(&out, "rows", absl::StrCat(v.rows()));
     Line(&out, "fingerprint", TerminalText(v.output_fingerprint()));
     if (v.has_diff()) Line(&out, "diff", FormatDiffSummary(v.diff()));
+    CheckLines(&out, v);
   }
   return out;
 }

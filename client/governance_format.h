@@ -17,7 +17,8 @@ namespace backfill {
 namespace cli {
 
 // The versions of a partition, newest first, as text for a terminal (one
-// block per version; user text through TerminalText()).
+// block per version, ending with its check results one per line; user text
+// through TerminalText()).
 std::string FormatPartitionHistory(const v1::ExplainPartitionResponse& history);
 
 // One audit event as one line of protobuf JSON (proto field names, every

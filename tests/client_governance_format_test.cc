@@ -1,8 +1,9 @@
 // Unit tests of client/governance_format.h: `--since` parsing (every
 // accepted form and the refused near misses, offsets, month and year ends,
 // the range a Timestamp holds), one audit event as a JSON line, and `why`'s
-// text. Expected seconds are worked out by hand from the calendar
-// (2025-01-01T00:00:00Z is 1735689600), not by the code under test.
+// text, with each version's check results. Expected seconds are worked out by
+// hand from the calendar (2025-01-01T00:00:00Z is 1735689600), not by the code
+// under test.
 
 #include <cstdint>
 #include <string>
@@ -197,6 +198,106 @@ TEST(FormatPartitionHistoryTest, StaleVersionsNewestFirst) {
   EXPECT_EQ(FormatPartitionHistory(never),
             "monthly 2025-02: never published by backfilld (no lineage "
             "recorded)\n");
+}
+
+TEST(FormatPartitionHistoryTest, ChecksOneLinePerResultSamplesEscaped) {
+  v1::ExplainPartitionResponse h;
+  h.set_dataset("daily");
+  h.set_partition("2025-01-06");
+  v1::PartitionVersion* v = h.add_versions();
+  v->set_backfill_id("bf-4");
+  v->set_state(v1::BACKFILL_STATE_SUCCEEDED);
+  v->set_kind(v1::VERSION_KIND_BACKFILL);
+  v->set_reason("refunds");
+  v->set_requested_by("ann");
+  v->set_transform_version("t1");
+  v->set_rows(2);
+  v->set_output_fingerprint("f4");
+  // Passed, derived from a complete summary (no observed text).
+  v1::CheckResult* c = v->add_checks();
+  c->set_name("row_change");
+  c->set_severity(v1::CHECK_SEVERITY_ERROR);
+  c->set_partition("2025-01-06");
+  c->set_passed(true);
+  c->set_allowed("a change of at most 20%");
+  c->set_message("passed");
+  // The partition's own failure, held, with two sample rows (one with an
+  // escape sequence and a newline in it).
+  c = v->add_checks();
+  c->set_name("no_negative");
+  c->set_severity(v1::CHECK_SEVERITY_HOLD);
+  c->set_partition("2025-01-06");
+  c->set_passed(false);
+  c->set_observed("3 rows returned");
+  c->set_allowed("no row returned");
+  c->set_message("the assertion returned 3 rows");
+  c->add_sample_rows("(ds='2025-01-06', revenue=-4.5)");
+  c->add_sample_rows("(region='\x1b[2Jeu\nx')");
+  // Failures were left out: only the summary is known.
+  c = v->add_checks();
+  c->set_name("measure_change(revenue)");
+  c->set_severity(v1::CHECK_SEVERITY_WARN);
+  c->set_summary(true);
+  c->set_passed(false);
+  c->set_partitions_checked(400);
+  c->set_partitions_failed(120);
+  c->set_observed("120 of 400 partitions failed");
+  // About the whole dataset: a pass with what was seen, a failure without
+  // an observed text (its message instead) and without an allowed one.
+  c = v->add_checks();
+  c->set_name("primary_key");
+  c->set_passed(true);
+  c->set_observed("every staged key is unique and not NULL");
+  c = v->add_checks();
+  c->set_name("schema");
+  c->set_severity(v1::CHECK_SEVERITY_ERROR);
+  c->set_passed(false);
+  c->set_message("the transform does not compile");
+  // A check that looked at no partition.
+  c = v->add_checks();
+  c->set_name("refs");
+  c->set_summary(true);
+  c->set_passed(true);
+  // A rollback has none: no checks line.
+  v1::PartitionVersion* old = h.add_versions();
+  old->set_backfill_id("bf-3");
+  old->set_state(v1::BACKFILL_STATE_ROLLED_BACK);
+  old->set_kind(v1::VERSION_KIND_ROLLBACK);
+  old->set_reason("undo");
+  old->set_requested_by("erin");
+  old->set_rows(1);
+  old->set_output_fingerprint("f3");
+  EXPECT_EQ(
+      FormatPartitionHistory(h),
+      "daily 2025-01-06: 2 versions, newest first\n"
+      "\n"
+      "#1  -  bf-4  SUCCEEDED  backfill  (current)\n"
+      "    reason        refunds\n"
+      "    requested by  ann\n"
+      "    transform     t1\n"
+      "    inputs        -\n"
+      "    rows          2\n"
+      "    fingerprint   f4\n"
+      "    checks        row_change: passed\n"
+      "                  no_negative (hold): FAILED: observed 3 rows "
+      "returned; allowed no row returned\n"
+      "                    e.g. (ds='2025-01-06', revenue=-4.5)\n"
+      "                    e.g. (region='\\x1b[2Jeu\\nx')\n"
+      "                  measure_change(revenue) (warn): 120 of 400 "
+      "partitions failed (this partition's outcome not kept)\n"
+      "                  primary_key (whole dataset): passed: every staged "
+      "key is unique and not NULL\n"
+      "                  schema (whole dataset, error): FAILED: the "
+      "transform does not compile\n"
+      "                  refs: no partition checked\n"
+      "\n"
+      "#2  -  bf-3  ROLLED_BACK  rollback\n"
+      "    reason        undo\n"
+      "    rolled back by erin\n"
+      "    transform     -\n"
+      "    inputs        -\n"
+      "    rows          1\n"
+      "    fingerprint   f3\n");
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 // quote(column) values and the table's DDL, taken with plain SQL, before and
 // after. Severities: error ends VALIDATION_FAILED, hold waits in
 // AWAITING_APPROVAL (across a restart, superseded by a newer job), warn
-// publishes with the warning recorded and shown. Broken SQL is refused at
-// plan time with FILE:LINE and logged at start.
+// publishes with the warning recorded and shown (in the job, and on each
+// published partition by `why`). Broken SQL is refused at plan time with
+// FILE:LINE and logged at start.
 
 #include <algorithm>
 #include <string>
@@ -16,7 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "backfill/v1/backfill.pb.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
 
@@ -407,10 +410,13 @@ TEST_F(ChecksTest, WarningIsRecordedShownAndTheJobPublishes) {
       Pipeline(kGoodTransform,
                "      - {kind: assert, name: no_negative, sql: \"SELECT * FROM "
                "daily_revenue WHERE revenue < 0\", severity: warn}\n"));
-  // Refunds above the amount on one day make a region's revenue negative.
+  // Refunds above the amount on one day make a region's revenue negative;
+  // the day before changes too, and passes.
   Exec(
       "UPDATE raw_orders SET refund = amount * 3 WHERE order_date = "
-      "'2025-01-06'");
+      "'2025-01-06';"
+      "UPDATE raw_orders SET amount = amount + 1 WHERE order_date = "
+      "'2025-01-05'");
   const std::string id = Backfill(daemon, "BACKFILL_STATE_SUCCEEDED");
   EXPECT_EQ(PublishedRevenue(warehouse_, "2025-01-01", "2025-01-11"),
             ExpectedRevenue(warehouse_, "2025-01-01", "2025-01-11"));
@@ -421,6 +427,74 @@ TEST_F(ChecksTest, WarningIsRecordedShownAndTheJobPublishes) {
   RunResult json = daemon.CtlJson({"status", id});
   EXPECT_THAT(json.out, HasSubstr("\"severity\": \"CHECK_SEVERITY_WARN\""))
       << json;
+
+  // `why` (ExplainPartition): this job's version of 2025-01-06 carries the
+  // warning with its rows, its version of 2025-01-05 a pass (the job kept
+  // its one failing partition, so every other one passed); the first
+  // load's versions passed. Every region of 2025-01-06 has a negative
+  // revenue: the assertion returns one row per region.
+  Sqlite warehouse(warehouse_, /*read_only=*/true);
+  auto regions = warehouse.Query(
+      "SELECT COUNT(DISTINCT c.region) FROM raw_orders o JOIN dim_customers "
+      "c ON c.customer_id = o.customer_id WHERE o.order_date = "
+      "'2025-01-06'");
+  ASSERT_TRUE(regions.has_value()) << warehouse.error();
+  const int negative = std::stoi((*regions)[0][0]);
+  ASSERT_GT(negative, 0);
+  const std::string returned =
+      absl::StrCat(negative, negative == 1 ? " row" : " rows", " returned");
+  // The no_negative result of each version of `day`, newest first.
+  auto no_negative = [&](const std::string& day) {
+    std::vector<v1::CheckResult> out;
+    RunResult why = daemon.CtlJson({"why", "daily_revenue", day});
+    EXPECT_EQ(why.exit_code, 0) << why;
+    v1::ExplainPartitionResponse history;
+    EXPECT_TRUE(
+        google::protobuf::util::JsonStringToMessage(why.out, &history).ok())
+        << why.out;
+    for (const v1::PartitionVersion& v : history.versions()) {
+      int found = 0;
+      for (const v1::CheckResult& c : v.checks()) {
+        if (c.name() != "no_negative") continue;
+        ++found;
+        out.push_back(c);
+      }
+      EXPECT_EQ(found, 1) << why.out;
+    }
+    EXPECT_EQ(history.versions_size(), 2) << why.out;
+    if (history.versions_size() > 0) {
+      EXPECT_EQ(history.versions(0).backfill_id(), id) << why.out;
+    }
+    return out;
+  };
+  const std::vector<v1::CheckResult> day6 = no_negative("2025-01-06");
+  ASSERT_EQ(day6.size(), 2u);
+  EXPECT_FALSE(day6[0].passed());
+  EXPECT_FALSE(day6[0].summary());
+  EXPECT_EQ(day6[0].partition(), "2025-01-06");
+  EXPECT_EQ(day6[0].severity(), v1::CHECK_SEVERITY_WARN);
+  EXPECT_EQ(day6[0].observed(), returned);
+  EXPECT_EQ(day6[0].allowed(), "no row returned");
+  EXPECT_EQ(day6[0].sample_rows_size(), std::min(negative, 3));
+  for (const std::string& row : day6[0].sample_rows()) {
+    EXPECT_THAT(row, HasSubstr("2025-01-06"));
+  }
+  EXPECT_TRUE(day6[1].passed());
+  EXPECT_EQ(day6[1].partition(), "2025-01-06");
+  const std::vector<v1::CheckResult> day5 = no_negative("2025-01-05");
+  ASSERT_EQ(day5.size(), 2u);
+  for (const v1::CheckResult& c : day5) {
+    EXPECT_TRUE(c.passed());
+    EXPECT_FALSE(c.summary());
+    EXPECT_EQ(c.partition(), "2025-01-05");
+    EXPECT_EQ(c.message(), "passed");
+  }
+  RunResult text = daemon.Ctl({"why", "daily_revenue", "2025-01-06"});
+  EXPECT_THAT(text.out,
+              HasSubstr(absl::StrCat("no_negative (warn): FAILED: observed ",
+                                     returned, "; allowed no row returned")))
+      << text;
+  EXPECT_THAT(text.out, HasSubstr("no_negative: passed")) << text;
 }
 
 TEST_F(ChecksTest, AssertionReadsOnlyThePartitionWithBoundParameters) {
