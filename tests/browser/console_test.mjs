@@ -16,7 +16,8 @@
 // approver (after signing out): the job offers Approve; the dialog, driven
 // by the keyboard, asks for a reason and sends it; the job leaves
 // AWAITING_APPROVAL and ends SUCCEEDED (polled on the API, up to 60 s), and
-// its page says so. Throughout: no console error, no uncaught exception, no
+// its page says so; a published partition's panel lists the checks
+// ExplainPartition gives its version, each outcome in words. Throughout: no console error, no uncaught exception, no
 // request to another origin, and no refused request but the first session
 // check before sign-in (401) and the approval provoked as the viewer (403).
 //
@@ -557,6 +558,47 @@ async function run(driver) {
     ok(`the Downstream confirmation section agrees with the job (${confirmations} ` +
        `consumer(s) confirmed${confirmations ? '' : ': none declared, nothing to confirm'})`);
     await driver.screenshot('07-job-succeeded', {fullPage: true});
+  });
+
+  await step('a published partition\'s panel lists its checks (approver)', async () => {
+    const cell = await page.$('#main [role=grid] [role=gridcell]');
+    expect(cell, 'no partition cell to click');
+    const partition = await cell.evaluate((el) => el.record.partition);
+    await cell.click();
+    // The newest version's checks list: per item its badge's word and name.
+    const shown = await waitInPage(page, `the panel of ${partition} with its version`, () => {
+      const panel = document.querySelector('#main .partition-panel');
+      if (!panel || panel.hidden || panel.querySelector('.loading')) return false;
+      const version = panel.querySelector('ol.versions > li.version');
+      if (!version) return false;
+      return Array.from(version.querySelectorAll('ul.checks-list > li.check')).map((li) => ({
+        badge: (li.querySelector('.badge') || {}).textContent || '',
+        name: (li.querySelector('code') || {}).textContent || '',
+      }));
+    }, null, () => {
+      const panel = document.querySelector('#main .partition-panel');
+      return panel ? panel.innerText.slice(0, 800) : 'no panel';
+    });
+    const explain = await apiGet('/v1/datasets/daily_revenue/partitions/' +
+        `${encodeURIComponent(partition)}:explain`, APPROVER_TOKEN);
+    const checks = ((explain.versions || [])[0] || {}).checks || [];
+    expect(checks.length > 0, `ExplainPartition gives no checks for ${JOB}'s version of ` +
+        `${partition}: ${JSON.stringify(explain)}`);
+    const word = (c) => {
+      if (c.summary) return Number(c.partitionsFailed || 0) > 0 ? 'not kept' : 'not checked';
+      return c.passed ? 'passed' : 'failed';
+    };
+    const want = checks.map((c) => ({badge: word(c), name: c.name}));
+    expect(JSON.stringify(shown) === JSON.stringify(want),
+        `the panel's checks are ${JSON.stringify(shown)}, ExplainPartition's ` +
+        `${JSON.stringify(want)}`);
+    ok(`the panel of ${partition} lists the ${checks.length} checks ExplainPartition gives ` +
+       `its version, each with its outcome in words`);
+    await driver.press('Escape');
+    await waitInPage(page, 'the panel to close on Escape', () => {
+      const panel = document.querySelector('#main .partition-panel');
+      return Boolean(panel && panel.hidden);
+    }, null);
   });
 
   await step('no error, no other origin, no unexpected refusal', async () => {

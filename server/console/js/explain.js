@@ -1,12 +1,14 @@
 // What ExplainPartition says about one partition: every version lineage
 // recorded (publishes and rollbacks, newest first) with its job, reason,
 // ticket, who asked and approved, transform version, input fingerprints,
-// rows, output fingerprint and diff; and whether it is stale now. Used by
-// the job page's partition panel and the dataset page's lookup.
+// rows, output fingerprint, diff and the checks its job's validation ran on
+// the partition; and whether it is stale now. Used by the job page's
+// partition panel and the dataset page's lookup.
 
 import {api} from './api.js';
 import {dl, h, link, replace, table} from './dom.js';
-import {enumText, fmtInt, fmtNumber, fmtSigned, jobStateBadge, richText, timeEl} from './format.js';
+import {enumText, fmtInt, fmtNumber, fmtSigned, jobStateBadge, num, richText,
+  timeEl} from './format.js';
 import {hashOf} from './router.js';
 
 export function partitionName(partition) {
@@ -42,6 +44,47 @@ export function measuresList(measures) {
       `: ${fmtNumber(m.before)} → ${fmtNumber(m.after)} (Δ ${fmtSigned(m.delta)})`)));
 }
 
+// One check result of a version (PartitionVersion.checks): the partition's
+// own result, "passed" derived from a complete summary, a summary when the
+// job kept only some of the failing partitions, or a result about the whole
+// dataset. The outcome is a word in a badge, never a colour alone.
+function checkItem(c) {
+  const failed = num(c.partitionsFailed);
+  let outcome;
+  if (c.summary) {
+    outcome = failed > 0 ? ['not kept', 'check-unknown'] : ['not checked', 'check-unknown'];
+  } else {
+    outcome = c.passed ? ['passed', 'check-passed'] : ['failed', 'check-failed'];
+  }
+  const notes = [enumText(c.severity, 'CHECK_SEVERITY_')];
+  if (!c.summary && !c.partition) notes.push('whole dataset');
+  let detail;
+  if (c.summary) {
+    detail = failed > 0 ?
+      `: ${fmtInt(failed)} of ${fmtInt(c.partitionsChecked)} partitions failed; this ` +
+        'partition\'s outcome was not kept (a job keeps at most 100 failing partitions ' +
+        'per check)' :
+      ': no partition was checked';
+  } else if (c.passed) {
+    detail = c.observed ? `: ${c.observed}` : '';
+  } else {
+    detail = [c.observed ? `: observed ${c.observed}` : '',
+      c.allowed ? `; allowed ${c.allowed}` : '',
+      c.message ? [' — ', richText(c.message)] : ''];
+  }
+  return h('li', {class: 'check'},
+      h('span', {class: `badge ${outcome[1]}`}, outcome[0]), ' ',
+      h('code', null, c.name), ` (${notes.join(', ')})`, detail,
+      !c.passed && c.sampleRows && c.sampleRows.length ?
+        h('pre', {class: 'samples'}, c.sampleRows.join('\n')) :
+        null);
+}
+
+export function checksList(checks) {
+  if (!checks || checks.length === 0) return null;
+  return h('ul', {class: 'checks-list'}, checks.map(checkItem));
+}
+
 function versionItem(v) {
   const kind = v.kind === 'VERSION_KIND_ROLLBACK' ? 'Rollback' : 'Publish';
   const approval = v.approval ? [
@@ -62,6 +105,7 @@ function versionItem(v) {
         ['Output fingerprint', v.outputFingerprint ?
           h('code', null, v.outputFingerprint) : null],
         ['Entity keys', v.keys && v.keys.length ? v.keys.join(', ') : null],
+        ['Checks', checksList(v.checks)],
       ]),
       v.inputs && v.inputs.length ? h('details', null,
           h('summary', null, `Input fingerprints (${v.inputs.length})`),
