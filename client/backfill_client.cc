@@ -199,6 +199,12 @@ absl::StatusOr<v1::ListDatasetsResponse> BackfillClient::ListDatasets() {
   return Call(&Stub::ListDatasets, v1::ListDatasetsRequest());
 }
 
+absl::StatusOr<v1::ListDatasetPartitionsResponse>
+BackfillClient::ListDatasetPartitions(
+    const v1::ListDatasetPartitionsRequest& request) {
+  return Call(&Stub::ListDatasetPartitions, request);
+}
+
 absl::StatusOr<v1::Dataset> BackfillClient::GetDataset(
     const std::string& name) {
   v1::GetDatasetRequest request;

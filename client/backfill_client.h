@@ -124,6 +124,10 @@ class BackfillClient {
   absl::StatusOr<v1::ListPartitionsResponse> ListPartitions(
       const v1::ListPartitionsRequest& request);
   absl::StatusOr<v1::ListDatasetsResponse> ListDatasets();
+  // One page of a dataset's published partitions with how current each is
+  // (ListDatasetPartitions).
+  absl::StatusOr<v1::ListDatasetPartitionsResponse> ListDatasetPartitions(
+      const v1::ListDatasetPartitionsRequest& request);
   // One declared dataset (GetDataset).
   absl::StatusOr<v1::Dataset> GetDataset(const std::string& name);
 

@@ -22,6 +22,7 @@ constexpr OperationRole kOperations[] = {
     {"WatchBackfill", Role::kViewer},
     {"ListDatasets", Role::kViewer},
     {"GetDataset", Role::kViewer},
+    {"ListDatasetPartitions", Role::kViewer},
     {"DiffBackfill", Role::kViewer},
     {"ExplainPartition", Role::kViewer},
     {"ListAuditEvents", Role::kViewer},

@@ -19,6 +19,7 @@
 #include "core/governance/page_token.h"
 #include "core/model/partition.h"
 #include "server/access_policy.h"
+#include "server/freshness_convert.h"
 #include "server/governance_convert.h"
 #include "server/node_convert.h"
 #include "server/proto_convert.h"
@@ -329,6 +330,32 @@ absl::Status BackfillApi::GetDataset(const Caller& caller,
         "DATASET_NOT_FOUND", {{"dataset", request.name()}});
   }
   *response = DatasetToProto(*spec, *catalog);
+  return absl::OkStatus();
+}
+
+absl::Status BackfillApi::ListDatasetPartitions(
+    const Caller& caller, const v1::ListDatasetPartitionsRequest& request,
+    v1::ListDatasetPartitionsResponse* response) {
+  absl::StatusOr<FreshnessQuery> query = FreshnessQueryFromProto(request);
+  if (!query.ok()) return query.status();
+  // What the dataset's replay policy found due at its last evaluation.
+  FreshnessContext context;
+  if (replay_ != nullptr) {
+    for (const ReplayPolicyStatus& status : replay_->Policies()) {
+      if (status.dataset != query->dataset || !status.last.has_value()) {
+        continue;
+      }
+      context.evaluated_at = status.last->at;
+      for (const StalePartition& sp : status.last->due.due) {
+        context.due.insert(sp.partition);
+      }
+    }
+  }
+  const absl::Time evaluated_at = context.evaluated_at;
+  absl::StatusOr<FreshnessPage> page =
+      manager_->DatasetFreshness(*query, std::move(context));
+  if (!page.ok()) return page.status();
+  *response = FreshnessPageToProto(*page, *query, evaluated_at);
   return absl::OkStatus();
 }
 

@@ -142,6 +142,9 @@ class BackfillApi {
   absl::Status GetDataset(const Caller& caller,
                           const v1::GetDatasetRequest& request,
                           v1::Dataset* response);
+  absl::Status ListDatasetPartitions(
+      const Caller& caller, const v1::ListDatasetPartitionsRequest& request,
+      v1::ListDatasetPartitionsResponse* response);
   absl::Status ApproveBackfill(const Caller& caller,
                                const v1::ApproveBackfillRequest& request,
                                v1::Backfill* response);

@@ -110,6 +110,8 @@ void BackfillServiceImpl::ReceiveRequestsAsBytes() {
         &BackfillServiceImpl::ListDatasets);
   unary("GetDataset", v1::GetDatasetRequest::descriptor(),
         &BackfillServiceImpl::GetDataset);
+  unary("ListDatasetPartitions", v1::ListDatasetPartitionsRequest::descriptor(),
+        &BackfillServiceImpl::ListDatasetPartitions);
   unary("ApproveBackfill", v1::ApproveBackfillRequest::descriptor(),
         &BackfillServiceImpl::ApproveBackfill);
   unary("DiffBackfill", v1::DiffBackfillRequest::descriptor(),
@@ -216,6 +218,14 @@ grpc::Status BackfillServiceImpl::GetDataset(
     grpc::ServerContext* context, const v1::GetDatasetRequest* request,
     v1::Dataset* response) {
   return ToGrpcStatus(api_->GetDataset(CallerOf(context), *request, response));
+}
+
+grpc::Status BackfillServiceImpl::ListDatasetPartitions(
+    grpc::ServerContext* context,
+    const v1::ListDatasetPartitionsRequest* request,
+    v1::ListDatasetPartitionsResponse* response) {
+  return ToGrpcStatus(
+      api_->ListDatasetPartitions(CallerOf(context), *request, response));
 }
 
 grpc::Status BackfillServiceImpl::ApproveBackfill(

@@ -68,6 +68,10 @@ class BackfillServiceImpl final : public v1::BackfillService::Service {
   grpc::Status ListDatasets(grpc::ServerContext* context,
                             const v1::ListDatasetsRequest* request,
                             v1::ListDatasetsResponse* response) override;
+  grpc::Status ListDatasetPartitions(
+      grpc::ServerContext* context,
+      const v1::ListDatasetPartitionsRequest* request,
+      v1::ListDatasetPartitionsResponse* response) override;
   grpc::Status GetDataset(grpc::ServerContext* context,
                           const v1::GetDatasetRequest* request,
                           v1::Dataset* response) override;

@@ -88,6 +88,7 @@ const std::map<absl::string_view, Dispatch>& Dispatches() {
         {"RollbackBackfill", Unary(&BackfillApi::RollbackBackfill)},
         {"ListDatasets", Unary(&BackfillApi::ListDatasets)},
         {"GetDataset", Unary(&BackfillApi::GetDataset)},
+        {"ListDatasetPartitions", Unary(&BackfillApi::ListDatasetPartitions)},
         {"ApproveBackfill", Unary(&BackfillApi::ApproveBackfill)},
         {"DiffBackfill", Unary(&BackfillApi::DiffBackfill)},
         {"ExplainPartition", Unary(&BackfillApi::ExplainPartition)},

@@ -66,6 +66,7 @@ const std::vector<HttpRoute>& HttpRoutes() {
       new std::vector<HttpRoute>{
           {"GET", "/v1/datasets", "ListDatasets"},
           {"GET", "/v1/datasets/{name}", "GetDataset"},
+          {"GET", "/v1/datasets/{dataset}/partitions", "ListDatasetPartitions"},
           {"GET", "/v1/datasets/{dataset}/partitions/{partition}:explain",
            "ExplainPartition"},
           {"POST", "/v1/backfills:plan", "PlanBackfill", true},

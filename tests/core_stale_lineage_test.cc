@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "core/base/clock.h"
+#include "core/governance/dataset_freshness.h"
 #include "core/model/pipeline_loader.h"
 #include "core/plan/planner.h"
 #include "core/plan/replay_due.h"
@@ -555,6 +556,218 @@ TEST_F(TimeKeyStaleLineageTest, LateRowsOfADayPickItsKeysAndEditsTheirTotal) {
   EXPECT_THAT(Scope(*totals)["total"],
               ElementsAre(std::make_pair(
                   Day(3), "input by_region/2025-01-03|us changed")));
+}
+
+// ---- a dataset's partitions and how current each is ---------------------
+// (core/governance/dataset_freshness.h, over the same recorded lineage)
+
+class DatasetFreshnessTest : public StaleLineageTest {
+ protected:
+  absl::StatusOr<FreshnessPage> Read(const std::string& dataset,
+                                     FreshnessContext context = {},
+                                     std::vector<Freshness> only = {},
+                                     std::string after = "", int limit = 100) {
+    FreshnessQuery query;
+    query.dataset = dataset;
+    query.only = std::move(only);
+    query.after = std::move(after);
+    query.limit = limit;
+    if (context.now == absl::InfinitePast()) {
+      context.now =
+          absl::FromCivil(absl::CivilDay(2025, 2, 1), absl::UTCTimeZone());
+    }
+    return ReadDatasetFreshness(catalog_, engine_, store_, context, query);
+  }
+
+  // partition -> freshness name, over every page of `limit`.
+  std::map<std::string, std::string> Standings(const std::string& dataset,
+                                               FreshnessContext context = {}) {
+    std::map<std::string, std::string> out;
+    auto page = Read(dataset, std::move(context));
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (!page.ok()) return out;
+    for (const PartitionFreshness& f : page->partitions) {
+      out[f.partition] = FreshnessName(f.freshness);
+    }
+    return out;
+  }
+
+  std::string JobOf(const std::string& dataset, const std::string& partition) {
+    auto lineage = store_.GetLineage(dataset, partition);
+    EXPECT_TRUE(lineage.ok() && !lineage->empty());
+    return lineage.ok() && !lineage->empty() ? lineage->front().job_id : "";
+  }
+};
+
+TEST_F(DatasetFreshnessTest, UnknownSourceAndUnpublishedDatasets) {
+  EXPECT_EQ(Read("nope").status().code(), absl::StatusCode::kNotFound);
+  auto source = Read("orders");
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(source.status().message(), HasSubstr("source dataset"));
+  auto empty = Read("daily");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->partitions.empty());
+  EXPECT_TRUE(empty->last.empty());
+  EXPECT_THAT(empty->counts, ElementsAre(0, 0, 0, 0));
+}
+
+TEST_F(DatasetFreshnessTest,
+       EachPartitionSaysWhoPublishedItAndWhetherItIsStale) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.SetPublishedRows("orders", Day(2), 2 + 3);  // late rows
+  engine_.EditPublishedRows("orders", Day(5));
+  auto page = Read("daily");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->partitions.size(), 6u);
+  EXPECT_THAT(page->counts, ElementsAre(4, 2, 0, 0));
+  EXPECT_TRUE(page->last.empty());
+  for (int d = 1; d <= 6; ++d) {
+    const PartitionFreshness& f = page->partitions[d - 1];
+    SCOPED_TRACE(f.partition);
+    EXPECT_EQ(f.partition, Day(d));
+    auto lineage = store_.GetLineage("daily", Day(d));
+    ASSERT_TRUE(lineage.ok());
+    ASSERT_EQ(lineage->size(), 1u);
+    EXPECT_EQ(f.job_id, lineage->front().job_id);
+    EXPECT_EQ(f.action, LineageAction::kPublish);
+    EXPECT_EQ(f.rows, lineage->front().row_count);
+    EXPECT_EQ(f.recorded_at, lineage->front().published_at);
+    EXPECT_EQ(f.transform_version, catalog_.Find("daily")->transform_version);
+    EXPECT_TRUE(f.confirmed_by.empty());
+    EXPECT_FALSE(f.frozen);
+    EXPECT_TRUE(f.held_by.empty());
+    if (d == 2 || d == 5) {
+      EXPECT_EQ(f.freshness, Freshness::kStale);
+      EXPECT_EQ(f.stale_reason,
+                absl::StrCat("input orders/", Day(d), " changed"));
+    } else {
+      EXPECT_EQ(f.freshness, Freshness::kCurrent);
+      EXPECT_EQ(f.stale_reason, "");
+    }
+  }
+  // The month read the days as published: current until they change.
+  EXPECT_THAT(Standings("monthly"),
+              ElementsAre(std::make_pair(std::string("2025-01"), "current")));
+
+  // Republished: current again, by the new job.
+  ASSERT_NO_FATAL_FAILURE(RunJob("daily", {Day(2), Day(5)}));
+  auto after = Read("daily");
+  ASSERT_TRUE(after.ok());
+  EXPECT_THAT(after->counts, ElementsAre(6, 0, 0, 0));
+  EXPECT_EQ(after->partitions[1].job_id, JobOf("daily", Day(2)));
+  EXPECT_NE(after->partitions[1].job_id, after->partitions[0].job_id);
+}
+
+TEST_F(DatasetFreshnessTest, DueComesFromThePolicyOnlyForStalePartitions) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.SetPublishedRows("orders", Day(2), 9);
+  engine_.SetPublishedRows("orders", Day(5), 9);
+  FreshnessContext context;
+  // Day 3 was due at an earlier evaluation but is current now: current.
+  context.due = {Day(2), Day(3)};
+  context.held = {{Day(5), "bf-99"}};
+  EXPECT_THAT(
+      Standings("daily", context),
+      ElementsAre(
+          std::make_pair(Day(1), "current"), std::make_pair(Day(2), "due"),
+          std::make_pair(Day(3), "current"), std::make_pair(Day(4), "current"),
+          std::make_pair(Day(5), "stale"), std::make_pair(Day(6), "current")));
+  auto page = Read("daily", context);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(page->counts, ElementsAre(4, 1, 1, 0));
+  EXPECT_EQ(page->partitions[4].held_by, "bf-99");
+  EXPECT_EQ(page->partitions[1].held_by, "");
+}
+
+TEST_F(DatasetFreshnessTest, TheFrozenRuleClosesOldPartitionsStaleOrNot) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  ASSERT_NO_FATAL_FAILURE(Load("v1", "    frozen: {before: 2025-01-04}\n"));
+  engine_.SetPublishedRows("orders", Day(2), 9);  // stale, frozen
+  engine_.SetPublishedRows("orders", Day(4), 9);  // stale, open
+  FreshnessContext context;
+  context.due = {Day(2), Day(4)};  // a frozen partition is never due
+  auto page = Read("daily", context);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->frozen_rule, "frozen.before 2025-01-04");
+  std::vector<std::pair<std::string, bool>> frozen;
+  for (const PartitionFreshness& f : page->partitions) {
+    frozen.emplace_back(FreshnessName(f.freshness), f.frozen);
+  }
+  EXPECT_THAT(frozen, ElementsAre(std::make_pair("current", true),
+                                  std::make_pair("frozen", true),
+                                  std::make_pair("current", true),
+                                  std::make_pair("due", false),
+                                  std::make_pair("current", false),
+                                  std::make_pair("current", false)));
+  EXPECT_THAT(page->counts, ElementsAre(4, 0, 1, 1));
+}
+
+TEST_F(DatasetFreshnessTest, EarlyCutoffNamesTheJobThatConfirmedTheRows) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  const std::string first = JobOf("daily", Day(3));
+  ASSERT_NO_FATAL_FAILURE(RunJob("daily", {Day(3), Day(4)}, {Day(3)}));
+  const std::string second = JobOf("daily", Day(4));
+  ASSERT_NE(first, second);
+  auto page = Read("daily");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->partitions[2].job_id, first);  // its rows are first's
+  EXPECT_EQ(page->partitions[2].confirmed_by, second);
+  EXPECT_EQ(page->partitions[3].job_id, second);
+  EXPECT_EQ(page->partitions[3].confirmed_by, "");
+}
+
+TEST_F(DatasetFreshnessTest, PagesFollowThePartitionOrderAndTheFilter) {
+  ASSERT_NO_FATAL_FAILURE(PublishEverything());
+  engine_.SetPublishedRows("orders", Day(2), 9);
+  engine_.SetPublishedRows("orders", Day(6), 9);
+  // Every page size over every partition: each exactly once, in order.
+  for (int limit = 1; limit <= 7; ++limit) {
+    SCOPED_TRACE(limit);
+    std::vector<std::string> seen;
+    std::string after;
+    for (int pages = 0; pages < 10; ++pages) {
+      auto page = Read("daily", {}, {}, after, limit);
+      ASSERT_TRUE(page.ok());
+      EXPECT_LE(static_cast<int>(page->partitions.size()), limit);
+      for (const auto& f : page->partitions) seen.push_back(f.partition);
+      if (page->last.empty()) break;
+      EXPECT_EQ(page->last, seen.back());
+      after = page->last;
+    }
+    EXPECT_THAT(seen,
+                ElementsAre(Day(1), Day(2), Day(3), Day(4), Day(5), Day(6)));
+  }
+  // Only the stale ones, one a page; the counts stay the whole dataset's.
+  auto first = Read("daily", {}, {Freshness::kStale}, "", 1);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->partitions.size(), 1u);
+  EXPECT_EQ(first->partitions[0].partition, Day(2));
+  EXPECT_EQ(first->last, Day(2));
+  EXPECT_THAT(first->counts, ElementsAre(4, 2, 0, 0));
+  auto second = Read("daily", {}, {Freshness::kStale}, first->last, 1);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->partitions.size(), 1u);
+  EXPECT_EQ(second->partitions[0].partition, Day(6));
+  EXPECT_EQ(second->last, "");  // nothing stale follows
+  auto due = Read("daily", {}, {Freshness::kDue, Freshness::kFrozen});
+  ASSERT_TRUE(due.ok());
+  EXPECT_TRUE(due->partitions.empty());
+}
+
+TEST_F(DatasetFreshnessTest,
+       APartitionPublishedBetweenPagesNeitherRepeatsNorShifts) {
+  ASSERT_NO_FATAL_FAILURE(RunJob("daily", {Day(1), Day(2), Day(4), Day(5)}));
+  auto first = Read("daily", {}, {}, "", 2);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->last, Day(2));
+  ASSERT_NO_FATAL_FAILURE(RunJob("daily", {Day(3)}));
+  auto second = Read("daily", {}, {}, first->last, 2);
+  ASSERT_TRUE(second.ok());
+  std::vector<std::string> got;
+  for (const auto& f : second->partitions) got.push_back(f.partition);
+  EXPECT_THAT(got, ElementsAre(Day(3), Day(4)));
+  EXPECT_EQ(second->last, Day(4));
+  EXPECT_EQ(second->counts[0], 5);
 }
 
 }  // namespace

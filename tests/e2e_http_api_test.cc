@@ -74,6 +74,10 @@ TEST_F(HttpApiExamplesTest, TheCurlExamplesOfTheApiReferenceRunAsTheyStand) {
   EXPECT_THAT(run.out,
               ::testing::HasSubstr(R"("state":"BACKFILL_STATE_SUCCEEDED")"));
   EXPECT_THAT(run.out, ::testing::HasSubstr("totals checked"));
+  // The dataset's three published partitions, none stale.
+  EXPECT_THAT(run.out,
+              ::testing::HasSubstr(
+                  R"({"dataset":"daily_revenue","total":"3","current":"3")"));
   EXPECT_EQ(PublishedRevenue(warehouse_, "2025-01-03", "2025-01-06"),
             ExpectedRevenue(warehouse_, "2025-01-03", "2025-01-06"));
   // Nothing outside the scope was published.

@@ -87,6 +87,7 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
         {"ListAuditEvents", everyone},
         {"ListPartitions", everyone},
         {"GetDataset", everyone},
+        {"ListDatasetPartitions", everyone},
         {"SubmitBackfill", operators},
         {"CancelBackfill", operators},
         {"PauseBackfill", operators},

@@ -131,6 +131,8 @@ TEST_F(HttpApiTest, EveryRouteAnswersWithItsMessageOrTheApisOwnError) {
   const std::map<std::string, Sample> samples = {
       {"/v1/datasets", {"GET", "/v1/datasets", ""}},
       {"/v1/datasets/{name}", {"GET", "/v1/datasets/daily_revenue", ""}},
+      {"/v1/datasets/{dataset}/partitions",
+       {"GET", "/v1/datasets/daily_revenue/partitions?pageSize=1", ""}},
       {"/v1/datasets/{dataset}/partitions/{partition}:explain",
        {"GET", "/v1/datasets/daily_revenue/partitions/2025-03-02:explain", ""}},
       {"/v1/backfills:plan",

@@ -66,6 +66,10 @@ TEST(HttpRoutesTest, PathsMatchTheirRouteAndItsVariables) {
        "/v1/datasets/daily_revenue/partitions/2025-01-31:explain",
        "ExplainPartition",
        {{"dataset", "daily_revenue"}, {"partition", "2025-01-31"}}},
+      {"GET",
+       "/v1/datasets/daily_revenue/partitions",
+       "ListDatasetPartitions",
+       {{"dataset", "daily_revenue"}}},
       // A partition value may hold '/' and ':' (keys): the last variable
       // takes the rest, up to the verb.
       {"GET",
@@ -109,6 +113,8 @@ TEST(HttpRoutesTest, PathsMatchTheirRouteAndItsVariables) {
       {"GET", "/v2/backfills", "", {}},
       {"POST", "/v1/backfills:nope", "", {}},
       {"GET", "/v1/datasets/x/partitions/:explain", "", {}},
+      {"GET", "/v1/datasets/x/partitions/2025-01-31", "", {}},
+      {"POST", "/v1/datasets/x/partitions", "", {}},
   };
   for (const Case& c : cases) {
     std::optional<HttpRouteMatch> match = MatchHttpRoute(c.verb, c.path);

@@ -28,6 +28,16 @@ constexpr size_t kTokenSize = kBodySize + 4;
 constexpr uint64_t kChecksumSeed = 0x70616765;  // "page"
 // Tokens longer than this are not read at all.
 constexpr size_t kMaxTokenText = 64;
+// A token with a text key (EncodePageTokenAfter):
+//   [0]       version (kKeyVersion)
+//   [1]       list
+//   [2, 10)   filter hash
+//   [10, n-4) key
+//   [n-4, n)  checksum of bytes [0, n-4)
+constexpr uint8_t kKeyVersion = 2;
+constexpr size_t kKeyHeader = 10;
+constexpr size_t kMaxKeyTokenText =
+    4 * ((kKeyHeader + kMaxPageTokenKey + 4 + 2) / 3);
 
 void PutUint(uint64_t value, int bytes, std::string* out) {
   for (int i = bytes - 1; i >= 0; --i) {
@@ -62,6 +72,8 @@ const char* ListName(PageList list) {
       return "DiffBackfill";
     case PageList::kAudit:
       return "ListAuditEvents";
+    case PageList::kDatasetPartitions:
+      return "ListDatasetPartitions";
   }
   return "the list";
 }
@@ -79,6 +91,14 @@ absl::Status NotAToken(PageList list, std::string_view token) {
       "` returned (it is damaged, cut or from another list): pass "
       "next_page_token of the previous page unchanged, or no `page_token` "
       "for the first page"));
+}
+
+absl::Status OtherFilters(std::string_view filter_names) {
+  return InvalidToken(absl::StrCat(
+      "`page_token` was returned for other filters: send the same ",
+      Absl(filter_names),
+      " as the request that returned it, or no `page_token` to start again "
+      "from the first page"));
 }
 
 }  // namespace
@@ -124,14 +144,42 @@ absl::StatusOr<int64_t> DecodePageToken(PageList list, std::string_view token,
   }
   const int64_t position = static_cast<int64_t>(GetUint(view, 10, 8));
   if (position < min_position) return NotAToken(list, token);
-  if (GetUint(view, 2, 8) != filter_hash) {
-    return InvalidToken(absl::StrCat(
-        "`page_token` was returned for other filters: send the same ",
-        Absl(filter_names),
-        " as the request that returned it, or no `page_token` to start again "
-        "from the first page"));
-  }
+  if (GetUint(view, 2, 8) != filter_hash) return OtherFilters(filter_names);
   return position;
+}
+
+std::string EncodePageTokenAfter(PageList list, uint64_t filter_hash,
+                                 std::string_view key) {
+  std::string bytes;
+  bytes.push_back(static_cast<char>(kKeyVersion));
+  bytes.push_back(static_cast<char>(list));
+  PutUint(filter_hash, 8, &bytes);
+  bytes.append(key.substr(0, kMaxPageTokenKey));
+  PutUint(Checksum(bytes), 4, &bytes);
+  return absl::WebSafeBase64Escape(bytes);
+}
+
+absl::StatusOr<std::string> DecodePageTokenKey(PageList list,
+                                               std::string_view token,
+                                               uint64_t filter_hash,
+                                               std::string_view filter_names) {
+  std::string bytes;
+  if (token.size() > kMaxKeyTokenText ||
+      !absl::WebSafeBase64Unescape(Absl(token), &bytes) ||
+      bytes.size() < kKeyHeader + 4 ||
+      bytes.size() > kKeyHeader + kMaxPageTokenKey + 4 ||
+      absl::WebSafeBase64Escape(bytes) != token) {
+    return NotAToken(list, token);
+  }
+  const std::string_view view(bytes);
+  const size_t body = bytes.size() - 4;
+  if (static_cast<uint8_t>(view[0]) != kKeyVersion ||
+      static_cast<uint8_t>(view[1]) != static_cast<uint8_t>(list) ||
+      GetUint(view, body, 4) != Checksum(view.substr(0, body))) {
+    return NotAToken(list, token);
+  }
+  if (GetUint(view, 2, 8) != filter_hash) return OtherFilters(filter_names);
+  return std::string(view.substr(kKeyHeader, body - kKeyHeader));
 }
 
 }  // namespace backfill

@@ -1,11 +1,11 @@
 // PageToken: the opaque page tokens of every list the API pages
-// (ListBackfills, ListPartitions, DiffBackfill, ListAuditEvents). A token
-// names the list it belongs to, the filters of the request that returned
-// it (as a hash) and a position: the sort key of the last item returned (a
-// job number, a task ordinal, an audit event's sequence number), so that
-// the next page starts right after that item whatever was added since, or
-// for a diff, which never changes once computed, the offset of the next
-// page's first partition; a
+// (ListBackfills, ListPartitions, DiffBackfill, ListAuditEvents,
+// ListDatasetPartitions). A token names the list it belongs to, the filters
+// of the request that returned it (as a hash) and a position: the sort key
+// of the last item returned (a job number, a task ordinal, an audit event's
+// sequence number, a partition value), so that the next page starts right
+// after that item whatever was added since, or for a diff, which never
+// changes once computed, the offset of the next page's first partition; a
 // checksum makes a damaged or cut token fail to decode instead of being
 // read as another position. Tokens are base64url text (no padding) and
 // stay valid across restarts (every hash is XXH3, which is stable).
@@ -29,10 +29,11 @@ namespace backfill {
 
 // Which list a token belongs to: a token of one list is refused by another.
 enum class PageList : uint8_t {
-  kJobs = 'J',        // ListBackfills
-  kPartitions = 'P',  // ListPartitions
-  kDiff = 'D',        // DiffBackfill
-  kAudit = 'A',       // ListAuditEvents
+  kJobs = 'J',               // ListBackfills
+  kPartitions = 'P',         // ListPartitions
+  kDiff = 'D',               // DiffBackfill
+  kAudit = 'A',              // ListAuditEvents
+  kDatasetPartitions = 'F',  // ListDatasetPartitions
 };
 
 // A stable 64-bit hash of a request's filters, each given as text (their
@@ -54,6 +55,19 @@ absl::StatusOr<int64_t> DecodePageToken(PageList list, std::string_view token,
                                         uint64_t filter_hash,
                                         std::string_view filter_names,
                                         int64_t min_position = 0);
+
+// For a list sorted by text: the token of the page that starts after the
+// item whose sort key is `key` (at most kMaxPageTokenKey bytes).
+inline constexpr size_t kMaxPageTokenKey = 512;
+std::string EncodePageTokenAfter(PageList list, uint64_t filter_hash,
+                                 std::string_view key);
+
+// The key a token of EncodePageTokenAfter carries; refused as
+// DecodePageToken refuses a token.
+absl::StatusOr<std::string> DecodePageTokenKey(PageList list,
+                                               std::string_view token,
+                                               uint64_t filter_hash,
+                                               std::string_view filter_names);
 
 }  // namespace backfill
 

@@ -65,6 +65,13 @@ absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
         " was published with recorded lineage yet; give its scope with "
         "`from_partition`/`to_partition` or `partitions`"));
   }
+  return StalePartitionsOf(catalog, engine, store, dataset, versions);
+}
+
+absl::StatusOr<std::vector<StalePartition>> StalePartitionsOf(
+    const Catalog& catalog, Engine& engine, StateStore& store,
+    const DatasetSpec& dataset,
+    const std::map<std::string, VerifiedVersion>& versions) {
   // Every input partition a version of the current transform read, by
   // input dataset; those that cannot be asked for count as changed.
   std::map<std::string, std::set<std::string>> needed;

@@ -28,6 +28,7 @@
 #ifndef BACKFILL_CORE_PLAN_STALE_LINEAGE_H_
 #define BACKFILL_CORE_PLAN_STALE_LINEAGE_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,13 @@ struct StalePartition {
 absl::StatusOr<std::vector<StalePartition>> FindStalePartitions(
     const Catalog& catalog, Engine& engine, StateStore& store,
     const DatasetSpec& dataset);
+
+// The same over `versions` (StateStore::VerifiedVersions of `dataset`, read
+// by the caller): empty when none is stale, or when `versions` is empty.
+absl::StatusOr<std::vector<StalePartition>> StalePartitionsOf(
+    const Catalog& catalog, Engine& engine, StateStore& store,
+    const DatasetSpec& dataset,
+    const std::map<std::string, VerifiedVersion>& versions);
 
 }  // namespace backfill
 

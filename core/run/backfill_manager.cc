@@ -489,6 +489,42 @@ absl::StatusOr<PartitionHistory> BackfillManager::ExplainPartition(
                                       partition);
 }
 
+absl::StatusOr<std::map<std::string, std::string>>
+BackfillManager::HeldPartitions(const std::string& dataset) {
+  // Active jobs only: finished ones are never read, however long the
+  // history grows.
+  JobFilter filter;
+  filter.dataset = dataset;
+  filter.limit = 0;
+  for (int i = 0; i < kJobStateCount; ++i) {
+    const JobState state = static_cast<JobState>(i);
+    if (!IsTerminal(state)) filter.states.push_back(state);
+  }
+  ASSIGN_OR_RETURN(std::vector<Job> jobs, ListJobs(filter));
+  std::map<std::string, std::string> held;
+  // Newest first: the first job seen holding a partition is its newest.
+  for (const Job& job : jobs) {
+    for (const DatasetPlan& dp : job.plan.datasets) {
+      if (dp.dataset != dataset) continue;
+      for (const std::string& partition : dp.partitions) {
+        held.try_emplace(partition, job.id);
+      }
+    }
+  }
+  return held;
+}
+
+absl::StatusOr<FreshnessPage> BackfillManager::DatasetFreshness(
+    const FreshnessQuery& query, FreshnessContext context) {
+  const std::shared_ptr<const Catalog> catalog = catalog_->Get();
+  if (const DatasetSpec* spec = catalog->Find(query.dataset);
+      spec != nullptr && spec->is_derived()) {
+    ASSIGN_OR_RETURN(context.held, HeldPartitions(spec->name));
+  }
+  context.now = clock_->Now();
+  return ReadDatasetFreshness(*catalog, *engine_, *store_, context, query);
+}
+
 absl::StatusOr<AuditPage> BackfillManager::ListAuditEvents(
     const AuditQuery& query) {
   return ReadAuditPage(*store_, query);

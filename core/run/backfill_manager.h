@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "absl/time/time.h"
 #include "core/base/clock.h"
 #include "core/governance/audit_log.h"
+#include "core/governance/dataset_freshness.h"
 #include "core/governance/job_listing.h"
 #include "core/governance/partition_history.h"
 #include "core/model/catalog.h"
@@ -205,6 +207,19 @@ class BackfillManager {
   // unknown dataset, INVALID_ARGUMENT for a value that is not of its grain.
   absl::StatusOr<PartitionHistory> ExplainPartition(
       const std::string& dataset, const std::string& partition);
+
+  // The partitions of `dataset` that active jobs (not in a final state)
+  // plan, each with the newest such job. An error reading the jobs is
+  // returned as such.
+  absl::StatusOr<std::map<std::string, std::string>> HeldPartitions(
+      const std::string& dataset);
+
+  // A page of a derived dataset's published partitions with how current
+  // each is (core/governance/dataset_freshness.h). `context` says what its
+  // replay policy last found due; the manager adds what active jobs hold
+  // and the time now.
+  absl::StatusOr<FreshnessPage> DatasetFreshness(const FreshnessQuery& query,
+                                                 FreshnessContext context);
 
   // A page of the audit log, oldest first (core/governance/audit_log.h).
   absl::StatusOr<AuditPage> ListAuditEvents(const AuditQuery& query);

@@ -58,25 +58,13 @@ ReplayKeeper::ReplayKeeper(BackfillManager* manager, Engine* engine,
       clock_(clock),
       options_(options),
       finder_(engine, store, clock, [manager](const std::string& dataset) {
-        // What active jobs of the dataset hold.
+        // What active jobs of the dataset hold (nothing when the jobs
+        // cannot be read: the submit that follows finds them busy).
         std::set<std::string> held;
-        // Active jobs only: finished ones are never read, however long the
-        // history grows.
-        JobFilter filter;
-        filter.dataset = dataset;
-        filter.limit = 0;
-        for (int i = 0; i < kJobStateCount; ++i) {
-          const JobState state = static_cast<JobState>(i);
-          if (!IsTerminal(state)) filter.states.push_back(state);
-        }
-        absl::StatusOr<std::vector<Job>> jobs = manager->ListJobs(filter);
-        if (!jobs.ok()) return held;
-        for (const Job& job : *jobs) {
-          for (const DatasetPlan& dp : job.plan.datasets) {
-            if (dp.dataset != dataset) continue;
-            held.insert(dp.partitions.begin(), dp.partitions.end());
-          }
-        }
+        absl::StatusOr<std::map<std::string, std::string>> partitions =
+            manager->HeldPartitions(dataset);
+        if (!partitions.ok()) return held;
+        for (const auto& entry : *partitions) held.insert(entry.first);
         return held;
       }) {}
 

@@ -601,6 +601,45 @@ async function run(driver) {
     }, null);
   });
 
+  await step('the dataset page: its partitions and how current each is', async () => {
+    const job = await apiGet(`/v1/backfills/${encodeURIComponent(JOB)}`, APPROVER_TOKEN);
+    const plan = (job.plan || []).find((d) => d.dataset === 'daily_revenue') || {};
+    const mine = plan.partitions || [];
+    expect(mine.length > 0, `${JOB} planned no partition of daily_revenue`);
+    await page.evaluate(() => {
+      location.hash = '#/datasets/daily_revenue';
+    });
+    const seen = await waitInPage(page, 'the freshness grid of daily_revenue', () => {
+      const box = document.querySelector('#main .freshness');
+      const grid = box && box.querySelector('[role=grid]');
+      if (!grid) return false;
+      return {
+        summary: box.querySelector('p').textContent,
+        cells: Array.from(grid.querySelectorAll('[role=gridcell]'))
+            .map((c) => c.getAttribute('aria-label')),
+      };
+    }, null);
+    const total = Number(((/^([\d,]+) published partition/.exec(seen.summary) || [])[1] || '')
+        .replace(/,/g, ''));
+    expect(total === seen.cells.length,
+        `the summary says "${seen.summary}", the grid has ${seen.cells.length} cells`);
+    for (const p of mine) {
+      expect(seen.cells.some((label) => label.startsWith(`${p}: current`)),
+          `partition ${p} of ${JOB} is not drawn current`);
+    }
+    ok(`the dataset page draws its ${total} published partitions, the ${mine.length} of ` +
+       `${JOB} current`);
+    await page.select('#freshness-filter', '');
+    const rows = await page.$$eval('#main .freshness table tbody tr',
+        (trs) => trs.map((tr) => tr.innerText));
+    for (const p of mine) {
+      expect(rows.some((r) => r.startsWith(p) && r.includes(`published by ${JOB}`)),
+          `the table does not say ${p} was published by ${JOB}`);
+    }
+    ok(`its table says ${JOB} published each of its partitions`);
+    await driver.screenshot('08-dataset-freshness', {fullPage: true});
+  });
+
   await step('no error, no other origin, no unexpected refusal', async () => {
     const session = `${ORIGIN}/ui/session`;
     const approve = `${ORIGIN}/v1/backfills/${encodeURIComponent(JOB)}:approve`;

@@ -107,6 +107,8 @@ export const api = {
   session: (o) => call('GET', '/ui/session', o),
   listDatasets: (o) => call('GET', '/v1/datasets', o),
   getDataset: (name, o) => call('GET', `/v1/datasets/${seg(name)}`, o),
+  listDatasetPartitions: (dataset, query, o) => call(
+      'GET', `/v1/datasets/${seg(dataset)}/partitions`, {...o, query}),
   explainPartition: (dataset, partition, o) => call(
       'GET', `/v1/datasets/${seg(dataset)}/partitions/${seg(partition)}:explain`, o),
   plan: (request, o) => call('POST', '/v1/backfills:plan', {...o, body: {request}}),

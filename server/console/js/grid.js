@@ -118,10 +118,20 @@ function stateClass(state) {
   return `cell p-${stateSlug(partitionStateText(state))}`;
 }
 
+// A job's partitions, by state.
+const STATE_LOOK = {
+  className: (record) => stateClass(record.state),
+  label: cellLabel,
+  title: cellTitle,
+};
+
 export class PartitionGrid {
   // dataset: its name; grain, keyColumn: from the job's DatasetPlan;
-  // onActivate(record): a cell was clicked or Enter/Space pressed on it.
-  constructor({dataset, grain, keyColumn, onActivate}) {
+  // onActivate(record): a cell was clicked or Enter/Space pressed on it;
+  // look: how a record is drawn ({className, label, title}(record)), by
+  // default its partition state (BackfillPartition records).
+  constructor({dataset, grain, keyColumn, onActivate, look = STATE_LOOK}) {
+    this.look = look;
     this.dataset = dataset;
     this.grain = grain;
     this.keyColumn = keyColumn;
@@ -177,9 +187,9 @@ export class PartitionGrid {
         cell.setAttribute('role', 'gridcell');
         cell.setAttribute('tabindex', '-1');
         cell.setAttribute('aria-colindex', String(col + 2));
-        cell.className = stateClass(record.state);
-        cell.setAttribute('aria-label', cellLabel(record));
-        cell.title = cellTitle(record);
+        cell.className = this.look.className(record);
+        cell.setAttribute('aria-label', this.look.label(record));
+        cell.title = this.look.title(record);
         cell.style.gridColumnStart = String(col + 2);
         cell.record = record;
         cell.gridRow = r;
@@ -205,10 +215,10 @@ export class PartitionGrid {
       const old = cell.record;
       cell.record = record;
       if (old.state !== record.state) {
-        cell.className = stateClass(record.state);
-        cell.setAttribute('aria-label', cellLabel(record));
+        cell.className = this.look.className(record);
+        cell.setAttribute('aria-label', this.look.label(record));
       }
-      cell.title = cellTitle(record);
+      cell.title = this.look.title(record);
     }
   }
 

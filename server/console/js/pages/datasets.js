@@ -1,10 +1,10 @@
 // The datasets (#/datasets): each declared dataset with its grain,
 // upstreams, consumers, checks and policies (ListDatasets, and
 // ListReplayPolicies for the replay policies); one dataset
-// (#/datasets/{name}): its declaration (GetDataset), what its replay
+// (#/datasets/{name}): its declaration (GetDataset), its published
+// partitions and how current each is (ListDatasetPartitions), what its replay
 // policy last found about its partitions (due, frozen, held, unsettled,
-// failed), which partitions are stale now (a PlanBackfill with
-// auto_detect: writes nothing), its recent jobs, and a lookup of any
+// failed), its recent jobs, and a lookup of any
 // partition's lineage (#/datasets/{name}/partitions/{partition}).
 
 import {api} from '../api.js';
@@ -13,6 +13,7 @@ import {button, clear, dl, field, h, link, replace, section, table} from '../dom
 import {explainView, partitionName} from '../explain.js';
 import {enumText, fmtInt, grainText, jobStateBadge, richText, scopeText,
   timeEl} from '../format.js';
+import {freshnessView} from './freshness.js';
 import {hashOf, navigate} from '../router.js';
 import {can} from '../session.js';
 import {announce, showPageError} from '../status.js';
@@ -142,35 +143,6 @@ function policyView(name, policy, refresh) {
       ])) : h('p', null, 'Not evaluated yet.'));
 }
 
-// Stale partitions: the plan of an auto_detect backfill (writes nothing).
-function staleFinder(dataset) {
-  const out = h('div', {'aria-live': 'polite'});
-  return h('div', null,
-      h('p', null, 'Which published partitions no longer match their lineage (their ' +
-          'transform version or an input changed), from a plan that writes nothing.'),
-      button('Find stale partitions', async () => {
-        replace(out, h('p', {class: 'loading'}, 'Planning…'));
-        try {
-          const plan = await api.plan({dataset, autoDetect: true, excludeDownstream: true});
-          const own = (plan.datasets || []).find((d) => d.dataset === dataset) || {};
-          const parts = own.partitions || [];
-          const reasons = own.partitionReasons || [];
-          replace(out, 
-              h('p', null, `${fmtInt(parts.length)} stale partition${parts.length === 1 ? '' : 's'}.`),
-              table([
-                {label: 'Partition', cell: (i) => link(`${hashOf('datasets', dataset,
-                    'partitions')}/${encodeURIComponent(parts[i])}`, partitionName(parts[i]))},
-                {label: 'Why stale', cell: (i) => richText(reasons[i] || '')},
-              ], parts.slice(0, 500).map((p, i) => i)),
-              h('p', null, link(`#/plan?dataset=${encodeURIComponent(dataset)}&auto=1`,
-                  'Plan a backfill of the stale partitions')));
-        } catch (e) {
-          replace(out, h('p', {class: e.reason === 'NOTHING_TO_BACKFILL' ? '' : 'error-box'},
-              e.reason === 'NOTHING_TO_BACKFILL' ? 'Nothing is stale.' : e.message));
-        }
-      }), out);
-}
-
 function lookupForm(dataset) {
   const f = field('Partition', 'input', {name: 'partition', autocomplete: 'off',
     hint: 'In the dataset\'s grain: 2025-03-01, 2025-03-01T05, 2025-03, a key, or TIME|KEY.'});
@@ -247,9 +219,10 @@ class DatasetPage {
                 {label: 'Sample', class: 'num', cell: (c) => (c.sample ? String(c.sample) : 'all')},
                 {label: 'Timeout', cell: (c) => c.timeout || ''},
               ], d.consumers)) : null),
+          derived ? section('Partitions and freshness',
+              freshnessView(d, {signal: this.abort.signal})) : null,
           section('Partition lineage', lookupForm(this.name), this.explain),
           section('Freshness (replay policy)', this.policy),
-          derived ? section('Stale partitions', staleFinder(this.name)) : null,
           section('Recent jobs', table([
             {label: 'Job', cell: (j) => link(hashOf('backfills', j.id), j.id)},
             {label: 'State', cell: (j) => jobStateBadge(j.state)},
