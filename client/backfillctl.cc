@@ -36,6 +36,7 @@ using cli::ApproveOptions;
 using cli::AuditOptions;
 using cli::DiffOptions;
 using cli::Fail;
+using cli::FreshnessOptions;
 using cli::GlobalOptions;
 using cli::JobAction;
 using cli::JobOptions;
@@ -131,6 +132,7 @@ int Main(int argc, char** argv) {
   SubmitOptions& submit_options = line->submit_options;
   ListOptions& list_options = line->list_options;
   PartitionsOptions& partitions_options = line->partitions_options;
+  FreshnessOptions& freshness_options = line->freshness_options;
   JobOptions& job = line->job;
   RollbackOptions& rollback_options = line->rollback_options;
   ApproveOptions& approve_options = line->approve_options;
@@ -144,6 +146,7 @@ int Main(int argc, char** argv) {
   CLI::App* const status = line->status;
   CLI::App* const list = line->list;
   CLI::App* const partitions = line->partitions;
+  CLI::App* const freshness = line->freshness;
   CLI::App* const watch = line->watch;
   CLI::App* const cancel = line->cancel;
   CLI::App* const pause = line->pause;
@@ -271,6 +274,12 @@ int Main(int argc, char** argv) {
     }
     texts.emplace_back("--dataset", partitions_options.dataset);
   }
+  if (freshness->parsed()) {
+    texts.emplace_back("DATASET", freshness_options.dataset);
+    for (const std::string& value : freshness_options.only_args) {
+      texts.emplace_back("--only", value);
+    }
+  }
   if (absl::Status valid = CheckUtf8Arguments(texts); !valid.ok()) {
     return Fail(kExitUsage, valid.message());
   }
@@ -336,6 +345,7 @@ int Main(int argc, char** argv) {
   if (status->parsed()) return cli.Status(job.id);
   if (list->parsed()) return cli.List(list_options);
   if (partitions->parsed()) return cli.Partitions(partitions_options);
+  if (freshness->parsed()) return cli.Freshness(freshness_options);
   if (watch->parsed()) return cli.Watch(job.id);
   if (approve->parsed()) return cli.Approve(approve_options);
   if (diff->parsed()) return cli.Diff(diff_options);

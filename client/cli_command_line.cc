@@ -106,6 +106,13 @@ const std::vector<std::pair<std::string, std::vector<Example>>>& AllExamples() {
           {"partitions",
            {{"backfillctl partitions bf-42 --state failed",
              "The partitions of bf-42 that failed"}}},
+          {"freshness",
+           {{"backfillctl freshness daily_revenue",
+             "How current every published partition of daily_revenue is"},
+            {"backfillctl freshness daily_revenue --only stale,due",
+             "Only the stale partitions, due for a replay or not"},
+            {"backfillctl --json freshness daily_revenue --only frozen",
+             "The stale partitions the frozen rule closes, as JSON"}}},
           {"watch",
            {{"backfillctl watch bf-42", "Follow bf-42 until it ends"}}},
           {"cancel",
@@ -365,6 +372,23 @@ std::unique_ptr<CommandLine> NewCommandLine() {
       ->allow_extra_args(false)
       ->expected(1, kMaxValuesPerFlag);
 
+  FreshnessOptions& freshness_options = line->freshness_options;
+  CLI::App* freshness = app.add_subcommand(
+      "freshness",
+      "List the published partitions of a derived dataset and how current "
+      "each is (current, stale, due for a replay, frozen), with the job "
+      "that published it and the active job that holds it, page after page");
+  freshness->add_option("DATASET", freshness_options.dataset, "Derived dataset")
+      ->required();
+  // Split by JobCommands::Freshness() like partitions' --state.
+  freshness
+      ->add_option("--only", freshness_options.only_args,
+                   "Only partitions of this freshness (repeatable or "
+                   "comma-separated; current, stale, due, frozen, any case, "
+                   "or PARTITION_FRESHNESS_STALE)")
+      ->allow_extra_args(false)
+      ->expected(1, kMaxValuesPerFlag);
+
   CLI::App* watch = app.add_subcommand(
       "watch", "Follow a job until it ends; exit 0 only if it SUCCEEDED");
   watch->add_option("JOB", job.id, "Job id")->required();
@@ -531,9 +555,10 @@ std::unique_ptr<CommandLine> NewCommandLine() {
                        "the API package, and exit");
 
   for (CLI::App* command :
-       {datasets, plan,  submit,   status,  list,     partitions, watch,
-        cancel,   pause, resume,   retry,   rollback, approve,    diff,
-        why,      audit, policies, confirm, nodes,    health,     completion}) {
+       {datasets,  plan,    submit, status,    list,   partitions,
+        freshness, watch,   cancel, pause,     resume, retry,
+        rollback,  approve, diff,   why,       audit,  policies,
+        confirm,   nodes,   health, completion}) {
     command->footer(Footer(command->get_name()));
   }
 
@@ -543,6 +568,7 @@ std::unique_ptr<CommandLine> NewCommandLine() {
   line->status = status;
   line->list = list;
   line->partitions = partitions;
+  line->freshness = freshness;
   line->watch = watch;
   line->cancel = cancel;
   line->pause = pause;

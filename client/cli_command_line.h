@@ -91,6 +91,12 @@ struct PartitionsOptions {
   std::vector<std::string> state_args;
 };
 
+struct FreshnessOptions {
+  std::string dataset;
+  // The values of --only as typed, one per occurrence ("stale,due").
+  std::vector<std::string> only_args;
+};
+
 struct JobOptions {
   std::string id;
   std::string reason;
@@ -172,6 +178,7 @@ struct CommandLine {
   SubmitOptions submit_options;
   ListOptions list_options;
   PartitionsOptions partitions_options;
+  FreshnessOptions freshness_options;
   JobOptions job;
   RollbackOptions rollback_options;
   ApproveOptions approve_options;
@@ -190,6 +197,7 @@ struct CommandLine {
   CLI::App* status = nullptr;
   CLI::App* list = nullptr;
   CLI::App* partitions = nullptr;
+  CLI::App* freshness = nullptr;
   CLI::App* watch = nullptr;
   CLI::App* cancel = nullptr;
   CLI::App* pause = nullptr;

@@ -17,6 +17,8 @@
 //                             FormatReplayEvaluation
 //   client/node_format.h      FormatNodes: the replicas of the group
 //                             and their leases
+//   client/freshness_format.h FormatDatasetPartitions: how current the
+//                             published partitions of a dataset are
 //
 // Text that comes from the server or from users (a job's message, reason,
 // ticket, requested_by, dataset names, partition values, ids) goes through
@@ -31,6 +33,7 @@
 #define BACKFILL_CLIENT_CLI_FORMAT_H_
 
 #include "client/diff_format.h"
+#include "client/freshness_format.h"
 #include "client/job_format.h"
 #include "client/listing_format.h"
 #include "client/node_format.h"

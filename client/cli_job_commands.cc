@@ -220,6 +220,42 @@ int JobCommands::Partitions(const PartitionsOptions& options) {
   return Print(all, cli::FormatPartitions(all));
 }
 
+int JobCommands::Freshness(const FreshnessOptions& options) {
+  v1::ListDatasetPartitionsRequest request;
+  request.set_dataset(options.dataset);
+  absl::StatusOr<std::vector<std::string>> only =
+      cli::SplitListFlag("--only", options.only_args);
+  if (!only.ok()) return Fail(kExitUsage, only.status().message());
+  for (const std::string& text : *only) {
+    absl::StatusOr<v1::PartitionFreshness> freshness =
+        cli::ParseFreshness(text);
+    if (!freshness.ok()) {
+      return Fail(kExitUsage,
+                  absl::StrCat("--only: ", freshness.status().message()));
+    }
+    request.add_freshness(*freshness);
+  }
+  request.set_page_size(kListPageSize);
+  // Every page, into one response (one JSON document with --json); the
+  // counts, frozen rule and evaluation time are the last page's, the
+  // newest (each page is computed when it is read).
+  v1::ListDatasetPartitionsResponse all;
+  while (true) {
+    absl::StatusOr<v1::ListDatasetPartitionsResponse> page =
+        client_->ListDatasetPartitions(request);
+    if (!page.ok()) return RpcError(page.status());
+    for (v1::DatasetPartition& p : *page->mutable_partitions()) {
+      *all.add_partitions() = std::move(p);
+    }
+    page->clear_partitions();
+    page->mutable_partitions()->Swap(all.mutable_partitions());
+    all = *std::move(page);
+    if (all.next_page_token().empty()) break;
+    request.set_page_token(all.next_page_token());
+  }
+  return Print(all, cli::FormatDatasetPartitions(all));
+}
+
 int JobCommands::Watch(const std::string& id) {
   return follower_.Finish(follower_.Follow(id, v1::Backfill()));
 }

@@ -1,6 +1,6 @@
 // JobCommands: backfillctl's commands about datasets and jobs — datasets,
-// plan, submit, status, list, partitions, watch, cancel, pause, resume,
-// retry, rollback, approve, diff, why, audit, confirm — and about the
+// freshness, plan, submit, status, list, partitions, watch, cancel, pause,
+// resume, retry, rollback, approve, diff, why, audit, confirm — and about the
 // daemon itself — nodes and health — each one call (or a loop of pages) of
 // BackfillClient, printed by the format units (client/cli_format.h) and
 // answered through CliOutput.
@@ -39,6 +39,9 @@ class JobCommands {
   int Status(const std::string& id);
   int List(const ListOptions& options);
   int Partitions(const PartitionsOptions& options);
+  // The published partitions of a dataset and how current each is
+  // (ListDatasetPartitions), every page.
+  int Freshness(const FreshnessOptions& options);
   int Watch(const std::string& id);
   int Decide(JobAction action, const JobOptions& options);
   int Rollback(const std::string& id, const RollbackOptions& options);

@@ -36,6 +36,7 @@ constexpr std::pair<absl::string_view, absl::string_view> kFieldFlags[] = {
     {"sample_rows", "--samples"},
     {"since", "--since"},
     {"states", "--state"},
+    {"freshness", "--only"},
     {"partition", "PARTITION"},
 };
 
@@ -48,7 +49,7 @@ constexpr std::pair<absl::string_view, absl::string_view> kMethodCommands[] = {
     {"ListDatasets", "datasets"},     {"ApproveBackfill", "approve"},
     {"DiffBackfill", "diff"},         {"ExplainPartition", "why"},
     {"ListAuditEvents", "audit"},     {"ConfirmBackfill", "confirm"},
-    {"ListPartitions", "partitions"},
+    {"ListPartitions", "partitions"}, {"ListDatasetPartitions", "freshness"},
 };
 
 }  // namespace

@@ -51,4 +51,8 @@ std::string VersionKindText(v1::VersionKind kind) {
   return Word(kind, "VERSION_KIND_");
 }
 
+std::string FreshnessText(v1::PartitionFreshness freshness) {
+  return Word(freshness, "PARTITION_FRESHNESS_");
+}
+
 }  // namespace backfill

@@ -1,7 +1,8 @@
 // The words the CLI prints for the API's vocabulary enums: the grain,
 // kind and mapping words of the pipeline files ("day", "derived",
-// "lookback"), the cost unit ("input_rows"), the estimate source and what
-// put a partition's version in place ("backfill", "rollback").
+// "lookback"), the cost unit ("input_rows"), the estimate source, what
+// put a partition's version in place ("backfill", "rollback") and how
+// current a published partition is ("current", "stale").
 //
 // Each word is the enum value's name without its prefix, in lower case
 // (GRAIN_DAY is "day", COST_UNIT_INPUT_ROWS "input_rows"). UNSPECIFIED
@@ -33,6 +34,8 @@ std::string CostUnitText(v1::CostUnit unit);
 std::string EstimateSourceText(v1::EstimateSource source);
 // "backfill", "rollback".
 std::string VersionKindText(v1::VersionKind kind);
+// "current", "stale", "due", "frozen".
+std::string FreshnessText(v1::PartitionFreshness freshness);
 
 }  // namespace backfill
 

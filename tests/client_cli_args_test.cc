@@ -185,9 +185,9 @@ TEST(CommandLineTest, HasTheSubcommandsTheDocsDescribe) {
   EXPECT_THAT(SubcommandNames(),
               ::testing::UnorderedElementsAre(
                   "datasets", "plan", "submit", "status", "list", "partitions",
-                  "watch", "cancel", "pause", "resume", "retry", "rollback",
-                  "approve", "diff", "why", "audit", "policies", "confirm",
-                  "nodes", "health", "completion"));
+                  "freshness", "watch", "cancel", "pause", "resume", "retry",
+                  "rollback", "approve", "diff", "why", "audit", "policies",
+                  "confirm", "nodes", "health", "completion"));
 }
 
 TEST(CommandLineTest, EveryHelpHasExamplesThatTheParserAccepts) {

@@ -20,6 +20,7 @@ TEST(CliTermsTest, FieldsBecomeTheirFlags) {
   EXPECT_EQ(FlagOfField("idempotency_key"), "--idempotency-key");
   EXPECT_EQ(FlagOfField("page_size"), "--limit");
   EXPECT_EQ(FlagOfField("backfill_id"), "JOB");
+  EXPECT_EQ(FlagOfField("freshness[1]"), "--only");
   EXPECT_EQ(FlagOfField("request.no_such_field"), std::nullopt);
   EXPECT_EQ(FlagOfField(""), std::nullopt);
 }
@@ -28,6 +29,7 @@ TEST(CliTermsTest, MethodsBecomeTheirCommands) {
   EXPECT_EQ(CommandOfMethod("ListDatasets"), "backfillctl datasets");
   EXPECT_EQ(CommandOfMethod("GetBackfill"), "backfillctl status");
   EXPECT_EQ(CommandOfMethod("ExplainPartition"), "backfillctl why");
+  EXPECT_EQ(CommandOfMethod("ListDatasetPartitions"), "backfillctl freshness");
   EXPECT_EQ(CommandOfMethod("Frobnicate"), std::nullopt);
 }
 

@@ -240,6 +240,79 @@ class RecordingService final : public v1::BackfillService::Service {
     return grpc::Status::OK;
   }
 
+  // daily_revenue's published partitions in two pages: 2025-06-01
+  // (current) and 2025-06-02 (stale, its reason with an escape sequence),
+  // token "p2", then 2025-06-03 (due, restored by a rollback, confirmed by
+  // a later job) and 2025-06-04 (frozen, held by bf-9); each page only
+  // those of the freshness asked for, with the counts of all four. Dataset
+  // "orders" is FAILED_PRECONDITION (a source), any other NOT_FOUND.
+  grpc::Status ListDatasetPartitions(
+      grpc::ServerContext*, const v1::ListDatasetPartitionsRequest* request,
+      v1::ListDatasetPartitionsResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    dataset_partition_lists_.push_back(*request);
+    if (request->dataset() == "orders") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "orders is a source dataset: backfilld publishes "
+                          "none of its partitions");
+    }
+    if (request->dataset() != "daily_revenue") {
+      return grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          absl::StrCat("unknown dataset \"", request->dataset(), "\""));
+    }
+    const bool second = request->page_token() == "p2";
+    v1::ListDatasetPartitionsResponse left_out;  // not of the freshness asked
+    const auto add = [&](const std::string& partition,
+                         v1::PartitionFreshness freshness,
+                         const std::string& job) -> v1::DatasetPartition* {
+      const bool asked =
+          request->freshness().empty() ||
+          std::find(request->freshness().begin(), request->freshness().end(),
+                    freshness) != request->freshness().end();
+      v1::DatasetPartition* p =
+          (asked ? response : &left_out)->add_partitions();
+      p->set_partition(partition);
+      p->set_freshness(freshness);
+      p->set_backfill_id(job);
+      p->set_kind(v1::VERSION_KIND_BACKFILL);
+      p->mutable_time()->set_seconds(1735689600);  // 2025-01-01 00:00 UTC
+      p->set_rows(4);
+      p->set_transform_version("3f1c0b6e0a9d2c55");
+      return p;
+    };
+    if (!second) {
+      add("2025-06-01", v1::PARTITION_FRESHNESS_CURRENT, "bf-3");
+      add("2025-06-02", v1::PARTITION_FRESHNESS_STALE, "bf-3")
+          ->set_stale_reason("input orders/2025-06-02 changed\x1b[2J");
+      response->set_next_page_token("p2");
+    } else {
+      v1::DatasetPartition* due =
+          add("2025-06-03", v1::PARTITION_FRESHNESS_DUE, "bf-5");
+      due->set_kind(v1::VERSION_KIND_ROLLBACK);
+      due->set_confirmed_by_backfill_id("bf-7");
+      due->set_stale_reason("transform version changed");
+      v1::DatasetPartition* frozen =
+          add("2025-06-04", v1::PARTITION_FRESHNESS_FROZEN, "bf-1");
+      frozen->set_frozen(true);
+      frozen->set_held_by_backfill_id("bf-9");
+      frozen->set_stale_reason("input orders/2025-06-04 changed");
+    }
+    response->set_dataset(request->dataset());
+    response->set_total(4);
+    response->set_current(1);
+    response->set_stale(1);
+    response->set_due(1);
+    response->set_frozen(1);
+    response->set_frozen_rule("frozen.before 2025-06-04");
+    response->mutable_evaluate_time()->set_seconds(1735689600);
+    return grpc::Status::OK;
+  }
+  std::vector<v1::ListDatasetPartitionsRequest> dataset_partition_lists() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dataset_partition_lists_;
+  }
+
   grpc::Status ApproveBackfill(grpc::ServerContext*,
                                const v1::ApproveBackfillRequest* request,
                                v1::Backfill* response) override {
@@ -522,6 +595,7 @@ class RecordingService final : public v1::BackfillService::Service {
   std::vector<v1::ListBackfillsRequest> lists_;
   int listed_jobs_ = 0;
   std::vector<v1::ListPartitionsRequest> partition_lists_;
+  std::vector<v1::ListDatasetPartitionsRequest> dataset_partition_lists_;
   std::vector<v1::RollbackBackfillRequest> rollbacks_;
   std::vector<v1::ApproveBackfillRequest> approvals_;
   std::vector<v1::DiffBackfillRequest> diffs_;
