@@ -11,9 +11,13 @@
 //   2     ListBackfillsRequest: JobPageQueryFromProto, then the page read
 //         (page token decoding) over an empty in-memory store;
 //   3     ListPartitionsRequest: PartitionPageQueryFromProto and the page;
+//         the same bytes as a ListDatasetPartitionsRequest:
+//         FreshnessQueryFromProto and the page (ReadDatasetFreshness) over
+//         the catalog and an empty store;
 //   4     ListAuditEventsRequest: AuditQueryFromProto;
 //   5     GetBackfillRequest: ValidateJobId and ViewFromProto;
-//   6     a raw page token for DecodePageToken (both lists);
+//   6     a raw page token for DecodePageToken (both lists) and
+//         DecodePageTokenKey; and the bytes as the key of a token;
 //   7     the bearer token file (BearerTokens::Parse).
 //
 // Invariants beyond "no crash":
@@ -22,8 +26,8 @@
 //     request (field for field);
 //   - an accepted plan has the target among its datasets, and every
 //     planned partition is valid for its dataset's layout;
-//   - a page token made for a position decodes to that position, for its
-//     own list and filters only;
+//   - a page token made for a position decodes to that position, and one
+//     made after a key to that key, for its own list and filters only;
 //   - an accepted token file has at least one entry and knows no empty
 //     token.
 
@@ -35,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "backfill/v1/backfill.pb.h"
+#include "core/governance/dataset_freshness.h"
 #include "core/governance/job_listing.h"
 #include "core/governance/page_token.h"
 #include "core/model/catalog.h"
@@ -44,6 +49,7 @@
 #include "core/plan/planner.h"
 #include "fuzz/fuzz_check.h"
 #include "server/bearer_tokens.h"
+#include "server/freshness_convert.h"
 #include "server/governance_convert.h"
 #include "server/listing_convert.h"
 #include "server/proto_convert.h"
@@ -189,6 +195,21 @@ void PageToken(std::string_view rest) {
         list == PageList::kJobs ? PageList::kPartitions : PageList::kJobs;
     FUZZ_CHECK(!backfill::DecodePageToken(other, token, hash, "filters").ok());
   }
+  // Tokens after a key (ListDatasetPartitions).
+  const PageList list = PageList::kDatasetPartitions;
+  const uint64_t hash = backfill::FilterHash(list, {std::string(rest)});
+  (void)backfill::DecodePageTokenKey(list, rest, hash, "filters");
+  const std::string_view key = rest.substr(0, backfill::kMaxPageTokenKey);
+  const std::string token = backfill::EncodePageTokenAfter(list, hash, key);
+  absl::StatusOr<std::string> decoded =
+      backfill::DecodePageTokenKey(list, token, hash, "filters");
+  FUZZ_CHECK(decoded.ok() && *decoded == key);
+  FUZZ_CHECK(
+      !backfill::DecodePageTokenKey(list, token, hash + 1, "filters").ok());
+  FUZZ_CHECK(
+      !backfill::DecodePageTokenKey(PageList::kJobs, token, hash, "filters")
+           .ok());
+  FUZZ_CHECK(!backfill::DecodePageToken(list, token, hash, "filters").ok());
 }
 
 void TokenFile(std::string_view rest) {
@@ -237,13 +258,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 3: {
-      backfill::v1::ListPartitionsRequest request;
-      if (!Parse(rest, &request)) break;
-      absl::StatusOr<backfill::PartitionPageQuery> query =
-          backfill::PartitionPageQueryFromProto(request);
-      if (!query.ok()) break;
       backfill::testing::InMemoryStateStore store;
-      (void)backfill::ReadPartitionPage(store, *query);
+      backfill::v1::ListPartitionsRequest request;
+      if (Parse(rest, &request)) {
+        absl::StatusOr<backfill::PartitionPageQuery> query =
+            backfill::PartitionPageQueryFromProto(request);
+        if (query.ok()) (void)backfill::ReadPartitionPage(store, *query);
+      }
+      backfill::v1::ListDatasetPartitionsRequest freshness;
+      if (Parse(rest, &freshness)) {
+        absl::StatusOr<backfill::FreshnessQuery> query =
+            backfill::FreshnessQueryFromProto(freshness);
+        if (query.ok()) {
+          backfill::testing::FakeEngine engine;
+          (void)backfill::ReadDatasetFreshness(*catalog, engine, store, {},
+                                               *query);
+        }
+      }
       break;
     }
     case 4: {
