@@ -7,9 +7,9 @@
 #               end-to-end fault tests (-DBACKFILL_TEST_SET=sanitize)
 #   build-fuzz  the libFuzzer targets (clang), each run briefly over its seed
 #               corpus (fuzz/; one test per target)
-# Each suite's build runs at low priority (nice) while the previous suite's
-# tests run: the tests wait on daemons, servers and timers more than they
-# compute. Exits non-zero if any run fails. The summary gives each suite's
+# Once the first suite is built, the other builds run one after the other at
+# low priority (nice) beside the tests: the tests wait on daemons, servers
+# and timers more than they compute. Exits non-zero if any run fails. The summary gives each suite's
 # count and the time of each phase (build, ctest) and in all; the last line
 # is the combined count: "N passed, N failed". docs/testing.md has more.
 # Environment: BACKFILL_JOBS (parallel compile jobs, default: CPUs),
@@ -77,16 +77,23 @@ declare -A suite_options=(
 )
 declare -A build_pid=() build_start=() build_end=() build_rc=()
 
-# start_build NAME [nice]: configures and builds NAME's directory in the
-# background, in a process group of its own, its output in
-# DIR/build-output.log.
+# start_build NAME [nice [AFTER]]: configures and builds NAME's directory in
+# the background, in a process group of its own, its output in
+# DIR/build-output.log; with AFTER (a suite whose build was started), only
+# once that build has ended. DIR/build-start records when it began.
 start_build() {
-  local name="$1" prio="${2:-0}" dir="$ROOT/$1"
+  local name="$1" prio="${2:-0}" dir="$ROOT/$1" after_pid=""
+  if [[ -n ${3:-} ]]; then after_pid="${build_pid[$3]}"; fi
   mkdir -p "$dir"
-  echo "==> [$name] build $dir${2:+ (in the background, nice $prio)}"
+  rm -f "$dir/build-start"
+  echo "==> [$name] build $dir${2:+ (in the background, nice $prio)}${3:+, after the build of $3}"
   build_start[$name]=$(date +%s)
-  # shellcheck disable=SC2086 # the options are words
-  setsid -w nice -n "$prio" "$ROOT/scripts/build.sh" "$dir" ${suite_options[$name]} \
+  # shellcheck disable=SC2016,SC2086 # the script is the inner shell's; the options are words
+  setsid -w nice -n "$prio" bash -c '
+    while [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; do sleep 1; done
+    date +%s >"$2/build-start"
+    shift 2
+    exec "$@"' _ "$after_pid" "$dir" "$ROOT/scripts/build.sh" "$dir" ${suite_options[$name]} \
     >"$dir/build-output.log" 2>&1 &
   build_pid[$name]=$!
 }
@@ -105,6 +112,7 @@ finish_build() {
   wait "${build_pid[$name]}" || rc=$?
   unset "build_pid[$name]"
   build_rc[$name]=$rc
+  if [[ -s $dir/build-start ]]; then build_start[$name]=$(<"$dir/build-start"); fi
   # When the build itself ended (its log's last write), which for a build
   # beside the tests may be well before they end.
   build_end[$name]=$(stat -c %Y "$dir/build-output.log" 2>/dev/null || date +%s)
@@ -169,14 +177,21 @@ run_tests() {
   total_failed=$((total_failed + failed))
 }
 
-# Each suite's tests, with the next suite's build running beside them at
-# the lowest priority (BACKFILL_OVERLAP=0: one after the other).
+# Each suite's tests; the other suites' builds, one after the other, beside
+# them at the lowest priority from the end of the first build on
+# (BACKFILL_OVERLAP=0: each build after the previous suite's tests).
 start_build "${suite_names[0]}"
 finish_build "${suite_names[0]}"
+if [[ $overlap == 1 ]]; then
+  previous=""
+  for name in "${suite_names[@]:1}"; do
+    start_build "$name" 19 "$previous"
+    previous="$name"
+  done
+fi
 for i in "${!suite_names[@]}"; do
   name="${suite_names[$i]}"
   next="${suite_names[$((i + 1))]:-}"
-  if [[ -n $next && $overlap == 1 ]]; then start_build "$next" 19; fi
   run_tests "$name"
   if [[ -n $next ]]; then
     if [[ $overlap != 1 ]]; then start_build "$next"; fi
@@ -190,7 +205,7 @@ for s in "${summaries[@]}"; do echo "$s"; done
 echo "==> times ($(nproc 2>/dev/null || echo '?') CPUs, load at the end$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null | sed 's/^/ /'))"
 for t in "${times[@]}"; do echo "$t"; done
 if [[ $overlap == 1 ]]; then
-  echo "(build-asan and build-fuzz built while the previous suite's tests ran)"
+  echo "(build-asan, then build-fuzz, built beside the tests once build was built)"
 fi
 echo "total        $(duration "$SECONDS")"
 echo "$total_passed passed, $total_failed failed"

@@ -36,6 +36,7 @@
 #include "client/cli_suggest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/executable_dir.h"
 
 namespace backfill {
 namespace cli {
@@ -470,8 +471,8 @@ std::string ProjectVersion() {
 }
 
 TEST(VersionTest, BackfillctlPrintsVersionCommitAndApi) {
-  auto [out, code] =
-      Shell(absl::StrCat(BACKFILL_BIN_DIR, "/backfillctl --version 2>&1"));
+  auto [out, code] = Shell(absl::StrCat(::backfill::testing::ExecutableDir(),
+                                        "/backfillctl --version 2>&1"));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, ::testing::StartsWith(
                        absl::StrCat("backfillctl ", ProjectVersion(), " ")));

@@ -10,6 +10,7 @@
 #define BACKFILL_TESTS_CRASH_HARNESS_PROCESSES_H_
 
 #include "tests/crash_harness_model.h"
+#include "tests/testing/executable_dir.h"
 #include "tests/testing/harness_processes.h"
 
 namespace backfill::crash {
@@ -160,7 +161,7 @@ struct Options {
   uint64_t seed = 0;
   int workers = 2;
   bool keep = false;
-  std::string bin_dir = BACKFILL_BIN_DIR;
+  std::string bin_dir = ::backfill::testing::ExecutableDir();
 };
 
 inline constexpr char kUsage[] =

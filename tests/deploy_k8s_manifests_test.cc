@@ -41,6 +41,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/executable_dir.h"
 #include "yaml-cpp/yaml.h"
 
 namespace backfill {
@@ -422,8 +423,8 @@ TEST_P(K8sManifestsTest, KustomizationListsEveryManifest) {
 }
 
 TEST_P(K8sManifestsTest, EveryFlagIsOneBackfilldLists) {
-  const std::set<std::string> known =
-      HelpFlagsOf(absl::StrCat(BACKFILL_BIN_DIR, "/backfilld"));
+  const std::set<std::string> known = HelpFlagsOf(
+      absl::StrCat(::backfill::testing::ExecutableDir(), "/backfilld"));
   // The help lists the flags this test relies on (else it parsed nothing).
   ASSERT_THAT(known, Contains("--data-dir"));
   ASSERT_THAT(known, Contains("--listen"));
@@ -535,7 +536,7 @@ TEST_P(K8sManifestsTest, PortsOfTheFlagsAreTheContainersServicesAndProbes) {
 
 TEST_P(K8sManifestsTest, ProbeCommandsAreOnesBackfillctlKnows) {
   const std::string backfillctl =
-      absl::StrCat(BACKFILL_BIN_DIR, "/backfillctl");
+      absl::StrCat(::backfill::testing::ExecutableDir(), "/backfillctl");
   const std::set<std::string> globals = HelpFlagsOf(backfillctl);
   ASSERT_THAT(globals, Contains("--server"));
   for (const char* kind : {"startupProbe", "readinessProbe", "livenessProbe"}) {

@@ -1,5 +1,5 @@
 // End-to-end tests: the real backfilld and backfillctl binaries from
-// BACKFILL_BIN_DIR against a warehouse the test writes itself. Every
+// the build's bin/ against a warehouse the test writes itself. Every
 // expectation about published data is computed by the test with plain SQL
 // over the raw tables, independently of the service.
 //

@@ -41,6 +41,7 @@
 #include "tests/failover_harness_model.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/e2e_warehouses.h"
+#include "tests/testing/executable_dir.h"
 #include "tests/testing/harness_processes.h"
 #include "tests/testing/postgres_test_server.h"
 #include "tests/testing/revenue_pipeline.h"
@@ -181,7 +182,7 @@ struct Options {
   int batch = 10;  // trials per group (databases and replicas reused)
   int workers = 2;
   std::vector<int> kinds;
-  std::string bin_dir = BACKFILL_BIN_DIR;
+  std::string bin_dir = ::backfill::testing::ExecutableDir();
 };
 
 inline constexpr char kUsage[] =

@@ -33,6 +33,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/executable_dir.h"
 
 namespace backfill::testing {
 
@@ -46,10 +47,11 @@ struct RunResult {
   std::string err;
 };
 
-// Runs BACKFILL_BIN_DIR/backfillctl with `args`; collects its output.
+// Runs the build's backfillctl (beside the test, executable_dir.h) with
+// `args`; collects its output.
 inline RunResult RunBackfillctl(const std::vector<std::string>& args) {
   RunResult result;
-  const std::string path = std::string(BACKFILL_BIN_DIR) + "/backfillctl";
+  const std::string path = ExecutableDir() + "/backfillctl";
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(path.c_str()));
   for (const std::string& arg : args) {

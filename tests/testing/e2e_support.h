@@ -1,5 +1,5 @@
 // Support for the end-to-end tests and the crash harness: they run the
-// real backfilld and backfillctl binaries (from BACKFILL_BIN_DIR) on a
+// real backfilld and backfillctl binaries (from the build's bin/) on a
 // temporary data directory and free ports, and check the warehouse with
 // plain SQL, independently of the service.
 //
@@ -57,6 +57,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/executable_dir.h"
 #include "tests/testing/revenue_pipeline.h"
 
 namespace backfill {
@@ -68,13 +69,13 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-// The directory Bin() takes the binaries from: BACKFILL_BIN_DIR unless
-// SetBinDir() chose another (the crash harness's --bin-dir). Set it before
-// any daemon starts.
-// A list field of the plan entry of `dataset` in the output of
-// `backfillctl --json plan` (a PlanBackfillResponse) or `--json status` (a
-// Backfill, whose `plan` lists the same entries), parsed with protobuf's
-// JSON utilities: `key` is "partitions" or "partition_reasons".
+// The directory Bin() takes the binaries from: the test's own (the build's
+// bin/, testing/executable_dir.h) unless SetBinDir() chose another (the crash
+// harness's --bin-dir). Set it before any daemon starts. A list field of the
+// plan entry of `dataset` in the output of `backfillctl --json plan` (a
+// PlanBackfillResponse) or `--json status` (a Backfill, whose `plan` lists the
+// same entries), parsed with protobuf's JSON utilities: `key` is "partitions"
+// or "partition_reasons".
 // {"<no DATASET>"} when there is no entry for it; {"<bad json: ...>"} when
 // the output parses as neither.
 inline std::vector<std::string> PlanArray(const std::string& json,
@@ -102,7 +103,8 @@ inline std::vector<std::string> PlanArray(const std::string& json,
 }
 
 inline std::string& BinDir() {
-  static std::string* dir = new std::string(BACKFILL_BIN_DIR);
+  static std::string* dir =
+      new std::string(::backfill::testing::ExecutableDir());
   return *dir;
 }
 inline void SetBinDir(const std::string& dir) { BinDir() = dir; }
