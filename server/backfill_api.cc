@@ -76,6 +76,7 @@ BackfillApi::BackfillApi(BackfillManager* manager, absl::Duration watch_poll,
     : manager_(manager),
       watch_poll_(watch_poll),
       max_page_bytes_(max_page_bytes),
+      watch_min_interval_(limits.watch_min_interval),
       watch_slots_(limits.max_watch_streams_per_caller) {}
 
 absl::Status BackfillApi::PlanBackfill(const Caller& caller,
@@ -221,7 +222,9 @@ absl::Status BackfillApi::WatchBackfill(
       }
       sent = version;
       if (IsTerminal(job->state)) return absl::OkStatus();
-      absl::SleepFor(watch_min_interval_);
+      // Changes until then are coalesced into the next update, except the
+      // job's end, which is sent as soon as it is reached.
+      manager_->AwaitEnded(request.id(), absl::Now() + watch_min_interval_);
     }
     if (IsTerminal(job->state)) return absl::OkStatus();
   }

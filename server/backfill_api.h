@@ -59,6 +59,12 @@ struct ServiceLimits {
   // principal, else the peer's host (--max-watch-streams-per-principal),
   // counted over gRPC and HTTP together.
   int64_t max_watch_streams_per_caller = kDefaultMaxWatchStreamsPerCaller;
+  // Updates of one watch are at least this far apart: changes in between are
+  // coalesced into the next update (each update reads and sends the whole
+  // job, so a job of many fast partitions must not cost a read per
+  // partition). The end of a job this daemon runs is sent at once; of one
+  // another replica runs, at most this late.
+  absl::Duration watch_min_interval = absl::Milliseconds(100);
 };
 
 // The host of a peer string: "10.0.0.7" of "ipv4:10.0.0.7:5123", "::1" of
@@ -227,11 +233,8 @@ class BackfillApi {
   absl::Duration lease_time_ ABSL_GUARDED_BY(group_mu_) = absl::Seconds(10);
   const absl::Duration watch_poll_;
   const size_t max_page_bytes_;
-  // Updates of one watch are at least this far apart: changes in between are
-  // coalesced into the next update (each update reads and sends the whole
-  // job, so a job of many fast partitions must not cost a read per
-  // partition). A terminal state is still sent, at most this late.
-  const absl::Duration watch_min_interval_ = absl::Milliseconds(100);
+  // ServiceLimits::watch_min_interval.
+  const absl::Duration watch_min_interval_;
   std::atomic<bool> shutting_down_{false};
   // Open watches per caller ("principal:NAME" or "peer:HOST").
   StreamSlots watch_slots_;

@@ -780,6 +780,41 @@ TEST_F(ServerServiceTest, RollbackValidatesItsRequestAndRestores) {
   }
 }
 
+// Updates are coalesced, but not the end: with an hour between updates, a
+// watch still ends as soon as the job does, with its final state.
+class WatchCoalescingTest : public ServerServiceTest {
+ protected:
+  ServiceLimits Limits() const override {
+    ServiceLimits limits;
+    limits.watch_min_interval = absl::Hours(1);
+    return limits;
+  }
+};
+
+TEST_F(WatchCoalescingTest, TheEndOfAJobIsSentAtOnceWhateverTheInterval) {
+  absl::StatusOr<v1::SubmitBackfillResponse> submitted = client_->Submit(
+      RangeRequest("daily_revenue", "2025-03-01", "2025-03-08"), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  // Before the end was exempt from the interval, this watch would have
+  // waited the hour out (and ctest's timeout failed it).
+  std::vector<v1::Backfill> updates = WatchToEnd(submitted->backfill().id());
+  ASSERT_FALSE(updates.empty());
+  EXPECT_EQ(updates.back().state(), v1::BACKFILL_STATE_SUCCEEDED);
+  EXPECT_EQ(updates.back().partitions().published(), 7);
+  // The first update, then at most the end: nothing else within the hour.
+  EXPECT_LE(updates.size(), 2u);
+  const RevenueTable expected =
+      ExpectedRevenue(orders_, "2025-03-01", "2025-03-08");
+  const RevenueTable published = ReadPublished(warehouse_);
+  ASSERT_EQ(published.size(), expected.size());
+  for (const auto& [key, row] : expected) {
+    auto it = published.find(key);
+    ASSERT_NE(it, published.end()) << key.first << " " << key.second;
+    EXPECT_NEAR(it->second.revenue, row.revenue, 1e-6);
+    EXPECT_EQ(it->second.orders, row.orders);
+  }
+}
+
 }  // namespace
 }  // namespace server_service_test
 }  // namespace backfill

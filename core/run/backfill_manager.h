@@ -201,6 +201,11 @@ class BackfillManager {
   absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
                                     absl::Time deadline,
                                     JobView first_view = JobView::kFull);
+  // Blocks until job `id` ends as this daemon runs it (at once for a job it
+  // does not run) or `deadline` passes. Reads nothing from the store.
+  void AwaitEnded(const std::string& id, absl::Time deadline) {
+    runner_.AwaitEnded(id, deadline);
+  }
 
   // Every published version of a partition, newest first, and whether it
   // is stale now (core/governance/partition_history.h): NOT_FOUND for an

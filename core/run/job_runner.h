@@ -106,6 +106,11 @@ class JobRunner : private JobScheduler {
                                     JobView first_view = JobView::kFull) {
     return jobs_.WaitForChange(id, version, deadline, first_view);
   }
+  // Blocks until job `id` ends as this process runs it (at once for a job
+  // it does not run) or `deadline` passes (JobTable::AwaitEnded).
+  void AwaitEnded(const std::string& id, absl::Time deadline) {
+    jobs_.AwaitEnded(id, deadline);
+  }
 
  private:
   // --- JobScheduler; under the table's lock where named ...Locked ---

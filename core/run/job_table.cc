@@ -167,6 +167,15 @@ absl::StatusOr<Job> JobTable::WaitForChange(const std::string& id,
   return job;
 }
 
+void JobTable::AwaitEnded(const std::string& id, absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    const ActiveJob* job = FindLocked(id);
+    if (job == nullptr || IsTerminal(job->state)) return;
+    if (changed_.WaitWithDeadline(&mu_, deadline)) return;
+  }
+}
+
 absl::Status JobTable::AwaitOwnRunEndedLocked(const std::string& id,
                                               absl::string_view action) {
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

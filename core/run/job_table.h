@@ -125,6 +125,11 @@ class JobTable {
   absl::StatusOr<Job> WaitForChange(const std::string& id, uint64_t* version,
                                     absl::Time deadline, JobView first_view)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until job `id` is in a final state as this process runs it, or
+  // is not in the table (ended and forgotten, or run by another replica),
+  // or `deadline` passes. Reads nothing from the store.
+  void AwaitEnded(const std::string& id, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // A job records SUCCEEDED or DOWNSTREAM_UNHEALTHY before it lets go of its
   // partitions (metrics, retention): waits until its own run let go, so that
   // an action on the ended job is not refused as a conflict with itself.

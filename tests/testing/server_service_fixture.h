@@ -207,8 +207,8 @@ class ServerServiceTest : public ::testing::Test {
                                                  &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
 
-    api_ =
-        std::make_unique<BackfillApi>(manager_.get(), absl::Milliseconds(200));
+    api_ = std::make_unique<BackfillApi>(
+        manager_.get(), absl::Milliseconds(200), kMaxListPageBytes, Limits());
     service_ = std::make_unique<BackfillServiceImpl>(api_.get());
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
@@ -251,6 +251,9 @@ class ServerServiceTest : public ::testing::Test {
     EXPECT_TRUE(jobs.ok()) << jobs.status();
     return jobs.ok() ? jobs->size() : 0;
   }
+
+  // The service's limits (a test overrides it before SetUp).
+  virtual ServiceLimits Limits() const { return {}; }
 
   // Watches the job to its end; returns every update.
   std::vector<v1::Backfill> WatchToEnd(const std::string& id) {
