@@ -21,7 +21,10 @@
 //   - replicas (bench/perf_replicas.h): the trivial job on a PostgreSQL
 //     warehouse with the state in state.db, in PostgreSQL, and on a group
 //     of three replicas; three jobs on one replica and on three; and the
-//     time a group takes to take a killed replica's job over.
+//     time a group takes to take a killed replica's job over;
+//   - one-fix (bench/perf_one_fix.h): a one-partition fix from submit to
+//     SUCCEEDED, p50 and p99 over jobs one after the other, against the
+//     same transform and publish as plain SQL, and where its time goes.
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
@@ -30,7 +33,8 @@
 // --only runs some groups of rows, a comma-separated list of: cost (the
 // first six rows), partitions (the 100,000-partition rows: plan, job,
 // GetBackfill, restart), plan-size (the 30-day plan against table size),
-// replicas (the state store in PostgreSQL and groups of replicas).
+// replicas (the state store in PostgreSQL and groups of replicas), one-fix
+// (one-partition jobs).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -61,6 +65,7 @@
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
+#include "bench/perf_one_fix.h"
 #include "bench/perf_process.h"
 #include "bench/perf_replicas.h"
 #include "bench/perf_table.h"
@@ -161,8 +166,8 @@ std::string Machine() {
 class Suite {
  public:
   // The groups of rows --only names.
-  static constexpr const char* kGroups[] = {"cost", "partitions", "plan-size",
-                                            "replicas"};
+  static constexpr const char* kGroups[] = {"one-fix", "cost", "partitions",
+                                            "plan-size", "replicas"};
 
   // `only`: the groups to run (kGroups); empty: all of them.
   Suite(bool quick, std::set<std::string> only, std::string bin_dir,
@@ -174,6 +179,14 @@ class Suite {
         dir_(std::move(dir)) {}
 
   absl::Status Run() {
+    if (Runs("one-fix")) {
+      OneFixBenchOptions options;
+      options.quick = quick_;
+      options.backfilld = Bin("backfilld");
+      options.dir = dir_;
+      options.workers = kWorkers;
+      RETURN_IF_ERROR(AddOneFixRows(options, &rows_));
+    }
     if (Runs("cost")) RETURN_IF_ERROR(CostRows());
     if (Runs("partitions")) RETURN_IF_ERROR(ManyPartitionRows());
     if (Runs("plan-size")) RETURN_IF_ERROR(PlanSizeRows());

@@ -7,7 +7,8 @@
 # for the replicas rows (which start a PostgreSQL server of their own).
 # Usage: scripts/bench.sh [--quick] [backfill_perf options...]
 #   --quick       small data: proves the suite runs, measures nothing
-#   --only G,...  some groups of rows: cost, partitions, plan-size, replicas
+#   --only G,...  some groups of rows: one-fix, cost, partitions, plan-size,
+#                 replicas
 #   --work-dir D  where the generated data goes (default: $TMPDIR or /tmp)
 #   --keep        keep the generated data
 # Environment: BACKFILL_JOBS (default: number of CPUs).
