@@ -380,6 +380,8 @@ absl::Status Daemon::Init(Catalog catalog) {
   manager_options.workers = workers;
   manager_options.max_queued_jobs = options_.max_queued_jobs;
   manager_options.max_queued_jobs_source = "backfilld --max-queued-jobs";
+  manager_options.planner.max_partitions =
+      static_cast<size_t>(options_.max_partitions_per_job);
   // Downstream consumers: HTTP through libcurl, commands without a shell.
   http_client_ = std::make_unique<CurlHttpClient>();
   command_runner_ = std::make_unique<PosixCommandRunner>();

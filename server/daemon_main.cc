@@ -123,6 +123,11 @@ int DaemonMain(int argc, char** argv, const DaemonMainHooks& hooks) {
                  "QUEUED jobs beyond which a submit that would create a job "
                  "is refused (RESOURCE_EXHAUSTED, nothing created)")
       ->capture_default_str();
+  app.add_option("--max-partitions-per-job", options.max_partitions_per_job,
+                 "Partitions one backfill may plan, over all its datasets "
+                 "(dependents included); a larger request is refused "
+                 "(INVALID_ARGUMENT, PLAN_TOO_LARGE) and creates nothing")
+      ->capture_default_str();
   app.add_option("--state-dsn", options.state_dsn,
                  "Keep the state store in PostgreSQL (libpq connection string "
                  "or URI; the password from PGPASSWORD, ~/.pgpass or "

@@ -41,6 +41,7 @@ constexpr int64_t kMinMessageBytes = 1 << 10;
 constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
 constexpr int64_t kMaxWatchStreamsLimit = 10000;
 constexpr int64_t kMaxQueuedJobsLimit = 1000000;
+constexpr int64_t kMaxPartitionsPerJobLimit = 100000000;
 
 absl::Status CheckRange(const char* flag, int64_t value, int64_t min,
                         int64_t max, const char* unit) {
@@ -217,8 +218,10 @@ absl::Status CheckLimitOptions(const DaemonOptions& options) {
   RETURN_IF_ERROR(CheckRange("--max-watch-streams-per-principal",
                              options.max_watch_streams_per_principal, 1,
                              kMaxWatchStreamsLimit, "streams"));
-  return CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
-                    kMaxQueuedJobsLimit, "jobs");
+  RETURN_IF_ERROR(CheckRange("--max-queued-jobs", options.max_queued_jobs, 1,
+                             kMaxQueuedJobsLimit, "jobs"));
+  return CheckRange("--max-partitions-per-job", options.max_partitions_per_job,
+                    1, kMaxPartitionsPerJobLimit, "partitions");
 }
 
 absl::Status CheckReplicaOptions(const DaemonOptions& options) {

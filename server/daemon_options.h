@@ -88,6 +88,10 @@ struct DaemonOptions {
   // --max-queued-jobs: QUEUED jobs beyond which a submit that would create
   // a job is refused.
   int64_t max_queued_jobs = 1000;
+  // --max-partitions-per-job: partitions one backfill may plan, over all its
+  // datasets (dependents included); a larger request is refused
+  // (INVALID_ARGUMENT, PLAN_TOO_LARGE) and creates nothing.
+  int64_t max_partitions_per_job = 100000;
   // Told when the daemon is ready (it serves gRPC and /metrics) and when a
   // drain begins; not owned, must outlive the Daemon. nullptr: the
   // service manager over sd_notify (platform/systemd_notifier.h), which

@@ -559,6 +559,24 @@ TEST_F(E2eTest, SecondDaemonOnTheSameListenAddressFailsToStart) {
   ExpectCleanSigterm(first);
 }
 
+TEST_F(E2eTest, APlanOverTheDaemonsPartitionLimitIsRefusedAndCreatesNothing) {
+  ASSERT_NO_FATAL_FAILURE(Prepare(/*days=*/10, /*orders_per_day=*/5, false));
+  Daemon& daemon = NewDaemon();
+  daemon.set_extra_args({"--max-partitions-per-job", "3"});
+  ASSERT_TRUE(daemon.Start());
+  RunResult three = daemon.Ctl({"plan", "daily_revenue", "--from", "2025-01-01",
+                                "--to", "2025-01-04", "--no-downstream"});
+  EXPECT_EQ(three.exit_code, 0) << three;
+  RunResult four =
+      daemon.Ctl({"submit", "daily_revenue", "--from", "2025-01-01", "--to",
+                  "2025-01-05", "--no-downstream", "--reason", "too many"});
+  EXPECT_EQ(four.exit_code, 1) << four;
+  EXPECT_THAT(four.err, HasSubstr("at most 3"));
+  RunResult list = daemon.Ctl({"--json", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list;
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr("bf-")));
+}
+
 }  // namespace
 }  // namespace e2e_backfill_test
 }  // namespace backfill

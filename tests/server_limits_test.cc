@@ -424,6 +424,10 @@ TEST(DaemonLimitOptionsTest, OutOfRangeValuesAreRefusedNamingTheFlag) {
        "--max-queued-jobs 0 is out of range"},
       {[](DaemonOptions* o) { o->max_queued_jobs = 1000000000; },
        "--max-queued-jobs 1000000000 is out of range"},
+      {[](DaemonOptions* o) { o->max_partitions_per_job = 0; },
+       "--max-partitions-per-job 0 is out of range"},
+      {[](DaemonOptions* o) { o->max_partitions_per_job = 1000000000; },
+       "--max-partitions-per-job 1000000000 is out of range"},
   };
   for (const auto& c : cases) {
     DaemonOptions options;
