@@ -509,13 +509,13 @@ class Suite {
         {absl::StrCat(Count(n),
                       "-partition trivial job, durable "
                       "checkpoints, submit to SUCCEEDED"),
-         ">= 10,000 partitions/s; peak RSS < 150 MB",
+         ">= 25,000 partitions/s; peak RSS < 150 MB",
          absl::StrFormat("%s wall, daemon CPU %.2f s (%.0f us/partition)",
                          Sec(job.wall_seconds), job.daemon_cpu_seconds,
                          job.daemon_cpu_seconds / n * 1e6),
          absl::StrFormat("%s partitions/s; %.0f MB", Count(rate),
                          sample.peak_rss_kb / 1024.0),
-         rate >= 10'000 && sample.peak_rss_kb < 150 * 1024});
+         rate >= 25'000 && sample.peak_rss_kb < 150 * 1024});
 
     RETURN_IF_ERROR(RpcRows(*daemon, job.job.id()));
 

@@ -210,16 +210,26 @@ std::vector<std::string> DescribeFailures(
   return lines;
 }
 
-absl::StatusOr<ValidationOutcome> ValidateStaging(
-    Engine* engine, const JobLayout& layout,
-    const std::vector<PartitionTask>& tasks, const ValidateOptions& options) {
-  // The checkpoints: task index per (dataset, partition).
-  std::map<std::string, std::map<std::string, size_t>> checkpoint;
+Checkpoints CheckpointsOf(const std::vector<PartitionTask>& tasks) {
+  Checkpoints checkpoints;
   for (size_t i = 0; i < tasks.size(); ++i) {
     // The early cutoff let go of these: nothing of them is staged.
     if (IsCutOff(tasks[i].state)) continue;
-    checkpoint[tasks[i].dataset][tasks[i].partition] = i;
+    checkpoints[tasks[i].dataset][tasks[i].partition] = {i,
+                                                         tasks[i].rows_written};
   }
+  return checkpoints;
+}
+
+absl::StatusOr<ValidationOutcome> ValidateStaging(
+    Engine* engine, const JobLayout& layout,
+    const std::vector<PartitionTask>& tasks, const ValidateOptions& options) {
+  return ValidateStaging(engine, layout, CheckpointsOf(tasks), options);
+}
+
+absl::StatusOr<ValidationOutcome> ValidateStaging(
+    Engine* engine, const JobLayout& layout, const Checkpoints& checkpoints,
+    const ValidateOptions& options) {
   ValidationOutcome out;
   std::vector<std::string> lost_text;
   std::map<std::string, ValidationReport> reports;
@@ -230,15 +240,18 @@ absl::StatusOr<ValidationOutcome> ValidateStaging(
     // Staging must hold, per partition, what its checkpoint says was
     // written; otherwise rows were lost (or changed) after the checkpoint
     // and publishing would replace good partitions with missing ones.
-    for (const auto& [partition, index] : checkpoint[name]) {
-      auto it = report.rows_by_partition.find(partition);
-      const int64_t staged =
-          it == report.rows_by_partition.end() ? 0 : it->second;
-      if (staged != tasks[index].rows_written) {
-        out.lost.push_back(index);
-        lost_text.push_back(absl::StrCat(
-            name, ": ", partition.empty() ? "(all)" : partition, " (staged ",
-            staged, ", checkpoint ", tasks[index].rows_written, ")"));
+    auto own = checkpoints.find(name);
+    if (own != checkpoints.end()) {
+      for (const auto& [partition, checkpoint] : own->second) {
+        auto it = report.rows_by_partition.find(partition);
+        const int64_t staged =
+            it == report.rows_by_partition.end() ? 0 : it->second;
+        if (staged != checkpoint.rows_written) {
+          out.lost.push_back(checkpoint.task);
+          lost_text.push_back(absl::StrCat(
+              name, ": ", partition.empty() ? "(all)" : partition, " (staged ",
+              staged, ", checkpoint ", checkpoint.rows_written, ")"));
+        }
       }
     }
     reports[name] = std::move(report);
@@ -289,10 +302,10 @@ absl::StatusOr<ValidationOutcome> ValidateStaging(
 
 absl::StatusOr<ValidationOutcome> ValidateTimed(
     const StepContext& ctx, const std::string& id, const JobLayout& layout,
-    const std::vector<PartitionTask>& tasks, const ValidateOptions& options) {
+    const Checkpoints& checkpoints, const ValidateOptions& options) {
   const absl::Time start = ctx.clock()->Now();
   absl::StatusOr<ValidationOutcome> outcome =
-      ValidateStaging(ctx.engine(), layout, tasks, options);
+      ValidateStaging(ctx.engine(), layout, checkpoints, options);
   if (ctx.observer() != nullptr) {
     // A clock set back meanwhile makes it 0, never negative.
     ctx.observer()->OnJobValidationTime(
@@ -305,34 +318,38 @@ absl::StatusOr<ValidationOutcome> ValidateIntegrity(const StepContext& ctx,
                                                     ActiveJob* job,
                                                     const JobLayout& layout) {
   RETURN_IF_ERROR(EnsurePrepared(ctx, job));
-  std::vector<PartitionTask> tasks;
+  Checkpoints checkpoints;
   {
     absl::MutexLock lock(ctx.jobs()->mu());
-    tasks = job->tasks;
+    checkpoints = CheckpointsOf(job->tasks);
   }
   ValidateOptions integrity;
   integrity.catalog = job->catalog.get();
   integrity.integrity_only = true;
-  return ValidateTimed(ctx, job->job.id, layout, tasks, integrity);
+  return ValidateTimed(ctx, job->job.id, layout, checkpoints, integrity);
 }
 
 absl::Status ValidateJob(const StepContext& ctx, ActiveJob* job, bool* done) {
   *done = false;
   JobLayout layout;
-  std::vector<PartitionTask> tasks;
+  Checkpoints checkpoints;
+  CutoffCounts cut;
   {
+    // What validation reads of the tasks, without copying them.
     absl::MutexLock lock(ctx.jobs()->mu());
-    tasks = job->tasks;
+    checkpoints = CheckpointsOf(job->tasks);
+    cut = CountCutOff(job->tasks);
     // Validation, diff and approval cover what the job would publish: the
     // partitions the early cutoff let go of are not the job's any more.
-    layout = WithoutCutOff(job->layout, tasks);
+    layout = WithoutCutOff(job->layout, job->tasks);
   }
   RETURN_IF_ERROR(EnsurePrepared(ctx, job));
   ValidateOptions validate_options;
   validate_options.catalog = job->catalog.get();
   ASSIGN_OR_RETURN(
       ValidationOutcome outcome,
-      ValidateTimed(ctx, job->job.id, layout, tasks, validate_options));
+      ValidateTimed(ctx, job->job.id, layout, checkpoints, validate_options));
+  Checkpoints().swap(checkpoints);
   CrashPoint("validate");
   int rounds;
   {
@@ -341,14 +358,15 @@ absl::Status ValidateJob(const StepContext& ctx, ActiveJob* job, bool* done) {
   }
   if (!outcome.lost.empty() && outcome.failures.empty() &&
       rounds < ctx.options().max_restage_rounds) {
+    std::vector<PartitionTask> tasks;
+    {
+      absl::MutexLock lock(ctx.jobs()->mu());
+      tasks = job->tasks;
+    }
     RETURN_IF_ERROR(Restage(ctx, job, outcome, std::move(tasks)));
     *done = true;
     return absl::OkStatus();
   }
-  // Only the counts of the early cutoff are read from the tasks from here
-  // on: the copy goes before the diff, which is as large.
-  const CutoffCounts cut = CountCutOff(tasks);
-  std::vector<PartitionTask>().swap(tasks);
   // The results replace those of an earlier validation (idempotent), and
   // are recorded before the state that follows from them.
   RETURN_IF_ERROR(

@@ -25,6 +25,7 @@
 #define BACKFILL_CORE_RUN_VALIDATE_STEP_H_
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -66,10 +67,27 @@ struct ValidateOptions {
   bool integrity_only = false;
 };
 
-// `tasks` are the job's tasks with their checkpoints; those the early
-// cutoff settled (UNCHANGED, SKIPPED) have nothing staged and are not
-// compared. `layout` is the job's layout without their partitions
+// What validation compares staging with: per dataset and partition, the
+// rows the task's checkpoint says it staged, and the task's index in the
+// job's tasks. Tasks the early cutoff settled (UNCHANGED, SKIPPED) have
+// nothing staged and are left out. Built from the tasks under the job's
+// lock, it is all validation reads of them (a job of many partitions need
+// not copy its tasks to validate).
+struct Checkpoint {
+  size_t task = 0;
+  int64_t rows_written = 0;
+};
+using Checkpoints = std::map<std::string, std::map<std::string, Checkpoint>>;
+Checkpoints CheckpointsOf(const std::vector<PartitionTask>& tasks);
+
+// `checkpoints` are those of the job's tasks (CheckpointsOf). `layout` is
+// the job's layout without the partitions the early cutoff settled
 // (WithoutCutOff), so the checks judge what the job would publish.
+// ValidationOutcome::lost names tasks by their index.
+absl::StatusOr<ValidationOutcome> ValidateStaging(
+    Engine* engine, const JobLayout& layout, const Checkpoints& checkpoints,
+    const ValidateOptions& options = {});
+// The same, from the tasks themselves.
 absl::StatusOr<ValidationOutcome> ValidateStaging(
     Engine* engine, const JobLayout& layout,
     const std::vector<PartitionTask>& tasks,
@@ -84,9 +102,11 @@ std::vector<std::string> DescribeFailures(
 
 // ValidateStaging of job `id`, timed with the clock and reported to the
 // observer (OnJobValidationTime), whatever its outcome.
-absl::StatusOr<ValidationOutcome> ValidateTimed(
-    const StepContext& ctx, const std::string& id, const JobLayout& layout,
-    const std::vector<PartitionTask>& tasks, const ValidateOptions& options);
+absl::StatusOr<ValidationOutcome> ValidateTimed(const StepContext& ctx,
+                                                const std::string& id,
+                                                const JobLayout& layout,
+                                                const Checkpoints& checkpoints,
+                                                const ValidateOptions& options);
 
 // Validates a VALIDATING job (see above). `*done` is set when the job left
 // the finishing steps: held (VALIDATION_FAILED, AWAITING_APPROVAL) or back

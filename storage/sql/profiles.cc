@@ -72,27 +72,29 @@ absl::StatusOr<Profile> ProfileStaged(Connection* conn, const JobLayout& layout,
     aggregates.push_back(CountWhere(mismatch));
   }
   Profile out;
-  {
-    ASSIGN_OR_RETURN(Result rows,
-                     conn->Exec(absl::StrCat("SELECT _bf_r._bf_p, ",
-                                             absl::StrJoin(aggregates, ", "),
-                                             " FROM ", from, " GROUP BY 1")));
-    for (const Row& row : rows.rows) {
-      PartitionProfile& p = out[row[0].text];
-      size_t i = 1;
-      p.rows = row[i++].integer;
-      for (const std::string& m : request.measures) p.sums[m] = row[i++].real;
-      for (const std::string& c : request.null_columns) {
-        p.nulls[c].count = row[i++].integer;
-      }
-      for (const auto& [column, mismatch] : typed) {
-        if (const int64_t n = row[i++].integer; n > 0) {
-          p.type_mismatches[column].count = n;
+  // Row by row: a job's partitions may be many, and only their profiles
+  // are kept, not the rows they come from.
+  RETURN_IF_ERROR(conn->ForEachRow(
+      absl::StrCat("SELECT _bf_r._bf_p, ", absl::StrJoin(aggregates, ", "),
+                   " FROM ", from, " GROUP BY 1"),
+      {}, [&](const Row& row) {
+        PartitionProfile& p = out[row[0].text];
+        size_t i = 1;
+        p.rows = row[i++].integer;
+        for (const std::string& m : request.measures) {
+          p.sums[m] = row[i++].real;
         }
-      }
-      p.orphans.resize(request.references.size());
-    }
-  }
+        for (const std::string& c : request.null_columns) {
+          p.nulls[c].count = row[i++].integer;
+        }
+        for (const auto& [column, mismatch] : typed) {
+          if (const int64_t n = row[i++].integer; n > 0) {
+            p.type_mismatches[column].count = n;
+          }
+        }
+        p.orphans.resize(request.references.size());
+        return absl::OkStatus();
+      }));
   const std::string row_text = d.RowText(dataset, "_bf_r");
   // Samples of what was counted, only where something was.
   auto sample =

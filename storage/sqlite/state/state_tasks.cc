@@ -344,16 +344,35 @@ absl::StatusOr<int64_t> ResetTasksForRetry(const StateDb& db,
 
 absl::Status PublishStagedTasks(const StateDb& db, const std::string& job_id,
                                 absl::Time now) {
+  // In slices of ordinals, each its own statement of the transaction: SQLite
+  // keeps a statement's journal (the tasks table's triggers make it keep
+  // one) in memory (temp_store=MEMORY) until the statement ends, and one
+  // UPDATE of 100,000 tasks held 37 MB of it at once.
+  constexpr int64_t kSlice = 4096;
   static const std::string& kPublish = Once(absl::StrCat(
       "UPDATE tasks SET state = ?1, update_time = ?2, ",
       sr::ResealSql(sr::Tasks(), {{"state", "?1"}, {"update_time", "?2"}}),
-      " WHERE job_id = ?3 AND state = ?4"));
-  ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kPublish));
-  RETURN_IF_ERROR(q.BindText(1, TaskStateText(TaskState::kPublished)));
-  RETURN_IF_ERROR(BindTime(q, 2, now));
-  RETURN_IF_ERROR(q.BindText(3, job_id));
-  RETURN_IF_ERROR(q.BindText(4, TaskStateText(TaskState::kStaged)));
-  return q.Run();
+      " WHERE job_id = ?3 AND state = ?4 AND ordinal >= ?5 AND ordinal < ?6"));
+  static const std::string& kLast =
+      Once("SELECT MAX(ordinal) FROM tasks WHERE job_id = ?1");
+  int64_t last = -1;
+  {
+    ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kLast));
+    RETURN_IF_ERROR(q.BindText(1, job_id));
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row && !q.ColumnIsNull(0)) last = q.ColumnInt(0);
+  }
+  for (int64_t from = 0; from <= last; from += kSlice) {
+    ASSIGN_OR_RETURN(Statement q, db.db->PrepareCached(kPublish));
+    RETURN_IF_ERROR(q.BindText(1, TaskStateText(TaskState::kPublished)));
+    RETURN_IF_ERROR(BindTime(q, 2, now));
+    RETURN_IF_ERROR(q.BindText(3, job_id));
+    RETURN_IF_ERROR(q.BindText(4, TaskStateText(TaskState::kStaged)));
+    RETURN_IF_ERROR(q.BindInt(5, from));
+    RETURN_IF_ERROR(q.BindInt(6, from + kSlice));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<PartitionTask>> ListTasks(
