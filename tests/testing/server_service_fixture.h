@@ -252,6 +252,20 @@ class ServerServiceTest : public ::testing::Test {
     return jobs.ok() ? jobs->size() : 0;
   }
 
+  // The published daily_revenue is exactly what the orders of [from, to)
+  // make, read with plain SQL and computed in C++.
+  void ExpectPublishedRevenue(const std::string& from, const std::string& to) {
+    const RevenueTable expected = ExpectedRevenue(orders_, from, to);
+    const RevenueTable published = ReadPublished(warehouse_);
+    ASSERT_EQ(published.size(), expected.size());
+    for (const auto& [key, row] : expected) {
+      auto it = published.find(key);
+      ASSERT_NE(it, published.end()) << key.first << " " << key.second;
+      EXPECT_NEAR(it->second.revenue, row.revenue, 1e-6);
+      EXPECT_EQ(it->second.orders, row.orders);
+    }
+  }
+
   // The service's limits (a test overrides it before SetUp).
   virtual ServiceLimits Limits() const { return {}; }
 
