@@ -40,12 +40,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -67,6 +69,7 @@
 #include "bench/perf_history.h"
 #include "bench/perf_one_fix.h"
 #include "bench/perf_process.h"
+#include "bench/perf_read_probe.h"
 #include "bench/perf_replicas.h"
 #include "bench/perf_table.h"
 #include "bench/rpc_load.h"
@@ -571,7 +574,10 @@ class Suite {
       }
       absl::SleepFor(absl::Milliseconds(1));
     }
+    // Reads answered while the rest of the job runs.
+    auto probe = std::make_unique<ReadProbe>(&daemon->client(), id);
     ASSIGN_OR_RETURN(v1::Backfill finished, daemon->WaitForJob(id));
+    probe->Stop();
     daemon->Stop();
     rows_.push_back(
         {absl::StrCat("restart over ", Count(rows),
@@ -587,7 +593,40 @@ class Suite {
              absl::AsciiStrToLower(v1::BackfillState_Name(finished.state())
                                        .substr(strlen("BACKFILL_STATE_")))),
          Sec(serving), serving < 1.0});
+    ReadRow(probe->latencies(), n);
     return absl::OkStatus();
+  }
+
+  // The row of the reads answered while a job of `n` partitions ran.
+  void ReadRow(const ReadProbe::Latencies& l, int64_t n) {
+    auto quantile = [](std::vector<double> v, double q) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      const size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
+      return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+    };
+    auto figures = [&](const char* name, const std::vector<double>& v) {
+      return absl::StrFormat("%s p50 %.1f ms, p99 %.1f ms (%d calls)", name,
+                             quantile(v, 0.5) * 1e3, quantile(v, 0.99) * 1e3,
+                             static_cast<int>(v.size()));
+    };
+    const double worst =
+        std::max({quantile(l.get, 0.99), quantile(l.list, 0.99),
+                  quantile(l.watch, 0.99)});
+    std::string text =
+        absl::StrCat(figures("GetBackfill", l.get), "; ",
+                     figures("ListBackfills (50)", l.list), "; ",
+                     figures("WatchBackfill's first update", l.watch));
+    if (l.errors > 0) {
+      absl::StrAppend(&text, "; ", l.errors,
+                      " errors, the first: ", l.first_error);
+    }
+    rows_.push_back(
+        {absl::StrCat("status, list and watch while a ", Count(n),
+                      "-partition job runs (the restart's job, after it "
+                      "resumed)"),
+         "p99 < 100 ms each", text, absl::StrFormat("%.1f ms", worst * 1e3),
+         l.errors == 0 && !l.get.empty() && worst < 0.100});
   }
 
   // GetBackfill (BASIC) against a bare echo server answering as many bytes.
