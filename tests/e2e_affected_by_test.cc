@@ -13,10 +13,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "core/base/sha256_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/token_file.h"
 
 namespace backfill {
 namespace e2e_affected_by_test {
@@ -256,12 +256,9 @@ TEST_F(AffectedByE2eTest, AViewerCannotCrashTheDaemonOrReadItsMemory) {
   const std::string tokens = root_ + "/tokens.yaml";
   constexpr char kViewer[] = "vera-viewer-token-0123456789";
   constexpr char kOperator[] = "olivia-operator-token-0123456789";
-  WriteFile(tokens, absl::StrCat("tokens:\n  - {principal: vera, roles: "
-                                 "[viewer], sha256: ",
-                                 HexDigest(Sha256Of(kViewer)),
-                                 "}\n  - {principal: olivia, roles: "
-                                 "[operator], sha256: ",
-                                 HexDigest(Sha256Of(kOperator)), "}\n"));
+  WriteFile(tokens,
+            testing::TokenFileText({{"vera", "viewer", kViewer},
+                                    {"olivia", "operator", kOperator}}));
   Daemon& daemon = NewDaemon();
   daemon.set_extra_args({"--auth-tokens", tokens});
   daemon.set_ctl_token(kViewer);

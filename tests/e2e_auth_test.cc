@@ -21,6 +21,7 @@
 #include "server/bearer_tokens.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/test_pki.h"
+#include "tests/testing/token_file.h"
 
 namespace backfill {
 namespace e2e_auth_test {
@@ -41,16 +42,9 @@ class AuthE2eTest : public E2eTest {
   std::string WriteTokens() {
     const std::string path = root_ + "/tokens.yaml";
     WriteFile(path,
-              absl::StrCat("tokens:\n"
-                           "  - {principal: vera, roles: [viewer], sha256: ",
-                           HexDigest(Sha256Of(kVera)),
-                           "}\n"
-                           "  - {principal: olivia, roles: [operator, "
-                           "approver], sha256: ",
-                           HexDigest(Sha256Of(kOlivia)),
-                           "}\n"
-                           "  - {principal: ada, roles: [admin], sha256: ",
-                           HexDigest(Sha256Of(kAda)), "}\n"));
+              testing::TokenFileText({{"vera", "viewer", kVera},
+                                      {"olivia", "operator, approver", kOlivia},
+                                      {"ada", "admin", kAda}}));
     return path;
   }
 

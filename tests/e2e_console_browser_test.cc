@@ -28,11 +28,11 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "backfill/v1/backfill.pb.h"
-#include "core/base/sha256_digest.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/testing/e2e_support.h"
+#include "tests/testing/token_file.h"
 
 namespace backfill {
 namespace e2e_console_browser_test {
@@ -67,16 +67,9 @@ class ConsoleBrowserTest : public E2eTest {
  protected:
   std::string WriteTokens() {
     const std::string path = root_ + "/tokens.yaml";
-    WriteFile(path,
-              absl::StrCat("tokens:\n"
-                           "  - {principal: vera, roles: [viewer], sha256: ",
-                           HexDigest(Sha256Of(kVera)),
-                           "}\n"
-                           "  - {principal: april, roles: [approver], sha256: ",
-                           HexDigest(Sha256Of(kApril)),
-                           "}\n"
-                           "  - {principal: otto, roles: [operator], sha256: ",
-                           HexDigest(Sha256Of(kOtto)), "}\n"));
+    WriteFile(path, testing::TokenFileText({{"vera", "viewer", kVera},
+                                            {"april", "approver", kApril},
+                                            {"otto", "operator", kOtto}}));
     return path;
   }
 

@@ -19,6 +19,7 @@
 #include "server/bearer_tokens.h"
 #include "tests/testing/e2e_support.h"
 #include "tests/testing/prometheus_text.h"
+#include "tests/testing/token_file.h"
 
 namespace backfill {
 namespace e2e_reload_test {
@@ -96,13 +97,11 @@ class ReloadE2eTest : public E2eTest {
 
   std::string TokenFile(const std::vector<std::pair<std::string, std::string>>&
                             principals_and_tokens) {
-    std::string text = "tokens:\n";
+    std::vector<testing::TokenGrant> grants;
     for (const auto& [principal, token] : principals_and_tokens) {
-      absl::StrAppend(&text, "  - {principal: ", principal,
-                      ", roles: [admin], sha256: ", HexDigest(Sha256Of(token)),
-                      "}\n");
+      grants.push_back({principal, "admin", token});
     }
-    return text;
+    return testing::TokenFileText(grants);
   }
 
   // The transform version `datasets --json` gives daily_revenue ("" when

@@ -14,7 +14,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/base/sha256_digest.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/struct.pb.h"
@@ -32,6 +31,7 @@
 #include "tests/testing/http_call.h"
 #include "tests/testing/server_service_fixture.h"
 #include "tests/testing/test_pki.h"
+#include "tests/testing/token_file.h"
 
 namespace backfill {
 namespace server_http_api_test {
@@ -428,15 +428,15 @@ class HttpApiAuthTest : public HttpApiTest {
  protected:
   void SetUp() override {
     ServerServiceTest::SetUp();
-    std::string file = "tokens:\n";
+    std::vector<testing::TokenGrant> grants;
     for (const auto& [name, roles] :
          std::vector<std::pair<std::string, std::string>>{
              {"vera", "viewer"}, {"otto", "operator"}, {"april", "approver"}}) {
       tokens_[name] = absl::StrCat("tok-", name, "-8d2e41");
-      absl::StrAppend(&file, "  - {principal: ", name, ", roles: [", roles,
-                      "], sha256: ", HexDigest(Sha256Of(tokens_[name])), "}\n");
+      grants.push_back({name, roles, tokens_[name]});
     }
-    auto tokens = BearerTokens::Parse(file, "tokens.yaml");
+    auto tokens =
+        BearerTokens::Parse(testing::TokenFileText(grants), "tokens.yaml");
     ASSERT_TRUE(tokens.ok()) << tokens.status();
     auth_ = std::make_unique<CallAuth>(
         std::make_shared<const BearerTokens>(*std::move(tokens)), nullptr);
