@@ -163,16 +163,33 @@ absl::Status PublishJob(const StepContext& ctx, ActiveJob* job) {
       Storage::kStateStore, absl::StrCat("recording the publication of ", id),
       [&]() -> absl::Status {
         // Lineage from the checkpoints (the store's copy is authoritative
-        // after a restart). The tasks go into the lineage (LineageOf
-        // empties them), which goes once recorded: a large job's tasks and
-        // lineage are never held twice.
-        ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks,
-                         ctx.store()->ListTasks(id));
-        const CutoffCounts cut = CountCutOff(tasks);
+        // after a restart), read a page of tasks at a time: each page goes
+        // into the lineage (AppendLineageOf empties it), which goes once
+        // recorded, so that a large job's tasks are never held beside its
+        // whole lineage.
+        constexpr int kTaskPage = 4096;
+        std::vector<LineageRecord> lineage;
+        // Sized once (growing it would hold two copies as it moves): the
+        // job's STAGED tasks, each a record.
+        ASSIGN_OR_RETURN(const Job progress, ctx.store()->GetJobProgress(id));
+        lineage.reserve(static_cast<size_t>(progress.counts.staged));
+        CutoffCounts cut;
         int64_t rows = 0;
         const absl::Time now = ctx.clock()->Now();
-        std::vector<LineageRecord> lineage =
-            LineageOf(copy, std::move(tasks), versions, now, &rows);
+        TaskQuery page_query;
+        page_query.job_id = id;
+        page_query.limit = kTaskPage;
+        while (true) {
+          ASSIGN_OR_RETURN(std::vector<PartitionTask> page,
+                           ctx.store()->ListTaskPage(page_query));
+          if (page.empty()) break;
+          page_query.after_ordinal = page.back().ordinal;
+          const CutoffCounts page_cut = CountCutOff(page);
+          cut.unchanged += page_cut.unchanged;
+          cut.skipped += page_cut.skipped;
+          AppendLineageOf(copy, std::move(page), versions, now, &rows,
+                          &lineage);
+        }
         message = lineage.empty() && (cut.unchanged > 0 || cut.skipped > 0)
                       ? NothingChangedMessage(cut)
                       : absl::StrCat(
@@ -213,6 +230,14 @@ std::vector<LineageRecord> LineageOf(
       tasks.begin(), tasks.end(),
       [](const PartitionTask& t) { return t.state == TaskState::kStaged; }));
   *rows = 0;
+  AppendLineageOf(job, std::move(tasks), versions, now, rows, &lineage);
+  return lineage;
+}
+
+void AppendLineageOf(const Job& job, std::vector<PartitionTask>&& tasks,
+                     const std::map<std::string, std::string>& versions,
+                     absl::Time now, int64_t* rows,
+                     std::vector<LineageRecord>* lineage) {
   for (PartitionTask& t : tasks) {
     if (t.state != TaskState::kStaged) continue;
     LineageRecord r;
@@ -236,10 +261,9 @@ std::vector<LineageRecord> LineageOf(
     r.published_at = now;
     r.approval = job.approval;
     *rows += t.rows_written;
-    lineage.push_back(std::move(r));
+    lineage->push_back(std::move(r));
   }
   std::vector<PartitionTask>().swap(tasks);
-  return lineage;
 }
 
 absl::StatusOr<int64_t> EnforceRetention(const StepContext& ctx,

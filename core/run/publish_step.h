@@ -56,6 +56,12 @@ std::vector<LineageRecord> LineageOf(
     const Job& job, std::vector<PartitionTask>&& tasks,
     const std::map<std::string, std::string>& versions, absl::Time now,
     int64_t* rows);
+// The same, appended to `*lineage`, with the rows added to `*rows`: the
+// lineage of a job read a page of tasks at a time.
+void AppendLineageOf(const Job& job, std::vector<PartitionTask>&& tasks,
+                     const std::map<std::string, std::string>& versions,
+                     absl::Time now, int64_t* rows,
+                     std::vector<LineageRecord>* lineage);
 
 // Drops the rollback copies that expired under the retention policies of
 // the catalog in force (retention.h); a job being rolled back keeps its
