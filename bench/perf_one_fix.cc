@@ -3,7 +3,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,14 +32,6 @@ std::string Hour(absl::CivilHour h) {
 
 absl::Time FromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
-
-// The value at fraction `q` of the sorted values (nearest rank).
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 std::string Ms(double seconds) {

@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -599,20 +598,14 @@ class Suite {
 
   // The row of the reads answered while a job of `n` partitions ran.
   void ReadRow(const ReadProbe::Latencies& l, int64_t n) {
-    auto quantile = [](std::vector<double> v, double q) {
-      if (v.empty()) return 0.0;
-      std::sort(v.begin(), v.end());
-      const size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
-      return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-    };
     auto figures = [&](const char* name, const std::vector<double>& v) {
       return absl::StrFormat("%s p50 %.1f ms, p99 %.1f ms (%d calls)", name,
-                             quantile(v, 0.5) * 1e3, quantile(v, 0.99) * 1e3,
+                             Quantile(v, 0.5) * 1e3, Quantile(v, 0.99) * 1e3,
                              static_cast<int>(v.size()));
     };
     const double worst =
-        std::max({quantile(l.get, 0.99), quantile(l.list, 0.99),
-                  quantile(l.watch, 0.99)});
+        std::max({Quantile(l.get, 0.99), Quantile(l.list, 0.99),
+                  Quantile(l.watch, 0.99)});
     std::string text =
         absl::StrCat(figures("GetBackfill", l.get), "; ",
                      figures("ListBackfills (50)", l.list), "; ",

@@ -1,6 +1,7 @@
 #include "bench/perf_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +29,13 @@ double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 }  // namespace backfill::bench

@@ -31,6 +31,10 @@ std::string Sec(double s);
 // The middle value (the upper one of an even count); 0 when empty.
 double Median(std::vector<double> v);
 
+// The value at fraction `q` (0..1] of the values, by nearest rank (p99 of
+// 200 values: the 198th smallest); 0 when empty.
+double Quantile(std::vector<double> v, double q);
+
 }  // namespace backfill::bench
 
 #endif  // BACKFILL_BENCH_PERF_TABLE_H_

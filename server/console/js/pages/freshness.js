@@ -83,7 +83,7 @@ export function freshnessView(dataset, {signal}) {
       h('p', {class: 'loading'}, 'Loading partitions…'));
   const gridBox = h('div');
   const filter = h('select', {id: 'freshness-filter', name: 'freshness'},
-      h('option', {value: 'stale'}, 'Not current (stale, due, frozen)'),
+      h('option', {value: 'not-current'}, 'Not current (stale, due, frozen)'),
       FRESHNESS.map(([value, w]) => h('option', {value}, `Only ${w}`)),
       h('option', {value: ''}, 'All'));
   const tableBox = h('div');
@@ -92,7 +92,7 @@ export function freshnessView(dataset, {signal}) {
   const showTable = () => {
     const v = filter.value;
     const rows = records.filter((p) => (v === '' ? true :
-      v === 'stale' ? word(p.freshness) !== 'current' : p.freshness === v));
+      v === 'not-current' ? word(p.freshness) !== 'current' : p.freshness === v));
     replace(tableBox, rows.length > 500 ?
       h('p', null, `The first 500 of ${fmtInt(rows.length)}.`) : null,
     partitionsTable(name, rows.slice(0, 500)));
