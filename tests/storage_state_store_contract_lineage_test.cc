@@ -245,6 +245,99 @@ TEST_P(StateStoreContractTest, RecordPublicationOnlyMovesAPublishingJob) {
   EXPECT_TRUE(store_->GetLineage("daily_revenue", "2025-01-01")->empty());
 }
 
+// Builds one record per task the store hands it, and keeps what it was
+// handed.
+class RecordingLineage : public PublicationLineage {
+ public:
+  void Add(std::vector<PartitionTask>&& page,
+           std::vector<LineageRecord>* lineage) override {
+    page_sizes.push_back(page.size());
+    for (PartitionTask& t : page) {
+      ordinals.push_back(t.ordinal);
+      EXPECT_EQ(t.state, TaskState::kStaged) << t.partition;
+      LineageRecord r = MakeLineage(t.dataset, t.partition, T(5));
+      r.row_count = t.rows_written;
+      lineage->push_back(std::move(r));
+    }
+  }
+  std::string Message() const override {
+    return absl::StrCat("published ", ordinals.size());
+  }
+
+  std::vector<size_t> page_sizes;
+  std::vector<int64_t> ordinals;
+};
+
+TEST_P(StateStoreContractTest,
+       RecordPublicationBuildsTheLineageOfEveryStagedTaskPageByPage) {
+  // More than two pages of tasks, every 1000th settled by the early
+  // cutoff (UNCHANGED): those get no record.
+  const int n = 2 * StateStore::kPublicationPage + 1100;
+  Job job = MakeJob();
+  job.plan.datasets.resize(1);
+  job.plan.datasets[0].partitions.clear();
+  for (int i = 0; i < n; ++i) {
+    job.plan.datasets[0].partitions.push_back(absl::StrCat("p", 100000 + i));
+  }
+  ASSERT_TRUE(store_->CreateJob(job, T(0)).ok());
+  ASSERT_TRUE(store_
+                  ->UpdateTasksInState("bf-1", {TaskState::kPending},
+                                       TaskState::kStaged, T(1))
+                  .ok());
+  std::vector<int64_t> staged;
+  TaskQuery all;
+  all.job_id = "bf-1";
+  all.limit = 0;
+  auto tasks = store_->ListTaskPage(all);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), static_cast<size_t>(n));
+  for (PartitionTask& t : *tasks) {
+    if (t.ordinal % 1000 == 999) {
+      t.state = TaskState::kUnchanged;
+      ASSERT_TRUE(store_->UpdateTask(t).ok());
+    } else {
+      staged.push_back(t.ordinal);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(Reach("bf-1", JobState::kPublishing, T(2)));
+
+  RecordingLineage lineage;
+  ASSERT_TRUE(
+      store_->RecordPublication("bf-1", lineage, JobState::kConfirming, T(3))
+          .ok());
+  // Each STAGED task once, in ordinal order, in pages of at most
+  // kPublicationPage.
+  EXPECT_EQ(lineage.ordinals, staged);
+  for (size_t size : lineage.page_sizes) {
+    EXPECT_LE(size, static_cast<size_t>(StateStore::kPublicationPage));
+  }
+  EXPECT_GE(lineage.page_sizes.size(), 3u);
+  auto after = store_->GetJob("bf-1");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->state, JobState::kConfirming);
+  EXPECT_EQ(after->message, absl::StrCat("published ", staged.size()));
+  EXPECT_EQ(after->counts.published, static_cast<int64_t>(staged.size()));
+  EXPECT_EQ(after->counts.unchanged, n - static_cast<int64_t>(staged.size()));
+  for (int i : {0, StateStore::kPublicationPage - 1,
+                StateStore::kPublicationPage, n - 1}) {
+    const std::string p = absl::StrCat("p", 100000 + i);
+    auto versions = store_->GetLineage("daily_revenue", p);
+    ASSERT_TRUE(versions.ok());
+    ASSERT_EQ(versions->size(), 1u) << p;
+    EXPECT_EQ((*versions)[0].job_id, "bf-1");
+  }
+  // UNCHANGED tasks have no record.
+  EXPECT_TRUE(store_->GetLineage("daily_revenue", "p100999")->empty());
+
+  // A repeat (after a restart) reads and writes nothing.
+  RecordingLineage again;
+  ASSERT_TRUE(
+      store_->RecordPublication("bf-1", again, JobState::kConfirming, T(4))
+          .ok());
+  EXPECT_TRUE(again.ordinals.empty());
+  EXPECT_EQ(store_->GetLineage("daily_revenue", "p100000")->size(), 1u);
+}
+
 // Publishes `id` (a job of MakeJob()) with one lineage record per partition
 // of daily_revenue, and moves it to SUCCEEDED.
 void PublishAndSucceed(StateStore* store, const std::string& id,

@@ -44,6 +44,27 @@ struct JobFilter {
   JobView view = JobView::kFull;
 };
 
+// The lineage of a publication, built by the caller from the job's STAGED
+// tasks as the store reads them inside the publishing transaction, a page at
+// a time, so that a large job's lineage is never whole in memory
+// (StateStore::RecordPublication). Called by one thread, the store's, for
+// the length of one call; a retried call needs a fresh one.
+class PublicationLineage {
+ public:
+  virtual ~PublicationLineage() = default;
+
+  // False: the store reads no task, and Add gets one empty page.
+  virtual bool ReadsTasks() const { return true; }
+
+  // Appends to *lineage (given empty) the records of `page`: STAGED tasks of
+  // the job, in ordinal order, each task exactly once over the call.
+  virtual void Add(std::vector<PartitionTask>&& page,
+                   std::vector<LineageRecord>* lineage) = 0;
+
+  // The audit message of the job's move, asked once every page was added.
+  virtual std::string Message() const = 0;
+};
+
 // A selection of one job's tasks (StateStore::ListTaskPage), in plan order.
 struct TaskQuery {
   std::string job_id;
@@ -229,15 +250,26 @@ class StateStore {
       const std::string& job_id, const std::vector<TaskState>& from,
       TaskState to, absl::Time now) = 0;
 
-  // The publish step's bookkeeping, atomically: writes the lineage records,
-  // marks every STAGED task of the job PUBLISHED, and moves the job to `to`
-  // with an audit event. Only a job in PUBLISHING moves; the call is an
+  // The publish step's bookkeeping, atomically: writes the lineage records
+  // `lineage` builds from the job's STAGED tasks (read in pages of
+  // kPublicationPage in ordinal order), marks every STAGED task of the job
+  // PUBLISHED, and moves the job to `to` with an audit event saying
+  // lineage.Message(). Only a job in PUBLISHING moves; the call is an
   // idempotent no-op for a job already past PUBLISHING (CONFIRMING,
   // SUCCEEDED, ...) and FAILED_PRECONDITION, writing nothing, for any other
   // state (e.g. FAILED, CANCELLED, RUNNING).
-  virtual absl::Status RecordPublication(
-      const std::string& job_id, const std::vector<LineageRecord>& lineage,
-      JobState to, const std::string& message, absl::Time now) = 0;
+  virtual absl::Status RecordPublication(const std::string& job_id,
+                                         PublicationLineage& lineage,
+                                         JobState to, absl::Time now) = 0;
+
+  // The same with lineage records given whole (no task is read).
+  absl::Status RecordPublication(const std::string& job_id,
+                                 const std::vector<LineageRecord>& lineage,
+                                 JobState to, const std::string& message,
+                                 absl::Time now);
+
+  // The tasks a store hands PublicationLineage::Add at a time.
+  static constexpr int kPublicationPage = 4096;
 
   // Moves the job from `expected_from` to `to` (as TransitionJob: checked
   // against the state machine, an audit event with `message`) and records

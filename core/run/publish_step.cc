@@ -1,6 +1,8 @@
 #include "core/run/publish_step.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,21 +33,56 @@ JobObserver::PublishedDataset& DatasetEntry(
   return datasets->back();
 }
 
-// What a publish replaced, from its lineage: partitions and rows by dataset,
-// in the order the lineage names them.
-std::vector<JobObserver::PublishedDataset> PublishedPerDataset(
-    const std::vector<LineageRecord>& lineage) {
-  std::vector<JobObserver::PublishedDataset> out;
-  for (const LineageRecord& record : lineage) {
-    JobObserver::PublishedDataset& d = DatasetEntry(&out, record.dataset);
-    ++d.partitions;
-    d.rows += record.row_count;
+// The lineage of a job's publish, built from its STAGED tasks as the state
+// store reads them (PublicationLineage), with what the publish replaced
+// (partitions and rows by dataset, in the order the tasks name them) and
+// its audit message counted on the way.
+class TaskLineage : public PublicationLineage {
+ public:
+  // `job`: the job's id, request and approval; `versions`: each dataset's
+  // transform version; `cut`: the job's tasks the early cutoff settled.
+  TaskLineage(const Job& job,
+              const std::map<std::string, std::string>& versions,
+              CutoffCounts cut, absl::Time now)
+      : job_(job), versions_(versions), cut_(cut), now_(now) {}
+
+  void Add(std::vector<PartitionTask>&& page,
+           std::vector<LineageRecord>* lineage) override {
+    AppendLineageOf(job_, std::move(page), versions_, now_, &rows_, lineage);
+    for (const LineageRecord& record : *lineage) {
+      JobObserver::PublishedDataset& d =
+          DatasetEntry(&replaced_, record.dataset);
+      ++d.partitions;
+      d.rows += record.row_count;
+      ++partitions_;
+    }
   }
-  return out;
-}
+
+  std::string Message() const override {
+    if (partitions_ == 0 && (cut_.unchanged > 0 || cut_.skipped > 0)) {
+      return NothingChangedMessage(cut_);
+    }
+    return absl::StrCat("published ",
+                        Plural(partitions_, "partition", "partitions"), " (",
+                        rows_, " rows) atomically", CutoffNote(cut_));
+  }
+
+  const std::vector<JobObserver::PublishedDataset>& replaced() const {
+    return replaced_;
+  }
+
+ private:
+  const Job& job_;
+  const std::map<std::string, std::string>& versions_;
+  const CutoffCounts cut_;
+  const absl::Time now_;
+  int64_t partitions_ = 0;
+  int64_t rows_ = 0;
+  std::vector<JobObserver::PublishedDataset> replaced_;
+};
 
 // Tells the observer what the publish of `id` replaced (`published`:
-// partitions and rows by dataset, from PublishedPerDataset) and what each
+// partitions and rows by dataset, from TaskLineage) and what each
 // dataset cost.
 void ReportPublished(
     const StepContext& ctx, const std::string& id,
@@ -163,43 +200,19 @@ absl::Status PublishJob(const StepContext& ctx, ActiveJob* job) {
       Storage::kStateStore, absl::StrCat("recording the publication of ", id),
       [&]() -> absl::Status {
         // Lineage from the checkpoints (the store's copy is authoritative
-        // after a restart), read a page of tasks at a time: each page goes
-        // into the lineage (AppendLineageOf empties it), which goes once
-        // recorded, so that a large job's tasks are never held beside its
-        // whole lineage.
-        constexpr int kTaskPage = 4096;
-        std::vector<LineageRecord> lineage;
-        // Sized once (growing it would hold two copies as it moves): the
-        // job's STAGED tasks, each a record.
+        // after a restart), built as the store reads the STAGED tasks a
+        // page at a time inside its transaction: a large job's lineage is
+        // never whole in memory.
         ASSIGN_OR_RETURN(const Job progress, ctx.store()->GetJobProgress(id));
-        lineage.reserve(static_cast<size_t>(progress.counts.staged));
         CutoffCounts cut;
-        int64_t rows = 0;
+        cut.unchanged = progress.counts.unchanged;
+        cut.skipped = progress.counts.skipped;
         const absl::Time now = ctx.clock()->Now();
-        TaskQuery page_query;
-        page_query.job_id = id;
-        page_query.limit = kTaskPage;
-        while (true) {
-          ASSIGN_OR_RETURN(std::vector<PartitionTask> page,
-                           ctx.store()->ListTaskPage(page_query));
-          if (page.empty()) break;
-          page_query.after_ordinal = page.back().ordinal;
-          const CutoffCounts page_cut = CountCutOff(page);
-          cut.unchanged += page_cut.unchanged;
-          cut.skipped += page_cut.skipped;
-          AppendLineageOf(copy, std::move(page), versions, now, &rows,
-                          &lineage);
-        }
-        message = lineage.empty() && (cut.unchanged > 0 || cut.skipped > 0)
-                      ? NothingChangedMessage(cut)
-                      : absl::StrCat(
-                            "published ",
-                            Plural(static_cast<int64_t>(lineage.size()),
-                                   "partition", "partitions"),
-                            " (", rows, " rows) atomically", CutoffNote(cut));
+        TaskLineage lineage(copy, versions, cut, now);
         RETURN_IF_ERROR(ctx.store()->RecordPublication(
-            id, lineage, JobState::kConfirming, message, now));
-        replaced = PublishedPerDataset(lineage);
+            id, lineage, JobState::kConfirming, now));
+        message = lineage.Message();
+        replaced = lineage.replaced();
         return absl::OkStatus();
       });
   if (!s.ok()) {

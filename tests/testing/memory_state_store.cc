@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <set>
 #include <utility>
@@ -323,9 +324,10 @@ absl::StatusOr<int64_t> InMemoryStateStore::UpdateTasksInState(
 
 // ---- lineage ----------------------------------------------------------------
 
-absl::Status InMemoryStateStore::RecordPublication(
-    const std::string& job_id, const std::vector<LineageRecord>& lineage,
-    JobState to, const std::string& message, absl::Time now) {
+absl::Status InMemoryStateStore::RecordPublication(const std::string& job_id,
+                                                   PublicationLineage& lineage,
+                                                   JobState to,
+                                                   absl::Time now) {
   if (absl::Status s = faults_.Begin("RecordPublication"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   MemoryJobRow* row = FindLocked(job_id);
@@ -334,10 +336,29 @@ absl::Status InMemoryStateStore::RecordPublication(
       bool record,
       GuardPublication(job_id, from, lineage_.HasPublished(job_id), to));
   if (!record) return absl::OkStatus();  // a repeat after a restart
-  RETURN_IF_ERROR(
-      lineage_.Append(LineageAction::kPublish, job_id, lineage, now));
+  // Every page's records are appended together once all were built: a
+  // refused record leaves nothing behind.
+  TaskQuery page_query;
+  page_query.job_id = job_id;
+  page_query.states = {TaskState::kStaged};
+  page_query.limit = kPublicationPage;
+  std::vector<LineageRecord> all;
+  while (true) {
+    std::vector<PartitionTask> page;
+    if (lineage.ReadsTasks()) {
+      page = row->Select(page_query);
+      if (!page.empty()) page_query.after_ordinal = page.back().ordinal;
+    }
+    const bool last = page.size() < static_cast<size_t>(page_query.limit);
+    std::vector<LineageRecord> records;
+    lineage.Add(std::move(page), &records);
+    all.insert(all.end(), std::make_move_iterator(records.begin()),
+               std::make_move_iterator(records.end()));
+    if (last) break;
+  }
+  RETURN_IF_ERROR(lineage_.Append(LineageAction::kPublish, job_id, all, now));
   row->MoveTasks({TaskState::kStaged}, TaskState::kPublished, now);
-  WriteTransitionLocked(row, from, to, message, now);
+  WriteTransitionLocked(row, from, to, lineage.Message(), now);
   return absl::OkStatus();
 }
 

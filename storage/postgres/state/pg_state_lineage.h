@@ -30,8 +30,7 @@
 namespace backfill::pg_state {
 
 absl::Status RecordPublication(PgConnection* conn, const std::string& job_id,
-                               const std::vector<LineageRecord>& lineage,
-                               JobState to, const std::string& message,
+                               PublicationLineage& lineage, JobState to,
                                absl::Time now);
 absl::Status RecordRollback(PgConnection* conn, const std::string& job_id,
                             const RollbackInfo& info,

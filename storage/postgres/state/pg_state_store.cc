@@ -232,12 +232,12 @@ absl::StatusOr<int64_t> PgStateStore::UpdateTasksInState(
 
 // ---- lineage ----------------------------------------------------------------
 
-absl::Status PgStateStore::RecordPublication(
-    const std::string& job_id, const std::vector<LineageRecord>& lineage,
-    JobState to, const std::string& message, absl::Time now) {
+absl::Status PgStateStore::RecordPublication(const std::string& job_id,
+                                             PublicationLineage& lineage,
+                                             JobState to, absl::Time now) {
   return Write([&](PgConnection* c) -> absl::Status {
     RETURN_IF_ERROR(CheckFence(c, job_id));
-    return ps::RecordPublication(c, job_id, lineage, to, message, now);
+    return ps::RecordPublication(c, job_id, lineage, to, now);
   });
 }
 

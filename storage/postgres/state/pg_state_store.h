@@ -114,9 +114,9 @@ class PgStateStore : public StateStore {
                                              const std::vector<TaskState>& from,
                                              TaskState to,
                                              absl::Time now) override;
+  using StateStore::RecordPublication;
   absl::Status RecordPublication(const std::string& job_id,
-                                 const std::vector<LineageRecord>& lineage,
-                                 JobState to, const std::string& message,
+                                 PublicationLineage& lineage, JobState to,
                                  absl::Time now) override;
   absl::Status ApproveJob(const std::string& job_id, JobState expected_from,
                           JobState to, const Approval& approval,

@@ -332,12 +332,12 @@ absl::StatusOr<int64_t> SqliteStateStore::UpdateTasksInState(
 
 // ---- lineage ------------------------------------------------------------
 
-absl::Status SqliteStateStore::RecordPublication(
-    const std::string& job_id, const std::vector<LineageRecord>& lineage,
-    JobState to, const std::string& message, absl::Time now) {
+absl::Status SqliteStateStore::RecordPublication(const std::string& job_id,
+                                                 PublicationLineage& lineage,
+                                                 JobState to, absl::Time now) {
   return Write([&](const StateDb& db) {
     cache_.ForgetTally(job_id);
-    return ss::RecordPublication(db, job_id, lineage, to, message, now);
+    return ss::RecordPublication(db, job_id, lineage, to, now);
   });
 }
 

@@ -32,14 +32,14 @@
 #include "absl/time/time.h"
 #include "core/model/diff.h"
 #include "core/model/job.h"
+#include "core/ports/state_store.h"
 #include "storage/sqlite/state/state_sql.h"
 
 namespace backfill::sqlite_state {
 
 // StateStore::RecordPublication and RecordRollback.
 absl::Status RecordPublication(const StateDb& db, const std::string& job_id,
-                               const std::vector<LineageRecord>& lineage,
-                               JobState to, const std::string& message,
+                               PublicationLineage& lineage, JobState to,
                                absl::Time now);
 absl::Status RecordRollback(const StateDb& db, const std::string& job_id,
                             const RollbackInfo& info,
