@@ -36,8 +36,8 @@ using postgres::PgResult;
 struct PostgresSizes {
   int days = 365;
   int64_t orders_per_day = 27'398;  // 10.0 million orders in 365 days
-  // The trivial job. 100,000 partitions would take 6-8 minutes here (see
-  // docs/performance.md); this many fit in about two.
+  // The trivial job. 100,000 partitions would take about 5 minutes here
+  // (see docs/performance.md); this many fit in about one and a half.
   int64_t hours = 30'000;
   int64_t large_rows = 5'000'000;  // the large partition replaced by hand
   // The partition a job replaces: the diff of its validation compares keys

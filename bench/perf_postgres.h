@@ -12,11 +12,13 @@
 //   - the partitions rows' trivial job (bench/perf_fixtures.h) on a
 //     PostgreSQL warehouse: partitions per second, and the warehouse
 //     statements per partition (pg_stat_statements);
-//   - one partition of 5 million rows replaced by a job: the publish's time
-//     (the job's audit events) beside the transform's (the daemon's phase
-//     counters); and by hand, the same replacement as DELETE + INSERT,
-//     TRUNCATE of a declarative partition + INSERT, and DETACH + ATTACH
-//     PARTITION of a staged table.
+//   - one partition replaced by a job: the publish's time (the job's audit
+//     events) beside the transform's (the daemon's phase counters), on
+//     5,000 rows (the validation's diff grows with the square of a
+//     partition's rows); and one of 5 million rows replaced by hand: the
+//     engine's publish as SQL (rollback copy, DELETE, INSERT), TRUNCATE of
+//     a declarative partition + INSERT, and DETACH + ATTACH PARTITION of a
+//     staged table.
 //
 // AddPostgresRows owns the server and every daemon it starts: all of them
 // are stopped and the server's directory removed before it returns, also

@@ -27,8 +27,8 @@
 //     same transform and publish as plain SQL, and where its time goes.
 //   - postgres (bench/perf_postgres.h): a full reload on a PostgreSQL
 //     warehouse against psql running the same SQL, the trivial job there,
-//     and one partition of 5 million rows published, beside a partition
-//     swap (DETACH + ATTACH) by hand.
+//     one partition replaced by a job, and one of 5 million rows replaced
+//     by hand, beside a partition swap (DETACH + ATTACH).
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
