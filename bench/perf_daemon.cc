@@ -2,9 +2,40 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/base/status_macros.h"
+#include "core/ports/http_client.h"
 #include "grpcpp/grpcpp.h"
+#include "platform/curl_http_client.h"
+#include "tests/testing/prometheus_text.h"
 
 namespace backfill::bench {
+
+// GET http://<address>/metrics, through the daemon's own HTTP client.
+absl::StatusOr<std::string> ScrapeMetrics(const std::string& address) {
+  CurlHttpClient http;
+  HttpRequest request;
+  request.url = absl::StrCat("http://", address, "/metrics");
+  request.max_response_bytes = size_t{64} << 20;
+  ASSIGN_OR_RETURN(HttpResponse response, http.Send(request));
+  if (response.status != 200) {
+    return absl::UnavailableError(
+        absl::StrCat("GET ", request.url, ": HTTP ", response.status));
+  }
+  return std::move(response.body);
+}
+
+// The values of family `name` by its `phase` label, read with the tests'
+// parser of the exposition format.
+std::map<std::string, double> PhaseSamples(const std::string& text,
+                                           const std::string& name) {
+  std::map<std::string, double> out;
+  for (const testing::PromSample& sample : testing::ParseSamples(text)) {
+    if (sample.name != name) continue;
+    auto phase = sample.labels.find("phase");
+    if (phase != sample.labels.end()) out[phase->second] = sample.value;
+  }
+  return out;
+}
 
 absl::StatusOr<std::unique_ptr<BenchDaemon>> BenchDaemon::Start(
     const DaemonOptions& options, absl::Duration timeout) {

@@ -11,6 +11,7 @@
 #ifndef BACKFILL_BENCH_PERF_DAEMON_H_
 #define BACKFILL_BENCH_PERF_DAEMON_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,15 @@ struct JobRun {
   double daemon_cpu_seconds = 0;  // the daemon's CPU over the same span
   v1::Backfill job;               // as it ended (BASIC view)
 };
+
+// GET http://<address>/metrics (a daemon's metrics_address()), through
+// the daemon's own HTTP client.
+absl::StatusOr<std::string> ScrapeMetrics(const std::string& address);
+
+// The values of family `name` by their `phase` label in the Prometheus text
+// `text` (backfill_partition_phase_seconds_total: seconds per phase).
+std::map<std::string, double> PhaseSamples(const std::string& text,
+                                           const std::string& name);
 
 class BenchDaemon {
  public:

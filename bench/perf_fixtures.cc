@@ -123,13 +123,21 @@ std::string RevenueTransform(const std::string& orders_table) {
       "GROUP BY 1, 2");
 }
 
-std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables) {
-  std::string yaml =
-      "warehouse: {engine: sqlite, path: warehouse.db}\n"
-      "datasets:\n"
-      "  - name: customers\n"
-      "    kind: source\n"
-      "    table: dim_customers\n";
+namespace {
+
+// The revenue pipeline over `warehouse` (the pipeline file's warehouse
+// mapping), its revenue and orders declared as `real_type` and
+// `integer_type`.
+std::string RevenueYaml(const std::string& warehouse,
+                        const std::vector<std::string>& order_tables,
+                        const std::string& real_type,
+                        const std::string& integer_type) {
+  std::string yaml = absl::StrCat("warehouse: ", warehouse,
+                                  "\n"
+                                  "datasets:\n"
+                                  "  - name: customers\n"
+                                  "    kind: source\n"
+                                  "    table: dim_customers\n");
   for (const std::string& t : order_tables) {
     std::string transform = RevenueTransform(t);
     absl::StrAppend(&yaml, "  - name: ", t,
@@ -159,8 +167,9 @@ std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables) {
     absl::StrAppend(
         &yaml,
         "    contract:\n"
-        "      columns: {ds: TEXT, region: TEXT, revenue: REAL, orders: "
-        "INTEGER}\n"
+        "      columns: {ds: TEXT, region: TEXT, revenue: ",
+        real_type, ", orders: ", integer_type,
+        "}\n"
         "      primary_key: [ds, region]\n"
         "    checks:\n"
         "      - {kind: min_rows, min: 1}\n"
@@ -170,6 +179,19 @@ std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables) {
         "severity: warn}\n");
   }
   return yaml;
+}
+
+}  // namespace
+
+std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables) {
+  return RevenueYaml("{engine: sqlite, path: warehouse.db}", order_tables,
+                     "REAL", "INTEGER");
+}
+
+std::string PostgresRevenuePipelineYaml(
+    const std::string& dsn, const std::vector<std::string>& order_tables) {
+  return RevenueYaml(absl::StrCat("{engine: postgres, dsn: \"", dsn, "\"}"),
+                     order_tables, "DOUBLE PRECISION", "BIGINT");
 }
 
 std::string TrivialHourlyPipelineYaml(const std::string& table) {

@@ -41,6 +41,12 @@ absl::Status AddEmptyHourTable(const std::string& path,
 // customers dimension.
 std::string RevenuePipelineYaml(const std::vector<std::string>& order_tables);
 
+// The same pipeline on the PostgreSQL warehouse `dsn` (a libpq connection
+// string): the same datasets, transform and checks; revenue and orders
+// declared DOUBLE PRECISION and BIGINT, the types SUM and COUNT give there.
+std::string PostgresRevenuePipelineYaml(
+    const std::string& dsn, const std::vector<std::string>& order_tables);
+
 // A pipeline file of an hourly source `ticks` (table `table`) and a derived
 // hourly dataset `hourly_ticks` whose transform is trivial (one row per
 // hour: the number of ticks, all tables empty).

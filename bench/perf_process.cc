@@ -12,7 +12,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -22,6 +24,20 @@
 
 namespace backfill::bench {
 namespace {
+
+namespace fs = std::filesystem;
+
+// Fields of /proc/<pid>/stat after the command name (fields[0] is field 3).
+std::vector<std::string> StatFields(const std::string& pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 > stat.size()) {
+    return {};
+  }
+  return absl::StrSplit(stat.substr(close_paren + 2), ' ');
+}
 
 int ExitCodeOf(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -188,6 +204,28 @@ int FreePort() {
   }
   close(fd);
   return port;
+}
+
+double ProcessTreeCpuSeconds(pid_t root) {
+  auto ticks = [](const std::vector<std::string>& f, size_t from, size_t to) {
+    int64_t sum = 0;
+    for (size_t i = from; i <= to && i < f.size(); ++i) {
+      int64_t v = 0;
+      if (absl::SimpleAtoi(f[i], &v)) sum += v;
+    }
+    return sum;
+  };
+  // utime, stime, cutime, cstime: fields 14-17.
+  int64_t total = ticks(StatFields(absl::StrCat(root)), 11, 14);
+  std::error_code error;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", error)) {
+    const std::string pid = e.path().filename().string();
+    int64_t ignored = 0;
+    if (!absl::SimpleAtoi(pid, &ignored)) continue;
+    const std::vector<std::string> f = StatFields(pid);
+    if (f.size() > 14 && f[1] == absl::StrCat(root)) total += ticks(f, 11, 14);
+  }
+  return static_cast<double>(total) / sysconf(_SC_CLK_TCK);
 }
 
 }  // namespace backfill::bench

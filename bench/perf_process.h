@@ -80,6 +80,11 @@ class ChildProcess {
 // A TCP port on 127.0.0.1 nobody listens on right now.
 int FreePort();
 
+// The CPU time (user + system) of process `root` and of its children,
+// running or ended (a PostgreSQL server's postmaster and its backends), in
+// seconds, from /proc.
+double ProcessTreeCpuSeconds(pid_t root);
+
 }  // namespace backfill::bench
 
 #endif  // BACKFILL_BENCH_PERF_PROCESS_H_

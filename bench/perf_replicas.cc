@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -63,42 +62,6 @@ constexpr absl::Duration kPoll = absl::Milliseconds(10);
 
 void Note(const std::string& what) {
   std::fprintf(stderr, "backfill_perf: %s\n", what.c_str());
-}
-
-// Fields of /proc/<pid>/stat after the command name (fields[0] is field 3).
-std::vector<std::string> StatFields(const std::string& pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  const size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos || close_paren + 2 > stat.size()) {
-    return {};
-  }
-  return absl::StrSplit(stat.substr(close_paren + 2), ' ');
-}
-
-// The CPU time of process `root` and of its children, running or ended
-// (the server's postmaster and its backends), in seconds.
-double ProcessTreeCpu(pid_t root) {
-  auto ticks = [](const std::vector<std::string>& f, size_t from, size_t to) {
-    int64_t sum = 0;
-    for (size_t i = from; i <= to && i < f.size(); ++i) {
-      int64_t v = 0;
-      if (absl::SimpleAtoi(f[i], &v)) sum += v;
-    }
-    return sum;
-  };
-  // utime, stime, cutime, cstime: fields 14-17.
-  int64_t total = ticks(StatFields(absl::StrCat(root)), 11, 14);
-  std::error_code error;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc", error)) {
-    const std::string pid = e.path().filename().string();
-    int64_t ignored = 0;
-    if (!absl::SimpleAtoi(pid, &ignored)) continue;
-    const std::vector<std::string> f = StatFields(pid);
-    if (f.size() > 14 && f[1] == absl::StrCat(root)) total += ticks(f, 11, 14);
-  }
-  return static_cast<double>(total) / sysconf(_SC_CLK_TCK);
 }
 
 // The k-th range of n hours from 2000-01-01T00 (ranges of one n never
@@ -296,7 +259,7 @@ class ReplicaBench {
     JobsRun run;
     run.partitions = n * static_cast<int64_t>(on.size());
     const double cpu_before = g.Cpu();
-    const double server_before = ProcessTreeCpu(postmaster_);
+    const double server_before = ProcessTreeCpuSeconds(postmaster_);
     absl::Mutex mu;
     std::vector<std::string> ids(on.size());
     std::vector<absl::Status> errors(on.size());
@@ -351,7 +314,7 @@ class ReplicaBench {
     run.wall_seconds = absl::ToDoubleSeconds(
         *std::max_element(ends.begin(), ends.end()) - start);
     run.cpu_seconds = g.Cpu() - cpu_before;
-    run.server_cpu_seconds = ProcessTreeCpu(postmaster_) - server_before;
+    run.server_cpu_seconds = ProcessTreeCpuSeconds(postmaster_) - server_before;
     for (const std::string& node : run.holders) {
       const int i = g.IndexOf(node);
       if (i < 0) {

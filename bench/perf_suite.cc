@@ -25,6 +25,10 @@
 //   - one-fix (bench/perf_one_fix.h): a one-partition fix from submit to
 //     SUCCEEDED, p50 and p99 over jobs one after the other, against the
 //     same transform and publish as plain SQL, and where its time goes.
+//   - postgres (bench/perf_postgres.h): a full reload on a PostgreSQL
+//     warehouse against psql running the same SQL, the trivial job there,
+//     one partition replaced by a job, and one of 5 million rows replaced
+//     by hand, beside a partition swap (DETACH + ATTACH).
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
@@ -34,7 +38,7 @@
 // first six rows), partitions (the 100,000-partition rows: plan, job,
 // GetBackfill, restart), plan-size (the 30-day plan against table size),
 // replicas (the state store in PostgreSQL and groups of replicas), one-fix
-// (one-partition jobs).
+// (one-partition jobs), postgres (a PostgreSQL warehouse against psql).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -70,15 +74,13 @@
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
 #include "bench/perf_one_fix.h"
+#include "bench/perf_postgres.h"
 #include "bench/perf_process.h"
 #include "bench/perf_read_probe.h"
 #include "bench/perf_replicas.h"
 #include "bench/perf_table.h"
 #include "bench/rpc_load.h"
 #include "core/base/status_macros.h"
-#include "core/ports/http_client.h"
-#include "platform/curl_http_client.h"
-#include "tests/testing/prometheus_text.h"
 
 #ifndef BACKFILL_BENCH_BUILD_TYPE
 #define BACKFILL_BENCH_BUILD_TYPE "unknown"
@@ -115,33 +117,6 @@ Sizes QuickSizes() {
   return s;
 }
 
-// GET http://<address>/metrics, through the daemon's own HTTP client.
-absl::StatusOr<std::string> Scrape(const std::string& address) {
-  CurlHttpClient http;
-  HttpRequest request;
-  request.url = absl::StrCat("http://", address, "/metrics");
-  request.max_response_bytes = size_t{64} << 20;
-  ASSIGN_OR_RETURN(HttpResponse response, http.Send(request));
-  if (response.status != 200) {
-    return absl::UnavailableError(
-        absl::StrCat("GET ", request.url, ": HTTP ", response.status));
-  }
-  return std::move(response.body);
-}
-
-// The values of family `name` by its `phase` label, read with the tests'
-// parser of the exposition format.
-std::map<std::string, double> PhaseSamples(const std::string& text,
-                                           const std::string& name) {
-  std::map<std::string, double> out;
-  for (const testing::PromSample& sample : testing::ParseSamples(text)) {
-    if (sample.name != name) continue;
-    auto phase = sample.labels.find("phase");
-    if (phase != sample.labels.end()) out[phase->second] = sample.value;
-  }
-  return out;
-}
-
 std::string Machine() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, model;
@@ -171,8 +146,8 @@ std::string Machine() {
 class Suite {
  public:
   // The groups of rows --only names.
-  static constexpr const char* kGroups[] = {"one-fix", "cost", "partitions",
-                                            "plan-size", "replicas"};
+  static constexpr const char* kGroups[] = {
+      "one-fix", "cost", "partitions", "plan-size", "replicas", "postgres"};
 
   // `only`: the groups to run (kGroups); empty: all of them.
   Suite(bool quick, std::set<std::string> only, std::string bin_dir,
@@ -202,6 +177,15 @@ class Suite {
       options.dir = dir_ / "replicas";
       options.workers = kWorkers;
       return AddReplicaRows(options, &rows_);
+    }));
+    RETURN_IF_ERROR(Group("postgres", [&] {
+      PostgresBenchOptions options;
+      options.quick = quick_;
+      options.backfilld = Bin("backfilld");
+      options.dir = dir_ / "postgres";
+      options.workers = kWorkers;
+      fs::create_directories(options.dir);
+      return AddPostgresRows(options, &rows_);
     }));
     return absl::OkStatus();
   }
@@ -338,12 +322,12 @@ class Suite {
     ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
     Log("full reload through backfilld");
     ASSIGN_OR_RETURN(std::string metrics_before,
-                     Scrape(daemon->metrics_address()));
+                     ScrapeMetrics(daemon->metrics_address()));
     const v1::BackfillRequest full = Request("revenue_orders", days.front(),
                                              days.back(), "bench: full reload");
     ASSIGN_OR_RETURN(JobRun first, daemon->RunJob(full));
     ASSIGN_OR_RETURN(std::string metrics_after,
-                     Scrape(daemon->metrics_address()));
+                     ScrapeMetrics(daemon->metrics_address()));
     RETURN_IF_ERROR(SameRows(warehouse, "revenue_orders", "direct_revenue"));
 
     // The 30-day backfill and a second full reload, both replacing
@@ -354,10 +338,10 @@ class Suite {
                 days[days.size() - 31], "bench: 30 days");
     ASSIGN_OR_RETURN(JobRun thirty, daemon->RunJob(scoped));
     ASSIGN_OR_RETURN(std::string metrics_known_before,
-                     Scrape(daemon->metrics_address()));
+                     ScrapeMetrics(daemon->metrics_address()));
     ASSIGN_OR_RETURN(JobRun second, daemon->RunJob(full));
     ASSIGN_OR_RETURN(std::string metrics_known_after,
-                     Scrape(daemon->metrics_address()));
+                     ScrapeMetrics(daemon->metrics_address()));
     daemon->Stop();
     // The same third time with one worker, as sqlite3 runs the script: one
     // statement at a time on one core. Two workers share the machine's
@@ -781,7 +765,8 @@ int Main(int argc, char** argv) {
                       group) == std::end(Suite::kGroups)) {
           std::fprintf(stderr,
                        "backfill_perf: --only: no group \"%s\" (the groups "
-                       "are cost, partitions, plan-size and replicas)\n",
+                       "are one-fix, cost, partitions, plan-size, replicas and "
+                       "postgres)\n",
                        std::string(group).c_str());
           return 2;
         }
@@ -794,7 +779,8 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: backfill_perf [--quick] [--only "
-                   "cost,partitions,plan-size,replicas] [--bin-dir DIR] "
+                   "one-fix,cost,partitions,plan-size,replicas,postgres] "
+                   "[--bin-dir DIR] "
                    "[--work-dir DIR] [--keep]\n");
       return 2;
     }

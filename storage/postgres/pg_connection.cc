@@ -327,6 +327,11 @@ absl::StatusOr<std::string> PgConnection::QuoteIdentifier(
 
 bool PgConnection::Healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
 
+bool PgConnection::Idle() const {
+  return PQstatus(conn_) == CONNECTION_OK &&
+         PQtransactionStatus(conn_) == PQTRANS_IDLE;
+}
+
 int PgConnection::ServerVersion() const { return PQserverVersion(conn_); }
 
 PgTransaction::~PgTransaction() {

@@ -127,6 +127,20 @@ class PgConnection {
 
   // The connection is open and usable (false once the server went away).
   bool Healthy() const;
+  // The session is outside any transaction and runs no statement, as libpq
+  // last heard from the server (no round trip); false when unknown.
+  bool Idle() const;
+
+  // What the session's temporary objects were made from, for the engine
+  // that keeps them between its calls (PgHooks: the staging's output
+  // table): a key naming them ("" when none are known to be kept) and the
+  // rows they took since they were made. They die with the session, and
+  // so does this.
+  struct SessionScratch {
+    std::string key;
+    int64_t rows = 0;
+  };
+  SessionScratch& session_scratch() { return session_scratch_; }
   // The server's version number (150004 for 15.4).
   int ServerVersion() const;
 
@@ -137,6 +151,7 @@ class PgConnection {
   pg_conn* conn_;
   pg_cancel* cancel_;  // made at connect: PQcancel on it is thread-safe
   std::atomic<bool> cancel_requested_{false};
+  SessionScratch session_scratch_;
 };
 
 class PgTransaction {

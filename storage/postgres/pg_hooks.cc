@@ -20,6 +20,22 @@ void PgHooks::Forget(const std::string& job_id) {
   }
 }
 
+absl::Status PgHooks::StageTableReady(sql::Connection* conn,
+                                      const sql::Relation& stage,
+                                      const DatasetSpec& dataset) {
+  if (!dataset.partition) return absl::OkStatus();
+  // Named "_bf_i_<dataset>" in the job's schema: shorter than the staging
+  // table's own name ("_bf_stage_<dataset>", whose length is checked), and
+  // "_bf_" is reserved, so no pinned table takes the name.
+  return conn
+      ->Exec(absl::StrCat(
+          "CREATE INDEX IF NOT EXISTS ",
+          sql::Dialect::Quote(absl::StrCat("_bf_i_", dataset.name)), " ON ",
+          dialect_.Name(stage), " (",
+          sql::Dialect::Quote(dataset.partition->column), ")"))
+      .status();
+}
+
 absl::StatusOr<sql::CompiledTransform> PgHooks::OpenTransform(
     sql::Connection* conn, const sql::TransformSetup& setup) {
   const DatasetSpec& dataset = *setup.dataset;
@@ -30,14 +46,25 @@ absl::StatusOr<sql::CompiledTransform> PgHooks::OpenTransform(
     return absl::FailedPreconditionError(absl::StrCat(
         "transform of ", dataset.name, ": ", positional.status().message()));
   }
-  // The session's objects, made per call (not kept in the job's schema) so
-  // that nothing in the warehouse depends on a published table between two
-  // calls; what an earlier call left goes first. The output table lives in
-  // the session: a read-only transaction may write it but not create it.
+  // The session's objects (not kept in the job's schema). Views over the
+  // job's tables are made per call, so that nothing in the warehouse
+  // depends on a published table between two calls; what an earlier call
+  // left goes first. The output table lives in the session (a read-only
+  // transaction may write it but not create it) and depends on nothing but
+  // its column types: when it is all the call needs, one made by an earlier
+  // call from the same statement is kept (StagePartition empties it before
+  // the transform writes it).
+  PgConnection::SessionScratch& kept =
+      static_cast<PgSqlConnection*>(conn)->pg()->session_scratch();
+  const bool keepable = setup.reads.empty() && setup.statements.size() == 1;
+  if (keepable && !kept.key.empty() && kept.key == setup.statements[0]) {
+    return sql::CompiledTransform{positional->text, positional->names};
+  }
   RETURN_IF_ERROR(conn->DropScratch());
   for (const std::string& sql : setup.statements) {
     RETURN_IF_ERROR(sql::Annotate(conn->Exec(sql).status(), setup.where));
   }
+  if (keepable) kept.key = setup.statements[0];
   return sql::CompiledTransform{positional->text, positional->names};
 }
 
@@ -116,7 +143,18 @@ absl::Status PgHooks::LockPartition(sql::Connection* conn,
       .status();
 }
 
-absl::Status PgHooks::CloseTransform(sql::Connection* conn) {
+absl::Status PgHooks::CloseTransform(sql::Connection* conn,
+                                     int64_t rows_staged) {
+  // A kept output table grows by every call's rows (the next call's DELETE
+  // leaves them dead, and nothing vacuums a temporary table): it is
+  // dropped once it took kKeptScratchRows, counting each call as a row
+  // more, so that emptying and scanning it stays cheap.
+  PgConnection::SessionScratch& kept =
+      static_cast<PgSqlConnection*>(conn)->pg()->session_scratch();
+  if (!kept.key.empty()) {
+    kept.rows += rows_staged + 1;
+    if (kept.rows <= kKeptScratchRows) return absl::OkStatus();
+  }
   return conn->DropScratch();
 }
 

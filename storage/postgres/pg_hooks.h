@@ -4,15 +4,20 @@
 //     locked against other writers (SHARE ROW EXCLUSIVE) until commit, and
 //     its kept partition statistics are forgotten after;
 //   - a transform's objects (the job's views and the output table) are
-//     made per call in the session (DISCARD TEMP before and after), its
-//     named parameters made positional (storage/sql/named_parameters.h);
-//     it runs with the job's schema first on its search_path, in the
-//     read-only transaction, for its shape, then once per job and dataset
-//     is planned and refused when the plan reads anything but its declared
-//     inputs and the job's own tables, or calls what the allow-list does
-//     not allow (pg_plan_check.h);
+//     made in the session: views per call (DISCARD TEMP before and after),
+//     an output table that is all a call needs kept for the session's
+//     next calls until it took kKeptScratchRows rows; the transform's
+//     named parameters are made positional
+//     (storage/sql/named_parameters.h); it runs with the job's schema first on
+//     its search_path, in the read-only transaction, for its shape, then once
+//     per job and dataset is planned and refused when the plan reads anything
+//     but its declared inputs and the job's own tables, or calls what the
+//     allow-list does not allow (pg_plan_check.h);
 //   - two stagings of one partition take turns (a transaction-scoped
-//     advisory lock on the job, dataset and partition).
+//     advisory lock on the job, dataset and partition);
+//   - a job's staging table of a partitioned dataset has an index on its
+//     partition column, so that replacing, diffing and checking one
+//     partition's staged rows reads that partition's rows, not the job's.
 //
 // Ownership: borrows the dialect, which must outlive the hooks.
 // Thread-safety: thread-safe; which transforms passed their plan check is
@@ -50,6 +55,9 @@ class PgHooks : public sql::ReplaceHooks, public sql::StagingHooks {
 
   // ---- Staging
   // ---------------------------------------------------------------
+  absl::Status StageTableReady(sql::Connection* conn,
+                               const sql::Relation& stage,
+                               const DatasetSpec& dataset) override;
   absl::StatusOr<sql::CompiledTransform> OpenTransform(
       sql::Connection* conn, const sql::TransformSetup& setup) override;
   absl::StatusOr<std::vector<std::string>> VetTransform(
@@ -59,12 +67,17 @@ class PgHooks : public sql::ReplaceHooks, public sql::StagingHooks {
   absl::Status LockPartition(sql::Connection* conn, const std::string& job_id,
                              const DatasetSpec& dataset,
                              const std::string& partition) override;
-  absl::Status CloseTransform(sql::Connection* conn) override;
+  absl::Status CloseTransform(sql::Connection* conn,
+                              int64_t rows_staged) override;
 
   // ---- Publish and rollback -------------------------------------------------
   absl::Status PrepareTable(sql::Connection* conn,
                             const DatasetSpec& ds) override;
   void Replaced(const DatasetSpec& ds) override { replaced_(ds.name); }
+
+  // Rows (plus one per call) a kept output table takes before it is
+  // dropped and made anew.
+  static constexpr int64_t kKeptScratchRows = 10'000;
 
  private:
   const PgDialect& dialect_;

@@ -300,11 +300,23 @@ std::string TimeCondition(Grain grain, PgColumnKind kind,
   const std::string c =
       byte_ordered ? column : absl::StrCat(column, " COLLATE \"C\"");
   // A value spelled exactly as the partition belongs to it: the function
-  // (a PL/pgSQL call per row) runs only for the other spellings.
-  return absl::StrCat(
-      c, " >= ", lo, "::text AND ", c, " < ", hi, "::text AND (", CText(column),
-      " = ", p, "::text OR ", Sv(schema), ".", kPartitionFunction, "('",
-      GrainName(grain), "', ", CText(column), ") = ", p, "::text)");
+  // (a PL/pgSQL call per row) runs only for the other spellings. The
+  // candidate range of an hour is its day: of the day's other hours, only
+  // values whose hour digits (characters 12-13, after 'T' or ' ') are the
+  // partition's, or a date alone (hour 00), can belong to it, and the
+  // function runs only for those.
+  std::string other_spellings;
+  if (grain == Grain::kHour) {
+    other_spellings = absl::StrCat(
+        "(pg_catalog.substr(", CText(column), ", 12, 2) = pg_catalog.substr(",
+        p, "::text COLLATE \"C\", 12, 2) OR pg_catalog.octet_length(",
+        CText(column), ") = 10) AND ");
+  }
+  return absl::StrCat(c, " >= ", lo, "::text AND ", c, " < ", hi,
+                      "::text AND (", CText(column), " = ", p, "::text OR ",
+                      other_spellings, Sv(schema), ".", kPartitionFunction,
+                      "('", GrainName(grain), "', ", CText(column), ") = ", p,
+                      "::text)");
 }
 
 // The membership condition of a key column, from parameter `*next` on.

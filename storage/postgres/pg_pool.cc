@@ -254,6 +254,7 @@ absl::StatusOr<PgPool::Lease> PgPool::AcquireWithDeadline(absl::Time deadline) {
     idle_.pop_back();
     Slot& s = slots_[slot];
     s.leased = true;
+    s.interrupted = false;
     if (s.conn != nullptr && !s.conn->Healthy()) broken = TakeConnection(slot);
     conn = s.conn.get();
     check = conn != nullptr &&
@@ -306,8 +307,16 @@ void PgPool::Give(int slot, PgConnection* conn, bool discard) {
   // the backend and then its process group, and the second signal may
   // cancel this ROLLBACK after the first cancelled the holder's statement.
   // Repeating a ROLLBACK is harmless; a second failure gives the connection
-  // up.
-  auto rolled_back = [conn] {
+  // up. A connection libpq knows to be idle outside any transaction, and
+  // that no cancel was sent to during the lease, needs no ROLLBACK (one
+  // round trip less per lease).
+  bool interrupted;
+  {
+    absl::MutexLock lock(&mu_);
+    interrupted = slots_[slot].interrupted || slots_[slot].cancelling > 0;
+  }
+  auto rolled_back = [conn, interrupted] {
+    if (!interrupted && conn->Idle()) return true;
     return conn->Exec("ROLLBACK").ok() ||
            (conn->Healthy() && conn->Exec("ROLLBACK").ok());
   };
@@ -339,6 +348,7 @@ int PgPool::InterruptAll() {
       Slot& s = slots_[i];
       if (s.leased && s.conn != nullptr) {
         ++s.cancelling;
+        s.interrupted = true;
         targets.emplace_back(i, s.conn.get());
       }
     }

@@ -195,6 +195,8 @@ class PgPool {
     // InterruptAll() calls sending a cancel to `conn` right now, without
     // mu_: `conn` is neither closed nor reused until they are done.
     int cancelling = 0;
+    // InterruptAll() sent a cancel to `conn` during the current lease.
+    bool interrupted = false;
     absl::Time idle_since;  // when it was last given back
   };
 

@@ -154,6 +154,7 @@ absl::Status PgSqlConnection::LimitTime(absl::Duration limit) {
 }
 
 absl::Status PgSqlConnection::DropScratch() {
+  conn_->session_scratch() = {};
   return conn_->Exec("DISCARD TEMP").status();
 }
 

@@ -425,7 +425,7 @@ absl::StatusOr<StageResult> StagePartition(
     RETURN_IF_ERROR(Annotate(write.Commit(), where));
     result.timings.stage_write = phase.Lap();
   }
-  RETURN_IF_ERROR(hooks.CloseTransform(conn));
+  RETURN_IF_ERROR(hooks.CloseTransform(conn, result.rows_written));
   for (const auto& [name, f] : new_pins) job.KeepPinnedFingerprint(f);
   return result;
 }

@@ -36,6 +36,7 @@
 #ifndef BACKFILL_STORAGE_SQL_STAGING_H_
 #define BACKFILL_STORAGE_SQL_STAGING_H_
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -112,9 +113,10 @@ class StagingHooks {
     return absl::OkStatus();
   }
 
-  // After a staging succeeded: leaves the session as the next call should
-  // find it.
-  virtual absl::Status CloseTransform(Connection* conn) = 0;
+  // After a staging succeeded, which wrote `rows_staged` rows: leaves the
+  // session as the next call should find it.
+  virtual absl::Status CloseTransform(Connection* conn,
+                                      int64_t rows_staged) = 0;
 };
 
 // INVALID_ARGUMENT unless `layout` can be prepared: a job id, datasets the

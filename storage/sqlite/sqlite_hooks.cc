@@ -114,7 +114,8 @@ absl::StatusOr<std::vector<std::string>> SqliteHooks::VetTransform(
   return CompiledOn(static_cast<SqliteConnection*>(conn)).outputs;
 }
 
-absl::Status SqliteHooks::CloseTransform(sql::Connection* conn) {
+absl::Status SqliteHooks::CloseTransform(sql::Connection* conn,
+                                         int64_t /*rows_staged*/) {
   return conn->Exec("DELETE FROM temp.\"_bf_out\"").status();
 }
 

@@ -68,7 +68,8 @@ class SqliteHooks : public sql::ReplaceHooks, public sql::StagingHooks {
       const sql::CompiledTransform& transform,
       const sql::Params& params) override;
   // The output table stays for the next partition, empty.
-  absl::Status CloseTransform(sql::Connection* conn) override;
+  absl::Status CloseTransform(sql::Connection* conn,
+                              int64_t rows_staged) override;
 
   // ---- Publish and rollback -------------------------------------------------
   absl::StatusOr<std::function<absl::Status()>> BeforeReplacing(
