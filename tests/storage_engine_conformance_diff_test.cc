@@ -348,6 +348,54 @@ TEST_P(EngineDiffConformanceTest,
   EXPECT_EQ(first->samples[0].key[1], "1");  // by key
 }
 
+TEST_P(EngineDiffConformanceTest,
+       NullKeysMatchNullKeysOnlyWhenBothSidesHaveThem) {
+  // A declared key the tables do not enforce: NULL ids on either side. Keys
+  // match NULL-safely, as EXCEPT and INTERSECT compare them in PlainSql.
+  // Day 1: NULL ids on both sides, one the same row, one changed. Day 2:
+  // NULL ids staged only. Day 3: published only. Day 4: none, many rows.
+  const std::string defs =
+      "(ds TEXT, id INTEGER, amount DOUBLE PRECISION, qty INTEGER, label "
+      "TEXT)";
+  Exec(absl::StrCat("CREATE TABLE facts ", defs));
+  Exec(absl::StrCat("CREATE TABLE facts_next ", defs));
+  Exec(
+      "INSERT INTO facts VALUES ('2025-06-01', NULL, 1, 1, 'same'), "
+      "('2025-06-01', 1, 2, 2, 'x'), ('2025-06-02', 1, 3, 3, 'y'), "
+      "('2025-06-03', NULL, 4, 4, 'gone'), ('2025-06-03', 2, 5, 5, 'z');"
+      "INSERT INTO facts_next VALUES ('2025-06-01', NULL, 1, 1, 'same'), "
+      "('2025-06-01', 1, 2, 9, 'x'), ('2025-06-02', NULL, 6, 6, 'new'), "
+      "('2025-06-02', 1, 3, 3, 'y'), ('2025-06-03', 2, 5, 5, 'z');");
+  for (int id = 0; id < 300; ++id) {
+    if (id % 7 != 0) {
+      Exec(absl::StrCat("INSERT INTO facts VALUES ('2025-06-04', ", id, ", ",
+                        id, ", 1, 'p')"));
+    }
+    if (id % 5 != 0) {
+      Exec(absl::StrCat("INSERT INTO facts_next VALUES ('2025-06-04', ", id,
+                        ", ", id, ", ", id % 3 == 0 ? 2 : 1, ", 'p')"));
+    }
+  }
+  const std::vector<std::string> days = {"2025-06-01", "2025-06-02",
+                                         "2025-06-03", "2025-06-04"};
+  ASSERT_NO_FATAL_FAILURE(Stage(days));
+  for (const std::string& day : days) {
+    SCOPED_TRACE(day);
+    auto diff = engine()->DiffPartition(kJob, facts_, day, 10);
+    ASSERT_TRUE(diff.ok()) << diff.status();
+    ASSERT_NO_FATAL_FAILURE(ExpectMatches(*diff, PlainSql(day)));
+  }
+  auto both = engine()->DiffPartition(kJob, facts_, "2025-06-01", 10);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->unchanged, 1);  // the NULL ids matched
+  EXPECT_EQ(both->changed, 1);
+  EXPECT_EQ(both->added + both->removed, 0);
+  auto staged_only = engine()->DiffPartition(kJob, facts_, "2025-06-02", 10);
+  ASSERT_TRUE(staged_only.ok());
+  EXPECT_EQ(staged_only->added, 1);
+  EXPECT_EQ(staged_only->unchanged, 1);
+}
+
 TEST_P(EngineDiffConformanceTest, WithoutAPrimaryKeyRowsCompareAsMultisets) {
   facts_.primary_key.clear();
   CreateTables(/*published=*/true);

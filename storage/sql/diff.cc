@@ -47,6 +47,13 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
     return conn->Exec(sides.with + select, sides.params);
   };
   PartitionDiff diff;
+  // Keys are matched NULL-safely (IS NOT DISTINCT FROM). That can only
+  // differ from `=` for two rows with NULLs in the same key columns, one on
+  // each side: unless both sides have a NULL in their keys, keys are matched
+  // with `=`, which a warehouse can hash or merge (PostgreSQL joins on IS
+  // NOT DISTINCT FROM by nested loops, in time growing with the rows
+  // squared).
+  bool null_keys_both = false;
   diff.dataset = dataset.name;
   diff.partition = partition;
   {
@@ -56,6 +63,18 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
       const std::string total = d.Total(Dialect::Quote(m));
       absl::StrAppend(&select, ", (SELECT ", total, " FROM ", b, "), (SELECT ",
                       total, " FROM ", a, ")");
+    }
+    // Whether each side has a row with a NULL in its key (1 or 0).
+    if (columns.by_key && !columns.key.empty()) {
+      std::vector<std::string> nulls;
+      for (const std::string& c : columns.key) {
+        nulls.push_back(absl::StrCat(Dialect::Quote(c), " IS NULL"));
+      }
+      const std::string any_null = absl::StrJoin(nulls, " OR ");
+      for (const std::string& side : {b, a}) {
+        absl::StrAppend(&select, ", (SELECT COUNT(*) FROM (SELECT 1 FROM ",
+                        side, " WHERE ", any_null, " LIMIT 1) AS _bf_n)");
+      }
     }
     ASSIGN_OR_RETURN(Result r, run(select));
     const Row& row = r.rows.at(0);
@@ -67,6 +86,10 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
       totals.before = row[2 + 2 * i].real;
       totals.after = row[3 + 2 * i].real;
       diff.measures.push_back(std::move(totals));
+    }
+    if (columns.by_key && !columns.key.empty()) {
+      const size_t n = 2 + 2 * columns.measures.size();
+      null_keys_both = row[n].integer > 0 && row[n + 1].integer > 0;
     }
   }
   // One side empty (a first load, a partition emptied): every row of the
@@ -106,7 +129,8 @@ absl::StatusOr<PartitionDiff> DiffOnePartition(
   const size_t k = columns.key.size(), v = columns.values.size();
   if (columns.by_key) {
     const std::string key_match =
-        Pairs(columns.key, "IS NOT DISTINCT FROM", " AND ", "1 = 1");
+        Pairs(columns.key, null_keys_both ? "IS NOT DISTINCT FROM" : "=",
+              " AND ", "1 = 1");
     const std::string differs =
         Pairs(columns.values, "IS DISTINCT FROM", " OR ", "1 = 0");
     const std::string only_after =
