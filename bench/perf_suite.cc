@@ -24,7 +24,10 @@
 //     time a group takes to take a killed replica's job over;
 //   - one-fix (bench/perf_one_fix.h): a one-partition fix from submit to
 //     SUCCEEDED, p50 and p99 over jobs one after the other, against the
-//     same transform and publish as plain SQL, and where its time goes.
+//     same transform and publish as plain SQL, and where its time goes;
+//   - million (bench/perf_million.h): the plan and the job of 1,000,000
+//     hour partitions, reads while it runs, and a restart in the middle of
+//     another.
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
@@ -34,7 +37,7 @@
 // first six rows), partitions (the 100,000-partition rows: plan, job,
 // GetBackfill, restart), plan-size (the 30-day plan against table size),
 // replicas (the state store in PostgreSQL and groups of replicas), one-fix
-// (one-partition jobs).
+// (one-partition jobs), million (the 1,000,000-partition rows).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -66,6 +69,7 @@
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
+#include "bench/perf_million.h"
 #include "bench/perf_one_fix.h"
 #include "bench/perf_process.h"
 #include "bench/perf_read_probe.h"
@@ -168,8 +172,8 @@ std::string Machine() {
 class Suite {
  public:
   // The groups of rows --only names.
-  static constexpr const char* kGroups[] = {"one-fix", "cost", "partitions",
-                                            "plan-size", "replicas"};
+  static constexpr const char* kGroups[] = {
+      "one-fix", "cost", "partitions", "plan-size", "replicas", "million"};
 
   // `only`: the groups to run (kGroups); empty: all of them.
   Suite(bool quick, std::set<std::string> only, std::string bin_dir,
@@ -199,6 +203,14 @@ class Suite {
       options.dir = dir_ / "replicas";
       options.workers = kWorkers;
       RETURN_IF_ERROR(AddReplicaRows(options, &rows_));
+    }
+    if (Runs("million")) {
+      MillionBenchOptions options;
+      options.quick = quick_;
+      options.backfilld = Bin("backfilld");
+      options.dir = dir_;
+      options.workers = kWorkers;
+      RETURN_IF_ERROR(AddMillionRows(options, &rows_));
     }
     return absl::OkStatus();
   }
@@ -746,7 +758,8 @@ int Main(int argc, char** argv) {
                       group) == std::end(Suite::kGroups)) {
           std::fprintf(stderr,
                        "backfill_perf: --only: no group \"%s\" (the groups "
-                       "are cost, partitions, plan-size and replicas)\n",
+                       "are one-fix, cost, partitions, plan-size, replicas and "
+                       "million)\n",
                        std::string(group).c_str());
           return 2;
         }
@@ -759,7 +772,8 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: backfill_perf [--quick] [--only "
-                   "cost,partitions,plan-size,replicas] [--bin-dir DIR] "
+                   "one-fix,cost,partitions,plan-size,replicas,million] "
+                   "[--bin-dir DIR] "
                    "[--work-dir DIR] [--keep]\n");
       return 2;
     }
