@@ -4,11 +4,12 @@
 # markdown table of every performance goal with the figures it was measured
 # from (see docs/performance.md). Takes about 5 minutes and ~12 GB of
 # temporary disk at full size on a 2-core machine, and 15-17 minutes more
-# for the replicas rows (which start a PostgreSQL server of their own).
+# for the replicas rows (which start a PostgreSQL server of their own), and
+# about 7 minutes and ~3 GB for the million rows (--only million).
 # Usage: scripts/bench.sh [--quick] [backfill_perf options...]
 #   --quick       small data: proves the suite runs, measures nothing
 #   --only G,...  some groups of rows: one-fix, cost, partitions, plan-size,
-#                 replicas
+#                 replicas, million (a job of 1,000,000 partitions)
 #   --work-dir D  where the generated data goes (default: $TMPDIR or /tmp)
 #   --keep        keep the generated data
 # Environment: BACKFILL_JOBS (default: number of CPUs).
