@@ -24,11 +24,14 @@
 //     time a group takes to take a killed replica's job over;
 //   - one-fix (bench/perf_one_fix.h): a one-partition fix from submit to
 //     SUCCEEDED, p50 and p99 over jobs one after the other, against the
-//     same transform and publish as plain SQL, and where its time goes.
+//     same transform and publish as plain SQL, and where its time goes;
 //   - postgres (bench/perf_postgres.h): a full reload on a PostgreSQL
 //     warehouse against psql running the same SQL, the trivial job there,
 //     one partition replaced by a job, and one of 5 million rows replaced
-//     by hand, beside a partition swap (DETACH + ATTACH).
+//     by hand, beside a partition swap (DETACH + ATTACH);
+//   - million (bench/perf_million.h): the plan and the job of 1,000,000
+//     hour partitions, reads while it runs, and a restart in the middle of
+//     another.
 // --quick runs every step on small data (for CI: it proves the suite works
 // and asserts no timing).
 //
@@ -38,7 +41,8 @@
 // first six rows), partitions (the 100,000-partition rows: plan, job,
 // GetBackfill, restart), plan-size (the 30-day plan against table size),
 // replicas (the state store in PostgreSQL and groups of replicas), one-fix
-// (one-partition jobs), postgres (a PostgreSQL warehouse against psql).
+// (one-partition jobs), postgres (a PostgreSQL warehouse against psql),
+// million (the 1,000,000-partition rows).
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -73,6 +77,7 @@
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
+#include "bench/perf_million.h"
 #include "bench/perf_one_fix.h"
 #include "bench/perf_postgres.h"
 #include "bench/perf_process.h"
@@ -147,7 +152,8 @@ class Suite {
  public:
   // The groups of rows --only names.
   static constexpr const char* kGroups[] = {
-      "one-fix", "cost", "partitions", "plan-size", "replicas", "postgres"};
+      "one-fix",  "cost",     "partitions", "plan-size",
+      "replicas", "postgres", "million"};
 
   // `only`: the groups to run (kGroups); empty: all of them.
   Suite(bool quick, std::set<std::string> only, std::string bin_dir,
@@ -186,6 +192,14 @@ class Suite {
       options.workers = kWorkers;
       fs::create_directories(options.dir);
       return AddPostgresRows(options, &rows_);
+    }));
+    RETURN_IF_ERROR(Group("million", [&] {
+      MillionBenchOptions options;
+      options.quick = quick_;
+      options.backfilld = Bin("backfilld");
+      options.dir = dir_;
+      options.workers = kWorkers;
+      return AddMillionRows(options, &rows_);
     }));
     return absl::OkStatus();
   }
@@ -766,7 +780,7 @@ int Main(int argc, char** argv) {
           std::fprintf(stderr,
                        "backfill_perf: --only: no group \"%s\" (the groups "
                        "are one-fix, cost, partitions, plan-size, replicas and "
-                       "postgres)\n",
+                       "postgres, million)\n",
                        std::string(group).c_str());
           return 2;
         }
@@ -777,11 +791,12 @@ int Main(int argc, char** argv) {
     } else if (flag == "--work-dir" && i + 1 < argc) {
       work_dir = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: backfill_perf [--quick] [--only "
-                   "one-fix,cost,partitions,plan-size,replicas,postgres] "
-                   "[--bin-dir DIR] "
-                   "[--work-dir DIR] [--keep]\n");
+      std::fprintf(
+          stderr,
+          "usage: backfill_perf [--quick] [--only "
+          "one-fix,cost,partitions,plan-size,replicas,postgres,million] "
+          "[--bin-dir DIR] "
+          "[--work-dir DIR] [--keep]\n");
       return 2;
     }
   }

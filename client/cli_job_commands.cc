@@ -138,6 +138,18 @@ int JobCommands::Submit(const ScopeOptions& scope,
 
 int JobCommands::Status(const std::string& id) {
   absl::StatusOr<v1::Backfill> job = client_->Get(id);
+  // A job of more than about 150,000 partitions is larger whole than the
+  // 4 MiB a gRPC client receives: its basic view (the counts without the
+  // lists) is shown instead.
+  if (job.status().code() == absl::StatusCode::kResourceExhausted) {
+    job = client_->Get(id, v1::BACKFILL_VIEW_BASIC);
+    if (job.ok()) {
+      std::cerr << "backfillctl: job " << cli::TerminalText(id)
+                << " is too large to show whole; its partitions are not "
+                   "listed (backfillctl partitions lists them)"
+                << std::endl;
+    }
+  }
   if (!job.ok()) return RpcError(job.status());
   return Print(*job, cli::FormatBackfill(*job));
 }

@@ -95,8 +95,13 @@ std::string FormatBackfill(const v1::Backfill& backfill) {
     lines.emplace_back(
         "  " + TerminalText(plan.dataset()),
         absl::StrCat(
-            Plural(plan.partitions_size(), "partition"), "  ",
-            SummarizePartitions(plan.partitions()),
+            Plural(std::max<int64_t>(plan.partition_count(),
+                                     plan.partitions_size()),
+                   "partition"),
+            "  ",
+            plan.partition_count() > plan.partitions_size()
+                ? "(not listed)"
+                : SummarizePartitions(plan.partitions()),
             plan.reason().empty() ? "" : "  " + TerminalText(plan.reason())));
   }
   const v1::CostEstimate& cost = backfill.cost_estimate();

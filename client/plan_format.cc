@@ -1,6 +1,7 @@
 #include "client/plan_format.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,17 @@
 namespace backfill {
 namespace cli {
 namespace {
+
+// How many partitions `plan` holds: the list's size, or partition_count
+// when the server left the list out (a plan too large to list).
+int64_t PlannedCount(const v1::DatasetPlan& plan) {
+  return std::max<int64_t>(plan.partition_count(), plan.partitions_size());
+}
+
+// Whether the server left `plan`'s partitions out.
+bool Unlisted(const v1::DatasetPlan& plan) {
+  return plan.partition_count() > plan.partitions_size();
+}
 
 // Runs of partitions with one reason longer than this are shown as a range.
 constexpr int kMaxListedInRun = 3;
@@ -29,7 +41,7 @@ std::string EstimateSourcesText(
     parts.push_back(absl::StrCat(
         TerminalText(plan.dataset()), " ",
         SourceText(plan.estimate_source(), plan.partitions_from_history(),
-                   plan.partitions_size())));
+                   PlannedCount(plan))));
   }
   if (parts.empty()) return "";
   return absl::StrCat("Estimated from: ", absl::StrJoin(parts, ", "), "\n");
@@ -170,13 +182,21 @@ std::string FormatPlan(const v1::PlanBackfillResponse& response) {
   for (const v1::DatasetPlan& plan : response.datasets()) {
     table.AddRow(
         {TerminalText(plan.dataset()), SafeOrDash(PlanGrainText(plan)),
-         absl::StrCat(plan.partitions_size()),
-         SummarizePartitions(plan.partitions()),
+         absl::StrCat(PlannedCount(plan)),
+         Unlisted(plan) ? "(not listed)"
+                        : SummarizePartitions(plan.partitions()),
          HumanCount(plan.cost().backfill()),
          plan.cost().full_reload() > 0 ? Percent(plan.cost().ratio()) : "-",
          SafeOrDash(plan.reason())});
   }
   absl::StrAppend(&out, table.Render(), "\n");
+  if (std::any_of(response.datasets().begin(), response.datasets().end(),
+                  Unlisted)) {
+    absl::StrAppend(&out,
+                    "The plan is too large to list its partitions; a "
+                    "submitted job lists them page by page (backfillctl "
+                    "partitions)\n\n");
+  }
   for (const v1::DatasetPlan& plan : response.datasets()) {
     if (plan.keys_size() == 0) continue;
     absl::StrAppend(&out, "Only the rows of ", TerminalText(plan.dataset()),

@@ -4,13 +4,14 @@
 # markdown table of every performance goal with the figures it was measured
 # from (see docs/performance.md). Takes about 5 minutes and ~12 GB of
 # temporary disk at full size on a 2-core machine, 15-17 minutes more
-# for the replicas rows and 6 more for the postgres rows (both
-# start a PostgreSQL server of their own).
+# for the replicas rows and 6 more for the postgres rows (both start a
+# PostgreSQL server of their own), and about 7 minutes and ~3 GB for the
+# million rows.
 # Usage: scripts/bench.sh [--quick] [backfill_perf options...]
 #   --quick       small data: proves the suite runs, measures nothing
 #   --only G,...  some groups of rows: one-fix, cost, partitions, plan-size,
-#                 replicas, postgres (e.g. --only postgres: a PostgreSQL
-#                 warehouse against psql)
+#                 replicas, postgres (a PostgreSQL warehouse against psql),
+#                 million (a job of 1,000,000 partitions)
 #   --work-dir D  where the generated data goes (default: $TMPDIR or /tmp)
 #   --keep        keep the generated data
 # Environment: BACKFILL_JOBS (default: number of CPUs).

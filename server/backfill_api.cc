@@ -76,6 +76,7 @@ BackfillApi::BackfillApi(BackfillManager* manager, absl::Duration watch_poll,
     : manager_(manager),
       watch_poll_(watch_poll),
       max_page_bytes_(max_page_bytes),
+      max_plan_answer_bytes_(limits.max_plan_answer_bytes),
       watch_min_interval_(limits.watch_min_interval),
       watch_slots_(limits.max_watch_streams_per_caller) {}
 
@@ -87,7 +88,22 @@ absl::Status BackfillApi::PlanBackfill(const Caller& caller,
   if (!plan.ok()) {
     return PrefixFieldPaths(plan.status(), "request");
   }
-  *response = PlanToProto(*plan, *manager_->catalog());
+  // The lists take at least their strings' bytes and two more each (a
+  // tag and a length): a plan surely over the limit is not built whole.
+  size_t listed = 0;
+  for (const DatasetPlan& dataset : plan->datasets) {
+    for (const std::string& p : dataset.partitions) listed += p.size() + 2;
+    for (const std::string& r : dataset.partition_reasons) {
+      listed += r.size() + 2;
+    }
+  }
+  if (listed <= max_plan_answer_bytes_) {
+    *response = PlanToProto(*plan, *manager_->catalog());
+    if (response->ByteSizeLong() <= max_plan_answer_bytes_) {
+      return absl::OkStatus();
+    }
+  }
+  *response = PlanToProto(*plan, *manager_->catalog(), JobView::kBasic);
   return absl::OkStatus();
 }
 

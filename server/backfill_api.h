@@ -65,6 +65,12 @@ struct ServiceLimits {
   // partition). The end of a job this daemon runs is sent at once; of one
   // another replica runs, at most this late.
   absl::Duration watch_min_interval = absl::Milliseconds(100);
+  // The largest answer to PlanBackfill that lists every planned partition;
+  // a larger plan is answered with the partitions and their reasons left
+  // out, as in a job's BASIC view (DatasetPlan.partition_count still says
+  // how many). gRPC clients refuse a message over 4 MiB unless told
+  // otherwise: a plan of about 150,000 hour partitions would reach none.
+  size_t max_plan_answer_bytes = size_t{4} << 20;
 };
 
 // The host of a peer string: "10.0.0.7" of "ipv4:10.0.0.7:5123", "::1" of
@@ -233,6 +239,8 @@ class BackfillApi {
   absl::Duration lease_time_ ABSL_GUARDED_BY(group_mu_) = absl::Seconds(10);
   const absl::Duration watch_poll_;
   const size_t max_page_bytes_;
+  // ServiceLimits::max_plan_answer_bytes.
+  const size_t max_plan_answer_bytes_;
   // ServiceLimits::watch_min_interval.
   const absl::Duration watch_min_interval_;
   std::atomic<bool> shutting_down_{false};

@@ -469,10 +469,11 @@ v1::Approval ApprovalToProto(const Approval& approval) {
   return proto;
 }
 
-v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog) {
+v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog,
+                                     JobView view) {
   v1::PlanBackfillResponse proto;
   for (const DatasetPlan& dataset : plan.datasets) {
-    *proto.add_datasets() = DatasetPlanToProto(dataset, catalog);
+    *proto.add_datasets() = DatasetPlanToProto(dataset, catalog, view);
   }
   proto.set_total_partitions(plan.total_partitions());
   *proto.mutable_cost() = CostToProto(plan.cost);

@@ -92,8 +92,10 @@ v1::Approval ApprovalToProto(const Approval& approval);
 v1::CheckSeverity SeverityToProto(CheckSeverity severity);
 v1::CheckResult CheckResultToProto(const CheckResult& result);
 
-// Step 1's answer: datasets with partitions and cost, totals, conflicts.
-v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog);
+// Step 1's answer: datasets with partitions and cost, totals, conflicts;
+// kBasic leaves out each dataset's lists (as DatasetPlanToProto).
+v1::PlanBackfillResponse PlanToProto(const Plan& plan, const Catalog& catalog,
+                                     JobView view = JobView::kFull);
 
 // A declared dataset; downstream from Catalog::DirectDependents,
 // declared_at as "file:line", retention for a derived dataset.

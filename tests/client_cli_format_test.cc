@@ -756,6 +756,28 @@ TEST(EarlyCutoffFormatTest, OnlyNonZeroCutoffCountsAreShown) {
             "job bf-9: RUNNING  33/45 partitions  73%  1.0 s  (30 unchanged)");
 }
 
+// A plan too large to list its partitions (the server left the lists out):
+// the count comes from partition_count, the range is not made up.
+TEST(FormatPlanTest, APlanWithoutItsListsShowsTheirCounts) {
+  v1::PlanBackfillResponse plan = TwoDatasetPlan();
+  plan.mutable_datasets(1)->clear_partitions();
+  plan.mutable_datasets(1)->set_partition_count(1000000);
+  plan.set_total_partitions(1000003);
+  const std::string out = FormatPlan(plan);
+  EXPECT_THAT(LineStartingWith(out, "daily_revenue "),
+              MatchesRegex("daily_revenue +day +1000000 +\\(not listed\\) "
+                           "+2000 .*"));
+  EXPECT_THAT(LineStartingWith(out, "orders "),
+              MatchesRegex("orders +day +3 +2025-03-01,2025-03-02,2025-03-03 "
+                           ".*"));
+  EXPECT_EQ(LineStartingWith(out, "The plan is too large"),
+            "The plan is too large to list its partitions; a submitted job "
+            "lists them page by page (backfillctl partitions)");
+  EXPECT_EQ(
+      LineStartingWith(FormatPlan(TwoDatasetPlan()), "The plan is too large"),
+      "");
+}
+
 TEST(EarlyCutoffFormatTest, ThePlanSaysWhatHappensToUnchangedPartitions) {
   const std::string out = FormatPlan(TwoDatasetPlan());
   EXPECT_EQ(LineStartingWith(out, "Early cutoff:"),

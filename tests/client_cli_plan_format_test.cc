@@ -360,6 +360,18 @@ TEST(FormatDatasetsTest, ShowsTheEntityKey) {
   EXPECT_THAT(out, HasSubstr("customer_id"));
 }
 
+// The basic view (a submit's answer for a large job, or status of a job too
+// large to receive whole) leaves the lists out: the plan's line shows the
+// count the server kept, not an empty list.
+TEST(FormatBackfillTest, TheBasicViewShowsThePlannedCounts) {
+  v1::Backfill job = RunningJob();
+  job.set_view(v1::BACKFILL_VIEW_BASIC);
+  job.mutable_plan(0)->clear_partitions();
+  job.mutable_plan(0)->set_partition_count(1000000);
+  EXPECT_EQ(ValueOf(FormatBackfill(job), "  orders"),
+            "1000000 partitions  (not listed)  requested");
+}
+
 TEST(FormatBackfillTest, DescribesTheJob) {
   const std::string out = FormatBackfill(RunningJob());
   EXPECT_EQ(ValueOf(out, "Job"), "bf-42");

@@ -123,7 +123,7 @@ class ServerListingTest : public ::testing::Test {
                                                  &observer_, options);
     ASSERT_TRUE(manager_->Start().ok());
     api_ = std::make_unique<BackfillApi>(
-        manager_.get(), absl::Milliseconds(200), max_page_bytes_);
+        manager_.get(), absl::Milliseconds(200), max_page_bytes_, limits_);
     service_ = std::make_unique<BackfillServiceImpl>(api_.get());
     grpc::ServerBuilder builder;
     int port = 0;
@@ -219,6 +219,7 @@ class ServerListingTest : public ::testing::Test {
   }
 
   size_t max_page_bytes_ = kMaxListPageBytes;
+  ServiceLimits limits_;
   std::string dir_;
   SystemClock clock_;
   JobObserver observer_;  // no-op
@@ -713,6 +714,54 @@ TEST_F(SmallPagesTest, AnswersToChangesFallBackToTheBasicViewWhenTooLarge) {
   EXPECT_GT(whole->ByteSizeLong(), 1500u);
   WaitTerminal(fits->backfill().id());
   WaitTerminal(answer.id());
+}
+
+// A small cap on a plan's answer: a plan over it comes without its lists.
+class SmallPlanAnswersTest : public ServerListingTest {
+ protected:
+  // A plan of daily_revenue and its two dependents fits in 1 kB listing
+  // two days, not listing all of March with its dependents' partitions
+  // and every partition's reason.
+  SmallPlanAnswersTest() { limits_.max_plan_answer_bytes = 1000; }
+};
+
+// A plan too large to answer whole leaves the partitions and their reasons
+// out, with the counts that stand for them (a client would refuse a plan
+// over its message limit); a plan that fits lists every partition.
+TEST_F(SmallPlanAnswersTest, APlanOverTheLimitIsAnsweredWithoutItsLists) {
+  v1::BackfillRequest small;
+  small.set_dataset("daily_revenue");
+  small.add_partitions(Day(1));
+  small.add_partitions(Day(2));
+  small.set_reason("small");
+  absl::StatusOr<v1::PlanBackfillResponse> fits = client_->Plan(small);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_LE(fits->ByteSizeLong(), 1000u);
+  ASSERT_GE(fits->datasets_size(), 1);
+  EXPECT_EQ(fits->datasets(0).dataset(), "daily_revenue");
+  EXPECT_EQ(fits->datasets(0).partitions_size(), 2);
+  EXPECT_EQ(fits->datasets(0).partition_reasons_size(), 2);
+  EXPECT_EQ(fits->datasets(0).partition_count(), 2);
+
+  v1::BackfillRequest large = small;
+  large.clear_partitions();
+  large.set_from_partition(Day(1));
+  large.set_to_partition("2025-04-01");
+  large.set_reason("large");
+  absl::StatusOr<v1::PlanBackfillResponse> planned = client_->Plan(large);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_LE(planned->ByteSizeLong(), 1000u);
+  ASSERT_GE(planned->datasets_size(), 1);
+  int64_t counted = 0;
+  for (const v1::DatasetPlan& dataset : planned->datasets()) {
+    EXPECT_EQ(dataset.partitions_size(), 0) << dataset.dataset();
+    EXPECT_EQ(dataset.partition_reasons_size(), 0) << dataset.dataset();
+    counted += dataset.partition_count();
+  }
+  EXPECT_EQ(planned->datasets(0).dataset(), "daily_revenue");
+  EXPECT_EQ(planned->datasets(0).partition_count(), 31);
+  EXPECT_EQ(counted, planned->total_partitions());
+  EXPECT_GT(planned->total_partitions(), 31);
 }
 
 class ServerListPartitionsTest : public ServerListingTest {
