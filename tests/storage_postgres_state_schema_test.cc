@@ -162,10 +162,21 @@ TEST_F(PgStateSchemaTest, HasTheTablesAndColumnsOfTheSqliteStateStore) {
     EXPECT_EQ(pg.at(table), columns) << table;
     pg.erase(table);
   }
-  const Schema sqlite = SqliteSchema();
+  Schema sqlite = SqliteSchema();
   // Every table of state.db (the 17 of its latest version), column by
   // column.
   EXPECT_EQ(sqlite.size(), 17u);
+  // The count of tasks is kept per job and state here, per state in
+  // state.db: replicas checkpointing different jobs at once must not wait
+  // for each other on one row per state; state.db has one writer.
+  ASSERT_EQ(pg.count("task_state_counts"), 1u);
+  EXPECT_EQ(pg.at("task_state_counts"),
+            (std::vector<std::string>{"job_id text", "state text",
+                                      "n bigint not null"}));
+  EXPECT_EQ(sqlite.at("task_state_counts"),
+            (std::vector<std::string>{"state text", "n bigint not null"}));
+  pg.erase("task_state_counts");
+  sqlite.erase("task_state_counts");
   EXPECT_EQ(sqlite.at("jobs").size(), 28u);
   EXPECT_EQ(pg, sqlite);
   EXPECT_EQ(Rows("SELECT value FROM backfill_state.counters WHERE name = "
@@ -255,6 +266,54 @@ TEST_F(PgStateSchemaTest, ADatabaseOfVersionOneGetsTheTablesOfAGroup) {
   EXPECT_EQ(Rows("SELECT state, n FROM backfill_state.task_state_counts "
                  "WHERE n <> 0 ORDER BY 1"),
             std::vector<std::string>{"STAGED|2"});
+}
+
+TEST_F(PgStateSchemaTest,
+       TheTaskCountsOfTwoJobsAreKeptApartAndTheirWritesNeverWait) {
+  ASSERT_TRUE(MigrateStateSchema(conn_.get()).ok());
+  ASSERT_TRUE(
+      conn_
+          ->ExecScript("SET search_path TO backfill_state;"
+                       "INSERT INTO jobs (id, seq, state, dataset) VALUES "
+                       "('bf-1', 1, 'RUNNING', 'd'), ('bf-2', 2, 'RUNNING', "
+                       "'d');"
+                       "INSERT INTO tasks (job_id, dataset, \"partition\", "
+                       "ordinal, state) VALUES ('bf-1', 'd', 'a', 0, "
+                       "'PENDING'), ('bf-1', 'd', 'b', 1, 'PENDING'), "
+                       "('bf-2', 'd', 'a', 0, 'PENDING');"
+                       "RESET search_path;")
+          .ok());
+  // One job's checkpoint holds its transaction open; another job's
+  // checkpoint, on another connection, must not wait for it (it did while
+  // the counts were one row per state).
+  std::unique_ptr<PgConnection> other = Connect();
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(conn_
+                  ->ExecScript("BEGIN; UPDATE backfill_state.tasks SET state "
+                               "= 'STAGED' WHERE job_id = 'bf-1' AND "
+                               "\"partition\" = 'a';")
+                  .ok());
+  auto not_waiting = other->ExecScript(
+      "SET lock_timeout = '5s'; UPDATE backfill_state.tasks SET state = "
+      "'STAGED' WHERE job_id = 'bf-2';");
+  EXPECT_TRUE(not_waiting.ok()) << not_waiting;
+  ASSERT_TRUE(conn_->ExecScript("COMMIT").ok());
+  EXPECT_EQ(
+      Rows("SELECT job_id, state, n FROM backfill_state.task_state_counts "
+           "WHERE n <> 0 ORDER BY 1, 2"),
+      (std::vector<std::string>{"bf-1|PENDING|1", "bf-1|STAGED|1",
+                                "bf-2|STAGED|1"}));
+  // A job's tasks deleted take its counts along.
+  ASSERT_TRUE(
+      conn_->Exec("DELETE FROM backfill_state.tasks WHERE job_id = 'bf-1'")
+          .ok());
+  EXPECT_EQ(Rows("SELECT COUNT(*) FROM backfill_state.task_state_counts "
+                 "WHERE job_id = 'bf-1'"),
+            (std::vector<std::string>{"0"}));
+  EXPECT_EQ(
+      Rows("SELECT job_id, state, n FROM backfill_state.task_state_counts "
+           "WHERE n <> 0 ORDER BY 1, 2"),
+      (std::vector<std::string>{"bf-2|STAGED|1"}));
 }
 
 TEST_F(PgStateSchemaTest, ANewerSchemaIsRefusedAndLeftAlone) {

@@ -338,8 +338,9 @@ absl::StatusOr<StoreStats> Stats(PgConnection* conn) {
   }
   {
     ASSIGN_OR_RETURN(PgResult r,
-                     conn->Exec("SELECT state, n FROM "
-                                "backfill_state.task_state_counts"));
+                     conn->Exec("SELECT state, SUM(n)::bigint FROM "
+                                "backfill_state.task_state_counts GROUP BY "
+                                "state"));
     for (const Row& row : r.rows) {
       ASSIGN_OR_RETURN(TaskState state, ParseTaskState(ColText(row, 0)));
       stats.tasks_by_state[static_cast<size_t>(state)] = ColInt(row, 1);

@@ -387,6 +387,69 @@ CREATE TRIGGER task_state_counts_delete AFTER DELETE ON backfill_state.tasks
   REFERENCING OLD TABLE AS old_tasks
   FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_deleted();
 )sql",
+    // 3: the count of tasks kept per job and state, not per state alone:
+    // the checkpoints of different jobs (replicas running a job each) no
+    // longer wait for each other on one shared row per state until commit.
+    R"sql(
+DROP TRIGGER task_state_counts_insert ON backfill_state.tasks;
+DROP TRIGGER task_state_counts_update ON backfill_state.tasks;
+DROP TRIGGER task_state_counts_delete ON backfill_state.tasks;
+DROP FUNCTION backfill_state.task_state_counts_inserted();
+DROP FUNCTION backfill_state.task_state_counts_updated();
+DROP FUNCTION backfill_state.task_state_counts_deleted();
+DROP TABLE backfill_state.task_state_counts;
+CREATE TABLE backfill_state.task_state_counts (
+  job_id TEXT NOT NULL,
+  state  TEXT NOT NULL,
+  n      BIGINT NOT NULL,
+  PRIMARY KEY (job_id, state)
+);
+INSERT INTO backfill_state.task_state_counts (job_id, state, n)
+  SELECT job_id, state, COUNT(*) FROM backfill_state.tasks
+    GROUP BY job_id, state;
+CREATE FUNCTION backfill_state.task_state_counts_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO backfill_state.task_state_counts (job_id, state, n)
+    SELECT job_id, state, COUNT(*) FROM new_tasks GROUP BY job_id, state
+    ON CONFLICT (job_id, state) DO UPDATE SET n = task_state_counts.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION backfill_state.task_state_counts_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO backfill_state.task_state_counts (job_id, state, n)
+    SELECT job_id, state, SUM(k) FROM (
+        SELECT job_id, state, COUNT(*) AS k FROM new_tasks
+          GROUP BY job_id, state
+        UNION ALL
+        SELECT job_id, state, -COUNT(*) AS k FROM old_tasks
+          GROUP BY job_id, state) d
+      GROUP BY job_id, state HAVING SUM(k) <> 0
+    ON CONFLICT (job_id, state) DO UPDATE SET n = task_state_counts.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION backfill_state.task_state_counts_deleted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE backfill_state.task_state_counts c SET n = c.n - d.k
+    FROM (SELECT job_id, state, COUNT(*) AS k FROM old_tasks
+            GROUP BY job_id, state) d
+    WHERE c.job_id = d.job_id AND c.state = d.state;
+  DELETE FROM backfill_state.task_state_counts c
+    WHERE c.n = 0 AND c.job_id IN (SELECT DISTINCT job_id FROM old_tasks);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER task_state_counts_insert AFTER INSERT ON backfill_state.tasks
+  REFERENCING NEW TABLE AS new_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_inserted();
+CREATE TRIGGER task_state_counts_update AFTER UPDATE ON backfill_state.tasks
+  REFERENCING OLD TABLE AS old_tasks NEW TABLE AS new_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_updated();
+CREATE TRIGGER task_state_counts_delete AFTER DELETE ON backfill_state.tasks
+  REFERENCING OLD TABLE AS old_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION backfill_state.task_state_counts_deleted();
+)sql",
 };
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

@@ -2,8 +2,9 @@
 // backfill_state.tasks): written with a job, checkpointed by UpdateTasks,
 // moved in bulk on retry, recovery, cancel and publish, and read in plan
 // order. The SQL of storage/sqlite/state/state_tasks.h on PostgreSQL; the
-// count of tasks per state (task_state_counts) is kept by the schema's
-// triggers.
+// count of tasks per job and state (task_state_counts) is kept by the
+// schema's triggers, per job so that two jobs' writes never wait for each
+// other.
 //
 // Free functions over the connection of the caller's transaction
 // (pg_state_sql.h). Ownership: none; the connection is the caller's, for
