@@ -88,9 +88,9 @@ class StageTimingsConformanceTest : public testing::ConformanceTest {
 };
 
 TEST_P(StageTimingsConformanceTest, ASlowTransformIsTransformTime) {
-  // 600 input rows; the transform compares 360,000 pairs of them and
+  // 1,200 input rows; the transform compares 1.44 million pairs of them and
   // writes one row.
-  constexpr int kRows = 600;
+  constexpr int kRows = 1200;
   ASSERT_NO_FATAL_FAILURE(CreateEvents(kRows));
   absl::Duration took;
   const StageResult r = Stage(
@@ -107,9 +107,10 @@ TEST_P(StageTimingsConformanceTest, ASlowTransformIsTransformTime) {
             int64_t{kRows} * (kRows - 1));
   const StageTimings& t = r.timings;
   ExpectEveryPhaseWithinTheCall(t, took);
-  // The transform reads each of the 600 rows 600 times, the fingerprints
-  // read them once: by far the larger part of the call.
-  EXPECT_GT(t.transform, 5 * t.fingerprint)
+  // The transform reads each of the 1,200 rows 1,200 times, the
+  // fingerprints read them once: by far the larger part of the call, even
+  // when the machine is busy (a fingerprint then took tens of ms).
+  EXPECT_GT(t.transform, 3 * t.fingerprint)
       << "transform " << t.transform << ", fingerprint " << t.fingerprint;
   EXPECT_GT(t.transform, t.stage_write)
       << "transform " << t.transform << ", write " << t.stage_write;

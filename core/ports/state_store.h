@@ -13,6 +13,7 @@
 #define BACKFILL_CORE_PORTS_STATE_STORE_H_
 
 #include <array>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -449,6 +450,18 @@ class StateStore {
   virtual absl::StatusOr<std::vector<ReplayPolicyPause>>
   ListReplayPolicyPauses() = 0;
 };
+
+// For implementations of StateStore::RecordPublication, in their write
+// transaction: hands `lineage` the job's STAGED tasks as `read` returns them,
+// StateStore::kPublicationPage at a time in ordinal order (one empty page
+// when it reads no task), and gives each page's records to `write` before it
+// reads the next page.
+absl::Status BuildPublicationLineage(
+    const std::string& job_id, PublicationLineage& lineage,
+    const std::function<
+        absl::StatusOr<std::vector<PartitionTask>>(const TaskQuery&)>& read,
+    const std::function<absl::Status(const std::vector<LineageRecord>&)>&
+        write);
 
 }  // namespace backfill
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <random>
 #include <set>
 #include <utility>
@@ -338,24 +337,16 @@ absl::Status InMemoryStateStore::RecordPublication(const std::string& job_id,
   if (!record) return absl::OkStatus();  // a repeat after a restart
   // Every page's records are appended together once all were built: a
   // refused record leaves nothing behind.
-  TaskQuery page_query;
-  page_query.job_id = job_id;
-  page_query.states = {TaskState::kStaged};
-  page_query.limit = kPublicationPage;
   std::vector<LineageRecord> all;
-  while (true) {
-    std::vector<PartitionTask> page;
-    if (lineage.ReadsTasks()) {
-      page = row->Select(page_query);
-      if (!page.empty()) page_query.after_ordinal = page.back().ordinal;
-    }
-    const bool last = page.size() < static_cast<size_t>(page_query.limit);
-    std::vector<LineageRecord> records;
-    lineage.Add(std::move(page), &records);
-    all.insert(all.end(), std::make_move_iterator(records.begin()),
-               std::make_move_iterator(records.end()));
-    if (last) break;
-  }
+  RETURN_IF_ERROR(BuildPublicationLineage(
+      job_id, lineage,
+      [&](const TaskQuery& page) -> absl::StatusOr<std::vector<PartitionTask>> {
+        return row->Select(page);
+      },
+      [&](const std::vector<LineageRecord>& records) {
+        all.insert(all.end(), records.begin(), records.end());
+        return absl::OkStatus();
+      }));
   RETURN_IF_ERROR(lineage_.Append(LineageAction::kPublish, job_id, all, now));
   row->MoveTasks({TaskState::kStaged}, TaskState::kPublished, now);
   WriteTransitionLocked(row, from, to, lineage.Message(), now);

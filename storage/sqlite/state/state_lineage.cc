@@ -219,24 +219,12 @@ absl::Status RecordPublication(const StateDb& db, const std::string& job_id,
   ASSIGN_OR_RETURN(bool record,
                    GuardPublication(job_id, from, recorded > 0, to));
   if (!record) return absl::OkStatus();  // a repeat after a restart
-  TaskQuery page_query;
-  page_query.job_id = job_id;
-  page_query.states = {TaskState::kStaged};
-  page_query.limit = StateStore::kPublicationPage;
-  std::vector<LineageRecord> records;
-  while (true) {
-    std::vector<PartitionTask> page;
-    if (lineage.ReadsTasks()) {
-      ASSIGN_OR_RETURN(page, ListTaskPage(db, page_query));
-      if (!page.empty()) page_query.after_ordinal = page.back().ordinal;
-    }
-    const bool last = page.size() < static_cast<size_t>(page_query.limit);
-    records.clear();
-    lineage.Add(std::move(page), &records);
-    RETURN_IF_ERROR(
-        InsertLineage(db, LineageAction::kPublish, job_id, records, now));
-    if (last) break;
-  }
+  RETURN_IF_ERROR(BuildPublicationLineage(
+      job_id, lineage,
+      [&](const TaskQuery& page) { return ListTaskPage(db, page); },
+      [&](const std::vector<LineageRecord>& records) {
+        return InsertLineage(db, LineageAction::kPublish, job_id, records, now);
+      }));
   RETURN_IF_ERROR(PublishStagedTasks(db, job_id, now));
   return WriteTransition(db, job_id, from, to, lineage.Message(), now);
 }
