@@ -23,6 +23,7 @@
 #include "backfill/v1/backfill.pb.h"
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
+#include "bench/perf_job_states.h"
 #include "bench/perf_process.h"
 #include "bench/perf_read_probe.h"
 #include "core/base/status_macros.h"
@@ -31,14 +32,6 @@ namespace backfill::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string HourPartition(absl::CivilHour h) {
-  return absl::FormatCivilTime(h).substr(0, 13);
-}
-
-absl::Time AuditTime(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
 
 std::string Mb(int64_t kb) { return absl::StrFormat("%.0f MB", kb / 1024.0); }
 
@@ -92,21 +85,6 @@ class RssSampler {
   std::vector<Sample> samples_;
   std::thread thread_;
 };
-
-// When job `id` entered each of its states, from its audit events.
-absl::StatusOr<std::map<int, absl::Time>> StatesEntered(BackfillClient& client,
-                                                        const std::string& id) {
-  v1::ListAuditEventsRequest request;
-  request.set_backfill_id(id);
-  request.set_page_size(100);
-  ASSIGN_OR_RETURN(v1::ListAuditEventsResponse events,
-                   client.ListAuditEvents(request));
-  std::map<int, absl::Time> entered;
-  for (const v1::AuditEvent& e : events.events()) {
-    entered.emplace(e.to_state(), AuditTime(e.time()));
-  }
-  return entered;
-}
 
 // What the daemon does while a job is in `state`, as the audit events'
 // times divide it: the event into QUEUED is recorded once the submit

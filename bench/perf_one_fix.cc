@@ -19,20 +19,13 @@
 #include "backfill/v1/backfill.pb.h"
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
+#include "bench/perf_job_states.h"
 #include "core/base/status_macros.h"
 
 namespace backfill::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Hour(absl::CivilHour h) {
-  return absl::FormatCivilTime(h).substr(0, 13);
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
 
 std::string Ms(double seconds) {
   return absl::StrFormat("%.1f ms", seconds * 1e3);
@@ -154,16 +147,8 @@ absl::StatusOr<std::map<std::string, double>> SpansOf(BackfillClient& client,
                                                       const std::string& id,
                                                       absl::Time sent,
                                                       const Seen& seen) {
-  v1::ListAuditEventsRequest request;
-  request.set_backfill_id(id);
-  request.set_page_size(100);
-  ASSIGN_OR_RETURN(v1::ListAuditEventsResponse events,
-                   client.ListAuditEvents(request));
   // When the job entered each state.
-  std::map<int, absl::Time> entered;
-  for (const v1::AuditEvent& e : events.events()) {
-    entered.emplace(e.to_state(), FromProto(e.time()));
-  }
+  ASSIGN_OR_RETURN(auto entered, StatesEntered(client, id));
   auto at = [&](v1::BackfillState s) -> absl::StatusOr<absl::Time> {
     auto it = entered.find(s);
     if (it == entered.end()) {
@@ -215,7 +200,7 @@ absl::Status AddOneFixRows(const OneFixBenchOptions& options,
   for (int i = 0; i < warmup + jobs; ++i) {
     v1::BackfillRequest request;
     request.set_dataset("hourly_ticks");
-    request.add_partitions(Hour(first + i));
+    request.add_partitions(HourPartition(first + i));
     request.set_reason("bench: one-partition fix");
     const absl::Time sent = absl::Now();
     ASSIGN_OR_RETURN(v1::SubmitBackfillResponse submitted,
@@ -243,7 +228,8 @@ absl::Status AddOneFixRows(const OneFixBenchOptions& options,
   const absl::CivilHour other(2002, 1, 1, 0);
   for (int i = 0; i < warmup + jobs; ++i) {
     const absl::Time start = absl::Now();
-    RETURN_IF_ERROR(direct->Run(Hour(other + i), Hour(other + i + 1)));
+    RETURN_IF_ERROR(
+        direct->Run(HourPartition(other + i), HourPartition(other + i + 1)));
     if (i >= warmup) {
       direct_walls.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     }

@@ -18,6 +18,7 @@
 #include "backfill/v1/backfill.pb.h"
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
+#include "bench/perf_job_states.h"
 #include "bench/perf_process.h"
 #include "core/base/status_macros.h"
 #include "storage/postgres/pg_connection.h"
@@ -73,10 +74,6 @@ absl::StatusOr<int64_t> Int(const PgResult& r, size_t row, size_t col) {
   return v;
 }
 
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
-
 v1::BackfillRequest Request(const std::string& dataset, const std::string& from,
                             const std::string& to, const std::string& reason) {
   v1::BackfillRequest r;
@@ -91,15 +88,7 @@ v1::BackfillRequest Request(const std::string& dataset, const std::string& from,
 // from its audit events.
 absl::StatusOr<double> Span(BackfillClient& client, const std::string& id,
                             v1::BackfillState from, v1::BackfillState to) {
-  v1::ListAuditEventsRequest request;
-  request.set_backfill_id(id);
-  request.set_page_size(100);
-  ASSIGN_OR_RETURN(v1::ListAuditEventsResponse events,
-                   client.ListAuditEvents(request));
-  std::map<int, absl::Time> entered;
-  for (const v1::AuditEvent& e : events.events()) {
-    entered.emplace(e.to_state(), FromProto(e.time()));
-  }
+  ASSIGN_OR_RETURN(auto entered, StatesEntered(client, id));
   if (entered.count(from) == 0 || entered.count(to) == 0) {
     return absl::InternalError(absl::StrCat(
         "job ", id, " has no audit event into ", v1::BackfillState_Name(from),

@@ -77,6 +77,7 @@
 #include "bench/perf_daemon.h"
 #include "bench/perf_fixtures.h"
 #include "bench/perf_history.h"
+#include "bench/perf_job_states.h"
 #include "bench/perf_million.h"
 #include "bench/perf_one_fix.h"
 #include "bench/perf_postgres.h"
@@ -500,10 +501,6 @@ class Suite {
     return absl::OkStatus();
   }
 
-  static std::string Hour(absl::CivilHour h) {
-    return absl::FormatCivilTime(h).substr(0, 13);
-  }
-
   // The rows over the trivial hourly pipeline: the plan and the job of
   // 100,000 partitions, GetBackfill against echo, and the restart.
   absl::Status ManyPartitionRows() {
@@ -513,8 +510,8 @@ class Suite {
     const absl::CivilHour start(2000, 1, 1, 0);
     const int64_t n = sizes_.hours;
     auto range = [&](int64_t k) {
-      return Request("hourly_ticks", Hour(start + k * n),
-                     Hour(start + (k + 1) * n),
+      return Request("hourly_ticks", HourPartition(start + k * n),
+                     HourPartition(start + (k + 1) * n),
                      absl::StrCat("bench: ", Count(n), " hours"));
     };
     ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
