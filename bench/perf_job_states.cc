@@ -1,9 +1,19 @@
 #include "bench/perf_job_states.h"
 
-#include "backfill/v1/backfill.pb.h"
 #include "core/base/status_macros.h"
 
 namespace backfill::bench {
+
+v1::BackfillRequest RangeRequest(const std::string& dataset,
+                                 const std::string& from, const std::string& to,
+                                 const std::string& reason) {
+  v1::BackfillRequest r;
+  r.set_dataset(dataset);
+  r.set_from_partition(from);
+  r.set_to_partition(to);
+  r.set_reason(reason);
+  return r;
+}
 
 std::string HourPartition(absl::CivilHour h) {
   return absl::FormatCivilTime(h).substr(0, 13);

@@ -148,12 +148,6 @@ int64_t Checkpointed(const v1::Backfill& job) {
          job.partitions().unchanged();
 }
 
-std::string ReadFigures(const char* name, const std::vector<double>& v) {
-  return absl::StrFormat("%s p50 %.1f ms, p99 %.1f ms (%d calls)", name,
-                         Quantile(v, 0.5) * 1e3, Quantile(v, 0.99) * 1e3,
-                         static_cast<int>(v.size()));
-}
-
 class MillionBench {
  public:
   MillionBench(const MillionBenchOptions& options, std::vector<Row>* rows)
@@ -176,12 +170,9 @@ class MillionBench {
  private:
   v1::BackfillRequest Request(int64_t k) const {
     const absl::CivilHour start(2000, 1, 1, 0);
-    v1::BackfillRequest r;
-    r.set_dataset("hourly_ticks");
-    r.set_from_partition(HourPartition(start + k * n_));
-    r.set_to_partition(HourPartition(start + (k + 1) * n_));
-    r.set_reason(absl::StrCat("bench: ", Count(n_), " hours"));
-    return r;
+    return RangeRequest("hourly_ticks", HourPartition(start + k * n_),
+                        HourPartition(start + (k + 1) * n_),
+                        absl::StrCat("bench: ", Count(n_), " hours"));
   }
 
   absl::StatusOr<std::unique_ptr<BenchDaemon>> StartDaemon() const {
@@ -272,22 +263,13 @@ class MillionBench {
          after.peak_rss_kb < 400 * 1024});
 
     const ReadProbe::Latencies& l = probe.latencies();
-    const double worst =
-        std::max({Quantile(l.get, 0.99), Quantile(l.list, 0.99),
-                  Quantile(l.watch, 0.99)});
-    std::string text =
-        absl::StrCat(ReadFigures("GetBackfill", l.get), "; ",
-                     ReadFigures("ListBackfills (50)", l.list), "; ",
-                     ReadFigures("WatchBackfill's first update", l.watch));
-    if (l.errors > 0) {
-      absl::StrAppend(&text, "; ", l.errors,
-                      " errors, the first: ", l.first_error);
-    }
+    const double worst = probe.WorstP99();
     rows_->push_back(
         {absl::StrCat("status, list and watch while the ", Count(n_),
                       "-partition job runs (from its submit's answer to "
                       "SUCCEEDED)"),
-         "p99 < 100 ms each", text, absl::StrFormat("%.1f ms", worst * 1e3),
+         "p99 < 100 ms each", probe.Figures(),
+         absl::StrFormat("%.1f ms", worst * 1e3),
          l.errors == 0 && !l.get.empty() && worst < 0.100});
     return absl::OkStatus();
   }

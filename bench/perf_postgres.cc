@@ -74,16 +74,6 @@ absl::StatusOr<int64_t> Int(const PgResult& r, size_t row, size_t col) {
   return v;
 }
 
-v1::BackfillRequest Request(const std::string& dataset, const std::string& from,
-                            const std::string& to, const std::string& reason) {
-  v1::BackfillRequest r;
-  r.set_dataset(dataset);
-  r.set_from_partition(from);
-  r.set_to_partition(to);
-  r.set_reason(reason);
-  return r;
-}
-
 // The time job `id` spent between entering state `from` and state `to`,
 // from its audit events.
 absl::StatusOr<double> Span(BackfillClient& client, const std::string& id,
@@ -255,8 +245,8 @@ ANALYZE dim_customers;
         DataDir("pg_reload", PostgresRevenuePipelineYaml(dsn, {"orders"})));
     ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
     Note("full reload through backfilld");
-    const v1::BackfillRequest full = Request("revenue_orders", days.front(),
-                                             days.back(), "bench: full reload");
+    const v1::BackfillRequest full = RangeRequest(
+        "revenue_orders", days.front(), days.back(), "bench: full reload");
     double server_before = ServerCpu();
     ASSIGN_OR_RETURN(JobRun first, daemon->RunJob(full));
     const double first_server = ServerCpu() - server_before;
@@ -332,15 +322,13 @@ ANALYZE dim_customers;
         DataDir("pg_hours", PostgresTrivialHourlyPipelineYaml(dsn, "ticks")));
     ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
     const absl::CivilHour start(2000, 1, 1, 0);
-    auto hour = [](absl::CivilHour h) {
-      return absl::FormatCivilTime(h).substr(0, 13);
-    };
     // One partition outside the range first: it creates the published
     // table, which the measured job does not pay for.
-    RETURN_IF_ERROR(daemon
-                        ->RunJob(Request("hourly_ticks", hour(start - 1),
-                                         hour(start), "bench: first hour"))
-                        .status());
+    RETURN_IF_ERROR(
+        daemon
+            ->RunJob(RangeRequest("hourly_ticks", HourPartition(start - 1),
+                                  HourPartition(start), "bench: first hour"))
+            .status());
     const int64_t n = sizes_.hours;
     Note(absl::StrCat("a job of ", Count(static_cast<double>(n)),
                       " partitions on a PostgreSQL warehouse"));
@@ -348,8 +336,9 @@ ANALYZE dim_customers;
     const double server_before = ServerCpu();
     ASSIGN_OR_RETURN(
         JobRun job,
-        daemon->RunJob(Request("hourly_ticks", hour(start), hour(start + n),
-                               absl::StrCat("bench: ", Count(n), " hours"))));
+        daemon->RunJob(RangeRequest(
+            "hourly_ticks", HourPartition(start), HourPartition(start + n),
+            absl::StrCat("bench: ", Count(n), " hours"))));
     const double server = ServerCpu() - server_before;
     ASSIGN_OR_RETURN(std::optional<int64_t> statements, Statements(db));
     ASSIGN_OR_RETURN(ProcessSample sample, daemon->Sample());
@@ -435,7 +424,7 @@ INSERT INTO big_factor VALUES (1);
     ASSIGN_OR_RETURN(std::string data, DataDir("pg_large", yaml));
     ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
     const v1::BackfillRequest one =
-        Request("big_copy", next, days[2], "bench: one partition");
+        RangeRequest("big_copy", next, days[2], "bench: one partition");
     // The first job publishes into an empty table; the second, after the
     // factor changed, replaces every row the first published, as a
     // backfill does.

@@ -1,11 +1,15 @@
 #include "bench/perf_read_probe.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "backfill/v1/backfill.pb.h"
+#include "bench/perf_table.h"
 
 namespace backfill::bench {
 
@@ -15,6 +19,30 @@ ReadProbe::ReadProbe(BackfillClient* client, std::string job_id)
 }
 
 ReadProbe::~ReadProbe() { Stop(); }
+
+double ReadProbe::WorstP99() const {
+  const Latencies& l = latencies_;
+  return std::max(
+      {Quantile(l.get, 0.99), Quantile(l.list, 0.99), Quantile(l.watch, 0.99)});
+}
+
+std::string ReadProbe::Figures() const {
+  auto figures = [](const char* name, const std::vector<double>& v) {
+    return absl::StrFormat("%s p50 %.1f ms, p99 %.1f ms (%d calls)", name,
+                           Quantile(v, 0.5) * 1e3, Quantile(v, 0.99) * 1e3,
+                           static_cast<int>(v.size()));
+  };
+  const Latencies& l = latencies_;
+  std::string text =
+      absl::StrCat(figures("GetBackfill", l.get), "; ",
+                   figures("ListBackfills (50)", l.list), "; ",
+                   figures("WatchBackfill's first update", l.watch));
+  if (l.errors > 0) {
+    absl::StrAppend(&text, "; ", l.errors,
+                    " errors, the first: ", l.first_error);
+  }
+  return text;
+}
 
 void ReadProbe::Stop() {
   stop_.store(true);

@@ -38,6 +38,11 @@ class ReadProbe {
   void Stop();
   // After Stop().
   const Latencies& latencies() const { return latencies_; }
+  // The largest of the three p99s, in seconds.
+  double WorstP99() const;
+  // "GetBackfill p50 0.6 ms, p99 3.7 ms (6803 calls); ListBackfills (50)
+  // ...; WatchBackfill's first update ...", and the errors if any.
+  std::string Figures() const;
 
  private:
   void Loop();

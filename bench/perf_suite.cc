@@ -294,18 +294,6 @@ class Suite {
     return BenchDaemon::Start(options);
   }
 
-  static v1::BackfillRequest Request(const std::string& dataset,
-                                     const std::string& from,
-                                     const std::string& to,
-                                     const std::string& reason) {
-    v1::BackfillRequest r;
-    r.set_dataset(dataset);
-    r.set_from_partition(from);
-    r.set_to_partition(to);
-    r.set_reason(reason);
-    return r;
-  }
-
   // The cost rows: a full reload through backfilld and directly, and a
   // 30-day backfill, on `days` x `orders_per_day` orders.
   absl::Status CostRows() {
@@ -338,8 +326,8 @@ class Suite {
     Log("full reload through backfilld");
     ASSIGN_OR_RETURN(std::string metrics_before,
                      ScrapeMetrics(daemon->metrics_address()));
-    const v1::BackfillRequest full = Request("revenue_orders", days.front(),
-                                             days.back(), "bench: full reload");
+    const v1::BackfillRequest full = RangeRequest(
+        "revenue_orders", days.front(), days.back(), "bench: full reload");
     ASSIGN_OR_RETURN(JobRun first, daemon->RunJob(full));
     ASSIGN_OR_RETURN(std::string metrics_after,
                      ScrapeMetrics(daemon->metrics_address()));
@@ -349,8 +337,8 @@ class Suite {
     // published partitions (so each validates against what is published).
     Log("30-day backfill and full reload through backfilld");
     const v1::BackfillRequest scoped =
-        Request("revenue_orders", days[days.size() - 61],
-                days[days.size() - 31], "bench: 30 days");
+        RangeRequest("revenue_orders", days[days.size() - 61],
+                     days[days.size() - 31], "bench: 30 days");
     ASSIGN_OR_RETURN(JobRun thirty, daemon->RunJob(scoped));
     ASSIGN_OR_RETURN(std::string metrics_known_before,
                      ScrapeMetrics(daemon->metrics_address()));
@@ -510,9 +498,9 @@ class Suite {
     const absl::CivilHour start(2000, 1, 1, 0);
     const int64_t n = sizes_.hours;
     auto range = [&](int64_t k) {
-      return Request("hourly_ticks", HourPartition(start + k * n),
-                     HourPartition(start + (k + 1) * n),
-                     absl::StrCat("bench: ", Count(n), " hours"));
+      return RangeRequest("hourly_ticks", HourPartition(start + k * n),
+                          HourPartition(start + (k + 1) * n),
+                          absl::StrCat("bench: ", Count(n), " hours"));
     };
     ASSIGN_OR_RETURN(std::unique_ptr<BenchDaemon> daemon, StartDaemon(data));
 
@@ -621,33 +609,20 @@ class Suite {
              absl::AsciiStrToLower(v1::BackfillState_Name(finished.state())
                                        .substr(strlen("BACKFILL_STATE_")))),
          Sec(serving), serving < 1.0});
-    ReadRow(probe->latencies(), n);
+    ReadRow(*probe, n);
     return absl::OkStatus();
   }
 
   // The row of the reads answered while a job of `n` partitions ran.
-  void ReadRow(const ReadProbe::Latencies& l, int64_t n) {
-    auto figures = [&](const char* name, const std::vector<double>& v) {
-      return absl::StrFormat("%s p50 %.1f ms, p99 %.1f ms (%d calls)", name,
-                             Quantile(v, 0.5) * 1e3, Quantile(v, 0.99) * 1e3,
-                             static_cast<int>(v.size()));
-    };
-    const double worst =
-        std::max({Quantile(l.get, 0.99), Quantile(l.list, 0.99),
-                  Quantile(l.watch, 0.99)});
-    std::string text =
-        absl::StrCat(figures("GetBackfill", l.get), "; ",
-                     figures("ListBackfills (50)", l.list), "; ",
-                     figures("WatchBackfill's first update", l.watch));
-    if (l.errors > 0) {
-      absl::StrAppend(&text, "; ", l.errors,
-                      " errors, the first: ", l.first_error);
-    }
+  void ReadRow(const ReadProbe& probe, int64_t n) {
+    const ReadProbe::Latencies& l = probe.latencies();
+    const double worst = probe.WorstP99();
     rows_.push_back(
         {absl::StrCat("status, list and watch while a ", Count(n),
                       "-partition job runs (the restart's job, after it "
                       "resumed)"),
-         "p99 < 100 ms each", text, absl::StrFormat("%.1f ms", worst * 1e3),
+         "p99 < 100 ms each", probe.Figures(),
+         absl::StrFormat("%.1f ms", worst * 1e3),
          l.errors == 0 && !l.get.empty() && worst < 0.100});
   }
 
@@ -711,8 +686,8 @@ class Suite {
     };
     auto time_plans = [&](const std::string& table) -> absl::StatusOr<Timing> {
       const v1::BackfillRequest r =
-          Request(absl::StrCat("revenue_", table), days[days.size() - 61],
-                  days[days.size() - 31], "bench: plan");
+          RangeRequest(absl::StrCat("revenue_", table), days[days.size() - 61],
+                       days[days.size() - 31], "bench: plan");
       Timing t;
       std::vector<double> later;
       for (int i = 0; i < sizes_.plan_repeats + 1; ++i) {
