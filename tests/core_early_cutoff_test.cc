@@ -108,12 +108,11 @@ TEST(EarlyCutoffRulesTest, LayoutWithoutCutOffKeepsWhatIsPublished) {
     t.state = s;
     return t;
   };
-  const std::vector<PartitionTask> tasks = {
-      task("a", "p1", TaskState::kStaged),
-      task("a", "p2", TaskState::kUnchanged),
-      task("a", "p3", TaskState::kPublished),
-      task("b", "p1", TaskState::kSkipped),
-      task("b", "p2", TaskState::kUnchanged)};
+  const TaskTable tasks({task("a", "p1", TaskState::kStaged),
+                         task("a", "p2", TaskState::kUnchanged),
+                         task("a", "p3", TaskState::kPublished),
+                         task("b", "p1", TaskState::kSkipped),
+                         task("b", "p2", TaskState::kUnchanged)});
   const JobLayout kept = WithoutCutOff(layout, tasks);
   EXPECT_EQ(kept.job_id, "bf-1");
   ASSERT_EQ(kept.items.size(), 1u);  // b has nothing left: dropped

@@ -163,7 +163,7 @@ TEST_F(RecomputeStepTest, ADependentOfUnchangedInputsIsSkippedWithoutStaging) {
   {
     // ... and hands the outcome back to it.
     absl::MutexLock lock(jobs_.mu());
-    again->tasks[0] = runs[0].task;
+    again->tasks.Set(0, runs[0].task);
     again->graph->Done(0, runs[0].outcome);
   }
   runs = Runs(again, {1});
@@ -267,8 +267,8 @@ TEST_F(RecomputeStepTest, ABatchStartsOnlyWhatItStillHolds) {
 TEST_F(RecomputeStepTest, StagingIsPreparedWithoutTheCutOffPartitions) {
   const Job created = CreateJob(Request("daily", "2025-01-01", "2025-01-04"));
   ActiveJob* job = Hold(created, JobPhase::kPreparing, /*prepare=*/false);
-  std::vector<PartitionTask> tasks = job->tasks;
-  tasks[1].state = TaskState::kUnchanged;
+  TaskTable tasks = job->tasks;
+  tasks.set_state(1, TaskState::kUnchanged);
   ASSERT_TRUE(PrepareStaging(ctx(), job->layout, tasks).ok());
   EXPECT_TRUE(engine_.IsPrepared(created.id));
   std::vector<std::string> released;

@@ -89,7 +89,7 @@ TEST_F(ValidateStepTest, LostStagingIsRecomputed) {
   absl::MutexLock lock(jobs_.mu());
   EXPECT_EQ(job->phase, JobPhase::kRunning);
   EXPECT_EQ(job->restage_rounds, 1);
-  EXPECT_EQ(job->tasks[1].state, TaskState::kPending);
+  EXPECT_EQ(job->tasks.state(1), TaskState::kPending);
   EXPECT_EQ(job->graph->task(1).state, TaskGraph::Node::kPending);
   EXPECT_EQ(job->graph->task(0).state, TaskGraph::Node::kDone);
 }

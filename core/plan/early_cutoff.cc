@@ -1,5 +1,6 @@
 #include "core/plan/early_cutoff.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -46,11 +47,12 @@ bool MaySkip(const std::string& dataset, const std::string& requested,
   return true;
 }
 
-JobLayout WithoutCutOff(const JobLayout& layout,
-                        const std::vector<PartitionTask>& tasks) {
-  std::map<std::string, std::set<std::string>> cut;
-  for (const PartitionTask& t : tasks) {
-    if (IsCutOff(t.state)) cut[t.dataset].insert(t.partition);
+JobLayout WithoutCutOff(const JobLayout& layout, const TaskTable& tasks) {
+  std::map<std::string, std::set<std::string, std::less<>>> cut;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (IsCutOff(tasks.state(i))) {
+      cut[tasks.dataset(i)].emplace(tasks.partition(i));
+    }
   }
   JobLayout out;
   out.job_id = layout.job_id;
@@ -71,18 +73,19 @@ JobLayout WithoutCutOff(const JobLayout& layout,
 }
 
 std::vector<std::pair<const DatasetSpec*, std::vector<std::string>>>
-CutOffPartitions(const JobLayout& layout,
-                 const std::vector<PartitionTask>& tasks) {
+CutOffPartitions(const JobLayout& layout, const TaskTable& tasks) {
   std::vector<std::pair<const DatasetSpec*, std::vector<std::string>>> out;
   std::map<std::string, size_t> index;
   for (const JobLayout::Item& item : layout.items) {
     index[item.dataset->name] = out.size();
     out.push_back({item.dataset, {}});
   }
-  for (const PartitionTask& t : tasks) {
-    if (!IsCutOff(t.state)) continue;
-    auto it = index.find(t.dataset);
-    if (it != index.end()) out[it->second].second.push_back(t.partition);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!IsCutOff(tasks.state(i))) continue;
+    auto it = index.find(tasks.dataset(i));
+    if (it != index.end()) {
+      out[it->second].second.emplace_back(tasks.partition(i));
+    }
   }
   std::vector<std::pair<const DatasetSpec*, std::vector<std::string>>> used;
   for (auto& entry : out) {
@@ -91,11 +94,11 @@ CutOffPartitions(const JobLayout& layout,
   return used;
 }
 
-CutoffCounts CountCutOff(const std::vector<PartitionTask>& tasks) {
+CutoffCounts CountCutOff(const TaskTable& tasks) {
   CutoffCounts counts;
-  for (const PartitionTask& t : tasks) {
-    if (t.state == TaskState::kUnchanged) ++counts.unchanged;
-    if (t.state == TaskState::kSkipped) ++counts.skipped;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks.state(i) == TaskState::kUnchanged) ++counts.unchanged;
+    if (tasks.state(i) == TaskState::kSkipped) ++counts.skipped;
   }
   return counts;
 }

@@ -33,6 +33,7 @@
 
 #include "core/model/catalog.h"
 #include "core/model/job.h"
+#include "core/model/task_table.h"
 #include "core/ports/engine.h"
 
 namespace backfill {
@@ -58,21 +59,19 @@ bool MaySkip(const std::string& dataset, const std::string& requested,
 
 // `layout` without the partitions of tasks the cutoff settled; datasets
 // left without partitions are dropped (pinned inputs stay).
-JobLayout WithoutCutOff(const JobLayout& layout,
-                        const std::vector<PartitionTask>& tasks);
+JobLayout WithoutCutOff(const JobLayout& layout, const TaskTable& tasks);
 
 // Per dataset of `layout`, the partitions of tasks the cutoff settled, in
 // task order (what the engine must have released).
 std::vector<std::pair<const DatasetSpec*, std::vector<std::string>>>
-CutOffPartitions(const JobLayout& layout,
-                 const std::vector<PartitionTask>& tasks);
+CutOffPartitions(const JobLayout& layout, const TaskTable& tasks);
 
 // How many tasks are UNCHANGED and SKIPPED.
 struct CutoffCounts {
   int64_t unchanged = 0;
   int64_t skipped = 0;
 };
-CutoffCounts CountCutOff(const std::vector<PartitionTask>& tasks);
+CutoffCounts CountCutOff(const TaskTable& tasks);
 
 // "nothing changed: 30 partitions recomputed identical to the published
 // ones, 12 dependents skipped; nothing published".

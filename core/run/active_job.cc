@@ -115,6 +115,8 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
   ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store->ListTasks(copy.id));
   std::vector<const DatasetSpec*> specs;
   std::vector<TaskGraph::Task> nodes;
+  specs.reserve(tasks.size());
+  nodes.reserve(tasks.size());
   bool unstaged = false;
   for (const PartitionTask& t : tasks) {
     specs.push_back(catalog->Find(t.dataset));
@@ -135,10 +137,12 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
         const DatasetSpec* spec = catalog->Find(dataset);
         return spec == nullptr ? PartitionLayout() : spec->layout();
       });
+  TaskTable table(tasks);
+  std::vector<PartitionTask>().swap(tasks);
   absl::MutexLock lock(mu);
   job->layout = std::move(layout);
   job->layout_complete = complete;
-  job->tasks = std::move(tasks);
+  job->tasks = std::move(table);
   job->spec_of = std::move(specs);
   job->graph = std::move(graph);
   job->loaded = true;

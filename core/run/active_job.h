@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/model/catalog.h"
 #include "core/model/job.h"
+#include "core/model/task_table.h"
 #include "core/ports/engine.h"
 #include "core/ports/state_store.h"
 #include "core/run/task_graph.h"
@@ -62,7 +63,7 @@ struct ActiveJob {
   bool loaded = false;  // tasks, specs, layout and graph below are built
   JobLayout layout;
   bool layout_complete = true;
-  std::vector<PartitionTask> tasks;
+  TaskTable tasks;
   std::vector<const DatasetSpec*> spec_of;  // per task; null if unknown
   std::unique_ptr<TaskGraph> graph;
 

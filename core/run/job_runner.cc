@@ -237,9 +237,9 @@ void JobRunner::DispatchLocked() {
       });
       if (!index) break;
       const size_t i = *index;
-      best->tasks[i].state = TaskState::kRunning;
+      best->tasks.set_state(i, TaskState::kRunning);
       ++best->running_tasks;
-      ++dataset_running_[best->tasks[i].dataset];
+      ++dataset_running_[best->tasks.dataset(i)];
       indices.push_back(i);
     }
     if (indices.empty()) {
@@ -337,7 +337,7 @@ void JobRunner::Prepare(const std::string& id) {
   absl::Status s = LoadJob(ctx_.store(), jobs_.mu(), job);
   if (s.ok()) {
     JobLayout layout;
-    std::vector<PartitionTask> tasks;
+    TaskTable tasks;
     {
       absl::MutexLock lock(jobs_.mu());
       layout = job->layout;
@@ -432,9 +432,9 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
     for (PartitionRun& run : runs) {
       if (run.taken) continue;  // the batch that took it over ends it
       if (run.spec != nullptr) {
-        job->tasks[run.index] = run.task;
+        job->tasks.Set(run.index, run.task);
       } else {
-        job->tasks[run.index].state = TaskState::kPending;  // never ran
+        job->tasks.set_state(run.index, TaskState::kPending);  // never ran
       }
       if (run.done) {
         graph.Done(run.index, run.outcome);
@@ -445,7 +445,7 @@ void JobRunner::RunTasks(const std::string& id, uint64_t batch,
         graph.Return(run.index);
       }
       --job->running_tasks;
-      --dataset_running_[job->tasks[run.index].dataset];
+      --dataset_running_[job->tasks.dataset(run.index)];
     }
     if (job->phase != JobPhase::kRunning) graph.ClearReady();
     --in_flight_;

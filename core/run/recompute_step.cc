@@ -202,7 +202,7 @@ RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
 }
 
 absl::Status PrepareStaging(const StepContext& ctx, const JobLayout& layout,
-                            const std::vector<PartitionTask>& tasks) {
+                            const TaskTable& tasks) {
   const JobLayout kept = WithoutCutOff(layout, tasks);
   RETURN_IF_ERROR(
       ctx.Persist(Storage::kWarehouse,
@@ -226,7 +226,7 @@ absl::Status PrepareStaging(const StepContext& ctx, const JobLayout& layout,
 
 absl::Status EnsurePrepared(const StepContext& ctx, ActiveJob* job) {
   JobLayout layout;
-  std::vector<PartitionTask> tasks;
+  TaskTable tasks;
   {
     absl::MutexLock lock(ctx.jobs()->mu());
     if (job->prepared) return absl::OkStatus();
@@ -259,7 +259,7 @@ void FailJob(const StepContext& ctx, ActiveJob* job,
 PartitionRun PartitionRunOf(const ActiveJob& job, size_t index) {
   PartitionRun run;
   run.index = index;
-  run.task = job.tasks[index];
+  run.task = job.tasks.Task(index);
   run.spec = job.spec_of[index];
   run.may_skip = run.spec != nullptr &&
                  run.task.dataset != job.job.request.dataset &&
@@ -269,9 +269,10 @@ PartitionRun PartitionRunOf(const ActiveJob& job, size_t index) {
       if (dp.dataset == run.task.dataset) run.version = dp.transform_version;
     }
     for (size_t u : job.graph->IdentityInputs(index)) {
-      const PartitionTask& in = job.tasks[u];
-      run.now_inputs.push_back(
-          {in.dataset, in.partition, in.output_fingerprint, in.rows_written});
+      run.now_inputs.push_back({job.tasks.dataset(u),
+                                std::string(job.tasks.partition(u)),
+                                std::string(job.tasks.output_fingerprint(u)),
+                                job.tasks.rows_written(u)});
     }
   }
   return run;

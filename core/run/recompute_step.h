@@ -71,7 +71,7 @@ RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
 // go of (`tasks` says which), then has the engine release those again.
 // Retried while the warehouse's storage fails.
 absl::Status PrepareStaging(const StepContext& ctx, const JobLayout& layout,
-                            const std::vector<PartitionTask>& tasks);
+                            const TaskTable& tasks);
 
 // Prepares the job's staging once per process (after a restart a loaded
 // job is not): idempotent, keeps staging and pins. Every step that reads a

@@ -268,7 +268,7 @@ absl::StatusOr<Job> RollBack(const StepContext& ctx, const LiveCatalog& catalog,
     // Only what the job published is restored: the partitions the early
     // cutoff let go of were never replaced by it.
     ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store->ListTasks(id));
-    layout = WithoutCutOff(layout, tasks);
+    layout = WithoutCutOff(layout, TaskTable(tasks));
     if (layout.items.empty()) {
       return absl::FailedPreconditionError(PublishedNothing(id));
     }

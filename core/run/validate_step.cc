@@ -42,9 +42,9 @@ void ReportCheckFailures(const StepContext& ctx,
 // writes): reopens those partitions and what read them, and moves the job
 // back to RUNNING to recompute them.
 absl::Status Restage(const StepContext& ctx, ActiveJob* job,
-                     const ValidationOutcome& outcome,
-                     std::vector<PartitionTask> tasks) {
+                     const ValidationOutcome& outcome) {
   std::vector<size_t> reopen;
+  TaskTable tasks;
   {
     absl::MutexLock lock(ctx.jobs()->mu());
     ++job->restage_rounds;
@@ -56,17 +56,18 @@ absl::Status Restage(const StepContext& ctx, ActiveJob* job,
         reopen.push_back(i);
       }
     }
+    tasks = job->tasks;
   }
   bool released = false;
   for (size_t i : reopen) {
-    PartitionTask t = tasks[i];
+    PartitionTask t = tasks.Task(i);
     released = released || IsCutOff(t.state);
     t.state = TaskState::kPending;
     t.attempts = 0;
     t.last_error = "its staged rows were lost after the checkpoint";
     RETURN_IF_ERROR(ctx.Persist(Storage::kStateStore, "reopening a partition",
                                 [&] { return ctx.store()->UpdateTask(t); }));
-    tasks[i] = t;
+    tasks.Set(i, t);
   }
   if (released) {
     // Partitions the early cutoff had let go of run again: they become
@@ -88,7 +89,7 @@ absl::Status Restage(const StepContext& ctx, ActiveJob* job,
                                    "partition", "partitions")),
                JobPhase::kFinishing));
   absl::MutexLock lock(ctx.jobs()->mu());
-  for (size_t i : reopen) job->tasks[i] = tasks[i];
+  for (size_t i : reopen) job->tasks.Set(i, tasks.Task(i));
   job->graph->Reopen(outcome.lost);
   job->phase = JobPhase::kRunning;
   return absl::OkStatus();
@@ -210,13 +211,13 @@ std::vector<std::string> DescribeFailures(
   return lines;
 }
 
-Checkpoints CheckpointsOf(const std::vector<PartitionTask>& tasks) {
+Checkpoints CheckpointsOf(const TaskTable& tasks) {
   Checkpoints checkpoints;
   for (size_t i = 0; i < tasks.size(); ++i) {
     // The early cutoff let go of these: nothing of them is staged.
-    if (IsCutOff(tasks[i].state)) continue;
-    checkpoints[tasks[i].dataset][tasks[i].partition] = {i,
-                                                         tasks[i].rows_written};
+    if (IsCutOff(tasks.state(i))) continue;
+    checkpoints[tasks.dataset(i)][std::string(tasks.partition(i))] = {
+        i, tasks.rows_written(i)};
   }
   return checkpoints;
 }
@@ -224,7 +225,8 @@ Checkpoints CheckpointsOf(const std::vector<PartitionTask>& tasks) {
 absl::StatusOr<ValidationOutcome> ValidateStaging(
     Engine* engine, const JobLayout& layout,
     const std::vector<PartitionTask>& tasks, const ValidateOptions& options) {
-  return ValidateStaging(engine, layout, CheckpointsOf(tasks), options);
+  return ValidateStaging(engine, layout, CheckpointsOf(TaskTable(tasks)),
+                         options);
 }
 
 absl::StatusOr<ValidationOutcome> ValidateStaging(
@@ -358,12 +360,7 @@ absl::Status ValidateJob(const StepContext& ctx, ActiveJob* job, bool* done) {
   }
   if (!outcome.lost.empty() && outcome.failures.empty() &&
       rounds < ctx.options().max_restage_rounds) {
-    std::vector<PartitionTask> tasks;
-    {
-      absl::MutexLock lock(ctx.jobs()->mu());
-      tasks = job->tasks;
-    }
-    RETURN_IF_ERROR(Restage(ctx, job, outcome, std::move(tasks)));
+    RETURN_IF_ERROR(Restage(ctx, job, outcome));
     *done = true;
     return absl::OkStatus();
   }

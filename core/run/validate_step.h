@@ -78,7 +78,7 @@ struct Checkpoint {
   int64_t rows_written = 0;
 };
 using Checkpoints = std::map<std::string, std::map<std::string, Checkpoint>>;
-Checkpoints CheckpointsOf(const std::vector<PartitionTask>& tasks);
+Checkpoints CheckpointsOf(const TaskTable& tasks);
 
 // `checkpoints` are those of the job's tasks (CheckpointsOf). `layout` is
 // the job's layout without the partitions the early cutoff settled

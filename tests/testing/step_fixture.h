@@ -253,13 +253,14 @@ class StepFixture : public ::testing::Test {
       absl::MutexLock lock(jobs_.mu());
       job->graph->Requeue();
       while (std::optional<size_t> i = job->graph->Pop()) {
-        PartitionTask& t = job->tasks[*i];
+        PartitionTask t = job->tasks.Task(*i);
         t.state = TaskState::kStaged;
         t.rows_written = 1;
         t.attempts = 1;
         t.output_fingerprint = "fp:" + t.partition;
         engine_.SetStagedRows(created.id, t.dataset, t.partition, 1);
         EXPECT_TRUE(store_.UpdateTask(t).ok());
+        job->tasks.Set(*i, t);
         job->graph->Done(*i);
       }
     }
