@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/model/catalog.h"
 #include "core/model/check_result.h"
 #include "core/ports/engine.h"
@@ -30,7 +31,7 @@ struct CheckContext {
   const JobLayout* layout = nullptr;
   const DatasetSpec* dataset = nullptr;
   // The job's partitions of the dataset ("" for an unpartitioned one).
-  std::vector<std::string> partitions;
+  absl::Span<const std::string> partitions;
   const Profile* staged = nullptr;           // the staged rows, by partition
   const Profile* published = nullptr;        // the published rows they replace
   const ValidationReport* report = nullptr;  // the engine's ValidateStaged

@@ -267,8 +267,9 @@ absl::StatusOr<ValidationOutcome> ValidateStaging(
     context.engine = engine;
     context.layout = &layout;
     context.dataset = &ds;
-    context.partitions =
-        ds.partition ? item.partitions : std::vector<std::string>{""};
+    static const std::vector<std::string>* const kWhole =
+        new std::vector<std::string>{""};
+    context.partitions = ds.partition ? item.partitions : *kWhole;
     context.report = &reports[ds.name];
     Profile staged;
     Profile published;
