@@ -34,25 +34,53 @@ UpstreamEdge All(const std::string& dataset) {
   return {dataset, Mapping::kAll};
 }
 
+// A graph that remembers its tasks' partitions, which TaskGraph keeps only
+// while it is built.
+class NamedGraph : public TaskGraph {
+ public:
+  NamedGraph(const std::vector<Task>& tasks,
+             const std::function<std::vector<UpstreamEdge>(
+                 const std::string& dataset)>& upstream_of,
+             const std::function<PartitionLayout(const std::string& dataset)>&
+                 grain_of = nullptr)
+      : TaskGraph(tasks, upstream_of, grain_of) {
+    for (const Task& t : tasks) partitions_.push_back(t.partition);
+  }
+
+  const std::string& partition(size_t i) const { return partitions_[i]; }
+
+ private:
+  std::vector<std::string> partitions_;
+};
+
+std::function<std::vector<UpstreamEdge>(const std::string&)> EdgesOf(
+    const Edges& edges) {
+  return [edges](const std::string& dataset) {
+    auto it = edges.find(dataset);
+    return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
+  };
+}
+
 // Tasks in plan order: datasets in the given order, then partitions.
-TaskGraph Make(const Plan& plan, const Edges& edges) {
+std::vector<TaskGraph::Task> TasksOf(const Plan& plan) {
   std::vector<TaskGraph::Task> tasks;
   for (const auto& [dataset, partitions] : plan) {
     for (const std::string& p : partitions) {
       tasks.push_back({dataset, p, Node::kPending});
     }
   }
-  return TaskGraph(std::move(tasks), [edges](const std::string& dataset) {
-    auto it = edges.find(dataset);
-    return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
-  });
+  return tasks;
 }
 
-std::string Name(const TaskGraph& g, size_t i) {
-  return absl::StrCat(g.task(i).dataset, "/", g.task(i).partition);
+NamedGraph Make(const Plan& plan, const Edges& edges) {
+  return NamedGraph(TasksOf(plan), EdgesOf(edges));
 }
 
-size_t Find(const TaskGraph& g, const std::string& name) {
+std::string Name(const NamedGraph& g, size_t i) {
+  return absl::StrCat(g.dataset(i), "/", g.partition(i));
+}
+
+size_t Find(const NamedGraph& g, const std::string& name) {
   for (size_t i = 0; i < g.size(); ++i) {
     if (Name(g, i) == name) return i;
   }
@@ -62,7 +90,7 @@ size_t Find(const TaskGraph& g, const std::string& name) {
 
 // The ready queue in order, left as it was (popped, then returned to the
 // front in reverse).
-std::vector<std::string> Ready(TaskGraph& g) {
+std::vector<std::string> Ready(NamedGraph& g) {
   std::vector<size_t> popped;
   while (std::optional<size_t> i = g.Pop()) popped.push_back(*i);
   for (auto it = popped.rbegin(); it != popped.rend(); ++it) g.Return(*it);
@@ -72,14 +100,14 @@ std::vector<std::string> Ready(TaskGraph& g) {
 }
 
 // Pops `name`, which must be ready, and marks it done.
-void RunTask(TaskGraph& g, const std::string& name) {
+void RunTask(NamedGraph& g, const std::string& name) {
   std::optional<size_t> i = g.Pop([&](size_t j) { return Name(g, j) == name; });
   ASSERT_TRUE(i.has_value()) << name << " is not ready";
   g.Done(*i);
 }
 
 TEST(TaskGraphTest, IdentityChainsAcrossDatasets) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}, {"c", {"p1", "p2"}}},
            {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
   EXPECT_EQ(g.size(), 6u);
@@ -104,20 +132,20 @@ TEST(TaskGraphTest, IdentityChainsAcrossDatasets) {
 TEST(TaskGraphTest, IdentityEdgesOnlyWaitForTasksOfTheJob) {
   // b/p3 has no a/p3 in the job, and z is not in the job at all: they read
   // published data and wait for nothing.
-  TaskGraph g = Make({{"a", {"p1"}}, {"b", {"p1", "p3"}}},
-                     {{"b", {Identity("a"), Identity("z"), All("y")}}});
+  NamedGraph g = Make({{"a", {"p1"}}, {"b", {"p1", "p3"}}},
+                      {{"b", {Identity("a"), Identity("z"), All("y")}}});
   EXPECT_THAT(Ready(g), ElementsAre("a/p1", "b/p3"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
   EXPECT_THAT(Ready(g), ElementsAre("b/p3", "b/p1"));
 }
 
 TEST(TaskGraphTest, WholeTableEdgesWaitForEveryUpstreamTask) {
-  TaskGraph g = Make({{"customers", {""}},
-                      {"orders", {"d1", "d2", "d3"}},
-                      {"revenue", {"d1", "d2", "d3"}},
-                      {"summary", {""}}},
-                     {{"revenue", {Identity("orders"), All("customers")}},
-                      {"summary", {All("revenue")}}});
+  NamedGraph g = Make({{"customers", {""}},
+                       {"orders", {"d1", "d2", "d3"}},
+                       {"revenue", {"d1", "d2", "d3"}},
+                       {"summary", {""}}},
+                      {{"revenue", {Identity("orders"), All("customers")}},
+                       {"summary", {All("revenue")}}});
   EXPECT_THAT(Ready(g),
               ElementsAre("customers/", "orders/d1", "orders/d2", "orders/d3"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "orders/d1"));
@@ -137,8 +165,8 @@ TEST(TaskGraphTest, WholeTableEdgesWaitForEveryUpstreamTask) {
 
 TEST(TaskGraphTest,
      ReadyOrderIsPlanOrderThenOrderOfReadinessAndReturnsGoFirst) {
-  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2", "p3"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2", "p3"}}},
+                      {{"b", {Identity("a")}}});
   std::optional<size_t> first = g.Pop();
   std::optional<size_t> second = g.Pop();
   std::optional<size_t> third = g.Pop();
@@ -155,36 +183,36 @@ TEST(TaskGraphTest,
   // A task put back goes to the front.
   g.Return(*second);
   EXPECT_EQ(g.running(), 0u);
-  EXPECT_EQ(g.task(*second).state, Node::kPending);
+  EXPECT_EQ(g.state(*second), Node::kPending);
   EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p3", "b/p1"));
   EXPECT_EQ(g.remaining(), 4u);
 }
 
 TEST(TaskGraphTest, CallsOnTasksThatAreNotRunningChangeNothing) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"a", {"p1", "p2"}}, {"b", {"p1"}}}, {{"b", {Identity("a")}}});
   const size_t a1 = Find(g, "a/p1");
   g.Done(a1);  // pending, not running
   g.Fail(a1);
   g.Return(a1);
-  EXPECT_EQ(g.task(a1).state, Node::kPending);
+  EXPECT_EQ(g.state(a1), Node::kPending);
   EXPECT_EQ(g.remaining(), 3u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p2"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
   g.Done(a1);  // already done
   g.Return(a1);
-  EXPECT_EQ(g.task(a1).state, Node::kDone);
+  EXPECT_EQ(g.state(a1), Node::kDone);
   EXPECT_EQ(g.remaining(), 2u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p1"));
 }
 
 TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
-  TaskGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
+                      {{"b", {Identity("a")}}});
   std::optional<size_t> a1 = g.Pop();
   ASSERT_TRUE(a1.has_value());
   g.Fail(*a1);
-  EXPECT_EQ(g.task(*a1).state, Node::kFailed);
+  EXPECT_EQ(g.state(*a1), Node::kFailed);
   EXPECT_EQ(g.running(), 0u);
   EXPECT_EQ(g.CountIn(Node::kFailed), 1u);
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p2"));
@@ -195,7 +223,7 @@ TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
   EXPECT_EQ(g.remaining(), 2u);
 
   g.ResetFailed();
-  EXPECT_EQ(g.task(*a1).state, Node::kPending);
+  EXPECT_EQ(g.state(*a1), Node::kPending);
   EXPECT_EQ(g.CountIn(Node::kFailed), 0u);
   EXPECT_EQ(g.CountIn(Node::kDone), 2u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
@@ -205,21 +233,21 @@ TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
 }
 
 TEST(TaskGraphTest, ResetKeepsRunningTasksRunning) {
-  TaskGraph g = Make({{"a", {"p1", "p2"}}}, {});
+  NamedGraph g = Make({{"a", {"p1", "p2"}}}, {});
   std::optional<size_t> a1 = g.Pop();
   std::optional<size_t> a2 = g.Pop();
   ASSERT_TRUE(a1 && a2);
   g.Fail(*a1);
   g.ResetFailed();
   EXPECT_EQ(g.running(), 1u);
-  EXPECT_EQ(g.task(*a2).state, Node::kRunning);
+  EXPECT_EQ(g.state(*a2), Node::kRunning);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
   g.Done(*a2);
   EXPECT_EQ(g.remaining(), 1u);
 }
 
 TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"a", {"p1", "p2"}},
             {"b", {"p1", "p2"}},
             {"c", {"p1", "p2"}},
@@ -231,10 +259,10 @@ TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
   g.Reopen({Find(g, "a/p1")});
   // a/p1 -> b/p1 -> c/p1 (identity), and every d task reads all of c.
   for (const char* name : {"a/p1", "b/p1", "c/p1", "d/x", "d/y"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kPending) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kPending) << name;
   }
   for (const char* name : {"a/p2", "b/p2", "c/p2"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kDone) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kDone) << name;
   }
   EXPECT_EQ(g.remaining(), 5u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
@@ -246,8 +274,8 @@ TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
 }
 
 TEST(TaskGraphTest, ReopenOfALeafReopensOnlyIt) {
-  TaskGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
+                      {{"b", {Identity("a")}}});
   while (std::optional<size_t> i = g.Pop()) g.Done(*i);
   g.Reopen({Find(g, "b/p2"), Find(g, "b/p1")});
   EXPECT_EQ(g.remaining(), 2u);
@@ -257,17 +285,17 @@ TEST(TaskGraphTest, ReopenOfALeafReopensOnlyIt) {
 }
 
 TEST(TaskGraphTest, PopTakesTheFirstAcceptedTaskAndLeavesTheOthers) {
-  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}}, {});
+  NamedGraph g = Make({{"a", {"p1", "p2", "p3"}}}, {});
   std::optional<size_t> none = g.Pop([](size_t) { return false; });
   EXPECT_FALSE(none.has_value());
   EXPECT_EQ(g.ready(), 3u);
   EXPECT_EQ(g.running(), 0u);
 
   std::optional<size_t> not_p1 =
-      g.Pop([&](size_t i) { return g.task(i).partition != "p1"; });
+      g.Pop([&](size_t i) { return g.partition(i) != "p1"; });
   ASSERT_TRUE(not_p1.has_value());
   EXPECT_EQ(Name(g, *not_p1), "a/p2");
-  EXPECT_EQ(g.task(*not_p1).state, Node::kRunning);
+  EXPECT_EQ(g.state(*not_p1), Node::kRunning);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p3"));
   std::optional<size_t> next = g.Pop();
   ASSERT_TRUE(next.has_value());
@@ -275,8 +303,8 @@ TEST(TaskGraphTest, PopTakesTheFirstAcceptedTaskAndLeavesTheOthers) {
 }
 
 TEST(TaskGraphTest, ClearReadyForgetsTheQueueAndRequeueRebuildsIt) {
-  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1"}}},
+                      {{"b", {Identity("a")}}});
   std::optional<size_t> running = g.Pop();
   ASSERT_TRUE(running.has_value());
   g.ClearReady();
@@ -300,7 +328,7 @@ TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
                                         {"a", "p2", Node::kPending},
                                         {"b", "p1", Node::kPending},
                                         {"b", "p2", Node::kPending}};
-  TaskGraph g(tasks, [](const std::string& d) {
+  NamedGraph g(tasks, [](const std::string& d) {
     return d == "b" ? std::vector<UpstreamEdge>{Identity("a")}
                     : std::vector<UpstreamEdge>();
   });
@@ -312,24 +340,13 @@ TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
 
 using Grains = std::map<std::string, Grain>;
 
-TaskGraph MakeWithGrains(const Plan& plan, const Edges& edges,
-                         const Grains& grains) {
-  std::vector<TaskGraph::Task> tasks;
-  for (const auto& [dataset, partitions] : plan) {
-    for (const std::string& p : partitions) {
-      tasks.push_back({dataset, p, Node::kPending});
-    }
-  }
-  return TaskGraph(
-      std::move(tasks),
-      [edges](const std::string& dataset) {
-        auto it = edges.find(dataset);
-        return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
-      },
-      [grains](const std::string& dataset) {
-        auto it = grains.find(dataset);
-        return it == grains.end() ? Grain::kNone : it->second;
-      });
+NamedGraph MakeWithGrains(const Plan& plan, const Edges& edges,
+                          const Grains& grains) {
+  return NamedGraph(TasksOf(plan), EdgesOf(edges),
+                    [grains](const std::string& dataset) {
+                      auto it = grains.find(dataset);
+                      return it == grains.end() ? Grain::kNone : it->second;
+                    });
 }
 
 UpstreamEdge Rollup(const std::string& dataset) {
@@ -341,7 +358,7 @@ UpstreamEdge Lookback(const std::string& dataset, int n) {
 
 TEST(TaskGraphTest, RollupWaitsForEveryChildInTheJob) {
   const Grains grains = {{"daily", Grain::kDay}, {"monthly", Grain::kMonth}};
-  TaskGraph g =
+  NamedGraph g =
       MakeWithGrains({{"daily", {"2025-01-30", "2025-01-31", "2025-02-01"}},
                       {"monthly", {"2025-01", "2025-02", "2025-03"}}},
                      {{"monthly", {Rollup("daily")}}}, grains);
@@ -362,7 +379,7 @@ TEST(TaskGraphTest, HourRollupIntoDayAndMonth) {
   const Grains grains = {{"hourly", Grain::kHour},
                          {"days", Grain::kDay},
                          {"months", Grain::kMonth}};
-  TaskGraph g = MakeWithGrains(
+  NamedGraph g = MakeWithGrains(
       {{"hourly", {"2025-03-31T22", "2025-03-31T23", "2025-04-01T00"}},
        {"days", {"2025-03-31", "2025-04-01"}},
        {"months", {"2025-03", "2025-04"}}},
@@ -382,7 +399,7 @@ TEST(TaskGraphTest, HourRollupIntoDayAndMonth) {
 TEST(TaskGraphTest, LookbackWaitsForItsWindowInTheJob) {
   const Grains grains = {{"daily", Grain::kDay}, {"rolling", Grain::kDay}};
   // rolling reads P-2 .. P.
-  TaskGraph g =
+  NamedGraph g =
       MakeWithGrains({{"daily", {"2024-12-31", "2025-01-01", "2025-01-02"}},
                       {"rolling",
                        {"2024-12-31", "2025-01-01", "2025-01-02", "2025-01-03",
@@ -413,7 +430,7 @@ TEST(TaskGraphTest, ReopenFollowsRollupAndLookbackReaders) {
                          {"monthly", Grain::kMonth},
                          {"monthly_r", Grain::kMonth},
                          {"rolling", Grain::kDay}};
-  TaskGraph g =
+  NamedGraph g =
       MakeWithGrains({{"daily", {"2025-01-31", "2025-02-01"}},
                       {"monthly", {"2025-01", "2025-02"}},
                       {"monthly_r", {"2025-01", "2025-02", "2025-03"}},
@@ -429,20 +446,20 @@ TEST(TaskGraphTest, ReopenFollowsRollupAndLookbackReaders) {
   for (const char* name :
        {"daily/2025-01-31", "monthly/2025-01", "monthly_r/2025-01",
         "monthly_r/2025-02", "rolling/2025-01-31", "rolling/2025-02-01"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kPending) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kPending) << name;
   }
   for (const char* name : {"daily/2025-02-01", "monthly/2025-02",
                            "monthly_r/2025-03", "rolling/2025-02-02"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kDone) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kDone) << name;
   }
   EXPECT_EQ(g.remaining(), 6u);
   EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31"));
 }
 
 TEST(TaskGraphTest, RollupWithoutGrainsWaitsForTheWholeUpstream) {
-  TaskGraph g = Make({{"daily", {"2025-01-31", "2025-02-01"}},
-                      {"monthly", {"2025-01", "2025-02"}}},
-                     {{"monthly", {Rollup("daily")}}});
+  NamedGraph g = Make({{"daily", {"2025-01-31", "2025-02-01"}},
+                       {"monthly", {"2025-01", "2025-02"}}},
+                      {{"monthly", {Rollup("daily")}}});
   EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31", "daily/2025-02-01"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-02-01"));
   EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31"));
@@ -489,21 +506,21 @@ RandomJob MakeRandomJob(std::mt19937& rng) {
 // What the graph should do, computed from the plan and edges alone.
 class Model {
  public:
-  Model(const TaskGraph& g, const Edges& edges) : g_(g), edges_(edges) {
+  Model(const NamedGraph& g, const Edges& edges) : g_(g), edges_(edges) {
     for (size_t i = 0; i < g.size(); ++i) {
-      by_name_[{g.task(i).dataset, g.task(i).partition}] = i;
-      by_dataset_[g.task(i).dataset].push_back(i);
-      state_.push_back(g.task(i).state);
+      by_name_[{g.dataset(i), g.partition(i)}] = i;
+      by_dataset_[g.dataset(i)].push_back(i);
+      state_.push_back(g.state(i));
     }
   }
 
   // Every input of task i that is in the job is done.
   bool InputsDone(size_t i) const {
-    auto it = edges_.find(g_.task(i).dataset);
+    auto it = edges_.find(g_.dataset(i));
     if (it == edges_.end()) return true;
     for (const UpstreamEdge& e : it->second) {
       if (e.mapping == Mapping::kIdentity) {
-        auto u = by_name_.find({e.dataset, g_.task(i).partition});
+        auto u = by_name_.find({e.dataset, g_.partition(i)});
         if (u != by_name_.end() && state_[u->second] != Node::kDone) {
           return false;
         }
@@ -533,12 +550,11 @@ class Model {
   std::vector<size_t> Readers(size_t i) const {
     std::vector<size_t> out;
     for (size_t j = 0; j < state_.size(); ++j) {
-      auto it = edges_.find(g_.task(j).dataset);
+      auto it = edges_.find(g_.dataset(j));
       if (it == edges_.end()) continue;
       for (const UpstreamEdge& e : it->second) {
-        if (e.dataset != g_.task(i).dataset) continue;
-        if (e.mapping == Mapping::kAll ||
-            g_.task(j).partition == g_.task(i).partition) {
+        if (e.dataset != g_.dataset(i)) continue;
+        if (e.mapping == Mapping::kAll || g_.partition(j) == g_.partition(i)) {
           out.push_back(j);
         }
       }
@@ -562,7 +578,7 @@ class Model {
   std::vector<Node>& state() { return state_; }
 
  private:
-  const TaskGraph& g_;
+  const NamedGraph& g_;
   const Edges& edges_;
   std::map<std::pair<std::string, std::string>, size_t> by_name_;
   std::map<std::string, std::vector<size_t>> by_dataset_;
@@ -570,7 +586,7 @@ class Model {
 };
 
 // Checks the graph's counters against the model.
-void ExpectAgrees(const TaskGraph& g, const Model& model) {
+void ExpectAgrees(const NamedGraph& g, const Model& model) {
   EXPECT_EQ(g.ready(), model.ReadyCount());
   EXPECT_EQ(g.running(), model.Count(Node::kRunning));
   EXPECT_EQ(g.remaining(), g.size() - model.Count(Node::kDone));
@@ -588,7 +604,7 @@ TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round));
     RandomJob job = MakeRandomJob(rng);
-    TaskGraph g = Make(job.plan, job.edges);
+    NamedGraph g = Make(job.plan, job.edges);
     Model model(g, job.edges);
     total_tasks += static_cast<int>(g.size());
     std::vector<int> handed_out(g.size(), 0);
@@ -601,7 +617,7 @@ TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
         const std::string refused =
             uniform(0, 3) == 0 ? absl::StrCat("p", uniform(0, 4)) : "-";
         std::optional<size_t> i =
-            g.Pop([&](size_t j) { return g.task(j).partition != refused; });
+            g.Pop([&](size_t j) { return g.partition(j) != refused; });
         if (!i.has_value()) {
           if (refused == "-") {
             // Nothing ready: something must still be running.
@@ -610,7 +626,7 @@ TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
           }
           continue;
         }
-        ASSERT_NE(g.task(*i).partition, refused);
+        ASSERT_NE(g.partition(*i), refused);
         ASSERT_EQ(model.state()[*i], Node::kPending) << Name(g, *i);
         ASSERT_TRUE(model.InputsDone(*i))
             << Name(g, *i) << " handed out before its inputs were done";
@@ -646,7 +662,7 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
   for (int round = 0; round < 200; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round));
     RandomJob job = MakeRandomJob(rng);
-    TaskGraph g = Make(job.plan, job.edges);
+    NamedGraph g = Make(job.plan, job.edges);
     Model model(g, job.edges);
     std::vector<size_t> running;
     std::vector<bool> ever_done(g.size(), false);
@@ -703,7 +719,7 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
     }
     for (size_t i = 0; i < g.size(); ++i) {
       EXPECT_TRUE(ever_done[i]) << Name(g, i);
-      EXPECT_EQ(g.task(i).state, Node::kDone) << Name(g, i);
+      EXPECT_EQ(g.state(i), Node::kDone) << Name(g, i);
     }
   }
   EXPECT_GT(reopened, 100);
@@ -713,7 +729,8 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
 // ---- Early cutoff: which ready tasks read only unchanged or skipped ones --
 
 // Pops `name`, which must be ready, and marks it done with `outcome`.
-void Settle(TaskGraph& g, const std::string& name, TaskGraph::Outcome outcome) {
+void Settle(NamedGraph& g, const std::string& name,
+            TaskGraph::Outcome outcome) {
   std::optional<size_t> i = g.Pop([&](size_t j) { return Name(g, j) == name; });
   ASSERT_TRUE(i.has_value()) << name << " is not ready";
   g.Done(*i, outcome);
@@ -721,8 +738,8 @@ void Settle(TaskGraph& g, const std::string& name, TaskGraph::Outcome outcome) {
 using Outcome = TaskGraph::Outcome;
 
 TEST(TaskGraphCutoffTest, IdentityDependentsFollowTheirOwnPartition) {
-  TaskGraph g = Make({{"daily", {"d1", "d2"}}, {"total", {"d1", "d2"}}},
-                     {{"total", {Identity("daily")}}});
+  NamedGraph g = Make({{"daily", {"d1", "d2"}}, {"total", {"d1", "d2"}}},
+                      {{"total", {Identity("daily")}}});
   // Not while its input is not done.
   EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
   Settle(g, "daily/d1", Outcome::kUnchanged);
@@ -736,8 +753,8 @@ TEST(TaskGraphCutoffTest, IdentityDependentsFollowTheirOwnPartition) {
 }
 
 TEST(TaskGraphCutoffTest, SkippedInputsCountAsUnchangedDownAChain) {
-  TaskGraph g = Make({{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
-                     {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
+  NamedGraph g = Make({{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
+                      {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
   Settle(g, "a/p", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "b/p")));
   Settle(g, "b/p", Outcome::kSkipped);
@@ -749,11 +766,11 @@ TEST(TaskGraphCutoffTest, SkippedInputsCountAsUnchangedDownAChain) {
 
 TEST(TaskGraphCutoffTest, TwoInputsOneChangedMeansItRuns) {
   // mixed reads daily and total partition by partition.
-  TaskGraph g = Make({{"daily", {"d1", "d2"}},
-                      {"total", {"d1", "d2"}},
-                      {"mixed", {"d1", "d2"}}},
-                     {{"total", {Identity("daily")}},
-                      {"mixed", {Identity("daily"), Identity("total")}}});
+  NamedGraph g = Make({{"daily", {"d1", "d2"}},
+                       {"total", {"d1", "d2"}},
+                       {"mixed", {"d1", "d2"}}},
+                      {{"total", {Identity("daily")}},
+                       {"mixed", {Identity("daily"), Identity("total")}}});
   Settle(g, "daily/d1", Outcome::kChanged);
   Settle(g, "daily/d2", Outcome::kUnchanged);
   Settle(g, "total/d1", Outcome::kUnchanged);  // ran, came out identical
@@ -763,8 +780,8 @@ TEST(TaskGraphCutoffTest, TwoInputsOneChangedMeansItRuns) {
 }
 
 TEST(TaskGraphCutoffTest, WholeTableReadersNeedEveryTaskOfTheDataset) {
-  TaskGraph g = Make({{"daily", {"d1", "d2", "d3"}}, {"region", {""}}},
-                     {{"region", {All("daily")}}});
+  NamedGraph g = Make({{"daily", {"d1", "d2", "d3"}}, {"region", {""}}},
+                      {{"region", {All("daily")}}});
   const size_t region = Find(g, "region/");
   Settle(g, "daily/d1", Outcome::kUnchanged);
   Settle(g, "daily/d2", Outcome::kSkipped);
@@ -772,15 +789,15 @@ TEST(TaskGraphCutoffTest, WholeTableReadersNeedEveryTaskOfTheDataset) {
   Settle(g, "daily/d3", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(region));
 
-  TaskGraph h = Make({{"daily", {"d1", "d2"}}, {"region", {""}}},
-                     {{"region", {All("daily")}}});
+  NamedGraph h = Make({{"daily", {"d1", "d2"}}, {"region", {""}}},
+                      {{"region", {All("daily")}}});
   Settle(h, "daily/d1", Outcome::kUnchanged);
   Settle(h, "daily/d2", Outcome::kChanged);
   EXPECT_FALSE(h.ReadsOnlyUnchanged(Find(h, "region/")));
 }
 
 TEST(TaskGraphCutoffTest, WholeTableAndIdentityInputsTogether) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"dim", {"x1", "x2"}}, {"daily", {"d1"}}, {"joined", {"d1"}}},
            {{"joined", {Identity("daily"), All("dim")}}});
   const size_t joined = Find(g, "joined/d1");
@@ -799,7 +816,7 @@ TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
       {"total", "d1", Node::kDone, Outcome::kSkipped},
       {"total", "d2", Node::kPending, Outcome::kChanged}};
   Edges edges = {{"region", {All("daily")}}, {"total", {Identity("daily")}}};
-  TaskGraph g(std::move(tasks), [edges](const std::string& d) {
+  NamedGraph g(tasks, [edges](const std::string& d) {
     auto it = edges.find(d);
     return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
   });
@@ -809,14 +826,14 @@ TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
   // d2's staged rows were lost: it and what read it run again; once d2
   // comes out unchanged, region reads only unchanged tasks.
   g.Reopen({Find(g, "daily/d2")});
-  EXPECT_EQ(g.task(Find(g, "daily/d2")).state, Node::kPending);
+  EXPECT_EQ(g.state(Find(g, "daily/d2")), Node::kPending);
   Settle(g, "daily/d2", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "region/")));
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "total/d2")));
   // Reopening an unchanged task clears its outcome.
   g.Reopen({Find(g, "daily/d1")});
-  EXPECT_EQ(g.task(Find(g, "daily/d1")).outcome, Outcome::kChanged);
-  EXPECT_EQ(g.task(Find(g, "total/d1")).state, Node::kPending);
+  EXPECT_EQ(g.outcome(Find(g, "daily/d1")), Outcome::kChanged);
+  EXPECT_EQ(g.state(Find(g, "total/d1")), Node::kPending);
   EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
 }
 
