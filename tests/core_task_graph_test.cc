@@ -3,6 +3,8 @@
 // against an independent model of which tasks may run.
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -11,7 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/model/partition_layout.h"
+#include "core/model/upstream_mapping.h"
 #include "core/run/task_graph.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,6 +26,7 @@ namespace core_task_graph_test {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 using Node = TaskGraph::Node;
 
@@ -338,7 +344,7 @@ TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
 
 // ---- Rollup and lookback -----------------------------------------------
 
-using Grains = std::map<std::string, Grain>;
+using Grains = std::map<std::string, PartitionLayout>;
 
 NamedGraph MakeWithGrains(const Plan& plan, const Edges& edges,
                           const Grains& grains) {
@@ -835,6 +841,523 @@ TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
   EXPECT_EQ(g.outcome(Find(g, "daily/d1")), Outcome::kChanged);
   EXPECT_EQ(g.state(Find(g, "total/d1")), Node::kPending);
   EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
+}
+
+// ---- What the graph keeps of a task's partition ---------------------------
+
+TEST(TaskGraphTest, InterleavedDatasetsKeepTheirTasksApart) {
+  // Tasks of two datasets in alternation, as a store may list them.
+  std::vector<TaskGraph::Task> tasks = {{"a", "p1"}, {"b", "p1"}, {"a", "p2"},
+                                        {"b", "p2"}, {"b", "p3"}, {"a", "p3"},
+                                        {"c", ""},   {"a", "p4"}};
+  NamedGraph g(tasks, EdgesOf({{"b", {Identity("a")}}, {"c", {All("b")}}}));
+  EXPECT_EQ(g.dataset(0), "a");
+  EXPECT_EQ(g.dataset(4), "b");
+  EXPECT_EQ(g.dataset(6), "c");
+  EXPECT_EQ(g.dataset(7), "a");
+  EXPECT_THAT(g.IdentityInputs(4), ElementsAre(5u));  // b/p3 reads a/p3
+  EXPECT_THAT(g.IdentityInputs(7), IsEmpty());
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p2", "a/p3", "a/p4"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "a/p4", "b/p3", "b/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p2"));
+  // c waits for b/p3 only; a/p4 is not read by anything.
+  EXPECT_THAT(Ready(g), ElementsAre("a/p4", "b/p3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p3"));
+  EXPECT_THAT(Ready(g), ElementsAre("a/p4", "c/"));
+  g.Reopen({Find(g, "a/p2")});
+  for (const char* name : {"a/p2", "b/p2", "c/"}) {
+    EXPECT_EQ(g.state(Find(g, name)), Node::kPending) << name;
+  }
+  EXPECT_EQ(g.CountIn(Node::kDone), 4u);
+}
+
+TEST(TaskGraphTest, AnUpstreamWithoutTasksInTheJobIsNotWaitedFor) {
+  // "empty" is planned with no partition: it has no task in the job.
+  const Grains grains = {{"empty", Grain::kDay}, {"monthly", Grain::kMonth}};
+  NamedGraph g =
+      MakeWithGrains({{"empty", {}}, {"monthly", {"2025-01", "2025-02"}}},
+                     {{"monthly",
+                       {Rollup("empty"), Identity("empty"), All("empty"),
+                        Lookback("empty", 1)}}},
+                     grains);
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_THAT(Ready(g), ElementsAre("monthly/2025-01", "monthly/2025-02"));
+  EXPECT_THAT(g.IdentityInputs(0), IsEmpty());
+  // It reads nothing in the job: never a candidate for the cutoff.
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(0));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/2025-01"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/2025-02"));
+  EXPECT_TRUE(g.AllDone());
+}
+
+TEST(TaskGraphTest, APartitionTheRollupCannotMapWaitsForTheWholeUpstream) {
+  const Grains grains = {{"daily", Grain::kDay}, {"monthly", Grain::kMonth}};
+  NamedGraph g = MakeWithGrains({{"daily", {"2025-01-31", "2025-02-01"}},
+                                 {"monthly", {"2025-01", "bogus"}}},
+                                {{"monthly", {Rollup("daily")}}}, grains);
+  EXPECT_THAT(g.IdentityInputs(Find(g, "monthly/2025-01")),
+              ElementsAre(Find(g, "daily/2025-01-31")));
+  EXPECT_THAT(g.IdentityInputs(Find(g, "monthly/bogus")), IsEmpty());
+  Settle(g, "daily/2025-01-31", Outcome::kUnchanged);
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-02-01", "monthly/2025-01"));
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "monthly/2025-01")));
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "monthly/bogus")));
+  Settle(g, "daily/2025-02-01", Outcome::kUnchanged);
+  EXPECT_THAT(Ready(g), ElementsAre("monthly/2025-01", "monthly/bogus"));
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "monthly/bogus")));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/2025-01"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/bogus"));
+  // Losing February reopens the task that read all of daily, not January.
+  g.Reopen({Find(g, "daily/2025-02-01")});
+  EXPECT_EQ(g.state(Find(g, "monthly/bogus")), Node::kPending);
+  EXPECT_EQ(g.state(Find(g, "monthly/2025-01")), Node::kDone);
+  EXPECT_EQ(g.remaining(), 2u);
+}
+
+TEST(TaskGraphTest, EdgesAndGrainsAreAskedForOncePerDataset) {
+  std::map<std::string, int> upstream_calls;
+  std::map<std::string, int> grain_calls;
+  std::vector<TaskGraph::Task> tasks;
+  for (int p = 0; p < 50; ++p) {
+    const std::string day =
+        absl::StrCat("2025-01-", p % 28 + 1 < 10 ? "0" : "", p % 28 + 1);
+    tasks.push_back({"daily", day});
+    tasks.push_back({"rolling", day});
+  }
+  TaskGraph g(
+      tasks,
+      [&](const std::string& d) {
+        ++upstream_calls[d];
+        return d == "rolling" ? std::vector<UpstreamEdge>{Lookback("daily", 2)}
+                              : std::vector<UpstreamEdge>{};
+      },
+      [&](const std::string& d) {
+        ++grain_calls[d];
+        return PartitionLayout(Grain::kDay);
+      });
+  EXPECT_EQ(upstream_calls,
+            (std::map<std::string, int>{{"daily", 1}, {"rolling", 1}}));
+  EXPECT_EQ(grain_calls,
+            (std::map<std::string, int>{{"daily", 1}, {"rolling", 1}}));
+  EXPECT_EQ(g.size(), 100u);
+}
+
+// ---- Against a reference implementation ----------------------------------
+
+// The graph's contract computed naively from the tasks and edges: scans over
+// every task, the ready queue kept as the contract describes it.
+class Reference {
+ public:
+  Reference(const std::vector<TaskGraph::Task>& tasks, const Edges& edges,
+            const Grains* grains)
+      : tasks_(tasks), inputs_(tasks.size()), whole_(tasks.size()) {
+    auto layout = [&](const std::string& d) -> PartitionLayout {
+      auto it = grains->find(d);
+      return it == grains->end() ? PartitionLayout(Grain::kNone) : it->second;
+    };
+    auto tasks_of = [&](const std::string& d, const std::string& p) {
+      std::vector<size_t> out;
+      for (size_t k = 0; k < tasks_.size(); ++k) {
+        if (tasks_[k].dataset == d && tasks_[k].partition == p) {
+          out.push_back(k);
+        }
+      }
+      return out;
+    };
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      const std::string& d = tasks_[j].dataset;
+      auto it = edges.find(d);
+      if (it == edges.end()) continue;
+      for (const UpstreamEdge& e : it->second) {
+        if (TasksOf(e.dataset).empty()) continue;
+        const bool same_shape =
+            grains == nullptr ||
+            layout(e.dataset).two_dimensional() == layout(d).two_dimensional();
+        std::vector<std::string> read;
+        if (e.mapping == Mapping::kIdentity && same_shape) {
+          read = {tasks_[j].partition};
+        } else if (e.mapping != Mapping::kAll && grains != nullptr) {
+          absl::StatusOr<std::optional<std::vector<std::string>>> r =
+              PartitionsRead(e, layout(e.dataset), layout(d),
+                             tasks_[j].partition);
+          if (!r.ok() || !r->has_value()) {
+            whole_[j].push_back(e.dataset);
+            continue;
+          }
+          read = **r;
+        } else {
+          whole_[j].push_back(e.dataset);
+          continue;
+        }
+        for (const std::string& p : read) {
+          for (size_t k : tasks_of(e.dataset, p)) inputs_[j].push_back(k);
+        }
+      }
+    }
+    Requeue();
+  }
+
+  const std::vector<size_t>& inputs(size_t j) const { return inputs_[j]; }
+  bool ReadsWhole(size_t j) const { return !whole_[j].empty(); }
+  Node state(size_t j) const { return tasks_[j].state; }
+  Outcome outcome(size_t j) const { return tasks_[j].outcome; }
+  const std::deque<size_t>& ready() const { return ready_; }
+  size_t Count(Node s) const {
+    size_t n = 0;
+    for (const TaskGraph::Task& t : tasks_) n += t.state == s ? 1 : 0;
+    return n;
+  }
+
+  std::vector<size_t> TasksOf(const std::string& d) const {
+    std::vector<size_t> out;
+    for (size_t k = 0; k < tasks_.size(); ++k) {
+      if (tasks_[k].dataset == d) out.push_back(k);
+    }
+    return out;
+  }
+
+  // Inputs of j not done, each whole dataset with a task not done counting
+  // once per edge.
+  int Waiting(size_t j) const {
+    int n = 0;
+    for (size_t k : inputs_[j]) n += tasks_[k].state != Node::kDone ? 1 : 0;
+    for (const std::string& d : whole_[j]) n += AllDone(d) ? 0 : 1;
+    return n;
+  }
+  bool AllDone(const std::string& d) const {
+    for (size_t k : TasksOf(d)) {
+      if (tasks_[k].state != Node::kDone) return false;
+    }
+    return true;
+  }
+  bool Queued(size_t j) const {
+    return std::find(ready_.begin(), ready_.end(), j) != ready_.end();
+  }
+
+  bool ReadsOnlyUnchanged(size_t j) const {
+    if (inputs_[j].empty() && whole_[j].empty()) return false;
+    auto unchanged = [&](size_t k) {
+      return tasks_[k].state == Node::kDone &&
+             tasks_[k].outcome != Outcome::kChanged;
+    };
+    for (size_t k : inputs_[j]) {
+      if (!unchanged(k)) return false;
+    }
+    for (const std::string& d : whole_[j]) {
+      for (size_t k : TasksOf(d)) {
+        if (!unchanged(k)) return false;
+      }
+    }
+    return true;
+  }
+
+  std::optional<size_t> Pop(const std::function<bool(size_t)>& accept) {
+    for (auto it = ready_.begin(); it != ready_.end(); ++it) {
+      if (!accept(*it)) continue;
+      const size_t i = *it;
+      ready_.erase(it);
+      tasks_[i].state = Node::kRunning;
+      return i;
+    }
+    return std::nullopt;
+  }
+
+  // Tasks that became ready queue in the order they became ready: those
+  // waiting only for i by partition first, then those that read i's
+  // dataset whole if i was its last task not done; each group in plan
+  // order.
+  void Done(size_t i, Outcome outcome) {
+    if (tasks_[i].state != Node::kRunning) return;
+    std::vector<int> before(tasks_.size());
+    for (size_t j = 0; j < tasks_.size(); ++j) before[j] = Waiting(j);
+    tasks_[i].state = Node::kDone;
+    tasks_[i].outcome = outcome;
+    const std::string& d = tasks_[i].dataset;
+    const bool completed = AllDone(d);
+    std::vector<size_t> by_partition, by_dataset;
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      if (tasks_[j].state != Node::kPending || Queued(j) || before[j] == 0 ||
+          Waiting(j) != 0) {
+        continue;
+      }
+      const bool whole = std::count(whole_[j].begin(), whole_[j].end(), d) > 0;
+      (completed && whole ? by_dataset : by_partition).push_back(j);
+    }
+    ready_.insert(ready_.end(), by_partition.begin(), by_partition.end());
+    ready_.insert(ready_.end(), by_dataset.begin(), by_dataset.end());
+  }
+
+  void Return(size_t i) {
+    if (tasks_[i].state != Node::kRunning) return;
+    tasks_[i].state = Node::kPending;
+    if (Waiting(i) == 0 && !Queued(i)) ready_.push_front(i);
+  }
+  void Fail(size_t i) {
+    if (tasks_[i].state == Node::kRunning) tasks_[i].state = Node::kFailed;
+  }
+  void ResetFailed() {
+    for (TaskGraph::Task& t : tasks_) {
+      if (t.state == Node::kFailed) t.state = Node::kPending;
+    }
+    Requeue();
+  }
+  void Reopen(const std::vector<size_t>& lost) {
+    std::vector<size_t> stack = lost;
+    std::set<size_t> seen;
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      stack.pop_back();
+      if (!seen.insert(i).second) continue;
+      if (tasks_[i].state == Node::kDone) {
+        tasks_[i].state = Node::kPending;
+        tasks_[i].outcome = Outcome::kChanged;
+      }
+      for (size_t j = 0; j < tasks_.size(); ++j) {
+        const bool reads =
+            std::count(inputs_[j].begin(), inputs_[j].end(), i) > 0 ||
+            std::count(whole_[j].begin(), whole_[j].end(), tasks_[i].dataset) >
+                0;
+        if (reads) stack.push_back(j);
+      }
+    }
+    Requeue();
+  }
+  void ClearReady() { ready_.clear(); }
+  void Requeue() {
+    ready_.clear();
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      if (tasks_[j].state == Node::kPending && Waiting(j) == 0) {
+        ready_.push_back(j);
+      }
+    }
+  }
+
+ private:
+  std::vector<TaskGraph::Task> tasks_;
+  // Per task: the tasks it reads by partition, and the datasets it reads
+  // whole (once per edge).
+  std::vector<std::vector<size_t>> inputs_;
+  std::vector<std::vector<std::string>> whole_;
+  std::deque<size_t> ready_;
+};
+
+struct GeneratedJob {
+  std::vector<TaskGraph::Task> tasks;
+  Edges edges;
+  Grains grains;
+  bool with_grains = true;
+};
+
+// Datasets of every shape with identity, rollup, lookback and whole-table
+// edges between them (some the layouts do not allow, some to datasets
+// without tasks in the job), a partition now and then no mapping can read,
+// tasks in plan order or interleaved, and states as a resumed job has them.
+GeneratedJob GenerateJob(std::mt19937& rng) {
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  struct Shape {
+    PartitionLayout layout;
+    std::vector<std::string> partitions;
+  };
+  const std::vector<Shape> shapes = {
+      {Grain::kHour,
+       {"2025-01-31T22", "2025-01-31T23", "2025-02-01T00", "2025-02-01T01"}},
+      {Grain::kDay, {"2025-01-30", "2025-01-31", "2025-02-01", "2025-02-02"}},
+      {Grain::kMonth, {"2025-01", "2025-02", "2025-03"}},
+      {PartitionLayout(Grain::kDay, {"eu", "us"}),
+       {"2025-01-31|eu", "2025-01-31|us", "2025-02-01|eu", "2025-02-01|us"}},
+      {Grain::kNone, {""}},
+  };
+  GeneratedJob job;
+  job.with_grains = uniform(0, 3) > 0;
+  const int datasets = uniform(1, 6);
+  for (int d = 0; d < datasets; ++d) {
+    const std::string name = absl::StrCat("d", d);
+    const Shape& shape = shapes[static_cast<size_t>(
+        uniform(0, static_cast<int>(shapes.size()) - 1))];
+    job.grains[name] = shape.layout;
+    for (const std::string& p : shape.partitions) {
+      if (uniform(0, 2) > 0) job.tasks.push_back({name, p});
+    }
+    if (uniform(0, 7) == 0) job.tasks.push_back({name, "bogus"});
+    for (int u = 0; u < d; ++u) {
+      if (uniform(0, 2) != 0) continue;
+      const std::string up = absl::StrCat("d", u);
+      UpstreamEdge e;
+      switch (uniform(0, 5)) {
+        case 0:
+          e = All(up);
+          break;
+        case 1:
+          e = Rollup(up);
+          break;
+        case 2:
+          e = Lookback(up, uniform(1, 2));
+          break;
+        default:
+          e = Identity(up);
+      }
+      job.edges[name].push_back(e);
+      if (uniform(0, 9) == 0) job.edges[name].push_back(e);  // twice
+    }
+    if (uniform(0, 4) == 0) job.edges[name].push_back(Identity("outside"));
+    if (uniform(0, 6) == 0) job.edges[name].push_back(All("outside"));
+  }
+  if (uniform(0, 1) == 0) std::shuffle(job.tasks.begin(), job.tasks.end(), rng);
+  for (TaskGraph::Task& t : job.tasks) {
+    const int s = uniform(0, 9);
+    if (s >= 6 && s <= 8) {
+      t.state = Node::kDone;
+      t.outcome = static_cast<Outcome>(uniform(0, 2));
+    } else if (s == 9) {
+      t.state = uniform(0, 1) == 0 ? Node::kFailed : Node::kRunning;
+    }
+  }
+  return job;
+}
+
+// Every observable of the graph against the reference.
+void ExpectSame(const NamedGraph& g, const Reference& ref) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(g.state(i), ref.state(i)) << Name(g, i);
+    ASSERT_EQ(g.outcome(i), ref.outcome(i)) << Name(g, i);
+    ASSERT_EQ(g.ReadsOnlyUnchanged(i), ref.ReadsOnlyUnchanged(i)) << Name(g, i);
+  }
+  ASSERT_EQ(g.remaining(), g.size() - ref.Count(Node::kDone));
+  ASSERT_EQ(g.AllDone(), ref.Count(Node::kDone) == g.size());
+  ASSERT_EQ(g.running(), ref.Count(Node::kRunning));
+  for (Node s : {Node::kPending, Node::kRunning, Node::kDone, Node::kFailed}) {
+    ASSERT_EQ(g.CountIn(s), ref.Count(s));
+  }
+  // The queue's order, read off a copy.
+  TaskGraph copy = g;
+  std::vector<size_t> order;
+  while (std::optional<size_t> i = copy.Pop()) order.push_back(*i);
+  ASSERT_THAT(order, ::testing::ElementsAreArray(ref.ready()));
+  ASSERT_EQ(g.ready(), ref.ready().size());
+}
+
+TEST(TaskGraphReferenceTest, EveryStepAgreesWithTheReference) {
+  std::mt19937 rng(31337);
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  std::map<std::string, int> seen;  // how often each case came up
+  for (int round = 0; round < 400; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    GeneratedJob job = GenerateJob(rng);
+    NamedGraph g = job.with_grains ? NamedGraph(job.tasks, EdgesOf(job.edges),
+                                                [&](const std::string& d) {
+                                                  auto it = job.grains.find(d);
+                                                  return it == job.grains.end()
+                                                             ? PartitionLayout()
+                                                             : it->second;
+                                                })
+                                   : NamedGraph(job.tasks, EdgesOf(job.edges));
+    Reference ref(job.tasks, job.edges,
+                  job.with_grains ? &job.grains : nullptr);
+    for (size_t i = 0; i < g.size(); ++i) {
+      ASSERT_THAT(g.IdentityInputs(i), ElementsAreArray(ref.inputs(i)))
+          << Name(g, i);
+      if (!ref.inputs(i).empty()) ++seen["partition inputs"];
+      if (ref.ReadsWhole(i)) ++seen["whole inputs"];
+      if (ref.ReadsWhole(i) && g.partition(i) == "bogus") {
+        ++seen["unmapped partition read whole"];
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(ExpectSame(g, ref));
+    std::vector<size_t> running;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (ref.state(i) == Node::kRunning) running.push_back(i);
+    }
+    auto take_running = [&]() {
+      const size_t k =
+          static_cast<size_t>(uniform(0, static_cast<int>(running.size()) - 1));
+      const size_t i = running[k];
+      running.erase(running.begin() + static_cast<long>(k));
+      return i;
+    };
+    for (int step = 0; step < 120; ++step) {
+      const int action = uniform(0, 19);
+      if (action < 7 || (running.empty() && action < 14)) {
+        // Pop, now and then refusing some tasks.
+        const int refuse = uniform(0, 2) == 0 ? uniform(0, 2) : -1;
+        auto accept = [refuse](size_t j) {
+          return static_cast<int>(j % 3) != refuse;
+        };
+        std::optional<size_t> i = g.Pop(accept);
+        ASSERT_EQ(i, ref.Pop(accept));
+        if (i) running.push_back(*i);
+        ++seen["pop"];
+      } else if (action < 14) {
+        const size_t i = take_running();
+        const Outcome o = static_cast<Outcome>(uniform(0, 2));
+        g.Done(i, o);
+        ref.Done(i, o);
+        ++seen["done"];
+      } else if (action < 16 && !running.empty()) {
+        const size_t i = take_running();
+        g.Return(i);
+        ref.Return(i);
+        ++seen["return"];
+      } else if (action == 16 && !running.empty()) {
+        const size_t i = take_running();
+        g.Fail(i);
+        ref.Fail(i);
+        ++seen["fail"];
+      } else if (action == 17 && uniform(0, 2) == 0) {
+        g.ResetFailed();
+        ref.ResetFailed();
+        ++seen["reset"];
+      } else if (action == 18 && g.size() > 0) {
+        // Any tasks, done or not (a task not done is not reopened, but its
+        // readers are).
+        std::vector<size_t> lost;
+        for (int k = uniform(1, 2); k > 0; --k) {
+          lost.push_back(
+              static_cast<size_t>(uniform(0, static_cast<int>(g.size()) - 1)));
+        }
+        g.Reopen(lost);
+        ref.Reopen(lost);
+        ++seen["reopen"];
+      } else if (action == 19) {
+        if (uniform(0, 1) == 0) {
+          g.ClearReady();
+          ref.ClearReady();
+          ++seen["clear"];
+        } else {
+          g.Requeue();
+          ref.Requeue();
+          ++seen["requeue"];
+        }
+      }
+      // Tasks that were running and are no more (reopened, reset): the
+      // reference says which.
+      running.erase(std::remove_if(running.begin(), running.end(),
+                                   [&](size_t i) {
+                                     return ref.state(i) != Node::kRunning;
+                                   }),
+                    running.end());
+      ASSERT_NO_FATAL_FAILURE(ExpectSame(g, ref)) << "step " << step;
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (ref.ReadsOnlyUnchanged(i) && ref.state(i) == Node::kPending) {
+          ++seen["pending, reading only unchanged"];
+          break;
+        }
+      }
+    }
+  }
+  for (const char* c :
+       {"partition inputs", "whole inputs", "unmapped partition read whole",
+        "pop", "done", "pending, reading only unchanged", "return", "fail",
+        "reset", "reopen", "clear", "requeue"}) {
+    EXPECT_GT(seen[c], 20) << c;
+  }
 }
 
 }  // namespace
