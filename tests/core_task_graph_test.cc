@@ -3,6 +3,8 @@
 // against an independent model of which tasks may run.
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -11,7 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/model/partition_layout.h"
+#include "core/model/upstream_mapping.h"
 #include "core/run/task_graph.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,6 +26,7 @@ namespace core_task_graph_test {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 using Node = TaskGraph::Node;
 
@@ -34,25 +40,53 @@ UpstreamEdge All(const std::string& dataset) {
   return {dataset, Mapping::kAll};
 }
 
+// A graph that remembers its tasks' partitions, which TaskGraph keeps only
+// while it is built.
+class NamedGraph : public TaskGraph {
+ public:
+  NamedGraph(const std::vector<Task>& tasks,
+             const std::function<std::vector<UpstreamEdge>(
+                 const std::string& dataset)>& upstream_of,
+             const std::function<PartitionLayout(const std::string& dataset)>&
+                 grain_of = nullptr)
+      : TaskGraph(tasks, upstream_of, grain_of) {
+    for (const Task& t : tasks) partitions_.push_back(t.partition);
+  }
+
+  const std::string& partition(size_t i) const { return partitions_[i]; }
+
+ private:
+  std::vector<std::string> partitions_;
+};
+
+std::function<std::vector<UpstreamEdge>(const std::string&)> EdgesOf(
+    const Edges& edges) {
+  return [edges](const std::string& dataset) {
+    auto it = edges.find(dataset);
+    return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
+  };
+}
+
 // Tasks in plan order: datasets in the given order, then partitions.
-TaskGraph Make(const Plan& plan, const Edges& edges) {
+std::vector<TaskGraph::Task> TasksOf(const Plan& plan) {
   std::vector<TaskGraph::Task> tasks;
   for (const auto& [dataset, partitions] : plan) {
     for (const std::string& p : partitions) {
       tasks.push_back({dataset, p, Node::kPending});
     }
   }
-  return TaskGraph(std::move(tasks), [edges](const std::string& dataset) {
-    auto it = edges.find(dataset);
-    return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
-  });
+  return tasks;
 }
 
-std::string Name(const TaskGraph& g, size_t i) {
-  return absl::StrCat(g.task(i).dataset, "/", g.task(i).partition);
+NamedGraph Make(const Plan& plan, const Edges& edges) {
+  return NamedGraph(TasksOf(plan), EdgesOf(edges));
 }
 
-size_t Find(const TaskGraph& g, const std::string& name) {
+std::string Name(const NamedGraph& g, size_t i) {
+  return absl::StrCat(g.dataset(i), "/", g.partition(i));
+}
+
+size_t Find(const NamedGraph& g, const std::string& name) {
   for (size_t i = 0; i < g.size(); ++i) {
     if (Name(g, i) == name) return i;
   }
@@ -62,7 +96,7 @@ size_t Find(const TaskGraph& g, const std::string& name) {
 
 // The ready queue in order, left as it was (popped, then returned to the
 // front in reverse).
-std::vector<std::string> Ready(TaskGraph& g) {
+std::vector<std::string> Ready(NamedGraph& g) {
   std::vector<size_t> popped;
   while (std::optional<size_t> i = g.Pop()) popped.push_back(*i);
   for (auto it = popped.rbegin(); it != popped.rend(); ++it) g.Return(*it);
@@ -72,14 +106,14 @@ std::vector<std::string> Ready(TaskGraph& g) {
 }
 
 // Pops `name`, which must be ready, and marks it done.
-void RunTask(TaskGraph& g, const std::string& name) {
+void RunTask(NamedGraph& g, const std::string& name) {
   std::optional<size_t> i = g.Pop([&](size_t j) { return Name(g, j) == name; });
   ASSERT_TRUE(i.has_value()) << name << " is not ready";
   g.Done(*i);
 }
 
 TEST(TaskGraphTest, IdentityChainsAcrossDatasets) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}, {"c", {"p1", "p2"}}},
            {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
   EXPECT_EQ(g.size(), 6u);
@@ -104,20 +138,20 @@ TEST(TaskGraphTest, IdentityChainsAcrossDatasets) {
 TEST(TaskGraphTest, IdentityEdgesOnlyWaitForTasksOfTheJob) {
   // b/p3 has no a/p3 in the job, and z is not in the job at all: they read
   // published data and wait for nothing.
-  TaskGraph g = Make({{"a", {"p1"}}, {"b", {"p1", "p3"}}},
-                     {{"b", {Identity("a"), Identity("z"), All("y")}}});
+  NamedGraph g = Make({{"a", {"p1"}}, {"b", {"p1", "p3"}}},
+                      {{"b", {Identity("a"), Identity("z"), All("y")}}});
   EXPECT_THAT(Ready(g), ElementsAre("a/p1", "b/p3"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
   EXPECT_THAT(Ready(g), ElementsAre("b/p3", "b/p1"));
 }
 
 TEST(TaskGraphTest, WholeTableEdgesWaitForEveryUpstreamTask) {
-  TaskGraph g = Make({{"customers", {""}},
-                      {"orders", {"d1", "d2", "d3"}},
-                      {"revenue", {"d1", "d2", "d3"}},
-                      {"summary", {""}}},
-                     {{"revenue", {Identity("orders"), All("customers")}},
-                      {"summary", {All("revenue")}}});
+  NamedGraph g = Make({{"customers", {""}},
+                       {"orders", {"d1", "d2", "d3"}},
+                       {"revenue", {"d1", "d2", "d3"}},
+                       {"summary", {""}}},
+                      {{"revenue", {Identity("orders"), All("customers")}},
+                       {"summary", {All("revenue")}}});
   EXPECT_THAT(Ready(g),
               ElementsAre("customers/", "orders/d1", "orders/d2", "orders/d3"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "orders/d1"));
@@ -137,8 +171,8 @@ TEST(TaskGraphTest, WholeTableEdgesWaitForEveryUpstreamTask) {
 
 TEST(TaskGraphTest,
      ReadyOrderIsPlanOrderThenOrderOfReadinessAndReturnsGoFirst) {
-  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2", "p3"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2", "p3"}}},
+                      {{"b", {Identity("a")}}});
   std::optional<size_t> first = g.Pop();
   std::optional<size_t> second = g.Pop();
   std::optional<size_t> third = g.Pop();
@@ -155,36 +189,36 @@ TEST(TaskGraphTest,
   // A task put back goes to the front.
   g.Return(*second);
   EXPECT_EQ(g.running(), 0u);
-  EXPECT_EQ(g.task(*second).state, Node::kPending);
+  EXPECT_EQ(g.state(*second), Node::kPending);
   EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p3", "b/p1"));
   EXPECT_EQ(g.remaining(), 4u);
 }
 
 TEST(TaskGraphTest, CallsOnTasksThatAreNotRunningChangeNothing) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"a", {"p1", "p2"}}, {"b", {"p1"}}}, {{"b", {Identity("a")}}});
   const size_t a1 = Find(g, "a/p1");
   g.Done(a1);  // pending, not running
   g.Fail(a1);
   g.Return(a1);
-  EXPECT_EQ(g.task(a1).state, Node::kPending);
+  EXPECT_EQ(g.state(a1), Node::kPending);
   EXPECT_EQ(g.remaining(), 3u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p2"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
   g.Done(a1);  // already done
   g.Return(a1);
-  EXPECT_EQ(g.task(a1).state, Node::kDone);
+  EXPECT_EQ(g.state(a1), Node::kDone);
   EXPECT_EQ(g.remaining(), 2u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p2", "b/p1"));
 }
 
 TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
-  TaskGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
+                      {{"b", {Identity("a")}}});
   std::optional<size_t> a1 = g.Pop();
   ASSERT_TRUE(a1.has_value());
   g.Fail(*a1);
-  EXPECT_EQ(g.task(*a1).state, Node::kFailed);
+  EXPECT_EQ(g.state(*a1), Node::kFailed);
   EXPECT_EQ(g.running(), 0u);
   EXPECT_EQ(g.CountIn(Node::kFailed), 1u);
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p2"));
@@ -195,7 +229,7 @@ TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
   EXPECT_EQ(g.remaining(), 2u);
 
   g.ResetFailed();
-  EXPECT_EQ(g.task(*a1).state, Node::kPending);
+  EXPECT_EQ(g.state(*a1), Node::kPending);
   EXPECT_EQ(g.CountIn(Node::kFailed), 0u);
   EXPECT_EQ(g.CountIn(Node::kDone), 2u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
@@ -205,21 +239,21 @@ TEST(TaskGraphTest, FailedTasksBlockTheirDependentsUntilReset) {
 }
 
 TEST(TaskGraphTest, ResetKeepsRunningTasksRunning) {
-  TaskGraph g = Make({{"a", {"p1", "p2"}}}, {});
+  NamedGraph g = Make({{"a", {"p1", "p2"}}}, {});
   std::optional<size_t> a1 = g.Pop();
   std::optional<size_t> a2 = g.Pop();
   ASSERT_TRUE(a1 && a2);
   g.Fail(*a1);
   g.ResetFailed();
   EXPECT_EQ(g.running(), 1u);
-  EXPECT_EQ(g.task(*a2).state, Node::kRunning);
+  EXPECT_EQ(g.state(*a2), Node::kRunning);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
   g.Done(*a2);
   EXPECT_EQ(g.remaining(), 1u);
 }
 
 TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"a", {"p1", "p2"}},
             {"b", {"p1", "p2"}},
             {"c", {"p1", "p2"}},
@@ -231,10 +265,10 @@ TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
   g.Reopen({Find(g, "a/p1")});
   // a/p1 -> b/p1 -> c/p1 (identity), and every d task reads all of c.
   for (const char* name : {"a/p1", "b/p1", "c/p1", "d/x", "d/y"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kPending) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kPending) << name;
   }
   for (const char* name : {"a/p2", "b/p2", "c/p2"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kDone) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kDone) << name;
   }
   EXPECT_EQ(g.remaining(), 5u);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1"));
@@ -246,8 +280,8 @@ TEST(TaskGraphTest, ReopenReopensEveryTaskThatReadTheLostOnes) {
 }
 
 TEST(TaskGraphTest, ReopenOfALeafReopensOnlyIt) {
-  TaskGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2"}}, {"b", {"p1", "p2"}}},
+                      {{"b", {Identity("a")}}});
   while (std::optional<size_t> i = g.Pop()) g.Done(*i);
   g.Reopen({Find(g, "b/p2"), Find(g, "b/p1")});
   EXPECT_EQ(g.remaining(), 2u);
@@ -257,17 +291,17 @@ TEST(TaskGraphTest, ReopenOfALeafReopensOnlyIt) {
 }
 
 TEST(TaskGraphTest, PopTakesTheFirstAcceptedTaskAndLeavesTheOthers) {
-  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}}, {});
+  NamedGraph g = Make({{"a", {"p1", "p2", "p3"}}}, {});
   std::optional<size_t> none = g.Pop([](size_t) { return false; });
   EXPECT_FALSE(none.has_value());
   EXPECT_EQ(g.ready(), 3u);
   EXPECT_EQ(g.running(), 0u);
 
   std::optional<size_t> not_p1 =
-      g.Pop([&](size_t i) { return g.task(i).partition != "p1"; });
+      g.Pop([&](size_t i) { return g.partition(i) != "p1"; });
   ASSERT_TRUE(not_p1.has_value());
   EXPECT_EQ(Name(g, *not_p1), "a/p2");
-  EXPECT_EQ(g.task(*not_p1).state, Node::kRunning);
+  EXPECT_EQ(g.state(*not_p1), Node::kRunning);
   EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p3"));
   std::optional<size_t> next = g.Pop();
   ASSERT_TRUE(next.has_value());
@@ -275,8 +309,8 @@ TEST(TaskGraphTest, PopTakesTheFirstAcceptedTaskAndLeavesTheOthers) {
 }
 
 TEST(TaskGraphTest, ClearReadyForgetsTheQueueAndRequeueRebuildsIt) {
-  TaskGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1"}}},
-                     {{"b", {Identity("a")}}});
+  NamedGraph g = Make({{"a", {"p1", "p2", "p3"}}, {"b", {"p1"}}},
+                      {{"b", {Identity("a")}}});
   std::optional<size_t> running = g.Pop();
   ASSERT_TRUE(running.has_value());
   g.ClearReady();
@@ -300,7 +334,7 @@ TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
                                         {"a", "p2", Node::kPending},
                                         {"b", "p1", Node::kPending},
                                         {"b", "p2", Node::kPending}};
-  TaskGraph g(tasks, [](const std::string& d) {
+  NamedGraph g(tasks, [](const std::string& d) {
     return d == "b" ? std::vector<UpstreamEdge>{Identity("a")}
                     : std::vector<UpstreamEdge>();
   });
@@ -310,26 +344,15 @@ TEST(TaskGraphTest, TasksStateGivenAtConstructionIsKept) {
 
 // ---- Rollup and lookback -----------------------------------------------
 
-using Grains = std::map<std::string, Grain>;
+using Grains = std::map<std::string, PartitionLayout>;
 
-TaskGraph MakeWithGrains(const Plan& plan, const Edges& edges,
-                         const Grains& grains) {
-  std::vector<TaskGraph::Task> tasks;
-  for (const auto& [dataset, partitions] : plan) {
-    for (const std::string& p : partitions) {
-      tasks.push_back({dataset, p, Node::kPending});
-    }
-  }
-  return TaskGraph(
-      std::move(tasks),
-      [edges](const std::string& dataset) {
-        auto it = edges.find(dataset);
-        return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
-      },
-      [grains](const std::string& dataset) {
-        auto it = grains.find(dataset);
-        return it == grains.end() ? Grain::kNone : it->second;
-      });
+NamedGraph MakeWithGrains(const Plan& plan, const Edges& edges,
+                          const Grains& grains) {
+  return NamedGraph(TasksOf(plan), EdgesOf(edges),
+                    [grains](const std::string& dataset) {
+                      auto it = grains.find(dataset);
+                      return it == grains.end() ? Grain::kNone : it->second;
+                    });
 }
 
 UpstreamEdge Rollup(const std::string& dataset) {
@@ -341,7 +364,7 @@ UpstreamEdge Lookback(const std::string& dataset, int n) {
 
 TEST(TaskGraphTest, RollupWaitsForEveryChildInTheJob) {
   const Grains grains = {{"daily", Grain::kDay}, {"monthly", Grain::kMonth}};
-  TaskGraph g =
+  NamedGraph g =
       MakeWithGrains({{"daily", {"2025-01-30", "2025-01-31", "2025-02-01"}},
                       {"monthly", {"2025-01", "2025-02", "2025-03"}}},
                      {{"monthly", {Rollup("daily")}}}, grains);
@@ -362,7 +385,7 @@ TEST(TaskGraphTest, HourRollupIntoDayAndMonth) {
   const Grains grains = {{"hourly", Grain::kHour},
                          {"days", Grain::kDay},
                          {"months", Grain::kMonth}};
-  TaskGraph g = MakeWithGrains(
+  NamedGraph g = MakeWithGrains(
       {{"hourly", {"2025-03-31T22", "2025-03-31T23", "2025-04-01T00"}},
        {"days", {"2025-03-31", "2025-04-01"}},
        {"months", {"2025-03", "2025-04"}}},
@@ -382,7 +405,7 @@ TEST(TaskGraphTest, HourRollupIntoDayAndMonth) {
 TEST(TaskGraphTest, LookbackWaitsForItsWindowInTheJob) {
   const Grains grains = {{"daily", Grain::kDay}, {"rolling", Grain::kDay}};
   // rolling reads P-2 .. P.
-  TaskGraph g =
+  NamedGraph g =
       MakeWithGrains({{"daily", {"2024-12-31", "2025-01-01", "2025-01-02"}},
                       {"rolling",
                        {"2024-12-31", "2025-01-01", "2025-01-02", "2025-01-03",
@@ -413,7 +436,7 @@ TEST(TaskGraphTest, ReopenFollowsRollupAndLookbackReaders) {
                          {"monthly", Grain::kMonth},
                          {"monthly_r", Grain::kMonth},
                          {"rolling", Grain::kDay}};
-  TaskGraph g =
+  NamedGraph g =
       MakeWithGrains({{"daily", {"2025-01-31", "2025-02-01"}},
                       {"monthly", {"2025-01", "2025-02"}},
                       {"monthly_r", {"2025-01", "2025-02", "2025-03"}},
@@ -429,20 +452,20 @@ TEST(TaskGraphTest, ReopenFollowsRollupAndLookbackReaders) {
   for (const char* name :
        {"daily/2025-01-31", "monthly/2025-01", "monthly_r/2025-01",
         "monthly_r/2025-02", "rolling/2025-01-31", "rolling/2025-02-01"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kPending) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kPending) << name;
   }
   for (const char* name : {"daily/2025-02-01", "monthly/2025-02",
                            "monthly_r/2025-03", "rolling/2025-02-02"}) {
-    EXPECT_EQ(g.task(Find(g, name)).state, Node::kDone) << name;
+    EXPECT_EQ(g.state(Find(g, name)), Node::kDone) << name;
   }
   EXPECT_EQ(g.remaining(), 6u);
   EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31"));
 }
 
 TEST(TaskGraphTest, RollupWithoutGrainsWaitsForTheWholeUpstream) {
-  TaskGraph g = Make({{"daily", {"2025-01-31", "2025-02-01"}},
-                      {"monthly", {"2025-01", "2025-02"}}},
-                     {{"monthly", {Rollup("daily")}}});
+  NamedGraph g = Make({{"daily", {"2025-01-31", "2025-02-01"}},
+                       {"monthly", {"2025-01", "2025-02"}}},
+                      {{"monthly", {Rollup("daily")}}});
   EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31", "daily/2025-02-01"));
   ASSERT_NO_FATAL_FAILURE(RunTask(g, "daily/2025-02-01"));
   EXPECT_THAT(Ready(g), ElementsAre("daily/2025-01-31"));
@@ -489,21 +512,21 @@ RandomJob MakeRandomJob(std::mt19937& rng) {
 // What the graph should do, computed from the plan and edges alone.
 class Model {
  public:
-  Model(const TaskGraph& g, const Edges& edges) : g_(g), edges_(edges) {
+  Model(const NamedGraph& g, const Edges& edges) : g_(g), edges_(edges) {
     for (size_t i = 0; i < g.size(); ++i) {
-      by_name_[{g.task(i).dataset, g.task(i).partition}] = i;
-      by_dataset_[g.task(i).dataset].push_back(i);
-      state_.push_back(g.task(i).state);
+      by_name_[{g.dataset(i), g.partition(i)}] = i;
+      by_dataset_[g.dataset(i)].push_back(i);
+      state_.push_back(g.state(i));
     }
   }
 
   // Every input of task i that is in the job is done.
   bool InputsDone(size_t i) const {
-    auto it = edges_.find(g_.task(i).dataset);
+    auto it = edges_.find(g_.dataset(i));
     if (it == edges_.end()) return true;
     for (const UpstreamEdge& e : it->second) {
       if (e.mapping == Mapping::kIdentity) {
-        auto u = by_name_.find({e.dataset, g_.task(i).partition});
+        auto u = by_name_.find({e.dataset, g_.partition(i)});
         if (u != by_name_.end() && state_[u->second] != Node::kDone) {
           return false;
         }
@@ -533,12 +556,11 @@ class Model {
   std::vector<size_t> Readers(size_t i) const {
     std::vector<size_t> out;
     for (size_t j = 0; j < state_.size(); ++j) {
-      auto it = edges_.find(g_.task(j).dataset);
+      auto it = edges_.find(g_.dataset(j));
       if (it == edges_.end()) continue;
       for (const UpstreamEdge& e : it->second) {
-        if (e.dataset != g_.task(i).dataset) continue;
-        if (e.mapping == Mapping::kAll ||
-            g_.task(j).partition == g_.task(i).partition) {
+        if (e.dataset != g_.dataset(i)) continue;
+        if (e.mapping == Mapping::kAll || g_.partition(j) == g_.partition(i)) {
           out.push_back(j);
         }
       }
@@ -562,7 +584,7 @@ class Model {
   std::vector<Node>& state() { return state_; }
 
  private:
-  const TaskGraph& g_;
+  const NamedGraph& g_;
   const Edges& edges_;
   std::map<std::pair<std::string, std::string>, size_t> by_name_;
   std::map<std::string, std::vector<size_t>> by_dataset_;
@@ -570,7 +592,7 @@ class Model {
 };
 
 // Checks the graph's counters against the model.
-void ExpectAgrees(const TaskGraph& g, const Model& model) {
+void ExpectAgrees(const NamedGraph& g, const Model& model) {
   EXPECT_EQ(g.ready(), model.ReadyCount());
   EXPECT_EQ(g.running(), model.Count(Node::kRunning));
   EXPECT_EQ(g.remaining(), g.size() - model.Count(Node::kDone));
@@ -588,7 +610,7 @@ TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
   for (int round = 0; round < 300; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round));
     RandomJob job = MakeRandomJob(rng);
-    TaskGraph g = Make(job.plan, job.edges);
+    NamedGraph g = Make(job.plan, job.edges);
     Model model(g, job.edges);
     total_tasks += static_cast<int>(g.size());
     std::vector<int> handed_out(g.size(), 0);
@@ -601,7 +623,7 @@ TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
         const std::string refused =
             uniform(0, 3) == 0 ? absl::StrCat("p", uniform(0, 4)) : "-";
         std::optional<size_t> i =
-            g.Pop([&](size_t j) { return g.task(j).partition != refused; });
+            g.Pop([&](size_t j) { return g.partition(j) != refused; });
         if (!i.has_value()) {
           if (refused == "-") {
             // Nothing ready: something must still be running.
@@ -610,7 +632,7 @@ TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
           }
           continue;
         }
-        ASSERT_NE(g.task(*i).partition, refused);
+        ASSERT_NE(g.partition(*i), refused);
         ASSERT_EQ(model.state()[*i], Node::kPending) << Name(g, *i);
         ASSERT_TRUE(model.InputsDone(*i))
             << Name(g, *i) << " handed out before its inputs were done";
@@ -646,7 +668,7 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
   for (int round = 0; round < 200; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round));
     RandomJob job = MakeRandomJob(rng);
-    TaskGraph g = Make(job.plan, job.edges);
+    NamedGraph g = Make(job.plan, job.edges);
     Model model(g, job.edges);
     std::vector<size_t> running;
     std::vector<bool> ever_done(g.size(), false);
@@ -703,7 +725,7 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
     }
     for (size_t i = 0; i < g.size(); ++i) {
       EXPECT_TRUE(ever_done[i]) << Name(g, i);
-      EXPECT_EQ(g.task(i).state, Node::kDone) << Name(g, i);
+      EXPECT_EQ(g.state(i), Node::kDone) << Name(g, i);
     }
   }
   EXPECT_GT(reopened, 100);
@@ -713,7 +735,8 @@ TEST(TaskGraphPropertyTest, ReturnsAndReopensNeverLetATaskRunEarly) {
 // ---- Early cutoff: which ready tasks read only unchanged or skipped ones --
 
 // Pops `name`, which must be ready, and marks it done with `outcome`.
-void Settle(TaskGraph& g, const std::string& name, TaskGraph::Outcome outcome) {
+void Settle(NamedGraph& g, const std::string& name,
+            TaskGraph::Outcome outcome) {
   std::optional<size_t> i = g.Pop([&](size_t j) { return Name(g, j) == name; });
   ASSERT_TRUE(i.has_value()) << name << " is not ready";
   g.Done(*i, outcome);
@@ -721,8 +744,8 @@ void Settle(TaskGraph& g, const std::string& name, TaskGraph::Outcome outcome) {
 using Outcome = TaskGraph::Outcome;
 
 TEST(TaskGraphCutoffTest, IdentityDependentsFollowTheirOwnPartition) {
-  TaskGraph g = Make({{"daily", {"d1", "d2"}}, {"total", {"d1", "d2"}}},
-                     {{"total", {Identity("daily")}}});
+  NamedGraph g = Make({{"daily", {"d1", "d2"}}, {"total", {"d1", "d2"}}},
+                      {{"total", {Identity("daily")}}});
   // Not while its input is not done.
   EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
   Settle(g, "daily/d1", Outcome::kUnchanged);
@@ -736,8 +759,8 @@ TEST(TaskGraphCutoffTest, IdentityDependentsFollowTheirOwnPartition) {
 }
 
 TEST(TaskGraphCutoffTest, SkippedInputsCountAsUnchangedDownAChain) {
-  TaskGraph g = Make({{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
-                     {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
+  NamedGraph g = Make({{"a", {"p"}}, {"b", {"p"}}, {"c", {"p"}}},
+                      {{"b", {Identity("a")}}, {"c", {Identity("b")}}});
   Settle(g, "a/p", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "b/p")));
   Settle(g, "b/p", Outcome::kSkipped);
@@ -749,11 +772,11 @@ TEST(TaskGraphCutoffTest, SkippedInputsCountAsUnchangedDownAChain) {
 
 TEST(TaskGraphCutoffTest, TwoInputsOneChangedMeansItRuns) {
   // mixed reads daily and total partition by partition.
-  TaskGraph g = Make({{"daily", {"d1", "d2"}},
-                      {"total", {"d1", "d2"}},
-                      {"mixed", {"d1", "d2"}}},
-                     {{"total", {Identity("daily")}},
-                      {"mixed", {Identity("daily"), Identity("total")}}});
+  NamedGraph g = Make({{"daily", {"d1", "d2"}},
+                       {"total", {"d1", "d2"}},
+                       {"mixed", {"d1", "d2"}}},
+                      {{"total", {Identity("daily")}},
+                       {"mixed", {Identity("daily"), Identity("total")}}});
   Settle(g, "daily/d1", Outcome::kChanged);
   Settle(g, "daily/d2", Outcome::kUnchanged);
   Settle(g, "total/d1", Outcome::kUnchanged);  // ran, came out identical
@@ -763,8 +786,8 @@ TEST(TaskGraphCutoffTest, TwoInputsOneChangedMeansItRuns) {
 }
 
 TEST(TaskGraphCutoffTest, WholeTableReadersNeedEveryTaskOfTheDataset) {
-  TaskGraph g = Make({{"daily", {"d1", "d2", "d3"}}, {"region", {""}}},
-                     {{"region", {All("daily")}}});
+  NamedGraph g = Make({{"daily", {"d1", "d2", "d3"}}, {"region", {""}}},
+                      {{"region", {All("daily")}}});
   const size_t region = Find(g, "region/");
   Settle(g, "daily/d1", Outcome::kUnchanged);
   Settle(g, "daily/d2", Outcome::kSkipped);
@@ -772,15 +795,15 @@ TEST(TaskGraphCutoffTest, WholeTableReadersNeedEveryTaskOfTheDataset) {
   Settle(g, "daily/d3", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(region));
 
-  TaskGraph h = Make({{"daily", {"d1", "d2"}}, {"region", {""}}},
-                     {{"region", {All("daily")}}});
+  NamedGraph h = Make({{"daily", {"d1", "d2"}}, {"region", {""}}},
+                      {{"region", {All("daily")}}});
   Settle(h, "daily/d1", Outcome::kUnchanged);
   Settle(h, "daily/d2", Outcome::kChanged);
   EXPECT_FALSE(h.ReadsOnlyUnchanged(Find(h, "region/")));
 }
 
 TEST(TaskGraphCutoffTest, WholeTableAndIdentityInputsTogether) {
-  TaskGraph g =
+  NamedGraph g =
       Make({{"dim", {"x1", "x2"}}, {"daily", {"d1"}}, {"joined", {"d1"}}},
            {{"joined", {Identity("daily"), All("dim")}}});
   const size_t joined = Find(g, "joined/d1");
@@ -799,7 +822,7 @@ TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
       {"total", "d1", Node::kDone, Outcome::kSkipped},
       {"total", "d2", Node::kPending, Outcome::kChanged}};
   Edges edges = {{"region", {All("daily")}}, {"total", {Identity("daily")}}};
-  TaskGraph g(std::move(tasks), [edges](const std::string& d) {
+  NamedGraph g(tasks, [edges](const std::string& d) {
     auto it = edges.find(d);
     return it == edges.end() ? std::vector<UpstreamEdge>() : it->second;
   });
@@ -809,15 +832,532 @@ TEST(TaskGraphCutoffTest, OutcomesSurviveARebuildAndReopenClearsThem) {
   // d2's staged rows were lost: it and what read it run again; once d2
   // comes out unchanged, region reads only unchanged tasks.
   g.Reopen({Find(g, "daily/d2")});
-  EXPECT_EQ(g.task(Find(g, "daily/d2")).state, Node::kPending);
+  EXPECT_EQ(g.state(Find(g, "daily/d2")), Node::kPending);
   Settle(g, "daily/d2", Outcome::kUnchanged);
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "region/")));
   EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "total/d2")));
   // Reopening an unchanged task clears its outcome.
   g.Reopen({Find(g, "daily/d1")});
-  EXPECT_EQ(g.task(Find(g, "daily/d1")).outcome, Outcome::kChanged);
-  EXPECT_EQ(g.task(Find(g, "total/d1")).state, Node::kPending);
+  EXPECT_EQ(g.outcome(Find(g, "daily/d1")), Outcome::kChanged);
+  EXPECT_EQ(g.state(Find(g, "total/d1")), Node::kPending);
   EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "total/d1")));
+}
+
+// ---- What the graph keeps of a task's partition ---------------------------
+
+TEST(TaskGraphTest, InterleavedDatasetsKeepTheirTasksApart) {
+  // Tasks of two datasets in alternation, as a store may list them.
+  std::vector<TaskGraph::Task> tasks = {{"a", "p1"}, {"b", "p1"}, {"a", "p2"},
+                                        {"b", "p2"}, {"b", "p3"}, {"a", "p3"},
+                                        {"c", ""},   {"a", "p4"}};
+  NamedGraph g(tasks, EdgesOf({{"b", {Identity("a")}}, {"c", {All("b")}}}));
+  EXPECT_EQ(g.dataset(0), "a");
+  EXPECT_EQ(g.dataset(4), "b");
+  EXPECT_EQ(g.dataset(6), "c");
+  EXPECT_EQ(g.dataset(7), "a");
+  EXPECT_THAT(g.IdentityInputs(4), ElementsAre(5u));  // b/p3 reads a/p3
+  EXPECT_THAT(g.IdentityInputs(7), IsEmpty());
+  EXPECT_THAT(Ready(g), ElementsAre("a/p1", "a/p2", "a/p3", "a/p4"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p1"));
+  EXPECT_THAT(Ready(g), ElementsAre("a/p2", "a/p4", "b/p3", "b/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "a/p2"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p1"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p2"));
+  // c waits for b/p3 only; a/p4 is not read by anything.
+  EXPECT_THAT(Ready(g), ElementsAre("a/p4", "b/p3"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "b/p3"));
+  EXPECT_THAT(Ready(g), ElementsAre("a/p4", "c/"));
+  g.Reopen({Find(g, "a/p2")});
+  for (const char* name : {"a/p2", "b/p2", "c/"}) {
+    EXPECT_EQ(g.state(Find(g, name)), Node::kPending) << name;
+  }
+  EXPECT_EQ(g.CountIn(Node::kDone), 4u);
+}
+
+TEST(TaskGraphTest, AnUpstreamWithoutTasksInTheJobIsNotWaitedFor) {
+  // "empty" is planned with no partition: it has no task in the job.
+  const Grains grains = {{"empty", Grain::kDay}, {"monthly", Grain::kMonth}};
+  NamedGraph g =
+      MakeWithGrains({{"empty", {}}, {"monthly", {"2025-01", "2025-02"}}},
+                     {{"monthly",
+                       {Rollup("empty"), Identity("empty"), All("empty"),
+                        Lookback("empty", 1)}}},
+                     grains);
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_THAT(Ready(g), ElementsAre("monthly/2025-01", "monthly/2025-02"));
+  EXPECT_THAT(g.IdentityInputs(0), IsEmpty());
+  // It reads nothing in the job: never a candidate for the cutoff.
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(0));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/2025-01"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/2025-02"));
+  EXPECT_TRUE(g.AllDone());
+}
+
+TEST(TaskGraphTest, APartitionTheRollupCannotMapWaitsForTheWholeUpstream) {
+  const Grains grains = {{"daily", Grain::kDay}, {"monthly", Grain::kMonth}};
+  NamedGraph g = MakeWithGrains({{"daily", {"2025-01-31", "2025-02-01"}},
+                                 {"monthly", {"2025-01", "bogus"}}},
+                                {{"monthly", {Rollup("daily")}}}, grains);
+  EXPECT_THAT(g.IdentityInputs(Find(g, "monthly/2025-01")),
+              ElementsAre(Find(g, "daily/2025-01-31")));
+  EXPECT_THAT(g.IdentityInputs(Find(g, "monthly/bogus")), IsEmpty());
+  Settle(g, "daily/2025-01-31", Outcome::kUnchanged);
+  EXPECT_THAT(Ready(g), ElementsAre("daily/2025-02-01", "monthly/2025-01"));
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "monthly/2025-01")));
+  EXPECT_FALSE(g.ReadsOnlyUnchanged(Find(g, "monthly/bogus")));
+  Settle(g, "daily/2025-02-01", Outcome::kUnchanged);
+  EXPECT_THAT(Ready(g), ElementsAre("monthly/2025-01", "monthly/bogus"));
+  EXPECT_TRUE(g.ReadsOnlyUnchanged(Find(g, "monthly/bogus")));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/2025-01"));
+  ASSERT_NO_FATAL_FAILURE(RunTask(g, "monthly/bogus"));
+  // Losing February reopens the task that read all of daily, not January.
+  g.Reopen({Find(g, "daily/2025-02-01")});
+  EXPECT_EQ(g.state(Find(g, "monthly/bogus")), Node::kPending);
+  EXPECT_EQ(g.state(Find(g, "monthly/2025-01")), Node::kDone);
+  EXPECT_EQ(g.remaining(), 2u);
+}
+
+TEST(TaskGraphTest, EdgesAndGrainsAreAskedForOncePerDataset) {
+  std::map<std::string, int> upstream_calls;
+  std::map<std::string, int> grain_calls;
+  std::vector<TaskGraph::Task> tasks;
+  for (int p = 0; p < 50; ++p) {
+    const std::string day =
+        absl::StrCat("2025-01-", p % 28 + 1 < 10 ? "0" : "", p % 28 + 1);
+    tasks.push_back({"daily", day});
+    tasks.push_back({"rolling", day});
+  }
+  TaskGraph g(
+      tasks,
+      [&](const std::string& d) {
+        ++upstream_calls[d];
+        return d == "rolling" ? std::vector<UpstreamEdge>{Lookback("daily", 2)}
+                              : std::vector<UpstreamEdge>{};
+      },
+      [&](const std::string& d) {
+        ++grain_calls[d];
+        return PartitionLayout(Grain::kDay);
+      });
+  EXPECT_EQ(upstream_calls,
+            (std::map<std::string, int>{{"daily", 1}, {"rolling", 1}}));
+  EXPECT_EQ(grain_calls,
+            (std::map<std::string, int>{{"daily", 1}, {"rolling", 1}}));
+  EXPECT_EQ(g.size(), 100u);
+}
+
+// ---- Against a reference implementation ----------------------------------
+
+// The graph's contract computed naively from the tasks and edges: scans over
+// every task, the ready queue kept as the contract describes it.
+class Reference {
+ public:
+  Reference(const std::vector<TaskGraph::Task>& tasks, const Edges& edges,
+            const Grains* grains)
+      : tasks_(tasks), inputs_(tasks.size()), whole_(tasks.size()) {
+    auto layout = [&](const std::string& d) -> PartitionLayout {
+      auto it = grains->find(d);
+      return it == grains->end() ? PartitionLayout(Grain::kNone) : it->second;
+    };
+    auto tasks_of = [&](const std::string& d, const std::string& p) {
+      std::vector<size_t> out;
+      for (size_t k = 0; k < tasks_.size(); ++k) {
+        if (tasks_[k].dataset == d && tasks_[k].partition == p) {
+          out.push_back(k);
+        }
+      }
+      return out;
+    };
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      const std::string& d = tasks_[j].dataset;
+      auto it = edges.find(d);
+      if (it == edges.end()) continue;
+      for (const UpstreamEdge& e : it->second) {
+        if (TasksOf(e.dataset).empty()) continue;
+        const bool same_shape =
+            grains == nullptr ||
+            layout(e.dataset).two_dimensional() == layout(d).two_dimensional();
+        std::vector<std::string> read;
+        if (e.mapping == Mapping::kIdentity && same_shape) {
+          read = {tasks_[j].partition};
+        } else if (e.mapping != Mapping::kAll && grains != nullptr) {
+          absl::StatusOr<std::optional<std::vector<std::string>>> r =
+              PartitionsRead(e, layout(e.dataset), layout(d),
+                             tasks_[j].partition);
+          if (!r.ok() || !r->has_value()) {
+            whole_[j].push_back(e.dataset);
+            continue;
+          }
+          read = **r;
+        } else {
+          whole_[j].push_back(e.dataset);
+          continue;
+        }
+        for (const std::string& p : read) {
+          for (size_t k : tasks_of(e.dataset, p)) inputs_[j].push_back(k);
+        }
+      }
+    }
+    Requeue();
+  }
+
+  const std::vector<size_t>& inputs(size_t j) const { return inputs_[j]; }
+  bool ReadsWhole(size_t j) const { return !whole_[j].empty(); }
+  Node state(size_t j) const { return tasks_[j].state; }
+  Outcome outcome(size_t j) const { return tasks_[j].outcome; }
+  const std::deque<size_t>& ready() const { return ready_; }
+  size_t Count(Node s) const {
+    size_t n = 0;
+    for (const TaskGraph::Task& t : tasks_) n += t.state == s ? 1 : 0;
+    return n;
+  }
+
+  std::vector<size_t> TasksOf(const std::string& d) const {
+    std::vector<size_t> out;
+    for (size_t k = 0; k < tasks_.size(); ++k) {
+      if (tasks_[k].dataset == d) out.push_back(k);
+    }
+    return out;
+  }
+
+  // Inputs of j not done, each whole dataset with a task not done counting
+  // once per edge.
+  int Waiting(size_t j) const {
+    int n = 0;
+    for (size_t k : inputs_[j]) n += tasks_[k].state != Node::kDone ? 1 : 0;
+    for (const std::string& d : whole_[j]) n += AllDone(d) ? 0 : 1;
+    return n;
+  }
+  bool AllDone(const std::string& d) const {
+    for (size_t k : TasksOf(d)) {
+      if (tasks_[k].state != Node::kDone) return false;
+    }
+    return true;
+  }
+  bool Queued(size_t j) const {
+    return std::find(ready_.begin(), ready_.end(), j) != ready_.end();
+  }
+
+  bool ReadsOnlyUnchanged(size_t j) const {
+    if (inputs_[j].empty() && whole_[j].empty()) return false;
+    auto unchanged = [&](size_t k) {
+      return tasks_[k].state == Node::kDone &&
+             tasks_[k].outcome != Outcome::kChanged;
+    };
+    for (size_t k : inputs_[j]) {
+      if (!unchanged(k)) return false;
+    }
+    for (const std::string& d : whole_[j]) {
+      for (size_t k : TasksOf(d)) {
+        if (!unchanged(k)) return false;
+      }
+    }
+    return true;
+  }
+
+  std::optional<size_t> Pop(const std::function<bool(size_t)>& accept) {
+    for (auto it = ready_.begin(); it != ready_.end(); ++it) {
+      if (!accept(*it)) continue;
+      const size_t i = *it;
+      ready_.erase(it);
+      tasks_[i].state = Node::kRunning;
+      return i;
+    }
+    return std::nullopt;
+  }
+
+  // Tasks that became ready queue in the order they became ready: those
+  // waiting only for i by partition first, then those that read i's
+  // dataset whole if i was its last task not done; each group in plan
+  // order.
+  void Done(size_t i, Outcome outcome) {
+    if (tasks_[i].state != Node::kRunning) return;
+    std::vector<int> before(tasks_.size());
+    for (size_t j = 0; j < tasks_.size(); ++j) before[j] = Waiting(j);
+    tasks_[i].state = Node::kDone;
+    tasks_[i].outcome = outcome;
+    const std::string& d = tasks_[i].dataset;
+    const bool completed = AllDone(d);
+    std::vector<size_t> by_partition, by_dataset;
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      if (tasks_[j].state != Node::kPending || Queued(j) || before[j] == 0 ||
+          Waiting(j) != 0) {
+        continue;
+      }
+      const bool whole = std::count(whole_[j].begin(), whole_[j].end(), d) > 0;
+      (completed && whole ? by_dataset : by_partition).push_back(j);
+    }
+    ready_.insert(ready_.end(), by_partition.begin(), by_partition.end());
+    ready_.insert(ready_.end(), by_dataset.begin(), by_dataset.end());
+  }
+
+  void Return(size_t i) {
+    if (tasks_[i].state != Node::kRunning) return;
+    tasks_[i].state = Node::kPending;
+    if (Waiting(i) == 0 && !Queued(i)) ready_.push_front(i);
+  }
+  void Fail(size_t i) {
+    if (tasks_[i].state == Node::kRunning) tasks_[i].state = Node::kFailed;
+  }
+  void ResetFailed() {
+    for (TaskGraph::Task& t : tasks_) {
+      if (t.state == Node::kFailed) t.state = Node::kPending;
+    }
+    Requeue();
+  }
+  void Reopen(const std::vector<size_t>& lost) {
+    std::vector<size_t> stack = lost;
+    std::set<size_t> seen;
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      stack.pop_back();
+      if (!seen.insert(i).second) continue;
+      if (tasks_[i].state == Node::kDone) {
+        tasks_[i].state = Node::kPending;
+        tasks_[i].outcome = Outcome::kChanged;
+      }
+      for (size_t j = 0; j < tasks_.size(); ++j) {
+        const bool reads =
+            std::count(inputs_[j].begin(), inputs_[j].end(), i) > 0 ||
+            std::count(whole_[j].begin(), whole_[j].end(), tasks_[i].dataset) >
+                0;
+        if (reads) stack.push_back(j);
+      }
+    }
+    Requeue();
+  }
+  void ClearReady() { ready_.clear(); }
+  void Requeue() {
+    ready_.clear();
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      if (tasks_[j].state == Node::kPending && Waiting(j) == 0) {
+        ready_.push_back(j);
+      }
+    }
+  }
+
+ private:
+  std::vector<TaskGraph::Task> tasks_;
+  // Per task: the tasks it reads by partition, and the datasets it reads
+  // whole (once per edge).
+  std::vector<std::vector<size_t>> inputs_;
+  std::vector<std::vector<std::string>> whole_;
+  std::deque<size_t> ready_;
+};
+
+struct GeneratedJob {
+  std::vector<TaskGraph::Task> tasks;
+  Edges edges;
+  Grains grains;
+  bool with_grains = true;
+};
+
+// Datasets of every shape with identity, rollup, lookback and whole-table
+// edges between them (some the layouts do not allow, some to datasets
+// without tasks in the job), a partition now and then no mapping can read,
+// tasks in plan order or interleaved, and states as a resumed job has them.
+GeneratedJob GenerateJob(std::mt19937& rng) {
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  struct Shape {
+    PartitionLayout layout;
+    std::vector<std::string> partitions;
+  };
+  const std::vector<Shape> shapes = {
+      {Grain::kHour,
+       {"2025-01-31T22", "2025-01-31T23", "2025-02-01T00", "2025-02-01T01"}},
+      {Grain::kDay, {"2025-01-30", "2025-01-31", "2025-02-01", "2025-02-02"}},
+      {Grain::kMonth, {"2025-01", "2025-02", "2025-03"}},
+      {PartitionLayout(Grain::kDay, {"eu", "us"}),
+       {"2025-01-31|eu", "2025-01-31|us", "2025-02-01|eu", "2025-02-01|us"}},
+      {Grain::kNone, {""}},
+  };
+  GeneratedJob job;
+  job.with_grains = uniform(0, 3) > 0;
+  const int datasets = uniform(1, 6);
+  for (int d = 0; d < datasets; ++d) {
+    const std::string name = absl::StrCat("d", d);
+    const Shape& shape = shapes[static_cast<size_t>(
+        uniform(0, static_cast<int>(shapes.size()) - 1))];
+    job.grains[name] = shape.layout;
+    for (const std::string& p : shape.partitions) {
+      if (uniform(0, 2) > 0) job.tasks.push_back({name, p});
+    }
+    if (uniform(0, 7) == 0) job.tasks.push_back({name, "bogus"});
+    for (int u = 0; u < d; ++u) {
+      if (uniform(0, 2) != 0) continue;
+      const std::string up = absl::StrCat("d", u);
+      UpstreamEdge e;
+      switch (uniform(0, 5)) {
+        case 0:
+          e = All(up);
+          break;
+        case 1:
+          e = Rollup(up);
+          break;
+        case 2:
+          e = Lookback(up, uniform(1, 2));
+          break;
+        default:
+          e = Identity(up);
+      }
+      job.edges[name].push_back(e);
+      if (uniform(0, 9) == 0) job.edges[name].push_back(e);  // twice
+    }
+    if (uniform(0, 4) == 0) job.edges[name].push_back(Identity("outside"));
+    if (uniform(0, 6) == 0) job.edges[name].push_back(All("outside"));
+  }
+  if (uniform(0, 1) == 0) std::shuffle(job.tasks.begin(), job.tasks.end(), rng);
+  for (TaskGraph::Task& t : job.tasks) {
+    const int s = uniform(0, 9);
+    if (s >= 6 && s <= 8) {
+      t.state = Node::kDone;
+      t.outcome = static_cast<Outcome>(uniform(0, 2));
+    } else if (s == 9) {
+      t.state = uniform(0, 1) == 0 ? Node::kFailed : Node::kRunning;
+    }
+  }
+  return job;
+}
+
+// Every observable of the graph against the reference.
+void ExpectSame(const NamedGraph& g, const Reference& ref) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(g.state(i), ref.state(i)) << Name(g, i);
+    ASSERT_EQ(g.outcome(i), ref.outcome(i)) << Name(g, i);
+    ASSERT_EQ(g.ReadsOnlyUnchanged(i), ref.ReadsOnlyUnchanged(i)) << Name(g, i);
+  }
+  ASSERT_EQ(g.remaining(), g.size() - ref.Count(Node::kDone));
+  ASSERT_EQ(g.AllDone(), ref.Count(Node::kDone) == g.size());
+  ASSERT_EQ(g.running(), ref.Count(Node::kRunning));
+  for (Node s : {Node::kPending, Node::kRunning, Node::kDone, Node::kFailed}) {
+    ASSERT_EQ(g.CountIn(s), ref.Count(s));
+  }
+  // The queue's order, read off a copy.
+  TaskGraph copy = g;
+  std::vector<size_t> order;
+  while (std::optional<size_t> i = copy.Pop()) order.push_back(*i);
+  ASSERT_THAT(order, ::testing::ElementsAreArray(ref.ready()));
+  ASSERT_EQ(g.ready(), ref.ready().size());
+}
+
+TEST(TaskGraphReferenceTest, EveryStepAgreesWithTheReference) {
+  std::mt19937 rng(31337);
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  std::map<std::string, int> seen;  // how often each case came up
+  for (int round = 0; round < 400; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    GeneratedJob job = GenerateJob(rng);
+    NamedGraph g = job.with_grains ? NamedGraph(job.tasks, EdgesOf(job.edges),
+                                                [&](const std::string& d) {
+                                                  auto it = job.grains.find(d);
+                                                  return it == job.grains.end()
+                                                             ? PartitionLayout()
+                                                             : it->second;
+                                                })
+                                   : NamedGraph(job.tasks, EdgesOf(job.edges));
+    Reference ref(job.tasks, job.edges,
+                  job.with_grains ? &job.grains : nullptr);
+    for (size_t i = 0; i < g.size(); ++i) {
+      ASSERT_THAT(g.IdentityInputs(i), ElementsAreArray(ref.inputs(i)))
+          << Name(g, i);
+      if (!ref.inputs(i).empty()) ++seen["partition inputs"];
+      if (ref.ReadsWhole(i)) ++seen["whole inputs"];
+      if (ref.ReadsWhole(i) && g.partition(i) == "bogus") {
+        ++seen["unmapped partition read whole"];
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(ExpectSame(g, ref));
+    std::vector<size_t> running;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (ref.state(i) == Node::kRunning) running.push_back(i);
+    }
+    auto take_running = [&]() {
+      const size_t k =
+          static_cast<size_t>(uniform(0, static_cast<int>(running.size()) - 1));
+      const size_t i = running[k];
+      running.erase(running.begin() + static_cast<long>(k));
+      return i;
+    };
+    for (int step = 0; step < 120; ++step) {
+      const int action = uniform(0, 19);
+      if (action < 7 || (running.empty() && action < 14)) {
+        // Pop, now and then refusing some tasks.
+        const int refuse = uniform(0, 2) == 0 ? uniform(0, 2) : -1;
+        auto accept = [refuse](size_t j) {
+          return static_cast<int>(j % 3) != refuse;
+        };
+        std::optional<size_t> i = g.Pop(accept);
+        ASSERT_EQ(i, ref.Pop(accept));
+        if (i) running.push_back(*i);
+        ++seen["pop"];
+      } else if (action < 14) {
+        const size_t i = take_running();
+        const Outcome o = static_cast<Outcome>(uniform(0, 2));
+        g.Done(i, o);
+        ref.Done(i, o);
+        ++seen["done"];
+      } else if (action < 16 && !running.empty()) {
+        const size_t i = take_running();
+        g.Return(i);
+        ref.Return(i);
+        ++seen["return"];
+      } else if (action == 16 && !running.empty()) {
+        const size_t i = take_running();
+        g.Fail(i);
+        ref.Fail(i);
+        ++seen["fail"];
+      } else if (action == 17 && uniform(0, 2) == 0) {
+        g.ResetFailed();
+        ref.ResetFailed();
+        ++seen["reset"];
+      } else if (action == 18 && g.size() > 0) {
+        // Any tasks, done or not (a task not done is not reopened, but its
+        // readers are).
+        std::vector<size_t> lost;
+        for (int k = uniform(1, 2); k > 0; --k) {
+          lost.push_back(
+              static_cast<size_t>(uniform(0, static_cast<int>(g.size()) - 1)));
+        }
+        g.Reopen(lost);
+        ref.Reopen(lost);
+        ++seen["reopen"];
+      } else if (action == 19) {
+        if (uniform(0, 1) == 0) {
+          g.ClearReady();
+          ref.ClearReady();
+          ++seen["clear"];
+        } else {
+          g.Requeue();
+          ref.Requeue();
+          ++seen["requeue"];
+        }
+      }
+      // Tasks that were running and are no more (reopened, reset): the
+      // reference says which.
+      running.erase(std::remove_if(running.begin(), running.end(),
+                                   [&](size_t i) {
+                                     return ref.state(i) != Node::kRunning;
+                                   }),
+                    running.end());
+      ASSERT_NO_FATAL_FAILURE(ExpectSame(g, ref)) << "step " << step;
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (ref.ReadsOnlyUnchanged(i) && ref.state(i) == Node::kPending) {
+          ++seen["pending, reading only unchanged"];
+          break;
+        }
+      }
+    }
+  }
+  for (const char* c :
+       {"partition inputs", "whole inputs", "unmapped partition read whole",
+        "pop", "done", "pending, reading only unchanged", "return", "fail",
+        "reset", "reopen", "clear", "requeue"}) {
+    EXPECT_GT(seen[c], 20) << c;
+  }
 }
 
 }  // namespace

@@ -90,8 +90,8 @@ TEST_F(ValidateStepTest, LostStagingIsRecomputed) {
   EXPECT_EQ(job->phase, JobPhase::kRunning);
   EXPECT_EQ(job->restage_rounds, 1);
   EXPECT_EQ(job->tasks.state(1), TaskState::kPending);
-  EXPECT_EQ(job->graph->task(1).state, TaskGraph::Node::kPending);
-  EXPECT_EQ(job->graph->task(0).state, TaskGraph::Node::kDone);
+  EXPECT_EQ(job->graph->state(1), TaskGraph::Node::kPending);
+  EXPECT_EQ(job->graph->state(0), TaskGraph::Node::kDone);
 }
 
 TEST_F(ValidateStepTest, StagingThatKeepsLosingRowsFailsValidation) {

@@ -1,6 +1,9 @@
 // TaskGraph: the partition tasks of one job, the dependencies between them
 // and the queue of tasks ready to run. Pure bookkeeping: no I/O, no locking,
-// no clock. The job runner owns one per job and calls it under its lock.
+// no clock. The job runner owns one per job (ActiveJob::graph) and calls it
+// under its lock; a task is its index in the plan order the graph was built
+// from (ActiveJob::tasks holds the tasks themselves). Not thread-safe; a
+// value type (a copy is independent).
 //
 // Dependencies come from the upstream edges of the job's datasets:
 //   - identity: task (D, P) waits for task (U, P) of an upstream U in the
@@ -24,28 +27,45 @@
 // identical to the published version) or kSkipped (never run: it read only
 // unchanged or skipped tasks). ReadsOnlyUnchanged() tells the runner when a
 // ready task is a candidate for skipping (early_cutoff.h has the other
-// conditions). Not thread-safe.
+// conditions).
+//
+// Representation, sized for jobs of a million partitions: partition values
+// are needed only to find the edges, so the constructor consumes the tasks
+// and keeps per task only its dataset (an index into the job's few
+// datasets), state, outcome, how many inputs it waits for and whether it
+// is queued: about 10 bytes, 4 more while it is in the ready queue.
+// Partition edges are kept both ways in compressed rows: 4 bytes per task
+// and direction (none when the job has no partition edge) and 4 bytes per
+// edge and direction. Whole-table reads are kept per dataset, since every
+// task of a dataset reads the same upstreams whole (such a dataset lists
+// its tasks, 4 bytes each); only a task whose partition its rollup or
+// lookback could not map reads one whole on its own. Task and edge counts
+// must fit in 32 bits.
 
 #ifndef BACKFILL_CORE_RUN_TASK_GRAPH_H_
 #define BACKFILL_CORE_RUN_TASK_GRAPH_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/model/catalog.h"
+#include "core/model/partition_layout.h"
 
 namespace backfill {
 
 class TaskGraph {
  public:
-  enum class Node { kPending, kRunning, kDone, kFailed };
-  enum class Outcome { kChanged, kUnchanged, kSkipped };
+  enum class Node : uint8_t { kPending, kRunning, kDone, kFailed };
+  enum class Outcome : uint8_t { kChanged, kUnchanged, kSkipped };
 
+  // A task as the constructor takes it.
   struct Task {
     std::string dataset;
     std::string partition;
@@ -56,15 +76,21 @@ class TaskGraph {
   // `upstream_of(dataset)` gives a dataset's upstream edges (none for an
   // unknown dataset); `grain_of(dataset)` its grain or layout (a Grain
   // converts), which rollup and lookback edges, and identity edges between
-  // a time x key dataset and a time one, need. Tasks keep their index.
+  // a time x key dataset and a time one, need. Each is called at most once
+  // per dataset. Tasks keep their index.
   TaskGraph(std::vector<Task> tasks,
             const std::function<std::vector<UpstreamEdge>(
                 const std::string& dataset)>& upstream_of,
             const std::function<PartitionLayout(const std::string& dataset)>&
                 grain_of = nullptr);
 
-  size_t size() const { return tasks_.size(); }
-  const Task& task(size_t i) const { return tasks_[i]; }
+  size_t size() const { return dataset_of_.size(); }
+  Node state(size_t i) const { return state_[i]; }
+  // Meaningful once done.
+  Outcome outcome(size_t i) const { return outcome_[i]; }
+  const std::string& dataset(size_t i) const {
+    return datasets_[dataset_of_[i]].name;
+  }
 
   // Tasks not done.
   size_t remaining() const { return remaining_; }
@@ -89,9 +115,10 @@ class TaskGraph {
   // dataset it reads whole) is done, unchanged or skipped. False for a task
   // that reads nothing in the job, and while an input is not done.
   bool ReadsOnlyUnchanged(size_t i) const;
-  // The tasks of the job that task i reads partition by partition.
-  const std::vector<size_t>& IdentityInputs(size_t i) const {
-    return identity_inputs_[i];
+  // The tasks of the job that task i reads partition by partition, in the
+  // order of its dataset's upstream edges; valid while the graph is.
+  absl::Span<const uint32_t> IdentityInputs(size_t i) const {
+    return inputs_.Row(i);
   }
   // A running task goes back to pending, at the front of the queue (to be
   // retried, or because it was handed out but never ran).
@@ -109,25 +136,58 @@ class TaskGraph {
   void Requeue();
 
  private:
+  // Rows of task indices: row r is flat[offsets[r], offsets[r + 1]). No
+  // offsets at all when every row is empty.
+  struct Rows {
+    std::vector<uint32_t> offsets;
+    std::vector<uint32_t> flat;
+
+    absl::Span<const uint32_t> Row(size_t r) const {
+      if (offsets.empty()) return {};
+      return absl::Span<const uint32_t>(flat.data() + offsets[r],
+                                        offsets[r + 1] - offsets[r]);
+    }
+  };
+
+  struct Dataset {
+    std::string name;
+    // Its tasks not done, and its done tasks whose outcome is kChanged.
+    size_t remaining = 0;
+    size_t changed = 0;
+    // The in-job datasets each of its tasks reads whole, once per edge.
+    std::vector<uint32_t> reads_whole;
+    // The in-job datasets that read it whole (once per edge), and the tasks
+    // that read it whole on their own (once per edge, ascending).
+    std::vector<uint32_t> whole_reader_datasets;
+    std::vector<uint32_t> whole_reader_tasks;
+    // Its tasks, ascending; kept only when it reads a dataset whole.
+    std::vector<uint32_t> tasks;
+  };
+
   void Rebuild();
   void Release(size_t i);
+  void Wake(uint32_t d);
+  // The tasks that read dataset u whole, ascending, once per edge.
+  std::vector<uint32_t> WholeReaders(uint32_t u) const;
+  // The datasets task i reads whole on its own: [first, last) of
+  // task_reads_whole_.
+  std::pair<size_t, size_t> OwnWholeReads(size_t i) const;
 
-  std::vector<Task> tasks_;
-  // Partition edges (identity, rollup, lookback): task -> tasks that read
-  // it.
-  std::vector<std::vector<size_t>> dependents_;
-  // Dataset -> tasks that read the whole of it, within the job.
-  std::map<std::string, std::vector<size_t>> all_readers_;
-  // Per task: the in-job upstream tasks it reads by partition (any mapping
-  // but all) and the in-job whole-table upstream datasets it reads.
-  std::vector<std::vector<size_t>> identity_inputs_;
-  std::vector<std::vector<std::string>> all_inputs_;
-  std::map<std::string, size_t> dataset_remaining_;
-  // Per dataset: its done tasks whose outcome is kChanged.
-  std::map<std::string, size_t> dataset_changed_;
-  std::vector<int> waiting_;
-  std::deque<size_t> ready_;
-  std::vector<bool> queued_;
+  std::vector<Dataset> datasets_;
+  // Per task.
+  std::vector<uint32_t> dataset_of_;
+  std::vector<Node> state_;
+  std::vector<Outcome> outcome_;
+  std::vector<int32_t> waiting_;  // inputs not done, whole datasets included
+  std::vector<bool> queued_;      // in ready_
+  // Partition edges (identity, rollup, lookback), both ways: the in-job
+  // upstream tasks a task reads, and the tasks that read it.
+  Rows inputs_;
+  Rows dependents_;
+  // (task, upstream dataset) for the rare task that reads an upstream whole
+  // on its own; by task.
+  std::vector<std::pair<uint32_t, uint32_t>> task_reads_whole_;
+  std::deque<uint32_t> ready_;
   size_t remaining_ = 0;
   size_t running_ = 0;
 };

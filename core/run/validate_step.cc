@@ -51,8 +51,8 @@ absl::Status Restage(const StepContext& ctx, ActiveJob* job,
     TaskGraph copy = *job->graph;
     copy.Reopen(outcome.lost);
     for (size_t i = 0; i < copy.size(); ++i) {
-      if (copy.task(i).state == TaskGraph::Node::kPending &&
-          job->graph->task(i).state == TaskGraph::Node::kDone) {
+      if (copy.state(i) == TaskGraph::Node::kPending &&
+          job->graph->state(i) == TaskGraph::Node::kDone) {
         reopen.push_back(i);
       }
     }
