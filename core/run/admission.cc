@@ -8,7 +8,7 @@ namespace backfill {
 Scope ScopeOf(const Plan& plan) {
   Scope scope;
   for (const DatasetPlan& dp : plan.datasets) {
-    for (const std::string& p : dp.partitions) scope.insert({dp.dataset, p});
+    scope.insert(dp.dataset, dp.partitions);
     if (!dp.keys.empty()) {
       scope.SetKeys(dp.dataset, {dp.keys.begin(), dp.keys.end()});
     }
@@ -125,7 +125,7 @@ std::vector<Admission::Overlap> Admission::Overlapping(
       o.job_id = id;
       ++o.partitions;
       if (conflicts != nullptr && conflicts->size() < max_conflicts) {
-        conflicts->push_back({id, key.first, key.second});
+        conflicts->push_back({id, key.dataset, key.partition});
       }
     }
   }
