@@ -318,6 +318,163 @@ TEST(AdmissionPropertyTest, RunningJobsNeverShareAPartitionAndAllRun) {
   EXPECT_GT(blocked_checks, 5000);
 }
 
+// Every answer after random adds (new jobs and re-adds), holds, releases
+// and removes, checked against a model that keeps each job's pairs as a
+// set and intersects them pair by pair. Some scopes are large, so that
+// scopes of very different sizes are compared too.
+TEST(AdmissionPropertyTest, AnswersMatchAPairByPairModel) {
+  std::mt19937 rng(20240611);
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  using Pairs = std::set<std::pair<std::string, std::string>>;
+  auto random_pairs = [&] {
+    Pairs pairs;
+    const bool large = uniform(0, 9) == 0;
+    const int n = large ? uniform(200, 600) : uniform(0, 12);
+    const int range = large ? 800 : 30;
+    for (int i = 0; i < n; ++i) {
+      pairs.insert({absl::StrCat("d", uniform(0, 3)),
+                    absl::StrCat("p", uniform(0, range - 1))});
+    }
+    return pairs;
+  };
+  auto scope_of = [&](const Pairs& pairs) {
+    Scope scope;
+    if (uniform(0, 1) == 0) {
+      for (const auto& pair : pairs) scope.insert(pair);
+    } else {
+      std::map<std::string, std::vector<std::string>> by_dataset;
+      for (const auto& [d, p] : pairs) by_dataset[d].push_back(p);
+      for (auto& [d, ps] : by_dataset) {
+        std::shuffle(ps.begin(), ps.end(), rng);
+        scope.insert(d, std::move(ps));
+      }
+    }
+    return scope;
+  };
+  auto shared = [](const Pairs& x, const Pairs& y) {
+    int64_t n = 0;
+    for (const auto& pair : x) n += y.count(pair);
+    return n;
+  };
+  const std::vector<std::string> ids = {"bf-1", "bf-10", "bf-2", "a",
+                                        "z",    "m",     "bf-9"};
+
+  int checks = 0;
+  for (int round = 0; round < 30; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    struct ModelJob {
+      Pairs pairs;
+      uint64_t order = 0;
+      bool held = false;
+    };
+    std::map<std::string, ModelJob> model;
+    uint64_t next_order = 0;
+    Admission a;
+    for (int step = 0; step < 150; ++step) {
+      const std::string& id = ids[uniform(0, static_cast<int>(ids.size()) - 1)];
+      const int action = uniform(0, 9);
+      if (action < 4) {  // new or re-added
+        ModelJob& j = model[id];
+        j.pairs = random_pairs();
+        j.order = next_order++;
+        j.held = uniform(0, 3) == 0;
+        a.Add(id, scope_of(j.pairs), j.held);
+      } else if (action < 7) {
+        const bool held = uniform(0, 1) == 0;
+        if (model.count(id)) model[id].held = held;
+        a.SetHeld(id, held);
+      } else {
+        model.erase(id);
+        a.Remove(id);
+      }
+
+      std::vector<std::pair<uint64_t, std::string>> in_order;
+      for (const auto& [id2, j] : model) in_order.push_back({j.order, id2});
+      std::sort(in_order.begin(), in_order.end());
+      std::vector<std::string> order;
+      for (const auto& [o, id2] : in_order) order.push_back(id2);
+      ASSERT_EQ(a.Order(), order);
+
+      for (const std::string& job : ids) {
+        SCOPED_TRACE(job);
+        ASSERT_EQ(a.Contains(job), model.count(job) > 0);
+        if (!model.count(job)) {
+          EXPECT_THAT(a.Blockers(job), IsEmpty());
+          EXPECT_THAT(a.HeldOverlaps(job), IsEmpty());
+          continue;
+        }
+        const ModelJob& j = model.at(job);
+        ASSERT_EQ(a.IsHeld(job), j.held);
+        ASSERT_NE(a.ScopeOf(job), nullptr);
+        ASSERT_EQ(*a.ScopeOf(job), scope_of(j.pairs));
+        std::vector<std::string> blockers;
+        for (const auto& [o, other] : in_order) {
+          const ModelJob& k = model.at(other);
+          const int64_t n = shared(j.pairs, k.pairs);
+          if (other != job && k.order < j.order && !k.held && n > 0) {
+            blockers.push_back(absl::StrCat(other, ":", n));
+          }
+        }
+        ASSERT_EQ(Ids(a.Blockers(job)), blockers);
+        std::vector<std::string> held;
+        for (const auto& [other, k] : model) {  // by id
+          const int64_t n = shared(j.pairs, k.pairs);
+          if (other != job && k.held && n > 0) {
+            held.push_back(absl::StrCat(other, ":", n));
+          }
+        }
+        ASSERT_EQ(Ids(a.HeldOverlaps(job)), held);
+        ++checks;
+      }
+
+      // A plan not admitted: the unheld jobs it shares pairs with, and the
+      // shared pairs by pair then admission order, up to the cap (the
+      // conflicts given count towards it).
+      const Pairs plan =
+          uniform(0, 2) == 0
+              ? model.empty() ? random_pairs() : model.begin()->second.pairs
+              : random_pairs();
+      std::vector<std::string> overlapping;
+      for (const auto& [o, other] : in_order) {
+        const ModelJob& k = model.at(other);
+        const int64_t n = shared(plan, k.pairs);
+        if (!k.held && n > 0)
+          overlapping.push_back(absl::StrCat(other, ":", n));
+      }
+      const size_t max = static_cast<size_t>(uniform(0, 40));
+      std::vector<Conflict> given;
+      if (uniform(0, 3) == 0) given.push_back({"x", "y", "z"});
+      std::vector<std::string> expected_conflicts;
+      for (const Conflict& c : given) {
+        expected_conflicts.push_back(
+            absl::StrCat(c.job_id, " ", c.dataset, "/", c.partition));
+      }
+      for (const auto& [d, p] : plan) {
+        for (const auto& [o, other] : in_order) {
+          const ModelJob& k = model.at(other);
+          if (expected_conflicts.size() < max && !k.held &&
+              k.pairs.count({d, p})) {
+            expected_conflicts.push_back(absl::StrCat(other, " ", d, "/", p));
+          }
+        }
+      }
+      std::vector<Conflict> conflicts = given;
+      ASSERT_EQ(Ids(a.Overlapping(scope_of(plan), &conflicts, max)),
+                overlapping);
+      std::vector<std::string> got_conflicts;
+      for (const Conflict& c : conflicts) {
+        got_conflicts.push_back(
+            absl::StrCat(c.job_id, " ", c.dataset, "/", c.partition));
+      }
+      ASSERT_EQ(got_conflicts, expected_conflicts);
+      ASSERT_EQ(Ids(a.Overlapping(scope_of(plan), nullptr, max)), overlapping);
+    }
+  }
+  EXPECT_GT(checks, 10000);
+}
+
 // Keyed scopes: a job with keys stages the whole partition, so two jobs on
 // one partition wait for each other whatever their keys, supersede each
 // other when held, and are conflicts; keys never join two jobs that share

@@ -1,14 +1,13 @@
 #include "core/run/admission.h"
 
 #include <algorithm>
-#include <limits>
 
 namespace backfill {
 
 Scope ScopeOf(const Plan& plan) {
   Scope scope;
   for (const DatasetPlan& dp : plan.datasets) {
-    for (const std::string& p : dp.partitions) scope.insert({dp.dataset, p});
+    scope.insert(dp.dataset, dp.partitions);
     if (!dp.keys.empty()) {
       scope.SetKeys(dp.dataset, {dp.keys.begin(), dp.keys.end()});
     }
@@ -18,13 +17,18 @@ Scope ScopeOf(const Plan& plan) {
 
 void Admission::Add(const std::string& job_id, Scope scope, bool held) {
   Remove(job_id);
-  auto it = jobs_.try_emplace(job_id).first;
-  Entry& e = it->second;
+  std::map<std::string, int64_t> shared;
+  for (auto& [id, other] : jobs_) {
+    const int64_t n = scope.SharedCount(other.scope);
+    if (n == 0) continue;
+    shared[id] = n;
+    other.shared[job_id] = n;
+  }
+  Entry& e = jobs_[job_id];
   e.order = next_order_++;
   e.scope = std::move(scope);
   e.held = held;
-  index_.reserve(index_.size() + e.scope.size());
-  for (const auto& key : e.scope) index_[key].push_back({e.order, &it->first});
+  e.shared = std::move(shared);
 }
 
 void Admission::SetHeld(const std::string& job_id, bool held) {
@@ -35,16 +39,8 @@ void Admission::SetHeld(const std::string& job_id, bool held) {
 void Admission::Remove(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
-  for (const auto& key : it->second.scope) {
-    auto slot = index_.find(key);
-    if (slot == index_.end()) continue;
-    Holders& holders = slot->second;
-    const uint64_t order = it->second.order;
-    holders.erase(
-        std::remove_if(holders.begin(), holders.end(),
-                       [order](const auto& h) { return h.first == order; }),
-        holders.end());
-    if (holders.empty()) index_.erase(slot);
+  for (const auto& [id, n] : it->second.shared) {
+    jobs_.at(id).shared.erase(job_id);
   }
   jobs_.erase(it);
 }
@@ -63,24 +59,14 @@ const Scope* Admission::ScopeOf(const std::string& job_id) const {
   return it == jobs_.end() ? nullptr : &it->second.scope;
 }
 
-std::map<std::string, Admission::Overlap> Admission::Shared(
-    const Scope& scope, const std::string& self, bool want_held,
-    uint64_t before) const {
-  std::map<std::string, Overlap> out;
-  for (const auto& key : scope) {
-    auto slot = index_.find(key);
-    if (slot == index_.end()) continue;
-    for (const auto& [order, holder] : slot->second) {
-      if (order >= before) break;
-      const std::string& id = *holder;
-      if (id == self) continue;
-      const Entry& other = jobs_.at(id);
-      if (other.held != want_held) continue;
-      Overlap& o = out[id];
-      o.job_id = id;
-      ++o.partitions;
-    }
-  }
+std::vector<std::pair<const std::string*, const Admission::Entry*>>
+Admission::InOrder() const {
+  std::vector<std::pair<const std::string*, const Entry*>> out;
+  out.reserve(jobs_.size());
+  for (const auto& [id, e] : jobs_) out.push_back({&id, &e});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second->order < b.second->order;
+  });
   return out;
 }
 
@@ -88,13 +74,19 @@ std::vector<Admission::Overlap> Admission::Blockers(
     const std::string& job_id) const {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return {};
-  std::map<std::string, Overlap> shared =
-      Shared(it->second.scope, job_id, /*want_held=*/false, it->second.order);
+  const Entry& e = it->second;
+  std::vector<std::pair<uint64_t, Overlap>> found;
+  for (const auto& [id, n] : e.shared) {
+    const Entry& other = jobs_.at(id);
+    if (other.order < e.order && !other.held) {
+      found.push_back({other.order, {id, n}});
+    }
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Overlap> out;
-  for (auto& [id, o] : shared) out.push_back(std::move(o));
-  std::sort(out.begin(), out.end(), [this](const Overlap& a, const Overlap& b) {
-    return jobs_.at(a.job_id).order < jobs_.at(b.job_id).order;
-  });
+  out.reserve(found.size());
+  for (auto& [order, o] : found) out.push_back(std::move(o));
   return out;
 }
 
@@ -102,47 +94,62 @@ std::vector<Admission::Overlap> Admission::HeldOverlaps(
     const std::string& job_id) const {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return {};
-  std::map<std::string, Overlap> shared =
-      Shared(it->second.scope, job_id, /*want_held=*/true,
-             std::numeric_limits<uint64_t>::max());
   std::vector<Overlap> out;
-  for (auto& [id, o] : shared) out.push_back(std::move(o));
+  for (const auto& [id, n] : it->second.shared) {
+    if (jobs_.at(id).held) out.push_back({id, n});
+  }
   return out;
 }
 
 std::vector<Admission::Overlap> Admission::Overlapping(
     const Scope& scope, std::vector<Conflict>* conflicts,
     size_t max_conflicts) const {
-  std::map<std::string, Overlap> shared;
-  for (const auto& key : scope) {
-    auto slot = index_.find(key);
-    if (slot == index_.end()) continue;
-    for (const auto& [order, holder] : slot->second) {
-      const std::string& id = *holder;
-      const Entry& other = jobs_.at(id);
-      if (other.held) continue;
-      Overlap& o = shared[id];
-      o.job_id = id;
-      ++o.partitions;
-      if (conflicts != nullptr && conflicts->size() < max_conflicts) {
-        conflicts->push_back({id, key.first, key.second});
+  const size_t wanted =
+      conflicts == nullptr || conflicts->size() >= max_conflicts
+          ? 0
+          : max_conflicts - conflicts->size();
+  // Each job's first `wanted` shared pairs: the first `wanted` of all,
+  // by (dataset, partition, admission order), are among them.
+  struct Shared {
+    const std::string* dataset;
+    const std::string* partition;
+    size_t job;  // in `out`
+  };
+  std::vector<Shared> shared;
+  std::vector<Overlap> out;
+  for (const auto& [id, e] : InOrder()) {
+    if (e->held) continue;
+    int64_t n = 0;
+    scope.ForEachShared(e->scope, [&](const std::string& dataset,
+                                      const std::string& partition) {
+      if (static_cast<size_t>(n) < wanted) {
+        shared.push_back({&dataset, &partition, out.size()});
       }
+      ++n;
+      return true;
+    });
+    if (n > 0) out.push_back({*id, n});
+  }
+  if (wanted > 0) {
+    // Stable: a pair's jobs stay in admission order.
+    std::stable_sort(shared.begin(), shared.end(),
+                     [](const Shared& a, const Shared& b) {
+                       if (*a.dataset != *b.dataset) {
+                         return *a.dataset < *b.dataset;
+                       }
+                       return *a.partition < *b.partition;
+                     });
+    for (size_t i = 0; i < shared.size() && i < wanted; ++i) {
+      conflicts->push_back({out[shared[i].job].job_id, *shared[i].dataset,
+                            *shared[i].partition});
     }
   }
-  std::vector<Overlap> out;
-  for (auto& [id, o] : shared) out.push_back(std::move(o));
-  std::sort(out.begin(), out.end(), [this](const Overlap& a, const Overlap& b) {
-    return jobs_.at(a.job_id).order < jobs_.at(b.job_id).order;
-  });
   return out;
 }
 
 std::vector<std::string> Admission::Order() const {
-  std::vector<std::pair<uint64_t, std::string>> all;
-  for (const auto& [id, e] : jobs_) all.push_back({e.order, id});
-  std::sort(all.begin(), all.end());
   std::vector<std::string> out;
-  for (auto& [order, id] : all) out.push_back(std::move(id));
+  for (const auto& [id, e] : InOrder()) out.push_back(*id);
   return out;
 }
 

@@ -14,6 +14,15 @@
 // newer job that shares a partition with it supersedes it. A rollback is
 // added like a job while it runs (it holds its job's partitions) and
 // supersedes the held jobs it overlaps once it restored its rows.
+//
+// It owns each admitted job's scope (moved in by Add) and, for each two
+// admitted jobs that share partitions, how many: counted once, when the
+// later of them is added, by comparing its scope with every admitted one
+// (sorted partitions per dataset, see Scope). Nothing is kept per
+// partition beyond the scopes, and Blockers and HeldOverlaps — the runner
+// asks for the blockers of every waiting job after each batch of
+// partitions — read those counts, never the partitions. Overlapping, for a
+// plan not admitted, compares its scope with every unheld job's.
 
 #ifndef BACKFILL_CORE_RUN_ADMISSION_H_
 #define BACKFILL_CORE_RUN_ADMISSION_H_
@@ -25,8 +34,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "core/model/job.h"
 #include "core/plan/scope.h"
 
@@ -39,13 +46,12 @@ Scope ScopeOf(const Plan& plan);
 class Admission {
  public:
   Admission() = default;
-  // index_ points at the keys of jobs_: a copy would point into this one.
-  Admission(const Admission&) = delete;
-  Admission& operator=(const Admission&) = delete;
 
   // Adds a job after every job added so far. `held`: it is held for a
   // decision (blocks nobody). Adding a job that is present re-adds it at
-  // the end (a retried job queues behind everything).
+  // the end (a retried job queues behind everything). Compares `scope`
+  // with every admitted job's: about one pass over the larger of the two
+  // per dataset they share.
   void Add(const std::string& job_id, Scope scope, bool held = false);
   // The job stops (held = true) or starts again (false) to block others.
   void SetHeld(const std::string& job_id, bool held);
@@ -64,11 +70,12 @@ class Admission {
   // for all of them. In admission order.
   std::vector<Overlap> Blockers(const std::string& job_id) const;
   // Held jobs (added before or after) that share partitions with `job_id`:
-  // superseded when it starts.
+  // superseded when it starts. By job id.
   std::vector<Overlap> HeldOverlaps(const std::string& job_id) const;
   // Jobs that are not held and share partitions with `scope` (a plan not
-  // admitted yet), in admission order; `conflicts` gets up to
-  // `max_conflicts` of the shared pairs.
+  // admitted yet), in admission order; `conflicts` gets the shared pairs
+  // until it holds `max_conflicts`, by dataset, partition, then admission
+  // order.
   std::vector<Overlap> Overlapping(const Scope& scope,
                                    std::vector<Conflict>* conflicts,
                                    size_t max_conflicts) const;
@@ -80,19 +87,15 @@ class Admission {
     uint64_t order = 0;
     Scope scope;
     bool held = false;
+    // The other admitted jobs that share partitions with this one: how
+    // many (never 0), by job id.
+    std::map<std::string, int64_t> shared;
   };
-  std::map<std::string, Overlap> Shared(const Scope& scope,
-                                        const std::string& self, bool want_held,
-                                        uint64_t before) const;
+  // The admitted jobs, in admission order.
+  std::vector<std::pair<const std::string*, const Entry*>> InOrder() const;
 
   uint64_t next_order_ = 1;
   std::map<std::string, Entry> jobs_;
-  // (dataset, partition) -> the jobs that recompute it, as (admission
-  // order, the job's key in jobs_), in admission order: Add appends, as
-  // every job it adds is the newest. Usually one job per pair, kept inline.
-  using Holders =
-      absl::InlinedVector<std::pair<uint64_t, const std::string*>, 1>;
-  absl::flat_hash_map<Scope::Pair, Holders> index_;
 };
 
 }  // namespace backfill
