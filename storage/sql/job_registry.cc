@@ -1,6 +1,7 @@
 #include "storage/sql/job_registry.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,9 @@ namespace backfill::sql {
 bool JobRegistry::Job::Has(const std::string& dataset,
                            const std::string& partition) const {
   auto mine = partitions_.find(dataset);
-  if (mine == partitions_.end() || !mine->second.contains(partition)) {
+  if (mine == partitions_.end()) return false;
+  const std::vector<std::string>& sorted = Sorted(mine->second);
+  if (!std::binary_search(sorted.begin(), sorted.end(), partition)) {
     return false;
   }
   absl::MutexLock lock(&released_mu_);
@@ -23,10 +26,12 @@ std::vector<std::string> JobRegistry::Job::Partitions(
   std::vector<std::string> out;
   auto mine = partitions_.find(dataset);
   if (mine == partitions_.end()) return out;
-  for (const std::string& p : mine->second) {
-    if (Has(dataset, p)) out.push_back(p);
+  const std::vector<std::string>& sorted = Sorted(mine->second);
+  absl::MutexLock lock(&released_mu_);
+  auto gone = released_.find(dataset);
+  for (const std::string& p : sorted) {
+    if (gone == released_.end() || !gone->second.count(p)) out.push_back(p);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -54,9 +59,27 @@ void JobRegistry::Job::KeepPinnedFingerprint(
 void JobRegistry::Register(const JobLayout& layout, bool keep_pins) {
   auto job = std::make_shared<Job>();
   job->layout_ = layout;
-  for (const JobLayout::Item& item : layout.items) {
-    job->partitions_[item.dataset->name].insert(item.partitions.begin(),
-                                                item.partitions.end());
+  for (size_t i = 0; i < layout.items.size(); ++i) {
+    const std::vector<std::string>& partitions = layout.items[i].partitions;
+    auto [it, first] =
+        job->partitions_.try_emplace(layout.items[i].dataset->name);
+    Job::Recomputed& r = it->second;
+    const bool strictly_sorted =
+        std::adjacent_find(partitions.begin(), partitions.end(),
+                           std::greater_equal<>()) == partitions.end();
+    if (first && strictly_sorted) {
+      r.item = i;
+      continue;
+    }
+    // A second item of the dataset, or partitions out of order: a sorted
+    // copy of them all.
+    if (!r.copied) {
+      if (!first) r.copy = layout.items[r.item].partitions;
+      r.copied = true;
+    }
+    r.copy.insert(r.copy.end(), partitions.begin(), partitions.end());
+    std::sort(r.copy.begin(), r.copy.end());
+    r.copy.erase(std::unique(r.copy.begin(), r.copy.end()), r.copy.end());
   }
   absl::MutexLock lock(&mu_);
   auto& slot = jobs_[layout.job_id];

@@ -24,7 +24,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/ports/engine.h"
@@ -54,9 +53,20 @@ class JobRegistry {
 
    private:
     friend class JobRegistry;
+    // The partitions of a dataset the job recomputes, sorted and unique:
+    // those of its item in layout_ when they are (a plan's are), else a
+    // sorted copy of every item's.
+    struct Recomputed {
+      size_t item = 0;
+      bool copied = false;
+      std::vector<std::string> copy;
+    };
+    const std::vector<std::string>& Sorted(const Recomputed& r) const {
+      return r.copied ? r.copy : layout_.items[r.item].partitions;
+    }
+
     JobLayout layout_;
-    absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>>
-        partitions_;
+    absl::flat_hash_map<std::string, Recomputed> partitions_;
     mutable absl::Mutex released_mu_;
     mutable std::map<std::string, std::set<std::string>> released_
         ABSL_GUARDED_BY(released_mu_);
