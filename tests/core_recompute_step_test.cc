@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/run/publish_step.h"
 #include "core/run/recompute_step.h"
@@ -101,6 +102,46 @@ class RecomputeStepTest : public testing::StepFixture {
 
   std::unique_ptr<TaskWriter> writer_;
 };
+
+// A job is loaded a page of tasks at a time: across the pages' edges
+// (4,096 tasks each) every task arrives once, in plan order, with its
+// state, and the graph links each rollup day to its daily day.
+TEST_F(RecomputeStepTest, AJobOfManyPagesOfTasksIsLoadedWhole) {
+  const Job created = CreateJob(
+      Request("daily", "2000-01-01", "2022-06-01", /*downstream=*/true));
+  std::vector<PartitionTask> stored = Tasks(created.id);
+  ASSERT_GT(stored.size(), 2u * 4096 + 1);
+  // Some states to carry over, at the pages' edges among others.
+  for (size_t i : {size_t{0}, size_t{4095}, size_t{4096}, size_t{8191},
+                   stored.size() - 1}) {
+    stored[i].state = TaskState::kStaged;
+    stored[i].rows_written = static_cast<int64_t>(i);
+    stored[i].output_fingerprint = absl::StrCat("fp", i);
+    ASSERT_TRUE(store_.UpdateTask(stored[i]).ok());
+  }
+  ActiveJob* job = Hold(Stored(created.id), JobPhase::kWaiting,
+                        /*prepare=*/false);
+  absl::MutexLock lock(jobs_.mu());
+  ASSERT_EQ(job->tasks.size(), stored.size());
+  ASSERT_EQ(job->graph->size(), stored.size());
+  for (size_t i = 0; i < stored.size(); ++i) {
+    ASSERT_EQ(job->tasks.dataset(i), stored[i].dataset) << i;
+    ASSERT_EQ(job->tasks.partition(i), stored[i].partition) << i;
+    ASSERT_EQ(job->tasks.state(i), stored[i].state) << i;
+    ASSERT_EQ(job->tasks.rows_written(i), stored[i].rows_written) << i;
+    ASSERT_EQ(job->tasks.output_fingerprint(i), stored[i].output_fingerprint)
+        << i;
+    ASSERT_EQ(job->spec_of[i]->name, stored[i].dataset) << i;
+  }
+  // The rollup's tasks follow the daily ones; each reads its day.
+  const size_t days = stored.size() / 2;
+  EXPECT_EQ(job->tasks.dataset(days), "rollup");
+  for (size_t i : {size_t{0}, size_t{4096}, days - 1}) {
+    const auto inputs = job->graph->IdentityInputs(days + i);
+    ASSERT_EQ(inputs.size(), 1u);
+    EXPECT_EQ(inputs[0], i);
+  }
+}
 
 TEST_F(RecomputeStepTest, EachPartitionIsStagedAndCheckpointedDurably) {
   ActiveJob* job = Running(Request("daily", "2025-01-01", "2025-01-04"));

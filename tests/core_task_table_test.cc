@@ -180,6 +180,17 @@ TEST(TaskTableTest, AnswersAsAVectorOfTasksOverGeneratedUpdates) {
   }
 }
 
+TEST(TaskTableTest, ATableBuiltTaskByTaskAnswersAsOneBuiltAtOnce) {
+  std::mt19937 rng(7);
+  std::vector<PartitionTask> tasks(500);
+  for (PartitionTask& t : tasks) t = RandomTask(&rng, "bf-3");
+  TaskTable appended;
+  appended.Reserve(10);  // fewer than it gets
+  for (const PartitionTask& t : tasks) appended.Append(t);
+  ASSERT_NO_FATAL_FAILURE(ExpectMatches(appended, tasks));
+  EXPECT_EQ(appended.job_id(), "bf-3");
+}
+
 TEST(TaskTableTest, AnErrorClearedIsGone) {
   PartitionTask t;
   t.job_id = "bf-1";

@@ -7,7 +7,6 @@
 namespace backfill {
 
 TaskTable::TaskTable(const std::vector<PartitionTask>& tasks) {
-  if (!tasks.empty()) job_id_ = tasks.front().job_id;
   slots_.reserve(tasks.size());
   partition_end_.reserve(tasks.size());
   size_t partition_bytes = 0, fingerprint_bytes = 0;
@@ -17,19 +16,28 @@ TaskTable::TaskTable(const std::vector<PartitionTask>& tasks) {
   }
   partitions_.reserve(partition_bytes);
   fingerprints_.reserve(fingerprint_bytes);
-  absl::flat_hash_map<std::string, uint32_t> dataset_index;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const PartitionTask& t = tasks[i];
-    auto [it, added] = dataset_index.try_emplace(
-        t.dataset, static_cast<uint32_t>(datasets_.size()));
-    if (added) datasets_.push_back(t.dataset);
-    Slot slot;
-    slot.dataset = it->second;
-    slots_.push_back(slot);
-    partitions_ += t.partition;
-    partition_end_.push_back(partitions_.size());
-    Set(i, t);
-  }
+  for (const PartitionTask& t : tasks) Append(t);
+}
+
+void TaskTable::Reserve(size_t n) {
+  // An hour partition is 13 characters, a fingerprint 16.
+  slots_.reserve(n);
+  partition_end_.reserve(n);
+  partitions_.reserve(n * 13);
+  fingerprints_.reserve(n * 16);
+}
+
+void TaskTable::Append(const PartitionTask& task) {
+  if (slots_.empty()) job_id_ = task.job_id;
+  auto [it, added] = dataset_index_.try_emplace(
+      task.dataset, static_cast<uint32_t>(datasets_.size()));
+  if (added) datasets_.push_back(task.dataset);
+  Slot slot;
+  slot.dataset = it->second;
+  slots_.push_back(slot);
+  partitions_ += task.partition;
+  partition_end_.push_back(partitions_.size());
+  Set(slots_.size() - 1, task);
 }
 
 std::string_view TaskTable::partition(size_t i) const {

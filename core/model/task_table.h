@@ -37,6 +37,11 @@ class TaskTable {
   // The tasks of one job, in plan order (every task has the same job id).
   explicit TaskTable(const std::vector<PartitionTask>& tasks);
 
+  // Room for `n` tasks of hour-sized partitions and fingerprints.
+  void Reserve(size_t n);
+  // Adds `task` after the others (a task of the same job).
+  void Append(const PartitionTask& task);
+
   size_t size() const { return slots_.size(); }
   bool empty() const { return slots_.empty(); }
   const std::string& job_id() const { return job_id_; }
@@ -79,6 +84,7 @@ class TaskTable {
 
   std::string job_id_;
   std::vector<std::string> datasets_;
+  absl::flat_hash_map<std::string, uint32_t> dataset_index_;
   std::vector<Slot> slots_;
   // The partitions, end to end: task i's ends at partition_end_[i].
   std::string partitions_;

@@ -9,6 +9,9 @@
 namespace backfill {
 namespace {
 
+// Tasks read from the store at once when a job is loaded.
+constexpr int kLoadPage = 4096;
+
 TaskGraph::Node NodeOf(TaskState state) {
   switch (state) {
     case TaskState::kStaged:
@@ -112,17 +115,31 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
   }
   bool complete = true;
   ASSIGN_OR_RETURN(JobLayout layout, LayoutOf(*catalog, copy, &complete));
-  ASSIGN_OR_RETURN(std::vector<PartitionTask> tasks, store->ListTasks(copy.id));
+  // The tasks a page at a time, each page packed into the table before the
+  // next is read: a job may have a million.
+  TaskTable table;
   std::vector<const DatasetSpec*> specs;
   std::vector<TaskGraph::Task> nodes;
-  specs.reserve(tasks.size());
-  nodes.reserve(tasks.size());
+  const int64_t planned = copy.plan.total_partitions();
+  table.Reserve(static_cast<size_t>(planned));
+  specs.reserve(static_cast<size_t>(planned));
+  nodes.reserve(static_cast<size_t>(planned));
   bool unstaged = false;
-  for (const PartitionTask& t : tasks) {
-    specs.push_back(catalog->Find(t.dataset));
-    nodes.push_back(
-        {t.dataset, t.partition, NodeOf(t.state), OutcomeOf(t.state)});
-    unstaged = unstaged || NodeOf(t.state) != TaskGraph::Node::kDone;
+  TaskQuery page_query;
+  page_query.job_id = copy.id;
+  page_query.limit = kLoadPage;
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<PartitionTask> page,
+                     store->ListTaskPage(page_query));
+    for (const PartitionTask& t : page) {
+      table.Append(t);
+      specs.push_back(catalog->Find(t.dataset));
+      nodes.push_back(
+          {t.dataset, t.partition, NodeOf(t.state), OutcomeOf(t.state)});
+      unstaged = unstaged || NodeOf(t.state) != TaskGraph::Node::kDone;
+    }
+    if (page.size() < static_cast<size_t>(kLoadPage)) break;
+    page_query.after_ordinal = page.back().ordinal;
   }
   if (unstaged && !complete) {
     return absl::FailedPreconditionError("a dataset of the job is missing");
@@ -137,8 +154,6 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
         const DatasetSpec* spec = catalog->Find(dataset);
         return spec == nullptr ? PartitionLayout() : spec->layout();
       });
-  TaskTable table(tasks);
-  std::vector<PartitionTask>().swap(tasks);
   absl::MutexLock lock(mu);
   job->layout = std::move(layout);
   job->layout_complete = complete;
