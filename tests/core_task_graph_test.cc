@@ -601,6 +601,62 @@ void ExpectAgrees(const NamedGraph& g, const Model& model) {
   }
 }
 
+// A graph built over a job's task table (its partitions read in place, its
+// states mapped by NodeOf and OutcomeOf) is the graph built from the same
+// tasks given one by one.
+TEST(TaskGraphPropertyTest, AGraphOverATaskTableIsTheGraphOfItsTasks) {
+  static constexpr TaskState kStates[] = {
+      TaskState::kPending, TaskState::kRunning,   TaskState::kStaged,
+      TaskState::kFailed,  TaskState::kUnchanged, TaskState::kSkipped};
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    std::mt19937 rng(seed);
+    const RandomJob job = MakeRandomJob(rng);
+    std::vector<PartitionTask> rows;
+    std::vector<TaskGraph::Task> tasks;
+    for (const auto& [dataset, partitions] : job.plan) {
+      for (const std::string& p : partitions) {
+        PartitionTask row;
+        row.job_id = "bf-1";
+        row.dataset = dataset;
+        row.partition = p;
+        // Mostly pending, so that readiness depends on the edges.
+        row.state = rng() % 3 == 0 ? kStates[rng() % 6] : TaskState::kPending;
+        rows.push_back(row);
+        tasks.push_back({dataset, p, TaskGraph::NodeOf(row.state),
+                         TaskGraph::OutcomeOf(row.state)});
+      }
+    }
+    const TaskTable table(rows);
+    TaskGraph from_table(table, EdgesOf(job.edges));
+    TaskGraph from_tasks(tasks, EdgesOf(job.edges));
+    ASSERT_EQ(from_table.size(), from_tasks.size());
+    for (size_t i = 0; i < from_tasks.size(); ++i) {
+      EXPECT_EQ(from_table.dataset(i), from_tasks.dataset(i)) << i;
+      EXPECT_EQ(from_table.state(i), from_tasks.state(i)) << i;
+      EXPECT_EQ(from_table.outcome(i), from_tasks.outcome(i)) << i;
+      EXPECT_EQ(from_table.ReadsOnlyUnchanged(i),
+                from_tasks.ReadsOnlyUnchanged(i))
+          << i;
+      const auto a = from_table.IdentityInputs(i);
+      const auto b = from_tasks.IdentityInputs(i);
+      EXPECT_EQ(std::vector<uint32_t>(a.begin(), a.end()),
+                std::vector<uint32_t>(b.begin(), b.end()))
+          << i;
+    }
+    EXPECT_EQ(from_table.remaining(), from_tasks.remaining());
+    // The same tasks become ready in the same order as tasks finish.
+    while (true) {
+      std::optional<size_t> a = from_table.Pop();
+      std::optional<size_t> b = from_tasks.Pop();
+      ASSERT_EQ(a, b);
+      if (!a) break;
+      from_table.Done(*a);
+      from_tasks.Done(*b);
+    }
+  }
+}
+
 TEST(TaskGraphPropertyTest, NoTaskRunsBeforeItsInputsAndEachRunsOnce) {
   std::mt19937 rng(20250101);
   auto uniform = [&](int lo, int hi) {

@@ -12,31 +12,6 @@ namespace {
 // Tasks read from the store at once when a job is loaded.
 constexpr int kLoadPage = 4096;
 
-TaskGraph::Node NodeOf(TaskState state) {
-  switch (state) {
-    case TaskState::kStaged:
-    case TaskState::kPublished:
-    case TaskState::kUnchanged:
-    case TaskState::kSkipped:
-      return TaskGraph::Node::kDone;
-    case TaskState::kFailed:
-      return TaskGraph::Node::kFailed;
-    default:
-      return TaskGraph::Node::kPending;
-  }
-}
-
-TaskGraph::Outcome OutcomeOf(TaskState state) {
-  switch (state) {
-    case TaskState::kUnchanged:
-      return TaskGraph::Outcome::kUnchanged;
-    case TaskState::kSkipped:
-      return TaskGraph::Outcome::kSkipped;
-    default:
-      return TaskGraph::Outcome::kChanged;
-  }
-}
-
 }  // namespace
 
 bool ActiveJob::TakeSettle() {
@@ -119,11 +94,9 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
   // next is read: a job may have a million.
   TaskTable table;
   std::vector<const DatasetSpec*> specs;
-  std::vector<TaskGraph::Task> nodes;
   const int64_t planned = copy.plan.total_partitions();
   table.Reserve(static_cast<size_t>(planned));
   specs.reserve(static_cast<size_t>(planned));
-  nodes.reserve(static_cast<size_t>(planned));
   bool unstaged = false;
   TaskQuery page_query;
   page_query.job_id = copy.id;
@@ -134,9 +107,8 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
     for (const PartitionTask& t : page) {
       table.Append(t);
       specs.push_back(catalog->Find(t.dataset));
-      nodes.push_back(
-          {t.dataset, t.partition, NodeOf(t.state), OutcomeOf(t.state)});
-      unstaged = unstaged || NodeOf(t.state) != TaskGraph::Node::kDone;
+      unstaged =
+          unstaged || TaskGraph::NodeOf(t.state) != TaskGraph::Node::kDone;
     }
     if (page.size() < static_cast<size_t>(kLoadPage)) break;
     page_query.after_ordinal = page.back().ordinal;
@@ -145,7 +117,7 @@ absl::Status LoadJob(StateStore* store, absl::Mutex* mu, ActiveJob* job) {
     return absl::FailedPreconditionError("a dataset of the job is missing");
   }
   auto graph = std::make_unique<TaskGraph>(
-      std::move(nodes),
+      table,
       [catalog](const std::string& dataset) {
         const DatasetSpec* spec = catalog->Find(dataset);
         return spec == nullptr ? std::vector<UpstreamEdge>{} : spec->upstream;

@@ -28,35 +28,106 @@ struct ResolvedEdge {
   const UpstreamEdge* edge;
 };
 
+// The constructor's tasks, as Build reads them.
+struct TaskList {
+  const std::vector<TaskGraph::Task>& tasks;
+  size_t size() const { return tasks.size(); }
+  const std::string& dataset(size_t i) const { return tasks[i].dataset; }
+  const std::string& partition(size_t i) const { return tasks[i].partition; }
+  TaskGraph::Node node(size_t i) const { return tasks[i].state; }
+  TaskGraph::Outcome outcome(size_t i) const { return tasks[i].outcome; }
+};
+
+// A job's task table, as Build reads it.
+struct TableTasks {
+  const TaskTable& table;
+  size_t size() const { return table.size(); }
+  const std::string& dataset(size_t i) const { return table.dataset(i); }
+  std::string_view partition(size_t i) const { return table.partition(i); }
+  TaskGraph::Node node(size_t i) const {
+    return TaskGraph::NodeOf(table.state(i));
+  }
+  TaskGraph::Outcome outcome(size_t i) const {
+    return TaskGraph::OutcomeOf(table.state(i));
+  }
+};
+
 }  // namespace
+
+TaskGraph::Node TaskGraph::NodeOf(TaskState state) {
+  switch (state) {
+    case TaskState::kStaged:
+    case TaskState::kPublished:
+    case TaskState::kUnchanged:
+    case TaskState::kSkipped:
+      return Node::kDone;
+    case TaskState::kFailed:
+      return Node::kFailed;
+    default:
+      return Node::kPending;
+  }
+}
+
+TaskGraph::Outcome TaskGraph::OutcomeOf(TaskState state) {
+  switch (state) {
+    case TaskState::kUnchanged:
+      return Outcome::kUnchanged;
+    case TaskState::kSkipped:
+      return Outcome::kSkipped;
+    default:
+      return Outcome::kChanged;
+  }
+}
 
 TaskGraph::TaskGraph(
     std::vector<Task> tasks,
     const std::function<std::vector<UpstreamEdge>(const std::string& dataset)>&
         upstream_of,
-    const std::function<PartitionLayout(const std::string& dataset)>& grain_of)
-    : dataset_of_(tasks.size()), state_(tasks.size()), outcome_(tasks.size()) {
+    const std::function<PartitionLayout(const std::string& dataset)>&
+        grain_of) {
+  Build(TaskList{tasks}, upstream_of, grain_of);
+}
+
+TaskGraph::TaskGraph(
+    const TaskTable& tasks,
+    const std::function<std::vector<UpstreamEdge>(const std::string& dataset)>&
+        upstream_of,
+    const std::function<PartitionLayout(const std::string& dataset)>&
+        grain_of) {
+  Build(TableTasks{tasks}, upstream_of, grain_of);
+}
+
+template <typename Tasks>
+void TaskGraph::Build(
+    const Tasks& tasks,
+    const std::function<std::vector<UpstreamEdge>(const std::string& dataset)>&
+        upstream_of,
+    const std::function<PartitionLayout(const std::string& dataset)>&
+        grain_of) {
   const size_t n = tasks.size();
+  dataset_of_.resize(n);
+  state_.resize(n);
+  outcome_.resize(n);
   // The job's datasets, in order of first appearance.
   absl::flat_hash_map<std::string, uint32_t> ids;
   std::vector<size_t> counts;
   for (size_t i = 0; i < n; ++i) {
-    const Task& t = tasks[i];
+    const std::string& dataset = tasks.dataset(i);
     uint32_t d = i == 0 ? 0 : dataset_of_[i - 1];
-    if (i == 0 || t.dataset != datasets_[d].name) {
+    if (i == 0 || dataset != datasets_[d].name) {
       auto [it, inserted] =
-          ids.try_emplace(t.dataset, static_cast<uint32_t>(datasets_.size()));
+          ids.try_emplace(dataset, static_cast<uint32_t>(datasets_.size()));
       if (inserted) {
         datasets_.emplace_back();
-        datasets_.back().name = t.dataset;
+        datasets_.back().name = dataset;
         counts.push_back(0);
       }
       d = it->second;
     }
     dataset_of_[i] = d;
     ++counts[d];
-    state_[i] = t.state;
-    outcome_[i] = t.outcome;
+    state_[i] = tasks.node(i);
+    outcome_[i] = tasks.outcome(i);
   }
 
   // Each dataset's in-job upstream edges, resolved once.
@@ -106,7 +177,7 @@ TaskGraph::TaskGraph(
   for (size_t i = 0; i < n; ++i) {
     const uint32_t d = dataset_of_[i];
     if (indexed[d]) {
-      index[d].insert_or_assign(std::string_view(tasks[i].partition),
+      index[d].insert_or_assign(std::string_view(tasks.partition(i)),
                                 static_cast<uint32_t>(i));
     }
     if (!datasets_[d].reads_whole.empty()) {
@@ -123,7 +194,7 @@ TaskGraph::TaskGraph(
     for (size_t i = 0; i < n; ++i) {
       inputs_.offsets.push_back(static_cast<uint32_t>(inputs_.flat.size()));
       const uint32_t d = dataset_of_[i];
-      const std::string& partition = tasks[i].partition;
+      const std::string_view partition = tasks.partition(i);
       for (const ResolvedEdge& r : resolved[d]) {
         if (r.read == Read::kSamePartition) {
           read(r.upstream, partition);

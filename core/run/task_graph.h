@@ -57,6 +57,7 @@
 #include "absl/types/span.h"
 #include "core/model/catalog.h"
 #include "core/model/partition_layout.h"
+#include "core/model/task_table.h"
 
 namespace backfill {
 
@@ -83,6 +84,19 @@ class TaskGraph {
                 const std::string& dataset)>& upstream_of,
             const std::function<PartitionLayout(const std::string& dataset)>&
                 grain_of = nullptr);
+  // The same over a job's task table, read in place: each task's node and
+  // outcome are NodeOf and OutcomeOf its state.
+  TaskGraph(const TaskTable& tasks,
+            const std::function<std::vector<UpstreamEdge>(
+                const std::string& dataset)>& upstream_of,
+            const std::function<PartitionLayout(const std::string& dataset)>&
+                grain_of = nullptr);
+
+  // What a task's recorded state means here: STAGED, PUBLISHED, UNCHANGED
+  // and SKIPPED are done (UNCHANGED and SKIPPED with those outcomes, the
+  // others changed), FAILED is failed, anything else pending.
+  static Node NodeOf(TaskState state);
+  static Outcome OutcomeOf(TaskState state);
 
   size_t size() const { return dataset_of_.size(); }
   Node state(size_t i) const { return state_[i]; }
@@ -136,6 +150,15 @@ class TaskGraph {
   void Requeue();
 
  private:
+  // Builds the graph over `tasks`: size(), dataset(i) and partition(i)
+  // (strings or string views), node(i) and outcome(i).
+  template <typename Tasks>
+  void Build(const Tasks& tasks,
+             const std::function<std::vector<UpstreamEdge>(
+                 const std::string& dataset)>& upstream_of,
+             const std::function<PartitionLayout(const std::string& dataset)>&
+                 grain_of);
+
   // Rows of task indices: row r is flat[offsets[r], offsets[r + 1]). No
   // offsets at all when every row is empty.
   struct Rows {
