@@ -311,12 +311,12 @@ class StateStore {
   // INVALID_ARGUMENT for a page of a dataset the header does not list.
   //
   // The write transaction lasts as long as `pages` takes to hand the pages
-  // over, so they should be at hand (read back from a file, say), not
-  // computed meanwhile: the SQLite store runs every call on one
-  // connection, so all its other calls wait for this one, and the
-  // PostgreSQL store holds a connection (in a group, the job's lease row
-  // too), whose session the daemon has the server end once it idles in a
-  // transaction for half a lease.
+  // over, so they should be at hand (the diff step reads them back from a
+  // file, core/run/diff_spill.h), not computed meanwhile: the SQLite store
+  // runs every call on one connection, so all its other calls wait for
+  // this one, and the PostgreSQL store holds a connection (in a group, the
+  // job's lease row too), whose session the daemon has the server end once
+  // it idles in a transaction for half a lease.
   virtual absl::Status ReplaceJobDiff(const JobDiffHeader& header,
                                       DiffPages& pages) = 0;
 
