@@ -388,6 +388,9 @@ absl::Status Daemon::Init(Catalog catalog) {
   manager_options.http = http_client_.get();
   manager_options.commands = command_runner_.get();
   manager_options.leases = lease_keeper_.get();
+  // A job's diff is set aside in the data dir, which has room for the
+  // state, rather than in /tmp, which may be small or in memory.
+  manager_options.scratch_dir = options_.data_dir;
   manager_ = std::make_unique<BackfillManager>(
       catalog_.get(), store_.get(), engine_.get(), clock_.get(),
       observer_.get(), manager_options);

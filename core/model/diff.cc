@@ -67,6 +67,17 @@ DiffColumns DiffColumnsOf(const DatasetSpec& dataset) {
   return out;
 }
 
+JobDiffHeader HeaderOf(const JobDiff& diff) {
+  JobDiffHeader out;
+  out.job_id = diff.job_id;
+  out.computed_at = diff.computed_at;
+  out.datasets.reserve(diff.datasets.size());
+  for (const DatasetDiff& d : diff.datasets) {
+    out.datasets.push_back({d.dataset, d.columns});
+  }
+  return out;
+}
+
 DiffSummary Summarize(const DatasetDiff& diff) {
   DiffSummary s;
   s.dataset = diff.dataset;

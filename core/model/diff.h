@@ -107,6 +107,21 @@ struct JobDiff {
   std::vector<DatasetDiff> datasets;  // in plan order
 };
 
+// A job's diff without its partitions: what StateStore::ReplaceJobDiff
+// stores with the partitions it is handed a page at a time (DiffPages).
+struct JobDiffHeader {
+  struct Dataset {
+    std::string dataset;
+    DiffColumns columns;
+  };
+  std::string job_id;
+  absl::Time computed_at = absl::InfinitePast();
+  std::vector<Dataset> datasets;  // in plan order
+};
+
+// `diff` without its partitions.
+JobDiffHeader HeaderOf(const JobDiff& diff);
+
 // Totals of a dataset's diff over its partitions.
 struct DiffSummary {
   std::string dataset;

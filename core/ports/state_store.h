@@ -66,6 +66,26 @@ class PublicationLineage {
   virtual std::string Message() const = 0;
 };
 
+// The partitions of a job's diff, handed to StateStore::ReplaceJobDiff a
+// page at a time as the store writes them inside its transaction, so that
+// a large job's diff is never whole in memory. Called by one thread, the
+// store's, for the length of one call.
+class DiffPages {
+ public:
+  virtual ~DiffPages() = default;
+
+  // Goes back to the first page: the store calls it as its transaction
+  // begins, and again when it runs the transaction again (the PostgreSQL
+  // store does, after the server aborted it).
+  virtual absl::Status Rewind() = 0;
+
+  // The next page: some partitions (*partitions, given empty) of the
+  // dataset JobDiffHeader::datasets[*dataset]. False once every page was
+  // given. An error ends the store's call with it, writing nothing.
+  virtual absl::StatusOr<bool> Next(size_t* dataset,
+                                    std::vector<PartitionDiff>* partitions) = 0;
+};
+
 // A selection of one job's tasks (StateStore::ListTaskPage), in plan order.
 struct TaskQuery {
   std::string job_id;
@@ -282,9 +302,26 @@ class StateStore {
                                   const std::string& message,
                                   absl::Time now) = 0;
 
-  // Replaces the diff stored with job `diff.job_id` (every dataset and
-  // partition of it) by `diff`, atomically. NOT_FOUND for an unknown job.
-  virtual absl::Status ReplaceJobDiff(const JobDiff& diff) = 0;
+  // Replaces the diff stored with job `header.job_id` (every dataset and
+  // partition of it) by `header`'s datasets and the partitions `pages`
+  // hands over, atomically: a reader sees the old diff or the whole new
+  // one, and a failure, of `pages` too, leaves the old one. The pages may
+  // come in any order. NOT_FOUND for an unknown job; FAILED_PRECONDITION
+  // for a diff that lists a dataset, or a partition of one, twice;
+  // INVALID_ARGUMENT for a page of a dataset the header does not list.
+  //
+  // The write transaction lasts as long as `pages` takes to hand the pages
+  // over, so they should be at hand (the diff step reads them back from a
+  // file, core/run/diff_spill.h), not computed meanwhile: the SQLite store
+  // runs every call on one connection, so all its other calls wait for
+  // this one, and the PostgreSQL store holds a connection (in a group, the
+  // job's lease row too), whose session the daemon has the server end once
+  // it idles in a transaction for half a lease.
+  virtual absl::Status ReplaceJobDiff(const JobDiffHeader& header,
+                                      DiffPages& pages) = 0;
+
+  // The same with the diff given whole.
+  absl::Status ReplaceJobDiff(const JobDiff& diff);
 
   // The diff stored with the job, restricted to `dataset` unless it is "";
   // nullopt when none was stored. Samples only with `with_samples`.
@@ -462,6 +499,15 @@ absl::Status BuildPublicationLineage(
         absl::StatusOr<std::vector<PartitionTask>>(const TaskQuery&)>& read,
     const std::function<absl::Status(const std::vector<LineageRecord>&)>&
         write);
+
+// For implementations of StateStore::ReplaceJobDiff, in their write
+// transaction once the job's old diff is gone and `header` is written:
+// rewinds `pages` and gives each page to `write`, with the index of its
+// dataset in `header` (checked), before it asks for the next.
+absl::Status WriteDiffPages(
+    const JobDiffHeader& header, DiffPages& pages,
+    const std::function<absl::Status(
+        size_t dataset, const std::vector<PartitionDiff>& partitions)>& write);
 
 }  // namespace backfill
 

@@ -194,6 +194,7 @@ RunnerOptions RunnerOptionsOf(const ManagerOptions& o) {
   r.http = o.http;
   r.commands = o.commands;
   r.leases = o.leases;
+  r.scratch_dir = o.scratch_dir;
   return r;
 }
 

@@ -60,6 +60,8 @@ struct ManagerOptions {
   // This replica's leases when it is one of a group (RunnerOptions::leases);
   // not owned; null for a single process.
   LeaseKeeper* leases = nullptr;
+  // Where the runner keeps temporary files (RunnerOptions::scratch_dir).
+  std::string scratch_dir;
 };
 
 struct SubmitOptions {

@@ -64,6 +64,10 @@ struct RunnerOptions {
   // runner then runs only the jobs it claims. Not owned; null: the runner
   // runs every job of the store (a single process).
   LeaseKeeper* leases = nullptr;
+  // Where steps keep temporary files (the diff step's DiffSpill, about as
+  // large as a job's diff), unnamed so that none outlives the process;
+  // "": $TMPDIR, else /tmp.
+  std::string scratch_dir;
 };
 
 // The step a job's lease is shown doing in `state` (LeaseKeeper::SetStep):

@@ -430,10 +430,29 @@ InMemoryStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
   return lineage_.PublicationTimes(job_ids);
 }
 
-absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiff& diff) {
+absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiffHeader& header,
+                                                DiffPages& pages) {
   if (absl::Status s = faults_.Begin("ReplaceJobDiff"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (FindLocked(diff.job_id) == nullptr) return JobNotFound(diff.job_id);
+  if (FindLocked(header.job_id) == nullptr) return JobNotFound(header.job_id);
+  // Every page is collected before the diff is replaced: a failure midway
+  // leaves the old one.
+  JobDiff diff;
+  diff.job_id = header.job_id;
+  diff.computed_at = header.computed_at;
+  for (const JobDiffHeader::Dataset& d : header.datasets) {
+    DatasetDiff dataset;
+    dataset.dataset = d.dataset;
+    dataset.columns = d.columns;
+    diff.datasets.push_back(std::move(dataset));
+  }
+  RETURN_IF_ERROR(WriteDiffPages(
+      header, pages,
+      [&](size_t dataset, const std::vector<PartitionDiff>& partitions) {
+        std::vector<PartitionDiff>& to = diff.datasets[dataset].partitions;
+        to.insert(to.end(), partitions.begin(), partitions.end());
+        return absl::OkStatus();
+      }));
   return diffs_.Replace(diff);
 }
 

@@ -124,7 +124,9 @@ class InMemoryStateStore : public StateStore {
   absl::Status ApproveJob(const std::string& job_id, JobState expected_from,
                           JobState to, const Approval& approval,
                           const std::string& message, absl::Time now) override;
-  absl::Status ReplaceJobDiff(const JobDiff& diff) override;
+  using StateStore::ReplaceJobDiff;
+  absl::Status ReplaceJobDiff(const JobDiffHeader& header,
+                              DiffPages& pages) override;
   absl::StatusOr<std::optional<JobDiff>> GetJobDiff(const std::string& job_id,
                                                     const std::string& dataset,
                                                     bool with_samples) override;

@@ -282,43 +282,51 @@ absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
   return out;
 }
 
-absl::Status ReplaceJobDiff(PgConnection* conn, const JobDiff& diff) {
-  RETURN_IF_ERROR(StateOf(conn, diff.job_id, true).status());
+absl::Status ReplaceJobDiff(PgConnection* conn, const JobDiffHeader& header,
+                            DiffPages& pages) {
+  RETURN_IF_ERROR(StateOf(conn, header.job_id, true).status());
   for (const char* sql :
        {"DELETE FROM backfill_state.job_diff_partitions WHERE job_id = $1",
         "DELETE FROM backfill_state.job_diff_datasets WHERE job_id = $1"}) {
-    RETURN_IF_ERROR(conn->Exec(sql, {Text(diff.job_id)}).status());
+    RETURN_IF_ERROR(conn->Exec(sql, {Text(header.job_id)}).status());
   }
   int64_t ordinal = 0;
-  for (const DatasetDiff& d : diff.datasets) {
+  for (const JobDiffHeader::Dataset& d : header.datasets) {
     RETURN_IF_ERROR(
         conn->Exec("INSERT INTO backfill_state.job_diff_datasets (job_id, "
                    "ordinal, dataset, by_key, key_columns, value_columns, "
                    "measure_columns, computed_at) VALUES ($1, $2::bigint, "
                    "$3, $4::bigint, $5, $6, $7, $8::bigint)",
-                   {Text(diff.job_id), Int(ordinal++), Text(d.dataset),
+                   {Text(header.job_id), Int(ordinal++), Text(d.dataset),
                     Int(d.columns.by_key ? 1 : 0),
                     Text(EncodeFields(d.columns.key)),
                     Text(EncodeFields(d.columns.values)),
                     Text(EncodeFields(d.columns.measures)),
-                    Time(diff.computed_at)})
+                    Time(header.computed_at)})
             .status());
-    for (const PartitionDiff& p : d.partitions) {
-      RETURN_IF_ERROR(
-          conn->Exec("INSERT INTO backfill_state.job_diff_partitions (job_id, "
-                     "dataset, \"partition\", rows_before, rows_after, added, "
-                     "removed, changed, unchanged, measures, samples, error) "
-                     "VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, "
-                     "$7::bigint, $8::bigint, $9::bigint, $10, $11, $12)",
-                     {Text(diff.job_id), Text(d.dataset), Text(p.partition),
-                      Int(p.rows_before), Int(p.rows_after), Int(p.added),
-                      Int(p.removed), Int(p.changed), Int(p.unchanged),
-                      Text(EncodeMeasures(p.measures)),
-                      Text(EncodeSamples(p.samples)), Text(p.error)})
-              .status());
-    }
   }
-  return absl::OkStatus();
+  return WriteDiffPages(
+      header, pages,
+      [&](size_t dataset,
+          const std::vector<PartitionDiff>& partitions) -> absl::Status {
+        const std::string& name = header.datasets[dataset].dataset;
+        for (const PartitionDiff& p : partitions) {
+          RETURN_IF_ERROR(
+              conn->Exec("INSERT INTO backfill_state.job_diff_partitions "
+                         "(job_id, dataset, \"partition\", rows_before, "
+                         "rows_after, added, removed, changed, unchanged, "
+                         "measures, samples, error) VALUES ($1, $2, $3, "
+                         "$4::bigint, $5::bigint, $6::bigint, $7::bigint, "
+                         "$8::bigint, $9::bigint, $10, $11, $12)",
+                         {Text(header.job_id), Text(name), Text(p.partition),
+                          Int(p.rows_before), Int(p.rows_after), Int(p.added),
+                          Int(p.removed), Int(p.changed), Int(p.unchanged),
+                          Text(EncodeMeasures(p.measures)),
+                          Text(EncodeSamples(p.samples)), Text(p.error)})
+                  .status());
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(PgConnection* conn,

@@ -53,7 +53,8 @@ absl::StatusOr<std::vector<LineageRecord>> GetLineageOverlapping(
 absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
     PgConnection* conn, const std::vector<std::string>& job_ids);
 
-absl::Status ReplaceJobDiff(PgConnection* conn, const JobDiff& diff);
+absl::Status ReplaceJobDiff(PgConnection* conn, const JobDiffHeader& header,
+                            DiffPages& pages);
 absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(PgConnection* conn,
                                                    const std::string& job_id,
                                                    const std::string& dataset,

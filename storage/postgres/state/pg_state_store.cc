@@ -281,10 +281,11 @@ PgStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
       [&](PgConnection* c) { return ps::PublicationTimes(c, job_ids); });
 }
 
-absl::Status PgStateStore::ReplaceJobDiff(const JobDiff& diff) {
+absl::Status PgStateStore::ReplaceJobDiff(const JobDiffHeader& header,
+                                          DiffPages& pages) {
   return Write([&](PgConnection* c) -> absl::Status {
-    RETURN_IF_ERROR(CheckFence(c, diff.job_id));
-    return ps::ReplaceJobDiff(c, diff);
+    RETURN_IF_ERROR(CheckFence(c, header.job_id));
+    return ps::ReplaceJobDiff(c, header, pages);
   });
 }
 

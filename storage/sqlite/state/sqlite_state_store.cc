@@ -394,10 +394,11 @@ SqliteStateStore::PublicationTimes(const std::vector<std::string>& job_ids) {
       [&](const StateDb& db) { return ss::PublicationTimes(db, job_ids); });
 }
 
-absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiff& diff) {
+absl::Status SqliteStateStore::ReplaceJobDiff(const JobDiffHeader& header,
+                                              DiffPages& pages) {
   return Write([&](const StateDb& db) {
-    cache_.ForgetDiffSummaries(diff.job_id);
-    return ss::ReplaceJobDiff(db, diff);
+    cache_.ForgetDiffSummaries(header.job_id);
+    return ss::ReplaceJobDiff(db, header, pages);
   });
 }
 

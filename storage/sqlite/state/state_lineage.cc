@@ -351,10 +351,11 @@ absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
   return out;
 }
 
-absl::Status ReplaceJobDiff(const StateDb& db, const JobDiff& diff) {
-  RETURN_IF_ERROR(StateOf(db, diff.job_id).status());
+absl::Status ReplaceJobDiff(const StateDb& db, const JobDiffHeader& header,
+                            DiffPages& pages) {
+  RETURN_IF_ERROR(StateOf(db, header.job_id).status());
   for (const char* table : {"job_diff_partitions", "job_diff_datasets"}) {
-    RETURN_IF_ERROR(DeleteRowsOfJob(db, table, diff.job_id));
+    RETURN_IF_ERROR(DeleteRowsOfJob(db, table, header.job_id));
   }
   ASSIGN_OR_RETURN(
       Statement ds,
@@ -362,6 +363,19 @@ absl::Status ReplaceJobDiff(const StateDb& db, const JobDiff& diff) {
           "INSERT INTO job_diff_datasets (job_id, ordinal, dataset, "
           "by_key, key_columns, value_columns, measure_columns, "
           "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  int64_t ordinal = 0;
+  for (const JobDiffHeader::Dataset& d : header.datasets) {
+    RETURN_IF_ERROR(ds.Reset());
+    RETURN_IF_ERROR(ds.BindText(1, header.job_id));
+    RETURN_IF_ERROR(ds.BindInt(2, ordinal++));
+    RETURN_IF_ERROR(ds.BindText(3, d.dataset));
+    RETURN_IF_ERROR(ds.BindInt(4, d.columns.by_key ? 1 : 0));
+    RETURN_IF_ERROR(ds.BindText(5, EncodeFields(d.columns.key)));
+    RETURN_IF_ERROR(ds.BindText(6, EncodeFields(d.columns.values)));
+    RETURN_IF_ERROR(ds.BindText(7, EncodeFields(d.columns.measures)));
+    RETURN_IF_ERROR(BindTime(ds, 8, header.computed_at));
+    RETURN_IF_ERROR(ds.Run());
+  }
   ASSIGN_OR_RETURN(
       Statement part,
       db.db->PrepareCached(
@@ -369,36 +383,29 @@ absl::Status ReplaceJobDiff(const StateDb& db, const JobDiff& diff) {
           "\"partition\", rows_before, rows_after, added, removed, "
           "changed, unchanged, measures, samples, error) VALUES (?1, "
           "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
-  int64_t ordinal = 0;
-  for (const DatasetDiff& d : diff.datasets) {
-    RETURN_IF_ERROR(ds.Reset());
-    RETURN_IF_ERROR(ds.BindText(1, diff.job_id));
-    RETURN_IF_ERROR(ds.BindInt(2, ordinal++));
-    RETURN_IF_ERROR(ds.BindText(3, d.dataset));
-    RETURN_IF_ERROR(ds.BindInt(4, d.columns.by_key ? 1 : 0));
-    RETURN_IF_ERROR(ds.BindText(5, EncodeFields(d.columns.key)));
-    RETURN_IF_ERROR(ds.BindText(6, EncodeFields(d.columns.values)));
-    RETURN_IF_ERROR(ds.BindText(7, EncodeFields(d.columns.measures)));
-    RETURN_IF_ERROR(BindTime(ds, 8, diff.computed_at));
-    RETURN_IF_ERROR(ds.Run());
-    for (const PartitionDiff& p : d.partitions) {
-      RETURN_IF_ERROR(part.Reset());
-      RETURN_IF_ERROR(part.BindText(1, diff.job_id));
-      RETURN_IF_ERROR(part.BindText(2, d.dataset));
-      RETURN_IF_ERROR(part.BindText(3, p.partition));
-      RETURN_IF_ERROR(part.BindInt(4, p.rows_before));
-      RETURN_IF_ERROR(part.BindInt(5, p.rows_after));
-      RETURN_IF_ERROR(part.BindInt(6, p.added));
-      RETURN_IF_ERROR(part.BindInt(7, p.removed));
-      RETURN_IF_ERROR(part.BindInt(8, p.changed));
-      RETURN_IF_ERROR(part.BindInt(9, p.unchanged));
-      RETURN_IF_ERROR(part.BindText(10, EncodeMeasures(p.measures)));
-      RETURN_IF_ERROR(part.BindText(11, EncodeSamples(p.samples)));
-      RETURN_IF_ERROR(part.BindText(12, p.error));
-      RETURN_IF_ERROR(part.Run());
-    }
-  }
-  return absl::OkStatus();
+  return WriteDiffPages(
+      header, pages,
+      [&](size_t dataset,
+          const std::vector<PartitionDiff>& partitions) -> absl::Status {
+        const std::string& name = header.datasets[dataset].dataset;
+        for (const PartitionDiff& p : partitions) {
+          RETURN_IF_ERROR(part.Reset());
+          RETURN_IF_ERROR(part.BindText(1, header.job_id));
+          RETURN_IF_ERROR(part.BindText(2, name));
+          RETURN_IF_ERROR(part.BindText(3, p.partition));
+          RETURN_IF_ERROR(part.BindInt(4, p.rows_before));
+          RETURN_IF_ERROR(part.BindInt(5, p.rows_after));
+          RETURN_IF_ERROR(part.BindInt(6, p.added));
+          RETURN_IF_ERROR(part.BindInt(7, p.removed));
+          RETURN_IF_ERROR(part.BindInt(8, p.changed));
+          RETURN_IF_ERROR(part.BindInt(9, p.unchanged));
+          RETURN_IF_ERROR(part.BindText(10, EncodeMeasures(p.measures)));
+          RETURN_IF_ERROR(part.BindText(11, EncodeSamples(p.samples)));
+          RETURN_IF_ERROR(part.BindText(12, p.error));
+          RETURN_IF_ERROR(part.Run());
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const StateDb& db,

@@ -68,7 +68,8 @@ absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
 
 // StateStore::ReplaceJobDiff, GetJobDiff (as LoadJobDiff) and
 // PartitionDiffs.
-absl::Status ReplaceJobDiff(const StateDb& db, const JobDiff& diff);
+absl::Status ReplaceJobDiff(const StateDb& db, const JobDiffHeader& header,
+                            DiffPages& pages);
 absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const StateDb& db,
                                                    const std::string& job_id,
                                                    const std::string& dataset,
