@@ -46,24 +46,26 @@ absl::Status CostEstimator::CountInputs(
     // The statistics' rows of these partitions; counted exactly instead
     // when they are few enough for a count to be cheap.
     ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(*upstream));
-    std::map<std::string, int64_t> counted;
+    std::vector<int64_t> rows(list.size(), 0);
     int64_t by_stats = 0;
-    for (const std::string& p : list) {
-      auto it = stats->rows.find(p);
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto it = stats->rows.find(list[i]);
       if (it == stats->rows.end()) continue;
-      counted.insert(*it);
+      rows[i] = it->second;
       by_stats += it->second;
     }
     if (by_stats <= kMaxCountedRows) {
-      ASSIGN_OR_RETURN(counted,
-                       engine_->CountRowsInPartitions(*upstream, list));
+      ASSIGN_OR_RETURN(rows, engine_->CountRowsInPartitions(*upstream, list));
+      if (rows.size() != list.size()) {
+        return absl::InternalError(
+            absl::StrCat("the engine counted ", rows.size(), " partitions of ",
+                         upstream->name, " for ", list.size(), " asked"));
+      }
     }
     absl::flat_hash_map<std::string, int64_t>& into = counts_[upstream->name];
     into.reserve(into.size() + list.size());
-    for (std::string& p : list) {
-      auto it = counted.find(p);
-      const int64_t n = it == counted.end() ? 0 : it->second;
-      into[std::move(p)] = n;
+    for (size_t i = 0; i < list.size(); ++i) {
+      into[std::move(list[i])] = rows[i];
     }
   }
   return absl::OkStatus();
