@@ -589,9 +589,9 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
     const DatasetSpec& d = *catalog_->Find(dp.dataset);
     ASSIGN_OR_RETURN(std::set<std::string> all, FullPartitions(d, counts));
     // A full reload recomputes at least what this plan does, partitions its
-    // upstreams do not hold yet (a first load) included.
-    all.insert(dp.partitions.begin(), dp.partitions.end());
-    RETURN_IF_ERROR(estimator.Estimate(d, all, &dp));
+    // upstreams do not hold yet (a first load) included: Estimate adds them.
+    RETURN_IF_ERROR(estimator.Estimate(
+        d, std::vector<std::string>(all.begin(), all.end()), &dp));
     plan.cost.backfill += dp.cost.backfill;
     plan.cost.full_reload += dp.cost.full_reload;
   }
