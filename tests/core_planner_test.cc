@@ -208,6 +208,39 @@ TEST_F(PlannerTest, ExplicitPartitionsAreDeduplicatedAndSorted) {
               ElementsAre("2025-01-01", "2025-01-05"));
 }
 
+TEST_F(PlannerTest, RepeatedPartitionsArePlannedAndCostedOnce) {
+  Planner planner(&catalog_, &engine_);
+  BackfillRequest r;
+  r.dataset = "daily";
+  r.partitions = {"2025-01-05", "2025-01-01", "2025-01-05", "2025-01-03",
+                  "2025-01-01"};
+  auto plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->datasets.size(), 2u);
+  const DatasetPlan& daily = plan->datasets[0];
+  const DatasetPlan& copy = plan->datasets[1];
+  EXPECT_THAT(daily.partitions,
+              ElementsAre("2025-01-01", "2025-01-03", "2025-01-05"));
+  EXPECT_THAT(daily.partition_reasons,
+              ElementsAre("requested", "requested", "requested"));
+  EXPECT_THAT(copy.partitions,
+              ElementsAre("2025-01-01", "2025-01-03", "2025-01-05"));
+  EXPECT_THAT(copy.partition_reasons,
+              ElementsAre("downstream of daily", "downstream of daily",
+                          "downstream of daily"));
+  // daily: 3 days x (100 orders + 50 customers). daily_copy reads daily,
+  // which holds nothing yet: each day it reads is expected to hold what
+  // daily's estimate of it read (150).
+  EXPECT_DOUBLE_EQ(daily.cost.backfill, 450);
+  EXPECT_DOUBLE_EQ(copy.cost.backfill, 450);
+  // Full reloads: daily's 10 days of orders; daily_copy only the 3 days
+  // this plan computes (daily holds none).
+  EXPECT_DOUBLE_EQ(daily.cost.full_reload, 1500);
+  EXPECT_DOUBLE_EQ(copy.cost.full_reload, 450);
+  EXPECT_DOUBLE_EQ(plan->cost.backfill, 900);
+  EXPECT_DOUBLE_EQ(plan->cost.full_reload, 1950);
+}
+
 TEST_F(PlannerTest, RejectsBadRequestsWithActionableMessages) {
   Planner planner(&catalog_, &engine_);
   struct Case {
@@ -573,6 +606,33 @@ TEST_F(MappingPlannerTest, CostSumsExactlyThePartitionsRead) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   // Window 2024-12-27 .. 2025-01-03: 100000 + 101 + 102 + 103.
   EXPECT_DOUBLE_EQ(plan->cost.backfill, 100306);
+}
+
+TEST_F(MappingPlannerTest, CostOfTwoUpstreamsCountsEachOnlyWhereItHasRows) {
+  // combined reads rolling7 and daily_copy (identity both). rolling7 holds
+  // days 1..4 (10 * d rows), daily_copy days 3..6 (d rows); neither is in
+  // the plan.
+  for (int d = 1; d <= 4; ++d) {
+    engine_.rows["rolling7"][absl::StrFormat("2025-01-%02d", d)] = 10 * d;
+  }
+  for (int d = 3; d <= 6; ++d) {
+    engine_.rows["daily_copy"][absl::StrFormat("2025-01-%02d", d)] = d;
+  }
+  Planner planner(&catalog_, &engine_);
+  BackfillRequest r = Request(
+      "combined",
+      {"2025-01-09", "2025-01-02", "2025-01-04", "2025-01-02", "2025-01-06"});
+  r.exclude_downstream = true;
+  auto plan = planner.MakePlan(r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Reasons(*plan, "combined"),
+              ElementsAre("2025-01-02=requested", "2025-01-04=requested",
+                          "2025-01-06=requested", "2025-01-09=requested"));
+  // Day 2: 20 + 0; day 4: 40 + 4; day 6: 0 + 6; day 9: nothing.
+  EXPECT_DOUBLE_EQ(plan->cost.backfill, 70);
+  // Full reload: the days either upstream holds (1..6) and day 9:
+  // (10 + 20 + 30 + 40) + (3 + 4 + 5 + 6).
+  EXPECT_DOUBLE_EQ(plan->cost.full_reload, 118);
 }
 
 TEST_F(MappingPlannerTest, MapDownstreamFollowsEveryPath) {

@@ -1,7 +1,10 @@
 #include "core/plan/cost_estimator.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
@@ -23,19 +26,38 @@ absl::StatusOr<const PartitionStats*> CostEstimator::Stats(
   return &it->second;
 }
 
+template <typename T>
+const T* CostEstimator::ByPartition<T>::Find(const std::string& partition) {
+  const std::vector<std::string>& p = *partitions;
+  for (size_t i = last; i < p.size() && i < last + 2; ++i) {
+    if (p[i] == partition) {
+      last = i;
+      return &values[i];
+    }
+  }
+  auto it = std::lower_bound(p.begin(), p.end(), partition);
+  if (it == p.end() || *it != partition) return nullptr;
+  last = static_cast<size_t>(it - p.begin());
+  return &values[last];
+}
+
 absl::Status CostEstimator::CountInputs(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
   // Upstream partitions not counted yet, by upstream. Usually already in
   // order (the planned partitions are sorted), so sorting is a check.
   std::map<const DatasetSpec*, std::vector<std::string>> wanted;
   for (const std::string& p : partitions) {
-    for (const InputRef& in : inputs_of_(dataset, p)) {
+    for (InputRef& in : inputs_of_(dataset, p)) {
       if (in.dataset == nullptr || !in.partition.has_value()) continue;
       const auto counted = counts_.find(in.dataset->name);
-      if (counted != counts_.end() && counted->second.contains(*in.partition)) {
+      if (counted != counts_.end() &&
+          counted->second.rows.Find(*in.partition) != nullptr) {
         continue;
       }
-      wanted[in.dataset].push_back(*in.partition);
+      auto [list, added] = wanted.try_emplace(in.dataset);
+      // Mostly one partition read per partition and upstream (identity).
+      if (added) list->second.reserve(partitions.size());
+      list->second.push_back(*std::move(in.partition));
     }
   }
   for (auto& [upstream, list] : wanted) {
@@ -46,25 +68,53 @@ absl::Status CostEstimator::CountInputs(
     // The statistics' rows of these partitions; counted exactly instead
     // when they are few enough for a count to be cheap.
     ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(*upstream));
-    std::map<std::string, int64_t> counted;
+    std::vector<int64_t> rows(list.size(), 0);
     int64_t by_stats = 0;
-    for (const std::string& p : list) {
-      auto it = stats->rows.find(p);
-      if (it == stats->rows.end()) continue;
-      counted.insert(*it);
-      by_stats += it->second;
+    if (!stats->rows.empty()) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        auto it = stats->rows.find(list[i]);
+        if (it == stats->rows.end()) continue;
+        rows[i] = it->second;
+        by_stats += it->second;
+      }
     }
     if (by_stats <= kMaxCountedRows) {
-      ASSIGN_OR_RETURN(counted,
-                       engine_->CountRowsInPartitions(*upstream, list));
+      ASSIGN_OR_RETURN(rows, engine_->CountRowsInPartitions(*upstream, list));
+      if (rows.size() != list.size()) {
+        return absl::InternalError(
+            absl::StrCat("the engine counted ", rows.size(), " partitions of ",
+                         upstream->name, " for ", list.size(), " asked"));
+      }
     }
-    absl::flat_hash_map<std::string, int64_t>& into = counts_[upstream->name];
-    into.reserve(into.size() + list.size());
-    for (std::string& p : list) {
-      auto it = counted.find(p);
-      const int64_t n = it == counted.end() ? 0 : it->second;
-      into[std::move(p)] = n;
+    Counted& into = counts_[upstream->name];
+    into.rows.partitions = &into.partitions;
+    if (into.partitions.empty()) {
+      into.partitions = std::move(list);
+      into.rows.values = std::move(rows);
+      continue;
     }
+    // Counted before for another dataset: merge (the lists are disjoint).
+    std::vector<std::string> partitions_now;
+    std::vector<int64_t> rows_now;
+    partitions_now.reserve(into.partitions.size() + list.size());
+    rows_now.reserve(into.partitions.size() + list.size());
+    size_t i = 0;
+    size_t j = 0;
+    while (i < into.partitions.size() || j < list.size()) {
+      if (j == list.size() ||
+          (i < into.partitions.size() && into.partitions[i] < list[j])) {
+        partitions_now.push_back(std::move(into.partitions[i]));
+        rows_now.push_back(into.rows.values[i]);
+        ++i;
+      } else {
+        partitions_now.push_back(std::move(list[j]));
+        rows_now.push_back(rows[j]);
+        ++j;
+      }
+    }
+    into.partitions = std::move(partitions_now);
+    into.rows.values = std::move(rows_now);
+    into.rows.last = 0;
   }
   return absl::OkStatus();
 }
@@ -75,13 +125,13 @@ absl::StatusOr<double> CostEstimator::RowsRead(const DatasetSpec& upstream,
   if (rows_now > 0) return static_cast<double>(rows_now);
   const auto planned = planned_.find(upstream.name);
   if (planned == planned_.end()) return 0.0;
-  const auto input = planned->second.find(partition);
-  if (input == planned->second.end()) return 0.0;
+  const double* input = planned->second.Find(partition);
+  if (input == nullptr) return 0.0;
   // Computed by this plan from nothing: the upstream's mean partition when
   // it has published ones, else its own inputs (rows out <= rows in for a
   // filter or an aggregation).
   ASSIGN_OR_RETURN(const PartitionStats* stats, Stats(upstream));
-  if (stats->rows.empty()) return input->second;
+  if (stats->rows.empty()) return *input;
   // Once per upstream: a plan of a dataset's first load asks for every one
   // of its partitions.
   auto mean = mean_rows_.find(upstream.name);
@@ -117,35 +167,45 @@ absl::StatusOr<double> CostEstimator::RowCountCost(const DatasetSpec& dataset,
       cost += rows;
       continue;
     }
-    const absl::flat_hash_map<std::string, int64_t>& counted =
-        counts_[in.dataset->name];
-    auto it = counted.find(*in.partition);
-    ASSIGN_OR_RETURN(double rows,
-                     RowsRead(*in.dataset, *in.partition,
-                              it == counted.end() ? 0 : it->second));
+    const int64_t* counted = nullptr;
+    if (auto it = counts_.find(in.dataset->name); it != counts_.end()) {
+      counted = it->second.rows.Find(*in.partition);
+    }
+    ASSIGN_OR_RETURN(double rows, RowsRead(*in.dataset, *in.partition,
+                                           counted == nullptr ? 0 : *counted));
     cost += rows;
   }
   return cost;
 }
 
 absl::Status CostEstimator::Estimate(const DatasetSpec& dataset,
-                                     const std::set<std::string>& full,
+                                     const std::vector<std::string>& full,
                                      DatasetPlan* plan) {
+  const std::vector<std::string>& partitions = plan->partitions;
   std::map<std::string, int64_t> history;
-  if (history_ != nullptr && !plan->partitions.empty()) {
-    ASSIGN_OR_RETURN(
-        history, history_->LastRunInputRows(dataset.name, plan->partitions));
+  if (history_ != nullptr && !partitions.empty()) {
+    ASSIGN_OR_RETURN(history,
+                     history_->LastRunInputRows(dataset.name, partitions));
   }
-  std::vector<std::string> without_history;
-  for (const std::string& p : plan->partitions) {
-    if (history.count(p) == 0) without_history.push_back(p);
+  if (history.empty()) {
+    RETURN_IF_ERROR(CountInputs(dataset, partitions));
+  } else {
+    std::vector<std::string> without_history;
+    without_history.reserve(partitions.size() -
+                            std::min(partitions.size(), history.size()));
+    for (const std::string& p : partitions) {
+      if (history.count(p) == 0) without_history.push_back(p);
+    }
+    RETURN_IF_ERROR(CountInputs(dataset, without_history));
   }
-  RETURN_IF_ERROR(CountInputs(dataset, without_history));
   plan->cost.backfill = 0;
   plan->partitions_from_history = 0;
-  absl::flat_hash_map<std::string, double>& estimated = planned_[dataset.name];
-  estimated.reserve(plan->partitions.size());
-  for (const std::string& p : plan->partitions) {
+  ByPartition<double>& estimated = planned_[dataset.name];
+  estimated.partitions = &partitions;
+  estimated.values.clear();
+  estimated.values.reserve(partitions.size());
+  estimated.last = 0;
+  for (const std::string& p : partitions) {
     auto it = history.find(p);
     double c = 0;
     if (it != history.end()) {
@@ -155,16 +215,27 @@ absl::Status CostEstimator::Estimate(const DatasetSpec& dataset,
       ASSIGN_OR_RETURN(c, RowCountCost(dataset, p, /*from_stats=*/false));
     }
     plan->cost.backfill += c;
-    estimated[p] = c;
+    estimated.values.push_back(c);
   }
-  const int64_t planned = static_cast<int64_t>(plan->partitions.size());
+  const int64_t planned = static_cast<int64_t>(partitions.size());
   plan->estimate_source =
       plan->partitions_from_history == 0         ? kEstimateFromRowCounts
       : plan->partitions_from_history == planned ? kEstimateFromHistory
                                                  : kEstimateMixed;
+  // Over `full` and the planned partitions together, in partition order.
   plan->cost.full_reload = 0;
-  for (const std::string& p : full) {
-    ASSIGN_OR_RETURN(double c, RowCountCost(dataset, p, /*from_stats=*/true));
+  size_t i = 0;
+  size_t j = 0;
+  while (i < full.size() || j < partitions.size()) {
+    const std::string* p = nullptr;
+    if (j == partitions.size() ||
+        (i < full.size() && full[i] < partitions[j])) {
+      p = &full[i++];
+    } else {
+      if (i < full.size() && full[i] == partitions[j]) ++i;
+      p = &partitions[j++];
+    }
+    ASSIGN_OR_RETURN(double c, RowCountCost(dataset, *p, /*from_stats=*/true));
     plan->cost.full_reload += c;
   }
   return absl::OkStatus();

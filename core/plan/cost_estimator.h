@@ -27,10 +27,14 @@
 //     (no table is counted for it).
 // Counts and statistics are fetched at most once per upstream per
 // estimator; one estimator serves one plan, whose datasets are estimated
-// upstream first (the catalog's topological order).
+// upstream first (the catalog's topological order). What it keeps grows
+// with the plan, not with the tables: per upstream the partitions it
+// counted (a sorted vector) and their rows, per planned dataset its
+// partitions' estimates (aligned with the plan's own partition vector).
 //
 // Not thread-safe (it caches per plan); create one per MakePlan call. Does
-// not own the engine or store, which must outlive it.
+// not own the engine, the store or the plans it estimates, which must
+// outlive it.
 
 #ifndef BACKFILL_CORE_PLAN_COST_ESTIMATOR_H_
 #define BACKFILL_CORE_PLAN_COST_ESTIMATOR_H_
@@ -38,11 +42,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/model/catalog.h"
 #include "core/model/job.h"
@@ -74,13 +76,36 @@ class CostEstimator {
 
   // Fills plan->cost (backfill, full_reload), partitions_from_history and
   // estimate_source of `plan` (whose dataset and partitions are set), with
-  // `full` the partitions a full reload of the dataset recomputes.
+  // `full` (sorted, unique) the partitions a full reload of the dataset
+  // recomputes by what the tables hold: the full reload recomputes the
+  // plan's partitions as well, listed in `full` or not (a first load). The
+  // estimator keeps a pointer to plan->partitions (a dependent estimated
+  // later reads the estimates of its upstream's planned partitions): they
+  // must stay unchanged, and in place, while the estimator is used.
   absl::Status Estimate(const DatasetSpec& dataset,
-                        const std::set<std::string>& full, DatasetPlan* plan);
+                        const std::vector<std::string>& full,
+                        DatasetPlan* plan);
 
  private:
-  // The row-count cost of one partition of `dataset`, from `counts` (exact
-  // counts of upstream partitions) or the statistics when `from_stats`.
+  // Values of some partitions of one dataset, aligned with a sorted, unique
+  // vector of those partitions (its own, or a plan's). Find tries the
+  // partition last found and the one after it before searching: a plan's
+  // lookups come in partition order.
+  template <typename T>
+  struct ByPartition {
+    const std::vector<std::string>* partitions = nullptr;
+    std::vector<T> values;
+    size_t last = 0;
+    const T* Find(const std::string& partition);
+  };
+  // Exact rows of an upstream's counted partitions.
+  struct Counted {
+    std::vector<std::string> partitions;  // sorted, unique
+    ByPartition<int64_t> rows;            // over `partitions`
+  };
+
+  // The row-count cost of one partition of `dataset`, from the exact
+  // counts of upstream partitions or the statistics when `from_stats`.
   absl::StatusOr<double> RowCountCost(const DatasetSpec& dataset,
                                       const std::string& partition,
                                       bool from_stats);
@@ -101,12 +126,13 @@ class CostEstimator {
   StateStore* history_;
   InputsFn inputs_of_;
   std::map<std::string, PartitionStats> stats_;  // by dataset
-  // Exact row counts of upstream partitions, by dataset then partition.
-  std::map<std::string, absl::flat_hash_map<std::string, int64_t>> counts_;
+  // Exact row counts of upstream partitions, by dataset (std::map: stable
+  // addresses, which `rows.partitions` points into).
+  std::map<std::string, Counted> counts_;
   // The estimated input rows of each partition planned so far, by dataset
-  // then partition: what an empty planned partition is expected to hold
-  // when its dataset has nothing published to average.
-  std::map<std::string, absl::flat_hash_map<std::string, double>> planned_;
+  // (over the plan's partitions): what an empty planned partition is
+  // expected to hold when its dataset has nothing published to average.
+  std::map<std::string, ByPartition<double>> planned_;
   // The mean rows of an upstream's published partitions (its statistics),
   // by dataset, computed at the first empty planned partition it has.
   std::map<std::string, double> mean_rows_;

@@ -1,5 +1,6 @@
 #include "core/plan/frozen_filter.h"
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -8,31 +9,29 @@
 
 namespace backfill {
 
-absl::Status FrozenFilter::Apply(
-    const DatasetSpec& d, std::map<std::string, std::string>* partitions) {
+absl::Status FrozenFilter::Apply(const DatasetSpec& d,
+                                 PlannedPartitions* partitions) {
   if (!d.frozen) return absl::OkStatus();
   const PartitionLayout layout = d.layout();
-  std::vector<std::string> frozen;
-  for (auto it = partitions->begin(); it != partitions->end();) {
-    absl::StatusOr<bool> closed = d.frozen->Freezes(layout, it->first, now_);
-    if (!closed.ok()) return closed.status();
-    if (!*closed) {
-      ++it;
-      continue;
-    }
-    frozen.push_back(it->first);
-    if (override_) {
-      absl::StrAppend(&it->second, "; frozen by ", d.frozen->Describe(),
-                      ", overridden");
-      ++it;
-    } else {
-      it = partitions->erase(it);
-    }
+  std::vector<size_t> closed;
+  for (size_t i = 0; i < partitions->size(); ++i) {
+    absl::StatusOr<bool> freezes =
+        d.frozen->Freezes(layout, partitions->partitions()[i], now_);
+    if (!freezes.ok()) return freezes.status();
+    if (*freezes) closed.push_back(i);
   }
-  if (!frozen.empty()) {
-    Frozen& f = frozen_[d.name];
-    f.rule = d.frozen->Describe();
-    f.partitions.insert(f.partitions.end(), frozen.begin(), frozen.end());
+  if (closed.empty()) return absl::OkStatus();
+  Frozen& f = frozen_[d.name];
+  f.rule = d.frozen->Describe();
+  if (override_) {
+    for (size_t i : closed) f.partitions.push_back(partitions->partitions()[i]);
+    partitions->AppendToReasons(
+        closed, absl::StrCat("; frozen by ", f.rule, ", overridden"));
+  } else {
+    std::vector<std::string> removed = partitions->Remove(closed);
+    f.partitions.insert(f.partitions.end(),
+                        std::make_move_iterator(removed.begin()),
+                        std::make_move_iterator(removed.end()));
   }
   return absl::OkStatus();
 }

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/model/catalog.h"
+#include "core/plan/planned_partitions.h"
 
 namespace backfill {
 
@@ -37,11 +38,10 @@ class FrozenFilter {
   FrozenFilter(absl::Time now, bool override_frozen)
       : now_(now), override_(override_frozen) {}
 
-  // Applies `d`'s rule (none: nothing to do) to `partitions` (partition ->
-  // why it is planned). INVALID_ARGUMENT for a partition the dataset's
-  // layout refuses.
-  absl::Status Apply(const DatasetSpec& d,
-                     std::map<std::string, std::string>* partitions);
+  // Applies `d`'s rule (none: nothing to do) to `partitions` (the
+  // dataset's planned partitions with why each is planned).
+  // INVALID_ARGUMENT for a partition the dataset's layout refuses.
+  absl::Status Apply(const DatasetSpec& d, PlannedPartitions* partitions);
 
   // Dataset -> what its rule froze (taken out, or kept when overridden).
   const std::map<std::string, Frozen>& frozen() const { return frozen_; }

@@ -56,6 +56,12 @@ absl::Status NameRangeFields(const DatasetSpec& ds, const BackfillRequest& r,
   return named;
 }
 
+// Sorts `v` and drops repeats (only a check when it is sorted already).
+void SortUnique(std::vector<std::string>* v) {
+  if (!std::is_sorted(v->begin(), v->end())) std::sort(v->begin(), v->end());
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
 // Resolves the requested scope of `ds` into sorted, unique partitions.
 absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
                                                       const BackfillRequest& r,
@@ -120,7 +126,6 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
                      " per backfill, counting every item as sent (a repeated "
                      "partition counts each time)"));
   }
-  std::set<std::string> unique;
   for (size_t i = 0; i < r.partitions.size(); ++i) {
     absl::Status valid = ValidateDatasetPartition(ds, r.partitions[i]);
     if (!valid.ok()) {
@@ -128,9 +133,9 @@ absl::StatusOr<std::vector<std::string>> ResolveScope(const DatasetSpec& ds,
           WithReason(valid, "PARTITION_MALFORMED", {{"dataset", ds.name}}),
           absl::StrCat("partitions[", i, "]"), valid.message());
     }
-    unique.insert(r.partitions[i]);
   }
-  out.assign(unique.begin(), unique.end());
+  out = r.partitions;
+  SortUnique(&out);
   return out;
 }
 
@@ -293,14 +298,15 @@ std::vector<InputRef> Planner::InputsOf(const DatasetSpec& dataset,
   return inputs;
 }
 
-absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
+absl::StatusOr<std::vector<std::string>> Planner::FullPartitions(
     const DatasetSpec& d, RowCountCache& counts) const {
-  if (d.grain() == Grain::kNone) return std::set<std::string>{""};
+  if (d.grain() == Grain::kNone) return std::vector<std::string>{""};
   if (d.grain() == Grain::kKey) {
-    return std::set<std::string>(d.partition->keys.begin(),
-                                 d.partition->keys.end());
+    std::vector<std::string> keys = d.partition->keys;
+    SortUnique(&keys);
+    return keys;
   }
-  std::set<std::string> all;
+  std::vector<std::string> all;
   bool has_partitioned = false;
   for (const UpstreamEdge& e : d.upstream) {
     if (e.mapping == Mapping::kAll) continue;
@@ -309,7 +315,8 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
     ASSIGN_OR_RETURN(const RowCounts* c, counts.Of(*up));
     if (e.mapping == Mapping::kIdentity && !up->two_dimensional() &&
         !d.two_dimensional()) {
-      for (const auto& [p, n] : *c) all.insert(p);
+      all.reserve(all.size() + c->size());
+      for (const auto& [p, n] : *c) all.push_back(p);
       continue;
     }
     const PartitionLayout up_layout = up->layout();
@@ -319,7 +326,10 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
     }
     ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> mapped,
                      PartitionsAffected(e, up_layout, d.layout(), held));
-    if (mapped) all.insert(mapped->begin(), mapped->end());
+    if (mapped) {
+      all.insert(all.end(), std::make_move_iterator(mapped->begin()),
+                 std::make_move_iterator(mapped->end()));
+    }
   }
   if (!has_partitioned) {
     ASSIGN_OR_RETURN(const RowCounts* c, counts.Of(d));
@@ -328,10 +338,11 @@ absl::StatusOr<std::set<std::string>> Planner::FullPartitions(
       // A time x key dataset's rows of undeclared keys are in no partition
       // a backfill can name.
       if (!d.two_dimensional() || ValidatePartition(layout, p).ok()) {
-        all.insert(p);
+        all.push_back(p);
       }
     }
   }
+  SortUnique(&all);
   return all;
 }
 
@@ -350,9 +361,8 @@ absl::Status Planner::Propagate(
     if (it == scope->end()) continue;
     if (frozen != nullptr) RETURN_IF_ERROR(frozen->Apply(d, &it->second));
     if (it->second.empty()) continue;
-    std::vector<std::string> partitions;
-    partitions.reserve(it->second.size());
-    for (const auto& [p, why] : it->second) partitions.push_back(p);
+    // (std::map: adding a dependent's partitions below moves no others.)
+    const std::vector<std::string>& partitions = it->second.partitions();
     for (const DatasetSpec* dep : catalog_->DirectDependents(d.name)) {
       if (only != nullptr && !only->count(dep->name)) continue;
       for (const UpstreamEdge& e : dep->upstream) {
@@ -364,18 +374,13 @@ absl::Status Planner::Propagate(
         if (mapped) {
           reached = *std::move(mapped);
         } else {
-          ASSIGN_OR_RETURN(std::set<std::string> all,
-                           FullPartitions(*dep, counts));
-          reached.assign(all.begin(), all.end());
+          ASSIGN_OR_RETURN(reached, FullPartitions(*dep, counts));
         }
         // A mapping that reaches nothing (a rollup beyond year 9999) adds
         // nothing; `all` keeps adding the dataset, as it always did.
         if (reached.empty() && mapped) continue;
-        std::map<std::string, std::string>& dst = (*scope)[dep->name];
-        const std::string why = DownstreamReason(e, d.name);
-        for (const std::string& p : reached) {
-          if (dst.emplace(p, why).second) ++total;
-        }
+        total += (*scope)[dep->name].Add(std::move(reached),
+                                         DownstreamReason(e, d.name));
         if (dataset_reason != nullptr) {
           dataset_reason->emplace(dep->name,
                                   absl::StrCat("downstream of ", d.name));
@@ -411,20 +416,16 @@ absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
         absl::StrCat(partitions.size(), " partitions of ", from.name,
                      " given; at most ", limits_.max_partitions));
   }
-  std::map<std::string, std::string> seeds;
   for (const std::string& p : partitions) {
     absl::Status valid = ValidatePartition(from.layout(), p);
     if (!valid.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "partition of dataset \"", from.name, "\": ", valid.message()));
     }
-    seeds.emplace(p, "requested");
   }
-  if (from.name == to.name) {
-    std::vector<std::string> out;
-    for (const auto& [p, why] : seeds) out.push_back(p);
-    return out;
-  }
+  std::vector<std::string> seeds = partitions;
+  SortUnique(&seeds);
+  if (from.name == to.name) return seeds;
   // The datasets on a path from `from` to `to`: downstream of `from` and
   // upstream of `to`.
   std::set<std::string> below;
@@ -458,11 +459,9 @@ absl::StatusOr<std::vector<std::string>> Planner::MapDownstream(
       });
   RowCountCache counts(&estimator);
   Scope scope;
-  scope[from.name] = std::move(seeds);
+  scope.emplace(from.name, PlannedPartitions(std::move(seeds), "requested"));
   RETURN_IF_ERROR(Propagate(from, &only, counts, &scope, nullptr));
-  std::vector<std::string> out;
-  for (const auto& [p, why] : scope[to.name]) out.push_back(p);
-  return out;
+  return scope[to.name].TakePartitions();
 }
 
 absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
@@ -501,99 +500,106 @@ absl::StatusOr<Plan> Planner::MakePlan(const BackfillRequest& request) const {
   if (!request.keys.empty()) {
     ASSIGN_OR_RETURN(keys, NormalizeEntityKeys(*target, request.keys));
   }
-  std::vector<std::string> requested;
-  // Per requested partition, when it has a reason of its own (--auto).
-  std::map<std::string, std::string> requested_reasons;
-  if (request.auto_detect) {
-    ASSIGN_OR_RETURN(std::vector<StalePartition> stale,
-                     ResolveAuto(*target, request));
-    for (StalePartition& sp : stale) {
-      requested.push_back(sp.partition);
-      requested_reasons[sp.partition] = std::move(sp.reason);
-    }
-  } else if (request.affected_by.empty()) {
-    ASSIGN_OR_RETURN(requested,
-                     ResolveScope(*target, request, limits_.max_partitions));
-  } else {
-    ASSIGN_OR_RETURN(requested, ResolveAffectedBy(*target, request));
-  }
-
-  // The cost figures (core/plan/cost_estimator.h) and the row counts that
-  // decide which partitions `all` edges and full reloads cover, from the
-  // engine's partition statistics.
-  CostEstimator estimator(
-      engine_, history_,
-      [this](const DatasetSpec& d, const std::string& partition) {
-        return InputsOf(d, partition);
-      });
-  RowCountCache counts(&estimator);
-
   // Partitions per dataset, propagated to dependents in topological order,
   // each with the reason it is planned.
   Scope scope;
   std::map<std::string, std::string> reason;
   const std::string requested_reason = RequestedReason(request);
-  for (const std::string& p : requested) {
-    auto own = requested_reasons.find(p);
-    scope[target->name].emplace(
-        p, own != requested_reasons.end() ? own->second : requested_reason);
+  if (request.auto_detect) {
+    // Each requested partition with a reason of its own.
+    ASSIGN_OR_RETURN(std::vector<StalePartition> stale,
+                     ResolveAuto(*target, request));
+    std::vector<std::string> requested;
+    std::vector<std::string> reasons;
+    requested.reserve(stale.size());
+    reasons.reserve(stale.size());
+    for (StalePartition& sp : stale) {
+      requested.push_back(std::move(sp.partition));
+      reasons.push_back(std::move(sp.reason));
+    }
+    scope.emplace(target->name,
+                  PlannedPartitions(std::move(requested), std::move(reasons)));
+  } else {
+    std::vector<std::string> requested;
+    if (request.affected_by.empty()) {
+      ASSIGN_OR_RETURN(requested,
+                       ResolveScope(*target, request, limits_.max_partitions));
+    } else {
+      ASSIGN_OR_RETURN(requested, ResolveAffectedBy(*target, request));
+    }
+    scope.emplace(target->name,
+                  PlannedPartitions(std::move(requested), requested_reason));
   }
   reason[target->name] = requested_reason;
+
+  Plan plan;
   static const SystemClock* const kSystemClock = new SystemClock;
   FrozenFilter frozen(clock_ != nullptr ? clock_->Now() : kSystemClock->Now(),
                       request.override_frozen);
-  if (!request.exclude_downstream) {
-    RETURN_IF_ERROR(
-        Propagate(*target, nullptr, counts, &scope, &reason, &frozen));
-  } else {
-    RETURN_IF_ERROR(frozen.Apply(*target, &scope[target->name]));
-  }
-  size_t planned = 0;
-  for (const auto& [name, partitions] : scope) planned += partitions.size();
-  if (planned == 0 && !frozen.frozen().empty()) {
-    return WithReason(absl::FailedPreconditionError(absl::StrCat(
-                          "every partition of the request is frozen: ",
-                          frozen.Describe(*catalog_),
-                          "; nothing is planned (an approver may submit with "
-                          "--override-frozen and a --reason)")),
-                      "PARTITIONS_FROZEN");
-  }
+  {
+    // The cost figures (core/plan/cost_estimator.h) and the row counts that
+    // decide which partitions `all` edges and full reloads cover, from the
+    // engine's partition statistics. Gone before the partitions' reasons
+    // are spelled out below.
+    CostEstimator estimator(
+        engine_, history_,
+        [this](const DatasetSpec& d, const std::string& partition) {
+          return InputsOf(d, partition);
+        });
+    RowCountCache counts(&estimator);
 
-  Plan plan;
-  size_t total = 0;
-  for (const DatasetSpec& d : catalog_->datasets()) {
-    auto it = scope.find(d.name);
-    if (it == scope.end() || it->second.empty()) continue;
-    DatasetPlan dp;
-    dp.dataset = d.name;
-    dp.partitions.reserve(it->second.size());
-    dp.partition_reasons.reserve(it->second.size());
-    for (const auto& [p, why] : it->second) {
-      dp.partitions.push_back(p);
-      dp.partition_reasons.push_back(why);
+    if (!request.exclude_downstream) {
+      RETURN_IF_ERROR(
+          Propagate(*target, nullptr, counts, &scope, &reason, &frozen));
+    } else {
+      RETURN_IF_ERROR(frozen.Apply(*target, &scope[target->name]));
     }
-    dp.reason = reason[d.name];
-    dp.transform_version = d.transform_version;
-    if (d.name == target->name) dp.keys = keys;
-    total += dp.partitions.size();
-    plan.datasets.push_back(std::move(dp));
-  }
-  if (total > limits_.max_partitions) {
-    return WithReason(
-        absl::InvalidArgumentError(absl::StrCat(
-            "the plan has ", total, " partitions (with dependents); at most ",
-            limits_.max_partitions, " per backfill: narrow the scope")),
-        "PLAN_TOO_LARGE");
+    size_t planned = 0;
+    for (const auto& [name, partitions] : scope) planned += partitions.size();
+    if (planned == 0 && !frozen.frozen().empty()) {
+      return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                            "every partition of the request is frozen: ",
+                            frozen.Describe(*catalog_),
+                            "; nothing is planned (an approver may submit with "
+                            "--override-frozen and a --reason)")),
+                        "PARTITIONS_FROZEN");
+    }
+    if (planned > limits_.max_partitions) {
+      return WithReason(
+          absl::InvalidArgumentError(absl::StrCat(
+              "the plan has ", planned,
+              " partitions (with dependents); at most ", limits_.max_partitions,
+              " per backfill: narrow the scope")),
+          "PLAN_TOO_LARGE");
+    }
+
+    for (const DatasetSpec& d : catalog_->datasets()) {
+      auto it = scope.find(d.name);
+      if (it == scope.end() || it->second.empty()) continue;
+      DatasetPlan dp;
+      dp.dataset = d.name;
+      dp.partitions = it->second.TakePartitions();
+      dp.reason = reason[d.name];
+      dp.transform_version = d.transform_version;
+      if (d.name == target->name) dp.keys = keys;
+      plan.datasets.push_back(std::move(dp));
+    }
+    // (plan.datasets stays as it is from here: the estimator points into
+    // each dataset's partitions.)
+    for (DatasetPlan& dp : plan.datasets) {
+      const DatasetSpec& d = *catalog_->Find(dp.dataset);
+      // A full reload recomputes at least what this plan does, partitions
+      // its upstreams do not hold yet (a first load) included: Estimate
+      // adds them.
+      ASSIGN_OR_RETURN(std::vector<std::string> full,
+                       FullPartitions(d, counts));
+      RETURN_IF_ERROR(estimator.Estimate(d, full, &dp));
+      plan.cost.backfill += dp.cost.backfill;
+      plan.cost.full_reload += dp.cost.full_reload;
+    }
   }
   for (DatasetPlan& dp : plan.datasets) {
-    const DatasetSpec& d = *catalog_->Find(dp.dataset);
-    ASSIGN_OR_RETURN(std::set<std::string> all, FullPartitions(d, counts));
-    // A full reload recomputes at least what this plan does, partitions its
-    // upstreams do not hold yet (a first load) included.
-    all.insert(dp.partitions.begin(), dp.partitions.end());
-    RETURN_IF_ERROR(estimator.Estimate(d, all, &dp));
-    plan.cost.backfill += dp.cost.backfill;
-    plan.cost.full_reload += dp.cost.full_reload;
+    dp.partition_reasons = scope[dp.dataset].Reasons();
   }
   for (const auto& [name, f] : frozen.frozen()) {
     plan.frozen.push_back({name, f.rule, f.partitions, frozen.overridden()});

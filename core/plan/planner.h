@@ -53,6 +53,7 @@
 #include "core/model/catalog.h"
 #include "core/model/job.h"
 #include "core/plan/frozen_filter.h"
+#include "core/plan/planned_partitions.h"
 #include "core/plan/stale_lineage.h"
 #include "core/ports/engine.h"
 #include "core/ports/state_store.h"
@@ -109,8 +110,8 @@ class Planner {
 
  private:
   class RowCountCache;
-  // Dataset -> planned partition -> why it is planned.
-  using Scope = std::map<std::string, std::map<std::string, std::string>>;
+  // Dataset -> its planned partitions, with why each is planned.
+  using Scope = std::map<std::string, PlannedPartitions>;
 
   // Extends `scope` from `from`'s partitions to its dependents (all of them,
   // or only those in `only` when given), visiting datasets in topological
@@ -123,8 +124,8 @@ class Planner {
                          RowCountCache& counts, Scope* scope,
                          std::map<std::string, std::string>* dataset_reason,
                          FrozenFilter* frozen = nullptr) const;
-  // Every partition a full reload of `d` recomputes.
-  absl::StatusOr<std::set<std::string>> FullPartitions(
+  // Every partition a full reload of `d` recomputes, sorted and unique.
+  absl::StatusOr<std::vector<std::string>> FullPartitions(
       const DatasetSpec& d, RowCountCache& counts) const;
   // The requested partitions of `target` for a request with affected_by:
   // parses and checks it, asks the engine for the matching partitions of

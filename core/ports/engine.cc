@@ -55,13 +55,14 @@ absl::Status CheckProfileRequest(const DatasetSpec& dataset,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::string, int64_t>> Engine::CountRowsInPartitions(
+absl::StatusOr<std::vector<int64_t>> Engine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
   ASSIGN_OR_RETURN(auto all, CountRowsByPartition(dataset));
-  std::map<std::string, int64_t> out;
+  std::vector<int64_t> out;
+  out.reserve(partitions.size());
   for (const std::string& p : partitions) {
     auto it = all.find(p);
-    out[p] = it == all.end() ? 0 : it->second;
+    out.push_back(it == all.end() ? 0 : it->second);
   }
   return out;
 }

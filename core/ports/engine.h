@@ -288,12 +288,13 @@ class Engine {
 
   // Rows of each of `partitions` (valid values of the dataset's grain; "" for
   // an unpartitioned dataset) in the dataset's published table, counted
-  // exactly now; every partition asked for is in the result (0 when it has
-  // no rows or the table does not exist). Costs what the rows of those
-  // partitions cost to read, not what the table holds, where the engine
-  // can select a partition's rows by index. The default counts the whole
-  // table with CountRowsByPartition.
-  virtual absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+  // exactly now, aligned with `partitions`: answer i is the rows of
+  // partitions[i] (0 when it has no rows or the table does not exist; a
+  // partition asked for twice is answered twice). Costs what the rows of
+  // those partitions cost to read, not what the table holds, where the
+  // engine can select a partition's rows by index. The default counts the
+  // whole table with CountRowsByPartition.
+  virtual absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset, const std::vector<std::string>& partitions);
 
   // The dataset's per-partition statistics (see PartitionStats), refreshed

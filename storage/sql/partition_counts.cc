@@ -57,7 +57,7 @@ absl::StatusOr<PartitionCounts> CountRowsByPartition(
   return out;
 }
 
-absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
     Connection* conn, const DatasetSpec& dataset,
     const std::vector<std::string>& partitions) {
   const PartitionLayout layout = dataset.layout();
@@ -81,7 +81,8 @@ absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
   }
   const Dialect& d = conn->dialect();
   const Relation table = d.Published(dataset);
-  std::map<std::string, int64_t> out;
+  std::vector<int64_t> out;
+  out.reserve(partitions.size());
   ASSIGN_OR_RETURN(Transaction txn,
                    Transaction::Begin(conn, TxnMode::kSnapshot));
   ASSIGN_OR_RETURN(bool published, conn->Exists(table));
@@ -98,7 +99,7 @@ absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
                                     " WHERE ", member->Condition(1)),
                        values));
     }
-    out[p] = n;
+    out.push_back(n);
   }
   RETURN_IF_ERROR(txn.Commit());
   return out;

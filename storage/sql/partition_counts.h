@@ -43,10 +43,10 @@ struct PartitionCounts {
 absl::StatusOr<PartitionCounts> CountRowsByPartition(
     Connection* conn, const DatasetSpec& dataset);
 
-// The rows of each of `partitions` (every one listed, 0 when empty),
+// The rows of each of `partitions`, aligned with them (0 when empty),
 // counted through their membership in one snapshot transaction of its own.
 // INVALID_ARGUMENT for a partition of the wrong form or an undeclared key.
-absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
     Connection* conn, const DatasetSpec& dataset,
     const std::vector<std::string>& partitions);
 

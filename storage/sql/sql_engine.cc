@@ -100,7 +100,7 @@ absl::StatusOr<std::map<std::string, int64_t>> SqlEngine::CountRowsByPartition(
   return std::move(counts.rows);
 }
 
-absl::StatusOr<std::map<std::string, int64_t>> SqlEngine::CountRowsInPartitions(
+absl::StatusOr<std::vector<int64_t>> SqlEngine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
   ASSIGN_OR_RETURN(Lease conn, Acquire());
   return sql::CountRowsInPartitions(conn.get(), dataset, partitions);

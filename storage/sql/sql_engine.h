@@ -65,7 +65,7 @@ class SqlEngine : public Engine {
   // Exact, through each partition's membership condition (an index on the
   // partition column serves it). INVALID_ARGUMENT for a partition of the
   // wrong form or an undeclared key.
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+  absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
   // Counted in full on every call (refresh "recount").

@@ -488,11 +488,10 @@ absl::StatusOr<std::vector<std::string>> SqliteEngine::PartitionsMatching(
   return std::vector<std::string>(matching.begin(), matching.end());
 }
 
-absl::StatusOr<std::map<std::string, int64_t>>
-SqliteEngine::CountRowsInPartitions(
+absl::StatusOr<std::vector<int64_t>> SqliteEngine::CountRowsInPartitions(
     const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
   ASSIGN_OR_RETURN(Lease db, AcquireDb());
-  std::map<std::string, int64_t> out;
+  std::vector<int64_t> out;
   bool contradicted = false;
   {
     ASSIGN_OR_RETURN(
@@ -500,8 +499,8 @@ SqliteEngine::CountRowsInPartitions(
         Transaction::Begin(db.get(), Transaction::Mode::kDeferred));
     ASSIGN_OR_RETURN(out,
                      sqlite::CountPartitions(db.get(), dataset, partitions));
-    ASSIGN_OR_RETURN(contradicted,
-                     sqlite::StatsContradicted(db.get(), dataset, out));
+    ASSIGN_OR_RETURN(contradicted, sqlite::StatsContradicted(db.get(), dataset,
+                                                             partitions, out));
     RETURN_IF_ERROR(txn.Commit());
   }
   if (contradicted) {

@@ -126,7 +126,7 @@ class SqliteEngine : public sql::SqlEngine {
   // column makes it cost the rows of those partitions); afterwards, when the
   // stored statistics claim to be current but disagree with these exact
   // counts, drops them so the next PartitionStatistics counts in full.
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+  absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
   // Refreshed as storage/sqlite/sqlite_partition_stats.h says, under the policy

@@ -1,5 +1,7 @@
 #include "storage/sqlite/sqlite_partition_stats.h"
 
+#include <algorithm>
+#include <numeric>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -185,21 +187,14 @@ absl::StatusOr<std::optional<Stored>> ReadStatsMeta(
   return std::optional<Stored>(std::move(s));
 }
 
-// Stored rows of the dataset, all or those in [lo, hi] (inclusive).
+// Stored rows of the dataset.
 absl::StatusOr<std::map<std::string, int64_t>> ReadRows(
-    Database* db, const std::string& dataset,
-    const std::optional<std::pair<std::string, std::string>>& range = {}) {
-  ASSIGN_OR_RETURN(
-      Statement q,
-      db->Prepare(absl::StrCat(
-          "SELECT \"partition\", rows FROM main.", QuoteIdentifier(kStatsTable),
-          " WHERE dataset = ?1",
-          range ? " AND \"partition\" >= ?2 AND \"partition\" <= ?3" : "")));
+    Database* db, const std::string& dataset) {
+  ASSIGN_OR_RETURN(Statement q,
+                   db->Prepare(absl::StrCat(
+                       "SELECT \"partition\", rows FROM main.",
+                       QuoteIdentifier(kStatsTable), " WHERE dataset = ?1")));
   RETURN_IF_ERROR(q.BindText(1, dataset));
-  if (range) {
-    RETURN_IF_ERROR(q.BindText(2, range->first));
-    RETURN_IF_ERROR(q.BindText(3, range->second));
-  }
   std::map<std::string, int64_t> rows;
   while (true) {
     ASSIGN_OR_RETURN(bool row, q.Step());
@@ -241,7 +236,34 @@ absl::Status WriteStatsMeta(Database* db, const std::string& dataset,
   return q.Run();
 }
 
-// Sets the stored rows of each partition (a count of 0 removes it).
+// Sets the stored rows of each partition (a count of 0 removes it):
+// `rows[i]` of `partitions[i]`.
+absl::Status WriteRows(Database* db, const std::string& dataset,
+                       const std::vector<std::string>& partitions,
+                       const std::vector<int64_t>& rows) {
+  ASSIGN_OR_RETURN(
+      Statement put,
+      db->Prepare(absl::StrCat(
+          "INSERT OR REPLACE INTO main.", QuoteIdentifier(kStatsTable),
+          " (dataset, \"partition\", rows) VALUES (?1, ?2, ?3)")));
+  ASSIGN_OR_RETURN(Statement del,
+                   db->Prepare(absl::StrCat(
+                       "DELETE FROM main.", QuoteIdentifier(kStatsTable),
+                       " WHERE dataset = ?1 AND \"partition\" "
+                       "= ?2")));
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const int64_t n = rows[i];
+    Statement& q = n > 0 ? put : del;
+    RETURN_IF_ERROR(q.Reset());
+    RETURN_IF_ERROR(q.BindText(1, dataset));
+    RETURN_IF_ERROR(q.BindText(2, partitions[i]));
+    if (n > 0) RETURN_IF_ERROR(q.BindInt(3, n));
+    RETURN_IF_ERROR(q.Run());
+  }
+  return absl::OkStatus();
+}
+
+// As above, from partition -> rows.
 absl::Status WriteRows(Database* db, const std::string& dataset,
                        const std::map<std::string, int64_t>& rows) {
   ASSIGN_OR_RETURN(
@@ -334,6 +356,64 @@ absl::StatusOr<bool> HasIndexOn(Database* db, const DatasetSpec& ds) {
   return q.Step();
 }
 
+// Partitions as given (any order, repeats allowed), seen in partition
+// order, with a row count for each as given.
+class AlignedCounts {
+ public:
+  explicit AlignedCounts(const std::vector<std::string>& partitions)
+      : partitions_(partitions), rows_(partitions.size(), 0) {
+    if (!std::is_sorted(partitions.begin(), partitions.end())) {
+      order_.resize(partitions.size());
+      std::iota(order_.begin(), order_.end(), 0);
+      std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+        return partitions[a] < partitions[b];
+      });
+    }
+  }
+
+  size_t size() const { return partitions_.size(); }
+  // The k-th partition in partition order.
+  const std::string& SortedAt(size_t k) const {
+    return partitions_[IndexAt(k)];
+  }
+  // Adds `n` rows to every place `partition` is given at (none: ignored).
+  // Tries where the last call ended first: groups come in partition order.
+  void Add(const std::string& partition, int64_t n) {
+    size_t k = last_;
+    if (k >= size() || SortedAt(k) != partition) {
+      k = next_;
+      if (k >= size() || SortedAt(k) != partition) k = LowerBound(partition);
+    }
+    last_ = k;
+    for (; k < size() && SortedAt(k) == partition; ++k) rows_[IndexAt(k)] += n;
+    next_ = k;
+  }
+  // The counts, aligned with the partitions as given.
+  std::vector<int64_t> Take() { return std::move(rows_); }
+
+ private:
+  size_t IndexAt(size_t k) const { return order_.empty() ? k : order_[k]; }
+  size_t LowerBound(const std::string& partition) const {
+    size_t lo = 0;
+    size_t hi = size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (SortedAt(mid) < partition) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  const std::vector<std::string>& partitions_;
+  std::vector<int64_t> rows_;
+  std::vector<size_t> order_;  // empty: the partitions are in order
+  size_t last_ = 0;
+  size_t next_ = 0;
+};
+
 }  // namespace
 
 absl::Status CreatePartitionStatsTables(Database* db) {
@@ -351,11 +431,10 @@ absl::Status CreatePartitionStatsTables(Database* db) {
   return txn.Commit();
 }
 
-absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
+absl::StatusOr<std::vector<int64_t>> CountPartitions(
     Database* db, const DatasetSpec& ds,
     const std::vector<std::string>& partitions) {
   const Grain grain = ds.grain();
-  std::map<std::string, int64_t> out;
   for (const std::string& p : partitions) {
     // A time grain's values are checked by their shape here and by their
     // day (month) in CandidateRangeOf below: validating each of 100,000
@@ -363,32 +442,38 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
     RETURN_IF_ERROR(ds.two_dimensional() ? ValidatePartition(ds.layout(), p)
                     : IsTimeGrain(grain) ? CheckTimeShape(grain, p)
                                          : ValidatePartition(grain, p));
-    out.emplace_hint(out.end(), p, 0);
   }
-  if (out.empty()) return out;
+  if (partitions.empty()) return std::vector<int64_t>();
   ASSIGN_OR_RETURN(bool exists, db->TableExists(ds.table));
-  if (!exists) return out;
+  if (!exists) return std::vector<int64_t>(partitions.size(), 0);
   if (!ds.partition) {
-    ASSIGN_OR_RETURN(out[""],
+    ASSIGN_OR_RETURN(int64_t n,
                      db->QueryInt(absl::StrCat("SELECT COUNT(*) FROM main.",
                                                QuoteIdentifier(ds.table))));
-    return out;
+    return std::vector<int64_t>(partitions.size(), n);
   }
   const std::string col = QuoteIdentifier(ds.partition->column);
-  int64_t ignored = 0;
-  std::map<std::string, int64_t> found;
+  AlignedCounts counts(partitions);
   if (grain == Grain::kKey) {
     ASSIGN_OR_RETURN(Statement q,
                      db->Prepare(GroupedCountSql(
                          ds, absl::StrCat("(", col, " = ?1 OR ", col,
                                           " = CAST(?1 AS INTEGER))"))));
-    for (const auto& [key, n] : out) {
+    for (size_t k = 0; k < counts.size(); ++k) {
+      const std::string& key = counts.SortedAt(k);
+      if (k > 0 && counts.SortedAt(k - 1) == key) continue;
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, key));
-      std::map<std::string, int64_t> groups;
-      RETURN_IF_ERROR(AddGroups(q, &groups, &ignored));
-      if (auto it = groups.find(key); it != groups.end())
-        found[key] = it->second;
+      // Only the group of the key itself: another key's rows may match
+      // the condition too, and are counted for that key.
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        const int64_t n = q.ColumnInt(1);
+        if (!q.ColumnIsNull(0) && n > 0 && q.ColumnText(0) == key) {
+          counts.Add(key, n);
+        }
+      }
     }
   } else {
     // Runs of consecutive days (months) as candidate ranges [lo, hi).
@@ -399,7 +484,8 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
     // and so do the keys of a time x key partition ("2025-03-01|eu").
     const size_t prefix_size = grain == Grain::kMonth ? 7 : 10;
     const PartitionLayout layout = ds.layout();
-    for (const auto& [p, n] : out) {
+    for (size_t k = 0; k < counts.size(); ++k) {
+      const std::string& p = counts.SortedAt(k);
       if (!runs.empty() && p.compare(0, prefix_size, last_prefix) == 0) {
         continue;
       }
@@ -423,29 +509,66 @@ absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
       RETURN_IF_ERROR(q.Reset());
       RETURN_IF_ERROR(q.BindText(1, lo));
       RETURN_IF_ERROR(q.BindText(2, hi));
-      RETURN_IF_ERROR(AddGroups(q, &found, &ignored));
+      // Groups of no partition, or of partitions not asked for (the other
+      // hours of a day), are left out.
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        const int64_t n = q.ColumnInt(1);
+        if (!q.ColumnIsNull(0) && n > 0) counts.Add(q.ColumnText(0), n);
+      }
     }
   }
-  for (auto& [p, n] : out) {
-    if (auto it = found.find(p); it != found.end()) n = it->second;
-  }
-  return out;
+  return counts.Take();
 }
 
 absl::StatusOr<bool> StatsContradicted(
     Database* db, const DatasetSpec& ds,
-    const std::map<std::string, int64_t>& exact) {
-  if (exact.empty()) return false;
+    const std::vector<std::string>& partitions,
+    const std::vector<int64_t>& exact) {
+  if (partitions.empty()) return false;
   ASSIGN_OR_RETURN(TableShape shape, ShapeOf(db, ds));
   ASSIGN_OR_RETURN(std::optional<Stored> stored, ReadStatsMeta(db, ds.name));
   ASSIGN_OR_RETURN(bool current, IsCurrent(db, ds, shape, stored));
   if (!current) return false;  // a refresh will bring them up to date
-  ASSIGN_OR_RETURN(auto rows, ReadRows(db, ds.name,
-                                       std::make_pair(exact.begin()->first,
-                                                      exact.rbegin()->first)));
-  for (const auto& [p, n] : exact) {
-    auto it = rows.find(p);
-    if ((it == rows.end() ? 0 : it->second) != n) return true;
+  // The stored rows of the partitions' span, in partition order, against
+  // the partitions in partition order.
+  std::vector<size_t> order;
+  if (!std::is_sorted(partitions.begin(), partitions.end())) {
+    order.resize(partitions.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return partitions[a] < partitions[b];
+    });
+  }
+  const auto index_at = [&](size_t k) { return order.empty() ? k : order[k]; };
+  ASSIGN_OR_RETURN(
+      Statement q,
+      db->Prepare(absl::StrCat(
+          "SELECT \"partition\", rows FROM main.", QuoteIdentifier(kStatsTable),
+          " WHERE dataset = ?1 AND \"partition\" >= ?2 AND \"partition\" "
+          "<= ?3 ORDER BY \"partition\"")));
+  RETURN_IF_ERROR(q.BindText(1, ds.name));
+  RETURN_IF_ERROR(q.BindText(2, partitions[index_at(0)]));
+  RETURN_IF_ERROR(q.BindText(3, partitions[index_at(partitions.size() - 1)]));
+  std::optional<std::pair<std::string, int64_t>> row;  // the next stored row
+  const auto next_row = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(bool more, q.Step());
+    if (more) {
+      row.emplace(q.ColumnText(0), q.ColumnInt(1));
+    } else {
+      row.reset();
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(next_row());
+  for (size_t k = 0; k < partitions.size(); ++k) {
+    const std::string& p = partitions[index_at(k)];
+    // Stored rows compare in SQLite's order of the column, BINARY: the
+    // bytes' order, as std::string's.
+    while (row && row->first < p) RETURN_IF_ERROR(next_row());
+    const int64_t stored_rows = row && row->first == p ? row->second : 0;
+    if (stored_rows != exact[index_at(k)]) return true;
   }
   return false;
 }
@@ -592,6 +715,11 @@ absl::StatusOr<StatsWrite> StatsWrite::Begin(
     std::vector<std::string> partitions) {
   StatsWrite w;
   w.dataset_ = &dataset;
+  if (!std::is_sorted(partitions.begin(), partitions.end())) {
+    std::sort(partitions.begin(), partitions.end());
+  }
+  partitions.erase(std::unique(partitions.begin(), partitions.end()),
+                   partitions.end());
   w.partitions_ = std::move(partitions);
   ASSIGN_OR_RETURN(w.table_existed_, db->TableExists(dataset.table));
   if (w.table_existed_) {
@@ -616,19 +744,20 @@ absl::Status StatsWrite::Finish(Database* db, absl::Time now) {
   }
   ASSIGN_OR_RETURN(TableShape shape, ShapeOf(db, ds));
   if (!shape.exists || shape.rowid.empty()) return DeleteStats(db, ds.name);
-  ASSIGN_OR_RETURN(auto after, CountPartitions(db, ds, partitions_));
+  ASSIGN_OR_RETURN(std::vector<int64_t> after,
+                   CountPartitions(db, ds, partitions_));
   int64_t total = 0;
   int64_t recounted_at = now_us;
   if (table_existed_) {
     total = stored->total;  // current_ implies stored
     recounted_at = stored->recounted_at;
-    for (const auto& [p, n] : after) total += n - before_[p];
+    for (size_t i = 0; i < after.size(); ++i) total += after[i] - before_[i];
   } else {
     // Created by this write: its rows are the partitions' rows.
     RETURN_IF_ERROR(DeleteStats(db, ds.name));
-    for (const auto& [p, n] : after) total += n;
+    for (int64_t n : after) total += n;
   }
-  RETURN_IF_ERROR(WriteRows(db, ds.name, after));
+  RETURN_IF_ERROR(WriteRows(db, ds.name, partitions_, after));
   ASSIGN_OR_RETURN(Stored next,
                    MetaOfTable(db, ds, shape, total, recounted_at, now_us));
   return WriteStatsMeta(db, ds.name, next);

@@ -73,22 +73,27 @@ struct StatsPolicy {
 absl::Status CreatePartitionStatsTables(Database* db);
 
 // Exact rows of each partition of `partitions` in the dataset's table (0
-// when none or no table), through the membership pre-filter: a time
-// grain's partitions are merged into runs of consecutive days (months),
-// each counted with one grouped statement over its candidate range (all
-// runs as one range when no index starts with the partition column); a
-// key is counted by equality. In the caller's transaction (or none).
-absl::StatusOr<std::map<std::string, int64_t>> CountPartitions(
+// when none or no table), aligned with `partitions` (any order, repeats
+// allowed), through the membership pre-filter: a time grain's partitions
+// are merged into runs of consecutive days (months), each counted with one
+// grouped statement over its candidate range (all runs as one range when
+// no index starts with the partition column); a key is counted by
+// equality. Holds nothing per partition besides the answer (and, for
+// partitions not given in order, their order). In the caller's transaction
+// (or none).
+absl::StatusOr<std::vector<int64_t>> CountPartitions(
     Database* db, const DatasetSpec& dataset,
     const std::vector<std::string>& partitions);
 
-// Compares exact counts of some partitions (CountPartitions, same read
-// transaction, which the caller holds) with the stored statistics: true
-// when the statistics are known to be wrong — the signal says "current"
-// (no append since) yet a partition's stored count differs.
+// Compares exact counts of some partitions (`exact[i]` of `partitions[i]`,
+// from CountPartitions in the same read transaction, which the caller
+// holds) with the stored statistics: true when the statistics are known to
+// be wrong — the signal says "current" (no append since) yet a partition's
+// stored count differs.
 absl::StatusOr<bool> StatsContradicted(
     Database* db, const DatasetSpec& dataset,
-    const std::map<std::string, int64_t>& exact);
+    const std::vector<std::string>& partitions,
+    const std::vector<int64_t>& exact);
 
 // Drops the stored statistics of `dataset` (its own transaction): the next
 // refresh counts the table in full.
@@ -135,10 +140,10 @@ class StatsWrite {
 
  private:
   const DatasetSpec* dataset_ = nullptr;
-  std::vector<std::string> partitions_;
+  std::vector<std::string> partitions_;  // sorted, unique
   bool table_existed_ = false;
-  bool current_ = false;  // the stored statistics matched the table
-  std::map<std::string, int64_t> before_;
+  bool current_ = false;         // the stored statistics matched the table
+  std::vector<int64_t> before_;  // aligned with partitions_ when current_
 };
 
 }  // namespace backfill::sqlite

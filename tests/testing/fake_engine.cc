@@ -297,9 +297,8 @@ absl::StatusOr<std::map<std::string, int64_t>> FakeEngine::CountRowsByPartition(
   return out;
 }
 
-absl::StatusOr<std::map<std::string, int64_t>>
-FakeEngine::CountRowsInPartitions(const DatasetSpec& dataset,
-                                  const std::vector<std::string>& partitions) {
+absl::StatusOr<std::vector<int64_t>> FakeEngine::CountRowsInPartitions(
+    const DatasetSpec& dataset, const std::vector<std::string>& partitions) {
   if (absl::Status s = Enter({"CountRowsInPartitions", "", dataset.name, ""});
       !s.ok()) {
     return s;
@@ -310,17 +309,18 @@ FakeEngine::CountRowsInPartitions(const DatasetSpec& dataset,
     }
   }
   absl::MutexLock lock(&mu_);
-  std::map<std::string, int64_t> out;
+  std::vector<int64_t> out;
+  out.reserve(partitions.size());
   for (const std::string& p : partitions) {
     if (!dataset.partition) {
-      out[p] = TableRowsLocked(dataset.name);
+      out.push_back(TableRowsLocked(dataset.name));
       continue;
     }
     int64_t n = 0;
     if (auto it = published_.find(dataset.name); it != published_.end()) {
       if (auto r = it->second.find(p); r != it->second.end()) n = r->second;
     }
-    out[p] = std::max<int64_t>(n, 0);
+    out.push_back(std::max<int64_t>(n, 0));
   }
   return out;
 }

@@ -109,8 +109,9 @@ class FakeEngine : public Engine {
   absl::Status Claim(const std::string& store_id, bool take_over) override;
   absl::StatusOr<std::map<std::string, int64_t>> CountRowsByPartition(
       const DatasetSpec& dataset) override;
-  // Exact, from the published row counts (0 for a partition without rows).
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+  // Exact, from the published row counts (0 for a partition without rows),
+  // aligned with `partitions`.
+  absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
   // Always current: each partition fingerprinted as StagePartition

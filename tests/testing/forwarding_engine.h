@@ -26,7 +26,7 @@ class ForwardingEngine : public Engine {
       const DatasetSpec& dataset) override {
     return inner_->CountRowsByPartition(dataset);
   }
-  absl::StatusOr<std::map<std::string, int64_t>> CountRowsInPartitions(
+  absl::StatusOr<std::vector<int64_t>> CountRowsInPartitions(
       const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override {
     return inner_->CountRowsInPartitions(dataset, partitions);
