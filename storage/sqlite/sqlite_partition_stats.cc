@@ -266,25 +266,15 @@ absl::Status WriteRows(Database* db, const std::string& dataset,
 // As above, from partition -> rows.
 absl::Status WriteRows(Database* db, const std::string& dataset,
                        const std::map<std::string, int64_t>& rows) {
-  ASSIGN_OR_RETURN(
-      Statement put,
-      db->Prepare(absl::StrCat(
-          "INSERT OR REPLACE INTO main.", QuoteIdentifier(kStatsTable),
-          " (dataset, \"partition\", rows) VALUES (?1, ?2, ?3)")));
-  ASSIGN_OR_RETURN(Statement del,
-                   db->Prepare(absl::StrCat(
-                       "DELETE FROM main.", QuoteIdentifier(kStatsTable),
-                       " WHERE dataset = ?1 AND \"partition\" "
-                       "= ?2")));
+  std::vector<std::string> partitions;
+  std::vector<int64_t> counts;
+  partitions.reserve(rows.size());
+  counts.reserve(rows.size());
   for (const auto& [partition, n] : rows) {
-    Statement& q = n > 0 ? put : del;
-    RETURN_IF_ERROR(q.Reset());
-    RETURN_IF_ERROR(q.BindText(1, dataset));
-    RETURN_IF_ERROR(q.BindText(2, partition));
-    if (n > 0) RETURN_IF_ERROR(q.BindInt(3, n));
-    RETURN_IF_ERROR(q.Run());
+    partitions.push_back(partition);
+    counts.push_back(n);
   }
-  return absl::OkStatus();
+  return WriteRows(db, dataset, partitions, counts);
 }
 
 // The meta that describes the table as it is now, given its counts.
