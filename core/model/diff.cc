@@ -1,6 +1,7 @@
 #include "core/model/diff.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -74,6 +75,20 @@ JobDiffHeader HeaderOf(const JobDiff& diff) {
   out.datasets.reserve(diff.datasets.size());
   for (const DatasetDiff& d : diff.datasets) {
     out.datasets.push_back({d.dataset, d.columns});
+  }
+  return out;
+}
+
+JobDiff EmptyDiffOf(const JobDiffHeader& header) {
+  JobDiff out;
+  out.job_id = header.job_id;
+  out.computed_at = header.computed_at;
+  out.datasets.reserve(header.datasets.size());
+  for (const JobDiffHeader::Dataset& d : header.datasets) {
+    DatasetDiff dataset;
+    dataset.dataset = d.dataset;
+    dataset.columns = d.columns;
+    out.datasets.push_back(std::move(dataset));
   }
   return out;
 }

@@ -121,6 +121,8 @@ struct JobDiffHeader {
 
 // `diff` without its partitions.
 JobDiffHeader HeaderOf(const JobDiff& diff);
+// The diff `header` describes, without partitions yet.
+JobDiff EmptyDiffOf(const JobDiffHeader& header);
 
 // Totals of a dataset's diff over its partitions.
 struct DiffSummary {

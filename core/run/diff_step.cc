@@ -140,15 +140,7 @@ absl::StatusOr<JobDiff> DiffStaging(Engine* engine, const JobLayout& layout,
                                 datasets[chunk] = dataset;
                                 return absl::OkStatus();
                               }));
-  JobDiff out;
-  out.job_id = header.job_id;
-  out.computed_at = header.computed_at;
-  for (const JobDiffHeader::Dataset& d : header.datasets) {
-    DatasetDiff dataset;
-    dataset.dataset = d.dataset;
-    dataset.columns = d.columns;
-    out.datasets.push_back(std::move(dataset));
-  }
+  JobDiff out = EmptyDiffOf(header);
   for (size_t c = 0; c < chunks.size(); ++c) {
     std::vector<PartitionDiff>& to = out.datasets[datasets[c]].partitions;
     std::move(chunks[c].begin(), chunks[c].end(), std::back_inserter(to));

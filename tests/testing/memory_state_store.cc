@@ -437,15 +437,7 @@ absl::Status InMemoryStateStore::ReplaceJobDiff(const JobDiffHeader& header,
   if (FindLocked(header.job_id) == nullptr) return JobNotFound(header.job_id);
   // Every page is collected before the diff is replaced: a failure midway
   // leaves the old one.
-  JobDiff diff;
-  diff.job_id = header.job_id;
-  diff.computed_at = header.computed_at;
-  for (const JobDiffHeader::Dataset& d : header.datasets) {
-    DatasetDiff dataset;
-    dataset.dataset = d.dataset;
-    dataset.columns = d.columns;
-    diff.datasets.push_back(std::move(dataset));
-  }
+  JobDiff diff = EmptyDiffOf(header);
   RETURN_IF_ERROR(WriteDiffPages(
       header, pages,
       [&](size_t dataset, const std::vector<PartitionDiff>& partitions) {
