@@ -21,6 +21,7 @@
 #include "core/run/diff_spill.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/diff_text.h"
 
 namespace backfill {
 namespace core_diff_spill_test {
@@ -28,29 +29,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Values(const std::vector<std::string>& values) {
-  return absl::StrCat("[", absl::StrJoin(values, "|"), "]");
-}
-
-// Every field of `p`, doubles exactly.
-std::string Describe(const PartitionDiff& p) {
-  std::string out =
-      absl::StrCat(p.dataset, "/", p.partition, " ", p.rows_before, " ",
-                   p.rows_after, " ", p.added, " ", p.removed, " ", p.changed,
-                   " ", p.unchanged, " error=", p.error);
-  for (const MeasureTotals& m : p.measures) {
-    absl::StrAppendFormat(&out, " %s:%a:%a", m.column, m.before, m.after);
-  }
-  for (const DiffSample& s : p.samples) {
-    absl::StrAppend(&out, " {", DiffChangeName(s.change), Values(s.key),
-                    Values(s.before), Values(s.after), "}");
-  }
-  return out;
-}
-
 std::string Describe(size_t dataset, const std::vector<PartitionDiff>& page) {
   std::string out = absl::StrCat("dataset ", dataset, "\n");
-  for (const PartitionDiff& p : page) absl::StrAppend(&out, Describe(p), "\n");
+  for (const PartitionDiff& p : page)
+    absl::StrAppend(&out, testing::PartitionDiffText(p), "\n");
   return out;
 }
 

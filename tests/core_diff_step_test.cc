@@ -27,6 +27,7 @@
 #include "core/run/diff_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/diff_text.h"
 #include "tests/testing/fake_engine.h"
 #include "tests/testing/step_fixture.h"
 
@@ -202,26 +203,6 @@ TEST_F(DiffStepTest, TheSinksFailureEndsTheStep) {
   EXPECT_EQ(engine_.calls("DiffPartition"), 2 * 1024);
 }
 
-std::string Values(const std::vector<std::string>& values) {
-  return absl::StrCat("[", absl::StrJoin(values, "|"), "]");
-}
-
-// Every field of `p`, doubles exactly.
-std::string Describe(const PartitionDiff& p) {
-  std::string out =
-      absl::StrCat(p.dataset, "/", p.partition, " ", p.rows_before, " ",
-                   p.rows_after, " ", p.added, " ", p.removed, " ", p.changed,
-                   " ", p.unchanged, " error=", p.error);
-  for (const MeasureTotals& m : p.measures) {
-    absl::StrAppendFormat(&out, " %s:%a:%a", m.column, m.before, m.after);
-  }
-  for (const DiffSample& s : p.samples) {
-    absl::StrAppend(&out, " {", DiffChangeName(s.change), Values(s.key),
-                    Values(s.before), Values(s.after), "}");
-  }
-  return out;
-}
-
 class RecordDiffTest : public testing::StepFixture {
  protected:
   void SetUp() override {
@@ -253,7 +234,8 @@ class RecordDiffTest : public testing::StepFixture {
     EXPECT_TRUE(diff.ok()) << diff.status();
     if (!diff.ok() || !diff->has_value()) return out;
     for (const DatasetDiff& d : (*diff)->datasets) {
-      for (const PartitionDiff& p : d.partitions) out.push_back(Describe(p));
+      for (const PartitionDiff& p : d.partitions)
+        out.push_back(testing::PartitionDiffText(p));
     }
     return out;
   }
@@ -275,7 +257,7 @@ TEST_F(RecordDiffTest, TheStoredDiffIsEachPartitionsOwnDiff) {
     ASSERT_TRUE(diff.ok()) << diff.status();
     diff->dataset = "daily";
     diff->partition = p;
-    expected.push_back(Describe(*diff));
+    expected.push_back(testing::PartitionDiffText(*diff));
   }
   EXPECT_EQ(StoredDiff(job->job.id), expected);
   absl::StatusOr<std::optional<JobDiff>> diff =

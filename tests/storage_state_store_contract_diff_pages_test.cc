@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "core/ports/state_store.h"
 #include "gtest/gtest.h"
+#include "tests/testing/diff_text.h"
 #include "tests/testing/state_store_contract.h"
 
 namespace backfill {
@@ -159,34 +160,10 @@ std::vector<Page> PagesOf(const JobDiff& diff, size_t size) {
   }
 }
 
-std::string Values(const std::vector<std::string>& values) {
-  return absl::StrCat("[", absl::StrJoin(values, "|"), "]");
-}
-
 std::string Describe(const DiffColumns& c) {
-  return absl::StrCat(c.by_key, Values(c.key), Values(c.values),
-                      Values(c.measures));
-}
-
-std::string Describe(const std::vector<MeasureTotals>& measures) {
-  std::string out;
-  for (const MeasureTotals& m : measures) {
-    absl::StrAppendFormat(&out, "%s:%a:%a;", m.column, m.before, m.after);
-  }
-  return out;
-}
-
-// Everything of a partition's diff, doubles exactly.
-std::string Describe(const PartitionDiff& p) {
-  std::string out = absl::StrCat(
-      p.dataset, "/", p.partition, " ", p.rows_before, " ", p.rows_after, " ",
-      p.added, " ", p.removed, " ", p.changed, " ", p.unchanged, " ",
-      Describe(p.measures), " error=", p.error);
-  for (const DiffSample& s : p.samples) {
-    absl::StrAppend(&out, " {", DiffChangeName(s.change), Values(s.key),
-                    Values(s.before), Values(s.after), "}");
-  }
-  return out;
+  return absl::StrCat(c.by_key, testing::ValuesText(c.key),
+                      testing::ValuesText(c.values),
+                      testing::ValuesText(c.measures));
 }
 
 // Everything of a stored diff but its job id, one line a partition.
@@ -196,7 +173,7 @@ std::string Describe(const std::optional<JobDiff>& diff) {
   for (const DatasetDiff& d : diff->datasets) {
     absl::StrAppend(&out, d.dataset, " ", Describe(d.columns), "\n");
     for (const PartitionDiff& p : d.partitions) {
-      absl::StrAppend(&out, "  ", Describe(p), "\n");
+      absl::StrAppend(&out, "  ", testing::PartitionDiffText(p), "\n");
     }
   }
   return out;
@@ -210,7 +187,7 @@ std::string Describe(const std::optional<std::vector<DiffSummary>>& sums) {
                     s.partitions, " ", s.partitions_changed, " ",
                     s.partitions_failed, " ", s.rows_before, " ", s.rows_after,
                     " ", s.added, " ", s.removed, " ", s.changed, " ",
-                    s.unchanged, " ", Describe(s.measures), "\n");
+                    s.unchanged, " ", testing::MeasuresText(s.measures), "\n");
   }
   return out;
 }
@@ -253,8 +230,10 @@ std::string ReadDiff(StateStore* store, const std::string& id) {
       EXPECT_TRUE(of.ok()) << of.status();
       if (!of.ok()) continue;
       auto it = of->find(id);
-      absl::StrAppend(&out, dataset, "/", Part(i), ": ",
-                      it == of->end() ? "none" : Describe(it->second), "\n");
+      absl::StrAppend(
+          &out, dataset, "/", Part(i), ": ",
+          it == of->end() ? "none" : testing::PartitionDiffText(it->second),
+          "\n");
     }
   }
   return out;
@@ -291,7 +270,8 @@ TEST_P(StateStoreContractTest, ADiffInPagesReadsBackAsTheSameDiffGivenWhole) {
     for (size_t i = 0; i < want.size(); ++i) {
       PartitionDiff w = want[i];
       w.dataset = whole.datasets[d].dataset;
-      ASSERT_EQ(Describe(have[i]), Describe(w));
+      ASSERT_EQ(testing::PartitionDiffText(have[i]),
+                testing::PartitionDiffText(w));
     }
   }
   absl::StatusOr<std::optional<std::vector<DiffSummary>>> sums =
