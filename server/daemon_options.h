@@ -91,7 +91,7 @@ struct DaemonOptions {
   // --max-partitions-per-job: partitions one backfill may plan, over all its
   // datasets (dependents included); a larger request is refused
   // (INVALID_ARGUMENT, PLAN_TOO_LARGE) and creates nothing.
-  int64_t max_partitions_per_job = 100000;
+  int64_t max_partitions_per_job = 1000000;
   // Told when the daemon is ready (it serves gRPC and /metrics) and when a
   // drain begins; not owned, must outlive the Daemon. nullptr: the
   // service manager over sd_notify (platform/systemd_notifier.h), which

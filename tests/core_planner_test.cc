@@ -308,13 +308,14 @@ TEST_F(PlannerTest, PartitionLimitCountsTheItemsAsSentDuplicatesIncluded) {
   ASSERT_EQ(details.field_violations.size(), 1u);
   EXPECT_EQ(details.field_violations[0].field, "partitions");
 
-  // The default limit (100,000) against 150,000 copies of one partition.
-  r.partitions.assign(150000, "2025-01-01");
+  // The default limit (1,000,000) against 1,500,000 copies of one
+  // partition.
+  r.partitions.assign(1500000, "2025-01-01");
   auto copies = Planner(&catalog_, &engine_).MakePlan(r);
   ASSERT_FALSE(copies.ok());
   EXPECT_EQ(copies.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(copies.status().message()),
-              HasSubstr("`partitions` holds 150000 items; at most 100000"));
+              HasSubstr("`partitions` holds 1500000 items; at most 1000000"));
 }
 
 TEST_F(PlannerTest, InputsFollowMappings) {

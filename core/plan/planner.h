@@ -64,7 +64,7 @@ inline constexpr char kAutoDatasetReason[] =
     "requested: recorded lineage no longer matches (--auto)";
 
 struct PlannerLimits {
-  size_t max_partitions = 100000;  // per request, over all datasets
+  size_t max_partitions = 1000000;  // per request, over all datasets
 };
 
 class Planner {
