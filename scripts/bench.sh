@@ -2,11 +2,11 @@
 # The performance suite: builds backfilld and the suite in Release into
 # build-release/ and runs build-release/bin/backfill_perf, which prints one
 # markdown table of every performance goal with the figures it was measured
-# from (see docs/performance.md). Takes about 5 minutes and ~12 GB of
-# temporary disk at full size on a 2-core machine, 15-17 minutes more
-# for the replicas rows and 6 more for the postgres rows (both start a
-# PostgreSQL server of their own), and about 7 minutes and ~3 GB for the
-# million rows.
+# from (see docs/performance.md). Takes about 14 minutes and ~12 GB of
+# temporary disk at full size on a 2-core machine: about 5 minutes for
+# the SQLite rows, 3 for the replicas rows and 4 for the postgres rows
+# (both start a PostgreSQL server of their own), and 4 minutes and ~2 GB
+# for the million rows.
 # Usage: scripts/bench.sh [--quick] [backfill_perf options...]
 #   --quick       small data: proves the suite runs, measures nothing
 #   --only G,...  some groups of rows: one-fix, cost, partitions, plan-size,
