@@ -21,7 +21,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/btree_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -95,9 +94,8 @@ struct StageResult {
 struct ValidationReport {
   int64_t rows = 0;  // rows staged for the dataset
   // The staged rows by the partition they belong to ("" for an
-  // unpartitioned dataset); rows of no partition are not counted here. (A
-  // B-tree: a job may stage a million partitions.)
-  absl::btree_map<std::string, int64_t> rows_by_partition;
+  // unpartitioned dataset); rows of no partition are not counted here.
+  std::map<std::string, int64_t> rows_by_partition;
   std::vector<std::string> failures;  // empty: passed
 };
 
@@ -186,23 +184,23 @@ absl::Status TransformRefused(const DatasetSpec& dataset, std::string_view why,
                               const std::vector<InputRef>& inputs,
                               std::string_view engine);
 
-// The profile of one partition's rows. (B-trees, here and below: a job may
-// profile a million partitions, and an empty B-tree is half the size of an
-// empty std::map, a full one a fraction of its nodes.)
+// The profile of one partition's rows. (std::map, not absl::btree_map, in
+// these structs that cross between modules: absl's B-tree has another
+// layout in a build with the sanitizers, whose tests are built without.)
 struct PartitionProfile {
   int64_t rows = 0;
   // By measure: the sum (0 without rows). A measure the table does not have
   // is absent.
-  absl::btree_map<std::string, double> sums;
-  absl::btree_map<std::string, CountWithSamples> nulls;  // by column
+  std::map<std::string, double> sums;
+  std::map<std::string, CountWithSamples> nulls;  // by column
   std::vector<CountWithSamples> orphans;  // one per reference, same order
   // By column, only columns with values of another type.
-  absl::btree_map<std::string, CountWithSamples> type_mismatches;
+  std::map<std::string, CountWithSamples> type_mismatches;
 };
 
 // Profiles by partition ("" for an unpartitioned dataset); a partition
 // without rows is absent.
-using Profile = absl::btree_map<std::string, PartitionProfile>;
+using Profile = std::map<std::string, PartitionProfile>;
 
 // How a query would run, without running it.
 struct QueryShape {

@@ -29,7 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "core/model/catalog.h"
 #include "core/model/check_result.h"
@@ -78,8 +77,7 @@ struct Checkpoint {
   size_t task = 0;
   int64_t rows_written = 0;
 };
-using Checkpoints =
-    std::map<std::string, absl::btree_map<std::string, Checkpoint>>;
+using Checkpoints = std::map<std::string, std::map<std::string, Checkpoint>>;
 Checkpoints CheckpointsOf(const TaskTable& tasks);
 
 // `checkpoints` are those of the job's tasks (CheckpointsOf). `layout` is
