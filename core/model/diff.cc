@@ -100,29 +100,32 @@ DiffSummary Summarize(const DatasetDiff& diff) {
   for (const std::string& m : diff.columns.measures) {
     s.measures.push_back({m, 0, 0});
   }
-  for (const PartitionDiff& p : diff.partitions) {
-    ++s.partitions;
-    if (!p.error.empty()) {
-      ++s.partitions_failed;
-      continue;
-    }
-    if (p.differs()) ++s.partitions_changed;
-    s.rows_before += p.rows_before;
-    s.rows_after += p.rows_after;
-    s.added += p.added;
-    s.removed += p.removed;
-    s.changed += p.changed;
-    s.unchanged += p.unchanged;
-    for (const MeasureTotals& m : p.measures) {
-      for (MeasureTotals& total : s.measures) {
-        if (total.column == m.column) {
-          total.before += m.before;
-          total.after += m.after;
-        }
+  for (const PartitionDiff& p : diff.partitions) AddToSummary(p, &s);
+  return s;
+}
+
+void AddToSummary(const PartitionDiff& p, DiffSummary* summary) {
+  DiffSummary& s = *summary;
+  ++s.partitions;
+  if (!p.error.empty()) {
+    ++s.partitions_failed;
+    return;
+  }
+  if (p.differs()) ++s.partitions_changed;
+  s.rows_before += p.rows_before;
+  s.rows_after += p.rows_after;
+  s.added += p.added;
+  s.removed += p.removed;
+  s.changed += p.changed;
+  s.unchanged += p.unchanged;
+  for (const MeasureTotals& m : p.measures) {
+    for (MeasureTotals& total : s.measures) {
+      if (total.column == m.column) {
+        total.before += m.before;
+        total.after += m.after;
       }
     }
   }
-  return s;
 }
 
 }  // namespace backfill

@@ -141,6 +141,9 @@ struct DiffSummary {
 };
 
 DiffSummary Summarize(const DatasetDiff& diff);
+// Adds partition `p` to `summary` (as Summarize does for each partition of
+// a dataset whose summary starts from its name, columns and measures).
+void AddToSummary(const PartitionDiff& p, DiffSummary* summary);
 
 }  // namespace backfill
 

@@ -408,10 +408,11 @@ absl::Status ReplaceJobDiff(const StateDb& db, const JobDiffHeader& header,
       });
 }
 
-absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const StateDb& db,
-                                                   const std::string& job_id,
-                                                   const std::string& dataset,
-                                                   bool with_samples) {
+absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(
+    const StateDb& db, const std::string& job_id, const std::string& dataset,
+    bool with_samples,
+    const std::function<void(size_t index, const DatasetDiff& dataset,
+                             PartitionDiff&& p)>& visit) {
   RETURN_IF_ERROR(StateOf(db, job_id).status());
   JobDiff diff;
   diff.job_id = job_id;
@@ -447,7 +448,8 @@ absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const StateDb& db,
           with_samples ? "samples" : "''",
           ", error FROM job_diff_partitions WHERE job_id = ?1 AND dataset = "
           "?2 ORDER BY \"partition\"")));
-  for (DatasetDiff& d : diff.datasets) {
+  for (size_t i = 0; i < diff.datasets.size(); ++i) {
+    DatasetDiff& d = diff.datasets[i];
     RETURN_IF_ERROR(q.Reset());
     RETURN_IF_ERROR(q.BindText(1, job_id));
     RETURN_IF_ERROR(q.BindText(2, d.dataset));
@@ -462,7 +464,11 @@ absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const StateDb& db,
                        DecodeMeasures(q.ColumnText(7), d.columns.measures));
       ASSIGN_OR_RETURN(p.samples, DecodeSamples(q.ColumnText(8)));
       p.error = q.ColumnText(9);
-      d.partitions.push_back(std::move(p));
+      if (visit) {
+        visit(i, d, std::move(p));
+      } else {
+        d.partitions.push_back(std::move(p));
+      }
     }
   }
   return diff;

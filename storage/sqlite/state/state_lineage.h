@@ -21,6 +21,7 @@
 #ifndef BACKFILL_STORAGE_SQLITE_STATE_STATE_LINEAGE_H_
 #define BACKFILL_STORAGE_SQLITE_STATE_STATE_LINEAGE_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,10 +71,14 @@ absl::StatusOr<std::map<std::string, absl::Time>> PublicationTimes(
 // PartitionDiffs.
 absl::Status ReplaceJobDiff(const StateDb& db, const JobDiffHeader& header,
                             DiffPages& pages);
-absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(const StateDb& db,
-                                                   const std::string& job_id,
-                                                   const std::string& dataset,
-                                                   bool with_samples);
+// With `visit`, each partition is handed to it (with the index of its
+// dataset in the diff, and that dataset without partitions) instead of
+// kept: the diff comes back without them.
+absl::StatusOr<std::optional<JobDiff>> LoadJobDiff(
+    const StateDb& db, const std::string& job_id, const std::string& dataset,
+    bool with_samples,
+    const std::function<void(size_t index, const DatasetDiff& dataset,
+                             PartitionDiff&& p)>& visit = nullptr);
 absl::StatusOr<std::map<std::string, PartitionDiff>> PartitionDiffs(
     const StateDb& db, const std::string& dataset,
     const std::string& partition);

@@ -1,6 +1,8 @@
 #include "storage/sqlite/state/state_read_cache.h"
 
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "core/base/status_macros.h"
 #include "storage/sqlite/state/state_lineage.h"
@@ -58,12 +60,28 @@ StateReadCache::DiffSummaries(const StateDb& db, const std::string& job_id) {
   RETURN_IF_ERROR(CheckDataVersion(db.db));
   auto it = diff_summaries_.find(job_id);
   if (it != diff_summaries_.end()) return it->second;
+  // Summed as the partitions are read, never all in memory: a job's diff
+  // may hold a million.
+  std::vector<std::optional<DiffSummary>> sums;
   ASSIGN_OR_RETURN(std::optional<JobDiff> diff,
-                   LoadJobDiff(db, job_id, "", /*with_samples=*/false));
+                   LoadJobDiff(db, job_id, "", /*with_samples=*/false,
+                               [&sums](size_t i, const DatasetDiff& dataset,
+                                       PartitionDiff&& p) {
+                                 if (sums.size() <= i) sums.resize(i + 1);
+                                 // `dataset` has no partitions: its empty
+                                 // summary.
+                                 if (!sums[i].has_value())
+                                   sums[i] = Summarize(dataset);
+                                 AddToSummary(p, &*sums[i]);
+                               }));
   std::optional<std::vector<DiffSummary>> out;
   if (diff.has_value()) {
     out.emplace();
-    for (const DatasetDiff& d : diff->datasets) out->push_back(Summarize(d));
+    for (size_t i = 0; i < diff->datasets.size(); ++i) {
+      out->push_back(i < sums.size() && sums[i].has_value()
+                         ? *std::move(sums[i])
+                         : Summarize(diff->datasets[i]));
+    }
   }
   if (diff_summaries_.size() >= kMaxEntries) diff_summaries_.clear();
   diff_summaries_[job_id] = out;
