@@ -241,8 +241,17 @@ absl::Status BackfillApi::WatchBackfill(
       // Changes until then are coalesced into the next update, except the
       // job's end, which is sent as soon as it is reached.
       manager_->AwaitEnded(request.id(), absl::Now() + watch_min_interval_);
+      continue;
     }
-    if (IsTerminal(job->state)) return absl::OkStatus();
+    if (IsTerminal(job->state)) {
+      // The end read without a new version (the change was counted with
+      // the update sent last): it is sent all the same, so that a stream
+      // never ends on a state that is not the job's last.
+      if (!write(JobToProto(*job, *manager_->catalog(), JobView::kBasic))) {
+        return absl::CancelledError("client went away");
+      }
+      return absl::OkStatus();
+    }
   }
 }
 
