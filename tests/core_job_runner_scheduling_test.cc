@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -268,6 +269,65 @@ TEST_F(JobRunnerTest, ShortPartitionsShareCommitsAndEachIsDoneOnceWritten) {
   ASSERT_EQ(tasks->size(), 2000u);
   for (const PartitionTask& t : *tasks) {
     EXPECT_EQ(t.attempts, 1) << t.partition;
+  }
+}
+
+TEST_F(JobRunnerTest, GroupedPartitionsAreCheckpointedOnlyAfterTheirWrite) {
+  // An engine that stages short partitions in groups (one write for a
+  // group): no partition of a group may be checkpointed before the group's
+  // write commits, a write the warehouse could not make (unavailable)
+  // spends no attempt, and one that failed otherwise spends one.
+  engine_.SetStagingGroups(true);
+  absl::Mutex mu;
+  int commits = 0;
+  size_t largest = 0;
+  int checkpointed_early = 0;
+  std::set<std::string> aborted;
+  engine_.SetHook([&](const Call& call) {
+    if (call.method != "GroupCommit") return absl::OkStatus();
+    const std::vector<std::string> parts = absl::StrSplit(call.partition, ',');
+    const std::set<std::string> in_group(parts.begin(), parts.end());
+    absl::StatusOr<std::vector<PartitionTask>> tasks =
+        store_.ListTasks(call.job_id);
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(tasks.ok()) << tasks.status();
+    if (tasks.ok()) {
+      for (const PartitionTask& t : *tasks) {
+        if (in_group.count(t.partition) > 0 && t.state != TaskState::kRunning &&
+            t.state != TaskState::kPending) {
+          ++checkpointed_early;
+        }
+      }
+    }
+    largest = std::max(largest, parts.size());
+    ++commits;
+    if (commits == 3) {
+      return absl::UnavailableError("the warehouse cannot be reached");
+    }
+    if (commits == 5) {
+      aborted = in_group;
+      return absl::AbortedError("the group's rows were lost");
+    }
+    return absl::OkStatus();
+  });
+  // The manual clock does not move while staging: every partition is
+  // "short", so the workers take batches.
+  const std::string a = Submit(Request("daily", "2020-01-01", "2025-06-23"));
+  ASSERT_EQ(Get(a).counts.total, 2000);
+  const Job done = WaitState(a, JobState::kSucceeded);
+  EXPECT_EQ(done.counts.published, 2000);
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(checkpointed_early, 0);
+  EXPECT_GT(largest, 1u);
+  EXPECT_LT(engine_.calls("GroupCommit"), 2000);
+  ASSERT_FALSE(aborted.empty());
+  absl::StatusOr<std::vector<PartitionTask>> tasks = store_.ListTasks(a);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 2000u);
+  for (const PartitionTask& t : *tasks) {
+    EXPECT_EQ(t.attempts, aborted.count(t.partition) > 0 ? 2 : 1)
+        << t.partition;
+    EXPECT_EQ(engine_.PublishedRows("daily", t.partition), 1) << t.partition;
   }
 }
 

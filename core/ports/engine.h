@@ -2,11 +2,11 @@
 // drives it; it never sees the engine's own types (sqlite3*, PGconn*).
 //
 // A job's life on an engine: PrepareJob (staging tables, pinned snapshots of
-// whole-table inputs), StagePartition per partition (from many threads),
-// ValidateStaged, Publish (every dataset of the job in one transaction),
-// DropJob; later maybe Rollback, which restores what Publish replaced.
-// Every step is idempotent so that a restarted daemon can repeat
-// it. Implementations are thread-safe.
+// whole-table inputs), StagePartition per partition (from many threads;
+// short ones maybe as a StagingGroup with one write), ValidateStaged, Publish
+// (every dataset of the job in one transaction), DropJob; later maybe Rollback,
+// which restores what Publish replaced. Every step is idempotent so that a
+// restarted daemon can repeat it. Implementations are thread-safe.
 //
 // Identifiers come only from the Catalog's specs and are always quoted;
 // partition values and bounds are always bound parameters.
@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -250,6 +251,33 @@ struct RollbackCopy {
   std::string dataset;
 };
 
+// Partitions of one dataset of a job staged as a group
+// (Engine::OpenStagingGroup): Stage transforms each partition, with the
+// checks and fingerprints of Engine::StagePartition, and keeps its rows;
+// Commit writes the rows of every partition staged since the last Commit
+// in one write transaction. Until then those partitions are not staged: a
+// crash, a failed Commit or the group's destruction first leaves their
+// staged rows as they were. The partitions must not read each other's
+// staged rows (a batch of ready partitions never does).
+//
+// Holds one of the engine's connections from a Stage to the next Commit,
+// so its user must call no other method of the engine in between. Not
+// thread-safe: one thread at a time.
+class StagingGroup {
+ public:
+  virtual ~StagingGroup() = default;
+
+  // As Engine::StagePartition, but the rows are written by Commit: the
+  // result's timings.stage_write is zero.
+  virtual absl::StatusOr<StageResult> Stage(
+      const std::string& partition, const std::vector<InputRef>& inputs) = 0;
+
+  // Writes what Stage kept since the last Commit (nothing: OK at once) and
+  // answers the write's time, waiting for the write lock included. On an
+  // error none of those partitions is staged.
+  virtual absl::StatusOr<absl::Duration> Commit() = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -346,6 +374,16 @@ class Engine {
   virtual absl::StatusOr<StageResult> StagePartition(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition, const std::vector<InputRef>& inputs) = 0;
+
+  // A group of `dataset`'s partitions of job `job_id` staged with one write
+  // (StagingGroup), or null when the engine stages each partition by
+  // itself (the default): the caller then calls StagePartition. Touches
+  // nothing until the group's first Stage.
+  virtual absl::StatusOr<std::unique_ptr<StagingGroup>> OpenStagingGroup(
+      const std::string& job_id, const DatasetSpec& dataset) {
+    (void)job_id, (void)dataset;
+    return std::unique_ptr<StagingGroup>();
+  }
 
   // Early cutoff (core/plan/early_cutoff.h): the job lets go of these
   // partitions of `dataset`, which it will not publish (recomputed

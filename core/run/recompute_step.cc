@@ -171,19 +171,13 @@ void EndRun(const StepContext& ctx, ActiveJob* job, PartitionRun* run) {
   }
 }
 
-}  // namespace
-
-RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
-                                   const Clock& clock,
-                                   const std::string& job_id,
-                                   const DatasetSpec& dataset,
-                                   PartitionTask task) {
+// The task after an attempt that took `took` and staged `staged` (or
+// failed to).
+RecomputeResult AttemptResult(const Clock& clock, PartitionTask task,
+                              absl::StatusOr<StageResult> staged,
+                              absl::Duration took) {
   RecomputeResult out;
-  const absl::Time start = clock.Now();
-  absl::StatusOr<StageResult> staged =
-      engine->StagePartition(job_id, dataset, task.partition,
-                             planner.InputsOf(dataset, task.partition));
-  out.took = clock.Now() - start;
+  out.took = took;
   task.update_time = clock.Now();
   task.duration_seconds = absl::ToDoubleSeconds(out.took);
   if (staged.ok()) {
@@ -199,6 +193,21 @@ RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
   }
   out.task = std::move(task);
   return out;
+}
+
+}  // namespace
+
+RecomputeResult RecomputePartition(Engine* engine, const Planner& planner,
+                                   const Clock& clock,
+                                   const std::string& job_id,
+                                   const DatasetSpec& dataset,
+                                   PartitionTask task) {
+  const absl::Time start = clock.Now();
+  absl::StatusOr<StageResult> staged =
+      engine->StagePartition(job_id, dataset, task.partition,
+                             planner.InputsOf(dataset, task.partition));
+  return AttemptResult(clock, std::move(task), std::move(staged),
+                       clock.Now() - start);
 }
 
 absl::Status PrepareStaging(const StepContext& ctx, const JobLayout& layout,
@@ -338,34 +347,10 @@ void RunBatch(const StepContext& ctx, ActiveJob* job, TaskWriter* writer,
       --unwritten->n;
     });
   };
-  bool first = true;
-  for (size_t k = 0; k < items.size(); ++k) {
+  // A partition's end once its staging is known: a staged one's checkpoint
+  // is queued (UNCHANGED when its rows are the published ones).
+  auto staged = [&](size_t k) {
     PartitionRun& it = items[k];
-    // Partitions not yet started are handed back when the runner stops, the
-    // job no longer runs (paused, failing, cancelled) or another job waits
-    // for a worker: batches never delay another job's turn by more than one
-    // partition. Those another worker took over are left to it.
-    bool go_on = true;
-    if (k > 0 && !claim(&it, &go_on)) continue;
-    if (it.spec == nullptr || it.done || it.interrupted) continue;
-    if (!first && (ctx.Stopping() || !go_on)) {
-      it.spec = nullptr;
-      continue;
-    }
-    first = false;
-    it.task.state = TaskState::kRunning;
-    ++it.task.attempts;
-    it.task.update_time = ctx.clock()->Now();
-    // The start is not waited for before staging: a checkpoint queued after
-    // it supersedes it, and a crash before it is written only leaves the
-    // attempt uncounted. (The batch waits for it at its end, so that what
-    // it writes about a failed partition comes after.)
-    queue(it.task, nullptr);
-    // What the task reads, by the upstream edges of the job's catalog.
-    const Planner planner(job->catalog.get(), ctx.engine());
-    it.result = RecomputePartition(ctx.engine(), planner, *ctx.clock(), id,
-                                   *it.spec, it.task);
-    it.ran = true;
     RecomputeResult& result = it.result;
     if (ctx.observer() != nullptr) {
       ctx.observer()->OnPartitionAttempt(result.status.ok(), result.took);
@@ -395,7 +380,95 @@ void RunBatch(const StepContext& ctx, ActiveJob* job, TaskWriter* writer,
     } else {
       it.status = s;
     }
+  };
+  // Short partitions of one dataset in a row are staged as a group when
+  // the engine offers one (Engine::OpenStagingGroup): each transform as the
+  // batch gets to it, then one write for all of them, after which their
+  // checkpoints are queued. `grouped`: the items in `group` not yet written.
+  std::unique_ptr<StagingGroup> group;
+  const DatasetSpec* group_spec = nullptr;
+  bool groups = items.size() > 1;
+  std::vector<size_t> grouped;
+  auto write_group = [&] {
+    if (group == nullptr) return;
+    const absl::Time start = ctx.clock()->Now();
+    absl::StatusOr<absl::Duration> wrote = group->Commit();
+    const absl::Duration took = ctx.clock()->Now() - start;
+    group.reset();
+    group_spec = nullptr;
+    const int64_t n = static_cast<int64_t>(grouped.size());
+    for (size_t k : grouped) {
+      PartitionRun& it = items[k];
+      RecomputeResult& result = it.result;
+      // Each its share of the write.
+      result.took += took / n;
+      if (wrote.ok()) {
+        result.task.duration_seconds = absl::ToDoubleSeconds(result.took);
+        result.timings.stage_write = *wrote / n;
+      } else {
+        result =
+            AttemptResult(*ctx.clock(), it.task, wrote.status(), result.took);
+      }
+      staged(k);
+    }
+    grouped.clear();
+  };
+  bool first = true;
+  for (size_t k = 0; k < items.size(); ++k) {
+    PartitionRun& it = items[k];
+    // Partitions not yet started are handed back when the runner stops, the
+    // job no longer runs (paused, failing, cancelled) or another job waits
+    // for a worker: batches never delay another job's turn by more than one
+    // partition. Those another worker took over are left to it.
+    bool go_on = true;
+    if (k > 0 && !claim(&it, &go_on)) continue;
+    if (it.spec == nullptr || it.done || it.interrupted) continue;
+    if (!first && (ctx.Stopping() || !go_on)) {
+      it.spec = nullptr;
+      continue;
+    }
+    first = false;
+    it.task.state = TaskState::kRunning;
+    ++it.task.attempts;
+    it.task.update_time = ctx.clock()->Now();
+    // The start is not waited for before staging: a checkpoint queued after
+    // it supersedes it, and a crash before it is written only leaves the
+    // attempt uncounted. (The batch waits for it at its end, so that what
+    // it writes about a failed partition comes after.)
+    queue(it.task, nullptr);
+    // What the task reads, by the upstream edges of the job's catalog.
+    const Planner planner(job->catalog.get(), ctx.engine());
+    it.ran = true;
+    if (group_spec != it.spec) write_group();
+    if (group == nullptr && groups) {
+      absl::StatusOr<std::unique_ptr<StagingGroup>> opened =
+          ctx.engine()->OpenStagingGroup(id, *it.spec);
+      if (opened.ok() && *opened != nullptr) {
+        group = *std::move(opened);
+        group_spec = it.spec;
+      } else {
+        groups = false;  // the engine stages each partition by itself
+      }
+    }
+    if (group != nullptr) {
+      const absl::Time start = ctx.clock()->Now();
+      absl::StatusOr<StageResult> kept = group->Stage(
+          it.task.partition, planner.InputsOf(*it.spec, it.task.partition));
+      const bool ok = kept.ok();
+      it.result = AttemptResult(*ctx.clock(), it.task, std::move(kept),
+                                ctx.clock()->Now() - start);
+      if (ok) {
+        grouped.push_back(k);
+      } else {
+        staged(k);
+      }
+      continue;
+    }
+    it.result = RecomputePartition(ctx.engine(), planner, *ctx.clock(), id,
+                                   *it.spec, it.task);
+    staged(k);
   }
+  write_group();
   {
     absl::MutexLock lock(&unwritten->mu);
     // Waited for: the writer commits them without gathering more.

@@ -12,7 +12,12 @@
 //       whose in-job inputs all came out unchanged or skipped is skipped
 //       when its lineage is still current; the others are staged, and one
 //       whose rows equal its published version is recorded UNCHANGED and
-//       released. Starts and checkpoints go to the task writer
+//       released. When the engine offers staging groups
+//       (Engine::OpenStagingGroup) and the batch holds more than one
+//       partition, the partitions of one dataset in a row are transformed
+//       one by one and written to staging together, in one warehouse
+//       transaction; their checkpoints are queued only after that write.
+//       Starts and checkpoints go to the task writer
 //       (core/run/task_writer.h) and the batch waits once, at its end, for all
 //       of them: a partition is done only once its checkpoint is durable.
 //       A failure of the warehouse's storage puts the partition back

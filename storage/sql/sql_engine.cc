@@ -19,6 +19,7 @@
 #include "storage/sql/profiles.h"
 #include "storage/sql/publish.h"
 #include "storage/sql/rollback.h"
+#include "storage/sql/sql_staging_group.h"
 #include "storage/sql/validation.h"
 
 namespace backfill::sql {
@@ -184,13 +185,34 @@ absl::StatusOr<StageResult> SqlEngine::StagePartition(
     }
   }
   RETURN_IF_ERROR(CheckWarehouse());
+  RETURN_IF_ERROR(EnsureInputSignals(*job, inputs));
+  std::set<const DatasetSpec*> unsignalled;
+  absl::StatusOr<StageResult> result;
+  {
+    ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
+    result = sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
+                                 partition, inputs, &unsignalled);
+  }
+  if (result.ok()) RETURN_IF_ERROR(ReinstallSignals(unsignalled));
+  return result;
+}
+
+absl::StatusOr<std::unique_ptr<StagingGroup>> SqlEngine::OpenStagingGroup(
+    const std::string& job_id, const DatasetSpec& dataset) {
+  if (!StagesInGroups()) return std::unique_ptr<StagingGroup>();
+  return std::unique_ptr<StagingGroup>(
+      std::make_unique<Group>(this, job_id, &dataset));
+}
+
+absl::Status SqlEngine::EnsureInputSignals(
+    const JobRegistry::Job& job, const std::vector<InputRef>& inputs) {
   // The change triggers of the inputs read from their published tables,
   // installed before their first staging in this process, so that its
   // fingerprints are kept too.
   for (const InputRef& in : inputs) {
     const DatasetSpec& u = *in.dataset;
-    if (IsPinned(job->layout(), u.name) ||
-        FindItem(job->layout(), u.name) != nullptr || !TrySignal(u.table)) {
+    if (IsPinned(job.layout(), u.name) ||
+        FindItem(job.layout(), u.name) != nullptr || !TrySignal(u.table)) {
       continue;
     }
     ASSIGN_OR_RETURN(Lease conn, Acquire());
@@ -201,25 +223,22 @@ absl::StatusOr<StageResult> SqlEngine::StagePartition(
       NoSignal(u.table);
     }
   }
-  std::set<const DatasetSpec*> unsignalled;
-  absl::StatusOr<StageResult> result;
-  {
-    ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
-    result = sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
-                                 partition, inputs, &unsignalled);
+  return absl::OkStatus();
+}
+
+absl::Status SqlEngine::ReinstallSignals(
+    const std::set<const DatasetSpec*>& unsignalled) {
+  if (unsignalled.empty()) return absl::OkStatus();
+  // Triggers dropped or the table altered since: installed again. The next
+  // staging finds their signal (installed on a connection without the
+  // job's views, which shadow the tables' names).
+  ASSIGN_OR_RETURN(Lease conn, Acquire());
+  for (const DatasetSpec* input : unsignalled) {
+    if (Refused(input->table)) continue;
+    ASSIGN_OR_RETURN(bool signalled, EnsureChangeSignal(conn.get(), *input));
+    if (!signalled) NoSignal(input->table);
   }
-  if (result.ok() && !unsignalled.empty()) {
-    // Triggers dropped or the table altered since: installed again.
-    // The next staging finds their signal (installed on a connection
-    // without the job's views, which shadow the tables' names).
-    ASSIGN_OR_RETURN(Lease conn, Acquire());
-    for (const DatasetSpec* input : unsignalled) {
-      if (Refused(input->table)) continue;
-      ASSIGN_OR_RETURN(bool signalled, EnsureChangeSignal(conn.get(), *input));
-      if (!signalled) NoSignal(input->table);
-    }
-  }
-  return result;
+  return absl::OkStatus();
 }
 
 absl::Status SqlEngine::ReleasePartitions(

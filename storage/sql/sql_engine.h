@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -82,6 +83,10 @@ class SqlEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
+  // Null unless the engine keeps a session's objects between stagings
+  // (StagesInGroups).
+  absl::StatusOr<std::unique_ptr<StagingGroup>> OpenStagingGroup(
+      const std::string& job_id, const DatasetSpec& dataset) override;
   absl::Status ReleasePartitions(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
@@ -134,6 +139,10 @@ class SqlEngine : public Engine {
   // A connection for StagePartition, which may keep the session's objects
   // an earlier staging made (Acquire by default).
   virtual absl::StatusOr<Lease> AcquireForStaging() { return Acquire(); }
+  // Whether OpenStagingGroup answers groups: the connections
+  // AcquireForStaging leases keep the group table between calls (false by
+  // default).
+  virtual bool StagesInGroups() const { return false; }
   // FAILED_PRECONDITION when the warehouse is not the one opened any more
   // (nothing by default).
   virtual absl::Status CheckWarehouse() { return absl::OkStatus(); }
@@ -156,6 +165,19 @@ class SqlEngine : public Engine {
   void set_store_id(const std::string& store_id);
 
  private:
+  // A StagingGroup over this engine (sql_staging_group.h).
+  class Group;
+
+  // Before a staging reads `inputs` of `job`: installs the change triggers
+  // of the inputs read from their published tables not tried yet in this
+  // process, on a connection of its own.
+  absl::Status EnsureInputSignals(const JobRegistry::Job& job,
+                                  const std::vector<InputRef>& inputs);
+  // After a staging found `unsignalled` inputs without a known signal:
+  // installs their triggers again, on a connection of its own.
+  absl::Status ReinstallSignals(
+      const std::set<const DatasetSpec*>& unsignalled);
+
   const Dialect& dialect_;
   JobRegistry jobs_;
   // Guards the settings.

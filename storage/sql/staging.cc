@@ -302,18 +302,18 @@ absl::Status CheckTransformOutputs(const DatasetSpec& dataset,
   return absl::OkStatus();
 }
 
-absl::StatusOr<StageResult> StagePartition(
+absl::StatusOr<StageResult> TransformPartition(
     Connection* conn, StagingHooks& hooks, const JobRegistry::Job& job,
     const DatasetSpec& dataset, const std::string& partition,
     const std::vector<InputRef>& inputs,
-    std::set<const DatasetSpec*>* unsignalled) {
+    std::set<const DatasetSpec*>* unsignalled, bool into_group,
+    TransformedPartition* transformed) {
   const Dialect& d = conn->dialect();
   const JobLayout& layout = job.layout();
   const std::string& job_id = layout.job_id;
   const std::string what = absl::StrCat("transform of ", dataset.name);
   const std::string cols = ColumnList(dataset);
   const std::string out = d.Name(d.Scratch(kOutTable));
-  const std::string stage = d.Name(d.Stage(job_id, dataset.name));
   const JobLayout::Item* item = FindItem(layout, dataset.name);
   // Each phase's time (StageTimings), from the leased connection on.
   Stopwatch phase;
@@ -344,89 +344,169 @@ absl::StatusOr<StageResult> StagePartition(
   const std::string in_partition = member->Condition(1);
   std::map<std::string, InputFingerprint> new_pins;
   std::vector<SignalledFingerprint> to_cache;
-  {
-    // Phase 1: a read transaction; writes only the session's objects.
-    ASSIGN_OR_RETURN(Transaction read,
-                     Transaction::Begin(conn, TxnMode::kSnapshot));
-    ASSIGN_OR_RETURN(std::vector<std::string> outputs,
-                     hooks.VetTransform(conn, setup, transform, params));
-    RETURN_IF_ERROR(CheckTransformOutputs(dataset, outputs));
-    // Rows an earlier call left when it failed after its transform.
-    RETURN_IF_ERROR(Annotate(
-        conn->Exec(absl::StrCat("DELETE FROM ", out)).status(), where));
-    absl::Status ran = conn->Exec(absl::StrCat("INSERT INTO ", out, " (", cols,
-                                               ") SELECT ", cols, " FROM (\n",
-                                               transform.text, "\n) AS _bf_t"),
-                                  params)
-                           .status();
-    if (!ran.ok()) {
-      return Annotate(ran, absl::StrCat(what, " on partition ", partition));
-    }
-    if (dataset.partition) {
-      RETURN_IF_ERROR(
-          CheckInside(conn, dataset, partition, out, *member, in_values));
-    }
-    if (item != nullptr && !item->keys.empty()) {
-      // Only the keys' rows are the transform's to replace; the others
-      // stay as published, so staging holds the partition as publishing
-      // would leave it.
-      const std::string in_keys =
-          d.InKeys(dataset, d.Keys(job_id, dataset.name));
-      RETURN_IF_ERROR(Annotate(
-          conn->Exec(absl::StrCat("DELETE FROM ", out, " WHERE NOT ", in_keys))
-              .status(),
-          where));
-      const Relation table = d.Published(dataset);
-      ASSIGN_OR_RETURN(bool published, conn->Exists(table));
-      if (published) {
-        RETURN_IF_ERROR(Annotate(
-            conn->Exec(
-                    absl::StrCat("INSERT INTO ", out, " (", cols, ") SELECT ",
-                                 cols, " FROM ", d.Name(table), " WHERE ",
-                                 in_partition, " AND NOT ", in_keys),
-                    in_values)
-                .status(),
-            where));
-      }
-    }
-    result.timings.transform = phase.Lap();
-    ASSIGN_OR_RETURN(Fingerprint fp,
-                     conn->HashRows(cols, absl::StrCat("FROM ", out)));
-    result.rows_written = fp.rows();
-    result.output_fingerprint = fp.ToString();
-    ASSIGN_OR_RETURN(result.inputs,
-                     InputFingerprints(conn, job, inputs, &new_pins, &to_cache,
-                                       unsignalled));
-    result.timings.fingerprint = phase.Lap();
-    RETURN_IF_ERROR(Annotate(read.Commit(), where));
+  // A read transaction; writes only the session's objects.
+  ASSIGN_OR_RETURN(Transaction read,
+                   Transaction::Begin(conn, TxnMode::kSnapshot));
+  ASSIGN_OR_RETURN(std::vector<std::string> outputs,
+                   hooks.VetTransform(conn, setup, transform, params));
+  RETURN_IF_ERROR(CheckTransformOutputs(dataset, outputs));
+  // Rows an earlier call left when it failed after its transform.
+  RETURN_IF_ERROR(
+      Annotate(conn->Exec(absl::StrCat("DELETE FROM ", out)).status(), where));
+  absl::Status ran = conn->Exec(absl::StrCat("INSERT INTO ", out, " (", cols,
+                                             ") SELECT ", cols, " FROM (\n",
+                                             transform.text, "\n) AS _bf_t"),
+                                params)
+                         .status();
+  if (!ran.ok()) {
+    return Annotate(ran, absl::StrCat(what, " on partition ", partition));
   }
-  {
-    // Phase 2: the short write: replace the partition's staged rows.
-    phase.Lap();
-    ASSIGN_OR_RETURN(Transaction write,
-                     Transaction::Begin(conn, TxnMode::kWrite));
+  if (dataset.partition) {
     RETURN_IF_ERROR(
-        Annotate(hooks.LockPartition(conn, job_id, dataset, partition), where));
+        CheckInside(conn, dataset, partition, out, *member, in_values));
+  }
+  if (item != nullptr && !item->keys.empty()) {
+    // Only the keys' rows are the transform's to replace; the others stay
+    // as published, so staging holds the partition as publishing would
+    // leave it.
+    const std::string in_keys = d.InKeys(dataset, d.Keys(job_id, dataset.name));
     RETURN_IF_ERROR(Annotate(
-        conn->Exec(absl::StrCat("DELETE FROM ", stage, " WHERE ", in_partition),
-                   in_values)
+        conn->Exec(absl::StrCat("DELETE FROM ", out, " WHERE NOT ", in_keys))
             .status(),
         where));
-    RETURN_IF_ERROR(
-        Annotate(conn->Exec(absl::StrCat("INSERT INTO ", stage, " (", cols,
-                                         ") SELECT ", cols, " FROM ", out))
-                     .status(),
-                 where));
-    // The inputs hashed under a known signal, cached with it (read in
-    // the same snapshot as their rows).
-    RETURN_IF_ERROR(Annotate(StoreFingerprints(conn, to_cache), where));
-    RETURN_IF_ERROR(hooks.CheckWarehouse());
-    CrashPoint("stage.before_commit");
-    RETURN_IF_ERROR(Annotate(write.Commit(), where));
-    result.timings.stage_write = phase.Lap();
+    const Relation table = d.Published(dataset);
+    ASSIGN_OR_RETURN(bool published, conn->Exists(table));
+    if (published) {
+      RETURN_IF_ERROR(Annotate(
+          conn->Exec(absl::StrCat("INSERT INTO ", out, " (", cols, ") SELECT ",
+                                  cols, " FROM ", d.Name(table), " WHERE ",
+                                  in_partition, " AND NOT ", in_keys),
+                     in_values)
+              .status(),
+          where));
+    }
   }
+  result.timings.transform = phase.Lap();
+  ASSIGN_OR_RETURN(Fingerprint fp,
+                   conn->HashRows(cols, absl::StrCat("FROM ", out)));
+  result.rows_written = fp.rows();
+  result.output_fingerprint = fp.ToString();
+  ASSIGN_OR_RETURN(
+      result.inputs,
+      InputFingerprints(conn, job, inputs, &new_pins, &to_cache, unsignalled));
+  result.timings.fingerprint = phase.Lap();
+  if (into_group) {
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("INSERT INTO ", d.Name(d.Scratch(kGroupTable)),
+                                " (", cols, ") SELECT ", cols, " FROM ", out))
+            .status(),
+        where));
+  }
+  RETURN_IF_ERROR(Annotate(read.Commit(), where));
+  transformed->partition = partition;
+  transformed->condition = in_partition;
+  transformed->values = std::move(in_values);
+  transformed->to_cache = std::move(to_cache);
+  transformed->new_pins = std::move(new_pins);
+  transformed->rows = result.rows_written;
+  return result;
+}
+
+absl::Status WriteStaged(Connection* conn, StagingHooks& hooks,
+                         const JobRegistry::Job& job,
+                         const DatasetSpec& dataset, bool from_group,
+                         const std::vector<TransformedPartition>& parts) {
+  if (parts.empty()) return absl::OkStatus();
+  const Dialect& d = conn->dialect();
+  const std::string& job_id = job.layout().job_id;
+  const std::string cols = ColumnList(dataset);
+  const std::string stage = d.Name(d.Stage(job_id, dataset.name));
+  const std::string source =
+      d.Name(d.Scratch(from_group ? kGroupTable : kOutTable));
+  const std::string where =
+      parts.size() == 1
+          ? absl::StrCat("Stage ", dataset.name, "/", parts[0].partition,
+                         " of ", job_id)
+          : absl::StrCat("Stage ", parts.size(), " partitions of ",
+                         dataset.name, " (", parts.front().partition, " .. ",
+                         parts.back().partition, ") of ", job_id);
+  ASSIGN_OR_RETURN(Transaction write,
+                   Transaction::Begin(conn, TxnMode::kWrite));
+  if (from_group) {
+    // Every transformed partition's rows, or none of them is written.
+    int64_t expected = 0;
+    for (const TransformedPartition& p : parts) expected += p.rows;
+    ASSIGN_OR_RETURN(Result held,
+                     conn->Exec(absl::StrCat("SELECT COUNT(*) FROM ", source)));
+    const int64_t found = held.rows.empty() || held.rows[0][0].null()
+                              ? -1
+                              : std::stoll(held.rows[0][0].text);
+    if (found != expected) {
+      return absl::AbortedError(absl::StrCat(
+          where, ": the session holds ", found, " transformed rows, not ",
+          expected, "; the partitions are staged again"));
+    }
+  }
+  for (const TransformedPartition& p : parts) {
+    RETURN_IF_ERROR(Annotate(
+        hooks.LockPartition(conn, job_id, dataset, p.partition), where));
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("DELETE FROM ", stage, " WHERE ", p.condition),
+                   p.values)
+            .status(),
+        where));
+  }
+  RETURN_IF_ERROR(
+      Annotate(conn->Exec(absl::StrCat("INSERT INTO ", stage, " (", cols,
+                                       ") SELECT ", cols, " FROM ", source))
+                   .status(),
+               where));
+  if (from_group) {
+    RETURN_IF_ERROR(Annotate(
+        conn->Exec(absl::StrCat("DELETE FROM ", source)).status(), where));
+  }
+  // The inputs hashed under a known signal, cached with it (read in the
+  // same snapshot as their rows).
+  for (const TransformedPartition& p : parts) {
+    RETURN_IF_ERROR(Annotate(StoreFingerprints(conn, p.to_cache), where));
+  }
+  RETURN_IF_ERROR(hooks.CheckWarehouse());
+  CrashPoint("stage.before_commit");
+  RETURN_IF_ERROR(Annotate(write.Commit(), where));
+  for (const TransformedPartition& p : parts) {
+    for (const auto& [name, f] : p.new_pins) job.KeepPinnedFingerprint(f);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrepareGroupTable(Connection* conn, const DatasetSpec& dataset) {
+  const Dialect& d = conn->dialect();
+  ASSIGN_OR_RETURN(std::string defs, d.ColumnDefinitions(dataset));
+  RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ",
+                                          d.Name(d.Scratch(kGroupTable))))
+                      .status());
+  return conn
+      ->Exec(absl::StrCat("CREATE TEMP TABLE ", Dialect::Quote(kGroupTable),
+                          " (", defs, ")"))
+      .status();
+}
+
+absl::StatusOr<StageResult> StagePartition(
+    Connection* conn, StagingHooks& hooks, const JobRegistry::Job& job,
+    const DatasetSpec& dataset, const std::string& partition,
+    const std::vector<InputRef>& inputs,
+    std::set<const DatasetSpec*>* unsignalled) {
+  TransformedPartition transformed;
+  ASSIGN_OR_RETURN(
+      StageResult result,
+      TransformPartition(conn, hooks, job, dataset, partition, inputs,
+                         unsignalled, /*into_group=*/false, &transformed));
+  // The short write: replace the partition's staged rows.
+  Stopwatch write;
+  RETURN_IF_ERROR(WriteStaged(conn, hooks, job, dataset, /*from_group=*/false,
+                              {transformed}));
+  result.timings.stage_write = write.Elapsed();
   RETURN_IF_ERROR(hooks.CloseTransform(conn, result.rows_written));
-  for (const auto& [name, f] : new_pins) job.KeepPinnedFingerprint(f);
   return result;
 }
 

@@ -16,7 +16,11 @@
 //   2. a write transaction deletes the partition's staged rows, copies
 //      the temporary table into staging and caches the inputs' new
 //      fingerprints with their signal.
-// A failed check stages nothing: the write transaction never starts. The
+// A failed check stages nothing: the write transaction never starts.
+// Short partitions of one dataset may share step 2 (a staging group,
+// sql_staging_group.h): step 1 then also appends the output to the
+// session's group table (kGroupTable), and one write transaction replaces
+// the staged rows of all of them. The
 // transform reads its inputs through temporary views that shadow the table
 // names it uses (its text is never rewritten): a dataset the job
 // recomputes reads its staged rows UNION ALL its published rows outside
@@ -37,6 +41,7 @@
 #define BACKFILL_STORAGE_SQL_STAGING_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,6 +50,7 @@
 #include "absl/status/statusor.h"
 #include "core/model/catalog.h"
 #include "core/ports/engine.h"
+#include "storage/sql/change_signal.h"
 #include "storage/sql/connection.h"
 #include "storage/sql/dialect.h"
 #include "storage/sql/job_registry.h"
@@ -128,6 +134,46 @@ absl::Status CheckLayout(const Dialect& dialect, const JobLayout& layout);
 // snapshot of each pinned input that has none yet (kept across restarts).
 absl::Status PrepareJob(Connection* conn, StagingHooks& hooks,
                         const JobLayout& layout);
+
+// The session's temporary table a group of transformed partitions waits
+// in for its write (TransformPartition into_group, WriteStaged from_group).
+// It shadows no table: a dataset's table never starts with "_bf_".
+inline constexpr char kGroupTable[] = "_bf_group";
+
+// What the write of one transformed partition needs.
+struct TransformedPartition {
+  std::string partition;
+  std::string condition;  // its membership condition, over `values`
+  Params values;
+  std::vector<SignalledFingerprint> to_cache;
+  std::map<std::string, InputFingerprint> new_pins;
+  int64_t rows = 0;
+};
+
+// Step 1 of StagePartition (the read transaction): the partition's rows in
+// the session's output table, checked and fingerprinted, and with
+// `into_group` also appended to the group table (kGroupTable, made by
+// PrepareGroupTable) in the same transaction. The result's stage_write is
+// zero; `transformed` gets what WriteStaged needs.
+absl::StatusOr<StageResult> TransformPartition(
+    Connection* conn, StagingHooks& hooks, const JobRegistry::Job& job,
+    const DatasetSpec& dataset, const std::string& partition,
+    const std::vector<InputRef>& inputs,
+    std::set<const DatasetSpec*>* unsignalled, bool into_group,
+    TransformedPartition* transformed);
+
+// Step 2 (the write transaction): deletes the staged rows of every
+// partition of `parts` and copies the output table (`from_group`: the
+// group table, whose row count must be theirs, else ABORTED, and which is
+// emptied in the same transaction) into staging; caches their inputs'
+// fingerprints; keeps their pinned inputs' fingerprints after the commit.
+absl::Status WriteStaged(Connection* conn, StagingHooks& hooks,
+                         const JobRegistry::Job& job,
+                         const DatasetSpec& dataset, bool from_group,
+                         const std::vector<TransformedPartition>& parts);
+
+// (Re)makes the session's group table, empty and typed like `dataset`.
+absl::Status PrepareGroupTable(Connection* conn, const DatasetSpec& dataset);
 
 // Stages `partition` of `dataset` for `job` (see above). The inputs read
 // from their published tables whose change signal was not known

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "core/base/status_macros.h"
 #include "core/base/sv.h"
+#include "storage/sql/staging.h"
 
 namespace backfill::sqlite {
 
@@ -162,6 +163,9 @@ absl::Status SqliteConnection::DropScratch() {
     }
   }
   for (const auto& [type, name] : objects) {
+    // A staging group's rows wait there for their write; the table shadows
+    // nothing.
+    if (name == sql::kGroupTable) continue;
     RETURN_IF_ERROR(
         db_->Exec(absl::StrCat(type == "view" ? "DROP VIEW IF EXISTS temp."
                                               : "DROP TABLE IF EXISTS "

@@ -49,7 +49,9 @@ class SqliteConnection : public sql::Connection {
   // A progress handler stops a statement that ran longer (SQLite's
   // interrupt), which reads as DEADLINE_EXCEEDED.
   absl::Status LimitTime(absl::Duration limit) override;
-  // Drops every table and view of the temp schema.
+  // Drops every table and view of the temp schema but a staging group's
+  // table (sql::kGroupTable): it shadows nothing, its rows wait for the
+  // group's write, and every group makes it again.
   absl::Status DropScratch() override;
   absl::Status Begin(sql::TxnMode mode) override;
   absl::Status Commit() override;

@@ -199,6 +199,8 @@ class SqliteEngine : public sql::SqlEngine {
   // sql::SqlEngine.
   absl::StatusOr<sql::Lease> Acquire() override;
   absl::StatusOr<sql::Lease> AcquireForStaging() override;
+  // Its staging connections keep their temporary tables between calls.
+  bool StagesInGroups() const override { return true; }
   absl::Status CheckWarehouse() override { return CheckFile(); }
   sql::ReplaceHooks& replace_hooks() override;
   sql::StagingHooks& staging_hooks() override;

@@ -1,12 +1,14 @@
 #include "tests/testing/fake_engine.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/status_macros.h"
 #include "core/model/fingerprint.h"
 #include "core/model/partition.h"
 #include "core/plan/affected_by.h"
@@ -527,6 +529,13 @@ absl::StatusOr<StageResult> FakeEngine::StagePartition(
       !s.ok()) {
     return s;
   }
+  return Stage(job_id, dataset, partition, inputs, /*write=*/true);
+}
+
+absl::StatusOr<StageResult> FakeEngine::Stage(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, const std::vector<InputRef>& inputs,
+    bool write) {
   for (const InputRef& in : inputs) {
     if (in.dataset == nullptr) {
       return absl::InvalidArgumentError(
@@ -562,18 +571,88 @@ absl::StatusOr<StageResult> FakeEngine::StagePartition(
   for (const InputRef& in : inputs) {
     result.inputs.push_back(InputLocked(job_id, prepared->second, in));
   }
-  std::map<std::string, int64_t>& staged =
-      staging_[job_id].staged[dataset.name];
-  if (rows > 0) {
-    staged[partition] = rows;
-  } else {
-    staged.erase(partition);
+  if (write) {
+    std::map<std::string, int64_t>& staged =
+        staging_[job_id].staged[dataset.name];
+    if (rows > 0) {
+      staged[partition] = rows;
+    } else {
+      staged.erase(partition);
+    }
   }
   result.rows_written = rows;
   result.output_fingerprint =
       FingerprintOf(dataset.name, dataset.transform_version, partition, rows);
   result.timings = stage_timings_;
+  if (!write) result.timings.stage_write = absl::ZeroDuration();
   return result;
+}
+
+void FakeEngine::WriteStaged(const std::string& job_id,
+                             const std::string& dataset,
+                             const std::map<std::string, int64_t>& rows) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t>& staged = staging_[job_id].staged[dataset];
+  for (const auto& [partition, n] : rows) {
+    if (n > 0) {
+      staged[partition] = n;
+    } else {
+      staged.erase(partition);
+    }
+  }
+}
+
+class FakeEngine::Group : public StagingGroup {
+ public:
+  Group(FakeEngine* engine, std::string job_id, const DatasetSpec* dataset)
+      : engine_(engine), job_id_(std::move(job_id)), dataset_(dataset) {}
+
+  absl::StatusOr<StageResult> Stage(
+      const std::string& partition,
+      const std::vector<InputRef>& inputs) override {
+    if (absl::Status s =
+            engine_->Enter({"GroupStage", job_id_, dataset_->name, partition});
+        !s.ok()) {
+      return s;
+    }
+    ASSIGN_OR_RETURN(StageResult result,
+                     engine_->Stage(job_id_, *dataset_, partition, inputs,
+                                    /*write=*/false));
+    kept_[partition] = result.rows_written;
+    return result;
+  }
+
+  absl::StatusOr<absl::Duration> Commit() override {
+    if (kept_.empty()) return absl::ZeroDuration();
+    std::vector<std::string> partitions;
+    for (const auto& [partition, rows] : kept_) partitions.push_back(partition);
+    std::map<std::string, int64_t> kept;
+    kept.swap(kept_);
+    RETURN_IF_ERROR(engine_->Enter({"GroupCommit", job_id_, dataset_->name,
+                                    absl::StrJoin(partitions, ",")}));
+    engine_->WriteStaged(job_id_, dataset_->name, kept);
+    absl::MutexLock lock(&engine_->mu_);
+    return engine_->stage_timings_.stage_write;
+  }
+
+ private:
+  FakeEngine* const engine_;
+  const std::string job_id_;
+  const DatasetSpec* const dataset_;
+  std::map<std::string, int64_t> kept_;
+};
+
+absl::StatusOr<std::unique_ptr<StagingGroup>> FakeEngine::OpenStagingGroup(
+    const std::string& job_id, const DatasetSpec& dataset) {
+  absl::MutexLock lock(&mu_);
+  if (!staging_groups_) return std::unique_ptr<StagingGroup>();
+  return std::unique_ptr<StagingGroup>(
+      std::make_unique<Group>(this, job_id, &dataset));
+}
+
+void FakeEngine::SetStagingGroups(bool on) {
+  absl::MutexLock lock(&mu_);
+  staging_groups_ = on;
 }
 
 absl::Status FakeEngine::ReleasePartitions(

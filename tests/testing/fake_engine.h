@@ -55,6 +55,11 @@
 // INVALID_ARGUMENT, as is a column no seeded row of the dataset has; the
 // predicate is first checked by CheckPredicate, as SqliteEngine does.
 //
+// Staging groups (OpenStagingGroup) only after SetStagingGroups(true): a
+// group's Stage is StagePartition without the write (counted as
+// "GroupStage"), its Commit writes what it kept at once (counted as
+// "GroupCommit", its partitions joined by ","; a failing hook writes none).
+//
 // Fault injection: every call but Interrupt is counted, then consults the
 // hook (if set) with the method's name and what it names, outside the
 // engine's lock: a non-OK status fails the call before it does anything;
@@ -71,6 +76,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -128,6 +134,9 @@ class FakeEngine : public Engine {
       const std::string& job_id, const DatasetSpec& dataset,
       const std::string& partition,
       const std::vector<InputRef>& inputs) override;
+  // Null unless SetStagingGroups(true).
+  absl::StatusOr<std::unique_ptr<StagingGroup>> OpenStagingGroup(
+      const std::string& job_id, const DatasetSpec& dataset) override;
   absl::Status ReleasePartitions(
       const std::string& job_id, const DatasetSpec& dataset,
       const std::vector<std::string>& partitions) override;
@@ -173,6 +182,8 @@ class FakeEngine : public Engine {
   void SetHook(Hook hook);            // nullptr: none
   // What every successful StagePartition reports as StageResult::timings.
   void SetStageTimings(const StageTimings& timings);
+  // Whether OpenStagingGroup answers groups (default false).
+  void SetStagingGroups(bool on);
   // ValidateStaged of `dataset` (in any job) reports `failures`.
   void SetValidationFailures(const std::string& dataset,
                              std::vector<std::string> failures);
@@ -274,6 +285,20 @@ class FakeEngine : public Engine {
   int64_t interrupts() const;
 
  private:
+  class Group;
+
+  // StagePartition after its hook: with `write`, the rows replace what is
+  // staged for the partition.
+  absl::StatusOr<StageResult> Stage(const std::string& job_id,
+                                    const DatasetSpec& dataset,
+                                    const std::string& partition,
+                                    const std::vector<InputRef>& inputs,
+                                    bool write) ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes `rows` as the staged rows of each partition of `dataset`.
+  void WriteStaged(const std::string& job_id, const std::string& dataset,
+                   const std::map<std::string, int64_t>& rows)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // What a job left in the warehouse; survives Restart.
   struct Staging {
     // Dataset -> partition -> staged rows; a dataset present has staging.
@@ -312,6 +337,7 @@ class FakeEngine : public Engine {
   Hook hook_ ABSL_GUARDED_BY(mu_);
   RowsFor rows_for_ ABSL_GUARDED_BY(mu_);
   StageTimings stage_timings_ ABSL_GUARDED_BY(mu_);
+  bool staging_groups_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::vector<std::string>> validation_failures_
       ABSL_GUARDED_BY(mu_);
   MeasureFor measure_for_ ABSL_GUARDED_BY(mu_);
