@@ -30,7 +30,8 @@ absl::StatusOr<StageResult> SqlEngine::Group::Stage(
   }
   if (conn_ == nullptr) {
     ASSIGN_OR_RETURN(Lease conn, engine_->AcquireForStaging());
-    RETURN_IF_ERROR(PrepareGroupTable(conn.get(), *dataset_));
+    RETURN_IF_ERROR(
+        PrepareGroupTable(conn.get(), engine_->staging_hooks(), *dataset_));
     conn_ = std::move(conn);
   }
   StagingHooks& hooks = engine_->staging_hooks();

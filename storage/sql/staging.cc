@@ -77,6 +77,14 @@ absl::Status CheckInside(Connection* conn, const DatasetSpec& dataset,
                          const Membership& member, const Params& values) {
   const Dialect& d = conn->dialect();
   const std::string col = Dialect::Quote(dataset.partition->column);
+  // Whether any row is outside first (the common answer, no): the count
+  // and the first such row only when one is.
+  ASSIGN_OR_RETURN(
+      Result any,
+      conn->Exec(absl::StrCat("SELECT 1 FROM ", out, " WHERE (",
+                              member.Condition(1), ") IS NOT TRUE LIMIT 1"),
+                 values));
+  if (any.rows.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(
       Result outside,
       conn->Exec(
@@ -479,16 +487,22 @@ absl::Status WriteStaged(Connection* conn, StagingHooks& hooks,
   return absl::OkStatus();
 }
 
-absl::Status PrepareGroupTable(Connection* conn, const DatasetSpec& dataset) {
+absl::Status StagingHooks::PrepareGroupTable(Connection* conn,
+                                             const std::string& create) {
   const Dialect& d = conn->dialect();
-  ASSIGN_OR_RETURN(std::string defs, d.ColumnDefinitions(dataset));
   RETURN_IF_ERROR(conn->Exec(absl::StrCat("DROP TABLE IF EXISTS ",
                                           d.Name(d.Scratch(kGroupTable))))
                       .status());
-  return conn
-      ->Exec(absl::StrCat("CREATE TEMP TABLE ", Dialect::Quote(kGroupTable),
-                          " (", defs, ")"))
-      .status();
+  return conn->Exec(create).status();
+}
+
+absl::Status PrepareGroupTable(Connection* conn, StagingHooks& hooks,
+                               const DatasetSpec& dataset) {
+  const Dialect& d = conn->dialect();
+  ASSIGN_OR_RETURN(std::string defs, d.ColumnDefinitions(dataset));
+  return hooks.PrepareGroupTable(
+      conn, absl::StrCat("CREATE TEMP TABLE ", Dialect::Quote(kGroupTable),
+                         " (", defs, ")"));
 }
 
 absl::StatusOr<StageResult> StagePartition(

@@ -119,6 +119,12 @@ class StagingHooks {
     return absl::OkStatus();
   }
 
+  // Before a staging group's first transform: the session's group table
+  // (kGroupTable) made by `create` ("CREATE TEMP TABLE ..."), empty. By
+  // default it is dropped and made again.
+  virtual absl::Status PrepareGroupTable(Connection* conn,
+                                         const std::string& create);
+
   // After a staging succeeded, which wrote `rows_staged` rows: leaves the
   // session as the next call should find it.
   virtual absl::Status CloseTransform(Connection* conn,
@@ -172,8 +178,10 @@ absl::Status WriteStaged(Connection* conn, StagingHooks& hooks,
                          const DatasetSpec& dataset, bool from_group,
                          const std::vector<TransformedPartition>& parts);
 
-// (Re)makes the session's group table, empty and typed like `dataset`.
-absl::Status PrepareGroupTable(Connection* conn, const DatasetSpec& dataset);
+// The session's group table, empty and typed like `dataset`
+// (StagingHooks::PrepareGroupTable).
+absl::Status PrepareGroupTable(Connection* conn, StagingHooks& hooks,
+                               const DatasetSpec& dataset);
 
 // Stages `partition` of `dataset` for `job` (see above). The inputs read
 // from their published tables whose change signal was not known

@@ -9,6 +9,7 @@
 #include "core/base/sv.h"
 #include "core/model/partition.h"
 #include "storage/sql/dialect.h"
+#include "storage/sqlite/sqlite_connection.h"
 
 namespace backfill::sqlite {
 namespace {
@@ -168,11 +169,24 @@ absl::StatusOr<std::vector<std::string>> ChangeTriggerStatements(
 
 absl::StatusOr<std::string> ChangeTableIdentity(sql::Connection* conn,
                                                 const DatasetSpec& ds) {
+  // The schema's text changes only with its version: read once per version
+  // (every staging asks, and the text is the schema's rows of the table).
+  ASSIGN_OR_RETURN(sql::Result v, conn->Exec("PRAGMA main.schema_version"));
+  const int64_t version =
+      v.rows.empty() || v.rows[0].empty() ? -1 : v.rows[0][0].integer;
+  SqliteConnection::KnownIdentity& known =
+      static_cast<SqliteConnection*>(conn)->identities()[ds.table];
+  if (version >= 0 && known.schema_version == version) return known.identity;
   ASSIGN_OR_RETURN(sql::Result r, conn->Exec(kIdentitySql, {ds.table}));
-  if (r.rows.empty() || r.rows[0][0].null()) return std::string();
+  std::string identity;
   // Without the table's own row there is nothing to follow.
-  if (r.rows[0][0].text.rfind("table:", 0) != 0) return std::string();
-  return r.rows[0][0].text;
+  if (!r.rows.empty() && !r.rows[0][0].null() &&
+      r.rows[0][0].text.rfind("table:", 0) == 0) {
+    identity = r.rows[0][0].text;
+  }
+  known.schema_version = version;
+  known.identity = identity;
+  return identity;
 }
 
 }  // namespace backfill::sqlite

@@ -34,9 +34,20 @@ class SqliteConnection : public sql::Connection {
 
   Database* db() const { return db_; }
   FingerprintQueryCache* fingerprint_queries() { return &fingerprints_; }
+  // A change-signal identity (sqlite_change_triggers.h) this connection read
+  // for a table, with the schema version (PRAGMA schema_version) it read it
+  // under: still the identity while the version is the same.
+  struct KnownIdentity {
+    int64_t schema_version = -1;
+    std::string identity;
+  };
+  std::map<std::string, KnownIdentity>& identities() { return identities_; }
   // What the objects of the session's temp schema were made for, as their
   // maker names it ("" for none); DropScratch forgets it.
   std::string& scratch_key() { return scratch_key_; }
+  // The statement that made the session's staging group table
+  // (sql::kGroupTable; "" for none); DropScratch keeps both.
+  std::string& group_table_key() { return group_table_key_; }
 
   const sql::Dialect& dialect() const override { return *dialect_; }
   absl::StatusOr<sql::Result> Exec(
@@ -84,7 +95,9 @@ class SqliteConnection : public sql::Connection {
   std::optional<Transaction> txn_;
   std::optional<absl::Duration> limit_;  // until the transaction ends
   std::string scratch_key_;
+  std::string group_table_key_;
   FingerprintQueryCache fingerprints_;
+  std::map<std::string, KnownIdentity> identities_;  // by table
 };
 
 }  // namespace backfill::sqlite

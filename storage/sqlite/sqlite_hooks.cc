@@ -114,6 +114,23 @@ absl::StatusOr<std::vector<std::string>> SqliteHooks::VetTransform(
   return CompiledOn(static_cast<SqliteConnection*>(conn)).outputs;
 }
 
+absl::Status SqliteHooks::PrepareGroupTable(sql::Connection* conn,
+                                            const std::string& create) {
+  std::string& made = static_cast<SqliteConnection*>(conn)->group_table_key();
+  if (made == create) {
+    // Missing after all (dropped by hand): made again below.
+    if (conn->Exec(absl::StrCat("DELETE FROM temp.",
+                                sql::Dialect::Quote(sql::kGroupTable)))
+            .ok()) {
+      return absl::OkStatus();
+    }
+  }
+  made.clear();
+  RETURN_IF_ERROR(sql::StagingHooks::PrepareGroupTable(conn, create));
+  made = create;
+  return absl::OkStatus();
+}
+
 absl::Status SqliteHooks::CloseTransform(sql::Connection* conn,
                                          int64_t /*rows_staged*/) {
   return conn->Exec("DELETE FROM temp.\"_bf_out\"").status();

@@ -68,6 +68,10 @@ class SqliteHooks : public sql::ReplaceHooks, public sql::StagingHooks {
       const sql::CompiledTransform& transform,
       const sql::Params& params) override;
   // The output table stays for the next partition, empty.
+  // Keeps the table of the last group when `create` is what made it, and
+  // empties it.
+  absl::Status PrepareGroupTable(sql::Connection* conn,
+                                 const std::string& create) override;
   absl::Status CloseTransform(sql::Connection* conn,
                               int64_t rows_staged) override;
 
