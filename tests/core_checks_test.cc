@@ -304,8 +304,9 @@ TEST_F(CheckUnitTest, ReferencesAndNotNullReadTheProfile) {
   engine_.SetProfileEdit(
       [](const std::string&, const std::string& p, PartitionProfile* profile) {
         if (p != "2025-01-02") return;
-        profile->orphans[0] = {2, {"(customer_id=99)", "(customer_id=98)"}};
-        profile->nulls["region"] = {1, {"(region=NULL)"}};
+        profile->mutable_orphans()[0] = {
+            2, {"(customer_id=99)", "(customer_id=98)"}};
+        profile->mutable_nulls()["region"] = {1, {"(region=NULL)"}};
       });
   ASSERT_NO_FATAL_FAILURE(Stage(
       "      - {kind: references, column: customer_id, dataset: customers, "
@@ -355,7 +356,7 @@ TEST_F(CheckUnitTest, SchemaDriftNamesTheColumns) {
                                         {"customer", "INTEGER"}});
   engine_.SetProfileEdit(
       [](const std::string&, const std::string&, PartitionProfile* p) {
-        p->type_mismatches["revenue"] = {1, {"(revenue='n/a')"}};
+        p->mutable_type_mismatches()["revenue"] = {1, {"(revenue='n/a')"}};
       });
   ValidationOutcome out = Validate();
   const std::string all = absl::StrJoin(out.failures, "\n");

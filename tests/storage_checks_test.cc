@@ -137,12 +137,12 @@ TEST_F(SqliteEngineChecksTest, ValuesOfAnotherTypeAreCounted) {
   for (const auto& [day, p] : *profile) {
     const int64_t want = std::stoll(expected.at(day));
     if (want == 0) {
-      EXPECT_FALSE(p.type_mismatches.count("revenue")) << day;
+      EXPECT_FALSE(p.type_mismatches().count("revenue")) << day;
       continue;
     }
-    ASSERT_TRUE(p.type_mismatches.count("revenue")) << day;
-    EXPECT_EQ(p.type_mismatches.at("revenue").count, want) << day;
-    EXPECT_THAT(p.type_mismatches.at("revenue").samples[0],
+    ASSERT_TRUE(p.type_mismatches().count("revenue")) << day;
+    EXPECT_EQ(p.type_mismatches().at("revenue").count, want) << day;
+    EXPECT_THAT(p.type_mismatches().at("revenue").samples[0],
                 HasSubstr("revenue='unknown'"));
   }
 }

@@ -266,8 +266,8 @@ TEST_P(EngineChecksConformanceTest, StagedProfileMatchesPlainSql) {
     SCOPED_TRACE(day);
     ASSERT_TRUE(rows.count(day));
     EXPECT_EQ(p.rows, rows.at(day));
-    ASSERT_TRUE(p.sums.count("revenue"));
-    EXPECT_EQ(InCents(p.sums.at("revenue")), cents.at(day));
+    ASSERT_TRUE(p.sums().count("revenue"));
+    EXPECT_EQ(InCents(p.sums().at("revenue")), cents.at(day));
 
     const auto pinned_it = orphans_pinned.find(day);
     const std::set<std::string> pinned_ids = pinned_it == orphans_pinned.end()
@@ -277,44 +277,44 @@ TEST_P(EngineChecksConformanceTest, StagedProfileMatchesPlainSql) {
     const std::set<std::string> now_ids =
         now_it == orphans_now.end() ? std::set<std::string>{} : now_it->second;
     // A NULL region: the customer is not in the pinned dimension.
-    ASSERT_TRUE(p.nulls.count("region"));
-    EXPECT_EQ(p.nulls.at("region").count,
+    ASSERT_TRUE(p.nulls().count("region"));
+    EXPECT_EQ(p.nulls().at("region").count,
               static_cast<int64_t>(pinned_ids.size()));
-    ExpectSamplesName(p.nulls.at("region"), 3, "customer_id", pinned_ids);
-    for (const std::string& s : p.nulls.at("region").samples) {
+    ExpectSamplesName(p.nulls().at("region"), 3, "customer_id", pinned_ids);
+    for (const std::string& s : p.nulls().at("region").samples) {
       EXPECT_THAT(s, HasSubstr("region=NULL"));
     }
-    ASSERT_TRUE(p.nulls.count("revenue"));
-    EXPECT_EQ(p.nulls.at("revenue").count, At(no_amount, day));
+    ASSERT_TRUE(p.nulls().count("revenue"));
+    EXPECT_EQ(p.nulls().at("revenue").count, At(no_amount, day));
 
-    ASSERT_EQ(p.orphans.size(), 3u);
-    EXPECT_EQ(p.orphans[0].count, static_cast<int64_t>(pinned_ids.size()));
-    ExpectSamplesName(p.orphans[0], 3, "customer_id", pinned_ids);
-    EXPECT_EQ(p.orphans[1].count, static_cast<int64_t>(now_ids.size()));
-    ExpectSamplesName(p.orphans[1], 3, "customer_id", now_ids);
+    ASSERT_EQ(p.orphans().size(), 3u);
+    EXPECT_EQ(p.orphans()[0].count, static_cast<int64_t>(pinned_ids.size()));
+    ExpectSamplesName(p.orphans()[0], 3, "customer_id", pinned_ids);
+    EXPECT_EQ(p.orphans()[1].count, static_cast<int64_t>(now_ids.size()));
+    ExpectSamplesName(p.orphans()[1], 3, "customer_id", now_ids);
     // Every staged row has a customer: all are orphans of no table.
-    EXPECT_EQ(p.orphans[2].count, rows.at(day));
-    EXPECT_EQ(p.orphans[2].samples.size(),
+    EXPECT_EQ(p.orphans()[2].count, rows.at(day));
+    EXPECT_EQ(p.orphans()[2].samples.size(),
               std::min<size_t>(3, static_cast<size_t>(rows.at(day))));
 
-    EXPECT_TRUE(p.type_mismatches.empty());
+    EXPECT_TRUE(p.type_mismatches().empty());
   }
   // Customer 6's one order has no amount: its row is the NULL revenue.
-  ASSERT_EQ(profile->at("2025-01-03").nulls.at("revenue").samples.size(), 1u);
-  EXPECT_THAT(profile->at("2025-01-03").nulls.at("revenue").samples[0],
+  ASSERT_EQ(profile->at("2025-01-03").nulls().at("revenue").samples.size(), 1u);
+  EXPECT_THAT(profile->at("2025-01-03").nulls().at("revenue").samples[0],
               HasSubstr("customer_id=6"));
 
   // Fewer samples when asked; none at all with 0.
   request.samples = 1;
   auto one = engine()->ProfileStaged("bf-1", cust_, request);
   ASSERT_TRUE(one.ok()) << one.status();
-  ExpectSamplesName(one->at("2025-01-04").orphans[0], 1, "customer_id",
+  ExpectSamplesName(one->at("2025-01-04").orphans()[0], 1, "customer_id",
                     orphans_pinned.at("2025-01-04"));
   request.samples = 0;
   auto none = engine()->ProfileStaged("bf-1", cust_, request);
   ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_EQ(none->at("2025-01-04").orphans[0].count, 4);
-  EXPECT_THAT(none->at("2025-01-04").orphans[0].samples, IsEmpty());
+  EXPECT_EQ(none->at("2025-01-04").orphans()[0].count, 4);
+  EXPECT_THAT(none->at("2025-01-04").orphans()[0].samples, IsEmpty());
 }
 
 TEST_P(EngineChecksConformanceTest, StagedProfileNeedsContractColumns) {
@@ -366,8 +366,8 @@ TEST_P(EngineChecksConformanceTest, PublishedProfileCoversTheJobsPartitions) {
     SCOPED_TRACE(day);
     ASSERT_TRUE(rows.count(day));
     EXPECT_EQ(p.rows, rows.at(day));
-    ASSERT_TRUE(p.sums.count("revenue"));
-    EXPECT_EQ(InCents(p.sums.at("revenue")), cents.at(day));
+    ASSERT_TRUE(p.sums().count("revenue"));
+    EXPECT_EQ(InCents(p.sums().at("revenue")), cents.at(day));
   }
 
   // A measure the published table does not have is absent.
@@ -387,7 +387,7 @@ TEST_P(EngineChecksConformanceTest, PublishedProfileCoversTheJobsPartitions) {
   ASSERT_EQ(without->size(), 1u);
   EXPECT_EQ(without->at("2025-01-01").rows,
             Int("SELECT COUNT(*) FROM drifted WHERE ds = '2025-01-01'"));
-  EXPECT_THAT(without->at("2025-01-01").sums, IsEmpty());
+  EXPECT_THAT(without->at("2025-01-01").sums(), IsEmpty());
 
   // Before any publish the table does not exist: no rows.
   DatasetSpec later = cust_;

@@ -707,8 +707,8 @@ TEST_P(EngineContractTest, ProfilesAndDescriptionsFollowTheSameRules) {
   ASSERT_EQ(staged->size(), counted->rows_by_partition.size());
   for (const auto& [day, p] : *staged) {
     EXPECT_EQ(p.rows, counted->rows_by_partition.at(day)) << day;
-    EXPECT_TRUE(p.sums.count("revenue")) << day;
-    EXPECT_EQ(p.nulls.at("region").count, 0) << day;
+    EXPECT_TRUE(p.sums().count("revenue")) << day;
+    EXPECT_EQ(p.nulls().at("region").count, 0) << day;
   }
   // Published rows of the job's partitions only: 01 was published, 02 not.
   auto published = engine()->ProfilePublished("bf-2", revenue_, request);

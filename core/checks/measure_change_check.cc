@@ -43,15 +43,15 @@ absl::StatusOr<std::vector<CheckResult>> MeasureChangeCheck::Run(
   for (const std::string& partition : c.partitions) {
     auto p = c.published->find(partition);
     if (p == c.published->end() || p->second.rows == 0 ||
-        !p->second.sums.count(col)) {
+        !p->second.sums().count(col)) {
       out.Pass();  // new partition (or a table without the column: schema)
       continue;
     }
-    const double before = p->second.sums.at(col);
+    const double before = p->second.sums().at(col);
     auto s = c.staged->find(partition);
-    const double after = s == c.staged->end() || !s->second.sums.count(col)
+    const double after = s == c.staged->end() || !s->second.sums().count(col)
                              ? 0
-                             : s->second.sums.at(col);
+                             : s->second.sums().at(col);
     before_total += before;
     after_total += after;
     ++compared;

@@ -30,8 +30,8 @@ absl::StatusOr<std::vector<CheckResult>> NotNullCheck::Run(
     std::vector<std::string> found;
     std::vector<std::string> samples;
     for (const std::string& col : spec_.columns) {
-      auto n = s->second.nulls.find(col);
-      if (n == s->second.nulls.end() || n->second.count == 0) continue;
+      auto n = s->second.nulls().find(col);
+      if (n == s->second.nulls().end() || n->second.count == 0) continue;
       found.push_back(
           absl::StrCat(RowsText(n->second.count), " with ", col, " NULL"));
       for (const std::string& row : n->second.samples) {

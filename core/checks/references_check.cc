@@ -24,11 +24,11 @@ absl::StatusOr<std::vector<CheckResult>> ReferencesCheck::Run(
   }
   for (const std::string& partition : c.partitions) {
     auto s = c.staged->find(partition);
-    if (s == c.staged->end() || s->second.orphans.size() <= index_) {
+    if (s == c.staged->end() || s->second.orphans().size() <= index_) {
       out.Pass();
       continue;
     }
-    const CountWithSamples& orphans = s->second.orphans[index_];
+    const CountWithSamples& orphans = s->second.orphans()[index_];
     if (orphans.count <= spec_.max_orphans) {
       out.Pass();
       continue;

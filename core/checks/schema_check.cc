@@ -144,13 +144,13 @@ absl::StatusOr<std::vector<CheckResult>> SchemaCheck::Run(
   // The staged values' types, per partition.
   for (const std::string& partition : c.partitions) {
     auto s = c.staged->find(partition);
-    if (s == c.staged->end() || s->second.type_mismatches.empty()) {
+    if (s == c.staged->end() || s->second.type_mismatches().empty()) {
       out.Pass();
       continue;
     }
     std::vector<std::string> found;
     std::vector<std::string> samples;
-    for (const auto& [column, mismatch] : s->second.type_mismatches) {
+    for (const auto& [column, mismatch] : s->second.type_mismatches()) {
       std::string declared;
       for (const ColumnSpec& col : ds.columns) {
         if (col.name == column) declared = col.type;

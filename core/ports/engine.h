@@ -188,15 +188,77 @@ absl::Status TransformRefused(const DatasetSpec& dataset, std::string_view why,
 // The profile of one partition's rows. (std::map, not absl::btree_map, in
 // these structs that cross between modules: absl's B-tree has another
 // layout in a build with the sanitizers, whose tests are built without.)
-struct PartitionProfile {
+// A job's profile holds one per partition, most of them with nothing but
+// their rows: the rest is allocated only when a mutable_ accessor is
+// called, so that a partition with no sums, NULLs, orphans or type
+// mismatches costs 16 bytes.
+class PartitionProfile {
+ public:
   int64_t rows = 0;
+
+  PartitionProfile() = default;
+  PartitionProfile(const PartitionProfile& other)
+      : rows(other.rows),
+        details_(other.details_ != nullptr
+                     ? std::make_unique<Details>(*other.details_)
+                     : nullptr) {}
+  PartitionProfile& operator=(const PartitionProfile& other) {
+    if (this != &other) {
+      rows = other.rows;
+      details_ = other.details_ != nullptr
+                     ? std::make_unique<Details>(*other.details_)
+                     : nullptr;
+    }
+    return *this;
+  }
+  PartitionProfile(PartitionProfile&&) noexcept = default;
+  PartitionProfile& operator=(PartitionProfile&&) noexcept = default;
+
   // By measure: the sum (0 without rows). A measure the table does not have
   // is absent.
-  std::map<std::string, double> sums;
-  std::map<std::string, CountWithSamples> nulls;  // by column
-  std::vector<CountWithSamples> orphans;  // one per reference, same order
+  const std::map<std::string, double>& sums() const { return details().sums; }
+  // By column.
+  const std::map<std::string, CountWithSamples>& nulls() const {
+    return details().nulls;
+  }
+  // One per reference, same order.
+  const std::vector<CountWithSamples>& orphans() const {
+    return details().orphans;
+  }
   // By column, only columns with values of another type.
-  std::map<std::string, CountWithSamples> type_mismatches;
+  const std::map<std::string, CountWithSamples>& type_mismatches() const {
+    return details().type_mismatches;
+  }
+  std::map<std::string, double>& mutable_sums() {
+    return mutable_details().sums;
+  }
+  std::map<std::string, CountWithSamples>& mutable_nulls() {
+    return mutable_details().nulls;
+  }
+  std::vector<CountWithSamples>& mutable_orphans() {
+    return mutable_details().orphans;
+  }
+  std::map<std::string, CountWithSamples>& mutable_type_mismatches() {
+    return mutable_details().type_mismatches;
+  }
+
+ private:
+  struct Details {
+    std::map<std::string, double> sums;
+    std::map<std::string, CountWithSamples> nulls;
+    std::vector<CountWithSamples> orphans;
+    std::map<std::string, CountWithSamples> type_mismatches;
+  };
+  const Details& details() const {
+    static const Details* const kNone = new Details();
+    return details_ != nullptr ? *details_ : *kNone;
+  }
+  Details& mutable_details() {
+    if (details_ == nullptr) details_ = std::make_unique<Details>();
+    return *details_;
+  }
+
+  std::unique_ptr<Details> details_;
 };
 
 // Profiles by partition ("" for an unpartitioned dataset); a partition

@@ -82,17 +82,19 @@ absl::StatusOr<Profile> ProfileStaged(Connection* conn, const JobLayout& layout,
         size_t i = 1;
         p.rows = row[i++].integer;
         for (const std::string& m : request.measures) {
-          p.sums[m] = row[i++].real;
+          p.mutable_sums()[m] = row[i++].real;
         }
         for (const std::string& c : request.null_columns) {
-          p.nulls[c].count = row[i++].integer;
+          p.mutable_nulls()[c].count = row[i++].integer;
         }
         for (const auto& [column, mismatch] : typed) {
           if (const int64_t n = row[i++].integer; n > 0) {
-            p.type_mismatches[column].count = n;
+            p.mutable_type_mismatches()[column].count = n;
           }
         }
-        p.orphans.resize(request.references.size());
+        if (!request.references.empty()) {
+          p.mutable_orphans().resize(request.references.size());
+        }
         return absl::OkStatus();
       }));
   const std::string row_text = d.RowText(dataset, "_bf_r");
@@ -124,20 +126,23 @@ absl::StatusOr<Profile> ProfileStaged(Connection* conn, const JobLayout& layout,
   };
   for (const std::string& c : request.null_columns) {
     bool any = false;
-    for (auto& [partition, p] : out) any |= p.nulls[c].count > 0;
+    for (auto& [partition, p] : out) any |= p.mutable_nulls()[c].count > 0;
     if (!any) continue;
-    RETURN_IF_ERROR(sample(absl::StrCat(Col("_bf_r", c), " IS NULL"),
-                           [&](PartitionProfile& p) { return &p.nulls[c]; }));
+    RETURN_IF_ERROR(
+        sample(absl::StrCat(Col("_bf_r", c), " IS NULL"),
+               [&](PartitionProfile& p) { return &p.mutable_nulls()[c]; }));
   }
   for (const auto& [column, mismatch] : typed) {
     bool any = false;
-    for (auto& [partition, p] : out) any |= p.type_mismatches.count(column) > 0;
+    for (auto& [partition, p] : out)
+      any |= p.type_mismatches().count(column) > 0;
     if (!any) continue;
     const std::string col = column;
     RETURN_IF_ERROR(
         sample(mismatch, [&](PartitionProfile& p) -> CountWithSamples* {
-          auto it = p.type_mismatches.find(col);
-          return it == p.type_mismatches.end() ? nullptr : &it->second;
+          auto it = p.mutable_type_mismatches().find(col);
+          return it == p.mutable_type_mismatches().end() ? nullptr
+                                                         : &it->second;
         }));
   }
   // Orphans, one query per reference.
@@ -162,12 +167,13 @@ absl::StatusOr<Profile> ProfileStaged(Connection* conn, const JobLayout& layout,
     for (const Row& row : counts.rows) {
       auto it = out.find(row[0].text);
       if (it == out.end()) continue;
-      it->second.orphans[i].count = row[1].integer;
+      it->second.mutable_orphans()[i].count = row[1].integer;
       any = true;
     }
     if (any) {
-      RETURN_IF_ERROR(
-          sample(orphan, [&](PartitionProfile& p) { return &p.orphans[i]; }));
+      RETURN_IF_ERROR(sample(orphan, [&](PartitionProfile& p) {
+        return &p.mutable_orphans()[i];
+      }));
     }
   }
   RETURN_IF_ERROR(txn.Commit());
@@ -220,7 +226,7 @@ absl::StatusOr<Profile> ProfilePublished(Connection* conn,
     PartitionProfile& p = out[row[0].text];
     p.rows = n;
     for (size_t i = 0; i < measures.size(); ++i) {
-      p.sums[measures[i]] = row[2 + i].real;
+      p.mutable_sums()[measures[i]] = row[2 + i].real;
     }
   }
   RETURN_IF_ERROR(txn.Commit());

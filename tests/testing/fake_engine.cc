@@ -912,12 +912,14 @@ absl::StatusOr<Profile> FakeEngine::ProfileStaged(
       PartitionProfile& p = out[partition];
       p.rows = rows;
       for (const std::string& m : request.measures) {
-        p.sums[m] =
+        p.mutable_sums()[m] =
             rows *
             (measure_for_ ? measure_for_(dataset.name, partition, m) : 1.0);
       }
-      for (const std::string& c : request.null_columns) p.nulls[c];
-      p.orphans.resize(request.references.size());
+      for (const std::string& c : request.null_columns) p.mutable_nulls()[c];
+      if (!request.references.empty()) {
+        p.mutable_orphans().resize(request.references.size());
+      }
     }
     edit = profile_edit_;
   }
@@ -957,7 +959,7 @@ absl::StatusOr<Profile> FakeEngine::ProfilePublished(
           sum = part->second.at(m);
         }
       }
-      p.sums[m] = sum;
+      p.mutable_sums()[m] = sum;
     }
   }
   return out;
