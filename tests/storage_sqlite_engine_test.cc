@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/sqlite/sqlite_engine.h"
+#include "tests/testing/fault_vfs.h"
 #include "tests/testing/warehouse_test.h"
 
 namespace backfill {
@@ -467,6 +468,57 @@ TEST(SqliteEngineOpenTest, AnEmptyFileThatMustHoldAWarehouseIsLeftUnwritten) {
   engine->reset();
   EXPECT_GT(std::filesystem::file_size(file), 0u);
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(SqliteEngineTest, AGroupWrittenOnAFullDiskStagesNoneOfItsPartitions) {
+  // The engine's connections through the fault-injecting VFS.
+  ASSERT_TRUE(sqlite::FaultVfs::Install().ok());
+  ReopenEngine();
+  const std::string job = "bf-9";
+  const std::vector<std::string> days = {"2025-01-01", "2025-01-02",
+                                         "2025-01-03"};
+  ASSERT_TRUE(engine_->PrepareJob(Layout(job, {{&revenue_, days}})).ok());
+  const std::string count =
+      absl::StrCat("SELECT COUNT(*) FROM \"",
+                   SqliteEngine::StageTable(job, "daily_revenue"), "\"");
+  auto inputs = [&](const std::string& day) -> std::vector<InputRef> {
+    return {{&orders_, day}, {&customers_, {}}};
+  };
+  {
+    absl::StatusOr<std::unique_ptr<StagingGroup>> group =
+        engine_->OpenStagingGroup(job, revenue_);
+    ASSERT_TRUE(group.ok() && *group != nullptr);
+    for (const std::string& day : {days[0], days[1]}) {
+      ASSERT_TRUE((*group)->Stage(day, inputs(day)).ok()) << day;
+    }
+    ASSERT_TRUE(
+        sqlite::FaultVfs::Set("warehouse.db", sqlite::Fault::DiskFull()).ok());
+    absl::StatusOr<absl::Duration> wrote = (*group)->Commit();
+    sqlite::FaultVfs::ClearAll();
+    // The code the runner reads as the warehouse's storage failing (no
+    // attempt spent), and nothing of the group in staging.
+    ASSERT_FALSE(wrote.ok());
+    EXPECT_EQ(wrote.status().code(), absl::StatusCode::kResourceExhausted)
+        << wrote.status();
+    EXPECT_THAT(wrote.status().message(), HasSubstr("full"));
+    EXPECT_EQ(Rows(count), std::vector<std::string>{"0"});
+  }
+  // With room again, the next group stages all three, as plain SQL
+  // computes them.
+  absl::StatusOr<std::unique_ptr<StagingGroup>> group =
+      engine_->OpenStagingGroup(job, revenue_);
+  ASSERT_TRUE(group.ok() && *group != nullptr);
+  for (const std::string& day : days) {
+    ASSERT_TRUE((*group)->Stage(day, inputs(day)).ok()) << day;
+  }
+  ASSERT_TRUE((*group)->Commit().ok());
+  EXPECT_EQ(
+      Rows(absl::StrCat("SELECT ds, region, round(revenue, 2), orders FROM \"",
+                        SqliteEngine::StageTable(job, "daily_revenue"),
+                        "\" ORDER BY 1, 2")),
+      Rows("SELECT o.order_date, c.region, round(SUM(o.amount - o.refund), 2), "
+           "COUNT(*) FROM raw_orders o JOIN dim_customers c USING "
+           "(customer_id) GROUP BY 1, 2 ORDER BY 1, 2"));
 }
 
 }  // namespace

@@ -172,6 +172,23 @@ absl::StatusOr<StageResult> SqlEngine::StagePartition(
     const std::string& job_id, const DatasetSpec& dataset,
     const std::string& partition, const std::vector<InputRef>& inputs) {
   ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
+                   JobToStage(job_id, dataset, partition, inputs));
+  RETURN_IF_ERROR(EnsureInputSignals(*job, inputs));
+  std::set<const DatasetSpec*> unsignalled;
+  absl::StatusOr<StageResult> result;
+  {
+    ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
+    result = sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
+                                 partition, inputs, &unsignalled);
+  }
+  if (result.ok()) RETURN_IF_ERROR(ReinstallSignals(unsignalled));
+  return result;
+}
+
+absl::StatusOr<std::shared_ptr<const JobRegistry::Job>> SqlEngine::JobToStage(
+    const std::string& job_id, const DatasetSpec& dataset,
+    const std::string& partition, const std::vector<InputRef>& inputs) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
                    jobs_.FindRecomputing(job_id, dataset.name));
   if (!job->Has(dataset.name, partition)) {
     return absl::InvalidArgumentError(
@@ -185,16 +202,7 @@ absl::StatusOr<StageResult> SqlEngine::StagePartition(
     }
   }
   RETURN_IF_ERROR(CheckWarehouse());
-  RETURN_IF_ERROR(EnsureInputSignals(*job, inputs));
-  std::set<const DatasetSpec*> unsignalled;
-  absl::StatusOr<StageResult> result;
-  {
-    ASSIGN_OR_RETURN(Lease conn, AcquireForStaging());
-    result = sql::StagePartition(conn.get(), staging_hooks(), *job, dataset,
-                                 partition, inputs, &unsignalled);
-  }
-  if (result.ok()) RETURN_IF_ERROR(ReinstallSignals(unsignalled));
-  return result;
+  return job;
 }
 
 absl::StatusOr<std::unique_ptr<StagingGroup>> SqlEngine::OpenStagingGroup(

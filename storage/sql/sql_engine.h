@@ -168,6 +168,11 @@ class SqlEngine : public Engine {
   // A StagingGroup over this engine (sql_staging_group.h).
   class Group;
 
+  // The registered job a staging of `partition` of `dataset` belongs to,
+  // once the call's arguments and the warehouse are checked.
+  absl::StatusOr<std::shared_ptr<const JobRegistry::Job>> JobToStage(
+      const std::string& job_id, const DatasetSpec& dataset,
+      const std::string& partition, const std::vector<InputRef>& inputs);
   // Before a staging reads `inputs` of `job`: installs the change triggers
   // of the inputs read from their published tables not tried yet in this
   // process, on a connection of its own.

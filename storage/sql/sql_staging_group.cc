@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "core/base/status_macros.h"
 #include "core/base/stopwatch.h"
 
@@ -11,19 +10,7 @@ namespace backfill::sql {
 absl::StatusOr<StageResult> SqlEngine::Group::Stage(
     const std::string& partition, const std::vector<InputRef>& inputs) {
   ASSIGN_OR_RETURN(std::shared_ptr<const JobRegistry::Job> job,
-                   engine_->jobs_.FindRecomputing(job_id_, dataset_->name));
-  if (!job->Has(dataset_->name, partition)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("partition '", partition, "' of ", dataset_->name,
-                     " is not part of job ", job_id_));
-  }
-  for (const InputRef& in : inputs) {
-    if (in.dataset == nullptr) {
-      return absl::InvalidArgumentError(
-          "StagePartition: input without dataset");
-    }
-  }
-  RETURN_IF_ERROR(engine_->CheckWarehouse());
+                   engine_->JobToStage(job_id_, *dataset_, partition, inputs));
   if (pending_.empty()) {
     conn_.reset();
     RETURN_IF_ERROR(engine_->EnsureInputSignals(*job, inputs));
